@@ -1,0 +1,30 @@
+"""hlox: composable transformations of NumPy programs (JAX's model), built from scratch.
+
+    import hlox, hlox.numpy as jnp
+    f = hlox.jit(lambda x: jnp.sin(x) * 2.0)
+"""
+from hlox.config import config
+from hlox.cache import clear_caches
+from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
+                         TracerBoolConversionError, TracerIntegerConversionError,
+                         UnexpectedTracerError)
+from hlox.runtime import (Array, block_until_ready, default_backend, device_count, device_get,
+                          device_put, devices, local_device_count, local_devices,
+                          process_count, process_index)
+from hlox.core.tracer import Tracer as _Tracer
+from hlox import tree_util
+from hlox import lax
+from hlox import numpy
+from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
+from hlox.tree_util import Partial
+
+__version__ = "0.1.0"
+
+
+def _on_config_change(name, value):
+  # Weak types of Python scalars and canonical dtypes depend on x64: cached signatures and
+  # executables made under the other setting must not be reused.
+  if name == "enable_x64":
+    clear_caches()
+
+config.add_watcher(_on_config_change)

@@ -1,0 +1,438 @@
+"""User-facing transformations: jit, make_jaxpr, eval_shape, and friends.
+
+This module handles arguments (pytrees, static arguments, donation) and caching; the
+transformations themselves live in ``interpreters/`` and ``lax/call.py``.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from hlox import monitoring, tree_util
+from hlox.cache import LRUCache
+from hlox.config import config
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
+from hlox.core.tracer import Tracer, eval_trace, get_aval, trace_ctx
+from hlox.lax.call import compile_closed_jaxpr, jit_p, signature
+from hlox.runtime.array import Array
+
+__all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
+
+
+class ShapeDtypeStruct:
+  """A shape and dtype standing in for an array (e.g. the results of ``eval_shape``)."""
+
+  __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+  def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+    self.shape = tuple(shape)
+    self.dtype = np.dtype(dtype)
+    self.weak_type = weak_type
+    self.sharding = sharding
+
+  @property
+  def ndim(self):
+    return len(self.shape)
+
+  @property
+  def size(self):
+    return int(np.prod(self.shape, dtype=np.int64))
+
+  @property
+  def aval(self):
+    return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
+
+  def __repr__(self):
+    weak = ", weak_type=True" if self.weak_type else ""
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+  def __eq__(self, other):
+    return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+            and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+  def __hash__(self):
+    return hash((self.shape, self.dtype, self.weak_type))
+
+
+def _abstractify(x):
+  if isinstance(x, ShapeDtypeStruct):
+    return x.aval
+  try:
+    return get_aval(x)
+  except TypeError:
+    raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid JAX-style "
+                    "array type: pass arrays, NumPy arrays or Python scalars (or mark the "
+                    "argument static)") from None
+
+
+class disable_jit:
+  """Context manager (and flag) that makes jitted functions run op by op, for debugging."""
+
+  def __init__(self, disable: bool = True):
+    self.disable = disable
+
+  def __enter__(self):
+    self._prev = config.disable_jit
+    config.update("disable_jit", self.disable)
+
+  def __exit__(self, *exc):
+    config.update("disable_jit", self._prev)
+
+
+def _fun_name(fun) -> str:
+  return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _normalize_argnums(fun, argnums, argnames, what):
+  """Resolve static/donate argnums and argnames against each other via the signature."""
+  if argnums is None:
+    argnums = ()
+  elif isinstance(argnums, int):
+    argnums = (argnums,)
+  if argnames is None:
+    argnames = ()
+  elif isinstance(argnames, str):
+    argnames = (argnames,)
+  argnums, argnames = tuple(int(i) for i in argnums), tuple(argnames)
+  try:
+    params = list(inspect.signature(fun).parameters.values())
+  except (TypeError, ValueError):
+    return argnums, argnames
+  positional = [p.name for p in params
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  names = set(argnames)
+  nums = set(argnums)
+  for i in argnums:
+    if 0 <= i < len(positional) and params[i].kind != inspect.Parameter.POSITIONAL_ONLY:
+      names.add(positional[i])
+  for name in argnames:
+    if name in positional:
+      nums.add(positional.index(name))
+  return tuple(sorted(nums)), tuple(sorted(names))
+
+
+class _HashableStatic:
+  """Wraps a static argument so cache keys compare it by ``==`` and ``hash``."""
+
+  __slots__ = ("value", "_hash")
+
+  def __init__(self, value, what):
+    try:
+      self._hash = hash(value)
+    except TypeError:
+      raise TypeError(f"Non-hashable static argument {what} of type {type(value).__name__}: "
+                      f"{value!r}. Static arguments must be hashable (use a tuple instead of "
+                      "a list, or pass the value as a traced array argument)") from None
+    self.value = value
+
+  def __eq__(self, other):
+    return type(other) is _HashableStatic and type(self.value) is type(other.value) and \
+        self.value == other.value
+
+  def __hash__(self):
+    return self._hash
+
+
+class _Traced:
+  """A traced jitted function: the jaxpr (consts turned into leading args) and its output tree."""
+
+  __slots__ = ("jaxpr", "consts", "out_tree", "in_avals")
+
+  def __init__(self, jaxpr, consts, out_tree, in_avals):
+    self.jaxpr = jaxpr
+    self.consts = consts
+    self.out_tree = out_tree
+    self.in_avals = in_avals
+
+
+class JitWrapped:
+  """The callable ``jit(fun)`` returns. Call it, or ``.lower(*args)`` to see its StableHLO."""
+
+  def __init__(self, fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+               keep_unused, inline):
+    self.fun = fun
+    self.static_argnums, self.static_argnames = _normalize_argnums(
+        fun, static_argnums, static_argnames, "static")
+    self.donate_argnums, self.donate_argnames = _normalize_argnums(
+        fun, donate_argnums, donate_argnames, "donate")
+    overlap = set(self.static_argnums) & set(self.donate_argnums)
+    if overlap:
+      raise ValueError(f"jit: arguments {sorted(overlap)} cannot be both static and donated")
+    self.keep_unused = keep_unused
+    self.inline = inline
+    self.name = _fun_name(fun)
+    self._simple = not (self.static_argnums or self.static_argnames or self.donate_argnums
+                        or self.donate_argnames)
+    self._trace_cache = LRUCache()
+    self._call_cache = LRUCache()  # (in_tree, sigs) -> (CompiledCall, consts, out_tree)
+    functools.update_wrapper(self, fun, updated=())
+
+  def __get__(self, obj, objtype=None):  # behave like a function when used as a method
+    if obj is None:
+      return self
+    return functools.partial(self, obj)
+
+  # --- the call path ---
+  def __call__(self, *args, **kwargs):
+    if self._simple and not kwargs and trace_ctx.trace is eval_trace:
+      leaves, in_tree = tree_util.flatten_fast(args)
+      sigs = tuple([x._sig if type(x) is Array else signature(x) for x in leaves])
+      entry = self._call_cache.get((in_tree, sigs))
+      if entry is not None:
+        compiled, consts, out_tree = entry
+        return out_tree.unflatten(compiled(consts + leaves if consts else leaves))
+    return self._call_slow(args, kwargs)
+
+  def _split_args(self, args, kwargs):
+    """(dynamic args, dynamic kwargs, static key, donated flags per dynamic leaf)."""
+    statics = []
+    dyn_args = []
+    for i, a in enumerate(args):
+      if i in self.static_argnums:
+        statics.append((i, _HashableStatic(a, f"at position {i}")))
+      else:
+        dyn_args.append(a)
+    dyn_kwargs = {}
+    for k, v in kwargs.items():
+      if k in self.static_argnames:
+        statics.append((k, _HashableStatic(v, f"{k!r}")))
+      else:
+        dyn_kwargs[k] = v
+    return tuple(dyn_args), dyn_kwargs, tuple(statics)
+
+  def _donated_leaves(self, args, kwargs, dyn_args, dyn_kwargs):
+    flags = []
+    pos = [i for i in range(len(args)) if i not in self.static_argnums]
+    for i, a in zip(pos, dyn_args):
+      flags += [i in self.donate_argnums] * len(tree_util.tree_leaves(a))
+    kw_flags = []
+    for k in sorted(dyn_kwargs):
+      kw_flags += [k in self.donate_argnames] * len(tree_util.tree_leaves(dyn_kwargs[k]))
+    return tuple(flags + kw_flags)
+
+  def _call_slow(self, args, kwargs):
+    if config.disable_jit:
+      return self.fun(*args, **kwargs)
+    if self.inline and trace_ctx.trace is not eval_trace:
+      return self.fun(*args, **kwargs)
+    dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
+    leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    traced = self._get_traced(in_tree, leaves, statics, args, kwargs)
+    donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
+        self.donate_argnums or self.donate_argnames) else ()
+    n_consts = len(traced.consts)
+    donated_invars = (False,) * n_consts + donated if any(donated) else ()
+    if trace_ctx.trace is not eval_trace or any(isinstance(x, Tracer) for x in leaves) or \
+        any(isinstance(c, Tracer) for c in traced.consts):
+      outs = jit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name,
+                        donated_invars=donated_invars or (False,) * (n_consts + len(leaves)),
+                        keep_unused=self.keep_unused, inline=self.inline)
+      return traced.out_tree.unflatten(outs)
+    sigs = tuple(signature(x) for x in leaves)
+    const_sigs = tuple(signature(c) for c in traced.consts)
+    compiled = compile_closed_jaxpr(traced.jaxpr, const_sigs + sigs, self.name,
+                                    donated_invars, self.keep_unused)
+    consts = list(traced.consts)
+    if not statics and not kwargs and not donated_invars:
+      _, fast_tree = tree_util.flatten_fast(args)
+      self._call_cache.put((fast_tree, sigs), (compiled, consts, traced.out_tree))
+    return traced.out_tree.unflatten(compiled(consts + leaves))
+
+  def _get_traced(self, in_tree, leaves, statics, args, kwargs) -> _Traced:
+    avals = tuple(_abstractify(x) for x in leaves)
+    key = (in_tree, avals, statics)
+    traced = self._trace_cache.get(key)
+    if traced is None:
+      traced = self._trace(in_tree, avals, statics, args, kwargs)
+      # A trace that closed over outer tracers is only valid inside that outer trace.
+      if not any(isinstance(c, Tracer) for c in traced.consts):
+        self._trace_cache.put(key, traced)
+    return traced
+
+  def _trace(self, in_tree, avals, statics, args, kwargs) -> _Traced:
+    monitoring.record_event("jit_trace", name=self.name)
+    if config.explain_cache_misses:
+      monitoring.logger.warning("jit %s: tracing for %s", self.name,
+                                ", ".join(a.str_short() for a in avals))
+    static_pos = {k: s.value for k, s in statics if isinstance(k, int)}
+    static_kw = {k: s.value for k, s in statics if isinstance(k, str)}
+    out_tree_box = []
+
+    def flat_fun(*flat_args):
+      dyn_args, dyn_kwargs = in_tree.unflatten(flat_args)
+      it = iter(dyn_args)
+      n = len(dyn_args) + len(static_pos)
+      full_args = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
+      out = self.fun(*full_args, **dyn_kwargs, **static_kw)
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      out_tree_box.append(out_tree)
+      return out_leaves
+
+    closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name)
+    jaxpr, consts = convert_constvars(closed)
+    return _Traced(jaxpr, consts, out_tree_box[0], avals)
+
+  # --- ahead-of-time ---
+  def lower(self, *args, **kwargs) -> "Lowered":
+    """Trace and lower for these arguments (arrays or ShapeDtypeStructs)."""
+    dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
+    leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    traced = self._get_traced(in_tree, leaves, statics, args, kwargs)
+    from hlox.interpreters import xla
+    donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
+        self.donate_argnums or self.donate_argnames) else ()
+    donated_invars = (False,) * len(traced.consts) + donated if any(donated) else ()
+    lowered = xla.lower_jaxpr_to_module(traced.jaxpr, self.name, donated_invars,
+                                        self.keep_unused)
+    return Lowered(lowered, traced, in_tree, donated_invars, self.name)
+
+  def trace(self, *args, **kwargs):
+    dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
+    leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    return self._get_traced(in_tree, leaves, statics, args, kwargs)
+
+  def eval_shape(self, *args, **kwargs):
+    return eval_shape(self, *args, **kwargs)
+
+  def clear_cache(self):
+    self._trace_cache.clear()
+    self._call_cache.clear()
+
+
+class Lowered:
+  """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
+
+  def __init__(self, lowered, traced, in_tree, donated_invars, name):
+    self._lowered = lowered
+    self._traced = traced
+    self.in_tree = in_tree
+    self.out_tree = traced.out_tree
+    self._donated = donated_invars
+    self._name = name
+
+  def as_text(self, dialect: str = "stablehlo") -> str:
+    return self._lowered.as_text()
+
+  def compile(self) -> "Compiled":
+    from hlox.lax.call import CompiledCall
+    from hlox.interpreters import xla
+    executable = xla.compile_lowered(self._lowered)
+    return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree)
+
+  def jaxpr(self):
+    return self._traced.jaxpr
+
+
+class Compiled:
+  """A compiled jitted function for one signature; call it with matching arguments."""
+
+  def __init__(self, call, traced, in_tree):
+    self._call = call
+    self._traced = traced
+    self.in_tree = in_tree
+    self.out_tree = traced.out_tree
+
+  def __call__(self, *args, **kwargs):
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    if in_tree != self.in_tree:
+      raise TypeError(f"Compiled function called with arguments of structure {in_tree}, but "
+                      f"it was compiled for {self.in_tree}")
+    avals = [_abstractify(x) for x in leaves]
+    expected = self._traced.in_avals
+    if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
+      raise TypeError("Compiled function called with argument types "
+                      f"{[a.str_short() for a in avals]}, but it was compiled for "
+                      f"{[a.str_short() for a in expected]}")
+    return self.out_tree.unflatten(self._call(list(self._traced.consts) + leaves))
+
+  def as_text(self) -> str:
+    return self._call.executable.hlo_text()
+
+  def cost_analysis(self):
+    return self._call.executable.cost_analysis()
+
+
+def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        donate_argnums=None, donate_argnames=None, keep_unused: bool = False,
+        inline: bool = False, **unsupported):
+  """Compile ``fun`` with XLA: traced once per argument signature, then cached.
+
+  Args:
+    fun: function of arrays (pytrees of arrays) returning arrays.
+    static_argnums / static_argnames: arguments treated as compile-time constants (must be
+      hashable); a new value retraces.
+    donate_argnums / donate_argnames: arguments whose buffers XLA may reuse for outputs; the
+      donated Arrays are deleted after the call.
+    keep_unused: keep unused arguments in the compiled program.
+    inline: when traced inside another function, inline the body instead of a call.
+  """
+  if unsupported:
+    ignored = {"in_shardings", "out_shardings", "backend", "device", "abstracted_axes",
+               "compiler_options"}
+    bad = set(unsupported) - ignored
+    if bad:
+      raise TypeError(f"jit() got unexpected keyword arguments {sorted(bad)}")
+  if fun is None:
+    return functools.partial(jit, static_argnums=static_argnums,
+                             static_argnames=static_argnames, donate_argnums=donate_argnums,
+                             donate_argnames=donate_argnames, keep_unused=keep_unused,
+                             inline=inline)
+  if not callable(fun):
+    raise TypeError(f"jit: expected a callable, got {fun!r} of type {type(fun).__name__}")
+  return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
+                    keep_unused, inline)
+
+
+def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
+               axis_env=None):
+  """Return a function that traces ``fun`` and gives its ClosedJaxpr (and output shapes)."""
+  if isinstance(static_argnums, int):
+    static_argnums = (static_argnums,)
+  static_argnums = tuple(static_argnums)
+
+  @functools.wraps(fun)
+  def make(*args, **kwargs):
+    dyn_args = [a for i, a in enumerate(args) if i not in static_argnums]
+    leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
+    avals = [_abstractify(x) for x in leaves]
+    out_tree_box = []
+
+    def flat_fun(*flat):
+      dyn, kw = in_tree.unflatten(flat)
+      it = iter(dyn)
+      full = [args[i] if i in static_argnums else next(it) for i in range(len(args))]
+      out = fun(*full, **kw)
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      out_tree_box.append(out_tree)
+      return out_leaves
+
+    closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun),
+                            trace_name="make_jaxpr")
+    if return_shape:
+      shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+      return closed, out_tree_box[0].unflatten(shapes)
+    return closed
+  return make
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+  """Shapes and dtypes of ``fun(*args, **kwargs)`` as ShapeDtypeStructs, without running it."""
+  leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+  avals = [_abstractify(x) for x in leaves]
+  out_tree_box = []
+
+  def flat_fun(*flat):
+    a, kw = in_tree.unflatten(flat)
+    out_leaves, out_tree = tree_util.tree_flatten(fun(*a, **kw))
+    out_tree_box.append(out_tree)
+    return out_leaves
+
+  closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun), trace_name="eval_shape")
+  shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+  return out_tree_box[0].unflatten(shapes)

@@ -1,0 +1,88 @@
+"""Global switches: 64-bit mode, CPU device count, cache sizes, checks.
+
+Values come from ``HLOX_*`` environment variables at import time and can be changed with
+``hlox.config.update(name, value)``. Options that shape the runtime (``num_cpu_devices``)
+only take effect before the first device use.
+"""
+from __future__ import annotations
+
+import os
+
+__all__ = ["config", "update", "enable_x64"]
+
+
+def _env_bool(name: str, default: bool) -> bool:
+  value = os.environ.get(name)
+  if value is None:
+    return default
+  return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _env_int(name: str, default: int) -> int:
+  value = os.environ.get(name)
+  return default if value in (None, "") else int(value)
+
+
+class Config:
+  """Holds hlox's options; read them as attributes, change them with ``update``."""
+
+  _options = {
+      # name: (environment variable, parser, default)
+      "enable_x64": ("HLOX_ENABLE_X64", _env_bool, False),
+      "num_cpu_devices": ("HLOX_NUM_CPU_DEVICES", _env_int, 1),
+      "enable_checks": ("HLOX_ENABLE_CHECKS", _env_bool, False),
+      "cache_size": ("HLOX_CACHE_SIZE", _env_int, 4096),
+      "explain_cache_misses": ("HLOX_EXPLAIN_CACHE_MISSES", _env_bool, False),
+      "disable_jit": ("HLOX_DISABLE_JIT", _env_bool, False),
+  }
+
+  def __init__(self):
+    self._values = {}
+    for name, (env, parse, default) in self._options.items():
+      self._values[name] = parse(env, default)
+    self._watchers = []
+
+  def __getattr__(self, name):
+    if name.startswith("_"):
+      raise AttributeError(name)
+    try:
+      return self.__dict__["_values"][name]
+    except KeyError:
+      raise AttributeError(f"hlox.config has no option {name!r}") from None
+
+  def update(self, name: str, value) -> None:
+    """Set option ``name`` (for example ``update('enable_x64', True)``)."""
+    if name.startswith("jax_"):  # accept JAX's spelling of option names
+      name = name[4:]
+    if name not in self._values:
+      raise ValueError(f"hlox.config has no option {name!r}; options: {sorted(self._values)}")
+    self._values[name] = value
+    for watcher in self._watchers:
+      watcher(name, value)
+
+  def add_watcher(self, fn) -> None:
+    """Call ``fn(name, value)`` after every ``update`` (used to drop stale caches)."""
+    self._watchers.append(fn)
+
+  @property
+  def x64_enabled(self) -> bool:
+    return self.enable_x64
+
+
+config = Config()
+update = config.update
+
+
+class enable_x64:
+  """Context manager that turns 64-bit mode on (or off) inside its block."""
+
+  def __init__(self, new_val: bool = True):
+    self.new_val = new_val
+
+  def __enter__(self):
+    self._prev = config.enable_x64
+    config.update("enable_x64", self.new_val)
+    return self
+
+  def __exit__(self, *exc):
+    config.update("enable_x64", self._prev)

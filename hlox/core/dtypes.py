@@ -1,0 +1,313 @@
+"""Dtypes: canonicalization (32-bit unless x64 is on) and JAX's type-promotion lattice.
+
+Python scalars are *weakly typed*: they take part in promotion as the abstract kinds ``i*``,
+``f*`` and ``c*``, which sit below every concrete type of their kind on the lattice, so that
+``float32_array * 2.0`` stays float32 while ``int32_array + 1.5`` becomes float32.
+"""
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+
+from hlox.config import config
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
+int4, uint4 = np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)
+# float0 is the dtype of tangents of integer and boolean values (as in JAX): zero-size items.
+float0 = np.dtype([("float0", np.void, 0)])
+
+float8_dtypes = (float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz, float8_e4m3fnuz, float8_e5m2fnuz)
+int_dtypes = (int4, int8, int16, int32, int64)
+uint_dtypes = (uint4, uint8, uint16, uint32, uint64)
+float_dtypes = (*float8_dtypes, bfloat16, float16, float32, float64)
+complex_dtypes = (complex64, complex128)
+all_dtypes = (bool_, *int_dtypes, *uint_dtypes, *float_dtypes, *complex_dtypes)
+
+_custom_floats = {bfloat16, *float8_dtypes}
+
+
+def issubdtype(a, b) -> bool:
+  """NumPy's ``issubdtype`` that also knows the ml_dtypes floats are floating and int4 integer."""
+  a = np.dtype(a) if not isinstance(a, type) or not issubclass(a, np.generic) else np.dtype(a)
+  if b in (np.floating, np.inexact, np.number) and a in _custom_floats:
+    return True
+  if b in (np.integer, np.signedinteger, np.number) and a == int4:
+    return True
+  if b in (np.integer, np.unsignedinteger, np.number) and a == uint4:
+    return True
+  if isinstance(b, type) and issubclass(b, np.generic) and b in (
+      np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer,
+      np.signedinteger, np.unsignedinteger, np.bool_):
+    return np.issubdtype(a, b)
+  return a == np.dtype(b)
+
+
+def is_float(dtype) -> bool:
+  return np.dtype(dtype) in _float_set
+
+def is_complex(dtype) -> bool:
+  return np.dtype(dtype).kind == "c"
+
+def is_inexact(dtype) -> bool:
+  dtype = np.dtype(dtype)
+  return dtype in _float_set or dtype.kind == "c"
+
+def is_int(dtype) -> bool:
+  return np.dtype(dtype) in _int_set
+
+def is_signed_int(dtype) -> bool:
+  return np.dtype(dtype) in _sint_set
+
+def is_unsigned_int(dtype) -> bool:
+  return np.dtype(dtype) in _uint_set
+
+def is_bool(dtype) -> bool:
+  return np.dtype(dtype) == bool_
+
+_float_set = frozenset(float_dtypes)
+_sint_set = frozenset(int_dtypes)
+_uint_set = frozenset(uint_dtypes)
+_int_set = _sint_set | _uint_set
+
+
+def finfo(dtype):
+  return ml_dtypes.finfo(dtype)
+
+def iinfo(dtype):
+  return ml_dtypes.iinfo(dtype)
+
+
+# --- canonicalization -------------------------------------------------------------------
+
+_to_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def x64_enabled() -> bool:
+  return config._values["enable_x64"]
+
+
+def canonicalize_dtype(dtype) -> np.dtype:
+  """The dtype hlox stores for ``dtype``: 64-bit types become 32-bit unless x64 is on."""
+  dtype = np.dtype(dtype)
+  if config._values["enable_x64"]:
+    return dtype
+  return _to_32.get(dtype, dtype)
+
+
+def default_int_dtype() -> np.dtype:
+  return int64 if x64_enabled() else int32
+
+def default_float_dtype() -> np.dtype:
+  return float64 if x64_enabled() else float32
+
+def default_complex_dtype() -> np.dtype:
+  return complex128 if x64_enabled() else complex64
+
+
+_python_scalar_kinds = {bool: "b", int: "i", float: "f", complex: "c"}
+
+
+def python_scalar_dtype(x) -> np.dtype:
+  """The (canonical) dtype a Python scalar takes as an array."""
+  t = type(x)
+  if t is bool:
+    return bool_
+  if t is int:
+    return default_int_dtype()
+  if t is float:
+    return default_float_dtype()
+  if t is complex:
+    return default_complex_dtype()
+  for base in (bool, int, float, complex):  # subclasses such as IntEnum
+    if isinstance(x, base):
+      return python_scalar_dtype(base(x))
+  raise TypeError(f"{type(x).__name__} is not a Python scalar")
+
+
+def is_python_scalar(x) -> bool:
+  return type(x) in _python_scalar_kinds
+
+
+def dtype_of(x) -> np.dtype:
+  """Canonical dtype of an array-like value (no tracers: those carry ``aval``)."""
+  aval = getattr(x, "aval", None)
+  if aval is not None:
+    return aval.dtype
+  if type(x) in _python_scalar_kinds:
+    return python_scalar_dtype(x)
+  dtype = getattr(x, "dtype", None)
+  if dtype is None:
+    dtype = np.result_type(x)
+  return canonicalize_dtype(dtype)
+
+
+def is_weakly_typed(x) -> bool:
+  aval = getattr(x, "aval", None)
+  if aval is not None:
+    return aval.weak_type
+  return type(x) in (int, float, complex)
+
+
+# --- the promotion lattice ---------------------------------------------------------------
+
+class _WeakKind:
+  """A node for the weak (Python-scalar) kinds i*, f*, c* on the lattice."""
+  __slots__ = ("name",)
+
+  def __init__(self, name):
+    self.name = name
+
+  def __repr__(self):
+    return self.name
+
+i_weak, f_weak, c_weak = _WeakKind("int"), _WeakKind("float"), _WeakKind("complex")
+
+
+def _lattice(x64: bool):
+  """Each node mapped to the nodes directly above it (JAX's standard lattice)."""
+  up = {
+      bool_: [i_weak],
+      i_weak: [uint8, int8, int4, uint4],
+      int4: [], uint4: [],
+      uint8: [int16, uint16], uint16: [int32, uint32],
+      uint32: [int64, uint64] if x64 else [int32, uint64],
+      uint64: [f_weak],
+      int8: [int16], int16: [int32], int32: [int64], int64: [f_weak],
+      f_weak: [*float8_dtypes, bfloat16, float16, c_weak],
+      **{t: [] for t in float8_dtypes},
+      bfloat16: [float32], float16: [float32], float32: [float64, complex64],
+      float64: [complex128],
+      c_weak: [complex64], complex64: [complex128], complex128: [],
+  }
+  return up
+
+
+def _upper_bounds(x64):
+  up = _lattice(x64)
+  ubs = {}
+  def visit(node):
+    if node in ubs:
+      return ubs[node]
+    result = {node}
+    for parent in up[node]:
+      result |= visit(parent)
+    ubs[node] = frozenset(result)
+    return ubs[node]
+  for node in up:
+    visit(node)
+  return ubs
+
+_UBS = {False: _upper_bounds(False), True: _upper_bounds(True)}
+
+
+class TypePromotionError(ValueError):
+  """No implicit promotion exists between the given dtypes (e.g. float8 with float32)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _join(nodes: frozenset, x64: bool):
+  ubs = _UBS[x64]
+  common = frozenset.intersection(*(ubs[n] for n in nodes))
+  least = (common & nodes) or {c for c in common if common <= ubs[c]}
+  if len(least) != 1:
+    names = tuple(str(n) for n in nodes)
+    extra = ""
+    if any(n in float8_dtypes for n in nodes):
+      extra = (" 8-bit floats do not promote implicitly; convert explicitly, e.g. "
+               "x.astype('float32').")
+    raise TypePromotionError(f"Input dtypes {names} have no implicit promotion path.{extra}")
+  return next(iter(least))
+
+
+def _node(dtype, weak):
+  if not weak:
+    return dtype
+  kind = dtype.kind
+  if kind in "iu":
+    return i_weak
+  if kind == "f" or dtype in _custom_floats:
+    return f_weak
+  if kind == "c":
+    return c_weak
+  return dtype
+
+
+def _weak_kind_default(node) -> np.dtype:
+  if node is i_weak:
+    return default_int_dtype()
+  if node is f_weak:
+    return default_float_dtype()
+  return default_complex_dtype()
+
+
+def promote_types(a, b) -> np.dtype:
+  """The dtype both ``a`` and ``b`` promote to (no weak types involved)."""
+  a, b = np.dtype(a), np.dtype(b)
+  return canonicalize_dtype(_join(frozenset((a, b)), True))
+
+
+def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
+  """Join of ``(dtype, weak_type)`` pairs: the dtype and whether the result stays weak."""
+  dtypes = [np.dtype(d) for d, _ in dtypes_and_weak]
+  weaks = [w for _, w in dtypes_and_weak]
+  if len(set(dtypes)) == 1:
+    return canonicalize_dtype(dtypes[0]), all(weaks) and dtypes[0] != bool_
+  x64 = x64_enabled()
+  if all(weaks):
+    # Only Python scalars (or values derived from them): join their concrete dtypes.
+    joined = _join(frozenset(dtypes), x64)
+    return canonicalize_dtype(joined), joined != bool_
+  joined = _join(frozenset(_node(d, w) for d, w in zip(dtypes, weaks)), x64)
+  if isinstance(joined, _WeakKind):
+    return canonicalize_dtype(_weak_kind_default(joined)), True
+  return canonicalize_dtype(joined), False
+
+
+def result_type(*args, return_weak_type_flag=False):
+  """JAX's ``result_type``: arrays, dtypes and Python scalars (weakly typed) combined."""
+  if not args:
+    raise ValueError("at least one array or dtype is required")
+  pairs = []
+  for x in args:
+    if x is None:
+      raise ValueError("None is not a valid value for result_type")
+    if type(x) in (int, float, complex):
+      pairs.append((python_scalar_dtype(x), True))
+    elif isinstance(x, (np.dtype, type, str)) and not hasattr(x, "aval"):
+      pairs.append((canonicalize_dtype(np.dtype(x) if x is not float and x is not int
+                                       and x is not complex and x is not bool
+                                       else python_scalar_dtype(x(0))), False))
+    else:
+      pairs.append((dtype_of(x), is_weakly_typed(x)))
+  dtype, weak = result_type_with_weak(pairs)
+  return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def to_inexact_dtype(dtype) -> np.dtype:
+  """The floating dtype an integer or bool dtype turns into for e.g. ``sin`` or ``mean``."""
+  dtype = np.dtype(dtype)
+  return dtype if is_inexact(dtype) else default_float_dtype()
+
+
+def scalar_type_of(dtype):
+  """``bool``, ``int``, ``float`` or ``complex``: the Python type matching ``dtype``."""
+  dtype = np.dtype(dtype)
+  if dtype == bool_:
+    return bool
+  if dtype in _int_set:
+    return int
+  if dtype.kind == "c":
+    return complex
+  return float

@@ -1,0 +1,448 @@
+"""The jaxpr IR: variables, equations, jaxprs, tracing to a jaxpr, printing, checking.
+
+A jaxpr is a typed, first-order program in A-normal form::
+
+    { lambda c:f32[3] ; a:f32[3]. let b:f32[3] = sin a; d:f32[3] = add b c in (d,) }
+
+``constvars`` (before ``;``) are captured constants, ``invars`` the arguments; each equation
+applies one primitive with static params. A ``ClosedJaxpr`` pairs a jaxpr with the values of its
+constvars.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.tracer import (Trace, Tracer, get_aval, set_current_trace,
+                              user_frame_summary)
+
+
+class Var:
+  """A variable of a jaxpr; it is its own identity (names are made up by the printer)."""
+
+  __slots__ = ("aval",)
+
+  def __init__(self, aval):
+    self.aval = aval
+
+  def __repr__(self):
+    return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+  """A scalar constant written inline in an equation (``2.0:f32[]``)."""
+
+  __slots__ = ("val", "aval")
+
+  def __init__(self, val, aval):
+    self.val = val
+    self.aval = aval
+
+  def __repr__(self):
+    return f"Literal({self.val})"
+
+  def pretty(self) -> str:
+    value = self.aval.dtype.type(self.val) if self.aval.dtype != dtypes.float0 else 0
+    if isinstance(value, np.ndarray):
+      value = value.item()
+    return f"{value}:{self.aval.str_short()}"
+
+
+class JaxprEqn:
+  """``outvars = primitive[params] invars``; ``source_info`` is the user's line, if known."""
+
+  __slots__ = ("invars", "outvars", "primitive", "params", "source_info")
+
+  def __init__(self, invars, outvars, primitive, params, source_info=None):
+    self.invars = list(invars)
+    self.outvars = list(outvars)
+    self.primitive = primitive
+    self.params = params
+    self.source_info = source_info
+
+  def replace(self, **kwargs) -> "JaxprEqn":
+    fields = {k: getattr(self, k) for k in self.__slots__}
+    fields.update(kwargs)
+    return JaxprEqn(**fields)
+
+  def __repr__(self):
+    return pp_eqn(self, _Names(), 0)
+
+
+class Jaxpr:
+  __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+
+  def __init__(self, constvars, invars, outvars, eqns, debug_info=None):
+    self.constvars = list(constvars)
+    self.invars = list(invars)
+    self.outvars = list(outvars)
+    self.eqns = list(eqns)
+    self.debug_info = debug_info
+
+  @property
+  def in_avals(self):
+    return [v.aval for v in self.invars]
+
+  @property
+  def out_avals(self):
+    return [v.aval for v in self.outvars]
+
+  def __str__(self):
+    return pp_jaxpr(self)
+
+  __repr__ = __str__
+
+  def pretty_print(self, **kwargs) -> str:
+    return pp_jaxpr(self)
+
+
+class ClosedJaxpr:
+  """A jaxpr together with the values of its constvars."""
+
+  __slots__ = ("jaxpr", "consts", "_hash")
+
+  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any]):
+    assert len(consts) == len(jaxpr.constvars)
+    self.jaxpr = jaxpr
+    self.consts = list(consts)
+    self._hash = None
+
+  @property
+  def in_avals(self):
+    return self.jaxpr.in_avals
+
+  @property
+  def out_avals(self):
+    return self.jaxpr.out_avals
+
+  @property
+  def eqns(self):
+    return self.jaxpr.eqns
+
+  @property
+  def literals(self):
+    return self.consts
+
+  def __str__(self):
+    return pp_jaxpr(self.jaxpr)
+
+  __repr__ = __str__
+
+  def pretty_print(self, **kwargs) -> str:
+    return pp_jaxpr(self.jaxpr)
+
+  # Closed jaxprs are parameters of call primitives, so they must be hashable; identity is
+  # the right notion (a jaxpr is never mutated after it is built).
+  def __hash__(self):
+    return id(self)
+
+  def __eq__(self, other):
+    return self is other
+
+
+# --- pretty printing ---------------------------------------------------------------------
+
+class _Names:
+  """Invents names a, b, ..., z, ba, bb, ... shared by a jaxpr and all jaxprs nested in it."""
+
+  def __init__(self):
+    self.names = {}
+    self.counter = itertools.count()
+
+  def __call__(self, v) -> str:
+    if isinstance(v, Literal):
+      return v.pretty()
+    name = self.names.get(v)
+    if name is None:
+      name = self.names[v] = _encode(next(self.counter))
+    return name
+
+
+def _encode(n: int) -> str:
+  letters = "abcdefghijklmnopqrstuvwxyz"
+  s = ""
+  while True:
+    s = letters[n % 26] + s
+    n //= 26
+    if n == 0:
+      return s
+
+
+def _binder(names, v) -> str:
+  return f"{names(v)}:{v.aval.str_short()}"
+
+
+def _pp_param(value, names, indent) -> str:
+  if isinstance(value, ClosedJaxpr):
+    return pp_jaxpr(value.jaxpr, names, indent)
+  if isinstance(value, Jaxpr):
+    return pp_jaxpr(value, names, indent)
+  if isinstance(value, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr))
+                                              for x in value):
+    inner = [pp_jaxpr(x.jaxpr if isinstance(x, ClosedJaxpr) else x, names, indent + 2)
+             for x in value]
+    pad = " " * (indent + 2)
+    return "(\n" + "".join(f"{pad}{s}\n" for s in inner) + " " * indent + ")"
+  if isinstance(value, np.dtype):
+    return value.name
+  if isinstance(value, type) and issubclass(value, np.generic):
+    return np.dtype(value).name
+  if callable(value) and hasattr(value, "__name__"):
+    return value.__name__
+  return str(value)
+
+
+def pp_eqn(eqn: JaxprEqn, names, indent: int) -> str:
+  outs = " ".join(_binder(names, v) for v in eqn.outvars) or "_"
+  ins = " ".join(names(v) for v in eqn.invars)
+  params = eqn.primitive.params_for_printing(eqn.params)
+  has_nested = any(isinstance(p, (Jaxpr, ClosedJaxpr)) or (
+      isinstance(p, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in p))
+      for p in params.values())
+  if not params:
+    head = eqn.primitive.name
+  elif has_nested:
+    pad = " " * (indent + 2)
+    lines = []
+    for k, v in params.items():
+      lines.append(f"{pad}{k}={_pp_param(v, names, indent + 2)}")
+    head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
+  else:
+    head = eqn.primitive.name + "[" + " ".join(
+        f"{k}={_pp_param(v, names, indent)}" for k, v in params.items()) + "]"
+  return f"{outs} = {head}{' ' + ins if ins else ''}"
+
+
+def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0) -> str:
+  """JAX's text form of a jaxpr; ``indent`` is the column of the opening brace."""
+  names = names or _Names()
+  consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
+  args = " ".join(_binder(names, v) for v in jaxpr.invars)
+  head = f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"
+  eqn_lines = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
+  outs = ", ".join(names(v) for v in jaxpr.outvars)
+  tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
+  one_line = f"{head} {'; '.join(eqn_lines)}{' ' if eqn_lines else ''}{tail}"
+  if len(eqn_lines) <= 1 and "\n" not in one_line and len(one_line) + indent <= 80:
+    return one_line
+  body = "".join(f"\n{' ' * (indent + 4)}{line}" for line in eqn_lines)
+  return f"{head}{body}\n{' ' * (indent + 2)}{tail}"
+
+
+# --- evaluation, checking, DCE -----------------------------------------------------------
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
+  """Run ``jaxpr`` by binding each equation's primitive on the current trace."""
+  env = {}
+
+  def read(v):
+    return v.val if type(v) is Literal else env[v]
+
+  if len(args) != len(jaxpr.invars):
+    raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+  env.update(zip(jaxpr.constvars, consts))
+  env.update(zip(jaxpr.invars, args))
+  for eqn in jaxpr.eqns:
+    invals = [read(v) for v in eqn.invars]
+    outs = eqn.primitive.bind(*invals, **eqn.params)
+    if eqn.primitive.multiple_results:
+      env.update(zip(eqn.outvars, outs))
+    else:
+      env[eqn.outvars[0]] = outs
+  return [read(v) for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
+  return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+class JaxprTypeError(TypeError):
+  """A jaxpr is ill-typed (a bug in a transformation or a rule, not in user code)."""
+
+
+def _typematch(a, b) -> bool:
+  return a.shape == b.shape and a.dtype == b.dtype
+
+
+def check_jaxpr(jaxpr: Jaxpr) -> None:
+  """Typecheck ``jaxpr`` (and nested jaxprs): every variable defined once before use, every
+  equation's output types equal to its primitive's abstract evaluation."""
+  defined = set()
+
+  def define(v, where):
+    if v in defined:
+      raise JaxprTypeError(f"variable {v} defined twice ({where})")
+    defined.add(v)
+
+  def use(v, where):
+    if type(v) is Literal:
+      return v.aval
+    if v not in defined:
+      raise JaxprTypeError(f"variable {v} used before definition in {where}")
+    return v.aval
+
+  for v in jaxpr.constvars:
+    define(v, "constvars")
+  for v in jaxpr.invars:
+    define(v, "invars")
+  for i, eqn in enumerate(jaxpr.eqns):
+    where = f"equation {i} ({eqn.primitive.name})"
+    in_avals = [use(v, where) for v in eqn.invars]
+    for p in eqn.params.values():
+      for sub in (p if isinstance(p, (tuple, list)) else (p,)):
+        if isinstance(sub, ClosedJaxpr):
+          check_jaxpr(sub.jaxpr)
+        elif isinstance(sub, Jaxpr):
+          check_jaxpr(sub)
+    out = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
+    out_avals = list(out) if eqn.primitive.multiple_results else [out]
+    if len(out_avals) != len(eqn.outvars):
+      raise JaxprTypeError(f"{where}: {len(eqn.outvars)} outputs, rule gives {len(out_avals)}")
+    for v, a in zip(eqn.outvars, out_avals):
+      if not _typematch(v.aval, a):
+        raise JaxprTypeError(f"{where}: output typed {v.aval.str_short()} but the rule gives "
+                             f"{a.str_short()}")
+      define(v, where)
+  for v in jaxpr.outvars:
+    use(v, "outvars")
+
+
+effectful_primitives: set = set()  # primitives DCE must keep even when their outputs are unused
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
+              prune_invars: bool = False) -> tuple[Jaxpr, list[bool]]:
+  """Drop equations whose outputs are unused. Returns the new jaxpr and which invars it uses
+  (when ``prune_invars``, unused invars are also removed)."""
+  if used_outputs is None:
+    used_outputs = [True] * len(jaxpr.outvars)
+  outvars = [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+  live = {v for v in outvars if type(v) is not Literal}
+  kept = []
+  for eqn in reversed(jaxpr.eqns):
+    if eqn.primitive in effectful_primitives or any(v in live for v in eqn.outvars):
+      kept.append(eqn)
+      live.update(v for v in eqn.invars if type(v) is not Literal)
+  kept.reverse()
+  used_inputs = [v in live for v in jaxpr.invars]
+  invars = [v for v, u in zip(jaxpr.invars, used_inputs) if u] if prune_invars else jaxpr.invars
+  constvars = [v for v in jaxpr.constvars if v in live] if prune_invars else jaxpr.constvars
+  return Jaxpr(constvars, invars, outvars, kept, jaxpr.debug_info), used_inputs
+
+
+# --- tracing Python to a jaxpr -----------------------------------------------------------
+
+class JaxprTracer(Tracer):
+  __slots__ = ("aval", "var", "_src")
+
+  def __init__(self, trace, aval, var, src=None):
+    self._trace = trace
+    self.aval = aval
+    self.var = var
+    self._src = src
+
+
+class JaxprTrace(Trace):
+  """Records every primitive applied to its tracers as an equation.
+
+  Values from outside (concrete arrays, or tracers of enclosing transformations) become
+  constvars; scalars become literals.
+  """
+
+  name = "jit"
+
+  def __init__(self, debug_info: str = "", name: str | None = None):
+    super().__init__()
+    self.debug_info = debug_info
+    if name:
+      self.name = name
+    self.invars = []
+    self.eqns = []
+    self.constvars = []
+    self.consts = []
+    self._const_tracers = {}  # id(value) -> (tracer, value): keeps value alive so ids stay valid
+
+  def new_arg(self, aval) -> JaxprTracer:
+    var = Var(aval)
+    self.invars.append(var)
+    return JaxprTracer(self, aval, var)
+
+  def to_tracer(self, x) -> JaxprTracer:
+    if type(x) is JaxprTracer and x._trace is self:
+      return x
+    entry = self._const_tracers.get(id(x))
+    if entry is not None:
+      return entry[0]
+    if isinstance(x, Tracer):
+      self.check_tracer(x)
+      var = Var(x.aval)
+      self.constvars.append(var)
+      self.consts.append(x)
+      tracer = JaxprTracer(self, x.aval, var)
+    else:
+      aval = get_aval(x)
+      if aval.shape == () and not hasattr(x, "_trace"):
+        value = _literal_value(x, aval)
+        tracer = JaxprTracer(self, aval, Literal(value, aval))
+      else:
+        var = Var(aval)
+        self.constvars.append(var)
+        self.consts.append(x)
+        tracer = JaxprTracer(self, aval, var)
+    self._const_tracers[id(x)] = (tracer, x)
+    return tracer
+
+  def process_primitive(self, primitive, args, params):
+    tracers = [self.to_tracer(x) for x in args]
+    out = primitive.abstract_eval(*[t.aval for t in tracers], **params)
+    src = user_frame_summary()
+    if primitive.multiple_results:
+      outs = [JaxprTracer(self, a, Var(a), src) for a in out]
+    else:
+      outs = [JaxprTracer(self, out, Var(out), src)]
+    self.eqns.append(JaxprEqn([t.var for t in tracers], [t.var for t in outs], primitive,
+                              params, src))
+    return outs if primitive.multiple_results else outs[0]
+
+  def to_jaxpr(self, out_tracers) -> tuple[Jaxpr, list]:
+    outvars = [t.var for t in out_tracers]
+    jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, self.debug_info)
+    return jaxpr, list(self.consts)
+
+
+def _literal_value(x, aval):
+  if type(x) in (int, float, complex, bool):
+    return x
+  return np.asarray(x, dtype=aval.dtype)[()]
+
+
+def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "",
+                   trace_name: str = "jit") -> ClosedJaxpr:
+  """Trace ``fun(*flat_tracers) -> flat outputs`` into a ClosedJaxpr.
+
+  The consts may include tracers of enclosing transformations (closures over outer traced
+  values); callers that bind a call primitive pass them as arguments (see ``convert_constvars``).
+  """
+  trace = JaxprTrace(debug_info, trace_name)
+  in_tracers = [trace.new_arg(a) for a in in_avals]
+  try:
+    with set_current_trace(trace):
+      outs = fun(*in_tracers)
+      out_tracers = [trace.to_tracer(o) for o in outs]
+    jaxpr, consts = trace.to_jaxpr(out_tracers)
+  finally:
+    trace.invalidate()
+  return ClosedJaxpr(jaxpr, consts)
+
+
+def convert_constvars(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+  """Turn constvars into leading invars: returns (jaxpr without consts, the const values)."""
+  jaxpr = closed.jaxpr
+  if not jaxpr.constvars:
+    return closed, []
+  new = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info)
+  return ClosedJaxpr(new, []), list(closed.consts)

@@ -1,0 +1,49 @@
+"""Primitives: the named operations that every interpreter knows how to handle."""
+from __future__ import annotations
+
+from hlox.core.tracer import trace_ctx
+
+
+class Primitive:
+  """An operation with rules. ``bind(*arrays, **params)`` applies it on the current trace.
+
+  Positional arguments are arrays (maybe tracers); keyword parameters are static and hashable.
+  A primitive's rules (abstract evaluation, implementation, JVP, transpose, batching,
+  lowering) are registered in tables owned by the interpreters, next to its definition.
+  """
+
+  multiple_results = False
+
+  def __init__(self, name: str):
+    self.name = name
+    self.impl = self._missing_impl
+    self.abstract_eval = self._missing_abstract_eval
+
+  def bind(self, *args, **params):
+    return trace_ctx.trace.process_primitive(self, args, params)
+
+  def def_impl(self, impl):
+    self.impl = impl
+    return impl
+
+  def def_abstract_eval(self, rule):
+    """``rule(*avals, **params)`` returns the output aval (a list when multiple_results)."""
+    self.abstract_eval = rule
+    return rule
+
+  def _missing_impl(self, *args, **params):
+    raise NotImplementedError(f"primitive {self.name} has no eager implementation")
+
+  def _missing_abstract_eval(self, *avals, **params):
+    raise NotImplementedError(f"primitive {self.name} has no abstract evaluation rule")
+
+  def __repr__(self):
+    return self.name
+
+  def params_for_printing(self, params):
+    """The params a printed jaxpr shows (call primitives hide their defaults)."""
+    return params
+
+  def get_bind_params(self, params):
+    """Params as they should be passed back to ``bind`` (call primitives may adjust them)."""
+    return params

@@ -1,0 +1,233 @@
+"""Traces, tracers and the current-trace context (stackless, as in today's JAX core).
+
+There is always exactly one *current trace* per thread. ``Primitive.bind`` hands the
+operation to it. A transformation makes a new trace whose rules run with the context set to
+the trace's parent (or to nothing in particular: each rule says which trace it binds on), so
+transformations nest to any depth. Each trace is its own tag: a trace recognises its tracers
+by identity (``tracer._trace is self``) and treats every other tracer as a constant, which makes
+perturbation confusion impossible. When a trace's scope ends it is invalidated; its tracers
+then raise ``UnexpectedTracerError`` if they are used again.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
+                         TracerBoolConversionError, TracerIntegerConversionError,
+                         UnexpectedTracerError)
+
+
+class Trace:
+  """Base class: a transformation's interpretation of primitives."""
+
+  name = "trace"  # e.g. "jit", "jvp", "vmap": used in messages
+
+  def __init__(self):
+    self.invalid = False
+    self.debug_info = ""  # the function being transformed, for messages
+
+  def process_primitive(self, primitive, args, params):
+    raise NotImplementedError(f"{type(self).__name__} cannot process {primitive.name}")
+
+  def invalidate(self):
+    self.invalid = True
+
+  def check_tracer(self, x):
+    """Raise if ``x`` belongs to a trace that has already finished."""
+    if x._trace.invalid:
+      raise escaped_tracer_error(x)
+
+  def __repr__(self):
+    return f"{type(self).__name__}({self.debug_info})"
+
+
+class EvalTrace(Trace):
+  """The trace at the bottom: runs each primitive's implementation on concrete arrays."""
+
+  name = "eval"
+
+  def process_primitive(self, primitive, args, params):
+    for x in args:
+      if isinstance(x, Tracer):
+        raise escaped_tracer_error(x)
+    return primitive.impl(*args, **params)
+
+
+eval_trace = EvalTrace()
+
+
+class TraceContext(threading.local):
+  def __init__(self):
+    self.trace = eval_trace
+
+
+trace_ctx = TraceContext()
+
+
+class set_current_trace:
+  """Context manager making ``trace`` the current trace inside its block."""
+
+  __slots__ = ("trace", "prev")
+
+  def __init__(self, trace):
+    self.trace = trace
+
+  def __enter__(self):
+    self.prev = trace_ctx.trace
+    trace_ctx.trace = self.trace
+    return self.trace
+
+  def __exit__(self, *exc):
+    trace_ctx.trace = self.prev
+
+
+def current_trace() -> Trace:
+  return trace_ctx.trace
+
+
+def escaped_tracer_error(tracer) -> UnexpectedTracerError:
+  trace = tracer._trace
+  where = getattr(tracer, "_src", None)
+  created = f" It was created on {where}." if where else ""
+  fun = f" of {trace.debug_info}" if trace.debug_info else ""
+  return UnexpectedTracerError(
+      f"Encountered an unexpected tracer {tracer.aval.str_short()}: it was made by the "
+      f"{trace.name} transformation{fun}, which has already finished.{created} A traced value "
+      "has leaked out of the function being transformed (for example through a global, a "
+      "closure or an attribute). Return it from the function instead, or pass it in as an "
+      "argument.")
+
+
+# --- tracers -----------------------------------------------------------------------------
+
+_hlox_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_frame_summary() -> str | None:
+  """'file:line (function)' of the innermost stack frame outside the hlox package."""
+  frame = sys._getframe(1)
+  while frame is not None:
+    filename = frame.f_code.co_filename
+    if not filename.startswith(_hlox_dir):
+      return f"{filename}:{frame.f_lineno} ({frame.f_code.co_name})"
+    frame = frame.f_back
+  return None
+
+
+class Tracer:
+  """A value being traced: stands for an array, known to its trace through ``aval``.
+
+  Arithmetic operators and array methods are installed by ``hlox.numpy`` (the core does not
+  know any primitive).
+  """
+
+  __slots__ = ("_trace",)
+  __array_priority__ = 1000
+
+  @property
+  def aval(self):
+    raise NotImplementedError
+
+  def to_concrete_value(self):
+    """The concrete value if the trace knows it (e.g. a JVP primal), else None."""
+    return None
+
+  # Shape-like attributes come straight from the aval.
+  @property
+  def shape(self):
+    return self.aval.shape
+
+  @property
+  def dtype(self):
+    return self.aval.dtype
+
+  @property
+  def ndim(self):
+    return len(self.aval.shape)
+
+  @property
+  def size(self):
+    return self.aval.size
+
+  @property
+  def weak_type(self):
+    return self.aval.weak_type
+
+  def __len__(self):
+    if not self.aval.shape:
+      raise TypeError("len() of unsized object (a 0-d traced array)")
+    return self.aval.shape[0]
+
+  def __iter__(self):
+    if not self.aval.shape:
+      raise TypeError("iteration over a 0-d traced array")
+    return (self[i] for i in range(self.aval.shape[0]))
+
+  def __array__(self, *args, **kwargs):
+    raise TracerArrayConversionError(self)
+
+  def _concrete(self, what):
+    value = self.to_concrete_value()
+    if value is None:
+      if what == "bool":
+        raise TracerBoolConversionError(self, "bool() of a traced array, e.g. in `if x:`")
+      raise ConcretizationTypeError(self, f"{what}() of a traced array")
+    return value
+
+  def __bool__(self):
+    return bool(self._concrete("bool"))
+
+  def __int__(self):
+    return int(self._concrete("int"))
+
+  def __float__(self):
+    return float(self._concrete("float"))
+
+  def __complex__(self):
+    return complex(self._concrete("complex"))
+
+  def __index__(self):
+    value = self.to_concrete_value()
+    if value is None:
+      raise TracerIntegerConversionError(self)
+    return int(value)
+
+  def __hash__(self):
+    raise TypeError(f"unhashable type: traced array {self.aval.str_short()}; traced values "
+                    "cannot be static arguments or dictionary keys")
+
+  def __repr__(self):
+    return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+  def __reduce__(self):
+    raise ConcretizationTypeError(self, "pickling a traced array")
+
+
+def is_tracer(x) -> bool:
+  return isinstance(x, Tracer)
+
+
+def get_aval(x):
+  """The abstract value of a tracer, Array, NumPy array or Python scalar."""
+  aval = getattr(x, "aval", None)
+  if aval is not None:
+    return aval
+  return _aval_of_concrete(x)
+
+
+def _aval_of_concrete(x):
+  from hlox.core.avals import ShapedArray
+  from hlox.core import dtypes
+  t = type(x)
+  if t in (int, float, complex, bool):
+    return ShapedArray((), dtypes.python_scalar_dtype(x), t is not bool)
+  if isinstance(x, (np.ndarray, np.generic)):
+    return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
+  if isinstance(x, (bool, int, float, complex)):  # subclasses (IntEnum, numpy bool...)
+    return ShapedArray((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
+  raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid array: hlox arrays are "
+                  "built from Arrays, NumPy arrays, and Python scalars")

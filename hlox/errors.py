@@ -1,0 +1,66 @@
+"""hlox's own exception classes, each saying what went wrong and what to do."""
+from __future__ import annotations
+
+
+class HloxTypeError(TypeError):
+  """Base class of errors raised when a traced value is used where a concrete one is needed."""
+
+
+class ConcretizationTypeError(HloxTypeError):
+  """A traced (abstract) value was used where Python needs a concrete value.
+
+  This happens on ``bool(x)``, ``int(x)``, ``float(x)``, ``if x:``, or using ``x`` as an index
+  while ``x`` is being traced by ``jit``/``vmap``/... . Mark the argument static
+  (``static_argnums``/``static_argnames``) or use structured control flow
+  (``lax.cond``, ``lax.while_loop``, ``hlox.numpy.where``).
+  """
+
+  def __init__(self, tracer, context: str = ""):
+    what = f"{tracer.aval.str_short()}" if hasattr(tracer, "aval") else "value"
+    msg = (f"Abstract tracer value encountered where a concrete value is expected: {what}"
+           f"{' (' + context + ')' if context else ''}.\n"
+           "The value depends on a traced argument, so its concrete value is unknown while "
+           "tracing. If the argument can be a compile-time constant, mark it static with "
+           "`static_argnums`/`static_argnames` in `jit`; for value-dependent control flow use "
+           "`lax.cond`, `lax.switch`, `lax.while_loop` or `hlox.numpy.where`.")
+    super().__init__(msg)
+
+
+class TracerArrayConversionError(HloxTypeError):
+  """``np.asarray`` (or ``__array__``) was called on a traced value."""
+
+  def __init__(self, tracer):
+    super().__init__(
+        f"The traced value {tracer.aval.str_short()} was converted to a NumPy array. NumPy "
+        "functions cannot run on traced values: use the `hlox.numpy` function instead, or "
+        "move the conversion outside the transformed function.")
+
+
+class TracerIntegerConversionError(HloxTypeError):
+  """``__index__`` was called on a traced value (for example using it as a list index)."""
+
+  def __init__(self, tracer):
+    super().__init__(
+        f"The traced value {tracer.aval.str_short()} was used as a Python integer index. "
+        "Mark the argument static with `static_argnums`, or index an array with "
+        "`hlox.numpy`/`lax.dynamic_slice` instead of a Python container.")
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+  """``bool()`` of a traced value (for example in ``if x > 0:``)."""
+
+
+class UnexpectedTracerError(Exception):
+  """A tracer was used after the transformation that created it had finished.
+
+  This usually means a traced value leaked out of a transformed function, e.g. stored in a
+  global, a closure or an object attribute. Return the value from the function instead.
+  """
+
+
+class InvalidInputError(ValueError):
+  """Bad input to a primitive or API (shape/dtype/axis mismatch)."""
+
+
+class DeletedArrayError(RuntimeError):
+  """An Array whose buffer was deleted or donated was used."""

@@ -1,0 +1,4 @@
+"""``hlox.lax``: every primitive, with a thin function per primitive (JAX's ``lax`` API)."""
+from hlox.lax.elementwise import *  # noqa: F401,F403
+from hlox.lax.shapes import *  # noqa: F401,F403
+from hlox.lax.reductions import *  # noqa: F401,F403

@@ -1,0 +1,133 @@
+"""``jit_p``: the call primitive a jitted function binds under another transformation.
+
+Its parameter ``jaxpr`` is a ClosedJaxpr without consts (captured values are passed as the
+leading arguments). Bound on the eval trace it compiles (once per jaxpr and argument types)
+and runs; lowered inside another module it becomes a call to a private function.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from hlox import monitoring
+from hlox.cache import LRUCache
+from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import ClosedJaxpr
+from hlox.core.primitive import Primitive
+from hlox.core.tracer import get_aval
+from hlox.errors import DeletedArrayError
+from hlox.interpreters import xla
+from hlox.runtime.array import Array, device_put
+
+__all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
+
+
+class JitPrimitive(Primitive):
+  multiple_results = True
+
+  def params_for_printing(self, params):
+    shown = {"name": params["name"], "jaxpr": params["jaxpr"]}
+    if any(params.get("donated_invars", ())):
+      shown["donated_invars"] = params["donated_invars"]
+    if params.get("keep_unused"):
+      shown["keep_unused"] = True
+    if params.get("inline"):
+      shown["inline"] = True
+    return shown
+
+
+jit_p = JitPrimitive("jit")
+
+
+def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
+  if len(avals) != len(jaxpr.in_avals):
+    raise TypeError(f"jit {params.get('name')}: expected {len(jaxpr.in_avals)} arguments, got "
+                    f"{len(avals)}")
+  return list(jaxpr.out_avals)
+
+jit_p.def_abstract_eval(_jit_abstract_eval)
+
+
+class CompiledCall:
+  """An executable plus what is needed to call it with Arrays and wrap its results."""
+
+  __slots__ = ("run", "kept", "out_avals", "device", "device_key", "executable", "lowered",
+               "n_args")
+
+  def __init__(self, executable, lowered, device_key):
+    self.executable = executable
+    self.lowered = lowered
+    self.run = executable.run
+    n = len(lowered.in_avals)
+    self.n_args = n
+    self.kept = None if len(lowered.kept_var_idx) == n else list(lowered.kept_var_idx)
+    self.out_avals = lowered.out_avals
+    self.device = executable.device
+    self.device_key = device_key
+
+  def __call__(self, args: Sequence) -> list:
+    """Run on flat arguments (Arrays, NumPy arrays or scalars); returns flat Arrays."""
+    if self.kept is not None:
+      args = [args[i] for i in self.kept]
+    bufs = []
+    for x in args:
+      if type(x) is not Array:
+        x = device_put(x, self.device if self.device_key is not None else None)
+      bufs.append(x._buf)
+    try:
+      outs = self.run(bufs)
+    except Exception as e:  # a deleted (e.g. donated) input: say so in our words
+      for x in args:
+        if isinstance(x, Array) and x.is_deleted():
+          raise DeletedArrayError(
+              f"an argument {x.aval.str_short()} has been deleted or donated to a previous "
+              "jitted call; donated arrays cannot be used again") from e
+      raise
+    device_key = self.device_key
+    return [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]
+
+
+_compile_cache = LRUCache()
+
+
+def _device_of(sigs):
+  devices = {s[1] for s in sigs if type(s) is tuple}
+  if len(devices) > 1:
+    raise ValueError(f"jit: arguments are committed to different devices {devices}; move "
+                     "them to one device with device_put")
+  return devices.pop() if devices else None
+
+
+def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
+                         donated_invars: Sequence[bool] = (), keep_unused: bool = False
+                         ) -> CompiledCall:
+  """Lower and compile ``closed`` for arguments with signatures ``sigs`` (cached)."""
+  key = (closed, tuple(sigs), tuple(donated_invars), keep_unused)
+  entry = _compile_cache.get(key)
+  if entry is None:
+    device = _device_of(sigs)
+    lowered = xla.lower_jaxpr_to_module(closed, name, donated_invars, keep_unused)
+    executable = xla.compile_lowered(lowered, device)
+    entry = CompiledCall(executable, lowered, device)
+    _compile_cache.put(key, entry)
+  return entry
+
+
+def signature(x):
+  """Cache-key signature of a concrete argument: its aval (plus device when not default)."""
+  if type(x) is Array:
+    return x._sig
+  return get_aval(x)
+
+
+def _jit_impl(*args, jaxpr, name, donated_invars=(), keep_unused=False, inline=False):
+  sigs = [signature(x) for x in args]
+  compiled = compile_closed_jaxpr(jaxpr, sigs, name, donated_invars, keep_unused)
+  return compiled(args)
+
+jit_p.def_impl(_jit_impl)
+
+
+def _jit_lowering(ctx, *args, jaxpr, name, donated_invars=(), keep_unused=False, inline=False):
+  return xla.lower_call(ctx, jaxpr, args, name=name)
+
+xla.register_lowering(jit_p, _jit_lowering)

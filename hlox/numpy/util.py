@@ -1,0 +1,144 @@
+"""Helpers shared by the ``hlox.numpy`` modules: argument checks, promotion, broadcasting."""
+from __future__ import annotations
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import Tracer, get_aval
+from hlox.runtime.array import Array
+
+
+def is_arraylike(x) -> bool:
+  return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex))
+
+
+def check_arraylike(name: str, *args) -> None:
+  for i, x in enumerate(args):
+    if not is_arraylike(x):
+      raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__} "
+                      f"at position {i}")
+
+
+def ensure_array(x):
+  """``x`` as something ``lax`` accepts: Python scalars and NumPy values pass through."""
+  if isinstance(x, (Array, Tracer)):
+    return x
+  if isinstance(x, (list, tuple)):
+    from hlox.numpy.creation import asarray
+    return asarray(x)
+  return x
+
+
+def promote_dtypes(*args):
+  """Convert arguments to their common (JAX-promoted) dtype, keeping weak types."""
+  if len(args) < 2:
+    return list(args)
+  dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+  return [_convert(x, dtype, weak) for x in args]
+
+
+def _convert(x, dtype, weak):
+  aval = get_aval(x)
+  if aval.dtype == dtype and (aval.weak_type == weak or not hasattr(x, "aval")):
+    return x
+  return lax.convert_element_type(x, dtype, weak_type=weak)
+
+
+def promote_dtypes_inexact(*args):
+  """Promote, then turn integer/bool results into the default float dtype."""
+  dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+  inexact = dtypes.to_inexact_dtype(dtype)
+  weak = weak and inexact == dtype
+  return [_convert(x, dtypes.canonicalize_dtype(inexact), weak) for x in args]
+
+
+def promote_dtypes_numeric(*args):
+  dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+  if dtype == dtypes.bool_:
+    dtype, weak = dtypes.default_int_dtype(), False
+  return [_convert(x, dtype, weak) for x in args]
+
+
+def broadcast_shapes(*shapes) -> tuple:
+  """NumPy broadcasting of shapes; ValueError naming the shapes when incompatible."""
+  ndim = max((len(s) for s in shapes), default=0)
+  result = []
+  for dims in zip(*[(1,) * (ndim - len(s)) + tuple(s) for s in shapes]):
+    non_one = {d for d in dims if d != 1}
+    if len(non_one) > 1:
+      raise ValueError(f"Incompatible shapes for broadcasting: "
+                       f"{', '.join(str(tuple(s)) for s in shapes)}")
+    result.append(non_one.pop() if non_one else 1)
+  return tuple(result)
+
+
+def broadcast_to_shape(x, shape):
+  aval = get_aval(x)
+  shape = tuple(shape)
+  if aval.shape == shape:
+    return x
+  if aval.ndim > len(shape):
+    raise ValueError(f"cannot broadcast an array of shape {aval.shape} to shape {shape}")
+  lead = len(shape) - aval.ndim
+  for d_in, d_out in zip(aval.shape, shape[lead:]):
+    if d_in not in (1, d_out):
+      raise ValueError(f"cannot broadcast an array of shape {aval.shape} to shape {shape}")
+  return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+
+
+def promote_shapes(name: str, *args):
+  """Give every non-scalar argument the same rank (leading 1s), as NumPy broadcasting does;
+  ``lax`` then broadcasts size-1 dimensions itself."""
+  shapes = [get_aval(x).shape for x in args]
+  nonscalar = [s for s in shapes if s]
+  if len({len(s) for s in nonscalar}) <= 1:
+    return list(args)
+  try:
+    result = broadcast_shapes(*shapes)
+  except ValueError:
+    raise ValueError(f"{name}: incompatible shapes for broadcasting: "
+                     f"{', '.join(str(s) for s in shapes)}") from None
+  ndim = len(result)
+  out = []
+  for x, s in zip(args, shapes):
+    if s and len(s) < ndim:
+      x = lax.reshape(x, (1,) * (ndim - len(s)) + tuple(s))
+    out.append(x)
+  return out
+
+
+def promote_args(name: str, *args):
+  """Check, promote dtypes and ranks: ready for an elementwise lax op."""
+  check_arraylike(name, *args)
+  args = [ensure_array(a) for a in args]
+  return promote_shapes(name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(name: str, *args):
+  check_arraylike(name, *args)
+  args = [ensure_array(a) for a in args]
+  return promote_shapes(name, *promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(name: str, *args):
+  check_arraylike(name, *args)
+  args = [ensure_array(a) for a in args]
+  return promote_shapes(name, *promote_dtypes_numeric(*args))
+
+
+def canonicalize_axis_tuple(axis, ndim, name):
+  """``axis`` (None, int or tuple) as a sorted tuple of non-negative ints."""
+  if axis is None:
+    return tuple(range(ndim))
+  if isinstance(axis, (int, np.integer)):
+    axis = (axis,)
+  out = []
+  for a in axis:
+    a = int(a)
+    if not -ndim <= a < ndim:
+      raise ValueError(f"{name}: axis {a} is out of bounds for array of dimension {ndim}")
+    out.append(a % ndim)
+  if len(set(out)) != len(out):
+    raise ValueError(f"{name}: repeated axis in {tuple(axis)}")
+  return tuple(sorted(out))
