@@ -2,3 +2,7 @@
 from hlox.lax.elementwise import *  # noqa: F401,F403
 from hlox.lax.shapes import *  # noqa: F401,F403
 from hlox.lax.reductions import *  # noqa: F401,F403
+from hlox.lax.windowed import *  # noqa: F401,F403
+from hlox.lax.indexing import *  # noqa: F401,F403
+from hlox.lax.dot import *  # noqa: F401,F403
+from hlox.lax.sorting import *  # noqa: F401,F403

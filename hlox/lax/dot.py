@@ -1,0 +1,4 @@
+"""dot_general: contractions with batch dimensions, precision and preferred_element_type."""
+from __future__ import annotations
+
+__all__ = []

@@ -1,0 +1,4 @@
+"""Sorting: sort, argsort."""
+from __future__ import annotations
+
+__all__ = []

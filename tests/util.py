@@ -1,0 +1,65 @@
+"""Shared test helpers: tolerances per dtype, random inputs, eager-vs-jit-vs-NumPy checks."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+import hlox
+from hlox.core import dtypes
+
+_tolerance = {
+    np.dtype(np.float16): 1e-2, dtypes.bfloat16: 5e-2, np.dtype(np.float32): 1e-5,
+    np.dtype(np.float64): 1e-12, np.dtype(np.complex64): 1e-5,
+    np.dtype(np.complex128): 1e-12,
+}
+
+
+def tolerance(dtype, scale=1.0):
+  return _tolerance.get(np.dtype(dtype), 0) * scale
+
+
+def assert_close(actual, expected, dtype=None, rtol=None, atol=None, check_dtype=True):
+  """Compare an hlox result with a NumPy reference (dtype-aware tolerances)."""
+  actual_np = np.asarray(actual)
+  expected_np = np.asarray(expected)
+  if check_dtype and dtype is not None:
+    assert actual_np.dtype == np.dtype(dtype), (actual_np.dtype, dtype)
+  assert actual_np.shape == expected_np.shape, (actual_np.shape, expected_np.shape)
+  tol_dtype = dtype if dtype is not None else actual_np.dtype
+  rtol = tolerance(tol_dtype) if rtol is None else rtol
+  atol = tolerance(tol_dtype) if atol is None else atol
+  if actual_np.dtype.kind in "biu" or actual_np.dtype == np.bool_:
+    np.testing.assert_array_equal(actual_np, expected_np)
+  else:
+    np.testing.assert_allclose(actual_np.astype(np.complex128 if actual_np.dtype.kind == "c"
+                                                else np.float64),
+                               expected_np.astype(np.complex128 if expected_np.dtype.kind == "c"
+                                                  else np.float64),
+                               rtol=rtol, atol=atol, equal_nan=True)
+
+
+def rand(rng, shape, dtype, low=-3.0, high=3.0):
+  """Random NumPy array of ``dtype`` (integers in [low, high), bools half True)."""
+  dtype = np.dtype(dtype)
+  if dtype == np.bool_:
+    return rng.random(shape) < 0.5
+  if dtype.kind in "iu":
+    lo = 0 if dtype.kind == "u" else int(low)
+    return rng.integers(lo, max(int(high), lo + 1), size=shape).astype(dtype)
+  if dtype.kind == "c":
+    return (rng.uniform(low, high, shape) + 1j * rng.uniform(low, high, shape)).astype(dtype)
+  return rng.uniform(low, high, shape).astype(dtype)
+
+
+def check_eager_and_jit(fun, args, reference, dtype=None, **tol):
+  """``fun`` eagerly and under jit both match ``reference`` (a NumPy result)."""
+  eager = fun(*args)
+  jitted = hlox.jit(fun)(*args)
+  assert_close(eager, reference, dtype, **tol)
+  assert_close(jitted, reference, dtype, **tol)
+  return eager
+
+
+shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
+nonempty_shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
+float_dtypes = st.sampled_from([np.float32])
