@@ -222,7 +222,7 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0) -> str:
   names = names or _Names()
   consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
   args = " ".join(_binder(names, v) for v in jaxpr.invars)
-  head = f"{{ lambda {consts}{' ' if consts else ''}; {args}. let"
+  head = f"{{ lambda {consts}; {args}. let"
   eqn_lines = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
   outs = ", ".join(names(v) for v in jaxpr.outvars)
   tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"

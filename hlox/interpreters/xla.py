@@ -387,9 +387,6 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         args = [None] * len(in_avals)
         for pos, i in enumerate(kept):
           args[i] = block.arguments[pos]
-        for i in range(len(in_avals)):
-          if args[i] is None:  # unused and dropped: any value will do, it is never read
-            args[i] = full_like_aval(0, in_avals[i])
         consts = [ir_constant(np.asarray(c)) for c in closed.consts]
         outs = lower_jaxpr(mctx, jaxpr, consts, args)
         func_dialect.ReturnOp(outs)
@@ -447,7 +444,7 @@ def apply_primitive(primitive, *args, **params):
   sigs = []
   for x in args:
     if type(x) is not Array:
-      x = _to_array(x, primitive)
+      x = _to_array(x, primitive, _committed_device(args))
     bufs.append(x._buf)
     sigs.append(x._sig)
   try:
@@ -466,11 +463,19 @@ def apply_primitive(primitive, *args, **params):
   return Array(outs[0], avals[0], device_key)
 
 
-def _to_array(x, primitive) -> Array:
+def _committed_device(args):
+  """The device of the first argument committed to a non-default device, if any."""
+  for x in args:
+    if type(x) is Array and type(x._sig) is tuple:
+      return x._sig[1]
+  return None
+
+
+def _to_array(x, primitive, device=None) -> Array:
   if isinstance(x, Array):
     return x
   try:
-    return device_put(x)
+    return device_put(x, device)
   except TypeError as e:
     raise TypeError(f"{primitive.name}: argument {x!r} of type {type(x).__name__} is not an "
                     "array") from e

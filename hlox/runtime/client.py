@@ -173,5 +173,9 @@ def compile_mlir(mlir_text: str, device, out_avals) -> Executable:
   xc = _xc()
   client = get_client()
   options = xc.CompileOptions()
+  build = options.executable_build_options
+  build.num_replicas = 1
+  build.num_partitions = 1
+  build.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
   loaded = client.compile_and_load(mlir_text, xc.DeviceList((device,)), options)
   return Executable(loaded, out_avals, device)

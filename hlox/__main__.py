@@ -1,0 +1,61 @@
+"""``python -m hlox``: a tour of hlox on this machine.
+
+Prints the devices, the jaxpr of a small function, the StableHLO of its jitted version, runs
+it, and compares the time per call of the jitted and the eager versions.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import hlox
+import hlox.numpy as jnp
+
+
+def predict(w, b, x):
+  """A tiny dense layer with a tanh nonlinearity."""
+  return jnp.tanh(x @ w + b) if hasattr(jnp, "matmul") else jnp.tanh(x * w + b)
+
+
+def _time_per_call(fn, *args, rounds=5, calls=200) -> float:
+  best = float("inf")
+  for _ in range(rounds):
+    start = time.perf_counter()
+    for _ in range(calls):
+      out = fn(*args)
+    hlox.block_until_ready(out)
+    best = min(best, (time.perf_counter() - start) / calls)
+  return best
+
+
+def main() -> None:
+  print(f"hlox {hlox.__version__} — backend: {hlox.default_backend()}")
+  print(f"devices: {hlox.devices()}")
+
+  rng = np.random.default_rng(0)
+  w = jnp.asarray(rng.standard_normal((4, 3)).astype(np.float32))
+  b = jnp.asarray(rng.standard_normal(3).astype(np.float32))
+  x = jnp.asarray(rng.standard_normal((2, 4)).astype(np.float32))
+
+  print("\n# The jaxpr of predict(w, b, x):")
+  print(hlox.make_jaxpr(predict)(w, b, x))
+
+  fast = hlox.jit(predict)
+  print("\n# The StableHLO of jit(predict):")
+  print(fast.lower(w, b, x).as_text())
+
+  out = fast(w, b, x)
+  print("# jit(predict)(w, b, x) =")
+  print(out)
+  eager = predict(w, b, x)
+  print(f"matches eager: {bool(np.allclose(np.asarray(out), np.asarray(eager), atol=1e-6))}")
+
+  jit_t = _time_per_call(fast, w, b, x)
+  eager_t = _time_per_call(predict, w, b, x)
+  print(f"\ntime per call: jit {jit_t * 1e6:.1f} us, eager {eager_t * 1e6:.1f} us "
+        f"({eager_t / jit_t:.1f}x)")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,135 @@
+"""The jaxpr IR: tracing, printing (golden texts), checking, DCE, errors for leaks."""
+import numpy as np
+import pytest
+
+import hlox
+import hlox.numpy as jnp
+from hlox import lax
+from hlox.core import (ClosedJaxpr, Jaxpr, JaxprEqn, JaxprTypeError, Var, ShapedArray,
+                       check_jaxpr, dce_jaxpr, eval_jaxpr)
+
+
+def test_make_jaxpr_golden_simple():
+  jaxpr = hlox.make_jaxpr(lambda x: lax.mul(lax.sin(x), 2.0))(np.ones(3, np.float32))
+  assert str(jaxpr) == ("{ lambda ; a:f32[3]. let\n"
+                        "    b:f32[3] = sin a\n"
+                        "    c:f32[3] = mul b 2.0:f32[]\n"
+                        "  in (c,) }")
+
+
+def test_make_jaxpr_golden_single_line_and_literal_outputs():
+  jaxpr = hlox.make_jaxpr(lambda x: (x, x * 2, 3))(1)
+  assert str(jaxpr) == "{ lambda ; a:i32[]. let b:i32[] = mul a 2:i32[] in (a, b, 3:i32[]) }"
+
+
+def test_make_jaxpr_golden_consts_and_nested_jit():
+  c = np.arange(3.0, dtype=np.float32)
+  inner = hlox.jit(lambda y: lax.sin(y), )
+  jaxpr = hlox.make_jaxpr(lambda x: inner(x + c))(np.ones(3, np.float32))
+  assert str(jaxpr) == ("{ lambda a:f32[3]; b:f32[3]. let\n"
+                        "    c:f32[3] = add b a\n"
+                        "    d:f32[3] = jit[\n"
+                        "      name=<lambda>\n"
+                        "      jaxpr={ lambda ; e:f32[3]. let f:f32[3] = sin e in (f,) }\n"
+                        "    ] c\n"
+                        "  in (d,) }")
+  np.testing.assert_allclose(np.asarray(jaxpr.consts[0]), c)
+
+
+def test_make_jaxpr_return_shape_and_static_argnums():
+  def f(x, n):
+    for _ in range(n):
+      x = lax.sin(x)
+    return {"y": x}
+  jaxpr, shape = hlox.make_jaxpr(f, static_argnums=1, return_shape=True)(
+      np.ones((2, 3), np.float32), 3)
+  assert [e.primitive.name for e in jaxpr.eqns] == ["sin"] * 3
+  assert shape["y"].shape == (2, 3) and shape["y"].dtype == np.float32
+
+
+def test_eval_jaxpr_matches_direct_call():
+  f = lambda x, y: lax.add(lax.mul(x, y), lax.exp(x))
+  x, y = np.float32(0.5), np.float32(3.0)
+  closed = hlox.make_jaxpr(f)(x, y)
+  out, = eval_jaxpr(closed.jaxpr, closed.consts, x, y)
+  np.testing.assert_allclose(np.asarray(out), 0.5 * 3.0 + np.exp(0.5), rtol=1e-6)
+
+
+def test_check_jaxpr_rejects_ill_typed():
+  a = Var(ShapedArray((3,), np.float32))
+  b = Var(ShapedArray((4,), np.float32))  # wrong: sin keeps the shape
+  bad = Jaxpr([], [a], [b], [JaxprEqn([a], [b], lax.sin_p, {})])
+  with pytest.raises(JaxprTypeError, match="sin"):
+    check_jaxpr(bad)
+  c = Var(ShapedArray((3,), np.float32))
+  unbound = Jaxpr([], [a], [c], [JaxprEqn([c], [Var(c.aval)], lax.sin_p, {})])
+  with pytest.raises(JaxprTypeError, match="before definition"):
+    check_jaxpr(unbound)
+
+
+def test_dce_removes_dead_equations():
+  def f(x):
+    dead = lax.exp(x)  # noqa: F841
+    return lax.sin(x), lax.cos(x)
+  closed = hlox.make_jaxpr(f)(np.ones(2, np.float32))
+  assert len(closed.eqns) == 3
+  pruned, used_inputs = dce_jaxpr(closed.jaxpr, [True, False])
+  assert [e.primitive.name for e in pruned.eqns] == ["sin"]
+  assert used_inputs == [True]
+
+
+def test_concretization_error_points_at_static_argnums():
+  @hlox.jit
+  def f(x):
+    if x > 0:
+      return x
+    return -x
+  with pytest.raises(hlox.ConcretizationTypeError, match="static_argnums"):
+    f(1.0)
+
+
+def test_int_and_index_of_tracer_raise():
+  with pytest.raises(hlox.ConcretizationTypeError, match="lax.cond"):
+    hlox.jit(lambda x: int(x))(1)
+  with pytest.raises(hlox.TracerIntegerConversionError):
+    hlox.jit(lambda x: [1, 2, 3][x])(1)
+
+
+def test_numpy_conversion_of_tracer_raises():
+  with pytest.raises(hlox.TracerArrayConversionError, match="hlox.numpy"):
+    hlox.jit(lambda x: np.sin(np.asarray(x)))(np.ones(3, np.float32))
+
+
+def test_leaked_tracer_is_reported_with_origin():
+  leaked = []
+
+  @hlox.jit
+  def f(x):
+    y = lax.sin(x)
+    leaked.append(y)
+    return y
+
+  f(np.ones(2, np.float32))
+  with pytest.raises(hlox.UnexpectedTracerError, match="test_core.py"):
+    lax.cos(leaked[0])
+  with pytest.raises(hlox.UnexpectedTracerError, match="already finished"):
+    hlox.jit(lambda x: lax.add(x, leaked[0]))(np.ones(2, np.float32))
+
+
+def test_closure_over_outer_tracer_becomes_argument_of_inner_jit():
+  def outer(x):
+    inner = hlox.jit(lambda y: lax.mul(x, y))
+    return inner(lax.add(x, 1.0))
+  out = hlox.jit(outer)(np.float32(2.0))
+  assert float(out) == pytest.approx(6.0)
+  jaxpr = hlox.make_jaxpr(outer)(np.float32(2.0))
+  call = [e for e in jaxpr.eqns if e.primitive.name == "jit"][0]
+  assert len(call.invars) == 2  # the closed-over x is passed in
+
+
+def test_closed_jaxpr_eval_with_consts():
+  c = np.array([1.0, 2.0], np.float32)
+  closed = hlox.make_jaxpr(lambda x: lax.add(x, c))(np.zeros(2, np.float32))
+  assert isinstance(closed, ClosedJaxpr) and len(closed.consts) == 1
+  out, = eval_jaxpr(closed.jaxpr, closed.consts, np.ones(2, np.float32))
+  np.testing.assert_allclose(np.asarray(out), [2.0, 3.0])

@@ -1,0 +1,74 @@
+"""Dtype canonicalization and JAX's promotion lattice with weak types."""
+import numpy as np
+import pytest
+
+import hlox
+import hlox.numpy as jnp
+from hlox.core import dtypes
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    (np.int8, np.uint8, np.int16),
+    (np.int32, np.float16, np.float16),
+    (np.uint8, np.int32, np.int32),
+    (np.float16, dtypes.bfloat16, np.float32),
+    (np.bool_, np.int8, np.int8),
+    (np.float32, np.complex64, np.complex64),
+    (np.int16, np.uint16, np.int32),
+])
+def test_promote_types_matches_jax_lattice(a, b, expected):
+  assert dtypes.promote_types(a, b) == np.dtype(expected)
+  assert dtypes.promote_types(b, a) == np.dtype(expected)
+
+
+@pytest.mark.parametrize("pairs, expected", [
+    ([(np.float32, False), (np.float32, True)], (np.float32, False)),
+    ([(np.int32, False), (np.float32, True)], (np.float32, True)),
+    ([(np.float16, False), (np.float32, True)], (np.float16, False)),
+    ([(np.int8, False), (np.int32, True)], (np.int8, False)),
+    ([(np.int32, True), (np.float32, True)], (np.float32, True)),
+    ([(dtypes.bfloat16, False), (np.float32, False)], (np.float32, False)),
+    ([(np.bool_, False), (np.int32, True)], (np.int32, True)),
+])
+def test_weak_type_promotion(pairs, expected):
+  dtype, weak = dtypes.result_type_with_weak(pairs)
+  assert (dtype, weak) == (np.dtype(expected[0]), expected[1])
+
+
+def test_float8_has_no_implicit_promotion():
+  with pytest.raises(dtypes.TypePromotionError, match="8-bit"):
+    dtypes.promote_types(dtypes.float8_e4m3fn, np.float32)
+
+
+def test_canonicalize_without_x64():
+  assert dtypes.canonicalize_dtype(np.float64) == np.float32
+  assert dtypes.canonicalize_dtype(np.int64) == np.int32
+  x = hlox.device_put(np.arange(3, dtype=np.float64))
+  assert x.dtype == np.float32
+
+
+def test_x64_switch_changes_defaults():
+  from hlox.config import enable_x64
+  with enable_x64():
+    assert dtypes.canonicalize_dtype(np.float64) == np.float64
+    x = hlox.device_put(np.arange(3, dtype=np.float64))
+    assert x.dtype == np.float64
+    y = x * 2.0
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(y), [0., 2., 4.])
+    assert hlox.device_put(1).dtype == np.int64
+  assert hlox.device_put(1).dtype == np.int32
+
+
+def test_operator_dtypes_follow_weak_types():
+  f32 = hlox.device_put(np.ones(3, np.float32))
+  i32 = hlox.device_put(np.ones(3, np.int32))
+  assert (f32 * 2.0).dtype == np.float32
+  assert (f32 * 2).dtype == np.float32
+  assert (i32 * 2).dtype == np.int32
+  assert (i32 + 1.5).dtype == np.float32
+  bf = hlox.device_put(np.ones(3, dtypes.bfloat16))
+  assert (bf + f32).dtype == np.float32
+  assert (bf * 2.0).dtype == dtypes.bfloat16
+  weak = hlox.device_put(2.0)
+  assert weak.weak_type and weak.dtype == np.float32

@@ -1,0 +1,124 @@
+"""Runtime: devices, Array behaviour, device_put across devices, no hidden import of JAX."""
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import hlox
+from hlox import lax
+
+
+def test_devices_and_backend():
+  assert hlox.default_backend() == "cpu"
+  assert hlox.device_count() == 4  # tests/conftest.py sets HLOX_NUM_CPU_DEVICES=4
+  assert hlox.local_device_count() == 4
+  assert len(hlox.devices()) == 4
+
+
+def test_array_attributes_and_conversions():
+  x = hlox.device_put(np.arange(6, dtype=np.float32).reshape(2, 3))
+  assert (x.shape, x.dtype, x.ndim, x.size, x.itemsize, x.nbytes) == ((2, 3), np.float32, 2,
+                                                                        6, 4, 24)
+  assert x.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+  assert len(x) == 2
+  s = hlox.device_put(np.float32(2.5))
+  assert float(s) == 2.5 and int(s) == 2 and bool(s) and s.item() == 2.5
+  assert hlox.device_put(np.int32(3)).__index__() == 3
+  assert x.devices() == {hlox.devices()[0]}
+  assert x.block_until_ready() is x
+  with pytest.raises(TypeError, match="unhashable"):
+    hash(x)
+  with pytest.raises(TypeError, match="size-1"):
+    float(x)
+
+
+def test_array_repr_like_jax():
+  assert repr(hlox.device_put(np.array([1.0, 2.0], np.float32))) == \
+      "Array([1., 2.], dtype=float32)"
+  assert repr(hlox.device_put(np.arange(3, dtype=np.int32))) == "Array([0, 1, 2], dtype=int32)"
+  assert repr(hlox.device_put(1.5)) == "Array(1.5, dtype=float32, weak_type=True)"
+  assert repr(hlox.device_put(np.array([True]))) == "Array([ True], dtype=bool)"
+
+
+def test_delete_and_pickle():
+  x = hlox.device_put(np.ones(3, np.float32))
+  y = pickle.loads(pickle.dumps(x))
+  np.testing.assert_array_equal(np.asarray(y), np.ones(3))
+  x.delete()
+  assert x.is_deleted()
+  with pytest.raises(hlox.errors.DeletedArrayError):
+    x.tolist()
+
+
+def test_device_put_across_four_devices_and_compute_there():
+  data = np.arange(4, dtype=np.float32)
+  for device in hlox.devices():
+    x = hlox.device_put(data, device)
+    assert x.devices() == {device}
+    y = lax.mul(x, 2.0)  # eager op runs on the array's device
+    assert y.devices() == {device}
+    z = hlox.jit(lambda a: lax.add(a, 1.0))(x)
+    assert z.devices() == {device}
+    np.testing.assert_allclose(np.asarray(z), data + 1)
+  a = hlox.device_put(data, hlox.devices()[1])
+  b = hlox.device_put(a, hlox.devices()[3])
+  assert b.devices() == {hlox.devices()[3]}
+  np.testing.assert_array_equal(np.asarray(b), data)
+  with pytest.raises(ValueError, match="different devices"):
+    lax.add(a, b)
+
+
+def test_device_get_and_block_until_ready_on_trees():
+  tree = {"a": hlox.device_put(np.ones(2, np.float32)), "b": [3, hlox.device_put(1.0)]}
+  host = hlox.device_get(tree)
+  assert isinstance(host["a"], np.ndarray) and host["b"][0] == 3
+  assert hlox.block_until_ready(tree) is tree
+
+
+def test_device_put_rejects_objects():
+  with pytest.raises(TypeError, match="object"):
+    hlox.device_put(np.array([object()]))
+
+
+def test_num_cpu_devices_env_var():
+  code = "import hlox; print(hlox.device_count())"
+  env = dict(os.environ, HLOX_NUM_CPU_DEVICES="3")
+  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       check=True)
+  assert out.stdout.strip() == "3"
+
+
+NO_JAX_SCRIPT = textwrap.dedent("""
+    import sys
+    attempts = []
+    class BlockJax:
+      def find_spec(self, name, path=None, target=None):
+        if name == "jax" or name.startswith("jax."):
+          attempts.append(name)
+          raise ImportError("import of " + name + " blocked by the test")
+        return None
+    sys.meta_path.insert(0, BlockJax())
+    import numpy as np
+    import hlox, hlox.numpy as jnp
+    from hlox import lax
+    x = hlox.device_put(np.arange(8, dtype=np.float32))
+    f = hlox.jit(lambda a, b: {"s": lax.sin(a) * b, "c": lax.cos(a)})
+    for _ in range(3):
+      out = f(x, 2.0)
+    y = lax.exp(x) + x
+    np.asarray(out["s"]); np.asarray(y); repr(y); out["c"].block_until_ready()
+    g = hlox.jit(lambda a: a * 2, donate_argnums=0)
+    z = g(hlox.device_put(np.ones(4, np.float32)))
+    hlox.make_jaxpr(f)(x, 2.0); f.lower(x, 2.0).as_text()
+    print("attempts:", attempts, "loaded:", [m for m in sys.modules if m.split(".")[0] == "jax"])
+""")
+
+
+def test_nothing_imports_jax():
+  out = subprocess.run([sys.executable, "-c", NO_JAX_SCRIPT], capture_output=True, text=True)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert "attempts: [] loaded: []" in out.stdout, out.stdout
