@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -21,6 +22,9 @@ from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, get_aval, trace_ctx
 from hlox.lax.call import compile_closed_jaxpr, jit_p, signature
 from hlox.runtime.array import Array
+
+flatten_fast = tree_util.flatten_fast
+_get_sig = operator.attrgetter("_sig")
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
 
@@ -170,7 +174,9 @@ class JitWrapped:
     self._simple = not (self.static_argnums or self.static_argnames or self.donate_argnums
                         or self.donate_argnames)
     self._trace_cache = LRUCache()
-    self._call_cache = LRUCache()  # (in_tree, sigs) -> (CompiledCall, consts, out_tree)
+    # (in_tree, *signatures) -> (fast call, consts, out_tree); read directly on the fast path.
+    self._call_cache = LRUCache()
+    self._fast_cache = self._call_cache._data
     functools.update_wrapper(self, fun, updated=())
 
   def __get__(self, obj, objtype=None):  # behave like a function when used as a method
@@ -180,13 +186,18 @@ class JitWrapped:
 
   # --- the call path ---
   def __call__(self, *args, **kwargs):
+    # The fast path: a cache hit does no tracing and builds no IR.
     if self._simple and not kwargs and trace_ctx.trace is eval_trace:
-      leaves, in_tree = tree_util.flatten_fast(args)
-      sigs = tuple([x._sig if type(x) is Array else signature(x) for x in leaves])
-      entry = self._call_cache.get((in_tree, sigs))
+      leaves, in_tree = flatten_fast(args)
+      try:
+        key = (in_tree, *map(_get_sig, leaves))
+      except AttributeError:  # NumPy arrays or Python scalars among the arguments
+        key = (in_tree, *map(signature, leaves))
+      entry = self._fast_cache.get(key)
       if entry is not None:
-        compiled, consts, out_tree = entry
-        return out_tree.unflatten(compiled(consts + leaves if consts else leaves))
+        self._fast_cache.move_to_end(key)
+        fast, consts, out_tree = entry
+        return out_tree.unflatten(fast(consts + leaves if consts else leaves))
     return self._call_slow(args, kwargs)
 
   def _split_args(self, args, kwargs):
@@ -240,8 +251,8 @@ class JitWrapped:
                                     donated_invars, self.keep_unused)
     consts = list(traced.consts)
     if not statics and not kwargs and not donated_invars:
-      _, fast_tree = tree_util.flatten_fast(args)
-      self._call_cache.put((fast_tree, sigs), (compiled, consts, traced.out_tree))
+      _, fast_tree = flatten_fast(args)
+      self._call_cache.put((fast_tree, *sigs), (compiled.fast, consts, traced.out_tree))
     return traced.out_tree.unflatten(compiled(consts + leaves))
 
   def _get_traced(self, in_tree, leaves, statics, args, kwargs) -> _Traced:

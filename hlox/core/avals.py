@@ -22,16 +22,44 @@ def short_dtype_name(dtype) -> str:
 
 
 class ShapedArray:
-  """An array known only by its shape, dtype and weak-typedness."""
+  """An array known only by its shape, dtype and weak-typedness.
 
-  __slots__ = ("shape", "dtype", "weak_type", "_hash")
+  Instances are interned: equal avals are the same object, so comparing and hashing them
+  (which the jit and eager caches do on every call) costs an identity check.
+  """
+
+  __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
   array_abstraction_level = 1
+  _interned: dict = {}
 
-  def __init__(self, shape, dtype, weak_type: bool = False):
-    self.shape = tuple(shape)
-    self.dtype = np.dtype(dtype)
-    self.weak_type = bool(weak_type)
-    self._hash = hash((self.shape, self.dtype, self.weak_type))
+  def __new__(cls, shape, dtype, weak_type: bool = False):
+    key = (tuple(shape), dtype, weak_type)
+    try:
+      return cls._interned[key]
+    except (KeyError, TypeError):
+      pass
+    shape = tuple(int(d) for d in shape)
+    dtype = np.dtype(dtype)
+    weak_type = bool(weak_type)
+    canonical = (shape, dtype, weak_type)
+    self = cls._interned.get(canonical)
+    if self is None:
+      self = object.__new__(cls)
+      object.__setattr__(self, "shape", shape)
+      object.__setattr__(self, "dtype", dtype)
+      object.__setattr__(self, "weak_type", weak_type)
+      self = cls._interned.setdefault(canonical, self)
+    try:
+      cls._interned[key] = self
+    except TypeError:  # unhashable spelling of the dtype or shape: canonical key only
+      pass
+    return self
+
+  def __setattr__(self, name, value):
+    raise AttributeError("ShapedArray is immutable; use .update(...)")
+
+  def __reduce__(self):
+    return (ShapedArray, (self.shape, self.dtype, self.weak_type))
 
   @property
   def ndim(self) -> int:
@@ -40,14 +68,6 @@ class ShapedArray:
   @property
   def size(self) -> int:
     return int(np.prod(self.shape, dtype=np.int64))
-
-  def __eq__(self, other):
-    return (type(other) is ShapedArray and self._hash == other._hash
-            and self.shape == other.shape and self.dtype == other.dtype
-            and self.weak_type == other.weak_type)
-
-  def __hash__(self):
-    return self._hash
 
   def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
     return ShapedArray(self.shape if shape is None else shape,

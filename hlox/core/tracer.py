@@ -51,13 +51,18 @@ class EvalTrace(Trace):
   name = "eval"
 
   def process_primitive(self, primitive, args, params):
-    for x in args:
-      if isinstance(x, Tracer):
-        raise escaped_tracer_error(x)
+    # Implementations reject tracers themselves (see ``check_no_tracers``), off the hot path.
     return primitive.impl(*args, **params)
 
 
 eval_trace = EvalTrace()
+
+
+def check_no_tracers(args) -> None:
+  """Raise UnexpectedTracerError if a tracer reached the eval trace (it escaped its trace)."""
+  for x in args:
+    if isinstance(x, Tracer):
+      raise escaped_tracer_error(x)
 
 
 class TraceContext(threading.local):

@@ -7,6 +7,7 @@ variable, and calls each primitive's rule from ``lowering_rules`` with a
 """
 from __future__ import annotations
 
+import operator
 import threading
 from typing import Callable, Sequence
 
@@ -16,6 +17,7 @@ from hlox import monitoring
 from hlox.cache import LRUCache
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
+from hlox.core.tracer import check_no_tracers
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
 from hlox.config import config
 from hlox.runtime import client
@@ -426,41 +428,43 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
 # --- eager dispatch ----------------------------------------------------------------------
 
 _eager_cache = LRUCache()
+_eager_data = _eager_cache._data  # read directly on the hot path (see LRUCache.get)
 
 
 class _EagerEntry:
-  __slots__ = ("run", "out_avals", "device_key", "multiple_results")
+  __slots__ = ("execute", "handlers", "out_avals", "device_key", "multiple_results")
 
   def __init__(self, executable, out_avals, device_key, multiple_results):
-    self.run = executable.run
+    self.execute = executable.loaded.execute_sharded
+    self.handlers = executable.handlers
     self.out_avals = out_avals
     self.device_key = device_key
     self.multiple_results = multiple_results
 
 
+_get_sig = operator.attrgetter("_sig")
+_get_buf = operator.attrgetter("_buf")
+
+
 def apply_primitive(primitive, *args, **params):
   """Run one primitive on concrete arrays through a cached single-primitive executable."""
-  bufs = []
-  sigs = []
-  for x in args:
-    if type(x) is not Array:
-      x = _to_array(x, primitive, _committed_device(args))
-    bufs.append(x._buf)
-    sigs.append(x._sig)
   try:
-    key = (primitive, tuple(sigs), tuple(params.items()))
-    entry = _eager_cache.get(key)
+    key = (primitive, *map(_get_sig, args), *params.items())
+    entry = _eager_data.get(key)
+  except AttributeError:  # some arguments are not Arrays yet
+    check_no_tracers(args)
+    device = _committed_device(args)
+    args = [x if type(x) is Array else _to_array(x, primitive, device) for x in args]
+    return apply_primitive(primitive, *args, **params)
   except TypeError as e:
     raise TypeError(f"{primitive.name}: parameters must be hashable, got {params}") from e
   if entry is None:
-    entry = _compile_eager(primitive, args, params, sigs)
+    entry = _compile_eager(primitive, args, params, [x._sig for x in args])
     _eager_cache.put(key, entry)
-  outs = entry.run(bufs)
-  avals = entry.out_avals
-  device_key = entry.device_key
+  outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
   if entry.multiple_results:
-    return [Array(b, a, device_key) for b, a in zip(outs, avals)]
-  return Array(outs[0], avals[0], device_key)
+    return [Array(b, a, entry.device_key) for b, a in zip(outs, entry.out_avals)]
+  return Array(outs[0], entry.out_avals[0], entry.device_key)
 
 
 def _committed_device(args):

@@ -8,11 +8,16 @@ from hlox.core.tracer import Tracer
 from hlox.runtime.array import Array
 
 
+import numpy as np
+
+_known_operand_types = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex, list,
+                        tuple)
+
+
 def _defer_to_others(binary):
   """Return NotImplemented for operand types we do not know, so Python tries the other side."""
   def method(self, other):
-    from hlox.numpy.util import is_arraylike
-    if not is_arraylike(other) and not isinstance(other, (list, tuple)):
+    if not isinstance(other, _known_operand_types):
       return NotImplemented
     return binary(self, other)
   return method

@@ -108,14 +108,33 @@ def promote_shapes(name: str, *args):
   return out
 
 
+def _already_promoted(args, inexact: bool) -> bool:
+  """Fast path for the common case: arrays that already share shape, dtype and weak type."""
+  first = getattr(args[0], "aval", None)
+  if first is None or (inexact and first.dtype not in _inexact_dtypes):
+    return False
+  for x in args[1:]:
+    aval = getattr(x, "aval", None)
+    if aval is not first:  # avals are interned: identity means same shape/dtype/weak type
+      return False
+  return True
+
+
+_inexact_dtypes = frozenset(d for d in dtypes.all_dtypes if dtypes.is_inexact(d))
+
+
 def promote_args(name: str, *args):
   """Check, promote dtypes and ranks: ready for an elementwise lax op."""
+  if _already_promoted(args, False):
+    return args
   check_arraylike(name, *args)
   args = [ensure_array(a) for a in args]
   return promote_shapes(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(name: str, *args):
+  if _already_promoted(args, True):
+    return args
   check_arraylike(name, *args)
   args = [ensure_array(a) for a in args]
   return promote_shapes(name, *promote_dtypes_inexact(*args))

@@ -1,0 +1,75 @@
+"""Side-by-side benchmarks of hlox and JAX, alternating separate processes over rounds.
+
+    python bench/run.py [--rounds 5] [--bench NAME ...]
+
+Prints, per benchmark, the median and minimum of each library and the ratio of minimums
+(hlox / JAX). The machine is noisy: compare minimums over several rounds, not single runs.
+JAX (``pip install -e '.[bench]'``) is optional; without it only hlox's figures are shown.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from worker import BENCHES  # noqa: E402
+
+TARGETS = {  # ratio hlox/JAX the Foundation issue asks for (None: no JAX comparison)
+    "jit_dispatch": 1.5, "eager_sin": 1.5, "first_call_mlp": 1.2,
+}
+
+
+def run_worker(lib: str, bench: str) -> float:
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+  out = subprocess.run([sys.executable, os.path.join(HERE, "worker.py"), "--lib", lib,
+                        "--bench", bench], capture_output=True, text=True, env=env)
+  if out.returncode != 0:
+    raise RuntimeError(f"{lib} {bench} failed:\n{out.stderr[-3000:]}")
+  return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def fmt(seconds: float) -> str:
+  if seconds < 1e-3:
+    return f"{seconds * 1e6:8.1f} us"
+  return f"{seconds * 1e3:8.2f} ms"
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--rounds", type=int, default=5)
+  parser.add_argument("--bench", nargs="*", default=sorted(BENCHES))
+  args = parser.parse_args()
+  have_jax = importlib.util.find_spec("jax") is not None
+  libs = ["hlox", "jax"] if have_jax else ["hlox"]
+  results = {b: {lib: [] for lib in libs} for b in args.bench}
+  for r in range(args.rounds):
+    order = libs if r % 2 == 0 else libs[::-1]
+    for bench in args.bench:
+      for lib in order:
+        results[bench][lib].append(run_worker(lib, bench))
+    print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+  print(f"{'benchmark':<20} {'hlox median':>12} {'hlox min':>12} {'jax median':>12} "
+        f"{'jax min':>12} {'ratio(min)':>10} {'target':>7}")
+  for bench in args.bench:
+    h = results[bench]["hlox"]
+    row = f"{bench:<20} {fmt(statistics.median(h)):>12} {fmt(min(h)):>12}"
+    if have_jax:
+      j = results[bench]["jax"]
+      ratio = min(h) / min(j)
+      target = TARGETS.get(bench)
+      row += (f" {fmt(statistics.median(j)):>12} {fmt(min(j)):>12} {ratio:>10.2f}"
+              f" {('<=' + str(target)) if target else '':>7}")
+    print(row)
+  if "trace_lower_200" in results and "trace_lower_2000" in results:
+    scale = min(results["trace_lower_2000"]["hlox"]) / min(results["trace_lower_200"]["hlox"])
+    print(f"hlox trace+lower scaling 2000 ops / 200 ops: {scale:.1f}x (target <= 12x)")
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,133 @@
+"""One benchmark measurement in a fresh process, for hlox or JAX; prints one JSON line.
+
+Run by ``bench/run.py``; for hlox, ``import jax`` is blocked so a hidden dependency on JAX
+fails loudly instead of distorting the figures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def block_jax():
+  class BlockJax:
+    def find_spec(self, name, path=None, target=None):
+      if name == "jax" or name.startswith("jax."):
+        raise ImportError(f"import of {name} is blocked in the hlox benchmark process")
+      return None
+  sys.meta_path.insert(0, BlockJax())
+
+
+def load(lib):
+  if lib == "hlox":
+    block_jax()
+    import hlox as mod
+    import hlox.numpy as jnp
+    return mod, jnp, mod.clear_caches
+  import jax as mod
+  import jax.numpy as jnp
+  return mod, jnp, mod.clear_caches
+
+
+def best_per_call(fn, calls: int, repeats: int = 7) -> float:
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    for _ in range(calls):
+      fn()
+    best = min(best, (time.perf_counter() - start) / calls)
+  return best
+
+
+def bench_jit_dispatch(lib):
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.arange(8, dtype=np.float32))
+  f = mod.jit(lambda a: jnp.sin(a))
+  f(x).block_until_ready()
+  return best_per_call(lambda: f(x), 3000)
+
+
+def bench_eager_sin(lib):
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.arange(8, dtype=np.float32))
+  jnp.sin(x).block_until_ready()
+  return best_per_call(lambda: jnp.sin(x), 3000)
+
+
+def _mlp(jnp, layers):
+  def predict(params, x):
+    for w, b in params:
+      x = jnp.tanh(x @ w + b)
+    return x
+  return predict
+
+
+def bench_first_call_mlp(lib):
+  """Trace + lower + compile + run of a fresh 20-layer dense tanh network."""
+  mod, jnp, clear = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  params = [(jnp.asarray(rng.standard_normal((64, 64)).astype(np.float32) * 0.1),
+             jnp.asarray(np.zeros(64, np.float32))) for _ in range(20)]
+  x = jnp.asarray(rng.standard_normal((8, 64)).astype(np.float32))
+  # Warm the library itself (first-use imports, client) with an unrelated function.
+  mod.jit(lambda a: a + 1)(x).block_until_ready()
+  best = float("inf")
+  for _ in range(5):
+    clear()
+    f = mod.jit(_mlp(jnp, 20))
+    start = time.perf_counter()
+    f(params, x).block_until_ready()
+    best = min(best, time.perf_counter() - start)
+  return best
+
+
+def _chain(jnp, n):
+  def f(x):
+    for i in range(n):
+      x = jnp.sin(x) + 1.0 if i % 2 else x * 1.0001
+    return x
+  return f
+
+
+def _trace_lower(lib, n):
+  mod, jnp, clear = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.ones(8, np.float32))
+  best = float("inf")
+  for _ in range(3):
+    clear()
+    f = mod.jit(_chain(jnp, n))
+    start = time.perf_counter()
+    f.lower(x).as_text()
+    best = min(best, time.perf_counter() - start)
+  return best
+
+
+def bench_trace_lower_200(lib):
+  return _trace_lower(lib, 200)
+
+
+def bench_trace_lower_2000(lib):
+  return _trace_lower(lib, 2000)
+
+
+BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
+           if name.startswith("bench_")}
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument("--lib", choices=["hlox", "jax"], required=True)
+  parser.add_argument("--bench", choices=sorted(BENCHES), required=True)
+  args = parser.parse_args()
+  seconds = BENCHES[args.bench](args.lib)
+  print(json.dumps({"lib": args.lib, "bench": args.bench, "seconds": seconds}))
+
+
+if __name__ == "__main__":
+  main()
