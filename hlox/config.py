@@ -56,9 +56,14 @@ class Config:
       name = name[4:]
     if name not in self._values:
       raise ValueError(f"hlox.config has no option {name!r}; options: {sorted(self._values)}")
+    old = self._values[name]
     self._values[name] = value
-    for watcher in self._watchers:
-      watcher(name, value)
+    try:
+      for watcher in self._watchers:
+        watcher(name, value)
+    except Exception:
+      self._values[name] = old
+      raise
 
   def add_watcher(self, fn) -> None:
     """Call ``fn(name, value)`` after every ``update`` (used to drop stale caches)."""

@@ -34,6 +34,16 @@ def get_client():
   return _client
 
 
+def _check_device_count_change(name, value):
+  if name == "num_cpu_devices" and _client is not None and \
+      int(value) != len(_client.devices()):
+    raise RuntimeError("num_cpu_devices must be set before hlox first uses a device "
+                       "(or via HLOX_NUM_CPU_DEVICES before starting Python)")
+
+
+config.add_watcher(_check_device_count_change)
+
+
 def devices(backend: str | None = None) -> list:
   """All devices of the (only) backend, CPU."""
   if backend not in (None, "cpu"):
