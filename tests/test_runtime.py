@@ -122,3 +122,13 @@ def test_nothing_imports_jax():
   out = subprocess.run([sys.executable, "-c", NO_JAX_SCRIPT], capture_output=True, text=True)
   assert out.returncode == 0, out.stderr[-2000:]
   assert "attempts: [] loaded: []" in out.stdout, out.stdout
+
+
+def test_bfloat16_and_float16_round_trip():
+  from hlox.core import dtypes
+  for dtype in (dtypes.bfloat16, np.float16, dtypes.float8_e4m3fn):
+    data = np.array([1.5, -2.0, 0.25], dtype=dtype)
+    x = hlox.device_put(data)
+    back = np.asarray(x)
+    assert back.dtype == dtype
+    np.testing.assert_array_equal(back.astype(np.float32), data.astype(np.float32))

@@ -1,4 +1,312 @@
-"""dot_general: contractions with batch dimensions, precision and preferred_element_type."""
+"""dot_general: contractions with batch dimensions, precision and preferred_element_type.
+
+``dot_general(lhs, rhs, ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch)))``
+contracts the paired contracting dimensions and keeps the paired batch dimensions; the result
+has the batch dimensions first, then the free dimensions of ``lhs``, then those of ``rhs``.
+Everything higher level (``lax.dot``, ``hlox.numpy.matmul``, ``einsum``, ...) is written on it.
+"""
 from __future__ import annotations
 
-__all__ = []
+import enum
+import operator
+
+import numpy as np
+
+from hlox.core import dtypes
+from hlox.core.tracer import get_aval
+from hlox.interpreters import xla
+from hlox.lax.utils import shape_str, standard_primitive
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["Precision", "dot_general", "dot", "batch_matmul", "dot_general_p"]
+
+
+class Precision(enum.Enum):
+  """How precisely a backend should compute a contraction (no effect on CPU).
+
+  ``DEFAULT`` is the fastest (e.g. bfloat16 passes on TPU), ``HIGH`` is more accurate and
+  ``HIGHEST`` is full float32. Strings such as ``'highest'`` or ``'float32'`` name them too.
+  """
+
+  DEFAULT = 0
+  HIGH = 1
+  HIGHEST = 2
+
+  @classmethod
+  def _missing_(cls, value):
+    if isinstance(value, str):
+      return _precision_names.get(value.lower())
+    return None
+
+  def __repr__(self):
+    return f"Precision.{self.name}"
+
+  def __str__(self):
+    return self.name
+
+
+_precision_names = {
+    "default": Precision.DEFAULT, "fastest": Precision.DEFAULT, "bfloat16": Precision.DEFAULT,
+    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+}
+
+
+def canonicalize_precision(precision):
+  """``None`` or a pair ``(lhs_precision, rhs_precision)`` of :class:`Precision` values.
+
+  Accepts ``None``, a :class:`Precision`, a string naming one, or a pair of either.
+  """
+  if precision is None:
+    return None
+  if isinstance(precision, Precision):
+    return (precision, precision)
+  if isinstance(precision, str):
+    p = _precision_from_str(precision)
+    return (p, p)
+  if isinstance(precision, (tuple, list)) and len(precision) == 2:
+    pair = []
+    for p in precision:
+      if isinstance(p, Precision):
+        pair.append(p)
+      elif isinstance(p, str):
+        pair.append(_precision_from_str(p))
+      else:
+        break
+    else:
+      return tuple(pair)
+  raise ValueError("dot_general: precision must be None, a lax.Precision, one of the strings "
+                   f"{sorted(_precision_names)}, or a pair of these; got {precision!r}")
+
+
+def _precision_from_str(s: str) -> Precision:
+  p = _precision_names.get(s.lower())
+  if p is None and s.upper() in Precision.__members__:
+    p = Precision[s.upper()]
+  if p is None:
+    raise ValueError(f"dot_general: unknown precision {s!r}; expected one of "
+                     f"{sorted(_precision_names)}")
+  return p
+
+
+# --- dot_general -------------------------------------------------------------------------
+
+def _dot_general_shape_rule(lhs, rhs, *, dimension_numbers, precision,
+                            preferred_element_type, out_sharding=None):
+  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+  shapes = f"lhs {lhs.str_short()} and rhs {rhs.str_short()}"
+
+  def check_side(side, aval, contract, batch):
+    if any(not 0 <= d < aval.ndim for d in (*contract, *batch)):
+      raise TypeError(f"dot_general requires {side} dimension numbers to be non-negative and "
+                      f"less than the rank of {side} ({aval.ndim}), got {side}_contracting "
+                      f"{contract} and {side}_batch {batch} for {shapes}")
+    if len(set(contract)) != len(contract) or len(set(batch)) != len(batch):
+      raise TypeError(f"dot_general requires distinct {side} dimension numbers, got "
+                      f"{side}_contracting {contract} and {side}_batch {batch}")
+    if set(contract) & set(batch):
+      raise TypeError(f"dot_general requires {side} batch dimensions {batch} to be disjoint "
+                      f"from the contracting dimensions {contract}")
+
+  check_side("lhs", lhs, lhs_contract, lhs_batch)
+  check_side("rhs", rhs, rhs_contract, rhs_batch)
+  if len(lhs_batch) != len(rhs_batch):
+    raise TypeError(f"dot_general requires equal numbers of lhs and rhs batch dimensions, "
+                    f"got lhs_batch {lhs_batch} and rhs_batch {rhs_batch} for {shapes}")
+  if len(lhs_contract) != len(rhs_contract):
+    raise TypeError(f"dot_general requires equal numbers of lhs and rhs contracting "
+                    f"dimensions, got lhs_contracting {lhs_contract} and rhs_contracting "
+                    f"{rhs_contract} for {shapes}")
+  lhs_batch_shape = tuple(lhs.shape[d] for d in lhs_batch)
+  rhs_batch_shape = tuple(rhs.shape[d] for d in rhs_batch)
+  if lhs_batch_shape != rhs_batch_shape:
+    raise TypeError(f"dot_general requires lhs and rhs batch dimensions to have the same "
+                    f"sizes, got {lhs_batch_shape} and {rhs_batch_shape} for {shapes}")
+  lhs_contract_shape = tuple(lhs.shape[d] for d in lhs_contract)
+  rhs_contract_shape = tuple(rhs.shape[d] for d in rhs_contract)
+  if lhs_contract_shape != rhs_contract_shape:
+    raise TypeError(f"dot_general requires contracting dimensions to have the same sizes, "
+                    f"got {lhs_contract_shape} and {rhs_contract_shape} for {shapes}")
+  lhs_free = [d for i, d in enumerate(lhs.shape) if i not in (*lhs_contract, *lhs_batch)]
+  rhs_free = [d for i, d in enumerate(rhs.shape) if i not in (*rhs_contract, *rhs_batch)]
+  return lhs_batch_shape + tuple(lhs_free) + tuple(rhs_free)
+
+
+def _bit_width(dtype) -> int:
+  if dtype == dtypes.bool_:
+    return 1
+  return np.dtype(dtype).itemsize * 8 if dtype not in (dtypes.int4, dtypes.uint4) else 4
+
+
+def _type_rank(dtype):
+  """A sort key saying which of two operand dtypes a mixed contraction computes in.
+
+  This follows XLA's "higher precision type" for dot: complex over real, then more exponent
+  range, more mantissa, more bits, and signed over unsigned. Distinct dtypes with equal keys
+  (e.g. float16 and bfloat16 have different keys; int8 and uint8 do not tie) are rejected.
+  """
+  real = np.finfo(dtype).dtype if dtypes.is_complex(dtype) else np.dtype(dtype)
+  is_float = dtypes.is_float(real)
+  return (dtypes.is_complex(dtype),
+          dtypes.finfo(real).maxexp if is_float else -1,
+          dtypes.finfo(real).nmant if is_float else -1,
+          _bit_width(real),
+          not dtypes.is_unsigned_int(real))
+
+
+def _dot_general_dtype_rule(lhs, rhs, *, dimension_numbers, precision,
+                            preferred_element_type, out_sharding=None):
+  lhs_key, rhs_key = _type_rank(lhs.dtype), _type_rank(rhs.dtype)
+  if lhs.dtype != rhs.dtype and lhs_key == rhs_key:
+    raise TypeError(f"dot_general argument type error: {lhs.dtype.name}, {rhs.dtype.name} "
+                    f"({shape_str((lhs, rhs))}); convert one operand first")
+  result = lhs.dtype if lhs_key >= rhs_key else rhs.dtype
+  if preferred_element_type is None or preferred_element_type == result:
+    return result
+  preferred = np.dtype(preferred_element_type)
+  if dtypes.is_inexact(result) and not dtypes.is_inexact(preferred):
+    raise TypeError(f"dot_general: preferred_element_type {preferred.name} cannot hold "
+                    f"the {result.name} result of {shape_str((lhs, rhs))}")
+  if dtypes.is_complex(result) and not dtypes.is_complex(preferred):
+    raise TypeError(f"dot_general: preferred_element_type {preferred.name} cannot hold "
+                    f"the {result.name} result of {shape_str((lhs, rhs))}")
+  if not dtypes.is_float(result) and _bit_width(preferred) < _bit_width(result):
+    raise TypeError(f"dot_general: preferred_element_type must not be narrower than the "
+                    f"original type, got preferred_element_type {preferred.name} for result "
+                    f"type {result.name}")
+  return preferred
+
+
+def _dot_general_weak_rule(lhs, rhs, *, preferred_element_type, **params):
+  return preferred_element_type is None and lhs.weak_type and rhs.weak_type
+
+
+dot_general_p = standard_primitive(_dot_general_shape_rule, _dot_general_dtype_rule,
+                                   "dot_general", weak_type_rule=_dot_general_weak_rule)
+
+
+def _dot_general_params_for_printing(params):
+  # As JAX prints it: dimension numbers as lists (shorter), unset options left out.
+  (lc, rc), (lb, rb) = params["dimension_numbers"]
+  printed = {"dimension_numbers": ((list(lc), list(rc)), (list(lb), list(rb)))}
+  for k in ("precision", "preferred_element_type"):
+    if params.get(k) is not None:
+      printed[k] = params[k]
+  return printed
+
+dot_general_p.params_for_printing = _dot_general_params_for_printing
+
+
+def _needs_operand_conversion(in_dtype, out_dtype) -> bool:
+  """Whether the operands must be converted to the output dtype before the dot.
+
+  StableHLO's dot_general may widen within a kind (bf16 x bf16 -> f32, i8 x i8 -> i32), which
+  the CPU backend compiles as an accumulation type; across kinds (int -> float, real ->
+  complex, bool -> int) it is not supported, so the inputs are converted first.
+  """
+  def kind(d):
+    if d == dtypes.bool_:
+      return "b"
+    if dtypes.is_complex(d):
+      return "c"
+    if dtypes.is_float(d):
+      return "f"
+    return "u" if dtypes.is_unsigned_int(d) else "i"
+  return kind(in_dtype) != kind(out_dtype)
+
+
+def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
+                          preferred_element_type, out_sharding=None):
+  lhs_aval, rhs_aval = ctx.avals_in
+  aval_out = ctx.avals_out[0]
+  if lhs_aval.dtype != rhs_aval.dtype or _needs_operand_conversion(lhs_aval.dtype,
+                                                                   aval_out.dtype):
+    lhs = xla.convert_hlo(lhs, lhs_aval, lhs_aval.update(dtype=aval_out.dtype))
+    rhs = xla.convert_hlo(rhs, rhs_aval, rhs_aval.update(dtype=aval_out.dtype))
+  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+  dnums = hlo.DotDimensionNumbers.get(
+      lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
+      lhs_contracting_dimensions=list(lhs_contract),
+      rhs_contracting_dimensions=list(rhs_contract))
+  pair = precision or (Precision.DEFAULT, Precision.DEFAULT)
+  precision_config = ir.ArrayAttr.get([hlo.PrecisionAttr.get(p.name) for p in pair])
+  return hlo.dot_general(xla.aval_to_ir_type(aval_out), lhs, rhs, dnums,
+                         precision_config=precision_config)
+
+xla.register_lowering(dot_general_p, _dot_general_lowering)
+
+
+def _index_tuple(name, dims) -> tuple:
+  if isinstance(dims, (int, np.integer)):
+    return (int(dims),)
+  try:
+    return tuple(operator.index(d) for d in dims)
+  except TypeError:
+    raise TypeError(f"{name}: dimension numbers must be integers or sequences of integers, "
+                    f"got {dims!r}") from None
+
+
+def _canonicalize_dimension_numbers(dimension_numbers):
+  try:
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+  except (TypeError, ValueError):
+    raise TypeError("dot_general: dimension_numbers must be ((lhs_contracting, "
+                    "rhs_contracting), (lhs_batch, rhs_batch)), got "
+                    f"{dimension_numbers!r}") from None
+  return ((_index_tuple("dot_general", lhs_contract), _index_tuple("dot_general", rhs_contract)),
+          (_index_tuple("dot_general", lhs_batch), _index_tuple("dot_general", rhs_batch)))
+
+
+def _canonicalize_preferred(preferred_element_type):
+  if preferred_element_type is None:
+    return None
+  return dtypes.canonicalize_dtype(np.dtype(preferred_element_type))
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                *, out_sharding=None):
+  """General contraction: ``dimension_numbers = ((lhs_contracting, rhs_contracting),
+  (lhs_batch, rhs_batch))``.
+
+  The result has the batch dimensions first, then the remaining ``lhs`` dimensions, then the
+  remaining ``rhs`` dimensions. ``precision`` is ``None``, a :class:`Precision` (or its name)
+  or a pair of them; ``preferred_element_type`` sets (and widens) the result dtype.
+  """
+  dimension_numbers = _canonicalize_dimension_numbers(dimension_numbers)
+  return dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers,
+                            precision=canonicalize_precision(precision),
+                            preferred_element_type=_canonicalize_preferred(
+                                preferred_element_type),
+                            out_sharding=None)
+
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+        out_sharding=None):
+  """Vector/matrix product of 1-d or 2-d ``lhs`` and ``rhs`` (contracting ``lhs``'s last
+  dimension with ``rhs``'s first), or ``dot_general`` when ``dimension_numbers`` is given."""
+  if dimension_numbers is None:
+    lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
+    if not (1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2
+            and lhs_shape[-1] == rhs_shape[0]):
+      raise ValueError(f"lax.dot requires 1-d or 2-d operands with matching inner dimensions "
+                      f"(lhs.shape[-1] == rhs.shape[0]), got lhs shape {lhs_shape} and rhs "
+                      f"shape {rhs_shape}; pass dimension_numbers for other contractions")
+    dimension_numbers = (((len(lhs_shape) - 1,), (0,)), ((), ()))
+  return dot_general(lhs, rhs, dimension_numbers, precision=precision,
+                     preferred_element_type=preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+  """Batched matrix product of ``(..., m, k)`` and ``(..., k, n)`` with equal batch shapes."""
+  lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
+  if min(lhs_aval.ndim, rhs_aval.ndim) < 2:
+    raise ValueError(f"batch_matmul requires operands of rank at least 2, got "
+                     f"{shape_str((lhs_aval, rhs_aval))}")
+  if lhs_aval.ndim != rhs_aval.ndim:
+    raise ValueError(f"batch_matmul requires operands of equal rank, got "
+                     f"{shape_str((lhs_aval, rhs_aval))}")
+  batch = tuple(range(lhs_aval.ndim - 2))
+  return dot_general(lhs, rhs, (((lhs_aval.ndim - 1,), (rhs_aval.ndim - 2,)), (batch, batch)),
+                     precision=precision)

@@ -1,4 +1,220 @@
-"""sort (several operands, num_keys, stability) and top_k."""
+"""sort (several operands, num_keys, stability) and top_k.
+
+``sort_p`` sorts several same-shaped operands together along one dimension, ordered
+lexicographically by the first ``num_keys`` of them. The comparator puts floats in a total
+order: ``-inf < ... < -0.0 == 0.0 < ... < inf < NaN`` (every NaN equal and last), which is
+what JAX does and what makes stable sorts of floats well defined. Complex numbers compare by
+(real, imag); integers signed or unsigned as their dtype says; ``False < True``.
+"""
 from __future__ import annotations
 
-__all__ = []
+import numpy as np
+
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.tracer import get_aval
+from hlox.interpreters import xla
+from hlox.lax.utils import canonicalize_axis, shape_str, standard_primitive
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["sort", "sort_key_val", "top_k", "sort_p", "top_k_p"]
+
+
+# --- sort --------------------------------------------------------------------------------
+
+def _sort_shape_rule(*operands, dimension, is_stable, num_keys):
+  if not operands:
+    raise TypeError("sort requires at least one operand")
+  shape = operands[0].shape
+  if any(a.shape != shape for a in operands[1:]):
+    raise TypeError(f"sort requires operands of equal shapes, got {shape_str(operands)}")
+  if not 0 <= dimension < len(shape):
+    raise ValueError(f"sort: dimension {dimension} is out of range for operands of shape "
+                     f"{shape}")
+  if not 1 <= num_keys <= len(operands):
+    raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
+                     f"operands ({len(operands)})")
+  return [shape] * len(operands)
+
+
+def _sort_dtype_rule(*operands, **params):
+  for a in operands:
+    if a.dtype == dtypes.float0:
+      raise TypeError(f"sort does not accept float0 operands, got {shape_str(operands)}")
+  return [a.dtype for a in operands]
+
+
+def _sort_weak_rule(*operands, **params):
+  return [a.weak_type for a in operands]
+
+
+sort_p = standard_primitive(_sort_shape_rule, _sort_dtype_rule, "sort",
+                            weak_type_rule=_sort_weak_rule, multiple_results=True)
+
+
+def _scalar_type(dtype) -> ir.Type:
+  return xla.aval_to_ir_type(ShapedArray((), dtype))
+
+
+def _compare(x, y, direction: str, compare_type: str) -> ir.Value:
+  return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                     compare_type=hlo.ComparisonTypeAttr.get(compare_type))
+
+
+def _canonical_float(x, dtype) -> ir.Value:
+  """Map -0.0 to 0.0 and every NaN to one positive NaN, so that the total order of
+  ``compare TOTALORDER`` treats them as equal (and puts NaN last)."""
+  zero = xla.ir_constant(np.zeros((), dtype))
+  nan = xla.ir_constant(np.full((), np.nan, dtype))
+  x = hlo.select(_compare(x, zero, "EQ", "FLOAT"), zero, x)
+  return hlo.select(_compare(x, x, "NE", "FLOAT"), nan, x)
+
+
+def _sort_keys(x, y, dtype):
+  """Pairs of (x_key, y_key, compare_type) whose lexicographic order is the order of x, y."""
+  if dtypes.is_complex(dtype):
+    part = np.finfo(dtype).dtype
+    return [(_canonical_float(f(x), part), _canonical_float(f(y), part), "TOTALORDER")
+            for f in (hlo.real, hlo.imag)]
+  if dtypes.is_float(dtype):
+    return [(_canonical_float(x, dtype), _canonical_float(y, dtype), "TOTALORDER")]
+  if dtype == dtypes.bool_ or dtypes.is_unsigned_int(dtype):
+    return [(x, y, "UNSIGNED")]
+  return [(x, y, "SIGNED")]
+
+
+def _lexicographic(keys, direction: str) -> ir.Value:
+  """``x <direction> y`` lexicographically over ``keys`` (the first key is primary)."""
+  result = None
+  for xk, yk, compare_type in reversed(keys):
+    strict = _compare(xk, yk, direction, compare_type)
+    if result is None:
+      result = strict
+    else:
+      result = hlo.or_(strict, hlo.and_(_compare(xk, yk, "EQ", compare_type), result))
+  return result
+
+
+def _build_sort(operands, avals, dimension, is_stable, num_keys, direction="LT"):
+  """A ``stablehlo.sort`` of ``operands`` whose comparator orders by the first ``num_keys``
+  operands (ascending for ``LT``, descending for ``GT``)."""
+  op = hlo.SortOp([xla.aval_to_ir_type(a) for a in avals], list(operands),
+                  dimension=xla.i64_attr(dimension), is_stable=ir.BoolAttr.get(is_stable))
+  scalar_types = []
+  for a in avals:
+    scalar_types += [_scalar_type(a.dtype)] * 2
+  block = op.comparator.blocks.append(*scalar_types)
+  with ir.InsertionPoint(block):
+    args = list(block.arguments)
+    keys = []
+    for i in range(num_keys):
+      keys += _sort_keys(args[2 * i], args[2 * i + 1], avals[i].dtype)
+    hlo.return_([_lexicographic(keys, direction)])
+  return list(op.results)
+
+
+def _sort_lowering(ctx, *operands, dimension, is_stable, num_keys):
+  return _build_sort(operands, ctx.avals_in, dimension, is_stable, num_keys)
+
+xla.register_lowering(sort_p, _sort_lowering)
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+  """Sort ``operand`` along ``dimension`` (floats: -0.0 equals 0.0, NaNs last).
+
+  ``operand`` may be a sequence of same-shaped arrays: they are sorted together, ordered
+  lexicographically by the first ``num_keys`` of them, and a tuple is returned.
+  """
+  if isinstance(operand, (list, tuple)):
+    if not operand:
+      raise TypeError("sort requires at least one operand")
+    if not 1 <= num_keys <= len(operand):
+      raise ValueError(f"sort: num_keys={num_keys} must be between 1 and the number of "
+                       f"operands ({len(operand)})")
+    ndim = get_aval(operand[0]).ndim
+    dimension = canonicalize_axis(dimension, ndim, "sort")
+    return tuple(sort_p.bind(*operand, dimension=dimension, is_stable=bool(is_stable),
+                             num_keys=int(num_keys)))
+  if num_keys != 1:
+    raise ValueError(f"sort: num_keys={num_keys} must be 1 for a single operand")
+  dimension = canonicalize_axis(dimension, get_aval(operand).ndim, "sort")
+  return sort_p.bind(operand, dimension=dimension, is_stable=bool(is_stable), num_keys=1)[0]
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
+  """Sort ``keys`` along ``dimension`` and permute ``values`` the same way."""
+  dimension = canonicalize_axis(dimension, get_aval(keys).ndim, "sort_key_val")
+  k, v = sort_p.bind(keys, values, dimension=dimension, is_stable=bool(is_stable), num_keys=1)
+  return k, v
+
+
+# --- top_k -------------------------------------------------------------------------------
+
+def _top_k_shape_rule(operand, *, k, axis, is_stable):
+  if operand.ndim == 0:
+    raise TypeError(f"top_k requires an operand of rank at least 1, got {operand.str_short()}")
+  if not 0 <= axis < operand.ndim:
+    raise ValueError(f"top_k: axis {axis} is out of range for {operand.str_short()}")
+  if k < 0:
+    raise ValueError(f"top_k: k must be non-negative, got k={k}")
+  if k > operand.shape[axis]:
+    raise ValueError(f"top_k: k={k} must be no larger than the size of axis {axis} of "
+                     f"{operand.str_short()}")
+  if operand.shape[axis] > np.iinfo(np.int32).max:
+    raise ValueError(f"top_k returns int32 indices, which cannot index axis {axis} of "
+                     f"{operand.str_short()}")
+  shape = list(operand.shape)
+  shape[axis] = k
+  return [tuple(shape)] * 2
+
+
+def _top_k_dtype_rule(operand, **params):
+  if dtypes.is_complex(operand.dtype) or operand.dtype == dtypes.float0:
+    raise TypeError(f"top_k does not accept {operand.dtype.name} operands")
+  return [operand.dtype, dtypes.int32]
+
+
+def _top_k_weak_rule(operand, **params):
+  return [operand.weak_type, False]
+
+
+top_k_p = standard_primitive(_top_k_shape_rule, _top_k_dtype_rule, "top_k",
+                             weak_type_rule=_top_k_weak_rule, multiple_results=True)
+
+
+def _top_k_lowering(ctx, operand, *, k, axis, is_stable):
+  # A descending stable sort of (operand, iota) then a slice: the same total order as
+  # ``sort`` (NaN largest, -0.0 equal to 0.0), ties kept in index order.
+  aval = ctx.avals_in[0]
+  values_aval, indices_aval = ctx.avals_out
+  iota_aval = aval.update(dtype=dtypes.int32, weak_type=False)
+  iota = hlo.iota(xla.aval_to_ir_type(iota_aval), xla.i64_attr(axis))
+  values, indices = _build_sort([operand, iota], [aval, iota_aval], axis, is_stable, 1,
+                                direction="GT")
+  limit = list(aval.shape)
+  limit[axis] = k
+  start, strides = [0] * aval.ndim, [1] * aval.ndim
+  return [hlo.slice(values, xla.dense_i64(start), xla.dense_i64(limit),
+                    xla.dense_i64(strides)),
+          hlo.slice(indices, xla.dense_i64(start), xla.dense_i64(limit),
+                    xla.dense_i64(strides))]
+
+xla.register_lowering(top_k_p, _top_k_lowering)
+
+
+def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
+  """The ``k`` largest entries along ``axis`` (default last) and their int32 indices.
+
+  Entries come in descending order; equal entries in index order (NaN counts as largest).
+  """
+  k = int(k)
+  if k < 0:
+    raise ValueError(f"top_k: k must be non-negative, got k={k}")
+  aval = get_aval(operand)
+  if aval.ndim == 0:
+    raise TypeError(f"top_k requires an operand of rank at least 1, got {aval.str_short()}")
+  axis = canonicalize_axis(axis, aval.ndim, "top_k")
+  values, indices = top_k_p.bind(operand, axis=axis, is_stable=bool(is_stable), k=k)
+  return values, indices

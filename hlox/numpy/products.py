@@ -1,4 +1,528 @@
-"""Products: dot, matmul, vdot, outer, inner, tensordot."""
+"""Products: dot, matmul, vdot, outer, inner, tensordot, einsum, kron, trace.
+
+Every contraction is one or more ``lax.dot_general`` calls. As in JAX, operands are not
+converted before the contraction: ``dot_general`` gets the promoted dtype as its
+``preferred_element_type`` (so mixed-dtype products compute in the result dtype), and the
+result is given the promoted weak type afterwards.
+"""
 from __future__ import annotations
 
-__all__ = []
+import operator
+import string
+from typing import Sequence
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import get_aval
+from hlox.lax.dot import _type_rank
+from hlox.numpy import util
+
+__all__ = ["dot", "matmul", "vdot", "vecdot", "outer", "inner", "tensordot", "einsum", "kron",
+           "trace"]
+
+
+# --- shared helpers ----------------------------------------------------------------------
+
+def _arrays(name, *args):
+  util.check_arraylike(name, *args)
+  return [util.ensure_array(a) for a in args]
+
+
+def _result_dtype(args, preferred_element_type):
+  """The dtype and weak type of a product of ``args``."""
+  if preferred_element_type is None:
+    return dtypes.result_type(*args, return_weak_type_flag=True)
+  return dtypes.canonicalize_dtype(np.dtype(preferred_element_type)), False
+
+
+def _contract(a, b, dimension_numbers, precision, dtype):
+  """``lax.dot_general`` computing in ``dtype``. Operands of different dtypes that
+  ``dot_general`` cannot order (an ambiguous pair for XLA's rule) are converted first."""
+  a_dtype, b_dtype = get_aval(a).dtype, get_aval(b).dtype
+  if a_dtype != b_dtype and _type_rank(a_dtype) == _type_rank(b_dtype):
+    a, b = lax.convert_element_type(a, dtype), lax.convert_element_type(b, dtype)
+  return lax.dot_general(a, b, dimension_numbers, precision=precision,
+                         preferred_element_type=dtype)
+
+
+def _finish(x, dtype, weak):
+  aval = get_aval(x)
+  if aval.dtype == dtype and aval.weak_type == weak:
+    return x
+  return lax.convert_element_type(x, dtype, weak_type=weak)
+
+
+def _transpose(x, perm):
+  perm = tuple(int(p) for p in perm)
+  if perm == tuple(range(len(perm))):
+    return x
+  return lax.transpose(x, perm)
+
+
+def _reshape(x, shape):
+  shape = tuple(int(d) for d in shape)
+  if get_aval(x).shape == shape and hasattr(x, "aval"):
+    return x
+  return lax.reshape(x, shape)
+
+
+def _ravel(x):
+  return _reshape(x, (get_aval(x).size,))
+
+
+def _conj(x):
+  if dtypes.is_complex(get_aval(x).dtype):
+    return lax.conj(x)
+  return x
+
+
+def _multiply(x, y):
+  from hlox import numpy as jnp
+  return jnp.multiply(x, y)
+
+
+def _diagonal_mask(x, axis1, axis2, offset=0):
+  """``x`` with everything off the ``offset`` diagonal of ``(axis1, axis2)`` set to zero.
+
+  ``select`` (not a multiplication by the identity) keeps ``inf`` and ``nan`` on the diagonal
+  from turning the zeros into NaNs.
+  """
+  aval = get_aval(x)
+  n, m = aval.shape[axis1], aval.shape[axis2]
+  eye = np.eye(n, m, k=offset, dtype=bool)
+  if axis1 > axis2:
+    eye, axis1, axis2 = eye.T, axis2, axis1
+  mask = lax.broadcast_in_dim(eye, aval.shape, (axis1, axis2))
+  zeros = lax.broadcast_in_dim(np.zeros((), aval.dtype), aval.shape, ())
+  return lax.select_n(mask, zeros, x)
+
+
+# --- dot, matmul -------------------------------------------------------------------------
+
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+  """NumPy's ``dot``: a scalar operand multiplies; otherwise contract the last axis of ``a``
+  with ``b``'s only axis (1-d) or its second-to-last (stacking the other axes)."""
+  a, b = _arrays("dot", a, b)
+  dtype, weak = _result_dtype((a, b), preferred_element_type)
+  a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
+  if a_ndim == 0 or b_ndim == 0:
+    contract = ((), ())
+  elif b_ndim == 1:
+    contract = ((a_ndim - 1,), (0,))
+  else:
+    contract = ((a_ndim - 1,), (b_ndim - 2,))
+  _check_contraction("dot", a, b, contract)
+  out = _contract(a, b, (contract, ((), ())), precision, dtype)
+  return _finish(out, dtype, weak)
+
+
+def _check_contraction(name, a, b, contract):
+  a_aval, b_aval = get_aval(a), get_aval(b)
+  sizes_a = [a_aval.shape[d] for d in contract[0]]
+  sizes_b = [b_aval.shape[d] for d in contract[1]]
+  if sizes_a != sizes_b:
+    raise ValueError(f"{name}: shapes {a_aval.shape} and {b_aval.shape} are not aligned: "
+                     f"contracted dimensions have sizes {sizes_a} and {sizes_b}")
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
+  """NumPy's ``matmul`` (``@``): matrix products over the trailing two axes, broadcasting the
+  leading (batch) axes; a 1-d operand is a vector whose axis is removed from the result."""
+  a, b = _arrays("matmul", a, b)
+  a_aval, b_aval = get_aval(a), get_aval(b)
+  for i, aval in enumerate((a_aval, b_aval)):
+    if aval.ndim < 1:
+      raise ValueError(f"matmul: input operand {i} must have ndim at least 1, but it has "
+                       f"ndim {aval.ndim}")
+  dtype, weak = _result_dtype((a, b), preferred_element_type)
+  a_mat, b_mat = a_aval.ndim > 1, b_aval.ndim > 1
+  k_a = a_aval.shape[-1]
+  k_b = b_aval.shape[-2] if b_mat else b_aval.shape[0]
+  if k_a != k_b:
+    raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0 "
+                     f"(size {k_b} is different from {k_a}); shapes {a_aval.shape} and "
+                     f"{b_aval.shape}")
+  a_lead = a_aval.shape[:-2] if a_mat else ()
+  b_lead = b_aval.shape[:-2] if b_mat else ()
+  nb = max(len(a_lead), len(b_lead))
+  a_off, b_off = nb - len(a_lead), nb - len(b_lead)
+
+  # Each broadcast batch position i is either shared (a dot_general batch dim), or real on one
+  # side only (a free dim of that side), or size 1 / absent on both. Size-1 dims that only
+  # broadcast are squeezed away; the final reshape puts them back.
+  a_keep, b_keep = [], []  # batch dims of a and b that are not squeezed
+  shared, a_only, b_only = [], [], []
+  out_batch = []
+  for i in range(nb):
+    da = a_lead[i - a_off] if i >= a_off else None
+    db = b_lead[i - b_off] if i >= b_off else None
+    a_real, b_real = da not in (None, 1), db not in (None, 1)
+    if a_real and b_real and da != db:
+      raise ValueError(f"matmul: batch dimensions of shapes {a_aval.shape} and "
+                       f"{b_aval.shape} cannot be broadcast together")
+    if a_real:
+      a_keep.append(i - a_off)
+    if b_real:
+      b_keep.append(i - b_off)
+    if a_real and b_real:
+      shared.append(i)
+    elif a_real:
+      a_only.append(i)
+    elif b_real:
+      b_only.append(i)
+    out_batch.append(da if a_real else db if b_real else 1)
+
+  # Squeeze a's and b's batch dims that are not kept, keeping their order.
+  a_core = a_aval.shape[-2:] if a_mat else a_aval.shape
+  b_core = b_aval.shape[-2:] if b_mat else b_aval.shape
+  a = _reshape(a, tuple(a_aval.shape[j] for j in a_keep) + tuple(a_core))
+  b = _reshape(b, tuple(b_aval.shape[j] for j in b_keep) + tuple(b_core))
+  a_ndim, b_ndim = len(a_keep) + len(a_core), len(b_keep) + len(b_core)
+  a_pos = {i: j for j, i in enumerate(i for i in range(nb) if i in shared or i in a_only)}
+  b_pos = {i: j for j, i in enumerate(i for i in range(nb) if i in shared or i in b_only)}
+  dnums = (((a_ndim - 1,), (b_ndim - 2 if b_mat else b_ndim - 1,)),
+           (tuple(a_pos[i] for i in shared), tuple(b_pos[i] for i in shared)))
+  out = _contract(a, b, dnums, precision, dtype)
+
+  # dot_general gives (shared, a_only [, m], b_only [, n]); put the kept batch dims back in
+  # their broadcast order, then reshape to insert the dims squeezed on both sides.
+  order = list(shared) + list(a_only) + ([nb] if a_mat else []) + list(b_only) + \
+      ([nb + 1] if b_mat else [])
+  out = _transpose(out, np.argsort(order))
+  out_shape = tuple(out_batch) + ((a_aval.shape[-2],) if a_mat else ()) + \
+      ((b_aval.shape[-1],) if b_mat else ())
+  out = _reshape(out, out_shape)
+  return _finish(out, dtype, weak)
+
+
+def vdot(a, b, *, precision=None, preferred_element_type=None):
+  """Dot product of the flattened arrays, conjugating ``a`` first."""
+  a, b = _arrays("vdot", a, b)
+  a_size, b_size = get_aval(a).size, get_aval(b).size
+  if a_size != b_size:
+    raise ValueError(f"vdot: arrays of sizes {a_size} and {b_size} (shapes "
+                     f"{get_aval(a).shape} and {get_aval(b).shape}) cannot be multiplied")
+  return dot(_conj(_ravel(a)), _ravel(b), precision=precision,
+             preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+  """Batched conjugated dot product along ``axis``; other axes broadcast together."""
+  x1, x2 = _arrays("vecdot", x1, x2)
+  a1, a2 = get_aval(x1), get_aval(x2)
+  ax1 = lax.utils.canonicalize_axis(axis, a1.ndim, "vecdot")
+  ax2 = lax.utils.canonicalize_axis(axis, a2.ndim, "vecdot")
+  if a1.shape[ax1] != a2.shape[ax2]:
+    raise ValueError(f"vecdot: axes must match; got shapes {a1.shape} and {a2.shape} with "
+                     f"axis={axis}")
+  x1 = _transpose(_conj(x1), [d for d in range(a1.ndim) if d != ax1] + [ax1])
+  x2 = _transpose(x2, [d for d in range(a2.ndim) if d != ax2] + [ax2])
+  # (..., n) @ (..., n, 1) -> (..., 1): matmul broadcasts the batch axes.
+  x2 = _reshape(x2, get_aval(x2).shape + (1,))
+  out = matmul(_reshape(x1, get_aval(x1).shape[:-1] + (1, a1.shape[ax1])), x2,
+               precision=precision, preferred_element_type=preferred_element_type)
+  return _reshape(out, get_aval(out).shape[:-2])
+
+
+def outer(a, b, out=None):
+  """Outer product of the flattened arrays: ``result[i, j] = a[i] * b[j]``."""
+  if out is not None:
+    raise NotImplementedError("outer: the 'out' argument is not supported")
+  a, b = _arrays("outer", a, b)
+  a, b = util.promote_dtypes(_ravel(a), _ravel(b))
+  n, m = get_aval(a).size, get_aval(b).size
+  return _multiply(lax.broadcast_in_dim(a, (n, m), (0,)), lax.broadcast_in_dim(b, (n, m), (1,)))
+
+
+def inner(a, b, *, precision=None, preferred_element_type=None):
+  """Sum product over the last axes of ``a`` and ``b`` (a product when either is a scalar)."""
+  a, b = _arrays("inner", a, b)
+  if get_aval(a).ndim == 0 or get_aval(b).ndim == 0:
+    if preferred_element_type is not None:
+      a = lax.convert_element_type(a, preferred_element_type)
+      b = lax.convert_element_type(b, preferred_element_type)
+    return _multiply(a, b)
+  return tensordot(a, b, (-1, -1), precision=precision,
+                   preferred_element_type=preferred_element_type)
+
+
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
+              out_sharding=None):
+  """Contract ``a`` and ``b`` over ``axes``: an int ``n`` (last ``n`` of ``a`` with the
+  first ``n`` of ``b``), a pair of ints, or a pair of sequences of axes."""
+  a, b = _arrays("tensordot", a, b)
+  a_aval, b_aval = get_aval(a), get_aval(b)
+  dtype, weak = _result_dtype((a, b), preferred_element_type)
+  if isinstance(axes, (int, np.integer)):
+    n = int(axes)
+    if n < 0 or n > min(a_aval.ndim, b_aval.ndim):
+      raise TypeError(f"tensordot: number of axes {n} must be non-negative and at most the "
+                      f"input ranks (shapes {a_aval.shape} and {b_aval.shape})")
+    contract = (tuple(range(a_aval.ndim - n, a_aval.ndim)), tuple(range(n)))
+  elif isinstance(axes, (tuple, list)) and len(axes) == 2:
+    ax1, ax2 = axes
+    if _is_int(ax1) and _is_int(ax2):
+      ax1, ax2 = (ax1,), (ax2,)
+    elif not (isinstance(ax1, (tuple, list)) and isinstance(ax2, (tuple, list))):
+      raise TypeError(f"tensordot requires both axes lists to be either ints, tuples or "
+                      f"lists, got {ax1!r} and {ax2!r}")
+    if len(ax1) != len(ax2):
+      raise TypeError(f"tensordot requires axes lists to have equal length, got {ax1} and "
+                      f"{ax2}")
+    contract = (tuple(lax.utils.canonicalize_axis(i, a_aval.ndim, "tensordot") for i in ax1),
+                tuple(lax.utils.canonicalize_axis(i, b_aval.ndim, "tensordot") for i in ax2))
+  else:
+    raise TypeError("tensordot axes argument must be an int, a pair of ints, or a pair of "
+                    f"lists/tuples of ints, got {axes!r}")
+  _check_contraction("tensordot", a, b, contract)
+  out = _contract(a, b, (contract, ((), ())), precision, dtype)
+  return _finish(out, dtype, weak)
+
+
+def _is_int(x) -> bool:
+  try:
+    operator.index(x)
+    return not isinstance(x, bool)
+  except TypeError:
+    return False
+
+
+def kron(a, b):
+  """Kronecker product: blocks ``a[i, ...] * b``."""
+  a, b = _arrays("kron", a, b)
+  a, b = util.promote_dtypes(a, b)
+  a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+  nd = max(len(a_shape), len(b_shape))
+  a_shape = (1,) * (nd - len(a_shape)) + tuple(a_shape)
+  b_shape = (1,) * (nd - len(b_shape)) + tuple(b_shape)
+  # Interleave: a's axes at even positions, b's at odd ones, then merge each pair.
+  shape = tuple(d for pair in zip(a_shape, b_shape) for d in pair)
+  a = lax.broadcast_in_dim(_reshape(a, a_shape), shape, tuple(range(0, 2 * nd, 2)))
+  b = lax.broadcast_in_dim(_reshape(b, b_shape), shape, tuple(range(1, 2 * nd, 2)))
+  return _reshape(_multiply(a, b), tuple(x * y for x, y in zip(a_shape, b_shape)))
+
+
+# --- trace -------------------------------------------------------------------------------
+
+def _sum_dtype(dtype):
+  """NumPy's accumulator for ``sum``: bools and narrow integers widen to the default int."""
+  dtype = np.dtype(dtype)
+  if dtype == dtypes.bool_:
+    return dtypes.default_int_dtype()
+  if dtypes.is_unsigned_int(dtype):
+    default_uint = dtypes.canonicalize_dtype(np.uint64)
+    return default_uint if dtype.itemsize < default_uint.itemsize else dtype
+  if dtypes.is_signed_int(dtype):
+    default = dtypes.default_int_dtype()
+    return default if dtype.itemsize < default.itemsize else dtype
+  return dtype
+
+
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
+  """Sum along the ``offset`` diagonal of the ``(axis1, axis2)`` plane."""
+  if out is not None:
+    raise NotImplementedError("trace: the 'out' argument is not supported")
+  (a,) = _arrays("trace", a)
+  aval = get_aval(a)
+  if aval.ndim < 2:
+    raise ValueError(f"trace requires an array of rank at least 2, got shape {aval.shape}")
+  axis1 = lax.utils.canonicalize_axis(axis1, aval.ndim, "trace")
+  axis2 = lax.utils.canonicalize_axis(axis2, aval.ndim, "trace")
+  if axis1 == axis2:
+    raise ValueError(f"trace: axis1 and axis2 must be different, got {axis1} and {axis2}")
+  out_dtype = _sum_dtype(aval.dtype) if dtype is None else \
+      dtypes.canonicalize_dtype(np.dtype(dtype))
+  x = lax.convert_element_type(a, out_dtype, weak_type=aval.weak_type and dtype is None)
+  x = _diagonal_mask(x, axis1, axis2, int(offset))
+  return lax.reduce_sum(x, (axis1, axis2))
+
+
+# --- einsum ------------------------------------------------------------------------------
+
+_letters = string.ascii_letters
+
+
+def _sublist_to_subscripts(sublist) -> str:
+  out = []
+  for s in sublist:
+    if s is Ellipsis:
+      out.append("...")
+    elif _is_int(s) and 0 <= operator.index(s) < len(_letters):
+      out.append(_letters[operator.index(s)])
+    else:
+      raise ValueError(f"einsum: subscripts in a sublist must be Ellipsis or integers in "
+                       f"[0, {len(_letters)}), got {s!r}")
+  return "".join(out)
+
+
+def _parse_einsum_args(subscripts, operands):
+  """The ``einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])`` form as a string."""
+  if isinstance(subscripts, str):
+    return subscripts, list(operands)
+  args = [subscripts, *operands]
+  ops, subs = args[0::2], args[1::2]
+  out = None
+  if len(ops) > len(subs):
+    out = ops.pop()
+  spec = ",".join(_sublist_to_subscripts(s) for s in subs)
+  if out is not None:
+    spec += "->" + _sublist_to_subscripts(out)
+  return spec, ops
+
+
+def _expand_ellipses(spec: str, ndims: Sequence[int]):
+  """Per-operand label lists and output labels, with ``...`` replaced by fresh labels
+  (aligned right across operands, as broadcasting is)."""
+  spec = spec.replace(" ", "")
+  if "->" in spec:
+    inputs, output = spec.split("->")
+    if "->" in output or "-" in output or ">" in output:
+      raise ValueError(f"einsum: subscripts {spec!r} contain more than one '->'")
+  else:
+    inputs, output = spec, None
+  in_specs = inputs.split(",")
+  if len(in_specs) != len(ndims):
+    raise ValueError(f"einsum: subscripts {spec!r} name {len(in_specs)} operands but "
+                     f"{len(ndims)} were given")
+  used = set(c for c in spec if c.isalpha())
+  fresh = [c for c in _letters if c not in used]
+  ell_ndim = 0
+  for s, nd in zip(in_specs, ndims):
+    if "..." in s:
+      ell_ndim = max(ell_ndim, nd - (len(s) - 3))
+  if ell_ndim > len(fresh):
+    raise ValueError("einsum: too many dimensions under '...'")
+  ell_labels = fresh[:ell_ndim]
+
+  def labels_of(s, nd=None):
+    if s.count("...") > 1 or ("." in s.replace("...", "")):
+      raise ValueError(f"einsum: invalid subscripts {s!r} (use '...' once per operand)")
+    for c in s.replace("...", ""):
+      if not c.isalpha():
+        raise ValueError(f"einsum: invalid subscript {c!r} in {spec!r}; subscripts are "
+                         "letters")
+    if "..." not in s:
+      return list(s)
+    head, tail = s.split("...")
+    n = ell_ndim if nd is None else nd - len(head) - len(tail)
+    if n < 0:
+      raise ValueError(f"einsum: operand has fewer dimensions than subscripts {s!r}")
+    return list(head) + ell_labels[ell_ndim - n:] + list(tail)
+
+  in_labels = []
+  for i, (s, nd) in enumerate(zip(in_specs, ndims)):
+    labels = labels_of(s, nd)
+    if len(labels) != nd:
+      raise ValueError(f"einsum: operand {i} has {nd} dimensions but subscripts {s!r} "
+                       f"name {len(labels)}")
+    in_labels.append(labels)
+  if output is None:
+    counts = {}
+    for labels in in_labels:
+      for c in labels:
+        counts[c] = counts.get(c, 0) + 1
+    out_labels = ell_labels + sorted(c for c, n in counts.items()
+                                     if n == 1 and c not in ell_labels)
+  else:
+    out_labels = labels_of(output)
+    if len(set(out_labels)) != len(out_labels):
+      raise ValueError(f"einsum: output subscripts {output!r} repeat a label")
+    all_in = set(c for labels in in_labels for c in labels)
+    for c in out_labels:
+      if c not in all_in:
+        raise ValueError(f"einsum: output subscript {c!r} does not appear in the inputs of "
+                         f"{spec!r}")
+  return in_labels, out_labels
+
+
+def _sum_axes(x, labels, axes, dtype):
+  """Sum ``x`` over ``axes`` in ``dtype`` (widening ``x`` first if needed); booleans "or"."""
+  if not axes:
+    return x, labels
+  x_dtype = get_aval(x).dtype
+  if dtypes.promote_types(x_dtype, dtype) != x_dtype:
+    x = lax.convert_element_type(x, dtype)
+    x_dtype = dtype
+  x = lax.reduce_or(x, tuple(axes)) if x_dtype == dtypes.bool_ else \
+      lax.reduce_sum(x, tuple(axes))
+  return x, [c for i, c in enumerate(labels) if i not in axes]
+
+
+def _take_diagonals(x, labels, dtype):
+  """Collapse repeated labels of one operand (``'ii->i'``) to their diagonal."""
+  while len(set(labels)) != len(labels):
+    c = next(c for c in labels if labels.count(c) > 1)
+    i = labels.index(c)
+    j = labels.index(c, i + 1)
+    x = _diagonal_mask(x, i, j)
+    x, labels = _sum_axes(x, labels, [j], dtype)
+  return x, labels
+
+
+def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
+           preferred_element_type=None, _dot_general=None, out_sharding=None):
+  """Einstein summation: ``einsum('ij,jk->ik', a, b)``.
+
+  Supports ``...``, implicit outputs (labels seen once, alphabetically), repeated labels in
+  one operand (diagonals), size-1 broadcasting, and the interleaved sublist form. Operands
+  are contracted pairwise from left to right; ``optimize`` is accepted and ignored.
+  """
+  if out is not None:
+    raise NotImplementedError("einsum: the 'out' argument is not supported")
+  spec, operands = _parse_einsum_args(subscripts, operands)
+  if not operands:
+    raise ValueError("einsum requires at least one operand")
+  operands = _arrays("einsum", *operands)
+  dtype, weak = _result_dtype(operands, preferred_element_type)
+  in_labels, out_labels = _expand_ellipses(spec, [get_aval(x).ndim for x in operands])
+
+  # One size per label; a size-1 axis broadcasts against a larger one (it is squeezed away).
+  sizes = {}
+  for x, labels in zip(operands, in_labels):
+    for c, d in zip(labels, get_aval(x).shape):
+      if sizes.get(c, 1) == 1:
+        sizes[c] = d
+      elif d not in (1, sizes[c]):
+        raise ValueError(f"einsum: size of label {c!r} in {spec!r} differs between "
+                         f"operands ({sizes[c]} vs {d}); shapes "
+                         f"{[get_aval(o).shape for o in operands]}")
+  ops = []
+  for x, labels in zip(operands, in_labels):
+    shape = get_aval(x).shape
+    keep = [i for i, (c, d) in enumerate(zip(labels, shape)) if not (d == 1 and sizes[c] != 1)]
+    if len(keep) != len(labels):
+      x = _reshape(x, tuple(shape[i] for i in keep))
+      labels = [labels[i] for i in keep]
+    x, labels = _take_diagonals(x, list(labels), dtype)
+    ops.append((x, labels))
+
+  def needed_after(k):
+    """Labels used by operands after the k-th one or by the output."""
+    need = set(out_labels)
+    for _, labels in ops[k + 1:]:
+      need.update(labels)
+    return need
+
+  # Sum labels that only one operand has and nobody needs, then contract left to right.
+  x, labels = ops[0]
+  need = needed_after(0)
+  x, labels = _sum_axes(x, labels, [i for i, c in enumerate(labels) if c not in need], dtype)
+  for k in range(1, len(ops)):
+    y, y_labels = ops[k]
+    need = needed_after(k)
+    y, y_labels = _sum_axes(y, y_labels, [i for i, c in enumerate(y_labels)
+                                          if c not in need and c not in labels], dtype)
+    shared = [c for c in labels if c in y_labels]
+    batch = [c for c in shared if c in need]
+    contract = [c for c in shared if c not in need]
+    dnums = ((tuple(labels.index(c) for c in contract),
+              tuple(y_labels.index(c) for c in contract)),
+             (tuple(labels.index(c) for c in batch), tuple(y_labels.index(c) for c in batch)))
+    x = _contract(x, y, dnums, precision, dtype)
+    labels = batch + [c for c in labels if c not in shared] + \
+        [c for c in y_labels if c not in shared]
+
+  x = _transpose(x, [labels.index(c) for c in out_labels])
+  return _finish(x, dtype, weak)

@@ -1,4 +1,189 @@
-"""Sorting: sort, argsort."""
+"""Sorting: sort, argsort, lexsort, partition, argpartition, unique.
+
+All are written on ``lax.sort``: floats sort with -0.0 equal to 0.0 and NaNs last, complex
+numbers by (real, imag). Sorts are stable by default, as in JAX.
+"""
 from __future__ import annotations
 
-__all__ = []
+import operator
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import get_aval
+from hlox.lax.utils import canonicalize_axis
+from hlox.numpy import util
+
+__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "unique", "sort_complex"]
+
+
+def _array(name, a):
+  util.check_arraylike(name, a)
+  return util.ensure_array(a)
+
+
+def _check_kind_order(name, kind, order):
+  if kind is not None:
+    raise TypeError(f"'kind' argument to {name} is not supported; use stable=True or "
+                    "stable=False to choose the sort's stability")
+  if order is not None:
+    raise TypeError(f"'order' argument to {name} is not supported")
+
+
+def _flatten_for_axis(name, a, axis):
+  """``(a, dimension)``: ``axis=None`` sorts the flattened array."""
+  aval = get_aval(a)
+  if axis is None:
+    a = lax.reshape(a, (aval.size,))
+    return a, 0
+  if aval.ndim == 0:
+    raise ValueError(f"{name}: axis {axis} is out of bounds for a 0-d array (use axis=None)")
+  return a, canonicalize_axis(operator.index(axis), aval.ndim, name)
+
+
+def _iota(dtype, shape, dimension):
+  return lax.broadcasted_iota(dtype, shape, dimension)
+
+
+def _index_dtype(dtype):
+  if dtype is None:
+    return dtypes.default_int_dtype()
+  dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+  if not dtypes.is_int(dtype):
+    raise TypeError(f"argsort: dtype must be an integer dtype, got {dtype.name}")
+  return dtype
+
+
+def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
+         descending: bool = False):
+  """A sorted copy of ``a`` along ``axis`` (``None``: flattened). NaNs sort last
+  (first with ``descending=True``)."""
+  _check_kind_order("sort", kind, order)
+  a = _array("sort", a)
+  a, dim = _flatten_for_axis("sort", a, axis)
+  result = lax.sort(a, dimension=dim, is_stable=stable)
+  return lax.rev(result, (dim,)) if descending else result
+
+
+def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
+            descending: bool = False, dtype=None):
+  """Indices that sort ``a`` along ``axis`` (``None``: flattened). Stable by default: equal
+  entries keep their order, also with ``descending=True``."""
+  _check_kind_order("argsort", kind, order)
+  a = _array("argsort", a)
+  a, dim = _flatten_for_axis("argsort", a, axis)
+  shape = get_aval(a).shape
+  iota = _iota(_index_dtype(dtype), shape, dim)
+  if descending and stable:
+    # Reversing before and after keeps equal entries in their original order.
+    a, iota = lax.rev(a, (dim,)), lax.rev(iota, (dim,))
+  _, indices = lax.sort_key_val(a, iota, dimension=dim, is_stable=stable)
+  return lax.rev(indices, (dim,)) if descending else indices
+
+
+def lexsort(keys, axis: int = -1):
+  """Indices sorting by several keys; the *last* key is the primary one (as in NumPy)."""
+  if isinstance(keys, (list, tuple)):
+    keys = [_array("lexsort", k) for k in keys]
+  else:
+    keys = _array("lexsort", keys)
+    aval = get_aval(keys)
+    if aval.ndim == 0:
+      raise TypeError("lexsort: keys must be a sequence or an array of rank at least 1")
+    keys = [lax.reshape(lax.slice(keys, (i,) + (0,) * (aval.ndim - 1),
+                                  (i + 1,) + aval.shape[1:]), aval.shape[1:])
+            for i in range(aval.shape[0])]
+  if not keys:
+    raise TypeError("lexsort requires at least one key")
+  shapes = {get_aval(k).shape for k in keys}
+  if len(shapes) != 1:
+    raise ValueError(f"lexsort: all keys need the same shape, got {sorted(shapes)}")
+  shape = shapes.pop()
+  if len(shape) == 0:
+    raise TypeError("lexsort: keys must be at least 1-d")
+  dim = canonicalize_axis(axis, len(shape), "lexsort")
+  iota = _iota(dtypes.default_int_dtype(), shape, dim)
+  outs = lax.sort((*keys[::-1], iota), dimension=dim, num_keys=len(keys))
+  return outs[-1]
+
+
+def _check_kth(name, kth, n):
+  kth = operator.index(kth)
+  if not -n <= kth < n:
+    raise ValueError(f"{name}: kth={kth} is out of bounds for an axis of size {n}")
+  return kth % n
+
+
+def partition(a, kth: int, axis: int = -1):
+  """A copy of ``a`` with the ``kth`` entry in sorted position, smaller ones before it and
+  larger ones after (this implementation fully sorts, which satisfies that contract)."""
+  a = _array("partition", a)
+  aval = get_aval(a)
+  dim = canonicalize_axis(axis, aval.ndim, "partition")
+  _check_kth("partition", kth, aval.shape[dim])
+  return lax.sort(a, dimension=dim)
+
+
+def argpartition(a, kth: int, axis: int = -1):
+  """Indices that partition ``a`` about its ``kth`` entry (see :func:`partition`)."""
+  a = _array("argpartition", a)
+  aval = get_aval(a)
+  dim = canonicalize_axis(axis, aval.ndim, "argpartition")
+  _check_kth("argpartition", kth, aval.shape[dim])
+  return argsort(a, axis=dim)
+
+
+def sort_complex(a):
+  """Sort ``a`` along its last axis, returned as a complex array."""
+  a = _array("sort_complex", a)
+  result = sort(a, axis=-1)
+  dtype = get_aval(result).dtype
+  if not dtypes.is_complex(dtype):
+    target = dtypes.canonicalize_dtype(np.complex128 if dtype.itemsize > 4 else np.complex64)
+    result = lax.convert_element_type(result, target)
+  return result
+
+
+def unique(ar, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
+           size: int | None = None, fill_value=None, sorted: bool = True):
+  """Sorted unique entries of ``ar`` (computed on the host: ``ar`` must be concrete).
+
+  ``size`` pads (with ``fill_value``, default the smallest entry) or truncates the result.
+  """
+  from hlox.core.tracer import Tracer
+  if isinstance(ar, Tracer):
+    from hlox.errors import ConcretizationTypeError
+    raise ConcretizationTypeError(ar, "unique needs concrete values to know its output "
+                                  "size; call it outside jit")
+  util.check_arraylike("unique", ar)
+  x = np.asarray(ar)
+  res = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis,
+                  equal_nan=equal_nan)
+  values, index, inverse, counts = res
+  if size is not None:
+    n = len(values) if axis is None else values.shape[axis]
+    if axis not in (None, 0) and axis != -x.ndim:
+      raise NotImplementedError("unique: size is only supported with axis=None or 0")
+    if n >= size:
+      values, index, counts = values[:size], index[:size], counts[:size]
+    else:
+      pad = size - n
+      fill = values[:1] if fill_value is None else np.full((1,) + values.shape[1:], fill_value,
+                                                            values.dtype)
+      values = np.concatenate([values, np.repeat(fill, pad, axis=0)])
+      index = np.concatenate([index, np.zeros(pad, index.dtype)])
+      counts = np.concatenate([counts, np.zeros(pad, counts.dtype)])
+  from hlox.runtime.array import device_put
+  int_dtype = dtypes.default_int_dtype()
+  outs = [device_put(values.astype(dtypes.canonicalize_dtype(values.dtype)))]
+  if return_index:
+    outs.append(device_put(index.astype(int_dtype)))
+  if return_inverse:
+    if axis is None:
+      inverse = inverse.reshape(x.shape)
+    outs.append(device_put(inverse.astype(int_dtype)))
+  if return_counts:
+    outs.append(device_put(counts.astype(int_dtype)))
+  return outs[0] if len(outs) == 1 else tuple(outs)

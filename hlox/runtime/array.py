@@ -74,7 +74,9 @@ class Array:
         raise DeletedArrayError(
             f"Array {self.aval.str_short()} has been deleted (or donated to a jitted "
             "function); it can no longer be used.")
-      value = np.asarray(self._buf)
+      # (np.asarray on the buffer loses ml_dtypes such as bfloat16: it gives objects.)
+      value, _ = self._buf._single_device_array_to_np_array_did_copy()
+      value = np.asarray(value)
       value.flags.writeable = False
       self._npy = value
     return self._npy
