@@ -501,3 +501,41 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
   lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []))
   executable = compile_lowered(lowered, device)
   return _EagerEntry(executable, out_avals, device, primitive.multiple_results)
+
+
+# --- host reads of dtypes the buffer protocol cannot describe ----------------------------
+
+_bitcast_readers = LRUCache()
+
+
+def _read_via_bitcast(buf, aval) -> np.ndarray:
+  """Copy a bfloat16/float8/int4 buffer to NumPy: bitcast (or widen, for 4-bit ints) to an
+  unsigned/int type of the same width on the device, then view the bytes as ``aval.dtype``."""
+  device = client.buffer_device(buf)
+  key = (aval, device)
+  entry = _bitcast_readers.get(key)
+  if entry is None:
+    four_bit = aval.dtype.itemsize == 1 and aval.dtype in (dtypes.int4, dtypes.uint4)
+    carrier = np.dtype(np.int8) if four_bit else np.dtype(f"uint{8 * aval.dtype.itemsize}")
+    out_aval = ShapedArray(aval.shape, carrier)
+    ctx = make_ir_context()
+    with ctx, ir.Location.unknown():
+      module = ir.Module.create()
+      with ir.InsertionPoint(module.body):
+        fn = func_dialect.FuncOp("main", ir.FunctionType.get([aval_to_ir_type(aval)],
+                                                             [aval_to_ir_type(out_aval)]))
+        fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+        block = fn.add_entry_block()
+        with ir.InsertionPoint(block):
+          op = hlo.convert if four_bit else hlo.bitcast_convert
+          func_dialect.ReturnOp([op(aval_to_ir_type(out_aval), block.arguments[0])])
+      text = module.operation.get_asm(enable_debug_info=False)
+    entry = (client.compile_mlir(text, device, [out_aval]), four_bit)
+    _bitcast_readers.put(key, entry)
+  executable, four_bit = entry
+  raw = np.asarray(executable.run([buf])[0])
+  return raw.astype(aval.dtype) if four_bit else raw.view(aval.dtype)
+
+
+import hlox.runtime.array as _array_module  # noqa: E402
+_array_module.host_value_reader = _read_via_bitcast

@@ -1,56 +1,508 @@
-"""Reductions over axes: reduce_sum/prod/max/min/and/or/xor, argmax/argmin."""
+"""Reductions over axes: reduce_sum/prod/max/min/and/or/xor, argmax/argmin, generic reduce.
+
+The monoid reductions each lower to one ``stablehlo.reduce`` whose region applies a single
+scalar op; ``argmax``/``argmin`` use a variadic reduce over (value, index) pairs; ``reduce``
+traces a user computation on scalars into a jaxpr and lowers it into the region.
+"""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
+from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
+from hlox.core.primitive import Primitive
+from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import xla
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["reduce_sum", "reduce_sum_p"]
+__all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
+           "reduce_or", "reduce_xor", "argmax", "argmin", "reduce",
+           "reduce_sum_p", "reduce_prod_p", "reduce_max_p", "reduce_min_p", "reduce_and_p",
+           "reduce_or_p", "reduce_xor_p", "argmax_p", "argmin_p", "reduce_p"]
 
 
-def _reduce_shape_rule(operand, *, axes, out_sharding=None):
+# --- shared rules ------------------------------------------------------------------------
+
+def _check_axes(name, operand, axes):
   axes = tuple(axes)
-  if any(not 0 <= a < operand.ndim for a in axes):
-    raise ValueError(f"reduction axes {axes} out of range for {operand.str_short()}")
   if len(set(axes)) != len(axes):
-    raise ValueError(f"duplicate reduction axes {axes}")
+    raise ValueError(f"{name}: duplicate value in axes {axes} for operand "
+                     f"{operand.str_short()}")
+  if any(not 0 <= a < operand.ndim for a in axes):
+    raise ValueError(f"{name}: axes {axes} out of range for operand {operand.str_short()} "
+                     f"(lax axes must be in [0, {operand.ndim}); jax.numpy accepts negative "
+                     "axes)")
+  return axes
+
+
+def _reduce_shape_rule(name, operand, *, axes, **params):
+  axes = frozenset(_check_axes(name, operand, axes))
   return tuple(d for i, d in enumerate(operand.shape) if i not in axes)
 
 
-def _keep_dtype(operand, **params):
-  return operand.dtype
+def _dtype_rule(name, accepted, what):
+  def rule(operand, **params):
+    if not accepted(operand.dtype):
+      raise TypeError(f"{name} does not accept dtype {operand.dtype.name} (operand "
+                      f"{operand.str_short()}); accepted: {what}")
+    return operand.dtype
+  return rule
+
+
+def _is_number(dtype):
+  return dtypes.is_int(dtype) or dtypes.is_inexact(dtype)
+
+
+def _is_bool_or_int(dtype):
+  return dtype == dtypes.bool_ or dtypes.is_int(dtype)
+
+
+def _any_dtype(dtype):
+  return dtype == dtypes.bool_ or _is_number(dtype)
 
 
 def _keep_weak(operand, **params):
   return operand.weak_type
 
 
+def _strip_weak(*avals, **params):
+  return False
+
+
+# --- identities --------------------------------------------------------------------------
+
+def _has_inf(dtype) -> bool:
+  return dtypes.is_inexact(dtype) and bool(np.isinf(
+      np.array(np.inf).astype(dtype, casting="unsafe")))
+
+
+def _max_identity(dtype):
+  """The smallest value of ``dtype`` (the identity of max): -inf, int min or False."""
+  dtype = np.dtype(dtype)
+  if dtypes.is_inexact(dtype):
+    if dtypes.is_complex(dtype):
+      return np.array(-np.inf, dtype)
+    return np.array(-np.inf if _has_inf(dtype) else dtypes.finfo(dtype).min, dtype)
+  if dtypes.is_int(dtype):
+    return np.array(dtypes.iinfo(dtype).min, dtype)
+  return np.array(False)
+
+
+def _min_identity(dtype):
+  """The largest value of ``dtype`` (the identity of min): +inf, int max or True."""
+  dtype = np.dtype(dtype)
+  if dtypes.is_inexact(dtype):
+    if dtypes.is_complex(dtype):
+      return np.array(np.inf, dtype)
+    return np.array(np.inf if _has_inf(dtype) else dtypes.finfo(dtype).max, dtype)
+  if dtypes.is_int(dtype):
+    return np.array(dtypes.iinfo(dtype).max, dtype)
+  return np.array(True)
+
+
+def _and_identity(dtype):
+  return np.array(-1).astype(dtype)  # all bits set (True for bool)
+
+
+def _zero(dtype):
+  return np.array(0, dtype)
+
+
+def _one(dtype):
+  return np.array(1, dtype)
+
+
+# --- scalar ops used in regions ----------------------------------------------------------
+
+def _compare(x, y, direction, dtype):
+  return xla.compare_hlo(x, y, direction, dtype)
+
+
+def _minmax_hlo(which: str, x, y):
+  """``max``/``min`` of two values; complex values compare lexicographically (real, imag)
+  as NumPy does, and float NaNs propagate (stablehlo.maximum/minimum do)."""
+  element_type = ir.RankedTensorType(x.type).element_type
+  if not isinstance(element_type, ir.ComplexType):
+    return (hlo.maximum if which == "max" else hlo.minimum)(x, y)
+  direction = "GT" if which == "max" else "LT"
+  rx, ry = hlo.real(x), hlo.real(y)
+  real_eq = _compare(rx, ry, "EQ", dtypes.float32)  # only FLOAT-ness matters here
+  real_cmp = _compare(rx, ry, direction, dtypes.float32)
+  imag_cmp = _compare(hlo.imag(x), hlo.imag(y), direction, dtypes.float32)
+  return hlo.select(hlo.select(real_eq, imag_cmp, real_cmp), x, y)
+
+
+max_hlo = functools.partial(_minmax_hlo, "max")
+min_hlo = functools.partial(_minmax_hlo, "min")
+
+
+def scalar_body(kind: str):
+  """The scalar computation ``(x, y) -> value`` of a monoid reduction (for regions)."""
+  if kind == "sum":
+    return hlo.add
+  if kind == "prod":
+    return hlo.multiply
+  if kind == "max":
+    return max_hlo
+  if kind == "min":
+    return min_hlo
+  return {"and": hlo.and_, "or": hlo.or_, "xor": hlo.xor}[kind]
+
+
+def add_region(op, region_index, scalar_dtypes):
+  """Append the entry block of ``op``'s region: two arguments per reduced operand."""
+  types = [xla.aval_to_ir_type(ShapedArray((), d)) for d in scalar_dtypes]
+  return op.regions[region_index].blocks.append(*(types + types))
+
+
 def reduce_lowering(body_op, init_value):
   """Lowering via ``stablehlo.reduce`` with scalar computation ``body_op`` and init value
   ``init_value(dtype)``."""
-  def rule(ctx, x, *, axes, out_sharding=None):
+  def rule(ctx, x, *, axes, **params):
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
-    scalar_type = xla.aval_to_ir_type(ShapedArray((), aval_in.dtype))
     init = xla.ir_constant(np.asarray(init_value(aval_in.dtype), dtype=aval_in.dtype))
     op = hlo.ReduceOp([xla.aval_to_ir_type(aval_out)], [x], [init], xla.dense_i64(axes))
-    block = op.regions[0].blocks.append(scalar_type, scalar_type)
+    block = add_region(op, 0, [aval_in.dtype])
     with ir.InsertionPoint(block):
       hlo.return_([body_op(*block.arguments)])
     return op.result
   return rule
 
 
-reduce_sum_p = standard_primitive(_reduce_shape_rule, _keep_dtype, "reduce_sum",
-                                  weak_type_rule=_keep_weak)
-xla.register_lowering(reduce_sum_p, reduce_lowering(hlo.add, lambda dtype: 0))
+def _reducer(name, accepted, what, weak_rule, body, identity):
+  prim = standard_primitive(functools.partial(_reduce_shape_rule, name),
+                            _dtype_rule(name, accepted, what), name,
+                            weak_type_rule=weak_rule)
+  xla.register_lowering(prim, reduce_lowering(body, identity))
+  return prim
 
 
-def reduce_sum(operand, axes):
-  """Sum of ``operand`` over ``axes``."""
-  return reduce_sum_p.bind(operand, axes=tuple(int(a) for a in axes), out_sharding=None)
+def _axes_param(axes):
+  if isinstance(axes, (int, np.integer)):
+    axes = (axes,)
+  return tuple(int(a) for a in axes)
+
+
+# --- monoid reductions -------------------------------------------------------------------
+
+reduce_sum_p = _reducer("reduce_sum", _is_number, "integer, floating or complex types",
+                        _keep_weak, hlo.add, _zero)
+
+def reduce_sum(operand, axes, *, out_sharding=None):
+  """Sum of ``operand`` over ``axes`` (non-negative dimension numbers)."""
+  return reduce_sum_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+
+
+reduce_prod_p = _reducer("reduce_prod", _is_number, "integer, floating or complex types",
+                         _keep_weak, hlo.multiply, _one)
+
+def reduce_prod(operand, axes):
+  """Product of ``operand`` over ``axes``."""
+  return reduce_prod_p.bind(operand, axes=_axes_param(axes))
+
+
+reduce_max_p = _reducer("reduce_max", _any_dtype, "bool, integer, floating or complex types",
+                        _keep_weak, max_hlo, _max_identity)
+
+def reduce_max(operand, axes, *, out_sharding=None):
+  """Maximum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
+
+  An empty reduction gives the dtype's smallest value (-inf for floats)."""
+  return reduce_max_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+
+
+reduce_min_p = _reducer("reduce_min", _any_dtype, "bool, integer, floating or complex types",
+                        _keep_weak, min_hlo, _min_identity)
+
+def reduce_min(operand, axes, *, out_sharding=None):
+  """Minimum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
+
+  An empty reduction gives the dtype's largest value (+inf for floats)."""
+  return reduce_min_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+
+
+reduce_and_p = _reducer("reduce_and", _is_bool_or_int, "bool or integer types", _strip_weak,
+                        hlo.and_, _and_identity)
+
+def reduce_and(operand, axes):
+  """Logical (bool) or bitwise (integer) AND of ``operand`` over ``axes``."""
+  return reduce_and_p.bind(operand, axes=_axes_param(axes))
+
+
+reduce_or_p = _reducer("reduce_or", _is_bool_or_int, "bool or integer types", _strip_weak,
+                       hlo.or_, _zero)
+
+def reduce_or(operand, axes):
+  """Logical (bool) or bitwise (integer) OR of ``operand`` over ``axes``."""
+  return reduce_or_p.bind(operand, axes=_axes_param(axes))
+
+
+reduce_xor_p = _reducer("reduce_xor", _is_bool_or_int, "bool or integer types", _strip_weak,
+                        hlo.xor, _zero)
+
+def reduce_xor(operand, axes):
+  """Logical (bool) or bitwise (integer) XOR of ``operand`` over ``axes``."""
+  return reduce_xor_p.bind(operand, axes=_axes_param(axes))
+
+
+# --- argmax / argmin ---------------------------------------------------------------------
+
+def _argminmax_shape_rule(name, operand, *, axes, index_dtype):
+  if len(axes) != 1:
+    raise ValueError(f"{name}: exactly one axis is reduced, got axes {axes}")
+  axis, = _check_axes(name, operand, axes)
+  if operand.shape[axis] < 1:
+    raise ValueError(f"{name} requires a non-empty reduced dimension, got operand "
+                     f"{operand.str_short()} with axis {axis}")
+  return operand.shape[:axis] + operand.shape[axis + 1:]
+
+
+def _argminmax_dtype_rule(name, operand, *, axes, index_dtype):
+  if not dtypes.is_int(index_dtype):
+    raise TypeError(f"{name}: index_dtype must be an integer type, got "
+                    f"{np.dtype(index_dtype).name}")
+  if not (operand.dtype == dtypes.bool_ or dtypes.is_int(operand.dtype)
+          or dtypes.is_float(operand.dtype)):
+    raise TypeError(f"{name} does not accept dtype {operand.dtype.name} (operand "
+                    f"{operand.str_short()}); accepted: bool, integer or floating types")
+  return np.dtype(index_dtype)
+
+
+def _argminmax_lowering(direction, identity):
+  """Variadic reduce over (value, index). The comparator is symmetric in its two pairs, so
+  XLA may combine them in any order: a NaN beats any number, and between equal values (or
+  two NaNs) the smaller index wins; hence the result is the first NaN, else the first
+  extremum."""
+  def rule(ctx, x, *, axes, index_dtype):
+    aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+    axis, = axes
+    dtype = aval_in.dtype
+    index_type = xla.aval_to_ir_type(ShapedArray(aval_in.shape, index_dtype))
+    indices = hlo.iota(index_type, xla.i64_attr(axis))
+    op = hlo.ReduceOp([xla.aval_to_ir_type(ShapedArray(aval_out.shape, dtype)),
+                       xla.aval_to_ir_type(aval_out)],
+                      [x, indices],
+                      [xla.ir_constant(identity(dtype)),
+                       xla.ir_constant(np.array(0, index_dtype))],
+                      xla.dense_i64(axes))
+    block = add_region(op, 0, [dtype, index_dtype])
+    with ir.InsertionPoint(block):
+      xv, xi, yv, yi = block.arguments
+      x_better = _compare(xv, yv, direction, dtype)
+      tie = _compare(xv, yv, "EQ", dtype)
+      if dtypes.is_inexact(dtype):
+        x_nan = _compare(xv, xv, "NE", dtype)
+        y_nan = _compare(yv, yv, "NE", dtype)
+        true = xla.ir_constant(np.array(True))
+        x_better = hlo.or_(x_better, hlo.and_(x_nan, hlo.xor(y_nan, true)))
+        tie = hlo.or_(tie, hlo.and_(x_nan, y_nan))
+      x_first = _compare(xi, yi, "LT", index_dtype)
+      pick_x_index = hlo.or_(x_better, hlo.and_(tie, x_first))
+      hlo.return_([hlo.select(x_better, xv, yv), hlo.select(pick_x_index, xi, yi)])
+    return op.results[1]
+  return rule
+
+
+def _argminmax(name, direction, identity):
+  prim = standard_primitive(functools.partial(_argminmax_shape_rule, name),
+                            functools.partial(_argminmax_dtype_rule, name), name,
+                            weak_type_rule=_strip_weak)
+  xla.register_lowering(prim, _argminmax_lowering(direction, identity))
+  return prim
+
+
+argmax_p = _argminmax("argmax", "GT", _max_identity)
+argmin_p = _argminmax("argmin", "LT", _min_identity)
+
+
+def _index_dtype(name, index_dtype):
+  try:
+    dtype = np.dtype(index_dtype)
+  except TypeError:
+    raise TypeError(f"{name}: index_dtype {index_dtype!r} is not a dtype") from None
+  if not dtypes.is_int(dtype):
+    raise TypeError(f"{name}: index_dtype must be an integer type, got {dtype.name}")
+  return dtypes.canonicalize_dtype(dtype)
+
+
+def argmax(operand, axis: int, index_dtype):
+  """Index of the maximum along ``axis``: the first occurrence; a NaN counts as the maximum
+  (so the first NaN's index is returned when there is one)."""
+  return argmax_p.bind(operand, axes=(int(axis),),
+                       index_dtype=_index_dtype("argmax", index_dtype))
+
+
+def argmin(operand, axis: int, index_dtype):
+  """Index of the minimum along ``axis``: the first occurrence; a NaN counts as the minimum
+  (so the first NaN's index is returned when there is one)."""
+  return argmin_p.bind(operand, axes=(int(axis),),
+                       index_dtype=_index_dtype("argmin", index_dtype))
+
+
+# --- generic reduce ----------------------------------------------------------------------
+
+def _split(avals):
+  n = len(avals) // 2
+  return avals[:n], avals[n:]
+
+
+def _reduce_abstract_eval(*avals, computation, jaxpr, dimensions):
+  operands, inits = _split(avals)
+  if not operands:
+    raise ValueError("reduce: at least one operand is required")
+  shapes = {a.shape for a in operands}
+  if len(shapes) != 1:
+    raise ValueError(f"reduce: operands must all have the same shape, got "
+                     f"{', '.join(a.str_short() for a in operands)}")
+  if any(a.shape != () for a in inits):
+    raise ValueError(f"reduce: initial values must be scalars, got "
+                     f"{', '.join(a.str_short() for a in inits)}")
+  for op, init in zip(operands, inits):
+    if op.dtype != init.dtype:
+      raise TypeError(f"reduce: operand dtypes must match their initial values' dtypes, "
+                      f"got operands {', '.join(a.str_short() for a in operands)} and "
+                      f"initial values {', '.join(a.str_short() for a in inits)}")
+  shape = _reduce_shape_rule("reduce", operands[0], axes=dimensions)
+  return [ShapedArray(shape, op.dtype, op.weak_type and init.weak_type)
+          for op, init in zip(operands, inits)]
+
+
+reduce_p = Primitive("reduce")
+reduce_p.multiple_results = True
+reduce_p.def_impl(functools.partial(xla.apply_primitive, reduce_p))
+reduce_p.def_abstract_eval(_reduce_abstract_eval)
+
+
+def lower_region(ctx, block, closed):
+  """Lower the scalar jaxpr ``closed`` as the body of ``block`` (a reduce-like region)."""
+  with ir.InsertionPoint(block):
+    consts = [xla.ir_constant(np.asarray(c)) for c in closed.consts]
+    outs = xla.lower_jaxpr(ctx.module_context, closed.jaxpr, consts, list(block.arguments))
+    hlo.return_(outs)
+
+
+def _reduce_lowering(ctx, *values, computation, jaxpr, dimensions):
+  operands, inits = _split(list(values))
+  init_avals = ctx.avals_in[len(operands):]
+  op = hlo.ReduceOp([xla.aval_to_ir_type(a) for a in ctx.avals_out], operands, inits,
+                    xla.dense_i64(dimensions))
+  block = add_region(op, 0, [a.dtype for a in init_avals])
+  lower_region(ctx, block, jaxpr)
+  return list(op.results)
+
+xla.register_lowering(reduce_p, _reduce_lowering)
+
+
+@functools.lru_cache(maxsize=512)
+def computation_jaxpr(name, computation, flat_avals, treedef):
+  """Trace ``computation(xs, ys)`` (trees of scalars shaped like ``treedef``) to a jaxpr
+  whose outputs have the same dtypes as its inputs. Cached, so the same computation gives
+  the same jaxpr object (and eager calls hit the executable cache)."""
+  from hlox.core.jaxpr import trace_to_jaxpr
+  n = len(flat_avals)
+
+  def flat_fun(*args):
+    xs = tree_util.tree_unflatten(treedef, args[:n])
+    ys = tree_util.tree_unflatten(treedef, args[n:])
+    out = computation(xs, ys)
+    flat_out, out_tree = tree_util.tree_flatten(out)
+    if out_tree != treedef:
+      raise TypeError(f"{name}: the computation must return the structure of its operands "
+                      f"{treedef}, got {out_tree}")
+    return flat_out
+
+  closed = trace_to_jaxpr(flat_fun, list(flat_avals) * 2, debug_info=f"{name} computation")
+  if any(isinstance(c, Tracer) for c in closed.consts):
+    raise NotImplementedError(f"{name}: the computation may not close over traced values")
+  for a, b in zip(closed.out_avals, flat_avals):
+    if a.shape != () or a.dtype != b.dtype:
+      raise TypeError(f"{name}: the computation must return scalars of the operands' dtypes "
+                      f"{[x.str_short() for x in flat_avals]}, got "
+                      f"{[x.str_short() for x in closed.out_avals]}")
+  return closed
+
+
+def init_values_like(name, flat_operands, flat_inits):
+  """Python-scalar initial values take their operand's dtype (weakly typed, as elsewhere)."""
+  out = []
+  for x, init in zip(flat_operands, flat_inits):
+    if type(init) in (int, float, complex, bool):
+      aval = get_aval(x)
+      init = np.asarray(init, dtype=aval.dtype)
+    out.append(init)
+  return out
+
+
+def _concrete_scalar(x):
+  """The value of ``x`` when it is a known scalar (not traced), else None."""
+  if isinstance(x, Tracer):
+    return None
+  value = np.asarray(x)
+  return value if value.shape == () else None
+
+
+def get_monoid(computation, init, dtype):
+  """``'sum'``, ``'max'``, ... when ``computation`` with ``init`` is one of the built-in
+  monoids of ``dtype`` (so the dedicated primitive can be used), else None."""
+  from hlox import lax
+  value = _concrete_scalar(init)
+  if value is None:
+    return None
+  dtype = np.dtype(dtype)
+  intlike = dtype == dtypes.bool_ or dtypes.is_int(dtype)
+  candidates = [("add", "sum", _zero), ("mul", "prod", _one), ("max", "max", _max_identity),
+                ("min", "min", _min_identity)]
+  if intlike:
+    candidates += [("bitwise_and", "and", _and_identity), ("bitwise_or", "or", _zero),
+                   ("bitwise_xor", "xor", _zero)]
+  for fn_name, kind, identity in candidates:
+    fn = getattr(lax, fn_name, None)
+    if fn is not None and computation is fn:
+      if kind in ("sum", "prod") and dtype == dtypes.bool_:
+        return None
+      return kind if bool(value.astype(dtype) == identity(dtype)) else None
+  return None
+
+
+_monoid_fns = {"sum": lambda x, a: reduce_sum(x, a), "prod": reduce_prod,
+               "max": lambda x, a: reduce_max(x, a), "min": lambda x, a: reduce_min(x, a),
+               "and": reduce_and, "or": reduce_or, "xor": reduce_xor}
+
+
+def reduce(operands, init_values, computation, dimensions):
+  """Reduce ``operands`` (an array or a tree of equally shaped arrays) over ``dimensions``
+  with ``computation(xs, ys) -> zs`` on scalars, starting from ``init_values``.
+
+  ``init_values`` must be an identity of the associative ``computation`` (XLA may combine in
+  any order). ``lax.add``, ``lax.mul``, ``lax.max``, ... with their identities use the
+  dedicated reduction primitives.
+  """
+  flat_operands, treedef = tree_util.tree_flatten(operands)
+  flat_inits, init_tree = tree_util.tree_flatten(init_values)
+  if treedef != init_tree:
+    raise ValueError(f"reduce: operands and init_values must have the same structure, got "
+                     f"{treedef} and {init_tree}")
+  dimensions = _axes_param(dimensions)
+  init_weak = [dtypes.is_weakly_typed(v) for v in flat_inits]
+  flat_inits = init_values_like("reduce", flat_operands, flat_inits)
+  if len(flat_operands) == 1:
+    aval = get_aval(flat_operands[0])
+    kind = get_monoid(computation, flat_inits[0], aval.dtype)
+    if kind is not None:
+      out = _monoid_fns[kind](flat_operands[0], dimensions)
+      if get_aval(out).weak_type and not init_weak[0]:
+        # As for the generic reduce: weak only when operand and init value both are.
+        from hlox.lax.elementwise import convert_element_type
+        out = convert_element_type(out, aval.dtype, weak_type=False)
+      return tree_util.tree_unflatten(treedef, [out])
+  init_avals = tuple(ShapedArray((), get_aval(v).dtype) for v in flat_inits)
+  jaxpr = computation_jaxpr("reduce", computation, init_avals, treedef)
+  out = reduce_p.bind(*flat_operands, *flat_inits, computation=computation, jaxpr=jaxpr,
+                      dimensions=dimensions)
+  return tree_util.tree_unflatten(treedef, out)

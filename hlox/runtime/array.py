@@ -10,6 +10,20 @@ from hlox.errors import DeletedArrayError, TracerArrayConversionError
 from hlox.runtime import client
 
 
+_buffer_protocol_dtypes = frozenset(
+    np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                          np.uint16, np.uint32, np.uint64, np.float16, np.float32,
+                          np.float64, np.complex64, np.complex128))
+
+
+def _no_reader(buf, aval):
+  raise NotImplementedError(f"cannot read arrays of dtype {aval.dtype} back to the host")
+
+
+# Set by interpreters/xla.py: reads a buffer of an ml_dtypes type through an on-device bitcast.
+host_value_reader = _no_reader
+
+
 class Array:
   """A device-resident array (the result of every hlox computation).
 
@@ -74,9 +88,10 @@ class Array:
         raise DeletedArrayError(
             f"Array {self.aval.str_short()} has been deleted (or donated to a jitted "
             "function); it can no longer be used.")
-      # (np.asarray on the buffer loses ml_dtypes such as bfloat16: it gives objects.)
-      value, _ = self._buf._single_device_array_to_np_array_did_copy()
-      value = np.asarray(value)
+      if self.aval.dtype in _buffer_protocol_dtypes:
+        value = np.asarray(self._buf)
+      else:  # bfloat16, float8, int4...: the buffer protocol cannot describe them
+        value = host_value_reader(self._buf, self.aval)
       value.flags.writeable = False
       self._npy = value
     return self._npy
