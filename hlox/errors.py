@@ -46,6 +46,17 @@ class TracerIntegerConversionError(HloxTypeError):
         "`hlox.numpy`/`lax.dynamic_slice` instead of a Python container.")
 
 
+class NonConcreteBooleanIndexError(HloxTypeError):
+  """A boolean mask used as an index was traced: the result's shape would depend on it."""
+
+  def __init__(self, aval):
+    super().__init__(
+        f"Array boolean indices must be concrete; got {aval.str_short()}. The number of True "
+        "values decides the shape of the result, and shapes must be known while tracing. "
+        "Use `jnp.where(mask, x, other)` to select elementwise, or `x.at[...]` with integer "
+        "indices, or move the mask out of the traced function.")
+
+
 class TracerBoolConversionError(ConcretizationTypeError):
   """``bool()`` of a traced value (for example in ``if x > 0:``)."""
 

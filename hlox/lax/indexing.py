@@ -1,4 +1,806 @@
-"""Indexing primitives: dynamic_slice, dynamic_update_slice, gather, scatter (+add/mul/min/max)."""
+"""Indexing primitives: dynamic_slice, dynamic_update_slice, gather, scatter (+add/mul/min/max).
+
+These are XLA's indexing operations with JAX's ``lax`` API:
+
+* ``dynamic_slice`` / ``dynamic_update_slice`` take one scalar start index per dimension; XLA
+  clamps the start so that the whole slice fits in the operand. The public functions first
+  wrap negative starts (``allow_negative_indices``), as JAX does.
+* ``gather`` / ``scatter*`` use ``GatherDimensionNumbers`` / ``ScatterDimensionNumbers`` with an
+  implicit index vector dimension: the last dimension of the indices.
+* ``GatherScatterMode`` says what happens to out-of-bounds windows: ``CLIP`` clamps the start
+  indices; ``FILL_OR_DROP`` makes a gather return ``fill_value`` for the whole window and a
+  scatter skip the whole update window; ``PROMISE_IN_BOUNDS`` does what XLA does natively
+  (gathers clamp, scatters drop). ``lax.gather`` defaults to ``PROMISE_IN_BOUNDS`` and the
+  scatters to ``FILL_OR_DROP`` (``GatherScatterMode.from_any(None)``), as in JAX.
+"""
 from __future__ import annotations
 
-__all__ = []
+import enum
+import functools
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.tracer import Tracer, get_aval
+from hlox.interpreters import xla
+from hlox.lax.utils import shape_str, standard_primitive
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = [
+    "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
+    "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
+    "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
+    "gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max",
+    "scatter_apply",
+    "dynamic_slice_p", "dynamic_update_slice_p", "gather_p", "scatter_p", "scatter_add_p",
+    "scatter_mul_p", "scatter_min_p", "scatter_max_p", "scatter_apply_p",
+]
+
+
+def _keep_operand_dtype(operand, *args, **params):
+  return operand.dtype
+
+
+def _operand_weak_type(operand, *args, **params):
+  # The indices (often weakly typed Python ints) never make the result weak.
+  return operand.weak_type
+
+
+# --- start indices of dynamic_slice / dynamic_update_slice -------------------------------
+
+def _index_dtype(indices) -> np.dtype:
+  """The common dtype of scalar start indices (XLA needs one). Static ints count as int32, so
+  that e.g. an int8 start next to a start of 200 does not overflow."""
+  avals = [get_aval(i) for i in indices]
+  for i, a in zip(indices, avals):
+    if not dtypes.is_int(a.dtype):
+      raise TypeError(f"index arguments must be integers, got {a.str_short()} ({i!r})")
+  static = [a.weak_type or _is_static_int(i) for i, a in zip(indices, avals)]
+  kinds = {a.dtype for a, s in zip(avals, static) if not s}
+  if any(static):
+    kinds.add(dtypes.canonicalize_dtype(dtypes.int32))
+  return functools.reduce(dtypes.promote_types, sorted(kinds, key=str))
+
+
+def _is_static_int(x) -> bool:
+  return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _normalize_start(i, size: int, allow_negative: bool, dtype):
+  """``i`` as a scalar of ``dtype``; negative values count from the end when allowed."""
+  from hlox.lax import elementwise as ew
+  if _is_static_int(i):
+    i = int(i)
+    if i < 0:
+      if not allow_negative:
+        raise ValueError(f"Index {i} is out of bounds for dimension {size} if "
+                         "allow_negative_indices=False")
+      i += size
+    return np.asarray(i, dtype=dtype)[()]
+  aval = get_aval(i)
+  if aval.ndim != 0:
+    raise TypeError(f"start indices must be scalars, got an index of shape {aval.shape}")
+  i = ew.convert_element_type(i, dtype)
+  if not allow_negative or dtypes.is_unsigned_int(dtype):
+    return i
+  from hlox import lax
+  size_c = np.asarray(size, dtype=dtype)[()]
+  return lax.select(ew.lt(i, np.asarray(0, dtype=dtype)[()]), ew.add(i, size_c), i)
+
+
+def _split_start_indices(name: str, start_indices, ndim: int) -> list:
+  """A 1-D array of start indices is split into scalars; a sequence is kept."""
+  if isinstance(start_indices, (Tracer, np.ndarray)) or hasattr(start_indices, "aval"):
+    aval = get_aval(start_indices)
+    if aval.ndim != 1:
+      raise ValueError(f"{name}: start_indices must be a 1-D array or a sequence of scalars, "
+                       f"got shape {aval.shape}")
+    if isinstance(start_indices, np.ndarray):
+      return list(start_indices)
+    if aval.shape[0] != ndim:
+      raise ValueError(f"{name}: got {aval.shape[0]} start indices for an operand of rank "
+                       f"{ndim}")
+    # Take each element with a one-element dynamic slice: no other primitive needed.
+    from hlox.lax.shapes import reshape
+    out = []
+    for k in range(aval.shape[0]):
+      piece = dynamic_slice_p.bind(start_indices, np.asarray(k, dtype=aval.dtype)[()],
+                                   slice_sizes=(1,))
+      out.append(reshape(piece, ()))
+    return out
+  return list(start_indices)
+
+
+def _canonical_starts(name, operand_shape, start_indices, allow_negative_indices):
+  starts = _split_start_indices(name, start_indices, len(operand_shape))
+  if len(starts) != len(operand_shape):
+    raise ValueError(f"{name}: the number of start indices ({len(starts)}) must equal the "
+                     f"rank of the operand (shape {tuple(operand_shape)})")
+  if isinstance(allow_negative_indices, (bool, np.bool_)):
+    allow = [bool(allow_negative_indices)] * len(starts)
+  else:
+    allow = [bool(a) for a in allow_negative_indices]
+    if len(allow) != len(starts):
+      raise ValueError(f"{name}: allow_negative_indices must have one entry per dimension")
+  if not starts:
+    return []
+  dtype = _index_dtype(starts)
+  return [_normalize_start(i, d, a, dtype) for i, d, a in zip(starts, operand_shape, allow)]
+
+
+def _check_start_avals(name, operand, start_avals):
+  if len(start_avals) != operand.ndim:
+    raise TypeError(f"{name}: got {len(start_avals)} start indices for operand "
+                    f"{operand.str_short()}; need one per dimension")
+  for a in start_avals:
+    if a.ndim != 0:
+      raise TypeError(f"{name}: start indices must be scalars, got {shape_str(start_avals)}")
+    if not dtypes.is_int(a.dtype):
+      raise TypeError(f"{name}: start indices must be integers, got {shape_str(start_avals)}")
+  if len({a.dtype for a in start_avals}) > 1:
+    raise TypeError(f"{name}: start indices must all have the same dtype, got "
+                    f"{shape_str(start_avals)}")
+
+
+# --- dynamic_slice -----------------------------------------------------------------------
+
+def _dynamic_slice_shape_rule(operand, *start_indices, slice_sizes):
+  _check_start_avals("dynamic_slice", operand, start_indices)
+  if len(slice_sizes) != operand.ndim:
+    raise TypeError(f"dynamic_slice: slice_sizes {slice_sizes} must have one entry per "
+                    f"dimension of operand {operand.str_short()}")
+  if any(s < 0 for s in slice_sizes):
+    raise TypeError(f"dynamic_slice: slice_sizes must be non-negative, got {slice_sizes}")
+  if any(s > d for s, d in zip(slice_sizes, operand.shape)):
+    raise TypeError(f"dynamic_slice: slice_sizes {slice_sizes} must not exceed the operand "
+                    f"shape {operand.shape}")
+  return tuple(slice_sizes)
+
+
+dynamic_slice_p = standard_primitive(_dynamic_slice_shape_rule, _keep_operand_dtype,
+                                     "dynamic_slice", weak_type_rule=_operand_weak_type)
+
+def _dynamic_slice_lowering(ctx, operand, *start_indices, slice_sizes):
+  return hlo.dynamic_slice(operand, list(start_indices), xla.dense_i64(slice_sizes))
+
+xla.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+  """The slice of ``operand`` of shape ``slice_sizes`` starting at ``start_indices``.
+
+  Start indices may be traced scalars. Negative starts count from the end (unless
+  ``allow_negative_indices`` is False); then, as in XLA, each start is clamped to
+  ``[0, operand.shape[i] - slice_sizes[i]]`` so the slice always fits.
+  """
+  shape = get_aval(operand).shape
+  starts = _canonical_starts("dynamic_slice", shape, start_indices, allow_negative_indices)
+  return dynamic_slice_p.bind(operand, *starts,
+                              slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+# --- dynamic_update_slice ----------------------------------------------------------------
+
+def _dynamic_update_slice_shape_rule(operand, update, *start_indices):
+  _check_start_avals("dynamic_update_slice", operand, start_indices)
+  if update.ndim != operand.ndim:
+    raise TypeError(f"dynamic_update_slice: update {update.str_short()} must have the rank "
+                    f"of operand {operand.str_short()}")
+  if any(u > d for u, d in zip(update.shape, operand.shape)):
+    raise TypeError(f"dynamic_update_slice: update {update.str_short()} must fit inside "
+                    f"operand {operand.str_short()}")
+  return operand.shape
+
+
+def _dynamic_update_slice_dtype_rule(operand, update, *start_indices):
+  if operand.dtype != update.dtype:
+    raise TypeError(f"dynamic_update_slice: update dtype must equal operand dtype, got "
+                    f"{operand.str_short()} and {update.str_short()}")
+  return operand.dtype
+
+
+dynamic_update_slice_p = standard_primitive(
+    _dynamic_update_slice_shape_rule, _dynamic_update_slice_dtype_rule,
+    "dynamic_update_slice", weak_type_rule=_operand_weak_type)
+
+def _dynamic_update_slice_lowering(ctx, operand, update, *start_indices):
+  return hlo.dynamic_update_slice(operand, update, list(start_indices))
+
+xla.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
+
+
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+  """``operand`` with the block ``update`` written at ``start_indices``.
+
+  Start indices are wrapped (negative) and clamped so the update fits, as in
+  ``dynamic_slice``. ``update`` must have ``operand``'s dtype and rank.
+  """
+  shape = get_aval(operand).shape
+  starts = _canonical_starts("dynamic_update_slice", shape, start_indices,
+                             allow_negative_indices)
+  return dynamic_update_slice_p.bind(operand, update, *starts)
+
+
+# --- the *_in_dim conveniences -----------------------------------------------------------
+
+def _zero_like_index(i):
+  if _is_static_int(i):
+    return 0
+  return np.asarray(0, dtype=get_aval(i).dtype)[()]
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices: bool = True):
+  """``operand[..., start_index:start_index + slice_size, ...]`` along ``axis`` (clamped)."""
+  shape = get_aval(operand).shape
+  axis = _axis(axis, len(shape), "dynamic_slice_in_dim")
+  starts = [_zero_like_index(start_index)] * len(shape)
+  starts[axis] = start_index
+  sizes = list(shape)
+  sizes[axis] = int(slice_size)
+  allow = [False] * len(shape)
+  allow[axis] = allow_negative_indices
+  return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow)
+
+
+def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices: bool = True):
+  """``operand[..., index, ...]`` along ``axis`` for a (possibly traced) scalar ``index``."""
+  from hlox.lax.shapes import reshape
+  shape = get_aval(operand).shape
+  axis = _axis(axis, len(shape), "dynamic_index_in_dim")
+  out = dynamic_slice_in_dim(operand, index, 1, axis,
+                             allow_negative_indices=allow_negative_indices)
+  if keepdims:
+    return out
+  return reshape(out, shape[:axis] + shape[axis + 1:])
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
+                                allow_negative_indices: bool = True):
+  """``operand`` with ``update`` written at ``start_index`` along ``axis`` (0 elsewhere)."""
+  shape = get_aval(operand).shape
+  axis = _axis(axis, len(shape), "dynamic_update_slice_in_dim")
+  starts = [_zero_like_index(start_index)] * len(shape)
+  starts[axis] = start_index
+  allow = [False] * len(shape)
+  allow[axis] = allow_negative_indices
+  return dynamic_update_slice(operand, update, starts, allow_negative_indices=allow)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
+                                allow_negative_indices: bool = True):
+  """``operand`` with the size-1 slice at ``index`` along ``axis`` replaced by ``update``
+  (which may lack that axis)."""
+  from hlox.lax.shapes import reshape
+  shape = get_aval(operand).shape
+  axis = _axis(axis, len(shape), "dynamic_update_index_in_dim")
+  uaval = get_aval(update)
+  if uaval.ndim + 1 == len(shape):
+    update = reshape(update, uaval.shape[:axis] + (1,) + uaval.shape[axis:])
+  elif uaval.ndim != len(shape):
+    raise TypeError(f"dynamic_update_index_in_dim: update {uaval.str_short()} must have "
+                    f"rank {len(shape)} or {len(shape) - 1}")
+  return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                     allow_negative_indices=allow_negative_indices)
+
+
+def _axis(axis, ndim, name):
+  axis = int(axis)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"{name}: axis {axis} is out of bounds for an array of rank {ndim}")
+  return axis % ndim
+
+
+# --- dimension numbers and modes ---------------------------------------------------------
+
+class GatherDimensionNumbers(NamedTuple):
+  """How the dimensions of a gather's operand, indices and output correspond (XLA Gather).
+
+  offset_dims: output dimensions that hold the (non-collapsed) slice dimensions, ascending.
+  collapsed_slice_dims: operand dimensions of slice size 1 that do not appear in the output.
+  start_index_map: for each entry of an index vector, the operand dimension it starts.
+  operand_batching_dims / start_indices_batching_dims: paired batch dimensions.
+  The index vector dimension is always the last dimension of the indices.
+  """
+  offset_dims: tuple
+  collapsed_slice_dims: tuple
+  start_index_map: tuple
+  operand_batching_dims: tuple = ()
+  start_indices_batching_dims: tuple = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+  """How the dimensions of a scatter's operand, indices and updates correspond (XLA Scatter).
+
+  update_window_dims: dimensions of ``updates`` that are window dimensions, ascending.
+  inserted_window_dims: size-1 operand window dimensions absent from ``updates``.
+  scatter_dims_to_operand_dims: for each entry of an index vector, its operand dimension.
+  operand_batching_dims / scatter_indices_batching_dims: paired batch dimensions.
+  The index vector dimension is always the last dimension of the indices.
+  """
+  update_window_dims: tuple
+  inserted_window_dims: tuple
+  scatter_dims_to_operand_dims: tuple
+  operand_batching_dims: tuple = ()
+  scatter_indices_batching_dims: tuple = ()
+
+
+def _canonical_dnums(cls, dnums, name):
+  if not isinstance(dnums, tuple) or len(dnums) != len(cls._fields):
+    raise TypeError(f"{name}: dimension_numbers must be a {cls.__name__}, got {dnums!r}")
+  try:
+    return cls(*(tuple(int(d) for d in field) for field in dnums))
+  except TypeError:
+    raise TypeError(f"{name}: every field of {cls.__name__} must be a sequence of ints, "
+                    f"got {dnums!r}") from None
+
+
+class GatherScatterMode(enum.Enum):
+  """What gathers and scatters do with out-of-bounds indices.
+
+  CLIP: clamp the start indices so that the whole window is in bounds.
+  FILL_OR_DROP: a gather returns ``fill_value`` for any window that is partly out of bounds;
+    a scatter skips such a window entirely.
+  PROMISE_IN_BOUNDS: the caller promises in-bounds indices; XLA clamps gathers and drops
+    scatters.
+  """
+  CLIP = enum.auto()
+  FILL_OR_DROP = enum.auto()
+  PROMISE_IN_BOUNDS = enum.auto()
+
+  @staticmethod
+  def from_any(s) -> "GatherScatterMode":
+    """A mode from a ``GatherScatterMode``, ``'clip'``, ``'fill'``/``'drop'`` or
+    ``'promise_in_bounds'``; ``None`` means FILL_OR_DROP."""
+    if isinstance(s, GatherScatterMode):
+      return s
+    if s is None or s in ("fill", "drop"):
+      return GatherScatterMode.FILL_OR_DROP
+    if s == "clip":
+      return GatherScatterMode.CLIP
+    if s == "promise_in_bounds":
+      return GatherScatterMode.PROMISE_IN_BOUNDS
+    raise ValueError(f"Unknown gather/scatter mode {s!r}: use 'clip', 'fill', 'drop' or "
+                     "'promise_in_bounds'")
+
+
+# --- shared checks -----------------------------------------------------------------------
+
+def _check_sorted_unique(dims, name, op, what):
+  if list(dims) != sorted(set(dims)):
+    raise TypeError(f"{op}: {what} must be sorted and without repeats, got {dims} "
+                    f"({name})")
+
+
+def _check_range(dims, rank, op, what, name):
+  for d in dims:
+    if not 0 <= d < rank:
+      raise TypeError(f"{op}: {what} {dims} out of range [0, {rank}) ({name})")
+
+
+# --- gather ------------------------------------------------------------------------------
+
+def _gather_shape_rule(operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+                       indices_are_sorted, mode, fill_value):
+  dn = dimension_numbers
+  where = f"operand {operand.str_short()}, indices {indices.str_short()}"
+  if indices.ndim < 1:
+    raise TypeError(f"gather: indices must have at least one dimension (the last holds the "
+                    f"index vectors), got {where}")
+  batch_shape = indices.shape[:-1]
+  out_rank = len(dn.offset_dims) + len(batch_shape)
+  _check_sorted_unique(dn.offset_dims, where, "gather", "offset_dims")
+  _check_range(dn.offset_dims, out_rank, "gather", "offset_dims", where)
+  if len(dn.start_index_map) != indices.shape[-1]:
+    raise TypeError(f"gather: start_index_map {dn.start_index_map} must have one entry per "
+                    f"element of an index vector (indices.shape[-1] = {indices.shape[-1]}); "
+                    f"{where}")
+  _check_range(dn.start_index_map, operand.ndim, "gather", "start_index_map", where)
+  if len(set(dn.start_index_map)) != len(dn.start_index_map):
+    raise TypeError(f"gather: start_index_map {dn.start_index_map} has repeats; {where}")
+  _check_sorted_unique(dn.collapsed_slice_dims, where, "gather", "collapsed_slice_dims")
+  _check_range(dn.collapsed_slice_dims, operand.ndim, "gather", "collapsed_slice_dims", where)
+  _check_sorted_unique(dn.operand_batching_dims, where, "gather", "operand_batching_dims")
+  _check_range(dn.operand_batching_dims, operand.ndim, "gather", "operand_batching_dims",
+               where)
+  if set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims):
+    raise TypeError(f"gather: collapsed_slice_dims and operand_batching_dims must be "
+                    f"disjoint; {where}")
+  if set(dn.start_index_map) & set(dn.operand_batching_dims):
+    raise TypeError(f"gather: start_index_map and operand_batching_dims must be disjoint; "
+                    f"{where}")
+  if len(set(dn.start_indices_batching_dims)) != len(dn.start_indices_batching_dims):
+    raise TypeError(f"gather: start_indices_batching_dims has repeats; {where}")
+  _check_range(dn.start_indices_batching_dims, indices.ndim - 1, "gather",
+               "start_indices_batching_dims (the index vector dimension excluded)", where)
+  if len(dn.operand_batching_dims) != len(dn.start_indices_batching_dims):
+    raise TypeError(f"gather: operand_batching_dims and start_indices_batching_dims must "
+                    f"have the same length; {where}")
+  if any(operand.shape[o] != indices.shape[i]
+         for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims)):
+    raise TypeError(f"gather: batching dimensions of operand and indices must have equal "
+                    f"sizes; {where}, dimension_numbers {dn}")
+  if len(slice_sizes) != operand.ndim:
+    raise TypeError(f"gather: slice_sizes {slice_sizes} must have one entry per operand "
+                    f"dimension; {where}")
+  if len(slice_sizes) != (len(dn.offset_dims) + len(dn.collapsed_slice_dims)
+                          + len(dn.operand_batching_dims)):
+    raise TypeError(f"gather: every operand dimension must be an offset, collapsed or "
+                    f"batching dimension: slice_sizes {slice_sizes}, {dn}; {where}")
+  if indices.size:
+    for s, d in zip(slice_sizes, operand.shape):
+      if not 0 <= s <= d:
+        raise TypeError(f"gather: slice_sizes {slice_sizes} out of range for operand "
+                        f"{operand.str_short()}")
+  for d in dn.collapsed_slice_dims:
+    if slice_sizes[d] != 1:
+      raise TypeError(f"gather: collapsed dimension {d} must have slice size 1, got "
+                      f"slice_sizes {slice_sizes}")
+  for d in dn.operand_batching_dims:
+    if slice_sizes[d] > 1:
+      raise TypeError(f"gather: operand batching dimension {d} must have slice size 0 or 1, "
+                      f"got slice_sizes {slice_sizes}")
+  offsets = iter(s for i, s in enumerate(slice_sizes)
+                 if i not in dn.collapsed_slice_dims and i not in dn.operand_batching_dims)
+  batch = iter(batch_shape)
+  return tuple(next(offsets) if i in dn.offset_dims else next(batch) for i in range(out_rank))
+
+
+def _gather_dtype_rule(operand, indices, **params):
+  if not dtypes.is_int(indices.dtype):
+    raise TypeError(f"gather: indices must be integers, got {indices.str_short()}")
+  return operand.dtype
+
+
+gather_p = standard_primitive(_gather_shape_rule, _gather_dtype_rule, "gather",
+                              weak_type_rule=_operand_weak_type)
+
+
+def _in_bounds_mask(indices, idx_aval, operand_shape, window_sizes, dims):
+  """Boolean ``indices.shape[:-1]``: is every start ``0 <= i <= shape[d] - window[d]``?"""
+  i64 = ShapedArray(idx_aval.shape, dtypes.int64)
+  if idx_aval.dtype != dtypes.int64:
+    indices = hlo.convert(xla.aval_to_ir_type(i64), indices)
+  upper = np.array([operand_shape[d] - window_sizes[d] for d in dims], dtype=np.int64)
+  upper = xla.broadcast_in_dim(xla.ir_constant(upper), i64, (idx_aval.ndim - 1,))
+  zero = xla.full_like_aval(0, i64)
+  ok = hlo.and_(xla.compare_hlo(indices, zero, "GE", dtypes.int64),
+                xla.compare_hlo(indices, upper, "LE", dtypes.int64))
+  out_aval = ShapedArray(idx_aval.shape[:-1], dtypes.bool_)
+  scalar = xla.aval_to_ir_type(ShapedArray((), dtypes.bool_))
+  op = hlo.ReduceOp([xla.aval_to_ir_type(out_aval)], [ok], [xla.ir_constant(np.True_)],
+                    xla.dense_i64([idx_aval.ndim - 1]))
+  block = op.regions[0].blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):
+    hlo.return_([hlo.and_(*block.arguments)])
+  return op.result
+
+
+def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
+                     unique_indices, indices_are_sorted, mode, fill_value):
+  op_aval, idx_aval = ctx.avals_in
+  aval_out = ctx.avals_out[0]
+  if aval_out.size == 0:
+    return xla.full_like_aval(0, aval_out)
+  dn = dimension_numbers
+  attr = hlo.GatherDimensionNumbers.get(
+      offset_dims=list(dn.offset_dims), collapsed_slice_dims=list(dn.collapsed_slice_dims),
+      operand_batching_dims=list(dn.operand_batching_dims),
+      start_indices_batching_dims=list(dn.start_indices_batching_dims),
+      start_index_map=list(dn.start_index_map), index_vector_dim=idx_aval.ndim - 1)
+  # XLA's gather clamps start indices, which is exactly CLIP (and what PROMISE_IN_BOUNDS does).
+  out = hlo.gather(operand, indices, attr, xla.dense_i64(slice_sizes),
+                   indices_are_sorted=ir.BoolAttr.get(bool(indices_are_sorted)))
+  if mode is not GatherScatterMode.FILL_OR_DROP:
+    return out
+  mask = _in_bounds_mask(indices, idx_aval, op_aval.shape, slice_sizes, dn.start_index_map)
+  batch_dims = [d for d in range(aval_out.ndim) if d not in dn.offset_dims]
+  mask = xla.broadcast_in_dim(mask, ShapedArray(aval_out.shape, dtypes.bool_), batch_dims)
+  return hlo.select(mask, out, xla.full_like_aval(fill_value, aval_out))
+
+xla.register_lowering(gather_p, _gather_lowering)
+
+
+def _default_fill_value(dtype):
+  if dtypes.is_inexact(dtype):
+    return np.nan
+  if dtypes.is_signed_int(dtype):
+    return int(dtypes.iinfo(dtype).min)
+  if dtypes.is_unsigned_int(dtype):
+    return int(dtypes.iinfo(dtype).max)
+  if dtype == dtypes.bool_:
+    return True
+  raise ValueError(f"gather: no default fill_value for dtype {dtype}")
+
+
+def _canonical_fill_value(fill_value, dtype):
+  """A hashable Python scalar of ``dtype`` (parameters must be hashable and compare equal:
+  every NaN becomes the one ``np.nan`` object)."""
+  if isinstance(fill_value, Tracer):
+    raise TypeError("gather: fill_value must be a concrete scalar, not a traced value")
+  value = np.asarray(fill_value)
+  if value.ndim != 0:
+    raise ValueError(f"gather: fill_value must be a scalar, got shape {value.shape}")
+  if dtypes.is_complex(value.dtype) and not dtypes.is_complex(dtype):
+    raise TypeError(f"gather: complex fill_value {fill_value} for a {dtype} operand")
+  with np.errstate(invalid="ignore", over="ignore"):
+    item = value.astype(dtype).item()
+  if isinstance(item, float) and item != item:
+    return np.nan
+  return item
+
+
+def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
+           unique_indices: bool = False, indices_are_sorted: bool = False, mode=None,
+           fill_value=None):
+  """XLA's Gather: slices of ``operand`` of size ``slice_sizes`` at ``start_indices``.
+
+  ``start_indices[..., :]`` are index vectors (the last dimension), mapped to operand
+  dimensions by ``dimension_numbers.start_index_map``. ``mode`` (default
+  ``PROMISE_IN_BOUNDS``) says what out-of-bounds windows do; with ``'fill'`` they read
+  ``fill_value`` (default NaN for inexact dtypes, the minimum for signed, the maximum for
+  unsigned integers, True for bool).
+  """
+  dn = _canonical_dnums(GatherDimensionNumbers, dimension_numbers, "gather")
+  mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else \
+      GatherScatterMode.from_any(mode)
+  dtype = get_aval(operand).dtype
+  if mode is GatherScatterMode.FILL_OR_DROP:
+    fill_value = _canonical_fill_value(
+        _default_fill_value(dtype) if fill_value is None else fill_value, dtype)
+  else:
+    fill_value = None
+  return gather_p.bind(operand, start_indices, dimension_numbers=dn,
+                       slice_sizes=tuple(int(s) for s in slice_sizes),
+                       unique_indices=bool(unique_indices),
+                       indices_are_sorted=bool(indices_are_sorted), mode=mode,
+                       fill_value=fill_value)
+
+
+# --- scatter -----------------------------------------------------------------------------
+
+def _scatter_shape_rule(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+                        unique_indices, mode, update_jaxpr=None, name="scatter"):
+  dn = dimension_numbers
+  where = (f"operand {operand.str_short()}, indices {indices.str_short()}, updates "
+           f"{updates.str_short()}")
+  if indices.ndim < 1:
+    raise TypeError(f"{name}: indices must have at least one dimension (the last holds the "
+                    f"index vectors); {where}")
+  batch_shape = indices.shape[:-1]
+  if updates.ndim != len(batch_shape) + len(dn.update_window_dims):
+    raise TypeError(f"{name}: updates must have rank "
+                    f"{len(batch_shape) + len(dn.update_window_dims)} ({len(batch_shape)} "
+                    f"batch dimensions of indices + {len(dn.update_window_dims)} "
+                    f"update_window_dims); {where}")
+  _check_sorted_unique(dn.update_window_dims, where, name, "update_window_dims")
+  _check_range(dn.update_window_dims, updates.ndim, name, "update_window_dims", where)
+  _check_sorted_unique(dn.inserted_window_dims, where, name, "inserted_window_dims")
+  _check_range(dn.inserted_window_dims, operand.ndim, name, "inserted_window_dims", where)
+  _check_sorted_unique(dn.operand_batching_dims, where, name, "operand_batching_dims")
+  _check_range(dn.operand_batching_dims, operand.ndim, name, "operand_batching_dims", where)
+  if set(dn.inserted_window_dims) & set(dn.operand_batching_dims):
+    raise TypeError(f"{name}: inserted_window_dims and operand_batching_dims must be "
+                    f"disjoint; {where}")
+  if set(dn.scatter_dims_to_operand_dims) & set(dn.operand_batching_dims):
+    raise TypeError(f"{name}: scatter_dims_to_operand_dims and operand_batching_dims must "
+                    f"be disjoint; {where}")
+  if len(set(dn.scatter_indices_batching_dims)) != len(dn.scatter_indices_batching_dims):
+    raise TypeError(f"{name}: scatter_indices_batching_dims has repeats; {where}")
+  _check_range(dn.scatter_indices_batching_dims, indices.ndim - 1, name,
+               "scatter_indices_batching_dims (the index vector dimension excluded)", where)
+  if len(dn.operand_batching_dims) != len(dn.scatter_indices_batching_dims):
+    raise TypeError(f"{name}: operand_batching_dims and scatter_indices_batching_dims must "
+                    f"have the same length; {where}")
+  if any(operand.shape[o] != indices.shape[i]
+         for o, i in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims)):
+    raise TypeError(f"{name}: batching dimensions of operand and indices must have equal "
+                    f"sizes; {where}")
+  window_rank = (len(dn.update_window_dims) + len(dn.inserted_window_dims)
+                 + len(dn.operand_batching_dims))
+  if window_rank != operand.ndim:
+    raise TypeError(f"{name}: update_window_dims, inserted_window_dims and "
+                    f"operand_batching_dims must together cover the operand's {operand.ndim} "
+                    f"dimensions, got {dn}; {where}")
+  if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
+    raise TypeError(f"{name}: scatter_dims_to_operand_dims {dn.scatter_dims_to_operand_dims} "
+                    f"must have one entry per element of an index vector "
+                    f"(indices.shape[-1] = {indices.shape[-1]}); {where}")
+  _check_range(dn.scatter_dims_to_operand_dims, operand.ndim, name,
+               "scatter_dims_to_operand_dims", where)
+  if len(set(dn.scatter_dims_to_operand_dims)) != len(dn.scatter_dims_to_operand_dims):
+    raise TypeError(f"{name}: scatter_dims_to_operand_dims has repeats; {where}")
+  window_operand_dims = [d for d in range(operand.ndim)
+                         if d not in dn.inserted_window_dims
+                         and d not in dn.operand_batching_dims]
+  for ud, od in zip(dn.update_window_dims, window_operand_dims):
+    if updates.shape[ud] > operand.shape[od]:
+      raise TypeError(f"{name}: update window dimension {ud} (size {updates.shape[ud]}) "
+                      f"is larger than operand dimension {od} (size {operand.shape[od]}); "
+                      f"{where}")
+  scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+  if tuple(updates.shape[d] for d in scatter_dims) != tuple(batch_shape):
+    raise TypeError(f"{name}: the non-window dimensions of updates must match the batch "
+                    f"dimensions of indices {batch_shape}; {where}")
+  return operand.shape
+
+
+def _scatter_dtype_rule(operand, indices, updates, *, name="scatter", **params):
+  if not dtypes.is_int(indices.dtype):
+    raise TypeError(f"{name}: indices must be integers, got {indices.str_short()}")
+  if operand.dtype != updates.dtype:
+    raise TypeError(f"{name}: updates must have the operand's dtype, got operand "
+                    f"{operand.str_short()} and updates {updates.str_short()}")
+  return operand.dtype
+
+
+def _scatter_window_sizes(operand_shape, updates_shape, dn):
+  sizes, pos = [], 0
+  for d in range(len(operand_shape)):
+    if d in dn.inserted_window_dims or d in dn.operand_batching_dims:
+      sizes.append(1)
+    else:
+      sizes.append(updates_shape[dn.update_window_dims[pos]])
+      pos += 1
+  return sizes
+
+
+def _scatter_lowering(combine: Callable | None):
+  """Lowering through ``stablehlo.scatter``; ``combine(old, new, dtype)`` builds the region's
+  scalar result (``None``: the region comes from the ``update_jaxpr`` parameter)."""
+  def rule(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+           unique_indices, mode, update_jaxpr=None):
+    op_aval, idx_aval, upd_aval = ctx.avals_in
+    aval_out = ctx.avals_out[0]
+    if upd_aval.size == 0 or aval_out.size == 0:
+      return operand
+    dn = dimension_numbers
+    if mode is GatherScatterMode.CLIP:
+      window = _scatter_window_sizes(op_aval.shape, upd_aval.shape, dn)
+      upper = np.array([op_aval.shape[d] - window[d] for d in dn.scatter_dims_to_operand_dims],
+                       dtype=idx_aval.dtype)
+      upper = xla.broadcast_in_dim(xla.ir_constant(upper), idx_aval, (idx_aval.ndim - 1,))
+      indices = hlo.clamp(xla.full_like_aval(0, idx_aval), indices, upper)
+    attr = hlo.ScatterDimensionNumbers.get(
+        update_window_dims=list(dn.update_window_dims),
+        inserted_window_dims=list(dn.inserted_window_dims),
+        input_batching_dims=list(dn.operand_batching_dims),
+        scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
+        scattered_dims_to_operand_dims=list(dn.scatter_dims_to_operand_dims),
+        index_vector_dim=idx_aval.ndim - 1)
+    op = hlo.ScatterOp([xla.aval_to_ir_type(aval_out)], [operand], indices, [updates], attr,
+                       indices_are_sorted=ir.BoolAttr.get(bool(indices_are_sorted)),
+                       unique_indices=ir.BoolAttr.get(bool(unique_indices)))
+    scalar = xla.aval_to_ir_type(ShapedArray((), op_aval.dtype))
+    block = op.update_computation.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+      old, new = block.arguments
+      if combine is not None:
+        result = combine(old, new, op_aval.dtype)
+      else:
+        consts = [xla.ir_constant(np.asarray(c)) for c in update_jaxpr.consts]
+        result, = xla.lower_jaxpr(ctx.module_context, update_jaxpr.jaxpr, consts, [old])
+      hlo.return_([result])
+    return op.result
+  return rule
+
+
+def _scatter_primitive(name, combine, kinds=None):
+  def dtype_rule(operand, indices, updates, **params):
+    dtype = _scatter_dtype_rule(operand, indices, updates, name=name)
+    if kinds is not None and not kinds(dtype):
+      raise TypeError(f"{name} does not accept dtype {dtype.name}")
+    return dtype
+
+  def shape_rule(operand, indices, updates, **params):
+    return _scatter_shape_rule(operand, indices, updates, name=name, **params)
+
+  prim = standard_primitive(shape_rule, dtype_rule, name, weak_type_rule=_operand_weak_type)
+  xla.register_lowering(prim, _scatter_lowering(combine))
+  return prim
+
+
+def _combiner(op):
+  """Booleans combine with or/and (NumPy's add/multiply on bool); other dtypes with ``op``."""
+  def combine(old, new, dtype):
+    if dtype == dtypes.bool_:
+      return (hlo.or_ if op in (hlo.add, hlo.maximum) else hlo.and_)(old, new)
+    return op(old, new)
+  return combine
+
+
+def _not_complex(dtype):
+  return not dtypes.is_complex(dtype)
+
+
+scatter_p = _scatter_primitive("scatter", lambda old, new, dtype: new)
+scatter_add_p = _scatter_primitive("scatter_add", _combiner(hlo.add))
+scatter_mul_p = _scatter_primitive("scatter_mul", _combiner(hlo.multiply))
+scatter_min_p = _scatter_primitive("scatter_min", _combiner(hlo.minimum), _not_complex)
+scatter_max_p = _scatter_primitive("scatter_max", _combiner(hlo.maximum), _not_complex)
+scatter_apply_p = _scatter_primitive("scatter_apply", None)
+
+
+def _bind_scatter(prim, operand, scatter_indices, updates, dimension_numbers,
+                  indices_are_sorted, unique_indices, mode, **extra):
+  dn = _canonical_dnums(ScatterDimensionNumbers, dimension_numbers, prim.name)
+  return prim.bind(operand, scatter_indices, updates, dimension_numbers=dn,
+                   indices_are_sorted=bool(indices_are_sorted),
+                   unique_indices=bool(unique_indices),
+                   mode=GatherScatterMode.from_any(mode), **extra)
+
+
+def scatter(operand, scatter_indices, updates, dimension_numbers, *,
+            indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+  """XLA's Scatter writing ``updates`` into ``operand`` at ``scatter_indices``.
+
+  With repeated indices one of the updates wins (which is unspecified). Out-of-bounds update
+  windows are dropped by default (``mode=None`` is FILL_OR_DROP); ``'clip'`` clamps them.
+  """
+  return _bind_scatter(scatter_p, operand, scatter_indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode)
+
+
+def scatter_add(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+  """Scatter that adds ``updates`` to ``operand`` (repeated indices accumulate)."""
+  return _bind_scatter(scatter_add_p, operand, scatter_indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode)
+
+
+def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+  """Scatter that multiplies ``operand`` by ``updates`` (repeated indices accumulate)."""
+  return _bind_scatter(scatter_mul_p, operand, scatter_indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode)
+
+
+def scatter_min(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+  """Scatter taking the minimum of ``operand`` and ``updates``."""
+  return _bind_scatter(scatter_min_p, operand, scatter_indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode)
+
+
+def scatter_max(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+  """Scatter taking the maximum of ``operand`` and ``updates``."""
+  return _bind_scatter(scatter_max_p, operand, scatter_indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode)
+
+
+@functools.lru_cache(maxsize=128)
+def _unary_scalar_jaxpr(func, dtype):
+  """``func`` traced on a scalar of ``dtype`` (cached, so that the eager executable of a
+  repeated ``scatter_apply`` is reused), its result converted back to ``dtype``."""
+  from hlox.core.jaxpr import trace_to_jaxpr
+  from hlox.lax.elementwise import convert_element_type
+
+  def fun(x):
+    return [convert_element_type(func(x), dtype)]
+
+  closed = trace_to_jaxpr(fun, [ShapedArray((), dtype)], debug_info="scatter_apply")
+  if any(isinstance(c, Tracer) for c in closed.consts):
+    raise TypeError("scatter_apply: func must not close over traced values")
+  out = closed.out_avals[0]
+  if out.shape != ():
+    raise TypeError(f"scatter_apply: func must map a scalar to a scalar, got {out.str_short()}")
+  return closed
+
+
+def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *,
+                  update_shape: Sequence[int] = (), indices_are_sorted: bool = False,
+                  unique_indices: bool = False, mode=None):
+  """Apply the elementwise ``func`` to ``operand`` at ``scatter_indices``; ``update_shape`` is
+  the shape an updates array would have. Repeated indices apply ``func`` repeatedly."""
+  from hlox.lax.shapes import broadcast_in_dim
+  dtype = get_aval(operand).dtype
+  jaxpr = _unary_scalar_jaxpr(func, dtype)
+  updates = broadcast_in_dim(np.zeros((), dtype), tuple(update_shape), ())
+  return _bind_scatter(scatter_apply_p, operand, scatter_indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode, update_jaxpr=jaxpr)

@@ -5,6 +5,7 @@ from hlox.numpy.ufuncs import *  # noqa: F401,F403
 from hlox.numpy.creation import *  # noqa: F401,F403
 from hlox.numpy.shapes import *  # noqa: F401,F403
 from hlox.numpy.indexing import *  # noqa: F401,F403
+from hlox.numpy.indexing import _getitem  # noqa: F401  (Array.__getitem__)
 from hlox.numpy.reductions import *  # noqa: F401,F403
 from hlox.numpy.products import *  # noqa: F401,F403
 from hlox.numpy.sorting import *  # noqa: F401,F403

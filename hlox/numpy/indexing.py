@@ -1,4 +1,843 @@
-"""NumPy indexing on lax: __getitem__, .at[] updates, take, take_along_axis."""
+"""NumPy indexing on lax: ``x[idx]``, ``x.at[idx]`` updates, take, take_along_axis.
+
+The semantics are JAX's:
+
+* ``x[idx]`` accepts ints (negative count from the end), slices with any step, ``None``,
+  ``Ellipsis``, integer arrays (NumPy arrays, Arrays, tracers, and lists *inside* a tuple),
+  concrete boolean masks and traced integer scalars. Advanced indices broadcast together;
+  their dimensions replace the indexed ones when the advanced indices are adjacent, and go
+  first otherwise (NumPy's rule). A top-level list (``x[[0, 1]]``) is a TypeError, as in JAX:
+  write ``x[np.array([0, 1])]`` or ``x[[0, 1],]``.
+* The cheapest primitive is used: static ints and slices lower to ``lax.slice``/``lax.rev``/
+  ``lax.reshape``; traced scalars to ``lax.dynamic_slice``; anything else to ``lax.gather``.
+* Out of bounds: a static Python int out of range raises ``IndexError`` (like NumPy; JAX
+  does this only under ``jax_check_static_indices``). Array and traced indices follow JAX's
+  default ``mode=None`` (``promise_in_bounds``): XLA clamps them into range, no error is
+  possible on device. ``x.at[idx].get(mode='fill', fill_value=...)`` returns ``fill_value``
+  (default NaN / INT_MIN / UINT_MAX / True) instead, ``mode='clip'`` clamps explicitly.
+* A boolean mask must be concrete (its True count is the result's size); a traced mask raises
+  ``NonConcreteBooleanIndexError`` (a TypeError): use ``jnp.where`` instead.
+* ``x.at[idx].set/add/multiply/divide/power/min/max/apply`` scatter into a copy of ``x``.
+  Updates broadcast to the indexed shape and the result keeps ``x``'s dtype. Repeated
+  indices accumulate (``add``: all updates are summed; ``set``: one of them wins).
+  Out-of-bounds updates are dropped (``mode=None`` is ``'drop'``); ``mode='clip'`` clamps.
+* ``take`` and ``take_along_axis`` default to ``mode='fill'``: out-of-bounds indices read the
+  fill value.
+"""
 from __future__ import annotations
 
-__all__ = []
+import operator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import Tracer, get_aval
+from hlox.errors import HloxTypeError, NonConcreteBooleanIndexError
+from hlox.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
+from hlox.numpy import util
+from hlox.runtime.array import Array
+
+__all__ = ["take", "take_along_axis", "put_along_axis", "index_exp", "s_"]
+
+index_exp = np.index_exp
+s_ = np.s_
+
+
+# --- parsing -----------------------------------------------------------------------------
+
+_NONE, _ELLIPSIS, _SLICE, _INT, _ARRAY, _BOOL = "none", "ellipsis", "slice", "int", "array", \
+    "bool"
+
+
+class _Index(NamedTuple):
+  kind: str
+  value: Any
+  pos: int  # position in the user's index tuple (NumPy's adjacency rule is about positions)
+
+
+def _is_array(x) -> bool:
+  return isinstance(x, (Array, Tracer, np.ndarray))
+
+
+def _sequence_to_array(seq, pos):
+  """A list/tuple inside an index tuple becomes an array (of tracers too)."""
+  try:
+    return np.asarray(seq)
+  except HloxTypeError:
+    from hlox.numpy.creation import asarray
+    return asarray(seq)
+  except ValueError as e:
+    raise IndexError(f"index at position {pos} is a ragged sequence: {e}") from None
+
+
+def _slice_bound(v, what):
+  if v is None:
+    return None
+  if isinstance(v, Tracer):
+    try:
+      return operator.index(v)
+    except HloxTypeError:
+      raise IndexError(
+          f"Array slice indices must have static start/stop/step to be used with NumPy "
+          f"indexing syntax; the slice {what} is a traced value {v.aval.str_short()}. To "
+          "index at a dynamic position with a static size, use lax.dynamic_slice or "
+          "lax.dynamic_slice_in_dim (shapes must be static while tracing).") from None
+  try:
+    return operator.index(v)
+  except TypeError:
+    raise TypeError(f"slice indices must be integers or None, got {v!r}") from None
+
+
+def _classify(i, pos) -> _Index:
+  if i is None:
+    return _Index(_NONE, None, pos)
+  if i is Ellipsis:
+    return _Index(_ELLIPSIS, None, pos)
+  if isinstance(i, slice):
+    s = slice(_slice_bound(i.start, "start"), _slice_bound(i.stop, "stop"),
+              _slice_bound(i.step, "step"))
+    if s.step == 0:
+      raise ValueError("slice step cannot be zero")
+    return _Index(_SLICE, s, pos)
+  if isinstance(i, (bool, np.bool_)):
+    return _Index(_BOOL, bool(i), pos)
+  if isinstance(i, (int, np.integer)):
+    return _Index(_INT, int(i), pos)
+  if isinstance(i, (list, tuple)):
+    i = _sequence_to_array(i, pos)
+    if isinstance(i, np.ndarray) and i.size == 0 and i.dtype.kind == "f":
+      i = i.astype(np.int32)  # ``[]`` defaults to float in NumPy; as an index it is empty ints
+  if _is_array(i):
+    dtype = np.dtype(i.dtype)
+    if dtype == np.bool_:
+      return _Index(_BOOL, i, pos)
+    if dtypes.is_int(dtype):
+      if isinstance(i, np.ndarray) and i.ndim == 0:
+        return _Index(_INT, int(i), pos)
+      return _Index(_ARRAY, i, pos)
+    raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                    f"{dtype.name} at position {pos}")
+  if isinstance(i, str):
+    raise TypeError(f"hlox does not support string indexing; got {i!r}")
+  if isinstance(i, (float, complex, np.generic)):
+    raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                    f"{np.dtype(type(i)).name} at position {pos}")
+  raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
+                   f"integer or boolean arrays are valid indices, got {i!r}")
+
+
+def _consumed(e: _Index) -> int:
+  if e.kind in (_INT, _ARRAY, _SLICE):
+    return 1
+  if e.kind == _BOOL:
+    return np.ndim(e.value)
+  return 0
+
+
+def _parse(idx, shape) -> list:
+  """The user's index as a list of ``_Index`` covering every dimension of ``shape`` (the
+  Ellipsis, or the end, is expanded into full slices)."""
+  if not isinstance(idx, tuple):
+    if isinstance(idx, list):
+      raise TypeError(
+          "Using a non-tuple sequence for multidimensional indexing is not allowed; use "
+          "`x[tuple(seq)]` to index several dimensions, or `x[np.array(seq)]` to index with "
+          "an array (hlox follows JAX here, see https://github.com/jax-ml/jax/issues/4564).")
+    idx = (idx,)
+  entries = [_classify(i, pos) for pos, i in enumerate(idx)]
+  ellipses = [e for e in entries if e.kind == _ELLIPSIS]
+  if len(ellipses) > 1:
+    raise IndexError("an index can only have a single ellipsis ('...')")
+  used = sum(_consumed(e) for e in entries)
+  if used > len(shape):
+    raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but {used} were "
+                     "indexed")
+  fill = len(shape) - used
+  out = []
+  for e in entries:
+    if e.kind == _ELLIPSIS:
+      out.extend(_Index(_SLICE, slice(None), e.pos) for _ in range(fill))
+    else:
+      out.append(e)
+  if not ellipses:
+    out.extend(_Index(_SLICE, slice(None), len(entries)) for _ in range(fill))
+  return out
+
+
+def _axes(entries):
+  """Pairs (entry, axis of the array it indexes, or None for newaxis/scalar booleans)."""
+  axis = 0
+  for e in entries:
+    n = _consumed(e)
+    yield e, (axis if n else None)
+    axis += n
+
+
+def _normalize_static_ints(entries, shape, normalize: bool, mode) -> list:
+  """Wrap negative static ints; out of range raises IndexError (``promise_in_bounds``),
+  clamps (``clip``) or is left to the gather (``fill``)."""
+  out = []
+  for e, axis in _axes(entries):
+    if e.kind == _INT:
+      size = shape[axis]
+      i = e.value + size if normalize and e.value < 0 else e.value
+      if size == 0:
+        raise IndexError(f"index {e.value} is out of bounds for axis {axis} with size 0")
+      if not 0 <= i < size:
+        if mode is GatherScatterMode.PROMISE_IN_BOUNDS:
+          raise IndexError(f"index {e.value} is out of bounds for axis {axis} with size {size}")
+        if mode is GatherScatterMode.CLIP:
+          i = min(max(i, 0), size - 1)
+      e = e._replace(value=i)
+    out.append(e)
+  return out
+
+
+def _slice_extent(s: slice, size: int):
+  """(first, step, count) of the elements a slice selects from a dimension of ``size``."""
+  start, stop, step = s.indices(size)
+  return start, step, len(range(start, stop, step))
+
+
+def _index_dtype(shape):
+  big = any(d >= 2 ** 31 for d in shape)
+  return dtypes.canonicalize_dtype(np.int64 if big else np.int32)
+
+
+def _normalize_array(a, size: int, dtype, normalize: bool):
+  """Integer index array ``a`` as ``dtype``, negative entries counted from the end."""
+  unsigned = dtypes.is_unsigned_int(np.dtype(a.dtype))
+  if isinstance(a, np.ndarray):
+    a = a.astype(dtype)
+    if normalize and not unsigned:
+      a = np.where(a < 0, a + size, a).astype(dtype)
+    return a
+  a = lax.convert_element_type(a, dtype)
+  if normalize and not unsigned:
+    zero = np.zeros((), dtype)
+    a = lax.select(lax.lt(a, zero), lax.add(a, np.asarray(size, dtype)[()]), a)
+  return a
+
+
+# --- static and dynamic slicing ----------------------------------------------------------
+
+def _static_slice(arr, entries, shape):
+  starts, limits, strides, rev_dims, out_shape = [], [], [], [], []
+  for e, axis in _axes(entries):
+    if e.kind == _NONE:
+      out_shape.append(1)
+    elif e.kind == _INT:
+      starts.append(e.value)
+      limits.append(e.value + 1)
+      strides.append(1)
+    else:
+      first, step, n = _slice_extent(e.value, shape[axis])
+      if n == 0:
+        starts.append(0)
+        limits.append(0)
+        strides.append(1)
+      elif step > 0:
+        starts.append(first)
+        limits.append(first + (n - 1) * step + 1)
+        strides.append(step)
+      else:  # take the same elements in increasing order, then reverse them
+        starts.append(first + (n - 1) * step)
+        limits.append(first + 1)
+        strides.append(-step)
+        if n > 1:
+          rev_dims.append(axis)
+      out_shape.append(n)
+  result = arr
+  if starts != [0] * len(shape) or limits != list(shape) or any(s != 1 for s in strides):
+    result = lax.slice(arr, starts, limits,
+                       None if all(s == 1 for s in strides) else strides)
+  if rev_dims:
+    result = lax.rev(result, rev_dims)
+  if tuple(out_shape) != get_aval(result).shape:
+    result = lax.reshape(result, out_shape)
+  return result
+
+
+def _dynamic_slice(arr, entries, shape, normalize: bool):
+  dtype = _index_dtype(shape)
+  starts, sizes, rev_dims, out_shape = [], [], [], []
+  for e, axis in _axes(entries):
+    if e.kind == _NONE:
+      out_shape.append(1)
+    elif e.kind == _INT:
+      starts.append(np.asarray(e.value, dtype)[()])
+      sizes.append(1)
+    elif e.kind == _ARRAY:
+      if shape[axis] == 0:
+        raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+      starts.append(_normalize_array(e.value, shape[axis], dtype, normalize))
+      sizes.append(1)
+    else:
+      first, step, n = _slice_extent(e.value, shape[axis])
+      lo = first if step > 0 else first - (n - 1)
+      starts.append(np.asarray(lo if n else 0, dtype)[()])
+      sizes.append(n)
+      if step < 0 and n > 1:
+        rev_dims.append(axis)
+      out_shape.append(n)
+  # The starts are already normalized; dynamic_slice then clamps them into range.
+  result = lax.dynamic_slice(arr, starts, sizes, allow_negative_indices=False)
+  if rev_dims:
+    result = lax.rev(result, rev_dims)
+  if tuple(out_shape) != get_aval(result).shape:
+    result = lax.reshape(result, out_shape)
+  return result
+
+
+# --- the general case: gather ------------------------------------------------------------
+
+class _GatherPlan(NamedTuple):
+  x_shape: tuple        # the operand's shape, with size-1 dims for scalar boolean indices
+  indices: Any          # index vectors (NumPy array when every index was static)
+  dnums: GatherDimensionNumbers
+  slice_sizes: tuple
+  gather_shape: tuple   # the gather's output shape
+  result_shape: tuple   # ... with the newaxis dimensions
+  unique_indices: bool
+  indices_are_sorted: bool
+
+
+def _concrete_mask(value):
+  if isinstance(value, Tracer):
+    concrete = value.to_concrete_value()
+    if concrete is None:
+      raise NonConcreteBooleanIndexError(value.aval)
+    return np.asarray(concrete)
+  return np.asarray(value)
+
+
+def _expand_bools(entries, shape):
+  """Boolean masks become the integer arrays of their True positions; a scalar boolean
+  becomes ``arange(1)``/``arange(0)`` over a new size-1 dimension of the operand."""
+  out, x_shape = [], []
+  for e, axis in _axes(entries):
+    if e.kind != _BOOL:
+      out.append(e)
+      if axis is not None:
+        x_shape.append(shape[axis])
+      continue
+    mask = _concrete_mask(e.value)
+    if mask.ndim == 0:
+      x_shape.append(1)
+      out.append(_Index(_ARRAY, np.arange(int(bool(mask)), dtype=np.int32), e.pos))
+      continue
+    expected = tuple(shape[axis:axis + mask.ndim])
+    if mask.shape != expected:
+      raise IndexError(f"boolean index did not match the indexed array at position {e.pos}: "
+                       f"mask shape {mask.shape}, array dimensions {expected}")
+    for nz in np.nonzero(mask):
+      out.append(_Index(_ARRAY, nz, e.pos))
+    x_shape.extend(expected)
+  return out, tuple(x_shape)
+
+
+def _broadcast_index_shapes(arrays):
+  try:
+    return util.broadcast_shapes(*[np.shape(a) if isinstance(a, (int, np.integer)) else
+                                   get_aval(a).shape for a in arrays])
+  except ValueError:
+    shapes = " ".join(str(get_aval(a).shape) for a in arrays)
+    raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with "
+                     f"shapes {shapes}") from None
+
+
+def _stack_indices(components, batch_shape, dtype):
+  """Index vectors of shape ``batch_shape + (len(components),)``; component ``(v, d)`` spans
+  batch dimensions ``d, d+1, ...``."""
+  full = tuple(batch_shape) + (1,)
+  if not components:
+    return np.zeros(tuple(batch_shape) + (0,), dtype)
+  if all(isinstance(v, (np.ndarray, np.generic)) for v, _ in components):
+    cols = []
+    for v, d in components:
+      v = np.asarray(v, dtype)
+      lead, trail = d, len(batch_shape) - d - v.ndim
+      cols.append(np.broadcast_to(v.reshape((1,) * lead + v.shape + (1,) * trail), batch_shape))
+    return np.stack(cols, axis=-1)
+  pieces = [lax.broadcast_in_dim(v, full, tuple(range(d, d + get_aval(v).ndim)))
+            for v, d in components]
+  return pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, len(batch_shape))
+
+
+def _gather_plan(entries, shape, normalize: bool) -> _GatherPlan:
+  """NumPy indexing as one gather (JAX's construction): advanced indices broadcast into a
+  block of batch dimensions; scalar indices and partial unit-step slices add start indices;
+  strided slices become index arrays (in the slice's order, so no reverse is needed)."""
+  entries, x_shape = _expand_bools(entries, shape)
+  dtype = _index_dtype(x_shape)
+  axes = list(_axes(entries))
+  advanced = any(e.kind == _ARRAY and np.ndim(e.value) > 0 for e in entries)
+  adv = [k for k, (e, _) in enumerate(axes) if advanced and e.kind in (_INT, _ARRAY)]
+  positions = sorted({axes[k][0].pos for k in adv})
+  adjacent = all(b - a == 1 for a, b in zip(positions, positions[1:]))
+  adv_at = (adv[0] if adjacent else 0) if adv else None
+
+  offset_dims, collapsed, start_index_map, slice_sizes = [], [], [], []
+  components, batch_shape = [], []
+  gather_shape, result_shape = [], []
+  sorted_ok = not advanced
+  for k, (e, axis) in enumerate(axes):
+    if k == adv_at:
+      values = []
+      for j in adv:
+        e2, ax = axes[j]
+        if e2.kind == _INT:  # already normalized by _normalize_static_ints
+          values.append(np.asarray(e2.value, dtype))
+        else:
+          values.append(_normalize_array(e2.value, x_shape[ax], dtype, normalize))
+        start_index_map.append(ax)
+        collapsed.append(ax)
+      adv_shape = _broadcast_index_shapes(values)
+      start = len(batch_shape)
+      for v in values:  # broadcasting aligns trailing dimensions
+        components.append((v, start + len(adv_shape) - get_aval(v).ndim))
+      batch_shape.extend(adv_shape)
+      gather_shape.extend(adv_shape)
+      result_shape.extend(adv_shape)
+    if adv and e.kind in (_INT, _ARRAY):
+      slice_sizes.append(1)
+    elif e.kind in (_INT, _ARRAY):  # a scalar index, static or traced
+      if x_shape[axis] == 0:
+        raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+      value = np.asarray(e.value, dtype) if e.kind == _INT else \
+          _normalize_array(e.value, x_shape[axis], dtype, normalize)
+      components.append((value, len(batch_shape)))
+      start_index_map.append(axis)
+      collapsed.append(axis)
+      slice_sizes.append(1)
+    elif e.kind == _NONE:
+      result_shape.append(1)
+    else:
+      size = x_shape[axis]
+      first, step, n = _slice_extent(e.value, size)
+      if step == 1:
+        if n != size:
+          components.append((np.asarray(first, dtype), len(batch_shape)))
+          start_index_map.append(axis)
+        slice_sizes.append(n)
+        offset_dims.append(len(gather_shape))
+      else:
+        components.append(((first + step * np.arange(n)).astype(dtype), len(batch_shape)))
+        start_index_map.append(axis)
+        collapsed.append(axis)
+        slice_sizes.append(1)
+        batch_shape.append(n)
+        sorted_ok = sorted_ok and step > 0
+      gather_shape.append(n)
+      result_shape.append(n)
+  indices = _stack_indices(components, batch_shape, dtype)
+  dnums = GatherDimensionNumbers(offset_dims=tuple(offset_dims),
+                                 collapsed_slice_dims=tuple(sorted(collapsed)),
+                                 start_index_map=tuple(start_index_map))
+  return _GatherPlan(x_shape, indices, dnums, tuple(slice_sizes), tuple(gather_shape),
+                     tuple(result_shape), not advanced, sorted_ok)
+
+
+def _reshape(x, shape):
+  shape = tuple(shape)
+  return x if get_aval(x).shape == shape else lax.reshape(x, shape)
+
+
+def _parse_mode(mode):
+  return GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else \
+      GatherScatterMode.from_any(mode)
+
+
+def _rewriting_take(arr, idx, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                    fill_value=None, normalize=True):
+  """``arr[idx]`` with the cheapest primitive that can do it."""
+  shape = get_aval(arr).shape
+  gmode = _parse_mode(mode)
+  entries = _normalize_static_ints(_parse(idx, shape), shape, normalize, gmode)
+  kinds = {e.kind for e in entries}
+  sliceable = gmode is not GatherScatterMode.FILL_OR_DROP
+  if sliceable and kinds <= {_NONE, _SLICE, _INT}:
+    return _static_slice(arr, entries, shape)
+  if sliceable and kinds <= {_NONE, _SLICE, _INT, _ARRAY} and all(
+      get_aval(e.value).ndim == 0 for e in entries if e.kind == _ARRAY) and all(
+      e.value.step in (None, 1, -1) for e in entries if e.kind == _SLICE):
+    return _dynamic_slice(arr, entries, shape, normalize)
+  plan = _gather_plan(entries, shape, normalize)
+  if any(d == 0 for d in plan.result_shape):
+    return lax.full_like(arr, 0, shape=plan.result_shape)
+  x = _reshape(arr, plan.x_shape)
+  if plan.indices.shape[:-1] == () and plan.indices.shape[-1] == 0:
+    y = x  # every dimension is a full slice
+  else:
+    y = lax.gather(x, plan.indices, plan.dnums, plan.slice_sizes,
+                   unique_indices=unique_indices or plan.unique_indices,
+                   indices_are_sorted=indices_are_sorted or plan.indices_are_sorted,
+                   mode=mode, fill_value=fill_value)
+  return _reshape(y, plan.result_shape)
+
+
+def _getitem(x, idx):
+  """``x[idx]`` (installed as ``__getitem__`` of Arrays and tracers)."""
+  return _rewriting_take(x, idx)
+
+
+# --- indexed updates ---------------------------------------------------------------------
+
+def _as_update(y, x_dtype):
+  """Updates as something ``lax`` takes: Python ints that fit an integer ``x`` take its dtype
+  (JAX's rule), lists become arrays, other scalars stay weakly typed."""
+  if type(y) is int and dtypes.is_int(x_dtype):
+    info = dtypes.iinfo(x_dtype)
+    if info.min <= y <= info.max:
+      return np.asarray(y, x_dtype)[()]
+  if isinstance(y, (list, tuple)):
+    y = util.ensure_array(y)
+  util.check_arraylike("at[].set/add/...", y)
+  return y
+
+
+def _broadcast_updates(y, shape, index):
+  aval = get_aval(y)
+  yshape = aval.shape
+  if len(yshape) > len(shape):  # NumPy drops leading size-1 dimensions of the values
+    extra = len(yshape) - len(shape)
+    if all(d == 1 for d in yshape[:extra]):
+      y = lax.reshape(y, yshape[extra:])
+  try:
+    return util.broadcast_to_shape(y, shape)
+  except ValueError:
+    raise ValueError(f"x.at[{index!r}]: cannot broadcast updates of shape {yshape} to the "
+                     f"indexed shape {tuple(shape)}") from None
+
+
+def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted=False,
+                    unique_indices=False, mode=None, normalize=True):
+  """``x[idx] (op)= y`` as a scatter, returning a new array of ``x``'s dtype."""
+  aval = get_aval(x)
+  y = _as_update(y, aval.dtype)
+  smode = GatherScatterMode.from_any(mode)
+  entries = _normalize_static_ints(_parse(idx, aval.shape), aval.shape, normalize, smode)
+  plan = _gather_plan(entries, aval.shape, normalize)
+  if any(d == 0 for d in plan.result_shape):
+    return x
+  xp, yp = util.promote_dtypes(x, y)
+  yp = _broadcast_updates(yp, plan.result_shape, idx)
+  yp = _reshape(yp, plan.gather_shape)
+  dnums = ScatterDimensionNumbers(update_window_dims=plan.dnums.offset_dims,
+                                  inserted_window_dims=plan.dnums.collapsed_slice_dims,
+                                  scatter_dims_to_operand_dims=plan.dnums.start_index_map)
+  out = scatter_fn(_reshape(xp, plan.x_shape), plan.indices, yp, dnums,
+                   indices_are_sorted=indices_are_sorted or plan.indices_are_sorted,
+                   unique_indices=unique_indices or plan.unique_indices, mode=smode)
+  out = _reshape(out, aval.shape)
+  return lax.convert_element_type(out, aval.dtype, aval.weak_type)
+
+
+class _IndexUpdateHelper:
+  """``x.at[idx]``: pure versions of NumPy's in-place indexed operations.
+
+  ``x.at[idx].set(y)`` is ``x[idx] = y``, ``.add(y)`` is ``x[idx] += y``, likewise
+  ``multiply``/``mul``, ``divide``, ``power``, ``min``, ``max``; ``.apply(f)`` is
+  ``f.at(x, idx)``; ``.get()`` is ``x[idx]``. Each returns a new array. Repeated indices
+  accumulate; out-of-bounds updates are dropped unless ``mode='clip'``.
+  """
+
+  __slots__ = ("array",)
+
+  def __init__(self, array):
+    self.array = array
+
+  def __getitem__(self, index):
+    return _IndexUpdateRef(self.array, index)
+
+  def __repr__(self):
+    return f"_IndexUpdateHelper({self.array!r})"
+
+
+class _IndexUpdateRef:
+  """``x.at[idx]``: the methods that read or update ``x`` at ``idx``."""
+
+  __slots__ = ("array", "index")
+
+  def __init__(self, array, index):
+    self.array = array
+    self.index = index
+
+  def __repr__(self):
+    return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+  def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          fill_value=None, wrap_negative_indices=True):
+    """``x[idx]``; with ``mode='fill'`` out-of-bounds reads give ``fill_value``."""
+    return _rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices, mode=mode, fill_value=fill_value,
+                           normalize=wrap_negative_indices)
+
+  def _update(self, values, fn, indices_are_sorted, unique_indices, mode,
+              wrap_negative_indices):
+    return _scatter_update(self.array, self.index, values, fn,
+                           indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices, mode=mode,
+                           normalize=wrap_negative_indices)
+
+  def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          wrap_negative_indices=True):
+    """``x[idx] = values``."""
+    return self._update(values, lax.scatter, indices_are_sorted, unique_indices, mode,
+                        wrap_negative_indices)
+
+  def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          wrap_negative_indices=True):
+    """``x[idx] += values`` (every repeated index adds)."""
+    return self._update(values, lax.scatter_add, indices_are_sorted, unique_indices, mode,
+                        wrap_negative_indices)
+
+  def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               wrap_negative_indices=True):
+    """``x[idx] -= values``."""
+    values = _as_update(values, get_aval(self.array).dtype)
+    if isinstance(values, (Array, Tracer)):
+      negated = lax.neg(values)
+    elif hasattr(values, "dtype"):
+      negated = -np.asarray(values)
+    else:  # a Python scalar stays weakly typed
+      negated = -values
+    return self._update(negated, lax.scatter_add, indices_are_sorted, unique_indices, mode,
+                        wrap_negative_indices)
+
+  def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               wrap_negative_indices=True):
+    """``x[idx] *= values``."""
+    return self._update(values, lax.scatter_mul, indices_are_sorted, unique_indices, mode,
+                        wrap_negative_indices)
+
+  mul = multiply
+
+  def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+             wrap_negative_indices=True):
+    """``x[idx] /= values`` (true division, so integer arrays give floats, as in JAX)."""
+    from hlox.numpy import true_divide
+    return true_divide(self.array, self._ones_times(values, indices_are_sorted,
+                                                    unique_indices, mode,
+                                                    wrap_negative_indices))
+
+  def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+    """``x[idx] **= values``."""
+    from hlox.numpy import power
+    return power(self.array, self._ones_times(values, indices_are_sorted, unique_indices,
+                                              mode, wrap_negative_indices))
+
+  def _ones_times(self, values, indices_are_sorted, unique_indices, mode,
+                  wrap_negative_indices):
+    # Repeated indices multiply their values together first, as JAX does.
+    aval = get_aval(self.array)
+    ones = lax.full(aval.shape, 1, aval.dtype)
+    return _scatter_update(ones, self.index, values, lax.scatter_mul,
+                           indices_are_sorted=indices_are_sorted,
+                           unique_indices=unique_indices, mode=mode,
+                           normalize=wrap_negative_indices)
+
+  def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          wrap_negative_indices=True):
+    """``x[idx] = minimum(x[idx], values)``."""
+    return self._update(values, lax.scatter_min, indices_are_sorted, unique_indices, mode,
+                        wrap_negative_indices)
+
+  def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+          wrap_negative_indices=True):
+    """``x[idx] = maximum(x[idx], values)``."""
+    return self._update(values, lax.scatter_max, indices_are_sorted, unique_indices, mode,
+                        wrap_negative_indices)
+
+  def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+    """``func.at(x, idx)`` for an elementwise ``func``: repeated indices apply it again."""
+    def scatter_apply(x, indices, y, dnums, **kw):
+      return lax.scatter_apply(x, indices, func, dnums, update_shape=get_aval(y).shape, **kw)
+    zero = np.zeros((), get_aval(self.array).dtype)
+    return self._update(zero, scatter_apply, indices_are_sorted, unique_indices, mode,
+                        wrap_negative_indices)
+
+
+# --- take, take_along_axis, put_along_axis -----------------------------------------------
+
+def _check_int_indices(name, indices):
+  util.check_arraylike(name, indices)
+  indices = util.ensure_array(indices)
+  if isinstance(indices, (int, np.integer)) and not isinstance(indices, (bool, np.bool_)):
+    indices = np.asarray(indices)
+  aval = get_aval(indices)
+  if not dtypes.is_int(aval.dtype):
+    raise TypeError(f"{name}: indices must be integers, got {aval.str_short()}")
+  return indices
+
+
+def _mod_index(indices, size: int, dtype):
+  """``indices mod size`` in ``[0, size)`` (Python's sign rule)."""
+  if isinstance(indices, np.ndarray):
+    return np.mod(indices.astype(dtype), size).astype(dtype)
+  indices = lax.convert_element_type(indices, dtype)
+  n = np.asarray(size, dtype)[()]
+  r = lax.rem(indices, n)
+  return lax.select(lax.lt(r, np.zeros((), dtype)), lax.add(r, n), r)
+
+
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
+  """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array if None).
+
+  ``mode``: ``None``/``'fill'`` (default) returns ``fill_value`` (NaN, INT_MIN, ...) for
+  out-of-bounds indices, ``'clip'`` clamps, ``'wrap'`` wraps around; negative indices count
+  from the end in ``'fill'`` mode.
+  """
+  if out is not None:
+    raise NotImplementedError("take: the 'out' argument is not supported (arrays are "
+                              "immutable)")
+  util.check_arraylike("take", a)
+  a = util.ensure_array(a)
+  indices = _check_int_indices("take", indices)
+  aval = get_aval(a)
+  if axis is None:
+    a = _reshape(a, (aval.size,))
+    axis = 0
+  shape = get_aval(a).shape
+  axis = lax.utils.canonicalize_axis(axis, len(shape), "take")
+  size = shape[axis]
+  dtype = _index_dtype(shape)
+  if mode is None or mode == "fill":
+    gmode = GatherScatterMode.FILL_OR_DROP
+    indices = _normalize_array(indices, size, dtype, True)
+  elif mode == "clip":
+    gmode = GatherScatterMode.CLIP
+  elif mode == "wrap":
+    gmode = GatherScatterMode.PROMISE_IN_BOUNDS
+    indices = _mod_index(indices, size, dtype) if size else indices
+  elif mode == "raise":
+    raise NotImplementedError("take: mode='raise' is not supported (errors cannot be raised "
+                              "from device code); use 'fill', 'clip' or 'wrap'")
+  else:
+    raise ValueError(f"take: invalid mode {mode!r}; use 'fill', 'clip' or 'wrap'")
+  ishape = get_aval(indices).shape
+  out_shape = shape[:axis] + ishape + shape[axis + 1:]
+  if size == 0:
+    if int(np.prod(ishape)) != 0:
+      raise IndexError("take: cannot take a non-empty selection from an empty axis")
+    return lax.full_like(a, 0, shape=out_shape)
+  if int(np.prod(out_shape)) == 0:
+    return lax.full_like(a, 0, shape=out_shape)
+  slice_sizes = shape[:axis] + (1,) + shape[axis + 1:]
+  nidx = len(ishape)
+  dnums = GatherDimensionNumbers(
+      offset_dims=tuple(range(axis)) + tuple(range(axis + nidx, len(shape) + nidx - 1)),
+      collapsed_slice_dims=(axis,), start_index_map=(axis,))
+  indices = _reshape(indices, ishape + (1,))
+  return lax.gather(a, indices, dnums, slice_sizes, mode=gmode, fill_value=fill_value,
+                    unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
+
+
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
+  """``arr`` indexed by ``indices`` along ``axis`` (same rank; other dimensions broadcast),
+  e.g. with the result of ``argsort``. Out-of-bounds indices read ``fill_value`` by default
+  (``mode='fill'``); ``mode='clip'`` clamps."""
+  util.check_arraylike("take_along_axis", arr)
+  a = util.ensure_array(arr)
+  indices = _check_int_indices("take_along_axis", indices)
+  ishape = get_aval(indices).shape
+  if axis is None:
+    if len(ishape) != 1:
+      raise ValueError(f"take_along_axis: indices must be 1-D when axis=None, got shape "
+                       f"{ishape}")
+    a = _reshape(a, (get_aval(a).size,))
+    axis = 0
+  aval = get_aval(a)
+  rank = aval.ndim
+  if len(ishape) != rank:
+    raise ValueError(f"take_along_axis: indices and arr must have the same number of "
+                     f"dimensions, got {len(ishape)} and {rank}")
+  axis = lax.utils.canonicalize_axis(axis, rank, "take_along_axis")
+  arr_shape = aval.shape[:axis] + (1,) + aval.shape[axis + 1:]
+  try:
+    out_shape = util.broadcast_shapes(ishape, arr_shape)
+  except ValueError:
+    raise ValueError(f"take_along_axis: indices of shape {ishape} do not broadcast with arr "
+                     f"of shape {aval.shape} outside axis {axis}") from None
+  size = aval.shape[axis]
+  if size == 0 or int(np.prod(out_shape)) == 0:
+    return lax.full(out_shape, 0, aval.dtype)
+  gmode = _parse_mode(mode) if mode is not None else GatherScatterMode.FILL_OR_DROP
+  dtype = _index_dtype(aval.shape)
+  indices = _normalize_array(indices, size, dtype,
+                             gmode is not GatherScatterMode.PROMISE_IN_BOUNDS)
+  # Dimensions where indices have size 1 take the whole of arr (offset dims); where arr has
+  # size 1 it is squeezed and the indices' size is kept; elsewhere both are batch dims.
+  index_dims = [i for i in range(rank) if i == axis or ishape[i] != 1]
+  offset_dims, collapsed, start_index_map, slice_sizes = [], [], [], []
+  operand_batching, indices_batching, squeeze = [], [], []
+  new_i = j = 0
+  for i in range(rank):
+    if i == axis:
+      slice_sizes.append(1)
+      start_index_map.append(new_i)
+      collapsed.append(new_i)
+      new_i += 1
+      j += 1
+    elif ishape[i] == 1:
+      offset_dims.append(i)
+      slice_sizes.append(arr_shape[i])
+      new_i += 1
+    elif arr_shape[i] == 1:
+      squeeze.append(i)
+      j += 1
+    else:
+      slice_sizes.append(1)
+      operand_batching.append(new_i)
+      indices_batching.append(j)
+      new_i += 1
+      j += 1
+  if squeeze:
+    a = _reshape(a, [d for i, d in enumerate(aval.shape) if i not in squeeze])
+  gather_indices = _reshape(indices, tuple(out_shape[i] for i in index_dims) + (1,))
+  dnums = GatherDimensionNumbers(
+      offset_dims=tuple(offset_dims), collapsed_slice_dims=tuple(collapsed),
+      start_index_map=tuple(start_index_map), operand_batching_dims=tuple(operand_batching),
+      start_indices_batching_dims=tuple(indices_batching))
+  return lax.gather(a, gather_indices, dnums, tuple(slice_sizes), mode=gmode,
+                    fill_value=fill_value)
+
+
+def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
+  """``arr`` with ``values`` put at ``indices`` along ``axis`` (NumPy's put_along_axis).
+
+  Arrays are immutable, so ``inplace=False`` must be passed; a new array is returned.
+  """
+  if inplace:
+    raise ValueError("put_along_axis cannot modify arrays in place (they are immutable); "
+                     "pass inplace=False to get an updated copy")
+  util.check_arraylike("put_along_axis", arr, values)
+  a = util.ensure_array(arr)
+  indices = _check_int_indices("put_along_axis", indices)
+  shape = get_aval(a).shape
+  if axis is None:
+    a = _reshape(a, (get_aval(a).size,))
+    axis = 0
+  ashape = get_aval(a).shape
+  ishape = get_aval(indices).shape
+  if len(ishape) != len(ashape):
+    raise ValueError(f"put_along_axis: arr and indices must have the same number of "
+                     f"dimensions, got {len(ashape)} and {len(ishape)}")
+  axis = lax.utils.canonicalize_axis(axis, len(ashape), "put_along_axis")
+  values = util.ensure_array(values)
+  try:
+    values = util.broadcast_to_shape(values, util.broadcast_shapes(get_aval(values).shape,
+                                                                   ishape))
+  except ValueError:
+    raise ValueError(f"put_along_axis: values of shape {get_aval(values).shape} do not "
+                     f"broadcast to indices of shape {ishape}") from None
+  idx = tuple(indices if i == axis else
+              np.arange(d).reshape((1,) * i + (d,) + (1,) * (len(ashape) - i - 1))
+              for i, d in enumerate(ashape))
+  out = _IndexUpdateRef(a, idx).set(values, mode=mode)
+  return _reshape(out, shape)
