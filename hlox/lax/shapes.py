@@ -1,30 +1,130 @@
-"""Shape primitives: broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, pad,
-concatenate, iota, slice and friends."""
+"""Shape primitives: iota, broadcast_in_dim, reshape, transpose, squeeze, rev, pad,
+concatenate and slice, with the functions built from them (``broadcast``, ``expand_dims``,
+``slice_in_dim``, ``index_in_dim``, ``collapse``, ``full``, ...).
+
+Every primitive here only moves or replicates elements, so each keeps its operand's dtype
+and weak type; the shape rules check their static parameters and say what is wrong.
+"""
 from __future__ import annotations
+
+import builtins
+import operator
 
 import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
+from hlox.errors import HloxTypeError
 from hlox.interpreters import xla
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["broadcast_in_dim", "broadcast", "reshape", "broadcast_in_dim_p", "reshape_p"]
+__all__ = ["iota", "broadcasted_iota", "broadcast_in_dim", "broadcast", "reshape",
+           "transpose", "squeeze", "expand_dims", "rev", "pad", "concatenate", "slice",
+           "slice_in_dim", "index_in_dim", "split", "collapse", "full", "full_like",
+           "zeros_like_array",
+           "iota_p", "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
+           "pad_p", "concatenate_p", "slice_p"]
 
 
-def _keep_dtype(operand, **params):
+def _keep_dtype(operand, *args, **params):
   return operand.dtype
 
 
-def _keep_weak(operand, **params):
+def _keep_weak(operand, *args, **params):
   return operand.weak_type
+
+
+def _is_array(x) -> bool:
+  """True for Arrays and tracers: values that ``bind`` would not have to convert."""
+  return hasattr(x, "aval")
+
+
+def _static_ints(name: str, what: str, values) -> tuple:
+  """``values`` as a tuple of Python ints; a TypeError naming ``name`` otherwise."""
+  try:
+    return tuple(operator.index(v) for v in values)
+  except HloxTypeError:
+    raise  # a traced value: its own message says what to do
+  except TypeError:
+    raise TypeError(f"{name}: {what} must be a sequence of static integers, got "
+                    f"{values!r}") from None
+
+
+def _shape_tuple(name: str, shape) -> tuple:
+  if isinstance(shape, (int, np.integer)):
+    shape = (shape,)
+  shape = _static_ints(name, "shape", shape)
+  if any(d < 0 for d in shape):
+    raise ValueError(f"{name}: shape {shape} has negative dimensions")
+  return shape
+
+
+def _check_shapelike(name: str, what: str, values) -> None:
+  if any(type(v) is not int for v in values):
+    raise TypeError(f"{name}: {what} must be a tuple of ints, got {values!r}")
+
+
+# --- iota --------------------------------------------------------------------------------
+
+def _iota_shape_rule(*, dtype, shape, dimension, sharding=None):
+  _check_shapelike("iota", "shape", shape)
+  if any(d < 0 for d in shape):
+    raise ValueError(f"iota: shape {shape} has negative dimensions")
+  if not 0 <= dimension < len(shape):
+    raise ValueError(f"iota: dimension {dimension} is out of range for shape {shape} "
+                     f"(must be in [0, {len(shape)}))")
+  return tuple(shape)
+
+
+def _iota_dtype_rule(*, dtype, shape, dimension, sharding=None):
+  dtype = np.dtype(dtype)
+  if not (dtypes.is_int(dtype) or dtypes.is_inexact(dtype)):
+    raise TypeError(f"iota does not accept dtype {dtype.name}; use an integer, floating or "
+                    "complex dtype")
+  return dtype
+
+
+iota_p = standard_primitive(_iota_shape_rule, _iota_dtype_rule, "iota")
+
+def _iota_lowering(ctx, *, dtype, shape, dimension, sharding=None):
+  aval_out = ctx.avals_out[0]
+  if dtypes.is_complex(aval_out.dtype) or aval_out.dtype in dtypes.float8_dtypes:
+    # stablehlo.iota has no complex form (and CPU none for 8-bit floats): count in a wider
+    # real type, then convert.
+    wide = np.finfo(aval_out.dtype).dtype if dtypes.is_complex(aval_out.dtype) \
+        else dtypes.float32
+    x = hlo.iota(xla.aval_to_ir_type(aval_out.update(dtype=wide)), xla.i64_attr(dimension))
+    return hlo.convert(xla.aval_to_ir_type(aval_out), x)
+  return hlo.iota(xla.aval_to_ir_type(aval_out), xla.i64_attr(dimension))
+
+xla.register_lowering(iota_p, _iota_lowering)
+
+
+def iota(dtype, size: int):
+  """``[0, 1, ..., size - 1]`` as a 1-d array of ``dtype``."""
+  return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
+  """An array of ``shape`` whose entries count up along ``dimension``."""
+  dtype = dtypes.canonicalize_dtype(dtype)
+  shape = _shape_tuple("broadcasted_iota", shape)
+  try:
+    dimension = operator.index(dimension)
+  except TypeError:
+    raise TypeError(f"broadcasted_iota: dimension must be a static integer, got "
+                    f"{dimension!r}") from None
+  return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension, sharding=None)
 
 
 # --- broadcast_in_dim --------------------------------------------------------------------
 
 def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, sharding=None):
+  _check_shapelike("broadcast_in_dim", "shape", shape)
+  if any(d < 0 for d in shape):
+    raise ValueError(f"broadcast_in_dim: shape {shape} has negative dimensions")
   if len(broadcast_dimensions) != operand.ndim:
     raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must have "
                     f"one entry per operand dimension, operand {operand.str_short()}")
@@ -52,20 +152,21 @@ xla.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
   """Broadcast ``operand`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
-  shape = tuple(int(d) for d in shape)
-  broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
+  shape = _shape_tuple("broadcast_in_dim", shape)
+  broadcast_dimensions = _static_ints("broadcast_in_dim", "broadcast_dimensions",
+                                      broadcast_dimensions)
   aval = get_aval(operand)
   if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))) and \
-      hasattr(operand, "aval"):
+      _is_array(operand):
     return operand
   return broadcast_in_dim_p.bind(operand, shape=shape,
                                  broadcast_dimensions=broadcast_dimensions, sharding=None)
 
 
-def broadcast(operand, sizes):
+def broadcast(operand, sizes, out_sharding=None):
   """Add leading dimensions ``sizes`` to ``operand``."""
   aval = get_aval(operand)
-  sizes = tuple(sizes)
+  sizes = _shape_tuple("broadcast", sizes)
   dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
   return broadcast_in_dim(operand, sizes + aval.shape, dims)
 
@@ -73,13 +174,15 @@ def broadcast(operand, sizes):
 # --- reshape -----------------------------------------------------------------------------
 
 def _reshape_shape_rule(operand, *, new_sizes, dimensions, sharding=None):
+  _check_shapelike("reshape", "new_sizes", new_sizes)
   if any(d < 0 for d in new_sizes):
     raise TypeError(f"reshape: new_sizes must be non-negative, got {new_sizes}")
   if int(np.prod(new_sizes, dtype=np.int64)) != operand.size:
     raise TypeError(f"reshape: cannot reshape {operand.str_short()} (size {operand.size}) "
-                    f"to shape {new_sizes}")
+                    f"to shape {new_sizes} (size {int(np.prod(new_sizes, dtype=np.int64))})")
   if dimensions is not None:
-    raise NotImplementedError("reshape with dimensions: transpose first")
+    # ``lax.reshape`` transposes first, so the primitive never carries a permutation.
+    raise TypeError("reshape_p: dimensions must be None (apply lax.transpose first)")
   return tuple(new_sizes)
 
 
@@ -93,12 +196,419 @@ xla.register_lowering(reshape_p, _reshape_lowering)
 
 
 def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
-  """Reshape ``operand`` to ``new_sizes`` (row-major); ``dimensions`` permutes first."""
-  new_sizes = tuple(int(d) for d in new_sizes)
+  """Reshape ``operand`` to ``new_sizes`` in row-major order.
+
+  With ``dimensions`` (a permutation), the operand is transposed by it first, as in JAX.
+  """
+  new_sizes = _shape_tuple("reshape", new_sizes)
   if dimensions is not None:
-    from hlox.lax import transpose
-    operand = transpose(operand, dimensions)
+    dimensions = _static_ints("reshape", "dimensions", dimensions)
+    if dimensions != tuple(range(get_aval(operand).ndim)):
+      operand = transpose(operand, dimensions)
   aval = get_aval(operand)
-  if aval.shape == new_sizes and hasattr(operand, "aval"):
+  if aval.shape == new_sizes and _is_array(operand):
     return operand
   return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
+
+
+# --- transpose ---------------------------------------------------------------------------
+
+def _transpose_shape_rule(operand, *, permutation):
+  if tuple(sorted(permutation)) != tuple(range(operand.ndim)):
+    raise TypeError(f"transpose: permutation {permutation} is not a permutation of the "
+                    f"dimensions of operand {operand.str_short()}")
+  return tuple(operand.shape[i] for i in permutation)
+
+
+transpose_p = standard_primitive(_transpose_shape_rule, _keep_dtype, "transpose",
+                                 weak_type_rule=_keep_weak)
+
+def _transpose_lowering(ctx, x, *, permutation):
+  return hlo.transpose(x, xla.dense_i64(permutation))
+
+xla.register_lowering(transpose_p, _transpose_lowering)
+
+
+def transpose(operand, permutation):
+  """Permute the dimensions of ``operand``: result dim ``i`` is operand dim ``permutation[i]``."""
+  permutation = _static_ints("transpose", "permutation", permutation)
+  if permutation == tuple(range(get_aval(operand).ndim)) and _is_array(operand):
+    return operand
+  return transpose_p.bind(operand, permutation=permutation)
+
+
+# --- squeeze / expand_dims ---------------------------------------------------------------
+
+def _squeeze_shape_rule(operand, *, dimensions):
+  if len(set(dimensions)) != len(dimensions):
+    raise ValueError(f"squeeze: dimensions {dimensions} are not unique")
+  if any(not 0 <= d < operand.ndim for d in dimensions):
+    raise ValueError(f"squeeze: dimensions {dimensions} out of range for operand "
+                     f"{operand.str_short()}")
+  bad = [d for d in dimensions if operand.shape[d] != 1]
+  if bad:
+    raise ValueError(f"squeeze: cannot squeeze dimensions {tuple(bad)} of operand "
+                     f"{operand.str_short()}: their size is not 1")
+  return tuple(s for i, s in enumerate(operand.shape) if i not in dimensions)
+
+
+squeeze_p = standard_primitive(_squeeze_shape_rule, _keep_dtype, "squeeze",
+                               weak_type_rule=_keep_weak)
+
+def _squeeze_lowering(ctx, x, *, dimensions):
+  return hlo.reshape(xla.aval_to_ir_type(ctx.avals_out[0]), x)
+
+xla.register_lowering(squeeze_p, _squeeze_lowering)
+
+
+def squeeze(array, dimensions):
+  """Remove the size-1 ``dimensions`` (negative values count from the end)."""
+  ndim = get_aval(array).ndim
+  dims = []
+  for d in _static_ints("squeeze", "dimensions", dimensions):
+    if not -ndim <= d < ndim:
+      raise ValueError(f"squeeze: dimension {d} out of range for an array of rank {ndim}")
+    dims.append(d % ndim)
+  dims = tuple(sorted(dims))
+  if not dims and _is_array(array):
+    return array
+  return squeeze_p.bind(array, dimensions=dims)
+
+
+def expand_dims(array, dimensions):
+  """Insert size-1 dimensions at ``dimensions`` (positions in the result)."""
+  dimensions = _static_ints("expand_dims", "dimensions", dimensions)
+  aval = get_aval(array)
+  ndim_out = aval.ndim + len(dimensions)
+  dims = []
+  for d in dimensions:
+    if not -ndim_out <= d < ndim_out:
+      raise ValueError(f"expand_dims: dimension {d} out of range for a result of rank "
+                       f"{ndim_out}")
+    dims.append(d % ndim_out)
+  if len(set(dims)) != len(dims):
+    raise ValueError(f"expand_dims: repeated dimensions {dimensions}")
+  shape = list(aval.shape)
+  for d in sorted(dims):
+    shape.insert(d, 1)
+  kept = [i for i in range(ndim_out) if i not in dims]
+  return broadcast_in_dim(array, shape, kept)
+
+
+# --- rev ---------------------------------------------------------------------------------
+
+def _rev_shape_rule(operand, *, dimensions):
+  if len(set(dimensions)) != len(dimensions):
+    raise ValueError(f"rev: dimensions {dimensions} are not unique")
+  if any(not 0 <= d < operand.ndim for d in dimensions):
+    raise ValueError(f"rev: dimensions {dimensions} out of range for operand "
+                     f"{operand.str_short()}")
+  return operand.shape
+
+
+rev_p = standard_primitive(_rev_shape_rule, _keep_dtype, "rev", weak_type_rule=_keep_weak)
+
+def _rev_lowering(ctx, x, *, dimensions):
+  return hlo.reverse(x, xla.dense_i64(dimensions))
+
+xla.register_lowering(rev_p, _rev_lowering)
+
+
+def rev(operand, dimensions):
+  """Reverse ``operand`` along each of ``dimensions``."""
+  dimensions = _static_ints("rev", "dimensions", dimensions)
+  if not dimensions and _is_array(operand):
+    return operand
+  return rev_p.bind(operand, dimensions=dimensions)
+
+
+# --- pad ---------------------------------------------------------------------------------
+
+def _pad_shape_rule(operand, padding_value, *, padding_config):
+  if padding_value.ndim != 0:
+    raise TypeError(f"pad: padding_value must be a scalar, got {padding_value.str_short()}")
+  if len(padding_config) != operand.ndim:
+    raise ValueError(f"pad: padding_config {padding_config} must have one (low, high, "
+                     f"interior) triple per dimension of operand {operand.str_short()}")
+  if any(i < 0 for _, _, i in padding_config):
+    raise ValueError(f"pad: interior padding must be non-negative, got {padding_config}")
+  result = tuple(lo + hi + (d + (d - 1) * interior if d else 0)
+                 for (lo, hi, interior), d in zip(padding_config, operand.shape))
+  if any(d < 0 for d in result):
+    raise ValueError(f"pad: padding_config {padding_config} removes more than operand "
+                     f"{operand.str_short()} has (result shape {result})")
+  return result
+
+
+def _pad_dtype_rule(operand, padding_value, *, padding_config):
+  if operand.dtype != padding_value.dtype:
+    raise TypeError(f"pad: operand and padding_value must have the same dtype, got "
+                    f"{shape_str((operand, padding_value))}")
+  return operand.dtype
+
+
+pad_p = standard_primitive(_pad_shape_rule, _pad_dtype_rule, "pad", weak_type_rule=_keep_weak)
+
+def _pad_lowering(ctx, x, padding_value, *, padding_config):
+  low, high, interior = zip(*padding_config) if padding_config else ((), (), ())
+  return hlo.pad(x, padding_value, xla.dense_i64(low), xla.dense_i64(high),
+                 xla.dense_i64(interior))
+
+xla.register_lowering(pad_p, _pad_lowering)
+
+
+def pad(operand, padding_value, padding_config):
+  """Pad ``operand`` with ``padding_value``: ``(low, high, interior)`` per dimension.
+
+  Negative ``low``/``high`` remove elements from the edges.
+  """
+  try:
+    config = tuple((operator.index(lo), operator.index(hi), operator.index(interior))
+                   for lo, hi, interior in padding_config)
+  except (TypeError, ValueError):
+    raise TypeError(f"pad: padding_config must be a sequence of (low, high, interior) "
+                    f"integer triples, got {padding_config!r}") from None
+  operand, padding_value = _same_dtype_scalars(operand, padding_value)
+  return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+def _same_dtype_scalars(*args):
+  """Python scalars take the dtype of the array arguments (they are weakly typed)."""
+  kinds = (int, float, complex, bool)
+  strong = [get_aval(a) for a in args if type(a) not in kinds]
+  if not strong or len(strong) == len(args):
+    return args
+  dtype = strong[0].dtype
+  return tuple(np.asarray(a, dtype=dtype)[()] if type(a) in kinds else a for a in args)
+
+
+# --- concatenate -------------------------------------------------------------------------
+
+def _concatenate_shape_rule(*operands, dimension):
+  if not operands:
+    raise TypeError("concatenate: expected at least one operand")
+  if len({o.ndim for o in operands}) != 1:
+    raise TypeError(f"concatenate: operands must have the same rank, got "
+                    f"{shape_str(operands)}")
+  ndim = operands[0].ndim
+  if not 0 <= dimension < ndim:
+    raise TypeError(f"concatenate: dimension {dimension} out of range for operands "
+                    f"{shape_str(operands)}")
+  rest = {o.shape[:dimension] + o.shape[dimension + 1:] for o in operands}
+  if len(rest) != 1:
+    raise TypeError(f"concatenate: operand shapes must agree except along dimension "
+                    f"{dimension}, got {shape_str(operands)}")
+  shape = operands[0].shape
+  return shape[:dimension] + (sum(o.shape[dimension] for o in operands),) + \
+      shape[dimension + 1:]
+
+
+def _concatenate_dtype_rule(*operands, dimension):
+  if len({o.dtype for o in operands}) != 1:
+    raise TypeError(f"concatenate: operands must have the same dtype, got "
+                    f"{shape_str(operands)} (hlox.numpy.concatenate promotes)")
+  return operands[0].dtype
+
+
+concatenate_p = standard_primitive(_concatenate_shape_rule, _concatenate_dtype_rule,
+                                   "concatenate")
+
+def _concatenate_lowering(ctx, *xs, dimension):
+  return hlo.concatenate(list(xs), xla.i64_attr(dimension))
+
+xla.register_lowering(concatenate_p, _concatenate_lowering)
+
+
+def concatenate(operands, dimension: int):
+  """Join ``operands`` (same dtype and rank, equal other dimensions) along ``dimension``."""
+  operands = list(operands)
+  if not operands:
+    raise ValueError("concatenate: requires a non-empty sequence of arrays")
+  dimension = operator.index(dimension)
+  if len(operands) == 1 and _is_array(operands[0]):
+    aval = operands[0].aval
+    _concatenate_shape_rule(aval, dimension=dimension)
+    return operands[0]
+  return concatenate_p.bind(*operands, dimension=dimension)
+
+
+# --- slice -------------------------------------------------------------------------------
+
+def _slice_shape_rule(operand, *, start_indices, limit_indices, strides):
+  ndim = operand.ndim
+  if len(start_indices) != ndim or len(limit_indices) != ndim:
+    raise TypeError(f"slice: start_indices {start_indices} and limit_indices "
+                    f"{limit_indices} must have one entry per dimension of operand "
+                    f"{operand.str_short()}")
+  if any(s < 0 for s in start_indices):
+    raise TypeError(f"slice: start_indices {start_indices} must be non-negative")
+  if any(lim > d for lim, d in zip(limit_indices, operand.shape)):
+    raise TypeError(f"slice: limit_indices {limit_indices} exceed operand shape "
+                    f"{operand.shape}")
+  if any(lim < s for s, lim in zip(start_indices, limit_indices)):
+    raise TypeError(f"slice: limit_indices {limit_indices} must not be less than "
+                    f"start_indices {start_indices}")
+  if strides is None:
+    strides = (1,) * ndim
+  if len(strides) != ndim:
+    raise TypeError(f"slice: strides {strides} must have one entry per dimension of operand "
+                    f"{operand.str_short()}")
+  if any(s <= 0 for s in strides):
+    raise TypeError(f"slice: strides must be positive, got {strides}")
+  return tuple((lim - s + st - 1) // st if lim > s else 0
+               for s, lim, st in zip(start_indices, limit_indices, strides))
+
+
+slice_p = standard_primitive(_slice_shape_rule, _keep_dtype, "slice",
+                             weak_type_rule=_keep_weak)
+
+def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
+  strides = (1,) * len(start_indices) if strides is None else strides
+  return hlo.slice(x, xla.dense_i64(start_indices), xla.dense_i64(limit_indices),
+                   xla.dense_i64(strides))
+
+xla.register_lowering(slice_p, _slice_lowering)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)
+  """The elements ``start_indices[i] <= j < limit_indices[i]`` taking every ``strides[i]``-th."""
+  start_indices = _static_ints("slice", "start_indices", start_indices)
+  limit_indices = _static_ints("slice", "limit_indices", limit_indices)
+  if strides is not None:
+    strides = _static_ints("slice", "strides", strides)
+  aval = get_aval(operand)
+  if (_is_array(operand) and start_indices == (0,) * aval.ndim
+      and limit_indices == aval.shape and (strides is None or set(strides) <= {1})):
+    return operand
+  return slice_p.bind(operand, start_indices=start_indices, limit_indices=limit_indices,
+                      strides=strides)
+
+
+def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int = 0):
+  """``lax.slice`` along one ``axis`` (``None`` bounds and negative indices as in Python)."""
+  aval = get_aval(operand)
+  axis = operator.index(axis)
+  if not -aval.ndim <= axis < aval.ndim:
+    raise ValueError(f"slice_in_dim: axis {axis} out of range for operand {aval.str_short()}")
+  axis %= aval.ndim
+  size = aval.shape[axis]
+  start = 0 if start_index is None else operator.index(start_index)
+  limit = size if limit_index is None else operator.index(limit_index)
+  start = start + size if start < 0 else start
+  limit = limit + size if limit < 0 else limit
+  starts = [0] * aval.ndim
+  limits = list(aval.shape)
+  strides = [1] * aval.ndim
+  starts[axis], limits[axis], strides[axis] = start, limit, operator.index(stride)
+  return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
+  """Element ``index`` along ``axis`` (kept as a size-1 dimension when ``keepdims``)."""
+  aval = get_aval(operand)
+  index, axis = operator.index(index), operator.index(axis)
+  if not -aval.ndim <= axis < aval.ndim:
+    raise ValueError(f"index_in_dim: axis {axis} out of range for operand {aval.str_short()}")
+  axis %= aval.ndim
+  size = aval.shape[axis]
+  wrapped = index + size if index < 0 else index
+  if not 0 <= wrapped < size:
+    raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
+                     f"size {size}")
+  result = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+  return result if keepdims else squeeze(result, (axis,))
+
+
+def split(operand, sizes, axis: int = 0):
+  """Split ``operand`` along ``axis`` into pieces of the given ``sizes`` (summing to the
+  axis size)."""
+  aval = get_aval(operand)
+  axis = operator.index(axis)
+  if not -aval.ndim <= axis < aval.ndim:
+    raise ValueError(f"split: axis {axis} out of range for operand {aval.str_short()}")
+  axis %= aval.ndim
+  sizes = _static_ints("split", "sizes", sizes)
+  if any(s < 0 for s in sizes) or builtins.sum(sizes) != aval.shape[axis]:
+    raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
+                     f"{aval.shape[axis]} of axis {axis} of operand {aval.str_short()}")
+  out, start = [], 0
+  for s in sizes:
+    out.append(slice_in_dim(operand, start, start + s, 1, axis))
+    start += s
+  return out
+
+
+def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
+  """Merge dimensions ``[start_dimension, stop_dimension)`` into one (row-major)."""
+  shape = get_aval(operand).shape
+  lo, hi, _ = builtins.slice(start_dimension, stop_dimension).indices(len(shape))
+  if hi < lo:
+    raise ValueError(f"collapse: invalid dimension range [{start_dimension}:{stop_dimension}] "
+                     f"for shape {shape}")
+  size = int(np.prod(shape[lo:hi], dtype=np.int64))
+  return reshape(operand, shape[:lo] + (size,) + shape[hi:])
+
+
+# --- filled arrays -----------------------------------------------------------------------
+
+def full(shape, fill_value, dtype=None, *, sharding=None):
+  """An array of ``shape`` filled with the scalar ``fill_value`` (cast to ``dtype``)."""
+  shape = _shape_tuple("full", shape)
+  aval = get_aval(fill_value)
+  if aval.ndim != 0:
+    raise TypeError(f"full: fill_value must be a scalar, got shape {aval.shape}")
+  if dtype is None:
+    weak, dtype = aval.weak_type, aval.dtype
+  else:
+    weak, dtype = False, dtypes.canonicalize_dtype(dtype)
+  return broadcast(_scalar_of(fill_value, dtype, weak), shape)
+
+
+def _scalar_of(value, dtype, weak):
+  """``value`` (a scalar) as a ``dtype`` scalar, weakly typed when ``weak``.
+
+  Python scalars that already have the right (weak) type stay Python scalars, so they
+  become literals under a trace; other host values become NumPy scalars.
+  """
+  from hlox.lax.elementwise import convert_element_type
+  if not _is_array(value):
+    if weak:
+      as_python = _as_python_scalar(value, dtype)
+      if as_python is not None:
+        return as_python
+    value = convert_element_type(value, dtype)
+    if not weak:
+      return value
+    value = broadcast_in_dim(value, (), ())  # now an Array: can carry the weak type
+  return convert_element_type(value, dtype, weak_type=weak)
+
+
+def _as_python_scalar(value, dtype):
+  """``value`` as the Python scalar whose (weak) dtype is ``dtype``, if there is one."""
+  kind = dtypes.scalar_type_of(dtype)
+  if kind is bool:
+    return None
+  try:
+    py = kind(np.asarray(value).item())
+  except (TypeError, ValueError, OverflowError):
+    return None
+  if kind is int and not dtypes.iinfo(dtype).min <= py <= dtypes.iinfo(dtype).max:
+    return None
+  return py if dtypes.python_scalar_dtype(py) == dtype else None
+
+
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+  """Like ``full``, taking the shape and dtype (and weak type) from ``x``."""
+  aval = get_aval(x)
+  fill_shape = aval.shape if shape is None else _shape_tuple("full_like", shape)
+  weak = dtype is None and aval.weak_type
+  dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+  if get_aval(fill_value).ndim != 0:
+    raise TypeError(f"full_like: fill_value must be a scalar, got shape "
+                    f"{get_aval(fill_value).shape}")
+  return broadcast(_scalar_of(fill_value, dtype, weak), fill_shape)
+
+
+def zeros_like_array(x):
+  """Zeros with the shape and dtype of ``x``."""
+  return full_like(x, 0)

@@ -1,4 +1,653 @@
-"""Array creation: array, asarray, zeros, ones, full, empty, *_like, arange, linspace, eye, identity."""
+"""Array creation: array, asarray, zeros/ones/full/empty and their ``*_like`` forms, arange,
+linspace, logspace, geomspace, eye, identity, tri, tril, triu, diag, diagonal, meshgrid,
+indices.
+
+Constants are built from ``lax`` operations (``iota``, ``broadcast_in_dim``, comparisons), so
+under ``jit`` they are computed by XLA rather than embedded as large host arrays. Results
+follow JAX's dtype rules: 32-bit defaults unless x64 is enabled, and Python scalars weakly
+typed.
+"""
 from __future__ import annotations
 
-__all__ = []
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import Tracer, get_aval
+from hlox.errors import ConcretizationTypeError, HloxTypeError
+from hlox.numpy import util
+from hlox.runtime.array import Array, device_put
+
+__all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+           "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
+           "identity", "tri", "tril", "triu", "diag", "diagonal", "meshgrid", "indices"]
+
+_python_scalars = (bool, int, float, complex)
+
+
+# --- small private helpers ---------------------------------------------------------------
+
+def _user_dtype(dtype, name: str):
+  """A user-supplied dtype, canonicalized (``float`` -> float32 unless x64)."""
+  if dtype is None:
+    return None
+  if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
+    raise TypeError(f"{name}: cannot interpret {dtype!r} as a data type (did you mean to "
+                    "pass the shape as a tuple?)")
+  try:
+    return dtypes.canonicalize_dtype(np.dtype(dtype))
+  except TypeError as e:
+    raise TypeError(f"{name}: invalid dtype {dtype!r}: {e}") from None
+
+
+def _shape(shape, name: str) -> tuple:
+  """An int or a sequence of static ints as a shape tuple (ValueError if negative)."""
+  if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0):
+    shape = (shape,)
+  try:
+    shape = tuple(operator.index(d) for d in shape)
+  except HloxTypeError:
+    raise  # a traced dimension: its own message says what to do
+  except TypeError:
+    raise TypeError(f"{name}: shape must be an int or a sequence of ints, got "
+                    f"{shape!r}") from None
+  if any(d < 0 for d in shape):
+    raise ValueError(f"{name}: negative dimensions are not allowed, got shape {shape}")
+  return shape
+
+
+def _concrete_scalar(x, name: str, what: str):
+  """A concrete Python number from ``x``; ConcretizationTypeError for traced values."""
+  x = _concrete_value(x, name, what)
+  return x if isinstance(x, _python_scalars) else x.item()
+
+
+def _concrete_value(x, name: str, what: str):
+  """``x`` as a Python scalar or a 0-d NumPy array (keeping its dtype for promotion)."""
+  if isinstance(x, Tracer):
+    value = x.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(
+          x, f"the {what} argument of {name} must be a concrete value, because it determines "
+          "the shape of the result. Pass it as a static argument (static_argnums) or compute "
+          "it from shapes, e.g. x.shape[0]")
+    x = value
+  if type(x) in _python_scalars:
+    return x
+  value = np.asarray(x)
+  if value.ndim != 0:
+    raise ValueError(f"{name}: {what} must be a scalar, got an array of shape {value.shape}")
+  return value
+
+
+def _put(x, device):
+  return x if device is None or isinstance(x, Tracer) else device_put(x, device)
+
+
+def _div_by_int(x, n: int):
+  """``x / n`` for a static positive int ``n``, in ``x``'s (inexact) dtype."""
+  return lax.div(x, np.asarray(n, get_aval(x).dtype))
+
+
+# --- array / asarray ---------------------------------------------------------------------
+
+def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=None):
+  """Convert ``object`` to an Array.
+
+  Accepts Arrays, tracers, NumPy arrays, Python scalars and nested lists/tuples of these.
+  Sequences holding traced values are assembled with ``lax`` operations, so
+  ``jnp.array([x, 2 * x])`` works under ``jit``. The result is weakly typed only when
+  ``object`` itself is (a Python scalar or weakly typed array) and no ``dtype`` is given.
+  ``copy`` is accepted for compatibility: Arrays are immutable, so no copy is ever needed.
+  """
+  if order is not None and order != "K":
+    raise NotImplementedError("array: only order='K' is supported")
+  dtype = _user_dtype(dtype, "array")
+  ndmin = operator.index(ndmin)
+  if hasattr(object, "__jax_array__") and not isinstance(object, (Array, Tracer)):
+    object = object.__jax_array__()
+  weak = dtype is None and dtypes.is_weakly_typed(object)
+
+  if isinstance(object, (Array, Tracer)):
+    out = object
+    if dtype is not None:
+      out = lax.convert_element_type(out, dtype, weak_type=False)
+  elif isinstance(object, (list, tuple)):
+    leaves = _leaves(object)
+    if dtype is None:
+      dtype = dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype()
+    out = _assemble(object, dtype)
+    if not isinstance(out, (Array, Tracer)):
+      out = device_put(out)
+  else:
+    if type(object) in _python_scalars:
+      _check_scalar_fits(object, dtype)
+    out = _host_array(object, dtype, weak)
+  if ndmin > out.ndim:
+    out = lax.expand_dims(out, tuple(range(ndmin - out.ndim)))
+  return _put(out, device)
+
+
+def _check_scalar_fits(x, dtype) -> None:
+  """Python ints must fit the integer dtype they become (NumPy 2 and JAX raise too)."""
+  if type(x) is not int:
+    return
+  target = dtypes.python_scalar_dtype(x) if dtype is None else dtype
+  if dtypes.is_int(target):
+    info = dtypes.iinfo(target)
+    if not info.min <= x <= info.max:
+      raise OverflowError(f"Python int {x} is too large to convert to {np.dtype(target).name}")
+
+
+def _host_array(x, dtype, weak):
+  """A NumPy-convertible host value on the device, cast to ``dtype``."""
+  if type(x) in _python_scalars and dtype is None:
+    return device_put(x)
+  value = np.asarray(x) if dtype is None else _numpy_cast(x, dtype)
+  if value.dtype.kind in "OUSV" and value.dtype != dtypes.float0:
+    raise TypeError(f"array: cannot convert a value of type {type(x).__name__} (NumPy dtype "
+                    f"{value.dtype}) to an array")
+  return device_put(value, weak_type=weak)
+
+
+def _numpy_cast(x, dtype):
+  value = np.asarray(x)
+  if value.dtype.kind == "c" and not dtypes.is_complex(dtype):
+    value = value.real  # dropping the imaginary part, as hlox.numpy.astype does
+  return value.astype(dtype)
+
+
+def _leaves(tree) -> list:
+  out = []
+  stack = [tree]
+  while stack:
+    x = stack.pop()
+    if isinstance(x, (list, tuple)):
+      stack.extend(reversed(x))
+    elif x is None:
+      raise ValueError("array: None is not a valid value for an array element")
+    else:
+      if hasattr(x, "__jax_array__") and not isinstance(x, (Array, Tracer)):
+        x = x.__jax_array__()
+      out.append(x)
+  return out
+
+
+def _has_device_values(tree) -> bool:
+  if isinstance(tree, (list, tuple)):
+    return any(_has_device_values(x) for x in tree)
+  return isinstance(tree, (Array, Tracer)) or hasattr(tree, "__jax_array__")
+
+
+def _assemble(tree, dtype):
+  """Stack a nested sequence: a NumPy array if it holds only host values, else an Array or
+  tracer built with ``lax.concatenate``."""
+  if not _has_device_values(tree):
+    if isinstance(tree, (list, tuple)):
+      for leaf in _leaves(tree):
+        if type(leaf) in _python_scalars:
+          _check_scalar_fits(leaf, dtype)
+    return _numpy_cast(tree, dtype)
+  if not isinstance(tree, (list, tuple)):
+    if hasattr(tree, "__jax_array__") and not isinstance(tree, (Array, Tracer)):
+      tree = tree.__jax_array__()
+    return lax.convert_element_type(tree, dtype)
+  parts = [_assemble(x, dtype) for x in tree]
+  shapes = {np.shape(p) for p in parts}
+  if len(shapes) != 1:
+    raise ValueError(f"array: setting an array element with a sequence: the nested sequence "
+                     f"has an inhomogeneous shape (elements of shapes "
+                     f"{sorted(shapes, key=len)})")
+  rows = [p[None] if isinstance(p, np.ndarray) else lax.expand_dims(p, (0,)) for p in parts]
+  # Wide lists are joined as a tree of concatenations, which compiles faster.
+  while len(rows) > 16:
+    rows = [lax.concatenate(rows[i:i + 16], 0) for i in range(0, len(rows), 16)]
+  return lax.concatenate(rows, 0)
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+  """Convert ``a`` to an Array, without copying when it already is one of ``dtype``."""
+  return array(a, dtype=dtype, copy=bool(copy), order=order or "K", device=device)
+
+
+# --- filled arrays -----------------------------------------------------------------------
+
+def _full(shape, fill_value, dtype, name):
+  """``shape`` filled with a (non-weak) ``dtype`` scalar, built with lax."""
+  return lax.full(_shape(shape, name), np.asarray(fill_value).astype(dtype)[()]
+                  if not isinstance(fill_value, (Array, Tracer)) else fill_value, dtype)
+
+
+def zeros(shape, dtype=None, *, device=None):
+  """An array of zeros (float32 by default)."""
+  dtype = _user_dtype(dtype, "zeros") or dtypes.default_float_dtype()
+  return _put(_full(shape, 0, dtype, "zeros"), device)
+
+
+def ones(shape, dtype=None, *, device=None):
+  """An array of ones (float32 by default)."""
+  dtype = _user_dtype(dtype, "ones") or dtypes.default_float_dtype()
+  return _put(_full(shape, 1, dtype, "ones"), device)
+
+
+def empty(shape, dtype=None, *, device=None):
+  """An "uninitialized" array: hlox fills it with zeros."""
+  dtype = _user_dtype(dtype, "empty") or dtypes.default_float_dtype()
+  return _put(_full(shape, 0, dtype, "empty"), device)
+
+
+def full(shape, fill_value, dtype=None, *, device=None):
+  """An array of ``shape`` filled with ``fill_value`` (broadcast if it is an array).
+
+  Without ``dtype`` the result takes ``fill_value``'s dtype (and weak type).
+  """
+  dtype = _user_dtype(dtype, "full")
+  util.check_arraylike("full", fill_value)
+  if get_aval(fill_value).ndim == 0:
+    out = lax.full(_shape(shape, "full"), fill_value, dtype)
+  else:
+    value = asarray(fill_value, dtype=dtype)
+    shape = _shape(shape, "full")
+    try:
+      out = util.broadcast_to_shape(value, shape)
+    except ValueError:
+      raise ValueError(f"full: fill_value of shape {value.shape} cannot be broadcast to "
+                       f"shape {shape}") from None
+  return _put(out, device)
+
+
+def _like(name, a, fill_value, dtype, shape, device):
+  util.check_arraylike(name, a)
+  dtype = _user_dtype(dtype, name)
+  shape = None if shape is None else _shape(shape, name)
+  return _put(lax.full_like(a, fill_value, dtype, shape), device)
+
+
+def zeros_like(a, dtype=None, shape=None, *, device=None):
+  """Zeros with the shape and dtype of ``a`` (``dtype``/``shape`` override them)."""
+  return _like("zeros_like", a, 0, dtype, shape, device)
+
+
+def ones_like(a, dtype=None, shape=None, *, device=None):
+  """Ones with the shape and dtype of ``a`` (``dtype``/``shape`` override them)."""
+  return _like("ones_like", a, 1, dtype, shape, device)
+
+
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
+  """Like ``zeros_like`` (hlox has no uninitialized memory)."""
+  return _like("empty_like", prototype, 0, dtype, shape, device)
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+  """``fill_value`` with the shape and dtype of ``a``; an array ``fill_value`` broadcasts."""
+  util.check_arraylike("full_like", a, fill_value)
+  if get_aval(fill_value).ndim == 0:
+    return _like("full_like", a, fill_value, dtype, shape, device)
+  aval = get_aval(a)
+  dtype = _user_dtype(dtype, "full_like") or aval.dtype
+  shape = aval.shape if shape is None else _shape(shape, "full_like")
+  value = asarray(fill_value, dtype=dtype)
+  try:
+    out = util.broadcast_to_shape(value, shape)
+  except ValueError:
+    raise ValueError(f"full_like: fill_value of shape {value.shape} cannot be broadcast to "
+                     f"shape {shape}") from None
+  return _put(out, device)
+
+
+# --- ranges ------------------------------------------------------------------------------
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
+  """Evenly spaced values in ``[start, stop)``, like ``numpy.arange``.
+
+  The bounds must be concrete (they fix the length). Integer arguments give the default
+  integer dtype, floating ones the default float dtype. Values are ``start + i * step``
+  computed by ``lax.iota``.
+  """
+  if start is None:
+    raise TypeError("arange: start must not be None")
+  dtype = _user_dtype(dtype, "arange")
+  bounds = {"start": start, "stop": stop, "step": step}
+  bounds = {k: None if v is None else _concrete_value(v, "arange", k)
+            for k, v in bounds.items()}
+  if dtype is None:
+    dtype = dtypes.result_type(*[v for v in bounds.values() if v is not None])
+  start, stop, step = (v if v is None or type(v) in _python_scalars else v.item()
+                       for v in bounds.values())
+  if stop is None:
+    start, stop = 0, start
+  if step is None:
+    step = 1
+  if step == 0:
+    raise ValueError("arange: step must not be zero")
+  if any(isinstance(x, complex) for x in (start, stop, step)) or dtypes.is_complex(dtype):
+    # Complex ranges are rare and their length rule is odd: let NumPy decide on the host.
+    return _put(asarray(np.arange(start, stop, step).astype(dtype)), device)
+  all_int = all(isinstance(x, (int, bool)) for x in (start, stop, step))
+  if all_int:
+    size = len(range(int(start), int(stop), int(step)))
+  else:
+    size = builtins.max(0, math.ceil((stop - start) / step))
+  if dtypes.is_int(dtype) or dtype == dtypes.bool_:
+    if not all_int:
+      # NumPy's integer arange of float bounds steps by int(start + step) - int(start).
+      return _put(asarray(np.arange(start, stop, step, dtype=dtype)), device)
+    out = _int_range(start, step, size, dtype)
+  else:
+    compute = dtype if dtype in (dtypes.float32, dtypes.float64) else \
+        dtypes.canonicalize_dtype(dtypes.float32)
+    out = lax.iota(compute, size)
+    if step != 1:
+      out = lax.mul(out, np.asarray(step, compute))
+    if start != 0:
+      out = lax.add(out, np.asarray(start, compute))
+    out = lax.convert_element_type(out, dtype)
+  return _put(out, device)
+
+
+def _int_range(start, step, size, dtype):
+  if dtype == dtypes.bool_:
+    if size > 2:
+      raise ValueError("arange: a bool range can have at most 2 elements")
+    return lax.convert_element_type(_int_range(start, step, size, dtypes.int32), dtype)
+  if dtypes.is_unsigned_int(dtype) and step < 0:
+    out = lax.iota(dtype, size)
+    if step != -1:
+      out = lax.mul(out, np.asarray(-step, dtype))
+    return lax.sub(np.asarray(start, dtype), out)
+  out = lax.iota(dtype, size)
+  if step != 1:
+    out = lax.mul(out, np.asarray(step, dtype))
+  if start != 0:
+    out = lax.add(out, np.asarray(start, dtype))
+  return out
+
+
+def _num(num, name: str) -> int:
+  num = _concrete_scalar(num, name, "num")
+  try:
+    num = operator.index(num)
+  except TypeError:
+    raise TypeError(f"{name}: num must be an integer, got {num!r}") from None
+  if num < 0:
+    raise ValueError(f"{name}: number of samples, {num}, must be non-negative")
+  return num
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype=None, axis: int = 0, *, device=None):
+  """``num`` evenly spaced samples from ``start`` to ``stop`` (arrays broadcast; the samples
+  run along ``axis``)."""
+  num = _num(num, "linspace")
+  util.check_arraylike("linspace", start, stop)
+  dtype = _user_dtype(dtype, "linspace") or \
+      dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
+  compute = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
+  start = lax.convert_element_type(asarray(start), compute)
+  stop = lax.convert_element_type(asarray(stop), compute)
+  bounds = list(util.broadcast_shapes(start.shape, stop.shape))
+  start = util.broadcast_to_shape(start, bounds)
+  stop = util.broadcast_to_shape(stop, bounds)
+  axis = operator.index(axis)
+  if not -(len(bounds) + 1) <= axis <= len(bounds):
+    raise ValueError(f"linspace: axis {axis} is out of bounds for a result of dimension "
+                     f"{len(bounds) + 1}")
+  axis = axis % (len(bounds) + 1)
+  expanded = bounds[:axis] + [1] + bounds[axis:]
+  div = num - 1 if endpoint else num
+  if num > 1:
+    delta = _div_by_int(lax.sub(stop, start), div)
+    real = np.finfo(compute).dtype if dtypes.is_complex(compute) else compute
+    fraction_shape = [1] * len(expanded)
+    fraction_shape[axis] = div
+    fraction = lax.reshape(_div_by_int(lax.iota(real, div), div), fraction_shape)
+    fraction = lax.convert_element_type(fraction, compute)
+    # start * (1 - t) + stop * t recovers both endpoints exactly.
+    out = lax.add(lax.mul(lax.reshape(start, expanded), lax.sub(np.asarray(1, compute),
+                                                                  fraction)),
+                  lax.mul(lax.reshape(stop, expanded), fraction))
+    if endpoint:
+      out = lax.concatenate([out, lax.reshape(stop, expanded)], axis)
+  elif num == 1:
+    delta = lax.full(bounds, np.nan, compute) if endpoint else lax.sub(stop, start)
+    out = lax.reshape(start, expanded)
+  else:
+    delta = lax.full(bounds, np.nan, compute)
+    out = lax.full(bounds[:axis] + [0] + bounds[axis:], 0, compute)
+  if dtypes.is_int(dtype) and not dtypes.is_complex(compute):
+    out = lax.floor(out)  # NumPy floors (conversion alone would truncate toward zero)
+  out = _put(lax.convert_element_type(out, dtype), device)
+  return (out, delta) if retstep else out
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
+             axis: int = 0):
+  """``base ** linspace(start, stop, num)``."""
+  num = _num(num, "logspace")
+  util.check_arraylike("logspace", start, stop, base)
+  dtype = _user_dtype(dtype, "logspace") or \
+      dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
+  compute = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
+  lin = linspace(start, stop, num, endpoint=endpoint, dtype=compute, axis=axis)
+  base = lax.convert_element_type(asarray(base), compute)
+  base, lin = util.promote_shapes("logspace", base, lin)
+  out = lax.pow(base, lin)
+  return lax.convert_element_type(out, dtype)  # integer dtypes truncate, as in NumPy
+
+
+def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
+  """Samples spaced evenly on a log scale from ``start`` to ``stop`` (same sign, nonzero)."""
+  num = _num(num, "geomspace")
+  util.check_arraylike("geomspace", start, stop)
+  for bound in (start, stop):
+    if not isinstance(bound, Tracer) and np.any(np.asarray(bound) == 0):
+      raise ValueError("geomspace: a geometric sequence cannot include zero")
+  dtype = _user_dtype(dtype, "geomspace") or \
+      dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
+  compute = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(dtype))
+  if dtypes.is_complex(compute):
+    raise NotImplementedError("geomspace: complex bounds are not supported")
+  start = lax.convert_element_type(asarray(start), compute)
+  stop = lax.convert_element_type(asarray(stop), compute)
+  bounds = util.broadcast_shapes(start.shape, stop.shape)
+  start = util.broadcast_to_shape(start, bounds)
+  stop = util.broadcast_to_shape(stop, bounds)
+  # Both bounds share the sign of start: space the logs of the magnitudes, restore the sign.
+  negative = lax.convert_element_type(lax.lt(start, np.asarray(0, compute)), compute)
+  sign = lax.sub(np.asarray(1, compute), lax.mul(np.asarray(2, compute), negative))
+  lin = linspace(lax.log(lax.mul(start, sign)), lax.log(lax.mul(stop, sign)), num,
+                 endpoint=endpoint, axis=axis)
+  axis = operator.index(axis) % (len(bounds) + 1)
+  out = lax.mul(lax.exp(lin), lax.expand_dims(sign, (axis,)))
+  # exp(log(x)) may be an ulp off: put the exact endpoints back, as NumPy does.
+  if num >= 1:
+    ends = [lax.expand_dims(start, (axis,))]
+    middle_stop = num - 1 if endpoint and num >= 2 else num
+    ends.append(lax.slice_in_dim(out, 1, middle_stop, 1, axis))
+    if endpoint and num >= 2:
+      ends.append(lax.expand_dims(stop, (axis,)))
+    out = lax.concatenate(ends, axis)
+  return lax.convert_element_type(out, dtype)  # integer dtypes truncate, as in NumPy
+
+
+# --- matrices ----------------------------------------------------------------------------
+
+def _static_dim(n, name: str, what: str) -> int:
+  n = _concrete_scalar(n, name, what)
+  try:
+    n = operator.index(n)
+  except TypeError:
+    raise TypeError(f"{name}: {what} must be an integer, got {n!r}") from None
+  if n < 0:
+    raise ValueError(f"{name}: {what} must be non-negative, got {n}")
+  return n
+
+
+def _offset_mask(shape, k, name):
+  """Boolean ``(N, M)`` mask pieces: the row iota plus ``k`` and the column iota."""
+  rows = lax.broadcasted_iota(dtypes.int32, shape, 0)
+  cols = lax.broadcasted_iota(dtypes.int32, shape, 1)
+  if isinstance(k, (Array, Tracer)):
+    if not (dtypes.is_int(k.dtype) and k.ndim == 0):
+      raise TypeError(f"{name}: k must be an integer scalar, got {k.aval.str_short()}")
+    k = lax.convert_element_type(k, dtypes.int32)
+  else:
+    k = operator.index(k)
+    # Offsets beyond the matrix behave like the nearest one that empties/fills it.
+    k = builtins.max(builtins.min(k, shape[1] + 1), -shape[0] - 1)
+    if k == 0:
+      return rows, cols
+    k = np.int32(k)
+  return lax.add(rows, k), cols
+
+
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+  """A 2-d array with ones on diagonal ``k`` (``k`` may be traced) and zeros elsewhere."""
+  dtype = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
+  N = _static_dim(N, "eye", "N")
+  M = N if M is None else _static_dim(M, "eye", "M")
+  rows, cols = _offset_mask((N, M), k, "eye")
+  return _put(lax.convert_element_type(lax.eq(rows, cols), dtype), device)
+
+
+def identity(n, dtype=None):
+  """The ``n x n`` identity matrix."""
+  return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+  """Ones at and below diagonal ``k``, zeros above."""
+  dtype = _user_dtype(dtype, "tri") or dtypes.default_float_dtype()
+  N = _static_dim(N, "tri", "N")
+  M = N if M is None else _static_dim(M, "tri", "M")
+  rows, cols = _offset_mask((N, M), k, "tri")
+  return lax.convert_element_type(lax.ge(rows, cols), dtype)
+
+
+def _triangle(name, m, k, lower):
+  util.check_arraylike(name, m)
+  m = asarray(m)
+  if m.ndim < 2:
+    raise ValueError(f"{name}: argument must be at least 2-d, got shape {m.shape}")
+  shape = m.shape[-2:]
+  rows, cols = _offset_mask(shape, k, name)
+  # tril keeps j <= i + k, triu keeps j >= i + k.
+  keep = lax.ge(rows, cols) if lower else lax.le(rows, cols)
+  keep = lax.broadcast_in_dim(keep, m.shape, (m.ndim - 2, m.ndim - 1))
+  return lax.select(keep, m, lax.full(m.shape, 0, m.dtype))
+
+
+def tril(m, k=0):
+  """The lower triangle of ``m`` (the last two axes): entries above diagonal ``k`` zeroed."""
+  return _triangle("tril", m, k, True)
+
+
+def triu(m, k=0):
+  """The upper triangle of ``m`` (the last two axes): entries below diagonal ``k`` zeroed."""
+  return _triangle("triu", m, k, False)
+
+
+def diag(v, k: int = 0):
+  """The ``k``-th diagonal of a 2-d ``v``, or a 2-d array with 1-d ``v`` on diagonal ``k``."""
+  util.check_arraylike("diag", v)
+  v = asarray(v)
+  k = operator.index(_concrete_scalar(k, "diag", "k"))
+  if v.ndim == 2:
+    return diagonal(v, offset=k)
+  if v.ndim != 1:
+    raise ValueError(f"diag: input must be 1-d or 2-d, got shape {v.shape}")
+  length = v.shape[0]
+  n = length + abs(k)
+  # Interior padding of n zeros between elements puts them n + 1 apart in the flattened
+  # n x n result, i.e. on a diagonal; the low padding picks which one.
+  low = k if k >= 0 else -k * n
+  if length == 0:
+    return lax.full((n, n), 0, v.dtype)
+  high = n * n - low - (length + (length - 1) * n)
+  flat = lax.pad(v, np.zeros((), v.dtype), [(low, high, n)])
+  return lax.reshape(flat, (n, n))
+
+
+def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
+  """The diagonal ``a[..., i, i + offset]`` of the plane of ``axis1`` and ``axis2``, as the
+  last axis of the result."""
+  util.check_arraylike("diagonal", a)
+  a = asarray(a)
+  if a.ndim < 2:
+    raise ValueError(f"diagonal: array must be at least 2-d, got shape {a.shape}")
+  offset = operator.index(_concrete_scalar(offset, "diagonal", "offset"))
+  ax1 = _canonical_axis(axis1, a.ndim, "diagonal")
+  ax2 = _canonical_axis(axis2, a.ndim, "diagonal")
+  if ax1 == ax2:
+    raise ValueError("diagonal: axis1 and axis2 cannot be the same")
+  rest = [i for i in range(a.ndim) if i not in (ax1, ax2)]
+  a = lax.transpose(a, (*rest, ax1, ax2))
+  *batch, n, m = a.shape
+  if offset >= 0:
+    length, start = builtins.max(0, builtins.min(n, m - offset)), offset
+  else:
+    length, start = builtins.max(0, builtins.min(n + offset, m)), -offset * m
+  # In the flattened plane the diagonal is a strided slice with stride m + 1.
+  flat = lax.reshape(a, (*batch, n * m))
+  if length == 0:
+    start, limit = 0, 0
+  else:
+    limit = start + (length - 1) * (m + 1) + 1
+  return lax.slice_in_dim(flat, start, limit, m + 1, axis=len(batch))
+
+
+def _canonical_axis(axis, ndim, name):
+  axis = operator.index(axis)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
+  return axis % ndim
+
+
+# --- grids -------------------------------------------------------------------------------
+
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy"):
+  """Coordinate arrays from 1-d coordinate vectors (``indexing`` 'xy' or 'ij')."""
+  util.check_arraylike("meshgrid", *xi)
+  if indexing not in ("xy", "ij"):
+    raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+  arrays = [asarray(x) for x in xi]
+  if any(a.ndim != 1 for a in arrays):
+    raise ValueError(f"meshgrid: arguments must be 1-d, got shapes "
+                     f"{[a.shape for a in arrays]}")
+  shape = [a.shape[0] for a in arrays]
+  dims = list(range(len(arrays)))
+  if indexing == "xy" and len(arrays) >= 2:
+    shape[0], shape[1] = shape[1], shape[0]
+    dims[0], dims[1] = 1, 0
+  out = []
+  for a, d in zip(arrays, dims):
+    if sparse:
+      s = [1] * len(arrays)
+      s[d] = a.shape[0]
+      out.append(lax.reshape(a, s))
+    else:
+      out.append(lax.broadcast_in_dim(a, shape, (d,)))
+  return out
+
+
+def indices(dimensions, dtype=None, sparse: bool = False):
+  """Index grids for an array of shape ``dimensions`` (stacked, or a tuple when sparse)."""
+  dtype = _user_dtype(dtype, "indices") or dtypes.default_int_dtype()
+  dimensions = _shape(dimensions, "indices")
+  n = len(dimensions)
+  if sparse:
+    out = []
+    for i, d in enumerate(dimensions):
+      s = [1] * n
+      s[i] = d
+      out.append(lax.broadcasted_iota(dtype, s, i))
+    return tuple(out)
+  if n == 0:
+    return lax.full((0,), 0, dtype)
+  grids = [lax.expand_dims(lax.broadcasted_iota(dtype, dimensions, i), (0,))
+           for i in range(n)]
+  return lax.concatenate(grids, 0)

@@ -1,4 +1,791 @@
-"""Shape manipulation: reshape, transpose, swapaxes, moveaxis, expand_dims, squeeze, broadcast_to, concatenate, stack, split, tile, repeat, ..."""
+"""Shape manipulation: reshape, ravel, transpose, swapaxes, moveaxis, expand_dims, squeeze,
+broadcasting, concatenate/stack and friends, split, tile, repeat, flips, rot90, roll,
+atleast_*d, astype, append, insert and pad.
+
+Everything here is written on ``lax`` shape primitives with static (concrete) shapes,
+sizes and axes; a traced value where one is needed raises ``ConcretizationTypeError``.
+"""
 from __future__ import annotations
 
-__all__ = []
+import builtins
+import operator
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import Tracer, get_aval
+from hlox.errors import ConcretizationTypeError, HloxTypeError
+from hlox.numpy import util
+from hlox.numpy.creation import asarray
+from hlox.runtime.array import Array
+
+__all__ = ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
+           "broadcast_to", "broadcast_arrays", "broadcast_shapes", "concatenate", "concat",
+           "stack", "hstack", "vstack", "dstack", "column_stack", "split", "array_split",
+           "hsplit", "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud",
+           "rot90", "roll", "atleast_1d", "atleast_2d", "atleast_3d", "shape", "ndim", "size",
+           "astype", "append", "insert", "pad", "permute_dims", "matrix_transpose"]
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+def _array(name: str, a):
+  util.check_arraylike(name, a)
+  return asarray(a)
+
+
+def _axis(axis, ndim: int, name: str) -> int:
+  try:
+    axis = operator.index(axis)
+  except HloxTypeError:
+    raise
+  except TypeError:
+    raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
+  return axis % ndim
+
+
+def _axes(axes, ndim: int, name: str) -> tuple:
+  """``axes`` (int or sequence) as non-negative ints in the given order; no repeats."""
+  if isinstance(axes, (int, np.integer)):
+    axes = (axes,)
+  out = tuple(_axis(a, ndim, name) for a in axes)
+  if len(set(out)) != len(out):
+    raise ValueError(f"{name}: repeated axis in {tuple(axes)}")
+  return out
+
+
+def _static_int(x, name: str, what: str) -> int:
+  if isinstance(x, Tracer):
+    value = x.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(
+          x, f"the {what} argument of {name} must be concrete (it determines the shape of "
+          "the result); pass it as a static argument")
+    x = value
+  try:
+    return operator.index(x)
+  except TypeError:
+    if isinstance(x, (np.ndarray, Array)) and np.ndim(x) == 0 and \
+        np.issubdtype(np.asarray(x).dtype, np.integer):
+      return int(np.asarray(x))
+    raise TypeError(f"{name}: {what} must be an integer, got {x!r}") from None
+
+
+def _static_ints(x, name: str, what: str) -> tuple:
+  """A concrete int, or sequence or array of ints, as a tuple of Python ints."""
+  if isinstance(x, Tracer):
+    value = x.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(
+          x, f"the {what} argument of {name} must be concrete (it determines the shape of "
+          "the result); pass it as a static argument")
+    x = value
+  if isinstance(x, (Array, np.ndarray, np.generic)):
+    value = np.asarray(x)
+    if value.dtype.kind not in "iu":
+      raise TypeError(f"{name}: {what} must be integers, got dtype {value.dtype}")
+    return tuple(int(v) for v in value.reshape(-1))
+  if isinstance(x, (int, np.integer)):
+    return (operator.index(x),)
+  if not hasattr(x, "__iter__") or isinstance(x, (str, bytes)):
+    raise TypeError(f"{name}: {what} must be an integer or a sequence of integers, got {x!r}")
+  return tuple(_static_int(v, name, what) for v in x)
+
+
+def _is_scalar_int(x) -> bool:
+  if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+    return True
+  return isinstance(x, (Array, Tracer, np.ndarray)) and np.ndim(x) == 0
+
+
+# --- reshaping ---------------------------------------------------------------------------
+
+def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
+  """``a`` with a new ``shape`` (one entry may be -1); ``order`` 'C' (row-major) or 'F'."""
+  if newshape is not None:
+    if shape is not None:
+      raise TypeError("reshape: pass only one of shape and newshape")
+    shape = newshape
+  if shape is None:
+    raise TypeError("reshape: missing required argument 'shape'")
+  a = _array("reshape", a)
+  shape = _infer_shape(a.shape, a.size, shape)
+  if order == "C":
+    return lax.reshape(a, shape)
+  if order == "F":
+    # Column-major: reverse the axes, reshape row-major to the reversed shape, reverse back.
+    flipped = lax.transpose(a, tuple(reversed(range(a.ndim))))
+    out = lax.reshape(flipped, tuple(reversed(shape)))
+    return lax.transpose(out, tuple(reversed(range(len(shape)))))
+  if order == "A":
+    raise NotImplementedError("reshape: order='A' is not supported (use 'C' or 'F')")
+  raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
+
+
+def _infer_shape(old_shape, size, shape) -> tuple:
+  shape = _static_ints(shape, "reshape", "shape")
+  if sum(1 for d in shape if d == -1) > 1:
+    raise ValueError(f"reshape: can only specify one unknown dimension (-1), got {shape}")
+  if any(d < -1 for d in shape):
+    raise ValueError(f"reshape: invalid shape {shape} (negative dimensions)")
+  if -1 in shape:
+    known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    if known == 0 or size % known:
+      raise ValueError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) "
+                       f"into shape {shape}")
+    shape = tuple(size // known if d == -1 else d for d in shape)
+  if int(np.prod(shape, dtype=np.int64)) != size:
+    raise ValueError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) into "
+                     f"shape {shape}")
+  return shape
+
+
+def ravel(a, order: str = "C"):
+  """``a`` flattened to 1-d (``order`` 'C' or 'F')."""
+  a = _array("ravel", a)
+  return reshape(a, (a.size,), order=order)
+
+
+def transpose(a, axes=None):
+  """Permute the axes of ``a`` (reverse them when ``axes`` is None)."""
+  a = _array("transpose", a)
+  if axes is None:
+    return lax.transpose(a, tuple(reversed(range(a.ndim))))
+  axes = _static_ints(axes, "transpose", "axes")
+  if len(axes) != a.ndim:
+    raise ValueError(f"transpose: axes {axes} don't match array of dimension {a.ndim}")
+  return lax.transpose(a, _axes(axes, a.ndim, "transpose"))
+
+
+def permute_dims(a, /, axes):
+  """Array API name of ``transpose``."""
+  return transpose(a, axes)
+
+
+def matrix_transpose(x, /):
+  """Swap the last two axes."""
+  x = _array("matrix_transpose", x)
+  if x.ndim < 2:
+    raise ValueError(f"matrix_transpose: x must be at least 2-d, got shape {x.shape}")
+  return swapaxes(x, -1, -2)
+
+
+def swapaxes(a, axis1: int, axis2: int):
+  """Interchange two axes of ``a``."""
+  a = _array("swapaxes", a)
+  perm = list(range(a.ndim))
+  i, j = _axis(axis1, a.ndim, "swapaxes"), _axis(axis2, a.ndim, "swapaxes")
+  perm[i], perm[j] = perm[j], perm[i]
+  return lax.transpose(a, perm)
+
+
+def moveaxis(a, source, destination):
+  """Move axes ``source`` of ``a`` to positions ``destination`` (others keep their order)."""
+  a = _array("moveaxis", a)
+  source = _axes(_static_ints(source, "moveaxis", "source"), a.ndim, "moveaxis")
+  destination = _axes(_static_ints(destination, "moveaxis", "destination"), a.ndim,
+                      "moveaxis")
+  if len(source) != len(destination):
+    raise ValueError("moveaxis: source and destination arguments must have the same number "
+                     f"of elements, got {source} and {destination}")
+  perm = [i for i in range(a.ndim) if i not in source]
+  for dest, src in sorted(zip(destination, source)):
+    perm.insert(dest, src)
+  return lax.transpose(a, perm)
+
+
+def expand_dims(a, axis):
+  """Insert size-1 axes at positions ``axis`` (an int or tuple) of the result."""
+  a = _array("expand_dims", a)
+  axis = _static_ints(axis, "expand_dims", "axis")
+  ndim_out = a.ndim + len(axis)
+  return lax.expand_dims(a, _axes(axis, ndim_out, "expand_dims"))
+
+
+def squeeze(a, axis=None):
+  """Remove size-1 axes (all of them, or those in ``axis``, which must have size 1)."""
+  a = _array("squeeze", a)
+  if axis is None:
+    dims = tuple(i for i, d in enumerate(a.shape) if d == 1)
+  else:
+    dims = _axes(_static_ints(axis, "squeeze", "axis"), a.ndim, "squeeze")
+    bad = [i for i in dims if a.shape[i] != 1]
+    if bad:
+      raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not "
+                       f"equal to one (axis {bad[0]} of shape {a.shape})")
+  return lax.squeeze(a, dims)
+
+
+def broadcast_shapes(*shapes) -> tuple:
+  """The shape that arrays of ``shapes`` broadcast to (ints count as 1-d shapes)."""
+  shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+  try:
+    return util.broadcast_shapes(*shapes)
+  except ValueError:
+    raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
+                     f"{', '.join(map(str, shapes))}") from None
+
+
+def broadcast_to(array, shape):
+  """``array`` broadcast (NumPy rules) to ``shape``."""
+  a = _array("broadcast_to", array)
+  shape = _static_ints(shape, "broadcast_to", "shape")
+  if any(d < 0 for d in shape):
+    raise ValueError(f"broadcast_to: negative dimensions in shape {shape}")
+  try:
+    return util.broadcast_to_shape(a, shape)
+  except ValueError:
+    raise ValueError(f"broadcast_to: cannot broadcast an array of shape {a.shape} to shape "
+                     f"{shape}") from None
+
+
+def broadcast_arrays(*args):
+  """The arguments broadcast against each other (a list of arrays)."""
+  util.check_arraylike("broadcast_arrays", *args)
+  arrays = [asarray(x) for x in args]
+  shape = broadcast_shapes(*[x.shape for x in arrays])
+  return [util.broadcast_to_shape(x, shape) for x in arrays]
+
+
+# --- joining -----------------------------------------------------------------------------
+
+def _sequence(name: str, arrays) -> list:
+  if isinstance(arrays, (Array, Tracer, np.ndarray)):
+    # An array is a sequence of its rows.
+    if _ndim_of(arrays) == 0:
+      raise ValueError(f"{name}: need a sequence of arrays, got a 0-d array")
+    arrays = [lax.index_in_dim(arrays, i, 0, keepdims=False) for i in range(arrays.shape[0])]
+  arrays = list(arrays)
+  if not arrays:
+    raise ValueError(f"{name}: need at least one array to join")
+  util.check_arraylike(name, *arrays)
+  return [asarray(x) for x in arrays]
+
+
+def _promote(arrays, dtype, name: str) -> list:
+  if dtype is not None:
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    return [lax.convert_element_type(x, dtype) for x in arrays]
+  return util.promote_dtypes(*arrays)
+
+
+def concatenate(arrays, axis: int | None = 0, dtype=None):
+  """Join ``arrays`` along ``axis`` (flattened first when ``axis`` is None), promoting dtypes."""
+  arrays = _sequence("concatenate", arrays)
+  if axis is None:
+    arrays = [ravel(x) for x in arrays]
+    axis = 0
+  if any(x.ndim == 0 for x in arrays):
+    raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+  ndim = arrays[0].ndim
+  if any(x.ndim != ndim for x in arrays):
+    raise ValueError(f"concatenate: all input arrays must have the same number of "
+                     f"dimensions, got shapes {[x.shape for x in arrays]}")
+  axis = _axis(axis, ndim, "concatenate")
+  rest = {x.shape[:axis] + x.shape[axis + 1:] for x in arrays}
+  if len(rest) != 1:
+    raise ValueError(f"concatenate: all input array dimensions except for the concatenation "
+                     f"axis {axis} must match, got shapes {[x.shape for x in arrays]}")
+  arrays = _promote(arrays, dtype, "concatenate")
+  if len(arrays) == 1:
+    return arrays[0]
+  return lax.concatenate(arrays, axis)
+
+
+concat = concatenate
+
+
+def stack(arrays, axis: int = 0, dtype=None):
+  """Join same-shaped ``arrays`` along a new axis ``axis``."""
+  arrays = _sequence("stack", arrays)
+  shapes = {x.shape for x in arrays}
+  if len(shapes) != 1:
+    raise ValueError(f"stack: all input arrays must have the same shape, got "
+                     f"{[x.shape for x in arrays]}")
+  axis = _axis(axis, arrays[0].ndim + 1, "stack")
+  arrays = [lax.expand_dims(x, (axis,)) for x in _promote(arrays, dtype, "stack")]
+  return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
+
+
+def hstack(tup, dtype=None):
+  """Stack horizontally: along axis 1, or axis 0 for 1-d inputs."""
+  arrays = atleast_1d(*_sequence("hstack", tup))
+  arrays = arrays if isinstance(arrays, list) else [arrays]
+  return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1, dtype=dtype)
+
+
+def vstack(tup, dtype=None):
+  """Stack vertically (along axis 0) after making inputs at least 2-d."""
+  arrays = atleast_2d(*_sequence("vstack", tup))
+  arrays = arrays if isinstance(arrays, list) else [arrays]
+  return concatenate(arrays, axis=0, dtype=dtype)
+
+
+def dstack(tup, dtype=None):
+  """Stack depth-wise (along axis 2) after making inputs at least 3-d."""
+  arrays = atleast_3d(*_sequence("dstack", tup))
+  arrays = arrays if isinstance(arrays, list) else [arrays]
+  return concatenate(arrays, axis=2, dtype=dtype)
+
+
+def column_stack(tup):
+  """Stack 1-d arrays as columns (2-d arrays are joined along axis 1)."""
+  arrays = [lax.reshape(x, (x.size, 1)) if x.ndim < 2 else x
+            for x in _sequence("column_stack", tup)]
+  return concatenate(arrays, axis=1)
+
+
+def append(arr, values, axis: int | None = None):
+  """``arr`` with ``values`` appended (both flattened when ``axis`` is None)."""
+  util.check_arraylike("append", arr, values)
+  if axis is None:
+    return concatenate([ravel(arr), ravel(values)], axis=0)
+  return concatenate([arr, values], axis=axis)
+
+
+# --- splitting ---------------------------------------------------------------------------
+
+def _split(name: str, ary, indices_or_sections, axis, even: bool) -> list:
+  a = _array(name, ary)
+  axis = _axis(axis, a.ndim, name)
+  size = a.shape[axis]
+  if _is_scalar_int(indices_or_sections):
+    sections = _static_int(indices_or_sections, name, "indices_or_sections")
+    if sections <= 0:
+      raise ValueError(f"{name}: number of sections must be larger than 0, got {sections}")
+    if even and size % sections:
+      raise ValueError(f"{name}: array split does not result in an equal division "
+                       f"({size} elements into {sections} sections)")
+    small, extra = divmod(size, sections)
+    sizes = [small + 1] * extra + [small] * (sections - extra)
+    bounds = np.cumsum([0] + sizes).tolist()
+  else:
+    points = _static_ints(indices_or_sections, name, "indices_or_sections")
+    bounds = [0, *points, size]
+  out = []
+  for start, stop in zip(bounds[:-1], bounds[1:]):
+    # Python slicing semantics: negative indices wrap, out-of-range ones clamp.
+    start, stop, _ = builtins.slice(start, stop).indices(size)
+    out.append(lax.slice_in_dim(a, start, builtins.max(start, stop), 1, axis))
+  return out
+
+
+def split(ary, indices_or_sections, axis: int = 0):
+  """Split into equal sections (an int, which must divide the axis) or at indices."""
+  return _split("split", ary, indices_or_sections, axis, even=True)
+
+
+def array_split(ary, indices_or_sections, axis: int = 0):
+  """Like ``split``, but an int number of sections need not divide the axis evenly."""
+  return _split("array_split", ary, indices_or_sections, axis, even=False)
+
+
+def hsplit(ary, indices_or_sections):
+  """Split along axis 1 (axis 0 for 1-d arrays)."""
+  a = _array("hsplit", ary)
+  if a.ndim == 0:
+    raise ValueError("hsplit: only works on arrays of 1 or more dimensions")
+  return split(a, indices_or_sections, axis=1 if a.ndim > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+  """Split along axis 0 (arrays of 2 or more dimensions)."""
+  a = _array("vsplit", ary)
+  if a.ndim < 2:
+    raise ValueError("vsplit: only works on arrays of 2 or more dimensions")
+  return split(a, indices_or_sections, axis=0)
+
+
+def dsplit(ary, indices_or_sections):
+  """Split along axis 2 (arrays of 3 or more dimensions)."""
+  a = _array("dsplit", ary)
+  if a.ndim < 3:
+    raise ValueError("dsplit: only works on arrays of 3 or more dimensions")
+  return split(a, indices_or_sections, axis=2)
+
+
+# --- repetition --------------------------------------------------------------------------
+
+def tile(A, reps):
+  """Repeat ``A`` ``reps`` times along each axis (NumPy's rank rules)."""
+  a = _array("tile", A)
+  reps = _static_ints(reps, "tile", "reps")
+  if any(r < 0 for r in reps):
+    raise ValueError(f"tile: reps must be non-negative, got {reps}")
+  ndim = builtins.max(len(reps), a.ndim)
+  reps = (1,) * (ndim - len(reps)) + reps
+  shape = (1,) * (ndim - a.ndim) + a.shape
+  # Broadcast to (r0, d0, r1, d1, ...) then merge each (r, d) pair.
+  wide = [v for pair in zip(reps, shape) for v in pair]
+  out = lax.broadcast_in_dim(lax.reshape(a, shape), wide, tuple(range(1, 2 * ndim, 2)))
+  return lax.reshape(out, tuple(r * d for r, d in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
+  """Repeat each element of ``a`` ``repeats`` times (an int, or one concrete count per
+  element along ``axis``; ``a`` is flattened when ``axis`` is None)."""
+  a = _array("repeat", a)
+  if axis is None:
+    a, axis = ravel(a), 0
+  axis = _axis(axis, a.ndim, "repeat")
+  n = a.shape[axis]
+  counts = _static_ints(repeats, "repeat", "repeats")
+  if any(c < 0 for c in counts):
+    raise ValueError(f"repeat: repeats may not contain negative values, got {counts}")
+  if len(counts) == 1:
+    counts = counts * n
+  elif len(counts) != n:
+    raise ValueError(f"repeat: {len(counts)} repeats given for an axis of size {n}")
+  if counts and len(set(counts)) == 1:
+    out = _repeat_uniform(a, counts[0], axis)
+  else:
+    pieces = [lax.broadcast_in_dim(lax.slice_in_dim(a, i, i + 1, 1, axis),
+                                   a.shape[:axis] + (c,) + a.shape[axis + 1:],
+                                   tuple(range(a.ndim)))
+              for i, c in enumerate(counts) if c]
+    out = lax.concatenate(pieces, axis) if pieces else \
+        lax.slice_in_dim(a, 0, 0, 1, axis)
+  if total_repeat_length is not None:
+    out = _fit_length(out, operator.index(total_repeat_length), axis)
+  return out
+
+
+def _repeat_uniform(a, count, axis):
+  # Broadcast a new axis of size ``count`` after ``axis``, then merge the two.
+  shape = a.shape[:axis + 1] + (count,) + a.shape[axis + 1:]
+  dims = tuple(i for i in range(a.ndim + 1) if i != axis + 1)
+  out = lax.broadcast_in_dim(a, shape, dims)
+  return lax.reshape(out, a.shape[:axis] + (a.shape[axis] * count,) + a.shape[axis + 1:])
+
+
+def _fit_length(x, length, axis):
+  """Truncate to ``length`` along ``axis``, or extend by repeating the last element (JAX's
+  ``total_repeat_length`` semantics)."""
+  have = x.shape[axis]
+  if have >= length:
+    return lax.slice_in_dim(x, 0, length, 1, axis)
+  if have == 0:
+    raise ValueError("repeat: total_repeat_length exceeds an empty result")
+  last = lax.slice_in_dim(x, have - 1, have, 1, axis)
+  tail = lax.broadcast_in_dim(last, x.shape[:axis] + (length - have,) + x.shape[axis + 1:],
+                              tuple(range(x.ndim)))
+  return lax.concatenate([x, tail], axis)
+
+
+# --- flips, rotations, rolls -------------------------------------------------------------
+
+def flip(m, axis=None):
+  """Reverse the order of elements along ``axis`` (all axes when None)."""
+  m = _array("flip", m)
+  if axis is None:
+    return lax.rev(m, tuple(range(m.ndim)))
+  return lax.rev(m, _axes(_static_ints(axis, "flip", "axis"), m.ndim, "flip"))
+
+
+def fliplr(m):
+  """Reverse the order of columns (axis 1); ``m`` must be at least 2-d."""
+  m = _array("fliplr", m)
+  if m.ndim < 2:
+    raise ValueError(f"fliplr: input must be at least 2-d, got shape {m.shape}")
+  return lax.rev(m, (1,))
+
+
+def flipud(m):
+  """Reverse the order of rows (axis 0); ``m`` must be at least 1-d."""
+  m = _array("flipud", m)
+  if m.ndim < 1:
+    raise ValueError("flipud: input must be at least 1-d")
+  return lax.rev(m, (0,))
+
+
+def rot90(m, k: int = 1, axes=(0, 1)):
+  """Rotate ``m`` by 90 degrees ``k`` times in the plane of ``axes`` (from the first axis
+  towards the second)."""
+  m = _array("rot90", m)
+  k = _static_int(k, "rot90", "k") % 4
+  axes = _static_ints(axes, "rot90", "axes")
+  if len(axes) != 2:
+    raise ValueError(f"rot90: axes must have length 2, got {axes}")
+  if m.ndim < 2:
+    raise ValueError(f"rot90: array must be at least 2-d, got shape {m.shape}")
+  ax0, ax1 = _axis(axes[0], m.ndim, "rot90"), _axis(axes[1], m.ndim, "rot90")
+  if ax0 == ax1:
+    raise ValueError(f"rot90: axes must be different, got {axes}")
+  if k == 0:
+    return m
+  if k == 2:
+    return lax.rev(m, (ax0, ax1))
+  perm = list(range(m.ndim))
+  perm[ax0], perm[ax1] = perm[ax1], perm[ax0]
+  if k == 1:
+    return lax.transpose(lax.rev(m, (ax1,)), perm)
+  return lax.rev(lax.transpose(m, perm), (ax1,))
+
+
+def roll(a, shift, axis=None):
+  """Roll elements along ``axis`` by ``shift``, wrapping around; ``a`` is flattened when
+  ``axis`` is None. A traced ``shift`` is rolled with a dynamic slice."""
+  a = _array("roll", a)
+  if axis is None:
+    return lax.reshape(roll(ravel(a), shift, 0), a.shape)
+  axes = tuple(_axis(ax, a.ndim, "roll") for ax in _static_ints(axis, "roll", "axis"))
+  if isinstance(shift, Tracer) and shift.to_concrete_value() is None:
+    return _roll_traced(a, shift, axes)
+  shifts = _static_ints(shift, "roll", "shift")
+  try:
+    pairs = np.broadcast(np.asarray(shifts), np.asarray(axes))
+  except ValueError:
+    raise ValueError(f"roll: shift {shifts} and axis {axes} must have matching lengths") \
+        from None
+  total = {}
+  for s, ax in pairs:
+    total[int(ax)] = total.get(int(ax), 0) + int(s)
+  out = a
+  for ax, s in total.items():
+    n = a.shape[ax]
+    if n == 0 or s % n == 0:
+      continue
+    s %= n
+    out = lax.concatenate([lax.slice_in_dim(out, n - s, n, 1, ax),
+                           lax.slice_in_dim(out, 0, n - s, 1, ax)], ax)
+  return out
+
+
+def _roll_traced(a, shift, axes):
+  if not dtypes.is_int(shift.dtype) or shift.ndim > 1:
+    raise TypeError(f"roll: shift must be an integer scalar or 1-d array, got "
+                    f"{shift.aval.str_short()}")
+  count = 1 if shift.ndim == 0 else shift.shape[0]
+  if count != len(axes) and 1 not in (count, len(axes)):
+    raise ValueError(f"roll: {count} shifts given for {len(axes)} axes")
+  shift = lax.convert_element_type(shift, dtypes.int32)
+  out = a
+  for i, ax in enumerate(axes * count if len(axes) == 1 else axes):
+    s = shift if shift.ndim == 0 else lax.index_in_dim(shift, i if count > 1 else 0,
+                                                      keepdims=False)
+    n = a.shape[ax]
+    if n == 0:
+      continue
+    # The window of length n starting at n - (s mod n) in [a, a] is the rolled array.
+    s = lax.rem(s, np.int32(n))
+    s = lax.select(lax.lt(s, np.int32(0)), lax.add(s, np.int32(n)), s)
+    doubled = lax.concatenate([out, out], ax)
+    out = lax.dynamic_slice_in_dim(doubled, lax.sub(np.int32(n), s), n, ax)
+  return out
+
+
+# --- rank helpers ------------------------------------------------------------------------
+
+def atleast_1d(*arys):
+  """Inputs as arrays of at least one dimension (a list when given several)."""
+  util.check_arraylike("atleast_1d", *arys)
+  out = [lax.reshape(x, (1,)) if x.ndim == 0 else x for x in map(asarray, arys)]
+  return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+  """Inputs as arrays of at least two dimensions (1-d becomes (1, n))."""
+  util.check_arraylike("atleast_2d", *arys)
+  out = [lax.reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x
+         for x in map(asarray, arys)]
+  return out[0] if len(out) == 1 else out
+
+
+def atleast_3d(*arys):
+  """Inputs as arrays of at least three dimensions ((n,) -> (1, n, 1), (m, n) -> (m, n, 1))."""
+  util.check_arraylike("atleast_3d", *arys)
+  out = []
+  for x in map(asarray, arys):
+    if x.ndim == 0:
+      x = lax.reshape(x, (1, 1, 1))
+    elif x.ndim == 1:
+      x = lax.reshape(x, (1, x.shape[0], 1))
+    elif x.ndim == 2:
+      x = lax.reshape(x, x.shape + (1,))
+    out.append(x)
+  return out[0] if len(out) == 1 else out
+
+
+def shape(a) -> tuple:
+  """The shape of ``a`` (also for nested lists)."""
+  return get_aval(a).shape if hasattr(a, "aval") else np.shape(a)
+
+
+def ndim(a) -> int:
+  """The number of dimensions of ``a``."""
+  return len(shape(a))
+
+
+def size(a, axis: int | None = None) -> int:
+  """The number of elements of ``a`` (along ``axis`` if given)."""
+  s = shape(a)
+  if axis is None:
+    return int(np.prod(s, dtype=np.int64))
+  return s[_axis(axis, len(s), "size")]
+
+
+def astype(x, dtype, /, *, copy: bool = False, device=None):
+  """``x`` converted to ``dtype`` (complex to real keeps the real part)."""
+  util.check_arraylike("astype", x)
+  x = asarray(x)
+  dtype = dtypes.default_float_dtype() if dtype is None else \
+      dtypes.canonicalize_dtype(np.dtype(dtype))
+  return lax.convert_element_type(x, dtype)
+
+
+def insert(arr, obj, values, axis: int | None = None):
+  """Insert ``values`` before the (concrete) index or indices ``obj`` along ``axis``."""
+  a = _array("insert", arr)
+  if axis is None:
+    a, axis = ravel(a), 0
+  axis = _axis(axis, a.ndim, "insert")
+  n = a.shape[axis]
+  values = lax.convert_element_type(asarray(values), a.dtype)
+  if isinstance(obj, builtins.slice):
+    positions = list(range(*obj.indices(n)))
+    scalar = False
+  else:
+    scalar = _is_scalar_int(obj)
+    positions = list(_static_ints(obj, "insert", "obj"))
+  for p in positions:
+    if not -n <= p <= n:
+      raise IndexError(f"insert: index {p} is out of bounds for axis {axis} with size {n}")
+  positions = [p + n if p < 0 else p for p in positions]
+  if scalar:
+    # A scalar index inserts all of ``values`` there (its first axis lies along ``axis``).
+    v = values
+    if v.ndim < a.ndim:
+      v = lax.reshape(v, (1,) * (a.ndim - v.ndim) + v.shape)
+    v = moveaxis(v, 0, axis) if v.ndim == a.ndim and v.ndim > 1 else v
+    count = v.shape[axis] if v.ndim == a.ndim else 1
+    block_shape = a.shape[:axis] + (count,) + a.shape[axis + 1:]
+    blocks = [(positions[0], broadcast_to(v, block_shape))]
+  else:
+    # One value per index, in index order (stable for repeated indices).
+    order = np.argsort(positions, kind="stable")
+    count = len(positions)
+    v_shape = a.shape[:axis] + (count,) + a.shape[axis + 1:]
+    v = values
+    if v.ndim == 1 and v.shape[0] == count and a.ndim > 1:
+      v = lax.reshape(v, (1,) * axis + (count,) + (1,) * (a.ndim - axis - 1))
+    v = broadcast_to(v, v_shape)
+    blocks = [(positions[i], lax.slice_in_dim(v, int(i), int(i) + 1, 1, axis)) for i in order]
+  pieces, prev = [], 0
+  for p, block in blocks:
+    pieces.append(lax.slice_in_dim(a, prev, p, 1, axis))
+    pieces.append(block)
+    prev = p
+  pieces.append(lax.slice_in_dim(a, prev, n, 1, axis))
+  pieces = [p for p in pieces if p.shape[axis]] or [pieces[0]]
+  return pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, axis)
+
+
+# --- pad ---------------------------------------------------------------------------------
+
+def _pad_widths(pad_width, ndim: int, name: str = "pad") -> list:
+  if isinstance(pad_width, Tracer):
+    _static_ints(pad_width, name, "pad_width")  # raises with a helpful message
+  try:
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind not in "iu" and widths.size:
+      raise TypeError
+    widths = np.broadcast_to(widths.astype(np.int64), (ndim, 2))
+  except (TypeError, ValueError):
+    raise ValueError(f"{name}: pad_width {pad_width!r} must be an int, a (before, after) "
+                     f"pair or one such pair per axis ({ndim} axes), of integers") from None
+  if (widths < 0).any():
+    raise ValueError(f"{name}: pad_width must be non-negative, got {widths.tolist()}")
+  return [(int(lo), int(hi)) for lo, hi in widths]
+
+
+def pad(array, pad_width, mode: str = "constant", **kwargs):
+  """Pad ``array`` by ``pad_width`` (NumPy's forms) using ``mode``: 'constant' (with
+  ``constant_values``), 'edge', 'reflect', 'symmetric' (``reflect_type='even'``), 'wrap' or
+  'empty'."""
+  a = _array("pad", array)
+  widths = _pad_widths(pad_width, a.ndim)
+  if callable(mode):
+    raise NotImplementedError("pad: callable modes are not supported")
+  allowed = {"constant": {"constant_values"}, "empty": set(), "edge": set(), "wrap": set(),
+             "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
+  if mode not in allowed:
+    raise NotImplementedError(f"pad: mode {mode!r} is not supported; use one of "
+                              f"{sorted(allowed)}")
+  unexpected = set(kwargs) - allowed[mode]
+  if unexpected:
+    raise ValueError(f"pad: unsupported keyword arguments for mode {mode!r}: "
+                     f"{sorted(unexpected)}")
+  if mode in ("constant", "empty"):
+    return _pad_constant(a, widths, kwargs.get("constant_values", 0))
+  if kwargs.get("reflect_type", "even") != "even":
+    raise NotImplementedError("pad: only reflect_type='even' is supported")
+  out = a
+  for axis, (lo, hi) in enumerate(widths):
+    if lo == 0 and hi == 0:
+      continue
+    n = a.shape[axis]
+    if n == 0:
+      raise ValueError(f"pad: can't extend empty axis {axis} using modes other than "
+                       "'constant' or 'empty'")
+    # NumPy computes which source element each output position copies; it is a few
+    # contiguous (or reversed, or repeated) runs, each one slice.
+    index = np.pad(np.arange(n), (lo, hi), mode=mode)
+    out = _gather_runs(out, index, axis)
+  return out
+
+
+def _pad_constant(a, widths, constant_values):
+  if _ndim_of(constant_values) == 0:
+    value = lax.convert_element_type(asarray(constant_values), a.dtype)
+    return lax.pad(a, value, [(lo, hi, 0) for lo, hi in widths])
+  values = asarray(constant_values)
+  if values.ndim > 2 or not all(d in (1, n) for d, n in
+                                zip(values.shape, (a.ndim, 2)[2 - values.ndim:])):
+    raise ValueError(f"pad: constant_values of shape {values.shape} must broadcast to "
+                     f"({a.ndim}, 2)")
+  values = broadcast_to(lax.convert_element_type(values, a.dtype), (a.ndim, 2))
+  out = a
+  # Axis by axis, so that later axes' values fill the corners (as NumPy does).
+  for axis, (lo, hi) in enumerate(widths):
+    pieces = []
+    for width, side in ((lo, 0), (hi, 1)):
+      if width:
+        v = lax.reshape(lax.slice(values, (axis, side), (axis + 1, side + 1)), ())
+        pieces.append((side, lax.broadcast_in_dim(
+            v, out.shape[:axis] + (width,) + out.shape[axis + 1:], ())))
+    if pieces:
+      parts = [p for s, p in pieces if s == 0] + [out] + [p for s, p in pieces if s == 1]
+      out = lax.concatenate(parts, axis)
+  return out
+
+
+def _ndim_of(x) -> int:
+  return x.ndim if hasattr(x, "aval") else np.ndim(x)
+
+
+def _gather_runs(x, index, axis):
+  """``take(x, index, axis)`` for a static ``index`` made of runs with step 1, -1 or 0."""
+  pieces = []
+  i = 0
+  while i < len(index):
+    j = i + 1
+    step = int(index[j] - index[i]) if j < len(index) else 1
+    if step not in (-1, 0, 1):
+      step = 1
+    while j < len(index) and index[j] - index[j - 1] == step:
+      j += 1
+    first, last, count = int(index[i]), int(index[j - 1]), j - i
+    if step == 1:
+      piece = lax.slice_in_dim(x, first, last + 1, 1, axis)
+    elif step == -1:
+      piece = lax.rev(lax.slice_in_dim(x, last, first + 1, 1, axis), (axis,))
+    else:
+      one = lax.slice_in_dim(x, first, first + 1, 1, axis)
+      piece = lax.broadcast_in_dim(one, x.shape[:axis] + (count,) + x.shape[axis + 1:],
+                                   tuple(range(x.ndim)))
+    pieces.append(piece)
+    i = j
+  return pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, axis)
