@@ -16,6 +16,8 @@ from hlox import tree_util
 from hlox import lax
 from hlox import numpy
 from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
+from hlox.autodiff import (grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad,
+                           vjp)
 from hlox.tree_util import Partial
 
 __version__ = "0.1.0"

@@ -12,11 +12,13 @@ from typing import Sequence
 from hlox import monitoring
 from hlox.cache import LRUCache
 from hlox.core.avals import ShapedArray
-from hlox.core.jaxpr import ClosedJaxpr
+from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval
 from hlox.errors import DeletedArrayError
-from hlox.interpreters import xla
+from hlox.core.tracer import set_current_trace
+from hlox.interpreters import ad, xla
+from hlox.interpreters import partial_eval as pe
 from hlox.runtime.array import Array, device_put
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
@@ -157,3 +159,70 @@ def _jit_lowering(ctx, *args, jaxpr, name, donated_invars=(), keep_unused=False,
   return xla.lower_call(ctx, jaxpr, args, name=name)
 
 xla.register_lowering(jit_p, _jit_lowering)
+
+
+# --- autodiff ----------------------------------------------------------------------------
+
+def _jit_params(params, n_args):
+  """The params of a derived jit call: same options, no donation (new argument list)."""
+  return dict(name=params["name"], donated_invars=(False,) * n_args,
+              keep_unused=params["keep_unused"], inline=params["inline"])
+
+
+def _jit_jvp(primals, tangents, *, jaxpr, **params):
+  nonzeros = [type(t) is not ad.Zero for t in tangents]
+  jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+  jvp_closed, consts = convert_constvars(jvp_closed)
+  nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
+  args = [*consts, *primals, *nz_tangents]
+  outs = jit_p.bind(*args, jaxpr=jvp_closed, **_jit_params(params, len(args)))
+  n_out = len(jaxpr.out_avals)
+  nz_outs = iter(outs[n_out:])
+  tangents_out = [next(nz_outs) if nz else ad.Zero(a.to_tangent_aval())
+                  for a, nz in zip(jaxpr.out_avals, out_nonzeros)]
+  return outs[:n_out], tangents_out
+
+ad.primitive_jvps[jit_p] = _jit_jvp
+
+
+def _jit_partial_eval(trace, *args, jaxpr, **params):
+  unknowns = [trace.is_unknown(x) for x in args]
+  known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
+  known, known_consts = convert_constvars(known)
+  known_args = [*known_consts, *[x for x, u in zip(args, unknowns) if not u]]
+  with set_current_trace(trace.parent):
+    known_outs = jit_p.bind(*known_args, jaxpr=known, **_jit_params(params, len(known_args)))
+  n_known = len(known_outs) - num_res
+  residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
+  unknown_args = [*residuals, *[x for x, u in zip(args, unknowns) if u]]
+  unknown_outs = trace.record(jit_p, unknown_args,
+                              dict(jaxpr=unknown, **_jit_params(params, len(unknown_args))))
+  known_it, unknown_it = iter(known_outs), iter(unknown_outs)
+  return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
+
+pe.partial_eval_rules[jit_p] = _jit_partial_eval
+
+
+def _jit_transpose(cts, *args, jaxpr, **params):
+  undefined = [ad.is_undefined_primal(x) for x in args]
+  defined_args = [x for x, u in zip(args, undefined) if not u]
+  ct_nonzero = [type(ct) is not ad.Zero for ct in cts]
+  nz_cts = [ct for ct in cts if type(ct) is not ad.Zero]
+
+  def transposed(*flat):
+    defined, cts_nz = flat[:len(defined_args)], flat[len(defined_args):]
+    it_def, it_ct = iter(defined), iter(cts_nz)
+    full_args = [x if u else next(it_def) for x, u in zip(args, undefined)]
+    full_cts = [next(it_ct) if nz else ad.Zero(a.to_tangent_aval())
+                for a, nz in zip(jaxpr.out_avals, ct_nonzero)]
+    cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full_args, full_cts)
+    return [ad.instantiate_zeros(ct) for ct, u in zip(cts_in, undefined) if u]
+
+  in_avals = [get_aval(x) for x in defined_args] + [get_aval(ct) for ct in nz_cts]
+  t_closed = trace_to_jaxpr(transposed, in_avals, "transpose", "transpose")
+  t_closed, consts = convert_constvars(t_closed)
+  call_args = [*consts, *defined_args, *nz_cts]
+  outs = iter(jit_p.bind(*call_args, jaxpr=t_closed, **_jit_params(params, len(call_args))))
+  return [next(outs) if u else None for u in undefined]
+
+ad.primitive_transposes[jit_p] = _jit_transpose

@@ -1,0 +1,400 @@
+"""Automatic differentiation: the JVP trace, linearize, transposition, vjp.
+
+Forward mode: a ``JVPTrace`` carries a tangent beside every primal and applies each
+primitive's JVP rule from ``primitive_jvps``. Tangents known to be zero are the symbolic
+``Zero`` and are never materialized unless a rule needs them.
+
+Reverse mode is linearize + transpose, with no hand-written reverse rules: ``linearize`` runs
+the JVP under partial evaluation (primals known, tangents unknown), which computes the primal
+outputs now and records the tangent computation as a linear jaxpr whose constants are the
+residuals. ``backward_pass`` transposes that jaxpr with ``primitive_transposes``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprTracer, Literal, trace_to_jaxpr, \
+    convert_constvars
+from hlox.core.tracer import (Trace, Tracer, current_trace, get_aval, set_current_trace)
+from hlox.interpreters.partial_eval import PartialEvalTrace
+
+primitive_jvps: dict = {}
+primitive_transposes: dict = {}
+
+
+# --- symbolic zeros and undefined primals ------------------------------------------------
+
+class Zero:
+  """A tangent or cotangent known to be zero, of abstract value ``aval``."""
+
+  __slots__ = ("aval",)
+
+  def __init__(self, aval):
+    self.aval = aval
+
+  @staticmethod
+  def from_primal_value(x) -> "Zero":
+    return Zero(get_aval(x).to_tangent_aval())
+
+  def __repr__(self):
+    return f"Zero({self.aval.str_short()})"
+
+
+class UndefinedPrimal:
+  """Stands for the linear input of a primitive during transposition."""
+
+  __slots__ = ("aval",)
+
+  def __init__(self, aval):
+    self.aval = aval
+
+  def __repr__(self):
+    return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x) -> bool:
+  return type(x) is UndefinedPrimal
+
+
+# These two are provided by ``hlox.lax`` at import (the interpreters know no primitive).
+_zeros_like_aval: Callable | None = None
+_add_tangents: Callable | None = None
+
+
+def register_tangent_ops(zeros_like_aval: Callable, add: Callable) -> None:
+  """Give AD its two array operations: making zeros of an aval and adding two tangents."""
+  global _zeros_like_aval, _add_tangents
+  _zeros_like_aval = zeros_like_aval
+  _add_tangents = add
+
+
+def zeros_like_aval(aval):
+  return _zeros_like_aval(aval)
+
+
+def instantiate_zeros(t):
+  """A real array for a tangent that may be a symbolic Zero."""
+  return _zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def add_tangents(x, y):
+  if type(x) is Zero:
+    return y
+  if type(y) is Zero:
+    return x
+  return _add_tangents(x, y)
+
+
+# --- forward mode ------------------------------------------------------------------------
+
+class JVPTracer(Tracer):
+  __slots__ = ("primal", "tangent")
+
+  def __init__(self, trace, primal, tangent):
+    self._trace = trace
+    self.primal = primal
+    self.tangent = tangent
+
+  @property
+  def aval(self):
+    return get_aval(self.primal)
+
+  def to_concrete_value(self):
+    p = self.primal
+    if isinstance(p, Tracer):
+      return p.to_concrete_value()
+    return p
+
+
+class JVPTrace(Trace):
+  name = "jvp"
+
+  def __init__(self, parent):
+    super().__init__()
+    self.parent = parent
+
+  def to_primal_tangent(self, x):
+    if type(x) is JVPTracer and x._trace is self:
+      return x.primal, x.tangent
+    if isinstance(x, Tracer):
+      self.check_tracer(x)
+    return x, Zero(get_aval(x).to_tangent_aval())
+
+  def process_primitive(self, primitive, args, params):
+    primals, tangents = zip(*[self.to_primal_tangent(x) for x in args]) if args else ((), ())
+    if all(type(t) is Zero for t in tangents):
+      with set_current_trace(self.parent):
+        return primitive.bind(*primals, **params)
+    rule = primitive_jvps.get(primitive)
+    if rule is None:
+      raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not implemented "
+                                "(interpreter: JVP)")
+    with set_current_trace(self.parent):
+      primal_out, tangent_out = rule(list(primals), list(tangents), **params)
+    if primitive.multiple_results:
+      return [self.maybe_tracer(p, t) for p, t in zip(primal_out, tangent_out)]
+    return self.maybe_tracer(primal_out, tangent_out)
+
+  def maybe_tracer(self, primal, tangent):
+    if type(tangent) is Zero:
+      return primal
+    return JVPTracer(self, primal, tangent)
+
+
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence) -> tuple[list, list]:
+  """Evaluate ``fun(*primals)`` and its directional derivative along ``tangents`` (flat
+  lists; tangents may be ``Zero``). Returns (primal outputs, tangent outputs, maybe Zero)."""
+  trace = JVPTrace(current_trace())
+  in_tracers = [p if type(t) is Zero else JVPTracer(trace, p, t)
+                for p, t in zip(primals, tangents)]
+  try:
+    with set_current_trace(trace):
+      outs = fun(*in_tracers)
+    pairs = [trace.to_primal_tangent(o) for o in outs]
+  finally:
+    trace.invalidate()
+  return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate: bool | Sequence[bool]
+              ) -> tuple[ClosedJaxpr, list[bool]]:
+  """A jaxpr computing (primals_out, nonzero tangents_out) from (primals, nonzero tangents).
+
+  Returns it with the flags of which output tangents are nonzero (all if instantiated).
+  """
+  n_out = len(closed.out_avals)
+  if isinstance(instantiate, bool):
+    instantiate = [instantiate] * n_out
+  tangent_avals = [a.to_tangent_aval() for a, nz in zip(closed.in_avals, nonzeros) if nz]
+  out_nz_box = []
+
+  def fun(*args):
+    primals, tangents_nz = args[:len(nonzeros)], list(args[len(nonzeros):])
+    it = iter(tangents_nz)
+    tangents = [next(it) if nz else Zero(a.to_tangent_aval())
+                for a, nz in zip(closed.in_avals, nonzeros)]
+    from hlox.core.jaxpr import eval_jaxpr
+    outs_p, outs_t = jvp(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                         primals, tangents)
+    outs_t = [instantiate_zeros(t) if inst else t for t, inst in zip(outs_t, instantiate)]
+    out_nz_box.append([type(t) is not Zero for t in outs_t])
+    return list(outs_p) + [t for t in outs_t if type(t) is not Zero]
+
+  new = trace_to_jaxpr(fun, list(closed.in_avals) + tangent_avals, "jvp", "jvp")
+  return new, out_nz_box[0]
+
+
+# --- linearize and transpose -------------------------------------------------------------
+
+class Linearized:
+  """The linear part of a function at a point: a jaxpr from input tangents to output
+  tangents, whose consts are the residuals computed by the forward pass."""
+
+  __slots__ = ("jaxpr", "in_avals", "out_zeros", "out_avals")
+
+  def __init__(self, jaxpr: ClosedJaxpr, in_avals, out_zeros, out_avals):
+    self.jaxpr = jaxpr
+    self.in_avals = in_avals      # tangent avals of the differentiated inputs
+    self.out_zeros = out_zeros    # which output tangents are symbolically zero
+    self.out_avals = out_avals    # tangent avals of all outputs
+
+  def __call__(self, *tangents):
+    """Evaluate the JVP's tangent part (forward mode) at ``tangents``."""
+    from hlox.core.jaxpr import eval_jaxpr
+    outs = iter(eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *tangents))
+    return [Zero(a) if z else next(outs) for a, z in zip(self.out_avals, self.out_zeros)]
+
+  def transpose(self, cts_out: Sequence) -> list:
+    """Cotangents of the inputs given cotangents of the outputs (Zero allowed)."""
+    cts = [ct for ct, z in zip(cts_out, self.out_zeros) if not z]
+    args = [UndefinedPrimal(a) for a in self.in_avals]
+    return backward_pass(self.jaxpr.jaxpr, self.jaxpr.consts, args, cts)
+
+
+def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None
+              ) -> tuple[list, Linearized]:
+  """Primal outputs of ``fun(*primals)`` and its linearization in the inputs marked nonzero."""
+  if nonzeros is None:
+    nonzeros = [True] * len(primals)
+  parent = current_trace()
+  pe = PartialEvalTrace(parent, "linearize")
+  in_avals = [get_aval(p).to_tangent_aval() for p, nz in zip(primals, nonzeros) if nz]
+  tangent_args = iter([pe.new_arg(a) for a in in_avals])
+  tangents = [next(tangent_args) if nz else Zero.from_primal_value(p)
+              for p, nz in zip(primals, nonzeros)]
+  try:
+    with set_current_trace(pe):
+      out_primals, out_tangents = jvp(fun, primals, tangents)
+      for p in out_primals:
+        if pe.is_unknown(p):
+          raise RuntimeError("linearize: a primal output depends on a tangent (a JVP rule "
+                             "mixed primal and tangent computations)")
+      out_zeros = [type(t) is Zero for t in out_tangents]
+      out_tracers = [pe.to_tracer(t) for t in out_tangents if type(t) is not Zero]
+    jaxpr, consts = pe.to_jaxpr(out_tracers)
+  finally:
+    pe.invalidate()
+  out_avals = [get_aval(p).to_tangent_aval() for p in out_primals]
+  return out_primals, Linearized(ClosedJaxpr(jaxpr, consts), in_avals, out_zeros, out_avals)
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence) -> list:
+  """Transpose ``jaxpr`` in its ``UndefinedPrimal`` arguments.
+
+  Equations that do not depend on an undefined primal are evaluated forward first (on the
+  current trace); the others are transposed in reverse order. Returns one cotangent per
+  undefined-primal argument (``Zero`` when nothing flows to it).
+  """
+  primal_env = {}
+  linear = set()
+
+  def read_primal(v):
+    if type(v) is Literal:
+      return v.val
+    if v in linear:
+      return UndefinedPrimal(v.aval)
+    return primal_env[v]
+
+  for v, c in zip(jaxpr.constvars, consts):
+    primal_env[v] = c
+  for v, a in zip(jaxpr.invars, args):
+    if type(a) is UndefinedPrimal:
+      linear.add(v)
+    else:
+      primal_env[v] = a
+  linear_eqns = []
+  for eqn in jaxpr.eqns:
+    if any(type(v) is not Literal and v in linear for v in eqn.invars):
+      linear.update(eqn.outvars)
+      linear_eqns.append(eqn)
+    else:
+      outs = eqn.primitive.bind(*[read_primal(v) for v in eqn.invars], **eqn.params)
+      primal_env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+
+  ct_env = {}
+
+  def write_ct(v, ct):
+    if type(v) is Literal or v not in linear or ct is None or type(ct) is Zero:
+      return
+    ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+
+  for v, ct in zip(jaxpr.outvars, cts_out):
+    write_ct(v, ct)
+  for eqn in reversed(linear_eqns):
+    cts = [ct_env.pop(v, None) for v in eqn.outvars]
+    if all(ct is None for ct in cts):
+      continue
+    cts = [Zero(v.aval) if ct is None else ct for ct, v in zip(cts, eqn.outvars)]
+    rule = primitive_transposes.get(eqn.primitive)
+    if rule is None:
+      raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                f"'{eqn.primitive.name}' not implemented")
+    invals = [read_primal(v) for v in eqn.invars]
+    ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *invals, **eqn.params)
+    for v, ct in zip(eqn.invars, ct_in):
+      write_ct(v, ct)
+  return [ct_env.pop(v, Zero(v.aval)) if type(a) is UndefinedPrimal else None
+          for v, a in zip(jaxpr.invars, args)]
+
+
+def vjp(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None):
+  """Primal outputs and a function mapping output cotangents to input cotangents."""
+  out_primals, lin = linearize(fun, primals, nonzeros)
+  return out_primals, lin.transpose
+
+
+# --- registrars --------------------------------------------------------------------------
+
+def defjvp(primitive, *jvp_rules):
+  """Per-argument JVP rules: ``rule(tangent_i, *primals, **params)`` gives the contribution
+  of argument ``i``'s tangent to the output tangent; ``None`` marks a non-differentiable
+  argument."""
+  primitive_jvps[primitive] = lambda primals, tangents, **params: _standard_jvp(
+      jvp_rules, primitive, primals, tangents, **params)
+
+
+def _standard_jvp(jvp_rules, primitive, primals, tangents, **params):
+  primal_out = primitive.bind(*primals, **params)
+  tangent_out = Zero.from_primal_value(primal_out) if not primitive.multiple_results else None
+  for rule, t in zip(jvp_rules, tangents):
+    if rule is None or type(t) is Zero:
+      continue
+    contribution = rule(t, *primals, **params)
+    tangent_out = add_tangents(tangent_out, contribution)
+  return primal_out, tangent_out
+
+
+def defjvp2(primitive, *jvp_rules):
+  """Like ``defjvp`` but each rule also receives the primal output first:
+  ``rule(tangent_i, primal_out, *primals, **params)``."""
+  def jvp_rule(primals, tangents, **params):
+    primal_out = primitive.bind(*primals, **params)
+    tangent_out = Zero.from_primal_value(primal_out)
+    for rule, t in zip(jvp_rules, tangents):
+      if rule is None or type(t) is Zero:
+        continue
+      tangent_out = add_tangents(tangent_out, rule(t, primal_out, *primals, **params))
+    return primal_out, tangent_out
+  primitive_jvps[primitive] = jvp_rule
+
+
+def defjvp_zero(primitive):
+  """The output does not depend differentiably on any input (e.g. comparisons, floor)."""
+  def jvp_rule(primals, tangents, **params):
+    out = primitive.bind(*primals, **params)
+    if primitive.multiple_results:
+      return out, [Zero.from_primal_value(o) for o in out]
+    return out, Zero.from_primal_value(out)
+  primitive_jvps[primitive] = jvp_rule
+
+
+def deflinear(primitive, transpose_rule):
+  """A primitive linear in all its arguments: its JVP applies it to the tangents, and
+  ``transpose_rule(ct, *args, **params)`` returns one cotangent per argument."""
+  def jvp_rule(primals, tangents, **params):
+    primal_out = primitive.bind(*primals, **params)
+    if all(type(t) is Zero for t in tangents):
+      return primal_out, Zero.from_primal_value(primal_out)
+    tangent_out = primitive.bind(*[instantiate_zeros(t) for t in tangents], **params)
+    return primal_out, tangent_out
+  primitive_jvps[primitive] = jvp_rule
+
+  def transpose(ct, *args, **params):
+    if type(ct) is Zero:
+      return [Zero(a.aval) if is_undefined_primal(a) else None for a in args]
+    return transpose_rule(ct, *args, **params)
+  primitive_transposes[primitive] = transpose
+
+
+def defbilinear(primitive, lhs_transpose, rhs_transpose):
+  """A primitive linear in each of its two arguments separately (mul, dot_general):
+  ``lhs_transpose(ct, x, y, **params)`` gives the cotangent of ``x`` when ``x`` is the
+  undefined one, ``rhs_transpose`` that of ``y``."""
+  def jvp_rule(primals, tangents, **params):
+    x, y = primals
+    tx, ty = tangents
+    out = primitive.bind(x, y, **params)
+    t = Zero.from_primal_value(out)
+    if type(tx) is not Zero:
+      t = add_tangents(t, primitive.bind(tx, y, **params))
+    if type(ty) is not Zero:
+      t = add_tangents(t, primitive.bind(x, ty, **params))
+    return out, t
+  primitive_jvps[primitive] = jvp_rule
+
+  def transpose(ct, x, y, **params):
+    if type(ct) is Zero:
+      return [Zero(x.aval) if is_undefined_primal(x) else None,
+              Zero(y.aval) if is_undefined_primal(y) else None]
+    if is_undefined_primal(x) and is_undefined_primal(y):
+      raise ValueError(f"{primitive.name} is bilinear, not linear, in both arguments together")
+    if is_undefined_primal(x):
+      return [lhs_transpose(ct, x, y, **params), None]
+    return [None, rhs_transpose(ct, x, y, **params)]
+  primitive_transposes[primitive] = transpose
+
+
+def is_float0(aval) -> bool:
+  return aval.dtype == dtypes.float0

@@ -1,0 +1,90 @@
+"""Partial evaluation: split a computation into a known part (run now) and an unknown part
+(recorded as a jaxpr).
+
+A ``PartialEvalTrace`` treats its own tracers as *unknown* and every other value as *known*.
+An operation whose inputs are all known is bound on the parent trace (it runs now, or is
+recorded by an enclosing trace); an operation with an unknown input is recorded as an equation
+of the unknown jaxpr, with its known inputs becoming constants (the *residuals*).
+
+Linearize is partial evaluation of a JVP with known primals and unknown tangents; control
+flow and remat use ``partial_eval_jaxpr`` to split closed jaxprs the same way.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, convert_constvars,
+                             eval_jaxpr)
+from hlox.core.tracer import Tracer, set_current_trace
+
+# Primitives with their own partial-eval rule (call primitives and the like):
+# ``rule(trace, *args, **params) -> outputs``; args mix unknown tracers and known values.
+partial_eval_rules: dict = {}
+
+
+class PartialEvalTrace(JaxprTrace):
+  """Records operations on unknown values; binds operations on known values on ``parent``."""
+
+  name = "partial_eval"
+
+  def __init__(self, parent, debug_info: str = ""):
+    super().__init__(debug_info)
+    self.parent = parent
+
+  def is_unknown(self, x) -> bool:
+    return type(x) is JaxprTracer and x._trace is self
+
+  def process_primitive(self, primitive, args, params):
+    if not any(type(x) is JaxprTracer and x._trace is self for x in args):
+      with set_current_trace(self.parent):
+        return primitive.bind(*args, **params)
+    rule = partial_eval_rules.get(primitive)
+    if rule is not None:
+      return rule(self, *args, **params)
+    return self.record(primitive, args, params)
+
+  def record(self, primitive, args, params):
+    """Record ``primitive`` as an equation of the unknown jaxpr (known args become consts)."""
+    return JaxprTrace.process_primitive(self, primitive, args, params)
+
+
+def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
+                       instantiate: bool | Sequence[bool] = False):
+  """Split ``closed`` into a known and an unknown jaxpr.
+
+  Returns ``(known, unknown, out_unknowns, num_res)``:
+    - ``known`` takes the known inputs and returns the known outputs, then ``num_res``
+      residuals;
+    - ``unknown`` takes the residuals, then the unknown inputs, and returns the unknown outputs.
+  ``instantiate`` forces outputs to be unknown (known values are passed through as residuals).
+  Neither result has consts (the original consts are computed into the known side).
+  """
+  if isinstance(instantiate, bool):
+    instantiate = [instantiate] * len(closed.out_avals)
+  known_trace = JaxprTrace("known")
+  known_in = [known_trace.new_arg(a) for a, u in zip(closed.in_avals, in_unknowns) if not u]
+  with set_current_trace(known_trace):
+    pe = PartialEvalTrace(known_trace, "unknown")
+    unknown_in = [pe.new_arg(a) for a, u in zip(closed.in_avals, in_unknowns) if u]
+    known_it, unknown_it = iter(known_in), iter(unknown_in)
+    args = [next(unknown_it) if u else next(known_it) for u in in_unknowns]
+    try:
+      with set_current_trace(pe):
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        outs = [pe.to_tracer(o) if inst and not pe.is_unknown(o) else o
+                for o, inst in zip(outs, instantiate)]
+    finally:
+      pe.invalidate()
+  out_unknowns = [pe.is_unknown(o) for o in outs]
+  unknown_jaxpr, residuals = pe.to_jaxpr([o for o in outs if pe.is_unknown(o)])
+  # Residuals become leading inputs of the unknown jaxpr and trailing outputs of the known one.
+  unknown_closed, _ = convert_constvars(ClosedJaxpr(unknown_jaxpr, residuals))
+  known_outs = [o for o in outs if not pe.is_unknown(o)] + list(residuals)
+  try:
+    with set_current_trace(known_trace):
+      known_tracers = [known_trace.to_tracer(o) for o in known_outs]
+    known_jaxpr, known_consts = known_trace.to_jaxpr(known_tracers)
+  finally:
+    known_trace.invalidate()
+  known_closed = ClosedJaxpr(known_jaxpr, known_consts)
+  return known_closed, unknown_closed, out_unknowns, len(residuals)

@@ -1,0 +1,48 @@
+"""What autodiff needs from lax: adding tangents (``add_any``) and making zero tangents."""
+from __future__ import annotations
+
+import numpy as np
+
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.primitive import Primitive
+from hlox.interpreters import ad, xla
+from hlox.lax.utils import standard_primitive
+
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["add_any_p", "zeros_like_aval"]
+
+
+def _same_aval_shape_rule(x, y):
+  if x.shape != y.shape or x.dtype != y.dtype:
+    raise TypeError(f"add_any: tangents must have equal types, got {x.str_short()} and "
+                    f"{y.str_short()}")
+  return x.shape
+
+
+# Sums tangents/cotangents of the same type (no broadcasting, no promotion). JAX calls the
+# equivalent primitive ``add_any`` too, which is how it shows up in printed gradients.
+add_any_p = standard_primitive(_same_aval_shape_rule, lambda x, y: x.dtype, "add_any")
+xla.register_lowering(add_any_p, lambda ctx, x, y: hlo.add(x, y))
+ad.deflinear(add_any_p, lambda ct, x, y: [ct, ct])
+
+
+def add_tangents(x, y):
+  aval = getattr(x, "aval", None) or ShapedArray(np.shape(x), np.asarray(x).dtype)
+  if aval.dtype == dtypes.float0:
+    return x
+  return add_any_p.bind(x, y)
+
+
+def zeros_like_aval(aval):
+  """Zeros of ``aval`` (float0 zeros are host arrays: they carry no data)."""
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, dtypes.float0)
+  if aval.shape == ():
+    return np.zeros((), aval.dtype)[()]  # a literal under tracing
+  from hlox.lax.shapes import full
+  return full(aval.shape, np.zeros((), aval.dtype)[()], aval.dtype)
+
+
+ad.register_tangent_ops(zeros_like_aval, add_tangents)
