@@ -19,6 +19,8 @@ from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr
 from hlox.autodiff import (grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad,
                            vjp)
 from hlox.tree_util import Partial
+from hlox.custom_derivatives import custom_jvp, custom_vjp
+from hlox.checkpoint import checkpoint, checkpoint_policies, remat
 
 __version__ = "0.1.0"
 

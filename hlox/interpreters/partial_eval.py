@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, convert_constvars,
-                             eval_jaxpr)
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal,
+                             convert_constvars, eval_jaxpr)
 from hlox.core.tracer import Tracer, set_current_trace
 
 # Primitives with their own partial-eval rule (call primitives and the like):
@@ -88,3 +88,57 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
     known_trace.invalidate()
   known_closed = ClosedJaxpr(known_jaxpr, known_consts)
   return known_closed, unknown_closed, out_unknowns, len(residuals)
+
+
+def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], saveable):
+  """Split like ``partial_eval_jaxpr``, but save as residuals only values that ``saveable``
+  allows (plus the known inputs); the unknown jaxpr recomputes the rest (rematerialization).
+
+  ``saveable(primitive, params) -> bool`` decides per equation. Returns
+  ``(known, unknown, out_unknowns, num_res)`` with the same conventions.
+  """
+  jaxpr = closed.jaxpr
+  unknown_vars = {v for v, u in zip(jaxpr.invars, in_unknowns) if u}
+  producer = {}
+  for eqn in jaxpr.eqns:
+    if any(type(v) is not Literal and v in unknown_vars for v in eqn.invars):
+      unknown_vars.update(eqn.outvars)
+    for v in eqn.outvars:
+      producer[v] = eqn
+  out_unknowns = [type(v) is not Literal and v in unknown_vars for v in jaxpr.outvars]
+  known_eqns = [e for e in jaxpr.eqns if not any(v in unknown_vars for v in e.outvars)]
+  unknown_eqns = [e for e in jaxpr.eqns if any(v in unknown_vars for v in e.outvars)]
+
+  # Known values the unknown side needs: saved if saveable (or an input/const), recomputed
+  # otherwise (which may need further known values).
+  known_inputs = {v for v, u in zip(jaxpr.invars, in_unknowns) if not u} | set(jaxpr.constvars)
+  residuals, recomputed, seen = [], [], set()
+
+  def need(v):
+    if type(v) is Literal or v in unknown_vars or v in seen:
+      return
+    seen.add(v)
+    eqn = producer.get(v)
+    if v in known_inputs or eqn is None or saveable(eqn.primitive, eqn.params):
+      residuals.append(v)
+      return
+    for u in eqn.invars:
+      need(u)
+    if eqn not in recomputed:
+      recomputed.append(eqn)
+
+  for eqn in unknown_eqns:
+    for v in eqn.invars:
+      need(v)
+  order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
+  recomputed.sort(key=lambda e: order[id(e)])
+  known_outvars = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
+  known = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, in_unknowns) if not u],
+                known_outvars + residuals, known_eqns)
+  from hlox.core.jaxpr import dce_jaxpr
+  known, _ = dce_jaxpr(known)
+  unknown = Jaxpr([], residuals + [v for v, u in zip(jaxpr.invars, in_unknowns) if u],
+                  [v for v, u in zip(jaxpr.outvars, out_unknowns) if u],
+                  recomputed + unknown_eqns)
+  return (ClosedJaxpr(known, closed.consts), ClosedJaxpr(unknown, []), out_unknowns,
+          len(residuals))

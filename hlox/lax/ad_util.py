@@ -11,7 +11,7 @@ from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["add_any_p", "zeros_like_aval"]
+__all__ = ["add_any_p", "zeros_like_aval", "stop_gradient", "stop_gradient_p"]
 
 
 def _same_aval_shape_rule(x, y):
@@ -46,3 +46,29 @@ def zeros_like_aval(aval):
 
 
 ad.register_tangent_ops(zeros_like_aval, add_tangents)
+
+
+# --- stop_gradient -----------------------------------------------------------------------
+
+def _identity_shape(x):
+  return x.shape
+
+
+# The identity on values whose tangent is always zero.
+stop_gradient_p = standard_primitive(_identity_shape, lambda x: x.dtype, "stop_gradient",
+                                     weak_type_rule=lambda x: x.weak_type)
+xla.register_lowering(stop_gradient_p, lambda ctx, x: x)
+ad.defjvp_zero(stop_gradient_p)
+
+
+def stop_gradient(x):
+  """``x`` unchanged, but treated as a constant by differentiation (for every leaf of a
+  pytree; integer leaves pass through)."""
+  from hlox import tree_util
+  from hlox.core.tracer import get_aval
+
+  def stop(leaf):
+    if not dtypes.is_inexact(get_aval(leaf).dtype):
+      return leaf
+    return stop_gradient_p.bind(leaf)
+  return tree_util.tree_map(stop, x)

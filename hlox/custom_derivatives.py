@@ -1,0 +1,330 @@
+"""``custom_jvp`` and ``custom_vjp``: user-defined derivative rules.
+
+A decorated function binds a call primitive carrying the traced function and the user's
+rule. Evaluated, jitted or printed, it is the function itself; under the JVP interpreter the
+rule is used instead:
+  - ``custom_jvp_call``: the user's JVP runs on primals and tangents;
+  - ``custom_vjp_call``: ``fwd`` runs on the primals, and the output tangent is a
+    ``custom_lin`` equation holding the residuals; transposing it calls ``bwd``.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Callable, Sequence
+
+import numpy as np
+
+from hlox import tree_util
+from hlox.cache import LRUCache
+from hlox.core import dtypes
+from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
+from hlox.core.primitive import Primitive
+from hlox.core.tracer import get_aval
+from hlox.interpreters import ad, xla
+
+__all__ = ["custom_jvp", "custom_vjp"]
+
+
+def _resolve_args(fun, args, kwargs):
+  """Keyword arguments as positional ones (custom rules see positional arguments)."""
+  if not kwargs:
+    return args
+  sig = inspect.signature(fun)
+  bound = sig.bind(*args, **kwargs)
+  bound.apply_defaults()
+  return bound.args
+
+
+def _split_nondiff(args, nondiff_argnums):
+  nondiff = {i: args[i] for i in nondiff_argnums}
+  diff = [a for i, a in enumerate(args) if i not in nondiff]
+  return nondiff, diff
+
+
+def _merge(nondiff, diff, n):
+  it = iter(diff)
+  return [nondiff[i] if i in nondiff else next(it) for i in range(n)]
+
+
+def _trace_call(fun, nondiff, n_args, in_tree, in_avals, name):
+  """Trace ``fun`` on the differentiable leaves: (jaxpr without consts, consts, out_tree)."""
+  out_tree_box = []
+
+  def flat(*leaves):
+    diff = tree_util.tree_unflatten(in_tree, leaves)
+    out = fun(*_merge(nondiff, diff, n_args))
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    out_tree_box.append(out_tree)
+    return out_leaves
+
+  closed = trace_to_jaxpr(flat, in_avals, name, "custom")
+  jaxpr, consts = convert_constvars(closed)
+  return jaxpr, consts, out_tree_box[0]
+
+
+class _CallPrimitive(Primitive):
+  multiple_results = True
+
+  def params_for_printing(self, params):
+    return {"name": params["name"], "call_jaxpr": params["call_jaxpr"]}
+
+
+def _call_impl(*args, call_jaxpr, **params):
+  return eval_jaxpr(call_jaxpr.jaxpr, call_jaxpr.consts, *args)
+
+
+def _call_abstract_eval(*avals, call_jaxpr, **params):
+  return list(call_jaxpr.out_avals)
+
+
+def _call_lowering(ctx, *args, call_jaxpr, name, **params):
+  return xla.lower_call(ctx, call_jaxpr, args, name=name)
+
+
+def _register_call(prim):
+  prim.def_impl(_call_impl)
+  prim.def_abstract_eval(_call_abstract_eval)
+  xla.register_lowering(prim, _call_lowering)
+
+
+def _instantiate(tangents, primals):
+  return [ad.instantiate_zeros(t) for t in tangents]
+
+
+# --- custom_jvp --------------------------------------------------------------------------
+
+custom_jvp_call_p = _CallPrimitive("custom_jvp_call")
+_register_call(custom_jvp_call_p)
+
+
+class custom_jvp:
+  """Give ``fun`` a custom JVP rule: ``f.defjvp(lambda primals, tangents: (out, t_out))``."""
+
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    functools.update_wrapper(self, fun)
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.jvp = None
+    self.symbolic_zeros = False
+
+  def __get__(self, obj, objtype=None):
+    return self if obj is None else functools.partial(self, obj)
+
+  def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+    """``jvp(primals, tangents) -> (primal_out, tangent_out)`` (nondiff args come first)."""
+    self.jvp = jvp
+    self.symbolic_zeros = symbolic_zeros
+    return jvp
+
+  def defjvps(self, *tangent_fns):
+    """One function per argument: ``tangent_fn(t_i, primal_out, *primals)``; None for args
+    without a tangent contribution."""
+    if self.nondiff_argnums:
+      raise TypeError("defjvps does not support nondiff_argnums; use defjvp")
+
+    def jvp(primals, tangents):
+      out = self(*primals)
+      zero_out = tree_util.tree_map(lambda o: np.zeros(np.shape(o), get_aval(o).dtype), out)
+      t_out = zero_out
+      for fn, t in zip(tangent_fns, tangents):
+        if fn is None:
+          continue
+        contribution = fn(t, out, *primals)
+        t_out = tree_util.tree_map(lambda a, b: a + b, t_out, contribution)
+      return out, t_out
+    self.defjvp(jvp)
+
+  def __call__(self, *args, **kwargs):
+    name = getattr(self.fun, "__name__", "custom_jvp")
+    if self.jvp is None:
+      raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+    args = _resolve_args(self.fun, args, kwargs)
+    nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+    leaves, in_tree = tree_util.tree_flatten(diff)
+    in_avals = [get_aval(x) for x in leaves]
+    jaxpr, consts, out_tree = _trace_call(self.fun, nondiff, len(args), in_tree, in_avals, name)
+    rule = _JVPRule(self, nondiff, len(args), in_tree, out_tree, len(consts), name)
+    outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=rule,
+                                  num_consts=len(consts), name=name)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+class _JVPRule:
+  """The user's JVP on flat values (hashable by identity, so it can be a param)."""
+
+  def __init__(self, f, nondiff, n_args, in_tree, out_tree, num_consts, name):
+    self.f, self.nondiff, self.n_args = f, nondiff, n_args
+    self.in_tree, self.out_tree, self.num_consts, self.name = in_tree, out_tree, num_consts, name
+
+  def __call__(self, primals, tangents):
+    primals, tangents = primals[self.num_consts:], tangents[self.num_consts:]
+    if not self.f.symbolic_zeros:
+      tangents = [ad.instantiate_zeros(t) for t in tangents]
+    p_args = tree_util.tree_unflatten(self.in_tree, primals)
+    t_args = tree_util.tree_unflatten(self.in_tree, tangents)
+    nondiff_vals = [self.nondiff[i] for i in sorted(self.nondiff)]
+    out = self.f.jvp(*nondiff_vals, tuple(p_args), tuple(t_args))
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+      raise TypeError(f"Custom JVP rule of {self.name} must return a pair (primal_out, "
+                      f"tangent_out), got {type(out).__name__}")
+    p_out, t_out = out
+    p_leaves, p_tree = tree_util.tree_flatten(p_out)
+    t_leaves, t_tree = tree_util.tree_flatten(t_out)
+    if p_tree != self.out_tree or t_tree != self.out_tree:
+      raise TypeError(f"Custom JVP rule of {self.name} must produce primal and tangent outputs "
+                      f"with the structure of the function's output {self.out_tree}; got "
+                      f"primal {p_tree} and tangent {t_tree}")
+    for p, t in zip(p_leaves, t_leaves):
+      pa, ta = get_aval(p), get_aval(t)
+      if pa.shape != ta.shape:
+        raise ValueError(f"Custom JVP rule of {self.name}: primal output shape {pa.shape} and "
+                         f"tangent output shape {ta.shape} differ")
+    return p_leaves, t_leaves
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name):
+  if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
+    raise NotImplementedError(
+        f"custom_jvp function {name} closes over a value being differentiated; pass it as an "
+        "explicit argument instead")
+  return jvp(primals, tangents)
+
+ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
+
+
+# --- custom_vjp --------------------------------------------------------------------------
+
+custom_vjp_call_p = _CallPrimitive("custom_vjp_call")
+_register_call(custom_vjp_call_p)
+
+
+class custom_vjp:
+  """Give ``fun`` a custom VJP: ``f.defvjp(fwd, bwd)`` with ``fwd(*args) -> (out, res)`` and
+  ``bwd(res, g) -> tuple of cotangents, one per (differentiable) argument``."""
+
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    functools.update_wrapper(self, fun)
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.fwd = self.bwd = None
+
+  def __get__(self, obj, objtype=None):
+    return self if obj is None else functools.partial(self, obj)
+
+  def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
+    self.fwd, self.bwd = fwd, bwd
+
+  def __call__(self, *args, **kwargs):
+    name = getattr(self.fun, "__name__", "custom_vjp")
+    if self.fwd is None:
+      raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+    args = _resolve_args(self.fun, args, kwargs)
+    nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
+    leaves, in_tree = tree_util.tree_flatten(diff)
+    in_avals = [get_aval(x) for x in leaves]
+    jaxpr, consts, out_tree = _trace_call(self.fun, nondiff, len(args), in_tree, in_avals, name)
+    rule = _VJPRule(self, nondiff, len(args), in_tree, out_tree, len(consts), name)
+    outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, vjp=rule,
+                                  num_consts=len(consts), name=name)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+class _VJPRule:
+  """The user's fwd/bwd on flat values."""
+
+  def __init__(self, f, nondiff, n_args, in_tree, out_tree, num_consts, name):
+    self.f, self.nondiff, self.n_args = f, nondiff, n_args
+    self.in_tree, self.out_tree, self.num_consts, self.name = in_tree, out_tree, num_consts, name
+
+  def _nondiff_values(self):
+    return [self.nondiff[i] for i in sorted(self.nondiff)]
+
+  def fwd(self, primals):
+    """Run the user's fwd: flat outputs, flat residuals and the residuals' tree."""
+    diff = tree_util.tree_unflatten(self.in_tree, primals[self.num_consts:])
+    out = self.f.fwd(*_merge(self.nondiff, diff, self.n_args))
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+      raise TypeError(f"Custom VJP fwd rule of {self.name} must return a pair (output, "
+                      f"residuals), got {type(out).__name__}")
+    primal_out, res = out
+    p_leaves, p_tree = tree_util.tree_flatten(primal_out)
+    if p_tree != self.out_tree:
+      raise TypeError(f"Custom VJP fwd rule of {self.name} must return an output with the "
+                      f"structure of the function's output {self.out_tree}, got {p_tree}")
+    res_leaves, res_tree = tree_util.tree_flatten(res)
+    return p_leaves, res_leaves, res_tree
+
+  def bwd(self, res_tree, res_leaves, cts, in_avals):
+    res = tree_util.tree_unflatten(res_tree, res_leaves)
+    ct = tree_util.tree_unflatten(self.out_tree, cts)
+    result = self.f.bwd(*self._nondiff_values(), res, ct)
+    if not isinstance(result, (tuple, list)):
+      raise TypeError(f"Custom VJP bwd rule of {self.name} must return a tuple with one "
+                      f"cotangent per differentiable argument, got {type(result).__name__}")
+    is_none = lambda x: x is None  # None stands for a zero cotangent
+    leaves, got_tree = tree_util.tree_flatten(list(result), is_leaf=is_none)
+    if got_tree != self.in_tree:
+      raise TypeError(
+          f"Custom VJP bwd rule of {self.name} must produce a tuple with the structure of the "
+          f"differentiable primal inputs {self.in_tree}, but it produced {got_tree}")
+    out = []
+    for ct_leaf, aval in zip(leaves, in_avals):
+      if ct_leaf is None:
+        out.append(ad.Zero(aval.to_tangent_aval()))
+        continue
+      c_aval = get_aval(ct_leaf)
+      if c_aval.shape != aval.shape:
+        raise ValueError(f"Custom VJP bwd rule of {self.name} produced a cotangent of shape "
+                         f"{c_aval.shape} for an input of shape {aval.shape}")
+      out.append(ct_leaf)
+    return out
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, vjp, num_consts, name):
+  if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
+    raise NotImplementedError(
+        f"custom_vjp function {name} closes over a value being differentiated; pass it as an "
+        "explicit argument instead")
+  p_out, res, res_tree = vjp.fwd(primals)
+  in_avals = [get_aval(p) for p in primals[num_consts:]]
+  out_avals = [get_aval(p).to_tangent_aval() for p in p_out]
+  nz = [type(t) is not ad.Zero for t in tangents[num_consts:]]
+  t_in = [t for t in tangents[num_consts:] if type(t) is not ad.Zero]
+  t_out = custom_lin_p.bind(*res, *t_in, num_res=len(res), vjp=vjp, res_tree=res_tree,
+                            in_avals=tuple(in_avals), nonzeros=tuple(nz),
+                            out_avals=tuple(out_avals), name=name)
+  return p_out, t_out
+
+ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+class _LinPrimitive(Primitive):
+  multiple_results = True
+
+  def params_for_printing(self, params):
+    return {"name": params["name"], "num_res": params["num_res"]}
+
+
+# The linear part of a custom_vjp function: only exists inside linearized jaxprs; its
+# transpose is the user's bwd.
+custom_lin_p = _LinPrimitive("custom_lin")
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **params: list(out_avals))
+
+
+def _custom_lin_impl(*args, name, **params):
+  raise TypeError(f"can't apply forward-mode autodiff (jvp) to a custom_vjp function "
+                  f"({name}); use reverse mode (grad/vjp) or define a custom_jvp instead")
+
+custom_lin_p.def_impl(_custom_lin_impl)
+
+
+def _custom_lin_transpose(cts, *args, num_res, vjp, res_tree, in_avals, nonzeros, out_avals,
+                          name):
+  res = list(args[:num_res])
+  cts = [ad.instantiate_zeros(ct) for ct in cts]
+  cts_in = vjp.bwd(res_tree, res, cts, in_avals)
+  cts_nz = [ct for ct, nz in zip(cts_in, nonzeros) if nz]
+  return [None] * num_res + cts_nz
+
+ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
