@@ -17,12 +17,12 @@ import numpy as np
 
 from hlox import tree_util
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import xla
 from hlox.lax.utils import (any_kinds, binop, bool_or_int, broadcasting_shape_rule,
                             float_kinds, int_kinds, nary_lowering, number_kinds, real_float,
                             shape_str, standard_primitive, unop)
+from hlox.runtime.array import device_put
 
 from jaxlib.mlir.dialects import chlo, stablehlo as hlo
 
@@ -110,7 +110,6 @@ def _scalar_as(name, x, dtype, weak):
   if weak:
     # A weak-typed value of a dtype no Python scalar maps to: a weak 0-d Array (under a trace
     # it becomes a weak literal).
-    from hlox.runtime.array import device_put
     return device_put(value, weak_type=True)
   return value[()]
 
@@ -692,7 +691,7 @@ def _conj_dtype_rule(x, *, input_dtype):
 conj_p = standard_primitive(_conj_shape_rule, _conj_dtype_rule, "conj")
 
 def _conj_lowering(ctx, x, *, input_dtype):
-  aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+  aval_in = ctx.avals_in[0]
   if dtypes.is_complex(aval_in.dtype):
     return hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))
   return hlo.complex(x, _zeros(aval_in))
@@ -868,13 +867,13 @@ def _select_n_lowering(ctx, which, *cases):
   aval_out = ctx.avals_out[0]
   if len(cases) == 1:
     return cases[0]
-  if which_aval.shape != aval_out.shape:
-    # stablehlo.select takes a scalar predicate, but an integer `which` is compared below;
-    # broadcasting once keeps every comparison the same shape.
-    which = xla.broadcast_in_dim(which, aval_out.update(dtype=which_aval.dtype), ())
-    which_aval = aval_out.update(dtype=which_aval.dtype)
   if which_aval.dtype == dtypes.bool_:
-    return hlo.select(which, cases[1], cases[0])
+    return hlo.select(which, cases[1], cases[0])  # a 0-d predicate picks whole arrays
+  if which_aval.shape != aval_out.shape:
+    # The comparisons below give the predicates: broadcast a scalar index to the cases'
+    # shape once, rather than in each comparison.
+    which_aval = aval_out.update(dtype=which_aval.dtype)
+    which = xla.broadcast_in_dim(which, which_aval, ())
 
   def pick(offset, cases):
     # A balanced tree of selects: which < offset + mid chooses the lower half.
@@ -972,7 +971,6 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       if (value.shape == () and py_type is not bool
           and dtypes.python_scalar_dtype(py_type(0)) == new_dtype):
         return py_type(value.item())
-      from hlox.runtime.array import device_put
       return device_put(value, weak_type=True)
     return value
   aval = get_aval(operand)

@@ -7,7 +7,6 @@ compositions are Python scalars, so a weakly-typed input gives a weakly-typed re
 """
 from __future__ import annotations
 
-import builtins
 import operator
 
 import numpy as np
@@ -52,8 +51,8 @@ __all__ = [
     "where", "clip",
 ]
 
-# This module defines ``abs``, ``round``, ``pow`` and ``divmod``: inside it the Python
-# builtins are always spelled ``builtins.x``.
+# This module defines ``abs``, ``round``, ``pow`` and ``divmod``, shadowing the builtins:
+# the code below does not use those builtins.
 
 
 # --- helpers -----------------------------------------------------------------------------

@@ -49,7 +49,6 @@ def promote_dtypes_inexact(*args):
   """Promote, then turn integer/bool results into the default float dtype."""
   dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
   inexact = dtypes.to_inexact_dtype(dtype)
-  weak = weak and inexact == dtype
   return [_convert(x, dtypes.canonicalize_dtype(inexact), weak) for x in args]
 
 
