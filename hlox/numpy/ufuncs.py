@@ -63,6 +63,11 @@ _PY_SCALARS = (bool, int, float, complex)
 def _strong_scalars(args):
   """After promotion to a strong dtype, Python scalars become NumPy scalars of that dtype
   (JAX converts them too), so that a result computed from them alone is strong as well."""
+  for a in args:
+    if type(a) in _PY_SCALARS:
+      break
+  else:
+    return args  # the common case: arrays only
   if all(type(a) in _PY_SCALARS or get_aval(a).weak_type for a in args):
     return list(args)
   return [np.asarray(a, dtype=get_aval(a).dtype)[()] if type(a) in _PY_SCALARS else a
@@ -73,7 +78,14 @@ def _args(name, *args):
   return _strong_scalars(promote_args(name, *args))
 
 
+_INEXACT = frozenset(d for d in dtypes.all_dtypes if dtypes.is_inexact(d))
+
+
 def _args_inexact(name, *args):
+  if len(args) == 1:  # fast path: one array that is already inexact
+    aval = getattr(args[0], "aval", None)
+    if aval is not None and aval.dtype in _INEXACT:
+      return args
   return _strong_scalars(promote_args_inexact(name, *args))
 
 
