@@ -116,6 +116,60 @@ def bench_trace_lower_2000(lib):
   return _trace_lower(lib, 2000)
 
 
+def _grad_mlp_setup(lib):
+  mod, jnp, clear = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  sizes = [784, 512, 512, 10]
+  params = [(jnp.asarray(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m)),
+             jnp.asarray(np.zeros(n, np.float32))) for m, n in zip(sizes[:-1], sizes[1:])]
+  x = jnp.asarray(rng.standard_normal((128, 784)).astype(np.float32))
+  y = jnp.asarray(rng.standard_normal((128, 10)).astype(np.float32))
+
+  def loss(params, x, y):
+    h = x
+    for w, b in params[:-1]:
+      h = jnp.tanh(h @ w + b)
+    w, b = params[-1]
+    out = h @ w + b
+    return jnp.sum((out - y) ** 2) / out.shape[0]
+  return mod, jnp, clear, params, x, y, loss
+
+
+def bench_grad_mlp_step(lib):
+  """Steady-state jit(grad(loss)) step of a 784-512-512-10 tanh MLP, batch 128."""
+  mod, jnp, clear, params, x, y, loss = _grad_mlp_setup(lib)
+  step = mod.jit(mod.grad(loss))
+  mod.block_until_ready(step(params, x, y))
+  return best_per_call(lambda: mod.block_until_ready(step(params, x, y)), 50)
+
+
+def bench_grad_mlp_first_call(lib):
+  """Trace + AD + lower + compile + run of jit(grad(loss)), fresh each time."""
+  mod, jnp, clear, params, x, y, loss = _grad_mlp_setup(lib)
+  mod.jit(lambda a: a + 1)(x).block_until_ready()
+  best = float("inf")
+  for _ in range(3):
+    clear()
+    step = mod.jit(mod.grad(loss))
+    start = time.perf_counter()
+    mod.block_until_ready(step(params, x, y))
+    best = min(best, time.perf_counter() - start)
+  return best
+
+
+def bench_make_jaxpr_grad(lib):
+  best = float("inf")
+  for i in range(8):
+    # A fresh loss function each time, so no library cache can answer.
+    mod, jnp, clear, params, x, y, loss = _grad_mlp_setup(lib)
+    start = time.perf_counter()
+    mod.make_jaxpr(mod.grad(loss))(params, x, y)
+    if i:  # the first round pays one-time imports
+      best = min(best, time.perf_counter() - start)
+  return best
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

@@ -18,6 +18,12 @@ def predict(w, b, x):
   return jnp.tanh(x @ w + b) if hasattr(jnp, "matmul") else jnp.tanh(x * w + b)
 
 
+def tanh_composite(x):
+  """tanh written with exp, to differentiate."""
+  e = jnp.exp(-2.0 * x)
+  return (1.0 - e) / (1.0 + e)
+
+
 def _time_per_call(fn, *args, rounds=5, calls=200) -> float:
   best = float("inf")
   for _ in range(rounds):
@@ -50,6 +56,14 @@ def main() -> None:
   print(out)
   eager = predict(w, b, x)
   print(f"matches eager: {bool(np.allclose(np.asarray(out), np.asarray(eager), atol=1e-6))}")
+
+  print("\n# Autodiff: tanh(x) = (1 - exp(-2x)) / (1 + exp(-2x))")
+  g = hlox.grad(tanh_composite)
+  print(f"grad at 1.0: {float(g(1.0)):.7f}")
+  g3 = hlox.grad(hlox.grad(g))
+  print(f"third derivative at 1.0: {float(g3(1.0)):.8f}")
+  print("# The jaxpr of grad(tanh):")
+  print(hlox.make_jaxpr(g)(1.0))
 
   jit_t = _time_per_call(fast, w, b, x)
   eager_t = _time_per_call(predict, w, b, x)

@@ -20,7 +20,7 @@ from hlox.cache import LRUCache
 from hlox.core import dtypes
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import get_aval
+from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, xla
 
 __all__ = ["custom_jvp", "custom_vjp"]
@@ -47,8 +47,30 @@ def _merge(nondiff, diff, n):
   return [nondiff[i] if i in nondiff else next(it) for i in range(n)]
 
 
+_trace_cache = LRUCache()
+
+
 def _trace_call(fun, nondiff, n_args, in_tree, in_avals, name):
-  """Trace ``fun`` on the differentiable leaves: (jaxpr without consts, consts, out_tree)."""
+  """Trace ``fun`` on the differentiable leaves: (jaxpr without consts, consts, out_tree).
+
+  Cached per function, argument types and (hashable) nondiff values, unless the function
+  closed over traced values."""
+  try:
+    key = (fun, in_tree, tuple(in_avals), tuple(sorted(nondiff.items())))
+    hash(key)
+  except TypeError:
+    key = None
+  if key is not None:
+    hit = _trace_cache.get(key)
+    if hit is not None:
+      return hit
+  result = _trace_call_uncached(fun, nondiff, n_args, in_tree, in_avals, name)
+  if key is not None and not any(isinstance(c, Tracer) for c in result[1]):
+    _trace_cache.put(key, result)
+  return result
+
+
+def _trace_call_uncached(fun, nondiff, n_args, in_tree, in_avals, name):
   out_tree_box = []
 
   def flat(*leaves):
@@ -150,12 +172,22 @@ class custom_jvp:
     return tree_util.tree_unflatten(out_tree, outs)
 
 
-class _JVPRule:
-  """The user's JVP on flat values (hashable by identity, so it can be a param)."""
+class _Rule:
+  """A user's rule on flat values, with what is needed to rebuild the user's pytrees.
+
+  Hashable by identity, so it can be a primitive parameter.
+  """
 
   def __init__(self, f, nondiff, n_args, in_tree, out_tree, num_consts, name):
     self.f, self.nondiff, self.n_args = f, nondiff, n_args
     self.in_tree, self.out_tree, self.num_consts, self.name = in_tree, out_tree, num_consts, name
+
+  def _nondiff_values(self):
+    return [self.nondiff[i] for i in sorted(self.nondiff)]
+
+
+class _JVPRule(_Rule):
+  """The user's JVP."""
 
   def __call__(self, primals, tangents):
     primals, tangents = primals[self.num_consts:], tangents[self.num_consts:]
@@ -163,8 +195,7 @@ class _JVPRule:
       tangents = [ad.instantiate_zeros(t) for t in tangents]
     p_args = tree_util.tree_unflatten(self.in_tree, primals)
     t_args = tree_util.tree_unflatten(self.in_tree, tangents)
-    nondiff_vals = [self.nondiff[i] for i in sorted(self.nondiff)]
-    out = self.f.jvp(*nondiff_vals, tuple(p_args), tuple(t_args))
+    out = self.f.jvp(*self._nondiff_values(), tuple(p_args), tuple(t_args))
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
       raise TypeError(f"Custom JVP rule of {self.name} must return a pair (primal_out, "
                       f"tangent_out), got {type(out).__name__}")
@@ -230,15 +261,8 @@ class custom_vjp:
     return tree_util.tree_unflatten(out_tree, outs)
 
 
-class _VJPRule:
-  """The user's fwd/bwd on flat values."""
-
-  def __init__(self, f, nondiff, n_args, in_tree, out_tree, num_consts, name):
-    self.f, self.nondiff, self.n_args = f, nondiff, n_args
-    self.in_tree, self.out_tree, self.num_consts, self.name = in_tree, out_tree, num_consts, name
-
-  def _nondiff_values(self):
-    return [self.nondiff[i] for i in sorted(self.nondiff)]
+class _VJPRule(_Rule):
+  """The user's fwd and bwd."""
 
   def fwd(self, primals):
     """Run the user's fwd: flat outputs, flat residuals and the residuals' tree."""
