@@ -68,9 +68,11 @@ def check_grads(f, args, order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5, ep
     check_vjp(f, args, rng, atol, rtol)
   if order > 1:
     if "fwd" in modes:
+      direction = tree_util.tree_map(lambda x: _rand_like(np.random.default_rng(seed + 3), x),
+                                     args)
+
       def f_jvp(*primals):
-        t = tree_util.tree_map(lambda x: np.ones_like(np.asarray(x)), primals)
-        return hlox.jvp(f, primals, t)[1]
+        return hlox.jvp(f, primals, direction)[1]
       check_grads(f_jvp, args, order - 1, ("fwd",), atol, rtol, eps, seed + 1)
     if "rev" in modes:
       out = f(*args)

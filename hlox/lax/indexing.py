@@ -24,7 +24,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import Tracer, get_aval
-from hlox.interpreters import xla
+from hlox.interpreters import ad, xla
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -146,6 +146,18 @@ def _check_start_avals(name, operand, start_avals):
                     f"{shape_str(start_avals)}")
 
 
+# --- autodiff helpers -------------------------------------------------------------------
+
+def _zeros(shape, dtype):
+  """Zeros to scatter or update cotangents into."""
+  return ad.zeros_like_aval(ShapedArray(tuple(shape), np.dtype(dtype)))
+
+
+def _aval_of(x):
+  """The aval of a transpose-rule argument (an ``UndefinedPrimal`` or a value)."""
+  return x.aval if ad.is_undefined_primal(x) else get_aval(x)
+
+
 # --- dynamic_slice -----------------------------------------------------------------------
 
 def _dynamic_slice_shape_rule(operand, *start_indices, slice_sizes):
@@ -168,6 +180,21 @@ def _dynamic_slice_lowering(ctx, operand, *start_indices, slice_sizes):
   return hlo.dynamic_slice(operand, list(start_indices), xla.dense_i64(slice_sizes))
 
 xla.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
+
+# Linear in the operand; the (integer) start indices get no tangent.
+ad.defjvp(dynamic_slice_p,
+          lambda g, operand, *starts, slice_sizes:
+          dynamic_slice_p.bind(g, *starts, slice_sizes=slice_sizes))
+
+def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
+  assert ad.is_undefined_primal(operand) and not any(map(ad.is_undefined_primal, starts))
+  if type(ct) is ad.Zero:
+    return [ad.Zero(operand.aval)] + [None] * len(starts)
+  # The update is clamped exactly as the slice was, so the cotangent lands where it was read.
+  zeros = _zeros(operand.aval.shape, get_aval(ct).dtype)
+  return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
+
+ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
 
 
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
@@ -211,6 +238,36 @@ def _dynamic_update_slice_lowering(ctx, operand, update, *start_indices):
   return hlo.dynamic_update_slice(operand, update, list(start_indices))
 
 xla.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
+
+def _dynamic_update_slice_jvp(primals, tangents):
+  operand, update, *starts = primals
+  g_operand, g_update = tangents[:2]
+  out = dynamic_update_slice_p.bind(operand, update, *starts)
+  if type(g_operand) is ad.Zero and type(g_update) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  # Linear in (operand, update) together for fixed starts.
+  return out, dynamic_update_slice_p.bind(ad.instantiate_zeros(g_operand),
+                                          ad.instantiate_zeros(g_update), *starts)
+
+ad.primitive_jvps[dynamic_update_slice_p] = _dynamic_update_slice_jvp
+
+
+def _dynamic_update_slice_transpose(ct, operand, update, *starts):
+  update_shape = _aval_of(update).shape
+  nones = [None] * len(starts)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None,
+            ad.Zero(update.aval) if ad.is_undefined_primal(update) else None] + nones
+  ct_operand = ct_update = None
+  if ad.is_undefined_primal(operand):
+    # The overwritten block does not reach the output: its cotangent is zero.
+    zeros = _zeros(update_shape, get_aval(ct).dtype)
+    ct_operand = dynamic_update_slice_p.bind(ct, zeros, *starts)
+  if ad.is_undefined_primal(update):
+    ct_update = dynamic_slice_p.bind(ct, *starts, slice_sizes=tuple(update_shape))
+  return [ct_operand, ct_update] + nones
+
+ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
@@ -505,6 +562,43 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
 
 xla.register_lowering(gather_p, _gather_lowering)
 
+def _gather_jvp(g, operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+                indices_are_sorted, mode, fill_value):
+  # Filled windows are constants: their tangent is zero.
+  fill = _tangent_fill(mode, get_aval(g).dtype)
+  return gather_p.bind(g, indices, dimension_numbers=dimension_numbers,
+                       slice_sizes=slice_sizes, unique_indices=unique_indices,
+                       indices_are_sorted=indices_are_sorted, mode=mode, fill_value=fill)
+
+ad.defjvp(gather_p, _gather_jvp, None)
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
+                      unique_indices, indices_are_sorted, mode, fill_value):
+  assert ad.is_undefined_primal(operand) and not ad.is_undefined_primal(indices)
+  if type(ct) is ad.Zero:
+    return [ad.Zero(operand.aval), None]
+  # Every gathered element sends its cotangent back to where it was read, adding up where
+  # windows overlap. The scatter treats out-of-bounds windows as the gather did for CLIP
+  # and FILL_OR_DROP (clamped resp. dropped, where the gather read a constant fill value).
+  dn = dimension_numbers
+  scatter_dn = ScatterDimensionNumbers(
+      update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+      scatter_dims_to_operand_dims=dn.start_index_map,
+      operand_batching_dims=dn.operand_batching_dims,
+      scatter_indices_batching_dims=dn.start_indices_batching_dims)
+  zeros = _zeros(operand.aval.shape, get_aval(ct).dtype)
+  return [scatter_add_p.bind(zeros, indices, ct, dimension_numbers=scatter_dn,
+                             indices_are_sorted=indices_are_sorted,
+                             unique_indices=unique_indices, mode=mode), None]
+
+ad.primitive_transposes[gather_p] = _gather_transpose
+
+
+def _tangent_fill(mode, dtype):
+  """The ``fill_value`` parameter of a gather of tangents (zero, when there is one)."""
+  return _canonical_fill_value(0, dtype) if mode is GatherScatterMode.FILL_OR_DROP else None
+
 
 def _default_fill_value(dtype):
   if dtypes.is_inexact(dtype):
@@ -724,6 +818,261 @@ scatter_mul_p = _scatter_primitive("scatter_mul", _combiner(hlo.multiply))
 scatter_min_p = _scatter_primitive("scatter_min", _combiner(hlo.minimum), _not_complex)
 scatter_max_p = _scatter_primitive("scatter_max", _combiner(hlo.maximum), _not_complex)
 scatter_apply_p = _scatter_primitive("scatter_apply", None)
+
+
+# --- autodiff of the scatters ------------------------------------------------------------
+#
+# The indices are integers and get no tangent. Where several update windows hit the same
+# operand element, ``scatter_add`` sums them (linear), ``scatter_mul`` multiplies them,
+# ``scatter_min``/``max`` keep the extreme one (the derivative is shared equally among the
+# candidates that attain it, as in JAX), and ``scatter`` keeps one of them (XLA does not say
+# which; the JVP finds out which one won by scattering ids, as JAX does).
+
+def _scatter_windows(x, indices, dn, updates_shape, mode):
+  """The windows of ``x`` that a scatter with ``dn`` writes, one per update window: a gather
+  shaped like the updates (zeros for the windows the scatter drops)."""
+  aval = get_aval(x)
+  gather_dn = GatherDimensionNumbers(
+      offset_dims=dn.update_window_dims, collapsed_slice_dims=dn.inserted_window_dims,
+      start_index_map=dn.scatter_dims_to_operand_dims,
+      operand_batching_dims=dn.operand_batching_dims,
+      start_indices_batching_dims=dn.scatter_indices_batching_dims)
+  sizes = tuple(_scatter_window_sizes(aval.shape, updates_shape, dn))
+  return gather_p.bind(x, indices, dimension_numbers=gather_dn, slice_sizes=sizes,
+                       unique_indices=False, indices_are_sorted=False, mode=mode,
+                       fill_value=_tangent_fill(mode, aval.dtype))
+
+
+def _scatter_zero_cts(ct, operand, updates):
+  return [ad.Zero(operand.aval) if ad.is_undefined_primal(operand) else None, None,
+          ad.Zero(updates.aval) if ad.is_undefined_primal(updates) else None]
+
+
+def _scatter_add_jvp(primals, tangents, **params):
+  operand, indices, updates = primals
+  g_operand, _, g_updates = tangents
+  out = scatter_add_p.bind(operand, indices, updates, **params)
+  if type(g_operand) is ad.Zero and type(g_updates) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  return out, scatter_add_p.bind(ad.instantiate_zeros(g_operand), indices,
+                                 ad.instantiate_zeros(g_updates), **params)
+
+ad.primitive_jvps[scatter_add_p] = _scatter_add_jvp
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers,
+                           indices_are_sorted, unique_indices, mode):
+  assert not ad.is_undefined_primal(indices)
+  if type(ct) is ad.Zero:
+    return _scatter_zero_cts(ct, operand, updates)
+  ct_operand = ct if ad.is_undefined_primal(operand) else None
+  ct_updates = None
+  if ad.is_undefined_primal(updates):
+    ct_updates = _scatter_windows(ct, indices, dimension_numbers, updates.aval.shape, mode)
+  return [ct_operand, None, ct_updates]
+
+ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
+
+
+def _scatter_mul_jvp_updates(g, operand, indices, updates, **params):
+  # out[j] = operand[j] * prod_k updates[k] over the updates k that hit j, so the tangent
+  # is operand[j] * sum_k g[k] * (product of the other updates at j).
+  from hlox.lax import elementwise as ew
+  if params["unique_indices"]:
+    others = None
+  else:
+    others = _scatter_mul_other_products(operand, indices, updates, params)
+  contribution = g if others is None else ew.mul(g, others)
+  zeros = _zeros(get_aval(operand).shape, get_aval(g).dtype)
+  return ew.mul(operand, scatter_add_p.bind(zeros, indices, contribution, **params))
+
+
+def _scatter_mul_other_products(operand, indices, updates, params):
+  """For each update element, the product of the other update elements that multiply the
+  same operand element. Computed without dividing by zero: with ``q`` the product of the
+  nonzero updates there and ``z`` the number of zero ones, it is ``q / u`` for a nonzero
+  ``u`` when ``z == 0``, ``q`` for a zero ``u`` when ``z == 1``, and 0 otherwise. (So first
+  derivatives are exact everywhere; second derivatives are not where updates are exactly
+  zero. JAX does not differentiate this case at all.)"""
+  from hlox.lax import elementwise as ew
+  from hlox.lax.shapes import full_like
+  dn, mode = params["dimension_numbers"], params["mode"]
+  shape = get_aval(updates).shape
+  zero_u, one_u = full_like(updates, 0), full_like(updates, 1)
+  is_zero = ew.eq(updates, zero_u)
+  nonzero = ew.select(is_zero, one_u, updates)
+  q = scatter_mul_p.bind(full_like(operand, 1), indices, nonzero, **params)
+  z = scatter_add_p.bind(full_like(operand, 0), indices, ew.select(is_zero, one_u, zero_u),
+                         **params)
+  q = _scatter_windows(q, indices, dn, shape, mode)
+  z = _scatter_windows(z, indices, dn, shape, mode)
+  when_nonzero = ew.select(ew.eq(z, zero_u), ew.div(q, nonzero), zero_u)
+  when_zero = ew.select(ew.eq(z, one_u), q, zero_u)
+  return ew.select(is_zero, when_zero, when_nonzero)
+
+
+ad.defjvp(scatter_mul_p,
+          lambda g, operand, indices, updates, **params:
+          scatter_mul_p.bind(g, indices, updates, **params),
+          None,
+          _scatter_mul_jvp_updates)
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
+                           indices_are_sorted, unique_indices, mode):
+  from hlox.lax import elementwise as ew
+  assert not ad.is_undefined_primal(indices)
+  if type(ct) is ad.Zero:
+    return _scatter_zero_cts(ct, operand, updates)
+  params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                unique_indices=unique_indices, mode=mode)
+  ct_operand = ct_updates = None
+  if ad.is_undefined_primal(operand):
+    # Each operand element is scaled by the product of its updates: a diagonal map.
+    ct_operand = scatter_mul_p.bind(ct, indices, updates, **params)
+  if ad.is_undefined_primal(updates):
+    if ad.is_undefined_primal(operand):
+      raise ValueError("scatter_mul is not linear in operand and updates together")
+    if not unique_indices:
+      raise NotImplementedError("scatter_mul is linear in its updates only when "
+                                "unique_indices=True; cannot transpose it otherwise")
+    ct_updates = _scatter_windows(ew.mul(ct, operand), indices, dimension_numbers,
+                                  updates.aval.shape, mode)
+  return [ct_operand, None, ct_updates]
+
+ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
+
+
+def _scatter_extremal_jvp(prim, primals, tangents, **params):
+  from hlox.lax import elementwise as ew
+  from hlox.lax.shapes import full_like
+  operand, indices, updates = primals
+  g_operand, _, g_updates = tangents
+  out = prim.bind(operand, indices, updates, **params)
+  if type(g_operand) is ad.Zero and type(g_updates) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  g_operand = ad.instantiate_zeros(g_operand)
+  g_updates = ad.instantiate_zeros(g_updates)
+  dn, mode = params["dimension_numbers"], params["mode"]
+  shape = get_aval(updates).shape
+
+  def windows(x):
+    return _scatter_windows(x, indices, dn, shape, mode)
+
+  # At each update window: which candidates attain the result (each update, and the
+  # operand's own value), how many updates attain it and how many updates hit it at all.
+  # All of this is primal work; the tangent below is linear in (g_operand, g_updates).
+  zeros_u, ones_u = full_like(updates, 0), full_like(updates, 1)
+  zeros_x = full_like(operand, 0)
+  result = windows(out)
+  update_wins = ew.eq(updates, result)
+  operand_wins = ew.eq(windows(operand), result)
+  n_update_wins = windows(scatter_add_p.bind(
+      zeros_x, indices, ew.select(update_wins, ones_u, zeros_u), **params))
+  n_hits = windows(scatter_add_p.bind(zeros_x, indices, ones_u, **params))
+  n_winners = ew.add(n_update_wins, ew.select(operand_wins, ones_u, zeros_u))
+  share = ew.div(ones_u, ew.max(n_winners, ones_u))  # the max only guards dropped windows
+  update_coef = ew.select(update_wins, share, zeros_u)
+  # The operand's tangent is already in ``g_operand`` once; each of the ``n_hits`` updates
+  # at that element takes away its part and adds back the operand's share.
+  operand_coef = ew.div(ew.sub(ew.select(operand_wins, share, zeros_u), ones_u),
+                        ew.max(n_hits, ones_u))
+  t_updates = ew.add(ew.mul(windows(g_operand), operand_coef),
+                     ew.mul(g_updates, update_coef))
+  return out, scatter_add_p.bind(g_operand, indices, t_updates, **params)
+
+ad.primitive_jvps[scatter_min_p] = functools.partial(_scatter_extremal_jvp, scatter_min_p)
+ad.primitive_jvps[scatter_max_p] = functools.partial(_scatter_extremal_jvp, scatter_max_p)
+
+
+def _winning_updates(operand_shape, indices, updates_shape, params):
+  """Which update elements of a ``scatter`` reach its output (another update at the same
+  element may overwrite them)? Scatters a distinct positive id per update window into
+  zeros and reads back which id each window's elements hold. Returns the boolean mask,
+  shaped like the updates, and the scattered ids (zero where the operand survives)."""
+  from hlox.lax import elementwise as ew
+  from hlox.lax.shapes import broadcast_in_dim, iota, reshape
+  dn = params["dimension_numbers"]
+  ids_shape = tuple(1 if d in dn.update_window_dims else s
+                    for d, s in enumerate(updates_shape))
+  n = int(np.prod(ids_shape, dtype=np.int64))
+  id_dtype = np.dtype(np.int32) if n < 2 ** 31 - 1 else dtypes.canonicalize_dtype(np.int64)
+  ids = ew.add(iota(id_dtype, n), np.asarray(1, id_dtype)[()])
+  ids = broadcast_in_dim(reshape(ids, ids_shape), tuple(updates_shape),
+                         tuple(range(len(updates_shape))))
+  scattered = scatter_p.bind(_zeros(operand_shape, id_dtype), indices, ids, **params)
+  return ew.eq(ids, _scatter_windows(scattered, indices, dn, updates_shape,
+                                     params["mode"])), scattered
+
+
+def _scatter_jvp(primals, tangents, **params):
+  from hlox.lax import elementwise as ew
+  from hlox.lax.shapes import full_like
+  operand, indices, updates = primals
+  g_operand, _, g_updates = tangents
+  if type(g_operand) is ad.Zero and type(g_updates) is ad.Zero:
+    out = scatter_p.bind(operand, indices, updates, **params)
+    return out, ad.Zero.from_primal_value(out)
+  g_operand = ad.instantiate_zeros(g_operand)
+  g_updates = ad.instantiate_zeros(g_updates)
+  if params["unique_indices"]:
+    # No two windows overlap: linear in (operand, updates) together.
+    return (scatter_p.bind(operand, indices, updates, **params),
+            scatter_p.bind(g_operand, indices, g_updates, **params))
+  # Which of several overlapping updates survives is up to XLA, and nothing promises that
+  # two scatters pick the same one. So find the survivors once (by their ids), mask away
+  # everything else, and compute both the output and its tangent as scatter_adds of the
+  # masked values, which then agree by construction.
+  won, scattered = _winning_updates(get_aval(operand).shape, indices,
+                                    get_aval(updates).shape, params)
+  kept = ew.eq(scattered, full_like(scattered, 0))  # operand elements nobody overwrote
+
+  def masked(mask, x):
+    return ew.select(mask, x, full_like(x, 0))
+
+  out = scatter_add_p.bind(masked(kept, operand), indices, masked(won, updates), **params)
+  tangent = scatter_add_p.bind(masked(kept, g_operand), indices, masked(won, g_updates),
+                               **params)
+  return out, tangent
+
+ad.primitive_jvps[scatter_p] = _scatter_jvp
+
+
+def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode):
+  from hlox.lax import elementwise as ew
+  assert not ad.is_undefined_primal(indices)
+  if type(ct) is ad.Zero:
+    return _scatter_zero_cts(ct, operand, updates)
+  params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                unique_indices=unique_indices, mode=mode)
+  updates_shape = _aval_of(updates).shape
+  ct_operand = ct_updates = None
+  if ad.is_undefined_primal(operand):
+    # Overwritten elements do not reach the output.
+    zeros = _zeros(updates_shape, get_aval(ct).dtype)
+    ct_operand = scatter_p.bind(ct, indices, zeros, **params)
+  if ad.is_undefined_primal(updates):
+    ct_updates = _scatter_windows(ct, indices, dimension_numbers, updates_shape, mode)
+    if not unique_indices:
+      # Only the surviving update of each element gets its cotangent. (The JVP above never
+      # emits a non-unique scatter of tangents; this is for other linear uses of scatter.
+      # It assumes XLA picks the same survivor in this id scatter as in the transposed one,
+      # which holds for a deterministic backend such as CPU.)
+      won, _ = _winning_updates(operand.aval.shape if ad.is_undefined_primal(operand)
+                                else get_aval(operand).shape, indices, updates_shape, params)
+      ct_updates = ew.select(won, ct_updates, _zeros(updates_shape, get_aval(ct).dtype))
+  return [ct_operand, None, ct_updates]
+
+ad.primitive_transposes[scatter_p] = _scatter_transpose
+
+
+def _scatter_apply_jvp(primals, tangents, **params):
+  raise NotImplementedError(
+      "Differentiation of scatter_apply (x.at[idx].apply(func)) is not implemented (nor in "
+      "JAX); write x.at[idx].set(func(x[idx])) instead")
+
+ad.primitive_jvps[scatter_apply_p] = _scatter_apply_jvp
 
 
 def _bind_scatter(prim, operand, scatter_indices, updates, dimension_numbers,

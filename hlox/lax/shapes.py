@@ -15,7 +15,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
-from hlox.interpreters import xla
+from hlox.interpreters import ad, xla
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -100,6 +100,7 @@ def _iota_lowering(ctx, *, dtype, shape, dimension, sharding=None):
   return hlo.iota(xla.aval_to_ir_type(aval_out), xla.i64_attr(dimension))
 
 xla.register_lowering(iota_p, _iota_lowering)
+ad.defjvp_zero(iota_p)  # no inputs: nothing to differentiate
 
 
 def iota(dtype, size: int):
@@ -149,6 +150,20 @@ def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions, sharding=
 
 xla.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
 
+def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
+  # Every output element that copies an input element sends its cotangent back to it: sum
+  # over the new dimensions and over the size-1 dimensions that were stretched.
+  from hlox.lax.reductions import reduce_sum
+  in_shape = operand.aval.shape
+  stretched = [d for i, d in enumerate(broadcast_dimensions)
+               if in_shape[i] == 1 and shape[d] != 1]
+  summed = sorted(set(range(len(shape))) - set(broadcast_dimensions) | set(stretched))
+  if summed:
+    ct = reduce_sum(ct, tuple(summed))
+  return [reshape(ct, in_shape)]
+
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
   """Broadcast ``operand`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
@@ -193,6 +208,7 @@ def _reshape_lowering(ctx, x, *, new_sizes, dimensions, sharding=None):
   return hlo.reshape(xla.aval_to_ir_type(ctx.avals_out[0]), x)
 
 xla.register_lowering(reshape_p, _reshape_lowering)
+ad.deflinear(reshape_p, lambda ct, operand, **params: [reshape(ct, operand.aval.shape)])
 
 
 def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
@@ -228,6 +244,12 @@ def _transpose_lowering(ctx, x, *, permutation):
 
 xla.register_lowering(transpose_p, _transpose_lowering)
 
+def _transpose_transpose(ct, operand, *, permutation):
+  inverse = tuple(int(i) for i in np.argsort(permutation))
+  return [transpose(ct, inverse)]
+
+ad.deflinear(transpose_p, _transpose_transpose)
+
 
 def transpose(operand, permutation):
   """Permute the dimensions of ``operand``: result dim ``i`` is operand dim ``permutation[i]``."""
@@ -259,6 +281,8 @@ def _squeeze_lowering(ctx, x, *, dimensions):
   return hlo.reshape(xla.aval_to_ir_type(ctx.avals_out[0]), x)
 
 xla.register_lowering(squeeze_p, _squeeze_lowering)
+# Squeezing only drops size-1 dimensions, so a reshape puts them back.
+ad.deflinear(squeeze_p, lambda ct, operand, *, dimensions: [reshape(ct, operand.aval.shape)])
 
 
 def squeeze(array, dimensions):
@@ -312,6 +336,7 @@ def _rev_lowering(ctx, x, *, dimensions):
   return hlo.reverse(x, xla.dense_i64(dimensions))
 
 xla.register_lowering(rev_p, _rev_lowering)
+ad.deflinear(rev_p, lambda ct, operand, *, dimensions: [rev(ct, dimensions)])
 
 
 def rev(operand, dimensions):
@@ -355,6 +380,26 @@ def _pad_lowering(ctx, x, padding_value, *, padding_config):
                  xla.dense_i64(interior))
 
 xla.register_lowering(pad_p, _pad_lowering)
+
+def _pad_transpose(ct, operand, padding_value, *, padding_config):
+  # The operand's cotangent is the non-padding part of ``ct``: undo the edge padding (a
+  # negative low/high padding cropped elements, whose cotangent is zero), then take every
+  # ``interior + 1``-th element. The padding value fed every other output element, so its
+  # cotangent is the sum of the rest of ``ct``.
+  from hlox.lax import elementwise as ew
+  from hlox.lax.reductions import reduce_sum
+  lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+  zero = np.zeros((), get_aval(ct).dtype)[()]
+  unpadded = pad(ct, zero, tuple((-a, -b, 0) for a, b in zip(lo, hi)))
+  ct_operand = slice(unpadded, (0,) * len(lo), get_aval(unpadded).shape,
+                     tuple(i + 1 for i in interior))
+  ct_padding = None
+  if ad.is_undefined_primal(padding_value):
+    axes = tuple(range(len(lo)))
+    ct_padding = ew.sub(reduce_sum(ct, axes), reduce_sum(ct_operand, axes))
+  return [ct_operand if ad.is_undefined_primal(operand) else None, ct_padding]
+
+ad.deflinear(pad_p, _pad_transpose)
 
 
 def pad(operand, padding_value, padding_config):
@@ -418,6 +463,17 @@ def _concatenate_lowering(ctx, *xs, dimension):
 
 xla.register_lowering(concatenate_p, _concatenate_lowering)
 
+def _concatenate_transpose(ct, *operands, dimension):
+  cts, start = [], 0
+  for o in operands:
+    size = (o.aval if ad.is_undefined_primal(o) else get_aval(o)).shape[dimension]
+    cts.append(slice_in_dim(ct, start, start + size, 1, dimension)
+               if ad.is_undefined_primal(o) else None)
+    start += size
+  return cts
+
+ad.deflinear(concatenate_p, _concatenate_transpose)
+
 
 def concatenate(operands, dimension: int):
   """Join ``operands`` (same dtype and rank, equal other dimensions) along ``dimension``."""
@@ -468,6 +524,20 @@ def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
                    xla.dense_i64(strides))
 
 xla.register_lowering(slice_p, _slice_lowering)
+
+def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
+  # Put ``ct`` back where the slice read it, zeros elsewhere: low padding up to the start,
+  # ``stride - 1`` zeros between elements, and high padding after the last element read.
+  shape = operand.aval.shape
+  strides = (1,) * len(shape) if strides is None else strides
+  out_shape = get_aval(ct).shape
+  config = []
+  for start, stride, n, size in zip(start_indices, strides, out_shape, shape):
+    end = start + (n - 1) * stride + 1 if n else start
+    config.append((start, size - end, stride - 1))
+  return [pad(ct, np.zeros((), get_aval(ct).dtype)[()], config)]
+
+ad.deflinear(slice_p, _slice_transpose)
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)

@@ -555,12 +555,37 @@ def _logaddexp_base(name, x1, x2, exp_fn, log_scale):
 
 def logaddexp(x1, x2, /):
   """Elementwise ``log(exp(x1) + exp(x2))`` without overflow."""
-  return _logaddexp_base("logaddexp", x1, x2, lax.exp, None)
+  return _logaddexp_custom(*_args_inexact("logaddexp", x1, x2))
 
 
 def logaddexp2(x1, x2, /):
   """Elementwise ``log2(2 ** x1 + 2 ** x2)`` without overflow."""
-  return _logaddexp_base("logaddexp2", x1, x2, lax.exp2, 1.0 / np.log(2.0))
+  return _logaddexp2_custom(*_args_inexact("logaddexp2", x1, x2))
+
+
+def _logaddexp_jvp_rule(exp_fn, base_fn):
+  """The derivative weights each input by its share ``exp(x_i - out)``, so ties split
+  equally (JAX's custom rule; differentiating the max-based formula would not)."""
+  def rule(primals, tangents):
+    x1, x2 = primals
+    t1, t2 = tangents
+    out = base_fn(x1, x2)
+    w1 = exp_fn(lax.sub(x1, out))
+    w2 = exp_fn(lax.sub(x2, out))
+    return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
+  return rule
+
+
+def _make_logaddexp(name, exp_fn, scale):
+  from hlox.custom_derivatives import custom_jvp
+  base = lambda x1, x2: _logaddexp_base(name, x1, x2, exp_fn, scale)
+  fn = custom_jvp(base)
+  fn.defjvp(_logaddexp_jvp_rule(exp_fn, base))
+  return fn
+
+
+_logaddexp_custom = _make_logaddexp("logaddexp", lax.exp, None)
+_logaddexp2_custom = _make_logaddexp("logaddexp2", lax.exp2, 1.0 / np.log(2.0))
 
 
 def _wrap_between(x, half_period):
