@@ -14,7 +14,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.interpreters import xla
+from hlox.interpreters import ad, xla
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -236,6 +236,55 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                          precision_config=precision_config)
 
 xla.register_lowering(dot_general_p, _dot_general_lowering)
+
+
+def _free_dims(ndim, contract, batch):
+  return [d for d in range(ndim) if d not in contract and d not in batch]
+
+
+def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
+                               preferred_element_type, out_sharding=None, swap_ans=False):
+  """The cotangent of ``x`` in ``dot_general(x, y)`` (``x`` undefined): ``ct`` contracted
+  with ``y`` over ``y``'s free dimensions, batched as before, then transposed into ``x``'s
+  layout. With ``swap_ans`` the roles of the operands in ``ct``'s layout are swapped (used
+  for the rhs)."""
+  from hlox.lax.elementwise import convert_element_type
+  from hlox.lax.shapes import transpose
+  (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+  x_aval = x.aval
+  y_ndim = get_aval(y).ndim
+  x_free = _free_dims(x_aval.ndim, x_contract, x_batch)
+  y_free = _free_dims(y_ndim, y_contract, y_batch)
+  nb = len(x_batch)
+  # ct's dimensions: batch, then lhs free, then rhs free (x and y swapped with swap_ans).
+  if swap_ans:
+    ct_y = list(range(nb, nb + len(y_free)))
+  else:
+    ct_y = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
+  dims = ((tuple(ct_y), tuple(y_free)), (tuple(range(nb)), tuple(y_batch)))
+  out = dot_general(ct, y, dims, precision=precision,
+                    preferred_element_type=preferred_element_type)
+  # ``out`` has x's batch dims, then x's free dims, then x's contracting dims in the order of
+  # the matching y dimensions; permute that back into x's order.
+  x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+  layout = list(x_batch) + x_free + x_contract_by_y
+  out = transpose(out, tuple(int(i) for i in np.argsort(layout)))
+  if get_aval(out).dtype != x_aval.dtype:
+    out = convert_element_type(out, x_aval.dtype, weak_type=x_aval.weak_type)
+  return out
+
+
+def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision,
+                               preferred_element_type, out_sharding=None):
+  (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+  swapped = ((y_contract, x_contract), (y_batch, x_batch))
+  swapped_precision = None if precision is None else (precision[1], precision[0])
+  return _dot_general_transpose_lhs(ct, y, x, dimension_numbers=swapped,
+                                    precision=swapped_precision,
+                                    preferred_element_type=preferred_element_type,
+                                    swap_ans=True)
+
+ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
 
 
 def _index_tuple(name, dims) -> tuple:

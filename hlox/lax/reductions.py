@@ -15,7 +15,9 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
-from hlox.interpreters import xla
+from hlox.interpreters import ad, xla
+from hlox.lax import elementwise as _ew
+from hlox.lax import shapes as _shapes
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -189,10 +191,32 @@ def _axes_param(axes):
   return tuple(int(a) for a in axes)
 
 
+# --- autodiff helpers --------------------------------------------------------------------
+
+def _kept_dims(ndim, axes):
+  return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _zero_tangent(aval):
+  return ad.Zero(aval.to_tangent_aval())
+
+
+def _broadcast_back(x, operand_aval, axes):
+  """``x`` (an operand reduced over ``axes``) broadcast back to the operand's shape."""
+  return _shapes.broadcast_in_dim(x, operand_aval.shape,
+                                  _kept_dims(operand_aval.ndim, axes))
+
+
 # --- monoid reductions -------------------------------------------------------------------
 
 reduce_sum_p = _reducer("reduce_sum", _is_number, "integer, floating or complex types",
                         _keep_weak, hlo.add, _zero)
+
+def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
+  return [_broadcast_back(ct, operand.aval, axes)]
+
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+
 
 def reduce_sum(operand, axes, *, out_sharding=None):
   """Sum of ``operand`` over ``axes`` (non-negative dimension numbers)."""
@@ -202,6 +226,44 @@ def reduce_sum(operand, axes, *, out_sharding=None):
 reduce_prod_p = _reducer("reduce_prod", _is_number, "integer, floating or complex types",
                          _keep_weak, hlo.multiply, _one)
 
+def _products_of_others(x, aval, axes):
+  """For each element of ``x``, the product of the other elements of its reduction group
+  (over ``axes``): exclusive prefix products times exclusive suffix products along the
+  flattened group, so zeros need no special case and no division happens."""
+  from hlox.lax.windowed import cumprod
+  kept = _kept_dims(aval.ndim, axes)
+  kept_shape = tuple(aval.shape[i] for i in kept)
+  group_shape = tuple(aval.shape[a] for a in axes)
+  n = int(np.prod(group_shape, dtype=np.int64))
+  perm = kept + tuple(axes)
+  flat = _shapes.reshape(_shapes.transpose(x, perm), kept_shape + (n,))
+  last = len(kept_shape)
+  one = np.array(1, aval.dtype)
+  no_pad = [(0, 0, 0)] * last
+  prefix = _shapes.pad(_shapes.slice_in_dim(cumprod(flat, last), 0, n - 1, axis=last), one,
+                       no_pad + [(1, 0, 0)])
+  suffix = _shapes.pad(_shapes.slice_in_dim(cumprod(flat, last, reverse=True), 1, n,
+                                            axis=last), one, no_pad + [(0, 1, 0)])
+  others = _shapes.reshape(_ew.mul(prefix, suffix), kept_shape + group_shape)
+  return _shapes.transpose(others, tuple(int(i) for i in np.argsort(perm)))
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+  (x,), (t,) = primals, tangents
+  out = reduce_prod_p.bind(x, axes=axes)
+  aval = get_aval(x)
+  if type(t) is ad.Zero or not dtypes.is_inexact(aval.dtype):
+    return out, ad.Zero.from_primal_value(out)
+  if not axes:
+    return out, t
+  if any(aval.shape[a] == 0 for a in axes):  # the empty product is the constant 1
+    return out, ad.Zero.from_primal_value(out)
+  others = _products_of_others(x, aval, axes)
+  return out, reduce_sum(_ew.mul(t, others), axes)
+
+ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+
+
 def reduce_prod(operand, axes):
   """Product of ``operand`` over ``axes``."""
   return reduce_prod_p.bind(operand, axes=_axes_param(axes))
@@ -209,6 +271,19 @@ def reduce_prod(operand, axes):
 
 reduce_max_p = _reducer("reduce_max", _any_dtype, "bool, integer, floating or complex types",
                         _keep_weak, max_hlo, _max_identity)
+
+def _reduce_chooser_jvp(t, out, operand, *, axes, out_sharding=None):
+  # The tangent at the extremum; equal extrema share it equally (as JAX does). A NaN result
+  # matches no element, so its tangent is NaN.
+  aval = get_aval(operand)
+  if not dtypes.is_inexact(aval.dtype):
+    return _zero_tangent(get_aval(out))
+  hits = _ew.convert_element_type(_ew.eq(operand, _broadcast_back(out, aval, axes)),
+                                  get_aval(t).dtype)
+  return _ew.div(reduce_sum(_ew.mul(t, hits), axes), reduce_sum(hits, axes))
+
+ad.defjvp2(reduce_max_p, _reduce_chooser_jvp)
+
 
 def reduce_max(operand, axes, *, out_sharding=None):
   """Maximum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
@@ -220,6 +295,9 @@ def reduce_max(operand, axes, *, out_sharding=None):
 reduce_min_p = _reducer("reduce_min", _any_dtype, "bool, integer, floating or complex types",
                         _keep_weak, min_hlo, _min_identity)
 
+ad.defjvp2(reduce_min_p, _reduce_chooser_jvp)
+
+
 def reduce_min(operand, axes, *, out_sharding=None):
   """Minimum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
 
@@ -230,6 +308,9 @@ def reduce_min(operand, axes, *, out_sharding=None):
 reduce_and_p = _reducer("reduce_and", _is_bool_or_int, "bool or integer types", _strip_weak,
                         hlo.and_, _and_identity)
 
+ad.defjvp_zero(reduce_and_p)
+
+
 def reduce_and(operand, axes):
   """Logical (bool) or bitwise (integer) AND of ``operand`` over ``axes``."""
   return reduce_and_p.bind(operand, axes=_axes_param(axes))
@@ -238,6 +319,9 @@ def reduce_and(operand, axes):
 reduce_or_p = _reducer("reduce_or", _is_bool_or_int, "bool or integer types", _strip_weak,
                        hlo.or_, _zero)
 
+ad.defjvp_zero(reduce_or_p)
+
+
 def reduce_or(operand, axes):
   """Logical (bool) or bitwise (integer) OR of ``operand`` over ``axes``."""
   return reduce_or_p.bind(operand, axes=_axes_param(axes))
@@ -245,6 +329,9 @@ def reduce_or(operand, axes):
 
 reduce_xor_p = _reducer("reduce_xor", _is_bool_or_int, "bool or integer types", _strip_weak,
                         hlo.xor, _zero)
+
+ad.defjvp_zero(reduce_xor_p)
+
 
 def reduce_xor(operand, axes):
   """Logical (bool) or bitwise (integer) XOR of ``operand`` over ``axes``."""
@@ -319,6 +406,8 @@ def _argminmax(name, direction, identity):
 
 argmax_p = _argminmax("argmax", "GT", _max_identity)
 argmin_p = _argminmax("argmin", "LT", _min_identity)
+ad.defjvp_zero(argmax_p)
+ad.defjvp_zero(argmin_p)
 
 
 def _index_dtype(name, index_dtype):
@@ -397,6 +486,55 @@ def _reduce_lowering(ctx, *values, computation, jaxpr, dimensions):
   return list(op.results)
 
 xla.register_lowering(reduce_p, _reduce_lowering)
+
+
+def _reduce_tree(combine, inits, xs, axes):
+  """Reduce the equally shaped arrays ``xs`` over ``axes`` by halving: the group is moved
+  to the front and flattened, then its two halves are combined elementwise (the odd one out
+  is padded with the initial values) until one element is left. Made of differentiable
+  primitives only, which is how ``reduce`` gets its derivative."""
+  aval = get_aval(xs[0])
+  kept = _kept_dims(aval.ndim, axes)
+  kept_shape = tuple(aval.shape[i] for i in kept)
+  n = int(np.prod([aval.shape[a] for a in axes], dtype=np.int64))
+  perm = tuple(axes) + kept
+  xs = [_shapes.reshape(_shapes.transpose(x, perm), (n,) + kept_shape) for x in xs]
+  if n == 0:
+    return [_shapes.broadcast_in_dim(i, kept_shape, ()) for i in inits]
+  while n > 1:
+    half = (n + 1) // 2
+    lo = [_shapes.slice_in_dim(x, 0, half) for x in xs]
+    hi = [_shapes.slice_in_dim(x, half, n) for x in xs]
+    if n % 2:
+      config = [(0, 1, 0)] + [(0, 0, 0)] * len(kept_shape)
+      hi = [_shapes.pad(h, i, config) for h, i in zip(hi, inits)]
+    xs = combine(*lo, *hi)
+    n = half
+  return [_shapes.reshape(x, kept_shape) for x in xs]
+
+
+def _reduce_jvp(primals, tangents, *, computation, jaxpr, dimensions):
+  from hlox.core.jaxpr import eval_jaxpr
+  n = len(primals) // 2
+  operands, inits = primals[:n], primals[n:]
+  if any(type(t) is not ad.Zero for t in tangents[n:]):
+    raise NotImplementedError("reduce: differentiating with respect to the initial values "
+                              "is not supported (use an identity of the computation)")
+
+  def combine(*args):
+    # The computation was traced on scalars; applied to arrays it acts elementwise as long
+    # as every operation in it broadcasts scalars, which elementwise primitives do.
+    try:
+      return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+    except (TypeError, ValueError) as e:
+      raise NotImplementedError(
+          f"reduce: the derivative needs a computation made of elementwise operations; "
+          f"applying it to arrays failed: {e}") from e
+
+  return ad.jvp(lambda *xs: _reduce_tree(combine, inits, list(xs), dimensions),
+                list(operands), list(tangents[:n]))
+
+ad.primitive_jvps[reduce_p] = _reduce_jvp
 
 
 @functools.lru_cache(maxsize=512)

@@ -13,7 +13,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
-from hlox.interpreters import xla
+from hlox.interpreters import ad, xla
 from hlox.lax.utils import canonicalize_axis, shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -121,6 +121,42 @@ def _sort_lowering(ctx, *operands, dimension, is_stable, num_keys):
 xla.register_lowering(sort_p, _sort_lowering)
 
 
+def _take_along(t, indices, axis):
+  """``t`` permuted along ``axis`` by ``indices`` (``indices`` has ``t``'s shape except
+  along ``axis``): a gather whose other dimensions are batch dimensions, so it transposes
+  into a scatter-add."""
+  from hlox.lax import indexing
+  from hlox.lax.shapes import expand_dims
+  ndim = get_aval(t).ndim
+  others = tuple(d for d in range(ndim) if d != axis)
+  dnums = indexing.GatherDimensionNumbers(
+      offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
+      operand_batching_dims=others, start_indices_batching_dims=others)
+  return indexing.gather(t, expand_dims(indices, (ndim,)), dnums, (1,) * ndim,
+                         mode=indexing.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _index_dtype_for(size):
+  return dtypes.int32 if size <= np.iinfo(np.int32).max else dtypes.canonicalize_dtype(
+      np.int64)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+  # Sort an iota along with the operands to learn the permutation, then move every tangent
+  # with it.
+  from hlox.lax.shapes import broadcasted_iota
+  shape = get_aval(primals[0]).shape
+  iota = broadcasted_iota(_index_dtype_for(shape[dimension]), shape, dimension)
+  *outs, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                            num_keys=num_keys)
+  t_outs = [ad.Zero.from_primal_value(o) if type(t) is ad.Zero or not
+            dtypes.is_inexact(get_aval(o).dtype) else _take_along(t, perm, dimension)
+            for o, t in zip(outs, tangents)]
+  return outs, t_outs
+
+ad.primitive_jvps[sort_p] = _sort_jvp
+
+
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
   """Sort ``operand`` along ``dimension`` (floats: -0.0 equals 0.0, NaNs last).
 
@@ -202,6 +238,18 @@ def _top_k_lowering(ctx, operand, *, k, axis, is_stable):
                     xla.dense_i64(strides))]
 
 xla.register_lowering(top_k_p, _top_k_lowering)
+
+
+def _top_k_jvp(primals, tangents, *, k, axis, is_stable):
+  (operand,), (t,) = primals, tangents
+  values, indices = top_k_p.bind(operand, k=k, axis=axis, is_stable=is_stable)
+  if type(t) is ad.Zero or not dtypes.is_inexact(get_aval(operand).dtype):
+    t_values = ad.Zero.from_primal_value(values)
+  else:
+    t_values = _take_along(t, indices, axis)
+  return [values, indices], [t_values, ad.Zero.from_primal_value(indices)]
+
+ad.primitive_jvps[top_k_p] = _top_k_jvp
 
 
 def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):

@@ -16,8 +16,10 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval
-from hlox.interpreters import xla
+from hlox.interpreters import ad, xla
+from hlox.lax import elementwise as _ew
 from hlox.lax import reductions as _red
+from hlox.lax import shapes as _shapes
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -149,6 +151,192 @@ reduce_window_min_p = _window_primitive("reduce_window_min", "min", _red._min_id
                                         _red._any_dtype, "bool or numeric types")
 
 
+def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strides, padding,
+                                 base_dilation, window_dilation):
+  # Each input element receives the cotangents of the windows it fell in. Dilating the
+  # cotangent by the strides and padding it so that a window (of the same size and window
+  # dilation) striding by the base dilation lands on each input element gathers exactly those.
+  aval = operand.aval
+  out_shape = get_aval(ct).shape
+  if 0 in aval.shape or 0 in out_shape:
+    return [ad.zeros_like_aval(aval)]
+  config = []
+  for n, w, s, (lo, _), bd, wd, o in zip(aval.shape, window_dimensions, window_strides,
+                                          padding, base_dilation, window_dilation, out_shape):
+    span = _dilate(w, wd)
+    before = span - 1 - lo
+    after = _dilate(n, bd) + span - 1 - _dilate(o, s) - before
+    config.append((before, after, s - 1))
+  padded = _shapes.pad(ct, np.zeros((), get_aval(ct).dtype), config)
+  ndim = aval.ndim
+  out = reduce_window_sum_p.bind(padded, window_dimensions=window_dimensions,
+                                 window_strides=base_dilation, padding=((0, 0),) * ndim,
+                                 base_dilation=(1,) * ndim, window_dilation=window_dilation)
+  return [out]
+
+ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+
+
+# The derivative of a max/min window reduction is the tangent at the chosen element of each
+# window: ``select_and_gather_add`` picks it (a reduce_window over (operand, tangent) pairs),
+# and its transpose ``select_and_scatter_add`` sends each cotangent back to the chosen
+# element (stablehlo.select_and_scatter). Both are linear in their first argument. As in
+# JAX, ties pick one element (not an equal split), and the two ops agree when there are none.
+
+def _chooses_hlo(select, x, y, dtype):
+  """Whether ``x`` is kept over ``y`` (``select`` is 'ge' for max, 'le' for min); complex
+  numbers compare lexicographically, as reduce_window_max/min do."""
+  direction = "GE" if select == "ge" else "LE"
+  if not dtypes.is_complex(dtype):
+    return xla.compare_hlo(x, y, direction, dtype)
+  strict = "GT" if select == "ge" else "LT"
+  rx, ry = hlo.real(x), hlo.real(y)
+  real_eq = xla.compare_hlo(rx, ry, "EQ", dtypes.float32)
+  real_cmp = xla.compare_hlo(rx, ry, strict, dtypes.float32)
+  imag_cmp = xla.compare_hlo(hlo.imag(x), hlo.imag(y), direction, dtypes.float32)
+  return hlo.select(real_eq, imag_cmp, real_cmp)
+
+
+def _select_identity(select, dtype):
+  return (_red._max_identity if select == "ge" else _red._min_identity)(dtype)
+
+
+def _select_and_gather_add_shape_rule(tangents, operand, *, select, **params):
+  if tangents.shape != operand.shape:
+    raise TypeError(f"select_and_gather_add: tangents {tangents.str_short()} and operand "
+                    f"{operand.str_short()} must have the same shape")
+  return _window_shape_rule("select_and_gather_add", operand, **params)
+
+
+select_and_gather_add_p = standard_primitive(_select_and_gather_add_shape_rule,
+                                             lambda t, o, **params: t.dtype,
+                                             "select_and_gather_add")
+
+
+def _select_and_gather_add_lowering(ctx, tangents, operand, *, select, **params):
+  t_aval, o_aval = ctx.avals_in
+  out_aval = ctx.avals_out[0]
+  inits = [xla.ir_constant(np.zeros((), t_aval.dtype)),
+           xla.ir_constant(np.asarray(_select_identity(select, o_aval.dtype), o_aval.dtype))]
+  op, block = _reduce_window_op(ctx, [tangents, operand], inits,
+                                [out_aval, out_aval.update(dtype=o_aval.dtype)], **params)
+  with ir.InsertionPoint(block):
+    tx, ox, ty, oy = block.arguments
+    keep_x = _chooses_hlo(select, ox, oy, o_aval.dtype)
+    hlo.return_([hlo.select(keep_x, tx, ty), hlo.select(keep_x, ox, oy)])
+  return op.results[0]
+
+xla.register_lowering(select_and_gather_add_p, _select_and_gather_add_lowering)
+
+
+def _select_and_gather_add_jvp(primals, tangents, *, select, **params):
+  (t, operand), (t_dot, _) = primals, tangents
+  out = select_and_gather_add_p.bind(t, operand, select=select, **params)
+  if type(t_dot) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  return out, select_and_gather_add_p.bind(t_dot, operand, select=select, **params)
+
+
+def _select_and_gather_add_transpose(ct, t, operand, *, select, window_dimensions,
+                                     window_strides, padding, base_dilation, window_dilation):
+  if ad.is_undefined_primal(operand):
+    raise NotImplementedError("select_and_gather_add is linear only in its tangents")
+  if type(ct) is ad.Zero:
+    return [ad.Zero(t.aval), None]
+  if any(d != 1 for d in window_dilation):
+    raise NotImplementedError(f"reverse-mode derivative of reduce_window_max/min with window "
+                              f"dilation {window_dilation} is not implemented (as in JAX)")
+  dilated = any(d != 1 for d in base_dilation)
+  if dilated:
+    # Spread the operand out as the base dilation does; the holes never win a window.
+    operand = _shapes.pad(operand, np.asarray(_select_identity(select, get_aval(operand).dtype),
+                                              get_aval(operand).dtype),
+                          [(0, 0, d - 1) for d in base_dilation])
+  out = select_and_scatter_add_p.bind(ct, operand, select=select,
+                                      window_dimensions=window_dimensions,
+                                      window_strides=window_strides, padding=padding)
+  if dilated:
+    out = _shapes.slice(out, (0,) * len(base_dilation), get_aval(out).shape, base_dilation)
+  return [out, None]
+
+ad.primitive_jvps[select_and_gather_add_p] = _select_and_gather_add_jvp
+ad.primitive_transposes[select_and_gather_add_p] = _select_and_gather_add_transpose
+
+
+def _select_and_scatter_add_shape_rule(source, operand, *, select, window_dimensions,
+                                       window_strides, padding):
+  ndim = operand.ndim
+  expected = _window_shape_rule("select_and_scatter_add", operand,
+                                window_dimensions=window_dimensions,
+                                window_strides=window_strides, padding=padding,
+                                base_dilation=(1,) * ndim, window_dilation=(1,) * ndim)
+  if source.shape != expected:
+    raise TypeError(f"select_and_scatter_add: source {source.str_short()} must have the "
+                    f"windowed shape {expected} of operand {operand.str_short()}")
+  return operand.shape
+
+
+select_and_scatter_add_p = standard_primitive(_select_and_scatter_add_shape_rule,
+                                              lambda s, o, **params: s.dtype,
+                                              "select_and_scatter_add")
+
+
+def _select_and_scatter_add_lowering(ctx, source, operand, *, select, window_dimensions,
+                                     window_strides, padding):
+  s_aval, o_aval = ctx.avals_in
+  pad_attr = ir.DenseIntElementsAttr.get(np.asarray(padding, np.int64).reshape(-1, 2),
+                                         shape=(len(padding), 2))
+  op = hlo.SelectAndScatterOp(xla.aval_to_ir_type(ctx.avals_out[0]), operand, source,
+                              xla.ir_constant(np.zeros((), s_aval.dtype)),
+                              window_dimensions=xla.dense_i64(window_dimensions),
+                              window_strides=xla.dense_i64(window_strides), padding=pad_attr)
+  o_type = xla.aval_to_ir_type(ShapedArray((), o_aval.dtype))
+  s_type = xla.aval_to_ir_type(ShapedArray((), s_aval.dtype))
+  block = op.select.blocks.append(o_type, o_type)
+  with ir.InsertionPoint(block):
+    hlo.return_([_chooses_hlo(select, *block.arguments, o_aval.dtype)])
+  block = op.scatter.blocks.append(s_type, s_type)
+  with ir.InsertionPoint(block):
+    hlo.return_([hlo.add(*block.arguments)])
+  return op.result
+
+xla.register_lowering(select_and_scatter_add_p, _select_and_scatter_add_lowering)
+
+
+def _select_and_scatter_add_jvp(primals, tangents, *, select, **params):
+  (source, operand), (s_dot, _) = primals, tangents
+  out = select_and_scatter_add_p.bind(source, operand, select=select, **params)
+  if type(s_dot) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  return out, select_and_scatter_add_p.bind(s_dot, operand, select=select, **params)
+
+
+def _select_and_scatter_add_transpose(ct, source, operand, *, select, window_dimensions,
+                                      window_strides, padding):
+  if ad.is_undefined_primal(operand):
+    raise NotImplementedError("select_and_scatter_add is linear only in its source")
+  if type(ct) is ad.Zero:
+    return [ad.Zero(source.aval), None]
+  ndim = len(window_dimensions)
+  out = select_and_gather_add_p.bind(ct, operand, select=select,
+                                     window_dimensions=window_dimensions,
+                                     window_strides=window_strides, padding=padding,
+                                     base_dilation=(1,) * ndim, window_dilation=(1,) * ndim)
+  return [out, None]
+
+ad.primitive_jvps[select_and_scatter_add_p] = _select_and_scatter_add_jvp
+ad.primitive_transposes[select_and_scatter_add_p] = _select_and_scatter_add_transpose
+
+
+def _reduce_window_chooser_jvp(select):
+  def rule(t, operand, **params):
+    return select_and_gather_add_p.bind(t, operand, select=select, **params)
+  return rule
+
+ad.defjvp(reduce_window_max_p, _reduce_window_chooser_jvp("ge"))
+ad.defjvp(reduce_window_min_p, _reduce_window_chooser_jvp("le"))
+
+
 # --- generic reduce_window ---------------------------------------------------------------
 
 def _generic_window_abstract_eval(*avals, jaxpr, window_dimensions, window_strides, padding,
@@ -184,6 +372,49 @@ def _generic_window_lowering(ctx, *values, jaxpr, **params):
   return list(op.results)
 
 xla.register_lowering(reduce_window_p, _generic_window_lowering)
+
+
+@functools.lru_cache(maxsize=256)
+def _jvp_window_jaxpr(jaxpr, differentiable):
+  """The computation of a reduce_window over (operands, tangents of the ``differentiable``
+  operands): pairs of (primal, tangent) scalars combine by the JVP of ``jaxpr``."""
+  n = len(differentiable)
+  nz = list(differentiable) * 2
+  jvp_closed, _ = ad.jvp_jaxpr(jaxpr, nz, instantiate=list(differentiable))
+  k = sum(differentiable)
+  avals = list(jaxpr.in_avals[:n]) + [a.to_tangent_aval() for a, d in
+                                      zip(jaxpr.in_avals[:n], differentiable) if d]
+
+  def fun(*args):
+    xs, ys = args[:n + k], args[n + k:]
+    from hlox.core.jaxpr import eval_jaxpr
+    return eval_jaxpr(jvp_closed.jaxpr, jvp_closed.consts,
+                      *xs[:n], *ys[:n], *xs[n:], *ys[n:])
+
+  from hlox.core.jaxpr import trace_to_jaxpr
+  return trace_to_jaxpr(fun, avals * 2, "reduce_window jvp computation")
+
+
+def _generic_window_jvp(primals, tangents, *, jaxpr, **params):
+  n = len(primals) // 2
+  operands, inits = primals[:n], primals[n:]
+  if any(type(t) is not ad.Zero for t in tangents[n:]):
+    raise NotImplementedError("reduce_window: differentiating with respect to the initial "
+                              "values is not supported")
+  differentiable = tuple(dtypes.is_inexact(get_aval(x).dtype) for x in operands)
+  t_operands = [ad.instantiate_zeros(t) for t, d in zip(tangents[:n], differentiable) if d]
+  t_inits = [np.zeros((), get_aval(x).dtype) for x, d in zip(operands, differentiable) if d]
+  jvp_jaxpr = _jvp_window_jaxpr(jaxpr, differentiable)
+  # The primal outputs come from their own reduce_window, so that they do not depend on the
+  # tangents (linearize needs them known); the dual one's primal outputs are dropped.
+  outs = reduce_window_p.bind(*operands, *inits, jaxpr=jaxpr, **params)
+  duals = reduce_window_p.bind(*operands, *t_operands, *inits, *t_inits, jaxpr=jvp_jaxpr,
+                               **params)
+  t_outs = iter(duals[n:])
+  return outs, [next(t_outs) if d else ad.Zero.from_primal_value(o)
+                for o, d in zip(outs, differentiable)]
+
+ad.primitive_jvps[reduce_window_p] = _generic_window_jvp
 
 
 def _window_monoid(computation, init, dtype):
@@ -301,6 +532,140 @@ cummin_p = _cumulative("cummin", _red.min_hlo, _red._min_identity, _red._is_numb
                        "integer, floating or complex types")
 cumlogsumexp_p = _cumulative("cumlogsumexp", _logaddexp_hlo, _neg_inf, dtypes.is_float,
                              "floating types")
+
+
+ad.deflinear(cumsum_p, lambda ct, operand, *, axis, reverse:
+             [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+
+
+# The other cumulative reductions have tangents s that follow a first-order linear
+# recurrence along the axis, s[i] = a[i] * s[i-1] + b[i], with coefficients a (and weights
+# inside b) computed from primal values only. It is solved by a parallel (Blelloch) scan
+# built from slices, pads and elementwise ops, so it is linear in b and transposes and
+# differentiates through those primitives' rules.
+
+def _combine_affine(first, second):
+  """Compose s -> a1 s + b1 with s -> a2 s + b2 (first applied first)."""
+  (a1, b1), (a2, b2) = first, second
+  return _ew.mul(a1, a2), _ew.add(_ew.mul(a2, b1), b2)
+
+
+def _interleave(even, odd, axis):
+  """Elements of ``even`` at positions 0, 2, 4, ... and of ``odd`` at 1, 3, ...; ``even``
+  has as many elements as ``odd`` or one more."""
+  ne, no = get_aval(even).shape[axis], get_aval(odd).shape[axis]
+  ndim = get_aval(even).ndim
+
+  def spread(x, lo, hi):
+    config = [(0, 0, 0)] * ndim
+    config[axis] = (lo, hi, 1)
+    return _shapes.pad(x, np.zeros((), get_aval(x).dtype), config)
+  if no == 0:
+    return even
+  return _ew.add(spread(even, 0, 1 if ne == no else 0),
+                 spread(odd, 1, 0 if ne == no else 1))
+
+
+def _affine_scan(a, b, axis):
+  """Inclusive scan of the affine maps (a[i], b[i]) along ``axis``."""
+  n = get_aval(a).shape[axis]
+  if n < 2:
+    return a, b
+  sl = functools.partial(_shapes.slice_in_dim, axis=axis)
+  m = n // 2
+  pairs = _combine_affine((sl(a, 0, 2 * m - 1, 2), sl(b, 0, 2 * m - 1, 2)),
+                          (sl(a, 1, 2 * m, 2), sl(b, 1, 2 * m, 2)))
+  odd_a, odd_b = _affine_scan(*pairs, axis)            # prefixes ending at 1, 3, 5, ...
+  k = (n + 1) // 2 - 1                                 # even positions 2, 4, ... left
+  rest_a, rest_b = _combine_affine((sl(odd_a, 0, k), sl(odd_b, 0, k)),
+                                   (sl(a, 2, n, 2), sl(b, 2, n, 2)))
+  even_a = _shapes.concatenate([sl(a, 0, 1), rest_a], axis)
+  even_b = _shapes.concatenate([sl(b, 0, 1), rest_b], axis)
+  return _interleave(even_a, odd_a, axis), _interleave(even_b, odd_b, axis)
+
+
+def _linear_recurrence(a, b, axis, reverse):
+  """s with s[i] = a[i] * s[i-1] + b[i] (s[-1] = 0) along ``axis``; from the end (s[i]
+  depends on s[i+1]) when ``reverse``."""
+  if reverse:
+    a, b = _shapes.rev(a, (axis,)), _shapes.rev(b, (axis,))
+  _, s = _affine_scan(a, b, axis)
+  return _shapes.rev(s, (axis,)) if reverse else s
+
+
+def _previous(out, identity, axis, reverse):
+  """The running value before each position (``identity`` before the first)."""
+  n = get_aval(out).shape[axis]
+  ndim = get_aval(out).ndim
+  config = [(0, 0, 0)] * ndim
+  if reverse:
+    kept = _shapes.slice_in_dim(out, 1, n, axis=axis)
+    config[axis] = (0, 1, 0)
+  else:
+    kept = _shapes.slice_in_dim(out, 0, n - 1, axis=axis)
+    config[axis] = (1, 0, 0)
+  return _shapes.pad(kept, np.asarray(identity, get_aval(out).dtype), config)
+
+
+def _cumulative_jvp(prim, coefficients):
+  """JVP rule for ``prim`` whose tangent is s[i] = a[i] s[i-1] + w[i] t[i] with
+  ``(a, w) = coefficients(x, out, prev, axis, reverse)``."""
+  def rule(primals, tangents, *, axis, reverse):
+    (x,), (t,) = primals, tangents
+    out = prim.bind(x, axis=axis, reverse=reverse)
+    aval = get_aval(x)
+    if type(t) is ad.Zero or not dtypes.is_inexact(aval.dtype) or aval.shape[axis] == 0:
+      return out, ad.Zero.from_primal_value(out)
+    a, w = coefficients(x, out, axis, reverse)
+    return out, _linear_recurrence(a, _ew.mul(w, t), axis, reverse)
+  ad.primitive_jvps[prim] = rule
+
+
+def _cumprod_coefficients(x, out, axis, reverse):
+  # out[i] = out[i-1] * x[i]  =>  s[i] = x[i] s[i-1] + out[i-1] t[i]: exact with zeros.
+  return x, _previous(out, np.ones((), get_aval(x).dtype), axis, reverse)
+
+
+def _cumlogsumexp_coefficients(x, out, axis, reverse):
+  # out[i] = logaddexp(out[i-1], x[i])  =>  s[i] = e^(out[i-1]-out[i]) s[i-1] + e^(x[i]-out[i])
+  # t[i]; both factors are at most 1. Equal infinities give a difference of 0, not NaN, and
+  # where the output is still -inf (all inputs so far -inf) the tangent is 0.
+  dtype = get_aval(x).dtype
+  prev = _previous(out, _red._max_identity(dtype), axis, reverse)
+  zero = _shapes.full_like(out, 0)
+  live = _ew.ne(out, np.asarray(-np.inf, dtype))
+
+  def weight(v):
+    return _ew.select_n(live, zero, _ew.exp(_ew.select_n(_ew.eq(v, out), _ew.sub(v, out),
+                                                         zero)))
+  return weight(prev), weight(x)
+
+
+def _cumextremum_jvp(prim, identity):
+  # The tangent at the running extremum, shared equally among equal extrema (as reduce_max
+  # does): S = sum of t over positions so far that equal the current extremum, N = their
+  # count, both reset when a new extremum appears; the tangent is S / N. (A NaN output
+  # matches nothing and gets a NaN tangent.)
+  def rule(primals, tangents, *, axis, reverse):
+    (x,), (t,) = primals, tangents
+    out = prim.bind(x, axis=axis, reverse=reverse)
+    aval = get_aval(x)
+    if type(t) is ad.Zero or not dtypes.is_inexact(aval.dtype) or aval.shape[axis] == 0:
+      return out, ad.Zero.from_primal_value(out)
+    dtype = get_aval(t).dtype
+    prev = _previous(out, identity(aval.dtype), axis, reverse)
+    same = _ew.convert_element_type(_ew.eq(prev, out), dtype)
+    hits = _ew.convert_element_type(_ew.eq(x, out), dtype)
+    counts = _linear_recurrence(same, hits, axis, reverse)
+    sums = _linear_recurrence(same, _ew.mul(hits, t), axis, reverse)
+    return out, _ew.div(sums, counts)
+  ad.primitive_jvps[prim] = rule
+
+
+_cumulative_jvp(cumprod_p, _cumprod_coefficients)
+_cumulative_jvp(cumlogsumexp_p, _cumlogsumexp_coefficients)
+_cumextremum_jvp(cummax_p, _red._max_identity)
+_cumextremum_jvp(cummin_p, _red._min_identity)
 
 
 def _bind_cumulative(prim, operand, axis, reverse):
