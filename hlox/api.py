@@ -447,3 +447,99 @@ def eval_shape(fun: Callable, *args, **kwargs):
   closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun), trace_name="eval_shape")
   shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
   return out_tree_box[0].unflatten(shapes)
+
+
+# --- vmap ----------------------------------------------------------------------------------
+
+def _flatten_axes(what: str, tree_def, axes, leaves_count: int):
+  """Broadcast an axes spec (int/None, or a tree prefix of the arguments) to one entry per
+  leaf; a spec that is not a prefix raises ValueError naming ``what``."""
+  from hlox.tree_util import broadcast_prefix
+  if axes is None or isinstance(axes, int):
+    return [axes] * leaves_count
+  try:
+    proxy = tree_util.tree_unflatten(tree_def, [object()] * leaves_count)
+    return broadcast_prefix(axes, proxy, is_leaf=lambda x: x is None)
+  except (ValueError, TypeError) as e:
+    raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
+                     f"value, got specification {axes!r} for value tree {tree_def}.") from e
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
+         spmd_axis_name=None):
+  """Vectorize ``fun`` over a leading (or ``in_axes``) axis of its arguments.
+
+  ``in_axes``/``out_axes``: an int, None (not mapped / broadcast), or a pytree prefix of the
+  arguments/outputs with such entries; keyword arguments are mapped over axis 0.
+  ``axis_size`` is required when no argument is mapped; ``axis_name`` names the axis for
+  collectives.
+  """
+  from hlox.interpreters import batching
+  if isinstance(in_axes, list):
+    in_axes = tuple(in_axes)
+  if not (in_axes is None or isinstance(in_axes, (int, tuple, dict)) or
+          hasattr(in_axes, "__len__")):
+    raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries, got {in_axes!r}")
+
+  @functools.wraps(fun)
+  def vmapped(*args, **kwargs):
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+      raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                       f"corresponding to the positional arguments passed to the function, but "
+                       f"got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+    args_tree = tree_util.tree_structure(args)
+    n_arg_leaves = args_tree.num_leaves
+    arg_axes = _flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves)
+    dims = list(arg_axes) + [0] * (len(leaves) - n_arg_leaves)
+    sizes = {}
+    for i, (x, d) in enumerate(zip(leaves, dims)):
+      if d is None:
+        continue
+      aval = _abstractify(x)
+      if not -aval.ndim <= d < aval.ndim:
+        raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
+                         f"implies that its rank should be at least {max(d + 1, -d)}, but is "
+                         f"only {aval.ndim} (its shape is {aval.shape})")
+      dims[i] = d % aval.ndim
+      sizes[i] = aval.shape[dims[i]]
+    if len(set(sizes.values())) > 1:
+      detail = "\n".join(f"  argument leaf {i} has shape {_abstractify(leaves[i]).shape} and "
+                         f"axis {dims[i]} of size {s}" for i, s in sizes.items())
+      raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n{detail}")
+    if sizes:
+      size = next(iter(sizes.values()))
+      if axis_size is not None and axis_size != size:
+        raise ValueError(f"vmap got axis_size={axis_size} but the mapped axes have size {size}")
+    elif axis_size is None:
+      raise ValueError("vmap must have at least one non-None value in in_axes (or be given "
+                       "axis_size)")
+    else:
+      size = axis_size
+    out_tree_box = []
+
+    def flat_fun(*flat):
+      a, kw = tree_util.tree_unflatten(in_tree, flat)
+      out_leaves, out_tree = tree_util.tree_flatten(fun(*a, **kw))
+      out_tree_box.append(out_tree)
+      return out_leaves
+
+    axis_data = batching.AxisData(size, axis_name)
+    outs, out_dims = batching.batch(flat_fun, leaves, dims, axis_data)
+    out_tree = out_tree_box[0]
+    spec = _flatten_axes("out_axes", out_tree, out_axes, len(outs))
+    final = []
+    for i, (o, d, dst) in enumerate(zip(outs, out_dims, spec)):
+      if dst is None:
+        if d is not None:
+          raise ValueError(f"vmap has mapped output (output leaf {i}) but out_axes is None")
+        final.append(o)
+        continue
+      ndim = _abstractify(o).ndim + (d is None)
+      if not -ndim <= dst < ndim:
+        raise ValueError(f"vmap out_axes {dst} is out of bounds for output leaf {i} of rank "
+                         f"{ndim}")
+      final.append(batching.matchaxis(o, d, dst % ndim, size))
+    return tree_util.tree_unflatten(out_tree, final)
+
+  return vmapped

@@ -1,7 +1,7 @@
 """Primitives: the named operations that every interpreter knows how to handle."""
 from __future__ import annotations
 
-from hlox.core.tracer import trace_ctx
+from hlox.core.tracer import eval_trace, trace_ctx
 
 
 class Primitive:
@@ -20,7 +20,10 @@ class Primitive:
     self.abstract_eval = self._missing_abstract_eval
 
   def bind(self, *args, **params):
-    return trace_ctx.trace.process_primitive(self, args, params)
+    trace = trace_ctx.trace
+    if trace is eval_trace:  # eager: straight to the implementation
+      return self.impl(*args, **params)
+    return trace.process_primitive(self, args, params)
 
   def def_impl(self, impl):
     self.impl = impl

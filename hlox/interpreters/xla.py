@@ -429,15 +429,17 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
 
 _eager_cache = LRUCache()
 _eager_data = _eager_cache._data  # read directly on the hot path (see LRUCache.get)
+_eager_move_to_end = _eager_data.move_to_end
 
 
 class _EagerEntry:
-  __slots__ = ("execute", "handlers", "out_avals", "device_key", "multiple_results")
+  __slots__ = ("execute", "handlers", "out_avals", "out_aval", "device_key", "multiple_results")
 
   def __init__(self, executable, out_avals, device_key, multiple_results):
     self.execute = executable.loaded.execute_sharded
     self.handlers = executable.handlers
     self.out_avals = out_avals
+    self.out_aval = out_avals[0] if out_avals else None
     self.device_key = device_key
     self.multiple_results = multiple_results
 
@@ -461,10 +463,12 @@ def apply_primitive(primitive, *args, **params):
   if entry is None:
     entry = _compile_eager(primitive, args, params, [x._sig for x in args])
     _eager_cache.put(key, entry)
+  else:
+    _eager_move_to_end(key)  # keep the cache least-recently-used
   outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
   if entry.multiple_results:
     return [Array(b, a, entry.device_key) for b, a in zip(outs, entry.out_avals)]
-  return Array(outs[0], entry.out_avals[0], entry.device_key)
+  return Array(outs[0], entry.out_aval, entry.device_key)
 
 
 def _committed_device(args):

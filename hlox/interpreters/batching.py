@@ -1,0 +1,169 @@
+"""Vectorization (``vmap``): the batch trace and its per-primitive rules.
+
+A ``BatchTracer`` stands for a stack of values: its ``val`` has one extra dimension, at
+``batch_dim``, of size ``axis_size`` (``batch_dim is None``: not mapped, the same value for
+every element of the stack). Rules in ``primitive_batchers`` compute the batched result and
+its batch dimension; they move batch dimensions only when they need to.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, trace_to_jaxpr
+from hlox.core.tracer import Trace, Tracer, current_trace, get_aval, set_current_trace
+
+not_mapped = None
+
+# rule(vals, dims, **params) -> (out, out_dim) (lists for multiple results)
+primitive_batchers: dict = {}
+# rule(axis_data, vals, dims, **params): for rules that need the axis size or name
+axis_primitive_batchers: dict = {}
+
+
+class AxisData:
+  """The mapped axis of one vmap: its size and (optional) name."""
+
+  __slots__ = ("size", "name")
+
+  def __init__(self, size: int, name=None):
+    self.size = size
+    self.name = name
+
+  def __repr__(self):
+    return f"AxisData(size={self.size}, name={self.name!r})"
+
+
+class BatchTracer(Tracer):
+  __slots__ = ("val", "batch_dim")
+
+  def __init__(self, trace, val, batch_dim):
+    self._trace = trace
+    self.val = val
+    self.batch_dim = batch_dim
+
+  @property
+  def aval(self):
+    aval = get_aval(self.val)
+    if self.batch_dim is None:
+      return aval
+    shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
+    return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+class BatchTrace(Trace):
+  name = "vmap"
+
+  def __init__(self, parent, axis_data: AxisData):
+    super().__init__()
+    self.parent = parent
+    self.axis_data = axis_data
+
+  def to_batch_info(self, x):
+    if type(x) is BatchTracer and x._trace is self:
+      return x.val, x.batch_dim
+    if isinstance(x, Tracer):
+      self.check_tracer(x)
+    return x, not_mapped
+
+  def process_primitive(self, primitive, args, params):
+    vals, dims = zip(*[self.to_batch_info(x) for x in args]) if args else ((), ())
+    if all(d is None for d in dims):
+      with set_current_trace(self.parent):
+        return primitive.bind(*vals, **params)
+    with set_current_trace(self.parent):
+      rule = primitive_batchers.get(primitive)
+      if rule is not None:
+        out, out_dims = rule(list(vals), list(dims), **params)
+      else:
+        axis_rule = axis_primitive_batchers.get(primitive)
+        if axis_rule is None:
+          raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented "
+                                    "(interpreter: vmap)")
+        out, out_dims = axis_rule(self.axis_data, list(vals), list(dims), **params)
+    if primitive.multiple_results:
+      return [self.maybe_tracer(v, d) for v, d in zip(out, out_dims)]
+    return self.maybe_tracer(out, out_dims)
+
+  def maybe_tracer(self, val, dim):
+    if dim is None:
+      return val
+    return BatchTracer(self, val, dim)
+
+
+def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData):
+  """Run ``fun`` on the stacks ``vals`` (mapped along ``in_dims``); returns the flat outputs
+  and their batch dimensions (None for outputs that do not depend on the mapped axis)."""
+  trace = BatchTrace(current_trace(), axis_data)
+  in_tracers = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
+  try:
+    with set_current_trace(trace):
+      outs = fun(*in_tracers)
+    infos = [trace.to_batch_info(o) for o in outs]
+  finally:
+    trace.invalidate()
+  return [v for v, _ in infos], [d for _, d in infos]
+
+
+# Array operations the generic code needs, provided by ``hlox.lax`` at import.
+_moveaxis: Callable | None = None
+_broadcast_batched: Callable | None = None
+
+
+def register_batching_ops(moveaxis: Callable, broadcast: Callable) -> None:
+  """``moveaxis(x, src, dst)`` and ``broadcast(x, size, dim)`` (insert a mapped axis)."""
+  global _moveaxis, _broadcast_batched
+  _moveaxis = moveaxis
+  _broadcast_batched = broadcast
+
+
+def moveaxis(x, src: int, dst: int):
+  return x if src == dst else _moveaxis(x, src, dst)
+
+
+def matchaxis(x, src, dst, size: int):
+  """``x`` with its batch dimension at ``dst`` (broadcasting an unmapped ``x``)."""
+  if src is None:
+    return _broadcast_batched(x, size, dst)
+  return moveaxis(x, src, dst)
+
+
+def bdim_at_front(x, bdim, size: int):
+  return matchaxis(x, bdim, 0, size)
+
+
+def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData, in_dims: Sequence,
+                instantiate: bool | Sequence[bool] = False):
+  """A jaxpr computing the batched outputs of ``closed`` from batched inputs.
+
+  Batched inputs of the new jaxpr carry their batch dimension at ``in_dims``; batched outputs
+  have it at 0. Returns the closed jaxpr and the output batch dimensions (0 or None).
+  """
+  n_out = len(closed.out_avals)
+  if isinstance(instantiate, bool):
+    instantiate = [instantiate] * n_out
+  in_avals = []
+  for aval, d in zip(closed.in_avals, in_dims):
+    if d is None:
+      in_avals.append(aval)
+    else:
+      shape = aval.shape[:d] + (axis_data.size,) + aval.shape[d:]
+      in_avals.append(ShapedArray(shape, aval.dtype, aval.weak_type))
+  out_dims_box = []
+
+  def fun(*args):
+    outs, dims = batch(lambda *xs: eval_jaxpr(closed.jaxpr, closed.consts, *xs), args,
+                       in_dims, axis_data)
+    result, final_dims = [], []
+    for o, d, inst in zip(outs, dims, instantiate):
+      if d is None and not inst:
+        result.append(o)
+        final_dims.append(None)
+      else:
+        result.append(matchaxis(o, d, 0, axis_data.size))
+        final_dims.append(0)
+    out_dims_box.append(final_dims)
+    return result
+
+  new = trace_to_jaxpr(fun, in_avals, "vmap", "vmap")
+  return new, out_dims_box[0]
