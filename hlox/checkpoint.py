@@ -13,7 +13,7 @@ from hlox import tree_util
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval, set_current_trace
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies"]
@@ -100,6 +100,14 @@ def _checkpoint_transpose(cts, *args, jaxpr, **params):
   return [ct if u else None for ct, u in zip(cts_in, undefined)]
 
 ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
+
+
+def _checkpoint_batch(axis_data, vals, dims, *, jaxpr, **params):
+  batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
+  batched, consts = convert_constvars(batched)
+  return checkpoint_p.bind(*consts, *vals, jaxpr=batched, **params), out_dims
+
+batching.axis_primitive_batchers[checkpoint_p] = _checkpoint_batch
 
 
 def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=None,

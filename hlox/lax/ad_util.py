@@ -6,7 +6,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -48,6 +48,13 @@ def zeros_like_aval(aval):
 ad.register_tangent_ops(zeros_like_aval, add_tangents)
 
 
+def _add_any_batch(axis_data, vals, dims):
+  x, y = (batching.matchaxis(v, d, 0, axis_data.size) for v, d in zip(vals, dims))
+  return add_any_p.bind(x, y), 0
+
+batching.axis_primitive_batchers[add_any_p] = _add_any_batch
+
+
 # --- stop_gradient -----------------------------------------------------------------------
 
 def _identity_shape(x):
@@ -59,6 +66,8 @@ stop_gradient_p = standard_primitive(_identity_shape, lambda x: x.dtype, "stop_g
                                      weak_type_rule=lambda x: x.weak_type)
 xla.register_lowering(stop_gradient_p, lambda ctx, x: x)
 ad.defjvp_zero(stop_gradient_p)
+batching.primitive_batchers[stop_gradient_p] = lambda vals, dims: (
+    stop_gradient_p.bind(vals[0]), dims[0])
 
 
 def stop_gradient(x):

@@ -17,7 +17,7 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval
 from hlox.errors import DeletedArrayError
 from hlox.core.tracer import set_current_trace
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.runtime.array import Array, device_put
 
@@ -226,3 +226,15 @@ def _jit_transpose(cts, *args, jaxpr, **params):
   return [next(outs) if u else None for u in undefined]
 
 ad.primitive_transposes[jit_p] = _jit_transpose
+
+
+# --- batching ----------------------------------------------------------------------------
+
+def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
+  batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
+  batched, consts = convert_constvars(batched)
+  args = [*consts, *vals]
+  outs = jit_p.bind(*args, jaxpr=batched, **_jit_params(params, len(args)))
+  return outs, out_dims
+
+batching.axis_primitive_batchers[jit_p] = _jit_batch

@@ -1,11 +1,12 @@
 """Elementwise primitives: arithmetic, transcendental, special functions, complex parts,
 comparison, bitwise, select/clamp, conversions and the identity ``copy``.
 
-Each primitive is defined with its rules right below it. Operands broadcast when they are
-scalars or have equal ranks with size-1 dimensions; they must share a dtype (``hlox.numpy``
-promotes). For convenience a Python scalar next to array operands takes their dtype, but
-only when its kind fits (an ``int`` may become a float, a ``float`` never an integer), so a
-scalar can never be silently truncated.
+Each primitive is defined with its rules right below it (lowering, then JVP and, for the
+linear ones, transpose). Operands broadcast when they are scalars or have equal ranks with
+size-1 dimensions; they must share a dtype (``hlox.numpy`` promotes). For convenience a
+Python scalar next to array operands takes their dtype, but only when its kind fits (an
+``int`` may become a float, a ``float`` never an integer), so a scalar can never be silently
+truncated.
 """
 from __future__ import annotations
 
@@ -15,10 +16,9 @@ import operator
 
 import numpy as np
 
-from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.interpreters import xla
+from hlox.interpreters import ad, xla
 from hlox.lax.utils import (any_kinds, binop, bool_or_int, broadcasting_shape_rule,
                             float_kinds, int_kinds, nary_lowering, number_kinds, real_float,
                             shape_str, standard_primitive, unop)
@@ -38,7 +38,7 @@ __all__ = [
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh",
     "atanh",
     # special functions
-    "erf", "erfc", "erf_inv", "lgamma", "digamma",
+    "erf", "erfc", "erf_inv", "lgamma", "digamma", "polygamma",
     # complex numbers
     "real", "imag", "conj", "complex",
     # comparisons
@@ -50,15 +50,14 @@ __all__ = [
     "select_n", "select", "clamp",
     # conversions and identities
     "convert_element_type", "bitcast_convert_type", "reduce_precision", "copy",
-    "stop_gradient",
     # primitives
     "add_p", "sub_p", "mul_p", "div_p", "rem_p", "pow_p", "integer_pow_p", "max_p", "min_p",
     "neg_p", "sign_p", "abs_p", "square_p", "nextafter_p", "floor_p", "ceil_p", "round_p",
     "is_finite_p", "exp_p", "exp2_p", "log_p", "log1p_p", "expm1_p", "sqrt_p", "rsqrt_p",
     "cbrt_p", "tanh_p", "logistic_p", "sin_p", "cos_p", "tan_p", "asin_p", "acos_p",
     "atan_p", "atan2_p", "sinh_p", "cosh_p", "asinh_p", "acosh_p", "atanh_p", "erf_p",
-    "erfc_p", "erf_inv_p", "lgamma_p", "digamma_p", "real_p", "imag_p", "conj_p",
-    "complex_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p", "not_p", "and_p", "or_p",
+    "erfc_p", "erf_inv_p", "lgamma_p", "digamma_p", "polygamma_p", "real_p", "imag_p",
+    "conj_p", "complex_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p", "not_p", "and_p", "or_p",
     "xor_p", "shift_left_p", "shift_right_logical_p", "shift_right_arithmetic_p",
     "population_count_p", "clz_p", "select_n_p", "clamp_p", "convert_element_type_p",
     "bitcast_convert_type_p", "reduce_precision_p", "copy_p",
@@ -79,8 +78,15 @@ def _operands(name, *args):
   weak when every array operand is weak. A scalar that does not fit (``1.5`` next to an
   int32 array) is left alone, and the dtype rule then reports the mismatch.
   """
+  # The common case (no Python scalar at all) is on the eager hot path: return before
+  # building anything.
+  for a in args:
+    if type(a) in _PY_SCALARS:
+      break
+  else:
+    return args
   strong = [get_aval(a) for a in args if type(a) not in _PY_SCALARS]
-  if not strong or len(strong) == len(args):
+  if not strong:
     return args
   dtype = strong[0].dtype
   weak = all(a.weak_type for a in strong)
@@ -149,10 +155,88 @@ def _zeros(aval):
   return xla.full_like_aval(0, aval)
 
 
+# --- autodiff helpers --------------------------------------------------------------------
+# The rules below run on the JVP trace's parent (or while transposing), so they call the
+# public functions of this module; Python scalars in them take the other operand's dtype.
+
+def _const(x, value):
+  """``value`` as a scalar that combines with ``x``. Primals reach the rules as they were
+  bound, possibly as Python scalars; two Python scalars are not converted to one dtype, so
+  next to one the constant takes its Python type."""
+  t = type(x)
+  return t(value) if t in _PY_SCALARS else value
+
+
+def _shape(x) -> tuple:
+  return get_aval(x).shape
+
+
+def _broadcast_shape(*xs) -> tuple:
+  """The shape an elementwise primitive gives operands ``xs``."""
+  return broadcasting_shape_rule("broadcast", *(get_aval(x) for x in xs))
+
+
+def _unbroadcast(aval, ct):
+  """Undo an elementwise primitive's broadcasting of an operand of ``aval``: each operand
+  element fed several output elements, so its cotangent is the sum of theirs."""
+  ct_shape = _shape(ct)
+  if ct_shape == aval.shape:
+    return ct
+  from hlox.lax.reductions import reduce_sum
+  from hlox.lax.shapes import reshape
+  if not aval.shape:
+    return reduce_sum(ct, tuple(range(len(ct_shape))))
+  dims = tuple(i for i, (a, c) in enumerate(zip(aval.shape, ct_shape)) if a != c)
+  return reshape(reduce_sum(ct, dims), aval.shape)
+
+
+def _maybe_broadcast(shape, t):
+  """``t`` broadcast to the output ``shape`` (the tangent of a broadcast operand)."""
+  t_shape = _shape(t)
+  if t_shape == shape:
+    return t
+  from hlox.lax.shapes import broadcast_in_dim
+  dims = () if not t_shape else tuple(range(len(shape)))
+  return broadcast_in_dim(t, shape, dims)
+
+
+def _zeros_like(x):
+  from hlox.lax.shapes import full_like
+  return full_like(x, 0)
+
+
+def _replace_zero(x):
+  """``x`` with its zeros replaced by ones (a safe divisor, or log argument)."""
+  from hlox.lax.shapes import full_like
+  return select(eq(x, _const(x, 0)), full_like(x, 1), x)
+
+
 # --- arithmetic --------------------------------------------------------------------------
 
 add_p = binop(number_kinds, "add")
 xla.register_lowering(add_p, nary_lowering(hlo.add))
+
+def _add_jvp(primals, tangents):
+  x, y = primals
+  tx, ty = tangents
+  out = add_p.bind(x, y)
+  if type(tx) is ad.Zero and type(ty) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  if type(tx) is ad.Zero:
+    return out, _maybe_broadcast(_shape(out), ty)
+  if type(ty) is ad.Zero:
+    return out, _maybe_broadcast(_shape(out), tx)
+  return out, add(tx, ty)
+
+def _add_transpose(ct, x, y):
+  # Only the undefined (linear) operands get cotangents; a defined one can appear when a
+  # zero was instantiated as a constant.
+  if type(ct) is ad.Zero:
+    return [ad.Zero(a.aval) if ad.is_undefined_primal(a) else None for a in (x, y)]
+  return [_unbroadcast(a.aval, ct) if ad.is_undefined_primal(a) else None for a in (x, y)]
+
+ad.primitive_jvps[add_p] = _add_jvp
+ad.primitive_transposes[add_p] = _add_transpose
 
 def add(x, y):
   """Elementwise ``x + y``."""
@@ -162,6 +246,27 @@ def add(x, y):
 sub_p = binop(number_kinds, "sub")
 xla.register_lowering(sub_p, nary_lowering(hlo.subtract))
 
+def _sub_jvp(primals, tangents):
+  x, y = primals
+  tx, ty = tangents
+  out = sub_p.bind(x, y)
+  if type(tx) is ad.Zero and type(ty) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  if type(tx) is ad.Zero:
+    return out, _maybe_broadcast(_shape(out), neg(ty))
+  if type(ty) is ad.Zero:
+    return out, _maybe_broadcast(_shape(out), tx)
+  return out, sub(tx, ty)
+
+def _sub_transpose(ct, x, y):
+  if type(ct) is ad.Zero:
+    return [ad.Zero(a.aval) if ad.is_undefined_primal(a) else None for a in (x, y)]
+  return [_unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+          _unbroadcast(y.aval, neg(ct)) if ad.is_undefined_primal(y) else None]
+
+ad.primitive_jvps[sub_p] = _sub_jvp
+ad.primitive_transposes[sub_p] = _sub_transpose
+
 def sub(x, y):
   """Elementwise ``x - y``."""
   return sub_p.bind(*_operands("sub", x, y))
@@ -169,6 +274,9 @@ def sub(x, y):
 
 mul_p = binop(number_kinds, "mul")
 xla.register_lowering(mul_p, nary_lowering(hlo.multiply))
+ad.defbilinear(mul_p,
+               lambda ct, x, y: _unbroadcast(x.aval, mul(ct, y)),
+               lambda ct, x, y: _unbroadcast(y.aval, mul(x, ct)))
 
 def mul(x, y):
   """Elementwise ``x * y``."""
@@ -178,6 +286,20 @@ def mul(x, y):
 div_p = binop(number_kinds, "div")
 xla.register_lowering(div_p, nary_lowering(hlo.divide))
 
+def _div_transpose(ct, x, y):
+  # div is linear in the numerator only.
+  if ad.is_undefined_primal(y):
+    raise ValueError("div: the transpose is defined for a linear numerator only, but the "
+                     "denominator depends on the linear input (div is not linear in it)")
+  if type(ct) is ad.Zero:
+    return [ad.Zero(x.aval), None]
+  return [_unbroadcast(x.aval, div(ct, y)), None]
+
+ad.defjvp(div_p,
+          lambda g, x, y: div(g, y),
+          lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
+ad.primitive_transposes[div_p] = _div_transpose
+
 def div(x, y):
   """Elementwise ``x / y``; integer division rounds toward zero (as in C)."""
   return div_p.bind(*_operands("div", x, y))
@@ -185,6 +307,10 @@ def div(x, y):
 
 rem_p = binop(("int", "float"), "rem")
 xla.register_lowering(rem_p, nary_lowering(hlo.remainder))
+# rem(x, y) == x - y * trunc(x / y), and trunc(x / y) is piecewise constant.
+ad.defjvp(rem_p,
+          lambda g, x, y: _maybe_broadcast(_broadcast_shape(x, y), g),
+          lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
 
 def rem(x, y):
   """Elementwise remainder of ``x / y`` with the sign of the dividend ``x`` (C's ``fmod``)."""
@@ -215,6 +341,23 @@ def _pow_lowering(ctx, x, y):
   return hlo.power(x, y)
 
 xla.register_lowering(pow_p, _pow_lowering)
+
+def _pow_jvp_base(g, ans, x, y):
+  shape = _shape(ans)
+  if dtypes.is_int(get_aval(y).dtype):
+    # An integer exponent: y * x ** (y - 1), but exactly 0 where y == 0 (even at x == 0,
+    # where x ** -1 is infinite).
+    y = _maybe_broadcast(shape, convert_element_type(y, get_aval(x).dtype))
+    jac = select(eq(y, 0), _zeros_like(y), mul(_replace_zero(y), pow(x, sub(y, 1))))
+  else:
+    jac = mul(y, pow(x, sub(y, _const(y, 1))))
+  return mul(g, jac)
+
+def _pow_jvp_exponent(g, ans, x, y):
+  # d/dy x ** y == log(x) * x ** y; taken as 0 at x == 0 (where x ** y is 0 or 1).
+  return mul(g, mul(log(_replace_zero(x)), ans))
+
+ad.defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
 
 def pow(x, y):
   """Elementwise ``x ** y`` for a float or complex base; ``y`` is an integer array or has
@@ -254,6 +397,17 @@ def _integer_pow_lowering(ctx, x, *, y):
 
 xla.register_lowering(integer_pow_p, _integer_pow_lowering)
 
+def _integer_pow_jvp(g, x, *, y):
+  if y == 0:
+    return _zeros_like(g)
+  if y == 1:
+    return g
+  if y == 2:
+    return mul(g, mul(_const(x, 2), x))
+  return mul(g, mul(y, integer_pow(x, y - 1)))
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+
 def integer_pow(x, y: int):
   """Elementwise ``x ** y`` for a static Python integer ``y`` (negative only for inexact
   ``x``)."""
@@ -281,8 +435,20 @@ def _minmax_lowering(hlo_op, direction):
   return rule
 
 
+def _balanced_eq(x, ans, other):
+  """The share of the output tangent that comes from ``x`` in ``max``/``min``: 1 where ``x``
+  was chosen, 0 where it was not, and 1/2 at ties (as JAX: equal arguments split it)."""
+  dtype = get_aval(ans).dtype
+  chosen = convert_element_type(eq(x, ans), dtype)
+  tie = convert_element_type(eq(other, ans), dtype)
+  return div(chosen, add(tie, 1))
+
+
 max_p = binop(any_kinds, "max")
 xla.register_lowering(max_p, _minmax_lowering(hlo.maximum, "GT"))
+ad.defjvp2(max_p,
+           lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
 
 def max(x, y):
   """Elementwise maximum (NaN propagates; complex numbers compare lexicographically)."""
@@ -291,6 +457,9 @@ def max(x, y):
 
 min_p = binop(any_kinds, "min")
 xla.register_lowering(min_p, _minmax_lowering(hlo.minimum, "LT"))
+ad.defjvp2(min_p,
+           lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
 
 def min(x, y):
   """Elementwise minimum (NaN propagates; complex numbers compare lexicographically)."""
@@ -299,6 +468,7 @@ def min(x, y):
 
 neg_p = unop(number_kinds, "neg")
 xla.register_lowering(neg_p, nary_lowering(hlo.negate))
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
 def neg(x):
   """Elementwise ``-x``."""
@@ -316,6 +486,7 @@ def _sign_lowering(ctx, x):
   return hlo.sign(x)
 
 xla.register_lowering(sign_p, _sign_lowering)
+ad.defjvp_zero(sign_p)
 
 def sign(x):
   """Elementwise sign: -1, 0 or 1 (``x / |x|`` for complex ``x``; NaN stays NaN)."""
@@ -324,6 +495,17 @@ def sign(x):
 
 abs_p = unop(("signed", "float", "complex"), "abs", result_dtype=_real_dtype)
 xla.register_lowering(abs_p, nary_lowering(hlo.abs))
+
+def _abs_jvp(g, ans, x):
+  dtype = get_aval(x).dtype
+  if dtypes.is_complex(dtype):
+    # d|x| = Re(conj(x) / |x| * dx), taken as 0 at x == 0.
+    scale = div(conj(x), _replace_zero(convert_element_type(ans, dtype)))
+    return real(mul(g, scale))
+  # As JAX: the slope at 0 is +1 (select(x >= 0, g, -g)), not sign(0) == 0.
+  return select(ge(x, _const(x, 0)), g, neg(g))
+
+ad.defjvp2(abs_p, _abs_jvp)
 
 def abs(x):
   """Elementwise absolute value (the modulus, of the component dtype, for complex ``x``)."""
@@ -338,6 +520,7 @@ def _square_lowering(ctx, x):
   return hlo.multiply(x, x)
 
 xla.register_lowering(square_p, _square_lowering)
+ad.defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
 
 def square(x):
   """Elementwise ``x * x``."""
@@ -351,6 +534,7 @@ def reciprocal(x):
 
 nextafter_p = binop(real_float, "nextafter")
 xla.register_lowering(nextafter_p, nary_lowering(chlo.next_after))
+ad.defjvp_zero(nextafter_p)
 
 def nextafter(x1, x2):
   """The next representable value after ``x1`` in the direction of ``x2``."""
@@ -361,6 +545,7 @@ def nextafter(x1, x2):
 
 floor_p = unop(real_float, "floor")
 xla.register_lowering(floor_p, nary_lowering(hlo.floor))
+ad.defjvp_zero(floor_p)
 
 def floor(x):
   """Elementwise round toward negative infinity."""
@@ -369,6 +554,7 @@ def floor(x):
 
 ceil_p = unop(real_float, "ceil")
 xla.register_lowering(ceil_p, nary_lowering(hlo.ceil))
+ad.defjvp_zero(ceil_p)
 
 def ceil(x):
   """Elementwise round toward positive infinity."""
@@ -389,6 +575,7 @@ def _round_lowering(ctx, x, *, rounding_method):
   return hlo.round_nearest_even(x)
 
 xla.register_lowering(round_p, _round_lowering)
+ad.defjvp_zero(round_p)
 
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
   """Elementwise round to the nearest integer, ties broken by ``rounding_method``."""
@@ -402,6 +589,7 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 
 is_finite_p = unop(real_float, "is_finite", result_dtype=lambda d: dtypes.bool_)
 xla.register_lowering(is_finite_p, nary_lowering(hlo.is_finite))
+ad.defjvp_zero(is_finite_p)
 
 def is_finite(x):
   """Elementwise test for neither infinite nor NaN."""
@@ -412,6 +600,7 @@ def is_finite(x):
 
 exp_p = unop(float_kinds, "exp")
 xla.register_lowering(exp_p, nary_lowering(hlo.exponential))
+ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 
 def exp(x, *, accuracy=None):
   """Elementwise ``e ** x``."""
@@ -427,6 +616,7 @@ def _exp2_lowering(ctx, x):
   return hlo.power(two, x)
 
 xla.register_lowering(exp2_p, _exp2_lowering)
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))))
 
 def exp2(x, *, accuracy=None):
   """Elementwise ``2 ** x``."""
@@ -436,6 +626,7 @@ def exp2(x, *, accuracy=None):
 
 log_p = unop(float_kinds, "log")
 xla.register_lowering(log_p, nary_lowering(hlo.log))
+ad.defjvp(log_p, lambda g, x: div(g, x))
 
 def log(x, *, accuracy=None):
   """Elementwise natural logarithm."""
@@ -445,6 +636,7 @@ def log(x, *, accuracy=None):
 
 log1p_p = unop(float_kinds, "log1p")
 xla.register_lowering(log1p_p, nary_lowering(hlo.log_plus_one))
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 
 def log1p(x, *, accuracy=None):
   """Elementwise ``log(1 + x)``, accurate for small ``x``."""
@@ -454,6 +646,7 @@ def log1p(x, *, accuracy=None):
 
 expm1_p = unop(float_kinds, "expm1")
 xla.register_lowering(expm1_p, nary_lowering(hlo.exponential_minus_one))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
 
 def expm1(x, *, accuracy=None):
   """Elementwise ``exp(x) - 1``, accurate for small ``x``."""
@@ -463,6 +656,7 @@ def expm1(x, *, accuracy=None):
 
 sqrt_p = unop(float_kinds, "sqrt")
 xla.register_lowering(sqrt_p, nary_lowering(hlo.sqrt))
+ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))
 
 def sqrt(x, *, accuracy=None):
   """Elementwise square root."""
@@ -472,6 +666,7 @@ def sqrt(x, *, accuracy=None):
 
 rsqrt_p = unop(float_kinds, "rsqrt")
 xla.register_lowering(rsqrt_p, nary_lowering(hlo.rsqrt))
+ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(-0.5, div(ans, x))))
 
 def rsqrt(x, *, accuracy=None):
   """Elementwise ``1 / sqrt(x)``."""
@@ -481,6 +676,7 @@ def rsqrt(x, *, accuracy=None):
 
 cbrt_p = unop(real_float, "cbrt")
 xla.register_lowering(cbrt_p, nary_lowering(hlo.cbrt))
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(1 / 3, integer_pow(ans, -2))))
 
 def cbrt(x, *, accuracy=None):
   """Elementwise real cube root (negative for negative ``x``)."""
@@ -490,6 +686,8 @@ def cbrt(x, *, accuracy=None):
 
 tanh_p = unop(float_kinds, "tanh")
 xla.register_lowering(tanh_p, nary_lowering(hlo.tanh))
+# (1 + ans) (1 - ans) rather than 1 - ans**2: no cancellation where ans is near -1.
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(1, ans)))
 
 def tanh(x, *, accuracy=None):
   """Elementwise hyperbolic tangent."""
@@ -499,6 +697,7 @@ def tanh(x, *, accuracy=None):
 
 logistic_p = unop(float_kinds, "logistic")
 xla.register_lowering(logistic_p, nary_lowering(hlo.logistic))
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
 
 def logistic(x, *, accuracy=None):
   """Elementwise logistic sigmoid ``1 / (1 + exp(-x))``."""
@@ -510,6 +709,7 @@ def logistic(x, *, accuracy=None):
 
 sin_p = unop(float_kinds, "sin")
 xla.register_lowering(sin_p, nary_lowering(hlo.sine))
+ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 
 def sin(x, *, accuracy=None):
   """Elementwise sine."""
@@ -519,6 +719,7 @@ def sin(x, *, accuracy=None):
 
 cos_p = unop(float_kinds, "cos")
 xla.register_lowering(cos_p, nary_lowering(hlo.cosine))
+ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
 
 def cos(x, *, accuracy=None):
   """Elementwise cosine."""
@@ -528,6 +729,7 @@ def cos(x, *, accuracy=None):
 
 tan_p = unop(float_kinds, "tan")
 xla.register_lowering(tan_p, nary_lowering(hlo.tan))
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(1, square(ans))))
 
 def tan(x, *, accuracy=None):
   """Elementwise tangent."""
@@ -539,6 +741,7 @@ def tan(x, *, accuracy=None):
 # decompositions provide them.
 asin_p = unop(float_kinds, "asin")
 xla.register_lowering(asin_p, nary_lowering(chlo.asin))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(1, square(x)))))
 
 def asin(x):
   """Elementwise arc sine."""
@@ -547,6 +750,7 @@ def asin(x):
 
 acos_p = unop(float_kinds, "acos")
 xla.register_lowering(acos_p, nary_lowering(chlo.acos))
+ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(1, square(x))))))
 
 def acos(x):
   """Elementwise arc cosine."""
@@ -555,6 +759,7 @@ def acos(x):
 
 atan_p = unop(float_kinds, "atan")
 xla.register_lowering(atan_p, nary_lowering(chlo.atan))
+ad.defjvp(atan_p, lambda g, x: div(g, add(1, square(x))))
 
 def atan(x):
   """Elementwise arc tangent."""
@@ -563,6 +768,10 @@ def atan(x):
 
 atan2_p = binop(float_kinds, "atan2")
 xla.register_lowering(atan2_p, nary_lowering(hlo.atan2))
+# atan2(x, y) is the angle of the point (y, x): its gradient is (y, -x) / (x**2 + y**2).
+ad.defjvp(atan2_p,
+          lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
 
 def atan2(x, y):
   """Elementwise arc tangent of ``x / y``, using both signs to choose the quadrant."""
@@ -571,6 +780,7 @@ def atan2(x, y):
 
 sinh_p = unop(float_kinds, "sinh")
 xla.register_lowering(sinh_p, nary_lowering(chlo.sinh))
+ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 
 def sinh(x):
   """Elementwise hyperbolic sine."""
@@ -579,6 +789,7 @@ def sinh(x):
 
 cosh_p = unop(float_kinds, "cosh")
 xla.register_lowering(cosh_p, nary_lowering(chlo.cosh))
+ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 
 def cosh(x):
   """Elementwise hyperbolic cosine."""
@@ -587,6 +798,7 @@ def cosh(x):
 
 asinh_p = unop(float_kinds, "asinh")
 xla.register_lowering(asinh_p, nary_lowering(chlo.asinh))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), 1))))
 
 def asinh(x):
   """Elementwise inverse hyperbolic sine."""
@@ -595,6 +807,7 @@ def asinh(x):
 
 acosh_p = unop(float_kinds, "acosh")
 xla.register_lowering(acosh_p, nary_lowering(chlo.acosh))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), 1))))
 
 def acosh(x):
   """Elementwise inverse hyperbolic cosine."""
@@ -603,6 +816,9 @@ def acosh(x):
 
 atanh_p = unop(float_kinds, "atanh")
 xla.register_lowering(atanh_p, nary_lowering(chlo.atanh))
+# 1 / ((1 + x) (1 - x)) rather than 1 / (1 - x**2): accurate near |x| == 1.
+ad.defjvp(atanh_p, lambda g, x: mul(integer_pow(add(x, _const(x, 1)), -1),
+                                    div(g, sub(_const(x, 1), x))))
 
 def atanh(x):
   """Elementwise inverse hyperbolic tangent."""
@@ -611,8 +827,12 @@ def atanh(x):
 
 # --- special functions -------------------------------------------------------------------
 
+# A Python float, so that it takes the operand's dtype (NumPy scalars are strongly typed).
+_TWO_OVER_SQRT_PI = 2 / float(np.sqrt(np.pi))
+
 erf_p = unop(real_float, "erf")
 xla.register_lowering(erf_p, nary_lowering(chlo.erf))
+ad.defjvp(erf_p, lambda g, x: mul(_TWO_OVER_SQRT_PI, mul(g, exp(neg(square(x))))))
 
 def erf(x):
   """Elementwise error function."""
@@ -621,6 +841,7 @@ def erf(x):
 
 erfc_p = unop(real_float, "erfc")
 xla.register_lowering(erfc_p, nary_lowering(chlo.erfc))
+ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(square(x))))))
 
 def erfc(x):
   """Elementwise complementary error function ``1 - erf(x)``."""
@@ -629,6 +850,8 @@ def erfc(x):
 
 erf_inv_p = unop(real_float, "erf_inv")
 xla.register_lowering(erf_inv_p, nary_lowering(chlo.erf_inv))
+ad.defjvp2(erf_inv_p,
+           lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI, mul(g, exp(square(ans)))))
 
 def erf_inv(x):
   """Elementwise inverse error function (on ``[-1, 1]``)."""
@@ -637,6 +860,7 @@ def erf_inv(x):
 
 lgamma_p = unop(real_float, "lgamma")
 xla.register_lowering(lgamma_p, nary_lowering(chlo.lgamma))
+ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 
 def lgamma(x):
   """Elementwise ``log(|gamma(x)|)``."""
@@ -645,16 +869,37 @@ def lgamma(x):
 
 digamma_p = unop(real_float, "digamma")
 xla.register_lowering(digamma_p, nary_lowering(chlo.digamma))
+ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(_const(x, 1), x)))
 
 def digamma(x):
   """Elementwise digamma function, the derivative of ``lgamma``."""
   return digamma_p.bind(x)
 
 
+polygamma_p = binop(real_float, "polygamma")
+xla.register_lowering(polygamma_p, nary_lowering(chlo.polygamma))
+
+def _polygamma_jvp_order(g, m, x):
+  raise ValueError("polygamma: differentiation with respect to the order m is not "
+                   "supported (m is an integer; pass it as a constant)")
+
+ad.defjvp(polygamma_p, _polygamma_jvp_order,
+          lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
+
+def polygamma(m, x):
+  """Elementwise polygamma function ``psi^(m)(x)``, the ``m``-th derivative of ``digamma``
+  (``m`` is a non-negative integer value of ``x``'s float dtype)."""
+  return polygamma_p.bind(*_operands("polygamma", m, x))
+
+
 # --- complex numbers ---------------------------------------------------------------------
 
 real_p = unop(("complex",), "real", result_dtype=_real_dtype)
 xla.register_lowering(real_p, nary_lowering(hlo.real))
+# Transposes of the complex-part primitives follow JAX's convention: the pairing of a
+# complex cotangent c with a tangent t is Re(c * t) (no conjugate), so real's transpose
+# embeds ct as a real part and imag's as -1j * ct.
+ad.deflinear(real_p, lambda ct, x: [complex(ct, 0)])
 
 def real(x):
   """Elementwise real part of a complex array."""
@@ -663,6 +908,7 @@ def real(x):
 
 imag_p = unop(("complex",), "imag", result_dtype=_real_dtype)
 xla.register_lowering(imag_p, nary_lowering(hlo.imag))
+ad.deflinear(imag_p, lambda ct, x: [complex(0, neg(ct))])
 
 def imag(x):
   """Elementwise imaginary part of a complex array."""
@@ -671,6 +917,12 @@ def imag(x):
 
 complex_p = binop(real_float, "complex", result_dtype=_complex_dtype("complex"))
 xla.register_lowering(complex_p, nary_lowering(hlo.complex))
+
+def _complex_transpose(ct, x, y):
+  return [_unbroadcast(x.aval, real(ct)) if ad.is_undefined_primal(x) else None,
+          _unbroadcast(y.aval, neg(imag(ct))) if ad.is_undefined_primal(y) else None]
+
+ad.deflinear(complex_p, _complex_transpose)
 
 def complex(x, y):
   """Elementwise ``x + 1j * y`` from float32 or float64 parts."""
@@ -698,6 +950,13 @@ def _conj_lowering(ctx, x, *, input_dtype):
 
 xla.register_lowering(conj_p, _conj_lowering)
 
+def _conj_transpose(ct, x, *, input_dtype):
+  if dtypes.is_complex(input_dtype):
+    return [conj(ct)]
+  return [real(ct)]  # a real operand was embedded: the transpose keeps the real part
+
+ad.deflinear(conj_p, _conj_transpose)
+
 def conj(x):
   """Elementwise complex conjugate (a real float32/float64 operand becomes complex)."""
   return conj_p.bind(x, input_dtype=get_aval(x).dtype)
@@ -719,6 +978,7 @@ def _to_bool(dtype):
 def _comparison(name, direction, kinds=any_kinds):
   prim = binop(kinds, name, result_dtype=_to_bool)
   xla.register_lowering(prim, _compare_lowering(direction))
+  ad.defjvp_zero(prim)
   return prim
 
 
@@ -758,6 +1018,7 @@ def ge(x, y):
 
 not_p = unop(bool_or_int, "not")
 xla.register_lowering(not_p, nary_lowering(hlo.not_))
+ad.defjvp_zero(not_p)
 
 def bitwise_not(x):
   """Elementwise NOT: logical for bool, bitwise (``~x``) for integers."""
@@ -766,6 +1027,7 @@ def bitwise_not(x):
 
 and_p = binop(bool_or_int, "and")
 xla.register_lowering(and_p, nary_lowering(hlo.and_))
+ad.defjvp_zero(and_p)
 
 def bitwise_and(x, y):
   """Elementwise AND: logical for bool, bitwise for integers."""
@@ -774,6 +1036,7 @@ def bitwise_and(x, y):
 
 or_p = binop(bool_or_int, "or")
 xla.register_lowering(or_p, nary_lowering(hlo.or_))
+ad.defjvp_zero(or_p)
 
 def bitwise_or(x, y):
   """Elementwise OR: logical for bool, bitwise for integers."""
@@ -782,6 +1045,7 @@ def bitwise_or(x, y):
 
 xor_p = binop(bool_or_int, "xor")
 xla.register_lowering(xor_p, nary_lowering(hlo.xor))
+ad.defjvp_zero(xor_p)
 
 def bitwise_xor(x, y):
   """Elementwise XOR: logical for bool, bitwise for integers."""
@@ -791,6 +1055,7 @@ def bitwise_xor(x, y):
 # Shifts by the bit width or more give 0 (or all sign bits for the arithmetic right shift).
 shift_left_p = binop(int_kinds, "shift_left")
 xla.register_lowering(shift_left_p, nary_lowering(hlo.shift_left))
+ad.defjvp_zero(shift_left_p)
 
 def shift_left(x, y):
   """Elementwise ``x << y``."""
@@ -799,6 +1064,7 @@ def shift_left(x, y):
 
 shift_right_logical_p = binop(int_kinds, "shift_right_logical")
 xla.register_lowering(shift_right_logical_p, nary_lowering(hlo.shift_right_logical))
+ad.defjvp_zero(shift_right_logical_p)
 
 def shift_right_logical(x, y):
   """Elementwise right shift filling with zeros (the bits of ``x`` read as unsigned)."""
@@ -807,6 +1073,7 @@ def shift_right_logical(x, y):
 
 shift_right_arithmetic_p = binop(int_kinds, "shift_right_arithmetic")
 xla.register_lowering(shift_right_arithmetic_p, nary_lowering(hlo.shift_right_arithmetic))
+ad.defjvp_zero(shift_right_arithmetic_p)
 
 def shift_right_arithmetic(x, y):
   """Elementwise right shift filling with the sign bit."""
@@ -815,6 +1082,7 @@ def shift_right_arithmetic(x, y):
 
 population_count_p = unop(int_kinds, "population_count")
 xla.register_lowering(population_count_p, nary_lowering(hlo.popcnt))
+ad.defjvp_zero(population_count_p)
 
 def population_count(x):
   """Elementwise number of set bits."""
@@ -823,6 +1091,7 @@ def population_count(x):
 
 clz_p = unop(int_kinds, "clz")
 xla.register_lowering(clz_p, nary_lowering(hlo.count_leading_zeros))
+ad.defjvp_zero(clz_p)
 
 def clz(x):
   """Elementwise number of leading zero bits."""
@@ -887,6 +1156,34 @@ def _select_n_lowering(ctx, which, *cases):
 
 xla.register_lowering(select_n_p, _select_n_lowering)
 
+def _select_n_jvp(primals, tangents):
+  which, *cases = primals
+  case_tangents = tangents[1:]  # ``which`` is boolean or integer: it has no tangent
+  out = select_n_p.bind(which, *cases)
+  if all(type(t) is ad.Zero for t in case_tangents):
+    return out, ad.Zero.from_primal_value(out)
+  case_tangents = [ad.instantiate_zeros(t) for t in case_tangents]
+  return out, select_n_p.bind(which, *case_tangents)
+
+def _select_n_transpose(ct, which, *cases):
+  if ad.is_undefined_primal(which):
+    raise ValueError("select_n: the transpose is not defined for a linear `which`")
+  if type(ct) is ad.Zero:
+    return [None] + [ad.Zero(c.aval) if ad.is_undefined_primal(c) else None for c in cases]
+  zeros = _zeros_like(ct)
+  which_is_bool = get_aval(which).dtype == dtypes.bool_
+
+  def case_ct(i):
+    # Case i gets the cotangent where it was chosen and zero elsewhere.
+    if which_is_bool:
+      return select_n(which, zeros, ct) if i else select_n(which, ct, zeros)
+    return select_n(eq(which, i), zeros, ct)
+  return [None] + [case_ct(i) if ad.is_undefined_primal(c) else None
+                   for i, c in enumerate(cases)]
+
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+
 def select_n(which, *cases):
   """Elementwise ``cases[which]``: ``which`` is bool (2 cases at most) or integer, scalar or
   of the cases' shape; out-of-range indices are undefined behaviour."""
@@ -922,6 +1219,20 @@ clamp_p = standard_primitive(_clamp_shape_rule, _clamp_dtype_rule, "clamp")
 # stablehlo.clamp accepts 0-d bounds next to an array operand.
 xla.register_lowering(clamp_p, lambda ctx, lo, x, hi: hlo.clamp(lo, x, hi))
 
+def _clamp_jvp_rule(picks):
+  """The tangent of one of clamp's arguments passes where ``picks(min, x, max)`` says the
+  output is that argument (as JAX: at ties with a bound, the bound's tangent is dropped and
+  so is x's)."""
+  def rule(g, lo, x, hi):
+    shape = _shape(x)
+    return select(picks(lo, x, hi), _maybe_broadcast(shape, g), _zeros_like(x))
+  return rule
+
+ad.defjvp(clamp_p,
+          _clamp_jvp_rule(lambda lo, x, hi: bitwise_and(gt(lo, x), lt(lo, hi))),
+          _clamp_jvp_rule(lambda lo, x, hi: bitwise_and(gt(x, lo), lt(x, hi))),
+          _clamp_jvp_rule(lambda lo, x, hi: lt(hi, x)))
+
 def clamp(min, x, max):
   """Elementwise ``min(max(x, min), max)``; ``min`` and ``max`` may be scalars."""
   return clamp_p.bind(*_operands("clamp", min, x, max))
@@ -947,6 +1258,26 @@ def _convert_lowering(ctx, x, *, new_dtype, weak_type):
   return xla.convert_hlo(x, ctx.avals_in[0], ctx.avals_out[0])
 
 xla.register_lowering(convert_element_type_p, _convert_lowering)
+
+def _convert_jvp(t, ans, operand, *, new_dtype, weak_type):
+  # float -> float (or complex) converts the tangent; to an integer or bool the tangent is a
+  # float0 zero. (From an integer the input tangent is already a symbolic zero.)
+  if not dtypes.is_inexact(new_dtype):
+    return ad.Zero.from_primal_value(ans)
+  return convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+def _convert_transpose(ct, operand, *, new_dtype, weak_type):
+  aval = operand.aval
+  if type(ct) is ad.Zero or not dtypes.is_inexact(aval.dtype):
+    return [ad.Zero(aval.to_tangent_aval())]
+  if get_aval(ct).dtype == aval.dtype and get_aval(ct).weak_type == aval.weak_type:
+    return [ct]
+  # complex -> real transposes to real -> complex (the cotangent of the dropped imaginary
+  # part is zero), and the other way round keeps the real part.
+  return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+ad.defjvp2(convert_element_type_p, _convert_jvp)
+ad.primitive_transposes[convert_element_type_p] = _convert_transpose
 
 
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
@@ -1020,6 +1351,7 @@ def _bitcast_lowering(ctx, x, *, new_dtype):
   return hlo.bitcast_convert(xla.aval_to_ir_type(ctx.avals_out[0]), x)
 
 xla.register_lowering(bitcast_convert_type_p, _bitcast_lowering)
+ad.defjvp_zero(bitcast_convert_type_p)  # reinterpreting bits is not differentiable
 
 def bitcast_convert_type(operand, new_dtype):
   """Reinterpret the bits of ``operand`` as ``new_dtype``.
@@ -1055,6 +1387,8 @@ def _reduce_precision_lowering(ctx, x, *, exponent_bits, mantissa_bits):
   return hlo.reduce_precision(x, xla.i32_attr(exponent_bits), xla.i32_attr(mantissa_bits))
 
 xla.register_lowering(reduce_precision_p, _reduce_precision_lowering)
+# Treated as the identity up to rounding: the tangent and the cotangent are rounded alike.
+ad.deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
   """Round ``operand`` to the values of a float format with the given exponent and
@@ -1073,17 +1407,9 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
 copy_p = standard_primitive(lambda x: x.shape, lambda x: x.dtype, "copy",
                             weak_type_rule=lambda x: x.weak_type)
 xla.register_lowering(copy_p, lambda ctx, x: x)
+ad.deflinear(copy_p, lambda ct, x: [copy_p.bind(ct)])
 
 def copy(x):
   """A copy of ``x`` (a new buffer when run eagerly)."""
   return copy_p.bind(x)
 
-
-def stop_gradient(x):
-  """``x`` unchanged (any pytree), marked as a constant for differentiation.
-
-  TODO(AD): today this is the identity. When ``interpreters/ad.py`` lands, the inexact leaves
-  must go through a primitive whose JVP is zero (JAX's ``stop_gradient``), so that gradients
-  do not flow through it.
-  """
-  return tree_util.tree_map(lambda leaf: leaf, x)
