@@ -245,9 +245,27 @@ def _partial(fun, args, kwargs, nums, single):
   return partial_fun
 
 
+def _std_basis(avals):
+  """For flat values of ``avals`` (N elements in all), one array per value of shape
+  ``(N, *aval.shape)``: together, the N unit vectors of the flattened values."""
+  sizes = [a.size for a in avals]
+  total = sum(sizes)
+  eye = np.eye(total)
+  out, offset = [], 0
+  for a, n in zip(avals, sizes):
+    out.append(eye[:, offset:offset + n].reshape((total,) + a.shape).astype(a.dtype))
+    offset += n
+  return out, sizes
+
+
+def _offsets(sizes):
+  return np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
+
+
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-  """Jacobian of ``fun`` by forward mode: one JVP per input element, stacked."""
+  """Jacobian of ``fun`` by forward mode: a JVP per input element, vectorized with vmap."""
   import hlox.numpy as jnp
+  from hlox.api import vmap
 
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
@@ -257,27 +275,24 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     partial_fun = _partial(fun, args, kwargs, nums, single)
     in_leaves, in_tree = tree_util.tree_flatten(dyn)
     in_avals = [get_aval(x) for x in in_leaves]
-    zero_tangents = [np.zeros(a.shape, a.dtype) for a in in_avals]
-    columns = []  # columns[k][e]: flat output tangents for element e of input leaf k
-    for k, aval in enumerate(in_avals):
-      cols = []
-      for e in range(aval.size):
-        tangents = list(zero_tangents)
-        tangents[k] = _basis(aval, e)
-        res = jvp(partial_fun, (dyn,), (tree_util.tree_unflatten(in_tree, tangents),),
-                  has_aux=has_aux)
-        cols.append(tree_util.tree_leaves(res[1]))
-      columns.append(cols)
+    basis, in_sizes = _std_basis(in_avals)
+
+    def pushfwd(*tangent_leaves):
+      res = jvp(partial_fun, (dyn,), (tree_util.tree_unflatten(in_tree, tangent_leaves),),
+                has_aux=has_aux)
+      return tree_util.tree_leaves(res[1])
+
+    columns = vmap(pushfwd)(*basis)  # per output leaf: (N_in, *out.shape)
     res = partial_fun(dyn)
     out, aux = res if has_aux else (res, None)
     out_leaves, out_tree = tree_util.tree_flatten(out)
+    offsets = _offsets(in_sizes)
 
     def block(j, k):
-      o_aval, i_aval = get_aval(out_leaves[j]), in_avals[k]
-      if not columns[k]:
-        return jnp.zeros(o_aval.shape + i_aval.shape, o_aval.dtype)
-      stacked = jnp.stack([c[j] for c in columns[k]], axis=-1)
-      return jnp.reshape(stacked, o_aval.shape + i_aval.shape)
+      o_shape, i_aval = get_aval(out_leaves[j]).shape, in_avals[k]
+      rows = columns[j][offsets[k]:offsets[k + 1]]           # (n_k, *o_shape)
+      rows = jnp.moveaxis(rows, 0, -1)                        # (*o_shape, n_k)
+      return jnp.reshape(rows, o_shape + i_aval.shape)
 
     result = _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
     return (result, aux) if has_aux else result
@@ -287,8 +302,9 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
-  """Jacobian of ``fun`` by reverse mode: one VJP per output element, stacked."""
+  """Jacobian of ``fun`` by reverse mode: a VJP per output element, vectorized with vmap."""
   import hlox.numpy as jnp
+  from hlox.api import vmap
 
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacrev")
@@ -300,23 +316,18 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     out_leaves, out_tree = tree_util.tree_flatten(out)
     in_leaves, in_tree = tree_util.tree_flatten(dyn)
     out_avals = [get_aval(o) for o in out_leaves]
-    zero_cts = [np.zeros(a.shape, a.dtype) for a in out_avals]
-    rows = []  # rows[j][e]: flat input cotangents for element e of output leaf j
-    for j, aval in enumerate(out_avals):
-      leaf_rows = []
-      for e in range(aval.size):
-        cts = list(zero_cts)
-        cts[j] = _basis(aval, e)
-        ct_in, = f_vjp(tree_util.tree_unflatten(out_tree, cts))
-        leaf_rows.append(tree_util.tree_leaves(ct_in))
-      rows.append(leaf_rows)
+    basis, out_sizes = _std_basis(out_avals)
+
+    def pullback(*ct_leaves):
+      ct_in, = f_vjp(tree_util.tree_unflatten(out_tree, ct_leaves))
+      return tree_util.tree_leaves(ct_in)
+
+    rows = vmap(pullback)(*basis)  # per input leaf: (N_out, *in.shape)
+    offsets = _offsets(out_sizes)
 
     def block(j, k):
-      o_aval, i_aval = out_avals[j], get_aval(in_leaves[k])
-      if not rows[j]:
-        return jnp.zeros(o_aval.shape + i_aval.shape, i_aval.dtype)
-      stacked = jnp.stack([r[k] for r in rows[j]], axis=0)
-      return jnp.reshape(stacked, o_aval.shape + i_aval.shape)
+      o_shape, i_shape = out_avals[j].shape, get_aval(in_leaves[k]).shape
+      return jnp.reshape(rows[k][offsets[j]:offsets[j + 1]], o_shape + i_shape)
 
     result = _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
     return (result, res[2]) if has_aux else result

@@ -21,7 +21,7 @@ from hlox.core import dtypes
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -352,3 +352,111 @@ def _custom_lin_transpose(cts, *args, num_res, vjp, res_tree, in_avals, nonzeros
   return [None] * num_res + cts_nz
 
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+
+
+# --- batching ----------------------------------------------------------------------------
+
+def _batched_call(prim, axis_data, vals, dims, call_jaxpr):
+  """The call jaxpr batched with every output at batch dimension 0."""
+  batched, _ = batching.batch_jaxpr(call_jaxpr, axis_data, dims, instantiate=True)
+  batched, consts = convert_constvars(batched)
+  return batched, consts
+
+
+class _BatchedJVPRule:
+  """A custom JVP rule run under vmap: the user's rule sees per-example values."""
+
+  def __init__(self, rule, axis_data, in_dims, num_new_consts):
+    self.rule, self.axis_data, self.in_dims = rule, axis_data, list(in_dims)
+    self.num_new_consts = num_new_consts
+
+  def __call__(self, primals, tangents):
+    primals, tangents = primals[self.num_new_consts:], tangents[self.num_new_consts:]
+    tangents = [ad.instantiate_zeros(t) for t in tangents]
+    n = len(primals)
+
+    def flat(*xs):
+      p_out, t_out = self.rule(list(xs[:n]), list(xs[n:]))
+      return list(p_out) + [ad.instantiate_zeros(t) for t in t_out]
+
+    outs, dims = batching.batch(flat, list(primals) + tangents, self.in_dims * 2,
+                                self.axis_data)
+    outs = [batching.matchaxis(o, d, 0, self.axis_data.size) for o, d in zip(outs, dims)]
+    k = len(outs) // 2
+    return outs[:k], outs[k:]
+
+
+def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts, name):
+  batched, consts = _batched_call(custom_jvp_call_p, axis_data, vals, dims, call_jaxpr)
+  rule = _BatchedJVPRule(jvp, axis_data, dims, len(consts))
+  outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=batched, jvp=rule,
+                                num_consts=num_consts + len(consts), name=name)
+  return outs, [0] * len(outs)
+
+batching.axis_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+
+
+class _BatchedVJPRule:
+  """A custom VJP (fwd, bwd) run under vmap."""
+
+  def __init__(self, rule, axis_data, in_dims, num_new_consts):
+    self.rule, self.axis_data, self.in_dims = rule, axis_data, list(in_dims)
+    self.num_new_consts = num_new_consts
+    self.name = rule.name
+
+  def fwd(self, primals):
+    primals = primals[self.num_new_consts:]
+    tree_box = []
+
+    def flat(*xs):
+      p_out, res, res_tree = self.rule.fwd(list(xs))
+      tree_box.append((len(p_out), res_tree))
+      return list(p_out) + list(res)
+
+    outs, dims = batching.batch(flat, list(primals), self.in_dims, self.axis_data)
+    outs = [batching.matchaxis(o, d, 0, self.axis_data.size) for o, d in zip(outs, dims)]
+    n_out, res_tree = tree_box[0]
+    return outs[:n_out], outs[n_out:], res_tree
+
+  def bwd(self, res_tree, res, cts, in_avals):
+    size = self.axis_data.size
+    num_consts = self.rule.num_consts
+    dims = self.in_dims[num_consts:]
+    unbatched_avals = [_unbatched_aval(a, d) for a, d in zip(in_avals, dims)]
+    nr = len(res)
+
+    def flat(*xs):
+      cts_in = self.rule.bwd(res_tree, list(xs[:nr]), list(xs[nr:]), unbatched_avals)
+      return [ad.instantiate_zeros(c) for c in cts_in]
+
+    outs, out_dims = batching.batch(flat, list(res) + list(cts), [0] * (nr + len(cts)),
+                                    self.axis_data)
+    result = []
+    for o, od, d in zip(outs, out_dims, dims):
+      if d is None:  # an unmapped input gets the sum over the mapped axis
+        result.append(o if od is None else _sum_axis(o, od))
+      else:
+        result.append(batching.matchaxis(o, od, d, size))
+    return result
+
+
+def _unbatched_aval(aval, d):
+  if d is None:
+    return aval
+  from hlox.core.avals import ShapedArray
+  return ShapedArray(aval.shape[:d] + aval.shape[d + 1:], aval.dtype, aval.weak_type)
+
+
+def _sum_axis(x, axis):
+  from hlox.lax import reduce_sum
+  return reduce_sum(x, (axis,))
+
+
+def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, vjp, num_consts, name):
+  batched, consts = _batched_call(custom_vjp_call_p, axis_data, vals, dims, call_jaxpr)
+  rule = _BatchedVJPRule(vjp, axis_data, dims, len(consts))
+  outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=batched, vjp=rule,
+                                num_consts=num_consts + len(consts), name=name)
+  return outs, [0] * len(outs)
+
+batching.axis_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
