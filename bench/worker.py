@@ -170,6 +170,52 @@ def bench_make_jaxpr_grad(lib):
   return best
 
 
+def _per_example_setup(lib, sizes):
+  mod, jnp, clear = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  params = [(jnp.asarray(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m)),
+             jnp.asarray(np.zeros(n, np.float32))) for m, n in zip(sizes[:-1], sizes[1:])]
+  xs = jnp.asarray(rng.standard_normal((64, sizes[0])).astype(np.float32))
+  ys = jnp.asarray(rng.standard_normal((64, sizes[-1])).astype(np.float32))
+
+  def loss(params, x, y):
+    h = x
+    for w, b in params[:-1]:
+      h = jnp.tanh(h @ w + b)
+    w, b = params[-1]
+    return jnp.sum((h @ w + b - y) ** 2)
+  return mod, params, xs, ys, loss
+
+
+def _per_example_vmap(lib, sizes):
+  mod, params, xs, ys, loss = _per_example_setup(lib, sizes)
+  f = mod.jit(mod.vmap(mod.grad(loss), in_axes=(None, 0, 0)))
+  mod.block_until_ready(f(params, xs, ys))
+  return best_per_call(lambda: mod.block_until_ready(f(params, xs, ys)), 100)
+
+
+def bench_per_example_grads_64_32_10(lib):
+  """jit(vmap(grad(loss))) over a batch of 64 on a 64-32-10 tanh MLP."""
+  return _per_example_vmap(lib, [64, 32, 10])
+
+
+def bench_per_example_grads_256_128_10(lib):
+  return _per_example_vmap(lib, [256, 128, 10])
+
+
+def bench_per_example_loop_64_32_10(lib):
+  """The same per-example gradients by a Python loop of jit(grad(loss)) calls."""
+  mod, params, xs, ys, loss = _per_example_setup(lib, [64, 32, 10])
+  g = mod.jit(mod.grad(loss))
+  rows = [(xs[i], ys[i]) for i in range(64)]
+  mod.block_until_ready(g(params, *rows[0]))
+
+  def run():
+    return mod.block_until_ready([g(params, x, y) for x, y in rows])
+  return best_per_call(run, 5)
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 
