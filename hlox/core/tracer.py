@@ -68,6 +68,7 @@ def check_no_tracers(args) -> None:
 class TraceContext(threading.local):
   def __init__(self):
     self.trace = eval_trace
+    self.axis_env = []  # [(name, size)] of the named axes in scope (vmap/pmap), innermost last
 
 
 trace_ctx = TraceContext()
@@ -88,6 +89,30 @@ class set_current_trace:
 
   def __exit__(self, *exc):
     trace_ctx.trace = self.prev
+
+
+class extend_axis_env:
+  """Context manager putting a named mapped axis (``name``, ``size``) in scope."""
+
+  __slots__ = ("name", "size")
+
+  def __init__(self, name, size: int):
+    self.name, self.size = name, size
+
+  def __enter__(self):
+    trace_ctx.axis_env.append((self.name, self.size))
+
+  def __exit__(self, *exc):
+    trace_ctx.axis_env.pop()
+
+
+def axis_size(name) -> int:
+  """The size of the innermost mapped axis called ``name``; NameError if none is in scope."""
+  for n, size in reversed(trace_ctx.axis_env):
+    if n == name:
+      return size
+  raise NameError(f"unbound axis name: {name}. The axis name must be bound by an enclosing "
+                  "vmap (axis_name=...) or pmap.")
 
 
 def current_trace() -> Trace:

@@ -11,7 +11,8 @@ from typing import Callable, Sequence
 
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, trace_to_jaxpr
-from hlox.core.tracer import Trace, Tracer, current_trace, get_aval, set_current_trace
+from hlox.core.tracer import (Trace, Tracer, current_trace, extend_axis_env, get_aval,
+                              set_current_trace)
 
 not_mapped = None
 
@@ -68,7 +69,7 @@ class BatchTrace(Trace):
 
   def process_primitive(self, primitive, args, params):
     vals, dims = zip(*[self.to_batch_info(x) for x in args]) if args else ((), ())
-    if all(d is None for d in dims):
+    if all(d is None for d in dims) and not self._binds_my_axis(primitive, params):
       with set_current_trace(self.parent):
         return primitive.bind(*vals, **params)
     with set_current_trace(self.parent):
@@ -85,6 +86,14 @@ class BatchTrace(Trace):
       return [self.maybe_tracer(v, d) for v, d in zip(out, out_dims)]
     return self.maybe_tracer(out, out_dims)
 
+  def _binds_my_axis(self, primitive, params) -> bool:
+    """A collective over this trace's named axis needs its rule even with unbatched inputs."""
+    if self.axis_data.name is None or primitive not in axis_primitive_batchers:
+      return False
+    axes = params.get("axes", params.get("axis_name"))
+    axes = axes if isinstance(axes, tuple) else (axes,)
+    return self.axis_data.name in axes
+
   def maybe_tracer(self, val, dim):
     if dim is None:
       return val
@@ -97,7 +106,7 @@ def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData)
   trace = BatchTrace(current_trace(), axis_data)
   in_tracers = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
   try:
-    with set_current_trace(trace):
+    with set_current_trace(trace), extend_axis_env(axis_data.name, axis_data.size):
       outs = fun(*in_tracers)
     infos = [trace.to_batch_info(o) for o in outs]
   finally:
