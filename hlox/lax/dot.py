@@ -14,7 +14,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -285,6 +285,48 @@ def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision,
                                     swap_ans=True)
 
 ad.defbilinear(dot_general_p, _dot_general_transpose_lhs, _dot_general_transpose_rhs)
+
+
+def _bump(dims, bdim):
+  """Dimension numbers of an operand renumbered for a batch dimension inserted at ``bdim``."""
+  return tuple(d + (d >= bdim) for d in dims)
+
+
+def batched_dimension_numbers(ndims, bdims, dimension_numbers):
+  """Dimension numbers of the one ``dot_general`` computing a batched contraction, and the
+  batch dimension of its result. ``ndims`` are the ranks of the batched operands.
+
+  Both operands batched: the batch becomes a new leading dot_general batch dimension. One
+  operand batched: its batch dimension becomes one more free dimension of that operand, so
+  it shows up among that operand's free dimensions of the result (in its original order).
+  """
+  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+  lbd, rbd = bdims
+  if lbd is not None and rbd is not None:
+    new = ((_bump(lhs_contract, lbd), _bump(rhs_contract, rbd)),
+           ((lbd,) + _bump(lhs_batch, lbd), (rbd,) + _bump(rhs_batch, rbd)))
+    return new, 0
+  if lbd is not None:
+    lhs_contract, lhs_batch = _bump(lhs_contract, lbd), _bump(lhs_batch, lbd)
+    lhs_free = _free_dims(ndims[0], lhs_contract, lhs_batch)
+    out_bdim = len(lhs_batch) + lhs_free.index(lbd)
+  else:
+    rhs_contract, rhs_batch = _bump(rhs_contract, rbd), _bump(rhs_batch, rbd)
+    rhs_free = _free_dims(ndims[1], rhs_contract, rhs_batch)
+    lhs_free = ndims[0] - len(lhs_contract) - len(lhs_batch)
+    out_bdim = len(lhs_batch) + lhs_free + rhs_free.index(rbd)
+  return ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)), out_bdim
+
+
+def _dot_general_batch_rule(vals, dims, *, dimension_numbers, **params):
+  # Never a loop: the mapped axis is folded into the one contraction.
+  lhs, rhs = vals
+  ndims = (get_aval(lhs).ndim, get_aval(rhs).ndim)
+  new_dimension_numbers, out_bdim = batched_dimension_numbers(ndims, dims, dimension_numbers)
+  return dot_general_p.bind(lhs, rhs, dimension_numbers=new_dimension_numbers,
+                            **params), out_bdim
+
+batching.primitive_batchers[dot_general_p] = _dot_general_batch_rule
 
 
 def _index_tuple(name, dims) -> tuple:

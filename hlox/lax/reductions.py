@@ -15,7 +15,7 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax import elementwise as _ew
 from hlox.lax import shapes as _shapes
 from hlox.lax.utils import standard_primitive
@@ -177,6 +177,23 @@ def reduce_lowering(body_op, init_value):
   return rule
 
 
+def shift_axes_for_batch(axes, bdim):
+  """``axes`` of an unbatched operand renumbered for the operand with a batch dimension at
+  ``bdim``, and where that batch dimension ends up once ``axes`` are reduced away."""
+  new_axes = tuple(a + (a >= bdim) for a in axes)
+  return new_axes, bdim - sum(a < bdim for a in axes)
+
+
+def defreducer(prim):
+  """Batching for a primitive reducing its one operand over ``axes``: reduce the same axes
+  of the batched operand (renumbered around the batch dimension, which stays put)."""
+  def rule(vals, dims, *, axes, **params):
+    (x,), (bdim,) = vals, dims
+    new_axes, out_bdim = shift_axes_for_batch(axes, bdim)
+    return prim.bind(x, axes=new_axes, **params), out_bdim
+  batching.primitive_batchers[prim] = rule
+
+
 def _reducer(name, accepted, what, weak_rule, body, identity):
   prim = standard_primitive(functools.partial(_reduce_shape_rule, name),
                             _dtype_rule(name, accepted, what), name,
@@ -216,6 +233,7 @@ def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
   return [_broadcast_back(ct, operand.aval, axes)]
 
 ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+defreducer(reduce_sum_p)
 
 
 def reduce_sum(operand, axes, *, out_sharding=None):
@@ -262,6 +280,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
   return out, reduce_sum(_ew.mul(t, others), axes)
 
 ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+defreducer(reduce_prod_p)
 
 
 def reduce_prod(operand, axes):
@@ -283,6 +302,7 @@ def _reduce_chooser_jvp(t, out, operand, *, axes, out_sharding=None):
   return _ew.div(reduce_sum(_ew.mul(t, hits), axes), reduce_sum(hits, axes))
 
 ad.defjvp2(reduce_max_p, _reduce_chooser_jvp)
+defreducer(reduce_max_p)
 
 
 def reduce_max(operand, axes, *, out_sharding=None):
@@ -296,6 +316,7 @@ reduce_min_p = _reducer("reduce_min", _any_dtype, "bool, integer, floating or co
                         _keep_weak, min_hlo, _min_identity)
 
 ad.defjvp2(reduce_min_p, _reduce_chooser_jvp)
+defreducer(reduce_min_p)
 
 
 def reduce_min(operand, axes, *, out_sharding=None):
@@ -309,6 +330,7 @@ reduce_and_p = _reducer("reduce_and", _is_bool_or_int, "bool or integer types", 
                         hlo.and_, _and_identity)
 
 ad.defjvp_zero(reduce_and_p)
+defreducer(reduce_and_p)
 
 
 def reduce_and(operand, axes):
@@ -320,6 +342,7 @@ reduce_or_p = _reducer("reduce_or", _is_bool_or_int, "bool or integer types", _s
                        hlo.or_, _zero)
 
 ad.defjvp_zero(reduce_or_p)
+defreducer(reduce_or_p)
 
 
 def reduce_or(operand, axes):
@@ -331,6 +354,7 @@ reduce_xor_p = _reducer("reduce_xor", _is_bool_or_int, "bool or integer types", 
                         hlo.xor, _zero)
 
 ad.defjvp_zero(reduce_xor_p)
+defreducer(reduce_xor_p)
 
 
 def reduce_xor(operand, axes):
@@ -408,6 +432,8 @@ argmax_p = _argminmax("argmax", "GT", _max_identity)
 argmin_p = _argminmax("argmin", "LT", _min_identity)
 ad.defjvp_zero(argmax_p)
 ad.defjvp_zero(argmin_p)
+defreducer(argmax_p)
+defreducer(argmin_p)
 
 
 def _index_dtype(name, index_dtype):
@@ -535,6 +561,43 @@ def _reduce_jvp(primals, tangents, *, computation, jaxpr, dimensions):
                 list(operands), list(tangents[:n]))
 
 ad.primitive_jvps[reduce_p] = _reduce_jvp
+
+
+def batched_init_values(inits, init_dims, size):
+  """Scalar initial values standing for the batched ``inits``. An initial value must be an
+  identity of the computation, and an identity is unique, so every example holds the same
+  one: the first example's is used (any value of the dtype when the batch is empty)."""
+  out = []
+  for init, d in zip(inits, init_dims):
+    if d is not None:
+      aval = get_aval(init)
+      init = (_shapes.index_in_dim(init, 0, d, keepdims=False) if size
+              else np.zeros((), aval.dtype))
+    out.append(init)
+  return out
+
+
+def _reduce_batch_rule(axis_data, vals, dims, *, computation, jaxpr, dimensions):
+  # Operands share one batch dimension (the first batched operand's); the reduced
+  # dimensions are renumbered around it.
+  n = len(vals) // 2
+  size = axis_data.size
+  bdim = next((d for d in dims[:n] if d is not None), 0)
+  operands = [batching.matchaxis(x, d, bdim, size) for x, d in zip(vals[:n], dims[:n])]
+  inits, init_dims = vals[n:], dims[n:]
+  new_dimensions, out_bdim = shift_axes_for_batch(dimensions, bdim)
+  shape = get_aval(operands[0]).shape
+  if any(shape[d] == 0 for d in new_dimensions) and any(d is not None for d in init_dims):
+    # Nothing to reduce: each example's result is its own initial value.
+    out_shape = tuple(s for i, s in enumerate(shape) if i not in new_dimensions)
+    outs = [_shapes.broadcast_in_dim(i, out_shape, (out_bdim,) if d is not None else ())
+            for i, d in zip(inits, init_dims)]
+    return outs, [out_bdim] * n
+  outs = reduce_p.bind(*operands, *batched_init_values(inits, init_dims, size),
+                       computation=computation, jaxpr=jaxpr, dimensions=new_dimensions)
+  return outs, [out_bdim] * n
+
+batching.axis_primitive_batchers[reduce_p] = _reduce_batch_rule
 
 
 @functools.lru_cache(maxsize=512)

@@ -13,7 +13,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import canonicalize_axis, shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -157,6 +157,22 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
 ad.primitive_jvps[sort_p] = _sort_jvp
 
 
+def _sort_batch_rule(vals, dims, *, dimension, is_stable, num_keys):
+  # Operands are sorted together, so they need equal shapes: unbatched ones are broadcast
+  # along the first batched operand's batch dimension.
+  from hlox.lax.shapes import broadcast_in_dim
+  bdim, prototype = next((d, v) for v, d in zip(vals, dims) if d is not None)
+  shape = get_aval(prototype).shape
+  others = tuple(i for i in range(len(shape)) if i != bdim)
+  operands = [broadcast_in_dim(v, shape, others) if d is None else
+              batching.moveaxis(v, d, bdim) for v, d in zip(vals, dims)]
+  outs = sort_p.bind(*operands, dimension=dimension + (dimension >= bdim),
+                     is_stable=is_stable, num_keys=num_keys)
+  return outs, [bdim] * len(outs)
+
+batching.primitive_batchers[sort_p] = _sort_batch_rule
+
+
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
   """Sort ``operand`` along ``dimension`` (floats: -0.0 equals 0.0, NaNs last).
 
@@ -250,6 +266,15 @@ def _top_k_jvp(primals, tangents, *, k, axis, is_stable):
   return [values, indices], [t_values, ad.Zero.from_primal_value(indices)]
 
 ad.primitive_jvps[top_k_p] = _top_k_jvp
+
+
+def _top_k_batch_rule(vals, dims, *, k, axis, is_stable):
+  # top_k takes its axis as a parameter, so the batch dimension can stay where it is.
+  (operand,), (bdim,) = vals, dims
+  outs = top_k_p.bind(operand, k=k, axis=axis + (axis >= bdim), is_stable=is_stable)
+  return outs, [bdim, bdim]
+
+batching.primitive_batchers[top_k_p] = _top_k_batch_rule
 
 
 def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):

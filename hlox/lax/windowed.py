@@ -16,7 +16,7 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax import elementwise as _ew
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
@@ -97,6 +97,31 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
   return pads
 
 
+def _batched_window_params(bdim, *, window_dimensions, window_strides, padding,
+                           base_dilation=None, window_dilation=None, **params):
+  """Window parameters for an operand with a batch dimension inserted at ``bdim``: a window
+  of size 1 (stride 1, no padding or dilation) along it keeps the examples apart."""
+  def ins(values, value):
+    return tuple(values[:bdim]) + (value,) + tuple(values[bdim:])
+  new = dict(params, window_dimensions=ins(window_dimensions, 1),
+             window_strides=ins(window_strides, 1), padding=ins(padding, (0, 0)))
+  if base_dilation is not None:
+    new["base_dilation"] = ins(base_dilation, 1)
+  if window_dilation is not None:
+    new["window_dilation"] = ins(window_dilation, 1)
+  return new
+
+
+def _window_batch_rule(prim):
+  """Batching for a windowed primitive whose operands all have the same shape (after the
+  batch dimension is added): they share the first batched operand's batch dimension."""
+  def rule(axis_data, vals, dims, **params):
+    bdim = next(d for d in dims if d is not None)
+    vals = [batching.matchaxis(v, d, bdim, axis_data.size) for v, d in zip(vals, dims)]
+    return prim.bind(*vals, **_batched_window_params(bdim, **params)), bdim
+  batching.axis_primitive_batchers[prim] = rule
+
+
 def _reduce_window_op(ctx, operands, inits, out_avals, *, window_dimensions, window_strides,
                       padding, base_dilation, window_dilation):
   """A ``stablehlo.reduce_window`` op and the entry block of its (still empty) region."""
@@ -175,6 +200,7 @@ def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strid
   return [out]
 
 ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+_window_batch_rule(reduce_window_sum_p)
 
 
 # The derivative of a max/min window reduction is the tangent at the chosen element of each
@@ -261,6 +287,7 @@ def _select_and_gather_add_transpose(ct, t, operand, *, select, window_dimension
 
 ad.primitive_jvps[select_and_gather_add_p] = _select_and_gather_add_jvp
 ad.primitive_transposes[select_and_gather_add_p] = _select_and_gather_add_transpose
+_window_batch_rule(select_and_gather_add_p)
 
 
 def _select_and_scatter_add_shape_rule(source, operand, *, select, window_dimensions,
@@ -326,6 +353,7 @@ def _select_and_scatter_add_transpose(ct, source, operand, *, select, window_dim
 
 ad.primitive_jvps[select_and_scatter_add_p] = _select_and_scatter_add_jvp
 ad.primitive_transposes[select_and_scatter_add_p] = _select_and_scatter_add_transpose
+_window_batch_rule(select_and_scatter_add_p)
 
 
 def _reduce_window_chooser_jvp(select):
@@ -335,6 +363,8 @@ def _reduce_window_chooser_jvp(select):
 
 ad.defjvp(reduce_window_max_p, _reduce_window_chooser_jvp("ge"))
 ad.defjvp(reduce_window_min_p, _reduce_window_chooser_jvp("le"))
+_window_batch_rule(reduce_window_max_p)
+_window_batch_rule(reduce_window_min_p)
 
 
 # --- generic reduce_window ---------------------------------------------------------------
@@ -415,6 +445,21 @@ def _generic_window_jvp(primals, tangents, *, jaxpr, **params):
                 for o, d in zip(outs, differentiable)]
 
 ad.primitive_jvps[reduce_window_p] = _generic_window_jvp
+
+
+def _generic_window_batch_rule(axis_data, vals, dims, *, jaxpr, **params):
+  n = len(vals) // 2
+  size = axis_data.size
+  bdim = next((d for d in dims[:n] if d is not None), 0)
+  operands = [batching.matchaxis(x, d, bdim, size) for x, d in zip(vals[:n], dims[:n])]
+  # Initial values are identities of the computation (padding holds them too), so batched
+  # ones stand for one scalar.
+  inits = _red.batched_init_values(vals[n:], dims[n:], size)
+  outs = reduce_window_p.bind(*operands, *inits, jaxpr=jaxpr,
+                              **_batched_window_params(bdim, **params))
+  return outs, [bdim] * n
+
+batching.axis_primitive_batchers[reduce_window_p] = _generic_window_batch_rule
 
 
 def _window_monoid(computation, init, dtype):
@@ -666,6 +711,19 @@ _cumulative_jvp(cumprod_p, _cumprod_coefficients)
 _cumulative_jvp(cumlogsumexp_p, _cumlogsumexp_coefficients)
 _cumextremum_jvp(cummax_p, _red._max_identity)
 _cumextremum_jvp(cummin_p, _red._min_identity)
+
+
+def _cumulative_batch_rule(prim):
+  # The scan runs along the same axis, renumbered past the batch dimension.
+  def rule(vals, dims, *, axis, reverse):
+    (x,), (bdim,) = vals, dims
+    return prim.bind(x, axis=axis + (axis >= bdim), reverse=reverse), bdim
+  batching.primitive_batchers[prim] = rule
+
+
+for _prim in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+  _cumulative_batch_rule(_prim)
+del _prim
 
 
 def _bind_cumulative(prim, operand, axis, reverse):
