@@ -2,11 +2,11 @@
 comparison, bitwise, select/clamp, conversions and the identity ``copy``.
 
 Each primitive is defined with its rules right below it (lowering, then JVP and, for the
-linear ones, transpose). Operands broadcast when they are scalars or have equal ranks with
-size-1 dimensions; they must share a dtype (``hlox.numpy`` promotes). For convenience a
-Python scalar next to array operands takes their dtype, but only when its kind fits (an
-``int`` may become a float, a ``float`` never an integer), so a scalar can never be silently
-truncated.
+linear ones, transpose, then batching). Operands broadcast when they are scalars or have
+equal ranks with size-1 dimensions; they must share a dtype (``hlox.numpy`` promotes). For
+convenience a Python scalar next to array operands takes their dtype, but only when its kind
+fits (an ``int`` may become a float, a ``float`` never an integer), so a scalar can never be
+silently truncated.
 """
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import (any_kinds, binop, bool_or_int, broadcasting_shape_rule,
-                            float_kinds, int_kinds, nary_lowering, number_kinds, real_float,
-                            shape_str, standard_primitive, unop)
+                            defbroadcasting, defvectorized, float_kinds, int_kinds,
+                            nary_lowering, number_kinds, real_float, shape_str,
+                            standard_primitive, unop)
 from hlox.runtime.array import device_put
 
 from jaxlib.mlir.dialects import chlo, stablehlo as hlo
@@ -237,6 +238,7 @@ def _add_transpose(ct, x, y):
 
 ad.primitive_jvps[add_p] = _add_jvp
 ad.primitive_transposes[add_p] = _add_transpose
+defbroadcasting(add_p)
 
 def add(x, y):
   """Elementwise ``x + y``."""
@@ -266,6 +268,7 @@ def _sub_transpose(ct, x, y):
 
 ad.primitive_jvps[sub_p] = _sub_jvp
 ad.primitive_transposes[sub_p] = _sub_transpose
+defbroadcasting(sub_p)
 
 def sub(x, y):
   """Elementwise ``x - y``."""
@@ -277,6 +280,7 @@ xla.register_lowering(mul_p, nary_lowering(hlo.multiply))
 ad.defbilinear(mul_p,
                lambda ct, x, y: _unbroadcast(x.aval, mul(ct, y)),
                lambda ct, x, y: _unbroadcast(y.aval, mul(x, ct)))
+defbroadcasting(mul_p)
 
 def mul(x, y):
   """Elementwise ``x * y``."""
@@ -299,6 +303,7 @@ ad.defjvp(div_p,
           lambda g, x, y: div(g, y),
           lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
 ad.primitive_transposes[div_p] = _div_transpose
+defbroadcasting(div_p)
 
 def div(x, y):
   """Elementwise ``x / y``; integer division rounds toward zero (as in C)."""
@@ -311,6 +316,7 @@ xla.register_lowering(rem_p, nary_lowering(hlo.remainder))
 ad.defjvp(rem_p,
           lambda g, x, y: _maybe_broadcast(_broadcast_shape(x, y), g),
           lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+defbroadcasting(rem_p)
 
 def rem(x, y):
   """Elementwise remainder of ``x / y`` with the sign of the dividend ``x`` (C's ``fmod``)."""
@@ -358,6 +364,7 @@ def _pow_jvp_exponent(g, ans, x, y):
   return mul(g, mul(log(_replace_zero(x)), ans))
 
 ad.defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
+defbroadcasting(pow_p)
 
 def pow(x, y):
   """Elementwise ``x ** y`` for a float or complex base; ``y`` is an integer array or has
@@ -407,6 +414,7 @@ def _integer_pow_jvp(g, x, *, y):
   return mul(g, mul(y, integer_pow(x, y - 1)))
 
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
+defvectorized(integer_pow_p)
 
 def integer_pow(x, y: int):
   """Elementwise ``x ** y`` for a static Python integer ``y`` (negative only for inexact
@@ -449,6 +457,7 @@ xla.register_lowering(max_p, _minmax_lowering(hlo.maximum, "GT"))
 ad.defjvp2(max_p,
            lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
            lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+defbroadcasting(max_p)
 
 def max(x, y):
   """Elementwise maximum (NaN propagates; complex numbers compare lexicographically)."""
@@ -460,6 +469,7 @@ xla.register_lowering(min_p, _minmax_lowering(hlo.minimum, "LT"))
 ad.defjvp2(min_p,
            lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
            lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+defbroadcasting(min_p)
 
 def min(x, y):
   """Elementwise minimum (NaN propagates; complex numbers compare lexicographically)."""
@@ -469,6 +479,7 @@ def min(x, y):
 neg_p = unop(number_kinds, "neg")
 xla.register_lowering(neg_p, nary_lowering(hlo.negate))
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+defvectorized(neg_p)
 
 def neg(x):
   """Elementwise ``-x``."""
@@ -487,6 +498,7 @@ def _sign_lowering(ctx, x):
 
 xla.register_lowering(sign_p, _sign_lowering)
 ad.defjvp_zero(sign_p)
+defvectorized(sign_p)
 
 def sign(x):
   """Elementwise sign: -1, 0 or 1 (``x / |x|`` for complex ``x``; NaN stays NaN)."""
@@ -506,6 +518,7 @@ def _abs_jvp(g, ans, x):
   return select(ge(x, _const(x, 0)), g, neg(g))
 
 ad.defjvp2(abs_p, _abs_jvp)
+defvectorized(abs_p)
 
 def abs(x):
   """Elementwise absolute value (the modulus, of the component dtype, for complex ``x``)."""
@@ -521,6 +534,7 @@ def _square_lowering(ctx, x):
 
 xla.register_lowering(square_p, _square_lowering)
 ad.defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
+defvectorized(square_p)
 
 def square(x):
   """Elementwise ``x * x``."""
@@ -535,6 +549,7 @@ def reciprocal(x):
 nextafter_p = binop(real_float, "nextafter")
 xla.register_lowering(nextafter_p, nary_lowering(chlo.next_after))
 ad.defjvp_zero(nextafter_p)
+defbroadcasting(nextafter_p)
 
 def nextafter(x1, x2):
   """The next representable value after ``x1`` in the direction of ``x2``."""
@@ -546,6 +561,7 @@ def nextafter(x1, x2):
 floor_p = unop(real_float, "floor")
 xla.register_lowering(floor_p, nary_lowering(hlo.floor))
 ad.defjvp_zero(floor_p)
+defvectorized(floor_p)
 
 def floor(x):
   """Elementwise round toward negative infinity."""
@@ -555,6 +571,7 @@ def floor(x):
 ceil_p = unop(real_float, "ceil")
 xla.register_lowering(ceil_p, nary_lowering(hlo.ceil))
 ad.defjvp_zero(ceil_p)
+defvectorized(ceil_p)
 
 def ceil(x):
   """Elementwise round toward positive infinity."""
@@ -576,6 +593,7 @@ def _round_lowering(ctx, x, *, rounding_method):
 
 xla.register_lowering(round_p, _round_lowering)
 ad.defjvp_zero(round_p)
+defvectorized(round_p)
 
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
   """Elementwise round to the nearest integer, ties broken by ``rounding_method``."""
@@ -590,6 +608,7 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 is_finite_p = unop(real_float, "is_finite", result_dtype=lambda d: dtypes.bool_)
 xla.register_lowering(is_finite_p, nary_lowering(hlo.is_finite))
 ad.defjvp_zero(is_finite_p)
+defvectorized(is_finite_p)
 
 def is_finite(x):
   """Elementwise test for neither infinite nor NaN."""
@@ -601,6 +620,7 @@ def is_finite(x):
 exp_p = unop(float_kinds, "exp")
 xla.register_lowering(exp_p, nary_lowering(hlo.exponential))
 ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
+defvectorized(exp_p)
 
 def exp(x, *, accuracy=None):
   """Elementwise ``e ** x``."""
@@ -617,6 +637,7 @@ def _exp2_lowering(ctx, x):
 
 xla.register_lowering(exp2_p, _exp2_lowering)
 ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))))
+defvectorized(exp2_p)
 
 def exp2(x, *, accuracy=None):
   """Elementwise ``2 ** x``."""
@@ -627,6 +648,7 @@ def exp2(x, *, accuracy=None):
 log_p = unop(float_kinds, "log")
 xla.register_lowering(log_p, nary_lowering(hlo.log))
 ad.defjvp(log_p, lambda g, x: div(g, x))
+defvectorized(log_p)
 
 def log(x, *, accuracy=None):
   """Elementwise natural logarithm."""
@@ -637,6 +659,7 @@ def log(x, *, accuracy=None):
 log1p_p = unop(float_kinds, "log1p")
 xla.register_lowering(log1p_p, nary_lowering(hlo.log_plus_one))
 ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
+defvectorized(log1p_p)
 
 def log1p(x, *, accuracy=None):
   """Elementwise ``log(1 + x)``, accurate for small ``x``."""
@@ -647,6 +670,7 @@ def log1p(x, *, accuracy=None):
 expm1_p = unop(float_kinds, "expm1")
 xla.register_lowering(expm1_p, nary_lowering(hlo.exponential_minus_one))
 ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
+defvectorized(expm1_p)
 
 def expm1(x, *, accuracy=None):
   """Elementwise ``exp(x) - 1``, accurate for small ``x``."""
@@ -657,6 +681,7 @@ def expm1(x, *, accuracy=None):
 sqrt_p = unop(float_kinds, "sqrt")
 xla.register_lowering(sqrt_p, nary_lowering(hlo.sqrt))
 ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))
+defvectorized(sqrt_p)
 
 def sqrt(x, *, accuracy=None):
   """Elementwise square root."""
@@ -667,6 +692,7 @@ def sqrt(x, *, accuracy=None):
 rsqrt_p = unop(float_kinds, "rsqrt")
 xla.register_lowering(rsqrt_p, nary_lowering(hlo.rsqrt))
 ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(-0.5, div(ans, x))))
+defvectorized(rsqrt_p)
 
 def rsqrt(x, *, accuracy=None):
   """Elementwise ``1 / sqrt(x)``."""
@@ -677,6 +703,7 @@ def rsqrt(x, *, accuracy=None):
 cbrt_p = unop(real_float, "cbrt")
 xla.register_lowering(cbrt_p, nary_lowering(hlo.cbrt))
 ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(1 / 3, integer_pow(ans, -2))))
+defvectorized(cbrt_p)
 
 def cbrt(x, *, accuracy=None):
   """Elementwise real cube root (negative for negative ``x``)."""
@@ -688,6 +715,7 @@ tanh_p = unop(float_kinds, "tanh")
 xla.register_lowering(tanh_p, nary_lowering(hlo.tanh))
 # (1 + ans) (1 - ans) rather than 1 - ans**2: no cancellation where ans is near -1.
 ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(1, ans)))
+defvectorized(tanh_p)
 
 def tanh(x, *, accuracy=None):
   """Elementwise hyperbolic tangent."""
@@ -698,6 +726,7 @@ def tanh(x, *, accuracy=None):
 logistic_p = unop(float_kinds, "logistic")
 xla.register_lowering(logistic_p, nary_lowering(hlo.logistic))
 ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
+defvectorized(logistic_p)
 
 def logistic(x, *, accuracy=None):
   """Elementwise logistic sigmoid ``1 / (1 + exp(-x))``."""
@@ -710,6 +739,7 @@ def logistic(x, *, accuracy=None):
 sin_p = unop(float_kinds, "sin")
 xla.register_lowering(sin_p, nary_lowering(hlo.sine))
 ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+defvectorized(sin_p)
 
 def sin(x, *, accuracy=None):
   """Elementwise sine."""
@@ -720,6 +750,7 @@ def sin(x, *, accuracy=None):
 cos_p = unop(float_kinds, "cos")
 xla.register_lowering(cos_p, nary_lowering(hlo.cosine))
 ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+defvectorized(cos_p)
 
 def cos(x, *, accuracy=None):
   """Elementwise cosine."""
@@ -730,6 +761,7 @@ def cos(x, *, accuracy=None):
 tan_p = unop(float_kinds, "tan")
 xla.register_lowering(tan_p, nary_lowering(hlo.tan))
 ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(1, square(ans))))
+defvectorized(tan_p)
 
 def tan(x, *, accuracy=None):
   """Elementwise tangent."""
@@ -742,6 +774,7 @@ def tan(x, *, accuracy=None):
 asin_p = unop(float_kinds, "asin")
 xla.register_lowering(asin_p, nary_lowering(chlo.asin))
 ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(1, square(x)))))
+defvectorized(asin_p)
 
 def asin(x):
   """Elementwise arc sine."""
@@ -751,6 +784,7 @@ def asin(x):
 acos_p = unop(float_kinds, "acos")
 xla.register_lowering(acos_p, nary_lowering(chlo.acos))
 ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(1, square(x))))))
+defvectorized(acos_p)
 
 def acos(x):
   """Elementwise arc cosine."""
@@ -760,6 +794,7 @@ def acos(x):
 atan_p = unop(float_kinds, "atan")
 xla.register_lowering(atan_p, nary_lowering(chlo.atan))
 ad.defjvp(atan_p, lambda g, x: div(g, add(1, square(x))))
+defvectorized(atan_p)
 
 def atan(x):
   """Elementwise arc tangent."""
@@ -772,6 +807,7 @@ xla.register_lowering(atan2_p, nary_lowering(hlo.atan2))
 ad.defjvp(atan2_p,
           lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
           lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
+defbroadcasting(atan2_p)
 
 def atan2(x, y):
   """Elementwise arc tangent of ``x / y``, using both signs to choose the quadrant."""
@@ -781,6 +817,7 @@ def atan2(x, y):
 sinh_p = unop(float_kinds, "sinh")
 xla.register_lowering(sinh_p, nary_lowering(chlo.sinh))
 ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+defvectorized(sinh_p)
 
 def sinh(x):
   """Elementwise hyperbolic sine."""
@@ -790,6 +827,7 @@ def sinh(x):
 cosh_p = unop(float_kinds, "cosh")
 xla.register_lowering(cosh_p, nary_lowering(chlo.cosh))
 ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+defvectorized(cosh_p)
 
 def cosh(x):
   """Elementwise hyperbolic cosine."""
@@ -799,6 +837,7 @@ def cosh(x):
 asinh_p = unop(float_kinds, "asinh")
 xla.register_lowering(asinh_p, nary_lowering(chlo.asinh))
 ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), 1))))
+defvectorized(asinh_p)
 
 def asinh(x):
   """Elementwise inverse hyperbolic sine."""
@@ -808,6 +847,7 @@ def asinh(x):
 acosh_p = unop(float_kinds, "acosh")
 xla.register_lowering(acosh_p, nary_lowering(chlo.acosh))
 ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), 1))))
+defvectorized(acosh_p)
 
 def acosh(x):
   """Elementwise inverse hyperbolic cosine."""
@@ -819,6 +859,7 @@ xla.register_lowering(atanh_p, nary_lowering(chlo.atanh))
 # 1 / ((1 + x) (1 - x)) rather than 1 / (1 - x**2): accurate near |x| == 1.
 ad.defjvp(atanh_p, lambda g, x: mul(integer_pow(add(x, _const(x, 1)), -1),
                                     div(g, sub(_const(x, 1), x))))
+defvectorized(atanh_p)
 
 def atanh(x):
   """Elementwise inverse hyperbolic tangent."""
@@ -833,6 +874,7 @@ _TWO_OVER_SQRT_PI = 2 / float(np.sqrt(np.pi))
 erf_p = unop(real_float, "erf")
 xla.register_lowering(erf_p, nary_lowering(chlo.erf))
 ad.defjvp(erf_p, lambda g, x: mul(_TWO_OVER_SQRT_PI, mul(g, exp(neg(square(x))))))
+defvectorized(erf_p)
 
 def erf(x):
   """Elementwise error function."""
@@ -842,6 +884,7 @@ def erf(x):
 erfc_p = unop(real_float, "erfc")
 xla.register_lowering(erfc_p, nary_lowering(chlo.erfc))
 ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(square(x))))))
+defvectorized(erfc_p)
 
 def erfc(x):
   """Elementwise complementary error function ``1 - erf(x)``."""
@@ -852,6 +895,7 @@ erf_inv_p = unop(real_float, "erf_inv")
 xla.register_lowering(erf_inv_p, nary_lowering(chlo.erf_inv))
 ad.defjvp2(erf_inv_p,
            lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI, mul(g, exp(square(ans)))))
+defvectorized(erf_inv_p)
 
 def erf_inv(x):
   """Elementwise inverse error function (on ``[-1, 1]``)."""
@@ -861,6 +905,7 @@ def erf_inv(x):
 lgamma_p = unop(real_float, "lgamma")
 xla.register_lowering(lgamma_p, nary_lowering(chlo.lgamma))
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+defvectorized(lgamma_p)
 
 def lgamma(x):
   """Elementwise ``log(|gamma(x)|)``."""
@@ -870,6 +915,7 @@ def lgamma(x):
 digamma_p = unop(real_float, "digamma")
 xla.register_lowering(digamma_p, nary_lowering(chlo.digamma))
 ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(_const(x, 1), x)))
+defvectorized(digamma_p)
 
 def digamma(x):
   """Elementwise digamma function, the derivative of ``lgamma``."""
@@ -885,6 +931,7 @@ def _polygamma_jvp_order(g, m, x):
 
 ad.defjvp(polygamma_p, _polygamma_jvp_order,
           lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
+defbroadcasting(polygamma_p)
 
 def polygamma(m, x):
   """Elementwise polygamma function ``psi^(m)(x)``, the ``m``-th derivative of ``digamma``
@@ -900,6 +947,7 @@ xla.register_lowering(real_p, nary_lowering(hlo.real))
 # complex cotangent c with a tangent t is Re(c * t) (no conjugate), so real's transpose
 # embeds ct as a real part and imag's as -1j * ct.
 ad.deflinear(real_p, lambda ct, x: [complex(ct, 0)])
+defvectorized(real_p)
 
 def real(x):
   """Elementwise real part of a complex array."""
@@ -909,6 +957,7 @@ def real(x):
 imag_p = unop(("complex",), "imag", result_dtype=_real_dtype)
 xla.register_lowering(imag_p, nary_lowering(hlo.imag))
 ad.deflinear(imag_p, lambda ct, x: [complex(0, neg(ct))])
+defvectorized(imag_p)
 
 def imag(x):
   """Elementwise imaginary part of a complex array."""
@@ -923,6 +972,7 @@ def _complex_transpose(ct, x, y):
           _unbroadcast(y.aval, neg(imag(ct))) if ad.is_undefined_primal(y) else None]
 
 ad.deflinear(complex_p, _complex_transpose)
+defbroadcasting(complex_p)
 
 def complex(x, y):
   """Elementwise ``x + 1j * y`` from float32 or float64 parts."""
@@ -956,6 +1006,7 @@ def _conj_transpose(ct, x, *, input_dtype):
   return [real(ct)]  # a real operand was embedded: the transpose keeps the real part
 
 ad.deflinear(conj_p, _conj_transpose)
+defvectorized(conj_p)
 
 def conj(x):
   """Elementwise complex conjugate (a real float32/float64 operand becomes complex)."""
@@ -979,6 +1030,7 @@ def _comparison(name, direction, kinds=any_kinds):
   prim = binop(kinds, name, result_dtype=_to_bool)
   xla.register_lowering(prim, _compare_lowering(direction))
   ad.defjvp_zero(prim)
+  defbroadcasting(prim)
   return prim
 
 
@@ -1019,6 +1071,7 @@ def ge(x, y):
 not_p = unop(bool_or_int, "not")
 xla.register_lowering(not_p, nary_lowering(hlo.not_))
 ad.defjvp_zero(not_p)
+defvectorized(not_p)
 
 def bitwise_not(x):
   """Elementwise NOT: logical for bool, bitwise (``~x``) for integers."""
@@ -1028,6 +1081,7 @@ def bitwise_not(x):
 and_p = binop(bool_or_int, "and")
 xla.register_lowering(and_p, nary_lowering(hlo.and_))
 ad.defjvp_zero(and_p)
+defbroadcasting(and_p)
 
 def bitwise_and(x, y):
   """Elementwise AND: logical for bool, bitwise for integers."""
@@ -1037,6 +1091,7 @@ def bitwise_and(x, y):
 or_p = binop(bool_or_int, "or")
 xla.register_lowering(or_p, nary_lowering(hlo.or_))
 ad.defjvp_zero(or_p)
+defbroadcasting(or_p)
 
 def bitwise_or(x, y):
   """Elementwise OR: logical for bool, bitwise for integers."""
@@ -1046,6 +1101,7 @@ def bitwise_or(x, y):
 xor_p = binop(bool_or_int, "xor")
 xla.register_lowering(xor_p, nary_lowering(hlo.xor))
 ad.defjvp_zero(xor_p)
+defbroadcasting(xor_p)
 
 def bitwise_xor(x, y):
   """Elementwise XOR: logical for bool, bitwise for integers."""
@@ -1056,6 +1112,7 @@ def bitwise_xor(x, y):
 shift_left_p = binop(int_kinds, "shift_left")
 xla.register_lowering(shift_left_p, nary_lowering(hlo.shift_left))
 ad.defjvp_zero(shift_left_p)
+defbroadcasting(shift_left_p)
 
 def shift_left(x, y):
   """Elementwise ``x << y``."""
@@ -1065,6 +1122,7 @@ def shift_left(x, y):
 shift_right_logical_p = binop(int_kinds, "shift_right_logical")
 xla.register_lowering(shift_right_logical_p, nary_lowering(hlo.shift_right_logical))
 ad.defjvp_zero(shift_right_logical_p)
+defbroadcasting(shift_right_logical_p)
 
 def shift_right_logical(x, y):
   """Elementwise right shift filling with zeros (the bits of ``x`` read as unsigned)."""
@@ -1074,6 +1132,7 @@ def shift_right_logical(x, y):
 shift_right_arithmetic_p = binop(int_kinds, "shift_right_arithmetic")
 xla.register_lowering(shift_right_arithmetic_p, nary_lowering(hlo.shift_right_arithmetic))
 ad.defjvp_zero(shift_right_arithmetic_p)
+defbroadcasting(shift_right_arithmetic_p)
 
 def shift_right_arithmetic(x, y):
   """Elementwise right shift filling with the sign bit."""
@@ -1083,6 +1142,7 @@ def shift_right_arithmetic(x, y):
 population_count_p = unop(int_kinds, "population_count")
 xla.register_lowering(population_count_p, nary_lowering(hlo.popcnt))
 ad.defjvp_zero(population_count_p)
+defvectorized(population_count_p)
 
 def population_count(x):
   """Elementwise number of set bits."""
@@ -1092,6 +1152,7 @@ def population_count(x):
 clz_p = unop(int_kinds, "clz")
 xla.register_lowering(clz_p, nary_lowering(hlo.count_leading_zeros))
 ad.defjvp_zero(clz_p)
+defvectorized(clz_p)
 
 def clz(x):
   """Elementwise number of leading zero bits."""
@@ -1184,6 +1245,43 @@ def _select_n_transpose(ct, which, *cases):
 ad.primitive_jvps[select_n_p] = _select_n_jvp
 ad.primitive_transposes[select_n_p] = _select_n_transpose
 
+def _select_n_batch_rule(axis_data, vals, dims):
+  from hlox.lax.shapes import broadcast_in_dim
+  which, *cases = vals
+  which_bdim, *case_bdims = dims
+  which_ndim = get_aval(which).ndim
+  case_shape = get_aval(cases[0]).shape
+  # Fast paths, no data movement: everything batched along one dimension; or an unbatched
+  # scalar `which` picking among cases batched alike.
+  if all(d == which_bdim for d in case_bdims):
+    if which_ndim != len(case_shape):
+      # A per-example scalar `which` next to array cases: spread it along the cases.
+      which = broadcast_in_dim(which, case_shape, (which_bdim,))
+    return select_n_p.bind(which, *cases), which_bdim
+  if which_bdim is None and which_ndim == 0 and all(d is not None for d in case_bdims):
+    bdim = case_bdims[0]
+    cases = [batching.moveaxis(c, d, bdim) for c, d in zip(cases, case_bdims)]
+    return select_n_p.bind(which, *cases), bdim
+  # General case: the batch dimension goes to the front of every operand. The cases must
+  # share one shape, so unbatched non-scalar cases (and unbatched scalars next to batched
+  # ones) are broadcast along the batch; an unbatched scalar `which` stays a scalar.
+  size = axis_data.size
+  if which_bdim is not None or which_ndim:
+    which = batching.bdim_at_front(which, which_bdim, size)
+  if any(d is not None or get_aval(c).ndim for c, d in zip(cases, case_bdims)):
+    cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, case_bdims)]
+  which_ndim, case_shape = get_aval(which).ndim, get_aval(cases[0]).shape
+  if 0 < which_ndim < len(case_shape):
+    # `which` is a per-example scalar (now of shape (size,)), the cases are arrays.
+    which = broadcast_in_dim(which, case_shape, (0,))
+  elif which_ndim > len(case_shape):
+    # Only `which` is batched and the cases are scalars: they are spread to its shape.
+    which_shape = get_aval(which).shape
+    cases = [broadcast_in_dim(c, which_shape, ()) for c in cases]
+  return select_n_p.bind(which, *cases), 0
+
+batching.axis_primitive_batchers[select_n_p] = _select_n_batch_rule
+
 def select_n(which, *cases):
   """Elementwise ``cases[which]``: ``which`` is bool (2 cases at most) or integer, scalar or
   of the cases' shape; out-of-range indices are undefined behaviour."""
@@ -1233,6 +1331,28 @@ ad.defjvp(clamp_p,
           _clamp_jvp_rule(lambda lo, x, hi: bitwise_and(gt(x, lo), lt(x, hi))),
           _clamp_jvp_rule(lambda lo, x, hi: lt(hi, x)))
 
+def _clamp_batch_rule(axis_data, vals, dims):
+  lo, x, hi = vals
+  lo_bdim, x_bdim, hi_bdim = dims
+  # The operand keeps its batch dimension (an unbatched one gets it in front); the bounds
+  # follow it. Unbatched scalar bounds need nothing: clamp takes scalar bounds.
+  bdim = 0 if x_bdim is None else x_bdim
+  x = batching.matchaxis(x, x_bdim, bdim, axis_data.size)
+  x_shape = get_aval(x).shape
+
+  def bound(b, b_bdim):
+    ndim = get_aval(b).ndim
+    if b_bdim is None:
+      return b if ndim == 0 else batching.matchaxis(b, None, bdim, axis_data.size)
+    if ndim == 1 and len(x_shape) > 1:
+      # A per-example scalar bound next to an array operand: spread it along the operand.
+      from hlox.lax.shapes import broadcast_in_dim
+      return broadcast_in_dim(b, x_shape, (bdim,))
+    return batching.moveaxis(b, b_bdim, bdim)
+  return clamp_p.bind(bound(lo, lo_bdim), x, bound(hi, hi_bdim)), bdim
+
+batching.axis_primitive_batchers[clamp_p] = _clamp_batch_rule
+
 def clamp(min, x, max):
   """Elementwise ``min(max(x, min), max)``; ``min`` and ``max`` may be scalars."""
   return clamp_p.bind(*_operands("clamp", min, x, max))
@@ -1278,6 +1398,7 @@ def _convert_transpose(ct, operand, *, new_dtype, weak_type):
 
 ad.defjvp2(convert_element_type_p, _convert_jvp)
 ad.primitive_transposes[convert_element_type_p] = _convert_transpose
+defvectorized(convert_element_type_p)
 
 
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
@@ -1353,6 +1474,22 @@ def _bitcast_lowering(ctx, x, *, new_dtype):
 xla.register_lowering(bitcast_convert_type_p, _bitcast_lowering)
 ad.defjvp_zero(bitcast_convert_type_p)  # reinterpreting bits is not differentiable
 
+def _bitcast_batch_rule(vals, dims, *, new_dtype):
+  x, = vals
+  bdim, = dims
+  aval = get_aval(x)
+  # Check the per-example shape: on the batched one, a widening cast could consume the batch
+  # dimension instead of the example's last dimension.
+  example_shape = aval.shape[:bdim] + aval.shape[bdim + 1:]
+  _bitcast_shape_rule(aval.update(shape=example_shape), new_dtype=new_dtype)
+  # A narrowing cast appends a trailing dimension and a widening one consumes the last:
+  # neither moves the batch dimension, unless it is the last one and would be consumed.
+  if _bit_width(new_dtype) > _bit_width(aval.dtype) and bdim == aval.ndim - 1:
+    x, bdim = batching.moveaxis(x, bdim, 0), 0
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), bdim
+
+batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_batch_rule
+
 def bitcast_convert_type(operand, new_dtype):
   """Reinterpret the bits of ``operand`` as ``new_dtype``.
 
@@ -1389,6 +1526,7 @@ def _reduce_precision_lowering(ctx, x, *, exponent_bits, mantissa_bits):
 xla.register_lowering(reduce_precision_p, _reduce_precision_lowering)
 # Treated as the identity up to rounding: the tangent and the cotangent are rounded alike.
 ad.deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
+defvectorized(reduce_precision_p)
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
   """Round ``operand`` to the values of a float format with the given exponent and
@@ -1408,6 +1546,7 @@ copy_p = standard_primitive(lambda x: x.shape, lambda x: x.dtype, "copy",
                             weak_type_rule=lambda x: x.weak_type)
 xla.register_lowering(copy_p, lambda ctx, x: x)
 ad.deflinear(copy_p, lambda ct, x: [copy_p.bind(ct)])
+defvectorized(copy_p)
 
 def copy(x):
   """A copy of ``x`` (a new buffer when run eagerly)."""

@@ -24,7 +24,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import Tracer, get_aval
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -177,6 +177,8 @@ dynamic_slice_p = standard_primitive(_dynamic_slice_shape_rule, _keep_operand_dt
                                      "dynamic_slice", weak_type_rule=_operand_weak_type)
 
 def _dynamic_slice_lowering(ctx, operand, *start_indices, slice_sizes):
+  if not start_indices:
+    return operand  # a rank-0 slice is the operand (and its MLIR text would not parse)
   return hlo.dynamic_slice(operand, list(start_indices), xla.dense_i64(slice_sizes))
 
 xla.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
@@ -195,6 +197,39 @@ def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
   return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
 
 ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
+
+
+def _batched_start_indices(starts, dims):
+  """Scalar start indices, some batched (shape ``(B,)``), as one ``(B, n)`` index array."""
+  from hlox.lax.shapes import broadcast_in_dim, concatenate
+  size = next(get_aval(s).shape[0] for s, d in zip(starts, dims) if d is not None)
+  columns = [broadcast_in_dim(s, (size, 1), () if d is None else (0,))
+             for s, d in zip(starts, dims)]
+  return concatenate(columns, 1)
+
+
+def _dynamic_slice_batch_rule(vals, dims, *, slice_sizes):
+  operand, *starts = vals
+  operand_bdim, *start_bdims = dims
+  if all(d is None for d in start_bdims):
+    # The same window for every batch element: still a dynamic slice, one that takes the
+    # whole batch dimension.
+    size = get_aval(operand).shape[operand_bdim]
+    zero = np.zeros((), get_aval(starts[0]).dtype if starts else np.int32)[()]
+    starts = starts[:operand_bdim] + [zero] + starts[operand_bdim:]
+    sizes = slice_sizes[:operand_bdim] + (size,) + slice_sizes[operand_bdim:]
+    return dynamic_slice_p.bind(operand, *starts, slice_sizes=sizes), operand_bdim
+  # A window per batch element: a gather of one clamped window per index vector.
+  n = len(starts)
+  dn = GatherDimensionNumbers(offset_dims=tuple(range(n)), collapsed_slice_dims=(),
+                              start_index_map=tuple(range(n)))
+  index = _batched_start_indices(starts, start_bdims)
+  return _gather_batch_rule([operand, index], [operand_bdim, 0], dimension_numbers=dn,
+                            slice_sizes=tuple(slice_sizes), unique_indices=True,
+                            indices_are_sorted=True, mode=GatherScatterMode.CLIP,
+                            fill_value=None)
+
+batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch_rule
 
 
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
@@ -235,6 +270,8 @@ dynamic_update_slice_p = standard_primitive(
     "dynamic_update_slice", weak_type_rule=_operand_weak_type)
 
 def _dynamic_update_slice_lowering(ctx, operand, update, *start_indices):
+  if not start_indices:
+    return update  # rank 0: the update replaces the operand
   return hlo.dynamic_update_slice(operand, update, list(start_indices))
 
 xla.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
@@ -268,6 +305,35 @@ def _dynamic_update_slice_transpose(ct, operand, update, *starts):
   return [ct_operand, ct_update] + nones
 
 ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose
+
+
+def _dynamic_update_slice_batch_rule(vals, dims):
+  operand, update, *starts = vals
+  operand_bdim, update_bdim, *start_bdims = dims
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+  if all(d is None for d in start_bdims):
+    # The same block for every batch element: a dynamic update slice whose block spans
+    # the batch dimension (an unbatched operand or update is broadcast along it).
+    bdim = operand_bdim if operand_bdim is not None else update_bdim
+    operand = batching.matchaxis(operand, operand_bdim, bdim, size)
+    update = batching.matchaxis(update, update_bdim, bdim, size)
+    zero = np.zeros((), get_aval(starts[0]).dtype if starts else np.int32)[()]
+    starts = starts[:bdim] + [zero] + starts[bdim:]
+    return dynamic_update_slice_p.bind(operand, update, *starts), bdim
+  # A block per batch element: a scatter with a batching dimension, clamped like the
+  # dynamic update slice (each block then lies inside the operand, so none overlap).
+  n = len(starts)
+  operand = batching.bdim_at_front(operand, operand_bdim, size)
+  update = batching.bdim_at_front(update, update_bdim, size)
+  index = _batched_start_indices(starts, start_bdims)
+  window = tuple(range(1, n + 1))
+  dn = ScatterDimensionNumbers(update_window_dims=window, inserted_window_dims=(),
+                               scatter_dims_to_operand_dims=window,
+                               operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))
+  return scatter_p.bind(operand, index, update, dimension_numbers=dn, indices_are_sorted=True,
+                        unique_indices=True, mode=GatherScatterMode.CLIP), 0
+
+batching.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batch_rule
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
@@ -593,6 +659,59 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
                              unique_indices=unique_indices, mode=mode), None]
 
 ad.primitive_transposes[gather_p] = _gather_transpose
+
+
+def _shift(dims, by=1):
+  return tuple(d + by for d in dims)
+
+
+def _gather_batch_rule(vals, dims, *, dimension_numbers, slice_sizes, unique_indices,
+                       indices_are_sorted, mode, fill_value):
+  operand, indices = vals
+  operand_bdim, indices_bdim = dims
+  dn = dimension_numbers
+  params = dict(unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                mode=mode, fill_value=fill_value)
+  if indices_bdim is None:
+    # Same indices for every batch element: the batch dimension becomes a leading offset
+    # dimension whose window is the whole batch.
+    operand = batching.moveaxis(operand, operand_bdim, 0)
+    size = get_aval(operand).shape[0]
+    new_dn = GatherDimensionNumbers(
+        offset_dims=(0,) + _shift(dn.offset_dims),
+        collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
+        start_index_map=_shift(dn.start_index_map),
+        operand_batching_dims=_shift(dn.operand_batching_dims),
+        start_indices_batching_dims=dn.start_indices_batching_dims)
+    return gather_p.bind(operand, indices, dimension_numbers=new_dn,
+                         slice_sizes=(size,) + tuple(slice_sizes), **params), 0
+  # The index vectors stay in the last dimension; the batch goes in front of the other
+  # index dimensions, which puts it first in the output (offset dimensions shift past it).
+  indices = batching.moveaxis(indices, indices_bdim, 0)
+  if operand_bdim is None:
+    new_dn = GatherDimensionNumbers(
+        offset_dims=_shift(dn.offset_dims),
+        collapsed_slice_dims=dn.collapsed_slice_dims,
+        start_index_map=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
+    # Different batch elements may read the same window: no longer unique or sorted.
+    params.update(unique_indices=False, indices_are_sorted=False)
+    return gather_p.bind(operand, indices, dimension_numbers=new_dn,
+                         slice_sizes=tuple(slice_sizes), **params), 0
+  # Both batched: pair the two batch dimensions as gather batching dimensions.
+  operand = batching.moveaxis(operand, operand_bdim, 0)
+  size = get_aval(operand).shape[0]
+  new_dn = GatherDimensionNumbers(
+      offset_dims=_shift(dn.offset_dims),
+      collapsed_slice_dims=_shift(dn.collapsed_slice_dims),
+      start_index_map=_shift(dn.start_index_map),
+      operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
+      start_indices_batching_dims=(0,) + _shift(dn.start_indices_batching_dims))
+  return gather_p.bind(operand, indices, dimension_numbers=new_dn,
+                       slice_sizes=(min(size, 1),) + tuple(slice_sizes), **params), 0
+
+batching.primitive_batchers[gather_p] = _gather_batch_rule
 
 
 def _tangent_fill(mode, dtype):
@@ -1073,6 +1192,40 @@ def _scatter_apply_jvp(primals, tangents, **params):
       "JAX); write x.at[idx].set(func(x[idx])) instead")
 
 ad.primitive_jvps[scatter_apply_p] = _scatter_apply_jvp
+
+
+def _scatter_batch_rule(prim, vals, dims, *, dimension_numbers, **params):
+  # The result is batched whenever anything is: operand and updates get the batch
+  # dimension in front (broadcast when unbatched).
+  operand, indices, updates = vals
+  operand_bdim, indices_bdim, updates_bdim = dims
+  dn = dimension_numbers
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+  operand = batching.bdim_at_front(operand, operand_bdim, size)
+  updates = batching.bdim_at_front(updates, updates_bdim, size)
+  if indices_bdim is None:
+    # Same indices for every batch element: the batch is a leading window dimension.
+    new_dn = ScatterDimensionNumbers(
+        update_window_dims=(0,) + _shift(dn.update_window_dims),
+        inserted_window_dims=_shift(dn.inserted_window_dims),
+        scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
+        operand_batching_dims=_shift(dn.operand_batching_dims),
+        scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+  else:
+    # Indices per batch element: pair the batch dimensions of operand and indices.
+    indices = batching.moveaxis(indices, indices_bdim, 0)
+    new_dn = ScatterDimensionNumbers(
+        update_window_dims=_shift(dn.update_window_dims),
+        inserted_window_dims=_shift(dn.inserted_window_dims),
+        scatter_dims_to_operand_dims=_shift(dn.scatter_dims_to_operand_dims),
+        operand_batching_dims=(0,) + _shift(dn.operand_batching_dims),
+        scatter_indices_batching_dims=(0,) + _shift(dn.scatter_indices_batching_dims))
+  return prim.bind(operand, indices, updates, dimension_numbers=new_dn, **params), 0
+
+for _prim in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p,
+              scatter_apply_p):
+  batching.primitive_batchers[_prim] = functools.partial(_scatter_batch_rule, _prim)
+del _prim
 
 
 def _bind_scatter(prim, operand, scatter_indices, updates, dimension_numbers,

@@ -15,7 +15,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -101,6 +101,7 @@ def _iota_lowering(ctx, *, dtype, shape, dimension, sharding=None):
 
 xla.register_lowering(iota_p, _iota_lowering)
 ad.defjvp_zero(iota_p)  # no inputs: nothing to differentiate
+# iota has no operands, so it is never batched: vmap binds it on the parent trace.
 
 
 def iota(dtype, size: int):
@@ -164,6 +165,21 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sha
 
 ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 
+def _broadcast_in_dim_batch_rule(vals, dims, *, shape, broadcast_dimensions, sharding=None):
+  # The batch dimension goes into the result right after the result dimension of the
+  # operand dimension before it, so that broadcast_dimensions stay increasing.
+  operand, = vals
+  bdim, = dims
+  size = get_aval(operand).shape[bdim]
+  out_bdim = broadcast_dimensions[bdim - 1] + 1 if bdim > 0 else 0
+  new_dims = tuple(d + (d >= out_bdim) for d in broadcast_dimensions)
+  new_dims = new_dims[:bdim] + (out_bdim,) + new_dims[bdim:]
+  new_shape = tuple(shape[:out_bdim]) + (size,) + tuple(shape[out_bdim:])
+  return broadcast_in_dim_p.bind(operand, shape=new_shape, broadcast_dimensions=new_dims,
+                                 sharding=None), out_bdim
+
+batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
+
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
   """Broadcast ``operand`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
@@ -210,6 +226,16 @@ def _reshape_lowering(ctx, x, *, new_sizes, dimensions, sharding=None):
 xla.register_lowering(reshape_p, _reshape_lowering)
 ad.deflinear(reshape_p, lambda ct, operand, **params: [reshape(ct, operand.aval.shape)])
 
+def _reshape_batch_rule(vals, dims, *, new_sizes, dimensions, sharding=None):
+  # A row-major reshape mixes every dimension but the leading one: batch there.
+  operand, = vals
+  operand = batching.moveaxis(operand, dims[0], 0)
+  size = get_aval(operand).shape[0]
+  return reshape_p.bind(operand, new_sizes=(size,) + tuple(new_sizes), dimensions=None,
+                        sharding=None), 0
+
+batching.primitive_batchers[reshape_p] = _reshape_batch_rule
+
 
 def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
   """Reshape ``operand`` to ``new_sizes`` in row-major order.
@@ -250,6 +276,15 @@ def _transpose_transpose(ct, operand, *, permutation):
 
 ad.deflinear(transpose_p, _transpose_transpose)
 
+def _transpose_batch_rule(vals, dims, *, permutation):
+  # One transpose both permutes and brings the batch dimension to the front.
+  operand, = vals
+  bdim, = dims
+  perm = (bdim,) + tuple(p + (p >= bdim) for p in permutation)
+  return transpose(operand, perm), 0
+
+batching.primitive_batchers[transpose_p] = _transpose_batch_rule
+
 
 def transpose(operand, permutation):
   """Permute the dimensions of ``operand``: result dim ``i`` is operand dim ``permutation[i]``."""
@@ -283,6 +318,15 @@ def _squeeze_lowering(ctx, x, *, dimensions):
 xla.register_lowering(squeeze_p, _squeeze_lowering)
 # Squeezing only drops size-1 dimensions, so a reshape puts them back.
 ad.deflinear(squeeze_p, lambda ct, operand, *, dimensions: [reshape(ct, operand.aval.shape)])
+
+def _squeeze_batch_rule(vals, dims, *, dimensions):
+  operand, = vals
+  bdim, = dims
+  new_dims = tuple(d + (d >= bdim) for d in dimensions)
+  out_bdim = bdim - builtins.sum(d < bdim for d in new_dims)
+  return squeeze_p.bind(operand, dimensions=new_dims), out_bdim
+
+batching.primitive_batchers[squeeze_p] = _squeeze_batch_rule
 
 
 def squeeze(array, dimensions):
@@ -337,6 +381,13 @@ def _rev_lowering(ctx, x, *, dimensions):
 
 xla.register_lowering(rev_p, _rev_lowering)
 ad.deflinear(rev_p, lambda ct, operand, *, dimensions: [rev(ct, dimensions)])
+
+def _rev_batch_rule(vals, dims, *, dimensions):
+  operand, = vals
+  bdim, = dims
+  return rev_p.bind(operand, dimensions=tuple(d + (d >= bdim) for d in dimensions)), bdim
+
+batching.primitive_batchers[rev_p] = _rev_batch_rule
 
 
 def rev(operand, dimensions):
@@ -400,6 +451,34 @@ def _pad_transpose(ct, operand, padding_value, *, padding_config):
   return [ct_operand if ad.is_undefined_primal(operand) else None, ct_padding]
 
 ad.deflinear(pad_p, _pad_transpose)
+
+def _pad_batch_rule(vals, dims, *, padding_config):
+  operand, padding_value = vals
+  operand_bdim, value_bdim = dims
+  if value_bdim is None:
+    config = padding_config[:operand_bdim] + ((0, 0, 0),) + padding_config[operand_bdim:]
+    return pad_p.bind(operand, padding_value, padding_config=config), operand_bdim
+  # One padding value per batch element: pad with anything, then select the padding
+  # positions (found by padding a mask the same way) from the broadcast values.
+  from hlox.lax.elementwise import convert_element_type, select
+  size = get_aval(padding_value).shape[value_bdim]
+  bdim = 0 if operand_bdim is None else operand_bdim
+  operand = batching.matchaxis(operand, operand_bdim, bdim, size)
+  config = padding_config[:bdim] + ((0, 0, 0),) + padding_config[bdim:]
+  aval = get_aval(operand)
+  zero = np.zeros((), aval.dtype)[()]
+  padded = pad_p.bind(operand, zero, padding_config=config)
+  out_shape = get_aval(padded).shape
+  inside = pad_p.bind(broadcast_in_dim(np.True_, aval.shape, ()), np.False_,
+                      padding_config=config)
+  values = broadcast_in_dim(batching.moveaxis(padding_value, value_bdim, 0), out_shape,
+                            (bdim,))
+  out = select(inside, padded, values)
+  if aval.weak_type and not get_aval(out).weak_type:
+    out = convert_element_type(out, aval.dtype, weak_type=True)  # pad keeps the operand's
+  return out, bdim
+
+batching.primitive_batchers[pad_p] = _pad_batch_rule
 
 
 def pad(operand, padding_value, padding_config):
@@ -474,6 +553,16 @@ def _concatenate_transpose(ct, *operands, dimension):
 
 ad.deflinear(concatenate_p, _concatenate_transpose)
 
+def _concatenate_batch_rule(vals, dims, *, dimension):
+  # All operands take the batch dimension of the first batched one (unbatched operands are
+  # broadcast along it); the joined dimension shifts past it.
+  bdim = next(d for d in dims if d is not None)
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+  operands = [batching.matchaxis(v, d, bdim, size) for v, d in zip(vals, dims)]
+  return concatenate_p.bind(*operands, dimension=dimension + (dimension >= bdim)), bdim
+
+batching.primitive_batchers[concatenate_p] = _concatenate_batch_rule
+
 
 def concatenate(operands, dimension: int):
   """Join ``operands`` (same dtype and rank, equal other dimensions) along ``dimension``."""
@@ -538,6 +627,19 @@ def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
   return [pad(ct, np.zeros((), get_aval(ct).dtype)[()], config)]
 
 ad.deflinear(slice_p, _slice_transpose)
+
+def _slice_batch_rule(vals, dims, *, start_indices, limit_indices, strides):
+  operand, = vals
+  bdim, = dims
+  size = get_aval(operand).shape[bdim]
+  starts = start_indices[:bdim] + (0,) + start_indices[bdim:]
+  limits = limit_indices[:bdim] + (size,) + limit_indices[bdim:]
+  if strides is not None:
+    strides = strides[:bdim] + (1,) + strides[bdim:]
+  return slice_p.bind(operand, start_indices=starts, limit_indices=limits,
+                      strides=strides), bdim
+
+batching.primitive_batchers[slice_p] = _slice_batch_rule
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)

@@ -202,6 +202,11 @@ def defbroadcasting(prim) -> None:
                                       for d, r in zip(dims, ranks)):
       # Batched operands agree on the batch dimension, unbatched ones are scalars.
       return prim.bind(*vals, **params), next(iter(batched_dims))
+    if any(r not in (0, rank) for r in ranks):
+      shapes = ", ".join(str(get_aval(v).shape) + ("" if d is None else f" (batch dim {d})")
+                         for v, d in zip(vals, dims))
+      raise TypeError(f"{prim.name}: operands must have equal ranks or be scalars; got "
+                      f"{shapes} under vmap")
     args = []
     for v, d, r in zip(vals, dims, ranks):
       shape = get_aval(v).shape
