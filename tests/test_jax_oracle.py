@@ -1,0 +1,96 @@
+"""Differential tests: the same programs in hlox and in JAX (the oracle, run in a separate
+process so JAX never shares this process with hlox). Skipped when JAX is not installed."""
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import hlox
+import hlox.numpy as hnp
+
+pytestmark = [pytest.mark.jax_oracle,
+              pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                                 reason="jax (the test oracle) is not installed")]
+
+# Each program is the body of a function of (lib, np) returning an array; ``lib`` is a module
+# with jit, grad, vmap, numpy (as jnp) and lax attributes.
+PROGRAMS = {
+    "promotion_weak": "jnp = lib.numpy; return jnp.arange(3) + 1.5",
+    "promotion_bf16": "jnp = lib.numpy; return (jnp.ones(2, jnp.bfloat16) * 2.5).astype(jnp.float32)",
+    "int_div": "jnp = lib.numpy; return jnp.array([-7, 7, -8]) // jnp.array([2, -2, 3])",
+    "mod_neg": "jnp = lib.numpy; return jnp.mod(jnp.array([-7.5, 7.5]), 2.0)",
+    "indexing_mixed": "jnp = lib.numpy; x = jnp.arange(60).reshape(3, 4, 5); "
+                      "return x[1:, np.array([0, 2]), ::-2]",
+    "indexing_bool": "jnp = lib.numpy; x = jnp.arange(6.0); return x[x > 2.5]",
+    "at_add_dupes": "jnp = lib.numpy; return jnp.zeros(4).at[np.array([1, 1, 3])].add(2.0)",
+    "reductions": "jnp = lib.numpy; x = jnp.arange(12.0).reshape(3, 4); "
+                  "return jnp.stack([x.var(0), x.std(0, ddof=1), x.max(0), x.argmin(0) * 1.0])",
+    "cumsum_sort": "jnp = lib.numpy; x = jnp.array([3.0, np.nan, 1.0, 2.0]); "
+                   "return jnp.concatenate([jnp.sort(x), jnp.cumsum(jnp.arange(4.0))])",
+    "matmul_broadcast": "jnp = lib.numpy; a = jnp.ones((2, 1, 3, 4)); b = jnp.arange(20.0).reshape(5, 4, 1); "
+                        "return (a @ b).sum((0, 1))",
+    "einsum": "jnp = lib.numpy; a = jnp.arange(6.0).reshape(2, 3); b = jnp.arange(12.0).reshape(3, 4); "
+              "return jnp.einsum('ij,jk->ki', a, b)",
+    "grad_tanh": "jnp = lib.numpy; return lib.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2))(jnp.linspace(-1, 1, 5))",
+    "grad_max_ties": "jnp = lib.numpy; return lib.grad(lambda x: jnp.max(x))(jnp.array([1.0, 3.0, 3.0]))",
+    "hessian": "jnp = lib.numpy; return lib.hessian(lambda x: jnp.sum(jnp.sin(x) * x[::-1]))(jnp.array([0.3, 0.5, 0.9]))",
+    "vmap_grad": "jnp = lib.numpy; f = lambda w, x: jnp.sum(jnp.tanh(x @ w)); "
+                 "return lib.vmap(lib.grad(f), in_axes=(None, 0))(jnp.ones((3, 2)), jnp.arange(15.0).reshape(5, 3) / 10)",
+    "jit_static": "jnp = lib.numpy; f = lib.jit(lambda x, n: x ** n, static_argnums=1); return f(jnp.arange(4.0), 3)",
+    "clip_where": "jnp = lib.numpy; x = jnp.linspace(-2, 2, 8); return jnp.where(x > 0, jnp.clip(x, 0.5, 1.5), -x)",
+    "logsumexp_like": "jnp = lib.numpy; x = jnp.array([1000.0, 1000.0]); return jnp.logaddexp(x[0], x[1])",
+    "split_stack": "jnp = lib.numpy; return jnp.stack(jnp.split(jnp.arange(6), 3), axis=1)",
+}
+
+JAX_RUNNER = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jax, jax.numpy, jax.lax
+    class Lib:
+      pass
+    lib = Lib()
+    for name in ("jit", "grad", "vmap", "hessian"):
+      setattr(lib, name, getattr(jax, name))
+    lib.numpy, lib.lax = jax.numpy, jax.lax
+    programs = json.loads(sys.stdin.read())
+    out = {}
+    for name, body in programs.items():
+      ns = {}
+      exec("def prog(lib, np):\\n  " + body, ns)
+      r = ns["prog"](lib, np)
+      out[name] = {"value": np.asarray(r, dtype=np.float64).tolist(), "shape": list(np.shape(r)),
+                   "dtype": str(r.dtype), "weak": bool(getattr(r, "weak_type", False))}
+    print(json.dumps(out))
+""")
+
+
+class _HloxLib:
+  jit, grad, vmap, hessian = hlox.jit, hlox.grad, hlox.vmap, hlox.hessian
+  numpy, lax = hnp, hlox.lax
+
+
+@pytest.fixture(scope="module")
+def jax_results():
+  out = subprocess.run([sys.executable, "-c", JAX_RUNNER], input=json.dumps(PROGRAMS),
+                       capture_output=True, text=True, timeout=600,
+                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+  assert out.returncode == 0, out.stderr[-3000:]
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_matches_jax(name, jax_results):
+  ns = {}
+  exec("def prog(lib, np):\n  " + PROGRAMS[name], ns)
+  result = ns["prog"](_HloxLib, np)
+  expected = jax_results[name]
+  assert list(np.shape(result)) == expected["shape"]
+  assert str(result.dtype) == expected["dtype"]
+  assert bool(result.weak_type) == expected["weak"], name
+  np.testing.assert_allclose(np.asarray(result, dtype=np.float64),
+                             np.asarray(expected["value"], dtype=np.float64),
+                             rtol=2e-6, atol=1e-6, equal_nan=True)
