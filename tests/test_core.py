@@ -133,3 +133,15 @@ def test_closed_jaxpr_eval_with_consts():
   assert isinstance(closed, ClosedJaxpr) and len(closed.consts) == 1
   out, = eval_jaxpr(closed.jaxpr, closed.consts, np.ones(2, np.float32))
   np.testing.assert_allclose(np.asarray(out), [2.0, 3.0])
+
+
+def test_printer_sorts_params_and_wraps_wide_ones_like_jax():
+  x = np.ones((3, 4), np.float32)
+  text = str(hlox.make_jaxpr(lambda a: lax.reshape(a, (12,)))(x))
+  assert "reshape[dimensions=None new_sizes=(12,) sharding=None] a" in text
+  text = str(hlox.make_jaxpr(lambda a: lax.broadcast_in_dim(1.0, (3,), ()) * a[0, :3])(x))
+  assert "broadcast_in_dim 1.0:f32[]" in text  # shape is implied by the binder's type
+  w = np.ones((4, 2), np.float32)
+  text = str(hlox.make_jaxpr(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ())),
+                                                          preferred_element_type=np.float32))(x, w))
+  assert "= dot_general[\n      dimension_numbers=" in text

@@ -47,7 +47,7 @@ def test_iota_jaxpr_params_and_canonical_dtype():
   eqn, = jaxpr.eqns
   assert eqn.primitive is lax.iota_p
   assert eqn.params == dict(dtype=np.dtype(np.int32), shape=(3,), dimension=0, sharding=None)
-  assert "iota[dtype=int32 shape=(3,) dimension=0 sharding=None]" in str(jaxpr)
+  assert "iota[dimension=0 dtype=int32 shape=(3,) sharding=None]" in str(jaxpr)
 
 
 def test_iota_errors():

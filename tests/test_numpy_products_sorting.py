@@ -51,8 +51,8 @@ def test_dot_weak_scalar_and_preferred():
   out = jnp.dot(a, a.T, preferred_element_type=np.int32)
   assert_close(out, np.full((2, 2), 30000, np.int32), np.int32)
   text = str(hlox.make_jaxpr(jnp.dot)(np.ones((2, 3), np.float32), np.ones(3, np.float32)))
-  assert ("dot_general[dimension_numbers=(([1], [0]), ([], [])) "
-          "preferred_element_type=float32]") in text
+  assert ("dot_general[\n      dimension_numbers=(([1], [0]), ([], []))\n"
+          "      preferred_element_type=float32\n    ]") in text
 
 
 def test_dot_errors():

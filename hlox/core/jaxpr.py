@@ -203,18 +203,22 @@ def pp_eqn(eqn: JaxprEqn, names, indent: int) -> str:
   has_nested = any(isinstance(p, (Jaxpr, ClosedJaxpr)) or (
       isinstance(p, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in p))
       for p in params.values())
+  head = None
   if not params:
     head = eqn.primitive.name
-  elif has_nested:
-    pad = " " * (indent + 2)
-    lines = []
-    for k, v in params.items():
-      lines.append(f"{pad}{k}={_pp_param(v, names, indent + 2)}")
-    head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
-  else:
+  elif not has_nested:
     head = eqn.primitive.name + "[" + " ".join(
         f"{k}={_pp_param(v, names, indent)}" for k, v in params.items()) + "]"
+    if indent + len(outs) + 3 + len(head) > _WIDTH:  # too wide: one param per line
+      head = None
+  if head is None:
+    pad = " " * (indent + 2)
+    lines = [f"{pad}{k}={_pp_param(v, names, indent + 2)}" for k, v in params.items()]
+    head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
   return f"{outs} = {head}{' ' + ins if ins else ''}"
+
+
+_WIDTH = 80  # JAX's printer breaks a parameter list that does not fit in 80 columns
 
 
 def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0) -> str:

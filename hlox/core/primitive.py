@@ -44,8 +44,10 @@ class Primitive:
     return self.name
 
   def params_for_printing(self, params):
-    """The params a printed jaxpr shows (call primitives hide their defaults)."""
-    return params
+    """The params a printed jaxpr shows, in order: sorted by name, as JAX prints them.
+    Primitives may override this (call primitives show name then jaxpr, and hide
+    defaults)."""
+    return dict(sorted(params.items()))
 
   def get_bind_params(self, params):
     """Params as they should be passed back to ``bind`` (call primitives may adjust them)."""

@@ -151,6 +151,16 @@ def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions, sharding=
 
 xla.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
 
+
+def _broadcast_in_dim_printed_params(params):
+  # The shape is implied by the output's type; trivial broadcast dimensions say nothing.
+  shown = {}
+  if params["broadcast_dimensions"]:
+    shown["broadcast_dimensions"] = params["broadcast_dimensions"]
+  return shown
+
+broadcast_in_dim_p.params_for_printing = _broadcast_in_dim_printed_params
+
 def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
   # Every output element that copies an input element sends its cotangent back to it: sum
   # over the new dimensions and over the size-1 dimensions that were stretched.
