@@ -262,3 +262,16 @@ def test_missing_rule_names_primitive():
   p = standard_primitive(lambda x: x.shape, lambda x: x.dtype, "mystery_op")
   with pytest.raises(NotImplementedError, match="mystery_op"):
     hlox.grad(lambda x: p.bind(x))(1.0)
+
+
+def test_checkpoint_around_calls_and_scan():
+  def body(c, x):
+    return jnp.sin(c * x), c
+
+  f = lambda c: jnp.sum(lax.scan(body, c, jnp.arange(1.0, 4.0))[0])
+  h = lambda x: jnp.sum(hlox.jit(jnp.sin)(x) ** 2)
+  for fun, x in ((f, 0.5), (h, 1.0)):
+    expected = float(hlox.grad(fun)(x))
+    assert float(hlox.grad(hlox.checkpoint(fun))(x)) == pytest.approx(expected, rel=1e-6)
+    assert float(hlox.jit(hlox.grad(hlox.checkpoint(fun)))(x)) == pytest.approx(expected,
+                                                                                rel=1e-6)

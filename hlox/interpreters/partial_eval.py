@@ -105,6 +105,12 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
       unknown_vars.update(eqn.outvars)
     for v in eqn.outvars:
       producer[v] = eqn
+  if any(e.primitive in partial_eval_rules and any(v in unknown_vars for v in e.outvars)
+         for e in jaxpr.eqns):
+    # A call-like equation (jit, scan, cond, ...) with unknown inputs must itself be split
+    # by its rule, which saves its own residuals: fall back to plain partial evaluation
+    # (correct, though the policy then only governs the values outside such calls).
+    return partial_eval_jaxpr(closed, in_unknowns)
   out_unknowns = [type(v) is not Literal and v in unknown_vars for v in jaxpr.outvars]
   known_eqns = [e for e in jaxpr.eqns if not any(v in unknown_vars for v in e.outvars)]
   unknown_eqns = [e for e in jaxpr.eqns if any(v in unknown_vars for v in e.outvars)]

@@ -1,0 +1,1097 @@
+"""Structured control flow: ``cond``/``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``map``.
+
+Each construct is one primitive whose parameters are closed jaxprs (without consts: values a
+traced function closes over are hoisted into leading operands). Python callables are traced
+once per (function, argument tree, argument types) and the trace is cached, so a loop body is
+traced once per signature, eagerly as under ``jit``.
+
+- ``cond_p(index, *operands, branches=(...))`` lowers to ``stablehlo.case``;
+- ``while_p(*cond_consts, *body_consts, *carry, ...)`` lowers to ``stablehlo.while``;
+- ``scan_p(*consts, *carry, *xs, jaxpr=..., length=..., reverse=...)`` lowers to a while loop
+  with an iteration counter that slices ``xs`` and writes the stacked ``ys``.
+
+Reverse mode works for ``cond``/``switch`` and ``scan`` (and ``fori_loop`` with static bounds,
+which is a scan); ``while_loop`` supports forward mode only, as in JAX.
+"""
+from __future__ import annotations
+
+import builtins
+from functools import partial
+from typing import Callable, Sequence
+
+import numpy as np
+
+from hlox import monitoring, tree_util
+from hlox.cache import LRUCache
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Var, convert_constvars, eval_jaxpr,
+                             trace_to_jaxpr)
+from hlox.core.primitive import Primitive
+from hlox.core.tracer import Tracer, get_aval, set_current_trace
+from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import partial_eval as pe
+from hlox.lax import elementwise as _ew
+from hlox.lax import indexing as _ix
+from hlox.lax import reductions as _red
+from hlox.lax import shapes as _shapes
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map",
+           "cond_p", "while_p", "scan_p"]
+
+_map = builtins.map  # ``map`` below is lax.map
+
+
+# --- tracing Python callables ------------------------------------------------------------
+
+_trace_cache = LRUCache()
+
+
+def _trace_fun(fun: Callable, in_tree, in_avals, what: str):
+  """Trace ``fun(*tree_unflatten(in_tree, flat))`` to a const-free ClosedJaxpr.
+
+  Returns ``(closed, consts, out_tree)``: ``closed`` takes ``consts`` as its leading
+  arguments. Cached per (function, tree, avals) unless the trace closed over tracers of an
+  enclosing transformation (those are only valid in that transformation).
+  """
+  key = (fun, in_tree, tuple(in_avals))
+  try:
+    hit = _trace_cache.get(key)
+  except TypeError:  # an unhashable callable
+    key, hit = None, None
+  if hit is not None:
+    return hit
+  out_tree_box = []
+
+  def flat(*xs):
+    out = fun(*tree_util.tree_unflatten(in_tree, xs))
+    leaves, out_tree = tree_util.tree_flatten(out)
+    out_tree_box.append(out_tree)
+    return leaves
+
+  name = getattr(fun, "__name__", what)
+  monitoring.record_event("control_flow_trace", fun=name)
+  closed = trace_to_jaxpr(flat, list(in_avals), f"{what} {name}", what)
+  closed, consts = convert_constvars(closed)
+  result = (closed, consts, out_tree_box[0])
+  if key is not None and not any(isinstance(c, Tracer) for c in consts):
+    _trace_cache.put(key, result)
+  return result
+
+
+_wrapper_cache = LRUCache()
+
+
+def _cached_wrapper(kind, fun, make):
+  """The same wrapper object for the same ``fun`` (so trace caching sees one function)."""
+  key = (kind, fun)
+  try:
+    w = _wrapper_cache.get(key)
+  except TypeError:
+    return make(fun)
+  if w is None:
+    w = make(fun)
+    _wrapper_cache.put(key, w)
+  return w
+
+
+_memo_cache = LRUCache()
+
+
+def _memo(fn, *key):
+  """``fn(*key)`` memoized: derived jaxprs (JVP, batched, split) are built once per input
+  jaxpr and options, so eager calls of transformed loops hit the executable cache."""
+  k = (fn, *key)
+  hit = _memo_cache.get(k)
+  if hit is None:
+    hit = fn(*key)
+    _memo_cache.put(k, hit)
+  return hit
+
+
+# --- jaxpr surgery -----------------------------------------------------------------------
+
+def _closed(invars, outvars, eqns) -> ClosedJaxpr:
+  return ClosedJaxpr(Jaxpr([], invars, outvars, eqns), [])
+
+
+def _with_invars(closed: ClosedJaxpr, invars) -> ClosedJaxpr:
+  """``closed`` (no consts) with its invars replaced (a permutation, maybe plus unused)."""
+  return _closed(invars, closed.jaxpr.outvars, closed.jaxpr.eqns)
+
+
+def _fresh(avals):
+  return [Var(a) for a in avals]
+
+
+def _join_consts(closeds: Sequence[ClosedJaxpr], nconsts: Sequence[int]):
+  """Jaxprs whose first ``nconsts[i]`` invars are consts become jaxprs that all take every
+  jaxpr's consts (concatenated) first: branches of one ``cond`` share an operand list."""
+  new = []
+  for i, c in enumerate(closeds):
+    invars = []
+    for j, d in enumerate(closeds):
+      consts_j = d.jaxpr.invars[:nconsts[j]]
+      invars += consts_j if i == j else _fresh([v.aval for v in consts_j])
+    new.append(_with_invars(c, invars + c.jaxpr.invars[nconsts[i]:]))
+  return new
+
+
+def _hoist(closeds: Sequence[ClosedJaxpr]):
+  """Convert the consts of several closed jaxprs into shared leading invars."""
+  converted = [convert_constvars(c) for c in closeds]
+  consts = [x for _, cs in converted for x in cs]
+  return _join_consts([c for c, _ in converted], [len(cs) for _, cs in converted]), consts
+
+
+def _split(xs, *sizes):
+  out, i = [], 0
+  for n in sizes:
+    out.append(list(xs[i:i + n]))
+    i += n
+  out.append(list(xs[i:]))
+  return out
+
+
+def _orf(a, b):
+  return [x or y for x, y in zip(a, b)]
+
+
+def _avals_str(avals) -> str:
+  return ", ".join(a.str_short() for a in avals)
+
+
+def _paths(tree) -> list[str]:
+  """Printable key paths of the leaves of a treedef."""
+  dummy = tree_util.tree_unflatten(tree, [0] * tree.num_leaves)
+  return [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(dummy)[0]]
+
+
+def _type_diff(a, b) -> str:
+  if a.shape != b.shape:
+    return "the shapes do not match"
+  if a.dtype != b.dtype:
+    return "the dtypes do not match"
+  return "the weak types do not match"
+
+
+def _typematch(a, b) -> bool:
+  return a.shape == b.shape and a.dtype == b.dtype
+
+
+# --- cond / switch -----------------------------------------------------------------------
+
+class _CondPrimitive(Primitive):
+  multiple_results = True
+
+
+cond_p = _CondPrimitive("cond")
+
+
+def _cond_abstract_eval(index, *ops, branches):
+  if index.shape != () or index.dtype != dtypes.int32:
+    raise TypeError(f"cond: index must be an int32 scalar, got {index.str_short()}")
+  for br in branches:
+    if len(br.in_avals) != len(ops):
+      raise TypeError(f"cond: branches take {len(br.in_avals)} operands, got {len(ops)}")
+  outs = branches[0].out_avals
+  return [a.update(weak_type=all(br.out_avals[k].weak_type for br in branches))
+          for k, a in enumerate(outs)]
+
+cond_p.def_abstract_eval(_cond_abstract_eval)
+cond_p.def_impl(partial(xla.apply_primitive, cond_p))
+
+
+def _cond_lowering(ctx, index, *ops, branches):
+  out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
+  case = hlo.CaseOp(out_types, index, len(branches))
+  for i, br in enumerate(branches):
+    block = case.regions[i].blocks.append()
+    with ir.InsertionPoint(block):
+      consts = [xla.ir_constant(np.asarray(c)) for c in br.consts]
+      outs = xla.lower_jaxpr(ctx.module_context, br.jaxpr, consts, list(ops))
+      hlo.return_(outs)
+  return list(case.results)
+
+xla.register_lowering(cond_p, _cond_lowering)
+
+
+def _cond_jvp(primals, tangents, *, branches):
+  index, *ops = primals
+  nz = [type(t) is not ad.Zero for t in tangents[1:]]
+  out_nz = [False] * len(branches[0].out_avals)
+  for br in branches:
+    out_nz = _orf(out_nz, _memo(_jvp_jaxpr, br, tuple(nz), False)[1])
+  jvps = [_memo(_jvp_jaxpr, br, tuple(nz), tuple(out_nz))[0] for br in branches]
+  jvps, consts = _memo(_hoist_tuple, tuple(jvps))
+  nz_tangents = [t for t in tangents[1:] if type(t) is not ad.Zero]
+  outs = cond_p.bind(index, *consts, *ops, *nz_tangents, branches=jvps)
+  n = len(out_nz)
+  it = iter(outs[n:])
+  return outs[:n], [next(it) if z else ad.Zero(a.to_tangent_aval())
+                    for a, z in zip(branches[0].out_avals, out_nz)]
+
+
+def _jvp_jaxpr(closed, nz, instantiate):
+  return ad.jvp_jaxpr(closed, list(nz), instantiate if isinstance(instantiate, bool)
+                      else list(instantiate))
+
+
+def _hoist_tuple(closeds):
+  new, consts = _hoist(closeds)
+  return tuple(new), consts
+
+ad.primitive_jvps[cond_p] = _cond_jvp
+
+
+def _cond_partial_eval(trace, index, *ops, branches):
+  if trace.is_unknown(index):
+    return trace.record(cond_p, [index, *ops], dict(branches=branches))
+  uk = tuple(trace.is_unknown(x) for x in ops)
+  known_brs, unknown_brs, out_uk, res_avals = _memo(_cond_split, branches, uk)
+  known_ops = [x for x, u in zip(ops, uk) if not u]
+  with set_current_trace(trace.parent):
+    known_outs = cond_p.bind(index, *known_brs[1], *known_ops, branches=known_brs[0])
+  n_known = len(known_outs) - len(res_avals)
+  residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
+  unknown_outs = trace.record(cond_p, [index, *residuals, *[x for x, u in zip(ops, uk) if u]],
+                              dict(branches=unknown_brs))
+  k, u = iter(known_outs), iter(unknown_outs)
+  return [next(u) if unk else next(k) for unk in out_uk]
+
+
+def _cond_split(branches, uk):
+  """Split every branch with the same unknown inputs; residuals made uniform: each branch
+  returns all branches' residual slots (zeros in the slots of the others)."""
+  out_uk = [False] * len(branches[0].out_avals)
+  for br in branches:
+    out_uk = _orf(out_uk, pe.partial_eval_jaxpr(br, list(uk))[2])
+  splits = [pe.partial_eval_jaxpr(br, list(uk), instantiate=out_uk) for br in branches]
+  res_avals = [[v.aval for v in unknown.jaxpr.invars[:num_res]]
+               for _, unknown, _, num_res in splits]
+  all_res = [a for avals in res_avals for a in avals]
+  known_in = [a for a, u in zip(branches[0].in_avals, uk) if not u]
+  known_new = []
+  for i, (known, _, _, num_res) in enumerate(splits):
+    def fun(*xs, known=known, num_res=num_res, i=i):
+      outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+      n_out = len(outs) - num_res
+      res = []
+      for j, avals in enumerate(res_avals):
+        res += outs[n_out:] if i == j else [ad.zeros_like_aval(a) for a in avals]
+      return outs[:n_out] + res
+    known_new.append(trace_to_jaxpr(fun, known_in, "cond known", "cond"))
+  known_new, known_consts = _hoist(known_new)
+  unknown_new = []
+  for i, (_, unknown, _, num_res) in enumerate(splits):
+    invars = []
+    for j, avals in enumerate(res_avals):
+      invars += unknown.jaxpr.invars[:num_res] if i == j else _fresh(avals)
+    unknown_new.append(_with_invars(unknown, invars + unknown.jaxpr.invars[num_res:]))
+  return (tuple(known_new), known_consts), tuple(unknown_new), out_uk, all_res
+
+pe.partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+def _cond_transpose(cts, index, *ops, branches):
+  if ad.is_undefined_primal(index):
+    raise ValueError("cond: cannot transpose with respect to the branch index")
+  undefined = [ad.is_undefined_primal(x) for x in ops]
+  defined = [x for x, u in zip(ops, undefined) if not u]
+  ct_nz = tuple(type(ct) is not ad.Zero for ct in cts)
+  nz_cts = [ct for ct in cts if type(ct) is not ad.Zero]
+  in_avals = tuple([get_aval(x) for x in defined] + [get_aval(ct) for ct in nz_cts])
+  op_avals = tuple(x.aval if u else None for x, u in zip(ops, undefined))
+  t_branches, consts = _memo(_cond_transpose_jaxprs, branches, op_avals, ct_nz, in_avals)
+  outs = iter(cond_p.bind(index, *consts, *defined, *nz_cts, branches=t_branches))
+  return [None] + [next(outs) if u else None for u in undefined]
+
+
+def _cond_transpose_jaxprs(branches, op_avals, ct_nz, in_avals):
+  undefined = [a is not None for a in op_avals]
+  n_def = len(undefined) - sum(undefined)
+
+  def make(br):
+    def transposed(*flat):
+      it_def, it_ct = iter(flat[:n_def]), iter(flat[n_def:])
+      args = [ad.UndefinedPrimal(a) if u else next(it_def) for a, u in zip(op_avals, undefined)]
+      full_cts = [next(it_ct) if nz else ad.Zero(a.to_tangent_aval())
+                  for a, nz in zip(br.out_avals, ct_nz)]
+      cts_in = ad.backward_pass(br.jaxpr, br.consts, args, full_cts)
+      return [ad.instantiate_zeros(ct) for ct, u in zip(cts_in, undefined) if u]
+    return trace_to_jaxpr(transposed, list(in_avals), "cond transpose", "transpose")
+  return _hoist_tuple(tuple(make(br) for br in branches))
+
+ad.primitive_transposes[cond_p] = _cond_transpose
+
+
+def _cond_batch(axis_data, vals, dims, *, branches):
+  index, *ops = vals
+  idim, *odims = dims
+  size = axis_data.size
+  if idim is not None:
+    # A batched predicate: every branch runs on the whole batch and ``select_n`` picks.
+    index = batching.moveaxis(index, idim, 0)
+    results = []
+    for br in branches:
+      bj, _ = _memo(_batch_jaxpr, br, size, axis_data.name, tuple(odims), True)
+      results.append(eval_jaxpr(bj.jaxpr, bj.consts, *ops))
+    outs = []
+    for k in range(len(branches[0].out_avals)):
+      cases = [r[k] for r in results]
+      shape = get_aval(cases[0]).shape
+      which = _shapes.broadcast_in_dim(index, shape, (0,))
+      if len(cases) == 2:
+        which = _ew.ne(which, np.int32(0))
+      outs.append(_ew.select_n(which, *cases))
+    return outs, [0] * len(outs)
+  out_bat = [False] * len(branches[0].out_avals)
+  for br in branches:
+    _, od = _memo(_batch_jaxpr, br, size, axis_data.name, tuple(odims), False)
+    out_bat = _orf(out_bat, [d is not None for d in od])
+  bjs = tuple(_memo(_batch_jaxpr, br, size, axis_data.name, tuple(odims), tuple(out_bat))[0]
+              for br in branches)
+  bjs, consts = _memo(_hoist_tuple, bjs)
+  outs = cond_p.bind(index, *consts, *ops, branches=bjs)
+  return outs, [0 if b else None for b in out_bat]
+
+
+def _batch_jaxpr(closed, size, name, dims, instantiate):
+  return batching.batch_jaxpr(closed, batching.AxisData(size, name), list(dims),
+                              instantiate if isinstance(instantiate, bool)
+                              else list(instantiate))
+
+batching.axis_primitive_batchers[cond_p] = _cond_batch
+
+
+def _trace_branches(api, funs, names, operands):
+  leaves, in_tree = tree_util.tree_flatten(tuple(operands))
+  avals = [get_aval(x) for x in leaves]
+  traced = [_trace_fun(f, in_tree, avals, api) for f in funs]
+  out_tree0 = traced[0][2]
+  out_avals0 = traced[0][0].out_avals
+  for (closed, _, out_tree), name in zip(traced[1:], names[1:]):
+    if out_tree != out_tree0:
+      raise TypeError(f"{api}: {names[0]} and {name} must return the same pytree structure, "
+                      f"got {out_tree0} and {out_tree}")
+    for path, a, b in zip(_paths(out_tree0), out_avals0, closed.out_avals):
+      if not _typematch(a, b):
+        raise TypeError(f"{api}: {names[0]} and {name} must return values of identical "
+                        f"types, but output{path} is {a.str_short()} in {names[0]} and "
+                        f"{b.str_short()} in {name} ({_type_diff(a, b)})")
+  branches = _join_consts([c for c, _, _ in traced], [len(cs) for _, cs, _ in traced])
+  consts = [x for _, cs, _ in traced for x in cs]
+  return tuple(branches), consts, leaves, out_tree0
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+  """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one primitive.
+
+  ``pred`` is a scalar bool (or number, compared with 0); both branches are traced and must
+  return the same pytree of identically typed arrays.
+  """
+  if not (callable(true_fun) and callable(false_fun)):
+    raise TypeError("cond: true_fun and false_fun arguments should be callable, got "
+                    f"{type(true_fun).__name__} and {type(false_fun).__name__}")
+  aval = get_aval(pred)
+  if aval.shape != ():
+    raise TypeError(f"cond: pred must be a scalar, got {aval.str_short()}")
+  if aval.dtype != dtypes.bool_:
+    if not (dtypes.is_int(aval.dtype) or dtypes.is_float(aval.dtype)):
+      raise TypeError(f"cond: pred must be a boolean or number scalar, got "
+                      f"{aval.str_short()}")
+    pred = _ew.ne(pred, 0)
+  index = _ew.convert_element_type(pred, np.int32)
+  branches, consts, leaves, out_tree = _trace_branches(
+      "cond", [true_fun, false_fun], ["true_fun", "false_fun"], operands)
+  # Index 0 is the false branch (as in JAX); every branch takes all consts, so reordering
+  # the jaxprs keeps their signatures.
+  outs = cond_p.bind(index, *consts, *leaves, branches=branches[::-1])
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
+def switch(index, branches: Sequence[Callable], *operands):
+  """``branches[index](*operands)`` with ``index`` clamped to ``[0, len(branches) - 1]``."""
+  branches = list(branches)
+  if not branches:
+    raise ValueError("switch: empty branch sequence")
+  for i, b in enumerate(branches):
+    if not callable(b):
+      raise TypeError(f"switch: branches must be callable, but branch {i} is "
+                      f"{type(b).__name__}")
+  aval = get_aval(index)
+  if aval.shape != () or not (dtypes.is_int(aval.dtype) or aval.dtype == dtypes.bool_):
+    raise TypeError(f"switch: index must be an integer scalar, got {aval.str_short()}")
+  if len(branches) == 1:
+    return branches[0](*operands)
+  static = _static_int(index)
+  if static is not None:  # clamp on the host: no device op for a concrete index
+    index = np.int32(builtins.min(builtins.max(static, 0), len(branches) - 1))
+  else:
+    index = _ew.convert_element_type(index, np.int32)
+    index = _ew.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+  names = [f"branch {i}" for i in range(len(branches))]
+  jaxprs, consts, leaves, out_tree = _trace_branches("switch", branches, names, operands)
+  outs = cond_p.bind(index, *consts, *leaves, branches=jaxprs)
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
+# --- while_loop --------------------------------------------------------------------------
+
+class _WhilePrimitive(Primitive):
+  multiple_results = True
+
+  def params_for_printing(self, params):
+    return {"body_jaxpr": params["body_jaxpr"], "body_nconsts": params["body_nconsts"],
+            "cond_jaxpr": params["cond_jaxpr"], "cond_nconsts": params["cond_nconsts"]}
+
+
+while_p = _WhilePrimitive("while")
+
+
+def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  # The body's output types (as JAX): a weakly typed initial carry that the body makes
+  # strong comes out strong.
+  return list(body_jaxpr.out_avals)
+
+while_p.def_abstract_eval(_while_abstract_eval)
+while_p.def_impl(partial(xla.apply_primitive, while_p))
+
+
+def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  # Consts travel as loop-carried values so that the regions need nothing from outside.
+  mctx = ctx.module_context
+  types = [xla.aval_to_ir_type(a) for a in ctx.avals_in]
+  loop = hlo.WhileOp(types, list(args))
+  cond_block = loop.regions[0].blocks.append(*types)
+  with ir.InsertionPoint(cond_block):
+    cc, _, carry = _split(list(cond_block.arguments), cond_nconsts, body_nconsts)
+    consts = [xla.ir_constant(np.asarray(c)) for c in cond_jaxpr.consts]
+    pred, = xla.lower_jaxpr(mctx, cond_jaxpr.jaxpr, consts, cc + carry)
+    hlo.return_([pred])
+  body_block = loop.regions[1].blocks.append(*types)
+  with ir.InsertionPoint(body_block):
+    cc, bc, carry = _split(list(body_block.arguments), cond_nconsts, body_nconsts)
+    consts = [xla.ir_constant(np.asarray(c)) for c in body_jaxpr.consts]
+    new = xla.lower_jaxpr(mctx, body_jaxpr.jaxpr, consts, bc + carry)
+    hlo.return_(cc + bc + new)
+  return list(loop.results)[cond_nconsts + body_nconsts:]
+
+xla.register_lowering(while_p, _while_lowering)
+
+
+def _carry_fixpoint(step, init: list[bool]) -> list[bool]:
+  """Grow the flags ``init`` with ``step(flags)`` (the output flags) until stable."""
+  flags = list(init)
+  for _ in range(len(flags) + 1):
+    new = _orf(flags, step(flags))
+    if new == flags:
+      return flags
+    flags = new
+  return flags
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
+  _, bc_t, init_t = _split(tangents, cond_nconsts, body_nconsts)
+  bc_nz = [type(t) is not ad.Zero for t in bc_t]
+  carry_nz = _carry_fixpoint(
+      lambda nz: _memo(_jvp_jaxpr, body_jaxpr, tuple(bc_nz + nz), tuple(nz))[1],
+      [type(t) is not ad.Zero for t in init_t])
+  new_body, jconsts, new_cond = _memo(_while_jvp_jaxprs, cond_jaxpr, body_jaxpr, body_nconsts,
+                                      tuple(bc_nz), tuple(carry_nz))
+  bc_t = [t for t in bc_t if type(t) is not ad.Zero]
+  carry_t = [ad.instantiate_zeros(t) for t, nz in zip(init_t, carry_nz) if nz]
+  outs = while_p.bind(*cc, *jconsts, *bc, *bc_t, *init, *carry_t, cond_jaxpr=new_cond,
+                      body_jaxpr=new_body, cond_nconsts=cond_nconsts,
+                      body_nconsts=len(jconsts) + len(bc) + len(bc_t))
+  n = len(init)
+  it = iter(outs[n:])
+  return outs[:n], [next(it) if nz else ad.Zero(get_aval(p).to_tangent_aval())
+                    for p, nz in zip(outs[:n], carry_nz)]
+
+
+def _while_jvp_jaxprs(cond_jaxpr, body_jaxpr, body_nconsts, bc_nz, carry_nz):
+  jvp, _ = ad.jvp_jaxpr(body_jaxpr, list(bc_nz + carry_nz), list(carry_nz))
+  jvp, jconsts = convert_constvars(jvp)
+  n_bct = sum(bc_nz)
+  jc, bc, carry, bct, ct = _split(jvp.jaxpr.invars, len(jconsts), body_nconsts,
+                                  len(carry_nz), n_bct)
+  new_body = _with_invars(jvp, jc + bc + bct + carry + ct)
+  ct_avals = [v.aval for v in ct]
+  new_cond = _with_invars(cond_jaxpr, cond_jaxpr.jaxpr.invars + _fresh(ct_avals))
+  return new_body, jconsts, new_cond
+
+ad.primitive_jvps[while_p] = _while_jvp
+
+
+def _while_partial_eval(trace, *args, **params):
+  raise ValueError(
+      "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+      "dynamic start/stop values (the number of iterations is not known when tracing). Try "
+      "using lax.scan, or lax.fori_loop with static (Python int) start/stop values.")
+
+pe.partial_eval_rules[while_p] = _while_partial_eval
+
+
+def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
+                 body_nconsts):
+  size, name = axis_data.size, axis_data.name
+  cc, bc, init = _split(vals, cond_nconsts, body_nconsts)
+  ccd, bcd, initd = _split(dims, cond_nconsts, body_nconsts)
+
+  def carry_dims(bat):
+    return [0 if b else None for b in bat]
+
+  carry_bat = _carry_fixpoint(
+      lambda bat: [d is not None for d in _memo(_batch_jaxpr, body_jaxpr, size, name,
+                                                tuple(bcd + carry_dims(bat)), False)[1]],
+      [d is not None for d in initd])
+  _, pred_dims = _memo(_batch_jaxpr, cond_jaxpr, size, name, tuple(ccd + carry_dims(carry_bat)),
+                       False)
+  pred_bat = pred_dims[0] is not None
+  if pred_bat:
+    carry_bat = [True] * len(init)
+  cdims = carry_dims(carry_bat)
+  init = [batching.bdim_at_front(x, d, size) if b else x
+          for x, d, b in zip(init, initd, carry_bat)]
+  body_b, _ = _memo(_batch_jaxpr, body_jaxpr, size, name, tuple(bcd + cdims), tuple(carry_bat))
+  cond_b, _ = _memo(_batch_jaxpr, cond_jaxpr, size, name, tuple(ccd + cdims), False)
+  if not pred_bat:
+    body_b, bj = convert_constvars(body_b)
+    cond_b, cj = convert_constvars(cond_b)
+    outs = while_p.bind(*cj, *cc, *bj, *bc, *init, cond_jaxpr=cond_b, body_jaxpr=body_b,
+                        cond_nconsts=len(cj) + len(cc), body_nconsts=len(bj) + len(bc))
+    return outs, cdims
+  # Members finish at different iterations: loop while any is running, and let a finished
+  # member's carry stay as it is.
+  n_cc, n_bc = len(cc), len(bc)
+
+  def new_cond(*flat):
+    cc_, carry = _split(flat, n_cc)
+    pred, = eval_jaxpr(cond_b.jaxpr, cond_b.consts, *cc_, *carry)
+    return [_red.reduce_or(pred, (0,))]
+
+  def new_body(*flat):
+    cc_, bc_, carry = _split(flat, n_cc, n_bc)
+    pred, = eval_jaxpr(cond_b.jaxpr, cond_b.consts, *cc_, *carry)
+    new = eval_jaxpr(body_b.jaxpr, body_b.consts, *bc_, *carry)
+    outs = []
+    for old, nw in zip(carry, new):
+      which = _shapes.broadcast_in_dim(pred, get_aval(old).shape, (0,))
+      outs.append(_ew.select_n(which, old, nw))
+    return outs
+
+  cc_avals = [get_aval(x) for x in cc]
+  bc_avals = [get_aval(x) for x in bc]
+  carry_avals = [get_aval(x) for x in init]
+  cond_j, cj = convert_constvars(trace_to_jaxpr(new_cond, cc_avals + carry_avals,
+                                                "while cond", "vmap"))
+  body_j, bj = convert_constvars(trace_to_jaxpr(new_body, cc_avals + bc_avals + carry_avals,
+                                                "while body", "vmap"))
+  outs = while_p.bind(*cj, *cc, *bj, *cc, *bc, *init, cond_jaxpr=cond_j, body_jaxpr=body_j,
+                      cond_nconsts=len(cj) + n_cc, body_nconsts=len(bj) + n_cc + n_bc)
+  return outs, cdims
+
+
+batching.axis_primitive_batchers[while_p] = _while_batch
+
+
+def _check_carry(api, tree, in_avals, out_tree, out_avals, what="carry"):
+  if out_tree != tree:
+    raise TypeError(f"{api}: body_fun output and input must have identical pytree structure "
+                    f"({what}), got input {tree} and output {out_tree}")
+  for path, a, b in zip(_paths(tree), in_avals, out_avals):
+    if not _typematch(a, b):
+      raise TypeError(
+          f"{api}: the body function's input {what}{path} has type {a.str_short()} but the "
+          f"corresponding output {what} component has type {b.str_short()}, so "
+          f"{_type_diff(a, b)}. The {what} must have a fixed type across iterations; "
+          "convert it (e.g. with .astype) before the loop.")
+
+
+def _promote_weak(leaves, in_avals, out_avals):
+  """Weakly typed initial carries (Python scalars) take the dtype the body produces, as in
+  JAX. Returns the new leaves and whether any changed."""
+  changed = False
+  leaves = list(leaves)
+  for i, (a, b) in enumerate(zip(in_avals, out_avals)):
+    if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
+      dtype, weak = dtypes.result_type_with_weak([(a.dtype, True), (b.dtype, b.weak_type)])
+      if dtype != a.dtype:
+        leaves[i] = _ew.convert_element_type(leaves[i], dtype, weak_type=weak)
+        changed = True
+  return leaves, changed
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+  """``val = init_val; while cond_fun(val): val = body_fun(val)``, as one primitive.
+
+  Forward-mode differentiable; for reverse mode use ``scan`` (or ``fori_loop`` with static
+  bounds).
+  """
+  if not callable(cond_fun) or not callable(body_fun):
+    raise TypeError("while_loop: cond_fun and body_fun arguments should be callable, got "
+                    f"{type(cond_fun).__name__} and {type(body_fun).__name__}")
+  leaves, in_tree = tree_util.tree_flatten((init_val,))
+  carry_tree = tree_util.tree_structure(init_val)
+  for _ in range(2):
+    avals = [get_aval(x) for x in leaves]
+    body, bconsts, out_tree = _trace_fun(body_fun, in_tree, avals, "while_loop")
+    if out_tree != carry_tree:
+      break
+    leaves, changed = _promote_weak(leaves, avals, body.out_avals[:])
+    if not changed:
+      break
+  avals = [get_aval(x) for x in leaves]
+  _check_carry("while_loop", carry_tree, avals, out_tree, body.out_avals)
+  cond_j, cconsts, cond_tree = _trace_fun(cond_fun, in_tree, avals, "while_loop")
+  pred = cond_j.out_avals
+  if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != dtypes.bool_:
+    raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got output "
+                    f"type(s) [{_avals_str(pred)}]")
+  outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cond_j, body_jaxpr=body,
+                      cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+  return tree_util.tree_unflatten(carry_tree, outs)
+
+
+# --- scan --------------------------------------------------------------------------------
+
+class _ScanPrimitive(Primitive):
+  multiple_results = True
+
+  def params_for_printing(self, params):
+    return {"jaxpr": params["jaxpr"], "length": params["length"],
+            "num_carry": params["num_carry"], "num_consts": params["num_consts"],
+            "reverse": params["reverse"], "unroll": params["unroll"]}
+
+
+scan_p = _ScanPrimitive("scan")
+
+
+def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
+  carry = jaxpr.out_avals[:num_carry]
+  ys = [ShapedArray((length,) + a.shape, a.dtype, a.weak_type)
+        for a in jaxpr.out_avals[num_carry:]]
+  return list(carry) + ys
+
+scan_p.def_abstract_eval(_scan_abstract_eval)
+scan_p.def_impl(partial(xla.apply_primitive, scan_p))
+
+
+def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+  """scan written as a while loop over an iteration counter: slice ``xs[t]``, run the body,
+  write ``ys[t]`` (``t`` counts down when ``reverse``). With ``unroll=u`` each loop iteration
+  runs ``u`` steps; the ``length % u`` steps left over run after the loop."""
+  consts, init, xs = _split(args, num_consts, num_carry)
+  ys_init = [_shapes.full((length,) + a.shape, np.zeros((), a.dtype)[()], a.dtype)
+             for a in jaxpr.out_avals[num_carry:]]
+  if length == 0:  # nothing to slice: the loop would not run
+    return list(init) + ys_init
+  u = builtins.max(1, builtins.min(int(unroll), length))
+  n_outer, rem = divmod(length, u)
+
+  def step(t, carry, ys):
+    idx = _ew.sub(np.int32(length - 1), t) if reverse else t
+    x = [_ix.dynamic_index_in_dim(v, idx, 0, keepdims=False) for v in xs]
+    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *carry, *x)
+    new_carry, y = outs[:num_carry], outs[num_carry:]
+    ys = [_ix.dynamic_update_index_in_dim(a, b, idx, 0) for a, b in zip(ys, y)]
+    return list(new_carry), ys
+
+  def cond_fun(state):
+    return _ew.lt(state[0], np.int32(n_outer * u))
+
+  def body_fun(state):
+    t, carry, ys = state
+    for k in range(u):
+      carry, ys = step(_ew.add(t, np.int32(k)) if k else t, carry, ys)
+    return _ew.add(t, np.int32(u)), carry, ys
+
+  _, carry, ys = while_loop(cond_fun, body_fun, (np.int32(0), list(init), ys_init))
+  for t in range(n_outer * u, length):
+    carry, ys = step(np.int32(t), carry, ys)
+  return list(carry) + list(ys)
+
+xla.register_lowering(scan_p, xla.lower_fun(_scan_as_while, multiple_results=True))
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
+  consts, init, xs = _split(primals, num_consts, num_carry)
+  ct, init_t, xs_t = _split(tangents, num_consts, num_carry)
+  c_nz = [type(t) is not ad.Zero for t in ct]
+  x_nz = [type(t) is not ad.Zero for t in xs_t]
+  n_ys = len(jaxpr.out_avals) - num_carry
+  carry_nz = _carry_fixpoint(
+      lambda nz: _memo(_jvp_jaxpr, jaxpr, tuple(c_nz + nz + x_nz),
+                       tuple(nz + [False] * n_ys))[1][:num_carry],
+      [type(t) is not ad.Zero for t in init_t])
+  new, jconsts, ys_nz = _memo(_scan_jvp_jaxpr, jaxpr, num_consts, num_carry, tuple(c_nz),
+                              tuple(carry_nz), tuple(x_nz))
+  ct = [t for t in ct if type(t) is not ad.Zero]
+  carry_t = [ad.instantiate_zeros(t) for t, nz in zip(init_t, carry_nz) if nz]
+  xs_t = [t for t in xs_t if type(t) is not ad.Zero]
+  n_ct = sum(carry_nz)
+  outs = scan_p.bind(*jconsts, *consts, *ct, *init, *carry_t, *xs, *xs_t, jaxpr=new,
+                     num_consts=len(jconsts) + len(consts) + len(ct),
+                     num_carry=num_carry + n_ct, length=length, reverse=reverse,
+                     unroll=unroll)
+  carry, carry_t, ys, ys_t = _split(outs, num_carry, n_ct, n_ys)
+  it_c, it_y = iter(carry_t), iter(ys_t)
+  out_avals = _scan_abstract_eval(jaxpr=jaxpr, num_consts=num_consts, num_carry=num_carry,
+                                  length=length, reverse=reverse, unroll=unroll)
+  tangents_out = ([next(it_c) if nz else ad.Zero(a.to_tangent_aval())
+                   for a, nz in zip(out_avals[:num_carry], carry_nz)]
+                  + [next(it_y) if nz else ad.Zero(a.to_tangent_aval())
+                     for a, nz in zip(out_avals[num_carry:], ys_nz)])
+  return carry + ys, tangents_out
+
+
+def _scan_jvp_jaxpr(jaxpr, num_consts, num_carry, c_nz, carry_nz, x_nz):
+  n_ys = len(jaxpr.out_avals) - num_carry
+  jvp, out_nz = ad.jvp_jaxpr(jaxpr, list(c_nz + carry_nz + x_nz),
+                             list(carry_nz) + [False] * n_ys)
+  jvp, jconsts = convert_constvars(jvp)
+  ys_nz = out_nz[num_carry:]
+  n_xs = len(x_nz)
+  jc, c, carry, xs, c_t, carry_t, xs_t = _split(
+      jvp.jaxpr.invars, len(jconsts), num_consts, num_carry, n_xs, sum(c_nz), sum(carry_nz))
+  o_carry, o_ys, o_carry_t, o_ys_t = _split(jvp.jaxpr.outvars, num_carry, n_ys, sum(carry_nz))
+  new = _closed(jc + c + c_t + carry + carry_t + xs + xs_t,
+                o_carry + o_carry_t + o_ys + o_ys_t, jvp.jaxpr.eqns)
+  return new, jconsts, ys_nz
+
+ad.primitive_jvps[scan_p] = _scan_jvp
+
+
+def _scan_partial_eval(trace, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+  uk = [trace.is_unknown(x) for x in args]
+  c_uk, carry_uk, x_uk = _split(uk, num_consts, num_carry)
+  carry_uk = _carry_fixpoint(
+      lambda cu: _memo(_pe_jaxpr, jaxpr, tuple(c_uk + cu + x_uk), False)[2][:num_carry],
+      carry_uk)
+  split = _memo(_scan_split, jaxpr, num_consts, num_carry, tuple(c_uk), tuple(carry_uk),
+                tuple(x_uk))
+  known, kconsts, n_known_consts, invariant, out_uk, unknown = split
+  consts, init, xs = _split(args, num_consts, num_carry)
+  known_consts = [*kconsts, *[x for x, u in zip(consts, c_uk) if not u]]
+  known_args = [*known_consts, *[x for x, u in zip(init, carry_uk) if not u],
+                *[x for x, u in zip(xs, x_uk) if not u]]
+  n_known_carry = num_carry - sum(carry_uk)
+  with set_current_trace(trace.parent):
+    known_outs = scan_p.bind(*known_args, jaxpr=known, num_consts=n_known_consts,
+                             num_carry=n_known_carry, length=length, reverse=reverse,
+                             unroll=unroll)
+  n_stacked = sum(1 for inv in invariant if inv is None)
+  n_known_out = len(known_outs) - n_stacked
+  stacked, known_outs = known_outs[n_known_out:], known_outs[:n_known_out]
+  inv_res = [_invariant_value(inv, known_consts) for inv in invariant if inv is not None]
+  uk_consts = [x for x, u in zip(consts, c_uk) if u]
+  uk_carry = [x for x, u in zip(init, carry_uk) if u]
+  uk_xs = [x for x, u in zip(xs, x_uk) if u]
+  unknown_outs = trace.record(scan_p, [*inv_res, *uk_consts, *uk_carry, *stacked, *uk_xs],
+                              dict(jaxpr=unknown, num_consts=len(inv_res) + len(uk_consts),
+                                   num_carry=len(uk_carry), length=length, reverse=reverse,
+                                   unroll=unroll))
+  k, u = iter(known_outs), iter(unknown_outs)
+  return [next(u) if unk else next(k) for unk in out_uk]
+
+
+def _invariant_value(inv, known_consts):
+  kind, v = inv
+  return v if kind == "literal" else known_consts[v]
+
+
+def _pe_jaxpr(closed, uk, instantiate):
+  return pe.partial_eval_jaxpr(closed, list(uk), instantiate if isinstance(instantiate, bool)
+                               else list(instantiate))
+
+
+def _scan_split(jaxpr, num_consts, num_carry, c_uk, carry_uk, x_uk):
+  """Split the body: the known scan returns its residuals as extra ys (stacked), except
+  loop-invariant ones (known consts forwarded unchanged), which the unknown scan takes as
+  consts."""
+  n_ys = len(jaxpr.out_avals) - num_carry
+  known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(
+      jaxpr, list(c_uk + carry_uk + x_uk), list(carry_uk) + [False] * n_ys)
+  known, kconsts = convert_constvars(known)
+  n_known_consts = len(kconsts) + num_consts - sum(c_uk)
+  const_vars = known.jaxpr.invars[:n_known_consts]
+  outvars = known.jaxpr.outvars
+  n_known_out = len(outvars) - num_res
+  invariant, stacked_vars = [], []
+  for v in outvars[n_known_out:]:
+    if type(v) is Literal:
+      invariant.append(("literal", v.val))
+    elif v in const_vars:
+      invariant.append(("const", const_vars.index(v)))
+    else:
+      invariant.append(None)
+      stacked_vars.append(v)
+  new_known = _closed(known.jaxpr.invars, outvars[:n_known_out] + stacked_vars,
+                      known.jaxpr.eqns)
+  res_vars = unknown.jaxpr.invars[:num_res]
+  inv_vars = [v for v, inv in zip(res_vars, invariant) if inv is not None]
+  st_vars = [v for v, inv in zip(res_vars, invariant) if inv is None]
+  n_uk_consts = sum(c_uk)
+  n_uk_carry = sum(carry_uk)
+  uc, ucarry, ux = _split(unknown.jaxpr.invars[num_res:], n_uk_consts, n_uk_carry)
+  new_unknown = _with_invars(unknown, inv_vars + uc + ucarry + st_vars + ux)
+  return new_known, kconsts, n_known_consts, invariant, out_uk, new_unknown
+
+pe.partial_eval_rules[scan_p] = _scan_partial_eval
+
+
+def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+  consts, init, xs = _split(args, num_consts, num_carry)
+  c_lin = tuple(ad.is_undefined_primal(x) for x in consts)
+  x_lin = tuple(ad.is_undefined_primal(x) for x in xs)
+  res_consts = [x for x, l in zip(consts, c_lin) if not l]
+  res_xs = [x for x, l in zip(xs, x_lin) if not l]
+  ct_carry, ct_ys = cts[:num_carry], cts[num_carry:]
+  ct_carry = [ad.instantiate_zeros(ct) for ct in ct_carry]
+  ys_nz = tuple(type(ct) is not ad.Zero for ct in ct_ys)
+  ct_ys = [ct for ct in ct_ys if type(ct) is not ad.Zero]
+  lin_const_avals = [x.aval for x, l in zip(consts, c_lin) if l]
+  acc_init = [ad.zeros_like_aval(a) for a in lin_const_avals]
+  res_c_avals = tuple(get_aval(x) for x in res_consts)
+  res_x_avals = tuple(get_aval(x).update(shape=get_aval(x).shape[1:]) for x in res_xs)
+  t_jaxpr, tconsts = _memo(_scan_transpose_jaxpr, jaxpr, num_consts, num_carry, c_lin, x_lin,
+                           ys_nz, res_c_avals, res_x_avals)
+  outs = scan_p.bind(*tconsts, *res_consts, *acc_init, *ct_carry, *res_xs, *ct_ys,
+                     jaxpr=t_jaxpr, num_consts=len(tconsts) + len(res_consts),
+                     num_carry=len(acc_init) + num_carry, length=length,
+                     reverse=not reverse, unroll=unroll)
+  ct_consts, ct_init, ct_xs = _split(outs, len(acc_init), num_carry)
+  it_c, it_x = iter(ct_consts), iter(ct_xs)
+  return ([next(it_c) if l else None for l in c_lin]
+          + [ct if ad.is_undefined_primal(x) else None for x, ct in zip(init, ct_init)]
+          + [next(it_x) if l else None for l in x_lin])
+
+
+def _scan_transpose_jaxpr(jaxpr, num_consts, num_carry, c_lin, x_lin, ys_nz, res_c_avals,
+                          res_x_avals):
+  c_avals, carry_avals, x_avals = _split(jaxpr.in_avals, num_consts, num_carry)
+  y_avals = jaxpr.out_avals[num_carry:]
+  lin_c_avals = [a for a, l in zip(c_avals, c_lin) if l]
+  lin_x_avals = [a for a, l in zip(x_avals, x_lin) if l]
+  n_rc, n_acc, n_rx = len(res_c_avals), len(lin_c_avals), len(res_x_avals)
+
+  def body(*flat):
+    rc, acc, cc, rx, cy = _split(flat, n_rc, n_acc, num_carry, n_rx)
+    it_rc, it_rx, it_cy = iter(rc), iter(rx), iter(cy)
+    args = ([ad.UndefinedPrimal(a) if l else next(it_rc) for a, l in zip(c_avals, c_lin)]
+            + [ad.UndefinedPrimal(a) for a in carry_avals]
+            + [ad.UndefinedPrimal(a) if l else next(it_rx) for a, l in zip(x_avals, x_lin)])
+    cts_out = list(cc) + [next(it_cy) if nz else ad.Zero(a.to_tangent_aval())
+                          for a, nz in zip(y_avals, ys_nz)]
+    cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, args, cts_out)
+    ct_c, ct_carry, ct_x = _split(cts_in, num_consts, num_carry)
+    ct_c = [ct for ct, l in zip(ct_c, c_lin) if l]
+    ct_x = [ct for ct, l in zip(ct_x, x_lin) if l]
+    new_acc = [ad.add_tangents(a, ct) if type(ct) is not ad.Zero else a
+               for a, ct in zip(acc, ct_c)]
+    return (new_acc + [ad.instantiate_zeros(ct) for ct in ct_carry]
+            + [ad.instantiate_zeros(ct) for ct in ct_x])
+
+  in_avals = (list(res_c_avals) + lin_c_avals + list(carry_avals) + list(res_x_avals)
+              + [a for a, nz in zip(y_avals, ys_nz) if nz])
+  closed = trace_to_jaxpr(body, in_avals, "scan transpose", "transpose")
+  return convert_constvars(closed)
+
+ad.primitive_transposes[scan_p] = _scan_transpose
+
+
+def _scan_batch(axis_data, vals, dims, *, jaxpr, num_consts, num_carry, length, reverse,
+                unroll):
+  size, name = axis_data.size, axis_data.name
+  consts, init, xs = _split(vals, num_consts, num_carry)
+  cd, initd, xd = _split(dims, num_consts, num_carry)
+  # The scanned axis stays in front: a batched xs has its batch dimension at 1, which is
+  # dimension 0 of each slice the body sees.
+  xs = [x if d is None else batching.moveaxis(x, d, 1) for x, d in zip(xs, xd)]
+  xbd = [None if d is None else 0 for d in xd]
+  n_ys = len(jaxpr.out_avals) - num_carry
+
+  def carry_dims(bat):
+    return [0 if b else None for b in bat]
+
+  carry_bat = _carry_fixpoint(
+      lambda bat: [d is not None for d in _memo(
+          _batch_jaxpr, jaxpr, size, name, tuple(cd + carry_dims(bat) + xbd),
+          tuple(bat + [False] * n_ys))[1][:num_carry]],
+      [d is not None for d in initd])
+  body, out_dims = _memo(_batch_jaxpr, jaxpr, size, name,
+                         tuple(cd + carry_dims(carry_bat) + xbd),
+                         tuple(carry_bat + [False] * n_ys))
+  body, jconsts = convert_constvars(body)
+  init = [batching.bdim_at_front(x, d, size) if b else x
+          for x, d, b in zip(init, initd, carry_bat)]
+  outs = scan_p.bind(*jconsts, *consts, *init, *xs, jaxpr=body,
+                     num_consts=len(jconsts) + num_consts, num_carry=num_carry,
+                     length=length, reverse=reverse, unroll=unroll)
+  ys_dims = [None if d is None else 1 for d in out_dims[num_carry:]]
+  return outs, carry_dims(carry_bat) + ys_dims
+
+batching.axis_primitive_batchers[scan_p] = _scan_batch
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1, _split_transpose: bool = False):
+  """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the final carry
+  and the stacked ``y``s (``reverse`` runs from the end; ``unroll`` is accepted, the loop is
+  not unrolled)."""
+  if not callable(f):
+    raise TypeError(f"scan: f argument should be callable, got {type(f).__name__}")
+  xs_leaves, _ = tree_util.tree_flatten(xs)
+  lengths = []
+  for x in xs_leaves:
+    aval = get_aval(x)
+    if aval.ndim == 0:
+      raise ValueError(f"scan got value with no leading axis to scan over: "
+                       f"{aval.str_short()}")
+    lengths.append(aval.shape[0])
+  if length is not None:
+    try:
+      length = int(length)
+    except TypeError as e:
+      raise TypeError(f"scan: length must be a Python int, got {length!r}") from e
+    if any(n != length for n in lengths):
+      raise ValueError(f"scan got `length` argument of {length} which disagrees with leading "
+                       f"axis sizes {', '.join(str(n) for n in lengths)}")
+  elif not lengths:
+    raise ValueError("scan got no values to scan over and `length` not provided")
+  elif len(set(lengths)) > 1:
+    paths = _paths(tree_util.tree_structure(xs))
+    sizes = ", ".join(f"xs{p}.shape[0]={n}" for p, n in zip(paths, lengths))
+    raise ValueError(f"scan got values with different leading axis sizes: {sizes}")
+  else:
+    length = lengths[0]
+  if isinstance(unroll, bool):
+    unroll = max(length, 1) if unroll else 1
+  leaves, in_tree = tree_util.tree_flatten((init, xs))
+  init_leaves, carry_tree = tree_util.tree_flatten(init)
+  n_carry = len(init_leaves)
+  xs_leaves = leaves[n_carry:]
+  x_avals = [get_aval(x) for x in xs_leaves]
+  x_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
+  for _ in range(2):
+    avals = [get_aval(x) for x in init_leaves] + x_avals
+    body, consts, out_tree = _trace_fun(f, in_tree, avals, "scan")
+    children = tree_util.treedef_children(out_tree)
+    if (len(children) != 2 or out_tree != tree_util.treedef_tuple(children)):
+      raise TypeError(f"scan: body function f must return a pair (carry, y), got a value "
+                      f"with structure {out_tree}")
+    if children[0] != carry_tree:
+      break
+    init_leaves, changed = _promote_weak(init_leaves, avals[:n_carry],
+                                         body.out_avals[:n_carry])
+    if not changed:
+      break
+  carry_avals = [get_aval(x) for x in init_leaves]
+  _check_carry("scan", carry_tree, carry_avals, children[0], body.out_avals[:n_carry])
+  outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=body, num_consts=len(consts),
+                     num_carry=n_carry, length=length, reverse=bool(reverse),
+                     unroll=int(unroll))
+  carry = tree_util.tree_unflatten(carry_tree, outs[:n_carry])
+  ys = tree_util.tree_unflatten(children[1], outs[n_carry:])
+  return carry, ys
+
+
+# --- fori_loop and map -------------------------------------------------------------------
+
+def _fori_scan_body(body_fun):
+  def scanned(carry, _):
+    i, x = carry
+    return (_ew.add(i, 1), body_fun(i, x)), None
+  return scanned
+
+
+def _fori_while_body(body_fun):
+  def body(carry):
+    i, upper, x = carry
+    return _ew.add(i, 1), upper, body_fun(i, x)
+  return body
+
+
+def _fori_cond(carry):
+  return _ew.lt(carry[0], carry[1])
+
+
+def _static_int(x):
+  """``x`` as a Python int when it is concrete (not traced), else None."""
+  if isinstance(x, Tracer) or isinstance(x, bool):
+    return None
+  try:
+    return int(np.asarray(x))
+  except (TypeError, ValueError):
+    return None
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
+  """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``.
+
+  With Python-int bounds this is a ``scan`` (reverse-mode differentiable); with traced
+  bounds a ``while_loop``.
+  """
+  if not callable(body_fun):
+    raise TypeError(f"fori_loop: body_fun argument should be callable, got "
+                    f"{type(body_fun).__name__}")
+  for what, v in (("lower", lower), ("upper", upper)):
+    aval = get_aval(v)
+    if aval.shape != () or not dtypes.is_int(aval.dtype):
+      raise TypeError(f"fori_loop: {what} must be an integer scalar, got {aval.str_short()}")
+  lo, hi = _static_int(lower), _static_int(upper)
+  if not (type(lower) is int and type(upper) is int):
+    dtype = dtypes.result_type(lower, upper)
+    lower = _ew.convert_element_type(lower, dtype)
+    upper = _ew.convert_element_type(upper, dtype)
+  if lo is not None and hi is not None:
+    body = _cached_wrapper("fori_scan", body_fun, _fori_scan_body)
+    (_, out), _ = scan(body, (lower, init_val), None, length=builtins.max(hi - lo, 0),
+                       unroll=1 if unroll is None else unroll)
+    return out
+  if unroll is not None and unroll is not False and unroll != 1:
+    raise ValueError("fori_loop: unroll requires static (Python int) lower and upper bounds")
+  body = _cached_wrapper("fori_while", body_fun, _fori_while_body)
+  return while_loop(_fori_cond, body, (lower, upper, init_val))[2]
+
+
+def _map_body(f):
+  def body(carry, x):
+    return carry, f(x)
+  return body
+
+
+def map(f: Callable, xs, *, batch_size: int | None = None):
+  """``stack([f(x) for x in xs])`` over the leading axis of a pytree ``xs``, as a ``scan``
+  (``batch_size`` maps ``vmap(f)`` over chunks of that many elements)."""
+  if not callable(f):
+    raise TypeError(f"map: f argument should be callable, got {type(f).__name__}")
+  if batch_size is None:
+    _, ys = scan(_cached_wrapper("map", f, _map_body), (), xs)
+    return ys
+  from hlox.api import vmap  # the public transform (lax sits below api)
+  leaves, tree = tree_util.tree_flatten(xs)
+  if not leaves:
+    raise ValueError("map: xs has no arrays to map over")
+  n = get_aval(leaves[0]).shape[0]
+  batch_size = int(batch_size)
+  if batch_size <= 0:
+    raise ValueError(f"map: batch_size must be positive, got {batch_size}")
+  n_full, rem = divmod(n, batch_size)
+  main = [_shapes.reshape(_shapes.slice_in_dim(x, 0, n_full * batch_size),
+                          (n_full, batch_size) + get_aval(x).shape[1:]) for x in leaves]
+  vf = _cached_wrapper("vmap", f, vmap)
+  _, ys = scan(_cached_wrapper("map", vf, _map_body), (), tree_util.tree_unflatten(tree, main))
+  ys = tree_util.tree_map(
+      lambda y: _shapes.reshape(y, (n_full * batch_size,) + get_aval(y).shape[2:]), ys)
+  if rem:
+    rest = tree_util.tree_unflatten(tree, [_shapes.slice_in_dim(x, n_full * batch_size, n)
+                                           for x in leaves])
+    ys_rest = vf(rest)
+    ys = tree_util.tree_map(lambda a, b: _shapes.concatenate([a, b], 0), ys, ys_rest)
+  return ys
