@@ -24,6 +24,8 @@ TARGETS = {  # ratio hlox/JAX the Foundation issue asks for (None: no JAX compar
     "jit_dispatch": 1.5, "eager_sin": 1.5, "first_call_mlp": 1.2,
     "grad_mlp_step": 1.1, "grad_mlp_first_call": 1.2, "make_jaxpr_grad": 1.5,
     "per_example_grads_64_32_10": 1.1, "per_example_grads_256_128_10": 1.1,
+    "rnn_scan_grad_step": 1.1, "rnn_scan_grad_first_call": 1.2,
+    "random_normal_1m": 1.2,
 }
 
 

@@ -216,6 +216,60 @@ def bench_per_example_loop_64_32_10(lib):
   return best_per_call(run, 5)
 
 
+def bench_random_normal_1m(lib):
+  """Steady-state jitted draw of 1M standard normals (threefry bits, erfinv)."""
+  mod, _, _ = load(lib)
+  random = mod.random
+  key = random.PRNGKey(0)
+  f = mod.jit(lambda k: random.normal(k, (1_000_000,)))
+  mod.block_until_ready(f(key))
+  return best_per_call(lambda: mod.block_until_ready(f(key)), 20)
+
+
+def _rnn_scan_setup(lib):
+  mod, jnp, clear = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  T, B, D, H = 100, 32, 128, 128
+  params = {"wx": jnp.asarray((rng.standard_normal((D, H)) / np.sqrt(D)).astype(np.float32)),
+            "wh": jnp.asarray((rng.standard_normal((H, H)) / np.sqrt(H)).astype(np.float32)),
+            "wo": jnp.asarray((rng.standard_normal((H, 1)) / np.sqrt(H)).astype(np.float32))}
+  xs = jnp.asarray(rng.standard_normal((T, B, D)).astype(np.float32))
+  y = jnp.asarray(rng.standard_normal((B, 1)).astype(np.float32))
+  scan = mod.lax.scan
+
+  def rnn_loss(params, xs, y):
+    def step(h, x):
+      h = jnp.tanh(x @ params["wx"] + h @ params["wh"])
+      return h, None
+    h, _ = scan(step, jnp.zeros((B, H), jnp.float32), xs)
+    return jnp.mean((h @ params["wo"] - y) ** 2)
+  return mod, clear, params, xs, y, rnn_loss
+
+
+def bench_rnn_scan_grad_step(lib):
+  """Steady-state jit(grad(rnn_loss)): a tanh RNN scanned over 100 steps, hidden 128,
+  batch 32."""
+  mod, clear, params, xs, y, rnn_loss = _rnn_scan_setup(lib)
+  step = mod.jit(mod.grad(rnn_loss))
+  mod.block_until_ready(step(params, xs, y))
+  return best_per_call(lambda: mod.block_until_ready(step(params, xs, y)), 20)
+
+
+def bench_rnn_scan_grad_first_call(lib):
+  """Trace + AD of scan + lower + compile + run of jit(grad(rnn_loss)), fresh each time."""
+  mod, clear, params, xs, y, rnn_loss = _rnn_scan_setup(lib)
+  mod.jit(lambda a: a + 1)(y).block_until_ready()
+  best = float("inf")
+  for _ in range(3):
+    clear()
+    step = mod.jit(mod.grad(rnn_loss))
+    start = time.perf_counter()
+    mod.block_until_ready(step(params, xs, y))
+    best = min(best, time.perf_counter() - start)
+  return best
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

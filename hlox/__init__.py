@@ -15,6 +15,7 @@ from hlox.core.tracer import Tracer as _Tracer
 from hlox import tree_util
 from hlox import lax
 from hlox import numpy
+from hlox import random
 from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, vmap
 from hlox.autodiff import (grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad,
                            vjp)

@@ -83,6 +83,11 @@ def main() -> None:
   print(f"time: vmap {vmap_t * 1e6:.0f} us, Python loop {loop_t * 1e6:.0f} us "
         f"({loop_t / vmap_t:.0f}x faster)")
 
+  print("\n# Random numbers (threefry2x32, the same bits as JAX)")
+  key = hlox.random.PRNGKey(0)
+  print(f"uniform(key, (3,)): {np.asarray(hlox.random.uniform(key, (3,))).tolist()}")
+  print(f"split(key): {np.asarray(hlox.random.split(key)).tolist()}")
+
   jit_t = _time_per_call(fast, w, b, x)
   eager_t = _time_per_call(predict, w, b, x)
   print(f"\ntime per call: jit {jit_t * 1e6:.1f} us, eager {eager_t * 1e6:.1f} us "

@@ -32,3 +32,12 @@ def test_demo_shows_per_example_gradients():
   text = demo_output()
   assert "per-example gradient shape: (32, 4, 3)" in text
   assert "matches a Python loop: True" in text
+
+
+def test_demo_shows_random_numbers():
+  text = demo_output()
+  assert "# Random numbers" in text
+  # JAX 0.10.2's numbers for PRNGKey(0).
+  assert ("uniform(key, (3,)): [0.9476670026779175, 0.9785798788070679, 0.33229148387908936]"
+          in text)
+  assert "split(key): [[1797259609, 2579123966], [928981903, 3453687069]]" in text

@@ -1,0 +1,801 @@
+"""Random distributions on threefry bits, with JAX 0.10.2's signatures and algorithms.
+
+The samplers marked "bit-exact" in the tests reproduce JAX's numbers exactly: they consume
+the same bits in the same order (same splits) and apply the same float operations.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hlox import lax
+from hlox import numpy as jnp
+from hlox.core import dtypes
+from hlox.core.tracer import Tracer, get_aval
+from hlox.random.prng import _canonical_shape, _check_key, random_bits, _split_data
+from hlox.runtime import Array
+
+__all__ = ["uniform", "normal", "truncated_normal", "bernoulli", "randint", "categorical",
+           "choice", "permutation", "gumbel", "exponential", "laplace", "logistic", "cauchy",
+           "rademacher", "gamma", "loggamma", "beta", "dirichlet", "t", "chisquare",
+           "lognormal", "poisson", "multivariate_normal", "orthogonal"]
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def _float_dtype(name, dtype):
+  dtype = dtypes.default_float_dtype() if dtype is None else np.dtype(dtype)
+  if not dtypes.is_float(dtype):
+    raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dtype}")
+  return dtypes.canonicalize_dtype(dtype)
+
+
+def _shape(x):
+  return tuple(get_aval(x).shape) if isinstance(x, (Array, Tracer)) else np.shape(x)
+
+
+def _check_shape(name, shape, *param_shapes):
+  if param_shapes:
+    try:
+      out = np.broadcast_shapes(shape, *param_shapes)
+    except ValueError:
+      out = None
+    if out != tuple(shape):
+      raise ValueError(f"{name} parameter shapes must be broadcast-compatible with shape "
+                       f"argument, and the result of broadcasting the shapes must equal the "
+                       f"shape argument, but got result {out} for shape argument {shape}.")
+
+
+def _as(x, dtype):
+  """``x`` converted to ``dtype`` (Python and NumPy values become NumPy constants)."""
+  if isinstance(x, (Array, Tracer)):
+    return x if get_aval(x).dtype == dtype else lax.convert_element_type(x, dtype)
+  return np.asarray(x, dtype)
+
+
+def _to_rank(x, rank):
+  shape = _shape(x)
+  if len(shape) == rank:
+    return x
+  if len(shape) > rank:
+    raise ValueError(f"parameter of shape {shape} has more dimensions than the output")
+  new = (1,) * (rank - len(shape)) + tuple(shape)
+  return lax.reshape(x, new) if isinstance(x, (Array, Tracer)) else np.reshape(x, new)
+
+
+_JITTED = {}
+
+
+def _call(impl, *args, **static):
+  """``impl(*args, **static)`` under one ``jit`` (static keyword parameters), as JAX jits
+  each sampler: XLA then fuses the float arithmetic the same way, which bit-exactness needs
+  (e.g. multiply-add contracted to FMA), and eager calls compile once per signature."""
+  f = _JITTED.get(impl)
+  if f is None:
+    from hlox.api import jit
+    f = _JITTED[impl] = jit(impl, static_argnames=tuple(sorted(static)))
+  return f(*args, **static)
+
+
+def _bits(key_data, nbits, shape):
+  return random_bits(key_data, nbits, shape)
+
+
+def _split2(data):
+  keys = _split_data(data, (2,))
+  return keys[0], keys[1]
+
+
+def _uniform(data, shape, dtype, minval, maxval):
+  finfo = jnp.finfo(dtype)
+  nbits, nmant = finfo.bits, finfo.nmant
+  minval = _to_rank(_as(minval, dtype), len(shape))
+  maxval = _to_rank(_as(maxval, dtype), len(shape))
+  rng_bits = 8 if nmant < 8 else nbits
+  uint = np.dtype(f"uint{nbits}")
+  b = _bits(data, rng_bits, shape)
+  if rng_bits != nbits:
+    b = lax.convert_element_type(b, uint)
+  # Random mantissa under the exponent of 1.0 gives a float in [1, 2); subtract 1.
+  one_bits = np.array(1.0, dtype).view(uint)
+  fbits = lax.bitwise_or(lax.shift_right_logical(b, np.array(rng_bits - nmant, uint)),
+                         one_bits)
+  floats = lax.sub(lax.bitcast_convert_type(fbits, dtype), np.array(1.0, dtype))
+  return lax.max(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
+
+
+# --- samplers ------------------------------------------------------------------------------
+
+def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
+  """Uniform samples in ``[minval, maxval)`` (bit-exact with JAX)."""
+  data, _ = _check_key("uniform", key)
+  dtype = _float_dtype("uniform", dtype)
+  shape = _canonical_shape("uniform", shape)
+  return _call(_uniform_impl, data, minval, maxval, shape=shape, dtype=dtype)
+
+
+def _uniform_impl(data, minval, maxval, *, shape, dtype):
+  return _uniform(data, shape, dtype, minval, maxval)
+
+
+def normal(key, shape=(), dtype=None):
+  """Standard normal samples: ``sqrt(2) * erfinv(u)``, ``u`` uniform on (-1, 1) (bit-exact)."""
+  data, _ = _check_key("normal", key)
+  if dtype is not None and dtypes.is_complex(np.dtype(dtype)):
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+  else:
+    dtype = _float_dtype("normal", dtype)
+  shape = _canonical_shape("normal", shape)
+  return _call(_normal_impl, data, shape=shape, dtype=dtype)
+
+
+def _normal_impl(data, *, shape, dtype):
+  if dtypes.is_complex(dtype):
+    # Independent real and imaginary parts, each of variance 1/2 (JAX's construction).
+    k_re, k_im = _split2(data)
+    real = np.array(0, dtype).real.dtype
+    re = lax.convert_element_type(_normal(k_re, shape, real), dtype)
+    im = lax.convert_element_type(_normal(k_im, shape, real), dtype)
+    z = lax.add(re, lax.mul(np.array(1j, dtype), im))
+    return lax.div(z, np.array(np.sqrt(2), dtype))
+  return _normal(data, shape, dtype)
+
+
+def _normal(data, shape, dtype):
+  lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype))
+  u = _uniform(data, shape, dtype, lo, 1.)
+  return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+  """Standard normal samples conditioned on ``lower < x < upper``."""
+  data, _ = _check_key("truncated_normal", key)
+  dtype = _float_dtype("truncated_normal", dtype)
+  if shape is None:
+    shape = np.broadcast_shapes(_shape(lower), _shape(upper))
+  else:
+    shape = _canonical_shape("truncated_normal", shape)
+    _check_shape("truncated_normal", shape, _shape(lower), _shape(upper))
+  return _call(_truncated_normal_impl, data, lower, upper, shape=shape, dtype=dtype)
+
+
+def _truncated_normal_impl(data, lower, upper, *, shape, dtype):
+  sqrt2 = np.array(np.sqrt(2), dtype)
+  lower, upper = _as(lower, dtype), _as(upper, dtype)
+  a = lax.erf(lax.div(lower, sqrt2))
+  b = lax.erf(lax.div(upper, sqrt2))
+  out = lax.mul(sqrt2, lax.erf_inv(_uniform(data, shape, dtype, a, b)))
+  # Rounding may land on the bounds: keep the samples strictly inside.
+  lo = lax.nextafter(lax.stop_gradient(lower), np.full(_shape(lower), np.inf, dtype))
+  hi = lax.nextafter(lax.stop_gradient(upper), np.full(_shape(upper), -np.inf, dtype))
+  return jnp.clip(out, lo, hi)
+
+
+def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
+  """Booleans that are True with probability ``p`` (bit-exact)."""
+  data, _ = _check_key("bernoulli", key)
+  if mode not in ("high", "low"):
+    raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+  if isinstance(p, float):
+    dtype = dtypes.default_float_dtype()
+  else:
+    dtype = get_aval(p).dtype
+  if not dtypes.is_float(dtype):
+    raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
+  dtype = dtypes.canonicalize_dtype(dtype)
+  p = _as(p, dtype)
+  if shape is None:
+    shape = _shape(p)
+  else:
+    shape = _canonical_shape("bernoulli", shape)
+    _check_shape("bernoulli", shape, _shape(p))
+  return _call(_bernoulli_impl, data, p, shape=shape, mode=mode)
+
+
+def _bernoulli_impl(data, p, *, shape, mode):
+  dtype = get_aval(p).dtype
+  p = _to_rank(p, len(shape))
+  if mode == "high":
+    u = _uniform(data, (2, *shape), dtype, 0., 1.)
+    u1, u2 = u[0], u[1]
+    u2 = lax.mul(u2, np.array(2.0 ** -jnp.finfo(dtype).nmant, dtype))
+    return lax.lt(u2, lax.sub(p, u1))
+  return lax.lt(_uniform(data, shape, dtype, 0., 1.), p)
+
+
+def _clip_to(val, dtype):
+  """Integer ``val`` converted to integer ``dtype``, clipping instead of wrapping."""
+  vi, di = np.iinfo(get_aval(val).dtype), np.iinfo(dtype)
+  lo = np.array(max(di.min, vi.min), get_aval(val).dtype)
+  hi = np.array(min(di.max, vi.max), get_aval(val).dtype)
+  return lax.convert_element_type(lax.clamp(lo, val, hi), dtype)
+
+
+def randint(key, shape, minval, maxval, dtype=None):
+  """Integers in ``[minval, maxval)``, from two 32/64-bit draws reduced modulo the span
+  (bit-exact)."""
+  data, _ = _check_key("randint", key)
+  dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
+  if not (dtypes.is_int(dtype) or dtypes.is_unsigned_int(dtype)) or dtype == np.bool_:
+    raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+  dtype = dtypes.canonicalize_dtype(dtype)
+  shape = _canonical_shape("randint", shape)
+  info = np.iinfo(dtype)
+  sample_dtype = dtype
+  minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
+  if info.bits < 32:
+    # Sample in 32 bits so that the modulo bias stays small.
+    sample_dtype = np.dtype(np.int32)
+    minval = jnp.clip(minval.astype(np.int32), int(info.min), int(info.max))
+    maxval = jnp.clip(maxval.astype(np.int32), int(info.min), int(info.max) + 1)
+  out = _call(_randint_impl, data, minval, maxval, shape=shape, dtype=sample_dtype)
+  return out if out.dtype == dtype else lax.convert_element_type(out, dtype)
+
+
+def _randint_impl(data, minval, maxval, *, shape, dtype):
+  _check_shape("randint", shape, _shape(minval), _shape(maxval))
+  if not dtypes.is_int(minval.dtype) and not dtypes.is_unsigned_int(minval.dtype):
+    minval = minval.astype(dtypes.default_int_dtype())
+  if not dtypes.is_int(maxval.dtype) and not dtypes.is_unsigned_int(maxval.dtype):
+    maxval = maxval.astype(dtypes.default_int_dtype())
+  # maxval beyond dtype's range (e.g. 256 for uint8) widens the span by one.
+  dmax = _clip_to(jnp.asarray(np.array(np.iinfo(dtype).max, dtype)), maxval.dtype)
+  out_of_range = lax.gt(maxval, dmax)
+  minval, maxval = _clip_to(minval, dtype), _clip_to(maxval, dtype)
+  minval, maxval = _to_rank(minval, len(shape)), _to_rank(maxval, len(shape))
+  out_of_range = _to_rank(out_of_range, len(shape))
+  nbits = np.iinfo(dtype).bits
+  k1, k2 = _split2(data)
+  higher, lower = _bits(k1, nbits, shape), _bits(k2, nbits, shape)
+  udt = np.dtype(f"uint{nbits}")
+  span = lax.convert_element_type(lax.sub(maxval, minval), udt)
+  empty = lax.le(maxval, minval)
+  span = lax.select(empty, lax.full_like(span, 1), span)
+  span = lax.select(lax.bitwise_and(out_of_range, lax.bitwise_not(empty)),
+                    lax.add(span, np.array(1, udt)), span)
+  # (hi * 2**nbits + lo) mod span, with 2**nbits mod span computed without overflow.
+  mult = lax.rem(np.array(2 ** (nbits // 2), udt), span)
+  mult = lax.rem(lax.mul(mult, mult), span)
+  off = lax.add(lax.mul(lax.rem(higher, span), mult), lax.rem(lower, span))
+  off = lax.rem(off, span)
+  return lax.add(minval, lax.convert_element_type(off, dtype))
+
+
+def _shuffle(data, x, axis):
+  return _call(_shuffle_impl, data, x, axis=axis)
+
+
+def _shuffle_impl(data, x, *, axis):
+  # Sort by fresh random 32-bit keys, enough rounds that ties are unlikely (JAX's rule).
+  size = math.prod(_shape(x))
+  rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+  for _ in range(rounds):
+    data, sub = _split2(data)
+    _, x = lax.sort_key_val(_bits(sub, 32, _shape(x)), x, axis)
+  return x
+
+
+def permutation(key, x, axis: int = 0, independent: bool = False):
+  """A random permutation of ``range(x)`` (integer ``x``) or of ``x`` along ``axis``
+  (bit-exact)."""
+  data, _ = _check_key("permutation", key)
+  if not isinstance(x, (Array, Tracer)):
+    x = np.asarray(x)
+  ndim = len(_shape(x))
+  if not ndim:
+    dt = get_aval(x).dtype if isinstance(x, (Array, Tracer)) else x.dtype
+    if not (dtypes.is_int(dt) or dtypes.is_unsigned_int(dt)):
+      raise TypeError("x must be an integer or at least 1-dimensional")
+    if isinstance(x, Tracer):
+      raise TypeError("permutation: an integer x must be concrete (not traced)")
+    n = int(x)
+    if n < 0:
+      raise ValueError(f"permutation: x must be non-negative, got {n}")
+    return _shuffle(data, jnp.arange(n), 0)
+  axis = axis + ndim if axis < 0 else axis
+  if not 0 <= axis < ndim:
+    raise ValueError(f"permutation: axis {axis} out of bounds for {ndim}-d array")
+  x = jnp.asarray(x)
+  if independent or ndim == 1:
+    return _shuffle(data, x, axis)
+  ind = _shuffle(data, jnp.arange(x.shape[axis]), 0)
+  return jnp.take(x, ind, axis)
+
+
+def gumbel(key, shape=(), dtype=None, mode=None):
+  """Standard Gumbel samples ``-log(-log(u))`` (bit-exact for the default mode 'low')."""
+  data, _ = _check_key("gumbel", key)
+  dtype = _float_dtype("gumbel", dtype)
+  shape = _canonical_shape("gumbel", shape)
+  mode = "low" if mode is None else mode
+  if mode not in ("high", "low"):
+    raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+  return _call(_gumbel_impl, data, shape=shape, dtype=dtype, mode=mode)
+
+
+def _gumbel_impl(data, *, shape, dtype, mode):
+  return _gumbel(data, shape, dtype, mode)
+
+
+def _gumbel(data, shape, dtype, mode):
+  info = jnp.finfo(dtype)
+  if mode == "high":
+    u = _uniform(data, (2,) + shape, dtype, 0., 1.)
+    high, low = u[0], u[1]
+    x = jnp.where(high >= 0.5, high,
+                  high + np.array(2.0 ** -info.nmant, dtype) * low + np.array(info.tiny, dtype))
+    return lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x)))))
+  u = _uniform(data, shape, dtype, np.array(info.tiny, dtype), 1.)
+  return lax.neg(lax.log(lax.neg(lax.log(u))))
+
+
+def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, mode=None):
+  """Indices drawn with probabilities ``softmax(logits, axis)`` (Gumbel-max; bit-exact)."""
+  data, _ = _check_key("categorical", key)
+  logits = jnp.asarray(logits)
+  if not dtypes.is_float(logits.dtype):
+    raise TypeError(f"categorical: logits must be floating, got {logits.dtype}")
+  ndim = logits.ndim
+  if ndim == 0:
+    raise ValueError("categorical: logits must have at least one dimension")
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"categorical: axis {axis} out of bounds for logits of shape "
+                     f"{logits.shape}")
+  batch_shape = tuple(np.delete(logits.shape, axis))
+  if shape is None:
+    shape = batch_shape
+  else:
+    shape = _canonical_shape("categorical", shape)
+    _check_shape("categorical", shape, batch_shape)
+  mode = "low" if mode is None else mode
+  prefix = shape[:len(shape) - len(batch_shape)]
+  if not replace and math.prod(prefix) > logits.shape[axis]:
+    raise ValueError(f"Number of samples without replacement ({math.prod(prefix)}) cannot "
+                     f"exceed number of categories ({logits.shape[axis]}).")
+  return _call(_categorical_impl, data, logits, axis=axis, shape=shape,
+               batch_shape=batch_shape, replace=replace, mode=mode)
+
+
+def _categorical_impl(data, logits, *, axis, shape, batch_shape, replace, mode):
+  ndim = logits.ndim
+  prefix = shape[:len(shape) - len(batch_shape)]
+  if replace:
+    ax = axis - ndim if axis >= 0 else axis
+    lshape = list(shape[len(shape) - len(batch_shape):])
+    lshape.insert(ax % ndim, logits.shape[ax])
+    g = _gumbel(data, (*prefix, *lshape), logits.dtype, mode)
+    return jnp.argmax(lax.add(g, lax.expand_dims(logits, tuple(range(len(prefix))))),
+                      axis=ax)
+  logits = lax.add(logits, _gumbel(data, logits.shape, logits.dtype, mode))
+  k = math.prod(prefix)
+  _, idx = lax.top_k(jnp.moveaxis(logits, axis, -1), k)
+  dims = (idx.ndim - 1, *range(idx.ndim - 1))
+  return lax.reshape(idx, shape, dims)
+
+
+def _searchsorted_left(sorted_1d, v):
+  # Count of entries < v: the left insertion point (sorted_1d is a small 1-d array).
+  cmp = lax.lt(lax.expand_dims(sorted_1d, tuple(range(v.ndim))), lax.expand_dims(v, (v.ndim,)))
+  return jnp.sum(cmp.astype(np.int32), axis=-1)
+
+
+def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode=None):
+  """Samples from ``a`` (an array, or ``range(a)`` for an integer), optionally weighted by
+  ``p`` (bit-exact)."""
+  data, _ = _check_key("choice", key)
+  if not isinstance(shape, (tuple, list)):
+    raise TypeError(f"shape argument of hlox.random.choice must be a sequence, got {shape}")
+  shape = _canonical_shape("choice", shape)
+  arr = jnp.asarray(a)
+  if arr.ndim == 0:
+    if isinstance(a, Tracer):
+      raise TypeError("choice: an integer a must be concrete (not traced)")
+    n_inputs = int(a)
+  else:
+    axis = axis + arr.ndim if axis < 0 else axis
+    if not 0 <= axis < arr.ndim:
+      raise ValueError(f"choice: axis {axis} out of bounds for a of shape {arr.shape}")
+    n_inputs = arr.shape[axis]
+  n_draws = math.prod(shape)
+  if n_draws == 0:
+    return jnp.zeros(shape, dtype=arr.dtype)
+  if n_inputs <= 0:
+    raise ValueError("a must be greater than 0 unless no samples are taken")
+  if not replace and n_draws > n_inputs:
+    raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population "
+                     f"(size {n_inputs}) when 'replace=False'")
+  if p is None:
+    if replace:
+      ind = randint(key, shape, 0, n_inputs)
+      result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+    else:
+      perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
+      result = lax.slice_in_dim(perm, 0, n_draws, axis=0 if arr.ndim == 0 else axis)
+  else:
+    p = jnp.asarray(p)
+    if not dtypes.is_float(p.dtype):
+      p = p.astype(dtypes.default_float_dtype())
+    if p.shape != (n_inputs,):
+      raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
+                       f"p has shape {p.shape} and a.shape[axis] is {n_inputs}.")
+    ind = _call(_choice_p_impl, data, p, shape=shape, replace=bool(replace),
+                mode="low" if mode is None else mode)
+    result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+  out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + tuple(shape) + arr.shape[axis + 1:]
+  return jnp.reshape(result, out_shape)
+
+
+def _choice_p_impl(data, p, *, shape, replace, mode):
+  if replace:
+    cum = jnp.cumsum(p)
+    u = _uniform(data, shape, p.dtype, 0., 1.)
+    return _searchsorted_left(cum, cum[-1] * (1 - u))
+  g = lax.add(_gumbel(data, p.shape, p.dtype, mode), jnp.log(p))
+  return lax.top_k(g, math.prod(shape))[1]
+
+
+def exponential(key, shape=(), dtype=None):
+  """Exponential(1) samples ``-log1p(-u)``."""
+  data, _ = _check_key("exponential", key)
+  dtype = _float_dtype("exponential", dtype)
+  shape = _canonical_shape("exponential", shape)
+  return _call(_exponential_impl, data, shape=shape, dtype=dtype)
+
+
+def _exponential_impl(data, *, shape, dtype):
+  u = _uniform(data, shape, dtype, 0., 1.)
+  return lax.neg(lax.log1p(lax.neg(u)))
+
+
+def laplace(key, shape=(), dtype=None):
+  """Laplace(0, 1) samples."""
+  data, _ = _check_key("laplace", key)
+  dtype = _float_dtype("laplace", dtype)
+  shape = _canonical_shape("laplace", shape)
+  return _call(_laplace_impl, data, shape=shape, dtype=dtype)
+
+
+def _laplace_impl(data, *, shape, dtype):
+  u = _uniform(data, shape, dtype,
+               np.array(-1. + jnp.finfo(dtype).epsneg, dtype), 1.)
+  return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def logistic(key, shape=(), dtype=None):
+  """Standard logistic samples ``log(u) - log1p(-u)``."""
+  data, _ = _check_key("logistic", key)
+  dtype = _float_dtype("logistic", dtype)
+  shape = _canonical_shape("logistic", shape)
+  return _call(_logistic_impl, data, shape=shape, dtype=dtype)
+
+
+def _logistic_impl(data, *, shape, dtype):
+  u = _uniform(data, shape, dtype,
+               np.array(jnp.finfo(dtype).tiny, dtype), 1.)
+  return lax.sub(lax.log(u), lax.log1p(lax.neg(u)))
+
+
+def cauchy(key, shape=(), dtype=None):
+  """Standard Cauchy samples ``tan(pi (u - 1/2))``."""
+  data, _ = _check_key("cauchy", key)
+  dtype = _float_dtype("cauchy", dtype)
+  shape = _canonical_shape("cauchy", shape)
+  return _call(_cauchy_impl, data, shape=shape, dtype=dtype)
+
+
+def _cauchy_impl(data, *, shape, dtype):
+  u = _uniform(data, shape, dtype,
+               np.array(jnp.finfo(dtype).eps, dtype), 1.)
+  return lax.tan(lax.mul(np.array(np.pi, dtype), lax.sub(u, np.array(0.5, dtype))))
+
+
+def rademacher(key, shape=(), dtype=None):
+  """Uniform samples from {-1, +1}."""
+  dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+  b = bernoulli(key, np.array(0.5, dtypes.default_float_dtype()), shape)
+  b = lax.convert_element_type(b, dtype)
+  return lax.sub(lax.mul(np.array(2, dtype), b), np.array(1, dtype))
+
+
+def lognormal(key, sigma=np.float32(1.), shape=None, dtype=None):
+  """``exp(sigma * normal)`` samples."""
+  data, _ = _check_key("lognormal", key)
+  dtype = _float_dtype("lognormal", dtype)
+  if shape is None:
+    shape = _shape(sigma)
+  shape = _canonical_shape("lognormal", shape)
+  _check_shape("lognormal", shape, _shape(sigma))
+  sigma = _to_rank(_as(sigma, dtype), len(shape))
+  return lax.exp(lax.mul(_normal(data, shape, dtype), sigma))
+
+
+# --- gamma family --------------------------------------------------------------------------
+# hlox has no while loop yet, so Marsaglia-Tsang rejection runs a fixed number of candidate
+# draws per sample in parallel and keeps the first accepted one. Each candidate is accepted
+# with probability > 0.95 for alpha >= 1, so 16 candidates all fail with probability < 1e-20.
+# These samplers are distributed correctly but are not bit-identical to JAX.
+
+_GAMMA_TRIES = 16
+_no_grad = None  # the custom_jvp wrapper, made on first use (hlox.custom_derivatives imports
+                 # the API layer, which hlox.random must not import at package import time)
+
+
+def _get_no_grad():
+  global _no_grad
+  if _no_grad is None:
+    from hlox.custom_derivatives import custom_jvp
+    _no_grad = custom_jvp(_no_parameter_gradient)
+    _no_grad.defjvp(_no_parameter_gradient_jvp)
+  return _no_grad
+
+
+def _no_parameter_gradient(alpha, sample):
+  return sample
+
+
+def _no_parameter_gradient_jvp(primals, tangents):
+  raise NotImplementedError(
+      "hlox.random: gradients of gamma-family samples (gamma, loggamma, beta, dirichlet, t, "
+      "chisquare) with respect to their shape parameters are not implemented yet (JAX uses "
+      "an implicit gradient of the incomplete gamma function)")
+
+
+def _gamma_unit(data, alpha, shape, dtype):
+  """Gamma(alpha, 1) samples of ``shape`` (alpha broadcast to shape, > 0)."""
+  alpha = lax.broadcast_in_dim(_as(alpha, dtype), shape,
+                               tuple(range(len(shape) - len(_shape(alpha)), len(shape))))
+  one = np.array(1, dtype)
+  small = lax.lt(alpha, one)
+  a = lax.select(small, lax.add(alpha, one), alpha)  # boost alpha < 1 to alpha + 1
+  d = lax.sub(a, np.array(1 / 3, dtype))
+  c = lax.div(np.array(1 / 3, dtype), lax.sqrt(d))
+  k_x, k_u, k_b = _split_data(data, (3,))
+  tshape = (_GAMMA_TRIES, *shape)
+  x = _normal(k_x, tshape, dtype)
+  u = _uniform(k_u, tshape, dtype, 0., 1.)
+  c_t, d_t = lax.expand_dims(c, (0,)), lax.expand_dims(d, (0,))
+  v = lax.integer_pow(lax.add(one, lax.mul(c_t, x)), 3)
+  ok = lax.gt(v, np.array(0, dtype))
+  safe_v = lax.select(ok, v, lax.full_like(v, 1))
+  x2 = lax.mul(x, x)
+  accept = lax.bitwise_and(ok, lax.lt(
+      lax.log(u), lax.add(lax.mul(np.array(0.5, dtype), x2),
+                          lax.mul(d_t, lax.add(lax.sub(one, safe_v), lax.log(safe_v))))))
+  first = jnp.argmax(accept, axis=0)
+  v_sel = jnp.take_along_axis(safe_v, first[None], axis=0)[0]
+  sample = lax.mul(d, v_sel)
+  # Boost: Gamma(alpha) = Gamma(alpha + 1) * U ** (1 / alpha).
+  ub = _uniform(k_b, shape, dtype, np.array(jnp.finfo(dtype).tiny, dtype), 1.)
+  boost = lax.exp(lax.div(lax.log(ub), alpha))
+  return _get_no_grad()(alpha, lax.select(small, lax.mul(sample, boost), sample))
+
+
+def _param_shape(name, shape, *params):
+  if shape is None:
+    return np.broadcast_shapes(*map(_shape, params))
+  shape = _canonical_shape(name, shape)
+  _check_shape(name, shape, *map(_shape, params))
+  return shape
+
+
+def gamma(key, a, shape=None, dtype=None):
+  """Gamma(a, 1) samples (rejection sampling; distributed as JAX's, not bit-identical)."""
+  data, _ = _check_key("gamma", key)
+  dtype = _float_dtype("gamma", dtype)
+  shape = _param_shape("gamma", shape, a)
+  return _call(_gamma_impl, data, a, shape=shape, dtype=dtype)
+
+
+def _gamma_impl(data, a, *, shape, dtype):
+  return _gamma_unit(data, a, shape, dtype)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+  """``log`` of Gamma(a, 1) samples."""
+  return lax.log(gamma(key, a, shape, dtype))
+
+
+def beta(key, a, b, shape=None, dtype=None):
+  """Beta(a, b) samples as ``Ga / (Ga + Gb)``."""
+  data, _ = _check_key("beta", key)
+  dtype = _float_dtype("beta", dtype)
+  shape = _param_shape("beta", shape, a, b)
+  return _call(_beta_impl, data, a, b, shape=shape, dtype=dtype)
+
+
+def _beta_impl(data, a, b, *, shape, dtype):
+  ka, kb = _split2(data)
+  ga, gb = _gamma_unit(ka, a, shape, dtype), _gamma_unit(kb, b, shape, dtype)
+  return lax.div(ga, lax.add(ga, gb))
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+  """Dirichlet(alpha) samples along the last axis."""
+  data, _ = _check_key("dirichlet", key)
+  dtype = _float_dtype("dirichlet", dtype)
+  ashape = _shape(alpha)
+  if len(ashape) < 1:
+    raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {len(ashape)}")
+  if shape is None:
+    shape = ashape[:-1]
+  shape = _canonical_shape("dirichlet", shape)
+  _check_shape("dirichlet", shape, ashape[:-1])
+  return _call(_dirichlet_impl, data, alpha, shape=shape + ashape[-1:], dtype=dtype)
+
+
+def _dirichlet_impl(data, alpha, *, shape, dtype):
+  g = _gamma_unit(data, alpha, shape, dtype)
+  return lax.div(g, jnp.sum(g, axis=-1, keepdims=True))
+
+
+def chisquare(key, df, shape=None, dtype=None):
+  """Chi-square(df) samples: ``2 * Gamma(df / 2)``."""
+  data, _ = _check_key("chisquare", key)
+  dtype = _float_dtype("chisquare", dtype)
+  shape = _param_shape("chisquare", shape, df)
+  return _call(_chisquare_impl, data, df, shape=shape, dtype=dtype)
+
+
+def _chisquare_impl(data, df, *, shape, dtype):
+  half = lax.mul(_as(df, dtype), np.array(0.5, dtype))
+  return lax.mul(np.array(2, dtype), _gamma_unit(data, half, shape, dtype))
+
+
+def t(key, df, shape=(), dtype=None):
+  """Student's t(df) samples: ``normal * sqrt(df / 2 / Gamma(df / 2))``."""
+  data, _ = _check_key("t", key)
+  dtype = _float_dtype("t", dtype)
+  shape = _param_shape("t", shape, df)
+  return _call(_t_impl, data, df, shape=shape, dtype=dtype)
+
+
+def _t_impl(data, df, *, shape, dtype):
+  kn, kg = _split2(data)
+  n = _normal(kn, shape, dtype)
+  half = lax.mul(_as(df, dtype), np.array(0.5, dtype))
+  g = _gamma_unit(kg, half, shape, dtype)
+  return lax.mul(n, lax.sqrt(lax.div(_to_rank(half, len(shape)), g)))
+
+
+# --- poisson -------------------------------------------------------------------------------
+# lam < 10: inversion against the CDF summed over the first _POISSON_TERMS counts (the tail
+# past 48 has probability < 1e-20 there). lam >= 10: Hormann's transformed rejection (as JAX),
+# with a fixed number of parallel candidates (each accepted with probability > 0.85).
+
+_POISSON_TERMS = 48
+_POISSON_TRIES = 24
+
+
+def _log_factorials(n):
+  """``log(k!)`` for k < n."""
+  return np.array([math.lgamma(k + 1) for k in range(n)])
+
+
+def poisson(key, lam, shape=None, dtype=None):
+  """Poisson(lam) samples (distributed as JAX's, not bit-identical)."""
+  data, _ = _check_key("poisson", key)
+  dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
+  if not dtypes.is_int(dtype) and not dtypes.is_unsigned_int(dtype):
+    raise TypeError(f"dtype argument to `poisson` must be an int type, got {dtype}")
+  dtype = dtypes.canonicalize_dtype(dtype)
+  shape = _param_shape("poisson", shape, lam)
+  return _call(_poisson_impl, data, lam, shape=shape, dtype=dtype)
+
+
+def _poisson_impl(data, lam, *, shape, dtype):
+  fdt = dtypes.default_float_dtype()
+  lam = lax.broadcast_in_dim(_as(lam, fdt), shape,
+                             tuple(range(len(shape) - len(_shape(lam)), len(shape))))
+  small = lax.lt(lam, np.array(10, fdt))
+  k_inv, k_u, k_v = _split_data(data, (3,))
+  # Inversion for small lam.
+  lam_s = lax.select(small, lam, lax.full_like(lam, 0))
+  u = _uniform(k_inv, shape, fdt, 0., 1.)
+  ks = np.arange(_POISSON_TERMS, dtype=fdt).reshape((-1,) + (1,) * len(shape))
+  lam_e = lax.expand_dims(lam_s, (0,))
+  # log pmf(k) = k log(lam) - lam - log(k!); lam == 0 gives NaNs here but is selected away.
+  log_fact = _log_factorials(_POISSON_TERMS).astype(fdt).reshape(ks.shape)
+  logpmf = ks * lax.log(lam_e) - lam_e - log_fact
+  cdf = jnp.cumsum(lax.exp(logpmf), axis=0)
+  count = jnp.sum(lax.lt(cdf, lax.expand_dims(u, (0,))).astype(np.int32), axis=0)
+  # Transformed rejection for large lam.
+  lam_r = lax.select(small, lax.full_like(lam, 1e5), lam)
+  tshape = (_POISSON_TRIES, *shape)
+  lam_t = lax.expand_dims(lam_r, (0,))
+  log_lam = lax.log(lam_t)
+  b = 0.931 + 2.53 * lax.sqrt(lam_t)
+  a = -0.059 + 0.02483 * b
+  inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+  v_r = 0.9277 - 3.6224 / (b - 2)
+  uu = _uniform(k_u, tshape, fdt, 0., 1.) - 0.5
+  v = _uniform(k_v, tshape, fdt, 0., 1.)
+  us = 0.5 - lax.abs(uu)
+  k = lax.floor((2 * a / us + b) * uu + lam_t + 0.43)
+  s = lax.log(v * inv_alpha / (a / (us * us) + b))
+  t_ = -lam_t + k * log_lam - lax.lgamma(k + 1)
+  accept1 = (us >= 0.07) & (v <= v_r)
+  reject = (k < 0) | ((us < 0.013) & (v > us))
+  accept = accept1 | (~reject & (s <= t_))
+  first = jnp.argmax(accept, axis=0)
+  k_sel = jnp.take_along_axis(k, first[None], axis=0)[0]
+  out = lax.select(small, lax.convert_element_type(count, fdt), k_sel)
+  out = lax.select(lax.eq(lam, np.array(0, fdt)), lax.full_like(out, 0), out)
+  return lax.convert_element_type(out, dtype)
+
+
+# --- multivariate normal and orthogonal (small private factorizations) ----------------------
+
+def _cholesky(a):
+  """Lower Cholesky factor of symmetric positive definite ``a[..., n, n]`` (n static, small):
+  column by column, as hlox has no linalg module yet."""
+  n = a.shape[-1]
+  cols = []
+  for j in range(n):
+    col = a[..., :, j]
+    for k in range(j):
+      col = col - cols[k] * cols[k][..., j:j + 1]
+    diag = jnp.sqrt(col[..., j:j + 1])
+    mask = (np.arange(n) >= j).astype(a.dtype)
+    cols.append(col / diag * mask)
+  return jnp.stack(cols, axis=-1)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+  """Samples ``mean + L z`` with ``L L^T = cov`` (Cholesky; other methods not available)."""
+  data, _ = _check_key("multivariate_normal", key)
+  if method != "cholesky":
+    raise ValueError(f"multivariate_normal: only method='cholesky' is implemented, got "
+                     f"{method!r}")
+  dtype = _float_dtype("multivariate_normal", dtype)
+  mean, cov = jnp.asarray(mean, dtype), jnp.asarray(cov, dtype)
+  if mean.ndim < 1:
+    raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == "
+                     f"{mean.ndim}")
+  if cov.ndim < 2:
+    raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == {cov.ndim}")
+  n = mean.shape[-1]
+  if cov.shape[-2:] != (n, n):
+    raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, but "
+                     f"got cov.shape == {cov.shape}.")
+  if shape is None:
+    shape = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
+  else:
+    shape = _canonical_shape("multivariate_normal", shape)
+    _check_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
+  return _call(_mvn_impl, data, mean, cov, shape=tuple(shape), dtype=dtype)
+
+
+def _mvn_impl(data, mean, cov, *, shape, dtype):
+  n = mean.shape[-1]
+  factor = _cholesky(cov)
+  z = _normal(data, shape + (n,), dtype)
+  return mean + jnp.sum(factor * z[..., None, :], axis=-1)
+
+
+def orthogonal(key, n: int, shape=(), dtype=None, m=None):
+  """Haar-random orthogonal ``n x m`` matrices (``m`` defaults to ``n``): QR of a Gaussian
+  matrix with the signs of R's diagonal made positive (Gram-Schmidt gives that directly)."""
+  data, _ = _check_key("orthogonal", key)
+  dtype = _float_dtype("orthogonal", dtype)
+  shape = _canonical_shape("orthogonal", shape)
+  n = int(n)
+  m = n if m is None else int(m)
+  if n < 0 or m < 0:
+    raise ValueError(f"orthogonal: n and m must be non-negative, got n={n}, m={m}")
+  return _call(_orthogonal_impl, data, shape=shape, dtype=dtype, n=n, m=m)
+
+
+def _orthogonal_impl(data, *, shape, dtype, n, m):
+  rows, cols = max(n, m), min(n, m)
+  z = _normal(data, (*shape, rows, cols), dtype)
+  qs = []
+  for j in range(cols):
+    v = z[..., :, j]
+    # Modified Gram-Schmidt, twice, for orthogonality to rounding level.
+    for _ in range(2):
+      for q in qs:
+        v = v - jnp.sum(q * v, axis=-1, keepdims=True) * q
+    qs.append(v / jnp.sqrt(jnp.sum(v * v, axis=-1, keepdims=True)))
+  x = jnp.stack(qs, axis=-1) if qs else jnp.zeros((*shape, rows, cols), dtype)
+  return jnp.swapaxes(x, -1, -2) if n < m else x

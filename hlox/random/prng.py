@@ -1,0 +1,348 @@
+"""The threefry2x32 hash as a primitive, and PRNG keys built on it.
+
+Keys follow JAX 0.10.2 with ``jax_threefry_partitionable=True`` (its default), so the same
+seed gives bit-identical keys and bits:
+
+- a raw key is a ``uint32[..., 2]`` array; a typed key (``key(seed)``) is a ``PRNGKeyArray``
+  pytree wrapping that data, with the trailing 2 hidden from its shape;
+- ``split(key, shape)`` hashes the 64-bit position of each new key (hi, lo words) with the
+  key and keeps both output words;
+- ``fold_in(key, d)`` hashes the pair ``(0, d)`` with the key;
+- ``random_bits`` hashes each output position as ``(0, i)`` and xors the two words (32 bit),
+  concatenates them (64 bit) or truncates the xor (8/16 bit).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import Tracer, get_aval
+from hlox.interpreters import ad, xla
+from hlox.lax.utils import broadcasting_shape_rule, defbroadcasting, standard_primitive
+from hlox.runtime import Array
+from hlox.tree_util import register_pytree_node
+
+__all__ = ["threefry2x32_p", "threefry_2x32", "PRNGKeyArray", "PRNGKey", "key", "key_data",
+           "wrap_key_data", "split", "fold_in", "bits", "clone", "random_bits"]
+
+_u32 = np.dtype(np.uint32)
+
+
+# --- the threefry2x32 primitive ------------------------------------------------------------
+
+def _threefry2x32_shape_rule(*avals):
+  shape = broadcasting_shape_rule("threefry2x32", *avals)
+  return [shape, shape]
+
+
+def _threefry2x32_dtype_rule(*avals):
+  if any(a.dtype != _u32 for a in avals):
+    raise TypeError("threefry2x32: all four operands must be uint32, got "
+                    + ", ".join(a.str_short() for a in avals))
+  return [_u32, _u32]
+
+
+threefry2x32_p = standard_primitive(_threefry2x32_shape_rule, _threefry2x32_dtype_rule,
+                                    "threefry2x32", weak_type_rule=lambda *a: [False, False],
+                                    multiple_results=True)
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _rotl(x, r):
+  return lax.bitwise_or(lax.shift_left(x, np.uint32(r)),
+                        lax.shift_right_logical(x, np.uint32(32 - r)))
+
+
+def _threefry2x32_composition(k1, k2, x1, x2):
+  """Threefry-2x32 with 20 rounds, written with wrapping uint32 lax ops."""
+  shape = broadcasting_shape_rule("threefry2x32", *map(get_aval, (k1, k2, x1, x2)))
+
+  def bcast(v):
+    vshape = get_aval(v).shape
+    if vshape == shape:
+      return v
+    return lax.broadcast_in_dim(v, shape, tuple(range(len(shape) - len(vshape), len(shape))))
+  k1, k2, x1, x2 = map(bcast, (k1, k2, x1, x2))
+  ks = (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), np.uint32(0x1BD11BDA)))
+  x = [lax.add(x1, ks[0]), lax.add(x2, ks[1])]
+  for i in range(5):
+    for r in _ROTATIONS[i % 2]:
+      x[0] = lax.add(x[0], x[1])
+      x[1] = lax.bitwise_xor(x[0], _rotl(x[1], r))
+    # Key injection after every four rounds: the schedule rotates through ks.
+    x[0] = lax.add(x[0], ks[(i + 1) % 3])
+    x[1] = lax.add(lax.add(x[1], ks[(i + 2) % 3]), np.uint32(i + 1))
+  return x
+
+
+xla.register_lowering(threefry2x32_p,
+                      xla.lower_fun(_threefry2x32_composition, multiple_results=True))
+ad.defjvp_zero(threefry2x32_p)
+
+
+def _register_threefry_batching():
+  # The elementwise broadcasting rule, with one batch dimension per output word.
+  from hlox.interpreters import batching
+  defbroadcasting(threefry2x32_p)
+  rule = batching.primitive_batchers[threefry2x32_p]
+
+  def batch_rule(vals, dims, **params):
+    outs, dim = rule(vals, dims, **params)
+    return outs, [dim] * len(outs)
+  batching.primitive_batchers[threefry2x32_p] = batch_rule
+
+
+_register_threefry_batching()
+
+
+def threefry_2x32(keypair, count):
+  """Hash ``count`` (uint32 array) with ``keypair`` = (k1, k2), as JAX's ``threefry_2x32``.
+
+  The flattened counts are split in two halves (zero-padded when odd) that form the two
+  input words; the two output words are concatenated back into ``count``'s shape.
+  """
+  k1, k2 = keypair
+  count = lax.convert_element_type(count, _u32) if get_aval(count).dtype != _u32 else count
+  shape = get_aval(count).shape
+  n = math.prod(shape)
+  flat = lax.reshape(count, (n,))
+  if n % 2:
+    flat = lax.concatenate([flat, np.zeros((1,), _u32)], 0)
+  half = flat.shape[0] // 2
+  y1, y2 = threefry2x32_p.bind(k1, k2, lax.slice(flat, (0,), (half,)),
+                               lax.slice(flat, (half,), (2 * half,)))
+  out = lax.concatenate([y1, y2], 0)
+  if n % 2:
+    out = lax.slice(out, (0,), (n,))
+  return lax.reshape(out, shape)
+
+
+def _iota_2x32(shape):
+  """(hi, lo) words of the row-major position of each element of ``shape``."""
+  n = math.prod(shape)
+  if n > 2 ** 32:
+    # Positions past 2**32 would need a 64-bit iota; sizes that large do not fit memory.
+    raise NotImplementedError(f"random bits for more than 2**32 values (shape {shape})")
+  lo = lax.broadcasted_iota(_u32, (n,), 0) if shape else np.zeros((), _u32)
+  lo = lax.reshape(lo, shape) if shape else lo
+  hi = lax.full(shape, 0, _u32)
+  return hi, lo
+
+
+# --- keys ----------------------------------------------------------------------------------
+
+class PRNGKeyArray:
+  """Typed PRNG keys (``key(seed)``): an array of threefry keys of shape ``self.shape``.
+
+  The data is a ``uint32[*shape, 2]`` array (``key_data``). It is a pytree, so it passes
+  through ``jit`` and ``vmap`` like the data it wraps.
+  """
+  __slots__ = ("_base",)
+
+  def __init__(self, base):
+    self._base = base
+
+  @property
+  def shape(self):
+    return tuple(get_aval(self._base).shape[:-1])
+
+  @property
+  def ndim(self):
+    return len(self.shape)
+
+  @property
+  def size(self):
+    return math.prod(self.shape)
+
+  @property
+  def dtype(self):
+    return "key<fry>"
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of an unsized PRNG key array")
+    return self.shape[0]
+
+  def __iter__(self):
+    return (self[i] for i in range(len(self)))
+
+  def __getitem__(self, idx):
+    # Index the key dimensions only; the trailing data axis of size 2 stays whole.
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    tail = (slice(None),) if any(i is Ellipsis for i in idx) else (Ellipsis,)
+    return PRNGKeyArray(self._base[idx + tail])
+
+  def reshape(self, *shape):
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return PRNGKeyArray(lax.reshape(self._base, tuple(shape) + (2,)))
+
+  def __repr__(self):
+    return f"PRNGKeyArray(shape={self.shape}, dtype=key<fry>) overlaying:\n{self._base}"
+
+
+register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None),
+                     lambda _, children: PRNGKeyArray(children[0]))
+
+
+def _is_arraylike(x):
+  return isinstance(x, (Array, Tracer, np.ndarray, np.generic))
+
+
+def _check_key(name: str, key, allow_batched: bool = False):
+  """(uint32[..., 2] data, was_raw) for a typed or raw key; TypeError for anything else."""
+  if isinstance(key, PRNGKeyArray):
+    data, raw = key._base, False
+  elif _is_arraylike(key):
+    aval = get_aval(key)
+    if aval.dtype != _u32 or aval.ndim < 1 or aval.shape[-1] != 2:
+      raise TypeError(
+          f"{name}: expected a PRNG key: a typed key from hlox.random.key(seed), or a raw "
+          f"key, a uint32 array whose shape ends with (2,) from hlox.random.PRNGKey(seed); "
+          f"got an array of {aval.str_short()}")
+    data, raw = key, True
+  else:
+    raise TypeError(f"{name}: expected a PRNG key (from hlox.random.key or PRNGKey), got "
+                    f"{type(key).__name__}")
+  if not allow_batched and get_aval(data).ndim != 1:
+    raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                     f"{tuple(get_aval(data).shape[:-1])} != (). Use hlox.vmap for batching.")
+  return data, raw
+
+
+def _return_keys(raw: bool, data):
+  return data if raw else PRNGKeyArray(data)
+
+
+def _seed_data(name: str, seed):
+  if isinstance(seed, PRNGKeyArray):
+    raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
+  if isinstance(seed, (bool, np.bool_)):
+    seed = int(seed)
+  if isinstance(seed, int):
+    # Python ints: the low 32 bits (and the high 32 bits with x64), as JAX does.
+    hi = (seed >> 32) & 0xFFFFFFFF if dtypes.x64_enabled() else 0
+    return np.array([hi, seed & 0xFFFFFFFF], _u32)
+  if not (_is_arraylike(seed) or isinstance(seed, float)):
+    raise TypeError(f"{name}: the seed must be an integer, got {type(seed).__name__}")
+  aval = get_aval(seed)
+  if aval.ndim:
+    raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
+                    f"{aval.shape} != (). Use hlox.vmap for batching")
+  if not dtypes.is_int(aval.dtype) and not dtypes.is_unsigned_int(aval.dtype):
+    raise TypeError(f"{name}: the seed must be an integer, got dtype {aval.dtype}")
+  if isinstance(seed, (np.ndarray, np.generic)):
+    s = int(seed)
+    hi = (s >> 32) & 0xFFFFFFFF if np.dtype(aval.dtype).itemsize == 8 else 0
+    return np.array([hi, s & 0xFFFFFFFF], _u32)
+  lo = lax.convert_element_type(seed, _u32)
+  if np.dtype(aval.dtype).itemsize == 8:
+    hi = lax.convert_element_type(lax.shift_right_logical(seed, np.array(32, aval.dtype)), _u32)
+  else:
+    hi = lax.full((), 0, _u32)
+  return lax.concatenate([lax.reshape(hi, (1,)), lax.reshape(lo, (1,))], 0)
+
+
+def PRNGKey(seed) -> Array:
+  """A raw threefry key, ``uint32[2]`` = (high 32 bits, low 32 bits) of the integer seed."""
+  data = _seed_data("PRNGKey", seed)
+  return lax.convert_element_type(data, _u32) if isinstance(data, np.ndarray) else data
+
+
+def key(seed, *, impl=None) -> PRNGKeyArray:
+  """A typed scalar threefry key for ``seed``."""
+  if impl not in (None, "threefry2x32"):
+    raise ValueError(f"key: only the 'threefry2x32' implementation exists, got {impl!r}")
+  return PRNGKeyArray(PRNGKey(seed))
+
+
+def key_data(keys):
+  """The ``uint32[..., 2]`` data under typed keys (raw keys are returned as they are)."""
+  data, _ = _check_key("key_data", keys, allow_batched=True)
+  return data
+
+
+def wrap_key_data(key_bits_array, *, impl=None) -> PRNGKeyArray:
+  """Typed keys from ``uint32[..., 2]`` data."""
+  if impl not in (None, "threefry2x32"):
+    raise ValueError(f"wrap_key_data: only 'threefry2x32' exists, got {impl!r}")
+  if isinstance(key_bits_array, PRNGKeyArray):
+    raise TypeError("wrap_key_data: the argument is already a typed key")
+  data, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
+  return PRNGKeyArray(data)
+
+
+def clone(key):
+  """A copy of ``key`` (keys are immutable values here, so this is the identity)."""
+  _check_key("clone", key, allow_batched=True)
+  return key
+
+
+def _split_data(data, shape):
+  hi, lo = _iota_2x32(shape)
+  b1, b2 = threefry2x32_p.bind(data[0], data[1], hi, lo)
+  return lax.concatenate([lax.expand_dims(b1, (len(shape),)),
+                          lax.expand_dims(b2, (len(shape),))], len(shape))
+
+
+def _canonical_shape(name, shape):
+  if isinstance(shape, (int, np.integer)):
+    shape = (shape,)
+  try:
+    shape = tuple(int(d) for d in shape)
+  except TypeError:
+    raise TypeError(f"{name}: shape must be a tuple of ints, got {shape!r}") from None
+  if any(d < 0 for d in shape):
+    raise ValueError(f"{name}: shape must be non-negative, got {shape}")
+  return shape
+
+
+def split(key, num=2):
+  """``num`` (an int or a shape) new keys from ``key``, along new leading axes."""
+  data, raw = _check_key("split", key)
+  return _return_keys(raw, _split_data(data, _canonical_shape("split", num)))
+
+
+def fold_in(key, data):
+  """A new key that is a deterministic function of ``key`` and the 32-bit integer ``data``."""
+  kd, raw = _check_key("fold_in", key)
+  dshape = get_aval(data).shape if isinstance(data, (Array, Tracer)) else np.shape(data)
+  if dshape:
+    raise TypeError(f"fold_in accepts a scalar, but was given an array of shape {dshape} "
+                    f"!= (). Use hlox.vmap for batching.")
+  if isinstance(data, (int, np.integer)):
+    d = np.uint32(int(data) & 0xFFFFFFFF)
+  else:
+    d = lax.convert_element_type(data, _u32)
+  y1, y2 = threefry2x32_p.bind(kd[0], kd[1], np.uint32(0), d)
+  return _return_keys(raw, lax.concatenate([lax.reshape(y1, (1,)), lax.reshape(y2, (1,))], 0))
+
+
+def random_bits(data, bit_width: int, shape):
+  """Uniform random bits of ``bit_width`` (8/16/32/64) from key data ``uint32[2]``."""
+  hi, lo = _iota_2x32(shape)
+  b1, b2 = threefry2x32_p.bind(data[0], data[1], hi, lo)
+  if bit_width == 64:
+    u64 = np.dtype(np.uint64)
+    if not dtypes.x64_enabled():
+      raise ValueError("64-bit random bits need x64 (hlox.config.enable_x64)")
+    return lax.bitwise_or(lax.shift_left(lax.convert_element_type(b1, u64), np.uint64(32)),
+                          lax.convert_element_type(b2, u64))
+  x = lax.bitwise_xor(b1, b2)
+  if bit_width == 32:
+    return x
+  return lax.convert_element_type(x, np.dtype(f"uint{bit_width}"))
+
+
+def bits(key, shape=(), dtype=None):
+  """Random bits of an unsigned ``dtype`` (default uint32; uint64 with x64)."""
+  data, _ = _check_key("bits", key)
+  dtype = np.dtype(np.uint64 if dtypes.x64_enabled() else np.uint32) if dtype is None \
+      else np.dtype(dtype)
+  if not dtypes.is_unsigned_int(dtype):
+    raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
+  dtype = dtypes.canonicalize_dtype(dtype)
+  return random_bits(data, dtype.itemsize * 8, _canonical_shape("bits", shape))
