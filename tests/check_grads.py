@@ -81,3 +81,10 @@ def check_grads(f, args, order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5, ep
       def f_vjp(*primals):
         return hlox.vjp(f, *primals)[1](ct)
       check_grads(f_vjp, args, order - 1, ("rev",), atol, rtol, eps, seed + 1)
+
+
+def check_grads_x64(f, args, order=2, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6):
+  """``check_grads`` in float64: x64 on, arguments as NumPy arrays."""
+  from hlox.config import enable_x64
+  with enable_x64():
+    check_grads(f, tuple(np.asarray(a) for a in args), order, modes, atol, rtol)
