@@ -116,6 +116,20 @@ def _instantiate(tangents, primals):
 
 # --- custom_jvp --------------------------------------------------------------------------
 
+def _bind_custom(f, prim, rule_param, rule_cls, args, kwargs, name):
+  """Trace ``f.fun`` on the differentiable arguments and bind ``prim`` with the user's rule
+  (param ``rule_param``) wrapped in ``rule_cls``."""
+  args = _resolve_args(f.fun, args, kwargs)
+  nondiff, diff = _split_nondiff(args, f.nondiff_argnums)
+  leaves, in_tree = tree_util.tree_flatten(diff)
+  in_avals = [get_aval(x) for x in leaves]
+  jaxpr, consts, out_tree = _trace_call(f.fun, nondiff, len(args), in_tree, in_avals, name)
+  rule = rule_cls(f, nondiff, len(args), in_tree, out_tree, len(consts), name)
+  outs = prim.bind(*consts, *leaves, call_jaxpr=jaxpr, num_consts=len(consts), name=name,
+                   **{rule_param: rule})
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
 custom_jvp_call_p = _CallPrimitive("custom_jvp_call")
 _register_call(custom_jvp_call_p)
 
@@ -161,15 +175,7 @@ class custom_jvp:
     name = getattr(self.fun, "__name__", "custom_jvp")
     if self.jvp is None:
       raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-    args = _resolve_args(self.fun, args, kwargs)
-    nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-    leaves, in_tree = tree_util.tree_flatten(diff)
-    in_avals = [get_aval(x) for x in leaves]
-    jaxpr, consts, out_tree = _trace_call(self.fun, nondiff, len(args), in_tree, in_avals, name)
-    rule = _JVPRule(self, nondiff, len(args), in_tree, out_tree, len(consts), name)
-    outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, jvp=rule,
-                                  num_consts=len(consts), name=name)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return _bind_custom(self, custom_jvp_call_p, "jvp", _JVPRule, args, kwargs, name)
 
 
 class _Rule:
@@ -250,15 +256,7 @@ class custom_vjp:
     name = getattr(self.fun, "__name__", "custom_vjp")
     if self.fwd is None:
       raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-    args = _resolve_args(self.fun, args, kwargs)
-    nondiff, diff = _split_nondiff(args, self.nondiff_argnums)
-    leaves, in_tree = tree_util.tree_flatten(diff)
-    in_avals = [get_aval(x) for x in leaves]
-    jaxpr, consts, out_tree = _trace_call(self.fun, nondiff, len(args), in_tree, in_avals, name)
-    rule = _VJPRule(self, nondiff, len(args), in_tree, out_tree, len(consts), name)
-    outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr, vjp=rule,
-                                  num_consts=len(consts), name=name)
-    return tree_util.tree_unflatten(out_tree, outs)
+    return _bind_custom(self, custom_vjp_call_p, "vjp", _VJPRule, args, kwargs, name)
 
 
 class _VJPRule(_Rule):
