@@ -13,6 +13,7 @@ from hlox.runtime import (Array, block_until_ready, default_backend, device_coun
                           process_count, process_index)
 from hlox.core.tracer import Tracer as _Tracer
 from hlox import tree_util
+from hlox import tree
 from hlox import lax
 from hlox import numpy
 from hlox import random

@@ -719,3 +719,11 @@ def test_agrees_with_jax():
                           capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr
   assert result.stdout.strip() == "ok"
+
+
+def test_tree_namespace_short_names():
+  import hlox
+  assert hlox.tree.map(lambda x: x * 2, {"a": 1, "b": (2, 3)}) == {"a": 2, "b": (4, 6)}
+  assert hlox.tree.leaves([1, (2, None)]) == [1, 2]
+  leaves, treedef = hlox.tree.flatten((1, {"k": 2}))
+  assert hlox.tree.unflatten(treedef, [5, 6]) == (5, {"k": 6})
