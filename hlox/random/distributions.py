@@ -511,12 +511,10 @@ def lognormal(key, sigma=np.float32(1.), shape=None, dtype=None):
 
 
 # --- gamma family --------------------------------------------------------------------------
-# hlox has no while loop yet, so Marsaglia-Tsang rejection runs a fixed number of candidate
-# draws per sample in parallel and keeps the first accepted one. Each candidate is accepted
-# with probability > 0.95 for alpha >= 1, so 16 candidates all fail with probability < 1e-20.
-# These samplers are distributed correctly but are not bit-identical to JAX.
+# Marsaglia-Tsang rejection with lax.while_loop, splitting keys exactly as JAX does (one key per
+# element, vmapped scalar loops), so gamma, loggamma, beta, dirichlet, chisquare and t give
+# JAX's numbers.
 
-_GAMMA_TRIES = 16
 _no_grad = None  # the custom_jvp wrapper, made on first use (hlox.custom_derivatives imports
                  # the API layer, which hlox.random must not import at package import time)
 
@@ -541,34 +539,68 @@ def _no_parameter_gradient_jvp(primals, tangents):
       "an implicit gradient of the incomplete gamma function)")
 
 
-def _gamma_unit(data, alpha, shape, dtype):
-  """Gamma(alpha, 1) samples of ``shape`` (alpha broadcast to shape, > 0)."""
+def _gamma_one(data, alpha, log_space):
+  """One Gamma(alpha, 1) sample (``log`` of it when ``log_space``) from one key, scalar alpha.
+
+  Marsaglia-Tsang rejection in JAX's order of key splits, so the numbers match JAX's. The
+  squeeze test compares against ``0.0331 * X * X`` with ``X = x * x`` as JAX does."""
+  dtype = get_aval(alpha).dtype
+  c0, c1 = np.array(0, dtype), np.array(1, dtype)
+  c_half, c_third = np.array(0.5, dtype), np.array(1 / 3, dtype)
+  squeeze = np.array(0.0331, dtype)
+  boost_mask = lax.ge(alpha, c1)
+  a = lax.select(boost_mask, alpha, lax.add(alpha, c1))  # boost alpha < 1 to alpha + 1
+  d = lax.sub(a, c_third)
+  c = lax.div(c_third, lax.sqrt(d))
+
+  def reject(state):
+    _, xx, v, u = state
+    return lax.bitwise_and(
+        lax.ge(u, lax.sub(c1, lax.mul(squeeze, lax.mul(xx, xx)))),
+        lax.ge(lax.log(u), lax.add(lax.mul(xx, c_half),
+                                   lax.mul(d, lax.add(lax.sub(c1, v), lax.log(v))))))
+
+  def draw_positive_v(state):
+    k, _, _ = state
+    k, sub = _split2(k)
+    x = _normal(sub, (), dtype)
+    return k, x, lax.add(c1, lax.mul(x, c))
+
+  def candidate(state):
+    k = state[0]
+    keys = _split_data(k, (3,))
+    k, x_key, u_key = keys[0], keys[1], keys[2]
+    _, x, v = lax.while_loop(lambda st: lax.le(st[2], c0), draw_positive_v,
+                             (x_key, c0, np.array(-1, dtype)))
+    u = _uniform(u_key, (), dtype, 0., 1.)
+    return k, lax.mul(x, x), lax.mul(lax.mul(v, v), v), u
+
+  k, sub = _split2(data)
+  # (X, V, U) = (0, 1, 2) makes the rejection test true, so at least one candidate is drawn.
+  _, _, v, _ = lax.while_loop(reject, candidate,
+                              (k, c0, c1, np.array(2, dtype)))
+  if log_space:
+    log_u = lax.neg(lax.neg(lax.log1p(lax.neg(_uniform(sub, (), dtype, 0., 1.)))))
+    log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_u, c0)), c0,
+                           lax.mul(log_u, lax.div(c1, alpha)))
+    return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
+  u = lax.sub(c1, _uniform(sub, (), dtype, 0., 1.))
+  boost = lax.select(boost_mask, c1, lax.pow(u, lax.div(c1, alpha)))
+  return lax.mul(lax.mul(d, v), boost)
+
+
+def _gamma_unit(data, alpha, shape, dtype, log_space=False):
+  """Gamma(alpha, 1) samples of ``shape`` (alpha broadcast to shape, > 0); ``log`` of them
+  when ``log_space``. As JAX: one key per element (split from ``data``), each sampled by a
+  vmapped scalar rejection loop."""
+  from hlox.api import vmap
   alpha = lax.broadcast_in_dim(_as(alpha, dtype), shape,
                                tuple(range(len(shape) - len(_shape(alpha)), len(shape))))
-  one = np.array(1, dtype)
-  small = lax.lt(alpha, one)
-  a = lax.select(small, lax.add(alpha, one), alpha)  # boost alpha < 1 to alpha + 1
-  d = lax.sub(a, np.array(1 / 3, dtype))
-  c = lax.div(np.array(1 / 3, dtype), lax.sqrt(d))
-  k_x, k_u, k_b = _split_data(data, (3,))
-  tshape = (_GAMMA_TRIES, *shape)
-  x = _normal(k_x, tshape, dtype)
-  u = _uniform(k_u, tshape, dtype, 0., 1.)
-  c_t, d_t = lax.expand_dims(c, (0,)), lax.expand_dims(d, (0,))
-  v = lax.integer_pow(lax.add(one, lax.mul(c_t, x)), 3)
-  ok = lax.gt(v, np.array(0, dtype))
-  safe_v = lax.select(ok, v, lax.full_like(v, 1))
-  x2 = lax.mul(x, x)
-  accept = lax.bitwise_and(ok, lax.lt(
-      lax.log(u), lax.add(lax.mul(np.array(0.5, dtype), x2),
-                          lax.mul(d_t, lax.add(lax.sub(one, safe_v), lax.log(safe_v))))))
-  first = jnp.argmax(accept, axis=0)
-  v_sel = jnp.take_along_axis(safe_v, first[None], axis=0)[0]
-  sample = lax.mul(d, v_sel)
-  # Boost: Gamma(alpha) = Gamma(alpha + 1) * U ** (1 / alpha).
-  ub = _uniform(k_b, shape, dtype, np.array(jnp.finfo(dtype).tiny, dtype), 1.)
-  boost = lax.exp(lax.div(lax.log(ub), alpha))
-  return _get_no_grad()(alpha, lax.select(small, lax.mul(sample, boost), sample))
+  n = math.prod(shape)
+  keys = _split_data(data, (n,))
+  flat = lax.reshape(alpha, (n,))
+  out = vmap(lambda k, a_: _gamma_one(k, a_, log_space))(keys, flat)
+  return _get_no_grad()(alpha, lax.reshape(out, tuple(shape)))
 
 
 def _param_shape(name, shape, *params):
@@ -580,7 +612,7 @@ def _param_shape(name, shape, *params):
 
 
 def gamma(key, a, shape=None, dtype=None):
-  """Gamma(a, 1) samples (rejection sampling; distributed as JAX's, not bit-identical)."""
+  """Gamma(a, 1) samples (Marsaglia-Tsang rejection, JAX's numbers)."""
   data, _ = _check_key("gamma", key)
   dtype = _float_dtype("gamma", dtype)
   shape = _param_shape("gamma", shape, a)
@@ -592,8 +624,15 @@ def _gamma_impl(data, a, *, shape, dtype):
 
 
 def loggamma(key, a, shape=None, dtype=None):
-  """``log`` of Gamma(a, 1) samples."""
-  return lax.log(gamma(key, a, shape, dtype))
+  """``log`` of Gamma(a, 1) samples, computed in log space (accurate for small ``a``)."""
+  data, _ = _check_key("loggamma", key)
+  dtype = _float_dtype("loggamma", dtype)
+  shape = _param_shape("loggamma", shape, a)
+  return _call(_loggamma_impl, data, a, shape=shape, dtype=dtype)
+
+
+def _loggamma_impl(data, a, *, shape, dtype):
+  return _gamma_unit(data, a, shape, dtype, log_space=True)
 
 
 def beta(key, a, b, shape=None, dtype=None):
@@ -606,7 +645,11 @@ def beta(key, a, b, shape=None, dtype=None):
 
 def _beta_impl(data, a, b, *, shape, dtype):
   ka, kb = _split2(data)
-  ga, gb = _gamma_unit(ka, a, shape, dtype), _gamma_unit(kb, b, shape, dtype)
+  # As JAX: both gammas in log space, scaled by the larger before exponentiating.
+  la = _gamma_unit(ka, a, shape, dtype, log_space=True)
+  lb = _gamma_unit(kb, b, shape, dtype, log_space=True)
+  m = lax.max(la, lb)
+  ga, gb = lax.exp(lax.sub(la, m)), lax.exp(lax.sub(lb, m))
   return lax.div(ga, lax.add(ga, gb))
 
 
@@ -625,8 +668,10 @@ def dirichlet(key, alpha, shape=None, dtype=None):
 
 
 def _dirichlet_impl(data, alpha, *, shape, dtype):
-  g = _gamma_unit(data, alpha, shape, dtype)
-  return lax.div(g, jnp.sum(g, axis=-1, keepdims=True))
+  # As JAX: log-space gammas, then a softmax over the last axis.
+  lg = _gamma_unit(data, alpha, shape, dtype, log_space=True)
+  e = lax.exp(lax.sub(lg, jnp.max(lg, axis=-1, keepdims=True)))
+  return lax.div(e, jnp.sum(e, axis=-1, keepdims=True))
 
 
 def chisquare(key, df, shape=None, dtype=None):
@@ -638,8 +683,9 @@ def chisquare(key, df, shape=None, dtype=None):
 
 
 def _chisquare_impl(data, df, *, shape, dtype):
-  half = lax.mul(_as(df, dtype), np.array(0.5, dtype))
-  return lax.mul(np.array(2, dtype), _gamma_unit(data, half, shape, dtype))
+  half = lax.div(_as(df, dtype), np.array(2, dtype))
+  return lax.mul(lax.exp(_gamma_unit(data, half, shape, dtype, log_space=True)),
+                 np.array(2, dtype))
 
 
 def t(key, df, shape=(), dtype=None):
@@ -653,27 +699,19 @@ def t(key, df, shape=(), dtype=None):
 def _t_impl(data, df, *, shape, dtype):
   kn, kg = _split2(data)
   n = _normal(kn, shape, dtype)
-  half = lax.mul(_as(df, dtype), np.array(0.5, dtype))
+  half = lax.div(_as(df, dtype), np.array(2, dtype))
   g = _gamma_unit(kg, half, shape, dtype)
   return lax.mul(n, lax.sqrt(lax.div(_to_rank(half, len(shape)), g)))
 
 
 # --- poisson -------------------------------------------------------------------------------
-# lam < 10: inversion against the CDF summed over the first _POISSON_TERMS counts (the tail
-# past 48 has probability < 1e-20 there). lam >= 10: Hormann's transformed rejection (as JAX),
-# with a fixed number of parallel candidates (each accepted with probability > 0.85).
-
-_POISSON_TERMS = 48
-_POISSON_TRIES = 24
-
-
-def _log_factorials(n):
-  """``log(k!)`` for k < n."""
-  return np.array([math.lgamma(k + 1) for k in range(n)])
+# As JAX: lam < 10 (or NaN) uses Knuth's product of uniforms; larger lam uses Hormann's
+# transformed rejection. Both loop over the whole array with one key per iteration until
+# every element is done, so the numbers match JAX's.
 
 
 def poisson(key, lam, shape=None, dtype=None):
-  """Poisson(lam) samples (distributed as JAX's, not bit-identical)."""
+  """Poisson(lam) samples (Knuth for lam < 10, transformed rejection above; JAX's numbers)."""
   data, _ = _check_key("poisson", key)
   dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
   if not dtypes.is_int(dtype) and not dtypes.is_unsigned_int(dtype):
@@ -683,45 +721,75 @@ def poisson(key, lam, shape=None, dtype=None):
   return _call(_poisson_impl, data, lam, shape=shape, dtype=dtype)
 
 
+def _poisson_knuth(data, lam, shape, dtype, max_iters):
+  f32 = np.dtype(np.float32)
+  neg_lam = lax.neg(lam)
+
+  def body(carry):
+    i, k, key, log_prod = carry
+    key, sub = _split2(key)
+    k = lax.select(lax.gt(log_prod, neg_lam), lax.add(k, np.array(1, dtype)), k)
+    u = _uniform(sub, shape, f32, 0., 1.)
+    return lax.add(i, np.int32(1)), k, key, lax.add(log_prod, lax.log(u))
+
+  def cond(carry):
+    i, log_prod = carry[0], carry[3]
+    return lax.bitwise_and(jnp.any(lax.gt(log_prod, neg_lam)), lax.lt(i, max_iters))
+
+  init = (np.int32(0), lax.full(shape, 0, dtype), data, lax.full(shape, 0, f32))
+  k = lax.while_loop(cond, body, init)[1]
+  return lax.sub(k, np.array(1, dtype))
+
+
+def _poisson_rejection(data, lam, shape, dtype, max_iters):
+  f32 = np.dtype(np.float32)
+  c = lambda v: np.array(v, f32)
+  log_lam = lax.log(lam)
+  b = lax.add(c(0.931), lax.mul(c(2.53), lax.sqrt(lam)))
+  a = lax.add(c(-0.059), lax.mul(c(0.02483), b))
+  inv_alpha = lax.add(c(1.1239), lax.div(c(1.1328), lax.sub(b, c(3.4))))
+  v_r = lax.sub(c(0.9277), lax.div(c(3.6224), lax.sub(b, c(2))))
+
+  def body(carry):
+    i, k_out, accepted, key = carry
+    keys = _split_data(key, (3,))
+    key, k0, k1 = keys[0], keys[1], keys[2]
+    u = lax.sub(_uniform(k0, shape, f32, 0., 1.), c(0.5))
+    v = _uniform(k1, shape, f32, 0., 1.)
+    us = lax.sub(c(0.5), lax.abs(u))
+    k = lax.floor(lax.add(lax.add(lax.mul(lax.add(lax.div(lax.mul(c(2), a), us), b), u), lam),
+                          c(0.43)))
+    s = lax.log(lax.div(lax.mul(v, inv_alpha), lax.add(lax.div(a, lax.mul(us, us)), b)))
+    t_ = lax.sub(lax.add(lax.neg(lam), lax.mul(k, log_lam)), lax.lgamma(lax.add(k, c(1))))
+    accept1 = lax.bitwise_and(lax.ge(us, c(0.07)), lax.le(v, v_r))
+    reject = lax.bitwise_or(lax.lt(k, c(0)),
+                            lax.bitwise_and(lax.lt(us, c(0.013)), lax.gt(v, us)))
+    accept = lax.bitwise_or(accept1, lax.bitwise_and(lax.bitwise_not(reject), lax.le(s, t_)))
+    return (lax.add(i, np.int32(1)), lax.select(accept, k, k_out),
+            lax.bitwise_or(accepted, accept), key)
+
+  def cond(carry):
+    i, _, accepted, _ = carry
+    return lax.bitwise_and(jnp.any(lax.bitwise_not(accepted)), lax.lt(i, max_iters))
+
+  init = (np.int32(0), lax.full(shape, -1, f32), lax.full(shape, False, np.dtype(bool)), data)
+  k = lax.while_loop(cond, body, init)[1]
+  return lax.convert_element_type(k, dtype)
+
+
 def _poisson_impl(data, lam, *, shape, dtype):
-  fdt = dtypes.default_float_dtype()
-  lam = lax.broadcast_in_dim(_as(lam, fdt), shape,
+  f32 = np.dtype(np.float32)
+  lam = lax.broadcast_in_dim(_as(lam, f32), shape,
                              tuple(range(len(shape) - len(_shape(lam)), len(shape))))
-  small = lax.lt(lam, np.array(10, fdt))
-  k_inv, k_u, k_v = _split_data(data, (3,))
-  # Inversion for small lam.
-  lam_s = lax.select(small, lam, lax.full_like(lam, 0))
-  u = _uniform(k_inv, shape, fdt, 0., 1.)
-  ks = np.arange(_POISSON_TERMS, dtype=fdt).reshape((-1,) + (1,) * len(shape))
-  lam_e = lax.expand_dims(lam_s, (0,))
-  # log pmf(k) = k log(lam) - lam - log(k!); lam == 0 gives NaNs here but is selected away.
-  log_fact = _log_factorials(_POISSON_TERMS).astype(fdt).reshape(ks.shape)
-  logpmf = ks * lax.log(lam_e) - lam_e - log_fact
-  cdf = jnp.cumsum(lax.exp(logpmf), axis=0)
-  count = jnp.sum(lax.lt(cdf, lax.expand_dims(u, (0,))).astype(np.int32), axis=0)
-  # Transformed rejection for large lam.
-  lam_r = lax.select(small, lax.full_like(lam, 1e5), lam)
-  tshape = (_POISSON_TRIES, *shape)
-  lam_t = lax.expand_dims(lam_r, (0,))
-  log_lam = lax.log(lam_t)
-  b = 0.931 + 2.53 * lax.sqrt(lam_t)
-  a = -0.059 + 0.02483 * b
-  inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
-  v_r = 0.9277 - 3.6224 / (b - 2)
-  uu = _uniform(k_u, tshape, fdt, 0., 1.) - 0.5
-  v = _uniform(k_v, tshape, fdt, 0., 1.)
-  us = 0.5 - lax.abs(uu)
-  k = lax.floor((2 * a / us + b) * uu + lam_t + 0.43)
-  s = lax.log(v * inv_alpha / (a / (us * us) + b))
-  t_ = -lam_t + k * log_lam - lax.lgamma(k + 1)
-  accept1 = (us >= 0.07) & (v <= v_r)
-  reject = (k < 0) | ((us < 0.013) & (v > us))
-  accept = accept1 | (~reject & (s <= t_))
-  first = jnp.argmax(accept, axis=0)
-  k_sel = jnp.take_along_axis(k, first[None], axis=0)[0]
-  out = lax.select(small, lax.convert_element_type(count, fdt), k_sel)
-  out = lax.select(lax.eq(lam, np.array(0, fdt)), lax.full_like(out, 0), out)
-  return lax.convert_element_type(out, dtype)
+  use_knuth = lax.bitwise_or(lax.ne(lam, lam), lax.lt(lam, np.array(10, f32)))
+  lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0))
+  # Rejection's acceptance rate is highest for large lam; Knuth's elements use a dummy.
+  lam_rej = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+  # JAX bounds the loops by the output dtype's max (never reached in practice).
+  max_iters = np.int32(min(np.iinfo(dtype).max, np.iinfo(np.int32).max))
+  out = lax.select(use_knuth, _poisson_knuth(data, lam_knuth, shape, dtype, max_iters),
+                   _poisson_rejection(data, lam_rej, shape, dtype, max_iters))
+  return lax.select(lax.eq(lam, np.array(0, f32)), lax.full_like(out, 0), out)
 
 
 # --- multivariate normal and orthogonal (small private factorizations) ----------------------

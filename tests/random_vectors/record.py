@@ -67,6 +67,17 @@ def cases():
   yield "cauchy_5", r.cauchy(k, (5,))
   yield "rademacher_6", r.rademacher(k, (6,))
   yield "truncated_normal_5", r.truncated_normal(k, -1.0, 2.0, (5,))
+  yield "gamma_5", r.gamma(k, 2.0, (5,))
+  yield "gamma_alphas", r.gamma(k, jnp.array([0.3, 1.0, 5.0]))
+  yield "gamma_small_2x3", r.gamma(k, 0.1, (2, 3))
+  yield "gamma_bcast", r.gamma(k, jnp.array([0.7, 3.0]), (3, 2))
+  yield "loggamma_3", r.loggamma(k, jnp.array([0.05, 0.5, 3.0]))
+  yield "beta_4", r.beta(k, 0.5, 2.0, (4,))
+  yield "dirichlet_2x3", r.dirichlet(k, jnp.array([0.5, 1.0, 2.0]), (2,))
+  yield "chisquare_4", r.chisquare(k, 3.0, (4,))
+  yield "t_4", r.t(k, 4.0, (4,))
+  yield "poisson_small", r.poisson(k, 3.0, (6,))
+  yield "poisson_mixed", r.poisson(k, jnp.array([0.0, 0.5, 20.0, 100.0]))
 
 
 def x64_cases():
