@@ -23,6 +23,7 @@ from hlox.autodiff import (grad, hessian, jacfwd, jacrev, jvp, linearize, value_
 from hlox.tree_util import Partial
 from hlox.custom_derivatives import custom_jvp, custom_vjp
 from hlox.checkpoint import checkpoint, checkpoint_policies, remat
+from hlox.interpreters.pmap import pmap
 
 __version__ = "0.1.0"
 

@@ -238,7 +238,7 @@ class JitWrapped:
     compiled = compile_closed_jaxpr(traced.jaxpr, const_sigs + sigs, self.name,
                                     donated_invars, self.keep_unused)
     consts = list(traced.consts)
-    if not statics and not kwargs and not donated_invars:
+    if not statics and not kwargs and not donated_invars and compiled.executable is not None:
       self._remember_fast(args, sigs, compiled, consts, traced.out_tree)
     return traced.out_tree.unflatten(compiled(consts + leaves))
 

@@ -102,6 +102,61 @@ class LoweringRuleContext:
     return LoweringRuleContext(**fields)
 
 
+# --- replicas and named axes (pmap) ------------------------------------------------------
+#
+# A pmapped program runs as ``num_replicas`` replicas. Its named axes (``axis_env``, outermost
+# first) split the replica id in row-major order; a trailing factor that no name covers stands
+# for replicas of inner pmaps that are not in scope at this point of the program.
+
+def _axis_strides(mctx: ModuleContext, name):
+  env = tuple(mctx.axis_env or ())
+  names = [n for n, _ in env]
+  if name not in names:
+    bound = ", ".join(repr(n) for n in names) or "none"
+    raise NameError(f"unbound axis name: {name!r} (axis names bound by enclosing pmaps: "
+                    f"{bound})")
+  sizes = [s for _, s in env]
+  covered = int(np.prod(sizes)) if sizes else 1
+  trailing = mctx.num_replicas // covered
+  pos = len(names) - 1 - names[::-1].index(name)  # innermost axis with that name
+  stride = int(np.prod(sizes[pos + 1:])) * trailing if pos + 1 < len(sizes) else trailing
+  return sizes[pos], stride, pos
+
+
+def axis_groups(mctx: ModuleContext, axes) -> list:
+  """Replica groups of a collective over the pmap axes ``axes``: each group lists the
+  replicas that differ only in their position along those axes."""
+  env = tuple(mctx.axis_env or ())
+  sizes = [s for _, s in env]
+  covered = int(np.prod(sizes)) if sizes else 1
+  shape = sizes + [mctx.num_replicas // covered]
+  positions = set()
+  for name in axes:
+    positions.add(_axis_strides(mctx, name)[2])
+  ids = np.arange(mctx.num_replicas).reshape(shape)
+  moved = [i for i in range(len(shape)) if i not in positions] + sorted(positions)
+  # Groups in axis-major order within each group, as the named axes enumerate them.
+  group_size = int(np.prod([shape[i] for i in sorted(positions)])) if positions else 1
+  return np.transpose(ids, moved).reshape(-1, group_size).tolist()
+
+
+def replica_groups_attr(groups) -> ir.Attribute:
+  arr = np.asarray(groups, dtype=np.int64)
+  return ir.DenseIntElementsAttr.get(arr, type=ir.IntegerType.get_signless(64))
+
+
+def axis_index_hlo(mctx: ModuleContext, name) -> ir.Value:
+  """The position of this replica along pmap axis ``name`` (an int32 scalar)."""
+  size, stride, _ = _axis_strides(mctx, name)
+  i32 = ShapedArray((), dtypes.int32)
+  rid = hlo.convert(aval_to_ir_type(i32), hlo.replica_id())
+  if stride != 1:
+    rid = hlo.divide(rid, ir_constant(np.int32(stride)))
+  if size * stride != mctx.num_replicas:
+    rid = hlo.remainder(rid, ir_constant(np.int32(size)))
+  return rid
+
+
 # --- types and constants -----------------------------------------------------------------
 
 def _ir_type_table():

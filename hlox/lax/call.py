@@ -131,12 +131,37 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
   key = (closed, tuple(sigs), tuple(donated_invars), keep_unused)
   entry = _compile_cache.get(key)
   if entry is None:
+    from hlox.interpreters.pmap import jaxpr_replicas
+    if jaxpr_replicas(closed.jaxpr) > 1:
+      # A jit around a pmap: the pmap compiles its own replicated program, so run the
+      # jaxpr equation by equation (each inner jit still compiles).
+      entry = _EvalCall(closed)
+      _compile_cache.put(key, entry)
+      return entry
     device = _device_of(sigs)
     lowered = xla.lower_jaxpr_to_module(closed, name, donated_invars, keep_unused)
     executable = xla.compile_lowered(lowered, device)
     entry = CompiledCall(executable, lowered, device)
     _compile_cache.put(key, entry)
   return entry
+
+
+class _EvalCall:
+  """Stands in for a CompiledCall when a jaxpr runs op by op (it contains a pmap)."""
+
+  executable = None
+  kept = None
+  device_key = None
+  device = None
+
+  def __init__(self, closed: ClosedJaxpr):
+    self.closed = closed
+    self.out_avals = closed.out_avals
+    self.fast = self.__call__
+
+  def __call__(self, args: Sequence) -> list:
+    from hlox.core.jaxpr import eval_jaxpr
+    return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
 
 
 def signature(x):

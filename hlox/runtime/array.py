@@ -28,9 +28,13 @@ class Array:
   """A device-resident array (the result of every hlox computation).
 
   Arithmetic operators and NumPy-style methods are installed by ``hlox.numpy``.
+
+  An array made by ``pmap`` lives on several devices: its ``_multi`` holds that buffer and
+  its single-device ``_buf`` (what jit and eager operations consume) is made on first use
+  by gathering the pieces onto the default device (see ``__getattr__``).
   """
 
-  __slots__ = ("_buf", "aval", "_npy", "_sig", "__weakref__")
+  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, buf, aval, device=None):
@@ -40,6 +44,26 @@ class Array:
     # The jit fast path keys its cache on ``_sig``: the aval for arrays on the default
     # device, (aval, device) otherwise.
     self._sig = aval if device is None else (aval, device)
+
+  def __getattr__(self, name):
+    # Only reached for slots never set: ``_multi`` on single-device arrays, ``_buf`` on
+    # multi-device ones until something needs it on one device.
+    if name == "_multi":
+      return None
+    if name == "_buf":
+      multi = self._multi
+      if multi is not None:
+        self._check_multi_alive(multi)
+        buf = client.put_buffer(self._value(), self.aval, client.default_device())
+        self._buf = buf
+        return buf
+    raise AttributeError(f"'Array' object has no attribute {name!r}")
+
+  def _check_multi_alive(self, multi):
+    if multi.is_deleted():
+      raise DeletedArrayError(
+          f"Array {self.aval.str_short()} has been deleted (or donated to a pmapped "
+          "function); it can no longer be used.")
 
   # --- metadata ---
   @property
@@ -72,18 +96,43 @@ class Array:
 
   @property
   def sharding(self):
-    return self._buf._sharding
+    multi = self._multi
+    return (multi if multi is not None else self._buf)._sharding
 
   def devices(self) -> set:
+    multi = self._multi
+    if multi is not None:
+      return set(multi._sharding._device_assignment)
     return {client.buffer_device(self._buf)}
 
   @property
   def device(self):
+    """The device holding this array (its sharding when it spans several devices)."""
+    multi = self._multi
+    if multi is not None:
+      return multi._sharding
     return client.buffer_device(self._buf)
+
+  @property
+  def addressable_shards(self) -> list:
+    """The pieces of this array held by this process's devices, one per device."""
+    multi = self._multi
+    if multi is None:
+      return [Shard(self.device, (slice(None),) * self.ndim, self)]
+    from hlox.runtime import spmd
+    return spmd.shards_of(multi, self.aval)
 
   # --- host access ---
   def _value(self) -> np.ndarray:
     if self._npy is None:
+      multi = self._multi
+      if multi is not None:
+        self._check_multi_alive(multi)
+        from hlox.runtime import spmd
+        value = spmd.gather_to_host(multi)
+        value.flags.writeable = False
+        self._npy = value
+        return value
       if self._buf.is_deleted():
         raise DeletedArrayError(
             f"Array {self.aval.str_short()} has been deleted (or donated to a jitted "
@@ -180,16 +229,30 @@ class Array:
     return self
 
   # --- buffer lifetime ---
+  def _buffers(self) -> list:
+    """The device buffers that exist now (without gathering a multi-device array)."""
+    bufs = []
+    multi = self._multi
+    if multi is not None:
+      bufs.append(multi)
+    try:
+      bufs.append(object.__getattribute__(self, "_buf"))
+    except AttributeError:
+      pass
+    return bufs
+
   def block_until_ready(self):
-    self._buf.block_until_ready()
+    for buf in self._buffers():
+      buf.block_until_ready()
     return self
 
   def delete(self):
-    self._buf.delete()
+    for buf in self._buffers():
+      buf.delete()
     self._npy = None
 
   def is_deleted(self) -> bool:
-    return self._buf.is_deleted()
+    return self._buffers()[0].is_deleted()
 
   def copy_to_host_async(self):
     pass
@@ -201,7 +264,7 @@ class Array:
     return self._buf.on_device_size_in_bytes()
 
   def check_alive(self):
-    if self._buf.is_deleted():
+    if self.is_deleted():
       raise DeletedArrayError(
           f"Array {self.aval.str_short()} has been deleted (or donated to a jitted "
           "function); it can no longer be used.")
@@ -209,6 +272,31 @@ class Array:
 
 def _reconstruct(value, weak_type):
   return device_put(value, weak_type=weak_type)
+
+
+class Shard:
+  """One device's piece of an array: ``device``, ``index`` (slices into the whole array)
+  and ``data`` (an Array on that device)."""
+
+  __slots__ = ("device", "index", "data")
+
+  def __init__(self, device, index, data):
+    self.device = device
+    self.index = index
+    self.data = data
+
+  def __repr__(self):
+    return f"Shard(device={self.device!r}, index={self.index}, data={self.data!r})"
+
+
+def wrap_multi(buf, aval) -> Array:
+  """An Array for a buffer spread over several devices (see ``hlox.runtime.spmd``)."""
+  x = Array.__new__(Array)
+  x.aval = aval
+  x._npy = None
+  x._sig = aval
+  x._multi = buf
+  return x
 
 
 # --- putting values on devices -----------------------------------------------------------
@@ -238,6 +326,8 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
     x.check_alive()
     if device is None or device == x.device:
       return x
+    if x._multi is not None:
+      return Array(client.put_buffer(x._value(), x.aval, device), x.aval, _device_key(device))
     buf = client.copy_buffer_to_device(x._buf, x.aval, device)
     return Array(buf, x.aval, _device_key(device))
   if type(x) in (int, float, complex, bool):

@@ -1,0 +1,595 @@
+"""``pmap``: one program run as a replica on each of several devices (SPMD).
+
+``pmap(f)`` traces ``f`` once on one slice of its mapped arguments (the mapped axis removed),
+with the axis name bound so collectives (``hlox.lax.psum`` ...) can refer to it, and binds
+``xla_pmap_p`` with that per-device jaxpr. Evaluated, the primitive compiles the jaxpr as a
+replicated program (``mhlo.num_replicas`` = number of devices), splits the mapped inputs over
+the devices and returns arrays that stay split over them (``hlox.runtime.spmd``); passing such
+an array to another pmap over the same devices moves no data.
+
+Inside another pmap the primitive lowers in place: each replica takes its slice of the mapped
+inputs by its position along the new axis and the outputs are gathered back over it (nested
+pmaps need ``outer * inner`` replicas). ``xla_pmap_p`` has JVP, partial-evaluation, transpose
+and batching rules like ``jit_p``'s, so grad/vmap/jit compose with pmap in any order.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from hlox import monitoring, tree_util
+from hlox.cache import LRUCache
+from hlox.config import config
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr,
+                             trace_to_jaxpr)
+from hlox.core.primitive import Primitive
+from hlox.core.tracer import (Tracer, check_no_tracers, eval_trace, extend_axis_env,
+                              get_aval, set_current_trace, trace_ctx)
+from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import partial_eval as pe
+from hlox.runtime import client, spmd
+from hlox.runtime.array import Array, wrap_multi
+
+__all__ = ["pmap", "xla_pmap_p", "jaxpr_replicas"]
+
+
+class _PmapPrimitive(Primitive):
+  multiple_results = True
+
+  def params_for_printing(self, params):
+    return {"axis_name": params["axis_name"], "axis_size": params["axis_size"],
+            "devices": params["devices"], "donated_invars": params["donated_invars"],
+            "global_axis_size": params["global_axis_size"], "in_axes": params["in_axes"],
+            "jaxpr": params["jaxpr"], "name": params["name"], "out_axes": params["out_axes"]}
+
+
+xla_pmap_p = _PmapPrimitive("xla_pmap")
+
+
+def _insert_axis(aval, axis, size):
+  return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
+
+
+def _remove_axis(aval, axis):
+  return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
+
+
+def _pmap_abstract_eval(*avals, jaxpr, axis_size, in_axes, out_axes, name, **_):
+  if len(avals) != len(jaxpr.in_avals):
+    raise TypeError(f"pmap {name}: expected {len(jaxpr.in_avals)} arguments, got {len(avals)}")
+  return [_insert_axis(a, ax, axis_size) for a, ax in zip(jaxpr.out_avals, out_axes)]
+
+xla_pmap_p.def_abstract_eval(_pmap_abstract_eval)
+
+
+def _subjaxprs(params):
+  for v in params.values():
+    for item in (v if isinstance(v, (tuple, list)) else (v,)):
+      if isinstance(item, ClosedJaxpr):
+        yield item.jaxpr
+      elif isinstance(item, Jaxpr):
+        yield item
+
+
+def jaxpr_replicas(jaxpr: Jaxpr) -> int:
+  """How many replicas a program needs to run ``jaxpr`` (its nested pmaps' sizes)."""
+  count = 1
+  for eqn in jaxpr.eqns:
+    if eqn.primitive is xla_pmap_p:
+      inner = eqn.params["global_axis_size"] * jaxpr_replicas(eqn.params["jaxpr"].jaxpr)
+    else:
+      inner = max((jaxpr_replicas(j) for j in _subjaxprs(eqn.params)), default=1)
+    count = max(count, inner)
+  return count
+
+
+# --- evaluation: compile a replicated program and run it ---------------------------------
+
+def _pmap_devices(devices, n_replicas):
+  if devices is not None:
+    devs = list(devices)
+    if len(devs) != n_replicas:
+      raise ValueError(f"pmap: the mapped axis needs {n_replicas} devices but devices= lists "
+                       f"{len(devs)}")
+    return tuple(devs)
+  available = sorted(client.devices(), key=lambda d: (getattr(d, "process_index", 0), d.id))
+  if n_replicas > len(available):
+    raise ValueError(
+        f"pmap: the mapped axis needs {n_replicas} devices but only {len(available)} are "
+        f"available. On the CPU, set the environment variable HLOX_NUM_CPU_DEVICES={n_replicas}"
+        " (or larger) before hlox first uses a device to get more.")
+  return tuple(available[:n_replicas])
+
+
+class _CompiledPmap:
+  """A replicated executable plus the layouts of its arguments and results."""
+
+  def __init__(self, jaxpr, in_avals, *, axis_name, axis_size, global_axis_size, in_axes,
+               out_axes, devices, donated_invars, name):
+    inner = jaxpr_replicas(jaxpr.jaxpr)
+    n_replicas = global_axis_size * inner
+    devs = _pmap_devices(devices, n_replicas)
+    self.in_avals = list(in_avals)
+    self.in_axes = in_axes
+    # Global avals (this process holds axis_size of the global_axis_size pieces).
+    self.in_global = [a if ax is None else
+                      a.update(shape=a.shape[:ax] + (global_axis_size,) + a.shape[ax + 1:])
+                      for a, ax in zip(in_avals, in_axes)]
+    self.in_shardings = [spmd.pmap_sharding(devs, ax, a.ndim, inner)
+                         for a, ax in zip(in_avals, in_axes)]
+    out_local = [_insert_axis(a, ax, axis_size) for a, ax in zip(jaxpr.out_avals, out_axes)]
+    self.out_avals = out_local
+    out_global = [_insert_axis(a, ax, global_axis_size)
+                  for a, ax in zip(jaxpr.out_avals, out_axes)]
+    out_shardings = [spmd.pmap_sharding(devs, ax, a.ndim, inner)
+                     for a, ax in zip(out_global, out_axes)]
+    body = _replica_body(jaxpr, in_avals, in_axes, out_axes, axis_name, global_axis_size)
+    self.lowered = xla.lower_jaxpr_to_module(
+        body, name, donated_invars, keep_unused=True, num_replicas=n_replicas,
+        axis_env=((axis_name, global_axis_size),))
+    monitoring.record_event("compile")
+    self.executable = spmd.compile_replicated(self.lowered.as_text(), devs, out_global,
+                                              out_shardings)
+    self.run = self.executable.run
+
+  def shard_args(self, args) -> list:
+    bufs = []
+    for x, aval, glob, sharding in zip(args, self.in_avals, self.in_global,
+                                       self.in_shardings):
+      if type(x) is Array:
+        multi = x._multi
+        if multi is not None and multi._sharding is sharding:
+          bufs.append(multi)
+          continue
+        x.check_alive()
+        value = x._value()
+      else:
+        value = np.asarray(x, dtype=aval.dtype)
+      bufs.append(spmd.put_sharded(value, glob, sharding))
+    return bufs
+
+  def __call__(self, args) -> list:
+    outs = self.run(self.shard_args(args))
+    return [wrap_multi(b, a) for b, a in zip(outs, self.out_avals)]
+
+
+def _replica_body(jaxpr, in_avals, in_axes, out_axes, axis_name, size) -> ClosedJaxpr:
+  """What one replica runs: its pieces keep the mapped axis with size 1 (that is how they
+  are laid out on the devices); drop it, run ``jaxpr``, put it back on the outputs."""
+  from hlox import lax
+  piece_avals = [a if ax is None else a.update(shape=a.shape[:ax] + (1,) + a.shape[ax + 1:])
+                 for a, ax in zip(in_avals, in_axes)]
+
+  def body(*pieces):
+    args = [p if ax is None else lax.squeeze(p, (ax,)) for p, ax in zip(pieces, in_axes)]
+    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+    return [lax.expand_dims(o, (ax,)) for o, ax in zip(outs, out_axes)]
+  with extend_axis_env(axis_name, size):
+    return trace_to_jaxpr(body, piece_avals, "pmap")
+
+
+_compile_cache = LRUCache()
+
+
+def _signature(x):
+  if type(x) is Array:
+    multi = x._multi
+    return x.aval if multi is None else (x.aval, multi._sharding)
+  return get_aval(x)
+
+
+def _compiled_for(args, params) -> _CompiledPmap:
+  sigs = tuple(_signature(x) for x in args)
+  key = (params["jaxpr"], sigs, *[(k, v) for k, v in params.items() if k != "jaxpr"])
+  entry = _compile_cache.get(key)
+  if entry is None:
+    in_avals = [s if type(s) is ShapedArray else s[0] for s in sigs]
+    entry = _CompiledPmap(in_avals=in_avals, **params)
+    _compile_cache.put(key, entry)
+  return entry
+
+
+def _pmap_impl(*args, **params):
+  check_no_tracers(args)
+  return _compiled_for(args, params)(args)
+
+xla_pmap_p.def_impl(_pmap_impl)
+
+
+# --- lowering inside another pmap (nested pmaps) -----------------------------------------
+
+def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in_axes,
+                   out_axes, devices, donated_invars, name):
+  from jaxlib.mlir import ir
+  from jaxlib.mlir.dialects import stablehlo as hlo
+  mctx = ctx.module_context
+  if mctx.num_replicas == 1:
+    raise NotImplementedError("xla_pmap can only be lowered inside another pmap")
+  outer_env = mctx.axis_env
+  mctx.axis_env = tuple(outer_env or ()) + ((axis_name, global_axis_size),)
+  try:
+    index = xla.axis_index_hlo(mctx, axis_name)
+    i32 = ShapedArray((), dtypes.int32)
+    zero = xla.ir_constant(np.int32(0))
+    pieces = []
+    for x, aval, ax in zip(args, ctx.avals_in, in_axes):
+      if ax is None:
+        pieces.append(x)
+        continue
+      starts = [index if d == ax else zero for d in range(aval.ndim)]
+      sizes = [1 if d == ax else n for d, n in enumerate(aval.shape)]
+      piece = hlo.dynamic_slice(x, starts, xla._dense_i64(sizes))
+      pieces.append(hlo.reshape(xla.aval_to_ir_type(_remove_axis(aval, ax)), piece))
+    consts = [xla.ir_constant(np.asarray(c)) for c in jaxpr.consts]
+    outs = xla.lower_jaxpr(mctx, jaxpr.jaxpr, consts, pieces)
+    # Gather each output over the axis: write it into its slot of a zero array, then sum.
+    groups = xla.axis_groups(mctx, (axis_name,))
+    results = []
+    for out, aval, full, ax in zip(outs, jaxpr.out_avals, ctx.avals_out, out_axes):
+      one = aval.update(shape=aval.shape[:ax] + (1,) + aval.shape[ax:])
+      out = hlo.reshape(xla.aval_to_ir_type(one), out)
+      zeros = xla.full_like_aval(0, full)
+      starts = [index if d == ax else zero for d in range(full.ndim)]
+      placed = hlo.dynamic_update_slice(zeros, out, starts)
+      results.append(_all_reduce_sum(placed, full, groups))
+    del i32
+  finally:
+    mctx.axis_env = outer_env
+  return results
+
+
+def _all_reduce_sum(x, aval, groups):
+  from jaxlib.mlir import ir
+  from jaxlib.mlir.dialects import stablehlo as hlo
+  compute = aval
+  if aval.dtype == dtypes.bool_:
+    raise NotImplementedError("nested pmap returning booleans")
+  op = hlo.AllReduceOp([xla.aval_to_ir_type(compute)], [x], xla.replica_groups_attr(groups))
+  scalar = xla.aval_to_ir_type(compute.update(shape=()))
+  block = op.regions[0].blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):
+    hlo.return_([hlo.add(*block.arguments)])
+  return op.results[0]
+
+xla.register_lowering(xla_pmap_p, _pmap_lowering)
+
+
+# --- autodiff ----------------------------------------------------------------------------
+
+def _derived(params, n_args, **changes):
+  """Params of a pmap derived from another (new argument list: nothing donated)."""
+  new = {k: v for k, v in params.items() if k != "jaxpr"}
+  new["donated_invars"] = (False,) * n_args
+  new.update(changes)
+  return new
+
+
+def _axis_env(params):
+  return extend_axis_env(params["axis_name"], params["global_axis_size"])
+
+
+def _pmap_jvp(primals, tangents, *, jaxpr, **params):
+  nonzeros = [type(t) is not ad.Zero for t in tangents]
+  with _axis_env(params):
+    jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+  jvp_closed, consts = convert_constvars(jvp_closed)
+  in_axes, out_axes = params["in_axes"], params["out_axes"]
+  nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
+  args = [*consts, *primals, *nz_tangents]
+  new_in = ((None,) * len(consts) + tuple(in_axes) +
+            tuple(ax for ax, nz in zip(in_axes, nonzeros) if nz))
+  new_out = tuple(out_axes) + tuple(ax for ax, nz in zip(out_axes, out_nonzeros) if nz)
+  outs = xla_pmap_p.bind(*args, jaxpr=jvp_closed,
+                         **_derived(params, len(args), in_axes=new_in, out_axes=new_out))
+  n_out = len(jaxpr.out_avals)
+  nz_outs = iter(outs[n_out:])
+  tangents_out = [next(nz_outs) if nz else ad.Zero(get_aval(o).to_tangent_aval())
+                  for o, nz in zip(outs[:n_out], out_nonzeros)]
+  return outs[:n_out], tangents_out
+
+ad.primitive_jvps[xla_pmap_p] = _pmap_jvp
+
+
+def _pmap_partial_eval(trace, *args, jaxpr, **params):
+  unknowns = [trace.is_unknown(x) for x in args]
+  with _axis_env(params):
+    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
+  known, known_consts = convert_constvars(known)
+  in_axes, out_axes = params["in_axes"], params["out_axes"]
+  known_args = [*known_consts, *[x for x, u in zip(args, unknowns) if not u]]
+  known_in = (None,) * len(known_consts) + tuple(
+      ax for ax, u in zip(in_axes, unknowns) if not u)
+  known_out = tuple(ax for ax, u in zip(out_axes, out_unknowns) if not u) + (0,) * num_res
+  with set_current_trace(trace.parent):
+    known_outs = xla_pmap_p.bind(*known_args, jaxpr=known, **_derived(
+        params, len(known_args), in_axes=known_in, out_axes=known_out))
+  n_known = len(known_outs) - num_res
+  residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
+  unknown_args = [*residuals, *[x for x, u in zip(args, unknowns) if u]]
+  unknown_in = (0,) * num_res + tuple(ax for ax, u in zip(in_axes, unknowns) if u)
+  unknown_out = tuple(ax for ax, u in zip(out_axes, out_unknowns) if u)
+  unknown_outs = trace.record(xla_pmap_p, unknown_args, dict(
+      jaxpr=unknown, **_derived(params, len(unknown_args), in_axes=unknown_in,
+                                out_axes=unknown_out)))
+  known_it, unknown_it = iter(known_outs), iter(unknown_outs)
+  return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
+
+pe.partial_eval_rules[xla_pmap_p] = _pmap_partial_eval
+
+
+def _pmap_transpose(cts, *args, jaxpr, **params):
+  from hlox import lax
+  in_axes, out_axes = params["in_axes"], params["out_axes"]
+  undefined = [ad.is_undefined_primal(x) for x in args]
+  defined = [(x, ax) for x, ax, u in zip(args, in_axes, undefined) if not u]
+  nz = [(ct, ax) for ct, ax in zip(cts, out_axes) if type(ct) is not ad.Zero]
+  ct_nonzero = [type(ct) is not ad.Zero for ct in cts]
+  n_def = len(defined)
+
+  def transposed(*flat):
+    it_def, it_ct = iter(flat[:n_def]), iter(flat[n_def:])
+    full_args = [x if u else next(it_def) for x, u in zip(args, undefined)]
+    full_cts = [next(it_ct) if nonzero else ad.Zero(a.to_tangent_aval())
+                for a, nonzero in zip(jaxpr.out_avals, ct_nonzero)]
+    cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full_args, full_cts)
+    return [ad.instantiate_zeros(ct) for ct, u in zip(cts_in, undefined) if u]
+
+  def per_device(x, ax):
+    aval = get_aval(x)
+    return aval if ax is None else _remove_axis(aval, ax)
+  in_avals = [per_device(x, ax) for x, ax in defined] + [per_device(ct, ax) for ct, ax in nz]
+  with _axis_env(params):
+    t_closed = trace_to_jaxpr(transposed, in_avals, "transpose", "transpose")
+  t_closed, consts = convert_constvars(t_closed)
+  call_args = [*consts, *[x for x, _ in defined], *[ct for ct, _ in nz]]
+  t_in = (None,) * len(consts) + tuple(ax for _, ax in defined) + tuple(ax for _, ax in nz)
+  # An unmapped input was seen by every device: its cotangent is the sum of theirs.
+  t_out = tuple(0 if ax is None else ax for ax, u in zip(in_axes, undefined) if u)
+  outs = iter(xla_pmap_p.bind(*call_args, jaxpr=t_closed, **_derived(
+      params, len(call_args), in_axes=t_in, out_axes=t_out)))
+  result = []
+  for ax, u in zip(in_axes, undefined):
+    if not u:
+      result.append(None)
+    else:
+      ct = next(outs)
+      result.append(lax.reduce_sum(ct, (0,)) if ax is None else ct)
+  return result
+
+ad.primitive_transposes[xla_pmap_p] = _pmap_transpose
+
+
+# --- batching (vmap of pmap) ---------------------------------------------------------------
+
+def _pmap_batch(axis_data, vals, dims, *, jaxpr, **params):
+  in_axes, out_axes = params["in_axes"], params["out_axes"]
+  new_vals, new_in, inner_dims = [], [], []
+  for x, d, ax in zip(vals, dims, in_axes):
+    if d is None or ax is None:
+      new_vals.append(x)
+      new_in.append(ax)
+      inner_dims.append(d)
+    else:  # batch dimension first, so each device's slice has it first too
+      new_vals.append(batching.moveaxis(x, d, 0))
+      new_in.append(ax + 1)
+      inner_dims.append(0)
+  with _axis_env(params):
+    batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, inner_dims)
+  batched, consts = convert_constvars(batched)
+  new_out = tuple(ax if d is None else ax + 1 for ax, d in zip(out_axes, out_dims))
+  args = [*consts, *new_vals]
+  outs = xla_pmap_p.bind(*args, jaxpr=batched, **_derived(
+      params, len(args), in_axes=(None,) * len(consts) + tuple(new_in), out_axes=new_out))
+  return outs, [None if d is None else 0 for d in out_dims]
+
+batching.axis_primitive_batchers[xla_pmap_p] = _pmap_batch
+
+
+# --- the pmap API ------------------------------------------------------------------------
+
+class _AxisName:
+  """The name of an axis pmap was not given a name for (collectives cannot refer to it)."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "<unnamed pmap axis>"
+
+
+def _flatten_axes(what, tree_def, axes, n):
+  from hlox.api import _flatten_axes as flatten
+  try:
+    return flatten(what, tree_def, axes, n)
+  except ValueError as e:
+    raise ValueError(str(e).replace("vmap", "pmap")) from None
+
+
+def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
+         static_broadcasted_argnums=(), devices=None, backend=None, axis_size=None,
+         donate_argnums=(), global_arg_shapes=None) -> Callable:
+  """Map ``fun`` over an axis of its arguments, running each slice on its own device.
+
+  Like ``vmap`` (``in_axes``/``out_axes`` are ints, None, or pytree prefixes) but the slices
+  run in parallel as replicas of one compiled program, and collectives over ``axis_name``
+  communicate between devices. The mapped size must not exceed the number of devices
+  (``HLOX_NUM_CPU_DEVICES`` sets how many CPU devices there are). Results stay split over
+  the devices; converting them to NumPy gathers them.
+  """
+  if not callable(fun):
+    raise TypeError(f"pmap: expected a callable, got {fun!r}")
+  if backend not in (None, "cpu"):
+    raise ValueError(f"pmap: unknown backend {backend!r}")
+  if global_arg_shapes is not None:
+    raise NotImplementedError("pmap: global_arg_shapes is not supported")
+  if isinstance(static_broadcasted_argnums, int):
+    static_broadcasted_argnums = (static_broadcasted_argnums,)
+  if isinstance(donate_argnums, int):
+    donate_argnums = (donate_argnums,)
+  if isinstance(in_axes, list):
+    in_axes = tuple(in_axes)
+  wrapped = _PmapFunction(fun, axis_name if axis_name is not None else _AxisName(), in_axes,
+                          out_axes, tuple(static_broadcasted_argnums),
+                          None if devices is None else tuple(devices), axis_size,
+                          tuple(donate_argnums))
+
+  @functools.wraps(fun)
+  def pmapped(*args, **kwargs):
+    return wrapped(args, kwargs)
+  pmapped._pmap = wrapped
+  pmapped.lower = wrapped.lower
+  return pmapped
+
+
+class _Traced:
+  __slots__ = ("jaxpr", "consts", "out_tree", "in_axes", "out_axes")
+
+  def __init__(self, jaxpr, consts, out_tree, in_axes, out_axes):
+    self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
+    self.in_axes, self.out_axes = in_axes, out_axes
+
+
+class _PmapFunction:
+  def __init__(self, fun, axis_name, in_axes, out_axes, static_argnums, devices, axis_size,
+               donate_argnums):
+    self.fun = fun
+    self.name = getattr(fun, "__name__", "fun")
+    self.axis_name = axis_name
+    self.in_axes = in_axes
+    self.out_axes = out_axes
+    self.static_argnums = static_argnums
+    self.devices = devices
+    self.axis_size = axis_size
+    self.donate_argnums = donate_argnums
+    self._trace_cache = LRUCache()
+
+  def _prepare(self, args, kwargs):
+    """Flat dynamic arguments, their mapped axes, size, donation, and the trace key."""
+    n = len(args)
+    statics = []
+    dyn_args = []
+    for i, a in enumerate(args):
+      if i in self.static_argnums or i - n in self.static_argnums:
+        try:
+          hash(a)
+        except TypeError:
+          raise ValueError(f"pmap: static_broadcasted_argnums argument at position {i} must "
+                           f"be hashable, got {type(a).__name__}") from None
+        statics.append((i, a))
+      else:
+        dyn_args.append(a)
+    dyn_args = tuple(dyn_args)
+    leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
+    in_axes = self.in_axes
+    if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args):
+      if len(in_axes) == n:  # given for all positional arguments, statics included
+        in_axes = tuple(a for i, a in enumerate(in_axes) if i not in
+                        {s for s, _ in statics})
+      else:
+        raise ValueError(f"pmap in_axes must be an int, None, or a tuple of entries "
+                         f"corresponding to the positional arguments passed to the function, "
+                         f"but got len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}")
+    args_tree = tree_util.tree_structure(dyn_args)
+    n_arg_leaves = args_tree.num_leaves
+    axes = list(_flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves))
+    axes += [0] * (len(leaves) - n_arg_leaves)
+    avals = [get_aval(x) for x in leaves]
+    sizes = {}
+    for i, (aval, ax) in enumerate(zip(avals, axes)):
+      if ax is None:
+        continue
+      if not -aval.ndim <= ax < aval.ndim:
+        raise ValueError(f"pmap was requested to map its argument along axis {ax}, which "
+                         f"implies that its rank should be at least {max(ax + 1, -ax)}, but "
+                         f"is only {aval.ndim} (its shape is {aval.shape})")
+      axes[i] = ax % aval.ndim
+      sizes[i] = aval.shape[axes[i]]
+    if len(set(sizes.values())) > 1:
+      detail = "\n".join(f"  argument leaf {i} has shape {avals[i].shape} and axis "
+                         f"{axes[i]} of size {s}" for i, s in sizes.items())
+      raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped:\n{detail}")
+    if sizes:
+      size = next(iter(sizes.values()))
+      if self.axis_size is not None and self.axis_size != size:
+        raise ValueError(f"pmap got axis_size={self.axis_size} but the mapped axes have size "
+                         f"{size}")
+    elif self.axis_size is None:
+      raise ValueError("pmap must have at least one non-None value in in_axes (or be given "
+                       "axis_size)")
+    else:
+      size = self.axis_size
+    donated = []
+    pos = [i for i in range(n) if i not in {s for s, _ in statics}]
+    for i, a in zip(pos, dyn_args):
+      donated += [i in self.donate_argnums] * len(tree_util.tree_leaves(a))
+    donated += [False] * (len(leaves) - len(donated))
+    return leaves, in_tree, tuple(axes), size, tuple(statics), tuple(donated), avals
+
+  def _trace(self, in_tree, avals, axes, size, statics, kwargs_given):
+    global_size = size
+    if self.devices is None and client.process_count() > 1:
+      global_size = size * client.process_count()
+    key = (in_tree, tuple(avals), axes, size, statics)
+    traced = self._trace_cache.get(key)
+    if traced is not None:
+      return traced, global_size
+    static_pos = dict(statics)
+    out_tree_box = []
+
+    def flat_fun(*flat):
+      dyn_args, kw = in_tree.unflatten(flat)
+      it = iter(dyn_args)
+      n = len(dyn_args) + len(static_pos)
+      full = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
+      out = self.fun(*full, **kw)
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      out_tree_box.append(out_tree)
+      return out_leaves
+
+    inner_avals = [a if ax is None else _remove_axis(a, ax) for a, ax in zip(avals, axes)]
+    with extend_axis_env(self.axis_name, global_size):
+      closed = trace_to_jaxpr(flat_fun, inner_avals, debug_info=self.name, trace_name="pmap")
+    jaxpr, consts = convert_constvars(closed)
+    out_tree = out_tree_box[0]
+    out_axes = []
+    for i, (ax, a) in enumerate(zip(_flatten_axes("out_axes", out_tree, self.out_axes,
+                                                  len(jaxpr.out_avals)), jaxpr.out_avals)):
+      if ax is None:
+        raise NotImplementedError("pmap: out_axes=None is not supported (outputs are mapped)")
+      if not -(a.ndim + 1) <= ax <= a.ndim:
+        raise ValueError(f"pmap out_axes {ax} is out of bounds for output leaf {i} of rank "
+                         f"{a.ndim + 1}")
+      out_axes.append(ax % (a.ndim + 1))
+    traced = _Traced(jaxpr, consts, out_tree, axes, tuple(out_axes))
+    if not any(isinstance(c, Tracer) for c in consts):
+      self._trace_cache.put(key, traced)
+    return traced, global_size
+
+  def __call__(self, args, kwargs):
+    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs)
+    traced, global_size = self._trace(in_tree, avals, axes, size, statics, bool(kwargs))
+    n_consts = len(traced.consts)
+    params = dict(jaxpr=traced.jaxpr, axis_name=self.axis_name, axis_size=size,
+                  global_axis_size=global_size,
+                  in_axes=(None,) * n_consts + axes, out_axes=traced.out_axes,
+                  devices=self.devices, donated_invars=(False,) * n_consts + donated,
+                  name=self.name)
+    outs = xla_pmap_p.bind(*traced.consts, *leaves, **params)
+    return traced.out_tree.unflatten(outs)
+
+  def lower(self, *args, **kwargs):
+    """The replicated StableHLO module for these arguments (``.as_text()``)."""
+    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs)
+    traced, global_size = self._trace(in_tree, avals, axes, size, statics, bool(kwargs))
+    n_consts = len(traced.consts)
+    params = dict(jaxpr=traced.jaxpr, axis_name=self.axis_name, axis_size=size,
+                  global_axis_size=global_size,
+                  in_axes=(None,) * n_consts + axes, out_axes=traced.out_axes,
+                  devices=self.devices, donated_invars=(False,) * n_consts + donated,
+                  name=self.name)
+    in_avals = [get_aval(c) for c in traced.consts] + avals
+    return _CompiledPmap(traced.jaxpr, in_avals, **{k: v for k, v in params.items()
+                                                   if k != "jaxpr"}).lowered

@@ -1,0 +1,204 @@
+"""Arrays spread over several devices, and replicated programs (one replica per device).
+
+``pmap`` runs one program on ``R`` devices. A value it maps is split along one axis into
+``R // groups`` pieces (piece ``k`` of size 1 lives on devices ``k*groups .. k*groups +
+groups - 1``: ``groups > 1`` when nested pmaps need several replicas per outer position);
+an unmapped value is copied to every device. ``PmapSharding`` describes such a layout to
+jaxlib (a GSPMD tile sharding) and to hlox (how to put and gather host values).
+
+Replicated programs with collectives must not overlap on the CPU backend: with fewer cores
+than devices, replicas of the next launch can take the threads that the previous launch's
+replicas need to reach their rendezvous, and XLA aborts the process. ``Replicated.run``
+therefore waits for the previous multi-device launch before starting another.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from hlox.config import config
+from hlox.runtime import client
+
+_sharding_cache: dict = {}
+_ShardingClass = None
+
+
+def _make_sharding_class():
+  global _ShardingClass
+  if _ShardingClass is not None:
+    return _ShardingClass
+  xc = client._xc()
+
+  class PmapSharding(xc.GSPMDSharding):
+    """``devices`` hold a value split along ``axis`` (None: copied to all) in pieces of
+    size 1, each piece on ``groups`` consecutive devices."""
+    memory_kind = None
+
+    def __init__(self, devices, axis, ndim, groups):
+      dims = [1] * ndim
+      n_pieces = len(devices) // groups
+      if axis is None:
+        hlo_sharding = xc.HloSharding.replicate()
+      else:
+        dims[axis] = n_pieces
+        tiles = ",".join(map(str, dims + ([groups] if groups > 1 else [])))
+        last = " last_tile_dim_replicate" if groups > 1 else ""
+        hlo_sharding = xc.HloSharding.from_string(
+            f"{{devices=[{tiles}]<=[{len(devices)}]{last}}}")
+      dev_list = xc.DeviceList(tuple(devices))
+      super().__init__(dev_list, hlo_sharding)
+      self._hlo = hlo_sharding
+      self._devs = tuple(devices)
+      self._dev_list = dev_list
+      self.axis = axis
+      self.ndim = ndim
+      self.groups = groups
+      self.num_pieces = n_pieces
+      me = client.process_index()
+      self.local_positions = [p for p, d in enumerate(devices)
+                              if getattr(d, "process_index", 0) == me]
+      self.local_devices = [devices[p] for p in self.local_positions]
+      self.local_pieces = sorted({p // groups for p in self.local_positions})
+
+    def _to_xla_hlo_sharding(self, ndim):
+      return self._hlo
+
+    @property
+    def _device_assignment(self):
+      return self._devs
+
+    @property
+    def _internal_device_list(self):
+      return self._dev_list
+
+    @property
+    def device_set(self):
+      return set(self._devs)
+
+    def __repr__(self):
+      where = "replicated" if self.axis is None else f"split along axis {self.axis}"
+      return f"PmapSharding({where} over {len(self._devs)} devices)"
+
+  _ShardingClass = PmapSharding
+  return PmapSharding
+
+
+def pmap_sharding(devices, axis, ndim: int, groups: int = 1):
+  """The (cached, so comparable by identity) sharding for this layout."""
+  key = (tuple(devices), axis, ndim, groups)
+  sharding = _sharding_cache.get(key)
+  if sharding is None:
+    sharding = _sharding_cache[key] = _make_sharding_class()(tuple(devices), axis, ndim, groups)
+  return sharding
+
+
+def is_multi_device(buf) -> bool:
+  return type(buf._sharding) is _ShardingClass
+
+
+# --- host <-> devices --------------------------------------------------------------------
+
+def put_sharded(value: np.ndarray, global_aval, sharding):
+  """Copy this process's part of ``value`` to the devices of ``sharding``.
+
+  ``value`` holds the local pieces along ``sharding.axis`` (all of them in one process).
+  """
+  xc = client._xc()
+  axis, groups = sharding.axis, sharding.groups
+  if axis is None:
+    xs = [value] * len(sharding.local_devices)
+  else:
+    index = {piece: k for k, piece in enumerate(sharding.local_pieces)}
+    xs = []
+    for p in sharding.local_positions:
+      k = index[p // groups]
+      xs.append(np.take(value, [k], axis=axis))
+  return xc.batched_device_put(global_aval, sharding, xs, sharding.local_devices, True, False,
+                               xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
+                               bool(config._values["enable_x64"]))
+
+
+def gather_to_host(buf) -> np.ndarray:
+  """This process's pieces of a multi-device buffer, as one NumPy array."""
+  sharding = buf._sharding
+  parts = buf._arrays
+  if sharding.axis is None:
+    return np.asarray(parts[0])
+  seen, firsts = set(), []
+  for k, p in enumerate(sharding.local_positions):
+    piece = p // sharding.groups
+    if piece not in seen:  # the other devices of a group hold copies
+      seen.add(piece)
+      firsts.append(np.asarray(parts[k]))
+  return np.concatenate(firsts, axis=sharding.axis)
+
+
+# --- replicated executables --------------------------------------------------------------
+
+_launch_lock = threading.Lock()
+_in_flight = [None]  # outputs of the last multi-device launch
+
+
+class Replicated:
+  """A program compiled for ``len(devices)`` replicas, with a result handler per output."""
+
+  def __init__(self, loaded, devices, out_avals, out_shardings):
+    xc = client._xc()
+    self.loaded = loaded
+    self.devices = tuple(devices)
+    self.out_avals = list(out_avals)
+    self.out_shardings = list(out_shardings)
+    self.handlers = [xc.array_result_handler(a, s, True, True)
+                     for a, s in zip(out_avals, out_shardings)]
+    execute = loaded.execute_sharded
+    handlers = self.handlers
+
+    def run(bufs):
+      with _launch_lock:
+        previous = _in_flight[0]
+        if previous is not None:
+          for out in previous:
+            out.block_until_ready()
+        outs = execute(bufs).consume_with_handlers(handlers)
+        _in_flight[0] = outs
+      return outs
+    self.run = run
+
+  def hlo_text(self) -> str:
+    return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
+
+
+def compile_replicated(mlir_text: str, devices, out_avals, out_shardings) -> Replicated:
+  xc = client._xc()
+  options = xc.CompileOptions()
+  build = options.executable_build_options
+  build.num_replicas = len(devices)
+  build.num_partitions = 1
+  build.device_assignment = xc.DeviceAssignment.create(
+      np.array([[d.id] for d in devices]))
+  loaded = client.get_client().compile_and_load(mlir_text, xc.DeviceList(tuple(devices)),
+                                                options)
+  return Replicated(loaded, devices, out_avals, out_shardings)
+
+
+def shards_of(buf, aval) -> list:
+  """``Shard``s (device, index, single-device Array) of this process's pieces."""
+  from hlox.core.avals import ShapedArray
+  from hlox.runtime.array import Array, Shard
+  sharding = buf._sharding
+  shards = []
+  for k, (p, device, part) in enumerate(zip(sharding.local_positions, sharding.local_devices,
+                                            buf._arrays)):
+    index = [slice(None)] * aval.ndim
+    if sharding.axis is not None:
+      piece = p // sharding.groups
+      index[sharding.axis] = slice(piece, piece + 1)
+      shape = list(aval.shape)
+      shape[sharding.axis] = 1
+    else:
+      shape = list(aval.shape)
+    piece_aval = ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+    key = None if device == client.default_device() else device
+    shards.append(Shard(device, tuple(index), Array(part, piece_aval, key)))
+  return shards
