@@ -226,6 +226,27 @@ def bench_random_normal_1m(lib):
   return best_per_call(lambda: mod.block_until_ready(f(key)), 20)
 
 
+def bench_pmap_psum_8(lib):
+  """``pmap(psum)`` over 8 CPU devices on f32[8, 1024], one call waited for each time (the
+  CPU backend aborts when launches of collective programs overlap on a 2-core machine, in
+  JAX as well), the input already split over the devices by the previous call."""
+  import os
+  os.environ["HLOX_NUM_CPU_DEVICES"] = "8"
+  os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+  mod, _, _ = load(lib)
+  import numpy as np
+  psum = mod.lax.psum
+  f = mod.pmap(lambda x: psum(x, "i"), axis_name="i")
+  x = f(np.zeros((8, 1024), np.float32))  # zeros: repeated sums stay finite
+  x.block_until_ready()
+  state = [x]
+
+  def run():
+    state[0] = f(state[0])
+    state[0].block_until_ready()
+  return best_per_call(run, 200)
+
+
 def _rnn_scan_setup(lib):
   mod, jnp, clear = load(lib)
   import numpy as np

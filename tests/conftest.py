@@ -1,7 +1,7 @@
-"""Test configuration: 4 CPU devices, jaxpr checks on, hypothesis profile for CI."""
+"""Test configuration: 8 CPU devices, jaxpr checks on, hypothesis profile for CI."""
 import os
 
-os.environ.setdefault("HLOX_NUM_CPU_DEVICES", "4")
+os.environ.setdefault("HLOX_NUM_CPU_DEVICES", "8")
 os.environ.setdefault("HLOX_ENABLE_CHECKS", "1")
 
 from hypothesis import HealthCheck, settings  # noqa: E402

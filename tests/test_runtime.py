@@ -14,9 +14,9 @@ from hlox import lax
 
 def test_devices_and_backend():
   assert hlox.default_backend() == "cpu"
-  assert hlox.device_count() == 4  # tests/conftest.py sets HLOX_NUM_CPU_DEVICES=4
-  assert hlox.local_device_count() == 4
-  assert len(hlox.devices()) == 4
+  assert hlox.device_count() == 8  # tests/conftest.py sets HLOX_NUM_CPU_DEVICES=8
+  assert hlox.local_device_count() == 8
+  assert len(hlox.devices()) == 8
 
 
 def test_array_attributes_and_conversions():

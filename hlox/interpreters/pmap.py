@@ -184,11 +184,11 @@ def _signature(x):
 
 
 def _compiled_for(args, params) -> _CompiledPmap:
-  sigs = tuple(_signature(x) for x in args)
-  key = (params["jaxpr"], sigs, *[(k, v) for k, v in params.items() if k != "jaxpr"])
+  # Keyed on avals only: arguments laid out differently are moved into place by shard_args.
+  in_avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in args)
+  key = (params["jaxpr"], in_avals, *[(k, v) for k, v in params.items() if k != "jaxpr"])
   entry = _compile_cache.get(key)
   if entry is None:
-    in_avals = [s if type(s) is ShapedArray else s[0] for s in sigs]
     entry = _CompiledPmap(in_avals=in_avals, **params)
     _compile_cache.put(key, entry)
   return entry
@@ -436,8 +436,21 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
                           None if devices is None else tuple(devices), axis_size,
                           tuple(donate_argnums))
 
+  fast_cache = wrapped._fast_cache
+  ctx = trace_ctx
+  simple = not static_broadcasted_argnums and not donate_argnums
+
   @functools.wraps(fun)
   def pmapped(*args, **kwargs):
+    # Cache hit: the arguments' structure and layouts were seen before; no tracing, no
+    # lookups beyond one dict access (``_PmapFunction.__call__`` fills the cache).
+    if simple and not kwargs and ctx.trace is eval_trace:
+      leaves, in_tree = tree_util.tree_flatten(args)
+      key = (in_tree, *map(_signature, leaves))
+      entry = fast_cache.get(key)
+      if entry is not None:
+        compiled, consts, out_tree = entry
+        return out_tree.unflatten(compiled(consts + leaves))
     return wrapped(args, kwargs)
   pmapped._pmap = wrapped
   pmapped.lower = wrapped.lower
@@ -465,6 +478,7 @@ class _PmapFunction:
     self.axis_size = axis_size
     self.donate_argnums = donate_argnums
     self._trace_cache = LRUCache()
+    self._fast_cache = {}
 
   def _prepare(self, args, kwargs):
     """Flat dynamic arguments, their mapped axes, size, donation, and the trace key."""
@@ -577,6 +591,14 @@ class _PmapFunction:
                   in_axes=(None,) * n_consts + axes, out_axes=traced.out_axes,
                   devices=self.devices, donated_invars=(False,) * n_consts + donated,
                   name=self.name)
+    if trace_ctx.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves) and \
+        not any(isinstance(c, Tracer) for c in traced.consts):
+      args_all = [*traced.consts, *leaves]
+      compiled = _compiled_for(args_all, params)
+      if not kwargs and not statics and not any(donated) and len(self._fast_cache) < 64:
+        key = (tree_util.tree_structure(args), *map(_signature, leaves))
+        self._fast_cache[key] = (compiled, list(traced.consts), traced.out_tree)
+      return traced.out_tree.unflatten(compiled(args_all))
     outs = xla_pmap_p.bind(*traced.consts, *leaves, **params)
     return traced.out_tree.unflatten(outs)
 
