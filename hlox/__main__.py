@@ -35,7 +35,19 @@ def _time_per_call(fn, *args, rounds=5, calls=200) -> float:
   return best
 
 
+def pmap_section() -> None:
+  n = hlox.device_count()
+  print(f"\n# pmap: one replica per device ({n} devices), psum across them")
+  f = hlox.pmap(lambda x: x / hlox.lax.psum(x, "i"), axis_name="i")
+  y = f(jnp.arange(float(n)))
+  print(f"pmap(lambda x: x / psum(x, 'i'))(arange({n}.)) = {np.asarray(y).tolist()}")
+  print(f"result spread over: {sorted(d.id for d in y.devices())}")
+
+
 def main() -> None:
+  import os
+  if "HLOX_NUM_CPU_DEVICES" not in os.environ:
+    hlox.config.update("num_cpu_devices", 4)  # a few CPU devices, for the pmap section
   print(f"hlox {hlox.__version__} — backend: {hlox.default_backend()}")
   print(f"devices: {hlox.devices()}")
 
@@ -87,6 +99,8 @@ def main() -> None:
   key = hlox.random.PRNGKey(0)
   print(f"uniform(key, (3,)): {np.asarray(hlox.random.uniform(key, (3,))).tolist()}")
   print(f"split(key): {np.asarray(hlox.random.split(key)).tolist()}")
+
+  pmap_section()
 
   jit_t = _time_per_call(fast, w, b, x)
   eager_t = _time_per_call(predict, w, b, x)

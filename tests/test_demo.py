@@ -41,3 +41,12 @@ def test_demo_shows_random_numbers():
   assert ("uniform(key, (3,)): [0.9476670026779175, 0.9785798788070679, 0.33229148387908936]"
           in text)
   assert "split(key): [[1797259609, 2579123966], [928981903, 3453687069]]" in text
+
+
+def test_demo_shows_pmap_with_psum():
+  text = demo_output()
+  assert "# pmap: one replica per device" in text
+  line = next(l for l in text.splitlines() if l.startswith("pmap(lambda x: x / psum"))
+  n = int(line.split("arange(")[1].split(".")[0])
+  values = eval(line.split(" = ")[1])
+  assert len(values) == n and abs(sum(values) - 1.0) < 1e-5
