@@ -225,3 +225,20 @@ def test_in_axes_out_of_range_and_wrong_length():
     hlox.pmap(lambda a, b: a, in_axes=(0,))(np.ones((2, 2)), np.ones((2, 2)))
   with pytest.raises(ValueError, match="non-None"):
     hlox.pmap(lambda a: a, in_axes=None)(np.ones((2, 2)))
+
+
+def test_device_put_sharded_and_replicated_feed_pmap_without_copies():
+  devs = hlox.devices()[:4]
+  parts = [np.full((2,), k, np.float32) for k in range(4)]
+  x = hlox.device_put_sharded(parts, devs)
+  assert x.shape == (4, 2) and x.devices() == set(devs)
+  assert_close(x, np.stack(parts))
+  f = hlox.pmap(lambda a, b: a + b["w"])
+  w = hlox.device_put_replicated({"w": np.arange(2, dtype=np.float32)}, devs)
+  assert w["w"].shape == (4, 2)
+  y = f(x, w)
+  assert_close(y, np.stack(parts) + np.arange(2))
+  with pytest.raises(ValueError, match="one shape"):
+    hlox.device_put_sharded([np.ones(2), np.ones(3)], devs[:2])
+  with pytest.raises(ValueError, match="3 values for 4 devices"):
+    hlox.device_put_sharded(parts[:3], devs)

@@ -209,7 +209,9 @@ def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in
   from jaxlib.mlir.dialects import stablehlo as hlo
   mctx = ctx.module_context
   if mctx.num_replicas == 1:
-    raise NotImplementedError("xla_pmap can only be lowered inside another pmap")
+    raise NotImplementedError(
+        "pmap inside a compiled loop or branch (lax.scan/while_loop/cond) is not supported: "
+        "call the pmapped function outside the control flow, or put the loop inside pmap")
   outer_env = mctx.axis_env
   mctx.axis_env = tuple(outer_env or ()) + ((axis_name, global_axis_size),)
   try:
