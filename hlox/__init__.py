@@ -24,6 +24,7 @@ from hlox.tree_util import Partial
 from hlox.custom_derivatives import custom_jvp, custom_vjp
 from hlox.checkpoint import checkpoint, checkpoint_policies, remat
 from hlox.interpreters.pmap import pmap
+from hlox import distributed
 from hlox.runtime import device_put_replicated, device_put_sharded
 
 __version__ = "0.1.0"

@@ -114,6 +114,11 @@ NO_JAX_SCRIPT = textwrap.dedent("""
     g = hlox.jit(lambda a: a * 2, donate_argnums=0)
     z = g(hlox.device_put(np.ones(4, np.float32)))
     hlox.make_jaxpr(f)(x, 2.0); f.lower(x, 2.0).as_text()
+    # pmap: results split over devices, read back, their shards, a bfloat16 one, nested.
+    p = hlox.pmap(lambda a: lax.psum(a, "i") * a, axis_name="i")(np.ones((2, 3), np.float32))
+    np.asarray(p); p.addressable_shards[1].data; np.asarray(p + 1)
+    np.asarray(hlox.pmap(lambda a: a)(np.ones((2, 2), jnp.bfloat16)))
+    np.asarray(hlox.pmap(hlox.pmap(lambda a: a * 2))(np.ones((2, 2), np.float32)))
     print("attempts:", attempts, "loaded:", [m for m in sys.modules if m.split(".")[0] == "jax"])
 """)
 

@@ -567,34 +567,71 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
 _bitcast_readers = LRUCache()
 
 
+def _carrier(dtype):
+  """(integer dtype of the same width NumPy can read, whether it is a 4-bit widening)."""
+  four_bit = dtype.itemsize == 1 and dtype in (dtypes.int4, dtypes.uint4)
+  return (np.dtype(np.int8) if four_bit else np.dtype(f"uint{8 * dtype.itemsize}")), four_bit
+
+
+def _bitcast_module(aval, num_replicas: int = 1) -> str:
+  carrier, four_bit = _carrier(aval.dtype)
+  out_aval = ShapedArray(aval.shape, carrier)
+  ctx = make_ir_context()
+  with ctx, ir.Location.unknown():
+    module = ir.Module.create()
+    if num_replicas > 1:
+      module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
+      module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
+    with ir.InsertionPoint(module.body):
+      fn = func_dialect.FuncOp("main", ir.FunctionType.get([aval_to_ir_type(aval)],
+                                                           [aval_to_ir_type(out_aval)]))
+      fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+      block = fn.add_entry_block()
+      with ir.InsertionPoint(block):
+        op = hlo.convert if four_bit else hlo.bitcast_convert
+        func_dialect.ReturnOp([op(aval_to_ir_type(out_aval), block.arguments[0])])
+    return module.operation.get_asm(enable_debug_info=False)
+
+
+def _decoder(dtype):
+  _, four_bit = _carrier(dtype)
+  return (lambda raw: raw.astype(dtype)) if four_bit else (lambda raw: raw.view(dtype))
+
+
 def _read_via_bitcast(buf, aval) -> np.ndarray:
   """Copy a bfloat16/float8/int4 buffer to NumPy: bitcast (or widen, for 4-bit ints) to an
   unsigned/int type of the same width on the device, then view the bytes as ``aval.dtype``."""
   device = client.buffer_device(buf)
   key = (aval, device)
-  entry = _bitcast_readers.get(key)
-  if entry is None:
-    four_bit = aval.dtype.itemsize == 1 and aval.dtype in (dtypes.int4, dtypes.uint4)
-    carrier = np.dtype(np.int8) if four_bit else np.dtype(f"uint{8 * aval.dtype.itemsize}")
-    out_aval = ShapedArray(aval.shape, carrier)
-    ctx = make_ir_context()
-    with ctx, ir.Location.unknown():
-      module = ir.Module.create()
-      with ir.InsertionPoint(module.body):
-        fn = func_dialect.FuncOp("main", ir.FunctionType.get([aval_to_ir_type(aval)],
-                                                             [aval_to_ir_type(out_aval)]))
-        fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
-        block = fn.add_entry_block()
-        with ir.InsertionPoint(block):
-          op = hlo.convert if four_bit else hlo.bitcast_convert
-          func_dialect.ReturnOp([op(aval_to_ir_type(out_aval), block.arguments[0])])
-      text = module.operation.get_asm(enable_debug_info=False)
-    entry = (client.compile_mlir(text, device, [out_aval]), four_bit)
-    _bitcast_readers.put(key, entry)
-  executable, four_bit = entry
-  raw = np.asarray(executable.run([buf])[0])
-  return raw.astype(aval.dtype) if four_bit else raw.view(aval.dtype)
+  executable = _bitcast_readers.get(key)
+  if executable is None:
+    out_aval = ShapedArray(aval.shape, _carrier(aval.dtype)[0])
+    executable = client.compile_mlir(_bitcast_module(aval), device, [out_aval])
+    _bitcast_readers.put(key, executable)
+  return _decoder(aval.dtype)(np.asarray(executable.run([buf])[0]))
+
+
+def _multi_device_carrier(buf, dtype):
+  """The same for a buffer spread over devices (``spmd.gather_to_host`` reads the result)."""
+  from hlox.runtime import spmd
+  sharding = buf._sharding
+  glob = buf.aval
+  key = (glob, sharding)
+  executable = _bitcast_readers.get(key)
+  if executable is None:
+    shape = list(glob.shape)
+    if sharding.axis is not None:
+      shape[sharding.axis] = 1
+    piece = ShapedArray(tuple(shape), dtype)
+    out_glob = ShapedArray(glob.shape, _carrier(dtype)[0])
+    devices = sharding._device_assignment
+    executable = spmd.compile_replicated(_bitcast_module(piece, len(devices)), devices,
+                                         [out_glob], [sharding])
+    _bitcast_readers.put(key, executable)
+  return executable.run([buf])[0], _decoder(dtype)
 
 
 import hlox.runtime.array as _array_module  # noqa: E402
 _array_module.host_value_reader = _read_via_bitcast
+from hlox.runtime import spmd as _spmd_module  # noqa: E402
+_spmd_module.exotic_converter = _multi_device_carrier

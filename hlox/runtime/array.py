@@ -129,7 +129,7 @@ class Array:
       if multi is not None:
         self._check_multi_alive(multi)
         from hlox.runtime import spmd
-        value = spmd.gather_to_host(multi)
+        value = spmd.gather_to_host(multi, self.aval.dtype)
         value.flags.writeable = False
         self._npy = value
         return value

@@ -14,6 +14,9 @@ from hlox.config import config
 
 _client = None
 _client_lock = threading.Lock()
+_default_device = None
+# (distributed runtime client, node id, node count) once hlox.distributed.initialize ran.
+_distributed = None
 
 
 def _xc():
@@ -22,21 +25,60 @@ def _xc():
 
 
 def get_client():
-  """The process's PJRT CPU client, created on first use (``num_cpu_devices`` devices)."""
-  global _client
+  """The process's PJRT CPU client, created on first use (``num_cpu_devices`` devices).
+
+  After ``hlox.distributed.initialize`` it is a multi-process client: its devices are
+  those of every process, and collectives between processes go over gloo TCP.
+  """
+  global _client, _default_device
   if _client is None:
     with _client_lock:
       if _client is None:
         n = int(config.num_cpu_devices)
         if n < 1:
           raise ValueError(f"num_cpu_devices must be >= 1, got {n}")
-        _client = _xc().make_cpu_client(num_devices=n)
+        if _distributed is None:
+          client = _xc().make_cpu_client(num_devices=n)
+        else:
+          client = _make_distributed_client(n, *_distributed)
+        _default_device = client.local_devices()[0]
+        _client = client
   return _client
+
+
+def _make_distributed_client(num_devices, dist_client, node_id, num_nodes):
+  from jaxlib import _jax
+  collectives = _jax.make_gloo_tcp_collectives(distributed_client=dist_client)
+  return _xc().make_cpu_client(distributed_client=dist_client, node_id=node_id,
+                               num_nodes=num_nodes, collectives=collectives,
+                               num_devices=num_devices)
+
+
+def client_created() -> bool:
+  """Whether this process already made its PJRT client (any device use does)."""
+  return _client is not None
+
+
+def use_distributed_runtime(dist_client, node_id: int, num_nodes: int) -> None:
+  """Makes the (not yet created) PJRT client span the processes of ``dist_client``."""
+  global _distributed
+  with _client_lock:
+    if _client is not None:
+      raise RuntimeError("hlox.distributed.initialize must be called before any computation")
+    _distributed = (dist_client, node_id, num_nodes)
+
+
+def forget_distributed_runtime() -> None:
+  """Undoes ``use_distributed_runtime`` if no client was made with it yet."""
+  global _distributed
+  with _client_lock:
+    if _client is None:
+      _distributed = None
 
 
 def _check_device_count_change(name, value):
   if name == "num_cpu_devices" and _client is not None and \
-      int(value) != len(_client.devices()):
+      int(value) != len(_client.local_devices()):
     raise RuntimeError("num_cpu_devices must be set before hlox first uses a device "
                        "(or via HLOX_NUM_CPU_DEVICES before starting Python)")
 
@@ -44,38 +86,63 @@ def _check_device_count_change(name, value):
 config.add_watcher(_check_device_count_change)
 
 
-def devices(backend: str | None = None) -> list:
-  """All devices of the (only) backend, CPU."""
+def _check_backend(backend):
   if backend not in (None, "cpu"):
     raise RuntimeError(f"Unknown backend {backend!r}; hlox runs on 'cpu' in this build")
+
+
+def devices(backend: str | None = None) -> list:
+  """All devices of the (only) backend, CPU, in every process of a multi-process run."""
+  _check_backend(backend)
   return list(get_client().devices())
 
 
-local_devices = devices
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
+  """The devices of process ``process_index`` (default: this process)."""
+  _check_backend(backend)
+  client = get_client()
+  if process_index is None:
+    return list(client.local_devices())
+  count = process_count()
+  if not 0 <= process_index < count:
+    raise ValueError(f"local_devices: unknown process_index {process_index}; there are "
+                     f"{count} processes")
+  return [d for d in client.devices() if d.process_index == process_index]
 
 
 def device_count(backend: str | None = None) -> int:
-  return len(devices(backend))
+  """How many devices there are, in all processes together."""
+  _check_backend(backend)
+  return get_client().device_count()
 
 
 def local_device_count(backend: str | None = None) -> int:
-  return len(devices(backend))
+  """How many devices this process drives."""
+  _check_backend(backend)
+  return get_client().local_device_count()
 
 
 def default_backend() -> str:
   return get_client().platform
 
 
-def process_index() -> int:
-  return 0
+def process_index(backend: str | None = None) -> int:
+  """This process's index in a multi-process run (0 when there is one process)."""
+  _check_backend(backend)
+  return get_client().process_index()
 
 
-def process_count() -> int:
-  return 1
+def process_count(backend: str | None = None) -> int:
+  """How many processes take part (1 unless ``hlox.distributed.initialize`` said more)."""
+  _check_backend(backend)
+  return max((d.process_index for d in get_client().devices()), default=0) + 1
 
 
 def default_device():
-  return get_client().devices()[0]
+  """Where values go when no device is named: this process's first device."""
+  if _default_device is None:
+    get_client()
+  return _default_device
 
 
 # --- shardings ---------------------------------------------------------------------------

@@ -119,19 +119,77 @@ def put_sharded(value: np.ndarray, global_aval, sharding):
                                bool(config._values["enable_x64"]))
 
 
-def gather_to_host(buf) -> np.ndarray:
-  """This process's pieces of a multi-device buffer, as one NumPy array."""
+_buffer_protocol_kinds = frozenset("biufc")
+
+
+def _first_shard_to_numpy(buf) -> np.ndarray:
+  from jaxlib import _jax
+  return np.array(np.from_dlpack(_DLPackView(_jax.buffer_to_dlpack_managed_tensor(buf))),
+                  copy=True)
+
+
+class _DLPackView:
+  """Hands NumPy a DLPack capsule (of a CPU buffer)."""
+  __slots__ = ("capsule",)
+
+  def __init__(self, capsule):
+    self.capsule = capsule
+
+  def __dlpack__(self, *args, **kwargs):
+    return self.capsule
+
+  def __dlpack_device__(self):
+    return (1, 0)  # kDLCPU
+
+
+def local_pieces(buf) -> list:
+  """NumPy copies of the buffers on this process's devices, in their order.
+
+  Not ``buf._arrays``: every jaxlib route that makes single-device arrays out of a
+  multi-device one has jaxlib's C++ import JAX's Python modules (see RUNTIME_NOTES). jaxlib's
+  DLPack export reads the first addressable shard, so each device's buffer is brought to
+  the front with ``reorder_shards`` (the same buffers, relabelled) and exported.
+  """
+  from jaxlib import _jax
+  xc = client._xc()
   sharding = buf._sharding
-  parts = buf._arrays
+  devices = list(sharding._device_assignment)
+  local = sharding.local_positions
+  pieces = [_first_shard_to_numpy(buf)]
+  for p in local[1:]:
+    order = list(devices)
+    order[local[0]], order[p] = order[p], order[local[0]]
+    swapped = pmap_sharding(order, sharding.axis, sharding.ndim, sharding.groups)
+    moved = xc.reorder_shards(buf, swapped, _jax.ArrayCopySemantics.REUSE_INPUT)
+    pieces.append(_first_shard_to_numpy(moved))
+  return pieces
+
+
+# Set by interpreters/xla.py: converts a multi-device buffer of a dtype NumPy cannot take
+# through DLPack (bfloat16, float8, int4...) to (buffer of an integer carrier, how to decode).
+exotic_converter = None
+
+
+def gather_to_host(buf, dtype) -> np.ndarray:
+  """This process's pieces of a multi-device buffer, as one NumPy array of ``dtype``."""
+  dtype = np.dtype(dtype)
+  decode = None
+  if dtype.kind not in _buffer_protocol_kinds or dtype.itemsize == 1 and dtype.kind in "iu" \
+      and dtype.name in ("int4", "uint4"):
+    buf, decode = exotic_converter(buf, dtype)
+  sharding = buf._sharding
+  parts = local_pieces(buf)
   if sharding.axis is None:
-    return np.asarray(parts[0])
-  seen, firsts = set(), []
-  for k, p in enumerate(sharding.local_positions):
-    piece = p // sharding.groups
-    if piece not in seen:  # the other devices of a group hold copies
-      seen.add(piece)
-      firsts.append(np.asarray(parts[k]))
-  return np.concatenate(firsts, axis=sharding.axis)
+    value = parts[0]
+  else:
+    seen, firsts = set(), []
+    for part, p in zip(parts, sharding.local_positions):
+      piece = p // sharding.groups
+      if piece not in seen:  # the other devices of a group hold copies
+        seen.add(piece)
+        firsts.append(part)
+    value = np.concatenate(firsts, axis=sharding.axis)
+  return decode(value) if decode is not None else value
 
 
 # --- replicated executables --------------------------------------------------------------
@@ -183,24 +241,18 @@ def compile_replicated(mlir_text: str, devices, out_avals, out_shardings) -> Rep
 
 
 def shards_of(buf, aval) -> list:
-  """``Shard``s (device, index, single-device Array) of this process's pieces."""
-  from hlox.core.avals import ShapedArray
-  from hlox.runtime.array import Array, Shard
+  """``Shard``s (device, index, a copy as a single-device Array) of this process's pieces."""
+  from hlox.runtime.array import Shard, device_put
   sharding = buf._sharding
+  whole = gather_to_host(buf, aval.dtype)
   shards = []
-  for k, (p, device, part) in enumerate(zip(sharding.local_positions, sharding.local_devices,
-                                            buf._arrays)):
+  for p, device in zip(sharding.local_positions, sharding.local_devices):
     index = [slice(None)] * aval.ndim
     if sharding.axis is not None:
-      piece = p // sharding.groups
+      piece = sharding.local_pieces.index(p // sharding.groups)
       index[sharding.axis] = slice(piece, piece + 1)
-      shape = list(aval.shape)
-      shape[sharding.axis] = 1
-    else:
-      shape = list(aval.shape)
-    piece_aval = ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
-    key = None if device == client.default_device() else device
-    shards.append(Shard(device, tuple(index), Array(part, piece_aval, key)))
+    index = tuple(index)
+    shards.append(Shard(device, index, device_put(whole[index], device)))
   return shards
 
 

@@ -1,0 +1,63 @@
+"""One process of a multi-process hlox run, started by tests/test_distributed.py.
+
+    python tests/distributed_worker.py <port> <process_id> <num_processes>
+
+Joins the run coordinated at 127.0.0.1:<port>, then prints one line ``RESULT <json>`` with
+what this process sees: process index and count, global and local devices, a psum over
+the devices of every process, and a plain jitted computation on a local device.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import hlox  # noqa: E402
+import hlox.distributed  # noqa: E402
+import hlox.numpy as jnp  # noqa: E402
+from hlox.runtime import client as rt  # noqa: E402
+
+def cross_process_psum():
+  """A pmap over the devices of every process: each local device contributes its global
+  device index; returns this process's psums, each device's own input read back, and the
+  global positions (axis_index) of this process's devices."""
+  from hlox import lax
+  global_devices = hlox.devices()
+  local = hlox.local_devices()
+  x = np.array([global_devices.index(d) for d in local], np.float32)
+  f = hlox.pmap(lambda v: (lax.psum(v, "i"), v, lax.axis_index("i")), axis_name="i")
+  sums, inputs, positions = f(x)
+  return ([float(v) for v in np.asarray(sums)], [float(v) for v in np.asarray(inputs)],
+          [int(v) for v in np.asarray(positions)])
+
+
+def main():
+  port, process_id, num_processes = (int(a) for a in sys.argv[1:4])
+  hlox.distributed.initialize(f"127.0.0.1:{port}", num_processes, process_id,
+                              initialization_timeout=30, heartbeat_timeout_seconds=10,
+                              shutdown_timeout_seconds=30)
+  report = {
+      "is_initialized": hlox.distributed.is_initialized(),
+      "process_index": hlox.process_index(),
+      "process_count": hlox.process_count(),
+      "device_count": hlox.device_count(),
+      "local_device_count": hlox.local_device_count(),
+      "devices": [[d.id, d.process_index] for d in hlox.devices()],
+      "local_devices": [d.id for d in hlox.local_devices()],
+      "devices_by_process": [[d.id for d in hlox.local_devices(p)]
+                             for p in range(hlox.process_count())],
+      "default_device": rt.default_device().id,
+      # Single-device work still runs on this process's own devices.
+      "jit": float(hlox.jit(lambda x: jnp.sum(x * 2.0))(jnp.arange(4.0))),
+  }
+  report["psum"], report["inputs"], report["positions"] = cross_process_psum()
+  report["jax_imported"] = "jax" in sys.modules
+  print("RESULT " + json.dumps(report), flush=True)
+  hlox.distributed.shutdown()
+  print("SHUTDOWN", hlox.distributed.is_initialized(), flush=True)
+
+
+if __name__ == "__main__":
+  main()
