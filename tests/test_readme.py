@@ -13,3 +13,18 @@ def test_readme_example_runs():
                         "per_example.shape)"], capture_output=True, text=True, timeout=300)
   assert out.returncode == 0, out.stderr[-2000:]
   assert "grads (4, 3) (2, 4, 3)" in out.stdout
+
+
+def test_readme_pmap_example_runs():
+  text = open(README).read()
+  blocks = text.split("```python")
+  setup = "import hlox\nimport hlox.numpy as jnp\n"
+  code = next(b for b in blocks[1:] if "hlox.pmap" in b).split("```")[0]
+  env = dict(os.environ, HLOX_NUM_CPU_DEVICES="4")
+  out = subprocess.run([sys.executable, "-c", setup + code + "\nprint('w', new_w.shape, "
+                        "float(new_w[0, 0]))"], capture_output=True, text=True, timeout=300,
+                       env=env)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert "[0.         0.16666667 0.33333334 0.5       ]" in out.stdout
+  # gradient of mean((x @ 0 - 1)^2) per weight is -2; one step of 0.1 gives 0.2
+  assert "w (4, 3) 0.2" in out.stdout, out.stdout
