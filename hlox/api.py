@@ -255,7 +255,8 @@ class JitWrapped:
 
   def _get_traced(self, in_tree, leaves, statics, args, kwargs) -> _Traced:
     avals = tuple(_abstractify(x) for x in leaves)
-    key = (in_tree, avals, statics)
+    # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
+    key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
     traced = self._trace_cache.get(key)
     if traced is None:
       traced = self._trace(in_tree, avals, statics, args, kwargs)

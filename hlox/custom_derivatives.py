@@ -20,7 +20,7 @@ from hlox.cache import LRUCache
 from hlox.core import dtypes
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import Tracer, get_aval
+from hlox.core.tracer import Tracer, get_aval, trace_ctx
 from hlox.interpreters import ad, batching, xla
 
 __all__ = ["custom_jvp", "custom_vjp"]
@@ -56,7 +56,8 @@ def _trace_call(fun, nondiff, n_args, in_tree, in_avals, name):
   Cached per function, argument types and (hashable) nondiff values, unless the function
   closed over traced values."""
   try:
-    key = (fun, in_tree, tuple(in_avals), tuple(sorted(nondiff.items())))
+    key = (fun, in_tree, tuple(in_avals), tuple(sorted(nondiff.items())),
+           tuple(trace_ctx.axis_env))
     hash(key)
   except TypeError:
     key = None

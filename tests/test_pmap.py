@@ -242,3 +242,16 @@ def test_device_put_sharded_and_replicated_feed_pmap_without_copies():
     hlox.device_put_sharded([np.ones(2), np.ones(3)], devs[:2])
   with pytest.raises(ValueError, match="3 values for 4 devices"):
     hlox.device_put_sharded(parts[:3], devs)
+
+
+def test_traces_are_not_reused_across_different_named_axes():
+  h = hlox.jit(lambda x: x * lax.axis_size("i"))
+  assert_close(hlox.vmap(h, axis_name="i")(np.ones(3, np.float32)), np.full(3, 3.))
+  assert_close(hlox.vmap(h, axis_name="i")(np.ones(2, np.float32)), np.full(2, 2.))
+  g = hlox.jit(lambda x: lax.all_gather(x, "i"))
+  assert_close(hlox.pmap(g, axis_name="i")(np.arange(4.)), np.tile(np.arange(4.), (4, 1)))
+  assert_close(hlox.pmap(g, axis_name="i")(np.arange(2.)), np.tile(np.arange(2.), (2, 1)))
+  body = lambda c, x: (c + lax.psum(x, "i"), None)
+  scan_sum = lambda xs: lax.scan(body, 0., xs)[0]
+  assert_close(hlox.vmap(scan_sum, in_axes=1, axis_name="i")(np.ones((2, 3))), np.full(3, 6.))
+  assert_close(hlox.vmap(scan_sum, in_axes=1, axis_name="i")(np.ones((2, 5))), np.full(5, 10.))

@@ -548,7 +548,7 @@ class _PmapFunction:
     global_size = size
     if self.devices is None and client.process_count() > 1:
       global_size = size * client.process_count()
-    key = (in_tree, tuple(avals), axes, size, statics)
+    key = (in_tree, tuple(avals), axes, size, statics, tuple(trace_ctx.axis_env))
     traced = self._trace_cache.get(key)
     if traced is not None:
       return traced, global_size

@@ -28,7 +28,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Var, convert_constvars, eval_jaxpr,
                              trace_to_jaxpr)
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import Tracer, get_aval, set_current_trace
+from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import elementwise as _ew
@@ -57,7 +57,8 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str):
   arguments. Cached per (function, tree, avals) unless the trace closed over tracers of an
   enclosing transformation (those are only valid in that transformation).
   """
-  key = (fun, in_tree, tuple(in_avals))
+  # The named axes in scope shape collectives in the body (their sizes, their names).
+  key = (fun, in_tree, tuple(in_avals), tuple(trace_ctx.axis_env))
   try:
     hit = _trace_cache.get(key)
   except TypeError:  # an unhashable callable
