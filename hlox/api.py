@@ -514,6 +514,35 @@ def _flatten_axes(what: str, tree_def, axes, leaves_count: int):
                      f"value, got specification {axes!r} for value tree {tree_def}.") from e
 
 
+def mapped_axis_size(what: str, avals, axes, axis_size=None):
+  """Normalize mapped axes (per leaf, int or None) against the leaves' ranks and check that
+  every mapped axis has one size; returns (axes, size). Errors name ``what`` (vmap/pmap)."""
+  axes = list(axes)
+  sizes = {}
+  for i, (aval, ax) in enumerate(zip(avals, axes)):
+    if ax is None:
+      continue
+    if not -aval.ndim <= ax < aval.ndim:
+      raise ValueError(f"{what} was requested to map its argument along axis {ax}, which "
+                       f"implies that its rank should be at least {max(ax + 1, -ax)}, but is "
+                       f"only {aval.ndim} (its shape is {aval.shape})")
+    axes[i] = ax % aval.ndim
+    sizes[i] = aval.shape[axes[i]]
+  if len(set(sizes.values())) > 1:
+    detail = "\n".join(f"  argument leaf {i} has shape {avals[i].shape} and axis {axes[i]} "
+                       f"of size {s}" for i, s in sizes.items())
+    raise ValueError(f"{what} got inconsistent sizes for array axes to be mapped:\n{detail}")
+  if sizes:
+    size = next(iter(sizes.values()))
+    if axis_size is not None and axis_size != size:
+      raise ValueError(f"{what} got axis_size={axis_size} but the mapped axes have size {size}")
+    return axes, size
+  if axis_size is None:
+    raise ValueError(f"{what} must have at least one non-None value in in_axes (or be given "
+                     "axis_size)")
+  return axes, axis_size
+
+
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
          spmd_axis_name=None):
   """Vectorize ``fun`` over a leading (or ``in_axes``) axis of its arguments.
@@ -541,30 +570,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     n_arg_leaves = args_tree.num_leaves
     arg_axes = _flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves)
     dims = list(arg_axes) + [0] * (len(leaves) - n_arg_leaves)
-    sizes = {}
-    for i, (x, d) in enumerate(zip(leaves, dims)):
-      if d is None:
-        continue
-      aval = _abstractify(x)
-      if not -aval.ndim <= d < aval.ndim:
-        raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
-                         f"implies that its rank should be at least {max(d + 1, -d)}, but is "
-                         f"only {aval.ndim} (its shape is {aval.shape})")
-      dims[i] = d % aval.ndim
-      sizes[i] = aval.shape[dims[i]]
-    if len(set(sizes.values())) > 1:
-      detail = "\n".join(f"  argument leaf {i} has shape {_abstractify(leaves[i]).shape} and "
-                         f"axis {dims[i]} of size {s}" for i, s in sizes.items())
-      raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped:\n{detail}")
-    if sizes:
-      size = next(iter(sizes.values()))
-      if axis_size is not None and axis_size != size:
-        raise ValueError(f"vmap got axis_size={axis_size} but the mapped axes have size {size}")
-    elif axis_size is None:
-      raise ValueError("vmap must have at least one non-None value in in_axes (or be given "
-                       "axis_size)")
-    else:
-      size = axis_size
+    dims, size = mapped_axis_size("vmap", [_abstractify(x) for x in leaves], dims, axis_size)
     out_tree_box = []
 
     def flat_fun(*flat):

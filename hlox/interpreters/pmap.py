@@ -513,30 +513,8 @@ class _PmapFunction:
     axes = list(_flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves))
     axes += [0] * (len(leaves) - n_arg_leaves)
     avals = [get_aval(x) for x in leaves]
-    sizes = {}
-    for i, (aval, ax) in enumerate(zip(avals, axes)):
-      if ax is None:
-        continue
-      if not -aval.ndim <= ax < aval.ndim:
-        raise ValueError(f"pmap was requested to map its argument along axis {ax}, which "
-                         f"implies that its rank should be at least {max(ax + 1, -ax)}, but "
-                         f"is only {aval.ndim} (its shape is {aval.shape})")
-      axes[i] = ax % aval.ndim
-      sizes[i] = aval.shape[axes[i]]
-    if len(set(sizes.values())) > 1:
-      detail = "\n".join(f"  argument leaf {i} has shape {avals[i].shape} and axis "
-                         f"{axes[i]} of size {s}" for i, s in sizes.items())
-      raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped:\n{detail}")
-    if sizes:
-      size = next(iter(sizes.values()))
-      if self.axis_size is not None and self.axis_size != size:
-        raise ValueError(f"pmap got axis_size={self.axis_size} but the mapped axes have size "
-                         f"{size}")
-    elif self.axis_size is None:
-      raise ValueError("pmap must have at least one non-None value in in_axes (or be given "
-                       "axis_size)")
-    else:
-      size = self.axis_size
+    from hlox.api import mapped_axis_size
+    axes, size = mapped_axis_size("pmap", avals, axes, self.axis_size)
     donated = []
     pos = [i for i in range(n) if i not in {s for s, _ in statics}]
     for i, a in zip(pos, dyn_args):
@@ -584,7 +562,9 @@ class _PmapFunction:
       self._trace_cache.put(key, traced)
     return traced, global_size
 
-  def __call__(self, args, kwargs):
+  def _traced_params(self, args, kwargs):
+    """Trace (or reuse the trace) for these arguments: (traced, flat args, primitive params,
+    whether the cache-hit path may remember this call)."""
     leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs)
     traced, global_size = self._trace(in_tree, avals, axes, size, statics, bool(kwargs))
     n_consts = len(traced.consts)
@@ -593,11 +573,16 @@ class _PmapFunction:
                   in_axes=(None,) * n_consts + axes, out_axes=traced.out_axes,
                   devices=self.devices, donated_invars=(False,) * n_consts + donated,
                   name=self.name)
+    rememberable = not kwargs and not statics and not any(donated)
+    return traced, leaves, params, rememberable
+
+  def __call__(self, args, kwargs):
+    traced, leaves, params, rememberable = self._traced_params(args, kwargs)
     if trace_ctx.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves) and \
         not any(isinstance(c, Tracer) for c in traced.consts):
       args_all = [*traced.consts, *leaves]
       compiled = _compiled_for(args_all, params)
-      if not kwargs and not statics and not any(donated) and len(self._fast_cache) < 64:
+      if rememberable and len(self._fast_cache) < 64:
         key = (tree_util.tree_structure(args), *map(_signature, leaves))
         self._fast_cache[key] = (compiled, list(traced.consts), traced.out_tree)
       return traced.out_tree.unflatten(compiled(args_all))
@@ -606,14 +591,6 @@ class _PmapFunction:
 
   def lower(self, *args, **kwargs):
     """The replicated StableHLO module for these arguments (``.as_text()``)."""
-    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs)
-    traced, global_size = self._trace(in_tree, avals, axes, size, statics, bool(kwargs))
-    n_consts = len(traced.consts)
-    params = dict(jaxpr=traced.jaxpr, axis_name=self.axis_name, axis_size=size,
-                  global_axis_size=global_size,
-                  in_axes=(None,) * n_consts + axes, out_axes=traced.out_axes,
-                  devices=self.devices, donated_invars=(False,) * n_consts + donated,
-                  name=self.name)
-    in_avals = [get_aval(c) for c in traced.consts] + avals
-    return _CompiledPmap(traced.jaxpr, in_avals, **{k: v for k, v in params.items()
-                                                   if k != "jaxpr"}).lowered
+    traced, leaves, params, _ = self._traced_params(args, kwargs)
+    in_avals = [get_aval(x) for x in [*traced.consts, *leaves]]
+    return _CompiledPmap(in_avals=in_avals, **params).lowered
