@@ -452,6 +452,14 @@ def test_gamma_batched_parameters_under_vmap():
   np.testing.assert_allclose(np.asarray(out), loop, rtol=1e-6)
 
 
-def test_gamma_parameter_gradient_is_reported_missing():
-  with pytest.raises(NotImplementedError, match="gamma-family"):
-    hlox.grad(lambda a: r.gamma(r.PRNGKey(0), a, (2,)).sum())(2.0)
+def test_gamma_parameter_gradient_is_the_implicit_one():
+  # d sample / d a = -(dF/da) / (dF/dx) at the sample, F the gamma CDF.
+  import scipy.special as sp
+  import scipy.stats as st
+  a = 2.0
+  g = hlox.jit(hlox.grad(lambda a: r.gamma(r.PRNGKey(0), a, (2,)).sum()))(a)
+  xs = np.asarray(r.gamma(r.PRNGKey(0), a, (2,)), np.float64)
+  eps = 1e-5
+  dcdf_da = (sp.gammainc(a + eps, xs) - sp.gammainc(a - eps, xs)) / (2 * eps)
+  expected = np.sum(-dcdf_da / st.gamma.pdf(xs, a))
+  np.testing.assert_allclose(float(g), expected, rtol=2e-3)

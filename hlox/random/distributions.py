@@ -13,13 +13,16 @@ from hlox import lax
 from hlox import numpy as jnp
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
+from hlox.numpy.util import promote_dtypes_inexact
 from hlox.random.prng import _canonical_shape, _check_key, random_bits, _split_data
 from hlox.runtime import Array
 
 __all__ = ["uniform", "normal", "truncated_normal", "bernoulli", "randint", "categorical",
            "choice", "permutation", "gumbel", "exponential", "laplace", "logistic", "cauchy",
            "rademacher", "gamma", "loggamma", "beta", "dirichlet", "t", "chisquare",
-           "lognormal", "poisson", "multivariate_normal", "orthogonal"]
+           "lognormal", "poisson", "multivariate_normal", "orthogonal", "pareto", "weibull_min",
+           "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric", "triangular",
+           "f", "generalized_normal", "ball", "binomial", "multinomial"]
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -513,30 +516,54 @@ def lognormal(key, sigma=np.float32(1.), shape=None, dtype=None):
 # --- gamma family --------------------------------------------------------------------------
 # Marsaglia-Tsang rejection with lax.while_loop, splitting keys exactly as JAX does (one key per
 # element, vmapped scalar loops), so gamma, loggamma, beta, dirichlet, chisquare and t give
-# JAX's numbers.
+# JAX's numbers. The sampler is a custom_jvp: the rejection loop has no useful derivative, so
+# (as JAX) a sample's derivative in alpha is that of the alpha-quantile it landed on,
+# lax.random_gamma_grad (implicit reparameterization); the other samplers differentiate
+# through it.
 
-_no_grad = None  # the custom_jvp wrapper, made on first use (hlox.custom_derivatives imports
-                 # the API layer, which hlox.random must not import at package import time)
+_samplers = {}  # log_space -> the custom_jvp sampler, made on first use (hlox.custom_derivatives
+               # imports the API layer, which hlox.random must not import at package import)
 
 
-def _get_no_grad():
-  global _no_grad
-  if _no_grad is None:
+def _gamma_sampler(log_space):
+  """``f(data, alpha) -> samples`` (``log`` of them when ``log_space``), alpha already of the
+  output's shape and dtype, differentiable in ``alpha`` by implicit reparameterization."""
+  f = _samplers.get(log_space)
+  if f is None:
     from hlox.custom_derivatives import custom_jvp
-    _no_grad = custom_jvp(_no_parameter_gradient)
-    _no_grad.defjvp(_no_parameter_gradient_jvp)
-  return _no_grad
+    f = custom_jvp(_log_gamma_samples if log_space else _gamma_samples)
+    f.defjvp(_log_gamma_samples_jvp if log_space else _gamma_samples_jvp)
+    _samplers[log_space] = f
+  return f
 
 
-def _no_parameter_gradient(alpha, sample):
-  return sample
+def _gamma_samples(data, alpha):
+  return _gamma_vmapped(data, alpha, False)
 
 
-def _no_parameter_gradient_jvp(primals, tangents):
-  raise NotImplementedError(
-      "hlox.random: gradients of gamma-family samples (gamma, loggamma, beta, dirichlet, t, "
-      "chisquare) with respect to their shape parameters are not implemented yet (JAX uses "
-      "an implicit gradient of the incomplete gamma function)")
+def _log_gamma_samples(data, alpha):
+  return _gamma_vmapped(data, alpha, True)
+
+
+def _gamma_samples_jvp(primals, tangents):
+  # The sample as a function of alpha at a fixed quantile u = P(alpha, x) of its
+  # distribution: dx/dalpha = -(dP/dalpha) / (dP/dx) (JAX's rule).
+  data, alpha = primals
+  alpha_dot = tangents[1]
+  x = _gamma_sampler(False)(data, alpha)
+  return x, lax.mul(alpha_dot, lax.random_gamma_grad(alpha, x))
+
+
+def _log_gamma_samples_jvp(primals, tangents):
+  # d log(x) = dx / x; x = exp(log x) may round to 0, then the smallest normal stands in.
+  data, alpha = primals
+  alpha_dot = tangents[1]
+  log_x = _gamma_sampler(True)(data, alpha)
+  x = lax.exp(log_x)
+  dtype = get_aval(x).dtype
+  x = lax.select(lax.eq(x, np.array(0, dtype)),
+                 lax.full_like(x, np.array(jnp.finfo(dtype).tiny, dtype)), x)
+  return log_x, lax.mul(alpha_dot, lax.div(lax.random_gamma_grad(alpha, x), x))
 
 
 def _gamma_one(data, alpha, log_space):
@@ -591,21 +618,32 @@ def _gamma_one(data, alpha, log_space):
 
 def _gamma_unit(data, alpha, shape, dtype, log_space=False):
   """Gamma(alpha, 1) samples of ``shape`` (alpha broadcast to shape, > 0); ``log`` of them
-  when ``log_space``. As JAX: one key per element (split from ``data``), each sampled by a
-  vmapped scalar rejection loop."""
-  from hlox.api import vmap
+  when ``log_space``. Differentiable in ``alpha``."""
   alpha = lax.broadcast_in_dim(_as(alpha, dtype), shape,
                                tuple(range(len(shape) - len(_shape(alpha)), len(shape))))
+  return _gamma_sampler(log_space)(data, alpha)
+
+
+def _gamma_vmapped(data, alpha, log_space):
+  """As JAX: one key per element (split from ``data``), each sampled by a vmapped scalar
+  rejection loop."""
+  from hlox.api import vmap
+  shape = _shape(alpha)
   n = math.prod(shape)
   keys = _split_data(data, (n,))
   flat = lax.reshape(alpha, (n,))
   out = vmap(lambda k, a_: _gamma_one(k, a_, log_space))(keys, flat)
-  return _get_no_grad()(alpha, lax.reshape(out, tuple(shape)))
+  return lax.reshape(out, tuple(shape))
 
 
 def _param_shape(name, shape, *params):
   if shape is None:
-    return np.broadcast_shapes(*map(_shape, params))
+    shapes = [_shape(p) for p in params]
+    try:
+      return np.broadcast_shapes(*shapes)
+    except ValueError:
+      raise ValueError(f"{name}: the parameters' shapes {', '.join(map(str, shapes))} are not "
+                       "broadcast-compatible") from None
   shape = _canonical_shape(name, shape)
   _check_shape(name, shape, *map(_shape, params))
   return shape
@@ -867,3 +905,394 @@ def _orthogonal_impl(data, *, shape, dtype, n, m):
     qs.append(v / jnp.sqrt(jnp.sum(v * v, axis=-1, keepdims=True)))
   x = jnp.stack(qs, axis=-1) if qs else jnp.zeros((*shape, rows, cols), dtype)
   return jnp.swapaxes(x, -1, -2) if n < m else x
+
+
+# --- more distributions (JAX's algorithms and order of operations, so the same numbers) ----
+
+def _int_dtype(name, dtype):
+  dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
+  if not (dtypes.is_int(dtype) or dtypes.is_unsigned_int(dtype)) or dtype == np.bool_:
+    raise ValueError(f"dtype argument to `{name}` must be an int dtype, got {dtype}")
+  return dtypes.canonicalize_dtype(dtype)
+
+
+def _inexact(x):
+  """``x`` in a floating dtype (integers and bools promote to the default float; a weak
+  type stays weak)."""
+  return promote_dtypes_inexact(x)[0]
+
+
+def _check_real(name, *params):
+  for x in params:
+    dt = get_aval(x).dtype if isinstance(x, (Array, Tracer)) else np.result_type(x)
+    if dtypes.is_complex(dt):
+      raise TypeError(f"{name}: parameters must be real, got an argument of dtype {dt}")
+
+
+def _bcast(x, dtype, shape):
+  """``x`` converted to ``dtype`` and broadcast to ``shape``."""
+  return jnp.broadcast_to(lax.convert_element_type(x, dtype), shape)
+
+
+def pareto(key, b, shape=None, dtype=None):
+  """Pareto(b) samples on ``[1, inf)``: ``exp(E / b)`` with ``E`` standard exponential."""
+  data, _ = _check_key("pareto", key)
+  dtype = _float_dtype("pareto", dtype)
+  _check_real("pareto", b)
+  shape = _param_shape("pareto", shape, b)
+  return _call(_pareto_impl, data, b, shape=shape, dtype=dtype)
+
+
+def _pareto_impl(data, b, *, shape, dtype):
+  b = lax.convert_element_type(b, dtype)
+  return lax.exp(_exponential_impl(data, shape=shape, dtype=dtype) / b)
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+  """Weibull samples ``scale * E ** (1 / concentration)`` (inverse CDF; ``E`` standard
+  exponential). The result broadcasts ``shape`` with the parameters' shapes."""
+  data, _ = _check_key("weibull_min", key)
+  dtype = _float_dtype("weibull_min", dtype)
+  _check_real("weibull_min", scale, concentration)
+  shape = _canonical_shape("weibull_min", shape)
+  return _call(_weibull_min_impl, data, scale, concentration, shape=shape, dtype=dtype)
+
+
+def _weibull_min_impl(data, scale, concentration, *, shape, dtype):
+  u = _uniform(data, shape, dtype, 0., 1.)
+  return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+
+
+def maxwell(key, shape=(), dtype=None):
+  """One-sided Maxwell samples: the length of a standard normal 3-vector."""
+  data, _ = _check_key("maxwell", key)
+  dtype = _float_dtype("maxwell", dtype)
+  shape = _canonical_shape("maxwell", shape)
+  return _call(_maxwell_impl, data, shape=shape, dtype=dtype)
+
+
+def _maxwell_impl(data, *, shape, dtype):
+  z = _normal(data, shape + (3,), dtype)
+  return jnp.sqrt(jnp.sum(z * z, axis=-1))
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+  """Double-sided Maxwell samples ``loc + scale * sign * M``. As in JAX the result shape is
+  ``shape + broadcast(loc, scale)`` (``shape`` defaults to the parameters' shape)."""
+  data, _ = _check_key("double_sided_maxwell", key)
+  dtype = _float_dtype("double_sided_maxwell", dtype)
+  _check_real("double_sided_maxwell", loc, scale)
+  shape = _canonical_shape("double_sided_maxwell", shape)
+  params_shape = np.broadcast_shapes(_shape(loc), _shape(scale))
+  shape = (shape or params_shape) + params_shape
+  return _call(_double_sided_maxwell_impl, data, loc, scale, shape=shape, dtype=dtype)
+
+
+def _double_sided_maxwell_impl(data, loc, scale, *, shape, dtype):
+  k_maxwell, k_sign = _split2(data)
+  m = _maxwell_impl(k_maxwell, shape=shape, dtype=dtype)
+  sign = rademacher(k_sign, shape, dtype)
+  return sign * m * scale + loc
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+  """Rayleigh samples ``scale * sqrt(-2 log u)``."""
+  data, _ = _check_key("rayleigh", key)
+  dtype = _float_dtype("rayleigh", dtype)
+  _check_real("rayleigh", scale)
+  shape = _param_shape("rayleigh", shape, scale)
+  return _call(_rayleigh_impl, data, scale, shape=shape, dtype=dtype)
+
+
+def _rayleigh_impl(data, scale, *, shape, dtype):
+  u = _uniform(data, shape, dtype, 0., 1.)
+  scale = _bcast(scale, dtype, shape)
+  return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.array(-2, dtype))))
+
+
+def wald(key, mean, shape=None, dtype=None):
+  """Wald (inverse Gaussian, unit shape) samples with the given ``mean``
+  (Michael-Schucany-Haas transformation)."""
+  data, _ = _check_key("wald", key)
+  dtype = _float_dtype("wald", dtype)
+  _check_real("wald", mean)
+  shape = _param_shape("wald", shape, mean)
+  return _call(_wald_impl, data, mean, shape=shape, dtype=dtype)
+
+
+def _wald_impl(data, mean, *, shape, dtype):
+  k_normal, k_uniform = _split2(data)
+  mean = _bcast(mean, dtype, shape)
+  v = _normal(k_normal, shape, dtype)
+  z = _uniform(k_uniform, shape, dtype, 0., 1.)
+  y = lax.integer_pow(v, 2)
+  y_sq = lax.integer_pow(y, 2)
+  mean_sq = lax.integer_pow(mean, 2)
+  sqrt_term = lax.sqrt(4 * mean * y + mean_sq * y_sq)
+  # The smaller root of the quadratic; the larger one, mean**2 / x, with probability
+  # x / (mean + x).
+  x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+  return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+
+
+def geometric(key, p, shape=None, dtype=None):
+  """Geometric(p) samples: the number of Bernoulli(p) trials up to the first success
+  (``>= 1``), as integers."""
+  data, _ = _check_key("geometric", key)
+  dtype = _int_dtype("geometric", dtype)
+  _check_real("geometric", p)
+  shape = _param_shape("geometric", shape, p)
+  return _call(_geometric_impl, data, p, shape=shape, dtype=dtype)
+
+
+def _geometric_impl(data, p, *, shape, dtype):
+  p = _inexact(p)
+  u = _uniform(data, shape, get_aval(p).dtype, 0., 1.)
+  # JAX maps u = 0 to 1 (not log1p(u - 1)), which keeps its numbers; so do we.
+  u = jnp.where(u == 0, 1, u)
+  log_one_minus_p = jnp.broadcast_to(lax.log1p(-p), shape)
+  g = lax.floor(lax.div(lax.log(u), log_one_minus_p)) + 1
+  return g.astype(dtype)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+  """Triangular samples on ``[left, right]`` with peak at ``mode`` (inverse CDF)."""
+  data, _ = _check_key("triangular", key)
+  dtype = _float_dtype("triangular", dtype)
+  _check_real("triangular", left, mode, right)
+  shape = _param_shape("triangular", shape, left, mode, right)
+  return _call(_triangular_impl, data, left, mode, right, shape=shape, dtype=dtype)
+
+
+def _triangular_impl(data, left, mode, right, *, shape, dtype):
+  left, mode, right = (_bcast(v, dtype, shape) for v in (left, mode, right))
+  fc = (mode - left) / (right - left)
+  u = _uniform(data, shape, dtype, 0., 1.)
+  below = left + lax.sqrt(u * (right - left) * (mode - left))
+  above = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
+  return lax.select(u < fc, below, above)
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+  """F(dfnum, dfden) samples: a ratio of chi-square samples, each over its degrees of
+  freedom."""
+  data, _ = _check_key("f", key)
+  dtype = _float_dtype("f", dtype)
+  _check_real("f", dfnum, dfden)
+  shape = _param_shape("f", shape, dfnum, dfden)
+  return _call(_f_impl, data, dfnum, dfden, shape=shape, dtype=dtype)
+
+
+def _f_impl(data, dfnum, dfden, *, shape, dtype):
+  dfden = lax.convert_element_type(dfden, dtype)
+  dfnum = lax.convert_element_type(dfnum, dtype)
+  k_den, k_num = _split2(data)
+  num = lax.div(_chisquare_impl(k_num, dfnum, shape=shape, dtype=dtype), dfnum)
+  den = lax.div(_chisquare_impl(k_den, dfden, shape=shape, dtype=dtype), dfden)
+  return lax.div(num, den)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+  """Generalized normal samples, density proportional to ``exp(-|x| ** p)``:
+  ``sign * G ** (1/p)`` with ``G ~ Gamma(1/p)``."""
+  data, _ = _check_key("generalized_normal", key)
+  dtype = _float_dtype("generalized_normal", dtype)
+  _check_real("generalized_normal", p)
+  shape = _canonical_shape("generalized_normal", shape)
+  return _call(_generalized_normal_impl, data, p, shape=shape, dtype=dtype)
+
+
+def _generalized_normal_impl(data, p, *, shape, dtype):
+  k_gamma, k_sign = _split2(data)
+  g = _gamma_unit(k_gamma, 1 / p, shape, dtype)
+  r = rademacher(k_sign, shape, dtype)
+  return r * g ** (1 / p)
+
+
+def ball(key, d: int, p=2, shape=(), dtype=None):
+  """Uniform samples from the unit ``p``-norm ball in ``d`` dimensions, of shape
+  ``shape + (d,)`` (Barthe, Guedon, Mendelson and Naor's construction)."""
+  data, _ = _check_key("ball", key)
+  dtype = _float_dtype("ball", dtype)
+  _check_real("ball", p)
+  shape = _canonical_shape("ball", shape)
+  if isinstance(d, Tracer):
+    raise TypeError("ball: the dimension d must be a concrete int (not traced)")
+  if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+    raise TypeError(f"ball: the dimension d must be an int, got {d!r}")
+  if d < 0:
+    raise ValueError(f"ball: the dimension d must be non-negative, got {d}")
+  return _call(_ball_impl, data, p, d=int(d), shape=shape, dtype=dtype)
+
+
+def _ball_impl(data, p, *, d, shape, dtype):
+  k_dirs, k_exp = _split2(data)
+  g = _generalized_normal_impl(k_dirs, p, shape=(*shape, d), dtype=dtype)
+  e = _exponential_impl(k_exp, shape=shape, dtype=dtype)
+  return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+# Binomial: as JAX (and TensorFlow), inversion by sums of geometric variables where
+# n * min(p, 1-p) <= 10, Hormann's BTRS transformed rejection elsewhere, both looping over the
+# whole array with fresh keys until every element is done.
+
+def _stirling_tail_table():
+  # log(k!) - ((k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2), for k = 0..9.
+  return np.array([math.lgamma(k + 1) - (k + 0.5) * math.log(k + 1) + (k + 1)
+                   - 0.5 * math.log(2 * math.pi) for k in range(10)])
+
+
+_STIRLING_TAIL = _stirling_tail_table()
+
+
+def _stirling_approx_tail(k):
+  dtype = get_aval(k).dtype
+  table = jnp.asarray(_STIRLING_TAIL.astype(dtype))
+  small = k <= 9
+  k = lax.clamp(np.array(0, dtype), k, np.array(9, dtype))
+  kp1sq = (k + 1) * (k + 1)
+  approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+  k = jnp.floor(k)
+  return lax.select(small, table[jnp.asarray(k, dtype=np.int32)], approx)
+
+
+def _binomial_inversion(data, count, prob, shape, dtype, max_iters):
+  log1minusprob = jnp.log1p(-prob)
+
+  def body(carry):
+    i, num_geom, geom_sum, key = carry
+    sub, key = _split2(key)
+    num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+    u = _uniform(sub, shape, get_aval(prob).dtype, 0., 1.)
+    geom = jnp.ceil(jnp.log(u) / log1minusprob)
+    return i + 1, num_geom_out, geom_sum + geom, key
+
+  def cond(carry):
+    i, geom_sum = carry[0], carry[2]
+    return lax.bitwise_and(jnp.any(geom_sum <= count), i < max_iters)
+
+  zeros = lax.full(shape, 0, get_aval(prob).dtype)
+  k = lax.while_loop(cond, body, (np.int32(0), zeros, zeros, data))[1]
+  return (k - 1).astype(dtype)
+
+
+def _btrs(data, count, prob, shape, dtype, max_iters):
+  stddev = jnp.sqrt(count * prob * (1 - prob))
+  b = 1.15 + 2.53 * stddev
+  a = -0.0873 + 0.0248 * b + 0.01 * prob
+  c = count * prob + 0.5
+  v_r = 0.92 - 4.2 / b
+  r = prob / (1 - prob)
+  alpha = (2.83 + 5.1 / b) * stddev
+  m = jnp.floor((count + 1) * prob)
+  pdtype = get_aval(prob).dtype
+
+  def body(carry):
+    i, k_out, accepted, key = carry
+    keys = _split_data(key, (3,))
+    key, k0, k1 = keys[0], keys[1], keys[2]
+    u = _uniform(k0, shape, pdtype, 0., 1.)
+    v = _uniform(k1, shape, pdtype, 0., 1.)
+    u = u - 0.5
+    us = 0.5 - jnp.abs(u)
+    accept1 = (us >= 0.07) & (v <= v_r)
+    k = jnp.floor((2 * a / us + b) * u + c)
+    reject = (k < 0) | (k > count)
+    v = jnp.log(v * alpha / (a / (us * us) + b))
+    ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+          + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
+          + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+          + _stirling_approx_tail(m)
+          + _stirling_approx_tail(count - m)
+          - _stirling_approx_tail(k)
+          - _stirling_approx_tail(count - k))
+    accept = accept1 | (~reject & (v <= ub))
+    return i + 1, lax.select(accept, k, k_out), accepted | accept, key
+
+  def cond(carry):
+    i, accepted = carry[0], carry[2]
+    return lax.bitwise_and(jnp.any(~accepted), i < max_iters)
+
+  init = (np.int32(0), lax.full(shape, -1, pdtype), lax.full(shape, False, np.dtype(bool)),
+          data)
+  return lax.while_loop(cond, body, init)[1].astype(dtype)
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+  """Binomial(n, p) samples (as floats of ``dtype``). NaN or negative ``n`` and ``p``
+  outside ``[0, 1]`` give NaN; infinite ``n`` gives inf; non-integer ``n`` is floored."""
+  data, _ = _check_key("binomial", key)
+  dtype = _float_dtype("binomial", dtype)
+  _check_real("binomial", n, p)
+  shape = _param_shape("binomial", shape, n, p)
+  return _call(_binomial_impl, data, n, p, shape=shape, dtype=dtype)
+
+
+def _binomial_impl(data, count, prob, *, shape, dtype):
+  prob = _inexact(prob)
+  pdtype = get_aval(prob).dtype
+  count = jnp.broadcast_to(lax.convert_element_type(count, pdtype), shape)
+  prob = jnp.broadcast_to(prob, shape)
+  p_lt_half = prob < 0.5
+  q = lax.select(p_lt_half, prob, 1.0 - prob)
+  count_nan_or_neg = jnp.isnan(count) | (count < 0.0)
+  count_inf = jnp.isinf(count)
+  q_is_nan = jnp.isnan(q)
+  q_l_0 = q < 0.0
+  q = lax.select(q_is_nan | q_l_0, lax.full_like(q, 0.01), q)
+  use_inversion = count_nan_or_neg | (count * q <= 10.0)
+  count = jnp.floor(count)  # as np.random.binomial does for float counts
+  count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
+  count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
+  q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+  # JAX bounds the loops by the dtype's max (never reached); an int32 counter here.
+  max_iters = np.int32(np.iinfo(np.int32).max)
+  samples = lax.select(use_inversion,
+                       _binomial_inversion(data, count_inv, q, shape, dtype, max_iters),
+                       _btrs(data, count_btrs, q_btrs, shape, dtype, max_iters))
+  invalid = q_l_0 | q_is_nan | count_nan_or_neg
+  samples = lax.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
+  samples = lax.select(count_inf & (~invalid), jnp.full_like(samples, np.inf, dtype),
+                       samples)
+  return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
+                    count.astype(dtype) - samples)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
+  """Multinomial(n, p) counts over the last axis of ``p`` (as floats of ``dtype``): one
+  binomial per category on what the earlier ones left. ``shape``, when given, is the full
+  result shape (``p`` broadcast to it, ``n`` to ``shape[:-1]``), as JAX's code does."""
+  data, _ = _check_key("multinomial", key)
+  dtype = _float_dtype("multinomial", dtype)
+  _check_real("multinomial", n, p)
+  n, p = jnp.asarray(n), jnp.asarray(p)
+  if p.ndim < 1:
+    raise ValueError(f"multinomial: p must have at least one dimension (the categories), "
+                     f"got shape {p.shape}")
+  if shape is None:
+    shape = p.shape
+  shape = _canonical_shape("multinomial", shape)
+  if not shape:
+    raise ValueError("multinomial: shape must include the categories' axis, got ()")
+  _check_shape("multinomial", shape, p.shape)
+  _check_shape("multinomial", shape[:-1], n.shape)
+  return _call(_multinomial_impl, data, n, p, shape=shape, dtype=dtype, unroll=unroll)
+
+
+def _multinomial_impl(data, n, p, *, shape, dtype, unroll):
+  n, p = promote_dtypes_inexact(n, p)
+  ftype = get_aval(p).dtype
+  n = jnp.broadcast_to(n, shape[:-1])
+  p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
+  remaining = lax.cumsum(p, 0, reverse=True)
+  ratios = p / jnp.where(remaining == 0, 1, remaining)
+  keys = _split_data(data, (shape[-1],))
+
+  def step(remainder, ratio_key):
+    ratio, k = ratio_key
+    count = _binomial_impl(k, remainder, jnp.clip(ratio, 0, 1),
+                           shape=tuple(get_aval(remainder).shape), dtype=ftype)
+    return remainder - count, count
+
+  _, counts = lax.scan(step, n, (ratios, keys), unroll=unroll)
+  return jnp.moveaxis(counts, 0, -1).astype(dtype)

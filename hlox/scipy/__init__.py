@@ -1,0 +1,2 @@
+"""``hlox.scipy``: SciPy functions written on ``hlox.numpy`` and ``hlox.lax``."""
+from hlox.scipy import special  # noqa: F401

@@ -1,0 +1,165 @@
+"""``hlox.scipy.special``: special functions with ``jax.scipy.special``'s names and dtype rules
+(arguments promoted together to an inexact dtype), on the ``hlox.lax`` primitives."""
+from __future__ import annotations
+
+import numpy as np
+
+from hlox import lax
+from hlox import numpy as jnp
+from hlox.custom_derivatives import custom_jvp
+from hlox.core.tracer import get_aval
+from hlox.numpy.util import promote_args_inexact
+
+__all__ = ["betainc", "betaln", "digamma", "erf", "erfc", "erfinv", "expit", "gammainc",
+           "gammaincc", "gammaln", "i0e", "i1e", "logit", "logsumexp", "polygamma",
+           "xlog1py", "xlogy", "zeta"]
+
+
+def _one(x):
+  return np.array(1, get_aval(x).dtype)
+
+
+def gammaln(x):
+  """``log(|Gamma(x)|)``."""
+  return lax.lgamma(*promote_args_inexact("gammaln", x))
+
+
+def digamma(x):
+  """The digamma function, the derivative of ``gammaln``."""
+  return lax.digamma(*promote_args_inexact("digamma", x))
+
+
+def polygamma(n, x):
+  """The ``n``-th derivative of ``digamma``."""
+  return lax.polygamma(*promote_args_inexact("polygamma", n, x))
+
+
+def erf(x):
+  """The error function."""
+  return lax.erf(*promote_args_inexact("erf", x))
+
+
+def erfc(x):
+  """The complementary error function ``1 - erf(x)``."""
+  return lax.erfc(*promote_args_inexact("erfc", x))
+
+
+def erfinv(x):
+  """The inverse of ``erf``."""
+  return lax.erf_inv(*promote_args_inexact("erfinv", x))
+
+
+def gammainc(a, x):
+  """The regularized lower incomplete gamma function ``P(a, x)``."""
+  return lax.igamma(*promote_args_inexact("gammainc", a, x))
+
+
+def gammaincc(a, x):
+  """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
+  return lax.igammac(*promote_args_inexact("gammaincc", a, x))
+
+
+def betaln(a, b):
+  """``log(|B(a, b)|)`` as ``gammaln(a) + gammaln(b) - gammaln(a + b)``."""
+  a, b = promote_args_inexact("betaln", a, b)
+  return lax.sub(lax.add(lax.lgamma(a), lax.lgamma(b)), lax.lgamma(lax.add(a, b)))
+
+
+def betainc(a, b, x):
+  """The regularized incomplete beta function ``I_x(a, b)``."""
+  return lax.betainc(*promote_args_inexact("betainc", a, b, x))
+
+
+def i0e(x):
+  """``exp(-|x|) I0(x)``, the exponentially scaled modified Bessel function of order 0."""
+  return lax.bessel_i0e(*promote_args_inexact("i0e", x))
+
+
+def i1e(x):
+  """``exp(-|x|) I1(x)``, the exponentially scaled modified Bessel function of order 1."""
+  return lax.bessel_i1e(*promote_args_inexact("i1e", x))
+
+
+def zeta(x, q=None):
+  """The Hurwitz zeta function ``sum_n (n + q) ** -x`` (``q`` is required, as in JAX)."""
+  if q is None:
+    raise NotImplementedError("hlox.scipy.special.zeta: the Riemann zeta function (q=None) "
+                              "is not implemented; pass q=1")
+  return lax.zeta(*promote_args_inexact("zeta", x, q))
+
+
+def expit(x):
+  """The logistic sigmoid ``1 / (1 + exp(-x))``."""
+  return lax.logistic(*promote_args_inexact("expit", x))
+
+
+@custom_jvp
+def logit(x):
+  """``log(x / (1 - x))``, the inverse of ``expit``."""
+  x, = promote_args_inexact("logit", x)
+  return lax.log(lax.div(x, lax.sub(_one(x), x)))
+
+
+logit.defjvps(lambda g, ans, x: lax.div(g, lax.mul(x, lax.sub(_one(x), x))))
+
+
+@custom_jvp
+def xlogy(x, y):
+  """``x * log(y)``, and 0 where ``x == 0`` (unless ``y`` is NaN), with derivatives defined
+  there too."""
+  x, y = promote_args_inexact("xlogy", x, y)
+  use = jnp.logical_or(x != 0, jnp.isnan(y))
+  return jnp.where(use, lax.mul(x, lax.log(y)), jnp.zeros_like(x))
+
+
+def _xlogy_jvp(primals, tangents):
+  x, y = primals
+  x_dot, y_dot = tangents
+  out = xlogy(x, y)
+  return out, (x_dot * jnp.log(y) + y_dot * x / y).astype(out.dtype)
+
+
+xlogy.defjvp(_xlogy_jvp)
+
+
+@custom_jvp
+def xlog1py(x, y):
+  """``x * log1p(y)``, and 0 where ``x == 0`` (unless ``y`` is NaN), with derivatives defined
+  there too."""
+  x, y = promote_args_inexact("xlog1py", x, y)
+  use = jnp.logical_or(x != 0, jnp.isnan(y))
+  return jnp.where(use, lax.mul(x, lax.log1p(y)), jnp.zeros_like(x))
+
+
+def _xlog1py_jvp(primals, tangents):
+  x, y = primals
+  x_dot, y_dot = tangents
+  out = xlog1py(x, y)
+  return out, (x_dot * jnp.log1p(y) + y_dot * x / (1 + y)).astype(out.dtype)
+
+
+xlog1py.defjvp(_xlog1py_jvp)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+  """``log(sum(b * exp(a), axis))`` computed stably (shifted by the maximum). With
+  ``return_sign`` the result is ``(log|s|, sign(s))``; otherwise a negative sum gives NaN."""
+  if b is not None:
+    a, b = promote_args_inexact("logsumexp", a, b)
+    a = jnp.where(b != 0, a, -jnp.inf)
+  else:
+    a, = promote_args_inexact("logsumexp", a)
+  amax = jnp.max(a, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
+  # The shift only steadies the sum; it carries no gradient of its own.
+  amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
+  exp_a = jnp.exp(a - amax)
+  if b is not None:
+    exp_a = exp_a * b
+  total = jnp.sum(exp_a, axis=axis, keepdims=keepdims, where=where)
+  sign = jnp.sign(total)
+  if not keepdims:
+    amax = jnp.squeeze(amax, axis=axis)
+  out = jnp.log(jnp.abs(total)) + amax
+  if return_sign:
+    return out, sign
+  return jnp.where(sign < 0, jnp.nan, out)
