@@ -17,6 +17,7 @@ from hlox import tree
 from hlox import lax
 from hlox import numpy
 from hlox import random
+from hlox import scipy
 from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, vmap
 from hlox.autodiff import (grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad,
                            vjp)

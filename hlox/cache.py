@@ -61,3 +61,25 @@ def clear_caches() -> None:
   """Empty every hlox cache (compiled executables, traced jaxprs, eager kernels)."""
   for cache in list(_all_caches):
     cache.clear()
+
+
+_derived_cache = LRUCache()
+
+
+def memoize_derived(key: tuple, make):
+  """``make()`` once per ``key`` and named axes in scope: for the jaxprs that transformation
+  rules derive from a call primitive's jaxpr (its JVP, partial evaluation, transpose,
+  batched form). Returning the same jaxpr objects on every call lets the compile caches,
+  keyed on them, hit when e.g. an eager ``grad`` of a jitted function runs again.
+
+  ``make`` returns a tuple; results holding tracers of an enclosing transformation in one
+  of its list entries (constants) are valid only there and are not remembered.
+  """
+  from hlox.core.tracer import Tracer, trace_ctx
+  key = (*key, tuple(trace_ctx.axis_env))
+  hit = _derived_cache.get(key)
+  if hit is None:
+    hit = make()
+    if not any(isinstance(c, Tracer) for part in hit if isinstance(part, list) for c in part):
+      _derived_cache.put(key, hit)
+  return hit

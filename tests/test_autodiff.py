@@ -275,3 +275,18 @@ def test_checkpoint_around_calls_and_scan():
     assert float(hlox.grad(hlox.checkpoint(fun))(x)) == pytest.approx(expected, rel=1e-6)
     assert float(hlox.jit(hlox.grad(hlox.checkpoint(fun)))(x)) == pytest.approx(expected,
                                                                                 rel=1e-6)
+
+
+def test_eager_grad_and_vmap_of_jit_reuse_compiled_programs():
+  from hlox import monitoring
+  f = hlox.jit(lambda x: jnp.sin(x) * 2)
+  g = hlox.grad(lambda x: f(x).sum())
+  v = hlox.vmap(f)
+  x = np.ones(3, np.float32)
+  g(x), v(np.ones((2, 3), np.float32))
+  with monitoring.count_events() as counts:
+    for _ in range(2):
+      out = g(x)
+      v(np.ones((2, 3), np.float32))
+  assert counts.get("compile", 0) == 0, counts
+  np.testing.assert_allclose(np.asarray(out), 2 * np.cos(x), rtol=1e-6)

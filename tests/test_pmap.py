@@ -255,3 +255,16 @@ def test_traces_are_not_reused_across_different_named_axes():
   scan_sum = lambda xs: lax.scan(body, 0., xs)[0]
   assert_close(hlox.vmap(scan_sum, in_axes=1, axis_name="i")(np.ones((2, 3))), np.full(3, 6.))
   assert_close(hlox.vmap(scan_sum, in_axes=1, axis_name="i")(np.ones((2, 5))), np.full(5, 10.))
+
+
+def test_eager_grad_and_vmap_of_pmap_reuse_compiled_programs():
+  f = hlox.pmap(lambda y: jnp.sin(y) * lax.psum(y, "i"), axis_name="i")
+  g = hlox.grad(lambda x: f(x).sum())
+  v = hlox.vmap(f)
+  x = rng_normal(4)
+  g(x), v(rng_normal(2, 4))
+  with monitoring.count_events() as counts:
+    out = g(x)
+    v(rng_normal(2, 4))
+  assert counts.get("compile", 0) == 0, counts
+  assert_close(out, np.cos(x) * x.sum() + np.sin(x).sum(), rtol=1e-5, atol=1e-5)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from hlox import monitoring, tree_util
-from hlox.cache import LRUCache
+from hlox.cache import LRUCache, memoize_derived
 from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
@@ -275,11 +275,19 @@ def _axis_env(params):
   return extend_axis_env(params["axis_name"], params["global_axis_size"])
 
 
+def _axis_key(params):
+  return params["axis_name"], params["global_axis_size"]
+
+
 def _pmap_jvp(primals, tangents, *, jaxpr, **params):
   nonzeros = [type(t) is not ad.Zero for t in tangents]
-  with _axis_env(params):
-    jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
-  jvp_closed, consts = convert_constvars(jvp_closed)
+
+  def make():
+    with _axis_env(params):
+      jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    return (*convert_constvars(jvp_closed), out_nonzeros)
+  jvp_closed, consts, out_nonzeros = memoize_derived(
+      ("pmap_jvp", jaxpr, tuple(nonzeros), *_axis_key(params)), make)
   in_axes, out_axes = params["in_axes"], params["out_axes"]
   nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
   args = [*consts, *primals, *nz_tangents]
@@ -299,9 +307,13 @@ ad.primitive_jvps[xla_pmap_p] = _pmap_jvp
 
 def _pmap_partial_eval(trace, *args, jaxpr, **params):
   unknowns = [trace.is_unknown(x) for x in args]
-  with _axis_env(params):
-    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
-  known, known_consts = convert_constvars(known)
+
+  def make():
+    with _axis_env(params):
+      known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
+    return (*convert_constvars(known), unknown, out_unknowns, num_res)
+  known, known_consts, unknown, out_unknowns, num_res = memoize_derived(
+      ("pmap_pe", jaxpr, tuple(unknowns), *_axis_key(params)), make)
   in_axes, out_axes = params["in_axes"], params["out_axes"]
   known_args = [*known_consts, *[x for x, u in zip(args, unknowns) if not u]]
   known_in = (None,) * len(known_consts) + tuple(
@@ -345,9 +357,13 @@ def _pmap_transpose(cts, *args, jaxpr, **params):
     aval = get_aval(x)
     return aval if ax is None else _remove_axis(aval, ax)
   in_avals = [per_device(x, ax) for x, ax in defined] + [per_device(ct, ax) for ct, ax in nz]
-  with _axis_env(params):
-    t_closed = trace_to_jaxpr(transposed, in_avals, "transpose", "transpose")
-  t_closed, consts = convert_constvars(t_closed)
+
+  def make():
+    with _axis_env(params):
+      return convert_constvars(trace_to_jaxpr(transposed, in_avals, "transpose", "transpose"))
+  t_closed, consts = memoize_derived(
+      ("pmap_transpose", jaxpr, tuple(undefined), tuple(ct_nonzero), tuple(in_avals),
+       *_axis_key(params)), make)
   call_args = [*consts, *[x for x, _ in defined], *[ct for ct, _ in nz]]
   t_in = (None,) * len(consts) + tuple(ax for _, ax in defined) + tuple(ax for _, ax in nz)
   # An unmapped input was seen by every device: its cotangent is the sum of theirs.
@@ -380,9 +396,14 @@ def _pmap_batch(axis_data, vals, dims, *, jaxpr, **params):
       new_vals.append(batching.moveaxis(x, d, 0))
       new_in.append(ax + 1)
       inner_dims.append(0)
-  with _axis_env(params):
-    batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, inner_dims)
-  batched, consts = convert_constvars(batched)
+
+  def make():
+    with _axis_env(params):
+      batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, inner_dims)
+    return (*convert_constvars(batched), out_dims)
+  batched, consts, out_dims = memoize_derived(
+      ("pmap_batch", jaxpr, axis_data.size, axis_data.name, tuple(inner_dims),
+       *_axis_key(params)), make)
   new_out = tuple(ax if d is None else ax + 1 for ax, d in zip(out_axes, out_dims))
   args = [*consts, *new_vals]
   outs = xla_pmap_p.bind(*args, jaxpr=batched, **_derived(

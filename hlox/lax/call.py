@@ -10,11 +10,11 @@ import operator
 from typing import Sequence
 
 from hlox import monitoring
-from hlox.cache import LRUCache
+from hlox.cache import LRUCache, memoize_derived
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import check_no_tracers, get_aval
+from hlox.core.tracer import Tracer, check_no_tracers, get_aval
 from hlox.errors import DeletedArrayError
 from hlox.core.tracer import set_current_trace
 from hlox.interpreters import ad, batching, xla
@@ -188,6 +188,9 @@ xla.register_lowering(jit_p, _jit_lowering)
 
 # --- autodiff ----------------------------------------------------------------------------
 
+_memo = memoize_derived  # see its docstring: derived jaxprs are reused across calls
+
+
 def _jit_params(params, n_args):
   """The params of a derived jit call: same options, no donation (new argument list)."""
   return dict(name=params["name"], donated_invars=(False,) * n_args,
@@ -196,8 +199,11 @@ def _jit_params(params, n_args):
 
 def _jit_jvp(primals, tangents, *, jaxpr, **params):
   nonzeros = [type(t) is not ad.Zero for t in tangents]
-  jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
-  jvp_closed, consts = convert_constvars(jvp_closed)
+
+  def make():
+    jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    return (*convert_constvars(jvp_closed), out_nonzeros)
+  jvp_closed, consts, out_nonzeros = _memo(("jvp", jaxpr, tuple(nonzeros)), make)
   nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
   args = [*consts, *primals, *nz_tangents]
   outs = jit_p.bind(*args, jaxpr=jvp_closed, **_jit_params(params, len(args)))
@@ -212,8 +218,13 @@ ad.primitive_jvps[jit_p] = _jit_jvp
 
 def _jit_partial_eval(trace, *args, jaxpr, **params):
   unknowns = [trace.is_unknown(x) for x in args]
-  known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
-  known, known_consts = convert_constvars(known)
+
+  def make():
+    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
+    known, known_consts = convert_constvars(known)
+    return known, unknown, out_unknowns, num_res, known_consts
+  known, unknown, out_unknowns, num_res, known_consts = _memo(
+      ("pe", jaxpr, tuple(unknowns)), make)
   known_args = [*known_consts, *[x for x, u in zip(args, unknowns) if not u]]
   with set_current_trace(trace.parent):
     known_outs = jit_p.bind(*known_args, jaxpr=known, **_jit_params(params, len(known_args)))
@@ -244,8 +255,14 @@ def _jit_transpose(cts, *args, jaxpr, **params):
     return [ad.instantiate_zeros(ct) for ct, u in zip(cts_in, undefined) if u]
 
   in_avals = [get_aval(x) for x in defined_args] + [get_aval(ct) for ct in nz_cts]
-  t_closed = trace_to_jaxpr(transposed, in_avals, "transpose", "transpose")
-  t_closed, consts = convert_constvars(t_closed)
+
+  def make():
+    t_closed = trace_to_jaxpr(transposed, in_avals, "transpose", "transpose")
+    return convert_constvars(t_closed)
+  # The transposed jaxpr depends on the defined arguments only through their avals
+  # (``transposed`` receives them as arguments).
+  t_closed, consts = _memo(("transpose", jaxpr, tuple(undefined), tuple(ct_nonzero),
+                            tuple(in_avals)), make)
   call_args = [*consts, *defined_args, *nz_cts]
   outs = iter(jit_p.bind(*call_args, jaxpr=t_closed, **_jit_params(params, len(call_args))))
   return [next(outs) if u else None for u in undefined]
@@ -256,8 +273,11 @@ ad.primitive_transposes[jit_p] = _jit_transpose
 # --- batching ----------------------------------------------------------------------------
 
 def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
-  batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
-  batched, consts = convert_constvars(batched)
+  def make():
+    batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
+    return batched, out_dims, *convert_constvars(batched)
+  _, out_dims, batched, consts = _memo(
+      ("batch", jaxpr, axis_data.size, axis_data.name, tuple(dims)), make)
   args = [*consts, *vals]
   outs = jit_p.bind(*args, jaxpr=batched, **_jit_params(params, len(args)))
   return outs, out_dims
