@@ -423,3 +423,16 @@ def test_rnn_training_loss_decreases():
     losses.append(float(value))
     params = {k: params[k] - 0.2 * np.asarray(g[k]) for k in params}
   assert losses[-1] < losses[0] * 0.9, losses
+
+
+def test_eager_grad_of_cond_reuses_compiled_programs():
+  from hlox import monitoring
+
+  def branch(x):
+    return jnp.sin(x)
+  g = hlox.grad(lambda x: lax.cond(x > 0, branch, jnp.cos, x))
+  g(1.0)
+  with monitoring.count_events() as counts:
+    out = g(1.0)
+  assert counts.get("compile", 0) == 0, counts
+  np.testing.assert_allclose(float(out), np.cos(1.0), rtol=1e-6)

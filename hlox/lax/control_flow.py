@@ -383,9 +383,16 @@ def _trace_branches(api, funs, names, operands):
         raise TypeError(f"{api}: {names[0]} and {name} must return values of identical "
                         f"types, but output{path} is {a.str_short()} in {names[0]} and "
                         f"{b.str_short()} in {name} ({_type_diff(a, b)})")
-  branches = _join_consts([c for c, _, _ in traced], [len(cs) for _, cs, _ in traced])
+  # Memoized so that the same branch functions give the same jaxpr objects on every call
+  # (the derived-jaxpr and executable caches are keyed on them).
+  branches = _memo(_join_consts_tuple, tuple(c for c, _, _ in traced),
+                   tuple(len(cs) for _, cs, _ in traced))
   consts = [x for _, cs, _ in traced for x in cs]
-  return tuple(branches), consts, leaves, out_tree0
+  return branches, consts, leaves, out_tree0
+
+
+def _join_consts_tuple(closeds, nconsts):
+  return tuple(_join_consts(closeds, nconsts))
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
