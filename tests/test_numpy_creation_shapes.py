@@ -797,3 +797,16 @@ def test_x64_defaults():
     assert jnp.linspace(0, 1, 3).dtype == np.float64
     assert jnp.concatenate([np.ones(2, np.int32), np.ones(2, np.int64)]).dtype == np.int64
   assert jnp.zeros(3).dtype == np.float32
+
+
+def test_asarray_of_ml_dtypes_numpy_arrays():
+  from hlox.core import dtypes
+  for dt in (dtypes.bfloat16, dtypes.float8_e4m3fn):
+    host = np.array([1.5, -2.0], dt)
+    out = jnp.asarray(host)
+    assert out.dtype == dt
+    np.testing.assert_array_equal(np.asarray(out).astype(np.float32), host.astype(np.float32))
+  cast = jnp.asarray(np.array([0.5, 3.0], np.float32), dtype=dtypes.bfloat16)
+  assert cast.dtype == dtypes.bfloat16
+  with pytest.raises(TypeError, match="cannot convert"):
+    jnp.asarray(np.array([(1, 2)], dtype="i4,i4"))

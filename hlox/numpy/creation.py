@@ -148,7 +148,9 @@ def _host_array(x, dtype, weak):
   if type(x) in _python_scalars and dtype is None:
     return device_put(x)
   value = np.asarray(x) if dtype is None else _numpy_cast(x, dtype)
-  if value.dtype.kind in "OUSV" and value.dtype != dtypes.float0:
+  # ml_dtypes (bfloat16, float8, int4...) are NumPy "void" kinds that hlox does support.
+  ml_dtype = value.dtype.type.__module__.startswith("ml_dtypes")
+  if value.dtype.kind in "OUSV" and value.dtype != dtypes.float0 and not ml_dtype:
     raise TypeError(f"array: cannot convert a value of type {type(x).__name__} (NumPy dtype "
                     f"{value.dtype}) to an array")
   return device_put(value, weak_type=weak)
