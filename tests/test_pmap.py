@@ -268,3 +268,10 @@ def test_eager_grad_and_vmap_of_pmap_reuse_compiled_programs():
     v(rng_normal(2, 4))
   assert counts.get("compile", 0) == 0, counts
   assert_close(out, np.cos(x) * x.sum() + np.sin(x).sum(), rtol=1e-5, atol=1e-5)
+
+
+def test_deleting_a_result_does_not_break_the_next_launch():
+  f = hlox.pmap(lambda x: lax.psum(x, "i"), axis_name="i")
+  y = f(np.ones((4, 2), np.float32))
+  y.delete()
+  assert_close(f(np.ones((4, 2), np.float32)), np.full((4, 2), 4.))

@@ -217,7 +217,8 @@ class Replicated:
         previous = _in_flight[0]
         if previous is not None:
           for out in previous:
-            out.block_until_ready()
+            if not out.is_deleted():  # e.g. donated to a later call, or deleted by the user
+              out.block_until_ready()
         outs = execute(bufs).consume_with_handlers(handlers)
         _in_flight[0] = outs
       return outs
