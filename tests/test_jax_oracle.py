@@ -44,6 +44,39 @@ PROGRAMS = {
     "clip_where": "jnp = lib.numpy; x = jnp.linspace(-2, 2, 8); return jnp.where(x > 0, jnp.clip(x, 0.5, 1.5), -x)",
     "logsumexp_like": "jnp = lib.numpy; x = jnp.array([1000.0, 1000.0]); return jnp.logaddexp(x[0], x[1])",
     "split_stack": "jnp = lib.numpy; return jnp.stack(jnp.split(jnp.arange(6), 3), axis=1)",
+    # pmap and collectives (JAX runs with 8 CPU devices, as the test configuration gives hlox)
+    "pmap_normalize": "jnp, lax = lib.numpy, lib.lax; "
+                      "return lib.pmap(lambda x: x / lax.psum(x, 'i'), axis_name='i')(jnp.arange(4.0))",
+    "pmap_axes": "jnp = lib.numpy; return lib.pmap(lambda x, y: x * y.sum(), in_axes=(1, None), "
+                 "out_axes=1)(jnp.arange(6.0).reshape(2, 3), jnp.arange(4.0))",
+    "all_gather": "jnp, lax = lib.numpy, lib.lax; x = jnp.arange(24.0).reshape(4, 3, 2); "
+                  "f = lambda v: jnp.concatenate([lax.all_gather(v, 'i', axis=1).ravel(), "
+                  "lax.all_gather(v, 'i', axis=1, tiled=True).ravel()]); "
+                  "return lib.pmap(f, axis_name='i')(x)",
+    "all_to_all": "jnp, lax = lib.numpy, lib.lax; x = jnp.arange(64.0).reshape(4, 4, 2, 2); "
+                  "return lib.pmap(lambda v: lax.all_to_all(v, 'i', 0, 2), axis_name='i')(x)",
+    "all_to_all_tiled": "jnp, lax = lib.numpy, lib.lax; x = jnp.arange(96.0).reshape(4, 8, 3); "
+                        "return lib.pmap(lambda v: lax.all_to_all(v, 'i', 0, 1, tiled=True), "
+                        "axis_name='i')(x)",
+    "all_to_all_vmap": "jnp, lax = lib.numpy, lib.lax; x = jnp.arange(64.0).reshape(4, 4, 2, 2); "
+                       "return lib.vmap(lambda v: lax.all_to_all(v, 'i', 0, 2), axis_name='i')(x)",
+    "psum_scatter": "jnp, lax = lib.numpy, lib.lax; x = jnp.arange(128.0).reshape(4, 4, 8); "
+                    "f = lambda v: jnp.concatenate([lax.psum_scatter(v, 'i').ravel(), "
+                    "lax.psum_scatter(v, 'i', scatter_dimension=1, tiled=True).ravel()]); "
+                    "return lib.pmap(f, axis_name='i')(x)",
+    "ppermute_ring": "jnp, lax = lib.numpy, lib.lax; perm = [(0, 1), (1, 2), (2, 0)]; "
+                     "return lib.pmap(lambda v: lax.ppermute(v, 'i', perm), axis_name='i')("
+                     "jnp.arange(8.0).reshape(4, 2))",
+    "grad_pmap_pmean": "jnp, lax = lib.numpy, lib.lax; "
+                       "g = lambda x: jnp.sum(lib.pmap(lambda v: jnp.sin(v) * lax.pmean(v * v, 'i'), "
+                       "axis_name='i')(x)); return lib.grad(g)(jnp.linspace(0.1, 1.0, 8).reshape(4, 2))",
+    "grad_all_gather": "jnp, lax = lib.numpy, lib.lax; "
+                       "g = lambda x: jnp.sum(lib.pmap(lambda v: lax.all_gather(v, 'i') * "
+                       "jnp.arange(4.0)[:, None], axis_name='i')(x) ** 2); "
+                       "return lib.grad(g)(jnp.linspace(0.1, 1.0, 8).reshape(4, 2))",
+    "vmap_of_pmap": "jnp, lax = lib.numpy, lib.lax; "
+                    "return lib.vmap(lib.pmap(lambda v: v * lax.pmax(v, 'i'), axis_name='i'), "
+                    "in_axes=1)(jnp.arange(12.0).reshape(4, 3))",
 }
 
 JAX_RUNNER = textwrap.dedent("""
@@ -53,7 +86,7 @@ JAX_RUNNER = textwrap.dedent("""
     class Lib:
       pass
     lib = Lib()
-    for name in ("jit", "grad", "vmap", "hessian"):
+    for name in ("jit", "grad", "vmap", "hessian", "pmap"):
       setattr(lib, name, getattr(jax, name))
     lib.numpy, lib.lax = jax.numpy, jax.lax
     programs = json.loads(sys.stdin.read())
@@ -69,7 +102,7 @@ JAX_RUNNER = textwrap.dedent("""
 
 
 class _HloxLib:
-  jit, grad, vmap, hessian = hlox.jit, hlox.grad, hlox.vmap, hlox.hessian
+  jit, grad, vmap, hessian, pmap = hlox.jit, hlox.grad, hlox.vmap, hlox.hessian, hlox.pmap
   numpy, lax = hnp, hlox.lax
 
 
@@ -77,7 +110,8 @@ class _HloxLib:
 def jax_results():
   out = subprocess.run([sys.executable, "-c", JAX_RUNNER], input=json.dumps(PROGRAMS),
                        capture_output=True, text=True, timeout=600,
-                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+                       env={"JAX_PLATFORMS": "cpu", "PATH": "",
+                            "XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
   assert out.returncode == 0, out.stderr[-3000:]
   return json.loads(out.stdout.strip().splitlines()[-1])
 
