@@ -74,6 +74,11 @@ PROGRAMS = {
                        "g = lambda x: jnp.sum(lib.pmap(lambda v: lax.all_gather(v, 'i') * "
                        "jnp.arange(4.0)[:, None], axis_name='i')(x) ** 2); "
                        "return lib.grad(g)(jnp.linspace(0.1, 1.0, 8).reshape(4, 2))",
+    "pmap_out_axes_none": "jnp, lax = lib.numpy, lib.lax; "
+                          "f = lib.pmap(lambda v: (lax.pmean(v * v, 'i'), v), axis_name='i', "
+                          "out_axes=(None, 0)); x = jnp.linspace(0.5, 2.0, 4); "
+                          "return jnp.concatenate([f(x)[0][None], "
+                          "lib.grad(lambda x: f(x)[0] + f(x)[1].sum())(x)])",
     "vmap_of_pmap": "jnp, lax = lib.numpy, lib.lax; "
                     "return lib.vmap(lib.pmap(lambda v: v * lax.pmax(v, 'i'), axis_name='i'), "
                     "in_axes=1)(jnp.arange(12.0).reshape(4, 3))",

@@ -275,3 +275,22 @@ def test_deleting_a_result_does_not_break_the_next_launch():
   y = f(np.ones((4, 2), np.float32))
   y.delete()
   assert_close(f(np.ones((4, 2), np.float32)), np.full((4, 2), 4.))
+
+
+def test_out_axes_none_returns_one_copy_and_differentiates_as_jax():
+  f = hlox.pmap(lambda x: lax.psum(x, "i"), axis_name="i", out_axes=None)
+  x = np.arange(4.0, dtype=np.float32)
+  y = f(x)
+  assert y.shape == () and float(y) == 6.0
+  # An unmapped output is one device's copy of a replicated value: each device's share of
+  # the cotangent is 1/size (JAX 0.10.2 gives the same).
+  assert_close(hlox.grad(f)(x), np.ones(4))
+  assert_close(hlox.pmap(lambda x: x * 2, out_axes=None)(x), np.float32(0.0))
+  both = hlox.pmap(lambda x: (x * 2, lax.pmean(x, "i")), axis_name="i", out_axes=(0, None))
+  a, m = both(x)
+  assert_close(a, 2 * x)
+  assert_close(m, np.float32(1.5))
+  v = hlox.vmap(f)(np.arange(8.0, dtype=np.float32).reshape(2, 4))
+  assert_close(v, np.array([6.0, 22.0]))
+  g = hlox.jvp(f, (x,), (np.ones(4, np.float32),))[1]
+  assert_close(g, np.float32(4.0))

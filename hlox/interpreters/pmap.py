@@ -52,10 +52,14 @@ xla_pmap_p = _PmapPrimitive("xla_pmap")
 
 
 def _insert_axis(aval, axis, size):
+  if axis is None:  # an unmapped (out_axes=None) output: one copy, device 0's
+    return aval
   return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
 
 
 def _remove_axis(aval, axis):
+  if axis is None:
+    return aval
   return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
 
 
@@ -168,7 +172,7 @@ def _replica_body(jaxpr, in_avals, in_axes, out_axes, axis_name, size) -> Closed
   def body(*pieces):
     args = [p if ax is None else lax.squeeze(p, (ax,)) for p, ax in zip(pieces, in_axes)]
     outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
-    return [lax.expand_dims(o, (ax,)) for o, ax in zip(outs, out_axes)]
+    return [o if ax is None else lax.expand_dims(o, (ax,)) for o, ax in zip(outs, out_axes)]
   with extend_axis_env(axis_name, size):
     return trace_to_jaxpr(body, piece_avals, "pmap")
 
@@ -233,6 +237,9 @@ def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in
     groups = xla.axis_groups(mctx, (axis_name,))
     results = []
     for out, aval, full, ax in zip(outs, jaxpr.out_avals, ctx.avals_out, out_axes):
+      if ax is None:
+        results.append(out)
+        continue
       one = aval.update(shape=aval.shape[:ax] + (1,) + aval.shape[ax:])
       out = hlo.reshape(xla.aval_to_ir_type(one), out)
       zeros = xla.full_like_aval(0, full)
@@ -341,7 +348,11 @@ def _pmap_transpose(cts, *args, jaxpr, **params):
   in_axes, out_axes = params["in_axes"], params["out_axes"]
   undefined = [ad.is_undefined_primal(x) for x in args]
   defined = [(x, ax) for x, ax, u in zip(args, in_axes, undefined) if not u]
-  nz = [(ct, ax) for ct, ax in zip(cts, out_axes) if type(ct) is not ad.Zero]
+  # An unmapped output is one device's copy of a value taken as equal on all devices, so each
+  # device gets an equal share of its cotangent (as JAX's pmap does for out_axes=None).
+  size = params["global_axis_size"]
+  nz = [(ct if ax is not None else lax.div(ct, np.asarray(size, get_aval(ct).dtype)[()]), ax)
+        for ct, ax in zip(cts, out_axes) if type(ct) is not ad.Zero]
   ct_nonzero = [type(ct) is not ad.Zero for ct in cts]
   n_def = len(defined)
 
@@ -404,7 +415,8 @@ def _pmap_batch(axis_data, vals, dims, *, jaxpr, **params):
   batched, consts, out_dims = memoize_derived(
       ("pmap_batch", jaxpr, axis_data.size, axis_data.name, tuple(inner_dims),
        *_axis_key(params)), make)
-  new_out = tuple(ax if d is None else ax + 1 for ax, d in zip(out_axes, out_dims))
+  new_out = tuple(ax if d is None or ax is None else ax + 1
+                  for ax, d in zip(out_axes, out_dims))
   args = [*consts, *new_vals]
   outs = xla_pmap_p.bind(*args, jaxpr=batched, **_derived(
       params, len(args), in_axes=(None,) * len(consts) + tuple(new_in), out_axes=new_out))
@@ -573,7 +585,8 @@ class _PmapFunction:
     for i, (ax, a) in enumerate(zip(_flatten_axes("out_axes", out_tree, self.out_axes,
                                                   len(jaxpr.out_avals)), jaxpr.out_avals)):
       if ax is None:
-        raise NotImplementedError("pmap: out_axes=None is not supported (outputs are mapped)")
+        out_axes.append(None)
+        continue
       if not -(a.ndim + 1) <= ax <= a.ndim:
         raise ValueError(f"pmap out_axes {ax} is out of bounds for output leaf {i} of rank "
                          f"{a.ndim + 1}")
