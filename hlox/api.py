@@ -19,7 +19,7 @@ from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
-from hlox.core.tracer import Tracer, eval_trace, get_aval, trace_ctx
+from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.lax.call import compile_closed_jaxpr, jit_p, signature
 from hlox.runtime.array import Array, device_put
 
@@ -451,7 +451,11 @@ def _make_jitted(wrapped: JitWrapped) -> Callable:
 
 def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
                axis_env=None):
-  """Return a function that traces ``fun`` and gives its ClosedJaxpr (and output shapes)."""
+  """Return a function that traces ``fun`` and gives its ClosedJaxpr (and output shapes).
+
+  ``axis_env``: (name, size) pairs of named axes to bind while tracing, so a function using
+  collectives can be inspected outside vmap/pmap.
+  """
   if isinstance(static_argnums, int):
     static_argnums = (static_argnums,)
   static_argnums = tuple(static_argnums)
@@ -472,8 +476,11 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
       out_tree_box.append(out_tree)
       return out_leaves
 
-    closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun),
-                            trace_name="make_jaxpr")
+    with contextlib.ExitStack() as stack:
+      for name, size in (axis_env or ()):  # named axes to trace collectives against
+        stack.enter_context(extend_axis_env(name, size))
+      closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun),
+                              trace_name="make_jaxpr")
     if return_shape:
       shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
       return closed, out_tree_box[0].unflatten(shapes)

@@ -294,3 +294,12 @@ def test_out_axes_none_returns_one_copy_and_differentiates_as_jax():
   assert_close(v, np.array([6.0, 22.0]))
   g = hlox.jvp(f, (x,), (np.ones(4, np.float32),))[1]
   assert_close(g, np.float32(4.0))
+
+
+def test_make_jaxpr_with_axis_env_and_eval_shape_of_pmap():
+  text = str(hlox.make_jaxpr(lambda x: lax.psum(x, "i") * lax.axis_size("i"),
+                             axis_env=[("i", 4)])(1.0))
+  assert "psum[axes=('i',)" in text and "mul" in text
+  shape = hlox.eval_shape(hlox.pmap(lambda x: lax.all_gather(x, "i"), axis_name="i"),
+                          hlox.ShapeDtypeStruct((2, 3), np.float32))
+  assert shape.shape == (2, 2, 3) and shape.dtype == np.float32
