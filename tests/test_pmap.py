@@ -303,3 +303,23 @@ def test_make_jaxpr_with_axis_env_and_eval_shape_of_pmap():
   shape = hlox.eval_shape(hlox.pmap(lambda x: lax.all_gather(x, "i"), axis_name="i"),
                           hlox.ShapeDtypeStruct((2, 3), np.float32))
   assert shape.shape == (2, 2, 3) and shape.dtype == np.float32
+
+
+def test_pmap_inside_loops_and_branches():
+  pf = hlox.pmap(lambda v: v * lax.psum(v, "i"), axis_name="i")
+
+  def body(c, x):
+    return c + pf(x).sum(), c
+  xs = rng_normal(3, 4)
+  expected = sum((x * x.sum()).sum() for x in xs)
+  total, carries = lax.scan(body, 0., xs)
+  assert_close(total, np.float32(expected), rtol=1e-5, atol=1e-5)
+  assert carries.shape == (3,)
+  assert_close(hlox.jit(lambda xs: lax.scan(body, 0., xs)[0])(xs), np.float32(expected),
+               rtol=1e-5, atol=1e-5)
+  assert_close(hlox.grad(lambda xs: lax.scan(body, 0., xs)[0])(xs),
+               np.broadcast_to(2 * xs.sum(1, keepdims=True), xs.shape), rtol=1e-5, atol=1e-5)
+  assert_close(lax.cond(True, pf, lambda x: x, xs[0]), xs[0] * xs[0].sum(), rtol=1e-5,
+               atol=1e-5)
+  grow = lax.fori_loop(0, 3, lambda i, c: c + pf(c), jnp.ones(4))
+  assert_close(grow, np.full(4, 44205.))

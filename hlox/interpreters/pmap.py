@@ -205,6 +205,43 @@ def _pmap_impl(*args, **params):
 xla_pmap_p.def_impl(_pmap_impl)
 
 
+# --- programs that contain pmaps (a pmap inside a loop or branch) -------------------------
+
+class _ReplicatedCall:
+  """A jaxpr containing pmaps, compiled as one program on as many replicas as its pmaps
+  need: every replica gets the arguments and computes the parts outside the pmaps; the
+  results are device 0's."""
+
+  def __init__(self, closed: ClosedJaxpr, n_replicas: int, name: str):
+    devs = _pmap_devices(None, n_replicas)
+    self.in_avals = closed.in_avals
+    self.in_shardings = [spmd.pmap_sharding(devs, None, a.ndim) for a in self.in_avals]
+    self.out_avals = closed.out_avals
+    out_shardings = [spmd.pmap_sharding(devs, None, a.ndim) for a in self.out_avals]
+    lowered = xla.lower_jaxpr_to_module(closed, name, (), True, num_replicas=n_replicas,
+                                        axis_env=())
+    monitoring.record_event("compile")
+    self.executable = spmd.compile_replicated(lowered.as_text(), devs, self.out_avals,
+                                              out_shardings)
+
+  def __call__(self, args) -> list:
+    bufs = []
+    for x, aval, sharding in zip(args, self.in_avals, self.in_shardings):
+      if type(x) is Array and x._multi is not None and x._multi._sharding is sharding:
+        bufs.append(x._multi)
+        continue
+      value = x._value() if type(x) is Array else np.asarray(x, dtype=aval.dtype)
+      bufs.append(spmd.put_sharded(value, aval, sharding))
+    return [wrap_multi(b, a) for b, a in zip(self.executable.run(bufs), self.out_avals)]
+
+
+def _replicated_compiler(closed: ClosedJaxpr, name: str):
+  n = jaxpr_replicas(closed.jaxpr)
+  return _ReplicatedCall(closed, n, name) if n > 1 else None
+
+xla.replicated_compiler = _replicated_compiler
+
+
 # --- lowering inside another pmap (nested pmaps) -----------------------------------------
 
 def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in_axes,
@@ -212,10 +249,8 @@ def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in
   from jaxlib.mlir import ir
   from jaxlib.mlir.dialects import stablehlo as hlo
   mctx = ctx.module_context
-  if mctx.num_replicas == 1:
-    raise NotImplementedError(
-        "pmap inside a compiled loop or branch (lax.scan/while_loop/cond) is not supported: "
-        "call the pmapped function outside the control flow, or put the loop inside pmap")
+  if mctx.num_replicas == 1:  # programs with pmaps inside are compiled with replicas
+    raise RuntimeError("internal error: xla_pmap lowered in a program without replicas")
   outer_env = mctx.axis_env
   mctx.axis_env = tuple(outer_env or ()) + ((axis_name, global_axis_size),)
   try:

@@ -503,6 +503,11 @@ _get_sig = operator.attrgetter("_sig")
 _get_buf = operator.attrgetter("_buf")
 
 
+# Set by interpreters/pmap.py: ``(closed, name) -> callable or None``; compiles a jaxpr that
+# contains pmaps (e.g. a scan whose body calls a pmapped function) as one replicated program.
+replicated_compiler = None
+
+
 def apply_primitive(primitive, *args, **params):
   """Run one primitive on concrete arrays through a cached single-primitive executable."""
   try:
@@ -520,6 +525,9 @@ def apply_primitive(primitive, *args, **params):
     _eager_cache.put(key, entry)
   else:
     _eager_move_to_end(key)  # keep the cache least-recently-used
+  if type(entry) is not _EagerEntry:  # a replicated program (a pmap inside a loop/branch)
+    outs = entry(args)
+    return outs if primitive.multiple_results else outs[0]
   outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
   if entry.multiple_results:
     return [Array(b, a, entry.device_key) for b, a in zip(outs, entry.out_avals)]
@@ -557,6 +565,10 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
   invars = [Var(a) for a in in_avals]
   outvars = [Var(a) for a in out_avals]
   jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, primitive, params)])
+  if replicated_compiler is not None:
+    replicated = replicated_compiler(ClosedJaxpr(jaxpr, []), primitive.name)
+    if replicated is not None:
+      return replicated
   lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []))
   executable = compile_lowered(lowered, device)
   return _EagerEntry(executable, out_avals, device, primitive.multiple_results)
