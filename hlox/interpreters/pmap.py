@@ -527,6 +527,9 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   return pmapped
 
 
+_tracing = threading.local()  # .depth: how many pmap bodies are being traced
+
+
 class _Traced:
   __slots__ = ("jaxpr", "consts", "out_tree", "in_axes", "out_axes")
 
@@ -592,7 +595,15 @@ class _PmapFunction:
 
   def _trace(self, in_tree, avals, axes, size, statics, kwargs_given):
     global_size = size
-    if self.devices is None and client.process_count() > 1:
+    outermost = not getattr(_tracing, "depth", 0)
+    if self.devices is None and outermost and client.process_count() > 1:
+      # Across processes every process maps its own devices' slices (JAX's convention);
+      # pmaps nested inside it stay within each outer position.
+      local = client.local_device_count()
+      if size != local:
+        raise ValueError(f"pmap over several processes: the mapped axis has size {size} but "
+                         f"this process has {local} devices; each process passes one slice "
+                         "per local device")
       global_size = size * client.process_count()
     key = (in_tree, tuple(avals), axes, size, statics, tuple(trace_ctx.axis_env))
     traced = self._trace_cache.get(key)
@@ -612,8 +623,13 @@ class _PmapFunction:
       return out_leaves
 
     inner_avals = [a if ax is None else _remove_axis(a, ax) for a, ax in zip(avals, axes)]
-    with extend_axis_env(self.axis_name, global_size):
-      closed = trace_to_jaxpr(flat_fun, inner_avals, debug_info=self.name, trace_name="pmap")
+    _tracing.depth = getattr(_tracing, "depth", 0) + 1
+    try:
+      with extend_axis_env(self.axis_name, global_size):
+        closed = trace_to_jaxpr(flat_fun, inner_avals, debug_info=self.name,
+                                trace_name="pmap")
+    finally:
+      _tracing.depth -= 1
     jaxpr, consts = convert_constvars(closed)
     out_tree = out_tree_box[0]
     out_axes = []
