@@ -121,13 +121,9 @@ def test_static_indices_use_slices():
 
 def test_out_of_bounds_getitem():
   x = jnp.asarray(np.arange(5, dtype=np.float32))
-  # Static ints out of range raise, like NumPy.
-  with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 5"):
-    x[5]
-  with pytest.raises(IndexError, match="out of bounds"):
-    x[-6]
-  with pytest.raises(IndexError, match="out of bounds"):
-    jnp.asarray(X)[0, 3]
+  # Static ints out of range clamp, as in JAX 0.10 (not NumPy's IndexError).
+  assert float(x[5]) == 4 and float(x[-6]) == 0
+  assert_close(jnp.asarray(X)[0, 3], np.asarray(X)[0, -1])
   with pytest.raises(IndexError, match="size 0"):
     jnp.asarray(np.zeros((0, 2), np.float32))[0]
   # Array indices: JAX's default (promise_in_bounds) clamps.

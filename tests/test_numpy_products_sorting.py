@@ -364,3 +364,149 @@ def test_unique():
   assert_close(jnp.unique(x, axis=0), np.unique(x, axis=0), np.int32)
   with pytest.raises(hlox.errors.ConcretizationTypeError, match="unique"):
     hlox.jit(jnp.unique)(x)
+
+
+# --- searching, sets, histograms, polynomials, index helpers (hlox/numpy/extras.py) -------
+
+def test_nonzero_sized_under_jit():
+  x = np.array([[0, 3, 0], [2, 0, 5]], np.int32)
+  rows, cols = np.nonzero(x)
+  f = lambda v: jnp.nonzero(v, size=4, fill_value=-1)
+  for out in (f(x), hlox.jit(f)(x)):
+    assert_close(out[0], np.array([*rows, -1], np.int32), np.int32)
+    assert_close(out[1], np.array([*cols, -1], np.int32), np.int32)
+  assert_close(hlox.jit(lambda v: jnp.argwhere(v, size=2))(x), np.argwhere(x)[:2], np.int32)
+  assert_close(jnp.flatnonzero(x), np.flatnonzero(x), np.int32)
+  with pytest.raises(ValueError, match="0d"):
+    jnp.nonzero(jnp.array(1))
+
+
+def test_unique_sized_under_jit():
+  x = np.array([3, 1, 3, 2, 1], np.int32)
+  f = lambda v: jnp.unique(v, size=5, fill_value=0, return_index=True, return_inverse=True,
+                           return_counts=True)
+  values, index, inverse, counts = hlox.jit(f)(x)
+  assert_close(values, np.array([1, 2, 3, 0, 0], np.int32), np.int32)
+  assert_close(index, np.array([1, 3, 0, 1, 1], np.int32), np.int32)
+  assert_close(inverse, np.array([2, 0, 2, 1, 0], np.int32), np.int32)
+  assert_close(counts, np.array([2, 1, 2, 0, 0], np.int32), np.int32)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_searchsorted_digitize(side):
+  a = np.array([1., 2., 2., 3., np.nan], np.float32)
+  v = np.array([[0., 2.], [2.5, np.nan]], np.float32)
+  check_eager_and_jit(lambda a, v: jnp.searchsorted(a, v, side=side), [a, v],
+                      np.searchsorted(a, v, side=side).astype(np.int32), np.int32)
+  bins = np.array([0., 1., 2.5, 4.], np.float32)
+  x = np.array([-1., 0., 1., 2.6, 9.], np.float32)
+  check_eager_and_jit(lambda x: jnp.digitize(x, bins, right=side == "right"), [x],
+                      np.digitize(x, bins, right=side == "right").astype(np.int32), np.int32)
+
+
+def test_diff_interp_polyval_histogram():
+  x = np.array([1., 4., 9., 16., 30.], np.float32)
+  check_eager_and_jit(lambda v: jnp.diff(v, n=2, prepend=0.), [x], np.diff(x, 2, prepend=0.),
+                      np.float32)
+  xp, fp = np.array([1., 2., 4.], np.float32), np.array([0., 10., -2.], np.float32)
+  q = np.array([0., 1.5, 3., 5.], np.float32)
+  check_eager_and_jit(lambda q: jnp.interp(q, xp, fp), [q], np.interp(q, xp, fp), np.float32)
+  check_eager_and_jit(lambda v: jnp.polyval(jnp.array([2., 0., -1.]), v), [x],
+                      np.polyval([2., 0., -1.], x), np.float32, rtol=1e-6)
+  counts, edges = jnp.histogram(x, bins=3)
+  ref_counts, ref_edges = np.histogram(x, bins=3)
+  assert_close(counts, ref_counts.astype(np.float32), np.float32)
+  assert_close(edges, ref_edges.astype(np.float32), np.float32)
+  assert_close(jnp.bincount(jnp.array([0, 1, 1, 4])), np.bincount([0, 1, 1, 4]), np.int32)
+
+
+def test_set_ops_and_index_helpers():
+  a, b = np.array([3, 1, 2, 5], np.int32), np.array([2, 1, 7], np.int32)
+  assert_close(jnp.isin(a, b), np.isin(a, b), np.bool_)
+  assert_close(jnp.union1d(a, b), np.union1d(a, b), np.int32)
+  assert_close(jnp.intersect1d(a, b), np.intersect1d(a, b), np.int32)
+  assert_close(jnp.setdiff1d(a, b), np.setdiff1d(a, b), np.int32)
+  rows, cols = jnp.unravel_index(jnp.array([0, 5, 11]), (3, 4))
+  assert_close(rows, np.array([0, 1, 2], np.int32), np.int32)
+  assert_close(cols, np.array([0, 1, 3], np.int32), np.int32)
+  assert_close(jnp.ravel_multi_index((jnp.array([0, 2]), jnp.array([1, 3])), (3, 4)),
+               np.array([1, 11], np.int32), np.int32)
+  for got, ref in zip(jnp.tril_indices(3, -1), np.tril_indices(3, -1)):
+    assert_close(got, ref.astype(np.int32), np.int32)
+  c = jnp.select([jnp.arange(4) < 1, jnp.arange(4) > 2], [jnp.arange(4), -jnp.arange(4)], 9)
+  assert_close(c, np.array([0, 9, 9, -3], np.int32), np.int32)
+
+
+def test_quantiles_cov_cross_convolve():
+  rng = np.random.default_rng(0)
+  x = rng.normal(size=(3, 5)).astype(np.float32)
+  for method in ("linear", "lower", "higher", "midpoint", "nearest"):
+    assert_close(jnp.quantile(x, jnp.array([0.2, 0.9]), axis=1, method=method),
+                 np.quantile(x, [0.2, 0.9], axis=1, method=method), np.float32, rtol=1e-5)
+  y = x.copy()
+  y[0, 1] = np.nan
+  assert_close(jnp.nanmedian(y, axis=1), np.nanmedian(y, axis=1), np.float32, rtol=1e-5)
+  assert_close(jnp.percentile(x, 30.), np.percentile(x, 30.), np.float32, rtol=1e-5)
+  assert_close(jnp.cov(x), np.cov(x), np.float32, rtol=1e-4, atol=1e-5)
+  assert_close(jnp.corrcoef(x), np.corrcoef(x), np.float32, rtol=1e-4, atol=1e-5)
+  assert_close(jnp.cross(x[:, :3], x[::-1, :3]), np.cross(x[:, :3], x[::-1, :3]), np.float32,
+               rtol=1e-5, atol=1e-6)
+  for mode in ("full", "same", "valid"):
+    assert_close(jnp.convolve(x[0], x[1, :3], mode=mode), np.convolve(x[0], x[1, :3], mode),
+                 np.float32, rtol=1e-5, atol=1e-6)
+    assert_close(jnp.correlate(x[0], x[1, :3], mode=mode), np.correlate(x[0], x[1, :3], mode),
+                 np.float32, rtol=1e-5, atol=1e-6)
+
+
+def test_pad_stat_and_ramp_modes():
+  x = np.arange(12, dtype=np.float32).reshape(3, 4) ** 1.5
+  for mode in ("maximum", "minimum", "mean", "median"):
+    assert_close(jnp.pad(x, ((1, 2), (2, 1)), mode=mode, stat_length=2),
+                 np.pad(x, ((1, 2), (2, 1)), mode=mode, stat_length=2), np.float32, rtol=1e-6)
+  assert_close(jnp.pad(x, 2, mode="linear_ramp", end_values=(1, -2)),
+               np.pad(x, 2, mode="linear_ramp", end_values=(1, -2)), np.float32, rtol=1e-5)
+
+
+def test_scalar_type_constructors_make_arrays():
+  x = jnp.float32(3)
+  assert isinstance(x, hlox.Array) and x.dtype == np.float32 and not x.weak_type
+  assert jnp.int32(1) * 1.5 == 1.5 and (jnp.int32(1) * 1.5).dtype == np.float32
+  assert np.dtype(jnp.bfloat16) == dtypes.bfloat16 and jnp.float32 == np.float32
+  assert isinstance(np.float32(1), jnp.float32)
+  assert jnp.isdtype(jnp.bfloat16, "real floating") and not jnp.isdtype(jnp.bool_, "numeric")
+
+
+# --- hlox.numpy.linalg ---------------------------------------------------------------------
+
+def test_linalg_lu_based_against_numpy():
+  rng = np.random.default_rng(1)
+  a = rng.normal(size=(2, 4, 4)).astype(np.float32)
+  b = rng.normal(size=(2, 4, 3)).astype(np.float32)
+  check_eager_and_jit(jnp.linalg.det, [a], np.linalg.det(a), np.float32, rtol=1e-4, atol=1e-5)
+  sign, logdet = jnp.linalg.slogdet(a)
+  ref_sign, ref_logdet = np.linalg.slogdet(a)
+  assert_close(sign, ref_sign.astype(np.float32), np.float32)
+  assert_close(logdet, ref_logdet.astype(np.float32), np.float32, rtol=1e-4, atol=1e-5)
+  check_eager_and_jit(jnp.linalg.solve, [a, b], np.linalg.solve(a, b), np.float32, rtol=1e-3,
+                      atol=1e-4)
+  check_eager_and_jit(jnp.linalg.inv, [a], np.linalg.inv(a), np.float32, rtol=1e-3, atol=1e-4)
+  spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4, dtype=np.float32)
+  check_eager_and_jit(jnp.linalg.cholesky, [spd], np.linalg.cholesky(spd), np.float32,
+                      rtol=1e-4, atol=1e-5)
+  assert_close(jnp.linalg.det(np.array([[1., 2.], [2., 4.]], np.float32)), np.float32(0))
+  with pytest.raises(ValueError, match="square"):
+    jnp.linalg.det(jnp.ones((2, 3)))
+
+
+@pytest.mark.parametrize("ord", [None, 1, 2, np.inf, -np.inf, 0, 3])
+def test_linalg_vector_norm(ord):
+  x = np.array([[3., -4., 0.], [1., 2., -2.]], np.float32)
+  check_eager_and_jit(lambda v: jnp.linalg.norm(v, ord=ord, axis=1), [x],
+                      np.linalg.norm(x, ord=ord, axis=1), np.float32, rtol=1e-6)
+
+
+@pytest.mark.parametrize("ord", [None, "fro", 1, -1, np.inf, -np.inf])
+def test_linalg_matrix_norm(ord):
+  x = np.array([[3., -4., 0.], [1., 2., -2.]], np.float32)
+  check_eager_and_jit(lambda v: jnp.linalg.norm(v, ord=ord), [x], np.linalg.norm(x, ord=ord),
+                      np.float32, rtol=1e-6)

@@ -401,3 +401,234 @@ def batch_matmul(lhs, rhs, precision=None):
   batch = tuple(range(lhs_aval.ndim - 2))
   return dot_general(lhs, rhs, (((lhs_aval.ndim - 1,), (rhs_aval.ndim - 2,)), (batch, batch)),
                      precision=precision)
+
+
+# --- convolution -------------------------------------------------------------------------
+# ``conv_general_dilated`` is written as a composition: the input windows are gathered with
+# strided slices (one per kernel position) and contracted with the kernel by ``dot_general``.
+# Being a composition, it gets JVP, transpose and batching from the primitives it uses.
+
+from typing import NamedTuple  # noqa: E402
+
+
+class ConvDimensionNumbers(NamedTuple):
+  """Dimension positions: ``lhs_spec = (batch, feature, *spatial)``,
+  ``rhs_spec = (out_feature, in_feature, *spatial)``, ``out_spec = (batch, feature,
+  *spatial)``."""
+  lhs_spec: tuple
+  rhs_spec: tuple
+  out_spec: tuple
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimensionNumbers:
+  """Normalize ``dimension_numbers`` (None, a ``ConvDimensionNumbers`` or three layout
+  strings such as ``('NHWC', 'HWIO', 'NHWC')``) to a ``ConvDimensionNumbers``."""
+  nd = len(lhs_shape)
+  if len(rhs_shape) != nd:
+    raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} "
+                    f"and {len(rhs_shape)}.")
+  if dimension_numbers is None:
+    spec = tuple(range(nd))
+    return ConvDimensionNumbers(spec, spec, spec)
+  if isinstance(dimension_numbers, ConvDimensionNumbers):
+    return dimension_numbers
+  if len(dimension_numbers) != 3:
+    raise TypeError("convolution: dimension_numbers must be None, a ConvDimensionNumbers or "
+                    f"three layout strings; got {dimension_numbers}")
+  lhs, rhs, out = dimension_numbers
+  if not all(isinstance(s, str) for s in (lhs, rhs, out)):
+    return ConvDimensionNumbers(tuple(lhs), tuple(rhs), tuple(out))
+  for s in (lhs, rhs, out):
+    if len(s) != nd:
+      raise TypeError(f"convolution: layout {s!r} does not have {nd} dimensions")
+  if set(lhs) - set("NC") != set(rhs) - set("OI") or set(out) - set("NC") != set(lhs) - set("NC"):
+    raise TypeError(f"convolution: the spatial dimensions of {dimension_numbers} differ")
+  # Spatial dimensions are matched by letter and ordered as they appear in the kernel layout.
+  spatial = [c for c in rhs if c not in "OI"]
+  return ConvDimensionNumbers(
+      (lhs.index("N"), lhs.index("C")) + tuple(lhs.index(c) for c in spatial),
+      (rhs.index("O"), rhs.index("I")) + tuple(rhs.index(c) for c in spatial),
+      (out.index("N"), out.index("C")) + tuple(out.index(c) for c in spatial))
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
+                         batch_group_count=1, precision=None, preferred_element_type=None):
+  """General N-d convolution (cross-correlation, as in XLA) with strides, padding, input and
+  kernel dilation, feature and batch groups."""
+  from hlox.lax import shapes
+  lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
+  nd = lhs_aval.ndim
+  if nd < 2:
+    raise TypeError(f"conv_general_dilated: lhs must have rank >= 2, got {lhs_aval.str_short()}")
+  dn = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
+  n_sp = nd - 2
+  window_strides = tuple(window_strides)
+  lhs_dilation = (1,) * n_sp if lhs_dilation is None else tuple(lhs_dilation)
+  rhs_dilation = (1,) * n_sp if rhs_dilation is None else tuple(rhs_dilation)
+  for name, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
+                  ("rhs_dilation", rhs_dilation)):
+    if len(v) != n_sp:
+      raise TypeError(f"conv_general_dilated: {name} {v} must have {n_sp} entries")
+    if any(int(d) < 1 for d in v):
+      raise ValueError(f"conv_general_dilated: {name} must be positive, got {v}")
+  if lhs_aval.dtype != rhs_aval.dtype:
+    raise TypeError("conv_general_dilated requires arguments to have the same dtypes, got "
+                    f"{lhs_aval.dtype.name}, {rhs_aval.dtype.name}.")
+  G, B = operator.index(feature_group_count), operator.index(batch_group_count)
+  if G < 1 or B < 1:
+    raise ValueError("conv_general_dilated: group counts must be positive")
+  if G > 1 and B > 1:
+    raise ValueError("At most one of feature_group_count and batch_group_count may be > 1")
+  x = shapes.transpose(lhs, dn.lhs_spec)     # (N, C, *spatial)
+  w = shapes.transpose(rhs, dn.rhs_spec)     # (O, I, *kernel)
+  N, C = get_aval(x).shape[:2]
+  O, I = get_aval(w).shape[:2]
+  if C != I * G:
+    raise ValueError(f"conv_general_dilated: lhs feature dimension ({C}) must equal rhs input "
+                     f"feature dimension ({I}) times feature_group_count ({G})")
+  if O % G or O % B:
+    raise ValueError(f"conv_general_dilated: rhs output feature dimension ({O}) must be a "
+                     f"multiple of feature_group_count ({G}) and batch_group_count ({B})")
+  if N % B:
+    raise ValueError(f"conv_general_dilated: lhs batch dimension ({N}) must be a multiple of "
+                     f"batch_group_count ({B})")
+  in_sp = get_aval(x).shape[2:]
+  k_sp = get_aval(w).shape[2:]
+  dil_in = tuple((n - 1) * d + 1 if n else 0 for n, d in zip(in_sp, lhs_dilation))
+  dil_k = tuple((k - 1) * d + 1 if k else 0 for k, d in zip(k_sp, rhs_dilation))
+  if isinstance(padding, str):
+    from hlox.lax.windowed import padtype_to_pads
+    pads = padtype_to_pads(dil_in, dil_k, window_strides, padding)
+  else:
+    pads = [tuple(int(v) for v in p) for p in padding]
+    if len(pads) != n_sp:
+      raise ValueError(f"conv_general_dilated: padding {padding} must have {n_sp} pairs")
+  zero = np.zeros((), get_aval(x).dtype)
+  x = shapes.pad(x, zero, [(0, 0, 0), (0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in
+                                                     zip(pads, lhs_dilation)])
+  padded = get_aval(x).shape[2:]
+  out_sp = tuple(max(0, (p - k) // s + 1) if p >= k else 0
+                 for p, k, s in zip(padded, dil_k, window_strides))
+  # One strided slice of the input per kernel position: patches (N, C, K, *out_spatial).
+  kpos = list(np.ndindex(*k_sp)) if all(k_sp) else []
+  slices = []
+  for pos in kpos:
+    start = [0, 0] + [p * d for p, d in zip(pos, rhs_dilation)]
+    limit = [N, C] + [st + (o - 1) * s + 1 if o else st
+                      for st, o, s in zip(start[2:], out_sp, window_strides)]
+    sl = shapes.slice(x, start, limit, (1, 1) + window_strides)
+    slices.append(shapes.reshape(sl, (N, C, 1) + out_sp))
+  K = len(kpos)
+  P = int(np.prod(out_sp, dtype=np.int64))
+  if K == 0 or C == 0:
+    patches = None
+  else:
+    patches = slices[0] if K == 1 else shapes.concatenate(slices, 2)
+  out_dtype = preferred_element_type
+  if patches is None:
+    dtype = dtypes.canonicalize_dtype(out_dtype or get_aval(x).dtype)
+    res = shapes.broadcast_in_dim(np.zeros((), dtype), (N // B, O) + out_sp, ())
+  elif B == 1:
+    # patches (N, G, I, K, P) -> (G, N*P, I*K); kernel (G, O/G, I*K)
+    pt = shapes.reshape(patches, (N, G, I, K, P))
+    pt = shapes.transpose(pt, (1, 0, 4, 2, 3))
+    pt = shapes.reshape(pt, (G, N * P, I * K))
+    wt = shapes.reshape(w, (G, O // G, I * K))
+    r = dot_general(pt, wt, (((2,), (2,)), ((0,), (0,))), precision=precision,
+                    preferred_element_type=out_dtype)  # (G, N*P, O/G)
+    r = shapes.reshape(r, (G, N, P, O // G))
+    r = shapes.transpose(r, (1, 0, 3, 2))
+    res = shapes.reshape(r, (N, O) + out_sp)
+  else:
+    # Batch groups: lhs batch (B, N/B) pairs with kernel outputs (B, O/B).
+    pt = shapes.reshape(patches, (B, N // B, C, K, P))
+    pt = shapes.transpose(pt, (0, 1, 4, 2, 3))
+    pt = shapes.reshape(pt, (B, (N // B) * P, C * K))
+    wt = shapes.reshape(w, (B, O // B, C * K))
+    r = dot_general(pt, wt, (((2,), (2,)), ((0,), (0,))), precision=precision,
+                    preferred_element_type=out_dtype)  # (B, N/B*P, O/B)
+    r = shapes.reshape(r, (B, N // B, P, O // B))
+    r = shapes.transpose(r, (1, 0, 3, 2))
+    res = shapes.reshape(r, (N // B, O) + out_sp)
+  return shapes.transpose(res, tuple(int(i) for i in np.argsort(dn.out_spec)))
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+  """``conv_general_dilated`` with the default NCHW/OIHW layouts and no dilation."""
+  return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                              preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=None, preferred_element_type=None):
+  """``conv_general_dilated`` with the default layouts."""
+  return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=precision,
+                              preferred_element_type=preferred_element_type)
+
+
+__all__ += ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
+            "conv_with_general_padding"]
+
+
+ConvGeneralDilatedDimensionNumbers = ConvDimensionNumbers  # JAX's other name for the type
+
+_CONV_TRANSPOSE_LAYOUTS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
+                           4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def _conv_transpose_pads(k, s, padding):
+  """Padding of the dilated input that makes the transposed convolution's output line up
+  with the forward convolution's input (``padding`` names the forward padding)."""
+  if padding == "SAME":
+    total = k + s - 2
+    lo = k - 1 if s > k - 1 else -(-total // 2)
+  elif padding == "VALID":
+    total = k + s - 2 + max(k - s, 0)
+    lo = k - 1
+  elif isinstance(padding, tuple):
+    lo, hi = (k - p - 1 for p in padding)
+    total = lo + hi
+  else:
+    raise ValueError(f"Invalid padding mode: {padding}")
+  return lo, total - lo
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
+  """The "transposed" (fractionally strided) convolution: the input is dilated by
+  ``strides`` and convolved with stride 1. Default layouts are channels-last (NHWC, HWIO).
+  ``transpose_kernel`` flips the kernel's spatial axes and swaps its feature axes (the
+  gradient of a forward convolution, as TensorFlow's Conv2DTranspose)."""
+  lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
+  nd = lhs_aval.ndim
+  if rhs_aval.ndim != nd or nd < 2:
+    raise TypeError(f"conv_transpose: lhs and rhs must have the same rank >= 2, got "
+                    f"{lhs_aval.str_short()} and {rhs_aval.str_short()}")
+  if dimension_numbers is None:
+    if nd not in _CONV_TRANSPOSE_LAYOUTS:
+      raise ValueError("No 4+ dimensional dimension_number defaults.")
+    dimension_numbers = _CONV_TRANSPOSE_LAYOUTS[nd]
+  dn = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
+  k_sp = [rhs_aval.shape[d] for d in dn.rhs_spec[2:]]
+  rhs_dilation = (1,) * (nd - 2) if rhs_dilation is None else tuple(rhs_dilation)
+  if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
+    eff_k = [(k - 1) * d + 1 if k else 0 for k, d in zip(k_sp, rhs_dilation)]
+    per_dim = [padding] * len(strides) if isinstance(padding, str) else padding
+    pads = [_conv_transpose_pads(k, s, p) for k, s, p in zip(eff_k, strides, per_dim)]
+  else:
+    pads = padding
+  if transpose_kernel:
+    from hlox.lax import shapes
+    rhs = shapes.rev(rhs, tuple(dn.rhs_spec[2:]))
+    perm = list(range(nd))
+    perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = dn.rhs_spec[1], dn.rhs_spec[0]
+    rhs = shapes.transpose(rhs, tuple(perm))
+  return conv_general_dilated(lhs, rhs, (1,) * (nd - 2), pads, tuple(strides), rhs_dilation,
+                              dn, precision=precision,
+                              preferred_element_type=preferred_element_type)
+
+
+__all__ += ["ConvGeneralDilatedDimensionNumbers", "conv_transpose"]

@@ -30,7 +30,7 @@ from hlox.lax.utils import shape_str, standard_primitive
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = [
+__all__ = ["scatter_sub", 
     "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
     "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim",
     "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
@@ -1253,6 +1253,16 @@ def scatter_add(operand, scatter_indices, updates, dimension_numbers, *,
   """Scatter that adds ``updates`` to ``operand`` (repeated indices accumulate)."""
   return _bind_scatter(scatter_add_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+  """Scatter that subtracts ``updates`` from ``operand`` (a ``scatter_add`` of the negated
+  updates, so it shares that primitive's rules)."""
+  from hlox.lax import elementwise
+  return scatter_add(operand, scatter_indices, elementwise.neg(updates), dimension_numbers,
+                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                     mode=mode)
 
 
 def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *,

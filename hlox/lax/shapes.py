@@ -20,7 +20,7 @@ from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["iota", "broadcasted_iota", "broadcast_in_dim", "broadcast", "reshape",
+__all__ = ["broadcast_to_rank", "iota", "broadcasted_iota", "broadcast_in_dim", "broadcast", "reshape",
            "transpose", "squeeze", "expand_dims", "rev", "pad", "concatenate", "slice",
            "slice_in_dim", "index_in_dim", "split", "collapse", "full", "full_like",
            "zeros_like_array",
@@ -794,3 +794,11 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
 def zeros_like_array(x):
   """Zeros with the shape and dtype of ``x``."""
   return full_like(x, 0)
+
+
+def broadcast_to_rank(x, rank: int):
+  """``x`` with leading size-1 dimensions added up to ``rank`` (unchanged if already there)."""
+  ndim = get_aval(x).ndim
+  if ndim >= rank:
+    return x
+  return broadcast(x, (1,) * (rank - ndim))

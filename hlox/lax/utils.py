@@ -108,13 +108,9 @@ def naryop(result_dtype: Callable | None, kinds: Sequence[Sequence[str]], name: 
     dtype = naryop_dtype_rule(name, kinds, *avals, require_same=require_same_dtypes)
     return dtype if result_dtype is None else result_dtype(dtype)
 
-  def weak_rule(*avals, **params):
-    if result_dtype is not None and result_dtype(avals[0].dtype) == dtypes.bool_:
-      return False
-    return all(a.weak_type for a in avals)
-
-  return standard_primitive(partial(broadcasting_shape_rule, name), dtype_rule, name,
-                            weak_type_rule=weak_rule)
+  # Weak only when every operand is weak; this holds for comparisons too (JAX: ``1.0 < 2.0``
+  # is a weakly typed bool; a weak bool still promotes like bool).
+  return standard_primitive(partial(broadcasting_shape_rule, name), dtype_rule, name)
 
 
 def unop(kinds: Sequence[str], name: str, result_dtype: Callable | None = None) -> Primitive:

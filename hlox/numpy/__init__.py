@@ -10,6 +10,8 @@ from hlox.numpy.reductions import *  # noqa: F401,F403
 from hlox.numpy.products import *  # noqa: F401,F403
 from hlox.numpy.sorting import *  # noqa: F401,F403
 from hlox.numpy.dtypes_api import *  # noqa: F401,F403
+from hlox.numpy.extras import *  # noqa: F401,F403
+from hlox.numpy import linalg  # noqa: F401
 
 from hlox.runtime.array import Array as ndarray  # noqa: F401
 

@@ -66,10 +66,16 @@ def _methods():
   for name in ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "any", "all",
                "cumsum", "cumprod", "var", "std", "clip", "round", "dot", "ravel",
                "squeeze", "swapaxes", "nonzero", "sort", "argsort", "conj", "conjugate",
-               "trace", "take", "repeat", "diagonal"):
+               "trace", "take", "repeat", "diagonal", "ptp", "searchsorted", "compress",
+               "copy", "argpartition"):
     fn = getattr(jnp, name, None)
     if fn is not None:
       methods[name] = fn
+  if hasattr(jnp, "compress"):
+    methods["compress"] = lambda x, condition, axis=None, **kw: jnp.compress(condition, x,
+                                                                             axis, **kw)
+  if hasattr(jnp, "choose"):
+    methods["choose"] = lambda x, choices, mode="raise": jnp.choose(x, choices, mode=mode)
   if hasattr(jnp, "reshape"):
     methods["reshape"] = _reshape_method
   if hasattr(jnp, "transpose"):

@@ -13,18 +13,48 @@ __all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint3
            "integer", "signedinteger", "unsignedinteger", "floating", "complexfloating",
            "inexact", "number", "generic", "bool", "float_", "int_", "complex_"]
 
-bool_ = np.bool_
-bool = np.bool_  # noqa: A001  (NumPy 2 spelling)
-int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
-uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
-float16, float32, float64 = np.float16, np.float32, np.float64
-complex64, complex128 = np.complex64, np.complex128
-bfloat16 = _dtypes.bfloat16.type
-float8_e4m3fn = _dtypes.float8_e4m3fn.type
-float8_e5m2 = _dtypes.float8_e5m2.type
-int4, uint4 = _dtypes.int4.type, _dtypes.uint4.type
+class _ScalarType(type):
+  """Metaclass of ``hlox.numpy.float32`` and friends: like JAX's scalar types, calling one
+  makes a 0-d (or n-d) ``Array`` of that dtype, while ``np.dtype(jnp.float32)``, ``==`` with
+  NumPy dtypes/types and ``isinstance`` of NumPy scalars behave as with the NumPy type."""
+
+  def __call__(cls, x=0):
+    from hlox.numpy.creation import asarray
+    return asarray(x, dtype=cls.dtype)
+
+  def __eq__(cls, other):
+    return cls is other or cls.dtype.type == other
+
+  def __ne__(cls, other):
+    return not cls == other
+
+  def __hash__(cls):
+    return hash(cls.dtype.type)
+
+  def __instancecheck__(cls, instance):
+    return isinstance(instance, cls.dtype.type)
+
+
+def _scalar_type(np_type, name=None):
+  dtype = np.dtype(np_type)
+  return _ScalarType(name or dtype.type.__name__, (object,),
+                     {"dtype": dtype, "__module__": "hlox.numpy",
+                      "__doc__": f"The ``{dtype.name}`` scalar type: calling it makes an Array."})
+
+
+bool_ = _scalar_type(np.bool_, "bool")
+bool = bool_  # noqa: A001  (NumPy 2 spelling)
+int8, int16, int32, int64 = (_scalar_type(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (_scalar_type(t)
+                                 for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (_scalar_type(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = _scalar_type(np.complex64), _scalar_type(np.complex128)
+bfloat16 = _scalar_type(_dtypes.bfloat16)
+float8_e4m3fn = _scalar_type(_dtypes.float8_e4m3fn)
+float8_e5m2 = _scalar_type(_dtypes.float8_e5m2)
+int4, uint4 = _scalar_type(_dtypes.int4), _scalar_type(_dtypes.uint4)
 float0 = _dtypes.float0
-float_, int_, complex_ = np.float64, np.int64, np.complex128
+float_, int_, complex_ = float64, int64, complex128
 
 inf, nan, pi, e, euler_gamma = np.inf, np.nan, np.pi, np.e, np.euler_gamma
 newaxis = None
@@ -44,5 +74,30 @@ def can_cast(from_, to, casting="safe"):
   return np.can_cast(from_, to, casting=casting)
 
 
+_ISDTYPE_KINDS = {
+    "bool": lambda d: d == np.dtype(np.bool_),
+    "signed integer": _dtypes.is_signed_int,
+    "unsigned integer": _dtypes.is_unsigned_int,
+    "integral": _dtypes.is_int,
+    "real floating": _dtypes.is_float,
+    "complex floating": _dtypes.is_complex,
+    "numeric": lambda d: d != np.dtype(np.bool_) and (_dtypes.is_int(d) or
+                                                     _dtypes.is_inexact(d)),
+}
+
+
 def isdtype(dtype, kind):
-  return np.isdtype(np.dtype(dtype), kind)
+  """Array-API ``isdtype``: whether ``dtype`` is of ``kind`` (a dtype, a kind name such as
+  ``'real floating'``, or a tuple of them); knows bfloat16, float8 and int4 too."""
+  dtype = np.dtype(dtype)
+  kinds = kind if isinstance(kind, tuple) else (kind,)
+  for k in kinds:
+    if isinstance(k, str):
+      if k not in _ISDTYPE_KINDS:
+        raise ValueError(f"Unrecognized kind: {k!r}; expected one of "
+                         f"{sorted(_ISDTYPE_KINDS)}")
+      if _ISDTYPE_KINDS[k](dtype):
+        return True
+    elif np.dtype(k) == dtype:
+      return True
+  return False

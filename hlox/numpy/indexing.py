@@ -176,8 +176,8 @@ def _axes(entries):
 
 
 def _normalize_static_ints(entries, shape, normalize: bool, mode) -> list:
-  """Wrap negative static ints; out of range raises IndexError (``promise_in_bounds``),
-  clamps (``clip``) or is left to the gather (``fill``)."""
+  """Wrap negative static ints; out of range clamps (``promise_in_bounds``, ``clip``) or is
+  left to the gather (``fill``); an index into a size-0 axis raises IndexError."""
   out = []
   for e, axis in _axes(entries):
     if e.kind == _INT:
@@ -186,9 +186,9 @@ def _normalize_static_ints(entries, shape, normalize: bool, mode) -> list:
       if size == 0:
         raise IndexError(f"index {e.value} is out of bounds for axis {axis} with size 0")
       if not 0 <= i < size:
-        if mode is GatherScatterMode.PROMISE_IN_BOUNDS:
-          raise IndexError(f"index {e.value} is out of bounds for axis {axis} with size {size}")
-        if mode is GatherScatterMode.CLIP:
+        # JAX 0.10 clamps an out-of-range static int too (``arange(5)[10]`` is 4), as it
+        # does for traced indices; only ``fill`` leaves it to the gather.
+        if mode in (GatherScatterMode.PROMISE_IN_BOUNDS, GatherScatterMode.CLIP):
           i = min(max(i, 0), size - 1)
       e = e._replace(value=i)
     out.append(e)
@@ -633,8 +633,7 @@ class _IndexUpdateRef:
   def _ones_times(self, values, indices_are_sorted, unique_indices, mode,
                   wrap_negative_indices):
     # Repeated indices multiply their values together first, as JAX does.
-    aval = get_aval(self.array)
-    ones = lax.full(aval.shape, 1, aval.dtype)
+    ones = lax.full_like(self.array, 1)  # keeps the array's weak type
     return _scatter_update(ones, self.index, values, lax.scatter_mul,
                            indices_are_sorted=indices_are_sorted,
                            unique_indices=unique_indices, mode=mode,

@@ -422,7 +422,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
   if returned:
     avg_shape = get_aval(avg).shape
     if get_aval(weights_sum).shape != avg_shape:
-      weights_sum = lax.broadcast_in_dim(weights_sum, avg_shape, ())
+      weights_sum = broadcast_to_shape(weights_sum, avg_shape)
     return avg, weights_sum
   return avg
 

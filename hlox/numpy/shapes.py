@@ -298,8 +298,10 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
 concat = concatenate
 
 
-def stack(arrays, axis: int = 0, dtype=None):
+def stack(arrays, axis: int = 0, out=None, dtype=None):
   """Join same-shaped ``arrays`` along a new axis ``axis``."""
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
   arrays = _sequence("stack", arrays)
   shapes = {x.shape for x in arrays}
   if len(shapes) != 1:
@@ -710,7 +712,9 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
   if callable(mode):
     raise NotImplementedError("pad: callable modes are not supported")
   allowed = {"constant": {"constant_values"}, "empty": set(), "edge": set(), "wrap": set(),
-             "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
+             "reflect": {"reflect_type"}, "symmetric": {"reflect_type"},
+             "maximum": {"stat_length"}, "minimum": {"stat_length"}, "mean": {"stat_length"},
+             "median": {"stat_length"}, "linear_ramp": {"end_values"}}
   if mode not in allowed:
     raise NotImplementedError(f"pad: mode {mode!r} is not supported; use one of "
                               f"{sorted(allowed)}")
@@ -720,6 +724,10 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
                      f"{sorted(unexpected)}")
   if mode in ("constant", "empty"):
     return _pad_constant(a, widths, kwargs.get("constant_values", 0))
+  if mode in ("maximum", "minimum", "mean", "median"):
+    return _pad_stats(a, widths, mode, kwargs.get("stat_length"))
+  if mode == "linear_ramp":
+    return _pad_linear_ramp(a, widths, kwargs.get("end_values", 0))
   if kwargs.get("reflect_type", "even") != "even":
     raise NotImplementedError("pad: only reflect_type='even' is supported")
   out = a
@@ -734,6 +742,77 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     # contiguous (or reversed, or repeated) runs, each one slice.
     index = np.pad(np.arange(n), (lo, hi), mode=mode)
     out = _gather_runs(out, index, axis)
+  return out
+
+
+def _pad_pairs(name, values, ndim):
+  """``values`` (scalar, pair or per-axis pairs of static numbers) as ``ndim`` pairs."""
+  arr = np.asarray(values)
+  try:
+    return np.broadcast_to(arr, (ndim, 2)).tolist()
+  except ValueError:
+    raise ValueError(f"pad: {name} {values} must broadcast to ({ndim}, 2)") from None
+
+
+def _pad_stats(a, widths, mode, stat_length):
+  """Pad each side with a statistic (max, min, mean, median) of the ``stat_length`` entries
+  nearest to it, axis by axis as NumPy does."""
+  from hlox.numpy import reductions
+  lengths = (_pad_pairs("stat_length", stat_length, a.ndim) if stat_length is not None
+             else [[None, None]] * a.ndim)
+  stat = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
+          "median": reductions.median}[mode]
+  out = a
+  for axis, ((lo, hi), (len_lo, len_hi)) in enumerate(zip(widths, lengths)):
+    if lo == 0 and hi == 0:
+      continue
+    n = out.shape[axis]
+    if n == 0:
+      raise ValueError(f"pad: can't extend empty axis {axis} using modes other than "
+                       "'constant' or 'empty'")
+    pieces = []
+    for width, length, side in ((lo, len_lo, 0), (hi, len_hi, 1)):
+      if not width:
+        continue
+      k = n if length is None else builtins.max(1, builtins.min(int(length), n))
+      start = 0 if side == 0 else n - k
+      region = lax.slice_in_dim(out, start, start + k, axis=axis)
+      v = stat(region, axis=axis, keepdims=True)
+      if dtypes.is_int(out.dtype) and mode in ("mean", "median"):
+        v = lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN)
+      v = lax.convert_element_type(v, out.dtype)
+      shape = out.shape[:axis] + (width,) + out.shape[axis + 1:]
+      pieces.append((side, lax.broadcast_in_dim(v, shape, tuple(range(out.ndim)))))
+    parts = [p for sd, p in pieces if sd == 0] + [out] + [p for sd, p in pieces if sd == 1]
+    out = lax.concatenate(parts, axis)
+  return out
+
+
+def _pad_linear_ramp(a, widths, end_values):
+  """Pad each side with a linear ramp from ``end_values`` to the edge value (exclusive),
+  built with ``linspace`` in the array's dtype (so integer ramps round as JAX's do)."""
+  from hlox.numpy.creation import linspace
+  ends = _pad_pairs("end_values", end_values, a.ndim)
+  out = a
+  for axis, ((lo, hi), (end_lo, end_hi)) in enumerate(zip(widths, ends)):
+    if lo == 0 and hi == 0:
+      continue
+    n = out.shape[axis]
+    if n == 0:
+      raise ValueError(f"pad: can't extend empty axis {axis} using modes other than "
+                       "'constant' or 'empty'")
+    pieces = []
+    for width, end, side in ((lo, end_lo, 0), (hi, end_hi, 1)):
+      if not width:
+        continue
+      edge = lax.squeeze(lax.slice_in_dim(out, 0 if side == 0 else n - 1,
+                                          1 if side == 0 else n, axis=axis), (axis,))
+      ramp = linspace(end, edge, width, endpoint=False, dtype=out.dtype, axis=axis)
+      if side == 1:
+        ramp = lax.rev(ramp, (axis,))
+      pieces.append((side, ramp))
+    parts = [p for sd, p in pieces if sd == 0] + [out] + [p for sd, p in pieces if sd == 1]
+    out = lax.concatenate(parts, axis)
   return out
 
 

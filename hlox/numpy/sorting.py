@@ -153,6 +153,11 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
   ``size`` pads (with ``fill_value``, default the smallest entry) or truncates the result.
   """
   from hlox.core.tracer import Tracer
+  if isinstance(ar, Tracer) and size is not None and axis is None:
+    from hlox.numpy.extras import _unique_sized
+    util.check_arraylike("unique", ar)
+    return _unique_sized(ar, size, fill_value, return_index, return_inverse, return_counts,
+                         equal_nan)
   if isinstance(ar, Tracer):
     from hlox.errors import ConcretizationTypeError
     raise ConcretizationTypeError(ar, "unique needs concrete values to know its output "
@@ -173,7 +178,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
       fill = values[:1] if fill_value is None else np.full((1,) + values.shape[1:], fill_value,
                                                             values.dtype)
       values = np.concatenate([values, np.repeat(fill, pad, axis=0)])
-      index = np.concatenate([index, np.zeros(pad, index.dtype)])
+      index = np.concatenate([index, np.full(pad, index[0] if len(index) else 0, index.dtype)])
       counts = np.concatenate([counts, np.zeros(pad, counts.dtype)])
   from hlox.runtime.array import device_put
   int_dtype = dtypes.default_int_dtype()

@@ -116,6 +116,19 @@ def _const(x, value):
   return dtypes.scalar_type_of(_dtype(x))(value)
 
 
+def _strong_const(x, value):
+  """``value`` as a NumPy scalar of ``x``'s dtype: unlike ``_const``, a comparison with it
+  gives a strongly typed result (as JAX's tests against constants do)."""
+  return np.asarray(value, dtype=_dtype(x))[()]
+
+
+def _jit_const(x, value):
+  """The constant JAX's jitted ``jnp`` functions use: it keeps a weak ``x``'s weak type only
+  when ``x`` is 0-d (JAX 0.10: ``hypot(3., 4.)`` is weak, ``hypot(full(2, 3.), 4.)`` is
+  not)."""
+  return _const(x, value) if get_aval(x).ndim == 0 else _strong_const(x, value)
+
+
 def _full_like(x, value, dtype=None):
   """An array of ``x``'s shape filled with ``value`` (strongly typed)."""
   dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else _dtype(x))
@@ -123,7 +136,7 @@ def _full_like(x, value, dtype=None):
 
 
 def _to_bool(x):
-  return x if _dtype(x) == dtypes.bool_ else lax.ne(x, _const(x, 0))
+  return x if _dtype(x) == dtypes.bool_ else lax.ne(x, _jit_const(x, 0))
 
 
 def _where(condition, x, y):
@@ -428,9 +441,9 @@ def fix(x, out=None):
 def rint(x, /):
   """Elementwise round to the nearest integer, ties to even; integers become floats."""
   x, = _arraylike("rint", x)
-  if _is_integral(x):
-    x, = promote_dtypes_inexact(x)
-    return _asarray(x)
+  if _is_integral(x):  # a strong float, even for a weak integer (as JAX)
+    dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(_dtype(x)))
+    return lax.convert_element_type(_asarray(x), dtype, weak_type=False)
   x, = _args_inexact("rint", x)
   if dtypes.is_complex(_dtype(x)):
     return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
@@ -533,8 +546,7 @@ def _logaddexp_base(name, x1, x2, exp_fn, log_scale):
   """``log_b(b ** x1 + b ** x2)`` as ``max + log1p(b ** -|x1 - x2|) * log_scale``."""
   x1, x2 = _args_inexact(name, x1, x2)
   amax = lax.max(x1, x2)
-  # A strong constant (as in JAX): the result of logaddexp2 is never weak.
-  scale = None if log_scale is None else np.asarray(log_scale, dtype=_dtype(x1))[()]
+  scale = None if log_scale is None else _jit_const(x1, log_scale)
 
   def scaled(v):
     return v if scale is None else lax.mul(v, scale)
@@ -731,10 +743,9 @@ def hypot(x1, x2, /):
   ratio = lax.div(small, _where(big_is_zero, _const(big, 1), big))
   out = _where(big_is_zero, big,
                lax.mul(big, lax.sqrt(lax.add(_const(ratio, 1), lax.square(ratio)))))
-  # inf with NaN is inf (as in C's hypot); the formula above would give NaN. (A strong
-  # constant, as in JAX: the result is never weak.)
+  # inf with NaN is inf (as in C's hypot); the formula above would give NaN.
   any_inf = lax.bitwise_or(isposinf(x1), isposinf(x2))
-  return _where(any_inf, np.asarray(np.inf, dtype=_dtype(out)), out)
+  return _where(any_inf, _jit_const(out, np.inf), out)
 
 
 def sinc(x, /):
@@ -745,7 +756,7 @@ def sinc(x, /):
   # Divide by 1 instead of 0 where x == 0 (that entry is replaced), so no NaN is produced.
   pi_x = lax.mul(x, _const(x, np.pi))
   safe = _where(is_zero, _const(x, 1), pi_x)
-  return _where(is_zero, _const(x, 1), lax.div(lax.sin(safe), safe))
+  return _where(is_zero, _jit_const(x, 1), lax.div(lax.sin(safe), safe))
 
 
 # --- floating point classification and manipulation --------------------------------------
@@ -766,11 +777,11 @@ def isinf(x, /):
   x, = _arraylike("isinf", x)
   dtype = _dtype(x)
   if dtypes.is_float(dtype):
-    return lax.eq(lax.abs(x), _const(x, np.inf))
+    return lax.eq(lax.abs(x), _strong_const(x, np.inf))
   if dtypes.is_complex(dtype):
     re, im = lax.real(x), lax.imag(x)
-    return lax.bitwise_or(lax.eq(lax.abs(re), _const(re, np.inf)),
-                          lax.eq(lax.abs(im), _const(im, np.inf)))
+    return lax.bitwise_or(lax.eq(lax.abs(re), _strong_const(re, np.inf)),
+                          lax.eq(lax.abs(im), _strong_const(im, np.inf)))
   return _full_like(x, False, dtypes.bool_)
 
 
@@ -780,7 +791,7 @@ def _isinf_signed(name, x, value):
   if dtypes.is_complex(dtype):
     raise ValueError(f"{name} is not defined for complex inputs")
   if dtypes.is_float(dtype):
-    return lax.eq(x, _const(x, value))
+    return lax.eq(x, _strong_const(x, value))
   return _full_like(x, False, dtypes.bool_)
 
 
@@ -797,8 +808,7 @@ def isneginf(x, /):
 def isnan(x, /):
   """Elementwise test for NaN."""
   x, = _arraylike("isnan", x)
-  if not dtypes.is_inexact(_dtype(x)):
-    return _full_like(x, False, dtypes.bool_)
+  # Also for integers (never NaN): the result is then weak when x is, as in JAX.
   return lax.ne(x, x)
 
 
@@ -810,7 +820,7 @@ def signbit(x, /):
   x, = _args("signbit", x)
   dtype = _dtype(x)
   if dtypes.is_int(dtype):
-    return lax.lt(x, _const(x, 0))
+    return lax.lt(x, _strong_const(x, 0))
   if dtype == dtypes.bool_:
     return _full_like(x, False, dtypes.bool_)
   if not dtypes.is_float(dtype):
@@ -865,8 +875,7 @@ def heaviside(x1, x2, /):
   """Heaviside step: 0 for ``x1 < 0``, ``x2`` for ``x1 == 0``, 1 for ``x1 > 0``."""
   x1, x2 = _args_inexact("heaviside", x1, x2)
   _check_not_complex("heaviside", x1)
-  # Strong constants, as in JAX: the result is never weak.
-  zero, one = (np.asarray(v, dtype=_dtype(x1))[()] for v in (0, 1))
+  zero, one = (_jit_const(x1, v) for v in (0, 1))
   at_zero = _where(lax.ne(x1, x1), x1, x2)  # NaN stays NaN
   return _where(lax.lt(x1, zero), zero, _where(lax.gt(x1, zero), one, at_zero))
 
@@ -1112,6 +1121,10 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 def _nonzero(condition, *, size=None, fill_value=None):
   """The one-argument ``where``, computed with NumPy on the concrete value."""
   condition = ensure_array(condition)
+  if isinstance(condition, Tracer) and size is not None:
+    # A static size makes the result shape known: compute on the device (works under jit).
+    from hlox.numpy.extras import _nonzero_sized
+    return _nonzero_sized(condition, size, fill_value)
   if isinstance(condition, Tracer):
     value = condition.to_concrete_value()
     if value is None:

@@ -112,6 +112,8 @@ def _already_promoted(args, inexact: bool) -> bool:
   first = getattr(args[0], "aval", None)
   if first is None or (inexact and first.dtype not in _inexact_dtypes):
     return False
+  if first.weak_type and first.dtype == dtypes.bool_:
+    return False  # promotion makes a weak bool strong (bool has no weak kind)
   for x in args[1:]:
     aval = getattr(x, "aval", None)
     if aval is not first:  # avals are interned: identity means same shape/dtype/weak type
