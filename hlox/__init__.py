@@ -18,9 +18,12 @@ from hlox import lax
 from hlox import numpy
 from hlox import random
 from hlox import scipy
+from hlox import nn
 from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, vmap
-from hlox.autodiff import (grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad,
-                           vjp)
+from hlox.autodiff import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
+                           linearize, value_and_grad, vjp)
+from hlox.core import dtypes
+from hlox.core.dtypes import float0
 from hlox.tree_util import Partial
 from hlox.custom_derivatives import custom_jvp, custom_vjp
 from hlox.checkpoint import checkpoint, checkpoint_policies, remat

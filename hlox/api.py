@@ -110,6 +110,22 @@ def _normalize_argnums(fun, argnums, argnames, what):
     return argnums, argnames
   positional = [p.name for p in params
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  if argnums and not any(p.kind == p.VAR_POSITIONAL for p in params):
+    # As JAX: argnums must index the positional parameters (negative ones from the end).
+    n = len(positional)
+    if -min(argnums) > n or max(argnums) >= n:
+      raise ValueError(f"Jitted function has {what}_argnums={argnums}, but only accepts {n} "
+                       "positional arguments.")
+    argnums = tuple(i % n for i in argnums)
+  keyword = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+  pos_only = {p.name for p in params if p.kind == p.POSITIONAL_ONLY} & set(argnames)
+  if pos_only:
+    raise ValueError(f"Jitted function has invalid argnames {pos_only} in {what}_argnames. "
+                     "These are positional-only")
+  unknown = set(argnames) - keyword
+  if unknown and not any(p.kind == p.VAR_KEYWORD for p in params):
+    raise ValueError(f"Jitted function has invalid argnames {unknown} in {what}_argnames. "
+                     "Function does not take these args.")
   names = set(argnames)
   nums = set(argnums)
   for i in argnums:
@@ -129,10 +145,12 @@ class _HashableStatic:
   def __init__(self, value, what):
     try:
       self._hash = hash(value)
-    except TypeError:
-      raise TypeError(f"Non-hashable static argument {what} of type {type(value).__name__}: "
-                      f"{value!r}. Static arguments must be hashable (use a tuple instead of "
-                      "a list, or pass the value as a traced array argument)") from None
+    except TypeError as e:
+      # JAX raises a ValueError here.
+      raise ValueError(f"Non-hashable static arguments are not supported: static argument "
+                       f"{what} of type {type(value).__name__}: {value!r} ({e}). Static "
+                       "arguments must be hashable (use a tuple instead of a list, or pass "
+                       "the value as a traced array argument)") from None
     self.value = value
 
   def __eq__(self, other):

@@ -10,10 +10,12 @@ import numpy as np
 from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
-from hlox.core.tracer import get_aval
+from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad
+from hlox.runtime import device_put
 
-__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
+__all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
+           "hessian", "linear_transpose"]
 
 
 def _fun_name(fun) -> str:
@@ -32,11 +34,29 @@ def _flat_fun(fun, in_tree, has_aux=False):
         raise TypeError(f"{_fun_name(fun)} with has_aux=True must return a pair (output, aux), "
                         f"got {type(out).__name__}")
       out, aux = out
-      box["aux"] = aux
+      # Traced aux leaves leave the transformation as extra outputs (their primal values are
+      # what the caller gets); other leaves (Python values, concrete arrays) pass as they are.
+      aux_leaves, aux_tree = tree_util.tree_flatten(aux)
+      traced = [isinstance(a, Tracer) for a in aux_leaves]
+      box["aux_parts"] = (aux_leaves, aux_tree, traced)
     out_leaves, out_tree = tree_util.tree_flatten(out)
     box["out_tree"] = out_tree
+    box["n_out"] = len(out_leaves)
+    if has_aux:
+      return out_leaves + [a for a, t in zip(aux_leaves, traced) if t]
     return out_leaves
   return flat, box
+
+
+def _split_aux(box, outs):
+  """Split flat outputs of a ``_flat_fun`` into (outputs, aux tree)."""
+  n = box["n_out"]
+  if "aux_parts" not in box:
+    return outs, None
+  aux_leaves, aux_tree, traced = box["aux_parts"]
+  it = iter(outs[n:])
+  aux = [next(it) if t else a for a, t in zip(aux_leaves, traced)]
+  return outs[:n], tree_util.tree_unflatten(aux_tree, aux)
 
 
 def _check_arraylike_leaves(name, leaves):
@@ -44,8 +64,26 @@ def _check_arraylike_leaves(name, leaves):
     get_aval(x)  # raises a TypeError naming the type for non-arrays
 
 
+def _as_arrays(leaves):
+  """Python scalars and NumPy values as Arrays (weak types kept), as JAX converts arguments:
+  an output that is an input then comes back as an Array too."""
+  from hlox.runtime import Array
+  out = []
+  for x in leaves:
+    if not isinstance(x, (Tracer, Array)) and get_aval(x).dtype != dtypes.float0:
+      x = device_put(x)
+    out.append(x)
+  return out
+
+
 def _zeros_tangent(aval):
-  return ad.zeros_like_aval(aval.to_tangent_aval())
+  return _as_arrays([ad.zeros_like_aval(aval.to_tangent_aval())])[0]
+
+
+def _instantiate(t):
+  """A symbolic Zero tangent/cotangent as an Array of zeros (as JAX returns), not a NumPy
+  scalar; other values as they are."""
+  return _zeros_tangent(t.aval) if type(t) is ad.Zero else t
 
 
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
@@ -75,10 +113,11 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     tangents_in.append(ad.Zero(expected) if expected.dtype == dtypes.float0 else t)
   flat, box = _flat_fun(fun, p_tree, has_aux)
   out_p, out_t = ad.jvp(flat, p_leaves, tangents_in)
-  out_t = [ad.instantiate_zeros(t) for t in out_t]
+  out_p, aux = _split_aux(box, out_p)
+  out_t = [_instantiate(t) for t in out_t[:len(out_p)]]
   out_tree = box["out_tree"]
   result = (tree_util.tree_unflatten(out_tree, out_p), tree_util.tree_unflatten(out_tree, out_t))
-  return (*result, box["aux"]) if has_aux else result
+  return (*result, aux) if has_aux else result
 
 
 def linearize(fun: Callable, *primals, has_aux: bool = False):
@@ -88,27 +127,32 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   flat, box = _flat_fun(fun, p_tree, has_aux)
   nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in p_leaves]
   out_p, lin = ad.linearize(flat, p_leaves, nonzeros)
+  out_p, aux = _split_aux(box, out_p)
+  n_out = len(out_p)
   out_tree = box["out_tree"]
 
   def f_jvp(*tangents):
     t_leaves, t_tree = tree_util.tree_flatten(tangents)
     if t_tree != p_tree:
-      raise ValueError(f"linearized function called with tangent structure {t_tree}, "
-                       f"expected {p_tree}")
-    outs = lin(*[t for t, nz in zip(t_leaves, nonzeros) if nz])
-    return tree_util.tree_unflatten(out_tree, [ad.instantiate_zeros(t) for t in outs])
+      raise TypeError(f"linearized function called with tangent structure {t_tree}, "
+                      f"expected {p_tree}")
+    outs = lin(*[t for t, nz in zip(t_leaves, nonzeros) if nz])[:n_out]
+    return tree_util.tree_unflatten(out_tree, [_instantiate(t) for t in outs])
 
   out = tree_util.tree_unflatten(out_tree, out_p)
-  return (out, f_jvp, box["aux"]) if has_aux else (out, f_jvp)
+  return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False):
   """``(fun(*primals), f_vjp)`` where ``f_vjp(cotangent)`` returns one cotangent per primal."""
   p_leaves, p_tree = tree_util.tree_flatten(primals)
   _check_arraylike_leaves("vjp", p_leaves)
+  p_leaves = _as_arrays(p_leaves)
   flat, box = _flat_fun(fun, p_tree, has_aux)
   nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in p_leaves]
   out_p, lin = ad.linearize(flat, p_leaves, nonzeros)
+  out_p, aux = _split_aux(box, out_p)
+  n_aux = len(lin.out_avals) - len(out_p)
   out_tree = box["out_tree"]
   out_avals = [get_aval(o) for o in out_p]
   in_avals = [get_aval(p) for p in p_leaves]
@@ -119,17 +163,23 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
       raise ValueError(f"vjp: cotangent has structure {ct_tree}, but the function's output "
                        f"has structure {out_tree}")
     for c, a in zip(ct_leaves, out_avals):
-      c_aval = get_aval(c)
-      if c_aval.shape != a.shape:
-        raise ValueError(f"vjp: cotangent of shape {c_aval.shape} for an output of shape "
-                         f"{a.shape}")
-    cts_in = iter(lin.transpose(ct_leaves))
-    result = [ad.instantiate_zeros(next(cts_in)) if nz else _zeros_tangent(a)
+      c_aval, expected = get_aval(c), a.to_tangent_aval()
+      # As JAX: the cotangent must have the output's tangent type (weak types aside); any
+      # cotangent of the right shape is accepted where that type is float0.
+      if c_aval.shape != a.shape or (c_aval.dtype != expected.dtype
+                                     and expected.dtype != dtypes.float0):
+        raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                         f"function: got {c_aval.str_short()}, but expected "
+                         f"{expected.str_short()} because the corresponding output of the "
+                         f"differentiated function had JAX type {a.str_short()}")
+    cts_in = iter(lin.transpose(list(ct_leaves) + [ad.Zero(a) for a in lin.out_avals[-n_aux:]]
+                                if n_aux else ct_leaves))
+    result = [_instantiate(next(cts_in)) if nz else _zeros_tangent(a)
               for a, nz in zip(in_avals, nonzeros)]
     return tuple(tree_util.tree_unflatten(p_tree, result))
 
   out = tree_util.tree_unflatten(out_tree, out_p)
-  return (out, f_vjp, box["aux"]) if has_aux else (out, f_vjp)
+  return (out, f_vjp, aux) if has_aux else (out, f_vjp)
 
 
 def _normalize_argnums(argnums, nargs, name):
@@ -138,6 +188,10 @@ def _normalize_argnums(argnums, nargs, name):
   for i in nums:
     if not isinstance(i, (int, np.integer)):
       raise TypeError(f"{name}: argnums must be ints, got {argnums!r}")
+    if i >= nargs and name == "grad":
+      raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                      f"{max(nums) + 1} positional arguments to be passed by the caller, but "
+                      f"got only {nargs} positional arguments.")
     if not -nargs <= i < nargs:
       raise ValueError(f"{name}: argnums {argnums} out of range for a function called with "
                        f"{nargs} positional arguments")
@@ -197,7 +251,10 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     elif not dtypes.is_float(value_aval.dtype):
       raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype of "
                       f"np.floating), got {value_aval.dtype}")
-    grads = f_vjp(np.ones((), value_aval.dtype)[()])
+    # A weakly typed output gets a weakly typed seed (JAX's ``full_like(ans, 1)``), so the
+    # gradients of weakly typed inputs stay weak.
+    one = np.ones((), value_aval.dtype)
+    grads = f_vjp(device_put(one, weak_type=True) if value_aval.weak_type else one[()])
     g = grads[0] if single else tuple(grads)
     return ((value, aux), g) if has_aux else (value, g)
 
@@ -262,6 +319,27 @@ def _offsets(sizes):
   return np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
 
 
+def _possible_downcast(x, example_aval):
+  """A Jacobian block in the dtype and weak type of ``example_aval`` (as JAX: the output's
+  for jacfwd, the input's for jacrev); a complex block of a real example keeps its real part."""
+  from hlox.lax.elementwise import convert_element_type_p, real
+  aval = get_aval(x)
+  if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(example_aval.dtype):
+    x = real(x)
+    aval = get_aval(x)
+  if aval.dtype == example_aval.dtype and aval.weak_type == example_aval.weak_type:
+    return x
+  return convert_element_type_p.bind(x, new_dtype=example_aval.dtype,
+                                     weak_type=example_aval.weak_type)
+
+
+def _zeros_block(shape, example_aval):
+  """The block of an integer output (jacfwd) or input (jacrev): zeros of that dtype, as JAX
+  casts its float0 block to the example's dtype."""
+  from hlox.lax.shapes import full
+  return _possible_downcast(full(shape, 0, example_aval.dtype), example_aval)
+
+
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
   """Jacobian of ``fun`` by forward mode: a JVP per input element, vectorized with vmap."""
   import hlox.numpy as jnp
@@ -270,31 +348,53 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
     for i in nums:
-      _check_input_dtypes("jacfwd", args[i], i, holomorphic, False)
+      for leaf in tree_util.tree_leaves(args[i]):
+        dtype = get_aval(leaf).dtype
+        if holomorphic and not dtypes.is_complex(dtype):
+          raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, "
+                          f"but got {np.dtype(dtype).name}.")
+        if not holomorphic and not dtypes.is_float(dtype):
+          raise TypeError("jacfwd requires real-valued inputs (input dtype that is a sub-dtype "
+                          f"of np.floating), but got {np.dtype(dtype).name}. For holomorphic "
+                          "differentiation, pass holomorphic=True. For differentiation of "
+                          "non-holomorphic functions involving complex inputs or integer "
+                          "inputs, use hlox.jvp directly.")
     dyn = args[nums[0]] if single else tuple(args[i] for i in nums)
     partial_fun = _partial(fun, args, kwargs, nums, single)
     in_leaves, in_tree = tree_util.tree_flatten(dyn)
     in_avals = [get_aval(x) for x in in_leaves]
     basis, in_sizes = _std_basis(in_avals)
+    box = {}
 
     def pushfwd(*tangent_leaves):
       res = jvp(partial_fun, (dyn,), (tree_util.tree_unflatten(in_tree, tangent_leaves),),
                 has_aux=has_aux)
-      return tree_util.tree_leaves(res[1])
+      y_leaves, box["out_tree"] = tree_util.tree_flatten(res[0])
+      box["out_avals"] = [get_aval(y) for y in y_leaves]
+      # Tangents of integer outputs are float0 zeros: made outside the vmap.
+      t_leaves = [t for t, y in zip(tree_util.tree_leaves(res[1]), box["out_avals"])
+                  if dtypes.is_inexact(y.dtype)]
+      return y_leaves, t_leaves, (res[2] if has_aux else None)
 
-    columns = vmap(pushfwd)(*basis)  # per output leaf: (N_in, *out.shape)
-    res = partial_fun(dyn)
-    out, aux = res if has_aux else (res, None)
-    out_leaves, out_tree = tree_util.tree_flatten(out)
+    y_leaves, columns, aux = vmap(pushfwd, out_axes=(None, 0, None))(*basis)
+    out_tree, out_avals = box["out_tree"], box["out_avals"]
+    for a in out_avals:
+      if holomorphic and not dtypes.is_complex(a.dtype):
+        raise TypeError("jacfwd with holomorphic=True requires outputs with complex dtype, "
+                        f"but got {np.dtype(a.dtype).name}.")
     offsets = _offsets(in_sizes)
+    col = iter(columns)
+    columns = [next(col) if dtypes.is_inexact(a.dtype) else None for a in out_avals]
 
     def block(j, k):
-      o_shape, i_aval = get_aval(out_leaves[j]).shape, in_avals[k]
+      o_aval, i_aval = out_avals[j], in_avals[k]
+      if columns[j] is None:
+        return _zeros_block(o_aval.shape + i_aval.shape, o_aval)
       rows = columns[j][offsets[k]:offsets[k + 1]]           # (n_k, *o_shape)
       rows = jnp.moveaxis(rows, 0, -1)                        # (*o_shape, n_k)
-      return jnp.reshape(rows, o_shape + i_aval.shape)
+      return _possible_downcast(jnp.reshape(rows, o_aval.shape + i_aval.shape), o_aval)
 
-    result = _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
+    result = _assemble(y_leaves, out_tree, in_leaves, in_tree, block)
     return (result, aux) if has_aux else result
 
   return jac_f
@@ -316,18 +416,40 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     out_leaves, out_tree = tree_util.tree_flatten(out)
     in_leaves, in_tree = tree_util.tree_flatten(dyn)
     out_avals = [get_aval(o) for o in out_leaves]
+    in_avals = [get_aval(x) for x in in_leaves]
+    for a in out_avals:
+      name = np.dtype(a.dtype).name
+      if holomorphic:
+        if not dtypes.is_complex(a.dtype):
+          raise TypeError("jacrev with holomorphic=True requires outputs with complex dtype, "
+                          f"but got {name}.")
+      elif dtypes.is_complex(a.dtype):
+        raise TypeError("jacrev requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {name}. For holomorphic differentiation, "
+                        "pass holomorphic=True. For differentiation of non-holomorphic "
+                        "functions involving complex outputs, use hlox.vjp directly.")
+      elif not dtypes.is_float(a.dtype):
+        raise TypeError("jacrev requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {name}. For differentiation of functions "
+                        "with integer outputs, use hlox.vjp directly.")
     basis, out_sizes = _std_basis(out_avals)
+    inexact_in = [dtypes.is_inexact(a.dtype) for a in in_avals]
 
     def pullback(*ct_leaves):
       ct_in, = f_vjp(tree_util.tree_unflatten(out_tree, ct_leaves))
-      return tree_util.tree_leaves(ct_in)
+      # Cotangents of integer inputs (allow_int) are float0 zeros: made outside the vmap.
+      return [c for c, nz in zip(tree_util.tree_leaves(ct_in), inexact_in) if nz]
 
-    rows = vmap(pullback)(*basis)  # per input leaf: (N_out, *in.shape)
+    rows = iter(vmap(pullback)(*basis))  # per inexact input leaf: (N_out, *in.shape)
+    rows = [next(rows) if nz else None for nz in inexact_in]
     offsets = _offsets(out_sizes)
 
     def block(j, k):
-      o_shape, i_shape = out_avals[j].shape, get_aval(in_leaves[k]).shape
-      return jnp.reshape(rows[k][offsets[j]:offsets[j + 1]], o_shape + i_shape)
+      o_shape, i_aval = out_avals[j].shape, in_avals[k]
+      if rows[k] is None:
+        return _zeros_block(o_shape + i_aval.shape, i_aval)
+      return _possible_downcast(
+          jnp.reshape(rows[k][offsets[j]:offsets[j + 1]], o_shape + i_aval.shape), i_aval)
 
     result = _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
     return (result, res[2]) if has_aux else result
@@ -339,3 +461,28 @@ def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool =
   """The Hessian of scalar ``fun``: forward-over-reverse (``jacfwd(jacrev(fun))``)."""
   return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
                 has_aux=has_aux, holomorphic=holomorphic)
+
+
+jacobian = jacrev  # JAX's alias
+
+
+def linear_transpose(fun: Callable, *primals, reduce_axes=()):
+  """The transpose of the linear function ``fun``, whose arguments look like ``primals``
+  (only their shapes and dtypes matter): ``f_t(out_cotangent)`` returns a tuple of input
+  cotangents."""
+  leaves, tree = tree_util.tree_flatten(primals)
+  avals = [get_aval(x) for x in leaves]
+  for a in avals:
+    if not dtypes.is_inexact(a.dtype):
+      raise TypeError("linear_transpose only supports [float or complex] -> "
+                      f"[float or complex], got input dtype {a.dtype}")
+  zeros = tree_util.tree_unflatten(tree, [np.zeros(a.shape, a.dtype) for a in avals])
+  out, f_vjp = vjp(fun, *zeros)
+  for o in tree_util.tree_leaves(out):
+    if not dtypes.is_inexact(get_aval(o).dtype):
+      raise TypeError("linear_transpose only supports [float or complex] -> "
+                      f"[float or complex], got output dtype {get_aval(o).dtype}")
+
+  def transposed(out_cotangent):
+    return f_vjp(out_cotangent)
+  return transposed

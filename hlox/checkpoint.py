@@ -43,17 +43,27 @@ class checkpoint_policies:
     (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
     return not lhs_batch and not rhs_batch
 
+  checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+  @staticmethod
+  def save_from_both_policies(policy_1, policy_2):
+    """A policy saving what either ``policy_1`` or ``policy_2`` saves."""
+    def policy(prim, params):
+      return bool(policy_1(prim, params)) or bool(policy_2(prim, params))
+    return policy
+
 
 class _CheckpointPrimitive(Primitive):
   multiple_results = True
 
   def params_for_printing(self, params):
     policy = params["policy"]
-    return {"jaxpr": params["jaxpr"], "prevent_cse": params["prevent_cse"],
-            "policy": getattr(policy, "__name__", policy)}
+    return {"differentiated": params.get("differentiated", False), "jaxpr": params["jaxpr"],
+            "policy": getattr(policy, "__name__", policy), "prevent_cse": params["prevent_cse"]}
 
 
-checkpoint_p = _CheckpointPrimitive("checkpoint")
+# Named as JAX's (``remat2``), so printed jaxprs read the same.
+checkpoint_p = _CheckpointPrimitive("remat2")
 checkpoint_p.def_impl(lambda *args, jaxpr, **params: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts,
                                                                  *args))
 checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **params: list(jaxpr.out_avals))
@@ -65,6 +75,7 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, **params):
   nonzeros = [type(t) is not ad.Zero for t in tangents]
   jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
   jvp_closed, consts = convert_constvars(jvp_closed)
+  params = dict(params, differentiated=True)
   outs = checkpoint_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
                            jaxpr=jvp_closed, **params)
   n = len(jaxpr.out_avals)
@@ -77,7 +88,8 @@ ad.primitive_jvps[checkpoint_p] = _checkpoint_jvp
 
 def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
   unknowns = [trace.is_unknown(x) for x in args]
-  known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr_custom(jaxpr, unknowns, policy)
+  known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr_custom(
+      jaxpr, unknowns, policy or checkpoint_policies.nothing_saveable)
   known, known_consts = convert_constvars(known)
   with set_current_trace(trace.parent):
     known_outs = checkpoint_p.bind(*known_consts, *[x for x, u in zip(args, unknowns) if not u],
@@ -123,7 +135,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
   if isinstance(static_argnums, int):
     static_argnums = (static_argnums,)
   static_argnums = tuple(static_argnums)
-  policy = policy or checkpoint_policies.nothing_saveable
+  # policy=None (JAX's default, printed as such) saves nothing but the inputs.
 
   @functools.wraps(fun)
   def checkpointed(*args, **kwargs):
@@ -144,7 +156,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
                             getattr(fun, "__name__", "checkpoint"), "checkpoint")
     closed, consts = convert_constvars(closed)
     outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
-                             policy=policy)
+                             policy=policy, differentiated=False)
     return tree_util.tree_unflatten(out_tree_box[0], outs)
 
   return checkpointed

@@ -86,11 +86,35 @@ def _trace_call_uncached(fun, nondiff, n_args, in_tree, in_avals, name):
   return jaxpr, consts, out_tree_box[0]
 
 
+def _user_rule_name(rule, attr):
+  """The name of the user's function ``attr`` (jvp, fwd, bwd) behind a rule parameter."""
+  while rule is not None and not hasattr(rule, "f"):
+    rule = getattr(rule, "rule", None)
+  fn = getattr(getattr(rule, "f", None), attr, None)
+  return getattr(fn, "__name__", type(fn).__name__)
+
+
+def _user_symbolic_zeros(rule):
+  while rule is not None and not hasattr(rule, "f"):
+    rule = getattr(rule, "rule", None)
+  return bool(getattr(getattr(rule, "f", None), "symbolic_zeros", False))
+
+
 class _CallPrimitive(Primitive):
   multiple_results = True
 
   def params_for_printing(self, params):
-    return {"name": params["name"], "call_jaxpr": params["call_jaxpr"]}
+    # As JAX prints them: name first, then the other parameters sorted (the user's rules by
+    # function name).
+    shown = {"name": params["name"], "call_jaxpr": params["call_jaxpr"]}
+    if "jvp" in params:
+      shown["jvp"] = _user_rule_name(params["jvp"], "jvp")
+      shown["symbolic_zeros"] = _user_symbolic_zeros(params["jvp"])
+    if "vjp" in params:
+      shown = {"name": params["name"], "bwd": _user_rule_name(params["vjp"], "bwd"),
+               "call_jaxpr": params["call_jaxpr"], "fwd": _user_rule_name(params["vjp"], "fwd"),
+               "symbolic_zeros": _user_symbolic_zeros(params["vjp"])}
+    return shown
 
 
 def _call_impl(*args, call_jaxpr, **params):
@@ -214,10 +238,14 @@ class _JVPRule(_Rule):
                       f"with the structure of the function's output {self.out_tree}; got "
                       f"primal {p_tree} and tangent {t_tree}")
     for p, t in zip(p_leaves, t_leaves):
-      pa, ta = get_aval(p), get_aval(t)
-      if pa.shape != ta.shape:
-        raise ValueError(f"Custom JVP rule of {self.name}: primal output shape {pa.shape} and "
-                         f"tangent output shape {ta.shape} differ")
+      pa = get_aval(p).update(weak_type=False)
+      ta = (t.aval if type(t) is ad.Zero else get_aval(t)).update(weak_type=False)
+      expected = pa.to_tangent_aval()
+      if expected.shape != ta.shape or expected.dtype != ta.dtype:
+        # JAX's error (a TypeError), for the rule of {self.name}.
+        raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes. Expected {expected.str_short()} "
+                        f"(tangent type of {pa.str_short()}) but got {ta.str_short()}.")
     return p_leaves, t_leaves
 
 
@@ -340,6 +368,13 @@ def _custom_lin_impl(*args, name, **params):
                   f"({name}); use reverse mode (grad/vjp) or define a custom_jvp instead")
 
 custom_lin_p.def_impl(_custom_lin_impl)
+
+
+def _custom_lin_batch(axis_data, vals, dims, *, name, **params):
+  # Only forward mode binds custom_lin outside a linearization (e.g. jacfwd = vmap of jvp).
+  _custom_lin_impl(name=name)
+
+batching.axis_primitive_batchers[custom_lin_p] = _custom_lin_batch
 
 
 def _custom_lin_transpose(cts, *args, num_res, vjp, res_tree, in_avals, nonzeros, out_avals,

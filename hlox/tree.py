@@ -1,5 +1,7 @@
 """``hlox.tree``: short names for the pytree functions (JAX's ``jax.tree`` namespace)."""
 from hlox.tree_util import (tree_all as all, tree_flatten as flatten,  # noqa: F401,A001
+                            tree_broadcast as broadcast,
+                            tree_reduce_associative as reduce_associative,
                             tree_flatten_with_path as flatten_with_path,
                             tree_leaves as leaves, tree_leaves_with_path as leaves_with_path,
                             tree_map as map, tree_map_with_path as map_with_path,

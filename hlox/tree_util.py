@@ -39,7 +39,9 @@ from jaxlib._jax import pytree as _pytree
 __all__ = [
     "PyTreeDef", "default_registry", "flatten_fast",
     "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
-    "tree_map", "tree_reduce", "tree_all", "tree_transpose", "tree_broadcast",
+    "tree_map", "tree_reduce", "tree_reduce_associative", "tree_all", "tree_transpose",
+    "tree_broadcast", "flatten_one_level", "flatten_one_level_with_keys", "is_tree_node",
+    "KeyEntry", "KeyPath",
     "broadcast_prefix", "all_leaves",
     "treedef_is_leaf", "treedef_is_strict_leaf", "treedef_children", "treedef_tuple",
     "register_pytree_node", "register_pytree_node_class", "register_pytree_with_keys",
@@ -59,6 +61,8 @@ SequenceKey = _pytree.SequenceKey
 DictKey = _pytree.DictKey
 GetAttrKey = _pytree.GetAttrKey
 FlattenedIndexKey = _pytree.FlattenedIndexKey
+KeyEntry = TypeVar("KeyEntry", bound=Any)  # one of the key types above, or a custom one
+KeyPath = tuple[KeyEntry, ...]
 
 default_registry = _pytree.PyTreeRegistry(
     enable_none=True, enable_tuple=True, enable_namedtuple=True,
@@ -195,6 +199,50 @@ def tree_reduce(function: Callable[[T, Any], T], tree: Any,
   if initializer is _missing:
     return functools.reduce(function, leaves)
   return functools.reduce(function, leaves, initializer)
+
+
+def _halving_reduce(leaves: list, operation: Callable, identity: Any) -> Any:
+  if not leaves:
+    if identity is _missing:
+      raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+    return identity
+  if len(leaves) == 1:
+    return leaves[0]
+  half = len(leaves) // 2
+  return operation(_halving_reduce(leaves[:half], operation, identity),
+                   _halving_reduce(leaves[half:], operation, identity))
+
+
+def tree_reduce_associative(operation: Callable[[T, T], T], tree: Any, *,
+                            identity: Any = _missing,
+                            is_leaf: Callable[[Any], bool] | None = None) -> T:
+  """Reduces the leaves with an associative ``operation`` as a balanced tree (logarithmic
+  depth: the two halves of the leaves are reduced, then combined). ``identity`` is the
+  result for a tree with no leaves (otherwise ``TypeError``)."""
+  return _halving_reduce(tree_leaves(tree, is_leaf), operation, identity)
+
+
+def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Hashable]:
+  """The children and auxiliary data of a pytree node, one level down (``ValueError`` for a
+  leaf)."""
+  out = default_registry.flatten_one_level(tree)
+  if out is None:
+    raise ValueError(f"can't tree-flatten type: {type(tree)}")
+  return out
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[Iterable[tuple[Any, Any]], Hashable]:
+  """Like ``flatten_one_level``, with each child paired with its key-path entry."""
+  out = default_registry.flatten_one_level_with_keys(tree)
+  if out is None:
+    raise ValueError(f"can't tree-flatten type: {type(tree)}")
+  return out
+
+
+def is_tree_node(typ: type) -> bool:
+  """True when the type ``typ`` is a pytree node type (built in, a namedtuple, or
+  registered)."""
+  return default_registry.is_node(typ)
 
 
 def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:

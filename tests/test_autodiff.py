@@ -252,7 +252,7 @@ def test_grad_of_integer_input_and_complex_output():
 
 
 def test_argnums_out_of_range():
-  with pytest.raises(ValueError, match="argnums"):
+  with pytest.raises(TypeError, match="argnums"):  # JAX's type for grad
     hlox.grad(lambda x: x, argnums=2)(1.0)
 
 
@@ -290,3 +290,14 @@ def test_eager_grad_and_vmap_of_jit_reuse_compiled_programs():
       v(np.ones((2, 3), np.float32))
   assert counts.get("compile", 0) == 0, counts
   np.testing.assert_allclose(np.asarray(out), 2 * np.cos(x), rtol=1e-6)
+
+
+def test_zero_gradients_and_aux_are_arrays():
+  # An unused argument's gradient is an Array of zeros (not a NumPy scalar), weakly typed
+  # when the argument is; traced aux values come back as concrete Arrays.
+  g = hlox.grad(lambda x, y: x * 2.0, argnums=1)(1.0, np.float32(2.0))
+  assert isinstance(g, hlox.Array) and not g.weak_type and float(g) == 0.0
+  g = hlox.grad(lambda x, y: x * 2.0, argnums=1)(1.0, 2.0)
+  assert isinstance(g, hlox.Array) and g.weak_type
+  (v, aux), g = hlox.value_and_grad(lambda x: (x * x, {"x": x * 3.0}), has_aux=True)(2.0)
+  assert isinstance(aux["x"], hlox.Array) and float(aux["x"]) == 6.0 and float(g) == 4.0

@@ -172,15 +172,31 @@ def _encode(n: int) -> str:
       return s
 
 
-def _binder(names, v) -> str:
+def _binder(names, v, used=None) -> str:
+  if used is not None and v not in used:
+    return f"_:{v.aval.str_short()}"  # as JAX prints a value nothing reads (a DropVar)
   return f"{names(v)}:{v.aval.str_short()}"
 
 
-def _pp_param(value, names, indent) -> str:
+def _suggest_names(names, for_vars, like_vars, skip=None):
+  """Name ``for_vars`` (a nested jaxpr's binders) like ``like_vars`` (the equation's), as
+  JAX prints the jaxpr of a ``jit`` equation. ``skip``: if given, only like_vars in it."""
+  if len(for_vars) != len(like_vars):
+    return
+  taken = set()
+  for f, l in zip(for_vars, like_vars):
+    if (type(l) is Literal or type(f) is Literal or l in taken or f in names.names
+        or (skip is not None and l not in skip)):
+      continue
+    taken.add(l)
+    names.names[f] = names(l)
+
+
+def _pp_param(value, names, indent, col=None) -> str:
   if isinstance(value, ClosedJaxpr):
-    return pp_jaxpr(value.jaxpr, names, indent)
+    return pp_jaxpr(value.jaxpr, names, indent, col)
   if isinstance(value, Jaxpr):
-    return pp_jaxpr(value, names, indent)
+    return pp_jaxpr(value, names, indent, col)
   if isinstance(value, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr))
                                               for x in value):
     inner = [pp_jaxpr(x.jaxpr if isinstance(x, ClosedJaxpr) else x, names, indent + 2)
@@ -196,10 +212,15 @@ def _pp_param(value, names, indent) -> str:
   return str(value)
 
 
-def pp_eqn(eqn: JaxprEqn, names, indent: int) -> str:
-  outs = " ".join(_binder(names, v) for v in eqn.outvars) or "_"
-  ins = " ".join(names(v) for v in eqn.invars)
+def pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
   params = eqn.primitive.params_for_printing(eqn.params)
+  if eqn.primitive.name == "jit" and isinstance(params.get("jaxpr"), (Jaxpr, ClosedJaxpr)):
+    inner = params["jaxpr"]
+    inner = inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
+    _suggest_names(names, inner.invars, eqn.invars)
+    _suggest_names(names, inner.outvars, eqn.outvars, skip=used)
+  outs = " ".join(_binder(names, v, used) for v in eqn.outvars) or "_"
+  ins = " ".join(names(v) for v in eqn.invars)
   has_nested = any(isinstance(p, (Jaxpr, ClosedJaxpr)) or (
       isinstance(p, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in p))
       for p in params.values())
@@ -213,7 +234,8 @@ def pp_eqn(eqn: JaxprEqn, names, indent: int) -> str:
       head = None
   if head is None:
     pad = " " * (indent + 2)
-    lines = [f"{pad}{k}={_pp_param(v, names, indent + 2)}" for k, v in params.items()]
+    lines = [f"{pad}{k}={_pp_param(v, names, indent + 2, indent + 3 + len(k))}"
+             for k, v in params.items()]
     head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
   return f"{outs} = {head}{' ' + ins if ins else ''}"
 
@@ -221,17 +243,22 @@ def pp_eqn(eqn: JaxprEqn, names, indent: int) -> str:
 _WIDTH = 80  # JAX's printer breaks a parameter list that does not fit in 80 columns
 
 
-def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0) -> str:
-  """JAX's text form of a jaxpr; ``indent`` is the column of the opening brace."""
+def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0,
+             col: int | None = None) -> str:
+  """JAX's text form of a jaxpr; ``indent`` is the indentation of the line holding the
+  opening brace, ``col`` its column (default ``indent``)."""
   names = names or _Names()
+  used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+  used.update(v for v in jaxpr.outvars if type(v) is not Literal)
   consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
   args = " ".join(_binder(names, v) for v in jaxpr.invars)
   head = f"{{ lambda {consts}; {args}. let"
-  eqn_lines = [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
+  eqn_lines = [pp_eqn(e, names, indent + 4, used) for e in jaxpr.eqns]
   outs = ", ".join(names(v) for v in jaxpr.outvars)
   tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
-  one_line = f"{head} {'; '.join(eqn_lines)}{' ' if eqn_lines else ''}{tail}"
-  if len(eqn_lines) <= 1 and "\n" not in one_line and len(one_line) + indent <= 80:
+  one_line = f"{head} {'; '.join(eqn_lines)} {tail}"
+  # JAX's printer keeps the jaxpr on one line when it fits in 80 columns.
+  if "\n" not in one_line and len(one_line) + (indent if col is None else col) <= _WIDTH:
     return one_line
   body = "".join(f"\n{' ' * (indent + 4)}{line}" for line in eqn_lines)
   return f"{head}{body}\n{' ' * (indent + 2)}{tail}"
@@ -421,7 +448,14 @@ class JaxprTrace(Trace):
 def _literal_value(x, aval):
   if type(x) in (int, float, complex, bool):
     return x
-  return np.asarray(x, dtype=aval.dtype)[()]
+  value = np.asarray(x, dtype=aval.dtype)[()]
+  if aval.weak_type:
+    # A weakly typed value is kept as the Python scalar of that dtype, so that evaluating
+    # the jaxpr (eval_jaxpr, transposition) sees a weakly typed operand again.
+    py = value.item()
+    if type(py) in (int, float, complex) and dtypes.python_scalar_dtype(py) == aval.dtype:
+      return py
+  return value
 
 
 def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "",

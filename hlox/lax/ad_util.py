@@ -39,6 +39,18 @@ def zeros_like_aval(aval):
   """Zeros of ``aval`` (float0 zeros are host arrays: they carry no data)."""
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
+  if aval.weak_type:
+    # JAX keeps the weak type of zero tangents/cotangents (e.g. the gradient of an unused
+    # weakly typed argument is weak).
+    from hlox.lax.shapes import broadcast_in_dim
+    if aval.shape == ():
+      from hlox.runtime import device_put
+      return device_put(np.zeros((), aval.dtype), weak_type=True)  # a literal under tracing
+    zero = np.zeros((), aval.dtype).item()  # a Python scalar: weakly typed
+    if type(zero) is bool or dtypes.python_scalar_dtype(zero) != aval.dtype:
+      from hlox.runtime import device_put
+      zero = device_put(np.zeros((), aval.dtype), weak_type=True)
+    return broadcast_in_dim(zero, aval.shape, ())
   if aval.shape == ():
     return np.zeros((), aval.dtype)[()]  # a literal under tracing
   from hlox.lax.shapes import full

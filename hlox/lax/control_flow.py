@@ -39,7 +39,7 @@ from hlox.lax import shapes as _shapes
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map",
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "map", "associative_scan",
            "cond_p", "while_p", "scan_p"]
 
 _map = builtins.map  # ``map`` below is lax.map
@@ -198,9 +198,9 @@ def _cond_abstract_eval(index, *ops, branches):
   for br in branches:
     if len(br.in_avals) != len(ops):
       raise TypeError(f"cond: branches take {len(br.in_avals)} operands, got {len(ops)}")
-  outs = branches[0].out_avals
-  return [a.update(weak_type=all(br.out_avals[k].weak_type for br in branches))
-          for k, a in enumerate(outs)]
+  # As JAX: the first branch's output types, weak types included (the branches agree up to
+  # weak types).
+  return list(branches[0].out_avals)
 
 cond_p.def_abstract_eval(_cond_abstract_eval)
 cond_p.def_impl(partial(xla.apply_primitive, cond_p))
@@ -383,16 +383,34 @@ def _trace_branches(api, funs, names, operands):
         raise TypeError(f"{api}: {names[0]} and {name} must return values of identical "
                         f"types, but output{path} is {a.str_short()} in {names[0]} and "
                         f"{b.str_short()} in {name} ({_type_diff(a, b)})")
+  # A value several branches close over is passed once (as JAX does): each branch's consts
+  # are mapped to slots of one shared, deduplicated list.
+  consts, slot_of, slots = [], {}, []
+  for _, cs, _ in traced:
+    branch_slots = []
+    for x in cs:
+      if id(x) not in slot_of:
+        slot_of[id(x)] = len(consts)
+        consts.append(x)
+      branch_slots.append(slot_of[id(x)])
+    slots.append(tuple(branch_slots))
   # Memoized so that the same branch functions give the same jaxpr objects on every call
   # (the derived-jaxpr and executable caches are keyed on them).
-  branches = _memo(_join_consts_tuple, tuple(c for c, _, _ in traced),
-                   tuple(len(cs) for _, cs, _ in traced))
-  consts = [x for _, cs, _ in traced for x in cs]
+  branches = _memo(_join_shared_consts, tuple(c for c, _, _ in traced), tuple(slots),
+                   tuple(get_aval(x) for x in consts))
   return branches, consts, leaves, out_tree0
 
 
-def _join_consts_tuple(closeds, nconsts):
-  return tuple(_join_consts(closeds, nconsts))
+def _join_shared_consts(closeds, slots, const_avals):
+  """Jaxprs whose leading invars are consts (at ``slots`` of a shared list of values of
+  ``const_avals``) become jaxprs that all take the whole shared list first."""
+  new = []
+  for c, branch_slots in zip(closeds, slots):
+    invars = _fresh(const_avals)
+    for v, k in zip(c.jaxpr.invars, branch_slots):
+      invars[k] = v
+    new.append(_with_invars(c, invars + c.jaxpr.invars[len(branch_slots):]))
+  return tuple(new)
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
@@ -411,7 +429,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if not (dtypes.is_int(aval.dtype) or dtypes.is_float(aval.dtype)):
       raise TypeError(f"cond: pred must be a boolean or number scalar, got "
                       f"{aval.str_short()}")
-    pred = _ew.ne(pred, 0)
+    pred = _ew.ne(pred, np.zeros((), aval.dtype)[()])
   index = _ew.convert_element_type(pred, np.int32)
   branches, consts, leaves, out_tree = _trace_branches(
       "cond", [true_fun, false_fun], ["true_fun", "false_fun"], operands)
@@ -628,9 +646,10 @@ def _promote_weak(leaves, in_avals, out_avals):
   leaves = list(leaves)
   for i, (a, b) in enumerate(zip(in_avals, out_avals)):
     if a.weak_type and a.shape == b.shape and a.dtype != b.dtype:
-      dtype, weak = dtypes.result_type_with_weak([(a.dtype, True), (b.dtype, b.weak_type)])
+      dtype, _ = dtypes.result_type_with_weak([(a.dtype, True), (b.dtype, b.weak_type)])
       if dtype != a.dtype:
-        leaves[i] = _ew.convert_element_type(leaves[i], dtype, weak_type=weak)
+        # JAX converts with ``lax.convert_element_type``: the promoted carry is strongly typed.
+        leaves[i] = _ew.convert_element_type(leaves[i], dtype, weak_type=False)
         changed = True
   return leaves, changed
 
@@ -1052,18 +1071,33 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
     aval = get_aval(v)
     if aval.shape != () or not dtypes.is_int(aval.dtype):
       raise TypeError(f"fori_loop: {what} must be an integer scalar, got {aval.str_short()}")
+  # As JAX: the bounds must have one dtype, except that a weakly typed (Python) integer
+  # bound takes the other bound's integer dtype.
+  lower_aval, upper_aval = get_aval(lower), get_aval(upper)
+  dtype = lower_aval.dtype
+  if lower_aval.dtype != upper_aval.dtype:
+    dtype = None
+    if dtypes.is_signed_int(lower_aval.dtype) and dtypes.is_signed_int(upper_aval.dtype):
+      if lower_aval.weak_type and not upper_aval.weak_type:
+        dtype = upper_aval.dtype
+      elif upper_aval.weak_type and not lower_aval.weak_type:
+        dtype = lower_aval.dtype
+    if dtype is None:
+      raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
+                      f"{np.dtype(lower_aval.dtype).name} and {np.dtype(upper_aval.dtype).name}")
   lo, hi = _static_int(lower), _static_int(upper)
-  if not (type(lower) is int and type(upper) is int):
-    dtype = dtypes.result_type(lower, upper)
-    lower = _ew.convert_element_type(lower, dtype)
-    upper = _ew.convert_element_type(upper, dtype)
   if lo is not None and hi is not None:
+    # Static bounds: a scan whose counter starts as a Python int (weakly typed, as JAX).
     body = _cached_wrapper("fori_scan", body_fun, _fori_scan_body)
-    (_, out), _ = scan(body, (lower, init_val), None, length=builtins.max(hi - lo, 0),
+    (_, out), _ = scan(body, (lo, init_val), None, length=builtins.max(hi - lo, 0),
                        unroll=1 if unroll is None else unroll)
     return out
   if unroll is not None and unroll is not False and unroll != 1:
     raise ValueError("fori_loop: unroll requires static (Python int) lower and upper bounds")
+  if lower_aval.dtype != dtype:
+    lower = _ew.convert_element_type(lower, dtype)
+  if upper_aval.dtype != dtype:
+    upper = _ew.convert_element_type(upper, dtype)
   body = _cached_wrapper("fori_while", body_fun, _fori_while_body)
   return while_loop(_fori_cond, body, (lower, upper, init_val))[2]
 
@@ -1103,3 +1137,76 @@ def map(f: Callable, xs, *, batch_size: int | None = None):
     ys_rest = vf(rest)
     ys = tree_util.tree_map(lambda a, b: _shapes.concatenate([a, b], 0), ys, ys_rest)
   return ys
+
+
+# --- associative_scan ----------------------------------------------------------------------
+
+def _interleave(a, b, axis):
+  """``a[0], b[0], a[1], b[1], ...`` along ``axis`` (``a`` as long as ``b`` or one longer),
+  by padding each with holes and adding (or or-ing booleans)."""
+  n_a, n_b = a.shape[axis], b.shape[axis]
+  a_cfg = [(0, 0, 0)] * a.ndim
+  b_cfg = [(0, 0, 0)] * b.ndim
+  a_cfg[axis] = (0, 1 if n_a == n_b else 0, 1)
+  b_cfg[axis] = (1, 0 if n_a == n_b else 1, 1)
+  zero_a = np.zeros((), a.dtype)[()]
+  zero_b = np.zeros((), b.dtype)[()]
+  op = _ew.bitwise_or if a.dtype == np.bool_ else _ew.add
+  return op(_shapes.pad(a, zero_a, a_cfg), _shapes.pad(b, zero_b, b_cfg))
+
+
+def _as_array(x):
+  from hlox.runtime import device_put
+  return device_put(x)
+
+
+def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
+  """All prefix combinations ``fn(... fn(fn(x0, x1), x2) ..., xi)`` of ``elems`` along
+  ``axis``, for an associative ``fn`` (of two pytrees like ``elems``, applied elementwise to
+  slices), in logarithmic depth: combine neighbouring pairs, scan those recursively, then
+  fill in the even positions."""
+  leaves, tree = tree_util.tree_flatten(elems)
+  if not leaves:
+    raise ValueError("associative_scan: elems must contain at least one array")
+  leaves = [x if isinstance(x, Tracer) or hasattr(x, "aval") else _as_array(x)
+            for x in leaves]
+  ndim = len(get_aval(leaves[0]).shape)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"associative_scan: axis {axis} is out of bounds for arrays of rank "
+                     f"{ndim}")
+  axis = axis % ndim
+  sizes = {get_aval(x).shape[axis] for x in leaves}
+  if len(sizes) != 1:
+    raise ValueError("Array inputs to associative_scan must have the same first dimension. "
+                     f"(saw: {[get_aval(x).shape for x in leaves]})")
+  if reverse:
+    leaves = [_shapes.rev(x, (axis,)) for x in leaves]
+
+  def combine(a, b):
+    out = fn(tree_util.tree_unflatten(tree, a), tree_util.tree_unflatten(tree, b))
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    if out_tree != tree:
+      raise TypeError(f"associative_scan: fn must return the structure of elems {tree}, got "
+                      f"{out_tree}")
+    return out_leaves
+
+  def sl(x, start, limit, stride=1):
+    return _shapes.slice_in_dim(x, start, limit, stride, axis)
+
+  def rec(xs):
+    n = xs[0].shape[axis]
+    if n < 2:
+      return xs
+    reduced = combine([sl(x, 0, n - 1, 2) for x in xs], [sl(x, 1, n, 2) for x in xs])
+    odd = rec(reduced)
+    if n % 2 == 0:
+      even = combine([sl(o, 0, o.shape[axis] - 1) for o in odd], [sl(x, 2, n, 2) for x in xs])
+    else:
+      even = combine(odd, [sl(x, 2, n, 2) for x in xs])
+    even = [_shapes.concatenate([sl(x, 0, 1), e], axis) for x, e in zip(xs, even)]
+    return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+  outs = rec(leaves)
+  if reverse:
+    outs = [_shapes.rev(x, (axis,)) for x in outs]
+  return tree_util.tree_unflatten(tree, outs)
