@@ -391,3 +391,12 @@ def test_full_like_and_zeros_like_array():
 def test_shape_functions_reject_traced_shapes():
   with pytest.raises(TypeError, match="traced"):
     hlox.jit(lambda n: lax.full((n,), 0.0))(3)
+
+
+def test_pad_weak_type_follows_both_inputs_as_in_jax():
+  weak = hlox.numpy.full(3, 0.5)
+  assert weak.weak_type
+  assert hlox.lax.pad(weak, 0.0, [(1, 1, 1)]).weak_type
+  assert not hlox.lax.pad(weak, np.float32(0), [(1, 1, 1)]).weak_type
+  out = hlox.lax.pad(hlox.numpy.arange(3), 7, [(1, 0, 0)])
+  np.testing.assert_array_equal(np.asarray(out), [7, 0, 1, 2])

@@ -433,7 +433,7 @@ def _pad_dtype_rule(operand, padding_value, *, padding_config):
   return operand.dtype
 
 
-pad_p = standard_primitive(_pad_shape_rule, _pad_dtype_rule, "pad", weak_type_rule=_keep_weak)
+pad_p = standard_primitive(_pad_shape_rule, _pad_dtype_rule, "pad")  # weak only if both are
 
 def _pad_lowering(ctx, x, padding_value, *, padding_config):
   low, high, interior = zip(*padding_config) if padding_config else ((), (), ())
@@ -502,18 +502,9 @@ def pad(operand, padding_value, padding_config):
   except (TypeError, ValueError):
     raise TypeError(f"pad: padding_config must be a sequence of (low, high, interior) "
                     f"integer triples, got {padding_config!r}") from None
-  operand, padding_value = _same_dtype_scalars(operand, padding_value)
+  from hlox.lax.elementwise import _operands  # a Python scalar stays weak, as in JAX
+  operand, padding_value = _operands("pad", operand, padding_value)
   return pad_p.bind(operand, padding_value, padding_config=config)
-
-
-def _same_dtype_scalars(*args):
-  """Python scalars take the dtype of the array arguments (they are weakly typed)."""
-  kinds = (int, float, complex, bool)
-  strong = [get_aval(a) for a in args if type(a) not in kinds]
-  if not strong or len(strong) == len(args):
-    return args
-  dtype = strong[0].dtype
-  return tuple(np.asarray(a, dtype=dtype)[()] if type(a) in kinds else a for a in args)
 
 
 # --- concatenate -------------------------------------------------------------------------
