@@ -188,9 +188,6 @@ xla.register_lowering(jit_p, _jit_lowering)
 
 # --- autodiff ----------------------------------------------------------------------------
 
-_memo = memoize_derived  # see its docstring: derived jaxprs are reused across calls
-
-
 def _jit_params(params, n_args):
   """The params of a derived jit call: same options, no donation (new argument list)."""
   return dict(name=params["name"], donated_invars=(False,) * n_args,
@@ -203,7 +200,7 @@ def _jit_jvp(primals, tangents, *, jaxpr, **params):
   def make():
     jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
     return (*convert_constvars(jvp_closed), out_nonzeros)
-  jvp_closed, consts, out_nonzeros = _memo(("jvp", jaxpr, tuple(nonzeros)), make)
+  jvp_closed, consts, out_nonzeros = memoize_derived(("jvp", jaxpr, tuple(nonzeros)), make)
   nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
   args = [*consts, *primals, *nz_tangents]
   outs = jit_p.bind(*args, jaxpr=jvp_closed, **_jit_params(params, len(args)))
@@ -223,7 +220,7 @@ def _jit_partial_eval(trace, *args, jaxpr, **params):
     known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
     known, known_consts = convert_constvars(known)
     return known, unknown, out_unknowns, num_res, known_consts
-  known, unknown, out_unknowns, num_res, known_consts = _memo(
+  known, unknown, out_unknowns, num_res, known_consts = memoize_derived(
       ("pe", jaxpr, tuple(unknowns)), make)
   known_args = [*known_consts, *[x for x, u in zip(args, unknowns) if not u]]
   with set_current_trace(trace.parent):
@@ -261,8 +258,8 @@ def _jit_transpose(cts, *args, jaxpr, **params):
     return convert_constvars(t_closed)
   # The transposed jaxpr depends on the defined arguments only through their avals
   # (``transposed`` receives them as arguments).
-  t_closed, consts = _memo(("transpose", jaxpr, tuple(undefined), tuple(ct_nonzero),
-                            tuple(in_avals)), make)
+  t_closed, consts = memoize_derived(
+      ("transpose", jaxpr, tuple(undefined), tuple(ct_nonzero), tuple(in_avals)), make)
   call_args = [*consts, *defined_args, *nz_cts]
   outs = iter(jit_p.bind(*call_args, jaxpr=t_closed, **_jit_params(params, len(call_args))))
   return [next(outs) if u else None for u in undefined]
@@ -275,8 +272,8 @@ ad.primitive_transposes[jit_p] = _jit_transpose
 def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
   def make():
     batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
-    return batched, out_dims, *convert_constvars(batched)
-  _, out_dims, batched, consts = _memo(
+    return out_dims, *convert_constvars(batched)
+  out_dims, batched, consts = memoize_derived(
       ("batch", jaxpr, axis_data.size, axis_data.name, tuple(dims)), make)
   args = [*consts, *vals]
   outs = jit_p.bind(*args, jaxpr=batched, **_jit_params(params, len(args)))

@@ -395,18 +395,22 @@ def _all_gather_transpose(ct, x, *, all_gather_dimension, axis_name, axis_index_
                                 axis_size=axis_size, tiled=tiled)]
 
 
+def _rebind_batch_first(prim, x, d, dim_param: str, dim: int, **params):
+  """Batching rule for a collective over other axes than this vmap's: bind it again with
+  the batch dimension moved first (its dimension parameter shifted by one)."""
+  if d is None:
+    return prim.bind(x, **{dim_param: dim}, **params), None
+  return prim.bind(_moveaxis(x, d, 0), **{dim_param: dim + 1}, **params), 0
+
+
 def _all_gather_batch(axis_data, vals, dims, *, all_gather_dimension, axis_name,
                       axis_index_groups, axis_size, tiled):
   (x,), (d,) = vals, dims
   params = dict(axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
   mine, rest = _split_axes(axis_data, axis_name)
   if not mine:
-    if d is None:
-      return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension,
-                               axis_name=axis_name, **params), None
-    x = _moveaxis(x, d, 0)
-    return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension + 1,
-                             axis_name=axis_name, **params), 0
+    return _rebind_batch_first(all_gather_p, x, d, "all_gather_dimension",
+                               all_gather_dimension, axis_name=axis_name, **params)
   size = axis_data.size
   if axis_index_groups is not None and not rest:
     return _grouped_all_gather(x, d, size, axis_index_groups, all_gather_dimension, tiled), 0
@@ -541,12 +545,8 @@ def _reduce_scatter_batch(axis_data, vals, dims, *, scatter_dimension, axis_name
   params = dict(axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
   mine, rest = _split_axes(axis_data, axis_name)
   if not mine:
-    if d is None:
-      return reduce_scatter_p.bind(x, scatter_dimension=scatter_dimension,
-                                   axis_name=axis_name, **params), None
-    x = _moveaxis(x, d, 0)
-    return reduce_scatter_p.bind(x, scatter_dimension=scatter_dimension + 1,
-                                 axis_name=axis_name, **params), 0
+    return _rebind_batch_first(reduce_scatter_p, x, d, "scatter_dimension",
+                               scatter_dimension, axis_name=axis_name, **params)
   size = axis_data.size
   if axis_index_groups is not None and not rest:
     return _grouped_reduce_scatter(x, d, size, axis_index_groups, scatter_dimension,

@@ -234,7 +234,9 @@ def _underflows(log_ax):
   return lt(log_ax, _c(log_ax, math.log(float(np.finfo(get_aval(log_ax).dtype).tiny))))
 
 
-def _igamma_impl(a, x):
+def _regularized_gamma(a, x, upper: bool):
+  """P(a, x) (``upper=False``) or Q(a, x) = 1 - P: the series for P where x < 1 or x <= a,
+  the continued fraction for Q elsewhere, each giving the other by complement."""
   inf = _c(x, np.inf)
   x_zero, x_inf, a_zero, a_inf = eq(x, _c(x, 0)), eq(x, inf), eq(a, _c(a, 0)), eq(a, inf)
   domain = _any_of(lt(x, _c(x, 0)), lt(a, _c(a, 0)), bitwise_and(a_zero, x_zero),
@@ -244,26 +246,22 @@ def _igamma_impl(a, x):
   use_q = bitwise_and(ge(x, _c(x, 1)), gt(x, a))
   q = _q_fraction(a, x, log_ax, bitwise_and(enabled, use_q), _VALUE)
   p = _p_series(a, x, log_ax, bitwise_and(enabled, bitwise_not(use_q)), _VALUE)
-  out = select(use_q, sub(_c(q, 1), q), p)
-  out = select(bitwise_or(x_zero, a_inf), full_like(out, 0), out)
-  out = select(bitwise_or(x_inf, a_zero), full_like(out, 1), out)
+  if upper:
+    out = select(use_q, q, sub(_c(p, 1), p))
+  else:
+    out = select(use_q, sub(_c(q, 1), q), p)
+  at_zero, at_one = (1, 0) if upper else (0, 1)  # the values where x -> 0 / x -> inf
+  out = select(bitwise_or(x_zero, a_inf), full_like(out, at_zero), out)
+  out = select(bitwise_or(x_inf, a_zero), full_like(out, at_one), out)
   return select(domain, full_like(out, np.nan), out)
+
+
+def _igamma_impl(a, x):
+  return _regularized_gamma(a, x, upper=False)
 
 
 def _igammac_impl(a, x):
-  inf = _c(x, np.inf)
-  x_zero, x_inf, a_zero, a_inf = eq(x, _c(x, 0)), eq(x, inf), eq(a, _c(a, 0)), eq(a, inf)
-  domain = _any_of(lt(x, _c(x, 0)), lt(a, _c(a, 0)), bitwise_and(a_zero, x_zero),
-                   bitwise_and(a_inf, x_inf), _isnan(a), _isnan(x))
-  log_ax = _log_prefactor(a, x)
-  enabled = bitwise_not(_any_of(domain, x_zero, x_inf, a_zero, a_inf, _underflows(log_ax)))
-  use_p = bitwise_or(lt(x, _c(x, 1)), le(x, a))
-  p = _p_series(a, x, log_ax, bitwise_and(enabled, use_p), _VALUE)
-  q = _q_fraction(a, x, log_ax, bitwise_and(enabled, bitwise_not(use_p)), _VALUE)
-  out = select(use_p, sub(_c(p, 1), p), q)
-  out = select(bitwise_or(x_zero, a_inf), full_like(out, 1), out)
-  out = select(bitwise_or(x_inf, a_zero), full_like(out, 0), out)
-  return select(domain, full_like(out, np.nan), out)
+  return _regularized_gamma(a, x, upper=True)
 
 
 def _grad_impl(a, x, mode):
