@@ -2,6 +2,9 @@
 
     import hlox, hlox.numpy as jnp
     f = hlox.jit(lambda x: jnp.sin(x) * 2.0)
+
+This module only re-exports the public API; the layers below it are described in
+``docs/ARCHITECTURE.md``.
 """
 from hlox.config import config
 from hlox.cache import clear_caches
@@ -19,7 +22,7 @@ from hlox import numpy
 from hlox import random
 from hlox import scipy
 from hlox import nn
-from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, vmap
+from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, pmap, vmap
 from hlox.autodiff import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
                            linearize, value_and_grad, vjp)
 from hlox.core import dtypes
@@ -27,7 +30,6 @@ from hlox.core.dtypes import float0
 from hlox.tree_util import Partial
 from hlox.custom_derivatives import custom_jvp, custom_vjp
 from hlox.checkpoint import checkpoint, checkpoint_policies, remat
-from hlox.interpreters.pmap import pmap
 from hlox import distributed
 from hlox.runtime import device_put_replicated, device_put_sharded
 

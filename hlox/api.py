@@ -1,7 +1,8 @@
-"""User-facing transformations: jit, make_jaxpr, eval_shape, and friends.
+"""User-facing transformations: jit, vmap, pmap, make_jaxpr, eval_shape, and friends.
 
-This module handles arguments (pytrees, static arguments, donation) and caching; the
-transformations themselves live in ``interpreters/`` and ``lax/call.py``.
+This module handles arguments (pytrees, static arguments, donation, mapped axes) and caching;
+the transformations themselves live in ``interpreters/`` (batching, the pmap replica
+machinery) and ``lax/call.py`` (the ``jit`` primitive).
 """
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import contextlib
 import functools
 import inspect
 import operator
-from typing import Any, Callable, Sequence
+import threading
+from typing import Callable
 
 import numpy as np
 
@@ -18,15 +20,18 @@ from hlox.cache import LRUCache
 from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
-from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
+from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
-from hlox.lax.call import compile_closed_jaxpr, jit_p, signature
+from hlox.interpreters import batching, xla
+from hlox.interpreters import pmap as pmap_interp
+from hlox.lax.call import CompiledCall, compile_closed_jaxpr, jit_p, signature
+from hlox.runtime import client
 from hlox.runtime.array import Array, device_put
 
 flatten_fast = tree_util.flatten_fast
 _get_sig = operator.attrgetter("_sig")
 
-__all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit"]
+__all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit", "vmap", "pmap"]
 
 
 class ShapeDtypeStruct:
@@ -312,7 +317,6 @@ class JitWrapped:
     dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
     traced = self._get_traced(in_tree, leaves, statics, args, kwargs)
-    from hlox.interpreters import xla
     donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
         self.donate_argnums or self.donate_argnames) else ()
     donated_invars = (False,) * len(traced.consts) + donated if any(donated) else ()
@@ -348,8 +352,6 @@ class Lowered:
     return self._lowered.as_text()
 
   def compile(self) -> "Compiled":
-    from hlox.lax.call import CompiledCall
-    from hlox.interpreters import xla
     executable = xla.compile_lowered(self._lowered)
     return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree)
 
@@ -528,12 +530,11 @@ def eval_shape(fun: Callable, *args, **kwargs):
 def _flatten_axes(what: str, tree_def, axes, leaves_count: int):
   """Broadcast an axes spec (int/None, or a tree prefix of the arguments) to one entry per
   leaf; a spec that is not a prefix raises ValueError naming ``what``."""
-  from hlox.tree_util import broadcast_prefix
   if axes is None or isinstance(axes, int):
     return [axes] * leaves_count
   try:
     proxy = tree_util.tree_unflatten(tree_def, [object()] * leaves_count)
-    return broadcast_prefix(axes, proxy, is_leaf=lambda x: x is None)
+    return tree_util.broadcast_prefix(axes, proxy, is_leaf=lambda x: x is None)
   except (ValueError, TypeError) as e:
     raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
                      f"value, got specification {axes!r} for value tree {tree_def}.") from e
@@ -577,7 +578,6 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
   ``axis_size`` is required when no argument is mapped; ``axis_name`` names the axis for
   collectives.
   """
-  from hlox.interpreters import batching
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
   if not (in_axes is None or isinstance(in_axes, (int, tuple, dict)) or
@@ -623,3 +623,222 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     return tree_util.tree_unflatten(out_tree, final)
 
   return vmapped
+
+
+# --- pmap: the transform (the replica machinery is in interpreters/pmap.py) ---------------
+
+class _AxisName:
+  """The name of an axis pmap was not given a name for (collectives cannot refer to it)."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "<unnamed pmap axis>"
+
+
+def _pmap_flatten_axes(what, tree_def, axes, n):
+  try:
+    return _flatten_axes(what, tree_def, axes, n)
+  except ValueError as e:
+    raise ValueError(str(e).replace("vmap", "pmap")) from None
+
+
+def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
+         static_broadcasted_argnums=(), devices=None, backend=None, axis_size=None,
+         donate_argnums=(), global_arg_shapes=None) -> Callable:
+  """Map ``fun`` over an axis of its arguments, running each slice on its own device.
+
+  Like ``vmap`` (``in_axes``/``out_axes`` are ints, None, or pytree prefixes) but the slices
+  run in parallel as replicas of one compiled program, and collectives over ``axis_name``
+  communicate between devices. The mapped size must not exceed the number of devices
+  (``HLOX_NUM_CPU_DEVICES`` sets how many CPU devices there are). Results stay split over
+  the devices; converting them to NumPy gathers them.
+  """
+  if not callable(fun):
+    raise TypeError(f"pmap: expected a callable, got {fun!r}")
+  if backend not in (None, "cpu"):
+    raise ValueError(f"pmap: unknown backend {backend!r}")
+  if global_arg_shapes is not None:
+    raise NotImplementedError("pmap: global_arg_shapes is not supported")
+  if isinstance(static_broadcasted_argnums, int):
+    static_broadcasted_argnums = (static_broadcasted_argnums,)
+  if isinstance(donate_argnums, int):
+    donate_argnums = (donate_argnums,)
+  if isinstance(in_axes, list):
+    in_axes = tuple(in_axes)
+  wrapped = _PmapFunction(fun, axis_name if axis_name is not None else _AxisName(), in_axes,
+                          out_axes, tuple(static_broadcasted_argnums),
+                          None if devices is None else tuple(devices), axis_size,
+                          tuple(donate_argnums))
+
+  fast_cache = wrapped._fast_cache
+  ctx = trace_ctx
+  simple = not static_broadcasted_argnums and not donate_argnums
+
+  @functools.wraps(fun)
+  def pmapped(*args, **kwargs):
+    # Cache hit: the arguments' structure and layouts were seen before; no tracing, no
+    # lookups beyond one dict access (``_PmapFunction.__call__`` fills the cache).
+    if simple and not kwargs and ctx.trace is eval_trace:
+      leaves, in_tree = tree_util.tree_flatten(args)
+      key = (in_tree, *map(pmap_interp.signature, leaves))
+      entry = fast_cache.get(key)
+      if entry is not None:
+        compiled, consts, out_tree = entry
+        return out_tree.unflatten(compiled(consts + leaves))
+    return wrapped(args, kwargs)
+  pmapped._pmap = wrapped
+  pmapped.lower = wrapped.lower
+  return pmapped
+
+
+_pmap_tracing = threading.local()  # .depth: how many pmap bodies are being traced
+
+
+class _PmapTraced:
+  __slots__ = ("jaxpr", "consts", "out_tree", "in_axes", "out_axes")
+
+  def __init__(self, jaxpr, consts, out_tree, in_axes, out_axes):
+    self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
+    self.in_axes, self.out_axes = in_axes, out_axes
+
+
+class _PmapFunction:
+  def __init__(self, fun, axis_name, in_axes, out_axes, static_argnums, devices, axis_size,
+               donate_argnums):
+    self.fun = fun
+    self.name = getattr(fun, "__name__", "fun")
+    self.axis_name = axis_name
+    self.in_axes = in_axes
+    self.out_axes = out_axes
+    self.static_argnums = static_argnums
+    self.devices = devices
+    self.axis_size = axis_size
+    self.donate_argnums = donate_argnums
+    self._trace_cache = LRUCache()
+    self._fast_cache = {}
+
+  def _prepare(self, args, kwargs):
+    """Flat dynamic arguments, their mapped axes, size, donation, and the trace key."""
+    n = len(args)
+    statics = []
+    dyn_args = []
+    for i, a in enumerate(args):
+      if i in self.static_argnums or i - n in self.static_argnums:
+        try:
+          hash(a)
+        except TypeError:
+          raise ValueError(f"pmap: static_broadcasted_argnums argument at position {i} must "
+                           f"be hashable, got {type(a).__name__}") from None
+        statics.append((i, a))
+      else:
+        dyn_args.append(a)
+    dyn_args = tuple(dyn_args)
+    leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
+    in_axes = self.in_axes
+    if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args):
+      if len(in_axes) == n:  # given for all positional arguments, statics included
+        in_axes = tuple(a for i, a in enumerate(in_axes) if i not in
+                        {s for s, _ in statics})
+      else:
+        raise ValueError(f"pmap in_axes must be an int, None, or a tuple of entries "
+                         f"corresponding to the positional arguments passed to the function, "
+                         f"but got len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}")
+    args_tree = tree_util.tree_structure(dyn_args)
+    n_arg_leaves = args_tree.num_leaves
+    axes = list(_pmap_flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves))
+    axes += [0] * (len(leaves) - n_arg_leaves)
+    avals = [get_aval(x) for x in leaves]
+    axes, size = mapped_axis_size("pmap", avals, axes, self.axis_size)
+    donated = []
+    pos = [i for i in range(n) if i not in {s for s, _ in statics}]
+    for i, a in zip(pos, dyn_args):
+      donated += [i in self.donate_argnums] * len(tree_util.tree_leaves(a))
+    donated += [False] * (len(leaves) - len(donated))
+    return leaves, in_tree, tuple(axes), size, tuple(statics), tuple(donated), avals
+
+  def _trace(self, in_tree, avals, axes, size, statics, kwargs_given):
+    global_size = size
+    outermost = not getattr(_pmap_tracing, "depth", 0)
+    if self.devices is None and outermost and client.process_count() > 1:
+      # Across processes every process maps its own devices' slices (JAX's convention);
+      # pmaps nested inside it stay within each outer position.
+      local = client.local_device_count()
+      if size != local:
+        raise ValueError(f"pmap over several processes: the mapped axis has size {size} but "
+                         f"this process has {local} devices; each process passes one slice "
+                         "per local device")
+      global_size = size * client.process_count()
+    key = (in_tree, tuple(avals), axes, size, statics, tuple(trace_ctx.axis_env))
+    traced = self._trace_cache.get(key)
+    if traced is not None:
+      return traced, global_size
+    static_pos = dict(statics)
+    out_tree_box = []
+
+    def flat_fun(*flat):
+      dyn_args, kw = in_tree.unflatten(flat)
+      it = iter(dyn_args)
+      n = len(dyn_args) + len(static_pos)
+      full = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
+      out = self.fun(*full, **kw)
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      out_tree_box.append(out_tree)
+      return out_leaves
+
+    inner_avals = [a if ax is None else pmap_interp.remove_axis(a, ax) for a, ax in zip(avals, axes)]
+    _pmap_tracing.depth = getattr(_pmap_tracing, "depth", 0) + 1
+    try:
+      with extend_axis_env(self.axis_name, global_size):
+        closed = trace_to_jaxpr(flat_fun, inner_avals, debug_info=self.name,
+                                trace_name="pmap")
+    finally:
+      _pmap_tracing.depth -= 1
+    jaxpr, consts = convert_constvars(closed)
+    out_tree = out_tree_box[0]
+    out_axes = []
+    for i, (ax, a) in enumerate(zip(_pmap_flatten_axes("out_axes", out_tree, self.out_axes,
+                                                  len(jaxpr.out_avals)), jaxpr.out_avals)):
+      if ax is None:
+        out_axes.append(None)
+        continue
+      if not -(a.ndim + 1) <= ax <= a.ndim:
+        raise ValueError(f"pmap out_axes {ax} is out of bounds for output leaf {i} of rank "
+                         f"{a.ndim + 1}")
+      out_axes.append(ax % (a.ndim + 1))
+    traced = _PmapTraced(jaxpr, consts, out_tree, axes, tuple(out_axes))
+    if not any(isinstance(c, Tracer) for c in consts):
+      self._trace_cache.put(key, traced)
+    return traced, global_size
+
+  def _traced_params(self, args, kwargs):
+    """Trace (or reuse the trace) for these arguments: (traced, flat args, primitive params,
+    whether the cache-hit path may remember this call)."""
+    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs)
+    traced, global_size = self._trace(in_tree, avals, axes, size, statics, bool(kwargs))
+    n_consts = len(traced.consts)
+    params = dict(jaxpr=traced.jaxpr, axis_name=self.axis_name, axis_size=size,
+                  global_axis_size=global_size,
+                  in_axes=(None,) * n_consts + axes, out_axes=traced.out_axes,
+                  devices=self.devices, donated_invars=(False,) * n_consts + donated,
+                  name=self.name)
+    rememberable = not kwargs and not statics and not any(donated)
+    return traced, leaves, params, rememberable
+
+  def __call__(self, args, kwargs):
+    traced, leaves, params, rememberable = self._traced_params(args, kwargs)
+    if trace_ctx.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves) and \
+        not any(isinstance(c, Tracer) for c in traced.consts):
+      args_all = [*traced.consts, *leaves]
+      compiled = pmap_interp.compiled_for(args_all, params)
+      if rememberable and len(self._fast_cache) < 64:
+        key = (tree_util.tree_structure(args), *map(pmap_interp.signature, leaves))
+        self._fast_cache[key] = (compiled, list(traced.consts), traced.out_tree)
+      return traced.out_tree.unflatten(compiled(args_all))
+    outs = pmap_interp.xla_pmap_p.bind(*traced.consts, *leaves, **params)
+    return traced.out_tree.unflatten(outs)
+
+  def lower(self, *args, **kwargs):
+    """The replicated StableHLO module for these arguments (``.as_text()``)."""
+    traced, leaves, params, _ = self._traced_params(args, kwargs)
+    in_avals = [get_aval(x) for x in [*traced.consts, *leaves]]
+    return pmap_interp.CompiledPmap(in_avals=in_avals, **params).lowered

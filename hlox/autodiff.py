@@ -3,16 +3,16 @@ jacrev, hessian. Argument handling only; the machinery is in ``interpreters/ad.p
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import lax, tree_util
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad
-from hlox.runtime import device_put
+from hlox.api import vmap
+from hlox.runtime.array import Array, device_put
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
            "hessian", "linear_transpose"]
@@ -67,7 +67,6 @@ def _check_arraylike_leaves(name, leaves):
 def _as_arrays(leaves):
   """Python scalars and NumPy values as Arrays (weak types kept), as JAX converts arguments:
   an output that is an input then comes back as an Array too."""
-  from hlox.runtime import Array
   out = []
   for x in leaves:
     if not isinstance(x, (Tracer, Array)) and get_aval(x).dtype != dtypes.float0:
@@ -315,6 +314,12 @@ def _std_basis(avals):
   return out, sizes
 
 
+def _to_last_axis(x):
+  """``x`` with its leading axis moved to the end."""
+  ndim = get_aval(x).ndim
+  return lax.transpose(x, tuple(range(1, ndim)) + (0,))
+
+
 def _offsets(sizes):
   return np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
 
@@ -322,29 +327,24 @@ def _offsets(sizes):
 def _possible_downcast(x, example_aval):
   """A Jacobian block in the dtype and weak type of ``example_aval`` (as JAX: the output's
   for jacfwd, the input's for jacrev); a complex block of a real example keeps its real part."""
-  from hlox.lax.elementwise import convert_element_type_p, real
   aval = get_aval(x)
   if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(example_aval.dtype):
-    x = real(x)
+    x = lax.real(x)
     aval = get_aval(x)
   if aval.dtype == example_aval.dtype and aval.weak_type == example_aval.weak_type:
     return x
-  return convert_element_type_p.bind(x, new_dtype=example_aval.dtype,
+  return lax.convert_element_type_p.bind(x, new_dtype=example_aval.dtype,
                                      weak_type=example_aval.weak_type)
 
 
 def _zeros_block(shape, example_aval):
   """The block of an integer output (jacfwd) or input (jacrev): zeros of that dtype, as JAX
   casts its float0 block to the example's dtype."""
-  from hlox.lax.shapes import full
-  return _possible_downcast(full(shape, 0, example_aval.dtype), example_aval)
+  return _possible_downcast(lax.full(shape, 0, example_aval.dtype), example_aval)
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
   """Jacobian of ``fun`` by forward mode: a JVP per input element, vectorized with vmap."""
-  import hlox.numpy as jnp
-  from hlox.api import vmap
-
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
     for i in nums:
@@ -390,9 +390,9 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
       o_aval, i_aval = out_avals[j], in_avals[k]
       if columns[j] is None:
         return _zeros_block(o_aval.shape + i_aval.shape, o_aval)
-      rows = columns[j][offsets[k]:offsets[k + 1]]           # (n_k, *o_shape)
-      rows = jnp.moveaxis(rows, 0, -1)                        # (*o_shape, n_k)
-      return _possible_downcast(jnp.reshape(rows, o_aval.shape + i_aval.shape), o_aval)
+      rows = lax.slice_in_dim(columns[j], offsets[k], offsets[k + 1])  # (n_k, *o_shape)
+      rows = _to_last_axis(rows)                                        # (*o_shape, n_k)
+      return _possible_downcast(lax.reshape(rows, o_aval.shape + i_aval.shape), o_aval)
 
     result = _assemble(y_leaves, out_tree, in_leaves, in_tree, block)
     return (result, aux) if has_aux else result
@@ -403,9 +403,6 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
   """Jacobian of ``fun`` by reverse mode: a VJP per output element, vectorized with vmap."""
-  import hlox.numpy as jnp
-  from hlox.api import vmap
-
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacrev")
     for i in nums:
@@ -449,7 +446,8 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
       if rows[k] is None:
         return _zeros_block(o_shape + i_aval.shape, i_aval)
       return _possible_downcast(
-          jnp.reshape(rows[k][offsets[j]:offsets[j + 1]], o_shape + i_aval.shape), i_aval)
+          lax.reshape(lax.slice_in_dim(rows[k], offsets[j], offsets[j + 1]),
+                      o_shape + i_aval.shape), i_aval)
 
     result = _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
     return (result, res[2]) if has_aux else result

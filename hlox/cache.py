@@ -6,6 +6,7 @@ import threading
 import weakref
 
 from hlox.config import config
+from hlox.core.tracer import Tracer, trace_ctx
 
 _all_caches: "weakref.WeakSet[LRUCache]" = weakref.WeakSet()
 
@@ -75,7 +76,6 @@ def memoize_derived(key: tuple, make):
   ``make`` returns a tuple; results holding tracers of an enclosing transformation in one
   of its list entries (constants) are valid only there and are not remembered.
   """
-  from hlox.core.tracer import Tracer, trace_ctx
   key = (*key, tuple(trace_ctx.axis_env))
   hit = _derived_cache.get(key)
   if hit is None:

@@ -15,9 +15,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import lax, tree_util
 from hlox.cache import LRUCache
 from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval, trace_ctx
@@ -477,13 +478,11 @@ class _BatchedVJPRule:
 def _unbatched_aval(aval, d):
   if d is None:
     return aval
-  from hlox.core.avals import ShapedArray
   return ShapedArray(aval.shape[:d] + aval.shape[d + 1:], aval.dtype, aval.weak_type)
 
 
 def _sum_axis(x, axis):
-  from hlox.lax import reduce_sum
-  return reduce_sum(x, (axis,))
+  return lax.reduce_sum(x, (axis,))
 
 
 def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, vjp, num_consts, name):

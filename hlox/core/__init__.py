@@ -1,4 +1,10 @@
-"""The core: avals, dtypes, primitives, traces and the jaxpr IR. Knows no primitive or device."""
+"""The core: avals, dtypes, primitives, traces and the jaxpr IR.
+
+Belongs here: what every transformation shares and that knows no particular primitive and no
+device (``ShapedArray``, the dtype lattice, ``Primitive``/``bind``, the trace context, jaxpr
+building, printing, checking and evaluation). May import only ``hlox.config`` and
+``hlox.errors``; everything else in hlox sits above it.
+"""
 from hlox.core.avals import ShapedArray, short_dtype_name
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import (EvalTrace, Trace, Tracer, current_trace, eval_trace,

@@ -16,6 +16,8 @@ import threading
 
 import numpy as np
 
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
@@ -250,8 +252,6 @@ def get_aval(x):
 
 
 def _aval_of_concrete(x):
-  from hlox.core.avals import ShapedArray
-  from hlox.core import dtypes
   t = type(x)
   if t in (int, float, complex, bool):
     return ShapedArray((), dtypes.python_scalar_dtype(x), t is not bool)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from hlox import tree_util
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, extend_axis_env, get_aval,
@@ -112,6 +113,28 @@ def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData)
   finally:
     trace.invalidate()
   return [v for v, _ in infos], [d for _, d in infos]
+
+
+def map_leading_axis(fun: Callable) -> Callable:
+  """``fun`` (pytrees in, a pytree out) applied to each slice along axis 0 of its arguments'
+  leaves, its outputs stacked along axis 0: ``vmap(fun)`` with default axes, for library code
+  below the public API (e.g. ``lax.map`` with ``batch_size``)."""
+  def mapped(*args):
+    leaves, in_tree = tree_util.tree_flatten(args)
+    if not leaves:
+      raise ValueError("map_leading_axis: the arguments hold no arrays to map over")
+    size = get_aval(leaves[0]).shape[0]
+    out_trees = []
+
+    def flat_fun(*flat):
+      out_leaves, out_tree = tree_util.tree_flatten(fun(*tree_util.tree_unflatten(in_tree, flat)))
+      out_trees.append(out_tree)
+      return out_leaves
+
+    outs, out_dims = batch(flat_fun, leaves, [0] * len(leaves), AxisData(size, None))
+    return tree_util.tree_unflatten(out_trees[0], [matchaxis(o, d, 0, size)
+                                                   for o, d in zip(outs, out_dims)])
+  return mapped
 
 
 # Array operations the generic code needs, provided by ``hlox.lax`` at import.

@@ -1,8 +1,8 @@
-"""``pmap``: one program run as a replica on each of several devices (SPMD).
+"""The replica machinery of ``pmap``: one program run as a replica on each of several devices.
 
-``pmap(f)`` traces ``f`` once on one slice of its mapped arguments (the mapped axis removed),
-with the axis name bound so collectives (``hlox.lax.psum`` ...) can refer to it, and binds
-``xla_pmap_p`` with that per-device jaxpr. Evaluated, the primitive compiles the jaxpr as a
+``hlox.api.pmap`` traces a function once on one slice of its mapped arguments (the mapped
+axis removed), with the axis name bound so collectives (``hlox.lax.psum`` ...) can refer to
+it, and binds ``xla_pmap_p`` with that per-device jaxpr. Evaluated, the primitive compiles the jaxpr as a
 replicated program (``mhlo.num_replicas`` = number of devices), splits the mapped inputs over
 the devices and returns arrays that stay split over them (``hlox.runtime.spmd``); passing such
 an array to another pmap over the same devices moves no data.
@@ -14,28 +14,27 @@ and batching rules like ``jit_p``'s, so grad/vmap/jit compose with pmap in any o
 """
 from __future__ import annotations
 
-import functools
-import threading
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
-from hlox import monitoring, tree_util
+from hlox import monitoring
 from hlox.cache import LRUCache, memoize_derived
-from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr,
                              trace_to_jaxpr)
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import (Tracer, check_no_tracers, eval_trace, extend_axis_env,
-                              get_aval, set_current_trace, trace_ctx)
+from hlox.core.tracer import check_no_tracers, extend_axis_env, get_aval, set_current_trace
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.runtime import client, spmd
 from hlox.runtime.array import Array, wrap_multi
 
-__all__ = ["pmap", "xla_pmap_p", "jaxpr_replicas"]
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["xla_pmap_p", "jaxpr_replicas", "compiled_for", "register_array_ops"]
 
 
 class _PmapPrimitive(Primitive):
@@ -57,7 +56,7 @@ def _insert_axis(aval, axis, size):
   return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
 
 
-def _remove_axis(aval, axis):
+def remove_axis(aval, axis):
   if axis is None:
     return aval
   return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
@@ -110,7 +109,7 @@ def _pmap_devices(devices, n_replicas):
   return tuple(available[:n_replicas])
 
 
-class _CompiledPmap:
+class CompiledPmap:
   """A replicated executable plus the layouts of its arguments and results."""
 
   def __init__(self, jaxpr, in_avals, *, axis_name, axis_size, global_axis_size, in_axes,
@@ -162,17 +161,28 @@ class _CompiledPmap:
     return [wrap_multi(b, a) for b, a in zip(outs, self.out_avals)]
 
 
+# Array operations the replica rules need, provided by ``hlox.lax`` when it is imported (as
+# batching's ``register_batching_ops``): the interpreter knows no primitive itself.
+_ops = {}
+
+
+def register_array_ops(*, squeeze: Callable, expand_dims: Callable, div: Callable,
+                       reduce_sum: Callable) -> None:
+  """``squeeze(x, dims)``, ``expand_dims(x, dims)``, ``div(x, y)``, ``reduce_sum(x, axes)``."""
+  _ops.update(squeeze=squeeze, expand_dims=expand_dims, div=div, reduce_sum=reduce_sum)
+
+
 def _replica_body(jaxpr, in_avals, in_axes, out_axes, axis_name, size) -> ClosedJaxpr:
   """What one replica runs: its pieces keep the mapped axis with size 1 (that is how they
   are laid out on the devices); drop it, run ``jaxpr``, put it back on the outputs."""
-  from hlox import lax
+  squeeze, expand_dims = _ops["squeeze"], _ops["expand_dims"]
   piece_avals = [a if ax is None else a.update(shape=a.shape[:ax] + (1,) + a.shape[ax + 1:])
                  for a, ax in zip(in_avals, in_axes)]
 
   def body(*pieces):
-    args = [p if ax is None else lax.squeeze(p, (ax,)) for p, ax in zip(pieces, in_axes)]
+    args = [p if ax is None else squeeze(p, (ax,)) for p, ax in zip(pieces, in_axes)]
     outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
-    return [o if ax is None else lax.expand_dims(o, (ax,)) for o, ax in zip(outs, out_axes)]
+    return [o if ax is None else expand_dims(o, (ax,)) for o, ax in zip(outs, out_axes)]
   with extend_axis_env(axis_name, size):
     return trace_to_jaxpr(body, piece_avals, "pmap")
 
@@ -180,27 +190,27 @@ def _replica_body(jaxpr, in_avals, in_axes, out_axes, axis_name, size) -> Closed
 _compile_cache = LRUCache()
 
 
-def _signature(x):
+def signature(x):
   if type(x) is Array:
     multi = x._multi
     return x.aval if multi is None else (x.aval, multi._sharding)
   return get_aval(x)
 
 
-def _compiled_for(args, params) -> _CompiledPmap:
+def compiled_for(args, params) -> CompiledPmap:
   # Keyed on avals only: arguments laid out differently are moved into place by shard_args.
   in_avals = tuple(x.aval if type(x) is Array else get_aval(x) for x in args)
   key = (params["jaxpr"], in_avals, *[(k, v) for k, v in params.items() if k != "jaxpr"])
   entry = _compile_cache.get(key)
   if entry is None:
-    entry = _CompiledPmap(in_avals=in_avals, **params)
+    entry = CompiledPmap(in_avals=in_avals, **params)
     _compile_cache.put(key, entry)
   return entry
 
 
 def _pmap_impl(*args, **params):
   check_no_tracers(args)
-  return _compiled_for(args, params)(args)
+  return compiled_for(args, params)(args)
 
 xla_pmap_p.def_impl(_pmap_impl)
 
@@ -246,8 +256,6 @@ xla.replicated_compiler = _replicated_compiler
 
 def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in_axes,
                    out_axes, devices, donated_invars, name):
-  from jaxlib.mlir import ir
-  from jaxlib.mlir.dialects import stablehlo as hlo
   mctx = ctx.module_context
   if mctx.num_replicas == 1:  # programs with pmaps inside are compiled with replicas
     raise RuntimeError("internal error: xla_pmap lowered in a program without replicas")
@@ -265,7 +273,7 @@ def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in
       starts = [index if d == ax else zero for d in range(aval.ndim)]
       sizes = [1 if d == ax else n for d, n in enumerate(aval.shape)]
       piece = hlo.dynamic_slice(x, starts, xla._dense_i64(sizes))
-      pieces.append(hlo.reshape(xla.aval_to_ir_type(_remove_axis(aval, ax)), piece))
+      pieces.append(hlo.reshape(xla.aval_to_ir_type(remove_axis(aval, ax)), piece))
     consts = [xla.ir_constant(np.asarray(c)) for c in jaxpr.consts]
     outs = xla.lower_jaxpr(mctx, jaxpr.jaxpr, consts, pieces)
     # Gather each output over the axis: write it into its slot of a zero array, then sum.
@@ -288,8 +296,6 @@ def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in
 
 
 def _all_reduce_sum(x, aval, groups):
-  from jaxlib.mlir import ir
-  from jaxlib.mlir.dialects import stablehlo as hlo
   compute = aval
   if aval.dtype == dtypes.bool_:
     raise NotImplementedError("nested pmap returning booleans")
@@ -379,14 +385,14 @@ pe.partial_eval_rules[xla_pmap_p] = _pmap_partial_eval
 
 
 def _pmap_transpose(cts, *args, jaxpr, **params):
-  from hlox import lax
   in_axes, out_axes = params["in_axes"], params["out_axes"]
   undefined = [ad.is_undefined_primal(x) for x in args]
   defined = [(x, ax) for x, ax, u in zip(args, in_axes, undefined) if not u]
   # An unmapped output is one device's copy of a value taken as equal on all devices, so each
   # device gets an equal share of its cotangent (as JAX's pmap does for out_axes=None).
   size = params["global_axis_size"]
-  nz = [(ct if ax is not None else lax.div(ct, np.asarray(size, get_aval(ct).dtype)[()]), ax)
+  div = _ops["div"]
+  nz = [(ct if ax is not None else div(ct, np.asarray(size, get_aval(ct).dtype)[()]), ax)
         for ct, ax in zip(cts, out_axes) if type(ct) is not ad.Zero]
   ct_nonzero = [type(ct) is not ad.Zero for ct in cts]
   n_def = len(defined)
@@ -401,7 +407,7 @@ def _pmap_transpose(cts, *args, jaxpr, **params):
 
   def per_device(x, ax):
     aval = get_aval(x)
-    return aval if ax is None else _remove_axis(aval, ax)
+    return aval if ax is None else remove_axis(aval, ax)
   in_avals = [per_device(x, ax) for x, ax in defined] + [per_device(ct, ax) for ct, ax in nz]
 
   def make():
@@ -422,7 +428,7 @@ def _pmap_transpose(cts, *args, jaxpr, **params):
       result.append(None)
     else:
       ct = next(outs)
-      result.append(lax.reduce_sum(ct, (0,)) if ax is None else ct)
+      result.append(_ops["reduce_sum"](ct, (0,)) if ax is None else ct)
   return result
 
 ad.primitive_transposes[xla_pmap_p] = _pmap_transpose
@@ -458,224 +464,3 @@ def _pmap_batch(axis_data, vals, dims, *, jaxpr, **params):
   return outs, [None if d is None else 0 for d in out_dims]
 
 batching.axis_primitive_batchers[xla_pmap_p] = _pmap_batch
-
-
-# --- the pmap API ------------------------------------------------------------------------
-
-class _AxisName:
-  """The name of an axis pmap was not given a name for (collectives cannot refer to it)."""
-  __slots__ = ()
-
-  def __repr__(self):
-    return "<unnamed pmap axis>"
-
-
-def _flatten_axes(what, tree_def, axes, n):
-  from hlox.api import _flatten_axes as flatten
-  try:
-    return flatten(what, tree_def, axes, n)
-  except ValueError as e:
-    raise ValueError(str(e).replace("vmap", "pmap")) from None
-
-
-def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
-         static_broadcasted_argnums=(), devices=None, backend=None, axis_size=None,
-         donate_argnums=(), global_arg_shapes=None) -> Callable:
-  """Map ``fun`` over an axis of its arguments, running each slice on its own device.
-
-  Like ``vmap`` (``in_axes``/``out_axes`` are ints, None, or pytree prefixes) but the slices
-  run in parallel as replicas of one compiled program, and collectives over ``axis_name``
-  communicate between devices. The mapped size must not exceed the number of devices
-  (``HLOX_NUM_CPU_DEVICES`` sets how many CPU devices there are). Results stay split over
-  the devices; converting them to NumPy gathers them.
-  """
-  if not callable(fun):
-    raise TypeError(f"pmap: expected a callable, got {fun!r}")
-  if backend not in (None, "cpu"):
-    raise ValueError(f"pmap: unknown backend {backend!r}")
-  if global_arg_shapes is not None:
-    raise NotImplementedError("pmap: global_arg_shapes is not supported")
-  if isinstance(static_broadcasted_argnums, int):
-    static_broadcasted_argnums = (static_broadcasted_argnums,)
-  if isinstance(donate_argnums, int):
-    donate_argnums = (donate_argnums,)
-  if isinstance(in_axes, list):
-    in_axes = tuple(in_axes)
-  wrapped = _PmapFunction(fun, axis_name if axis_name is not None else _AxisName(), in_axes,
-                          out_axes, tuple(static_broadcasted_argnums),
-                          None if devices is None else tuple(devices), axis_size,
-                          tuple(donate_argnums))
-
-  fast_cache = wrapped._fast_cache
-  ctx = trace_ctx
-  simple = not static_broadcasted_argnums and not donate_argnums
-
-  @functools.wraps(fun)
-  def pmapped(*args, **kwargs):
-    # Cache hit: the arguments' structure and layouts were seen before; no tracing, no
-    # lookups beyond one dict access (``_PmapFunction.__call__`` fills the cache).
-    if simple and not kwargs and ctx.trace is eval_trace:
-      leaves, in_tree = tree_util.tree_flatten(args)
-      key = (in_tree, *map(_signature, leaves))
-      entry = fast_cache.get(key)
-      if entry is not None:
-        compiled, consts, out_tree = entry
-        return out_tree.unflatten(compiled(consts + leaves))
-    return wrapped(args, kwargs)
-  pmapped._pmap = wrapped
-  pmapped.lower = wrapped.lower
-  return pmapped
-
-
-_tracing = threading.local()  # .depth: how many pmap bodies are being traced
-
-
-class _Traced:
-  __slots__ = ("jaxpr", "consts", "out_tree", "in_axes", "out_axes")
-
-  def __init__(self, jaxpr, consts, out_tree, in_axes, out_axes):
-    self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
-    self.in_axes, self.out_axes = in_axes, out_axes
-
-
-class _PmapFunction:
-  def __init__(self, fun, axis_name, in_axes, out_axes, static_argnums, devices, axis_size,
-               donate_argnums):
-    self.fun = fun
-    self.name = getattr(fun, "__name__", "fun")
-    self.axis_name = axis_name
-    self.in_axes = in_axes
-    self.out_axes = out_axes
-    self.static_argnums = static_argnums
-    self.devices = devices
-    self.axis_size = axis_size
-    self.donate_argnums = donate_argnums
-    self._trace_cache = LRUCache()
-    self._fast_cache = {}
-
-  def _prepare(self, args, kwargs):
-    """Flat dynamic arguments, their mapped axes, size, donation, and the trace key."""
-    n = len(args)
-    statics = []
-    dyn_args = []
-    for i, a in enumerate(args):
-      if i in self.static_argnums or i - n in self.static_argnums:
-        try:
-          hash(a)
-        except TypeError:
-          raise ValueError(f"pmap: static_broadcasted_argnums argument at position {i} must "
-                           f"be hashable, got {type(a).__name__}") from None
-        statics.append((i, a))
-      else:
-        dyn_args.append(a)
-    dyn_args = tuple(dyn_args)
-    leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
-    in_axes = self.in_axes
-    if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args):
-      if len(in_axes) == n:  # given for all positional arguments, statics included
-        in_axes = tuple(a for i, a in enumerate(in_axes) if i not in
-                        {s for s, _ in statics})
-      else:
-        raise ValueError(f"pmap in_axes must be an int, None, or a tuple of entries "
-                         f"corresponding to the positional arguments passed to the function, "
-                         f"but got len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}")
-    args_tree = tree_util.tree_structure(dyn_args)
-    n_arg_leaves = args_tree.num_leaves
-    axes = list(_flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves))
-    axes += [0] * (len(leaves) - n_arg_leaves)
-    avals = [get_aval(x) for x in leaves]
-    from hlox.api import mapped_axis_size
-    axes, size = mapped_axis_size("pmap", avals, axes, self.axis_size)
-    donated = []
-    pos = [i for i in range(n) if i not in {s for s, _ in statics}]
-    for i, a in zip(pos, dyn_args):
-      donated += [i in self.donate_argnums] * len(tree_util.tree_leaves(a))
-    donated += [False] * (len(leaves) - len(donated))
-    return leaves, in_tree, tuple(axes), size, tuple(statics), tuple(donated), avals
-
-  def _trace(self, in_tree, avals, axes, size, statics, kwargs_given):
-    global_size = size
-    outermost = not getattr(_tracing, "depth", 0)
-    if self.devices is None and outermost and client.process_count() > 1:
-      # Across processes every process maps its own devices' slices (JAX's convention);
-      # pmaps nested inside it stay within each outer position.
-      local = client.local_device_count()
-      if size != local:
-        raise ValueError(f"pmap over several processes: the mapped axis has size {size} but "
-                         f"this process has {local} devices; each process passes one slice "
-                         "per local device")
-      global_size = size * client.process_count()
-    key = (in_tree, tuple(avals), axes, size, statics, tuple(trace_ctx.axis_env))
-    traced = self._trace_cache.get(key)
-    if traced is not None:
-      return traced, global_size
-    static_pos = dict(statics)
-    out_tree_box = []
-
-    def flat_fun(*flat):
-      dyn_args, kw = in_tree.unflatten(flat)
-      it = iter(dyn_args)
-      n = len(dyn_args) + len(static_pos)
-      full = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
-      out = self.fun(*full, **kw)
-      out_leaves, out_tree = tree_util.tree_flatten(out)
-      out_tree_box.append(out_tree)
-      return out_leaves
-
-    inner_avals = [a if ax is None else _remove_axis(a, ax) for a, ax in zip(avals, axes)]
-    _tracing.depth = getattr(_tracing, "depth", 0) + 1
-    try:
-      with extend_axis_env(self.axis_name, global_size):
-        closed = trace_to_jaxpr(flat_fun, inner_avals, debug_info=self.name,
-                                trace_name="pmap")
-    finally:
-      _tracing.depth -= 1
-    jaxpr, consts = convert_constvars(closed)
-    out_tree = out_tree_box[0]
-    out_axes = []
-    for i, (ax, a) in enumerate(zip(_flatten_axes("out_axes", out_tree, self.out_axes,
-                                                  len(jaxpr.out_avals)), jaxpr.out_avals)):
-      if ax is None:
-        out_axes.append(None)
-        continue
-      if not -(a.ndim + 1) <= ax <= a.ndim:
-        raise ValueError(f"pmap out_axes {ax} is out of bounds for output leaf {i} of rank "
-                         f"{a.ndim + 1}")
-      out_axes.append(ax % (a.ndim + 1))
-    traced = _Traced(jaxpr, consts, out_tree, axes, tuple(out_axes))
-    if not any(isinstance(c, Tracer) for c in consts):
-      self._trace_cache.put(key, traced)
-    return traced, global_size
-
-  def _traced_params(self, args, kwargs):
-    """Trace (or reuse the trace) for these arguments: (traced, flat args, primitive params,
-    whether the cache-hit path may remember this call)."""
-    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs)
-    traced, global_size = self._trace(in_tree, avals, axes, size, statics, bool(kwargs))
-    n_consts = len(traced.consts)
-    params = dict(jaxpr=traced.jaxpr, axis_name=self.axis_name, axis_size=size,
-                  global_axis_size=global_size,
-                  in_axes=(None,) * n_consts + axes, out_axes=traced.out_axes,
-                  devices=self.devices, donated_invars=(False,) * n_consts + donated,
-                  name=self.name)
-    rememberable = not kwargs and not statics and not any(donated)
-    return traced, leaves, params, rememberable
-
-  def __call__(self, args, kwargs):
-    traced, leaves, params, rememberable = self._traced_params(args, kwargs)
-    if trace_ctx.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves) and \
-        not any(isinstance(c, Tracer) for c in traced.consts):
-      args_all = [*traced.consts, *leaves]
-      compiled = _compiled_for(args_all, params)
-      if rememberable and len(self._fast_cache) < 64:
-        key = (tree_util.tree_structure(args), *map(_signature, leaves))
-        self._fast_cache[key] = (compiled, list(traced.consts), traced.out_tree)
-      return traced.out_tree.unflatten(compiled(args_all))
-    outs = xla_pmap_p.bind(*traced.consts, *leaves, **params)
-    return traced.out_tree.unflatten(outs)
-
-  def lower(self, *args, **kwargs):
-    """The replicated StableHLO module for these arguments (``.as_text()``)."""
-    traced, leaves, params, _ = self._traced_params(args, kwargs)
-    in_avals = [get_aval(x) for x in [*traced.consts, *leaves]]
-    return _CompiledPmap(in_avals=in_avals, **params).lowered

@@ -1,4 +1,13 @@
-"""``hlox.lax``: every primitive, with a thin function per primitive (JAX's ``lax`` API)."""
+"""``hlox.lax``: every primitive, each with all of its rules, and a thin function per
+primitive (JAX's ``lax`` API).
+
+Belongs here: a primitive's definition with its abstract evaluation, eager hook, JVP,
+transpose, batching rule and lowering (``elementwise``, ``shapes``, ``reductions``, ...), and
+call primitives such as ``jit`` (``call.py``) and control flow. May import ``hlox.core``, the
+interpreters' rule tables, the runtime's ``Array``/``device_put``, the utilities and jaxlib's
+MLIR builders (for lowering rules); never ``numpy``, ``random`` or the public API. Submodules
+import each other directly (never this package) and form no circle.
+"""
 from hlox.lax.elementwise import *  # noqa: F401,F403
 from hlox.lax.shapes import *  # noqa: F401,F403
 from hlox.lax.reductions import *  # noqa: F401,F403

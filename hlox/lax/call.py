@@ -9,16 +9,14 @@ from __future__ import annotations
 import operator
 from typing import Sequence
 
-from hlox import monitoring
 from hlox.cache import LRUCache, memoize_derived
-from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import Tracer, check_no_tracers, get_aval
+from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
 from hlox.errors import DeletedArrayError
-from hlox.core.tracer import set_current_trace
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
+from hlox.interpreters.pmap import jaxpr_replicas
 from hlox.runtime.array import Array, device_put
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
@@ -131,7 +129,6 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
   key = (closed, tuple(sigs), tuple(donated_invars), keep_unused)
   entry = _compile_cache.get(key)
   if entry is None:
-    from hlox.interpreters.pmap import jaxpr_replicas
     if jaxpr_replicas(closed.jaxpr) > 1:
       # A jit around a pmap: the pmap compiles its own replicated program, so run the
       # jaxpr equation by equation (each inner jit still compiles).

@@ -35,6 +35,7 @@ from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
+from hlox.runtime.array import device_put
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -1116,7 +1117,6 @@ def map(f: Callable, xs, *, batch_size: int | None = None):
   if batch_size is None:
     _, ys = scan(_cached_wrapper("map", f, _map_body), (), xs)
     return ys
-  from hlox.api import vmap  # the public transform (lax sits below api)
   leaves, tree = tree_util.tree_flatten(xs)
   if not leaves:
     raise ValueError("map: xs has no arrays to map over")
@@ -1127,7 +1127,7 @@ def map(f: Callable, xs, *, batch_size: int | None = None):
   n_full, rem = divmod(n, batch_size)
   main = [_shapes.reshape(_shapes.slice_in_dim(x, 0, n_full * batch_size),
                           (n_full, batch_size) + get_aval(x).shape[1:]) for x in leaves]
-  vf = _cached_wrapper("vmap", f, vmap)
+  vf = _cached_wrapper("vmap", f, batching.map_leading_axis)
   _, ys = scan(_cached_wrapper("map", vf, _map_body), (), tree_util.tree_unflatten(tree, main))
   ys = tree_util.tree_map(
       lambda y: _shapes.reshape(y, (n_full * batch_size,) + get_aval(y).shape[2:]), ys)
@@ -1156,7 +1156,6 @@ def _interleave(a, b, axis):
 
 
 def _as_array(x):
-  from hlox.runtime import device_put
   return device_put(x)
 
 

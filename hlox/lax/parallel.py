@@ -27,6 +27,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval, trace_ctx
 from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import pmap as pmap_interp
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _indexing
 from hlox.lax import reductions as _reductions
@@ -940,3 +941,9 @@ def _hlo(name):
 xla.register_lowering(psum_p, _all_reduce_lowering(_hlo("add")))
 xla.register_lowering(pmax_p, _all_reduce_lowering(_hlo("maximum")))
 xla.register_lowering(pmin_p, _all_reduce_lowering(_hlo("minimum")))
+
+
+# The replica machinery drops and restores a piece's size-1 mapped axis and scales and sums
+# cotangents with these (the interpreter itself knows no primitive).
+pmap_interp.register_array_ops(squeeze=_shapes.squeeze, expand_dims=_shapes.expand_dims,
+                               div=_ew.div, reduce_sum=_reductions.reduce_sum)

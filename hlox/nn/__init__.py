@@ -3,6 +3,9 @@
 Each function is written on ``hlox.numpy``/``hlox.lax`` and matches ``jax.nn`` numerically:
 same formulas (including JAX's choice of gradient at kinks, via ``custom_jvp``), same
 dtypes and weak types.
+
+Belongs here: JAX's ``jax.nn`` (activations, initializers) on top of ``hlox.numpy``; may
+import ``numpy``, ``lax``, ``random``, ``scipy`` and the transformations, never jaxlib.
 """
 from __future__ import annotations
 

@@ -1,4 +1,11 @@
-"""``hlox.numpy``: the NumPy API written on ``hlox.lax`` (no primitives, no device code)."""
+"""``hlox.numpy``: the NumPy API written on ``hlox.lax`` (no primitives, no device code).
+
+Belongs here: JAX's ``jax.numpy`` functions, in rooms named for their job (ufuncs, creation,
+shapes, indexing, reductions, products, sorting, linear algebra, ...), and the methods they
+install on ``Array``. May import ``hlox.lax``, ``hlox.core``, the transformations (``api``,
+``custom_derivatives``) and the runtime's ``Array`` type only; never jaxlib. Submodules import
+each other directly (never this package) and form no circle.
+"""
 import numpy as _np
 
 from hlox.numpy.ufuncs import *  # noqa: F401,F403

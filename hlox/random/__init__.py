@@ -1,4 +1,10 @@
-"""``hlox.random``: the threefry2x32 PRNG and distributions, bit-identical to JAX 0.10.2."""
+"""``hlox.random``: the threefry2x32 PRNG and distributions, bit-identical to JAX 0.10.2.
+
+Belongs here: keys, ``split``/``fold_in``, random bits and every sampler, written on
+``hlox.lax`` and ``hlox.numpy`` (the ``threefry2x32`` primitive, with its rules, lives in
+``prng.py``). May import ``lax``, ``numpy``, the transformations and the interpreters' rule
+tables; never jaxlib, nor the runtime beyond the ``Array`` type.
+"""
 from hlox.random.prng import (  # noqa: F401
     PRNGKey, PRNGKeyArray, bits, clone, fold_in, key, key_data, split, threefry2x32_p,
     wrap_key_data)

@@ -15,7 +15,9 @@ from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.numpy.util import promote_dtypes_inexact
 from hlox.random.prng import _canonical_shape, _check_key, random_bits, _split_data
-from hlox.runtime import Array
+from hlox.api import jit, vmap
+from hlox.custom_derivatives import custom_jvp
+from hlox.runtime.array import Array
 
 __all__ = ["uniform", "normal", "truncated_normal", "bernoulli", "randint", "categorical",
            "choice", "permutation", "gumbel", "exponential", "laplace", "logistic", "cauchy",
@@ -76,7 +78,6 @@ def _call(impl, *args, **static):
   (e.g. multiply-add contracted to FMA), and eager calls compile once per signature."""
   f = _JITTED.get(impl)
   if f is None:
-    from hlox.api import jit
     f = _JITTED[impl] = jit(impl, static_argnames=tuple(sorted(static)))
   return f(*args, **static)
 
@@ -521,8 +522,7 @@ def lognormal(key, sigma=np.float32(1.), shape=None, dtype=None):
 # lax.random_gamma_grad (implicit reparameterization); the other samplers differentiate
 # through it.
 
-_samplers = {}  # log_space -> the custom_jvp sampler, made on first use (hlox.custom_derivatives
-               # imports the API layer, which hlox.random must not import at package import)
+_samplers = {}  # log_space -> the custom_jvp sampler, made on first use
 
 
 def _gamma_sampler(log_space):
@@ -530,7 +530,6 @@ def _gamma_sampler(log_space):
   output's shape and dtype, differentiable in ``alpha`` by implicit reparameterization."""
   f = _samplers.get(log_space)
   if f is None:
-    from hlox.custom_derivatives import custom_jvp
     f = custom_jvp(_log_gamma_samples if log_space else _gamma_samples)
     f.defjvp(_log_gamma_samples_jvp if log_space else _gamma_samples_jvp)
     _samplers[log_space] = f
@@ -627,7 +626,6 @@ def _gamma_unit(data, alpha, shape, dtype, log_space=False):
 def _gamma_vmapped(data, alpha, log_space):
   """As JAX: one key per element (split from ``data``), each sampled by a vmapped scalar
   rejection loop."""
-  from hlox.api import vmap
   shape = _shape(alpha)
   n = math.prod(shape)
   keys = _split_data(data, (n,))

@@ -20,9 +20,9 @@ import numpy as np
 from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
-from hlox.interpreters import ad, xla
+from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import broadcasting_shape_rule, defbroadcasting, standard_primitive
-from hlox.runtime import Array
+from hlox.runtime.array import Array
 from hlox.tree_util import register_pytree_node
 
 __all__ = ["threefry2x32_p", "threefry_2x32", "PRNGKeyArray", "PRNGKey", "key", "key_data",
@@ -86,7 +86,6 @@ ad.defjvp_zero(threefry2x32_p)
 
 def _register_threefry_batching():
   # The elementwise broadcasting rule, with one batch dimension per output word.
-  from hlox.interpreters import batching
   defbroadcasting(threefry2x32_p)
   rule = batching.primitive_batchers[threefry2x32_p]
 

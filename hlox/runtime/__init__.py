@@ -1,7 +1,13 @@
-"""Devices, the PJRT client, device-resident Arrays and transfers (the only jaxlib caller
-besides the MLIR building in ``interpreters/xla.py``)."""
+"""The runtime: devices, the PJRT client, device-resident ``Array``s, transfers, multi-device
+buffers and multi-process setup.
+
+Belongs here: everything that talks to jaxlib's PJRT/XLA client (``xla_client``, ``_jax``),
+the only such place besides the MLIR building in the lowering. May import ``hlox.core``, the
+utilities and ``config``/``errors``; never the interpreters, ``lax`` or anything above.
+Libraries (``numpy``, ``random``, ``nn``, ``scipy``) see it only through ``runtime.array``.
+"""
 from hlox.runtime.client import (default_backend, device_count, devices, get_client,
                                  local_device_count, local_devices, process_count,
                                  process_index)
 from hlox.runtime.array import Array, block_until_ready, device_get, device_put
-from hlox.runtime.spmd import device_put_replicated, device_put_sharded
+from hlox.runtime.placement import device_put_replicated, device_put_sharded

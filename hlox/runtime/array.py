@@ -7,7 +7,8 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import Tracer
 from hlox.errors import DeletedArrayError, TracerArrayConversionError
-from hlox.runtime import client
+from hlox import tree_util
+from hlox.runtime import client, spmd
 
 
 _buffer_protocol_dtypes = frozenset(
@@ -119,8 +120,7 @@ class Array:
     multi = self._multi
     if multi is None:
       return [Shard(self.device, (slice(None),) * self.ndim, self)]
-    from hlox.runtime import spmd
-    return spmd.shards_of(multi, self.aval)
+    return _shards_of_multi(multi, self.aval)
 
   # --- host access ---
   def _value(self) -> np.ndarray:
@@ -128,7 +128,6 @@ class Array:
       multi = self._multi
       if multi is not None:
         self._check_multi_alive(multi)
-        from hlox.runtime import spmd
         value = spmd.gather_to_host(multi, self.aval.dtype)
         value.flags.writeable = False
         self._npy = value
@@ -372,14 +371,27 @@ def _nested_sequence_to_numpy(x):
 
 def device_get(tree):
   """Copy every Array in ``tree`` back to NumPy (other leaves are returned unchanged)."""
-  from hlox import tree_util
   return tree_util.tree_map(lambda x: x._value() if isinstance(x, Array) else x, tree)
 
 
 def block_until_ready(tree):
   """Wait for every Array in ``tree`` to be computed; returns ``tree``."""
-  from hlox import tree_util
   for leaf in tree_util.tree_leaves(tree):
     if isinstance(leaf, Array):
       leaf.block_until_ready()
   return tree
+
+
+def _shards_of_multi(buf, aval) -> list:
+  """``Shard``s (device, index, a copy as a single-device Array) of this process's pieces."""
+  sharding = buf._sharding
+  whole = spmd.gather_to_host(buf, aval.dtype)
+  shards = []
+  for p, device in zip(sharding.local_positions, sharding.local_devices):
+    index = [slice(None)] * aval.ndim
+    if sharding.axis is not None:
+      piece = sharding.local_pieces.index(p // sharding.groups)
+      index[sharding.axis] = slice(piece, piece + 1)
+    index = tuple(index)
+    shards.append(Shard(device, index, device_put(whole[index], device)))
+  return shards

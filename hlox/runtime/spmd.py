@@ -17,6 +17,8 @@ import threading
 
 import numpy as np
 
+from jaxlib import _jax
+
 from hlox.config import config
 from hlox.runtime import client
 
@@ -123,7 +125,6 @@ _buffer_protocol_kinds = frozenset("biufc")
 
 
 def _first_shard_to_numpy(buf) -> np.ndarray:
-  from jaxlib import _jax
   return np.array(np.from_dlpack(_DLPackView(_jax.buffer_to_dlpack_managed_tensor(buf))),
                   copy=True)
 
@@ -150,7 +151,6 @@ def local_pieces(buf) -> list:
   DLPack export reads the first addressable shard, so each device's buffer is brought to
   the front with ``reorder_shards`` (the same buffers, relabelled) and exported.
   """
-  from jaxlib import _jax
   xc = client._xc()
   sharding = buf._sharding
   devices = list(sharding._device_assignment)
@@ -239,63 +239,3 @@ def compile_replicated(mlir_text: str, devices, out_avals, out_shardings) -> Rep
   loaded = client.get_client().compile_and_load(mlir_text, xc.DeviceList(tuple(devices)),
                                                 options)
   return Replicated(loaded, devices, out_avals, out_shardings)
-
-
-def shards_of(buf, aval) -> list:
-  """``Shard``s (device, index, a copy as a single-device Array) of this process's pieces."""
-  from hlox.runtime.array import Shard, device_put
-  sharding = buf._sharding
-  whole = gather_to_host(buf, aval.dtype)
-  shards = []
-  for p, device in zip(sharding.local_positions, sharding.local_devices):
-    index = [slice(None)] * aval.ndim
-    if sharding.axis is not None:
-      piece = sharding.local_pieces.index(p // sharding.groups)
-      index[sharding.axis] = slice(piece, piece + 1)
-    index = tuple(index)
-    shards.append(Shard(device, index, device_put(whole[index], device)))
-  return shards
-
-
-# --- placing values on several devices ---------------------------------------------------
-
-def _stack_on_devices(values, devices, name):
-  from hlox.core import dtypes
-  from hlox.core.avals import ShapedArray
-  from hlox.runtime.array import wrap_multi
-  devices = tuple(devices)
-  if len(values) != len(devices):
-    raise ValueError(f"{name}: got {len(values)} values for {len(devices)} devices")
-  arrays = [np.asarray(v) for v in values]
-  if len({(a.shape, a.dtype) for a in arrays}) > 1:
-    raise ValueError(f"{name}: all values must have one shape and dtype, got "
-                     f"{sorted({(a.shape, str(a.dtype)) for a in arrays})}")
-  stacked = np.stack(arrays)
-  dtype = dtypes.canonicalize_dtype(stacked.dtype)
-  stacked = stacked.astype(dtype, copy=False)
-  aval = ShapedArray(stacked.shape, dtype)
-  sharding = pmap_sharding(devices, 0, stacked.ndim)
-  return wrap_multi(put_sharded(stacked, aval, sharding), aval)
-
-
-def device_put_sharded(shards, devices):
-  """Stack ``shards`` (one array, or pytree of arrays, per device) into Arrays whose leading
-  axis is split over ``devices`` as ``pmap`` lays out its inputs (no copy when pmapped)."""
-  from hlox import tree_util
-  shards = list(shards)
-  if not shards:
-    raise ValueError("device_put_sharded: got no shards")
-  return tree_util.tree_map(
-      lambda *leaves: _stack_on_devices(leaves, devices, "device_put_sharded"), *shards)
-
-
-def device_put_replicated(x, devices):
-  """Copy ``x`` (an array or pytree) to every device in ``devices``: the results have a
-  leading axis of size ``len(devices)``, split over them as ``pmap`` expects."""
-  from hlox import tree_util
-  devices = list(devices)
-  if not devices:
-    raise ValueError("device_put_replicated: got no devices")
-  return tree_util.tree_map(
-      lambda leaf: _stack_on_devices([leaf] * len(devices), devices, "device_put_replicated"),
-      x)
