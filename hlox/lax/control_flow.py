@@ -35,6 +35,7 @@ from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
+from hlox.runtime.array import device_put
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -1156,7 +1157,6 @@ def _interleave(a, b, axis):
 
 
 def _as_array(x):
-  from hlox.runtime import device_put
   return device_put(x)
 
 
