@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
+from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
+from hlox.lax.base import broadcast_in_dim, full
 from hlox.lax.utils import standard_primitive
+from hlox.runtime.array import device_put
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -42,18 +46,14 @@ def zeros_like_aval(aval):
   if aval.weak_type:
     # JAX keeps the weak type of zero tangents/cotangents (e.g. the gradient of an unused
     # weakly typed argument is weak).
-    from hlox.lax.shapes import broadcast_in_dim
     if aval.shape == ():
-      from hlox.runtime import device_put
       return device_put(np.zeros((), aval.dtype), weak_type=True)  # a literal under tracing
     zero = np.zeros((), aval.dtype).item()  # a Python scalar: weakly typed
     if type(zero) is bool or dtypes.python_scalar_dtype(zero) != aval.dtype:
-      from hlox.runtime import device_put
       zero = device_put(np.zeros((), aval.dtype), weak_type=True)
     return broadcast_in_dim(zero, aval.shape, ())
   if aval.shape == ():
     return np.zeros((), aval.dtype)[()]  # a literal under tracing
-  from hlox.lax.shapes import full
   return full(aval.shape, np.zeros((), aval.dtype)[()], aval.dtype)
 
 
@@ -85,8 +85,6 @@ batching.primitive_batchers[stop_gradient_p] = lambda vals, dims: (
 def stop_gradient(x):
   """``x`` unchanged, but treated as a constant by differentiation (for every leaf of a
   pytree; integer leaves pass through)."""
-  from hlox import tree_util
-  from hlox.core.tracer import get_aval
 
   def stop(leaf):
     if not dtypes.is_inexact(get_aval(leaf).dtype):

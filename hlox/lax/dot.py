@@ -15,7 +15,10 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
+from hlox.lax import shapes
+from hlox.lax.base import convert_element_type, transpose
 from hlox.lax.utils import shape_str, standard_primitive
+from hlox.lax.windowed import padtype_to_pads
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -248,8 +251,6 @@ def _dot_general_transpose_lhs(ct, x, y, *, dimension_numbers, precision,
   with ``y`` over ``y``'s free dimensions, batched as before, then transposed into ``x``'s
   layout. With ``swap_ans`` the roles of the operands in ``ct``'s layout are swapped (used
   for the rhs)."""
-  from hlox.lax.elementwise import convert_element_type
-  from hlox.lax.shapes import transpose
   (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
   x_aval = x.aval
   y_ndim = get_aval(y).ndim
@@ -456,7 +457,6 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          batch_group_count=1, precision=None, preferred_element_type=None):
   """General N-d convolution (cross-correlation, as in XLA) with strides, padding, input and
   kernel dilation, feature and batch groups."""
-  from hlox.lax import shapes
   lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
   nd = lhs_aval.ndim
   if nd < 2:
@@ -498,7 +498,6 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
   dil_in = tuple((n - 1) * d + 1 if n else 0 for n, d in zip(in_sp, lhs_dilation))
   dil_k = tuple((k - 1) * d + 1 if k else 0 for k, d in zip(k_sp, rhs_dilation))
   if isinstance(padding, str):
-    from hlox.lax.windowed import padtype_to_pads
     pads = padtype_to_pads(dil_in, dil_k, window_strides, padding)
   else:
     pads = [tuple(int(v) for v in p) for p in padding]
@@ -621,7 +620,6 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
   else:
     pads = padding
   if transpose_kernel:
-    from hlox.lax import shapes
     rhs = shapes.rev(rhs, tuple(dn.rhs_spec[2:]))
     perm = list(range(nd))
     perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = dn.rhs_spec[1], dn.rhs_spec[0]

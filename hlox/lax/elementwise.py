@@ -19,10 +19,12 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
+from hlox.lax.base import (_PY_SCALARS, broadcast_in_dim, convert_element_type,
+                           convert_element_type_p, defbroadcasting, full_like, reduce_sum,
+                           reshape)
 from hlox.lax.utils import (any_kinds, binop, bool_or_int, broadcasting_shape_rule,
-                            defbroadcasting, defvectorized, float_kinds, int_kinds,
-                            nary_lowering, number_kinds, real_float, shape_str,
-                            standard_primitive, unop)
+                            defvectorized, float_kinds, int_kinds, nary_lowering,
+                            number_kinds, real_float, shape_str, standard_primitive, unop)
 from hlox.runtime.array import device_put
 
 from jaxlib.mlir.dialects import chlo, stablehlo as hlo
@@ -65,8 +67,8 @@ __all__ = [
 ]
 
 # This module defines ``abs``, ``max``, ``min``, ``round``, ``pow`` and ``complex``: inside it
-# the Python builtins are always spelled ``builtins.x``.
-_PY_SCALARS = (bool, int, float, builtins.complex)
+# the Python builtins are always spelled ``builtins.x``. (``_PY_SCALARS``, the Python scalar
+# types, comes from ``base``.)
 
 
 # --- operand handling --------------------------------------------------------------------
@@ -183,8 +185,6 @@ def _unbroadcast(aval, ct):
   ct_shape = _shape(ct)
   if ct_shape == aval.shape:
     return ct
-  from hlox.lax.reductions import reduce_sum
-  from hlox.lax.shapes import reshape
   if not aval.shape:
     return reduce_sum(ct, tuple(range(len(ct_shape))))
   dims = tuple(i for i, (a, c) in enumerate(zip(aval.shape, ct_shape)) if a != c)
@@ -196,19 +196,16 @@ def _maybe_broadcast(shape, t):
   t_shape = _shape(t)
   if t_shape == shape:
     return t
-  from hlox.lax.shapes import broadcast_in_dim
   dims = () if not t_shape else tuple(range(len(shape)))
   return broadcast_in_dim(t, shape, dims)
 
 
 def _zeros_like(x):
-  from hlox.lax.shapes import full_like
   return full_like(x, 0)
 
 
 def _replace_zero(x):
   """``x`` with its zeros replaced by ones (a safe divisor, or log argument)."""
-  from hlox.lax.shapes import full_like
   return select(eq(x, _const(x, 0)), full_like(x, 1), x)
 
 
@@ -1246,7 +1243,6 @@ ad.primitive_jvps[select_n_p] = _select_n_jvp
 ad.primitive_transposes[select_n_p] = _select_n_transpose
 
 def _select_n_batch_rule(axis_data, vals, dims):
-  from hlox.lax.shapes import broadcast_in_dim
   which, *cases = vals
   which_bdim, *case_bdims = dims
   which_ndim = get_aval(which).ndim
@@ -1346,8 +1342,7 @@ def _clamp_batch_rule(axis_data, vals, dims):
       return b if ndim == 0 else batching.matchaxis(b, None, bdim, axis_data.size)
     if ndim == 1 and len(x_shape) > 1:
       # A per-example scalar bound next to an array operand: spread it along the operand.
-      from hlox.lax.shapes import broadcast_in_dim
-      return broadcast_in_dim(b, x_shape, (bdim,))
+          return broadcast_in_dim(b, x_shape, (bdim,))
     return batching.moveaxis(b, b_bdim, bdim)
   return clamp_p.bind(bound(lo, lo_bdim), x, bound(hi, hi_bdim)), bdim
 
@@ -1358,78 +1353,7 @@ def clamp(min, x, max):
   return clamp_p.bind(*_operands("clamp", min, x, max))
 
 
-# --- conversion --------------------------------------------------------------------------
-
-def _convert_shape_rule(operand, *, new_dtype, weak_type):
-  return operand.shape
-
-def _convert_dtype_rule(operand, *, new_dtype, weak_type):
-  return new_dtype
-
-def _convert_weak_rule(operand, *, new_dtype, weak_type):
-  return weak_type
-
-
-convert_element_type_p = standard_primitive(_convert_shape_rule, _convert_dtype_rule,
-                                            "convert_element_type",
-                                            weak_type_rule=_convert_weak_rule)
-
-def _convert_lowering(ctx, x, *, new_dtype, weak_type):
-  return xla.convert_hlo(x, ctx.avals_in[0], ctx.avals_out[0])
-
-xla.register_lowering(convert_element_type_p, _convert_lowering)
-
-def _convert_jvp(t, ans, operand, *, new_dtype, weak_type):
-  # float -> float (or complex) converts the tangent; to an integer or bool the tangent is a
-  # float0 zero. (From an integer the input tangent is already a symbolic zero.)
-  if not dtypes.is_inexact(new_dtype):
-    return ad.Zero.from_primal_value(ans)
-  return convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
-
-def _convert_transpose(ct, operand, *, new_dtype, weak_type):
-  aval = operand.aval
-  if type(ct) is ad.Zero or not dtypes.is_inexact(aval.dtype):
-    return [ad.Zero(aval.to_tangent_aval())]
-  if get_aval(ct).dtype == aval.dtype and get_aval(ct).weak_type == aval.weak_type:
-    return [ct]
-  # complex -> real transposes to real -> complex (the cotangent of the dropped imaginary
-  # part is zero), and the other way round keeps the real part.
-  return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
-
-ad.defjvp2(convert_element_type_p, _convert_jvp)
-ad.primitive_transposes[convert_element_type_p] = _convert_transpose
-defvectorized(convert_element_type_p)
-
-
-def convert_element_type(operand, new_dtype, weak_type: bool = False):
-  """Cast ``operand`` to ``new_dtype`` (canonicalized: 64-bit only with x64 on).
-
-  Float to int conversion rounds toward zero; conversion to bool tests ``!= 0``.
-  """
-  new_dtype = dtypes.canonicalize_dtype(new_dtype)
-  if not hasattr(operand, "aval"):
-    # Python scalars and NumPy values convert on the host: no primitive, and under a trace
-    # they become literals or constants.
-    if type(operand) in _PY_SCALARS:
-      operand = np.asarray(operand, dtype=dtypes.python_scalar_dtype(operand))
-    value = np.asarray(operand)
-    if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
-      value = value.real
-    value = value.astype(new_dtype)
-    if weak_type:
-      # NumPy values cannot be weakly typed. A scalar becomes the Python scalar of that dtype
-      # (a weak literal under a trace); anything else a weak Array.
-      py_type = dtypes.scalar_type_of(new_dtype)
-      if (value.shape == () and py_type is not bool
-          and dtypes.python_scalar_dtype(py_type(0)) == new_dtype):
-        return py_type(value.item())
-      return device_put(value, weak_type=True)
-    return value
-  aval = get_aval(operand)
-  if aval.dtype == new_dtype and aval.weak_type == weak_type:
-    return operand
-  return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
-
+# --- conversion (``convert_element_type`` is in base, re-exported here) ------------------
 
 def _bit_width(dtype) -> int:
   dtype = np.dtype(dtype)

@@ -23,8 +23,12 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import trace_to_jaxpr
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, xla
+from hlox.lax import elementwise as ew
+from hlox.lax.base import convert_element_type
+from hlox.lax.shapes import broadcast_in_dim, concatenate, full_like, iota, reshape
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -72,7 +76,6 @@ def _is_static_int(x) -> bool:
 
 def _normalize_start(i, size: int, allow_negative: bool, dtype):
   """``i`` as a scalar of ``dtype``; negative values count from the end when allowed."""
-  from hlox.lax import elementwise as ew
   if _is_static_int(i):
     i = int(i)
     if i < 0:
@@ -87,9 +90,8 @@ def _normalize_start(i, size: int, allow_negative: bool, dtype):
   i = ew.convert_element_type(i, dtype)
   if not allow_negative or dtypes.is_unsigned_int(dtype):
     return i
-  from hlox import lax
   size_c = np.asarray(size, dtype=dtype)[()]
-  return lax.select(ew.lt(i, np.asarray(0, dtype=dtype)[()]), ew.add(i, size_c), i)
+  return ew.select(ew.lt(i, np.asarray(0, dtype=dtype)[()]), ew.add(i, size_c), i)
 
 
 def _split_start_indices(name: str, start_indices, ndim: int) -> list:
@@ -105,7 +107,6 @@ def _split_start_indices(name: str, start_indices, ndim: int) -> list:
       raise ValueError(f"{name}: got {aval.shape[0]} start indices for an operand of rank "
                        f"{ndim}")
     # Take each element with a one-element dynamic slice: no other primitive needed.
-    from hlox.lax.shapes import reshape
     out = []
     for k in range(aval.shape[0]):
       piece = dynamic_slice_p.bind(start_indices, np.asarray(k, dtype=aval.dtype)[()],
@@ -201,7 +202,6 @@ ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
 
 def _batched_start_indices(starts, dims):
   """Scalar start indices, some batched (shape ``(B,)``), as one ``(B, n)`` index array."""
-  from hlox.lax.shapes import broadcast_in_dim, concatenate
   size = next(get_aval(s).shape[0] for s, d in zip(starts, dims) if d is not None)
   columns = [broadcast_in_dim(s, (size, 1), () if d is None else (0,))
              for s, d in zip(starts, dims)]
@@ -373,7 +373,6 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *
 def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
                          allow_negative_indices: bool = True):
   """``operand[..., index, ...]`` along ``axis`` for a (possibly traced) scalar ``index``."""
-  from hlox.lax.shapes import reshape
   shape = get_aval(operand).shape
   axis = _axis(axis, len(shape), "dynamic_index_in_dim")
   out = dynamic_slice_in_dim(operand, index, 1, axis,
@@ -399,7 +398,6 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
                                 allow_negative_indices: bool = True):
   """``operand`` with the size-1 slice at ``index`` along ``axis`` replaced by ``update``
   (which may lack that axis)."""
-  from hlox.lax.shapes import reshape
   shape = get_aval(operand).shape
   axis = _axis(axis, len(shape), "dynamic_update_index_in_dim")
   uaval = get_aval(update)
@@ -996,7 +994,6 @@ ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
 def _scatter_mul_jvp_updates(g, operand, indices, updates, **params):
   # out[j] = operand[j] * prod_k updates[k] over the updates k that hit j, so the tangent
   # is operand[j] * sum_k g[k] * (product of the other updates at j).
-  from hlox.lax import elementwise as ew
   if params["unique_indices"]:
     others = None
   else:
@@ -1013,8 +1010,6 @@ def _scatter_mul_other_products(operand, indices, updates, params):
   ``u`` when ``z == 0``, ``q`` for a zero ``u`` when ``z == 1``, and 0 otherwise. (So first
   derivatives are exact everywhere; second derivatives are not where updates are exactly
   zero. JAX does not differentiate this case at all.)"""
-  from hlox.lax import elementwise as ew
-  from hlox.lax.shapes import full_like
   dn, mode = params["dimension_numbers"], params["mode"]
   shape = get_aval(updates).shape
   zero_u, one_u = full_like(updates, 0), full_like(updates, 1)
@@ -1039,7 +1034,6 @@ ad.defjvp(scatter_mul_p,
 
 def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
                            indices_are_sorted, unique_indices, mode):
-  from hlox.lax import elementwise as ew
   assert not ad.is_undefined_primal(indices)
   if type(ct) is ad.Zero:
     return _scatter_zero_cts(ct, operand, updates)
@@ -1063,8 +1057,6 @@ ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
 
 
 def _scatter_extremal_jvp(prim, primals, tangents, **params):
-  from hlox.lax import elementwise as ew
-  from hlox.lax.shapes import full_like
   operand, indices, updates = primals
   g_operand, _, g_updates = tangents
   out = prim.bind(operand, indices, updates, **params)
@@ -1109,8 +1101,6 @@ def _winning_updates(operand_shape, indices, updates_shape, params):
   element may overwrite them)? Scatters a distinct positive id per update window into
   zeros and reads back which id each window's elements hold. Returns the boolean mask,
   shaped like the updates, and the scattered ids (zero where the operand survives)."""
-  from hlox.lax import elementwise as ew
-  from hlox.lax.shapes import broadcast_in_dim, iota, reshape
   dn = params["dimension_numbers"]
   ids_shape = tuple(1 if d in dn.update_window_dims else s
                     for d, s in enumerate(updates_shape))
@@ -1125,8 +1115,6 @@ def _winning_updates(operand_shape, indices, updates_shape, params):
 
 
 def _scatter_jvp(primals, tangents, **params):
-  from hlox.lax import elementwise as ew
-  from hlox.lax.shapes import full_like
   operand, indices, updates = primals
   g_operand, _, g_updates = tangents
   if type(g_operand) is ad.Zero and type(g_updates) is ad.Zero:
@@ -1159,7 +1147,6 @@ ad.primitive_jvps[scatter_p] = _scatter_jvp
 
 def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
                        indices_are_sorted, unique_indices, mode):
-  from hlox.lax import elementwise as ew
   assert not ad.is_undefined_primal(indices)
   if type(ct) is ad.Zero:
     return _scatter_zero_cts(ct, operand, updates)
@@ -1259,8 +1246,7 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
   """Scatter that subtracts ``updates`` from ``operand`` (a ``scatter_add`` of the negated
   updates, so it shares that primitive's rules)."""
-  from hlox.lax import elementwise
-  return scatter_add(operand, scatter_indices, elementwise.neg(updates), dimension_numbers,
+  return scatter_add(operand, scatter_indices, ew.neg(updates), dimension_numbers,
                      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
                      mode=mode)
 
@@ -1290,8 +1276,6 @@ def scatter_max(operand, scatter_indices, updates, dimension_numbers, *,
 def _unary_scalar_jaxpr(func, dtype):
   """``func`` traced on a scalar of ``dtype`` (cached, so that the eager executable of a
   repeated ``scatter_apply`` is reused), its result converted back to ``dtype``."""
-  from hlox.core.jaxpr import trace_to_jaxpr
-  from hlox.lax.elementwise import convert_element_type
 
   def fun(x):
     return [convert_element_type(func(x), dtype)]
@@ -1310,7 +1294,6 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
                   unique_indices: bool = False, mode=None):
   """Apply the elementwise ``func`` to ``operand`` at ``scatter_indices``; ``update_shape`` is
   the shape an updates array would have. Repeated indices apply ``func`` repeatedly."""
-  from hlox.lax.shapes import broadcast_in_dim
   dtype = get_aval(operand).dtype
   jaxpr = _unary_scalar_jaxpr(func, dtype)
   updates = broadcast_in_dim(np.zeros((), dtype), tuple(update_shape), ())

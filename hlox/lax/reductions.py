@@ -3,6 +3,10 @@
 The monoid reductions each lower to one ``stablehlo.reduce`` whose region applies a single
 scalar op; ``argmax``/``argmin`` use a variadic reduce over (value, index) pairs; ``reduce``
 traces a user computation on scalars into a jaxpr and lowers it into the region.
+
+``reduce_sum`` lives in ``hlox.lax.base`` (every transpose that unbroadcasts needs it) and
+the shared machinery (axis and dtype rules, identities, regions, ``defreducer``) in
+``hlox.lax.reducer_util``; both are re-exported here.
 """
 from __future__ import annotations
 
@@ -14,10 +18,18 @@ from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
+from hlox.core.jaxpr import eval_jaxpr, trace_to_jaxpr
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax import elementwise as _ew
 from hlox.lax import shapes as _shapes
+from hlox.lax.base import _broadcast_back, reduce_sum, reduce_sum_p
+from hlox.lax.cumulative import cumprod
+from hlox.lax.reducer_util import (
+    _and_identity, _any_dtype, _axes_param, _check_axes, _compare, _is_bool_or_int,
+    _is_number, _keep_weak, _kept_dims, _max_identity, _min_identity, _one, _reduce_shape_rule,
+    _reducer, _strip_weak, _zero, add_region, defreducer, lower_region, max_hlo, min_hlo,
+    reduce_lowering, scalar_body, shift_axes_for_batch)  # noqa: F401  (re-exported)
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -29,217 +41,11 @@ __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and"
            "reduce_or_p", "reduce_xor_p", "argmax_p", "argmin_p", "reduce_p"]
 
 
-# --- shared rules ------------------------------------------------------------------------
-
-def _check_axes(name, operand, axes):
-  axes = tuple(axes)
-  if len(set(axes)) != len(axes):
-    raise ValueError(f"{name}: duplicate value in axes {axes} for operand "
-                     f"{operand.str_short()}")
-  if any(not 0 <= a < operand.ndim for a in axes):
-    raise ValueError(f"{name}: axes {axes} out of range for operand {operand.str_short()} "
-                     f"(lax axes must be in [0, {operand.ndim}); jax.numpy accepts negative "
-                     "axes)")
-  return axes
-
-
-def _reduce_shape_rule(name, operand, *, axes, **params):
-  axes = frozenset(_check_axes(name, operand, axes))
-  return tuple(d for i, d in enumerate(operand.shape) if i not in axes)
-
-
-def _dtype_rule(name, accepted, what):
-  def rule(operand, **params):
-    if not accepted(operand.dtype):
-      raise TypeError(f"{name} does not accept dtype {operand.dtype.name} (operand "
-                      f"{operand.str_short()}); accepted: {what}")
-    return operand.dtype
-  return rule
-
-
-def _is_number(dtype):
-  return dtypes.is_int(dtype) or dtypes.is_inexact(dtype)
-
-
-def _is_bool_or_int(dtype):
-  return dtype == dtypes.bool_ or dtypes.is_int(dtype)
-
-
-def _any_dtype(dtype):
-  return dtype == dtypes.bool_ or _is_number(dtype)
-
-
-def _keep_weak(operand, **params):
-  return operand.weak_type
-
-
-def _strip_weak(*avals, **params):
-  return False
-
-
-# --- identities --------------------------------------------------------------------------
-
-def _has_inf(dtype) -> bool:
-  return dtypes.is_inexact(dtype) and bool(np.isinf(
-      np.array(np.inf).astype(dtype, casting="unsafe")))
-
-
-def _max_identity(dtype):
-  """The smallest value of ``dtype`` (the identity of max): -inf, int min or False."""
-  dtype = np.dtype(dtype)
-  if dtypes.is_inexact(dtype):
-    if dtypes.is_complex(dtype):
-      return np.array(-np.inf, dtype)
-    return np.array(-np.inf if _has_inf(dtype) else dtypes.finfo(dtype).min, dtype)
-  if dtypes.is_int(dtype):
-    return np.array(dtypes.iinfo(dtype).min, dtype)
-  return np.array(False)
-
-
-def _min_identity(dtype):
-  """The largest value of ``dtype`` (the identity of min): +inf, int max or True."""
-  dtype = np.dtype(dtype)
-  if dtypes.is_inexact(dtype):
-    if dtypes.is_complex(dtype):
-      return np.array(np.inf, dtype)
-    return np.array(np.inf if _has_inf(dtype) else dtypes.finfo(dtype).max, dtype)
-  if dtypes.is_int(dtype):
-    return np.array(dtypes.iinfo(dtype).max, dtype)
-  return np.array(True)
-
-
-def _and_identity(dtype):
-  return np.array(-1).astype(dtype)  # all bits set (True for bool)
-
-
-def _zero(dtype):
-  return np.array(0, dtype)
-
-
-def _one(dtype):
-  return np.array(1, dtype)
-
-
-# --- scalar ops used in regions ----------------------------------------------------------
-
-def _compare(x, y, direction, dtype):
-  return xla.compare_hlo(x, y, direction, dtype)
-
-
-def _minmax_hlo(which: str, x, y):
-  """``max``/``min`` of two values; complex values compare lexicographically (real, imag)
-  as NumPy does, and float NaNs propagate (stablehlo.maximum/minimum do)."""
-  element_type = ir.RankedTensorType(x.type).element_type
-  if not isinstance(element_type, ir.ComplexType):
-    return (hlo.maximum if which == "max" else hlo.minimum)(x, y)
-  direction = "GT" if which == "max" else "LT"
-  rx, ry = hlo.real(x), hlo.real(y)
-  real_eq = _compare(rx, ry, "EQ", dtypes.float32)  # only FLOAT-ness matters here
-  real_cmp = _compare(rx, ry, direction, dtypes.float32)
-  imag_cmp = _compare(hlo.imag(x), hlo.imag(y), direction, dtypes.float32)
-  return hlo.select(hlo.select(real_eq, imag_cmp, real_cmp), x, y)
-
-
-max_hlo = functools.partial(_minmax_hlo, "max")
-min_hlo = functools.partial(_minmax_hlo, "min")
-
-
-def scalar_body(kind: str):
-  """The scalar computation ``(x, y) -> value`` of a monoid reduction (for regions)."""
-  if kind == "sum":
-    return hlo.add
-  if kind == "prod":
-    return hlo.multiply
-  if kind == "max":
-    return max_hlo
-  if kind == "min":
-    return min_hlo
-  return {"and": hlo.and_, "or": hlo.or_, "xor": hlo.xor}[kind]
-
-
-def add_region(op, region_index, scalar_dtypes):
-  """Append the entry block of ``op``'s region: two arguments per reduced operand."""
-  types = [xla.aval_to_ir_type(ShapedArray((), d)) for d in scalar_dtypes]
-  return op.regions[region_index].blocks.append(*(types + types))
-
-
-def reduce_lowering(body_op, init_value):
-  """Lowering via ``stablehlo.reduce`` with scalar computation ``body_op`` and init value
-  ``init_value(dtype)``."""
-  def rule(ctx, x, *, axes, **params):
-    aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
-    init = xla.ir_constant(np.asarray(init_value(aval_in.dtype), dtype=aval_in.dtype))
-    op = hlo.ReduceOp([xla.aval_to_ir_type(aval_out)], [x], [init], xla.dense_i64(axes))
-    block = add_region(op, 0, [aval_in.dtype])
-    with ir.InsertionPoint(block):
-      hlo.return_([body_op(*block.arguments)])
-    return op.result
-  return rule
-
-
-def shift_axes_for_batch(axes, bdim):
-  """``axes`` of an unbatched operand renumbered for the operand with a batch dimension at
-  ``bdim``, and where that batch dimension ends up once ``axes`` are reduced away."""
-  new_axes = tuple(a + (a >= bdim) for a in axes)
-  return new_axes, bdim - sum(a < bdim for a in axes)
-
-
-def defreducer(prim):
-  """Batching for a primitive reducing its one operand over ``axes``: reduce the same axes
-  of the batched operand (renumbered around the batch dimension, which stays put)."""
-  def rule(vals, dims, *, axes, **params):
-    (x,), (bdim,) = vals, dims
-    new_axes, out_bdim = shift_axes_for_batch(axes, bdim)
-    return prim.bind(x, axes=new_axes, **params), out_bdim
-  batching.primitive_batchers[prim] = rule
-
-
-def _reducer(name, accepted, what, weak_rule, body, identity):
-  prim = standard_primitive(functools.partial(_reduce_shape_rule, name),
-                            _dtype_rule(name, accepted, what), name,
-                            weak_type_rule=weak_rule)
-  xla.register_lowering(prim, reduce_lowering(body, identity))
-  return prim
-
-
-def _axes_param(axes):
-  if isinstance(axes, (int, np.integer)):
-    axes = (axes,)
-  return tuple(int(a) for a in axes)
-
-
-# --- autodiff helpers --------------------------------------------------------------------
-
-def _kept_dims(ndim, axes):
-  return tuple(i for i in range(ndim) if i not in axes)
-
-
 def _zero_tangent(aval):
   return ad.Zero(aval.to_tangent_aval())
 
 
-def _broadcast_back(x, operand_aval, axes):
-  """``x`` (an operand reduced over ``axes``) broadcast back to the operand's shape."""
-  return _shapes.broadcast_in_dim(x, operand_aval.shape,
-                                  _kept_dims(operand_aval.ndim, axes))
-
-
-# --- monoid reductions -------------------------------------------------------------------
-
-reduce_sum_p = _reducer("reduce_sum", _is_number, "integer, floating or complex types",
-                        _keep_weak, hlo.add, _zero)
-
-def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
-  return [_broadcast_back(ct, operand.aval, axes)]
-
-ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
-defreducer(reduce_sum_p)
-
-
-def reduce_sum(operand, axes, *, out_sharding=None):
-  """Sum of ``operand`` over ``axes`` (non-negative dimension numbers)."""
-  return reduce_sum_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
-
+# --- monoid reductions (``reduce_sum`` is in base, re-exported here) ----------------------
 
 reduce_prod_p = _reducer("reduce_prod", _is_number, "integer, floating or complex types",
                          _keep_weak, hlo.multiply, _one)
@@ -248,7 +54,6 @@ def _products_of_others(x, aval, axes):
   """For each element of ``x``, the product of the other elements of its reduction group
   (over ``axes``): exclusive prefix products times exclusive suffix products along the
   flattened group, so zeros need no special case and no division happens."""
-  from hlox.lax.windowed import cumprod
   kept = _kept_dims(aval.ndim, axes)
   kept_shape = tuple(aval.shape[i] for i in kept)
   group_shape = tuple(aval.shape[a] for a in axes)
@@ -494,14 +299,6 @@ reduce_p.def_impl(functools.partial(xla.apply_primitive, reduce_p))
 reduce_p.def_abstract_eval(_reduce_abstract_eval)
 
 
-def lower_region(ctx, block, closed):
-  """Lower the scalar jaxpr ``closed`` as the body of ``block`` (a reduce-like region)."""
-  with ir.InsertionPoint(block):
-    consts = [xla.ir_constant(np.asarray(c)) for c in closed.consts]
-    outs = xla.lower_jaxpr(ctx.module_context, closed.jaxpr, consts, list(block.arguments))
-    hlo.return_(outs)
-
-
 def _reduce_lowering(ctx, *values, computation, jaxpr, dimensions):
   operands, inits = _split(list(values))
   init_avals = ctx.avals_in[len(operands):]
@@ -540,7 +337,6 @@ def _reduce_tree(combine, inits, xs, axes):
 
 
 def _reduce_jvp(primals, tangents, *, computation, jaxpr, dimensions):
-  from hlox.core.jaxpr import eval_jaxpr
   n = len(primals) // 2
   operands, inits = primals[:n], primals[n:]
   if any(type(t) is not ad.Zero for t in tangents[n:]):
@@ -605,7 +401,6 @@ def computation_jaxpr(name, computation, flat_avals, treedef):
   """Trace ``computation(xs, ys)`` (trees of scalars shaped like ``treedef``) to a jaxpr
   whose outputs have the same dtypes as its inputs. Cached, so the same computation gives
   the same jaxpr object (and eager calls hit the executable cache)."""
-  from hlox.core.jaxpr import trace_to_jaxpr
   n = len(flat_avals)
 
   def flat_fun(*args):
@@ -651,7 +446,6 @@ def _concrete_scalar(x):
 def get_monoid(computation, init, dtype):
   """``'sum'``, ``'max'``, ... when ``computation`` with ``init`` is one of the built-in
   monoids of ``dtype`` (so the dedicated primitive can be used), else None."""
-  from hlox import lax
   value = _concrete_scalar(init)
   if value is None:
     return None
@@ -663,7 +457,7 @@ def get_monoid(computation, init, dtype):
     candidates += [("bitwise_and", "and", _and_identity), ("bitwise_or", "or", _zero),
                    ("bitwise_xor", "xor", _zero)]
   for fn_name, kind, identity in candidates:
-    fn = getattr(lax, fn_name, None)
+    fn = getattr(_ew, fn_name, None)
     if fn is not None and computation is fn:
       if kind in ("sum", "prod") and dtype == dtypes.bool_:
         return None
@@ -699,8 +493,7 @@ def reduce(operands, init_values, computation, dimensions):
       out = _monoid_fns[kind](flat_operands[0], dimensions)
       if get_aval(out).weak_type and not init_weak[0]:
         # As for the generic reduce: weak only when operand and init value both are.
-        from hlox.lax.elementwise import convert_element_type
-        out = convert_element_type(out, aval.dtype, weak_type=False)
+        out = _ew.convert_element_type(out, aval.dtype, weak_type=False)
       return tree_util.tree_unflatten(treedef, [out])
   init_avals = tuple(ShapedArray((), get_aval(v).dtype) for v in flat_inits)
   jaxpr = computation_jaxpr("reduce", computation, init_avals, treedef)

@@ -4,6 +4,9 @@ concatenate and slice, with the functions built from them (``broadcast``, ``expa
 
 Every primitive here only moves or replicates elements, so each keeps its operand's dtype
 and weak type; the shape rules check their static parameters and say what is wrong.
+
+``broadcast_in_dim``, ``broadcast``, ``reshape``, ``transpose``, ``full`` and ``full_like``
+live in ``hlox.lax.base`` (every primitive's rules need them) and are re-exported here.
 """
 from __future__ import annotations
 
@@ -14,8 +17,12 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.errors import HloxTypeError
 from hlox.interpreters import ad, batching, xla
+from hlox.lax.base import (_check_shapelike, _is_array, _keep_dtype, _keep_weak, _shape_tuple,
+                           _static_ints, broadcast, broadcast_in_dim, broadcast_in_dim_p,
+                           convert_element_type, full, full_like, reduce_sum, reshape,
+                           reshape_p, transpose, transpose_p)
+from hlox.lax.elementwise import _operands, select, sub
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -26,44 +33,6 @@ __all__ = ["broadcast_to_rank", "iota", "broadcasted_iota", "broadcast_in_dim", 
            "zeros_like_array",
            "iota_p", "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
            "pad_p", "concatenate_p", "slice_p"]
-
-
-def _keep_dtype(operand, *args, **params):
-  return operand.dtype
-
-
-def _keep_weak(operand, *args, **params):
-  return operand.weak_type
-
-
-def _is_array(x) -> bool:
-  """True for Arrays and tracers: values that ``bind`` would not have to convert."""
-  return hasattr(x, "aval")
-
-
-def _static_ints(name: str, what: str, values) -> tuple:
-  """``values`` as a tuple of Python ints; a TypeError naming ``name`` otherwise."""
-  try:
-    return tuple(operator.index(v) for v in values)
-  except HloxTypeError:
-    raise  # a traced value: its own message says what to do
-  except TypeError:
-    raise TypeError(f"{name}: {what} must be a sequence of static integers, got "
-                    f"{values!r}") from None
-
-
-def _shape_tuple(name: str, shape) -> tuple:
-  if isinstance(shape, (int, np.integer)):
-    shape = (shape,)
-  shape = _static_ints(name, "shape", shape)
-  if any(d < 0 for d in shape):
-    raise ValueError(f"{name}: shape {shape} has negative dimensions")
-  return shape
-
-
-def _check_shapelike(name: str, what: str, values) -> None:
-  if any(type(v) is not int for v in values):
-    raise TypeError(f"{name}: {what} must be a tuple of ints, got {values!r}")
 
 
 # --- iota --------------------------------------------------------------------------------
@@ -119,189 +88,6 @@ def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
     raise TypeError(f"broadcasted_iota: dimension must be a static integer, got "
                     f"{dimension!r}") from None
   return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension, sharding=None)
-
-
-# --- broadcast_in_dim --------------------------------------------------------------------
-
-def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, sharding=None):
-  _check_shapelike("broadcast_in_dim", "shape", shape)
-  if any(d < 0 for d in shape):
-    raise ValueError(f"broadcast_in_dim: shape {shape} has negative dimensions")
-  if len(broadcast_dimensions) != operand.ndim:
-    raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must have "
-                    f"one entry per operand dimension, operand {operand.str_short()}")
-  if any(not 0 <= d < len(shape) for d in broadcast_dimensions):
-    raise ValueError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} out of "
-                     f"range for result shape {shape}")
-  if list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
-    raise ValueError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must be "
-                     "strictly increasing")
-  for i, d in enumerate(broadcast_dimensions):
-    if operand.shape[i] not in (1, shape[d]):
-      raise TypeError(f"broadcast_in_dim: operand {operand.str_short()} cannot be broadcast "
-                      f"to shape {shape} along dimensions {broadcast_dimensions}")
-  return tuple(shape)
-
-
-broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule, _keep_dtype,
-                                        "broadcast_in_dim", weak_type_rule=_keep_weak)
-
-def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions, sharding=None):
-  return xla.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions)
-
-xla.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
-
-
-def _broadcast_in_dim_printed_params(params):
-  # The shape is implied by the output's type; trivial broadcast dimensions say nothing.
-  shown = {}
-  if params["broadcast_dimensions"]:
-    shown["broadcast_dimensions"] = params["broadcast_dimensions"]
-  return shown
-
-broadcast_in_dim_p.params_for_printing = _broadcast_in_dim_printed_params
-
-def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
-  # Every output element that copies an input element sends its cotangent back to it: sum
-  # over the new dimensions and over the size-1 dimensions that were stretched.
-  from hlox.lax.reductions import reduce_sum
-  in_shape = operand.aval.shape
-  stretched = [d for i, d in enumerate(broadcast_dimensions)
-               if in_shape[i] == 1 and shape[d] != 1]
-  summed = sorted(set(range(len(shape))) - set(broadcast_dimensions) | set(stretched))
-  if summed:
-    ct = reduce_sum(ct, tuple(summed))
-  return [reshape(ct, in_shape)]
-
-ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
-
-def _broadcast_in_dim_batch_rule(vals, dims, *, shape, broadcast_dimensions, sharding=None):
-  # The batch dimension goes into the result right after the result dimension of the
-  # operand dimension before it, so that broadcast_dimensions stay increasing.
-  operand, = vals
-  bdim, = dims
-  size = get_aval(operand).shape[bdim]
-  out_bdim = broadcast_dimensions[bdim - 1] + 1 if bdim > 0 else 0
-  new_dims = tuple(d + (d >= out_bdim) for d in broadcast_dimensions)
-  new_dims = new_dims[:bdim] + (out_bdim,) + new_dims[bdim:]
-  new_shape = tuple(shape[:out_bdim]) + (size,) + tuple(shape[out_bdim:])
-  return broadcast_in_dim_p.bind(operand, shape=new_shape, broadcast_dimensions=new_dims,
-                                 sharding=None), out_bdim
-
-batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
-
-
-def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
-  """Broadcast ``operand`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
-  shape = _shape_tuple("broadcast_in_dim", shape)
-  broadcast_dimensions = _static_ints("broadcast_in_dim", "broadcast_dimensions",
-                                      broadcast_dimensions)
-  aval = get_aval(operand)
-  if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))) and \
-      _is_array(operand):
-    return operand
-  return broadcast_in_dim_p.bind(operand, shape=shape,
-                                 broadcast_dimensions=broadcast_dimensions, sharding=None)
-
-
-def broadcast(operand, sizes, out_sharding=None):
-  """Add leading dimensions ``sizes`` to ``operand``."""
-  aval = get_aval(operand)
-  sizes = _shape_tuple("broadcast", sizes)
-  dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
-  return broadcast_in_dim(operand, sizes + aval.shape, dims)
-
-
-# --- reshape -----------------------------------------------------------------------------
-
-def _reshape_shape_rule(operand, *, new_sizes, dimensions, sharding=None):
-  _check_shapelike("reshape", "new_sizes", new_sizes)
-  if any(d < 0 for d in new_sizes):
-    raise TypeError(f"reshape: new_sizes must be non-negative, got {new_sizes}")
-  if int(np.prod(new_sizes, dtype=np.int64)) != operand.size:
-    raise TypeError(f"reshape: cannot reshape {operand.str_short()} (size {operand.size}) "
-                    f"to shape {new_sizes} (size {int(np.prod(new_sizes, dtype=np.int64))})")
-  if dimensions is not None:
-    # ``lax.reshape`` transposes first, so the primitive never carries a permutation.
-    raise TypeError("reshape_p: dimensions must be None (apply lax.transpose first)")
-  return tuple(new_sizes)
-
-
-reshape_p = standard_primitive(_reshape_shape_rule, _keep_dtype, "reshape",
-                               weak_type_rule=_keep_weak)
-
-def _reshape_lowering(ctx, x, *, new_sizes, dimensions, sharding=None):
-  return hlo.reshape(xla.aval_to_ir_type(ctx.avals_out[0]), x)
-
-xla.register_lowering(reshape_p, _reshape_lowering)
-ad.deflinear(reshape_p, lambda ct, operand, **params: [reshape(ct, operand.aval.shape)])
-
-def _reshape_batch_rule(vals, dims, *, new_sizes, dimensions, sharding=None):
-  # A row-major reshape mixes every dimension but the leading one: batch there.
-  operand, = vals
-  operand = batching.moveaxis(operand, dims[0], 0)
-  size = get_aval(operand).shape[0]
-  return reshape_p.bind(operand, new_sizes=(size,) + tuple(new_sizes), dimensions=None,
-                        sharding=None), 0
-
-batching.primitive_batchers[reshape_p] = _reshape_batch_rule
-
-
-def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
-  """Reshape ``operand`` to ``new_sizes`` in row-major order.
-
-  With ``dimensions`` (a permutation), the operand is transposed by it first, as in JAX.
-  """
-  new_sizes = _shape_tuple("reshape", new_sizes)
-  if dimensions is not None:
-    dimensions = _static_ints("reshape", "dimensions", dimensions)
-    if dimensions != tuple(range(get_aval(operand).ndim)):
-      operand = transpose(operand, dimensions)
-  aval = get_aval(operand)
-  if aval.shape == new_sizes and _is_array(operand):
-    return operand
-  return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
-
-
-# --- transpose ---------------------------------------------------------------------------
-
-def _transpose_shape_rule(operand, *, permutation):
-  if tuple(sorted(permutation)) != tuple(range(operand.ndim)):
-    raise TypeError(f"transpose: permutation {permutation} is not a permutation of the "
-                    f"dimensions of operand {operand.str_short()}")
-  return tuple(operand.shape[i] for i in permutation)
-
-
-transpose_p = standard_primitive(_transpose_shape_rule, _keep_dtype, "transpose",
-                                 weak_type_rule=_keep_weak)
-
-def _transpose_lowering(ctx, x, *, permutation):
-  return hlo.transpose(x, xla.dense_i64(permutation))
-
-xla.register_lowering(transpose_p, _transpose_lowering)
-
-def _transpose_transpose(ct, operand, *, permutation):
-  inverse = tuple(int(i) for i in np.argsort(permutation))
-  return [transpose(ct, inverse)]
-
-ad.deflinear(transpose_p, _transpose_transpose)
-
-def _transpose_batch_rule(vals, dims, *, permutation):
-  # One transpose both permutes and brings the batch dimension to the front.
-  operand, = vals
-  bdim, = dims
-  perm = (bdim,) + tuple(p + (p >= bdim) for p in permutation)
-  return transpose(operand, perm), 0
-
-batching.primitive_batchers[transpose_p] = _transpose_batch_rule
-
-
-def transpose(operand, permutation):
-  """Permute the dimensions of ``operand``: result dim ``i`` is operand dim ``permutation[i]``."""
-  permutation = _static_ints("transpose", "permutation", permutation)
-  if permutation == tuple(range(get_aval(operand).ndim)) and _is_array(operand):
-    return operand
-  return transpose_p.bind(operand, permutation=permutation)
 
 
 # --- squeeze / expand_dims ---------------------------------------------------------------
@@ -447,8 +233,6 @@ def _pad_transpose(ct, operand, padding_value, *, padding_config):
   # negative low/high padding cropped elements, whose cotangent is zero), then take every
   # ``interior + 1``-th element. The padding value fed every other output element, so its
   # cotangent is the sum of the rest of ``ct``.
-  from hlox.lax import elementwise as ew
-  from hlox.lax.reductions import reduce_sum
   lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
   zero = np.zeros((), get_aval(ct).dtype)[()]
   unpadded = pad(ct, zero, tuple((-a, -b, 0) for a, b in zip(lo, hi)))
@@ -457,7 +241,7 @@ def _pad_transpose(ct, operand, padding_value, *, padding_config):
   ct_padding = None
   if ad.is_undefined_primal(padding_value):
     axes = tuple(range(len(lo)))
-    ct_padding = ew.sub(reduce_sum(ct, axes), reduce_sum(ct_operand, axes))
+    ct_padding = sub(reduce_sum(ct, axes), reduce_sum(ct_operand, axes))
   return [ct_operand if ad.is_undefined_primal(operand) else None, ct_padding]
 
 ad.deflinear(pad_p, _pad_transpose)
@@ -470,7 +254,6 @@ def _pad_batch_rule(vals, dims, *, padding_config):
     return pad_p.bind(operand, padding_value, padding_config=config), operand_bdim
   # One padding value per batch element: pad with anything, then select the padding
   # positions (found by padding a mask the same way) from the broadcast values.
-  from hlox.lax.elementwise import convert_element_type, select
   size = get_aval(padding_value).shape[value_bdim]
   bdim = 0 if operand_bdim is None else operand_bdim
   operand = batching.matchaxis(operand, operand_bdim, bdim, size)
@@ -502,7 +285,7 @@ def pad(operand, padding_value, padding_config):
   except (TypeError, ValueError):
     raise TypeError(f"pad: padding_config must be a sequence of (low, high, interior) "
                     f"integer triples, got {padding_config!r}") from None
-  from hlox.lax.elementwise import _operands  # a Python scalar stays weak, as in JAX
+  # A Python scalar stays weak, as in JAX.
   operand, padding_value = _operands("pad", operand, padding_value)
   return pad_p.bind(operand, padding_value, padding_config=config)
 
@@ -722,65 +505,7 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
   return reshape(operand, shape[:lo] + (size,) + shape[hi:])
 
 
-# --- filled arrays -----------------------------------------------------------------------
-
-def full(shape, fill_value, dtype=None, *, sharding=None):
-  """An array of ``shape`` filled with the scalar ``fill_value`` (cast to ``dtype``)."""
-  shape = _shape_tuple("full", shape)
-  aval = get_aval(fill_value)
-  if aval.ndim != 0:
-    raise TypeError(f"full: fill_value must be a scalar, got shape {aval.shape}")
-  if dtype is None:
-    weak, dtype = aval.weak_type, aval.dtype
-  else:
-    weak, dtype = False, dtypes.canonicalize_dtype(dtype)
-  return broadcast(_scalar_of(fill_value, dtype, weak), shape)
-
-
-def _scalar_of(value, dtype, weak):
-  """``value`` (a scalar) as a ``dtype`` scalar, weakly typed when ``weak``.
-
-  Python scalars that already have the right (weak) type stay Python scalars, so they
-  become literals under a trace; other host values become NumPy scalars.
-  """
-  from hlox.lax.elementwise import convert_element_type
-  if not _is_array(value):
-    if weak:
-      as_python = _as_python_scalar(value, dtype)
-      if as_python is not None:
-        return as_python
-    value = convert_element_type(value, dtype)
-    if not weak:
-      return value
-    value = broadcast_in_dim(value, (), ())  # now an Array: can carry the weak type
-  return convert_element_type(value, dtype, weak_type=weak)
-
-
-def _as_python_scalar(value, dtype):
-  """``value`` as the Python scalar whose (weak) dtype is ``dtype``, if there is one."""
-  kind = dtypes.scalar_type_of(dtype)
-  if kind is bool:
-    return None
-  try:
-    py = kind(np.asarray(value).item())
-  except (TypeError, ValueError, OverflowError):
-    return None
-  if kind is int and not dtypes.iinfo(dtype).min <= py <= dtypes.iinfo(dtype).max:
-    return None
-  return py if dtypes.python_scalar_dtype(py) == dtype else None
-
-
-def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
-  """Like ``full``, taking the shape and dtype (and weak type) from ``x``."""
-  aval = get_aval(x)
-  fill_shape = aval.shape if shape is None else _shape_tuple("full_like", shape)
-  weak = dtype is None and aval.weak_type
-  dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
-  if get_aval(fill_value).ndim != 0:
-    raise TypeError(f"full_like: fill_value must be a scalar, got shape "
-                    f"{get_aval(fill_value).shape}")
-  return broadcast(_scalar_of(fill_value, dtype, weak), fill_shape)
-
+# --- filled arrays (``full`` and ``full_like`` are in base) -------------------------------
 
 def zeros_like_array(x):
   """Zeros with the shape and dtype of ``x``."""

@@ -14,6 +14,8 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
+from hlox.lax import indexing
+from hlox.lax.shapes import broadcast_in_dim, broadcasted_iota, expand_dims
 from hlox.lax.utils import canonicalize_axis, shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -125,8 +127,6 @@ def _take_along(t, indices, axis):
   """``t`` permuted along ``axis`` by ``indices`` (``indices`` has ``t``'s shape except
   along ``axis``): a gather whose other dimensions are batch dimensions, so it transposes
   into a scatter-add."""
-  from hlox.lax import indexing
-  from hlox.lax.shapes import expand_dims
   ndim = get_aval(t).ndim
   others = tuple(d for d in range(ndim) if d != axis)
   dnums = indexing.GatherDimensionNumbers(
@@ -144,7 +144,6 @@ def _index_dtype_for(size):
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
   # Sort an iota along with the operands to learn the permutation, then move every tangent
   # with it.
-  from hlox.lax.shapes import broadcasted_iota
   shape = get_aval(primals[0]).shape
   iota = broadcasted_iota(_index_dtype_for(shape[dimension]), shape, dimension)
   *outs, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
@@ -160,7 +159,6 @@ ad.primitive_jvps[sort_p] = _sort_jvp
 def _sort_batch_rule(vals, dims, *, dimension, is_stable, num_keys):
   # Operands are sorted together, so they need equal shapes: unbatched ones are broadcast
   # along the first batched operand's batch dimension.
-  from hlox.lax.shapes import broadcast_in_dim
   bdim, prototype = next((d, v) for v, d in zip(vals, dims) if d is not None)
   shape = get_aval(prototype).shape
   others = tuple(i for i in range(len(shape)) if i != bdim)

@@ -31,8 +31,8 @@ from hlox.lax.elementwise import (
     sqrt, sub)
 from hlox.lax.reductions import reduce_or
 from hlox.lax.shapes import broadcast_in_dim, full_like
-from hlox.lax.utils import (binop, defbroadcasting, defvectorized, naryop, nary_lowering,
-                            real_float, unop)
+from hlox.lax.base import defbroadcasting
+from hlox.lax.utils import binop, defvectorized, naryop, nary_lowering, real_float, unop
 
 from jaxlib.mlir.dialects import chlo
 

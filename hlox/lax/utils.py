@@ -3,6 +3,8 @@
 ``standard_primitive`` makes a primitive whose eager implementation is the cached
 single-primitive executable and whose abstract evaluation is built from a shape rule and a
 dtype rule. The elementwise helpers add the broadcasting shape rule and dtype checks.
+
+The bottom of ``lax``: it imports no primitive module (every other module imports it).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
-from hlox.interpreters import xla
+from hlox.interpreters import batching, xla
 
 
 def standard_primitive(shape_rule: Callable, dtype_rule: Callable, name: str,
@@ -147,79 +149,11 @@ def canonicalize_axis(axis: int, ndim: int, name: str = "") -> int:
 
 
 # --- batching registrars -----------------------------------------------------------------
-
-def moveaxis(x, src: int, dst: int):
-  """``x`` with dimension ``src`` moved to position ``dst`` (a transpose)."""
-  from hlox.lax.shapes import transpose
-  from hlox.core.tracer import get_aval
-  ndim = get_aval(x).ndim
-  src, dst = src % ndim, dst % ndim
-  if src == dst:
-    return x
-  perm = [d for d in range(ndim) if d != src]
-  perm.insert(dst, src)
-  return transpose(x, tuple(perm))
-
-
-def broadcast_batched(x, size: int, dim: int):
-  """Insert a mapped axis of ``size`` at ``dim`` into an unmapped value."""
-  from hlox.lax.shapes import broadcast_in_dim
-  from hlox.core.tracer import get_aval
-  aval = get_aval(x)
-  shape = aval.shape[:dim] + (size,) + aval.shape[dim:]
-  dims = tuple(d for d in range(len(shape)) if d != dim)
-  return broadcast_in_dim(x, shape, dims)
-
+# (``defbroadcasting``, ``moveaxis`` and ``broadcast_batched`` need primitives: they are in
+# ``hlox.lax.base``.)
 
 def defvectorized(prim) -> None:
   """Batching for a unary elementwise primitive: apply it, keep the batch dimension."""
-  from hlox.interpreters import batching
-
   def rule(vals, dims, **params):
     return prim.bind(*vals, **params), dims[0]
   batching.primitive_batchers[prim] = rule
-
-
-def defbroadcasting(prim) -> None:
-  """Batching for an n-ary elementwise primitive (operands of equal rank, or scalars).
-
-  Batch dimensions go to the front; unbatched operands get a leading size-1 dimension (which
-  the primitive broadcasts) and batched per-example scalars get trailing size-1 dimensions.
-  """
-  from hlox.interpreters import batching
-  from hlox.lax.shapes import reshape
-  from hlox.core.tracer import get_aval
-
-  def rule(vals, dims, **params):
-    ranks = [get_aval(v).ndim - (d is not None) for v, d in zip(vals, dims)]
-    rank = max(ranks)
-    batched_dims = {d for d in dims if d is not None}
-    if len(batched_dims) == 1 and all(r == rank if d is not None else r == 0
-                                      for d, r in zip(dims, ranks)):
-      # Batched operands agree on the batch dimension, unbatched ones are scalars.
-      return prim.bind(*vals, **params), next(iter(batched_dims))
-    if any(r not in (0, rank) for r in ranks):
-      shapes = ", ".join(str(get_aval(v).shape) + ("" if d is None else f" (batch dim {d})")
-                         for v, d in zip(vals, dims))
-      raise TypeError(f"{prim.name}: operands must have equal ranks or be scalars; got "
-                      f"{shapes} under vmap")
-    args = []
-    for v, d, r in zip(vals, dims, ranks):
-      shape = get_aval(v).shape
-      if d is None:
-        args.append(v if r == 0 else reshape(v, (1,) + shape))
-      else:
-        v = batching.moveaxis(v, d, 0)
-        if r < rank:
-          v = reshape(v, (get_aval(v).shape[0],) + (1,) * (rank - r) + get_aval(v).shape[1:])
-        args.append(v)
-    return prim.bind(*args, **params), 0
-  batching.primitive_batchers[prim] = rule
-
-
-def _register_batching_ops():
-  from hlox.interpreters import batching
-  batching.register_batching_ops(moveaxis, broadcast_batched)
-
-
-_register_batching_ops()

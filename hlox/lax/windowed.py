@@ -1,9 +1,9 @@
-"""Windowed reductions: reduce_window (sum/max/min and generic) and the cumulative reductions
-cumsum, cumprod, cummax, cummin, cumlogsumexp.
+"""Windowed reductions: reduce_window (sum/max/min and generic), with their JVPs through
+select_and_gather_add / select_and_scatter_add, and the padding helper ``padtype_to_pads``.
+The cumulative reductions (cumsum, cumprod, ...) are in ``hlox.lax.cumulative`` and
+re-exported here.
 
-Everything here lowers to ``stablehlo.reduce_window``. A cumulative reduction along an axis
-of length n is a window of length n over that axis padded with n-1 identities in front (or
-behind, for ``reverse``); XLA rewrites such windows into efficient scans.
+Everything here lowers to ``stablehlo.reduce_window``.
 """
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ import numpy as np
 from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
-from hlox.lax import elementwise as _ew
+from hlox.lax import reducer_util as _ru
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
+from hlox.lax.cumulative import (cumlogsumexp, cumlogsumexp_p, cummax, cummax_p, cummin,
+                                  cummin_p, cumprod, cumprod_p, cumsum, cumsum_p)
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -122,58 +125,34 @@ def _window_batch_rule(prim):
   batching.axis_primitive_batchers[prim] = rule
 
 
-def _reduce_window_op(ctx, operands, inits, out_avals, *, window_dimensions, window_strides,
-                      padding, base_dilation, window_dilation):
-  """A ``stablehlo.reduce_window`` op and the entry block of its (still empty) region."""
-  pad_attr = ir.DenseIntElementsAttr.get(np.asarray(padding, np.int64).reshape(-1, 2),
-                                         shape=(len(padding), 2))
-  op = hlo.ReduceWindowOp([xla.aval_to_ir_type(a) for a in out_avals], list(operands),
-                          list(inits), xla.dense_i64(window_dimensions),
-                          window_strides=xla.dense_i64(window_strides),
-                          base_dilations=xla.dense_i64(base_dilation),
-                          window_dilations=xla.dense_i64(window_dilation),
-                          padding=pad_attr)
-  scalar_dtypes = [a.dtype for a in ctx.avals_in[:len(operands)]]
-  return op, _red.add_region(op, 0, scalar_dtypes)
-
-
 # --- reduce_window_{sum,max,min} ---------------------------------------------------------
 
 def _monoid_window_lowering(kind, identity):
-  body = _red.scalar_body(kind)
+  body = _ru.scalar_body(kind)
 
   def rule(ctx, x, **params):
     dtype = ctx.avals_in[0].dtype
     init = xla.ir_constant(np.asarray(identity(dtype), dtype=dtype))
-    op, block = _reduce_window_op(ctx, [x], [init], ctx.avals_out, **params)
+    op, block = _ru.reduce_window_op(ctx, [x], [init], ctx.avals_out, **params)
     with ir.InsertionPoint(block):
       hlo.return_([body(*block.arguments)])
     return op.result
   return rule
 
 
-def _window_dtype_rule(name, accepted, what):
-  def rule(operand, **params):
-    if not accepted(operand.dtype):
-      raise TypeError(f"{name} does not accept dtype {operand.dtype.name} (operand "
-                      f"{operand.str_short()}); accepted: {what}")
-    return operand.dtype
-  return rule
-
-
 def _window_primitive(name, kind, identity, accepted, what):
   prim = standard_primitive(functools.partial(_window_shape_rule, name),
-                            _window_dtype_rule(name, accepted, what), name)
+                            _ru._dtype_rule(name, accepted, what), name)
   xla.register_lowering(prim, _monoid_window_lowering(kind, identity))
   return prim
 
 
-reduce_window_sum_p = _window_primitive("reduce_window_sum", "sum", _red._zero,
-                                        _red._is_number, "integer, floating or complex types")
-reduce_window_max_p = _window_primitive("reduce_window_max", "max", _red._max_identity,
-                                        _red._any_dtype, "bool or numeric types")
-reduce_window_min_p = _window_primitive("reduce_window_min", "min", _red._min_identity,
-                                        _red._any_dtype, "bool or numeric types")
+reduce_window_sum_p = _window_primitive("reduce_window_sum", "sum", _ru._zero,
+                                        _ru._is_number, "integer, floating or complex types")
+reduce_window_max_p = _window_primitive("reduce_window_max", "max", _ru._max_identity,
+                                        _ru._any_dtype, "bool or numeric types")
+reduce_window_min_p = _window_primitive("reduce_window_min", "min", _ru._min_identity,
+                                        _ru._any_dtype, "bool or numeric types")
 
 
 def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strides, padding,
@@ -224,7 +203,7 @@ def _chooses_hlo(select, x, y, dtype):
 
 
 def _select_identity(select, dtype):
-  return (_red._max_identity if select == "ge" else _red._min_identity)(dtype)
+  return (_ru._max_identity if select == "ge" else _ru._min_identity)(dtype)
 
 
 def _select_and_gather_add_shape_rule(tangents, operand, *, select, **params):
@@ -244,7 +223,7 @@ def _select_and_gather_add_lowering(ctx, tangents, operand, *, select, **params)
   out_aval = ctx.avals_out[0]
   inits = [xla.ir_constant(np.zeros((), t_aval.dtype)),
            xla.ir_constant(np.asarray(_select_identity(select, o_aval.dtype), o_aval.dtype))]
-  op, block = _reduce_window_op(ctx, [tangents, operand], inits,
+  op, block = _ru.reduce_window_op(ctx, [tangents, operand], inits,
                                 [out_aval, out_aval.update(dtype=o_aval.dtype)], **params)
   with ir.InsertionPoint(block):
     tx, ox, ty, oy = block.arguments
@@ -397,8 +376,8 @@ reduce_window_p.def_abstract_eval(_generic_window_abstract_eval)
 
 def _generic_window_lowering(ctx, *values, jaxpr, **params):
   n = len(values) // 2
-  op, block = _reduce_window_op(ctx, values[:n], values[n:], ctx.avals_out, **params)
-  _red.lower_region(ctx, block, jaxpr)
+  op, block = _ru.reduce_window_op(ctx, values[:n], values[n:], ctx.avals_out, **params)
+  _ru.lower_region(ctx, block, jaxpr)
   return list(op.results)
 
 xla.register_lowering(reduce_window_p, _generic_window_lowering)
@@ -417,11 +396,9 @@ def _jvp_window_jaxpr(jaxpr, differentiable):
 
   def fun(*args):
     xs, ys = args[:n + k], args[n + k:]
-    from hlox.core.jaxpr import eval_jaxpr
     return eval_jaxpr(jvp_closed.jaxpr, jvp_closed.consts,
                       *xs[:n], *ys[:n], *xs[n:], *ys[n:])
 
-  from hlox.core.jaxpr import trace_to_jaxpr
   return trace_to_jaxpr(fun, avals * 2, "reduce_window jvp computation")
 
 
@@ -513,243 +490,3 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
   jaxpr = _red.computation_jaxpr("reduce_window", computation, init_avals, treedef)
   out = reduce_window_p.bind(*flat_operands, *flat_inits, jaxpr=jaxpr, **params)
   return tree_util.tree_unflatten(treedef, out)
-
-
-# --- cumulative reductions ---------------------------------------------------------------
-
-def _cumred_shape_rule(name, operand, *, axis, reverse):
-  if not 0 <= axis < operand.ndim:
-    raise ValueError(f"{name}: axis {axis} is out of range for operand {operand.str_short()} "
-                     f"(lax axes must be in [0, {operand.ndim}))")
-  return operand.shape
-
-
-def _logaddexp_hlo(x, y):
-  """``log(exp(x) + exp(y))`` without overflow: max + log1p(exp(-|x - y|)). When x - y is
-  NaN because both are the same infinity, x + y is the answer (and NaN inputs stay NaN)."""
-  amax = hlo.maximum(x, y)
-  delta = hlo.subtract(x, y)
-  delta_nan = hlo.compare(delta, delta, hlo.ComparisonDirectionAttr.get("NE"),
-                          compare_type=hlo.ComparisonTypeAttr.get("FLOAT"))
-  stable = hlo.add(amax, hlo.log_plus_one(hlo.exponential(hlo.negate(hlo.abs(delta)))))
-  return hlo.select(delta_nan, hlo.add(x, y), stable)
-
-
-def _cumred_lowering(body, identity):
-  def rule(ctx, x, *, axis, reverse):
-    aval = ctx.avals_in[0]
-    n = aval.shape[axis]
-    if n == 0:
-      return x
-    ndim = aval.ndim
-    window = [1] * ndim
-    window[axis] = n
-    padding = [(0, 0)] * ndim
-    padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
-    init = xla.ir_constant(np.asarray(identity(aval.dtype), dtype=aval.dtype))
-    op, block = _reduce_window_op(ctx, [x], [init], ctx.avals_out, window_dimensions=window,
-                                  window_strides=[1] * ndim, padding=padding,
-                                  base_dilation=[1] * ndim, window_dilation=[1] * ndim)
-    with ir.InsertionPoint(block):
-      hlo.return_([body(*block.arguments)])
-    return op.result
-  return rule
-
-
-def _neg_inf(dtype):
-  return _red._max_identity(dtype)
-
-
-def _cumulative(name, body, identity, accepted, what):
-  prim = standard_primitive(functools.partial(_cumred_shape_rule, name),
-                            _window_dtype_rule(name, accepted, what), name)
-  xla.register_lowering(prim, _cumred_lowering(body, identity))
-  return prim
-
-
-cumsum_p = _cumulative("cumsum", hlo.add, _red._zero, _red._is_number,
-                       "integer, floating or complex types")
-cumprod_p = _cumulative("cumprod", hlo.multiply, _red._one, _red._is_number,
-                        "integer, floating or complex types")
-cummax_p = _cumulative("cummax", _red.max_hlo, _red._max_identity, _red._is_number,
-                       "integer, floating or complex types")
-cummin_p = _cumulative("cummin", _red.min_hlo, _red._min_identity, _red._is_number,
-                       "integer, floating or complex types")
-cumlogsumexp_p = _cumulative("cumlogsumexp", _logaddexp_hlo, _neg_inf, dtypes.is_float,
-                             "floating types")
-
-
-ad.deflinear(cumsum_p, lambda ct, operand, *, axis, reverse:
-             [cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
-
-
-# The other cumulative reductions have tangents s that follow a first-order linear
-# recurrence along the axis, s[i] = a[i] * s[i-1] + b[i], with coefficients a (and weights
-# inside b) computed from primal values only. It is solved by a parallel (Blelloch) scan
-# built from slices, pads and elementwise ops, so it is linear in b and transposes and
-# differentiates through those primitives' rules.
-
-def _combine_affine(first, second):
-  """Compose s -> a1 s + b1 with s -> a2 s + b2 (first applied first)."""
-  (a1, b1), (a2, b2) = first, second
-  return _ew.mul(a1, a2), _ew.add(_ew.mul(a2, b1), b2)
-
-
-def _interleave(even, odd, axis):
-  """Elements of ``even`` at positions 0, 2, 4, ... and of ``odd`` at 1, 3, ...; ``even``
-  has as many elements as ``odd`` or one more."""
-  ne, no = get_aval(even).shape[axis], get_aval(odd).shape[axis]
-  ndim = get_aval(even).ndim
-
-  def spread(x, lo, hi):
-    config = [(0, 0, 0)] * ndim
-    config[axis] = (lo, hi, 1)
-    return _shapes.pad(x, np.zeros((), get_aval(x).dtype), config)
-  if no == 0:
-    return even
-  return _ew.add(spread(even, 0, 1 if ne == no else 0),
-                 spread(odd, 1, 0 if ne == no else 1))
-
-
-def _affine_scan(a, b, axis):
-  """Inclusive scan of the affine maps (a[i], b[i]) along ``axis``."""
-  n = get_aval(a).shape[axis]
-  if n < 2:
-    return a, b
-  sl = functools.partial(_shapes.slice_in_dim, axis=axis)
-  m = n // 2
-  pairs = _combine_affine((sl(a, 0, 2 * m - 1, 2), sl(b, 0, 2 * m - 1, 2)),
-                          (sl(a, 1, 2 * m, 2), sl(b, 1, 2 * m, 2)))
-  odd_a, odd_b = _affine_scan(*pairs, axis)            # prefixes ending at 1, 3, 5, ...
-  k = (n + 1) // 2 - 1                                 # even positions 2, 4, ... left
-  rest_a, rest_b = _combine_affine((sl(odd_a, 0, k), sl(odd_b, 0, k)),
-                                   (sl(a, 2, n, 2), sl(b, 2, n, 2)))
-  even_a = _shapes.concatenate([sl(a, 0, 1), rest_a], axis)
-  even_b = _shapes.concatenate([sl(b, 0, 1), rest_b], axis)
-  return _interleave(even_a, odd_a, axis), _interleave(even_b, odd_b, axis)
-
-
-def _linear_recurrence(a, b, axis, reverse):
-  """s with s[i] = a[i] * s[i-1] + b[i] (s[-1] = 0) along ``axis``; from the end (s[i]
-  depends on s[i+1]) when ``reverse``."""
-  if reverse:
-    a, b = _shapes.rev(a, (axis,)), _shapes.rev(b, (axis,))
-  _, s = _affine_scan(a, b, axis)
-  return _shapes.rev(s, (axis,)) if reverse else s
-
-
-def _previous(out, identity, axis, reverse):
-  """The running value before each position (``identity`` before the first)."""
-  n = get_aval(out).shape[axis]
-  ndim = get_aval(out).ndim
-  config = [(0, 0, 0)] * ndim
-  if reverse:
-    kept = _shapes.slice_in_dim(out, 1, n, axis=axis)
-    config[axis] = (0, 1, 0)
-  else:
-    kept = _shapes.slice_in_dim(out, 0, n - 1, axis=axis)
-    config[axis] = (1, 0, 0)
-  return _shapes.pad(kept, np.asarray(identity, get_aval(out).dtype), config)
-
-
-def _cumulative_jvp(prim, coefficients):
-  """JVP rule for ``prim`` whose tangent is s[i] = a[i] s[i-1] + w[i] t[i] with
-  ``(a, w) = coefficients(x, out, prev, axis, reverse)``."""
-  def rule(primals, tangents, *, axis, reverse):
-    (x,), (t,) = primals, tangents
-    out = prim.bind(x, axis=axis, reverse=reverse)
-    aval = get_aval(x)
-    if type(t) is ad.Zero or not dtypes.is_inexact(aval.dtype) or aval.shape[axis] == 0:
-      return out, ad.Zero.from_primal_value(out)
-    a, w = coefficients(x, out, axis, reverse)
-    return out, _linear_recurrence(a, _ew.mul(w, t), axis, reverse)
-  ad.primitive_jvps[prim] = rule
-
-
-def _cumprod_coefficients(x, out, axis, reverse):
-  # out[i] = out[i-1] * x[i]  =>  s[i] = x[i] s[i-1] + out[i-1] t[i]: exact with zeros.
-  return x, _previous(out, np.ones((), get_aval(x).dtype), axis, reverse)
-
-
-def _cumlogsumexp_coefficients(x, out, axis, reverse):
-  # out[i] = logaddexp(out[i-1], x[i])  =>  s[i] = e^(out[i-1]-out[i]) s[i-1] + e^(x[i]-out[i])
-  # t[i]; both factors are at most 1. Equal infinities give a difference of 0, not NaN, and
-  # where the output is still -inf (all inputs so far -inf) the tangent is 0.
-  dtype = get_aval(x).dtype
-  prev = _previous(out, _red._max_identity(dtype), axis, reverse)
-  zero = _shapes.full_like(out, 0)
-  live = _ew.ne(out, np.asarray(-np.inf, dtype))
-
-  def weight(v):
-    return _ew.select_n(live, zero, _ew.exp(_ew.select_n(_ew.eq(v, out), _ew.sub(v, out),
-                                                         zero)))
-  return weight(prev), weight(x)
-
-
-def _cumextremum_jvp(prim, identity):
-  # The tangent at the running extremum, shared equally among equal extrema (as reduce_max
-  # does): S = sum of t over positions so far that equal the current extremum, N = their
-  # count, both reset when a new extremum appears; the tangent is S / N. (A NaN output
-  # matches nothing and gets a NaN tangent.)
-  def rule(primals, tangents, *, axis, reverse):
-    (x,), (t,) = primals, tangents
-    out = prim.bind(x, axis=axis, reverse=reverse)
-    aval = get_aval(x)
-    if type(t) is ad.Zero or not dtypes.is_inexact(aval.dtype) or aval.shape[axis] == 0:
-      return out, ad.Zero.from_primal_value(out)
-    dtype = get_aval(t).dtype
-    prev = _previous(out, identity(aval.dtype), axis, reverse)
-    same = _ew.convert_element_type(_ew.eq(prev, out), dtype)
-    hits = _ew.convert_element_type(_ew.eq(x, out), dtype)
-    counts = _linear_recurrence(same, hits, axis, reverse)
-    sums = _linear_recurrence(same, _ew.mul(hits, t), axis, reverse)
-    return out, _ew.div(sums, counts)
-  ad.primitive_jvps[prim] = rule
-
-
-_cumulative_jvp(cumprod_p, _cumprod_coefficients)
-_cumulative_jvp(cumlogsumexp_p, _cumlogsumexp_coefficients)
-_cumextremum_jvp(cummax_p, _red._max_identity)
-_cumextremum_jvp(cummin_p, _red._min_identity)
-
-
-def _cumulative_batch_rule(prim):
-  # The scan runs along the same axis, renumbered past the batch dimension.
-  def rule(vals, dims, *, axis, reverse):
-    (x,), (bdim,) = vals, dims
-    return prim.bind(x, axis=axis + (axis >= bdim), reverse=reverse), bdim
-  batching.primitive_batchers[prim] = rule
-
-
-for _prim in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
-  _cumulative_batch_rule(_prim)
-del _prim
-
-
-def _bind_cumulative(prim, operand, axis, reverse):
-  return prim.bind(operand, axis=int(axis), reverse=bool(reverse))
-
-
-def cumsum(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative sum along ``axis`` (from the end when ``reverse``)."""
-  return _bind_cumulative(cumsum_p, operand, axis, reverse)
-
-
-def cumprod(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative product along ``axis`` (from the end when ``reverse``)."""
-  return _bind_cumulative(cumprod_p, operand, axis, reverse)
-
-
-def cummax(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative maximum along ``axis`` (NaN propagates; from the end when ``reverse``)."""
-  return _bind_cumulative(cummax_p, operand, axis, reverse)
-
-
-def cummin(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative minimum along ``axis`` (NaN propagates; from the end when ``reverse``)."""
-  return _bind_cumulative(cummin_p, operand, axis, reverse)
-
-
-def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative ``log(sum(exp(x)))`` along ``axis``, computed stably (no overflow)."""
-  return _bind_cumulative(cumlogsumexp_p, operand, axis, reverse)

@@ -21,7 +21,8 @@ from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, xla
-from hlox.lax.utils import broadcasting_shape_rule, defbroadcasting, standard_primitive
+from hlox.lax.base import defbroadcasting
+from hlox.lax.utils import broadcasting_shape_rule, standard_primitive
 from hlox.runtime.array import Array
 from hlox.tree_util import register_pytree_node
 

@@ -1,0 +1,462 @@
+"""The primitives every other primitive's rules are written with: broadcast_in_dim, reshape,
+transpose, reduce_sum and convert_element_type, with ``full``/``full_like`` and the batching
+registrars built on them (``moveaxis``, ``broadcast_batched``, ``defbroadcasting``).
+
+They sit at the bottom of ``lax`` because they need each other (``broadcast_in_dim`` and
+``reduce_sum`` transpose to one another) and everything else needs them: unbroadcasting a
+cotangent, making zeros, moving a batch dimension. Each keeps all of its rules here; the
+rooms named for their job (``shapes``, ``elementwise``, ``reductions``) re-export them.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from hlox.core import dtypes
+from hlox.core.tracer import get_aval
+from hlox.errors import HloxTypeError
+from hlox.interpreters import ad, batching, xla
+from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer, _zero,
+                                   defreducer)
+from hlox.lax.utils import defvectorized, standard_primitive
+from hlox.runtime.array import device_put
+
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+# Python scalars: weakly typed values that ``bind`` turns into literals.
+_PY_SCALARS = (bool, int, float, complex)
+
+
+# --- static parameters -------------------------------------------------------------------
+
+def _keep_dtype(operand, *args, **params):
+  return operand.dtype
+
+
+def _keep_weak(operand, *args, **params):
+  return operand.weak_type
+
+
+def _is_array(x) -> bool:
+  """True for Arrays and tracers: values that ``bind`` would not have to convert."""
+  return hasattr(x, "aval")
+
+
+def _static_ints(name: str, what: str, values) -> tuple:
+  """``values`` as a tuple of Python ints; a TypeError naming ``name`` otherwise."""
+  try:
+    return tuple(operator.index(v) for v in values)
+  except HloxTypeError:
+    raise  # a traced value: its own message says what to do
+  except TypeError:
+    raise TypeError(f"{name}: {what} must be a sequence of static integers, got "
+                    f"{values!r}") from None
+
+
+def _shape_tuple(name: str, shape) -> tuple:
+  if isinstance(shape, (int, np.integer)):
+    shape = (shape,)
+  shape = _static_ints(name, "shape", shape)
+  if any(d < 0 for d in shape):
+    raise ValueError(f"{name}: shape {shape} has negative dimensions")
+  return shape
+
+
+def _check_shapelike(name: str, what: str, values) -> None:
+  if any(type(v) is not int for v in values):
+    raise TypeError(f"{name}: {what} must be a tuple of ints, got {values!r}")
+
+
+# --- broadcast_in_dim --------------------------------------------------------------------
+
+def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, sharding=None):
+  _check_shapelike("broadcast_in_dim", "shape", shape)
+  if any(d < 0 for d in shape):
+    raise ValueError(f"broadcast_in_dim: shape {shape} has negative dimensions")
+  if len(broadcast_dimensions) != operand.ndim:
+    raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must have "
+                    f"one entry per operand dimension, operand {operand.str_short()}")
+  if any(not 0 <= d < len(shape) for d in broadcast_dimensions):
+    raise ValueError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} out of "
+                     f"range for result shape {shape}")
+  if list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
+    raise ValueError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must be "
+                     "strictly increasing")
+  for i, d in enumerate(broadcast_dimensions):
+    if operand.shape[i] not in (1, shape[d]):
+      raise TypeError(f"broadcast_in_dim: operand {operand.str_short()} cannot be broadcast "
+                      f"to shape {shape} along dimensions {broadcast_dimensions}")
+  return tuple(shape)
+
+
+broadcast_in_dim_p = standard_primitive(_broadcast_in_dim_shape_rule, _keep_dtype,
+                                        "broadcast_in_dim", weak_type_rule=_keep_weak)
+
+def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions, sharding=None):
+  return xla.broadcast_in_dim(x, ctx.avals_out[0], broadcast_dimensions)
+
+xla.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
+
+
+def _broadcast_in_dim_printed_params(params):
+  # The shape is implied by the output's type; trivial broadcast dimensions say nothing.
+  shown = {}
+  if params["broadcast_dimensions"]:
+    shown["broadcast_dimensions"] = params["broadcast_dimensions"]
+  return shown
+
+broadcast_in_dim_p.params_for_printing = _broadcast_in_dim_printed_params
+
+def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
+  # Every output element that copies an input element sends its cotangent back to it: sum
+  # over the new dimensions and over the size-1 dimensions that were stretched.
+  in_shape = operand.aval.shape
+  stretched = [d for i, d in enumerate(broadcast_dimensions)
+               if in_shape[i] == 1 and shape[d] != 1]
+  summed = sorted(set(range(len(shape))) - set(broadcast_dimensions) | set(stretched))
+  if summed:
+    ct = reduce_sum(ct, tuple(summed))
+  return [reshape(ct, in_shape)]
+
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+
+def _broadcast_in_dim_batch_rule(vals, dims, *, shape, broadcast_dimensions, sharding=None):
+  # The batch dimension goes into the result right after the result dimension of the
+  # operand dimension before it, so that broadcast_dimensions stay increasing.
+  operand, = vals
+  bdim, = dims
+  size = get_aval(operand).shape[bdim]
+  out_bdim = broadcast_dimensions[bdim - 1] + 1 if bdim > 0 else 0
+  new_dims = tuple(d + (d >= out_bdim) for d in broadcast_dimensions)
+  new_dims = new_dims[:bdim] + (out_bdim,) + new_dims[bdim:]
+  new_shape = tuple(shape[:out_bdim]) + (size,) + tuple(shape[out_bdim:])
+  return broadcast_in_dim_p.bind(operand, shape=new_shape, broadcast_dimensions=new_dims,
+                                 sharding=None), out_bdim
+
+batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
+  """Broadcast ``operand`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
+  shape = _shape_tuple("broadcast_in_dim", shape)
+  broadcast_dimensions = _static_ints("broadcast_in_dim", "broadcast_dimensions",
+                                      broadcast_dimensions)
+  aval = get_aval(operand)
+  if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))) and \
+      _is_array(operand):
+    return operand
+  return broadcast_in_dim_p.bind(operand, shape=shape,
+                                 broadcast_dimensions=broadcast_dimensions, sharding=None)
+
+
+def broadcast(operand, sizes, out_sharding=None):
+  """Add leading dimensions ``sizes`` to ``operand``."""
+  aval = get_aval(operand)
+  sizes = _shape_tuple("broadcast", sizes)
+  dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
+  return broadcast_in_dim(operand, sizes + aval.shape, dims)
+
+
+# --- reshape -----------------------------------------------------------------------------
+
+def _reshape_shape_rule(operand, *, new_sizes, dimensions, sharding=None):
+  _check_shapelike("reshape", "new_sizes", new_sizes)
+  if any(d < 0 for d in new_sizes):
+    raise TypeError(f"reshape: new_sizes must be non-negative, got {new_sizes}")
+  if int(np.prod(new_sizes, dtype=np.int64)) != operand.size:
+    raise TypeError(f"reshape: cannot reshape {operand.str_short()} (size {operand.size}) "
+                    f"to shape {new_sizes} (size {int(np.prod(new_sizes, dtype=np.int64))})")
+  if dimensions is not None:
+    # ``lax.reshape`` transposes first, so the primitive never carries a permutation.
+    raise TypeError("reshape_p: dimensions must be None (apply lax.transpose first)")
+  return tuple(new_sizes)
+
+
+reshape_p = standard_primitive(_reshape_shape_rule, _keep_dtype, "reshape",
+                               weak_type_rule=_keep_weak)
+
+def _reshape_lowering(ctx, x, *, new_sizes, dimensions, sharding=None):
+  return hlo.reshape(xla.aval_to_ir_type(ctx.avals_out[0]), x)
+
+xla.register_lowering(reshape_p, _reshape_lowering)
+ad.deflinear(reshape_p, lambda ct, operand, **params: [reshape(ct, operand.aval.shape)])
+
+def _reshape_batch_rule(vals, dims, *, new_sizes, dimensions, sharding=None):
+  # A row-major reshape mixes every dimension but the leading one: batch there.
+  operand, = vals
+  operand = batching.moveaxis(operand, dims[0], 0)
+  size = get_aval(operand).shape[0]
+  return reshape_p.bind(operand, new_sizes=(size,) + tuple(new_sizes), dimensions=None,
+                        sharding=None), 0
+
+batching.primitive_batchers[reshape_p] = _reshape_batch_rule
+
+
+def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
+  """Reshape ``operand`` to ``new_sizes`` in row-major order.
+
+  With ``dimensions`` (a permutation), the operand is transposed by it first, as in JAX.
+  """
+  new_sizes = _shape_tuple("reshape", new_sizes)
+  if dimensions is not None:
+    dimensions = _static_ints("reshape", "dimensions", dimensions)
+    if dimensions != tuple(range(get_aval(operand).ndim)):
+      operand = transpose(operand, dimensions)
+  aval = get_aval(operand)
+  if aval.shape == new_sizes and _is_array(operand):
+    return operand
+  return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
+
+
+# --- transpose ---------------------------------------------------------------------------
+
+def _transpose_shape_rule(operand, *, permutation):
+  if tuple(sorted(permutation)) != tuple(range(operand.ndim)):
+    raise TypeError(f"transpose: permutation {permutation} is not a permutation of the "
+                    f"dimensions of operand {operand.str_short()}")
+  return tuple(operand.shape[i] for i in permutation)
+
+
+transpose_p = standard_primitive(_transpose_shape_rule, _keep_dtype, "transpose",
+                                 weak_type_rule=_keep_weak)
+
+def _transpose_lowering(ctx, x, *, permutation):
+  return hlo.transpose(x, xla.dense_i64(permutation))
+
+xla.register_lowering(transpose_p, _transpose_lowering)
+
+def _transpose_transpose(ct, operand, *, permutation):
+  inverse = tuple(int(i) for i in np.argsort(permutation))
+  return [transpose(ct, inverse)]
+
+ad.deflinear(transpose_p, _transpose_transpose)
+
+def _transpose_batch_rule(vals, dims, *, permutation):
+  # One transpose both permutes and brings the batch dimension to the front.
+  operand, = vals
+  bdim, = dims
+  perm = (bdim,) + tuple(p + (p >= bdim) for p in permutation)
+  return transpose(operand, perm), 0
+
+batching.primitive_batchers[transpose_p] = _transpose_batch_rule
+
+
+def transpose(operand, permutation):
+  """Permute the dimensions of ``operand``: result dim ``i`` is operand dim ``permutation[i]``."""
+  permutation = _static_ints("transpose", "permutation", permutation)
+  if permutation == tuple(range(get_aval(operand).ndim)) and _is_array(operand):
+    return operand
+  return transpose_p.bind(operand, permutation=permutation)
+
+
+# --- reduce_sum --------------------------------------------------------------------------
+
+def _broadcast_back(x, operand_aval, axes):
+  """``x`` (an operand reduced over ``axes``) broadcast back to the operand's shape."""
+  return broadcast_in_dim(x, operand_aval.shape, _kept_dims(operand_aval.ndim, axes))
+
+
+reduce_sum_p = _reducer("reduce_sum", _is_number, "integer, floating or complex types",
+                        _keep_weak, hlo.add, _zero)
+
+def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
+  return [_broadcast_back(ct, operand.aval, axes)]
+
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+defreducer(reduce_sum_p)
+
+
+def reduce_sum(operand, axes, *, out_sharding=None):
+  """Sum of ``operand`` over ``axes`` (non-negative dimension numbers)."""
+  return reduce_sum_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+
+
+# --- convert_element_type ----------------------------------------------------------------
+
+def _convert_shape_rule(operand, *, new_dtype, weak_type):
+  return operand.shape
+
+def _convert_dtype_rule(operand, *, new_dtype, weak_type):
+  return new_dtype
+
+def _convert_weak_rule(operand, *, new_dtype, weak_type):
+  return weak_type
+
+
+convert_element_type_p = standard_primitive(_convert_shape_rule, _convert_dtype_rule,
+                                            "convert_element_type",
+                                            weak_type_rule=_convert_weak_rule)
+
+def _convert_lowering(ctx, x, *, new_dtype, weak_type):
+  return xla.convert_hlo(x, ctx.avals_in[0], ctx.avals_out[0])
+
+xla.register_lowering(convert_element_type_p, _convert_lowering)
+
+def _convert_jvp(t, ans, operand, *, new_dtype, weak_type):
+  # float -> float (or complex) converts the tangent; to an integer or bool the tangent is a
+  # float0 zero. (From an integer the input tangent is already a symbolic zero.)
+  if not dtypes.is_inexact(new_dtype):
+    return ad.Zero.from_primal_value(ans)
+  return convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+def _convert_transpose(ct, operand, *, new_dtype, weak_type):
+  aval = operand.aval
+  if type(ct) is ad.Zero or not dtypes.is_inexact(aval.dtype):
+    return [ad.Zero(aval.to_tangent_aval())]
+  if get_aval(ct).dtype == aval.dtype and get_aval(ct).weak_type == aval.weak_type:
+    return [ct]
+  # complex -> real transposes to real -> complex (the cotangent of the dropped imaginary
+  # part is zero), and the other way round keeps the real part.
+  return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+ad.defjvp2(convert_element_type_p, _convert_jvp)
+ad.primitive_transposes[convert_element_type_p] = _convert_transpose
+defvectorized(convert_element_type_p)
+
+
+def convert_element_type(operand, new_dtype, weak_type: bool = False):
+  """Cast ``operand`` to ``new_dtype`` (canonicalized: 64-bit only with x64 on).
+
+  Float to int conversion rounds toward zero; conversion to bool tests ``!= 0``.
+  """
+  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  if not hasattr(operand, "aval"):
+    # Python scalars and NumPy values convert on the host: no primitive, and under a trace
+    # they become literals or constants.
+    if type(operand) in _PY_SCALARS:
+      operand = np.asarray(operand, dtype=dtypes.python_scalar_dtype(operand))
+    value = np.asarray(operand)
+    if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
+      value = value.real
+    value = value.astype(new_dtype)
+    if weak_type:
+      # NumPy values cannot be weakly typed. A scalar becomes the Python scalar of that dtype
+      # (a weak literal under a trace); anything else a weak Array.
+      py_type = dtypes.scalar_type_of(new_dtype)
+      if (value.shape == () and py_type is not bool
+          and dtypes.python_scalar_dtype(py_type(0)) == new_dtype):
+        return py_type(value.item())
+      return device_put(value, weak_type=True)
+    return value
+  aval = get_aval(operand)
+  if aval.dtype == new_dtype and aval.weak_type == weak_type:
+    return operand
+  return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# --- filled arrays -----------------------------------------------------------------------
+
+def full(shape, fill_value, dtype=None, *, sharding=None):
+  """An array of ``shape`` filled with the scalar ``fill_value`` (cast to ``dtype``)."""
+  shape = _shape_tuple("full", shape)
+  aval = get_aval(fill_value)
+  if aval.ndim != 0:
+    raise TypeError(f"full: fill_value must be a scalar, got shape {aval.shape}")
+  if dtype is None:
+    weak, dtype = aval.weak_type, aval.dtype
+  else:
+    weak, dtype = False, dtypes.canonicalize_dtype(dtype)
+  return broadcast(_scalar_of(fill_value, dtype, weak), shape)
+
+
+def _scalar_of(value, dtype, weak):
+  """``value`` (a scalar) as a ``dtype`` scalar, weakly typed when ``weak``.
+
+  Python scalars that already have the right (weak) type stay Python scalars, so they
+  become literals under a trace; other host values become NumPy scalars.
+  """
+  if not _is_array(value):
+    if weak:
+      as_python = _as_python_scalar(value, dtype)
+      if as_python is not None:
+        return as_python
+    value = convert_element_type(value, dtype)
+    if not weak:
+      return value
+    value = broadcast_in_dim(value, (), ())  # now an Array: can carry the weak type
+  return convert_element_type(value, dtype, weak_type=weak)
+
+
+def _as_python_scalar(value, dtype):
+  """``value`` as the Python scalar whose (weak) dtype is ``dtype``, if there is one."""
+  kind = dtypes.scalar_type_of(dtype)
+  if kind is bool:
+    return None
+  try:
+    py = kind(np.asarray(value).item())
+  except (TypeError, ValueError, OverflowError):
+    return None
+  if kind is int and not dtypes.iinfo(dtype).min <= py <= dtypes.iinfo(dtype).max:
+    return None
+  return py if dtypes.python_scalar_dtype(py) == dtype else None
+
+
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+  """Like ``full``, taking the shape and dtype (and weak type) from ``x``."""
+  aval = get_aval(x)
+  fill_shape = aval.shape if shape is None else _shape_tuple("full_like", shape)
+  weak = dtype is None and aval.weak_type
+  dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+  if get_aval(fill_value).ndim != 0:
+    raise TypeError(f"full_like: fill_value must be a scalar, got shape "
+                    f"{get_aval(fill_value).shape}")
+  return broadcast(_scalar_of(fill_value, dtype, weak), fill_shape)
+
+
+# --- batching registrars -----------------------------------------------------------------
+
+def moveaxis(x, src: int, dst: int):
+  """``x`` with dimension ``src`` moved to position ``dst`` (a transpose)."""
+  ndim = get_aval(x).ndim
+  src, dst = src % ndim, dst % ndim
+  if src == dst:
+    return x
+  perm = [d for d in range(ndim) if d != src]
+  perm.insert(dst, src)
+  return transpose(x, tuple(perm))
+
+
+def broadcast_batched(x, size: int, dim: int):
+  """Insert a mapped axis of ``size`` at ``dim`` into an unmapped value."""
+  aval = get_aval(x)
+  shape = aval.shape[:dim] + (size,) + aval.shape[dim:]
+  dims = tuple(d for d in range(len(shape)) if d != dim)
+  return broadcast_in_dim(x, shape, dims)
+
+
+def defbroadcasting(prim) -> None:
+  """Batching for an n-ary elementwise primitive (operands of equal rank, or scalars).
+
+  Batch dimensions go to the front; unbatched operands get a leading size-1 dimension (which
+  the primitive broadcasts) and batched per-example scalars get trailing size-1 dimensions.
+  """
+
+  def rule(vals, dims, **params):
+    ranks = [get_aval(v).ndim - (d is not None) for v, d in zip(vals, dims)]
+    rank = max(ranks)
+    batched_dims = {d for d in dims if d is not None}
+    if len(batched_dims) == 1 and all(r == rank if d is not None else r == 0
+                                      for d, r in zip(dims, ranks)):
+      # Batched operands agree on the batch dimension, unbatched ones are scalars.
+      return prim.bind(*vals, **params), next(iter(batched_dims))
+    if any(r not in (0, rank) for r in ranks):
+      shapes = ", ".join(str(get_aval(v).shape) + ("" if d is None else f" (batch dim {d})")
+                         for v, d in zip(vals, dims))
+      raise TypeError(f"{prim.name}: operands must have equal ranks or be scalars; got "
+                      f"{shapes} under vmap")
+    args = []
+    for v, d, r in zip(vals, dims, ranks):
+      shape = get_aval(v).shape
+      if d is None:
+        args.append(v if r == 0 else reshape(v, (1,) + shape))
+      else:
+        v = batching.moveaxis(v, d, 0)
+        if r < rank:
+          v = reshape(v, (get_aval(v).shape[0],) + (1,) * (rank - r) + get_aval(v).shape[1:])
+        args.append(v)
+    return prim.bind(*args, **params), 0
+  batching.primitive_batchers[prim] = rule
+
+
+batching.register_batching_ops(moveaxis, broadcast_batched)
