@@ -1154,6 +1154,9 @@ def _nonzero(condition, *, size=None, fill_value=None):
   return tuple(device_put(np.asarray(idx, dtype=int_dtype)) for idx in indices)
 
 
+# The on-device (sized) nonzero lives here, beside the one-argument ``where`` that needs it:
+# ``searching.nonzero`` and ``sorting.unique`` import it from this room, never the reverse.
+
 def _nonzero_flat_positions(mask_flat, size):
   """Positions of the True entries of a 1-d bool array, in order, the first ``size`` of them
   (then filled with n, the length), and the number of True entries."""
