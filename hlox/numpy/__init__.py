@@ -17,7 +17,17 @@ from hlox.numpy.reductions import *  # noqa: F401,F403
 from hlox.numpy.products import *  # noqa: F401,F403
 from hlox.numpy.sorting import *  # noqa: F401,F403
 from hlox.numpy.dtypes_api import *  # noqa: F401,F403
-from hlox.numpy.extras import *  # noqa: F401,F403
+from hlox.numpy.searching import *  # noqa: F401,F403
+from hlox.numpy.setops import *  # noqa: F401,F403
+from hlox.numpy.calculus import *  # noqa: F401,F403
+from hlox.numpy.statistics import *  # noqa: F401,F403
+from hlox.numpy.polynomial import *  # noqa: F401,F403
+from hlox.numpy.selection import *  # noqa: F401,F403
+from hlox.numpy.functional import *  # noqa: F401,F403
+from hlox.numpy.index_tricks import *  # noqa: F401,F403
+from hlox.numpy.arithmetic import *  # noqa: F401,F403
+from hlox.numpy.predicates import *  # noqa: F401,F403
+from hlox.numpy.windows import *  # noqa: F401,F403
 from hlox.numpy import linalg  # noqa: F401
 
 from hlox.runtime.array import Array as ndarray  # noqa: F401

@@ -1,6 +1,6 @@
-"""Array creation: array, asarray, zeros/ones/full/empty and their ``*_like`` forms, arange,
-linspace, logspace, geomspace, eye, identity, tri, tril, triu, diag, diagonal, meshgrid,
-indices.
+"""Array creation: array and asarray (defined in ``conversion``), copy, zeros/ones/full/empty
+and their ``*_like`` forms, arange, linspace, logspace, geomspace, eye, identity, tri, tril,
+triu, diag, diagonal, meshgrid, indices.
 
 Constants are built from ``lax`` operations (``iota``, ``broadcast_in_dim``, comparisons), so
 under ``jit`` they are computed by XLA rather than embedded as large host arrays. Results
@@ -20,29 +20,15 @@ from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError, HloxTypeError
 from hlox.numpy import util
-from hlox.runtime.array import Array, device_put
+from hlox.numpy.conversion import _put, _python_scalars, _user_dtype, array, asarray
+from hlox.runtime.array import Array
 
 __all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
-           "identity", "tri", "tril", "triu", "diag", "diagonal", "meshgrid", "indices"]
-
-_python_scalars = (bool, int, float, complex)
+           "identity", "tri", "tril", "triu", "diag", "diagonal", "meshgrid", "indices", "copy"]
 
 
 # --- small private helpers ---------------------------------------------------------------
-
-def _user_dtype(dtype, name: str):
-  """A user-supplied dtype, canonicalized (``float`` -> float32 unless x64)."""
-  if dtype is None:
-    return None
-  if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
-    raise TypeError(f"{name}: cannot interpret {dtype!r} as a data type (did you mean to "
-                    "pass the shape as a tuple?)")
-  try:
-    return dtypes.canonicalize_dtype(np.dtype(dtype))
-  except TypeError as e:
-    raise TypeError(f"{name}: invalid dtype {dtype!r}: {e}") from None
-
 
 def _shape(shape, name: str) -> tuple:
   """An int or a sequence of static ints as a shape tuple (ValueError if negative)."""
@@ -84,136 +70,17 @@ def _concrete_value(x, name: str, what: str):
   return value
 
 
-def _put(x, device):
-  return x if device is None or isinstance(x, Tracer) else device_put(x, device)
-
-
 def _div_by_int(x, n: int):
   """``x / n`` for a static positive int ``n``, in ``x``'s (inexact) dtype."""
   return lax.div(x, np.asarray(n, get_aval(x).dtype))
 
 
-# --- array / asarray ---------------------------------------------------------------------
+# --- copies -------------------------------------------------------------------------------
 
-def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=None):
-  """Convert ``object`` to an Array.
-
-  Accepts Arrays, tracers, NumPy arrays, Python scalars and nested lists/tuples of these.
-  Sequences holding traced values are assembled with ``lax`` operations, so
-  ``jnp.array([x, 2 * x])`` works under ``jit``. The result is weakly typed only when
-  ``object`` itself is (a Python scalar or weakly typed array) and no ``dtype`` is given.
-  ``copy`` is accepted for compatibility: Arrays are immutable, so no copy is ever needed.
-  """
-  if order is not None and order != "K":
-    raise NotImplementedError("array: only order='K' is supported")
-  dtype = _user_dtype(dtype, "array")
-  ndmin = operator.index(ndmin)
-  if hasattr(object, "__jax_array__") and not isinstance(object, (Array, Tracer)):
-    object = object.__jax_array__()
-  weak = dtype is None and dtypes.is_weakly_typed(object)
-
-  if isinstance(object, (Array, Tracer)):
-    out = object
-    if dtype is not None:
-      out = lax.convert_element_type(out, dtype, weak_type=False)
-  elif isinstance(object, (list, tuple)):
-    leaves = _leaves(object)
-    if dtype is None:
-      dtype = dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype()
-    out = _assemble(object, dtype)
-    if not isinstance(out, (Array, Tracer)):
-      out = device_put(out)
-  else:
-    if type(object) in _python_scalars:
-      _check_scalar_fits(object, dtype)
-    out = _host_array(object, dtype, weak)
-  if ndmin > out.ndim:
-    out = lax.expand_dims(out, tuple(range(ndmin - out.ndim)))
-  return _put(out, device)
-
-
-def _check_scalar_fits(x, dtype) -> None:
-  """Python ints must fit the integer dtype they become (NumPy 2 and JAX raise too)."""
-  if type(x) is not int:
-    return
-  target = dtypes.python_scalar_dtype(x) if dtype is None else dtype
-  if dtypes.is_int(target):
-    info = dtypes.iinfo(target)
-    if not info.min <= x <= info.max:
-      raise OverflowError(f"Python int {x} is too large to convert to {np.dtype(target).name}")
-
-
-def _host_array(x, dtype, weak):
-  """A NumPy-convertible host value on the device, cast to ``dtype``."""
-  if type(x) in _python_scalars and dtype is None:
-    return device_put(x)
-  value = np.asarray(x) if dtype is None else _numpy_cast(x, dtype)
-  # ml_dtypes (bfloat16, float8, int4...) are NumPy "void" kinds that hlox does support.
-  ml_dtype = value.dtype.type.__module__.startswith("ml_dtypes")
-  if value.dtype.kind in "OUSV" and value.dtype != dtypes.float0 and not ml_dtype:
-    raise TypeError(f"array: cannot convert a value of type {type(x).__name__} (NumPy dtype "
-                    f"{value.dtype}) to an array")
-  return device_put(value, weak_type=weak)
-
-
-def _numpy_cast(x, dtype):
-  value = np.asarray(x)
-  if value.dtype.kind == "c" and not dtypes.is_complex(dtype):
-    value = value.real  # dropping the imaginary part, as hlox.numpy.astype does
-  return value.astype(dtype)
-
-
-def _leaves(tree) -> list:
-  out = []
-  stack = [tree]
-  while stack:
-    x = stack.pop()
-    if isinstance(x, (list, tuple)):
-      stack.extend(reversed(x))
-    elif x is None:
-      raise ValueError("array: None is not a valid value for an array element")
-    else:
-      if hasattr(x, "__jax_array__") and not isinstance(x, (Array, Tracer)):
-        x = x.__jax_array__()
-      out.append(x)
-  return out
-
-
-def _has_device_values(tree) -> bool:
-  if isinstance(tree, (list, tuple)):
-    return any(_has_device_values(x) for x in tree)
-  return isinstance(tree, (Array, Tracer)) or hasattr(tree, "__jax_array__")
-
-
-def _assemble(tree, dtype):
-  """Stack a nested sequence: a NumPy array if it holds only host values, else an Array or
-  tracer built with ``lax.concatenate``."""
-  if not _has_device_values(tree):
-    if isinstance(tree, (list, tuple)):
-      for leaf in _leaves(tree):
-        if type(leaf) in _python_scalars:
-          _check_scalar_fits(leaf, dtype)
-    return _numpy_cast(tree, dtype)
-  if not isinstance(tree, (list, tuple)):
-    if hasattr(tree, "__jax_array__") and not isinstance(tree, (Array, Tracer)):
-      tree = tree.__jax_array__()
-    return lax.convert_element_type(tree, dtype)
-  parts = [_assemble(x, dtype) for x in tree]
-  shapes = {np.shape(p) for p in parts}
-  if len(shapes) != 1:
-    raise ValueError(f"array: setting an array element with a sequence: the nested sequence "
-                     f"has an inhomogeneous shape (elements of shapes "
-                     f"{sorted(shapes, key=len)})")
-  rows = [p[None] if isinstance(p, np.ndarray) else lax.expand_dims(p, (0,)) for p in parts]
-  # Wide lists are joined as a tree of concatenations, which compiles faster.
-  while len(rows) > 16:
-    rows = [lax.concatenate(rows[i:i + 16], 0) for i in range(0, len(rows), 16)]
-  return lax.concatenate(rows, 0)
-
-
-def asarray(a, dtype=None, order=None, *, copy=None, device=None):
-  """Convert ``a`` to an Array, without copying when it already is one of ``dtype``."""
-  return array(a, dtype=dtype, copy=bool(copy), order=order or "K", device=device)
+def copy(a, order=None):
+  """A copy of ``a`` (arrays are immutable, so this is ``asarray(a)`` with a fresh buffer)."""
+  util.check_arraylike("copy", a)
+  return array(a, copy=True, order=order)
 
 
 # --- filled arrays -----------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlox.core import dtypes as _dtypes
+from hlox.numpy.conversion import asarray
 
 __all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64", "bfloat16", "complex64", "complex128",
@@ -11,7 +12,8 @@ __all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint3
            "inf", "nan", "pi", "e", "euler_gamma", "newaxis", "dtype", "result_type",
            "promote_types", "issubdtype", "iinfo", "finfo", "can_cast", "isdtype",
            "integer", "signedinteger", "unsignedinteger", "floating", "complexfloating",
-           "inexact", "number", "generic", "bool", "float_", "int_", "complex_"]
+           "inexact", "number", "generic", "bool", "float_", "int_", "complex_", "single",
+           "double", "uint", "csingle", "cdouble"]
 
 class _ScalarType(type):
   """Metaclass of ``hlox.numpy.float32`` and friends: like JAX's scalar types, calling one
@@ -19,7 +21,6 @@ class _ScalarType(type):
   NumPy dtypes/types and ``isinstance`` of NumPy scalars behave as with the NumPy type."""
 
   def __call__(cls, x=0):
-    from hlox.numpy.creation import asarray
     return asarray(x, dtype=cls.dtype)
 
   def __eq__(cls, other):
@@ -55,6 +56,9 @@ float8_e5m2 = _scalar_type(_dtypes.float8_e5m2)
 int4, uint4 = _scalar_type(_dtypes.int4), _scalar_type(_dtypes.uint4)
 float0 = _dtypes.float0
 float_, int_, complex_ = float64, int64, complex128
+single, double = float32, float64
+csingle, cdouble = complex64, complex128
+uint = uint64
 
 inf, nan, pi, e, euler_gamma = np.inf, np.nan, np.pi, np.e, np.euler_gamma
 newaxis = None

@@ -36,7 +36,8 @@ from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import HloxTypeError, NonConcreteBooleanIndexError
 from hlox.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
-from hlox.numpy import util
+from hlox.numpy import ufuncs, util
+from hlox.numpy.conversion import asarray
 from hlox.runtime.array import Array
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "index_exp", "s_"]
@@ -66,7 +67,6 @@ def _sequence_to_array(seq, pos):
   try:
     return np.asarray(seq)
   except HloxTypeError:
-    from hlox.numpy.creation import asarray
     return asarray(seq)
   except ValueError as e:
     raise IndexError(f"index at position {pos} is a ragged sequence: {e}") from None
@@ -618,17 +618,16 @@ class _IndexUpdateRef:
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
              wrap_negative_indices=True):
     """``x[idx] /= values`` (true division, so integer arrays give floats, as in JAX)."""
-    from hlox.numpy import true_divide
-    return true_divide(self.array, self._ones_times(values, indices_are_sorted,
-                                                    unique_indices, mode,
-                                                    wrap_negative_indices))
+    return ufuncs.true_divide(self.array, self._ones_times(values, indices_are_sorted,
+                                                           unique_indices, mode,
+                                                           wrap_negative_indices))
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True):
     """``x[idx] **= values``."""
-    from hlox.numpy import power
-    return power(self.array, self._ones_times(values, indices_are_sorted, unique_indices,
-                                              mode, wrap_negative_indices))
+    return ufuncs.power(self.array, self._ones_times(values, indices_are_sorted,
+                                                     unique_indices, mode,
+                                                     wrap_negative_indices))
 
   def _ones_times(self, values, indices_are_sorted, unique_indices, mode,
                   wrap_negative_indices):

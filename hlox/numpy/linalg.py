@@ -12,10 +12,9 @@ import operator
 
 import numpy as np
 
-from hlox import numpy as jnp
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.numpy import util
+from hlox.numpy import creation, indexing, products, reductions, shapes, ufuncs, util
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "det", "slogdet", "solve", "inv",
            "cholesky", "matrix_power", "multi_dot", "outer", "cross", "matmul", "tensordot",
@@ -24,7 +23,7 @@ __all__ = ["norm", "vector_norm", "matrix_norm", "det", "slogdet", "solve", "inv
 
 def _inexact(name, *args):
   util.check_arraylike(name, *args)
-  return util.promote_dtypes_inexact(*[jnp.asarray(a) for a in args])
+  return util.promote_dtypes_inexact(*[creation.asarray(a) for a in args])
 
 
 def _check_square(name, a):
@@ -38,30 +37,31 @@ def _check_square(name, a):
 # --- norms ---------------------------------------------------------------------------------
 
 def _abs_real(x):
-  return jnp.abs(x)
+  return ufuncs.abs(x)
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
   """The ``ord``-norm of ``x`` along ``axis`` (all axes, flattened, by default)."""
   x, = _inexact("vector_norm", x)
   if axis is None:
-    result = vector_norm(jnp.ravel(x), axis=0, ord=ord)
-    return jnp.reshape(result, (1,) * get_aval(x).ndim) if keepdims else result
+    result = vector_norm(shapes.ravel(x), axis=0, ord=ord)
+    return shapes.reshape(result, (1,) * get_aval(x).ndim) if keepdims else result
   a = _abs_real(x)
   if ord is None or ord == 2:
-    return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axis, keepdims=keepdims))
+    return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=axis,
+                                      keepdims=keepdims))
   if ord == np.inf:
-    return jnp.max(a, axis=axis, keepdims=keepdims)
+    return reductions.max(a, axis=axis, keepdims=keepdims)
   if ord == -np.inf:
-    return jnp.min(a, axis=axis, keepdims=keepdims)
+    return reductions.min(a, axis=axis, keepdims=keepdims)
   if ord == 0:
-    return jnp.sum(a != 0, axis=axis, keepdims=keepdims).astype(get_aval(a).dtype)
+    return reductions.sum(a != 0, axis=axis, keepdims=keepdims).astype(get_aval(a).dtype)
   if ord == 1:
-    return jnp.sum(a, axis=axis, keepdims=keepdims)
+    return reductions.sum(a, axis=axis, keepdims=keepdims)
   if isinstance(ord, str):
     raise ValueError(f"Invalid order '{ord}' for vector norm.")
   p = float(ord)
-  return jnp.power(jnp.sum(jnp.power(a, p), axis=axis, keepdims=keepdims), 1.0 / p)
+  return ufuncs.power(reductions.sum(ufuncs.power(a, p), axis=axis, keepdims=keepdims), 1.0 / p)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
@@ -77,8 +77,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
   nd = get_aval(x).ndim
   if axis is None:
     if ord is None:
-      result = jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x))))
-      return jnp.reshape(result, (1,) * nd) if keepdims else result
+      result = ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x))))
+      return shapes.reshape(result, (1,) * nd) if keepdims else result
     if nd == 1:
       axis = (0,)
     elif nd == 2:
@@ -97,21 +97,22 @@ def norm(x, ord=None, axis=None, keepdims=False):
     raise ValueError(f"Duplicate axes given to norm: axis={axis}")
   a = _abs_real(x)
   if ord is None or ord == "fro":
-    return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=(row, col), keepdims=keepdims))
+    return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=(row, col),
+                                      keepdims=keepdims))
   if ord in (1, -1):
-    sums = jnp.sum(a, axis=row, keepdims=True)
-    red = jnp.max if ord == 1 else jnp.min
+    sums = reductions.sum(a, axis=row, keepdims=True)
+    red = reductions.max if ord == 1 else reductions.min
     result = red(sums, axis=col, keepdims=True)
   elif ord in (np.inf, -np.inf):
-    sums = jnp.sum(a, axis=col, keepdims=True)
-    red = jnp.max if ord == np.inf else jnp.min
+    sums = reductions.sum(a, axis=col, keepdims=True)
+    red = reductions.max if ord == np.inf else reductions.min
     result = red(sums, axis=row, keepdims=True)
   elif ord in (2, -2, "nuc"):
     raise NotImplementedError(f"norm: ord={ord!r} needs singular values, which hlox does not "
                               "compute yet")
   else:
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
-  return result if keepdims else jnp.squeeze(result, axis=(row, col))
+  return result if keepdims else shapes.squeeze(result, axis=(row, col))
 
 
 # --- LU with partial pivoting --------------------------------------------------------------
@@ -122,21 +123,22 @@ def _lu(a):
   shape = get_aval(a).shape
   n = shape[-1]
   batch = shape[:-2]
-  rows = jnp.arange(n)
-  perm = jnp.broadcast_to(rows, batch + (n,))
-  sign = jnp.ones(batch, get_aval(a).dtype)
+  rows = creation.arange(n)
+  perm = shapes.broadcast_to(rows, batch + (n,))
+  sign = creation.ones(batch, get_aval(a).dtype)
   for k in range(n):
-    col = jnp.abs(a[..., k:, k])
-    p = jnp.argmax(col, axis=-1) + k
+    col = ufuncs.abs(a[..., k:, k])
+    p = reductions.argmax(col, axis=-1) + k
     pe = p[..., None]
-    src = jnp.where(rows == k, pe, jnp.where(rows == pe, k, rows))  # (..., n)
-    a = jnp.take_along_axis(a, jnp.broadcast_to(src[..., None], batch + (n, n)), axis=-2)
-    perm = jnp.take_along_axis(perm, src, axis=-1)
-    sign = jnp.where(p != k, -sign, sign)
+    src = ufuncs.where(rows == k, pe, ufuncs.where(rows == pe, k, rows))  # (..., n)
+    a = indexing.take_along_axis(a, shapes.broadcast_to(src[..., None], batch + (n, n)),
+                                 axis=-2)
+    perm = indexing.take_along_axis(perm, src, axis=-1)
+    sign = ufuncs.where(p != k, -sign, sign)
     if k == n - 1:
       break
     pivot = a[..., k, k]
-    safe = jnp.where(pivot == 0, jnp.ones_like(pivot), pivot)
+    safe = ufuncs.where(pivot == 0, creation.ones_like(pivot), pivot)
     l = a[..., k + 1:, k] / safe[..., None]
     a = a.at[..., k + 1:, k].set(l)
     a = a.at[..., k + 1:, k + 1:].add(-l[..., :, None] * a[..., k, k + 1:][..., None, :])
@@ -148,9 +150,9 @@ def det(a):
   a, = _inexact("det", a)
   n = _check_square("det", a)
   if n == 0:
-    return jnp.ones(get_aval(a).shape[:-2], get_aval(a).dtype)
+    return creation.ones(get_aval(a).shape[:-2], get_aval(a).dtype)
   lu, _, sign = _lu(a)
-  return sign * jnp.prod(jnp.diagonal(lu, axis1=-2, axis2=-1), axis=-1)
+  return sign * reductions.prod(creation.diagonal(lu, axis1=-2, axis2=-1), axis=-1)
 
 
 class SlogdetResult(tuple):
@@ -170,14 +172,15 @@ def slogdet(a, *, method=None):
   dtype = get_aval(a).dtype
   if n == 0:
     batch = get_aval(a).shape[:-2]
-    return SlogdetResult(jnp.ones(batch, dtype), jnp.zeros(batch, jnp.real(a).dtype))
+    return SlogdetResult(creation.ones(batch, dtype),
+                         creation.zeros(batch, ufuncs.real(a).dtype))
   lu, _, sign = _lu(a)
-  diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
-  absdiag = jnp.abs(diag)
-  logdet = jnp.sum(jnp.log(absdiag), axis=-1)
-  unit = diag / jnp.where(absdiag == 0, 1, absdiag).astype(dtype)
-  s = sign * jnp.prod(unit, axis=-1)
-  s = jnp.where(jnp.any(absdiag == 0, axis=-1), jnp.zeros_like(s), s)
+  diag = creation.diagonal(lu, axis1=-2, axis2=-1)
+  absdiag = ufuncs.abs(diag)
+  logdet = reductions.sum(ufuncs.log(absdiag), axis=-1)
+  unit = diag / ufuncs.where(absdiag == 0, 1, absdiag).astype(dtype)
+  s = sign * reductions.prod(unit, axis=-1)
+  s = ufuncs.where(reductions.any(absdiag == 0, axis=-1), creation.zeros_like(s), s)
   return SlogdetResult(s, logdet)
 
 
@@ -185,8 +188,8 @@ def _lu_solve(lu, perm, b):
   """Solve with the packed LU for ``b`` of shape (..., n, k)."""
   n = get_aval(lu).shape[-1]
   bshape = get_aval(b).shape
-  b = jnp.take_along_axis(b, jnp.broadcast_to(perm[..., None], perm.shape + (bshape[-1],)),
-                          axis=-2)
+  b = indexing.take_along_axis(
+      b, shapes.broadcast_to(perm[..., None], perm.shape + (bshape[-1],)), axis=-2)
   rows = []
   for i in range(n):  # forward: unit lower triangle
     r = b[..., i, :]
@@ -199,7 +202,7 @@ def _lu_solve(lu, perm, b):
     for j in range(i + 1, n):
       r = r - lu[..., i, j][..., None] * xs[j]
     xs[i] = r / lu[..., i, i][..., None]
-  return jnp.stack(xs, axis=-2)
+  return shapes.stack(xs, axis=-2)
 
 
 def solve(a, b):
@@ -219,8 +222,8 @@ def solve(a, b):
       raise ValueError(f"solve: incompatible shapes {get_aval(a).shape} and {b_shape}")
     bm = b
   batch = util.broadcast_shapes(a_batch, get_aval(bm).shape[:-2])
-  a = jnp.broadcast_to(a, batch + (n, n))
-  bm = jnp.broadcast_to(bm, batch + get_aval(bm).shape[-2:])
+  a = shapes.broadcast_to(a, batch + (n, n))
+  bm = shapes.broadcast_to(bm, batch + get_aval(bm).shape[-2:])
   if n == 0:
     x = bm
   else:
@@ -233,7 +236,7 @@ def inv(a):
   """Inverse of the (batched) square matrices ``a``."""
   a, = _inexact("inv", a)
   n = _check_square("inv", a)
-  eye = jnp.broadcast_to(jnp.eye(n, dtype=get_aval(a).dtype), get_aval(a).shape)
+  eye = shapes.broadcast_to(creation.eye(n, dtype=get_aval(a).dtype), get_aval(a).shape)
   return solve(a, eye)
 
 
@@ -243,37 +246,37 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
   a, = _inexact("cholesky", a)
   n = _check_square("cholesky", a)
   if symmetrize_input:
-    a = (a + jnp.conj(jnp.swapaxes(a, -1, -2))) / 2
+    a = (a + ufuncs.conj(shapes.swapaxes(a, -1, -2))) / 2
   cols = []  # column j of L, entries j.. n-1
-  L = jnp.zeros_like(a)
+  L = creation.zeros_like(a)
   for j in range(n):
     s = a[..., j:, j]
     if j:
-      s = s - jnp.einsum("...ik,...k->...i", L[..., j:, :j], jnp.conj(L[..., j, :j]))
-    d = jnp.sqrt(jnp.real(s[..., 0]))
-    col = jnp.concatenate([d[..., None].astype(get_aval(a).dtype),
+      s = s - products.einsum("...ik,...k->...i", L[..., j:, :j], ufuncs.conj(L[..., j, :j]))
+    d = ufuncs.sqrt(ufuncs.real(s[..., 0]))
+    col = shapes.concatenate([d[..., None].astype(get_aval(a).dtype),
                            s[..., 1:] / d[..., None]], axis=-1)
     L = L.at[..., j:, j].set(col)
-  return jnp.conj(jnp.swapaxes(L, -1, -2)) if upper else L
+  return ufuncs.conj(shapes.swapaxes(L, -1, -2)) if upper else L
 
 
 def matrix_power(a, n):
   """``a`` multiplied by itself ``n`` times (``n < 0`` uses the inverse)."""
   util.check_arraylike("matrix_power", a)
-  a = jnp.asarray(a)
+  a = creation.asarray(a)
   size = _check_square("matrix_power", a)
   n = operator.index(n)
   if n == 0:
-    return jnp.broadcast_to(jnp.eye(size, dtype=get_aval(a).dtype), get_aval(a).shape)
+    return shapes.broadcast_to(creation.eye(size, dtype=get_aval(a).dtype), get_aval(a).shape)
   if n < 0:
     a, n = inv(a), -n
   result = None
   while n:
     if n & 1:
-      result = a if result is None else jnp.matmul(result, a)
+      result = a if result is None else products.matmul(result, a)
     n >>= 1
     if n:
-      a = jnp.matmul(a, a)
+      a = products.matmul(a, a)
   return result
 
 
@@ -283,53 +286,55 @@ def multi_dot(arrays, *, precision=None):
     raise ValueError(f"multi_dot requires at least two arrays; got {len(arrays)}")
   result = arrays[0]
   for x in arrays[1:]:
-    result = jnp.matmul(result, x, precision=precision)
+    result = products.matmul(result, x, precision=precision)
   return result
 
 
 def outer(x1, x2, /):
   """Outer product of two 1-d arrays."""
-  x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+  x1, x2 = creation.asarray(x1), creation.asarray(x2)
   if get_aval(x1).ndim != 1 or get_aval(x2).ndim != 1:
     raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim="
                      f"{get_aval(x1).ndim} and x2.ndim={get_aval(x2).ndim}")
-  return jnp.outer(x1, x2)
+  return products.outer(x1, x2)
 
 
 def cross(x1, x2, /, *, axis=-1):
   """Cross product of 3-vectors along ``axis``."""
-  if get_aval(jnp.asarray(x1)).shape[axis] != 3 or get_aval(jnp.asarray(x2)).shape[axis] != 3:
+  if get_aval(creation.asarray(x1)).shape[axis] != 3 or \
+      get_aval(creation.asarray(x2)).shape[axis] != 3:
     raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors")
-  return jnp.cross(x1, x2, axis=axis)
+  return products.cross(x1, x2, axis=axis)
 
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
   """``x1 @ x2``."""
-  return jnp.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+  return products.matmul(x1, x2, precision=precision,
+                         preferred_element_type=preferred_element_type)
 
 
 def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
   """``jnp.tensordot`` with the array-API signature."""
-  return jnp.tensordot(x1, x2, axes=axes, precision=precision,
+  return products.tensordot(x1, x2, axes=axes, precision=precision,
                        preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
   """Conjugated dot product along ``axis``."""
-  return jnp.vecdot(x1, x2, axis=axis, precision=precision,
+  return products.vecdot(x1, x2, axis=axis, precision=precision,
                     preferred_element_type=preferred_element_type)
 
 
 def trace(x, /, *, offset=0, dtype=None):
   """Trace of the matrices in the last two axes."""
-  return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+  return products.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
 def diagonal(x, /, *, offset=0):
   """Diagonals of the matrices in the last two axes."""
-  return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+  return creation.diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
 
 def matrix_transpose(x, /):
   """Swap the last two axes."""
-  return jnp.matrix_transpose(x)
+  return shapes.matrix_transpose(x)

@@ -1,9 +1,10 @@
-"""Products: dot, matmul, vdot, outer, inner, tensordot, einsum, kron, trace.
+"""Products: dot, matmul, vdot, outer, inner, tensordot, einsum, kron, trace, matvec,
+vecmat and cross.
 
-Every contraction is one or more ``lax.dot_general`` calls. As in JAX, operands are not
-converted before the contraction: ``dot_general`` gets the promoted dtype as its
-``preferred_element_type`` (so mixed-dtype products compute in the result dtype), and the
-result is given the promoted weak type afterwards.
+Every contraction is one or more ``lax.dot_general`` calls (``cross`` is elementwise). As in
+JAX, operands are not converted before the contraction: ``dot_general`` gets the promoted
+dtype as its ``preferred_element_type`` (so mixed-dtype products compute in the result
+dtype), and the result is given the promoted weak type afterwards.
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.lax.dot import _type_rank
-from hlox.numpy import util
+from hlox.numpy import creation, shapes, ufuncs, util
 
 __all__ = ["dot", "matmul", "vdot", "vecdot", "outer", "inner", "tensordot", "einsum", "kron",
-           "trace"]
+           "trace", "cross", "matvec", "vecmat"]
 
 
 # --- shared helpers ----------------------------------------------------------------------
@@ -79,8 +80,7 @@ def _conj(x):
 
 
 def _multiply(x, y):
-  from hlox import numpy as jnp
-  return jnp.multiply(x, y)
+  return ufuncs.multiply(x, y)
 
 
 def _diagonal_mask(x, axis1, axis2, offset=0):
@@ -526,3 +526,36 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
 
   x = _transpose(x, [labels.index(c) for c in out_labels])
   return _finish(x, dtype, weak)
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+  """Cross product of 3-vectors (or 2-vectors) along the given axes."""
+  util.check_arraylike("cross", a, b)
+  if axis is not None:
+    axisa = axisb = axisc = axis
+  a, b = util.promote_dtypes(creation.asarray(a), creation.asarray(b))
+  a = shapes.moveaxis(a, axisa, -1)
+  b = shapes.moveaxis(b, axisb, -1)
+  na, nb = get_aval(a).shape[-1], get_aval(b).shape[-1]
+  if na not in (2, 3) or nb not in (2, 3):
+    raise ValueError("Dimension must be either 2 or 3 for cross product")
+  if na == 2 and nb == 2:
+    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+  a0, a1 = a[..., 0], a[..., 1]
+  a2 = a[..., 2] if na == 3 else creation.zeros_like(a0)
+  b0, b1 = b[..., 0], b[..., 1]
+  b2 = b[..., 2] if nb == 3 else creation.zeros_like(b0)
+  c = shapes.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+  return shapes.moveaxis(c, -1, axisc)
+
+
+def matvec(x1, x2, /):
+  """Batched matrix-vector product: ``x1[..., i, j] * x2[..., j]`` summed over ``j``."""
+  util.check_arraylike("matvec", x1, x2)
+  return matmul(x1, creation.asarray(x2)[..., None])[..., 0]
+
+
+def vecmat(x1, x2, /):
+  """Batched vector-matrix product: ``conj(x1[..., j]) * x2[..., j, i]`` summed over ``j``."""
+  util.check_arraylike("vecmat", x1, x2)
+  return matmul(ufuncs.conj(creation.asarray(x1))[..., None, :], x2)[..., 0, :]

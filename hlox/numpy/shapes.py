@@ -1,6 +1,6 @@
 """Shape manipulation: reshape, ravel, transpose, swapaxes, moveaxis, expand_dims, squeeze,
 broadcasting, concatenate/stack and friends, split, tile, repeat, flips, rot90, roll,
-atleast_*d, astype, append, insert and pad.
+atleast_*d, astype, append, insert, pad, rollaxis, unstack, resize, block and trim_zeros.
 
 Everything here is written on ``lax`` shape primitives with static (concrete) shapes,
 sizes and axes; a traced value where one is needed raises ``ConcretizationTypeError``.
@@ -8,6 +8,7 @@ sizes and axes; a traced value where one is needed raises ``ConcretizationTypeEr
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -16,8 +17,8 @@ from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError, HloxTypeError
-from hlox.numpy import util
-from hlox.numpy.creation import asarray
+from hlox.numpy import creation, reductions, util
+from hlox.numpy.creation import asarray, linspace
 from hlox.runtime.array import Array
 
 __all__ = ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
@@ -25,7 +26,8 @@ __all__ = ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims
            "stack", "hstack", "vstack", "dstack", "column_stack", "split", "array_split",
            "hsplit", "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud",
            "rot90", "roll", "atleast_1d", "atleast_2d", "atleast_3d", "shape", "ndim", "size",
-           "astype", "append", "insert", "pad", "permute_dims", "matrix_transpose"]
+           "astype", "append", "insert", "pad", "permute_dims", "matrix_transpose", "rollaxis",
+           "unstack", "resize", "block", "trim_zeros"]
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -757,7 +759,6 @@ def _pad_pairs(name, values, ndim):
 def _pad_stats(a, widths, mode, stat_length):
   """Pad each side with a statistic (max, min, mean, median) of the ``stat_length`` entries
   nearest to it, axis by axis as NumPy does."""
-  from hlox.numpy import reductions
   lengths = (_pad_pairs("stat_length", stat_length, a.ndim) if stat_length is not None
              else [[None, None]] * a.ndim)
   stat = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
@@ -791,7 +792,6 @@ def _pad_stats(a, widths, mode, stat_length):
 def _pad_linear_ramp(a, widths, end_values):
   """Pad each side with a linear ramp from ``end_values`` to the edge value (exclusive),
   built with ``linspace`` in the array's dtype (so integer ramps round as JAX's do)."""
-  from hlox.numpy.creation import linspace
   ends = _pad_pairs("end_values", end_values, a.ndim)
   out = a
   for axis, ((lo, hi), (end_lo, end_hi)) in enumerate(zip(widths, ends)):
@@ -868,3 +868,83 @@ def _gather_runs(x, index, axis):
     pieces.append(piece)
     i = j
   return pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, axis)
+
+
+def rollaxis(a, axis, start=0):
+  """Move ``axis`` to position ``start`` (NumPy's older spelling of ``moveaxis``)."""
+  util.check_arraylike("rollaxis", a)
+  a = asarray(a)
+  nd = get_aval(a).ndim
+  axis = util.canonicalize_axis_tuple(axis, nd, "rollaxis")[0]
+  start = operator.index(start)
+  if not -nd <= start <= nd:
+    raise ValueError(f"start={start} must satisfy {-nd}<=start<={nd}")
+  if start < 0:
+    start += nd
+  if start > axis:
+    start -= 1
+  return moveaxis(a, axis, start)
+
+
+def unstack(x, /, *, axis=0):
+  """The slices of ``x`` along ``axis``, as a tuple."""
+  util.check_arraylike("unstack", x)
+  x = asarray(x)
+  if get_aval(x).ndim == 0:
+    raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
+                     "passed.")
+  x = moveaxis(x, axis, 0)
+  return tuple(x[i] for i in builtins.range(get_aval(x).shape[0]))
+
+
+def resize(a, new_shape):
+  """``ravel(a)`` repeated (or cut) to fill ``new_shape``."""
+  util.check_arraylike("resize", a)
+  new_shape = (operator.index(new_shape),) if np.ndim(new_shape) == 0 else tuple(
+      operator.index(d) for d in new_shape)
+  if any(d < 0 for d in new_shape):
+    raise ValueError("all elements of `new_shape` must be non-negative")
+  a = ravel(a)
+  size = math.prod(new_shape)
+  n = get_aval(a).shape[0]
+  if n == 0 or size == 0:
+    return creation.zeros(new_shape, get_aval(a).dtype)
+  reps = -(-size // n)
+  return reshape(tile(a, reps)[:size], new_shape)
+
+
+def trim_zeros(filt, trim="fb"):
+  """``filt`` (1-d, concrete) without its leading (``'f'``) and/or trailing (``'b'``) zeros."""
+  util.check_arraylike("trim_zeros", filt)
+  value = util.concrete_value("trim_zeros", filt)
+  if value.ndim != 1:
+    raise TypeError(f"'filt' must be 1-D array, but received {value.ndim}-D array.")
+  nz = np.nonzero(value)[0]
+  if nz.size == 0:
+    return asarray(filt)[:0]
+  start = nz[0] if "f" in trim.lower() else 0
+  end = nz[-1] + 1 if "b" in trim.lower() else len(value)
+  return asarray(filt)[start:end]
+
+
+def block(arrays):
+  """Assemble an array from nested lists of blocks (the innermost list joins the last axis)."""
+  def depth(x):
+    return 1 + depth(x[0]) if isinstance(x, list) and x else (1 if isinstance(x, list) else 0)
+  if isinstance(arrays, tuple):
+    raise TypeError("jax.numpy.block does not allow tuples, got " + str(arrays))
+  d = depth(arrays)
+  def max_ndim(x):
+    if isinstance(x, list):
+      return builtins.max((max_ndim(y) for y in x), default=0)
+    return get_aval(asarray(x)).ndim
+  nd = builtins.max(max_ndim(arrays), d)
+  def rec(x, level):
+    if isinstance(x, list):
+      if not x:
+        raise ValueError("Lists cannot be empty")
+      parts = [rec(y, level + 1) for y in x]
+      return concatenate(parts, axis=-(d - level))
+    x = asarray(x)
+    return reshape(x, (1,) * (nd - get_aval(x).ndim) + get_aval(x).shape)
+  return rec(arrays, 0)

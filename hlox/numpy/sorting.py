@@ -11,9 +11,11 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
-from hlox.core.tracer import get_aval
+from hlox.core.tracer import Tracer, get_aval
+from hlox.errors import ConcretizationTypeError
 from hlox.lax.utils import canonicalize_axis
-from hlox.numpy import util
+from hlox.numpy import creation, reductions, shapes, ufuncs, util
+from hlox.runtime.array import device_put
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "unique", "sort_complex"]
 
@@ -152,14 +154,11 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
 
   ``size`` pads (with ``fill_value``, default the smallest entry) or truncates the result.
   """
-  from hlox.core.tracer import Tracer
   if isinstance(ar, Tracer) and size is not None and axis is None:
-    from hlox.numpy.extras import _unique_sized
     util.check_arraylike("unique", ar)
     return _unique_sized(ar, size, fill_value, return_index, return_inverse, return_counts,
                          equal_nan)
   if isinstance(ar, Tracer):
-    from hlox.errors import ConcretizationTypeError
     raise ConcretizationTypeError(ar, "unique needs concrete values to know its output "
                                   "size; call it outside jit")
   util.check_arraylike("unique", ar)
@@ -180,7 +179,6 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
       values = np.concatenate([values, np.repeat(fill, pad, axis=0)])
       index = np.concatenate([index, np.full(pad, index[0] if len(index) else 0, index.dtype)])
       counts = np.concatenate([counts, np.zeros(pad, counts.dtype)])
-  from hlox.runtime.array import device_put
   int_dtype = dtypes.default_int_dtype()
   outs = [device_put(values.astype(dtypes.canonicalize_dtype(values.dtype)))]
   if return_index:
@@ -191,4 +189,45 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     outs.append(device_put(inverse.astype(int_dtype)))
   if return_counts:
     outs.append(device_put(counts.astype(int_dtype)))
+  return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _unique_sized(ar, size, fill_value, return_index, return_inverse, return_counts,
+                  equal_nan):
+  """``unique(ravel(ar))`` with a static result length: works on traced values."""
+  x = shapes.ravel(ar)
+  n = get_aval(x).shape[0]
+  idx_dtype = util.index_dtype()
+  size = operator.index(size)
+  if n == 0:
+    zeros = creation.zeros((size,), idx_dtype)
+    values = creation.full((size,), 0 if fill_value is None else fill_value, get_aval(x).dtype)
+    outs = [values] + [zeros] * (return_index + return_counts) + (
+        [creation.zeros(get_aval(creation.asarray(ar)).shape, idx_dtype)] if return_inverse
+        else [])
+    if return_inverse:  # keep NumPy's order: values, index, inverse, counts
+      outs = [values] + ([zeros] if return_index else []) + [outs[-1]] + (
+          [zeros] if return_counts else [])
+    return outs[0] if len(outs) == 1 else tuple(outs)
+  perm = argsort(x, stable=True).astype(idx_dtype)
+  sx = x[perm]
+  new = sx[1:] != sx[:-1]
+  if equal_nan and dtypes.is_inexact(get_aval(x).dtype):
+    new = new & ~(ufuncs.isnan(sx[1:]) & ufuncs.isnan(sx[:-1]))
+  new = shapes.concatenate([creation.ones((1,), bool), new])
+  pos, valid = ufuncs._nonzero_flat_positions(new, size)
+  pos = ufuncs.minimum(pos, n - 1)
+  values = sx[pos]
+  fill = sx[0] if fill_value is None else creation.asarray(fill_value, get_aval(x).dtype)
+  values = ufuncs.where(valid, values, fill)
+  outs = [values]
+  if return_index:
+    outs.append(ufuncs.where(valid, perm[pos], perm[0]))  # padding: the first's index, as JAX
+  group = reductions.cumsum(new, dtype=idx_dtype) - 1  # group of each sorted entry
+  if return_inverse:
+    inverse = creation.zeros((n,), idx_dtype).at[perm].set(group)
+    outs.append(shapes.reshape(inverse, get_aval(creation.asarray(ar)).shape))
+  if return_counts:
+    counts = creation.zeros((size,), idx_dtype).at[group].add(1, mode="drop")
+    outs.append(counts)
   return outs[0] if len(outs) == 1 else tuple(outs)

@@ -7,6 +7,7 @@ compositions are Python scalars, so a weakly-typed input gives a weakly-typed re
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -14,7 +15,9 @@ import numpy as np
 from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
+from hlox.custom_derivatives import custom_jvp
 from hlox.errors import ConcretizationTypeError
+from hlox.numpy import creation, reductions, shapes, util
 from hlox.numpy.util import (broadcast_shapes, broadcast_to_shape, check_arraylike,
                              ensure_array, promote_args, promote_args_inexact,
                              promote_args_numeric, promote_dtypes, promote_dtypes_inexact,
@@ -589,7 +592,6 @@ def _logaddexp_jvp_rule(exp_fn, base_fn):
 
 
 def _make_logaddexp(name, exp_fn, scale):
-  from hlox.custom_derivatives import custom_jvp
   base = lambda x1, x2: _logaddexp_base(name, x1, x2, exp_fn, scale)
   fn = custom_jvp(base)
   fn.defjvp(_logaddexp_jvp_rule(exp_fn, base))
@@ -1123,7 +1125,6 @@ def _nonzero(condition, *, size=None, fill_value=None):
   condition = ensure_array(condition)
   if isinstance(condition, Tracer) and size is not None:
     # A static size makes the result shape known: compute on the device (works under jit).
-    from hlox.numpy.extras import _nonzero_sized
     return _nonzero_sized(condition, size, fill_value)
   if isinstance(condition, Tracer):
     value = condition.to_concrete_value()
@@ -1151,6 +1152,56 @@ def _nonzero(condition, *, size=None, fill_value=None):
     indices = tuple(padded)
   int_dtype = dtypes.default_int_dtype()
   return tuple(device_put(np.asarray(idx, dtype=int_dtype)) for idx in indices)
+
+
+# The on-device (sized) nonzero lives here, beside the one-argument ``where`` that needs it:
+# ``searching.nonzero`` and ``sorting.unique`` import it from this room, never the reverse.
+
+def _nonzero_flat_positions(mask_flat, size):
+  """Positions of the True entries of a 1-d bool array, in order, the first ``size`` of them
+  (then filled with n, the length), and the number of True entries."""
+  n = get_aval(mask_flat).shape[0]
+  idx_dtype = util.index_dtype()
+  iota = lax.iota(idx_dtype, n)
+  # A stable sort on "is zero" brings the nonzero positions to the front, in order.
+  key = lax.convert_element_type(lax.bitwise_not(mask_flat), np.int8)
+  _, pos = lax.sort((key, iota), num_keys=1)
+  if size > n:
+    pos = shapes.concatenate([pos, creation.full((size - n,), n, idx_dtype)])
+  pos = pos[:size]
+  count = reductions.sum(mask_flat, dtype=idx_dtype)
+  valid = lax.lt(lax.iota(idx_dtype, size), lax.broadcast_in_dim(count, (size,), ()))
+  return pos, valid
+
+
+def _nonzero_sized(a, size, fill_value):
+  """``nonzero`` with a static result length: works on traced values."""
+  a = creation.asarray(a)
+  shape = get_aval(a).shape
+  if not shape:
+    raise ValueError("Calling nonzero on 0d arrays is not allowed. Use jnp.atleast_1d(x) "
+                     "instead.")
+  size = operator.index(size)
+  mask = shapes.ravel(a != 0) if a.dtype != np.bool_ else shapes.ravel(a)
+  idx_dtype = util.index_dtype()
+  if get_aval(mask).shape[0] == 0:
+    pos = creation.zeros((size,), idx_dtype)
+    valid = creation.zeros((size,), bool)
+  else:
+    pos, valid = _nonzero_flat_positions(mask, size)
+    pos = minimum(pos, get_aval(mask).shape[0] - 1)
+  out = []
+  stride = math.prod(shape)
+  fills = fill_value if isinstance(fill_value, (tuple, list)) else (fill_value,) * len(shape)
+  if len(fills) != len(shape):
+    raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length {len(shape)}; "
+                     f"got {fill_value}")
+  for d, fill in zip(shape, fills):
+    stride //= d
+    coord = (pos // stride) % d if d else pos
+    fill = 0 if fill is None else fill
+    out.append(where(valid, coord, creation.asarray(fill).astype(idx_dtype)))
+  return tuple(out)
 
 
 def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):

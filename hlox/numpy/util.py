@@ -6,6 +6,8 @@ import numpy as np
 from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
+from hlox.errors import ConcretizationTypeError
+from hlox.numpy.conversion import asarray
 from hlox.runtime.array import Array
 
 
@@ -25,7 +27,6 @@ def ensure_array(x):
   if isinstance(x, (Array, Tracer)):
     return x
   if isinstance(x, (list, tuple)):
-    from hlox.numpy.creation import asarray
     return asarray(x)
   return x
 
@@ -162,3 +163,19 @@ def canonicalize_axis_tuple(axis, ndim, name):
   if len(set(out)) != len(out):
     raise ValueError(f"{name}: repeated axis in {tuple(axis)}")
   return tuple(sorted(out))
+
+
+def index_dtype():
+  """The dtype of index results (int32, int64 under x64)."""
+  return dtypes.default_int_dtype()
+
+
+def concrete_value(name, x):
+  """The NumPy value of ``x``; an error naming ``name`` when it is traced."""
+  if isinstance(x, Tracer):
+    value = x.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(x, f"{name} needs a concrete value here (its result "
+                                    "shape depends on it); pass size= or call it outside jit")
+    return np.asarray(value)
+  return np.asarray(x)

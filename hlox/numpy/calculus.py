@@ -1,0 +1,202 @@
+"""Calculus on sampled data: differences (``diff``, ``ediff1d``), ``gradient``, phase
+``unwrap``, the trapezoidal rule (``trapezoid``) and piecewise-linear ``interp``.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import get_aval
+from hlox.numpy import creation, reductions, searching, shapes, sorting, ufuncs, util
+
+__all__ = ["diff", "ediff1d", "interp", "trapezoid", "gradient", "unwrap"]
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+  """The ``n``-th discrete difference along ``axis``."""
+  util.check_arraylike("diff", a)
+  a = creation.asarray(a)
+  n = operator.index(n)
+  if n < 0:
+    raise ValueError(f"order must be non-negative but got {n}")
+  if n == 0:
+    return a
+  nd = get_aval(a).ndim
+  if nd == 0:
+    raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
+  axis = util.canonicalize_axis_tuple(axis, nd, "diff")[0]
+  parts = []
+  for extra in (prepend, None, append):
+    if extra is None:
+      continue
+    extra = creation.asarray(extra)
+    if get_aval(extra).ndim == 0:
+      shape = list(get_aval(a).shape)
+      shape[axis] = 1
+      extra = shapes.broadcast_to(extra, tuple(shape))
+    parts.append(extra)
+  if prepend is not None or append is not None:
+    pieces = ([parts[0]] if prepend is not None else []) + [a] + (
+        [parts[-1]] if append is not None else [])
+    a = shapes.concatenate(pieces, axis)
+  for _ in range(n):
+    size = get_aval(a).shape[axis]
+    lo = lax.slice_in_dim(a, 0, max(size - 1, 0), axis=axis)
+    hi = lax.slice_in_dim(a, min(1, size), size, axis=axis)
+    a = ufuncs.not_equal(hi, lo) if get_aval(a).dtype == np.bool_ else ufuncs.subtract(hi, lo)
+  return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+  """Differences of consecutive entries of ``ravel(ary)``, with optional ends."""
+  util.check_arraylike("ediff1d", ary)
+  arr = shapes.ravel(ary)
+  result = arr[1:] - arr[:-1]
+  dtype = get_aval(result).dtype
+  if to_begin is not None:
+    result = shapes.concatenate([shapes.ravel(creation.asarray(to_begin)).astype(dtype),
+                                 result])
+  if to_end is not None:
+    result = shapes.concatenate([result, shapes.ravel(creation.asarray(to_end)).astype(dtype)])
+  return result
+
+
+def gradient(f, *varargs, axis=None, edge_order=None):
+  """Second-order central differences inside, first-order at the edges (NumPy's
+  ``gradient`` with unit or scalar spacing)."""
+  util.check_arraylike("gradient", f)
+  if edge_order is not None:
+    raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
+  f = creation.asarray(f)
+  nd = get_aval(f).ndim
+  if f.dtype not in _inexact_set():
+    f = f.astype(dtypes.default_float_dtype())
+  axes = (tuple(range(nd)) if axis is None else
+          util.canonicalize_axis_tuple(axis, nd, "gradient") if not isinstance(axis, int)
+          else (axis % nd,))
+  if isinstance(axis, (tuple, list)):
+    axes = tuple(a % nd for a in axis)
+  if not varargs:
+    spacing = [1.0] * len(axes)
+  elif len(varargs) == 1:
+    spacing = list(varargs) * len(axes)
+  elif len(varargs) == len(axes):
+    spacing = list(varargs)
+  else:
+    raise TypeError("Invalid number of spacing arguments")
+  outs = []
+  for ax, h in zip(axes, spacing):
+    size = get_aval(f).shape[ax]
+    if size < 2:
+      raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
+                       "(edge_order + 1) elements are required.")
+    h = creation.asarray(h)
+    if get_aval(h).ndim == 0:
+      sl = lambda s, e: lax.slice_in_dim(f, s, e, axis=ax)
+      inner = (sl(2, size) - sl(0, size - 2)) / (2 * h)
+      first = (sl(1, 2) - sl(0, 1)) / h
+      last = (sl(size - 1, size) - sl(size - 2, size - 1)) / h
+      outs.append(shapes.concatenate([first, inner, last], axis=ax))
+    else:
+      # Non-uniform coordinates along the axis.
+      dx = diff(h)
+      sl = lambda s, e: lax.slice_in_dim(f, s, e, axis=ax)
+      shape = [1] * nd
+      shape[ax] = -1
+      dx1 = shapes.reshape(dx[:-1], shape)
+      dx2 = shapes.reshape(dx[1:], shape)
+      a = -dx2 / (dx1 * (dx1 + dx2))
+      b = (dx2 - dx1) / (dx1 * dx2)
+      c = dx1 / (dx2 * (dx1 + dx2))
+      inner = a * sl(0, size - 2) + b * sl(1, size - 1) + c * sl(2, size)
+      first = (sl(1, 2) - sl(0, 1)) / shapes.reshape(dx[:1], shape)
+      last = (sl(size - 1, size) - sl(size - 2, size - 1)) / shapes.reshape(dx[-1:], shape)
+      outs.append(shapes.concatenate([first, inner, last], axis=ax))
+  return outs[0] if len(outs) == 1 else outs
+
+
+def _inexact_set():
+  return {d for d in dtypes.all_dtypes if dtypes.is_inexact(d)}
+
+
+def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
+  """Unwrap phase angles by replacing jumps larger than ``discont`` by their ``period``
+  complement."""
+  util.check_arraylike("unwrap", p)
+  p, period = util.promote_dtypes(creation.asarray(p), period)
+  if dtypes.is_complex(get_aval(p).dtype):
+    raise ValueError("jnp.unwrap does not support complex inputs.")
+  if discont is None:
+    discont = period / 2
+  interval = period // 2 if dtypes.is_int(get_aval(p).dtype) else period / 2
+  dd = diff(p, axis=axis)
+  ddmod = ufuncs.mod(dd + interval, period) - interval
+  ddmod = ufuncs.where((ddmod == -interval) & (dd > 0), interval, ddmod)
+  ph_correct = ufuncs.where(ufuncs.abs(dd) < discont, 0, ddmod - dd)
+  axis = axis % get_aval(p).ndim
+  first = lax.slice_in_dim(p, 0, 1, axis=axis)
+  rest = lax.slice_in_dim(p, 1, get_aval(p).shape[axis], axis=axis)
+  return shapes.concatenate([first, rest + reductions.cumsum(ph_correct, axis=axis)], axis=axis)
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+  """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``."""
+  util.check_arraylike("interp", x, xp, fp)
+  x, xp, fp = creation.asarray(x), creation.asarray(xp), creation.asarray(fp)
+  if get_aval(xp).ndim != 1 or get_aval(fp).ndim != 1:
+    raise ValueError("xp and fp must be one-dimensional")
+  if get_aval(xp).shape[0] != get_aval(fp).shape[0]:
+    raise ValueError("xp and fp must be the same length")
+  if get_aval(xp).shape[0] == 0:
+    raise ValueError("xp and fp must be non-empty")
+  if dtypes.is_complex(get_aval(fp).dtype):
+    dtype = dtypes.canonicalize_dtype(dtypes.result_type(x, xp, fp))
+    x, xp = x.astype(dtypes.to_inexact_dtype(dtypes.result_type(x, xp))), xp
+  else:
+    dtype = dtypes.canonicalize_dtype(
+        dtypes.to_inexact_dtype(dtypes.result_type(x, xp, fp)))
+  x, xp, fp = x.astype(dtype) if not dtypes.is_complex(dtype) else x, \
+      xp.astype(dtype) if not dtypes.is_complex(dtype) else xp, fp.astype(dtype)
+  if period is not None:
+    if get_aval(creation.asarray(period)).ndim != 0:
+      raise ValueError(f"period must be a scalar; got {period}")
+    period = ufuncs.abs(period)
+    x = x % period
+    xp = xp % period
+    order = sorting.argsort(xp)
+    xp, fp = xp[order], fp[order]
+    xp = shapes.concatenate([xp[-1:] - period, xp, xp[:1] + period])
+    fp = shapes.concatenate([fp[-1:], fp, fp[:1]])
+  i = ufuncs.clip(searching.searchsorted(xp, x, side="right"), 1, get_aval(xp).shape[0] - 1)
+  dx = xp[i] - xp[i - 1]
+  delta = x - xp[i - 1]
+  eps = np.finfo(np.dtype(dtypes.to_inexact_dtype(get_aval(xp).dtype))).eps
+  safe = ufuncs.abs(dx) > eps * ufuncs.abs(xp[i])
+  f = ufuncs.where(safe, fp[i - 1] + (delta / ufuncs.where(safe, dx, 1)) * (fp[i] - fp[i - 1]),
+                fp[i - 1])
+  if period is None:
+    f = ufuncs.where(x < xp[0], fp[0] if left is None else left, f)
+    f = ufuncs.where(x > xp[-1], fp[-1] if right is None else right, f)
+  return f.astype(dtype) if f.dtype != dtype else f
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+  """Integral of ``y`` along ``axis`` by the trapezoidal rule."""
+  util.check_arraylike("trapezoid", y)
+  y = creation.asarray(y)
+  if x is None:
+    y, = util.promote_dtypes_inexact(y)
+    dx_arr = dx
+  else:
+    y, x = util.promote_dtypes_inexact(y, creation.asarray(x))
+    if get_aval(x).ndim == 1:
+      dx_arr = diff(x)
+    else:
+      dx_arr = shapes.moveaxis(diff(x, axis=axis), axis, -1)
+  y = shapes.moveaxis(y, axis, -1)
+  if x is not None:
+    return 0.5 * reductions.sum(dx_arr * (y[..., 1:] + y[..., :-1]), axis=-1)
+  return 0.5 * dx_arr * reductions.sum(y[..., 1:] + y[..., :-1], axis=-1)

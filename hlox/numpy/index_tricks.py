@@ -1,0 +1,205 @@
+"""Index helpers: flat and multi-dimensional indices (``unravel_index``,
+``ravel_multi_index``), triangle and diagonal indices, ``diagflat``, ``fill_diagonal``,
+open and dense grids (``ix_``, ``mgrid``, ``ogrid``).
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from hlox.core import dtypes
+from hlox.core.tracer import get_aval
+from hlox.numpy import creation, shapes, ufuncs, util
+
+__all__ = ["unravel_index", "ravel_multi_index", "tril_indices", "triu_indices",
+           "tril_indices_from", "triu_indices_from", "diag_indices", "diag_indices_from",
+           "diagflat", "fill_diagonal", "ix_", "mgrid", "ogrid"]
+
+
+def unravel_index(indices, shape):
+  """The coordinates, one array per dimension of ``shape``, of flat ``indices`` (negative
+  indices count from the end; out-of-range ones are clipped)."""
+  util.check_arraylike("unravel_index", indices)
+  indices = creation.asarray(indices)
+  shape = tuple(operator.index(d) for d in np.atleast_1d(shape))
+  if not dtypes.is_int(get_aval(indices).dtype):
+    raise TypeError("Only integer indices are allowed, got " + str(indices.dtype))
+  total = math.prod(shape)
+  indices = ufuncs.where(indices < 0, indices + total, indices)
+  indices = ufuncs.clip(indices, 0, builtins.max(total - 1, 0))
+  out = []
+  stride = total
+  for d in shape:
+    stride //= d if d else 1
+    out.append((indices // stride) % d if d else indices * 0)
+  return tuple(out)
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+  """Flat indices of the coordinate arrays ``multi_index`` into an array of shape ``dims``."""
+  if len(multi_index) != len(dims):
+    raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
+  util.check_arraylike("ravel_multi_index", *multi_index)
+  dims = tuple(operator.index(d) for d in dims)
+  index = [creation.asarray(i) for i in multi_index]
+  for i in index:
+    if not dtypes.is_int(get_aval(i).dtype):
+      raise TypeError("only int indices permitted")
+  if mode == "raise":
+    for i, d in zip(index, dims):
+      value = util.concrete_value("ravel_multi_index (mode='raise')", i)
+      if np.any((value < 0) | (value >= d)):
+        raise ValueError("invalid entry in coordinates array")
+  elif mode == "wrap":
+    index = [i % d for i, d in zip(index, dims)]
+  elif mode == "clip":
+    index = [ufuncs.clip(i, 0, d - 1) for i, d in zip(index, dims)]
+  else:
+    raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+  if order == "F":
+    index, dims = index[::-1], dims[::-1]
+  elif order != "C":
+    raise ValueError(f"invalid order={order!r}. Expected 'C' or 'F'")
+  result = creation.asarray(0, util.index_dtype())
+  for i, d in zip(index, dims):
+    result = result * d + i.astype(util.index_dtype())
+  return result
+
+
+def tril_indices(n, k=0, m=None):
+  """Row and column indices of the lower triangle of an ``(n, m)`` array."""
+  n = operator.index(n)
+  k = operator.index(k)
+  m = n if m is None else operator.index(m)
+  return tuple(creation.asarray(i.astype(util.index_dtype())) for i in np.tril_indices(n, k, m))
+
+
+def triu_indices(n, k=0, m=None):
+  """Row and column indices of the upper triangle of an ``(n, m)`` array."""
+  n = operator.index(n)
+  k = operator.index(k)
+  m = n if m is None else operator.index(m)
+  return tuple(creation.asarray(i.astype(util.index_dtype())) for i in np.triu_indices(n, k, m))
+
+
+def _check_2d(name, arr):
+  shape = get_aval(creation.asarray(arr)).shape
+  if len(shape) != 2:
+    raise ValueError(f"input array must be 2-d; got shape {shape}")
+  return shape
+
+
+def tril_indices_from(arr, k=0):
+  """``tril_indices`` for the shape of the 2-d ``arr``."""
+  n, m = _check_2d("tril_indices_from", arr)
+  return tril_indices(n, k, m)
+
+
+def triu_indices_from(arr, k=0):
+  """``triu_indices`` for the shape of the 2-d ``arr``."""
+  n, m = _check_2d("triu_indices_from", arr)
+  return triu_indices(n, k, m)
+
+
+def diag_indices(n, ndim=2):
+  """Indices of the main diagonal of an ``ndim``-dimensional array of side ``n``."""
+  n, ndim = operator.index(n), operator.index(ndim)
+  if n < 0:
+    raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
+  if ndim < 0:
+    raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
+  return (creation.arange(n, dtype=util.index_dtype()),) * ndim
+
+
+def diag_indices_from(arr):
+  """``diag_indices`` for the (equal-sided, at least 2-d) ``arr``."""
+  util.check_arraylike("diag_indices_from", arr)
+  shape = get_aval(creation.asarray(arr)).shape
+  if len(shape) < 2:
+    raise ValueError("input array must be at least 2-d")
+  if len(set(shape)) != 1:
+    raise ValueError("All dimensions of input must be of equal length")
+  return diag_indices(shape[0], len(shape))
+
+
+def diagflat(v, k=0):
+  """A 2-d array with the flattened ``v`` on its ``k``-th diagonal."""
+  util.check_arraylike("diagflat", v)
+  return creation.diag(shapes.ravel(v), k)
+
+
+def fill_diagonal(a, val, wrap=False, *, inplace=True):
+  """``a`` with its main diagonal set to ``val`` (``inplace=False`` is required: arrays are
+  immutable)."""
+  if inplace:
+    raise NotImplementedError("JAX arrays are immutable, must use inplace=False")
+  if wrap:
+    raise NotImplementedError("wrap=True is not implemented, must use wrap=False")
+  util.check_arraylike("fill_diagonal", a, val)
+  a = creation.asarray(a)
+  shape = get_aval(a).shape
+  if len(shape) < 2:
+    raise ValueError("array must be at least 2-d")
+  if len(shape) > 2 and len(set(shape)) != 1:
+    raise ValueError("All dimensions of input must be of equal length")
+  n = builtins.min(shape)
+  idx = creation.arange(n)
+  val = shapes.ravel(creation.asarray(val))
+  if get_aval(val).shape[0] == 0:
+    return a
+  val = shapes.resize(val, (n,)) if get_aval(val).shape[0] != n else val
+  return a.at[(idx,) * len(shape)].set(val)
+
+
+def ix_(*args):
+  """Open-mesh index arrays: the i-th 1-d argument reshaped to broadcast along axis i."""
+  util.check_arraylike("ix", *args)
+  n = len(args)
+  out = []
+  for i, a in enumerate(args):
+    a = creation.asarray(a)
+    if get_aval(a).ndim != 1:
+      raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
+                       f"{a.shape}")
+    if get_aval(a).dtype == np.bool_:
+      raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
+    shape = [1] * n
+    shape[i] = get_aval(a).shape[0]
+    out.append(shapes.reshape(a, shape) if get_aval(a).shape[0] else
+               creation.zeros(shape, dtype=util.index_dtype()))
+  return tuple(out)
+
+
+def _grid(name, sparse):
+  class _Grid:
+    def __getitem__(self, key):
+      if isinstance(key, slice):
+        key = (key,)
+        single = True
+      else:
+        single = False
+      arrays = []
+      for s in key:
+        start = 0 if s.start is None else s.start
+        step = 1 if s.step is None else s.step
+        stop = s.stop
+        if isinstance(step, complex):
+          arrays.append(creation.linspace(start, stop, int(abs(step))))
+        else:
+          arrays.append(creation.arange(start, stop, step))
+      if single:
+        return arrays[0]
+      if sparse:
+        return tuple(creation.meshgrid(*arrays, indexing="ij", sparse=True))
+      return shapes.stack(creation.meshgrid(*arrays, indexing="ij"), 0)
+  _Grid.__name__ = name
+  return _Grid()
+
+
+mgrid = _grid("mgrid", sparse=False)
+
+
+ogrid = _grid("ogrid", sparse=True)

@@ -1,0 +1,278 @@
+"""Statistics: histograms (``bincount``, ``histogram``, ``histogram_bin_edges``),
+covariance and correlation (``cov``, ``corrcoef``) and order statistics (``quantile``,
+``percentile`` and their NaN-ignoring forms, ``nanmedian``). Means and variances are
+reductions (``reductions.py``).
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from hlox import lax
+from hlox.core import dtypes
+from hlox.core.tracer import Tracer, get_aval
+from hlox.numpy import (calculus, creation, indexing, products, reductions, searching, shapes,
+                        sorting, ufuncs, util)
+
+__all__ = ["bincount", "histogram", "histogram_bin_edges", "cov", "corrcoef", "quantile",
+           "percentile", "nanquantile", "nanpercentile", "nanmedian"]
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+  """Counts (or summed ``weights``) of each non-negative integer in ``x``.
+
+  The output length is ``max(max(x) + 1, minlength)``, which needs concrete ``x``; under jit
+  pass ``length``. Negative entries are not counted; entries past ``length`` are dropped.
+  """
+  util.check_arraylike("bincount", x)
+  x = creation.asarray(x)
+  if not dtypes.is_int(get_aval(x).dtype) and get_aval(x).dtype != np.bool_:
+    raise TypeError(f"x argument to bincount must have an integer type; got {x.dtype}")
+  if get_aval(x).ndim != 1:
+    raise ValueError("only 1-dimensional input supported.")
+  minlength = operator.index(minlength)
+  if minlength < 0:
+    raise ValueError(f"minlength must be non-negative; got {minlength}")
+  if length is None:
+    value = util.concrete_value("bincount (without length=)", x)
+    length = builtins.max(minlength, int(value.max()) + 1 if value.size else 0)
+  else:
+    length = operator.index(length)
+  if weights is None:
+    weights = creation.ones(get_aval(x).shape, util.index_dtype())
+  else:
+    weights = creation.asarray(weights)
+    if get_aval(weights).dtype == np.bool_:
+      weights = weights.astype(util.index_dtype())
+  idx = ufuncs.clip(x, 0, None)  # negative entries count toward bin 0, as in JAX
+  return creation.zeros(length, get_aval(weights).dtype).at[idx].add(weights, mode="drop")
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+  """The edges of ``bins`` equal-width bins over ``range`` (default: min to max of ``a``)."""
+  util.check_arraylike("histogram_bin_edges", a)
+  if isinstance(bins, str):
+    raise NotImplementedError("string values for `bins` not implemented.")
+  a = shapes.ravel(a)
+  dtype = dtypes.to_inexact_dtype(get_aval(a).dtype)
+  dtype = dtypes.canonicalize_dtype(dtype)
+  if get_aval(creation.asarray(bins)).ndim == 1:
+    return creation.asarray(bins, dtype=dtype)
+  bins = operator.index(bins)
+  if range is None:
+    lo, hi = reductions.min(a), reductions.max(a)
+  else:
+    lo, hi = range
+    if np.ndim(lo) == 0 and np.ndim(hi) == 0 and not isinstance(lo, Tracer) and \
+        not isinstance(hi, Tracer) and lo > hi:
+      raise ValueError("max must be larger than min in range parameter.")
+    lo, hi = creation.asarray(lo), creation.asarray(hi)
+  lo, hi = lo.astype(dtype), hi.astype(dtype)
+  # An empty range widens to +/- 0.5, as NumPy does.
+  same = lo == hi
+  lo = ufuncs.where(same, lo - 0.5, lo)
+  hi = ufuncs.where(same, hi + 0.5, hi)
+  return creation.linspace(lo, hi, bins + 1, dtype=dtype)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None):
+  """``(counts, bin_edges)`` of ``a``; the last bin includes its right edge."""
+  util.check_arraylike("histogram", a)
+  if weights is not None and get_aval(creation.asarray(weights)).shape != get_aval(
+      creation.asarray(a)).shape:
+    raise ValueError("weights should have the same shape as a.")
+  edges = histogram_bin_edges(a, bins, range, weights)
+  a = shapes.ravel(a)
+  w = (creation.ones(get_aval(a).shape, get_aval(edges).dtype) if weights is None
+       else shapes.ravel(weights))
+  nbins = get_aval(edges).shape[0] - 1
+  bin_idx = searching.searchsorted(edges, a, side="right")
+  bin_idx = ufuncs.where(a == edges[-1], nbins, bin_idx)
+  # Out-of-range entries (index 0 or nbins + 1) go to scratch bins that are dropped.
+  counts = creation.zeros(nbins + 2, get_aval(w).dtype).at[bin_idx].add(w)[1:-1]
+  if density:
+    widths = calculus.diff(edges)
+    counts = counts / widths / reductions.sum(counts)
+  return counts, edges
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+  """Covariance matrix of the variables in the rows (``rowvar``) or columns of ``m``."""
+  util.check_arraylike("cov", m)
+  if ddof is not None and not isinstance(ddof, int):
+    raise ValueError("ddof must be integer")
+  x = shapes.atleast_2d(m)
+  if get_aval(x).ndim > 2:
+    raise ValueError("m has more than 2 dimensions")
+  if get_aval(creation.asarray(m)).ndim == 1:
+    rowvar = True
+  if not rowvar and get_aval(x).shape[0] != 1:
+    x = x.T
+  if get_aval(x).shape[0] == 0:
+    return creation.array([]).reshape(0, 0)
+  if y is not None:
+    y = shapes.atleast_2d(y)
+    if not rowvar and get_aval(y).shape[0] != 1:
+      y = y.T
+    x = shapes.concatenate([x, y], axis=0)
+  dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(get_aval(x).dtype))
+  x = x.astype(dtype)
+  if ddof is None:
+    ddof = 1 if not bias else 0
+  n = get_aval(x).shape[1]
+  w = None
+  if fweights is not None:
+    w = creation.asarray(fweights)
+  if aweights is not None:
+    aw = creation.asarray(aweights)
+    w = aw if w is None else w * aw
+  if w is None:
+    avg = reductions.mean(x, axis=1)
+    fact = n - ddof
+  else:
+    w = w.astype(dtype)
+    w_sum = reductions.sum(w)
+    avg = reductions.sum(x * w, axis=1) / w_sum
+    if ddof == 0:
+      fact = w_sum
+    elif aweights is None:
+      fact = w_sum - ddof
+    else:
+      fact = w_sum - ddof * reductions.sum(w * creation.asarray(aweights)) / w_sum
+  xc = x - avg[:, None]
+  xw = xc if w is None else xc * w
+  c = products.dot(xw, ufuncs.conj(xc).T) / fact
+  return shapes.squeeze(c)
+
+
+def corrcoef(x, y=None, rowvar=True):
+  """Pearson correlation coefficients (``cov`` normalized by the standard deviations)."""
+  util.check_arraylike("corrcoef", x)
+  c = cov(x, y, rowvar)
+  if get_aval(c).ndim == 0:
+    return c / c
+  d = creation.diag(c)
+  stddev = ufuncs.sqrt(ufuncs.real(d)).astype(get_aval(c).dtype)
+  c = c / stddev[:, None] / stddev[None, :]
+  if dtypes.is_complex(get_aval(c).dtype):
+    return lax.complex(ufuncs.clip(ufuncs.real(c), -1, 1), ufuncs.clip(ufuncs.imag(c), -1, 1))
+  return ufuncs.clip(c, -1, 1)
+
+
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf",
+                     "averaged_inverted_cdf", "closest_observation",
+                     "interpolated_inverted_cdf", "hazen", "weibull", "median_unbiased",
+                     "normal_unbiased")
+
+
+def _quantile(name, a, q, axis, method, keepdims, squash_nans):
+  util.check_arraylike(name, a, q)
+  if method not in ("linear", "lower", "higher", "midpoint", "nearest"):
+    raise ValueError(f"{name}: method={method!r} is not supported; use one of "
+                     "linear, lower, higher, midpoint, nearest")
+  a = creation.asarray(a)
+  q = creation.asarray(q)
+  if dtypes.is_complex(get_aval(a).dtype) or dtypes.is_complex(get_aval(q).dtype):
+    raise ValueError(f"{name} does not support complex input")
+  if get_aval(q).ndim > 1:
+    raise ValueError(f"q must be have rank <= 1, got shape {q.shape}")
+  a, q = util.promote_dtypes_inexact(a, q)
+  nd = get_aval(a).ndim
+  if axis is None:
+    dims = tuple(builtins.range(nd))
+  else:
+    dims = util.canonicalize_axis_tuple(axis, nd, name)
+  keep_shape = tuple(1 if i in dims else d for i, d in enumerate(get_aval(a).shape))
+  rest = [i for i in builtins.range(nd) if i not in dims]
+  a = shapes.transpose(a, rest + list(dims))
+  out_shape = get_aval(a).shape[:len(rest)]
+  a = shapes.reshape(a, out_shape + (-1,))
+  n = get_aval(a).shape[-1]
+  a = sorting.sort(a, axis=-1)  # NaNs last
+  if squash_nans:
+    counts = reductions.sum(ufuncs.logical_not(ufuncs.isnan(a)), axis=-1,
+                            keepdims=True).astype(q.dtype)
+  else:
+    counts = creation.full(out_shape + (1,), n, q.dtype)
+  qq = shapes.reshape(q, (-1,))  # (nq,)
+  pos = qq * (counts - 1)  # (..., nq)
+  low = ufuncs.floor(pos)
+  high = ufuncs.ceil(pos)
+  frac = pos - low
+  maxi = ufuncs.maximum(counts - 1, 0)
+  low_i = ufuncs.clip(low, 0, maxi).astype(np.int32)
+  high_i = ufuncs.clip(high, 0, maxi).astype(np.int32)
+  lo_v = indexing.take_along_axis(a, low_i, axis=-1)
+  hi_v = indexing.take_along_axis(a, high_i, axis=-1)
+  if method == "linear":
+    result = lo_v * (1 - frac) + hi_v * frac
+  elif method == "lower":
+    result = lo_v
+  elif method == "higher":
+    result = hi_v
+  elif method == "midpoint":
+    result = 0.5 * (lo_v + hi_v)
+  else:  # nearest: round half to even, as NumPy
+    near = ufuncs.clip(ufuncs.round(pos), 0, maxi).astype(np.int32)
+    result = indexing.take_along_axis(a, near, axis=-1)
+  if not squash_nans:
+    any_nan = reductions.any(ufuncs.isnan(a), axis=-1, keepdims=True)
+    result = ufuncs.where(any_nan, np.nan, result)
+  else:
+    result = ufuncs.where(counts == 0, np.nan, result)
+  # result: out_shape + (nq,) -> (nq,) + out_shape
+  result = shapes.moveaxis(result, -1, 0)
+  if keepdims:
+    result = shapes.reshape(result, get_aval(result).shape[:1] + keep_shape)
+  if get_aval(q).ndim == 0:
+    result = result[0]
+  return result
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, interpolation=None):
+  """The ``q``-th quantiles (``q`` in [0, 1]) of ``a`` along ``axis``."""
+  _check_quantile_args("quantile", out, overwrite_input, interpolation)
+  return _quantile("quantile", a, q, axis, method, keepdims, False)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, interpolation=None):
+  """``quantile`` ignoring NaNs."""
+  _check_quantile_args("nanquantile", out, overwrite_input, interpolation)
+  return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, interpolation=None):
+  """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` along ``axis``."""
+  _check_quantile_args("percentile", out, overwrite_input, interpolation)
+  util.check_arraylike("percentile", a, q)
+  q = ufuncs.true_divide(q, 100.0)
+  return _quantile("percentile", a, q, axis, method, keepdims, False)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, interpolation=None):
+  """``percentile`` ignoring NaNs."""
+  _check_quantile_args("nanpercentile", out, overwrite_input, interpolation)
+  util.check_arraylike("nanpercentile", a, q)
+  q = ufuncs.true_divide(q, 100.0)
+  return _quantile("nanpercentile", a, q, axis, method, keepdims, True)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+  """The median of ``a`` along ``axis``, ignoring NaNs."""
+  _check_quantile_args("nanmedian", out, overwrite_input, None)
+  return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True)
+
+
+def _check_quantile_args(name, out, overwrite_input, interpolation):
+  if out is not None:
+    raise ValueError(f"{name}: the 'out' argument is not supported")
+  if overwrite_input:
+    raise ValueError(f"{name}: overwrite_input=True is not supported")
+  if interpolation is not None:
+    raise TypeError(f"{name}: the 'interpolation' argument is removed; use 'method'")
