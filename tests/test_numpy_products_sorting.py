@@ -366,7 +366,7 @@ def test_unique():
     hlox.jit(jnp.unique)(x)
 
 
-# --- searching, sets, histograms, polynomials, index helpers (hlox/numpy/extras.py) -------
+# --- searching, sets, histograms, polynomials, index helpers (searching/setops/... .py) --
 
 def test_nonzero_sized_under_jit():
   x = np.array([[0, 3, 0], [2, 0, 5]], np.int32)
