@@ -12,6 +12,7 @@ from hlox.numpy.sorting import *  # noqa: F401,F403
 from hlox.numpy.dtypes_api import *  # noqa: F401,F403
 from hlox.numpy.extras import *  # noqa: F401,F403
 from hlox.numpy import linalg  # noqa: F401
+from hlox.numpy import fft  # noqa: F401
 
 from hlox.runtime.array import Array as ndarray  # noqa: F401
 
