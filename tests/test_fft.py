@@ -133,6 +133,26 @@ def test_lax_fft_bad_input(call, error, match):
     call()
 
 
+@pytest.mark.parametrize("lengths", [(4, 6), (3, 5), (2, 3, 4)])
+def test_split_irfft_lowering(monkeypatch, lengths):
+  """The GPU lowering of a multi-dimensional IRFFT (an IFFT then a 1-d IRFFT), checked here
+  by turning it on for the CPU."""
+  fft_module = sys.modules["hlox.lax.fft"]  # hlox.lax.fft is the function
+  monkeypatch.setattr(fft_module, "IRFFT_SPLIT_PLATFORMS", {"cpu"})
+  hlox.clear_caches()
+  try:
+    x = _lax_input(np.random.default_rng(11), FftType.IRFFT, (2,), lengths, np.complex64)
+    x = x + 0.1j  # not the half spectrum of a real signal: only the last axis is Hermitian
+    out = hlox.jit(lambda x: lax.fft(x, FftType.IRFFT, lengths))(x)
+    text = hlox.jit(lambda x: lax.fft(x, FftType.IRFFT, lengths)).lower(x).as_text()
+  finally:
+    monkeypatch.undo()
+    hlox.clear_caches()
+  assert "IFFT" in text and "transpose" in text
+  assert_close(out, _np_fft(x.astype(np.complex128), FftType.IRFFT, lengths), np.float32,
+               rtol=1e-4, atol=1e-4)
+
+
 def test_lax_fft_jaxpr():
   text = str(hlox.make_jaxpr(lambda x: lax.fft(x, FftType.RFFT, (8,)))(np.ones((3, 8),
                                                                              np.float32)))

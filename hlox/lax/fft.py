@@ -147,13 +147,39 @@ fft_p = standard_primitive(_fft_shape_rule, _fft_dtype_rule, "fft",
 
 # --- lowering ----------------------------------------------------------------------------
 
+# cuFFT assumes Hermitian symmetry in every dimension of a multi-dimensional complex-to-real
+# transform, where NumPy (and XLA:CPU) use only the last dimension's half spectrum. On these
+# platforms a multi-dimensional IRFFT is an IFFT over the leading lengths, then a 1-d IRFFT.
+IRFFT_SPLIT_PLATFORMS = {"cuda", "rocm", "gpu"}
+
+
+def _fft_hlo(x, fft_type: FftType, fft_lengths) -> "ir.Value":
+  return hlo.fft(x, hlo.FftTypeAttr.get(fft_type.name), xla.dense_i64(fft_lengths))
+
+
+def _split_irfft_hlo(x, rank: int, fft_lengths):
+  first = rank - len(fft_lengths)  # where the transformed block starts
+  # Bring the half-spectrum axis to the front of the block, IFFT the others (now last).
+  to_front = list(range(rank))
+  to_front.insert(first, to_front.pop(-1))
+  x = hlo.transpose(x, xla.dense_i64(to_front))
+  x = _fft_hlo(x, FftType.IFFT, fft_lengths[:-1])
+  back = list(range(rank))
+  back.append(back.pop(first))
+  x = hlo.transpose(x, xla.dense_i64(back))
+  return _fft_hlo(x, FftType.IRFFT, fft_lengths[-1:])
+
+
 def _fft_lowering(ctx, x, *, fft_type, fft_lengths):
   aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
   if 0 in aval_in.shape or 0 in aval_out.shape:
     # Nothing to transform (or an empty spectrum): XLA rejects zero-length FFTs, and the
     # DFT of nothing, like the inverse of an empty half spectrum, is all zeros.
     return xla.full_like_aval(0, aval_out)
-  return hlo.fft(x, hlo.FftTypeAttr.get(fft_type.name), xla.dense_i64(fft_lengths))
+  if (fft_type == FftType.IRFFT and len(fft_lengths) > 1
+      and ctx.module_context.platform in IRFFT_SPLIT_PLATFORMS):
+    return _split_irfft_hlo(x, aval_in.ndim, fft_lengths)
+  return _fft_hlo(x, fft_type, fft_lengths)
 
 
 xla.register_lowering(fft_p, _fft_lowering)
