@@ -1,3 +1,4 @@
 """``hlox.scipy``: SciPy functions written on ``hlox.numpy`` and ``hlox.lax``."""
 from hlox.scipy import special  # noqa: F401
 from hlox.scipy import signal  # noqa: F401
+from hlox.scipy import fft  # noqa: F401

@@ -22,8 +22,6 @@ import numpy as np
 from hlox import lax
 from hlox import numpy as jnp
 from hlox.api import vmap
-from hlox.core import dtypes
-from hlox.core.tracer import get_aval
 from hlox.lax.fft import to_complex_dtype
 from hlox.numpy import util
 
@@ -226,7 +224,7 @@ def _remove_line(y, npts: int):
   mean = y.mean(0, keepdims=True)
   if npts < 2:  # one point: the line goes through it
     return y - mean
-  dtype = get_aval(y).dtype
+  dtype = y.dtype
   t = np.arange(npts, dtype=np.float64)
   t = (t - t.mean()).reshape((npts,) + (1,) * (y.ndim - 1))
   t = jnp.asarray(t.astype(np.finfo(dtype).dtype))
@@ -303,7 +301,7 @@ _BOUNDARIES = {"even": _pad_ends("reflect"), "odd": _odd_ext, "constant": _pad_e
 def _segments_fft(x, win, detrend_func, nperseg: int, noverlap: int, nfft: int, sides: str):
   """Windowed FFTs of the overlapping segments of ``x`` (along its last axis): shape
   ``(..., segments, frequencies)``."""
-  if dtypes.is_int(x.dtype) or x.dtype == np.bool_:
+  if not jnp.issubdtype(x.dtype, np.inexact):
     x = x.astype(win.dtype)
   length = x.shape[-1]
   if nperseg == 1 and noverlap == 0:
@@ -417,7 +415,8 @@ def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, n
     raise ValueError(f"Unknown scaling: {scaling}")
   if mode == "stft":
     scale = jnp.sqrt(scale)
-  scale = jnp.asarray(scale).astype(to_complex_dtype(get_aval(scale).dtype))
+  scale = jnp.asarray(scale)
+  scale = scale.astype(to_complex_dtype(scale.dtype))
 
   sides = "onesided" if return_onesided else "twosided"
   if return_onesided and (jnp.iscomplexobj(x) or (y is not None and jnp.iscomplexobj(y))):
