@@ -173,8 +173,9 @@ def _split_irfft_hlo(x, rank: int, fft_lengths):
 def _fft_lowering(ctx, x, *, fft_type, fft_lengths):
   aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
   if 0 in aval_in.shape or 0 in aval_out.shape:
-    # Nothing to transform (or an empty spectrum): XLA rejects zero-length FFTs, and the
-    # DFT of nothing, like the inverse of an empty half spectrum, is all zeros.
+    # An empty operand or result: the transform of nothing is all zeros (an RFFT of length
+    # 0 has one zero coefficient). A constant keeps zero-size plans away from FFT libraries
+    # (XLA:CPU happens to accept them).
     return xla.full_like_aval(0, aval_out)
   if (fft_type == FftType.IRFFT and len(fft_lengths) > 1
       and ctx.module_context.platform in IRFFT_SPLIT_PLATFORMS):

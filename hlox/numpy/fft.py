@@ -166,6 +166,11 @@ def _axis_check_1d(func_name: str, axis):
 
 def _fft_core_1d(func_name: str, fft_type: FftType, a, n, axis, norm):
   _axis_check_1d(func_name, axis)
+  if n is not None:
+    try:
+      n = operator.index(n)
+    except TypeError:
+      raise TypeError(f"jnp.fft.{func_name}: n must be an integer, got {n!r}") from None
   # axis=None transforms every axis, as in JAX.
   axes = None if axis is None else [axis]
   s = None if n is None else [n]
