@@ -291,6 +291,18 @@ def bench_rnn_scan_grad_first_call(lib):
   return best
 
 
+def bench_fft_c64_1024x1024(lib):
+  """Steady-state ``jit(jnp.fft.fft)`` over the last axis of a complex64 [1024, 1024]."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  x = jnp.asarray((rng.standard_normal((1024, 1024)) + 1j * rng.standard_normal(
+      (1024, 1024))).astype(np.complex64))
+  f = mod.jit(jnp.fft.fft)
+  mod.block_until_ready(f(x))
+  return best_per_call(lambda: mod.block_until_ready(f(x)), 10)
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

@@ -29,6 +29,7 @@ from hlox.numpy.arithmetic import *  # noqa: F401,F403
 from hlox.numpy.predicates import *  # noqa: F401,F403
 from hlox.numpy.windows import *  # noqa: F401,F403
 from hlox.numpy import linalg  # noqa: F401
+from hlox.numpy import fft  # noqa: F401
 
 from hlox.runtime.array import Array as ndarray  # noqa: F401
 

@@ -5,3 +5,5 @@ Belongs here: JAX's ``jax.scipy`` namespaces, as libraries on top of the NumPy A
 ``custom_derivatives``); never jaxlib, nor the runtime beyond the ``Array`` type.
 """
 from hlox.scipy import special  # noqa: F401
+from hlox.scipy import signal  # noqa: F401
+from hlox.scipy import fft  # noqa: F401
