@@ -4,40 +4,58 @@
     f = hlox.jit(lambda x: jnp.sin(x) * 2.0)
 """
 from hlox.config import config
-from hlox.cache import clear_caches
-from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
-                         TracerBoolConversionError, TracerIntegerConversionError,
-                         UnexpectedTracerError)
-from hlox.runtime import (Array, block_until_ready, default_backend, device_count, device_get,
-                          device_put, devices, local_device_count, local_devices,
-                          process_count, process_index)
-from hlox.core.tracer import Tracer as _Tracer
-from hlox import tree_util
-from hlox import tree
-from hlox import lax
-from hlox import numpy
-from hlox import random
-from hlox import scipy
-from hlox import nn
-from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, vmap
-from hlox.autodiff import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
-                           linearize, value_and_grad, vjp)
-from hlox.core import dtypes
-from hlox.core.dtypes import float0
-from hlox.tree_util import Partial
-from hlox.custom_derivatives import custom_jvp, custom_vjp
-from hlox.checkpoint import checkpoint, checkpoint_policies, remat
-from hlox.interpreters.pmap import pmap
-from hlox import distributed
-from hlox.runtime import device_put_replicated, device_put_sharded
 
-__version__ = "0.1.0"
+try:
+  import jaxlib as _jaxlib  # noqa: F401  (XLA: compiler, runtime, MLIR bindings)
+except ImportError as _jaxlib_error:
+  _jaxlib = None
+  _JAXLIB_ERROR = _jaxlib_error
+
+if _jaxlib is None:
+  # Without jaxlib only the pure-Python/NumPy rooms import (hlox.config, and hlox.fastmath
+  # with its NumPy backend); every other public name says what is missing.
+  __version__ = "0.1.0"
+
+  def __getattr__(name):
+    if name.startswith("__"):
+      raise AttributeError(name)
+    raise ImportError(f"hlox.{name} needs jaxlib, which cannot be imported here "
+                      f"({_JAXLIB_ERROR}); only hlox.fastmath's NumPy backend works without it")
+else:
+  from hlox.cache import clear_caches
+  from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
+                           TracerBoolConversionError, TracerIntegerConversionError,
+                           UnexpectedTracerError)
+  from hlox.runtime import (Array, block_until_ready, default_backend, device_count, device_get,
+                            device_put, devices, local_device_count, local_devices,
+                            process_count, process_index)
+  from hlox.core.tracer import Tracer as _Tracer
+  from hlox import tree_util
+  from hlox import tree
+  from hlox import lax
+  from hlox import numpy
+  from hlox import random
+  from hlox import scipy
+  from hlox import nn
+  from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, vmap
+  from hlox.autodiff import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
+                             linearize, value_and_grad, vjp)
+  from hlox.core import dtypes
+  from hlox.core.dtypes import float0
+  from hlox.tree_util import Partial
+  from hlox.custom_derivatives import custom_jvp, custom_vjp
+  from hlox.checkpoint import checkpoint, checkpoint_policies, remat
+  from hlox.interpreters.pmap import pmap
+  from hlox import distributed
+  from hlox.runtime import device_put_replicated, device_put_sharded
+
+  __version__ = "0.1.0"
 
 
-def _on_config_change(name, value):
-  # Weak types of Python scalars and canonical dtypes depend on x64: cached signatures and
-  # executables made under the other setting must not be reused.
-  if name == "enable_x64":
-    clear_caches()
+  def _on_config_change(name, value):
+    # Weak types of Python scalars and canonical dtypes depend on x64: cached signatures and
+    # executables made under the other setting must not be reused.
+    if name == "enable_x64":
+      clear_caches()
 
-config.add_watcher(_on_config_change)
+  config.add_watcher(_on_config_change)
