@@ -6,8 +6,6 @@ that stay on the NumPy backend never import XLA.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 import hlox
@@ -53,9 +51,20 @@ def conv(inp, fltr, window_strides, padding, dimension_numbers, filter_dilation=
                                   dimension_numbers=dimension_numbers)
 
 
+def _spatial_padding(padding, nspatial):
+  """String padding as it is; explicit pairs for the spatial dimensions only."""
+  if isinstance(padding, str):
+    return padding
+  pads = [tuple(p) for p in padding]
+  return pads[1:-1] if len(pads) == nspatial + 2 else pads
+
+
 def _pool(x, init, reducer, pool_size, strides, padding):
   pool_size = tuple(int(p) for p in pool_size)
   strides = tuple(int(s) for s in strides) if strides else (1,) * len(pool_size)
+  padding = _spatial_padding(padding, len(pool_size))
+  if not isinstance(padding, str):
+    padding = [(0, 0)] + padding + [(0, 0)]
   return lax.reduce_window(x, init, reducer, (1,) + pool_size + (1,), (1,) + strides + (1,),
                            padding)
 
@@ -77,7 +86,7 @@ def avg_pool(x, pool_size, strides, padding):
   pool_size = tuple(int(p) for p in pool_size)
   strides = tuple(int(s) for s in strides) if strides else (1,) * len(pool_size)
   counts = lax.reduce_window(jnp.ones(x.shape[1:-1], x.dtype), 0., lax.add, pool_size,
-                             strides, padding)
+                             strides, _spatial_padding(padding, len(pool_size)))
   return sums / counts[..., None]
 
 

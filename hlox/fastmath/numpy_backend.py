@@ -136,6 +136,8 @@ def _pool_geometry(x, pool_size, strides, padding, name):
                      f"dimensions for pool_size {pool_size}, got shape {x.shape}")
   window = (1,) + pool_size + (1,)
   all_strides = (1,) + strides + (1,)
+  if not isinstance(padding, str) and len(padding) == len(pool_size) + 2:
+    padding = list(padding)[1:-1]  # full-rank pairs: the batch and feature ones are (0, 0)
   pads = [(0, 0)] + _padtype_to_pads(x.shape[1:-1], pool_size, strides, padding, name) + \
       [(0, 0)]
   return window, all_strides, pads
@@ -359,7 +361,7 @@ def _expand_index(idx, ndim):
       out.extend([slice(None)] * (ndim - consumed))
     else:
       out.append(i)
-  if Ellipsis not in idx:
+  if not any(i is Ellipsis for i in idx):
     out.extend([slice(None)] * (ndim - consumed))
   return out
 

@@ -207,6 +207,11 @@ class RandomBackend:
     if np.ndim(seed):
       raise TypeError(f"get_prng: the seed must be a scalar, got an array of shape "
                       f"{np.shape(seed)}")
+    dtype = getattr(seed, "dtype", None)
+    if isinstance(seed, (float, complex)) or dtype is not None and not (
+        np.issubdtype(np.dtype(dtype), np.integer) or np.dtype(dtype) == np.bool_):
+      raise TypeError(f"get_prng: the seed must be an integer, got "
+                      f"{type(seed).__name__} {seed!r}")
     return _table()["random_get_prng"](seed)
 
   def split(self, prng, num=2):
