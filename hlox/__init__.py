@@ -3,15 +3,16 @@
     import hlox, hlox.numpy as jnp
     f = hlox.jit(lambda x: jnp.sin(x) * 2.0)
 """
+import importlib.util as _importlib_util
+
 from hlox.config import config
 
-try:
-  import jaxlib as _jaxlib  # noqa: F401  (XLA: compiler, runtime, MLIR bindings)
-except ImportError as _jaxlib_error:
-  _jaxlib = None
-  _JAXLIB_ERROR = _jaxlib_error
+try:  # only looked up here: hlox.runtime and the lowering code are jaxlib's importers
+  _HAVE_JAXLIB = _importlib_util.find_spec("jaxlib") is not None
+except (ImportError, ValueError):
+  _HAVE_JAXLIB = False
 
-if _jaxlib is None:
+if not _HAVE_JAXLIB:
   # Without jaxlib only the pure-Python/NumPy rooms import (hlox.config, and hlox.fastmath
   # with its NumPy backend); every other public name says what is missing.
   __version__ = "0.1.0"
@@ -19,8 +20,8 @@ if _jaxlib is None:
   def __getattr__(name):
     if name.startswith("__"):
       raise AttributeError(name)
-    raise ImportError(f"hlox.{name} needs jaxlib, which cannot be imported here "
-                      f"({_JAXLIB_ERROR}); only hlox.fastmath's NumPy backend works without it")
+    raise ImportError(f"hlox.{name} needs jaxlib, which cannot be imported here; only "
+                      f"hlox.fastmath's NumPy backend works without it")
 else:
   from hlox.cache import clear_caches
   from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,

@@ -364,3 +364,29 @@ def test_numpy_backend_runs_with_jaxlib_blocked():
   assert "(1, 2, 2, 3) (3,) 3 (1, 3)" in out
   assert "loaded: []" in out
   assert "hlox backend: True" in out
+
+
+def test_import_rules_of_the_package():
+  """fastmath imports no jaxlib and no hlox.runtime; the NumPy-side modules import nothing
+  of XLA (nor the hlox backend); no import hides inside a function."""
+  import ast
+  import glob
+  xla_free = {"nested.py", "prng_numpy.py", "numpy_backend.py", "ops.py", "__init__.py"}
+  for path in glob.glob(os.path.join(ROOT, "hlox", "fastmath", "*.py")):
+    tree = ast.parse(open(path).read())
+    names = []
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Import):
+        names += [a.name for a in node.names]
+      elif isinstance(node, ast.ImportFrom):
+        names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    assert not [n for n in names if n.split(".")[0] in ("jax", "jaxlib")], path
+    assert not [n for n in names if n.startswith("hlox.runtime")], path
+    if os.path.basename(path) in xla_free:
+      bad = [n for n in names if n.startswith("hlox") and not n.startswith(
+          ("hlox.fastmath", "hlox.config"))]
+      assert not bad, (path, bad)
+    for fn in ast.walk(tree):
+      if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        local = [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not local, (path, fn.name)

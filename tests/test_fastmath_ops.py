@@ -355,3 +355,22 @@ def test_tree_utilities_follow_trax():
   assert out["a"].shape == (2, 2) and isinstance(out["a"], hlox.Array)
   with pytest.raises(ValueError, match="nested_zip: cannot zip an empty sequence"):
     fastmath.nested_zip([])
+
+
+def test_dataset_as_numpy_uses_a_tf_dataset_numpy_iterator():
+  class FakeTFDataset:  # the part of tf.data.Dataset that dataset_as_numpy relies on
+    def as_numpy_iterator(self):
+      return iter([{"x": onp.arange(3)}, {"x": onp.arange(3) + 1}])
+
+    def __iter__(self):
+      raise AssertionError("a tf.data.Dataset is read through as_numpy_iterator")
+  for b in ("hlox", "numpy"):
+    with fastmath.use_backend(b):
+      out = list(fastmath.dataset_as_numpy(FakeTFDataset()))
+      onp.testing.assert_array_equal(out[1]["x"], [1, 2, 3])
+
+
+def test_fori_loop_with_traced_bounds_on_hlox():
+  with fastmath.use_backend("hlox"):
+    f = fastmath.jit(lambda n: fastmath.fori_loop(0, n, lambda i, x: x + i, 0))
+    assert int(f(onp.int32(5))) == 10
