@@ -75,7 +75,7 @@ def main():
                / min(results["per_example_grads_64_32_10"]["hlox"]))
     print(f"hlox per-example gradients, vmap vs Python loop: {speedup:.1f}x faster "
           "(target >= 8x)")
-  for fm, base in (("fastmath_numpy_sin", "eager_sin"), ("fastmath_jit_inline", "jit_inline")):
+  for fm, base in (("fastmath_numpy_sin", "eager_sin"), ("fastmath_jit_wrap_call", "jit_wrap_call")):
     if fm in results and base in results:
       extra = min(results[fm]["hlox"]) - min(results[base]["hlox"])
       print(f"hlox.fastmath cost over calling hlox directly, {fm}: {extra * 1e6:+.2f} us "

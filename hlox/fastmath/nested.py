@@ -155,7 +155,10 @@ class ShapeDtype:
     if not isinstance(shape, tuple):
       raise TypeError(f"ShapeDtype: shape must be a tuple or list, got {shape!r}")
     self.shape = shape
-    self.dtype = np.dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
+    try:
+      self.dtype = np.dtype(dtype)
+    except TypeError:  # e.g. typed PRNG keys' "key<fry>": kept as given
+      self.dtype = dtype
 
   @property
   def ndim(self):

@@ -89,6 +89,10 @@ class _State(threading.local):
 
 
 _local = _State()
+# Open use_backend blocks over all threads: while there are none (the usual case), lookups
+# skip the thread-local read.
+_blocks = 0
+_blocks_lock = threading.Lock()
 _default = None  # set_backend's name, or None
 _env_name = None
 if os.environ.get(ENV_VAR):
@@ -97,34 +101,41 @@ if os.environ.get(ENV_VAR):
 _GIN_KEY = ("", "hlox.fastmath.backend")
 _gin_config = getattr(getattr(gin, "config", None), "_CONFIG", None)
 
-
-def _gin_name():
-  # gin's public query costs ~15 us; its binding table is one dict read.
-  if _gin_config is not None:
+if _gin_config is not None:
+  def _gin_name():
+    # gin's public query costs ~15 us; its binding table is one dict read.
     bound = _gin_config.get(_GIN_KEY)
-    if bound is not None and "name" in bound:
-      return _canonical_name(bound["name"], "gin binding backend.name")
-  elif gin is not None:
+    if bound is None or "name" not in bound:
+      return None
+    return _canonical_name(bound["name"], "gin binding backend.name")
+elif gin is not None:
+  def _gin_name():
     try:
       return _canonical_name(gin.query_parameter("backend.name"), "gin binding backend.name")
     except ValueError:
       return None
-  return None
+else:
+  def _gin_name():
+    return None
 
 
 def _active_name():
-  stack = _local.stack
-  if stack:
-    return stack[-1]
-  if _default is not None:
-    return _default
-  return _env_name or _gin_name() or "hlox"
+  if _blocks:
+    stack = _local.stack
+    if stack:
+      return stack[-1]
+  return _default or _env_name or _gin_name() or "hlox"
 
 
 def _table():
-  name = _active_name()
-  table = _TABLES.get(name)
-  return table if table is not None else _load(name)
+  # The proxies' hot path: _active_name inlined, then one dictionary read.
+  if _blocks:
+    stack = _local.stack
+    if stack:
+      name = stack[-1]
+      return _TABLES.get(name) or _load(name)
+  name = _default or _env_name or _gin_name() or "hlox"
+  return _TABLES.get(name) or _load(name)
 
 
 def backend(name=None):
@@ -135,7 +146,7 @@ def backend(name=None):
   """
   if name is not None:
     name = _canonical_name(name, "backend")
-  stack = _local.stack
+  stack = _local.stack if _blocks else None
   if stack:
     return _load(stack[-1])
   if _default is not None:
@@ -168,13 +179,18 @@ def set_backend(name):
 def use_backend(name):
   """Run the block with backend ``name`` (this thread only; nests; restored even when the
   block raises)."""
+  global _blocks
   name = _canonical_name(name, "use_backend")
   stack = _local.stack
   stack.append(name)
+  with _blocks_lock:
+    _blocks += 1
   try:
     yield
   finally:
     stack.pop()
+    with _blocks_lock:
+      _blocks -= 1
 
 
 # --- the lazy proxies ------------------------------------------------------------------------
@@ -184,7 +200,9 @@ class NumpyBackend:
   Each attribute access looks the backend up again, so a later switch applies."""
   __slots__ = ()
 
-  def __getattr__(self, attr):
+  # __getattribute__ rather than __getattr__: every name is forwarded, so skipping the
+  # failed normal lookup (and its AttributeError) saves most of the proxy's cost.
+  def __getattribute__(self, attr):
     return getattr(_table()["np"], attr)
 
   def __dir__(self):

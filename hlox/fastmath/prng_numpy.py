@@ -93,12 +93,17 @@ def PRNGKey(seed):
   if np.ndim(seed):
     raise TypeError(f"get_prng: the seed must be a scalar, got an array of shape "
                     f"{np.shape(seed)}")
-  if isinstance(seed, (float, np.floating)) or not isinstance(seed, (int, np.integer, np.ndarray)):
+  if isinstance(seed, (float, complex)):
     raise TypeError(f"get_prng: the seed must be an integer, got {type(seed).__name__}")
-  if isinstance(seed, np.ndarray) and not np.issubdtype(seed.dtype, np.integer):
-    raise TypeError(f"get_prng: the seed must be an integer, got dtype {seed.dtype}")
-  wide = isinstance(seed, int) and _x64() or (
-      not isinstance(seed, int) and np.asarray(seed).dtype.itemsize == 8)
+  if not isinstance(seed, int):
+    try:
+      seed = np.asarray(seed)  # NumPy scalars and arrays, hlox Arrays
+    except Exception:  # noqa: BLE001  (any object NumPy cannot read is no seed)
+      seed = None
+    if seed is None or not np.issubdtype(seed.dtype, np.integer):
+      raise TypeError(f"get_prng: the seed must be an integer, got "
+                      f"{'an object' if seed is None else seed.dtype}")
+  wide = _x64() if isinstance(seed, int) else seed.dtype.itemsize == 8
   s = int(seed)
   hi = (s >> 32) & 0xFFFFFFFF if wide else 0
   return np.array([hi, s & 0xFFFFFFFF], _u32)
