@@ -128,7 +128,7 @@ def test_model_weights_are_identical_across_backends():
             "b": R.uniform(k2, (8,), minval=-0.1, maxval=0.1),
             "mask": R.bernoulli(k3, 0.8, (8,)),
             "idx": R.randint(R.fold_in(k3, 1), (4,), 0, 16)}
-  for seed in (0, 1, 2):
+  for seed in (0, 1):
     weights = []
     for b in ("hlox", "numpy"):
       with fastmath.use_backend(b):

@@ -66,9 +66,9 @@ def count_positives(x):
   return fastmath.fori_loop(0, 3, lambda i, acc: acc + counts[i] * (i + 1), 0)
 
 
-# Wrapped at import time, as Trax's layers/base.py does: must not fail on either backend.
-jit_forward = fastmath.jit(forward)
-grad_loss = fastmath.grad(loss_fn)
+# Wrapped at import time, as Trax's layers/base.py does. As in Trax, a transformation belongs
+# to the backend active when it is made (here the default, hlox).
+grad_loss = fastmath.jit(fastmath.grad(loss_fn))
 
 
 def data(seed):
@@ -79,17 +79,20 @@ def data(seed):
 
 def run(backend, seed=0):
   with fastmath.use_backend(backend):
+    jit_forward, jit_loss = fastmath.jit(forward), fastmath.jit(loss_fn)
     weights = init_model(fastmath.random.get_prng(seed))
     x, labels = data(seed)
     out = {
         "weights": weights,
         "logits": jit_forward(weights, jnp.asarray(x)),
-        "loss": loss_fn(weights, jnp.asarray(x), jnp.asarray(labels)),
-        "count": count_positives(forward(weights, jnp.asarray(x))),
+        "loss": jit_loss(weights, jnp.asarray(x), jnp.asarray(labels)),
+        "count": fastmath.jit(count_positives)(jit_forward(weights, jnp.asarray(x))),
         "sig": fastmath.abstract_eval(forward)(
             fastmath.nested_map(fastmath.signature, weights), fastmath.ShapeDtype((5, 4, 4, 1))),
         "flat": fastmath.tree_flatten(weights),
     }
+    kind = type(out["logits"])
+  assert (kind is onp.ndarray) == (backend == "numpy"), kind  # really ran on that backend
   return fastmath.nested_map(lambda v: v if isinstance(v, fastmath.ShapeDtype) else
                              onp.asarray(v), out)
 
@@ -112,16 +115,16 @@ def test_same_code_same_numbers_on_both_backends(seed):
 def test_training_step_on_hlox_and_the_clear_error_on_numpy():
   x, labels = data(3)
   with fastmath.use_backend("hlox"):
+    jit_loss = fastmath.jit(loss_fn)
     weights = init_model(fastmath.random.get_prng(3))
-    before = loss_fn(weights, x, labels)
+    before = jit_loss(weights, x, labels)
     grads = grad_loss(weights, x, labels)
     new = fastmath.nested_map_multiarg(lambda w, g: w - 0.5 * g, weights, grads)
-    after = loss_fn(new, x, labels)
+    after = jit_loss(new, x, labels)
   assert float(after) < float(before)
   with fastmath.use_backend("numpy"):
     weights = init_model(fastmath.random.get_prng(3))
-    # As in Trax, a transformation belongs to the backend active when it is made.
-    numpy_grad = fastmath.grad(loss_fn)
+    numpy_grad = fastmath.grad(loss_fn)  # made while the NumPy backend is active
     with pytest.raises(NotImplementedError, match=r"fastmath.grad .*use_backend\('hlox'\)"):
       numpy_grad(weights, x, labels)
 

@@ -486,9 +486,12 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis):
 
 # --- transformations: identities, and clear errors for what needs tracing -------------------
 
+_USED_BY = {"custom_grad": " (fastmath.custom_vjp is built on it here)"}
+
+
 def _needs_tracing(op):
   return NotImplementedError(
-      f"fastmath.{op} is not available on the NumPy backend: it needs tracing. Run it "
+      f"fastmath.{op} is not available on the NumPy backend: it needs tracing{_USED_BY.get(op, '')}. Run it "
       f"under the hlox backend with `with fastmath.use_backend('hlox'):` (or "
       f"fastmath.set_backend('hlox')).")
 
