@@ -75,6 +75,11 @@ def main():
                / min(results["per_example_grads_64_32_10"]["hlox"]))
     print(f"hlox per-example gradients, vmap vs Python loop: {speedup:.1f}x faster "
           "(target >= 8x)")
+  for fm, base in (("fastmath_numpy_sin", "eager_sin"), ("fastmath_jit_wrap_call", "jit_wrap_call")):
+    if fm in results and base in results:
+      extra = min(results[fm]["hlox"]) - min(results[base]["hlox"])
+      print(f"hlox.fastmath cost over calling hlox directly, {fm}: {extra * 1e6:+.2f} us "
+            "(target <= 1 us)")
   if "trace_lower_200" in results and "trace_lower_2000" in results:
     scale = min(results["trace_lower_2000"]["hlox"]) / min(results["trace_lower_200"]["hlox"])
     print(f"hlox trace+lower scaling 2000 ops / 200 ops: {scale:.1f}x (target <= 12x)")

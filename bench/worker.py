@@ -303,6 +303,71 @@ def bench_fft_c64_1024x1024(lib):
   return best_per_call(lambda: mod.block_until_ready(f(x)), 10)
 
 
+def bench_jit_wrap_call(lib):
+  """``jit(f)`` made once and called: what ``fastmath.jit(f)(x)`` is measured against."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.arange(8, dtype=np.float32))
+
+  def f(a):
+    return jnp.sin(a)
+  g = mod.jit(f)
+  g(x).block_until_ready()
+  return best_per_call(lambda: (mod.jit(f), g(x)), 3000)
+
+
+def _fastmath(lib):
+  """hlox.fastmath (hlox backend) for hlox; JAX's own functions for JAX (the baseline)."""
+  mod, jnp, _ = load(lib)
+  if lib != "hlox":
+    return mod, jnp, mod.jit
+  import hlox.fastmath as fastmath
+  return mod, fastmath.numpy, fastmath.jit
+
+
+def bench_fastmath_numpy_sin(lib):
+  """``fastmath.numpy.sin(x)`` through the lazy proxy; minus ``eager_sin`` it is the
+  proxy's cost per call (target <= 1 us)."""
+  _, np_, _ = _fastmath(lib)
+  import numpy as np
+  x = np_.asarray(np.arange(8, dtype=np.float32))
+  np_.sin(x).block_until_ready()
+  return best_per_call(lambda: np_.sin(x), 3000)
+
+
+def bench_fastmath_jit_wrap_call(lib):
+  """``fastmath.jit(f)`` plus a call of the (already compiled) result; minus
+  ``jit_wrap_call`` it is fastmath.jit's cost per use (target <= 1 us). (Both wrap every
+  time; hlox compiles again for a new jit wrapper of the same function, so the compiled
+  function is called, not the fresh wrapper.)"""
+  _, np_, jit = _fastmath(lib)
+  import numpy as np
+  x = np_.asarray(np.arange(8, dtype=np.float32))
+
+  def f(a):
+    return np_.sin(a)
+  g = jit(f)
+  g(x).block_until_ready()
+  return best_per_call(lambda: (jit(f), g(x)), 3000)
+
+
+def bench_fastmath_numpy_normal_1m(lib):
+  """1M standard normals from the NumPy backend's threefry (NumPy only, no XLA), against
+  JAX's jitted draw (target < 0.5 s)."""
+  if lib == "hlox":
+    block_jax()
+    import hlox.fastmath as fastmath
+    key = None
+    with fastmath.use_backend("numpy"):
+      key = fastmath.random.get_prng(0)
+      return best_per_call(lambda: fastmath.random.normal(key, (1_000_000,)), 1, repeats=5)
+  mod, _, _ = load(lib)
+  key = mod.random.PRNGKey(0)
+  f = mod.jit(lambda k: mod.random.normal(k, (1_000_000,)))
+  mod.block_until_ready(f(key))
+  return best_per_call(lambda: mod.block_until_ready(f(key)), 5, repeats=5)
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

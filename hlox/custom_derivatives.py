@@ -317,6 +317,8 @@ class _VJPRule(_Rule):
     is_none = lambda x: x is None  # None stands for a zero cotangent
     leaves, got_tree = tree_util.tree_flatten(list(result), is_leaf=is_none)
     if got_tree != self.in_tree:
+      leaves = self._expand_none_prefixes(list(result), leaves)
+    if leaves is None:
       raise TypeError(
           f"Custom VJP bwd rule of {self.name} must produce a tuple with the structure of the "
           f"differentiable primal inputs {self.in_tree}, but it produced {got_tree}")
@@ -331,6 +333,20 @@ class _VJPRule(_Rule):
                          f"{c_aval.shape} for an input of shape {aval.shape}")
       out.append(ct_leaf)
     return out
+
+  def _expand_none_prefixes(self, result, leaves):
+    """As JAX allows, a None in the bwd output stands for zero cotangents of the whole
+    argument subtree at its place (Trax's layers return None for a state dict). The leaves
+    with each None spread over its subtree, or None when ``result`` is no such prefix."""
+    skeleton = tree_util.tree_unflatten(self.in_tree, [0] * self.in_tree.num_leaves)
+    try:
+      spread = tree_util.broadcast_prefix(result, skeleton, is_leaf=lambda x: x is None)
+    except ValueError:
+      return None
+    # A cotangent array may only stand for one leaf; only None spreads over a subtree.
+    if sum(x is not None for x in spread) != sum(x is not None for x in leaves):
+      return None
+    return spread
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, vjp, num_consts, name):

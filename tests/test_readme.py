@@ -28,3 +28,20 @@ def test_readme_pmap_example_runs():
   assert "[0.         0.16666667 0.33333334 0.5       ]" in out.stdout
   # gradient of mean((x @ 0 - 1)^2) per weight is -2; one step of 0.1 gives 0.2
   assert "w (4, 3) 0.2" in out.stdout, out.stdout
+
+
+def test_readme_fastmath_example_runs():
+  text = open(README).read()
+  code = next(b for b in text.split("```python")[1:]
+              if "import hlox.fastmath as fastmath" in b).split("```")[0]
+  root = os.path.join(os.path.dirname(__file__), os.pardir)
+  env = dict(os.environ, PYTHONPATH=os.path.abspath(root))
+  env.pop("HLOX_FASTMATH_BACKEND", None)
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env)
+  assert out.returncode == 0, out.stderr[-2000:]
+  first, second = out.stdout.strip().splitlines()[:2]
+  before, after = (float(v) for v in first.split()[1::2])
+  assert after < before, first
+  assert "fastmath.grad is not available on the NumPy backend" in second
+  assert "use_backend('hlox')" in second

@@ -445,6 +445,24 @@ def _window_monoid(computation, init, dtype):
           "min": reduce_window_min_p}.get(kind)
 
 
+def _integer_identity(computation, operand, init):
+  """JAX compares ``init_value`` with the identity of the init value's own dtype, so the
+  float identities ``-inf`` (max) and ``inf`` (min) select max/min pooling on integer and
+  boolean operands too (Trax's ``max_pool`` passes ``-inf`` for int arrays). Map them to the
+  operand dtype's identity; any other init value is left alone."""
+  dtype = np.dtype(get_aval(operand).dtype)
+  if not (dtype == np.bool_ or np.issubdtype(dtype, np.integer)):
+    return init
+  value = _red._concrete_scalar(init)
+  if value is None or not np.issubdtype(value.dtype, np.floating) or not np.isinf(value):
+    return init
+  if computation is _ew.max and value < 0:
+    return np.array(False if dtype == np.bool_ else np.iinfo(dtype).min, dtype)
+  if computation is _ew.min and value > 0:
+    return np.array(True if dtype == np.bool_ else np.iinfo(dtype).max, dtype)
+  return init
+
+
 def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
                   padding="VALID", base_dilation=None, window_dilation=None):
   """Reduce each window of ``operand`` (an array or a tree of equally shaped arrays) with
@@ -461,6 +479,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                      f"got {treedef} and {init_tree}")
   if not flat_operands:
     raise ValueError("reduce_window: at least one operand is required")
+  if len(flat_operands) == 1:
+    flat_inits = [_integer_identity(computation, flat_operands[0], flat_inits[0])]
   flat_inits = _red.init_values_like("reduce_window", flat_operands, flat_inits)
   aval = get_aval(flat_operands[0])
   window_dimensions = tuple(int(d) for d in window_dimensions)
