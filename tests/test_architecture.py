@@ -19,8 +19,8 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parent.parent / "hlox"
 # The layers, top to bottom. A module may import modules of its own layer or of a layer below,
 # never of a layer above. Names are module prefixes ("hlox.lax" covers hlox.lax.*).
 LAYERS = [
+    ["hlox.fastmath"],                      # backend-switching math API, on the public API
     ["hlox", "hlox.__main__", "hlox.distributed"],            # the public package
-    ["hlox.fastmath"],                                       # backend-switching math API
     ["hlox.nn", "hlox.scipy", "hlox.image", "hlox.flatten_util", "hlox.test_util",
      "hlox.debug", "hlox.profiler", "hlox.viz", "hlox.sharding", "hlox.experimental"],
     ["hlox.random"],                                         # PRNG and distributions
