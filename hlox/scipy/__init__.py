@@ -7,3 +7,4 @@ Belongs here: JAX's ``jax.scipy`` namespaces, as libraries on top of the NumPy A
 from hlox.scipy import special  # noqa: F401
 from hlox.scipy import signal  # noqa: F401
 from hlox.scipy import fft  # noqa: F401
+from hlox.scipy import linalg  # noqa: F401
