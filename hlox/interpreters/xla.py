@@ -28,12 +28,29 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, func as func_dialect, stablehlo as hlo
 
 lowering_rules: dict = {}
+# platform -> {primitive: rule}: rules for one platform only (e.g. LAPACK custom calls on
+# "cpu", cuSOLVER ones on "cuda"); they win over the platform-less rule in ``lowering_rules``.
+platform_lowering_rules: dict = {}
 
 
-def register_lowering(primitive, rule: Callable) -> Callable:
-  """``rule(ctx, *ir_args, **params)`` returns an ``ir.Value`` (a list for multi-result)."""
-  lowering_rules[primitive] = rule
+def register_lowering(primitive, rule: Callable, platform: str | None = None) -> Callable:
+  """``rule(ctx, *ir_args, **params)`` returns an ``ir.Value`` (a list for multi-result).
+
+  With ``platform`` (``"cpu"``, ``"cuda"``, ...) the rule serves modules lowered for that
+  platform only; without it, it is the default for every platform.
+  """
+  if platform is None:
+    lowering_rules[primitive] = rule
+  else:
+    platform_lowering_rules.setdefault(platform, {})[primitive] = rule
   return rule
+
+
+def get_lowering_rule(primitive, platform: str):
+  """The rule lowering ``primitive`` for ``platform`` (its own, else the default), or None."""
+  rules = platform_lowering_rules.get(platform)
+  rule = rules.get(primitive) if rules else None
+  return rule if rule is not None else lowering_rules.get(primitive)
 
 
 # --- contexts ----------------------------------------------------------------------------
@@ -311,11 +328,11 @@ def lower_jaxpr(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
   for eqn in jaxpr.eqns:
-    rule = lowering_rules.get(eqn.primitive)
+    rule = get_lowering_rule(eqn.primitive, mctx.platform)
     if rule is None:
       raise NotImplementedError(
-          f"primitive {eqn.primitive.name} has no lowering rule (interpreter: StableHLO "
-          "lowering)")
+          f"primitive {eqn.primitive.name} has no lowering rule for platform "
+          f"{mctx.platform!r} (interpreter: StableHLO lowering)")
     ctx = LoweringRuleContext(mctx, eqn.primitive, [_aval(v) for v in eqn.invars],
                               [v.aval for v in eqn.outvars])
     try:

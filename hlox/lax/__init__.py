@@ -11,3 +11,4 @@ from hlox.lax.parallel import *  # noqa: F401,F403
 from hlox.lax import call as _call  # noqa: F401  (jit_p and its rules)
 from hlox.lax.control_flow import *  # noqa: F401,F403
 from hlox.lax.special import *  # noqa: F401,F403
+from hlox.lax import linalg  # noqa: F401

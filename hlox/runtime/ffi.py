@@ -1,0 +1,70 @@
+"""Foreign-function (FFI) custom-call targets known to the PJRT client.
+
+XLA looks custom-call targets up by name when it compiles a module, in a process-wide
+registry per platform. jaxlib ships LAPACK kernels for CPU as typed-FFI handlers
+(``jaxlib.cpu._lapack.registrations()``: ``lapack_spotrf_ffi``, ``lapack_dgetrf_ffi``, ...);
+they are registered here once, the first time a lowering asks for one, which is always before
+the module that calls it is compiled. A GPU backend adds its own targets the same way
+(``register_targets(..., platform="cuda")``).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+_lock = threading.Lock()
+_registered: dict = {}  # platform -> set of target names
+_lapack_ready = False
+
+
+def register_targets(targets, platform: str = "cpu", api_version: int = 1) -> None:
+  """Register ``{name: capsule}`` with XLA for ``platform`` (names already there are kept).
+
+  ``api_version=1`` is XLA's typed FFI (handlers with attributes and buffers); 0 is the
+  legacy custom-call ABI.
+  """
+  from jaxlib import xla_client
+  with _lock:
+    done = _registered.setdefault(platform, set())
+    for name, capsule in targets.items():
+      if name in done:
+        continue
+      xla_client.register_custom_call_target(name, capsule, platform=platform,
+                                             api_version=api_version)
+      done.add(name)
+
+
+def ensure_lapack() -> None:
+  """Make jaxlib's LAPACK FFI targets callable from CPU programs (idempotent, cheap after
+  the first call)."""
+  global _lapack_ready
+  if _lapack_ready:
+    return
+  from jaxlib.cpu import _lapack
+  # ``initialize`` binds the kernels to a LAPACK implementation (SciPy's, through its
+  # Cython LAPACK capsules); without it the handlers have no routine to call.
+  _lapack.initialize()
+  register_targets(_lapack.registrations(), platform="cpu", api_version=1)
+  _lapack_ready = True
+
+
+def lapack_target(fn_base: str, dtype) -> str:
+  """The FFI target name of LAPACK routine ``fn_base`` (e.g. ``"potrf"``) for ``dtype``,
+  registered and ready to use: ``lapack_spotrf_ffi`` for float32, ``lapack_zpotrf_ffi`` for
+  complex128. Complex routines whose real twin has another name (``orgqr``/``ungqr``,
+  ``syevd``/``heevd``, ...) are spelled by their caller."""
+  prefix = _LAPACK_PREFIX.get(np.dtype(dtype))
+  if prefix is None:
+    raise NotImplementedError(f"LAPACK has no routines for dtype {np.dtype(dtype).name}")
+  ensure_lapack()
+  return f"lapack_{prefix}{fn_base}_ffi"
+
+
+def registered_targets(platform: str = "cpu") -> frozenset:
+  """Names registered by this module for ``platform`` (for tests and diagnostics)."""
+  return frozenset(_registered.get(platform, ()))
+
+
+_LAPACK_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+                  np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
