@@ -22,7 +22,8 @@ from hlox.interpreters import ad, batching, xla
 from hlox.lax import elementwise as ew, reductions, shapes
 from hlox.lax.linalg import lapack
 from hlox.lax.linalg.common import H as _H, T as _T, diagonal as _extract_diagonal
-from hlox.lax.linalg.common import linalg_primitive, matmul as _matmul, symmetrize
+from hlox.lax.dot import Precision, dot_general
+from hlox.lax.linalg.common import linalg_primitive, symmetrize
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -76,6 +77,14 @@ def _matrix_primitive(name, core_shape, core_dtypes):
 
   return linalg_primitive(name, (2,), lambda shape, **params: core_shape(*shape, **params),
                           dtype_rule=dtype_rule, multiple_results=True)
+
+
+def _matmul(a, b):
+  """Batched ``a @ b`` at the highest precision (JAX's linalg JVPs do the same)."""
+  nd = get_aval(a).ndim
+  batch = tuple(range(nd - 2))
+  return dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)),
+                     precision=Precision.HIGHEST)
 
 
 def _real_dtype(dtype):
