@@ -12,6 +12,7 @@ as NaN, as in JAX. Lowerings are registered per platform, so a GPU backend adds 
 from __future__ import annotations
 
 import enum
+from functools import partial
 
 import numpy as np
 
@@ -20,10 +21,11 @@ from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax import elementwise as ew, reductions, shapes
+from hlox.lax.dot import Precision, dot_general
 from hlox.lax.linalg import lapack
 from hlox.lax.linalg.common import H as _H, T as _T, diagonal as _extract_diagonal
-from hlox.lax.dot import Precision, dot_general
-from hlox.lax.linalg.common import linalg_primitive, symmetrize
+from hlox.lax.linalg.common import linalg_batch_rule, split_batch, symmetrize
+from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -68,15 +70,21 @@ def _matrix_primitive(name, core_shape, core_dtypes):
   ``core_shape(m, n, **params)`` gives the results' trailing shapes and
   ``core_dtypes(dtype, **params)`` their dtypes. Rank < 2 and non-float inputs raise
   ``TypeError`` (JAX's classes and wording); batching moves the mapped axis to the front.
+  Results are weakly typed when the input is, as JAX's standard weak-type rule has it.
   """
+  def shape_rule(aval, **params):
+    batch, (core,) = split_batch(name, [aval], (2,))
+    return [batch + tuple(s) for s in core_shape(*core, **params)]
+
   def dtype_rule(aval, **params):
     if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
       raise TypeError(f"{name} does not accept dtype {np.dtype(aval.dtype).name}. Accepted "
                       "dtypes are subtypes of floating, complexfloating.")
     return [np.dtype(d) for d in core_dtypes(np.dtype(aval.dtype), **params)]
 
-  return linalg_primitive(name, (2,), lambda shape, **params: core_shape(*shape, **params),
-                          dtype_rule=dtype_rule, multiple_results=True)
+  prim = standard_primitive(shape_rule, dtype_rule, name, multiple_results=True)
+  batching.primitive_batchers[prim] = partial(linalg_batch_rule, prim)
+  return prim
 
 
 def _matmul(a, b):
