@@ -1,26 +1,28 @@
-"""``hlox.numpy.linalg``: the linear-algebra functions that compose from ``hlox.numpy``.
+"""``hlox.numpy.linalg``: NumPy's linear-algebra API.
 
-Norms, and an LU factorization with partial pivoting written as an unrolled loop of array
-operations (so ``det``, ``slogdet``, ``solve`` and ``inv`` differentiate, batch and jit like
-any composition). The loops unroll over the matrix size, which suits the small and medium
-matrices typical of tests and notebooks. Decompositions that need iterative eigen-solvers
-(``eigh``, ``svd``, ``qr``, ...) are not available yet.
+Norms compose from ``hlox.numpy``; factorization-based functions (``solve``, ``inv``, ``det``,
+``slogdet``, ``cholesky``, ``qr``, ``tensorsolve``, ``tensorinv``) sit on the LAPACK-backed
+primitives of ``hlox.lax.linalg`` with JAX's derivative rules (``det`` and ``slogdet`` have
+custom JVPs; ``solve`` reuses one LU factorization for its derivative).
 """
 from __future__ import annotations
 
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
 from hlox import numpy as jnp
 from hlox.core import dtypes
+from hlox.custom_derivatives import custom_jvp
+from hlox.lax import linalg as lax_linalg
 from hlox.core.tracer import get_aval
 from hlox.numpy import util
 from hlox.numpy.linalg_spectral import *  # noqa: F401,F403
 from hlox.numpy.linalg_spectral import __all__ as _spectral_all, svdvals as _svdvals
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "det", "slogdet", "solve", "inv",
-           "cholesky", "matrix_power", "multi_dot", "outer", "cross", "matmul", "tensordot",
+           "cholesky", "qr", "tensorinv", "tensorsolve", "matrix_power", "multi_dot", "outer", "cross", "matmul", "tensordot",
            "vecdot", "trace", "diagonal", "matrix_transpose"]
 __all__ += _spectral_all + ["cond"]  # eigh, svd, pinv, ... (linalg_spectral.py)
 
@@ -123,126 +125,252 @@ def norm(x, ord=None, axis=None, keepdims=False):
   return result if keepdims else jnp.squeeze(result, axis=(row, col))
 
 
-# --- LU with partial pivoting --------------------------------------------------------------
+# --- factorization-based functions (on hlox.lax.linalg's LAPACK primitives) ---------------
 
-def _lu(a):
-  """Packed LU of the (batched) square ``a`` with partial pivoting: ``(lu, perm, sign)``,
-  where ``a[..., perm, :] = L @ U`` and ``sign`` is the permutation's parity."""
+def _check_square_det(name, a):
   shape = get_aval(a).shape
-  n = shape[-1]
-  batch = shape[:-2]
-  rows = jnp.arange(n)
-  perm = jnp.broadcast_to(rows, batch + (n,))
-  sign = jnp.ones(batch, get_aval(a).dtype)
-  for k in range(n):
-    col = jnp.abs(a[..., k:, k])
-    p = jnp.argmax(col, axis=-1) + k
-    pe = p[..., None]
-    src = jnp.where(rows == k, pe, jnp.where(rows == pe, k, rows))  # (..., n)
-    a = jnp.take_along_axis(a, jnp.broadcast_to(src[..., None], batch + (n, n)), axis=-2)
-    perm = jnp.take_along_axis(perm, src, axis=-1)
-    sign = jnp.where(p != k, -sign, sign)
-    if k == n - 1:
-      break
-    pivot = a[..., k, k]
-    safe = jnp.where(pivot == 0, jnp.ones_like(pivot), pivot)
-    l = a[..., k + 1:, k] / safe[..., None]
-    a = a.at[..., k + 1:, k].set(l)
-    a = a.at[..., k + 1:, k + 1:].add(-l[..., :, None] * a[..., k, k + 1:][..., None, :])
-  return a, perm, sign
+  if len(shape) < 2 or shape[-1] != shape[-2]:
+    raise ValueError(f"{name}: argument must be a (batch of) square matrices of shape "
+                     f"[..., n, n], got {shape}")
+  return shape[-1]
 
 
-def det(a):
-  """Determinant of the (batched) square matrices ``a``."""
-  a, = _inexact("det", a)
-  n = _check_square("det", a)
-  if n == 0:
-    return jnp.ones(get_aval(a).shape[:-2], get_aval(a).dtype)
-  lu, _, sign = _lu(a)
-  return sign * jnp.prod(jnp.diagonal(lu, axis1=-2, axis2=-1), axis=-1)
+def _det_2x2(a):
+  return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
 
 
-class SlogdetResult(tuple):
-  """``(sign, logabsdet)``, also as attributes."""
+def _det_3x3(a):
+  return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] +
+          a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0] +
+          a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] -
+          a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0] -
+          a[..., 0, 0] * a[..., 1, 2] * a[..., 2, 1] -
+          a[..., 0, 1] * a[..., 1, 0] * a[..., 2, 2])
 
-  def __new__(cls, sign, logabsdet):
-    return super().__new__(cls, (sign, logabsdet))
 
-  sign = property(lambda self: self[0])
-  logabsdet = property(lambda self: self[1])
+def _pivot_parity(pivots):
+  n = get_aval(pivots).shape[-1]
+  return jnp.count_nonzero(pivots != jnp.arange(n, dtype=pivots.dtype), axis=-1)
+
+
+def _slogdet_from_lu(a):
+  dtype = get_aval(a).dtype
+  lu, pivots, _ = lax_linalg.lu(a)
+  diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
+  is_zero = jnp.any(diag == jnp.array(0, dtype=dtype), axis=-1)
+  parity = _pivot_parity(pivots)
+  if dtypes.is_complex(dtype):
+    sign = jnp.prod(diag / jnp.abs(diag).astype(dtype), axis=-1)
+  else:
+    sign = jnp.array(1, dtype=dtype)
+    parity = parity + jnp.count_nonzero(diag < 0, axis=-1)
+  sign = jnp.where(is_zero, jnp.array(0, dtype=dtype),
+                   sign * jnp.array(-2 * (parity % 2) + 1, dtype=dtype))
+  logdet = jnp.where(is_zero, jnp.array(-np.inf, dtype=dtype),
+                     jnp.sum(jnp.log(jnp.abs(diag)).astype(dtype), axis=-1))
+  return sign, jnp.real(logdet)
+
+
+def _slogdet_small_fn(a):
+  n = get_aval(a).shape[-1]
+  det = a[..., 0, 0] if n == 1 else _det_2x2(a)
+  return jnp.sign(det), jnp.real(jnp.log(jnp.abs(det)))
+
+
+def _slogdet_tangents(x, g, sign, ans_dot):
+  if dtypes.is_complex(get_aval(x).dtype):
+    sign_dot = (ans_dot - jnp.real(ans_dot).astype(get_aval(ans_dot).dtype)) * sign
+    return sign_dot, jnp.real(ans_dot)
+  return jnp.zeros_like(sign), ans_dot
+
+
+# sign(det) is discontinuous at det = 0 and log|det| is undefined there: as JAX does, the
+# derivative is written out (d log|det A| = tr(A^-1 dA)) rather than found by autodiff.
+_slogdet_lu = custom_jvp(_slogdet_from_lu)
+_slogdet_small = custom_jvp(_slogdet_small_fn)
+
+
+@_slogdet_lu.defjvp
+def _slogdet_lu_jvp(primals, tangents):
+  x, = primals
+  g, = tangents
+  sign, ans = _slogdet_lu(x)
+  ans_dot = jnp.trace(_solve_fn(x, g), axis1=-1, axis2=-2)
+  return (sign, ans), _slogdet_tangents(x, g, sign, ans_dot)
+
+
+@_slogdet_small.defjvp
+def _slogdet_small_jvp(primals, tangents):
+  x, = primals
+  g, = tangents
+  sign, ans = _slogdet_small(x)
+  if get_aval(x).shape[-1] == 1:
+    ans_dot = g[..., 0, 0] / x[..., 0, 0]
+  else:
+    ans_dot = (g[..., 0, 0] * x[..., 1, 1] - g[..., 0, 1] * x[..., 1, 0]
+               - g[..., 1, 0] * x[..., 0, 1] + g[..., 1, 1] * x[..., 0, 0]) / _det_2x2(x)
+  return (sign, ans), _slogdet_tangents(x, g, sign, ans_dot)
+
+
+class SlogdetResult(NamedTuple):
+  """``(sign, logabsdet)``."""
+  sign: object
+  logabsdet: object
 
 
 def slogdet(a, *, method=None):
-  """Sign and natural log of the absolute value of the determinant."""
+  """Sign and natural log of the absolute value of the determinant (LU, or ``method='qr'``)."""
   a, = _inexact("slogdet", a)
-  n = _check_square("slogdet", a)
+  n = _check_square_det("slogdet", a)
+  if method is None or method == "lu":
+    if n in (1, 2):
+      return SlogdetResult(*_slogdet_small(a))
+    if n == 0:
+      batch = get_aval(a).shape[:-2]
+      return SlogdetResult(jnp.ones(batch, get_aval(a).dtype),
+                           jnp.zeros(batch, get_aval(jnp.real(a)).dtype))
+    return SlogdetResult(*_slogdet_lu(a))
+  if method == "qr":
+    return SlogdetResult(*_slogdet_qr(a))
+  raise ValueError(f"Unknown slogdet method '{method}'. Supported methods are 'lu' (`None`), "
+                   "and 'qr'.")
+
+
+def _slogdet_qr_fn(a):
+  if dtypes.is_complex(get_aval(a).dtype):
+    raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
+  n = get_aval(a).shape[-1]
+  r, taus = lax_linalg.geqrf(a)
+  diag = jnp.diagonal(r, axis1=-2, axis2=-1)
+  log_abs_det = jnp.sum(jnp.log(jnp.abs(diag)), axis=-1)
+  sign_diag = jnp.prod(jnp.sign(diag), axis=-1)
+  # Each reflector actually applied (tau != 0) has determinant -1.
+  sign_taus = jnp.prod(jnp.where(taus[..., :n - 1] != 0, -1, 1), axis=-1).astype(
+      get_aval(sign_diag).dtype)
+  return sign_diag * sign_taus, log_abs_det
+
+
+_slogdet_qr = custom_jvp(_slogdet_qr_fn)
+
+
+@_slogdet_qr.defjvp
+def _slogdet_qr_jvp(primals, tangents):
+  x, = primals
+  g, = tangents
+  sign, ans = _slogdet_qr(x)
+  ans_dot = jnp.trace(_solve_fn(x, g), axis1=-1, axis2=-2)
+  return (sign, ans), _slogdet_tangents(x, g, sign, ans_dot)
+
+
+def _cofactor_solve(a, b):
+  """``(det(a), adj(a) @ b)``, well defined for singular ``a`` too (JAX's det gradient):
+  the LU's last pivot is replaced so that the adjugate of a rank n-1 matrix survives, and
+  matrices of rank < n - 1 (whose adjugate is 0) give zeros."""
+  n = get_aval(a).shape[-1]
+  if n == 1:
+    return a[..., 0, 0], b
   dtype = get_aval(a).dtype
-  if n == 0:
-    batch = get_aval(a).shape[:-2]
-    return SlogdetResult(jnp.ones(batch, dtype), jnp.zeros(batch, jnp.real(a).dtype))
-  lu, _, sign = _lu(a)
+  lu, pivots, permutation = lax_linalg.lu(a)
   diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
-  absdiag = jnp.abs(diag)
-  logdet = jnp.sum(jnp.log(absdiag), axis=-1)
-  unit = diag / jnp.where(absdiag == 0, 1, absdiag).astype(dtype)
-  s = sign * jnp.prod(unit, axis=-1)
-  s = jnp.where(jnp.any(absdiag == 0, axis=-1), jnp.zeros_like(s), s)
-  return SlogdetResult(s, logdet)
-
-
-def _lu_solve(lu, perm, b):
-  """Solve with the packed LU for ``b`` of shape (..., n, k)."""
-  n = get_aval(lu).shape[-1]
-  bshape = get_aval(b).shape
-  b = jnp.take_along_axis(b, jnp.broadcast_to(perm[..., None], perm.shape + (bshape[-1],)),
+  sign = jnp.asarray(-2 * (_pivot_parity(pivots) % 2) + 1, dtype=dtype)
+  partial_det = jnp.cumprod(diag, axis=-1) * sign[..., None]
+  lu = lu.at[..., -1, -1].set(1.0 / partial_det[..., -2])
+  ones = jnp.ones(get_aval(b).shape[:-1], get_aval(b).dtype)
+  d = lax_linalg.triangular_solve(lu, ones, left_side=True, lower=False)
+  not_full_rank = jnp.any(jnp.isnan(d) | jnp.isinf(d), axis=-1)[..., None, None]
+  x = jnp.where(not_full_rank, jnp.zeros_like(b), b)
+  x = jnp.take_along_axis(x, jnp.broadcast_to(permutation[..., None], get_aval(x).shape),
                           axis=-2)
-  rows = []
-  for i in range(n):  # forward: unit lower triangle
-    r = b[..., i, :]
-    for j in range(i):
-      r = r - lu[..., i, j][..., None] * rows[j]
-    rows.append(r)
-  xs = [None] * n
-  for i in range(n - 1, -1, -1):  # backward: upper triangle
-    r = rows[i]
-    for j in range(i + 1, n):
-      r = r - lu[..., i, j][..., None] * xs[j]
-    xs[i] = r / lu[..., i, i][..., None]
-  return jnp.stack(xs, axis=-2)
+  x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+  x = jnp.concatenate((x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]),
+                      axis=-2)
+  x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+  x = jnp.where(not_full_rank, jnp.zeros_like(x), x)
+  return partial_det[..., -1], x
+
+
+def _det_fn(a):
+  sign, logdet = slogdet(a)
+  return sign * jnp.exp(logdet).astype(get_aval(sign).dtype)
+
+
+_det = custom_jvp(_det_fn)
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+  x, = primals
+  g, = tangents
+  y, z = _cofactor_solve(x, g)
+  return y, jnp.trace(z, axis1=-1, axis2=-2)
+
+
+def det(a):
+  """Determinant of the (batched) square matrices ``a`` (closed forms for 2x2 and 3x3, LU
+  otherwise)."""
+  a, = _inexact("det", a)
+  n = _check_square_det("det", a)
+  if n == 2:
+    return _det_2x2(a)
+  if n == 3:
+    return _det_3x3(a)
+  if n == 0:
+    return jnp.ones(get_aval(a).shape[:-2], get_aval(a).dtype)
+  return _det(a)
+
+
+def _solve_fn(a, b):
+  lu, _, permutation = lax_linalg.lu(a)
+  return lax_linalg.lu_solve(lu, permutation, b)
+
+
+# One LU serves the solve and its derivative: dx = A^-1 (db - dA x).
+_solve_matrix = custom_jvp(_solve_fn)
+
+
+@_solve_matrix.defjvp
+def _solve_matrix_jvp(primals, tangents):
+  a, b = primals
+  da, db = tangents
+  lu, _, permutation = lax_linalg.lu(a)
+  x = lax_linalg.lu_solve(lu, permutation, b)
+  rhs = db - jnp.matmul(da, x)
+  return x, lax_linalg.lu_solve(lu, permutation, rhs)
 
 
 def solve(a, b):
   """Solve ``a @ x = b``: ``b`` is a vector (1-d) or a (batch of) matrix of right-hand sides
-  of shape (..., n, k)."""
+  of shape (..., n, k). Singular ``a`` gives inf/NaN, as in JAX."""
   a, b = _inexact("solve", a, b)
-  n = _check_square("solve", a)
-  a_batch = get_aval(a).shape[:-2]
-  b_shape = get_aval(b).shape
-  # As in JAX 0.10: a 1-d b is one vector; otherwise b holds matrices (..., n, k).
-  if len(b_shape) == 1:
-    if b_shape[0] != n:
-      raise ValueError(f"solve: incompatible shapes {get_aval(a).shape} and {b_shape}")
-    bm = b[:, None]
-  else:
-    if b_shape[-2] != n:
-      raise ValueError(f"solve: incompatible shapes {get_aval(a).shape} and {b_shape}")
-    bm = b
-  batch = util.broadcast_shapes(a_batch, get_aval(bm).shape[:-2])
+  a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+  if len(a_shape) < 2:
+    raise ValueError(f"left hand array must be at least two dimensional; got a.shape="
+                     f"{a_shape}")
+  if (len(b_shape) > 1 and len(a_shape) == len(b_shape) + 1 and a_shape[-1] == b_shape[-1]
+      and a_shape[-1] != b_shape[-2]):
+    raise ValueError(f"Invalid shapes for solve: {a_shape}, {b_shape}. Prior to JAX v0.5.0, "
+                     "this would have been treated as a batched 1-dimensional solve. To "
+                     "recover this behavior, use solve(a, b[..., None]).squeeze(-1).")
+  n = a_shape[-1]
+  vector = len(b_shape) == 1
+  if a_shape[-2] != n or (vector and b_shape[0] != n) or (not vector and b_shape[-2] != n):
+    raise ValueError("The arguments to solve must have shapes a=[..., m, m] and b=[..., m, k] "
+                     f"or b=[..., m]; got a={a_shape} and b={b_shape}")
+  bm = b[:, None] if vector else b
+  batch = util.broadcast_shapes(a_shape[:-2], get_aval(bm).shape[:-2])
   a = jnp.broadcast_to(a, batch + (n, n))
   bm = jnp.broadcast_to(bm, batch + get_aval(bm).shape[-2:])
-  if n == 0:
-    x = bm
-  else:
-    lu, perm, _ = _lu(a)
-    x = _lu_solve(lu, perm, bm)
-  return x[..., 0] if len(b_shape) == 1 else x
+  x = bm if n == 0 else _solve_matrix(a, bm)
+  return x[..., 0] if vector else x
 
 
 def inv(a):
-  """Inverse of the (batched) square matrices ``a``."""
+  """Inverse of the (batched) square matrices ``a`` (inf/NaN where singular, as JAX)."""
   a, = _inexact("inv", a)
-  n = _check_square("inv", a)
-  eye = jnp.broadcast_to(jnp.eye(n, dtype=get_aval(a).dtype), get_aval(a).shape)
+  shape = get_aval(a).shape
+  if len(shape) < 2 or shape[-1] != shape[-2]:
+    raise ValueError(f"Argument to inv must have shape [..., n, n], got {shape}.")
+  eye = jnp.broadcast_to(jnp.eye(shape[-1], dtype=get_aval(a).dtype), shape)
   return solve(a, eye)
 
 
@@ -250,20 +378,73 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
   """Lower (or ``upper``) Cholesky factor of the Hermitian positive-definite ``a`` (NaN when
   ``a`` is not positive definite)."""
   a, = _inexact("cholesky", a)
-  n = _check_square("cholesky", a)
-  if symmetrize_input:
-    a = (a + jnp.conj(jnp.swapaxes(a, -1, -2))) / 2
-  cols = []  # column j of L, entries j.. n-1
-  L = jnp.zeros_like(a)
-  for j in range(n):
-    s = a[..., j:, j]
-    if j:
-      s = s - jnp.einsum("...ik,...k->...i", L[..., j:, :j], jnp.conj(L[..., j, :j]))
-    d = jnp.sqrt(jnp.real(s[..., 0]))
-    col = jnp.concatenate([d[..., None].astype(get_aval(a).dtype),
-                           s[..., 1:] / d[..., None]], axis=-1)
-    L = L.at[..., j:, j].set(col)
+  L = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
   return jnp.conj(jnp.swapaxes(L, -1, -2)) if upper else L
+
+
+class QRResult(NamedTuple):
+  """``(Q, R)``."""
+  Q: object
+  R: object
+
+
+def qr(a, mode="reduced"):
+  """QR decomposition of the (batched) matrices ``a``: ``mode`` is ``'reduced'`` (Q is
+  ``[..., m, k]``, R ``[..., k, n]``, ``k = min(m, n)``), ``'complete'`` (Q square),
+  ``'r'`` (R only) or ``'raw'`` (LAPACK's Householder form, ``(h, tau)``)."""
+  a, = _inexact("qr", a)
+  if get_aval(a).ndim < 2:
+    raise ValueError(f"qr: argument must have at least 2 dimensions, got shape "
+                     f"{get_aval(a).shape}")
+  if mode == "raw":
+    h, taus = lax_linalg.geqrf(a)
+    return QRResult(jnp.swapaxes(h, -1, -2), taus)
+  if mode in ("reduced", "r", "full"):
+    full_matrices = False
+  elif mode == "complete":
+    full_matrices = True
+  else:
+    raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+  q, r = lax_linalg.qr(a, pivoting=False, full_matrices=full_matrices)
+  if mode == "r":
+    return r
+  return QRResult(q, r)
+
+
+def tensorinv(a, ind=2):
+  """The inverse of ``a`` seen as a linear map from its first ``ind`` axes to the rest."""
+  util.check_arraylike("tensorinv", a)
+  a = jnp.asarray(a)
+  ind = operator.index(ind)
+  if ind <= 0:
+    raise ValueError(f"ind must be a positive integer; got ind={ind}")
+  shape = get_aval(a).shape
+  contracting, batch = shape[:ind], shape[ind:]
+  flat = (int(np.prod(contracting)), int(np.prod(batch)))
+  if flat[0] != flat[1]:
+    raise ValueError("tensorinv is only possible when the product of the first `ind` "
+                     "dimensions equals that of the remaining dimensions. got "
+                     f"arr.shape={shape} with ind={ind}.")
+  return jnp.reshape(inv(jnp.reshape(a, flat)), batch + contracting)
+
+
+def tensorsolve(a, b, axes=None):
+  """Solve ``tensordot(a, x, axes=x.ndim) = b`` for ``x``."""
+  util.check_arraylike("tensorsolve", a, b)
+  a, b = jnp.asarray(a), jnp.asarray(b)
+  if axes is not None:
+    nd = get_aval(a).ndim
+    a = jnp.moveaxis(a, axes, len(axes) * (nd - 1,))
+  a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
+  out_shape = a_shape[len(b_shape):]
+  if a_shape[:len(b_shape)] != b_shape:
+    raise ValueError("After moving axes to end, leading shape of a must match shape of b. "
+                     f"got a.shape={a_shape}, b.shape={b_shape}")
+  b_size, out_size = int(np.prod(b_shape)), int(np.prod(out_shape))
+  if b_size != out_size:
+    raise ValueError("Input arrays must have prod(a.shape[:b.ndim]) == prod(a.shape[b.ndim:]); "
+                     f"got a.shape={a_shape}, b.ndim={len(b_shape)}.")
+  return jnp.reshape(solve(jnp.reshape(a, (b_size, out_size)), jnp.ravel(b)), out_shape)
 
 
 def matrix_power(a, n):

@@ -16,7 +16,8 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.interpreters import batching
-from hlox.lax import dot, elementwise as ew, reductions, shapes
+from hlox.lax import elementwise as ew, reductions, shapes
+from hlox.lax.dot import Precision, dot_general
 from hlox.lax.utils import standard_primitive
 
 float_or_complex = ("float", "complex")
@@ -166,8 +167,8 @@ def matmul(a, b):
   highest precision (JAX's rules use ``Precision.HIGHEST`` too)."""
   nd = get_aval(a).ndim
   batch = tuple(range(nd - 2))
-  return dot.dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)),
-                         precision=dot.Precision.HIGHEST)
+  return dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)),
+                     precision=Precision.HIGHEST)
 
 
 def diagonal(x):

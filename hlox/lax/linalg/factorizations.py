@@ -14,7 +14,7 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
-from hlox.lax import control_flow, elementwise as ew, indexing, shapes
+from hlox.lax import control_flow, elementwise as ew, indexing, reductions, shapes, sorting
 from hlox.lax.linalg import lapack
 from hlox.lax.linalg.common import (H, T, check_dtypes, eye_like, linalg_primitive, matmul,
                                     symmetrize, tril, triu)
@@ -22,7 +22,10 @@ from hlox.lax.linalg.common import (H, T, check_dtypes, eye_like, linalg_primiti
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, stablehlo as hlo
 
-__all__ = ["cholesky", "triangular_solve", "cholesky_p", "triangular_solve_p"]
+__all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "lu_solve", "qr",
+           "geqrf", "geqp3", "householder_product",
+           "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p",
+           "geqrf_p", "geqp3_p", "householder_product_p"]
 
 
 # --- cholesky ------------------------------------------------------------------------------
@@ -34,7 +37,12 @@ def cholesky(x, *, symmetrize_input: bool = True):
   With ``symmetrize_input`` the factorization sees ``(x + x^H) / 2``; without, only the lower
   triangle of ``x`` is read. Matrices that are not positive definite give NaNs.
   """
+  shape = get_aval(x).shape
   if symmetrize_input:
+    if len(shape) >= 2 and shape[-1] != shape[-2]:
+      # JAX fails here too, in the addition of x and x^H: the same class, a clearer message.
+      raise TypeError(f"cholesky: the input must be a (batch of) square matrices, got shape "
+                      f"{shape}")
     x = symmetrize(x)
   return tril(cholesky_p.bind(x))
 
@@ -229,3 +237,410 @@ def _triangular_solve_cpu_lowering(ctx, a, b, *, left_side, lower, transpose_a, 
 
 xla.register_lowering(triangular_solve_p, _triangular_solve_lowering)
 xla.register_lowering(triangular_solve_p, _triangular_solve_cpu_lowering, platform="cpu")
+
+
+# --- lu and lu_pivots_to_permutation -------------------------------------------------------
+
+def lu(x):
+  """LU decomposition with partial pivoting, ``P @ x = L @ U``, of ``[..., m, n]`` matrices.
+
+  Returns ``(lu, pivots, permutation)``: ``lu`` holds ``L`` (unit diagonal, not stored)
+  below the diagonal and ``U`` on and above it; ``pivots`` (int32, ``[..., min(m, n)]``)
+  are LAPACK's row swaps (0-based); ``permutation`` (int32, ``[..., m]``) is the same as a
+  permutation: ``x[..., permutation, :] = L @ U``.
+  """
+  return tuple(lu_p.bind(x))
+
+
+def _lu_core_shape(shape):
+  m, n = shape
+  return [shape, (min(m, n),), (m,)]
+
+
+def _lu_dtype_rule(x):
+  check_dtypes("lu", (x,))
+  return [x.dtype, dtypes.int32, dtypes.int32]
+
+
+lu_p = linalg_primitive("lu", (2,), _lu_core_shape, _lu_dtype_rule, multiple_results=True)
+
+
+def permute_rows(x, permutation):
+  """``x[..., permutation, :]`` for a batch of permutations (a gather, batched)."""
+  shape = get_aval(x).shape
+  nb = len(shape) - 2
+  batch = tuple(range(nb))
+  dn = indexing.GatherDimensionNumbers(
+      offset_dims=(nb + 1,), collapsed_slice_dims=(nb,), start_index_map=(nb,),
+      operand_batching_dims=batch, start_indices_batching_dims=batch)
+  idx = shapes.expand_dims(permutation, (nb + 1,))
+  return indexing.gather(x, idx, dn, (1,) * nb + (1, shape[-1]), indices_are_sorted=False,
+                         unique_indices=True)
+
+
+def _lu_jvp(primals, tangents):
+  # De Hoog, Anderssen & Lukas: with P A = L U, L^-1 P dA U^-1 = L^-1 dL + dU U^-1, whose
+  # strictly lower part gives dL and upper part dU.
+  a, = primals
+  a_dot, = tangents
+  lu_, pivots, permutation = lu_p.bind(a)
+  a_dot = ad.instantiate_zeros(a_dot)
+  shape = get_aval(a).shape
+  batch, (m, n) = shape[:-2], shape[-2:]
+  k = min(m, n)
+  nb = len(batch)
+  zero = shapes.full((), 0, get_aval(a).dtype)
+  # L as an m x m unit lower-triangular matrix, U as n x n upper (padded with the identity).
+  l = tril(shapes.slice(lu_, (0,) * len(shape), batch + (m, k)), -1)
+  l = shapes.pad(l, zero, [(0, 0, 0)] * (nb + 1) + [(0, m - k, 0)])
+  l = ew.add(l, eye_like(l))
+  u = triu(shapes.slice(lu_, (0,) * len(shape), batch + (k, n)))
+  u = shapes.pad(u, zero, [(0, 0, 0)] * nb + [(0, n - k, 0), (0, 0, 0)])
+  if n > k:
+    u_eye = shapes.pad(eye_like(u, batch + (n - k, n - k)), zero,
+                       [(0, 0, 0)] * nb + [(k, 0, 0), (k, 0, 0)])
+    u = ew.add(u, u_eye)
+  la = triangular_solve(l, permute_rows(a_dot, permutation), left_side=True,
+                        transpose_a=False, lower=True, unit_diagonal=True)
+  lau = triangular_solve(u, la, left_side=False, transpose_a=False, lower=False)
+  lu_dot = ew.add(matmul(l, tril(lau, -1)), matmul(triu(lau), u))
+  return [lu_, pivots, permutation], [lu_dot, ad.Zero.from_primal_value(pivots),
+                                      ad.Zero.from_primal_value(permutation)]
+
+
+ad.primitive_jvps[lu_p] = _lu_jvp
+
+
+def _lu_cpu_lowering(ctx, x):
+  aval, = ctx.avals_in
+  lu_aval, pivots_aval, perm_aval = ctx.avals_out
+  batch = aval.shape[:-2]
+  m = aval.shape[-2]
+  lu_, pivots, info = lapack.ffi_call(
+      lapack.lapack_target("getrf", aval.dtype), [x], [aval],
+      [lu_aval, pivots_aval, lapack.info_aval(batch)], operand_output_aliases={0: 0})
+  pivots = hlo.subtract(pivots, xla.full_like_aval(1, pivots_aval))  # 1-based -> 0-based
+  # info > 0 (an exactly zero pivot) still gives a valid factorization, as in JAX.
+  ok = lapack.info_ok(info, batch, "GE")
+  lu_ = lapack.replace_not_ok_with_nan(lu_, ok, lu_aval, batch)
+  perm_rule = xla.lower_fun(lambda p: _pivots_to_permutation(p, m), multiple_results=False)
+  perm = perm_rule(ctx.replace(avals_in=[pivots_aval], avals_out=[perm_aval]), pivots)
+  return [lu_, pivots, perm]
+
+
+xla.register_lowering(lu_p, _lu_cpu_lowering, platform="cpu")
+
+
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+  """The permutation (int32, ``[..., permutation_size]``) made by applying the row swaps
+  ``pivots`` (``[..., k]``, ``k <= permutation_size``) in order to ``0, 1, ...``."""
+  return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
+
+
+def _pivots_core_shape(shape, *, permutation_size):
+  k, = shape
+  if not permutation_size >= k:
+    raise ValueError(f"Output permutation size {permutation_size} has to exceed the "
+                     f"trailing dimension of the pivots. Got pivots size {k}")
+  return (permutation_size,)
+
+
+def _pivots_dtype_rule(pivots, **params):
+  if pivots.dtype != dtypes.int32:
+    raise TypeError(f"lu_pivots_to_permutation does not accept dtype {pivots.dtype.name}; "
+                    "accepted: int32")
+  return dtypes.int32
+
+
+lu_pivots_to_permutation_p = linalg_primitive(
+    "lu_pivots_to_permutation", (1,), _pivots_core_shape, _pivots_dtype_rule)
+ad.defjvp_zero(lu_pivots_to_permutation_p)
+
+
+def _pivots_to_permutation(swaps, m: int):
+  """Apply the swaps one after another: a loop of ``k`` steps over ``[..., m]`` vectors,
+  with one-hot selects instead of gathers and scatters (cheap for pivot vectors)."""
+  shape = get_aval(swaps).shape
+  batch, k = shape[:-1], shape[-1]
+  nb = len(batch)
+  perm = shapes.broadcasted_iota(dtypes.int32, batch + (m,), nb)
+  if m == 0 or k == 0:
+    return perm
+  positions = shapes.broadcasted_iota(dtypes.int32, batch + (m,), nb)
+  swap_positions = shapes.broadcasted_iota(dtypes.int32, batch + (k,), nb)
+  zeros_k = shapes.full(batch + (k,), 0, dtypes.int32)
+  zeros_m = shapes.full(batch + (m,), 0, dtypes.int32)
+
+  def pick(vec, where):
+    # vec[..., where] for a one-hot ``where``.
+    return reductions.reduce_sum(ew.select(where, vec, zeros_m if get_aval(vec).shape[-1] == m
+                                           else zeros_k), (nb,))
+
+  def body(i, perm):
+    i = ew.convert_element_type(i, dtypes.int32)  # the loop counter is int64 under x64
+    i_vec = shapes.broadcast_in_dim(i, batch + (k,), ())
+    j = pick(swaps, ew.eq(swap_positions, i_vec))  # [...]: the row swapped with row i
+    at_i = ew.eq(positions, shapes.broadcast_in_dim(i, batch + (m,), ()))
+    at_j = ew.eq(positions, shapes.broadcast_in_dim(j, batch + (m,), tuple(range(nb))))
+    x = pick(perm, at_i)
+    y = pick(perm, at_j)
+    perm = ew.select(at_i, shapes.broadcast_in_dim(y, batch + (m,), tuple(range(nb))), perm)
+    return ew.select(at_j, shapes.broadcast_in_dim(x, batch + (m,), tuple(range(nb))), perm)
+
+  return control_flow.fori_loop(0, k, body, perm)
+
+
+xla.register_lowering(lu_pivots_to_permutation_p, xla.lower_fun(
+    lambda pivots, *, permutation_size: _pivots_to_permutation(pivots, permutation_size),
+    multiple_results=False))
+
+
+
+# --- qr: geqrf / geqp3 + householder_product -----------------------------------------------
+
+def geqrf(a):
+  """LAPACK's Householder QR of ``[..., m, n]`` matrices: ``(a_out, taus)`` with ``R`` in
+  the upper triangle of ``a_out`` and the reflectors below it and in ``taus``
+  (``[..., min(m, n)]``)."""
+  return tuple(geqrf_p.bind(a))
+
+
+def _geqrf_core_shape(shape):
+  m, n = shape
+  return [shape, (min(m, n),)]
+
+
+geqrf_p = linalg_primitive("geqrf", (2,), _geqrf_core_shape, multiple_results=True)
+
+
+def _geqrf_cpu_lowering(ctx, a):
+  aval, = ctx.avals_in
+  return lapack.ffi_call(lapack.lapack_target("geqrf", aval.dtype), [a], [aval],
+                         ctx.avals_out, operand_output_aliases={0: 0})
+
+
+xla.register_lowering(geqrf_p, _geqrf_cpu_lowering, platform="cpu")
+
+
+def geqp3(a, jpvt):
+  """Column-pivoted Householder QR: ``(a_out, jpvt_out, taus)`` with
+  ``a[..., jpvt_out - 1] = Q @ R`` (LAPACK's 1-based pivots; a zero in ``jpvt`` marks a
+  free column)."""
+  return tuple(geqp3_p.bind(a, jpvt))
+
+
+def _geqp3_core_shape(a_shape, jpvt_shape):
+  m, n = a_shape
+  if jpvt_shape != (n,):
+    raise ValueError(f"geqp3: jpvt must have shape [..., {n}], got [..., {jpvt_shape}]")
+  return [a_shape, jpvt_shape, (min(m, n),)]
+
+
+def _geqp3_dtype_rule(a, jpvt):
+  check_dtypes("geqp3", (a,))
+  if jpvt.dtype != dtypes.int32:
+    raise TypeError(f"geqp3: jpvt must be int32, got {jpvt.dtype.name}")
+  return [a.dtype, dtypes.int32, a.dtype]
+
+
+geqp3_p = linalg_primitive("geqp3", (2, 1), _geqp3_core_shape, _geqp3_dtype_rule,
+                           multiple_results=True)
+
+
+def _geqp3_cpu_lowering(ctx, a, jpvt):
+  aval, _ = ctx.avals_in
+  return lapack.ffi_call(lapack.lapack_target("geqp3", aval.dtype), [a, jpvt], ctx.avals_in,
+                         ctx.avals_out, operand_output_aliases={0: 0, 1: 1})
+
+
+xla.register_lowering(geqp3_p, _geqp3_cpu_lowering, platform="cpu")
+
+
+def householder_product(a, taus):
+  """The product of the Householder reflectors stored in ``a`` (``[..., m, n]``, ``m >= n``)
+  and ``taus`` (``[..., k]``): the first ``n`` columns of ``Q = H_1 H_2 ... H_k``."""
+  return householder_product_p.bind(a, taus)
+
+
+def _householder_product_core_shape(a_shape, taus_shape):
+  m, n = a_shape
+  if m < n:
+    raise ValueError("The first argument to householder_product must have at least as many "
+                     f"rows as columns, got shape {a_shape}")
+  if taus_shape[0] > min(m, n):
+    raise ValueError("The second argument to householder_product must not have more rows "
+                     "than the minimum of the first argument's rows and columns.")
+  return a_shape
+
+
+householder_product_p = linalg_primitive("householder_product", (2, 1),
+                                         _householder_product_core_shape)
+
+
+def _householder_product_cpu_lowering(ctx, a, taus):
+  aval, _ = ctx.avals_in
+  base = "ungqr" if lapack.is_complex(aval.dtype) else "orgqr"
+  out, = lapack.ffi_call(lapack.lapack_target(base, aval.dtype), [a, taus], ctx.avals_in,
+                         ctx.avals_out, operand_output_aliases={0: 0})
+  return out
+
+
+xla.register_lowering(householder_product_p, _householder_product_cpu_lowering,
+                      platform="cpu")
+
+
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
+  """QR decomposition ``x = Q @ R`` of ``[..., m, n]`` matrices.
+
+  ``Q`` is ``[..., m, m]`` (``full_matrices``) or ``[..., m, min(m, n)]``, ``R`` is
+  ``[..., m, n]`` or ``[..., min(m, n), n]``. With ``pivoting`` also returns the column
+  permutation ``p`` (int32, ``[..., n]``) with ``x[..., p] = Q @ R``. ``use_magma`` is
+  accepted for JAX compatibility (GPU only; ignored).
+  """
+  outs = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices))
+  return tuple(outs)
+
+
+def _qr_core_shape(shape, *, pivoting, full_matrices):
+  m, n = shape
+  k = m if full_matrices else min(m, n)
+  return [(m, k), (k, n), (n,)] if pivoting else [(m, k), (k, n)]
+
+
+def _qr_dtype_rule(x, *, pivoting, full_matrices):
+  check_dtypes("qr", (x,))
+  return [x.dtype, x.dtype, dtypes.int32] if pivoting else [x.dtype, x.dtype]
+
+
+qr_p = linalg_primitive("qr", (2,), _qr_core_shape, _qr_dtype_rule, multiple_results=True)
+
+
+def _qr_composition(a, *, pivoting, full_matrices):
+  shape = get_aval(a).shape
+  batch, (m, n) = shape[:-2], shape[-2:]
+  nb = len(batch)
+  dtype = get_aval(a).dtype
+  if m == 0 or n == 0:
+    k = m if full_matrices else min(m, n)
+    q = eye_like(a, batch + (m, k))
+    r = shapes.full(batch + (k, n), 0, dtype)
+    if pivoting:
+      return [q, r, shapes.full(batch + (n,), 0, dtypes.int32)]
+    return [q, r]
+  p = None
+  if pivoting:
+    r, p, taus = geqp3(a, shapes.full(batch + (n,), 0, dtypes.int32))
+    p = ew.sub(p, shapes.full_like(p, 1))  # 1-based -> 0-based
+  else:
+    r, taus = geqrf(a)
+  zero = shapes.full((), 0, dtype)
+  if m < n:
+    q = householder_product(shapes.slice(r, (0,) * len(shape), batch + (m, m)), taus)
+  elif full_matrices:
+    q = householder_product(shapes.pad(r, zero, [(0, 0, 0)] * (nb + 1) + [(0, m - n, 0)]),
+                            taus)
+  else:
+    q = householder_product(r, taus)
+    r = shapes.slice(r, (0,) * len(shape), batch + (n, n))
+  r = triu(r)
+  return [q, r, p] if pivoting else [q, r]
+
+
+xla.register_lowering(qr_p, xla.lower_fun(_qr_composition, multiple_results=True))
+
+
+def _thin_qr_jvp(q, r, dx):
+  # For m >= n (j-towns.github.io/papers/qr-derivative.pdf): with C = Q^H dX R^-1,
+  # dQ = Q (Ω - C) + dX R^-1 and dR = (C - Ω) R, Ω the skew-Hermitian part built from
+  # the strictly lower triangle of C.
+  dx_rinv = triangular_solve(r, dx)  # right-side solve with upper-triangular R
+  c = matmul(H(q), dx_rinv)
+  c_lower = tril(c, -1)
+  omega = ew.sub(c_lower, H(c_lower))
+  if dtypes.is_complex(get_aval(c).dtype):
+    # The diagonal's imaginary part (unconstrained for real inputs) keeps R's diagonal real.
+    imag_diag = ew.sub(c, ew.convert_element_type(ew.real(c), get_aval(c).dtype))
+    omega = ew.add(omega, ew.mul(eye_like(c), imag_diag))
+  dq = ew.add(matmul(q, ew.sub(omega, c)), dx_rinv)
+  dr = matmul(ew.sub(c, omega), r)
+  return dq, dr
+
+
+def _qr_jvp(primals, tangents, *, pivoting, full_matrices):
+  x, = primals
+  dx = ad.instantiate_zeros(tangents[0])
+  outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
+  q, r = outs[0], outs[1]
+  shape = get_aval(x).shape
+  batch, (m, n) = shape[:-2], shape[-2:]
+  nd = len(shape)
+  origin = (0,) * nd
+  if pivoting:
+    dx = T(permute_rows(T(dx), outs[2]))  # dx[..., p]
+  if m < n:
+    # X = [X1 X2] = Q [R1 R2]: the square part is a QR, and R2 = Q^H X2.
+    x2 = shapes.slice(x, (0,) * (nd - 1) + (m,), shape)
+    dx1 = shapes.slice(dx, origin, batch + (m, m))
+    dx2 = shapes.slice(dx, (0,) * (nd - 1) + (m,), shape)
+    r1 = shapes.slice(r, origin, batch + (m, m))
+    if pivoting:
+      x2 = T(permute_rows(T(x), outs[2]))
+      x2 = shapes.slice(x2, (0,) * (nd - 1) + (m,), shape)
+    dq, dr1 = _thin_qr_jvp(q, r1, dx1)
+    dr2 = ew.add(matmul(H(dq), x2), matmul(H(q), dx2))
+    dr = shapes.concatenate([dr1, dr2], nd - 1)
+  else:
+    q_mn = shapes.slice(q, origin, batch + (m, n)) if full_matrices else q
+    r_nn = shapes.slice(r, origin, batch + (n, n)) if full_matrices else r
+    dq, dr = _thin_qr_jvp(q_mn, r_nn, dx)
+    if full_matrices and m > n:
+      # The last m - n columns of Q are only determined up to a rotation; follow JAX's
+      # choice (arXiv:2409.13374, eqs. 32-33) so that tangents agree with it.
+      q_nn = shapes.slice(q_mn, origin, batch + (n, n))
+      q_pn = shapes.slice(q_mn, (0,) * (nd - 2) + (n, 0), batch + (m, n))
+      q_mp = shapes.slice(q, (0,) * (nd - 1) + (n,), batch + (m, m))
+      dq_nn = shapes.slice(dq, origin, batch + (n, n))
+      dq_pn = shapes.slice(dq, (0,) * (nd - 2) + (n, 0), batch + (m, n))
+      lu_, _, perm = lu(ew.sub(q_nn, eye_like(q_nn)))
+      z_pn_h = lu_solve(lu_, perm, H(q_pn), trans=2)
+      z_pn = H(z_pn_h)
+      dq_mp = ew.sub(matmul(dq, z_pn_h),
+                     matmul(ew.add(q_mn, matmul(q_mp, z_pn)),
+                            H(ew.sub(dq_pn, matmul(z_pn, dq_nn)))))
+      dq = shapes.concatenate([dq, dq_mp], nd - 1)
+      dr = shapes.concatenate([dr, shapes.full(batch + (m - n, n), 0, get_aval(dr).dtype)],
+                              nd - 2)
+  tangents_out = [dq, dr]
+  if pivoting:
+    tangents_out.append(ad.Zero.from_primal_value(outs[2]))
+  return list(outs), tangents_out
+
+
+ad.primitive_jvps[qr_p] = _qr_jvp
+
+
+def lu_solve(lu_, permutation, b, trans: int = 0):
+  """Solve ``A x = b`` (``trans=0``), ``A^T x = b`` (1) or ``A^H x = b`` (2) from ``A``'s LU
+  factorization (``lu_``, ``permutation`` as :func:`lu` returns them). ``b`` is
+  ``[..., m, k]`` with the same batch dimensions as ``lu_``."""
+  if trans == 0:
+    x = permute_rows(b, permutation)
+    x = triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+    return triangular_solve(lu_, x, left_side=True, lower=False)
+  if trans in (1, 2):
+    conj = trans == 2
+    x = triangular_solve(lu_, b, left_side=True, lower=False, transpose_a=True,
+                         conjugate_a=conj)
+    x = triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True,
+                         transpose_a=True, conjugate_a=conj)
+    return permute_rows(x, inverse_permutation(permutation))
+  raise ValueError(f"'trans' value must be 0, 1, or 2, got {trans}")
+
+
+def inverse_permutation(permutation):
+  """``inv`` with ``inv[..., permutation[..., i]] = i``."""
+  shape = get_aval(permutation).shape
+  nb = len(shape) - 1
+  iota = shapes.broadcasted_iota(dtypes.int32, shape, nb)
+  _, inv = sorting.sort_key_val(permutation, iota, dimension=nb)
+  return inv
