@@ -249,6 +249,22 @@ def test_eig_numpy_api():
   assert w0.shape == (0,) and v0.shape == (0, 0)
 
 
+def test_eig_grads_float64():
+  rng = np.random.default_rng(19)
+  with enable_x64():
+    # Eigenvalues: order 1 (a second derivative needs eigenvector derivatives; JAX raises
+    # there too).
+    check_grads(jnp.linalg.eigvals, (rng.standard_normal((4, 4)),), order=1, atol=1e-5,
+                rtol=1e-5)
+    check_grads(jnp.linalg.eigvals, (_rand(rng, (3, 3), np.complex128),), order=1, atol=1e-5,
+                rtol=1e-5)
+    # Eigenvectors (opt-in), at a matrix with distinct real eigenvalues.
+    q = rng.standard_normal((4, 4))
+    a = q @ np.diag([1., 2., 3.5, 5.]) @ np.linalg.inv(q)
+    check_grads(lambda x: linalg.eig(x, enable_eigvec_derivs=True), (a,), order=1, atol=1e-5,
+                rtol=1e-5)
+
+
 def test_eig_eigenvector_derivatives_need_opt_in():
   a = np.diag(np.arange(1., 4., dtype=np.float32))
   with pytest.raises(NotImplementedError, match="enable_eigvec_derivs"):
@@ -490,12 +506,23 @@ def test_against_jax():
       lambda np_, g: g(lambda x: np_.sum(np_.linalg.pinv(x)))(rect[0]),
       lambda np_, g: g(lambda x: np_.sum(np_.linalg.eigh(x)[1][:, 0] ** 2 * np_.arange(4.)))(
           sym[0]),
+      lambda np_, g: g(lambda x: np_.sum(np_.abs(np_.linalg.eigvals(x)) ** 2))(a[0]),
   ]
   for i, prog in enumerate(grads):
     ours = prog(jnp, lambda f: hlox.jit(hlox.grad(f)))
     theirs = prog(jjnp, lambda f: jax.jit(jax.grad(f)))
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=2e-3, atol=2e-3,
                                err_msg=f"gradient {i}")
+  # Eigenvector derivatives (opt-in) agree with JAX's.
+  q = rng.standard_normal((4, 4))
+  m = (q @ np.diag([1., 2., 3.5, 5.]) @ np.linalg.inv(q)).astype(np.float32)
+
+  def eigvec_loss(eig, np_):
+    return lambda x: np_.sum(np_.abs(eig(x, enable_eigvec_derivs=True)[2]) ** 2
+                             * np_.arange(4.))
+  np.testing.assert_allclose(np.asarray(hlox.grad(eigvec_loss(linalg.eig, jnp))(m)),
+                             np.asarray(jax.grad(eigvec_loss(jax.lax.linalg.eig, jjnp))(m)),
+                             rtol=2e-3, atol=2e-3)
   # Weak types follow the input, as JAX's standard rule.
   w_ours = jnp.linalg.eigvalsh(jnp.full((2, 2), 1.0))
   w_jax = jjnp.linalg.eigvalsh(jjnp.full((2, 2), 1.0))

@@ -25,6 +25,7 @@ from hlox.lax.dot import Precision, dot_general
 from hlox.lax.linalg import lapack
 from hlox.lax.linalg.common import H as _H, T as _T, diagonal as _extract_diagonal
 from hlox.lax.linalg.common import linalg_batch_rule, split_batch, symmetrize
+from hlox.lax.linalg.factorizations import lu, lu_solve
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -476,8 +477,9 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
 
 
 def _solve(a, b):
-  """``a^{-1} b`` for square ``a`` (batched): the general solver of ``lax.linalg``."""
-  return lapack.solve(a, b)
+  """``a^{-1} b`` for square ``a`` and ``b`` ``[..., n, k]`` (same batch), through LU."""
+  lu_, _, permutation = lu(a)
+  return lu_solve(lu_, permutation, b)
 
 
 def _eig_vec_jvp(w, v, da):
