@@ -291,6 +291,50 @@ def bench_rnn_scan_grad_first_call(lib):
   return best
 
 
+def _linalg_bench(lib, name, shape):
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  a = rng.standard_normal(shape).astype(np.float32)
+  n = shape[-1]
+  if name == "cholesky":
+    a = a @ np.swapaxes(a, -1, -2) + n * np.eye(n, dtype=np.float32)
+  x = jnp.asarray(a)
+  if name == "solve":
+    b = jnp.asarray(rng.standard_normal(shape[:-1] + (1,)).astype(np.float32))
+    f = mod.jit(jnp.linalg.solve)
+    call = lambda: f(x, b)
+  else:
+    f = mod.jit(getattr(jnp.linalg, name))
+    call = lambda: f(x)
+  mod.block_until_ready(call())
+  return best_per_call(lambda: mod.block_until_ready(call()), 50)
+
+
+def bench_cholesky_256(lib):
+  return _linalg_bench(lib, "cholesky", (256, 256))
+
+
+def bench_cholesky_64x32(lib):
+  return _linalg_bench(lib, "cholesky", (64, 32, 32))
+
+
+def bench_solve_256(lib):
+  return _linalg_bench(lib, "solve", (256, 256))
+
+
+def bench_solve_64x32(lib):
+  return _linalg_bench(lib, "solve", (64, 32, 32))
+
+
+def bench_qr_256(lib):
+  return _linalg_bench(lib, "qr", (256, 256))
+
+
+def bench_qr_64x32(lib):
+  return _linalg_bench(lib, "qr", (64, 32, 32))
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 
