@@ -13,6 +13,9 @@ import threading
 
 import numpy as np
 
+from jaxlib import xla_client
+from jaxlib.cpu import _lapack
+
 _lock = threading.Lock()
 _registered: dict = {}  # platform -> set of target names
 _lapack_ready = False
@@ -24,7 +27,6 @@ def register_targets(targets, platform: str = "cpu", api_version: int = 1) -> No
   ``api_version=1`` is XLA's typed FFI (handlers with attributes and buffers); 0 is the
   legacy custom-call ABI.
   """
-  from jaxlib import xla_client
   with _lock:
     done = _registered.setdefault(platform, set())
     for name, capsule in targets.items():
@@ -41,7 +43,6 @@ def ensure_lapack() -> None:
   global _lapack_ready
   if _lapack_ready:
     return
-  from jaxlib.cpu import _lapack
   # ``initialize`` binds the kernels to a LAPACK implementation (SciPy's, through its
   # Cython LAPACK capsules); without it the handlers have no routine to call.
   _lapack.initialize()
