@@ -480,3 +480,30 @@ def test_det_grads_order_2(x64):
   for n in (2, 3, 5):
     check_grads(jnp.linalg.det, (rng.standard_normal((n, n)),), order=2, atol=1e-6,
                 rtol=1e-6)
+
+
+# --- tridiagonal_solve -----------------------------------------------------------------
+
+def test_tridiagonal_solve(x64):
+  rng = np.random.default_rng(24)
+  m = 5
+  dl, d, du = rng.standard_normal((3, 2, m))
+  d = d + 4
+  b = rng.standard_normal((2, m, 3))
+  x = np.asarray(lax.linalg.tridiagonal_solve(dl, d, du, b))
+  for i in range(2):
+    banded = np.stack([np.r_[0, du[i, :-1]], d[i], np.r_[dl[i, 1:], 0]])
+    np.testing.assert_allclose(x[i], sla.solve_banded((1, 1), banded, b[i]), rtol=1e-12)
+  np.testing.assert_allclose(
+      np.asarray(lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True)), x,
+      rtol=1e-12)
+  check_grads(lax.linalg.tridiagonal_solve, (dl, d, du, b), order=1, atol=1e-6, rtol=1e-6)
+  out = hlox.vmap(lambda v: lax.linalg.tridiagonal_solve(dl[0], d[0], du[0], v))(b)
+  ref = np.stack([np.asarray(lax.linalg.tridiagonal_solve(dl[0], d[0], du[0], b[i]))
+                  for i in range(2)])
+  np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-12)
+  # Singular: NaN, as JAX.
+  z = np.zeros(3)
+  assert np.isnan(np.asarray(lax.linalg.tridiagonal_solve(z, z, z, np.ones((3, 1))))).all()
+  with pytest.raises(TypeError, match="same shape"):
+    lax.linalg.tridiagonal_solve(np.ones(3), np.ones(4), np.ones(3), np.ones((3, 1)))

@@ -25,7 +25,8 @@ from jaxlib.mlir.dialects import chlo, stablehlo as hlo
 __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "lu_solve", "qr",
            "geqrf", "geqp3", "householder_product",
            "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p",
-           "geqrf_p", "geqp3_p", "householder_product_p"]
+           "geqrf_p", "geqp3_p", "householder_product_p", "tridiagonal_solve",
+           "tridiagonal_solve_p"]
 
 
 # --- cholesky ------------------------------------------------------------------------------
@@ -644,3 +645,107 @@ def inverse_permutation(permutation):
   iota = shapes.broadcasted_iota(dtypes.int32, shape, nb)
   _, inv = sorting.sort_key_val(permutation, iota, dimension=nb)
   return inv
+
+
+# --- tridiagonal_solve ---------------------------------------------------------------------
+
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
+  """Solve the tridiagonal systems ``A x = b``: ``dl``, ``d``, ``du`` (``[..., m]``) are the
+  sub-, main and super-diagonals (``dl[..., 0]`` and ``du[..., m - 1]`` are ignored), ``b``
+  is ``[..., m, n]``. Singular systems give NaNs, or, with ``perturb_singular``, LAPACK's
+  solution with tiny pivots perturbed (as in inverse iteration)."""
+  return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))
+
+
+def _tridiagonal_solve_core_shape(dl, d, du, b, **_):
+  if dl != d or dl != du:
+    raise TypeError("tridiagonal_solve requires that all diagonal arguments have the same "
+                    f"shape, got {dl}, {d} and {du}.")
+  if dl != b[:-1]:
+    raise TypeError("tridiagonal_solve requires that the leading ndim-1 dimensions of b "
+                    f"equal the dimensions of the diagonal arguments, got {dl} and {b}.")
+  return b
+
+
+tridiagonal_solve_p = linalg_primitive("tridiagonal_solve", (1, 1, 1, 2),
+                                       _tridiagonal_solve_core_shape)
+
+
+def _tridiagonal_product(dl, d, du, x):
+  """``A @ x`` for the tridiagonal ``A`` (``[..., m]`` diagonals, ``x`` ``[..., m, n]``)."""
+  shape = get_aval(x).shape
+  nd = len(shape)
+  m = shape[-2]
+  y = ew.mul(shapes.expand_dims(d, (nd - 1,)), x)
+  if m > 1:
+    zero = shapes.full((), 0, get_aval(x).dtype)
+    origin = (0,) * nd
+    # Row i gets dl[i] x[i-1] (i >= 1) and du[i] x[i+1] (i < m - 1).
+    x_up = shapes.pad(shapes.slice(x, origin, shape[:-2] + (m - 1, shape[-1])), zero,
+                      [(0, 0, 0)] * (nd - 2) + [(1, 0, 0), (0, 0, 0)])
+    x_down = shapes.pad(shapes.slice(x, (0,) * (nd - 2) + (1, 0), shape), zero,
+                        [(0, 0, 0)] * (nd - 2) + [(0, 1, 0), (0, 0, 0)])
+    mask_dl = ew.ne(shapes.broadcasted_iota(dtypes.int32, get_aval(dl).shape, nd - 2),
+                    shapes.full(get_aval(dl).shape, 0, dtypes.int32))
+    mask_du = ew.ne(shapes.broadcasted_iota(dtypes.int32, get_aval(du).shape, nd - 2),
+                    shapes.full(get_aval(du).shape, m - 1, dtypes.int32))
+    dl = ew.select(mask_dl, dl, shapes.full_like(dl, 0))
+    du = ew.select(mask_du, du, shapes.full_like(du, 0))
+    y = ew.add(y, ew.mul(shapes.expand_dims(dl, (nd - 1,)), x_up))
+    y = ew.add(y, ew.mul(shapes.expand_dims(du, (nd - 1,)), x_down))
+  return y
+
+
+def _tridiagonal_solve_jvp(primals, tangents, *, perturb_singular):
+  *diags, _ = primals
+  *diag_dots, b_dot = tangents
+  ans = tridiagonal_solve_p.bind(*primals, perturb_singular=perturb_singular)
+  if all(type(t) is ad.Zero for t in diag_dots):
+    rhs = b_dot
+  else:
+    matvec_dot = _tridiagonal_product(*[ad.instantiate_zeros(t) for t in diag_dots], ans)
+    rhs = ad.add_tangents(b_dot, ew.neg(matvec_dot))
+  if type(rhs) is ad.Zero:
+    return ans, rhs
+  return ans, tridiagonal_solve_p.bind(*diags, rhs, perturb_singular=perturb_singular)
+
+
+ad.primitive_jvps[tridiagonal_solve_p] = _tridiagonal_solve_jvp
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b, *, perturb_singular):
+  # Linear in b only; A^T has du shifted down as its sub-diagonal and dl shifted up.
+  if any(ad.is_undefined_primal(x) for x in (dl, d, du)):
+    raise ValueError("tridiagonal_solve is not linear in its diagonals")
+  if type(ct) is ad.Zero:
+    return [None, None, None, ad.Zero(b.aval)]
+  nd = get_aval(du).ndim
+  m = get_aval(du).shape[-1]
+  zero = shapes.full((), 0, get_aval(du).dtype)
+  batch = get_aval(du).shape[:-1]
+  dl_t = shapes.pad(shapes.slice(du, (0,) * nd, batch + (m - 1,)), zero,
+                    [(0, 0, 0)] * (nd - 1) + [(1, 0, 0)])
+  du_t = shapes.pad(shapes.slice(dl, (0,) * (nd - 1) + (1,), batch + (m,)), zero,
+                    [(0, 0, 0)] * (nd - 1) + [(0, 1, 0)])
+  return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct,
+                                                     perturb_singular=perturb_singular)]
+
+
+ad.primitive_transposes[tridiagonal_solve_p] = _tridiagonal_solve_transpose
+
+
+def _tridiagonal_solve_cpu_lowering(ctx, dl, d, du, b, *, perturb_singular):
+  b_aval = ctx.avals_in[-1]
+  batch = b_aval.shape[:-2]
+  if perturb_singular:
+    out, = lapack.ffi_call("tridiagonal_solve_perturbed_ffi", [dl, d, du, b], ctx.avals_in,
+                           [b_aval])
+    return out
+  *_, x, info = lapack.ffi_call(
+      lapack.lapack_target("gtsv", b_aval.dtype), [dl, d, du, b], ctx.avals_in,
+      [*ctx.avals_in, lapack.info_aval(batch)],
+      operand_output_aliases={0: 0, 1: 1, 2: 2, 3: 3})
+  return lapack.replace_not_ok_with_nan(x, lapack.info_ok(info, batch), b_aval, batch)
+
+
+xla.register_lowering(tridiagonal_solve_p, _tridiagonal_solve_cpu_lowering, platform="cpu")
