@@ -80,16 +80,12 @@ def linalg_primitive(name: str, ranks: Sequence[int], core_shape: Callable,
 
   def default_dtype_rule(*avals, **params):
     check_dtypes(name, avals, kinds)
+    if multiple_results:  # the operands' dtype for every result
+      return [avals[0].dtype] * len(shape_rule(*avals, **params))
     return avals[0].dtype
 
-  dt_rule = dtype_rule or default_dtype_rule
-  if multiple_results and dtype_rule is None:
-    def dt_rule(*avals, **params):  # noqa: F811  (one dtype per result)
-      d = default_dtype_rule(*avals, **params)
-      return [d] * len(shape_rule(*avals, **params))
-
-  prim = standard_primitive(shape_rule, dt_rule, name, weak_type_rule=_never_weak,
-                            multiple_results=multiple_results)
+  prim = standard_primitive(shape_rule, dtype_rule or default_dtype_rule, name,
+                            weak_type_rule=_never_weak, multiple_results=multiple_results)
   batching.primitive_batchers[prim] = partial(linalg_batch_rule, prim)
   return prim
 
@@ -183,10 +179,7 @@ def diagonal(x):
   # A select and a sum (not a product with the identity, which would turn inf into NaN)
   # keep this a composition of primitives that every transform handles.
   picked = ew.select(on_diag, x, shapes.full_like(x, 0))
-  if n > k:
-    picked = shapes.slice(picked, (0,) * len(shape), tuple(shape[:-2]) + (k, m))
-    return reductions.reduce_sum(picked, (len(shape) - 1,))
-  picked = shapes.slice(picked, (0,) * len(shape), tuple(shape[:-2]) + (n, k))
+  picked = shapes.slice(picked, (0,) * len(shape), tuple(shape[:-2]) + (k, k))
   return reductions.reduce_sum(picked, (len(shape) - 1,))
 
 
