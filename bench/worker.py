@@ -412,6 +412,40 @@ def bench_qr_64x32(lib):
   return _linalg_bench(lib, "qr", (64, 32, 32))
 
 
+
+
+
+def _spectral_bench(lib, name, shape, calls):
+  """Steady-state jit(jnp.linalg.<name>) on a float32 input of ``shape``."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+  x = jnp.asarray(a + np.swapaxes(a, -1, -2))  # symmetric, so eigh and svd see one input
+  f = mod.jit(getattr(jnp.linalg, name))
+  mod.block_until_ready(f(x))
+  return best_per_call(lambda: mod.block_until_ready(f(x)), calls)
+
+
+def bench_eigh_256(lib):
+  """jit(jnp.linalg.eigh) on float32 [256, 256] (LAPACK ssyevd)."""
+  return _spectral_bench(lib, "eigh", (256, 256), 5)
+
+
+def bench_eigh_batched_64_32(lib):
+  """jit(jnp.linalg.eigh) on float32 [64, 32, 32]."""
+  return _spectral_bench(lib, "eigh", (64, 32, 32), 10)
+
+
+def bench_svd_256(lib):
+  """jit(jnp.linalg.svd) on float32 [256, 256] (LAPACK sgesdd, full matrices)."""
+  return _spectral_bench(lib, "svd", (256, 256), 5)
+
+
+def bench_svd_batched_64_32(lib):
+  """jit(jnp.linalg.svd) on float32 [64, 32, 32]."""
+  return _spectral_bench(lib, "svd", (64, 32, 32), 10)
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

@@ -50,7 +50,9 @@ def check_vjp(f, args, rng, atol, rtol):
   tangents = tree_util.tree_map(lambda x: _rand_like(rng, x), args)
   _, out_t = hlox.jvp(f, args, tangents)
   cts = tree_util.tree_map(lambda x: _rand_like(rng, x), out)
-  cts_in = f_vjp(cts)
+  # JAX's convention: the VJP is the plain (unconjugated) transpose of the JVP, so the
+  # identity holds with conjugated cotangents in and out (as in JAX's check_vjp).
+  cts_in = tree_util.tree_map(np.conj, f_vjp(tree_util.tree_map(np.conj, cts)))
   lhs = _inner(cts, out_t)
   rhs = _inner(cts_in, tangents)
   np.testing.assert_allclose(lhs, rhs, atol=atol, rtol=rtol,

@@ -18,10 +18,13 @@ from hlox.custom_derivatives import custom_jvp
 from hlox.lax import linalg as lax_linalg
 from hlox.core.tracer import get_aval
 from hlox.numpy import util
+from hlox.numpy.linalg_spectral import *  # noqa: F401,F403
+from hlox.numpy.linalg_spectral import __all__ as _spectral_all, svdvals as _svdvals
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "det", "slogdet", "solve", "inv",
            "cholesky", "qr", "tensorinv", "tensorsolve", "matrix_power", "multi_dot", "outer", "cross", "matmul", "tensordot",
            "vecdot", "trace", "diagonal", "matrix_transpose"]
+__all__ += _spectral_all + ["cond"]  # eigh, svd, pinv, ... (linalg_spectral.py)
 
 
 def _inexact(name, *args):
@@ -73,8 +76,8 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-  """Vector or matrix norm (NumPy's ``linalg.norm``); matrix 2-norms and the nuclear norm
-  need singular values and are not available."""
+  """Vector or matrix norm (NumPy's ``linalg.norm``; matrix ``ord`` 2, -2 and 'nuc' through
+  the singular values)."""
   x, = _inexact("norm", x)
   nd = get_aval(x).ndim
   if axis is None:
@@ -109,8 +112,14 @@ def norm(x, ord=None, axis=None, keepdims=False):
     red = jnp.max if ord == np.inf else jnp.min
     result = red(sums, axis=row, keepdims=True)
   elif ord in (2, -2, "nuc"):
-    raise NotImplementedError(f"norm: ord={ord!r} needs singular values, which hlox does not "
-                              "compute yet")
+    sv = _svdvals(jnp.moveaxis(x, (row, col), (-2, -1)))
+    if ord == 2:
+      y = jnp.max(sv, axis=-1, initial=0)
+    elif ord == -2:
+      y = jnp.min(sv, axis=-1)
+    else:
+      y = jnp.sum(sv, axis=-1)
+    return jnp.expand_dims(y, (row, col)) if keepdims else y
   else:
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
   return result if keepdims else jnp.squeeze(result, axis=(row, col))
@@ -514,3 +523,28 @@ def diagonal(x, /, *, offset=0):
 def matrix_transpose(x, /):
   """Swap the last two axes."""
   return jnp.matrix_transpose(x)
+
+
+def cond(x, p=None):
+  """Condition number of the matrices in the last two axes of ``x`` in the ``p``-norm
+  (2 and -2 through the singular values, other norms as ``norm(x) * norm(inv(x))``); inf
+  where that is NaN although ``x`` has no NaN, as JAX."""
+  util.check_arraylike("cond", x)
+  arr = jnp.asarray(x)
+  shape = get_aval(arr).shape
+  if len(shape) < 2:
+    raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got arr.shape={shape}")
+  if shape[-1] == 0 or shape[-2] == 0:
+    raise ValueError(f"jnp.linalg.cond: input array must not be empty; got arr.shape={shape}")
+  if p is None or p == 2:
+    s = _svdvals(arr)
+    return s[..., 0] / s[..., -1]
+  if p == -2:
+    s = _svdvals(arr)
+    r = s[..., -1] / s[..., 0]
+  else:
+    if shape[-2] != shape[-1]:
+      raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got "
+                       f"arr.shape={shape}")
+    r = norm(arr, ord=p, axis=(-2, -1)) * norm(inv(arr), ord=p, axis=(-2, -1))
+  return jnp.where(jnp.isnan(r) & ~jnp.isnan(arr).any(axis=(-2, -1)), np.inf, r)

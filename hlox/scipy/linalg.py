@@ -18,6 +18,10 @@ from hlox.numpy import util
 __all__ = ["cholesky", "cho_factor", "cho_solve", "lu", "lu_factor", "lu_solve",
            "solve_triangular", "solve", "inv", "det", "qr", "block_diag", "toeplitz"]
 
+from hlox.scipy._linalg_spectral import *  # noqa: E402,F401,F403  (eigh, svd, schur, expm, ...)
+from hlox.scipy._linalg_spectral import __all__ as _spectral_all  # noqa: E402
+__all__ += _spectral_all
+
 
 def _inexact(name, *args):
   util.check_arraylike(name, *args)

@@ -5,3 +5,4 @@
 the primitives share.
 """
 from hlox.lax.linalg.factorizations import *  # noqa: F401,F403
+from hlox.lax.linalg.spectral import *  # noqa: F401,F403

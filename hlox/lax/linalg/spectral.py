@@ -1,0 +1,716 @@
+"""Spectral decompositions: ``eigh``, ``svd``, ``eig``, ``schur``, ``hessenberg``, ``tridiagonal``.
+
+Each primitive takes a batch of matrices ``[..., m, n]`` and has, beside its definition, its
+abstract evaluation (batch dimensions pass through), its JVP where JAX has one, a batching rule
+(the mapped axis moves to the front and becomes one more batch dimension) and a CPU lowering to
+the LAPACK routine that jaxlib ships as an FFI custom-call target (``*syevd_ffi``/``*heevd_ffi``,
+``*gesdd_ffi``/``*gesvd_ffi``, ``*geev_ffi``, ``*gees_ffi``, ``*gehrd_ffi``, ``*sytrd_ffi``/
+``*hetrd_ffi``). Where LAPACK reports failure (``info != 0``) the affected batch entries come out
+as NaN, as in JAX. Lowerings are registered per platform, so a GPU backend adds its own
+(cuSOLVER) without touching the other rules.
+"""
+from __future__ import annotations
+
+import enum
+from functools import partial
+
+import numpy as np
+
+from hlox.core import dtypes
+from hlox.core.avals import ShapedArray
+from hlox.core.tracer import get_aval
+from hlox.interpreters import ad, batching, xla
+from hlox.lax import elementwise as ew, reductions, shapes
+from hlox.lax.dot import Precision, dot_general
+from hlox.lax.linalg import lapack
+from hlox.lax.linalg.common import H as _H, T as _T, diagonal as _extract_diagonal
+from hlox.lax.linalg.common import linalg_batch_rule, split_batch, symmetrize
+from hlox.lax.linalg.factorizations import lu, lu_solve
+from hlox.lax.utils import standard_primitive
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["eigh", "svd", "eig", "schur", "hessenberg", "tridiagonal", "EigImplementation",
+           "EighImplementation", "SvdAlgorithm", "eigh_p", "svd_p", "eig_p", "schur_p",
+           "hessenberg_p", "tridiagonal_p"]
+
+
+class EigImplementation(enum.Enum):
+  """Algorithm for the general eigendecomposition (only ``LAPACK`` runs on CPU)."""
+  CUSOLVER = "cusolver"
+  MAGMA = "magma"
+  LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+  """Algorithm for the Hermitian eigendecomposition (only ``QR`` runs on CPU)."""
+  QR = "qr"
+  JACOBI = "jacobi"
+  QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+  """Algorithm for the SVD (``DEFAULT``/``DIVIDE_AND_CONQUER`` use gesdd, ``QR`` gesvd)."""
+  DEFAULT = "default"
+  QR = "QR"
+  JACOBI = "Jacobi"
+  POLAR = "polar"
+  DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
+# --- shared pieces -------------------------------------------------------------------------
+
+def _is_lapack_dtype(dtype) -> bool:
+  return np.dtype(dtype) in (np.float32, np.float64, np.complex64, np.complex128)
+
+
+def _matrix_primitive(name, core_shape, core_dtypes):
+  """A multi-result primitive over one batch of matrices ``[..., m, n]``.
+
+  ``core_shape(m, n, **params)`` gives the results' trailing shapes and
+  ``core_dtypes(dtype, **params)`` their dtypes. Rank < 2 and non-float inputs raise
+  ``TypeError`` (JAX's classes and wording); batching moves the mapped axis to the front.
+  Results are weakly typed when the input is, as JAX's standard weak-type rule has it.
+  """
+  def shape_rule(aval, **params):
+    batch, (core,) = split_batch(name, [aval], (2,))
+    return [batch + tuple(s) for s in core_shape(*core, **params)]
+
+  def dtype_rule(aval, **params):
+    if not (dtypes.is_float(aval.dtype) or dtypes.is_complex(aval.dtype)):
+      raise TypeError(f"{name} does not accept dtype {np.dtype(aval.dtype).name}. Accepted "
+                      "dtypes are subtypes of floating, complexfloating.")
+    return [np.dtype(d) for d in core_dtypes(np.dtype(aval.dtype), **params)]
+
+  prim = standard_primitive(shape_rule, dtype_rule, name, multiple_results=True)
+  batching.primitive_batchers[prim] = partial(linalg_batch_rule, prim)
+  return prim
+
+
+def _matmul(a, b):
+  """Batched ``a @ b`` at the highest precision (JAX's linalg JVPs do the same)."""
+  nd = get_aval(a).ndim
+  batch = tuple(range(nd - 2))
+  return dot_general(a, b, (((nd - 1,), (nd - 2,)), (batch, batch)),
+                     precision=Precision.HIGHEST)
+
+
+def _real_dtype(dtype):
+  return np.dtype(np.finfo(dtype).dtype) if dtypes.is_complex(dtype) else np.dtype(dtype)
+
+
+def _complex_dtype(dtype):
+  return np.dtype(np.result_type(dtype, np.complex64))
+
+
+def _cast(x, dtype):
+  return ew.convert_element_type(x, dtype) if get_aval(x).dtype != np.dtype(dtype) else x
+
+
+def _eye_like(x, n):
+  """The identity ``[n, n]`` in ``x``'s dtype, with size-1 batch dims of ``x``'s rank."""
+  aval = get_aval(x)
+  eye = ew.convert_element_type(
+      ew.eq(shapes.broadcasted_iota(np.int32, (n, n), 0),
+            shapes.broadcasted_iota(np.int32, (n, n), 1)), aval.dtype)
+  return shapes.reshape(eye, (1,) * (aval.ndim - 2) + (n, n))
+
+
+def _row(v):
+  """``v[..., None, :]``."""
+  return shapes.expand_dims(v, (get_aval(v).ndim - 1,))
+
+
+def _col(v):
+  """``v[..., :, None]``."""
+  return shapes.expand_dims(v, (get_aval(v).ndim,))
+
+
+def _construct_diagonal(v):
+  """The diagonal matrices with ``v[..., i]`` on their diagonals."""
+  return ew.mul(_col(v), _eye_like(_col(v), get_aval(v).shape[-1]))
+
+
+# --- lowering helpers ----------------------------------------------------------------------
+
+def _replace_not_ok_with_nan(ok, x, aval, batch_dims):
+  return lapack.replace_not_ok_with_nan(x, ok, aval, batch_dims)
+
+
+def _info_ok(info, batch_dims):
+  return lapack.info_ok(info, batch_dims)
+
+
+_u8 = lapack.char_attr
+
+
+def _i32(v: int) -> ir.Attribute:
+  return ir.IntegerAttr.get(ir.IntegerType.get_signless(32), int(v))
+
+
+def _call(routine, dtype, operands, avals_in, avals_out, **kw):
+  """One LAPACK FFI custom call (``routine`` without the dtype letter and ``_ffi``)."""
+  return lapack.ffi_call(lapack.lapack_target(routine, dtype), operands, avals_in, avals_out,
+                         **kw)
+
+
+def _register_cpu(prim, rule):
+  xla.register_lowering(prim, rule, platform="cpu")
+
+
+def _check_lapack_dtype(name, aval):
+  if not _is_lapack_dtype(aval.dtype):
+    raise NotImplementedError(f"{name}: LAPACK on CPU supports float32, float64, complex64 "
+                              f"and complex128, got {np.dtype(aval.dtype).name}")
+
+
+def _slice_last(x, aval_full, aval_out):
+  """The leading part of ``x`` (of ``aval_full``) with ``aval_out``'s shape."""
+  if aval_full.shape == aval_out.shape:
+    return x
+  nd = len(aval_full.shape)
+  return hlo.slice(x, xla.dense_i64([0] * nd), xla.dense_i64(aval_out.shape),
+                   xla.dense_i64([1] * nd))
+
+
+def _slice_range(x, aval_full, axis, start, stop):
+  nd = len(aval_full.shape)
+  starts = [0] * nd
+  limits = list(aval_full.shape)
+  starts[axis], limits[axis] = start, stop
+  return hlo.slice(x, xla.dense_i64(starts), xla.dense_i64(limits), xla.dense_i64([1] * nd))
+
+
+# --- eigh: Hermitian eigendecomposition ----------------------------------------------------
+
+def _eigh_shape_rule(m, n, *, subset_by_index, **_):
+  if m != n:
+    raise ValueError("Argument to symmetric eigendecomposition must have shape [..., n, n], "
+                     f"got shape {(m, n)}")
+  d = n if subset_by_index is None else subset_by_index[1] - subset_by_index[0]
+  return (n, d), (d,)
+
+
+def _eigh_dtype_rule(dtype, **_):
+  return dtype, _real_dtype(dtype)
+
+
+eigh_p = _matrix_primitive("eigh", _eigh_shape_rule, _eigh_dtype_rule)
+
+
+def _check_subset(name, subset_by_index, n):
+  if subset_by_index is None:
+    return None
+  start, stop = (int(i) for i in subset_by_index)
+  if not 0 <= start <= stop <= n:
+    raise ValueError(f"{name}: subset_by_index={tuple(subset_by_index)} must satisfy "
+                     f"0 <= start <= end <= {n}")
+  return (start, stop)
+
+
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index=None, implementation=None):
+  """Eigendecomposition of Hermitian (or real symmetric) matrices ``[..., n, n]``.
+
+  Returns ``(v, w)``: ``v[..., :, i]`` is the unit eigenvector of eigenvalue ``w[..., i]``
+  (real, ascending). ``symmetrize_input`` replaces ``x`` by ``(x + x^H) / 2`` first; otherwise
+  only the triangle named by ``lower`` is read. ``subset_by_index=(start, end)`` keeps
+  eigenpairs ``start..end-1``.
+  """
+  if symmetrize_input:
+    x = symmetrize(x)
+  aval = get_aval(x)
+  subset = _check_subset("eigh", subset_by_index, aval.shape[-1] if aval.ndim else 0)
+  v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
+                     subset_by_index=subset, algorithm=implementation)
+  return v, w
+
+
+def _eigh_jvp_rule(primals, tangents, *, lower, sort_eigenvalues, subset_by_index, algorithm):
+  a, = primals
+  a_dot, = tangents
+  n = get_aval(a).shape[-1]
+  if not (subset_by_index is None or subset_by_index == (0, n)):
+    raise NotImplementedError("Derivatives not defined for partial eigen decomposition.")
+  a_dot = ad.instantiate_zeros(a_dot)
+  # As JAX: the primal is recomputed from the symmetrized input, and first-order
+  # (non-degenerate) perturbation theory gives the tangents; F[i, j] = 1 / (w_j - w_i) off the
+  # diagonal and 0 on it, so equal eigenvalues give infinities, as in JAX.
+  v, w_real = eigh_p.bind(symmetrize(a), lower=lower, sort_eigenvalues=sort_eigenvalues,
+                          subset_by_index=subset_by_index, algorithm=algorithm)
+  dtype = get_aval(a).dtype
+  w = _cast(w_real, dtype)
+  eye = _eye_like(a, n)
+  fmat = ew.sub(ew.integer_pow(ew.add(eye, ew.sub(_row(w), _col(w))), -1), eye)
+  vdag_adot_v = _matmul(_matmul(_H(v), a_dot), v)
+  dv = _matmul(v, ew.mul(fmat, vdag_adot_v))
+  real_part = ew.real(vdag_adot_v) if dtypes.is_complex(dtype) else vdag_adot_v
+  dw = _extract_diagonal(real_part)
+  return [v, w_real], [dv, dw]
+
+
+ad.primitive_jvps[eigh_p] = _eigh_jvp_rule
+
+
+def _eigh_cpu_lowering(ctx, operand, *, lower, sort_eigenvalues, subset_by_index, algorithm):
+  del sort_eigenvalues  # LAPACK always sorts (ascending).
+  if algorithm not in (None, EighImplementation.QR):
+    raise NotImplementedError(f"eigh: implementation {algorithm} is not supported on CPU")
+  operand_aval, = ctx.avals_in
+  _check_lapack_dtype("eigh", operand_aval)
+  batch_dims = operand_aval.shape[:-2]
+  n = operand_aval.shape[-1]
+  v_full = operand_aval
+  w_full = ShapedArray(batch_dims + (n,), _real_dtype(operand_aval.dtype))
+  info_aval = ShapedArray(batch_dims, np.int32)
+  prefix = "he" if dtypes.is_complex(operand_aval.dtype) else "sy"
+  v, w, info = _call(
+      f"{prefix}evd", operand_aval.dtype, [operand], [operand_aval],
+      [v_full, w_full, info_aval], operand_output_aliases={0: 0},
+      mode=_u8("V"), uplo=_u8("L" if lower else "U"))
+  ok = _info_ok(info, batch_dims)
+  v = _replace_not_ok_with_nan(ok, v, v_full, batch_dims)
+  w = _replace_not_ok_with_nan(ok, w, w_full, batch_dims)
+  if subset_by_index is not None and subset_by_index != (0, n):
+    start, stop = subset_by_index
+    v = _slice_range(v, v_full, len(batch_dims) + 1, start, stop)
+    w = _slice_range(w, w_full, len(batch_dims), start, stop)
+  return [v, w]
+
+
+_register_cpu(eigh_p, _eigh_cpu_lowering)
+
+
+# --- svd -----------------------------------------------------------------------------------
+
+def _svd_shape_rule(m, n, *, full_matrices, compute_uv, subset_by_index, **_):
+  rank = min(m, n)
+  if subset_by_index is not None:
+    if full_matrices and tuple(subset_by_index) != (0, rank):
+      raise ValueError("full_matrices and subset_by_index cannot both be set")
+    rank = min(rank, subset_by_index[1] - subset_by_index[0])
+  if compute_uv:
+    return ((rank,), (m, m if full_matrices else rank), (n if full_matrices else rank, n))
+  return ((rank,),)
+
+
+def _svd_dtype_rule(dtype, *, compute_uv, **_):
+  real = _real_dtype(dtype)
+  return (real, dtype, dtype) if compute_uv else (real,)
+
+
+svd_p = _matrix_primitive("svd", _svd_shape_rule, _svd_dtype_rule)
+
+
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
+        algorithm=None):
+  """Singular value decomposition of matrices ``[..., m, n]``.
+
+  Returns ``(u, s, vh)`` with ``x = u @ diag(s) @ vh`` (``s`` real, descending), or only
+  ``s`` when ``compute_uv`` is false. ``full_matrices=False`` gives the reduced ``u``
+  ``[..., m, k]`` and ``vh`` ``[..., k, n]``, ``k = min(m, n)``.
+  """
+  aval = get_aval(x)
+  subset = None
+  if subset_by_index is not None:
+    k = min(aval.shape[-2:]) if aval.ndim >= 2 else 0
+    subset = _check_subset("svd", subset_by_index, k)
+  result = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                      subset_by_index=subset, algorithm=algorithm)
+  if compute_uv:
+    s, u, vh = result
+    return u, s, vh
+  s, = result
+  return s
+
+
+def _svd_jvp_rule(primals, tangents, *, full_matrices, compute_uv, subset_by_index,
+                  algorithm=None):
+  a, = primals
+  da, = tangents
+  da = ad.instantiate_zeros(da)
+  aval = get_aval(a)
+  m, n = aval.shape[-2:]
+  s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True,
+                        subset_by_index=subset_by_index, algorithm=algorithm)
+  if compute_uv and full_matrices and m != n:
+    raise NotImplementedError(
+        "Singular value decomposition JVP not implemented for full matrices")
+  dtype = aval.dtype
+  ut, v = _H(u), _H(vt)
+  s_row = _row(s)
+  ds_mat = _matmul(_matmul(ut, da), v)
+  ds = _extract_diagonal(ew.real(ds_mat) if dtypes.is_complex(dtype) else ds_mat)
+  if not compute_uv:
+    return [s], [ds]
+  # F[i, j] = 1 / (s_j^2 - s_i^2) off the diagonal, 0 on it (as JAX).
+  k = get_aval(s).shape[-1]
+  s_col = _T(s_row)
+  s_diffs = ew.mul(ew.add(s_row, s_col), ew.sub(s_row, s_col))
+  eye_real = _eye_like(s_diffs, k)
+  f = ew.sub(ew.div(shapes.full((), 1, get_aval(s).dtype), ew.add(s_diffs, eye_real)), eye_real)
+  s_row_c = _cast(s_row, dtype)
+  dss = ew.mul(s_row_c, ds_mat)
+  sds = ew.mul(_T(s_row_c), ds_mat)
+  s_zeros = _cast(ew.eq(s, shapes.full((), 0, get_aval(s).dtype)), get_aval(s).dtype)
+  one = shapes.full((), 1, get_aval(s).dtype)
+  s_inv = ew.sub(ew.div(one, ew.add(s, s_zeros)), s_zeros)
+  s_inv_mat = _construct_diagonal(s_inv)
+  half = shapes.full((), 0.5, dtype)
+  dudv_diag = ew.mul(ew.mul(half, ew.sub(ds_mat, _H(ds_mat))), _cast(s_inv_mat, dtype))
+  f_c = _cast(f, dtype)
+  du = _matmul(u, ew.add(ew.mul(f_c, ew.add(dss, _H(dss))), dudv_diag))
+  dv = _matmul(v, ew.mul(f_c, ew.add(sds, _H(sds))))
+  if m > n:
+    dav = _matmul(da, v)
+    du = ew.add(du, ew.div(ew.sub(dav, _matmul(u, _matmul(ut, dav))), s_row_c))
+  if n > m:
+    dahu = _matmul(_H(da), u)
+    dv = ew.add(dv, ew.div(ew.sub(dahu, _matmul(v, _matmul(vt, dahu))), s_row_c))
+  return [s, u, vt], [ds, du, _H(dv)]
+
+
+ad.primitive_jvps[svd_p] = _svd_jvp_rule
+
+
+def _empty_svd(a, *, full_matrices, compute_uv):
+  """The SVD of a matrix with a zero dimension (LAPACK is not called)."""
+  aval = get_aval(a)
+  batch = aval.shape[:-2]
+  m, n = aval.shape[-2:]
+  s = shapes.full(batch + (0,), 0, _real_dtype(aval.dtype))
+  if not compute_uv:
+    return [s]
+  if full_matrices:
+    size = max(m, n)
+    eye = _eye_like(shapes.full((size, size), 0, aval.dtype), size)
+    u = shapes.broadcast_in_dim(shapes.reshape(eye, (size, size)), batch + (size, size),
+                                (len(batch), len(batch) + 1))
+  else:
+    u = shapes.full(batch + (m, n), 0, aval.dtype)
+  v = shapes.full(batch + (0, 0), 0, aval.dtype)
+  if m < n:
+    u, v = v, u
+  return [s, u, v]
+
+
+def _svd_cpu_lowering(ctx, operand, *, full_matrices, compute_uv, subset_by_index,
+                      algorithm=None):
+  operand_aval, = ctx.avals_in
+  m, n = operand_aval.shape[-2:]
+  batch_dims = operand_aval.shape[:-2]
+  k = min(m, n)
+  if m == 0 or n == 0:
+    return xla.lower_fun(_empty_svd, multiple_results=True)(
+        ctx, operand, full_matrices=full_matrices, compute_uv=compute_uv)
+  _check_lapack_dtype("svd", operand_aval)
+  if algorithm in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.DIVIDE_AND_CONQUER):
+    routine = "gesdd"
+  elif algorithm == SvdAlgorithm.QR:
+    routine = "gesvd"
+  else:
+    raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented on CPU.")
+  mode = "A" if full_matrices else "S"
+  if not compute_uv:
+    mode = "N"
+  dtype = operand_aval.dtype
+  s_aval = ShapedArray(batch_dims + (k,), _real_dtype(dtype))
+  u_aval = ShapedArray(batch_dims + (m, m if full_matrices else k), dtype)
+  vt_aval = ShapedArray(batch_dims + (n if full_matrices else k, n), dtype)
+  info_aval = ShapedArray(batch_dims, np.int32)
+  _, s, u, vt, info = _call(
+      routine, dtype, [operand], [operand_aval],
+      [operand_aval, s_aval, u_aval, vt_aval, info_aval], operand_output_aliases={0: 0},
+      mode=_u8(mode))
+  ok = _info_ok(info, batch_dims)
+  results = [(s, s_aval)]
+  if compute_uv:
+    results += [(u, u_aval), (vt, vt_aval)]
+  outs = []
+  nb = len(batch_dims)
+  for (x, aval), aval_out in zip(results, ctx.avals_out):
+    x = _replace_not_ok_with_nan(ok, x, aval, batch_dims)
+    if subset_by_index is not None and subset_by_index != (0, k):
+      start, stop = subset_by_index
+      axis = {0: nb, 1: nb + 1, 2: nb}[len(outs)]
+      x = _slice_range(x, aval, axis, start, stop)
+    outs.append(x)
+  return outs
+
+
+_register_cpu(svd_p, _svd_cpu_lowering)
+
+
+# --- eig: general eigendecomposition -------------------------------------------------------
+
+def _eig_shape_rule(m, n, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
+  if m != n:
+    raise ValueError(f"The input to eig must be a square matrix. Got shape {(m, n)}.")
+  count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
+  return ((n,),) + ((n, n),) * count
+
+
+def _eig_dtype_rule(dtype, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
+  count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
+  return (_complex_dtype(dtype),) * (1 + count)
+
+
+eig_p = _matrix_primitive("eig", _eig_shape_rule, _eig_dtype_rule)
+
+
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation=None, use_magma=None):
+  """Eigendecomposition of general square matrices ``[..., n, n]`` (CPU only).
+
+  Returns ``[w, vl, vr]`` (complex): eigenvalues, left and right eigenvectors; the
+  eigenvectors are left out when not requested. Failed entries are NaN.
+  ``enable_eigvec_derivs`` allows differentiating eigenvectors (valid only for distinct
+  eigenvalues, as JAX documents).
+  """
+  if use_magma is not None:
+    implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
+  return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                    compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                    enable_eigvec_derivs=bool(enable_eigvec_derivs),
+                    implementation=implementation)
+
+
+def _solve(a, b):
+  """``a^{-1} b`` for square ``a`` and ``b`` ``[..., n, k]`` (same batch), through LU."""
+  lu_, _, permutation = lu(a)
+  return lu_solve(lu_, permutation, b)
+
+
+def _eig_vec_jvp(w, v, da):
+  # First-order perturbation theory for distinct eigenvalues. LAPACK's geev fixes each
+  # eigenvector's free complex scale by unit 2-norm and a real largest-magnitude component;
+  # the correction c_j below keeps the tangent consistent with that choice (as JAX).
+  n = get_aval(w).shape[-1]
+  nd = get_aval(v).ndim
+  eye = _eye_like(v, n)
+  fmat = ew.sub(ew.reciprocal(ew.add(eye, ew.sub(_row(w), _col(w)))), eye)
+  p = _matmul(_solve(v, da), v)
+  dw = _extract_diagonal(p)
+  u = _matmul(v, ew.mul(fmat, p))
+  k = reductions.argmax(ew.abs(v), nd - 2, np.int32)
+  mask = _cast(ew.eq(shapes.broadcasted_iota(np.int32, get_aval(v).shape, nd - 2),
+                     shapes.expand_dims(k, (nd - 2,))), get_aval(v).dtype)
+  re = ew.neg(ew.real(reductions.reduce_sum(ew.mul(ew.conj(v), u), (nd - 2,))))
+  im = ew.neg(ew.div(ew.imag(reductions.reduce_sum(ew.mul(mask, u), (nd - 2,))),
+                     ew.real(reductions.reduce_sum(ew.mul(mask, v), (nd - 2,)))))
+  c = ew.complex(re, im)
+  return dw, ew.add(u, ew.mul(v, shapes.expand_dims(c, (nd - 2,))))
+
+
+def _eig_jvp_rule(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                  enable_eigvec_derivs, implementation):
+  a, = primals
+  da, = tangents
+  if (compute_left_eigenvectors or compute_right_eigenvectors) and not enable_eigvec_derivs:
+    raise NotImplementedError(
+        "Derivatives of non-symmetric eigenvectors are only valid under assumptions on the "
+        "input that hlox cannot check (see the enable_eigvec_derivs argument to "
+        "hlox.lax.linalg.eig). Pass enable_eigvec_derivs=True to hlox.lax.linalg.eig to opt "
+        "in. See https://github.com/jax-ml/jax/issues/2748 for discussion.")
+  outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
+                    compute_right_eigenvectors=True,
+                    enable_eigvec_derivs=enable_eigvec_derivs, implementation=implementation)
+  w, vr = outs[0], outs[-1]
+  da = _cast(ad.instantiate_zeros(da), get_aval(vr).dtype)
+  if not (compute_left_eigenvectors or compute_right_eigenvectors):
+    dw = reductions.reduce_sum(ew.mul(_solve(vr, da), _T(vr)), (get_aval(vr).ndim - 1,))
+    return [w], [dw]
+  dw, dvr = _eig_vec_jvp(w, vr, da)
+  primal_out, tangent_out = [w], [dw]
+  if compute_left_eigenvectors:
+    vl = outs[1]
+    _, dvl = _eig_vec_jvp(ew.conj(w), vl, _H(da))
+    primal_out.append(vl)
+    tangent_out.append(dvl)
+  if compute_right_eigenvectors:
+    primal_out.append(vr)
+    tangent_out.append(dvr)
+  return primal_out, tangent_out
+
+
+ad.primitive_jvps[eig_p] = _eig_jvp_rule
+
+
+def _eig_cpu_lowering(ctx, operand, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                      enable_eigvec_derivs, implementation):
+  del enable_eigvec_derivs
+  if implementation not in (None, EigImplementation.LAPACK):
+    raise ValueError("Only the lapack implementation is supported on CPU.")
+  operand_aval, = ctx.avals_in
+  _check_lapack_dtype("eig", operand_aval)
+  batch_dims = operand_aval.shape[:-2]
+  dtype = operand_aval.dtype
+  real = not dtypes.is_complex(dtype)
+  w_aval = ShapedArray(operand_aval.shape[:-1], dtype)
+  vec_aval = ShapedArray(operand_aval.shape, _complex_dtype(dtype))
+  info_aval = ShapedArray(batch_dims, np.int32)
+  avals_out = [w_aval, vec_aval, vec_aval, info_aval]
+  if real:  # real and imaginary parts of the eigenvalues come separately
+    avals_out = [w_aval] + avals_out
+  compute = lambda flag: _u8("V" if flag else "N")  # noqa: E731
+  *w, vl, vr, info = _call(
+      "geev", dtype, [operand], [operand_aval], avals_out,
+      compute_left=compute(compute_left_eigenvectors),
+      compute_right=compute(compute_right_eigenvectors))
+  w = hlo.complex(w[0], w[1]) if real else w[0]
+  ok = _info_ok(info, batch_dims)
+  out = [_replace_not_ok_with_nan(ok, w, ctx.avals_out[0], batch_dims)]
+  if compute_left_eigenvectors:
+    out.append(_replace_not_ok_with_nan(ok, vl, vec_aval, batch_dims))
+  if compute_right_eigenvectors:
+    out.append(_replace_not_ok_with_nan(ok, vr, vec_aval, batch_dims))
+  return out
+
+
+_register_cpu(eig_p, _eig_cpu_lowering)
+
+
+# --- schur ---------------------------------------------------------------------------------
+
+def _schur_shape_rule(m, n, *, compute_schur_vectors, **_):
+  if m != n:
+    raise ValueError(f"The input to schur must be a square matrix. Got shape {(m, n)}.")
+  return ((m, n), (m, n)) if compute_schur_vectors else ((m, n),)
+
+
+def _schur_dtype_rule(dtype, *, compute_schur_vectors, **_):
+  return (dtype, dtype) if compute_schur_vectors else (dtype,)
+
+
+schur_p = _matrix_primitive("schur", _schur_shape_rule, _schur_dtype_rule)
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable=None):
+  """Schur decomposition ``x = q @ t @ q^H`` of square matrices (CPU only).
+
+  Returns ``(t, q)`` (``t`` upper (quasi-)triangular; real input gives the real Schur form),
+  or only ``t`` when ``compute_schur_vectors`` is false. ``sort_eig_vals`` and
+  ``select_callable`` are accepted for JAX compatibility; sorting is not implemented.
+  """
+  out = schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors),
+                     sort_eig_vals=bool(sort_eig_vals), select_callable=select_callable)
+  return tuple(out) if compute_schur_vectors else out[0]
+
+
+def _schur_cpu_lowering(ctx, operand, *, compute_schur_vectors, sort_eig_vals,
+                        select_callable):
+  del select_callable
+  if sort_eig_vals:
+    raise NotImplementedError("The sort feature of LAPACK's gees routine is not implemented.")
+  operand_aval, = ctx.avals_in
+  _check_lapack_dtype("schur", operand_aval)
+  batch_dims = operand_aval.shape[:-2]
+  dtype = operand_aval.dtype
+  info_aval = ShapedArray(batch_dims, np.int32)
+  w_aval = ShapedArray(operand_aval.shape[:-1], dtype)
+  if dtypes.is_complex(dtype):
+    avals_out = [operand_aval, operand_aval, w_aval, info_aval, info_aval]
+  else:
+    avals_out = [operand_aval, operand_aval, w_aval, w_aval, info_aval, info_aval]
+  t, q, *_, info = _call(
+      "gees", dtype, [operand], [operand_aval], avals_out,
+      operand_output_aliases={0: 0}, mode=_u8("V" if compute_schur_vectors else "N"),
+      sort=_u8("N"))
+  ok = _info_ok(info, batch_dims)
+  out = [_replace_not_ok_with_nan(ok, t, operand_aval, batch_dims)]
+  if compute_schur_vectors:
+    out.append(_replace_not_ok_with_nan(ok, q, operand_aval, batch_dims))
+  return out
+
+
+_register_cpu(schur_p, _schur_cpu_lowering)
+
+
+# --- hessenberg ----------------------------------------------------------------------------
+
+def _hessenberg_shape_rule(m, n, **_):
+  if m != n:
+    raise ValueError("Argument to Hessenberg reduction must have shape [..., n, n], "
+                     f"got shape {(m, n)}")
+  return (m, n), (max(n - 1, 0),)
+
+
+def _hessenberg_dtype_rule(dtype, **_):
+  return dtype, dtype
+
+
+hessenberg_p = _matrix_primitive("hessenberg", _hessenberg_shape_rule, _hessenberg_dtype_rule)
+
+
+def hessenberg(a):
+  """Reduction of square matrices to upper Hessenberg form (CPU only).
+
+  Returns ``(a, taus)`` in LAPACK's packed form: the Hessenberg matrix in the upper part and
+  the Householder reflectors below the first subdiagonal, with their scales ``taus``.
+  """
+  h, taus = hessenberg_p.bind(a)
+  return h, taus
+
+
+def _hessenberg_cpu_lowering(ctx, a):
+  a_aval, = ctx.avals_in
+  _check_lapack_dtype("hessenberg", a_aval)
+  batch_dims = a_aval.shape[:-2]
+  n = a_aval.shape[-1]
+  info_aval = ShapedArray(batch_dims, np.int32)
+  h, taus, info = _call(
+      "gehrd", a_aval.dtype, [a], [a_aval], [*ctx.avals_out, info_aval],
+      operand_output_aliases={0: 0}, low=_i32(1), high=_i32(n))
+  ok = _info_ok(info, batch_dims)
+  return [_replace_not_ok_with_nan(ok, h, ctx.avals_out[0], batch_dims),
+          _replace_not_ok_with_nan(ok, taus, ctx.avals_out[1], batch_dims)]
+
+
+_register_cpu(hessenberg_p, _hessenberg_cpu_lowering)
+
+
+# --- tridiagonal ---------------------------------------------------------------------------
+
+def _tridiagonal_shape_rule(m, n, **_):
+  if m != n or n == 0:
+    raise ValueError(f"The input to tridiagonal must be a square matrix. Got shape {(m, n)}.")
+  return (n, n), (n,), (n - 1,), (n - 1,)
+
+
+def _tridiagonal_dtype_rule(dtype, **_):
+  real = _real_dtype(dtype)
+  return dtype, real, real, dtype
+
+
+tridiagonal_p = _matrix_primitive("tridiagonal", _tridiagonal_shape_rule,
+                                  _tridiagonal_dtype_rule)
+
+
+def tridiagonal(a, *, lower: bool = True):
+  """Reduction of Hermitian matrices to real symmetric tridiagonal form (``*sytrd``).
+
+  Returns ``(arr, d, e, taus)``: the packed reflectors in ``arr``, the diagonal ``d``, the
+  off-diagonal ``e`` and the reflector scales ``taus``; only the ``lower`` (or upper)
+  triangle of ``a`` is read.
+  """
+  arr, d, e, taus = tridiagonal_p.bind(a, lower=bool(lower))
+  return arr, d, e, taus
+
+
+def _tridiagonal_cpu_lowering(ctx, a, *, lower):
+  a_aval, = ctx.avals_in
+  _check_lapack_dtype("tridiagonal", a_aval)
+  batch_dims = a_aval.shape[:-2]
+  prefix = "he" if dtypes.is_complex(a_aval.dtype) else "sy"
+  info_aval = ShapedArray(batch_dims, np.int32)
+  *outs, info = _call(
+      f"{prefix}trd", a_aval.dtype, [a], [a_aval], [*ctx.avals_out, info_aval],
+      operand_output_aliases={0: 0}, uplo=_u8("L" if lower else "U"))
+  ok = _info_ok(info, batch_dims)
+  return [_replace_not_ok_with_nan(ok, x, aval, batch_dims)
+          for x, aval in zip(outs, ctx.avals_out)]
+
+
+_register_cpu(tridiagonal_p, _tridiagonal_cpu_lowering)
