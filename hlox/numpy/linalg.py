@@ -12,12 +12,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hlox import numpy as jnp
 from hlox.core import dtypes
 from hlox.custom_derivatives import custom_jvp
 from hlox.lax import linalg as lax_linalg
 from hlox.core.tracer import get_aval
-from hlox.numpy import util
+from hlox.numpy import conversion, creation, indexing, products, reductions, shapes, ufuncs, util
 from hlox.numpy.linalg_spectral import *  # noqa: F401,F403
 from hlox.numpy.linalg_spectral import __all__ as _spectral_all, svdvals as _svdvals
 
@@ -29,7 +28,7 @@ __all__ += _spectral_all + ["cond"]  # eigh, svd, pinv, ... (linalg_spectral.py)
 
 def _inexact(name, *args):
   util.check_arraylike(name, *args)
-  return util.promote_dtypes_inexact(*[jnp.asarray(a) for a in args])
+  return util.promote_dtypes_inexact(*[conversion.asarray(a) for a in args])
 
 
 def _check_square(name, a):
@@ -43,30 +42,30 @@ def _check_square(name, a):
 # --- norms ---------------------------------------------------------------------------------
 
 def _abs_real(x):
-  return jnp.abs(x)
+  return ufuncs.abs(x)
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
   """The ``ord``-norm of ``x`` along ``axis`` (all axes, flattened, by default)."""
   x, = _inexact("vector_norm", x)
   if axis is None:
-    result = vector_norm(jnp.ravel(x), axis=0, ord=ord)
-    return jnp.reshape(result, (1,) * get_aval(x).ndim) if keepdims else result
+    result = vector_norm(shapes.ravel(x), axis=0, ord=ord)
+    return shapes.reshape(result, (1,) * get_aval(x).ndim) if keepdims else result
   a = _abs_real(x)
   if ord is None or ord == 2:
-    return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axis, keepdims=keepdims))
+    return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=axis, keepdims=keepdims))
   if ord == np.inf:
-    return jnp.max(a, axis=axis, keepdims=keepdims)
+    return reductions.max(a, axis=axis, keepdims=keepdims)
   if ord == -np.inf:
-    return jnp.min(a, axis=axis, keepdims=keepdims)
+    return reductions.min(a, axis=axis, keepdims=keepdims)
   if ord == 0:
-    return jnp.sum(a != 0, axis=axis, keepdims=keepdims).astype(get_aval(a).dtype)
+    return reductions.sum(a != 0, axis=axis, keepdims=keepdims).astype(get_aval(a).dtype)
   if ord == 1:
-    return jnp.sum(a, axis=axis, keepdims=keepdims)
+    return reductions.sum(a, axis=axis, keepdims=keepdims)
   if isinstance(ord, str):
     raise ValueError(f"Invalid order '{ord}' for vector norm.")
   p = float(ord)
-  return jnp.power(jnp.sum(jnp.power(a, p), axis=axis, keepdims=keepdims), 1.0 / p)
+  return ufuncs.power(reductions.sum(ufuncs.power(a, p), axis=axis, keepdims=keepdims), 1.0 / p)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
@@ -82,8 +81,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
   nd = get_aval(x).ndim
   if axis is None:
     if ord is None:
-      result = jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x))))
-      return jnp.reshape(result, (1,) * nd) if keepdims else result
+      result = ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x))))
+      return shapes.reshape(result, (1,) * nd) if keepdims else result
     if nd == 1:
       axis = (0,)
     elif nd == 2:
@@ -102,27 +101,27 @@ def norm(x, ord=None, axis=None, keepdims=False):
     raise ValueError(f"Duplicate axes given to norm: axis={axis}")
   a = _abs_real(x)
   if ord is None or ord == "fro":
-    return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=(row, col), keepdims=keepdims))
+    return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=(row, col), keepdims=keepdims))
   if ord in (1, -1):
-    sums = jnp.sum(a, axis=row, keepdims=True)
-    red = jnp.max if ord == 1 else jnp.min
+    sums = reductions.sum(a, axis=row, keepdims=True)
+    red = reductions.max if ord == 1 else reductions.min
     result = red(sums, axis=col, keepdims=True)
   elif ord in (np.inf, -np.inf):
-    sums = jnp.sum(a, axis=col, keepdims=True)
-    red = jnp.max if ord == np.inf else jnp.min
+    sums = reductions.sum(a, axis=col, keepdims=True)
+    red = reductions.max if ord == np.inf else reductions.min
     result = red(sums, axis=row, keepdims=True)
   elif ord in (2, -2, "nuc"):
-    sv = _svdvals(jnp.moveaxis(x, (row, col), (-2, -1)))
+    sv = _svdvals(shapes.moveaxis(x, (row, col), (-2, -1)))
     if ord == 2:
-      y = jnp.max(sv, axis=-1, initial=0)
+      y = reductions.max(sv, axis=-1, initial=0)
     elif ord == -2:
-      y = jnp.min(sv, axis=-1)
+      y = reductions.min(sv, axis=-1)
     else:
-      y = jnp.sum(sv, axis=-1)
-    return jnp.expand_dims(y, (row, col)) if keepdims else y
+      y = reductions.sum(sv, axis=-1)
+    return shapes.expand_dims(y, (row, col)) if keepdims else y
   else:
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
-  return result if keepdims else jnp.squeeze(result, axis=(row, col))
+  return result if keepdims else shapes.squeeze(result, axis=(row, col))
 
 
 # --- factorization-based functions (on hlox.lax.linalg's LAPACK primitives) ---------------
@@ -150,38 +149,38 @@ def _det_3x3(a):
 
 def _pivot_parity(pivots):
   n = get_aval(pivots).shape[-1]
-  return jnp.count_nonzero(pivots != jnp.arange(n, dtype=pivots.dtype), axis=-1)
+  return reductions.count_nonzero(pivots != creation.arange(n, dtype=pivots.dtype), axis=-1)
 
 
 def _slogdet_from_lu(a):
   dtype = get_aval(a).dtype
   lu, pivots, _ = lax_linalg.lu(a)
-  diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
-  is_zero = jnp.any(diag == jnp.array(0, dtype=dtype), axis=-1)
+  diag = creation.diagonal(lu, axis1=-2, axis2=-1)
+  is_zero = reductions.any(diag == conversion.array(0, dtype=dtype), axis=-1)
   parity = _pivot_parity(pivots)
   if dtypes.is_complex(dtype):
-    sign = jnp.prod(diag / jnp.abs(diag).astype(dtype), axis=-1)
+    sign = reductions.prod(diag / ufuncs.abs(diag).astype(dtype), axis=-1)
   else:
-    sign = jnp.array(1, dtype=dtype)
-    parity = parity + jnp.count_nonzero(diag < 0, axis=-1)
-  sign = jnp.where(is_zero, jnp.array(0, dtype=dtype),
-                   sign * jnp.array(-2 * (parity % 2) + 1, dtype=dtype))
-  logdet = jnp.where(is_zero, jnp.array(-np.inf, dtype=dtype),
-                     jnp.sum(jnp.log(jnp.abs(diag)).astype(dtype), axis=-1))
-  return sign, jnp.real(logdet)
+    sign = conversion.array(1, dtype=dtype)
+    parity = parity + reductions.count_nonzero(diag < 0, axis=-1)
+  sign = ufuncs.where(is_zero, conversion.array(0, dtype=dtype),
+                   sign * conversion.array(-2 * (parity % 2) + 1, dtype=dtype))
+  logdet = ufuncs.where(is_zero, conversion.array(-np.inf, dtype=dtype),
+                     reductions.sum(ufuncs.log(ufuncs.abs(diag)).astype(dtype), axis=-1))
+  return sign, ufuncs.real(logdet)
 
 
 def _slogdet_small_fn(a):
   n = get_aval(a).shape[-1]
   det = a[..., 0, 0] if n == 1 else _det_2x2(a)
-  return jnp.sign(det), jnp.real(jnp.log(jnp.abs(det)))
+  return ufuncs.sign(det), ufuncs.real(ufuncs.log(ufuncs.abs(det)))
 
 
 def _slogdet_tangents(x, g, sign, ans_dot):
   if dtypes.is_complex(get_aval(x).dtype):
-    sign_dot = (ans_dot - jnp.real(ans_dot).astype(get_aval(ans_dot).dtype)) * sign
-    return sign_dot, jnp.real(ans_dot)
-  return jnp.zeros_like(sign), ans_dot
+    sign_dot = (ans_dot - ufuncs.real(ans_dot).astype(get_aval(ans_dot).dtype)) * sign
+    return sign_dot, ufuncs.real(ans_dot)
+  return creation.zeros_like(sign), ans_dot
 
 
 # sign(det) is discontinuous at det = 0 and log|det| is undefined there: as JAX does, the
@@ -195,7 +194,7 @@ def _slogdet_lu_jvp(primals, tangents):
   x, = primals
   g, = tangents
   sign, ans = _slogdet_lu(x)
-  ans_dot = jnp.trace(_solve_fn(x, g), axis1=-1, axis2=-2)
+  ans_dot = products.trace(_solve_fn(x, g), axis1=-1, axis2=-2)
   return (sign, ans), _slogdet_tangents(x, g, sign, ans_dot)
 
 
@@ -227,8 +226,8 @@ def slogdet(a, *, method=None):
       return SlogdetResult(*_slogdet_small(a))
     if n == 0:
       batch = get_aval(a).shape[:-2]
-      return SlogdetResult(jnp.ones(batch, get_aval(a).dtype),
-                           jnp.zeros(batch, get_aval(jnp.real(a)).dtype))
+      return SlogdetResult(creation.ones(batch, get_aval(a).dtype),
+                           creation.zeros(batch, get_aval(ufuncs.real(a)).dtype))
     return SlogdetResult(*_slogdet_lu(a))
   if method == "qr":
     return SlogdetResult(*_slogdet_qr(a))
@@ -241,11 +240,11 @@ def _slogdet_qr_fn(a):
     raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
   n = get_aval(a).shape[-1]
   r, taus = lax_linalg.geqrf(a)
-  diag = jnp.diagonal(r, axis1=-2, axis2=-1)
-  log_abs_det = jnp.sum(jnp.log(jnp.abs(diag)), axis=-1)
-  sign_diag = jnp.prod(jnp.sign(diag), axis=-1)
+  diag = creation.diagonal(r, axis1=-2, axis2=-1)
+  log_abs_det = reductions.sum(ufuncs.log(ufuncs.abs(diag)), axis=-1)
+  sign_diag = reductions.prod(ufuncs.sign(diag), axis=-1)
   # Each reflector actually applied (tau != 0) has determinant -1.
-  sign_taus = jnp.prod(jnp.where(taus[..., :n - 1] != 0, -1, 1), axis=-1).astype(
+  sign_taus = reductions.prod(ufuncs.where(taus[..., :n - 1] != 0, -1, 1), axis=-1).astype(
       get_aval(sign_diag).dtype)
   return sign_diag * sign_taus, log_abs_det
 
@@ -258,7 +257,7 @@ def _slogdet_qr_jvp(primals, tangents):
   x, = primals
   g, = tangents
   sign, ans = _slogdet_qr(x)
-  ans_dot = jnp.trace(_solve_fn(x, g), axis1=-1, axis2=-2)
+  ans_dot = products.trace(_solve_fn(x, g), axis1=-1, axis2=-2)
   return (sign, ans), _slogdet_tangents(x, g, sign, ans_dot)
 
 
@@ -271,27 +270,27 @@ def _cofactor_solve(a, b):
     return a[..., 0, 0], b
   dtype = get_aval(a).dtype
   lu, pivots, permutation = lax_linalg.lu(a)
-  diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
-  sign = jnp.asarray(-2 * (_pivot_parity(pivots) % 2) + 1, dtype=dtype)
-  partial_det = jnp.cumprod(diag, axis=-1) * sign[..., None]
+  diag = creation.diagonal(lu, axis1=-2, axis2=-1)
+  sign = conversion.asarray(-2 * (_pivot_parity(pivots) % 2) + 1, dtype=dtype)
+  partial_det = reductions.cumprod(diag, axis=-1) * sign[..., None]
   lu = lu.at[..., -1, -1].set(1.0 / partial_det[..., -2])
-  ones = jnp.ones(get_aval(b).shape[:-1], get_aval(b).dtype)
+  ones = creation.ones(get_aval(b).shape[:-1], get_aval(b).dtype)
   d = lax_linalg.triangular_solve(lu, ones, left_side=True, lower=False)
-  not_full_rank = jnp.any(jnp.isnan(d) | jnp.isinf(d), axis=-1)[..., None, None]
-  x = jnp.where(not_full_rank, jnp.zeros_like(b), b)
-  x = jnp.take_along_axis(x, jnp.broadcast_to(permutation[..., None], get_aval(x).shape),
+  not_full_rank = reductions.any(ufuncs.isnan(d) | ufuncs.isinf(d), axis=-1)[..., None, None]
+  x = ufuncs.where(not_full_rank, creation.zeros_like(b), b)
+  x = indexing.take_along_axis(x, shapes.broadcast_to(permutation[..., None], get_aval(x).shape),
                           axis=-2)
   x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
-  x = jnp.concatenate((x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]),
+  x = shapes.concatenate((x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]),
                       axis=-2)
   x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
-  x = jnp.where(not_full_rank, jnp.zeros_like(x), x)
+  x = ufuncs.where(not_full_rank, creation.zeros_like(x), x)
   return partial_det[..., -1], x
 
 
 def _det_fn(a):
   sign, logdet = slogdet(a)
-  return sign * jnp.exp(logdet).astype(get_aval(sign).dtype)
+  return sign * ufuncs.exp(logdet).astype(get_aval(sign).dtype)
 
 
 _det = custom_jvp(_det_fn)
@@ -302,7 +301,7 @@ def _det_jvp(primals, tangents):
   x, = primals
   g, = tangents
   y, z = _cofactor_solve(x, g)
-  return y, jnp.trace(z, axis1=-1, axis2=-2)
+  return y, products.trace(z, axis1=-1, axis2=-2)
 
 
 def det(a):
@@ -315,7 +314,7 @@ def det(a):
   if n == 3:
     return _det_3x3(a)
   if n == 0:
-    return jnp.ones(get_aval(a).shape[:-2], get_aval(a).dtype)
+    return creation.ones(get_aval(a).shape[:-2], get_aval(a).dtype)
   return _det(a)
 
 
@@ -334,7 +333,7 @@ def _solve_matrix_jvp(primals, tangents):
   da, db = tangents
   lu, _, permutation = lax_linalg.lu(a)
   x = lax_linalg.lu_solve(lu, permutation, b)
-  rhs = db - jnp.matmul(da, x)
+  rhs = db - products.matmul(da, x)
   return x, lax_linalg.lu_solve(lu, permutation, rhs)
 
 
@@ -358,8 +357,8 @@ def solve(a, b):
                      f"or b=[..., m]; got a={a_shape} and b={b_shape}")
   bm = b[:, None] if vector else b
   batch = util.broadcast_shapes(a_shape[:-2], get_aval(bm).shape[:-2])
-  a = jnp.broadcast_to(a, batch + (n, n))
-  bm = jnp.broadcast_to(bm, batch + get_aval(bm).shape[-2:])
+  a = shapes.broadcast_to(a, batch + (n, n))
+  bm = shapes.broadcast_to(bm, batch + get_aval(bm).shape[-2:])
   x = bm if n == 0 else _solve_matrix(a, bm)
   return x[..., 0] if vector else x
 
@@ -370,7 +369,7 @@ def inv(a):
   shape = get_aval(a).shape
   if len(shape) < 2 or shape[-1] != shape[-2]:
     raise ValueError(f"Argument to inv must have shape [..., n, n], got {shape}.")
-  eye = jnp.broadcast_to(jnp.eye(shape[-1], dtype=get_aval(a).dtype), shape)
+  eye = shapes.broadcast_to(creation.eye(shape[-1], dtype=get_aval(a).dtype), shape)
   return solve(a, eye)
 
 
@@ -379,7 +378,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
   ``a`` is not positive definite)."""
   a, = _inexact("cholesky", a)
   L = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
-  return jnp.conj(jnp.swapaxes(L, -1, -2)) if upper else L
+  return ufuncs.conj(shapes.swapaxes(L, -1, -2)) if upper else L
 
 
 class QRResult(NamedTuple):
@@ -398,7 +397,7 @@ def qr(a, mode="reduced"):
                      f"{get_aval(a).shape}")
   if mode == "raw":
     h, taus = lax_linalg.geqrf(a)
-    return QRResult(jnp.swapaxes(h, -1, -2), taus)
+    return QRResult(shapes.swapaxes(h, -1, -2), taus)
   if mode in ("reduced", "r", "full"):
     full_matrices = False
   elif mode == "complete":
@@ -414,7 +413,7 @@ def qr(a, mode="reduced"):
 def tensorinv(a, ind=2):
   """The inverse of ``a`` seen as a linear map from its first ``ind`` axes to the rest."""
   util.check_arraylike("tensorinv", a)
-  a = jnp.asarray(a)
+  a = conversion.asarray(a)
   ind = operator.index(ind)
   if ind <= 0:
     raise ValueError(f"ind must be a positive integer; got ind={ind}")
@@ -425,16 +424,16 @@ def tensorinv(a, ind=2):
     raise ValueError("tensorinv is only possible when the product of the first `ind` "
                      "dimensions equals that of the remaining dimensions. got "
                      f"arr.shape={shape} with ind={ind}.")
-  return jnp.reshape(inv(jnp.reshape(a, flat)), batch + contracting)
+  return shapes.reshape(inv(shapes.reshape(a, flat)), batch + contracting)
 
 
 def tensorsolve(a, b, axes=None):
   """Solve ``tensordot(a, x, axes=x.ndim) = b`` for ``x``."""
   util.check_arraylike("tensorsolve", a, b)
-  a, b = jnp.asarray(a), jnp.asarray(b)
+  a, b = conversion.asarray(a), conversion.asarray(b)
   if axes is not None:
     nd = get_aval(a).ndim
-    a = jnp.moveaxis(a, axes, len(axes) * (nd - 1,))
+    a = shapes.moveaxis(a, axes, len(axes) * (nd - 1,))
   a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
   out_shape = a_shape[len(b_shape):]
   if a_shape[:len(b_shape)] != b_shape:
@@ -444,26 +443,26 @@ def tensorsolve(a, b, axes=None):
   if b_size != out_size:
     raise ValueError("Input arrays must have prod(a.shape[:b.ndim]) == prod(a.shape[b.ndim:]); "
                      f"got a.shape={a_shape}, b.ndim={len(b_shape)}.")
-  return jnp.reshape(solve(jnp.reshape(a, (b_size, out_size)), jnp.ravel(b)), out_shape)
+  return shapes.reshape(solve(shapes.reshape(a, (b_size, out_size)), shapes.ravel(b)), out_shape)
 
 
 def matrix_power(a, n):
   """``a`` multiplied by itself ``n`` times (``n < 0`` uses the inverse)."""
   util.check_arraylike("matrix_power", a)
-  a = jnp.asarray(a)
+  a = conversion.asarray(a)
   size = _check_square("matrix_power", a)
   n = operator.index(n)
   if n == 0:
-    return jnp.broadcast_to(jnp.eye(size, dtype=get_aval(a).dtype), get_aval(a).shape)
+    return shapes.broadcast_to(creation.eye(size, dtype=get_aval(a).dtype), get_aval(a).shape)
   if n < 0:
     a, n = inv(a), -n
   result = None
   while n:
     if n & 1:
-      result = a if result is None else jnp.matmul(result, a)
+      result = a if result is None else products.matmul(result, a)
     n >>= 1
     if n:
-      a = jnp.matmul(a, a)
+      a = products.matmul(a, a)
   return result
 
 
@@ -473,56 +472,56 @@ def multi_dot(arrays, *, precision=None):
     raise ValueError(f"multi_dot requires at least two arrays; got {len(arrays)}")
   result = arrays[0]
   for x in arrays[1:]:
-    result = jnp.matmul(result, x, precision=precision)
+    result = products.matmul(result, x, precision=precision)
   return result
 
 
 def outer(x1, x2, /):
   """Outer product of two 1-d arrays."""
-  x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+  x1, x2 = conversion.asarray(x1), conversion.asarray(x2)
   if get_aval(x1).ndim != 1 or get_aval(x2).ndim != 1:
     raise ValueError(f"Input arrays must be one-dimensional, but they are x1.ndim="
                      f"{get_aval(x1).ndim} and x2.ndim={get_aval(x2).ndim}")
-  return jnp.outer(x1, x2)
+  return products.outer(x1, x2)
 
 
 def cross(x1, x2, /, *, axis=-1):
   """Cross product of 3-vectors along ``axis``."""
-  if get_aval(jnp.asarray(x1)).shape[axis] != 3 or get_aval(jnp.asarray(x2)).shape[axis] != 3:
+  if get_aval(conversion.asarray(x1)).shape[axis] != 3 or get_aval(conversion.asarray(x2)).shape[axis] != 3:
     raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors")
-  return jnp.cross(x1, x2, axis=axis)
+  return products.cross(x1, x2, axis=axis)
 
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
   """``x1 @ x2``."""
-  return jnp.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+  return products.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
 
 
 def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
   """``jnp.tensordot`` with the array-API signature."""
-  return jnp.tensordot(x1, x2, axes=axes, precision=precision,
+  return products.tensordot(x1, x2, axes=axes, precision=precision,
                        preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
   """Conjugated dot product along ``axis``."""
-  return jnp.vecdot(x1, x2, axis=axis, precision=precision,
+  return products.vecdot(x1, x2, axis=axis, precision=precision,
                     preferred_element_type=preferred_element_type)
 
 
 def trace(x, /, *, offset=0, dtype=None):
   """Trace of the matrices in the last two axes."""
-  return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+  return products.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
 def diagonal(x, /, *, offset=0):
   """Diagonals of the matrices in the last two axes."""
-  return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+  return creation.diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
 
 def matrix_transpose(x, /):
   """Swap the last two axes."""
-  return jnp.matrix_transpose(x)
+  return shapes.matrix_transpose(x)
 
 
 def cond(x, p=None):
@@ -530,7 +529,7 @@ def cond(x, p=None):
   (2 and -2 through the singular values, other norms as ``norm(x) * norm(inv(x))``); inf
   where that is NaN although ``x`` has no NaN, as JAX."""
   util.check_arraylike("cond", x)
-  arr = jnp.asarray(x)
+  arr = conversion.asarray(x)
   shape = get_aval(arr).shape
   if len(shape) < 2:
     raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got arr.shape={shape}")
@@ -547,4 +546,4 @@ def cond(x, p=None):
       raise ValueError(f"jnp.linalg.cond: for p={p}, array must be square; got "
                        f"arr.shape={shape}")
     r = norm(arr, ord=p, axis=(-2, -1)) * norm(inv(arr), ord=p, axis=(-2, -1))
-  return jnp.where(jnp.isnan(r) & ~jnp.isnan(arr).any(axis=(-2, -1)), np.inf, r)
+  return ufuncs.where(ufuncs.isnan(r) & ~ufuncs.isnan(arr).any(axis=(-2, -1)), np.inf, r)
