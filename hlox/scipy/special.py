@@ -163,3 +163,10 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   if return_sign:
     return out, sign
   return jnp.where(sign < 0, jnp.nan, out)
+
+
+# The rest of jax.scipy.special's names live in their own module.
+from hlox.scipy import special_more as _special_more  # noqa: E402
+from hlox.scipy.special_more import *  # noqa: E402,F401,F403
+
+__all__ += _special_more.__all__
