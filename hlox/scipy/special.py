@@ -30,7 +30,10 @@ def digamma(x):
 
 
 def polygamma(n, x):
-  """The ``n``-th derivative of ``digamma``."""
+  """The ``n``-th derivative of ``digamma`` (``n`` of an integer dtype, as JAX)."""
+  if not np.issubdtype(get_aval(n).dtype, np.integer):
+    raise ValueError("polygamma: argument `n` must be of integer type; got dtype "
+                     f"{get_aval(n).dtype}")
   return lax.polygamma(*promote_args_inexact("polygamma", n, x))
 
 

@@ -302,10 +302,6 @@ def boxcox1p(x, lmbda):
   return jnp.where(zero, log1p_x, jnp.expm1(safe * log1p_x) / safe)
 
 
-def _reduce_axes(x, axis):
-  return axis
-
-
 def softmax(x, /, *, axis=None):
   """``exp(x) / sum(exp(x), axis)`` (over all axes by default, as SciPy)."""
   x, = promote_args_inexact("softmax", x)
@@ -582,7 +578,7 @@ def wofz(z):
   if not _is_complex(z):
     cdt = np.dtype(np.complex128) if _dtype(z) == np.float64 else np.dtype(np.complex64)
     z = lax.convert_element_type(z, cdt)
-  return _strong(_in_work(_wofz)(z) if False else _wofz(z))
+  return _strong(_wofz(z))
 
 
 def _erfcx_real(x):
