@@ -41,8 +41,11 @@ def sf(x, loc=0, scale=1):
 
 
 def logcdf(x, loc=0, scale=1):
-  """Log CDF ``log1p(-sf)``."""
-  return jnp.log1p(-sf(x, loc, scale))
+  """Log CDF ``log(-expm1(-(x - loc) / scale))`` (``-inf`` below ``loc``): no cancellation
+  just above ``loc``, where ``log1p(-sf)`` would lose the digits."""
+  x, loc, scale = promote("expon.logcdf", x, loc, scale)
+  out = jnp.where(x < loc, -np.inf, jnp.log(-jnp.expm1((loc - x) / scale)))
+  return finish(out, x, loc, scale)
 
 
 def ppf(q, loc=0, scale=1):
