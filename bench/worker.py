@@ -446,6 +446,39 @@ def bench_svd_batched_64_32(lib):
   return _spectral_bench(lib, "svd", (64, 32, 32), 10)
 
 
+def _scipy_mod(lib):
+  mod, jnp, _ = load(lib)
+  if lib == "hlox":
+    import hlox.scipy.special as special
+    import hlox.scipy.stats as stats
+  else:
+    import jax.scipy.special as special
+    import jax.scipy.stats as stats
+  return mod, jnp, special, stats
+
+
+def bench_scipy_special_mix_1m(lib):
+  """Steady-state jitted ndtri + log_ndtr + erfcx + gammaln on 1M float32 values."""
+  mod, jnp, special, _ = _scipy_mod(lib)
+  import numpy as np
+  x = jnp.asarray(np.linspace(0.001, 0.999, 1 << 20, dtype=np.float32))
+  f = mod.jit(lambda v: special.ndtri(v) + special.log_ndtr(v * 8 - 4)
+              + special.erfcx(v * 6 - 1) + special.gammaln(v * 10))
+  f(x).block_until_ready()
+  return best_per_call(lambda: f(x).block_until_ready(), 5)
+
+
+def bench_scipy_stats_logpdf_1m(lib):
+  """Steady-state jitted norm/t/gamma/beta logpdf sum on 1M float32 values."""
+  mod, jnp, _, stats = _scipy_mod(lib)
+  import numpy as np
+  x = jnp.asarray(np.linspace(0.001, 0.999, 1 << 20, dtype=np.float32))
+  f = mod.jit(lambda v: stats.norm.logpdf(v, 0.3, 2.0) + stats.t.logpdf(v, 3.0)
+              + stats.gamma.logpdf(v, 2.5) + stats.beta.logpdf(v, 2.0, 3.0))
+  f(x).block_until_ready()
+  return best_per_call(lambda: f(x).block_until_ready(), 10)
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

@@ -8,3 +8,4 @@ from hlox.scipy import special  # noqa: F401
 from hlox.scipy import signal  # noqa: F401
 from hlox.scipy import fft  # noqa: F401
 from hlox.scipy import linalg  # noqa: F401
+from hlox.scipy import integrate, stats  # noqa: F401

@@ -30,7 +30,10 @@ def digamma(x):
 
 
 def polygamma(n, x):
-  """The ``n``-th derivative of ``digamma``."""
+  """The ``n``-th derivative of ``digamma`` (``n`` of an integer dtype, as JAX)."""
+  if not np.issubdtype(get_aval(n).dtype, np.integer):
+    raise ValueError("polygamma: argument `n` must be of integer type; got dtype "
+                     f"{get_aval(n).dtype}")
   return lax.polygamma(*promote_args_inexact("polygamma", n, x))
 
 
@@ -163,3 +166,10 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   if return_sign:
     return out, sign
   return jnp.where(sign < 0, jnp.nan, out)
+
+
+# The rest of jax.scipy.special's names live in their own module.
+from hlox.scipy import special_more as _special_more  # noqa: E402
+from hlox.scipy.special_more import *  # noqa: E402,F401,F403
+
+__all__ += _special_more.__all__
