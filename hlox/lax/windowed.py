@@ -18,6 +18,7 @@ from hlox.core.jaxpr import eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
+from hlox.lax import elementwise as _ew
 from hlox.lax import reducer_util as _ru
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
