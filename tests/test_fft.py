@@ -2,8 +2,6 @@
 (check_grads, forward and reverse, order 2, float64), vmap against a loop, jit against eager,
 bad input, and the same programs run in JAX (the oracle)."""
 import importlib.util
-import json
-import subprocess
 import sys
 import textwrap
 
@@ -17,7 +15,7 @@ from hlox import lax
 from hlox.config import enable_x64
 
 from tests.check_grads import check_grads
-from tests.util import assert_close, rand
+from tests.util import assert_close, rand, run_in_jax
 
 RNG = np.random.default_rng(0)
 FftType = lax.FftType
@@ -567,11 +565,7 @@ class _HloxLib:
 
 
 def _run_in_jax(programs):
-  out = subprocess.run([sys.executable, "-c", JAX_RUNNER], input=json.dumps(programs),
-                       capture_output=True, text=True, timeout=600,
-                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-  assert out.returncode == 0, out.stderr[-3000:]
-  return json.loads(out.stdout.strip().splitlines()[-1])
+  return run_in_jax(JAX_RUNNER, programs)
 
 
 @pytest.mark.jax_oracle

@@ -1,15 +1,13 @@
 """Differential tests: the same programs in hlox and in JAX (the oracle, run in a separate
 process so JAX never shares this process with hlox). Skipped when JAX is not installed."""
 import importlib.util
-import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 import hlox
+from tests.util import run_in_jax
 import hlox.numpy as hnp
 
 pytestmark = [pytest.mark.jax_oracle,
@@ -113,12 +111,8 @@ class _HloxLib:
 
 @pytest.fixture(scope="module")
 def jax_results():
-  out = subprocess.run([sys.executable, "-c", JAX_RUNNER], input=json.dumps(PROGRAMS),
-                       capture_output=True, text=True, timeout=600,
-                       env={"JAX_PLATFORMS": "cpu", "PATH": "",
-                            "XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
-  assert out.returncode == 0, out.stderr[-3000:]
-  return json.loads(out.stdout.strip().splitlines()[-1])
+  return run_in_jax(JAX_RUNNER, PROGRAMS,
+                    {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

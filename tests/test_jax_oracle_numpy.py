@@ -3,15 +3,13 @@ in hlox and in JAX (the oracle, run in a separate process so JAX never shares th
 with hlox). Programs may return an array or a tuple of arrays; an exception is a result too
 (both libraries must raise). Skipped when JAX is not installed."""
 import importlib.util
-import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 import hlox
+from tests.util import run_in_jax
 import hlox.numpy as hnp
 
 pytestmark = [pytest.mark.jax_oracle,
@@ -165,11 +163,7 @@ _encode = _ns["encode"]
 
 @pytest.fixture(scope="module")
 def jax_results():
-  out = subprocess.run([sys.executable, "-c", JAX_RUNNER], input=json.dumps(PROGRAMS),
-                       capture_output=True, text=True, timeout=600,
-                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-  assert out.returncode == 0, out.stderr[-3000:]
-  return json.loads(out.stdout.strip().splitlines()[-1])
+  return run_in_jax(JAX_RUNNER, PROGRAMS)
 
 
 def _check(got, expected, name):

@@ -1,8 +1,5 @@
 """hlox.scipy.fft (type-2 DCTs) against SciPy, gradients, vmap, jit, bad input and JAX."""
 import importlib.util
-import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -14,7 +11,7 @@ from hlox.config import enable_x64
 from hlox.scipy import fft as hfft
 
 from tests.check_grads import check_grads
-from tests.util import assert_close, rand
+from tests.util import assert_close, rand, run_in_jax
 
 sfft = pytest.importorskip("scipy.fft")
 
@@ -129,11 +126,7 @@ JAX_RUNNER = textwrap.dedent("""
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                     reason="jax (the test oracle) is not installed")
 def test_matches_jax():
-  proc = subprocess.run([sys.executable, "-c", JAX_RUNNER],
-                        input=json.dumps(ORACLE_PROGRAMS), capture_output=True, text=True,
-                        timeout=600, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  expected_all = json.loads(proc.stdout.strip().splitlines()[-1])
+  expected_all = run_in_jax(JAX_RUNNER, ORACLE_PROGRAMS)
   for name, body in sorted(ORACLE_PROGRAMS.items()):
     ns = {}
     exec("def prog(fft, np):\n  " + body, ns)

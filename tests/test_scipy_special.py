@@ -3,9 +3,6 @@ values against SciPy over hypothesis-drawn inputs (float32 and float64), jit aga
 vmap against a loop, check_grads (float64) where JAX defines derivatives, JAX's result dtypes
 and weak types, errors; and a JAX-oracle comparison (JAX in a subprocess)."""
 import importlib.util
-import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -18,6 +15,7 @@ from hlox.config import enable_x64
 from hlox.scipy import special as hs
 
 from tests.check_grads import check_grads
+from tests.util import run_in_jax
 
 # dir(jax.scipy.special) in JAX 0.10.2, public names.
 JAX_SPECIAL_NAMES = [
@@ -468,11 +466,7 @@ JAX_RUNNER = textwrap.dedent("""
 def jax_results():
   if importlib.util.find_spec("jax") is None:
     pytest.skip("jax (the test oracle) is not installed")
-  out = subprocess.run([sys.executable, "-c", JAX_RUNNER], input=json.dumps(ORACLE),
-                       capture_output=True, text=True, timeout=600,
-                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-  assert out.returncode == 0, out.stderr[-3000:]
-  return json.loads(out.stdout.strip().splitlines()[-1])
+  return run_in_jax(JAX_RUNNER, ORACLE)
 
 
 # float32 programs: JAX's and hlox's algorithms differ (both are accurate to a few float32

@@ -3,9 +3,6 @@ each distribution function against SciPy over hypothesis-drawn inputs (float32 a
 inside and outside the support), JAX's weak types, gradients, vmap and jit, the sample
 statistics (mode, rankdata, sem), gaussian_kde, and a JAX-oracle comparison."""
 import importlib.util
-import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -20,6 +17,7 @@ from hlox.scipy import integrate as hint
 from hlox.scipy import stats as hst
 
 from tests.check_grads import check_grads
+from tests.util import run_in_jax
 
 # dir(jax.scipy.stats) in JAX 0.10.2 and each distribution module's public functions.
 JAX_STATS = {
@@ -427,11 +425,7 @@ JAX_RUNNER = textwrap.dedent("""
 def jax_results():
   if importlib.util.find_spec("jax") is None:
     pytest.skip("jax (the test oracle) is not installed")
-  out = subprocess.run([sys.executable, "-c", JAX_RUNNER], input=json.dumps(ORACLE),
-                       capture_output=True, text=True, timeout=600,
-                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-  assert out.returncode == 0, out.stderr[-3000:]
-  return json.loads(out.stdout.strip().splitlines()[-1])
+  return run_in_jax(JAX_RUNNER, ORACLE)
 
 
 @pytest.mark.slow

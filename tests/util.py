@@ -63,3 +63,17 @@ def check_eager_and_jit(fun, args, reference, dtype=None, **tol):
 shapes = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
 nonempty_shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
 float_dtypes = st.sampled_from([np.float32])
+
+
+def run_in_jax(script: str, programs, extra_env=None):
+  """Run ``script`` (a JAX oracle runner that reads ``programs`` as JSON on stdin and prints
+  its results as one JSON line last) in a fresh process on JAX's CPU backend; the parsed
+  results. JAX runs in its own process so that hlox and JAX never share one."""
+  import json
+  import subprocess
+  import sys
+  env = {"JAX_PLATFORMS": "cpu", "PATH": "", **(extra_env or {})}
+  out = subprocess.run([sys.executable, "-c", script], input=json.dumps(programs),
+                       capture_output=True, text=True, timeout=600, env=env)
+  assert out.returncode == 0, out.stderr[-3000:]
+  return json.loads(out.stdout.strip().splitlines()[-1])
