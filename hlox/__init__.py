@@ -11,7 +11,8 @@ from hlox.cache import clear_caches
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
-from hlox.runtime import (Array, block_until_ready, default_backend, device_count, device_get,
+from hlox.core.basearray import Array
+from hlox.runtime import (block_until_ready, default_backend, device_count, device_get,
                           device_put, devices, local_device_count, local_devices,
                           process_count, process_index)
 from hlox.core.tracer import Tracer as _Tracer
@@ -31,6 +32,7 @@ from hlox.tree_util import Partial
 from hlox.custom_derivatives import custom_jvp, custom_vjp
 from hlox.checkpoint import checkpoint, checkpoint_policies, remat
 from hlox import distributed
+from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
 
 __version__ = "0.1.0"

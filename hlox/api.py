@@ -57,6 +57,26 @@ class ShapeDtypeStruct:
   def aval(self):
     return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
 
+  @classmethod
+  def like(cls, x) -> "ShapeDtypeStruct":
+    """The shape, dtype, weak type (and sharding, if any) of ``x``: an array, a tracer, a
+    NumPy value, a Python scalar or anything with ``shape`` and ``dtype``."""
+    if isinstance(x, ShapeDtypeStruct):
+      return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
+    aval = _abstractify(x)
+    return cls(aval.shape, aval.dtype, weak_type=aval.weak_type,
+               sharding=getattr(x, "sharding", None) if not isinstance(x, Tracer) else None)
+
+  def update(self, **kwargs) -> "ShapeDtypeStruct":
+    """A copy with the given fields (``shape``, ``dtype``, ``weak_type``, ``sharding``)
+    replaced."""
+    unknown = set(kwargs) - {"shape", "dtype", "weak_type", "sharding"}
+    if unknown:
+      raise TypeError(f"ShapeDtypeStruct.update got unexpected fields {sorted(unknown)}")
+    return ShapeDtypeStruct(kwargs.get("shape", self.shape), kwargs.get("dtype", self.dtype),
+                            weak_type=kwargs.get("weak_type", self.weak_type),
+                            sharding=kwargs.get("sharding", self.sharding))
+
   def __repr__(self):
     weak = ", weak_type=True" if self.weak_type else ""
     return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"

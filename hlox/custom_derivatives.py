@@ -6,6 +6,11 @@ rule is used instead:
   - ``custom_jvp_call``: the user's JVP runs on primals and tangents;
   - ``custom_vjp_call``: ``fwd`` runs on the primals, and the output tangent is a
     ``custom_lin`` equation holding the residuals; transposing it calls ``bwd``.
+
+As in JAX, the body is traced only where a jaxpr is needed (under ``jit``, ``vmap``, or with
+unknown values of a partial evaluation): called eagerly the Python function simply runs, and
+differentiated eagerly only the user's rule runs (``_dispatch``), so side effects and Python
+control flow on concrete values behave as they do in JAX.
 """
 from __future__ import annotations
 
@@ -17,12 +22,12 @@ import numpy as np
 
 from hlox import lax, tree_util
 from hlox.cache import LRUCache
-from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
-from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
+from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import Tracer, get_aval, trace_ctx
+from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, xla
+from hlox.interpreters.partial_eval import PartialEvalTrace
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -142,10 +147,9 @@ def _instantiate(tangents, primals):
 
 # --- custom_jvp --------------------------------------------------------------------------
 
-def _bind_custom(f, prim, rule_param, rule_cls, args, kwargs, name):
+def _bind_custom(f, prim, rule_param, rule_cls, args, name):
   """Trace ``f.fun`` on the differentiable arguments and bind ``prim`` with the user's rule
   (param ``rule_param``) wrapped in ``rule_cls``."""
-  args = _resolve_args(f.fun, args, kwargs)
   nondiff, diff = _split_nondiff(args, f.nondiff_argnums)
   leaves, in_tree = tree_util.tree_flatten(diff)
   in_avals = [get_aval(x) for x in leaves]
@@ -154,6 +158,35 @@ def _bind_custom(f, prim, rule_param, rule_cls, args, kwargs, name):
   outs = prim.bind(*consts, *leaves, call_jaxpr=jaxpr, num_consts=len(consts), name=name,
                    **{rule_param: rule})
   return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _dispatch(f, args, kwargs, name, prim, rule_param, rule_cls, differentiate):
+  """Run a custom-derivative call on the current trace, as JAX's traces process one.
+
+  Eagerly, the function runs; a partial evaluation with only known inputs hands the call to
+  its parent; a JVP trace with nonzero tangents calls ``differentiate`` (the user's rule) on
+  its parent, and with only zero tangents hands the call to its parent. Any other trace gets
+  the traced body bound as ``prim``."""
+  args = _resolve_args(f.fun, args, kwargs)
+  nondiff, diff = _split_nondiff(args, f.nondiff_argnums)
+  leaves, in_tree = tree_util.tree_flatten(diff)
+  trace = trace_ctx.trace
+  if trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
+    return f.fun(*args)
+  if type(trace) is PartialEvalTrace and not any(trace.is_unknown(x) for x in leaves):
+    with set_current_trace(trace.parent):
+      return _dispatch(f, args, {}, name, prim, rule_param, rule_cls, differentiate)
+  if type(trace) is ad.JVPTrace:
+    primals, tangents = zip(*[trace.to_primal_tangent(x) for x in leaves]) if leaves else ((), ())
+    with set_current_trace(trace.parent):
+      if all(type(t) is ad.Zero for t in tangents):
+        primal_args = _merge(nondiff, tree_util.tree_unflatten(in_tree, primals), len(args))
+        return _dispatch(f, primal_args, {}, name, prim, rule_param, rule_cls, differentiate)
+      rule = rule_cls(f, nondiff, len(args), in_tree, None, 0, name)
+      p_out, t_out = differentiate(list(primals), list(tangents), rule=rule, name=name)
+    outs = [trace.maybe_tracer(p, t) for p, t in zip(p_out, t_out)]
+    return tree_util.tree_unflatten(rule.out_tree, outs)
+  return _bind_custom(f, prim, rule_param, rule_cls, args, name)
 
 
 custom_jvp_call_p = _CallPrimitive("custom_jvp_call")
@@ -201,7 +234,8 @@ class custom_jvp:
     name = getattr(self.fun, "__name__", "custom_jvp")
     if self.jvp is None:
       raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-    return _bind_custom(self, custom_jvp_call_p, "jvp", _JVPRule, args, kwargs, name)
+    return _dispatch(self, args, kwargs, name, custom_jvp_call_p, "jvp", _JVPRule,
+                     _custom_jvp_rule_jvp)
 
 
 class _Rule:
@@ -234,6 +268,8 @@ class _JVPRule(_Rule):
     p_out, t_out = out
     p_leaves, p_tree = tree_util.tree_flatten(p_out)
     t_leaves, t_tree = tree_util.tree_flatten(t_out)
+    if self.out_tree is None:  # the body was not traced: the rule's output gives the tree
+      self.out_tree = p_tree
     if p_tree != self.out_tree or t_tree != self.out_tree:
       raise TypeError(f"Custom JVP rule of {self.name} must produce primal and tangent outputs "
                       f"with the structure of the function's output {self.out_tree}; got "
@@ -256,6 +292,10 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
         f"custom_jvp function {name} closes over a value being differentiated; pass it as an "
         "explicit argument instead")
   return jvp(primals, tangents)
+
+
+def _custom_jvp_rule_jvp(primals, tangents, *, rule, name):
+  return rule(primals, tangents)
 
 ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
 
@@ -286,7 +326,8 @@ class custom_vjp:
     name = getattr(self.fun, "__name__", "custom_vjp")
     if self.fwd is None:
       raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-    return _bind_custom(self, custom_vjp_call_p, "vjp", _VJPRule, args, kwargs, name)
+    return _dispatch(self, args, kwargs, name, custom_vjp_call_p, "vjp", _VJPRule,
+                     _custom_vjp_rule_jvp)
 
 
 class _VJPRule(_Rule):
@@ -301,6 +342,8 @@ class _VJPRule(_Rule):
                       f"residuals), got {type(out).__name__}")
     primal_out, res = out
     p_leaves, p_tree = tree_util.tree_flatten(primal_out)
+    if self.out_tree is None:  # the body was not traced: fwd's output gives the tree
+      self.out_tree = p_tree
     if p_tree != self.out_tree:
       raise TypeError(f"Custom VJP fwd rule of {self.name} must return an output with the "
                       f"structure of the function's output {self.out_tree}, got {p_tree}")
@@ -354,6 +397,12 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, vjp, num_consts, name
     raise NotImplementedError(
         f"custom_vjp function {name} closes over a value being differentiated; pass it as an "
         "explicit argument instead")
+  return _custom_vjp_rule_jvp(primals, tangents, rule=vjp, name=name)
+
+
+def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
+  """fwd on the primals; the output tangent is a ``custom_lin`` of the input tangents."""
+  vjp, num_consts = rule, rule.num_consts
   p_out, res, res_tree = vjp.fwd(primals)
   in_avals = [get_aval(p) for p in primals[num_consts:]]
   out_avals = [get_aval(p).to_tangent_aval() for p in p_out]

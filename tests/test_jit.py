@@ -145,7 +145,7 @@ def test_disable_jit_runs_python():
 
   with hlox.disable_jit():
     out = f(_ones(2))
-  assert seen == [hlox.Array]
+  assert len(seen) == 1 and issubclass(seen[0], hlox.Array) and not issubclass(seen[0], hlox._Tracer)
   np.testing.assert_allclose(np.asarray(out), [-1.0, -1.0])
 
 

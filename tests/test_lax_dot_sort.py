@@ -170,7 +170,7 @@ def test_dot_general_weak_type():
     ((3, 4), (5, 6), (((1,), (0,)), ((), ())), r"contracting dimensions.*\(4,\) and \(5,\)"),
     ((3, 4), (4, 6), (((2,), (0,)), ((), ())), r"lhs dimension numbers"),
     ((3, 4), (4, 6), (((1,), (-1,)), ((), ())), r"rhs dimension numbers"),
-    ((2, 3, 4), (3, 4, 5), (((2,), (1,)), ((0,), (0,))), r"batch dimensions.*same sizes"),
+    ((2, 3, 4), (3, 4, 5), (((2,), (1,)), ((0,), (0,))), r"batch dimensions.*same shape"),
     ((2, 3, 4), (2, 4, 5), (((2,), (1,)), ((0,), ())), r"equal numbers of lhs and rhs batch"),
     ((3, 4), (4, 6), (((1, 0), (0,)), ((), ())), r"equal numbers of lhs and rhs contracting"),
     ((3, 4), (4, 3), (((1, 1), (0, 0)), ((), ())), r"distinct"),

@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from hlox.core import basearray
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
@@ -237,6 +238,9 @@ class Tracer:
 
   def __reduce__(self):
     raise ConcretizationTypeError(self, "pickling a traced array")
+
+
+basearray.Array.register(Tracer)
 
 
 def is_tracer(x) -> bool:

@@ -125,13 +125,14 @@ def _dot_general_shape_rule(lhs, rhs, *, dimension_numbers, precision,
   lhs_batch_shape = tuple(lhs.shape[d] for d in lhs_batch)
   rhs_batch_shape = tuple(rhs.shape[d] for d in rhs_batch)
   if lhs_batch_shape != rhs_batch_shape:
-    raise TypeError(f"dot_general requires lhs and rhs batch dimensions to have the same "
-                    f"sizes, got {lhs_batch_shape} and {rhs_batch_shape} for {shapes}")
+    raise TypeError(f"dot_general requires lhs batch dimensions and rhs batch dimensions to "
+                    f"have the same shape, got {lhs_batch_shape} and {rhs_batch_shape} "
+                    f"(for {shapes}).")
   lhs_contract_shape = tuple(lhs.shape[d] for d in lhs_contract)
   rhs_contract_shape = tuple(rhs.shape[d] for d in rhs_contract)
   if lhs_contract_shape != rhs_contract_shape:
-    raise TypeError(f"dot_general requires contracting dimensions to have the same sizes, "
-                    f"got {lhs_contract_shape} and {rhs_contract_shape} for {shapes}")
+    raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
+                    f"got {lhs_contract_shape} and {rhs_contract_shape} (for {shapes}).")
   lhs_free = [d for i, d in enumerate(lhs.shape) if i not in (*lhs_contract, *lhs_batch)]
   rhs_free = [d for i, d in enumerate(rhs.shape) if i not in (*rhs_contract, *rhs_batch)]
   return lhs_batch_shape + tuple(lhs_free) + tuple(rhs_free)

@@ -304,8 +304,9 @@ def _concatenate_shape_rule(*operands, dimension):
                     f"{shape_str(operands)}")
   rest = {o.shape[:dimension] + o.shape[dimension + 1:] for o in operands}
   if len(rest) != 1:
-    raise TypeError(f"concatenate: operand shapes must agree except along dimension "
-                    f"{dimension}, got {shape_str(operands)}")
+    raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other "
+                    f"than the one being concatenated: concatenating along dimension "
+                    f"{dimension} for shapes {', '.join(str(o.shape) for o in operands)}.")
   shape = operands[0].shape
   return shape[:dimension] + (sum(o.shape[dimension] for o in operands),) + \
       shape[dimension + 1:]

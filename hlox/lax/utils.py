@@ -67,7 +67,9 @@ def broadcasting_shape_rule(name: str, *avals, **params) -> tuple:
   for dims in zip(*shapes):
     non_one = {d for d in dims if d != 1}
     if len(non_one) > 1:
-      raise TypeError(f"{name} got incompatible shapes for broadcasting: {shape_str(avals)}")
+      # JAX's wording, shapes spelled as Python tuples so the message can be searched.
+      raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                      f"{', '.join(str(a.shape) for a in avals)}.")
     result.append(non_one.pop() if non_one else 1)
   return tuple(result)
 

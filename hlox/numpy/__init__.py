@@ -31,7 +31,7 @@ from hlox.numpy.windows import *  # noqa: F401,F403
 from hlox.numpy import linalg  # noqa: F401
 from hlox.numpy import fft  # noqa: F401
 
-from hlox.runtime.array import Array as ndarray  # noqa: F401
+from hlox.core.basearray import Array as ndarray  # noqa: F401  (tracers are ndarrays too)
 
 from hlox.numpy import array_methods as _array_methods
 _array_methods.install()

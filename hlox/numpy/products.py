@@ -141,9 +141,10 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
   k_a = a_aval.shape[-1]
   k_b = b_aval.shape[-2] if b_mat else b_aval.shape[0]
   if k_a != k_b:
-    raise ValueError(f"matmul: input operand 1 has a mismatch in its core dimension 0 "
-                     f"(size {k_b} is different from {k_a}); shapes {a_aval.shape} and "
-                     f"{b_aval.shape}")
+    # A TypeError with dot_general's wording, as JAX raises (NumPy raises ValueError).
+    raise TypeError(f"matmul: dot_general requires contracting dimensions to have the same "
+                    f"shape, got {(k_a,)} and {(k_b,)} (shapes {a_aval.shape} and "
+                    f"{b_aval.shape}).")
   a_lead = a_aval.shape[:-2] if a_mat else ()
   b_lead = b_aval.shape[:-2] if b_mat else ()
   nb = max(len(a_lead), len(b_lead))

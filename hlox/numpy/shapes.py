@@ -136,12 +136,13 @@ def _infer_shape(old_shape, size, shape) -> tuple:
   if -1 in shape:
     known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
     if known == 0 or size % known:
-      raise ValueError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) "
-                       f"into shape {shape}")
+      raise TypeError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) "
+                      f"into shape {shape}")
     shape = tuple(size // known if d == -1 else d for d in shape)
   if int(np.prod(shape, dtype=np.int64)) != size:
-    raise ValueError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) into "
-                     f"shape {shape}")
+    # A TypeError, as JAX raises (NumPy raises ValueError).
+    raise TypeError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) into "
+                    f"shape {shape} (size {int(np.prod(shape, dtype=np.int64))})")
   return shape
 
 

@@ -578,6 +578,10 @@ def logaddexp2(x1, x2, /):
   return _logaddexp2_custom(*_args_inexact("logaddexp2", x1, x2))
 
 
+def _replace_inf(x):
+  return _where(lax.eq(x, _const(x, np.inf)), _const(x, 0), x)
+
+
 def _logaddexp_jvp_rule(exp_fn, base_fn):
   """The derivative weights each input by its share ``exp(x_i - out)``, so ties split
   equally (JAX's custom rule; differentiating the max-based formula would not)."""
@@ -585,8 +589,11 @@ def _logaddexp_jvp_rule(exp_fn, base_fn):
     x1, x2 = primals
     t1, t2 = tangents
     out = base_fn(x1, x2)
-    w1 = exp_fn(lax.sub(x1, out))
-    w2 = exp_fn(lax.sub(x2, out))
+    # As JAX: +inf counts as 0 in the weights, so a +inf input gets a finite derivative
+    # instead of inf - inf = nan.
+    finite_out = _replace_inf(out)
+    w1 = exp_fn(lax.sub(_replace_inf(x1), finite_out))
+    w2 = exp_fn(lax.sub(_replace_inf(x2), finite_out))
     return out, lax.add(lax.mul(t1, w1), lax.mul(t2, w2))
   return rule
 
@@ -594,7 +601,9 @@ def _logaddexp_jvp_rule(exp_fn, base_fn):
 def _make_logaddexp(name, exp_fn, scale):
   base = lambda x1, x2: _logaddexp_base(name, x1, x2, exp_fn, scale)
   fn = custom_jvp(base)
-  fn.defjvp(_logaddexp_jvp_rule(exp_fn, base))
+  # The rule's output goes through ``fn`` itself, so higher derivatives use the rule again
+  # (through the max-based formula they would be wrong where x1 == x2).
+  fn.defjvp(_logaddexp_jvp_rule(exp_fn, fn))
   return fn
 
 

@@ -68,7 +68,7 @@ def broadcast_shapes(*shapes) -> tuple:
     non_one = {d for d in dims if d != 1}
     if len(non_one) > 1:
       raise ValueError(f"Incompatible shapes for broadcasting: "
-                       f"{', '.join(str(tuple(s)) for s in shapes)}")
+                       f"shapes={[tuple(s) for s in shapes]}")
     result.append(non_one.pop() if non_one else 1)
   return tuple(result)
 

@@ -1,8 +1,10 @@
-"""``hlox.Array``: an array living on a device, and moving values to and from devices."""
+"""The runtime's device-resident array (an instance of the public ``hlox.Array`` type), and
+moving values to and from devices."""
 from __future__ import annotations
 
 import numpy as np
 
+from hlox.core import basearray
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import Tracer
@@ -165,6 +167,9 @@ class Array:
     return self._value().reshape(()).item()
 
   def __bool__(self):
+    if self.aval.size != 1:  # NumPy's and JAX's ValueError, not a conversion TypeError
+      raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                       f"Use a.any() or a.all() (bool() of an array of shape {self.shape})")
     return bool(self._scalar("bool"))
 
   def __int__(self):
@@ -395,3 +400,7 @@ def _shards_of_multi(buf, aval) -> list:
     index = tuple(index)
     shards.append(Shard(device, index, device_put(whole[index], device)))
   return shards
+
+
+# Device arrays are instances of the public ``hlox.Array`` type (tracers are, too).
+basearray.Array.register(Array)
