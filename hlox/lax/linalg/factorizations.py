@@ -359,36 +359,41 @@ ad.defjvp_zero(lu_pivots_to_permutation_p)
 
 
 def _pivots_to_permutation(swaps, m: int):
-  """Apply the swaps one after another: a loop of ``k`` steps over ``[..., m]`` vectors,
-  with one-hot selects instead of gathers and scatters (cheap for pivot vectors)."""
+  """Apply the swaps one after another: a loop of ``k`` steps, each reading and writing two
+  entries per matrix with one-element gathers and scatters on the flattened permutations
+  (constant work per step, where one-hot selects would cost ``O(m)``)."""
   shape = get_aval(swaps).shape
   batch, k = shape[:-1], shape[-1]
   nb = len(batch)
   perm = shapes.broadcasted_iota(dtypes.int32, batch + (m,), nb)
   if m == 0 or k == 0:
     return perm
-  positions = shapes.broadcasted_iota(dtypes.int32, batch + (m,), nb)
-  swap_positions = shapes.broadcasted_iota(dtypes.int32, batch + (k,), nb)
-  zeros_k = shapes.full(batch + (k,), 0, dtypes.int32)
-  zeros_m = shapes.full(batch + (m,), 0, dtypes.int32)
+  n = int(np.prod(batch, dtype=np.int64))
+  swaps = shapes.reshape(swaps, (n, k))
+  offsets = ew.mul(shapes.iota(dtypes.int32, n), shapes.full((n,), m, dtypes.int32))
+  gather_dims = indexing.GatherDimensionNumbers(
+      offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+  scatter_dims = indexing.ScatterDimensionNumbers(
+      update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+  in_bounds = indexing.GatherScatterMode.PROMISE_IN_BOUNDS
 
-  def pick(vec, where):
-    # vec[..., where] for a one-hot ``where``.
-    return reductions.reduce_sum(ew.select(where, vec, zeros_m if get_aval(vec).shape[-1] == m
-                                           else zeros_k), (nb,))
+  def read(flat, at):
+    return indexing.gather(flat, at, gather_dims, (1,), mode=in_bounds)
 
-  def body(i, perm):
+  def write(flat, at, values):
+    return indexing.scatter(flat, at, values, scatter_dims, unique_indices=True,
+                            indices_are_sorted=True, mode=in_bounds)
+
+  def body(i, flat):
     i = ew.convert_element_type(i, dtypes.int32)  # the loop counter is int64 under x64
-    i_vec = shapes.broadcast_in_dim(i, batch + (k,), ())
-    j = pick(swaps, ew.eq(swap_positions, i_vec))  # [...]: the row swapped with row i
-    at_i = ew.eq(positions, shapes.broadcast_in_dim(i, batch + (m,), ()))
-    at_j = ew.eq(positions, shapes.broadcast_in_dim(j, batch + (m,), tuple(range(nb))))
-    x = pick(perm, at_i)
-    y = pick(perm, at_j)
-    perm = ew.select(at_i, shapes.broadcast_in_dim(y, batch + (m,), tuple(range(nb))), perm)
-    return ew.select(at_j, shapes.broadcast_in_dim(x, batch + (m,), tuple(range(nb))), perm)
+    j = indexing.dynamic_slice(swaps, (0, i), (n, 1))       # [n, 1]: row swapped with row i
+    at_i = shapes.reshape(ew.add(offsets, shapes.broadcast_in_dim(i, (n,), ())), (n, 1))
+    at_j = ew.add(shapes.reshape(offsets, (n, 1)), j)
+    x, y = read(flat, at_i), read(flat, at_j)
+    return write(write(flat, at_i, y), at_j, x)
 
-  return control_flow.fori_loop(0, k, body, perm)
+  flat = control_flow.fori_loop(0, k, body, shapes.reshape(perm, (n * m,)))
+  return shapes.reshape(flat, batch + (m,))
 
 
 xla.register_lowering(lu_pivots_to_permutation_p, xla.lower_fun(
