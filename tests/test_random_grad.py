@@ -10,7 +10,6 @@ import hlox.numpy as jnp
 from hlox import random as r
 from hlox.config import enable_x64
 
-from tests.check_grads import check_grads
 
 N = 3000
 _K = r.PRNGKey(11)

@@ -25,7 +25,7 @@ from hlox.core.tracer import Tracer
 from hlox.custom_derivatives import custom_vjp
 from hlox.runtime.array import Array
 from hlox.scipy import linalg as jsp_linalg
-from hlox.tree_util import Partial, tree_leaves, tree_map, tree_structure
+from hlox.tree_util import tree_leaves, tree_map, tree_structure
 
 __all__ = ["bicgstab", "cg", "gmres"]
 
