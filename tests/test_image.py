@@ -44,6 +44,8 @@ PROGRAMS.update({
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                     reason="jax (the test oracle) is not installed")
+@pytest.mark.jax_oracle
+@pytest.mark.slow  # one JAX subprocess compiling every program: 30-45 s
 def test_matches_jax():
   check_against_jax_modules(PROGRAMS, rtol=1e-4, atol=1e-4)
 

@@ -98,6 +98,7 @@ def test_regular_grid_interpolator_matches_scipy(method):
   np.testing.assert_allclose(np.asarray(got_extrap), want_extrap, rtol=1e-12)
 
 
+@pytest.mark.slow  # eager op-by-op compiles dominate
 def test_regular_grid_interpolator_transforms_and_errors():
   grid = (np.arange(4.0, dtype=np.float32), np.arange(3.0, dtype=np.float32))
   values = np.arange(12.0, dtype=np.float32).reshape(4, 3)
@@ -181,6 +182,7 @@ def test_slerp_matches_scipy():
                              SSlerp(times, SRotation.from_quat(q))(1.7).as_matrix(), atol=1e-12)
 
 
+@pytest.mark.slow  # eager op-by-op compiles dominate
 def test_rotation_transforms_and_errors():
   q = _quats(5).astype(np.float32)
   f = lambda q: Rotation.from_quat(q).as_euler("xyz")
@@ -208,7 +210,7 @@ def _spd(n, seed=6):
   return a @ a.T + n * np.eye(n)
 
 
-@pytest.mark.parametrize("solver", ["cg", "bicgstab", "gmres", "gmres_incremental"])
+@pytest.mark.parametrize("solver", ["cg", "bicgstab", "gmres", pytest.param("gmres_incremental", marks=pytest.mark.slow)])
 def test_sparse_solvers_match_numpy(solver):
   rng = np.random.default_rng(7)
   A = _spd(6) if solver == "cg" else _spd(6) + 2 * rng.standard_normal((6, 6))
@@ -271,5 +273,7 @@ ORACLE = {
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None,
                     reason="jax (the test oracle) is not installed")
+@pytest.mark.jax_oracle
+@pytest.mark.slow  # one JAX subprocess compiling every program: 30-45 s
 def test_matches_jax():
   check_against_jax_modules(ORACLE, rtol=1e-5, atol=1e-6)

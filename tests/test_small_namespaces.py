@@ -133,6 +133,8 @@ ORACLE = {
 
 
 @needs_jax
+@pytest.mark.jax_oracle
+@pytest.mark.slow  # one JAX subprocess compiling every program: 30-45 s
 def test_matches_jax():
   check_against_jax_modules(ORACLE, rtol=1e-5, atol=1e-6)
 
