@@ -26,7 +26,7 @@ from hlox import nn
 from hlox.api import ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, pmap, vmap
 from hlox.autodiff import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
                            linearize, value_and_grad, vjp)
-from hlox.core import dtypes
+from hlox import dtypes
 from hlox.core.dtypes import float0
 from hlox.tree_util import Partial
 from hlox.custom_derivatives import custom_jvp, custom_vjp
@@ -34,6 +34,7 @@ from hlox.checkpoint import checkpoint, checkpoint_policies, remat
 from hlox import distributed
 from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
+from hlox import flatten_util, image, test_util
 
 __version__ = "0.1.0"
 

@@ -77,3 +77,47 @@ def run_in_jax(script: str, programs, extra_env=None):
                        capture_output=True, text=True, timeout=600, env=env)
   assert out.returncode == 0, out.stderr[-3000:]
   return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# A JAX oracle runner for programs written against one module: each program is
+# (module, body), e.g. ("image", "return m.resize(np.ones((2, 3)), (4, 5), 'linear')"); the
+# body sees ``m`` (jax.<module> there, hlox.<module> here) and ``np`` and returns an array or
+# a tuple of arrays.
+MODULE_ORACLE_RUNNER = """
+import importlib, json, sys
+import numpy as np
+import jax
+programs = json.loads(sys.stdin.read())
+out = {}
+for name, (module, body) in programs.items():
+  ns = {}
+  exec("def prog(m, np):\\n  " + body, ns)
+  m = importlib.import_module("jax." + module)
+  r = ns["prog"](m, np)
+  r = r if isinstance(r, (tuple, list)) else (r,)
+  out[name] = [{"value": np.asarray(v).astype(np.complex128).real.tolist(),
+                "shape": list(np.shape(v)), "dtype": str(np.asarray(v).dtype)} for v in r]
+print(json.dumps(out))
+"""
+
+
+def check_against_jax_modules(programs, rtol=2e-5, atol=2e-5):
+  """Run ``programs`` (see MODULE_ORACLE_RUNNER) in JAX and in hlox; assert they agree in
+  shape, dtype and value."""
+  import importlib
+  expected_all = run_in_jax(MODULE_ORACLE_RUNNER, programs)
+  mismatches = []
+  for name, (module, body) in sorted(programs.items()):
+    ns = {}
+    exec("def prog(m, np):\n  " + body, ns)
+    r = ns["prog"](importlib.import_module("hlox." + module), np)
+    r = r if isinstance(r, (tuple, list)) else (r,)
+    for got, want in zip(r, expected_all[name]):
+      got = np.asarray(got)
+      if list(got.shape) != want["shape"] or str(got.dtype) != want["dtype"]:
+        mismatches.append(f"{name}: {got.dtype}{list(got.shape)} vs JAX's "
+                          f"{want['dtype']}{want['shape']}")
+      elif not np.allclose(got.astype(np.float64), np.asarray(want["value"], np.float64),
+                           rtol=rtol, atol=atol, equal_nan=True):
+        mismatches.append(f"{name}: values differ\n{got}\nvs\n{np.asarray(want['value'])}")
+  assert not mismatches, "\n".join(mismatches)

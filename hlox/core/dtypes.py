@@ -38,8 +38,26 @@ all_dtypes = (bool_, *int_dtypes, *uint_dtypes, *float_dtypes, *complex_dtypes)
 _custom_floats = {bfloat16, *float8_dtypes}
 
 
+class extended(np.generic):
+  """Abstract scalar type of the extended dtypes (dtypes that are not NumPy's, such as typed
+  PRNG keys); only for ``issubdtype`` checks."""
+
+
+class prng_key(extended):
+  """Abstract scalar type of typed PRNG key dtypes (``issubdtype(k.dtype, prng_key)``)."""
+
+
 def issubdtype(a, b) -> bool:
-  """NumPy's ``issubdtype`` that also knows the ml_dtypes floats are floating and int4 integer."""
+  """NumPy's ``issubdtype`` that also knows the ml_dtypes floats are floating and int4 integer,
+  and extended dtypes (PRNG keys: ``issubdtype(key.dtype, prng_key)``)."""
+  if isinstance(getattr(a, "type", None), type) and issubclass(a.type, extended):
+    if isinstance(b, type) and issubclass(b, np.generic):
+      return issubclass(a.type, b)
+    return a == b
+  if isinstance(a, type) and issubclass(a, extended):
+    return isinstance(b, type) and issubclass(b, np.generic) and issubclass(a, b)
+  if isinstance(b, type) and issubclass(b, extended):
+    return False
   a = np.dtype(a) if not isinstance(a, type) or not issubclass(a, np.generic) else np.dtype(a)
   if b in (np.floating, np.inexact, np.number) and a in _custom_floats:
     return True

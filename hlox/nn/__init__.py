@@ -23,12 +23,16 @@ from hlox.nn import initializers
 from hlox.numpy import tanh
 from hlox.numpy.util import check_arraylike, promote_args_inexact
 from hlox.scipy.special import logsumexp
+from hlox.nn.attention import dot_product_attention
+from hlox.nn.scaled import get_scaled_dot_general_config, scaled_dot_general, scaled_matmul
 
 __all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
            "hard_tanh", "identity", "initializers", "leaky_relu", "log1mexp", "log_sigmoid",
            "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu", "relu6",
            "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
-           "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]
+           "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh",
+           "dot_product_attention", "get_scaled_dot_general_config", "scaled_dot_general",
+           "scaled_matmul"]
 
 
 def _arraylike(name, x):

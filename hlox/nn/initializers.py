@@ -3,7 +3,7 @@ weights (JAX's ``jax.nn.initializers``), drawing from ``hlox.random``."""
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
@@ -14,7 +14,15 @@ from hlox.core import dtypes
 __all__ = ["constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform",
            "kaiming_normal", "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal",
            "ones", "orthogonal", "truncated_normal", "uniform", "variance_scaling",
-           "xavier_normal", "xavier_uniform", "zeros"]
+           "xavier_normal", "xavier_uniform", "zeros", "Initializer", "delta_orthogonal"]
+
+
+class Initializer(Protocol):
+  """What every initializer here is: ``init(key, shape, dtype=None, out_sharding=None)``
+  returning a new array of ``shape`` (for static type checks; no runtime behaviour)."""
+
+  def __call__(self, key, shape, dtype=None, out_sharding=None):
+    raise NotImplementedError
 
 
 def _float_dtype(dtype):
@@ -195,4 +203,22 @@ def orthogonal(scale=1.0, column_axis: int = -1, dtype=None):
     q = jnp.reshape(q, tuple(np.delete(shape, column_axis)) + (shape[column_axis],))
     q = jnp.moveaxis(q, -1, column_axis)
     return jnp.array(scale, dtype) * q
+  return init
+
+
+def delta_orthogonal(scale=1.0, column_axis: int = -1, dtype=None) -> Initializer:
+  """An initializer of convolution kernels (3-, 4- or 5-D, ``fan_in <= fan_out``) that are
+  zero except at the spatial centre, which holds an orthogonal ``(fan_in, fan_out)``
+  matrix (the delta-orthogonal scheme of Xiao et al., 2018)."""
+  def init(key, shape, dtype=dtype, out_sharding=None):
+    dtype = _float_dtype(dtype)
+    shape = tuple(shape)
+    if len(shape) not in (3, 4, 5):
+      raise ValueError("Delta orthogonal initializer requires a 3D, 4D or 5D shape, got "
+                       f"{shape}.")
+    if shape[-1] < shape[-2]:
+      raise ValueError(f"`fan_in` must be less or equal than `fan_out`, got shape {shape}.")
+    matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)(key, shape[-2:])
+    centre = tuple((k - 1) // 2 for k in shape[:-2])
+    return jnp.zeros(shape, dtype).at[centre].set(matrix)
   return init

@@ -8,4 +8,5 @@ tables; never jaxlib, nor the runtime beyond the ``Array`` type.
 from hlox.random.prng import (  # noqa: F401
     PRNGKey, PRNGKeyArray, bits, clone, fold_in, key, key_data, split, threefry2x32_p,
     wrap_key_data)
+from hlox.random.prng import key_dtype, key_impl  # noqa: F401
 from hlox.random.distributions import *  # noqa: F401,F403

@@ -27,7 +27,8 @@ from hlox.runtime.array import Array
 from hlox.tree_util import register_pytree_node
 
 __all__ = ["threefry2x32_p", "threefry_2x32", "PRNGKeyArray", "PRNGKey", "key", "key_data",
-           "wrap_key_data", "split", "fold_in", "bits", "clone", "random_bits"]
+           "wrap_key_data", "split", "fold_in", "bits", "clone", "random_bits", "KeyDtype",
+           "key_dtype", "key_impl"]
 
 _u32 = np.dtype(np.uint32)
 
@@ -135,6 +136,34 @@ def _iota_2x32(shape):
 
 # --- keys ----------------------------------------------------------------------------------
 
+class KeyDtype:
+  """The dtype of typed threefry keys, printed ``key<fry>`` as in JAX. It is an extended dtype:
+  ``dtypes.issubdtype(k.dtype, dtypes.prng_key)`` holds, and it equals the string
+  ``'key<fry>'``. ``impl`` names the PRNG implementation."""
+  __slots__ = ()
+  type = dtypes.prng_key
+  name = "key<fry>"
+  impl = "threefry2x32"
+
+  def __eq__(self, other):
+    return isinstance(other, KeyDtype) or other == self.name
+
+  def __ne__(self, other):
+    return not self == other
+
+  def __hash__(self):
+    return hash(self.name)
+
+  def __str__(self):
+    return self.name
+
+  def __repr__(self):
+    return self.name
+
+
+key_dtype_fry = KeyDtype()
+
+
 class PRNGKeyArray:
   """Typed PRNG keys (``key(seed)``): an array of threefry keys of shape ``self.shape``.
 
@@ -160,7 +189,7 @@ class PRNGKeyArray:
 
   @property
   def dtype(self):
-    return "key<fry>"
+    return key_dtype_fry
 
   def __len__(self):
     if not self.shape:
@@ -273,6 +302,19 @@ def wrap_key_data(key_bits_array, *, impl=None) -> PRNGKeyArray:
     raise TypeError("wrap_key_data: the argument is already a typed key")
   data, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
   return PRNGKeyArray(data)
+
+
+def key_dtype(impl=None) -> KeyDtype:
+  """The dtype of typed keys made with PRNG implementation ``impl`` (only threefry2x32)."""
+  if impl not in (None, "threefry2x32"):
+    raise ValueError(f"key_dtype: only the 'threefry2x32' implementation exists, got {impl!r}")
+  return key_dtype_fry
+
+
+def key_impl(keys) -> str:
+  """The name of the PRNG implementation behind ``keys`` (typed or raw): ``'threefry2x32'``."""
+  _check_key("key_impl", keys, allow_batched=True)
+  return "threefry2x32"
 
 
 def clone(key):
