@@ -32,6 +32,7 @@ from hlox.numpy import linalg  # noqa: F401
 from hlox.numpy import fft  # noqa: F401
 from hlox.numpy.ufunc_api import *  # noqa: F401,F403  (add, multiply, ... as ufuncs)
 from hlox.numpy.bitpacking import *  # noqa: F401,F403
+from hlox.numpy.histograms import *  # noqa: F401,F403
 
 from hlox.runtime.array import Array as ndarray  # noqa: F401
 
