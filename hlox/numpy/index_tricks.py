@@ -252,7 +252,7 @@ class _AxisConcat:
     pieces = []
     for item in items:
       if isinstance(item, slice):
-        piece, item_ndim = _slice_grid(item, self.name), 0
+        piece, item_ndim = _slice_grid(item, self.name), 1
       elif isinstance(item, str):
         raise ValueError(f"hlox.numpy.{self.name}: a string directive must be placed at "
                          "the beginning")
@@ -263,10 +263,13 @@ class _AxisConcat:
       if piece_ndim < ndmin:
         piece = shapes.reshape(piece, (1,) * (ndmin - piece_ndim) + get_aval(piece).shape)
       if trans1d != -1 and ndmin - item_ndim > 0:
-        # The upgraded array's axes move from the end to position trans1d.
-        order = tuple(builtins.range(ndmin))
-        shift = ndmin - builtins.abs(ndmin + trans1d + 1) % ndmin
-        piece = shapes.transpose(piece, order[shift:] + order[:shift])
+        # The item's own axes (last after the upgrade) start at position trans1d; NumPy's
+        # rule, which JAX's agrees with for 1-d items.
+        lo, hi = trans1d, ndmin - item_ndim
+        if lo < 0:
+          lo += hi + 1
+        order = list(builtins.range(ndmin))
+        piece = shapes.transpose(piece, order[:lo] + order[hi:] + order[lo:hi])
       pieces.append(piece)
     if not pieces:
       return creation.array([])

@@ -217,11 +217,15 @@ def polydiv(u, v, *, trim_leading_zeros=False):
   return q, u
 
 
+def _complex_dtype(dtype):
+  return np.dtype(np.complex128 if dtype in (np.float64, np.complex128) else np.complex64)
+
+
 def _companion_roots(p):
   """Roots of ``p`` (leading coefficient nonzero) as the companion matrix's eigenvalues."""
   n = get_aval(p).shape[0]
   if n < 2:
-    return creation.zeros((0,), dtype=dtypes.to_complex_dtype(get_aval(p).dtype))
+    return creation.zeros((0,), dtype=_complex_dtype(get_aval(p).dtype))
   a = creation.diag(creation.ones((n - 2,), get_aval(p).dtype), -1)
   a = a.at[0, :].set(-p[1:] / p[0])
   return linalg.eigvals(a)
@@ -240,7 +244,7 @@ def roots(p, *, strip_zeros=True):
     raise ValueError(f"roots: input must be a rank-1 array, got shape {get_aval(p).shape}")
   n = get_aval(p).shape[0]
   if n < 2:
-    return creation.zeros((0,), dtype=dtypes.to_complex_dtype(get_aval(p).dtype))
+    return creation.zeros((0,), dtype=_complex_dtype(get_aval(p).dtype))
   is_zero = p == 0
   leading = ufuncs.where(reductions.all(is_zero), n, reductions.argmin(is_zero))
   if strip_zeros:
