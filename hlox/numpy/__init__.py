@@ -30,6 +30,11 @@ from hlox.numpy.predicates import *  # noqa: F401,F403
 from hlox.numpy.windows import *  # noqa: F401,F403
 from hlox.numpy import linalg  # noqa: F401
 from hlox.numpy import fft  # noqa: F401
+from hlox.numpy.ufunc_api import *  # noqa: F401,F403  (add, multiply, ... as ufuncs)
+from hlox.numpy.bitpacking import *  # noqa: F401,F403
+from hlox.numpy.histograms import *  # noqa: F401,F403
+from hlox.numpy.io import *  # noqa: F401,F403
+from hlox.numpy.printing import *  # noqa: F401,F403
 
 from hlox.core.basearray import Array as ndarray  # noqa: F401  (tracers are ndarrays too)
 

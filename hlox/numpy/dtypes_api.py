@@ -1,6 +1,7 @@
 """Dtype objects and constants of ``hlox.numpy`` (``float32``, ``inf``, ``newaxis``, ...)."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from hlox.core import dtypes as _dtypes
@@ -14,6 +15,10 @@ __all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint3
            "integer", "signedinteger", "unsignedinteger", "floating", "complexfloating",
            "inexact", "number", "generic", "bool", "float_", "int_", "complex_", "single",
            "double", "uint", "csingle", "cdouble"]
+__all__ += ["float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
+            "float8_e4m3b11fnuz", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
+            "int1", "int2", "uint1", "uint2", "character", "flexible", "object_",
+            "ComplexWarning"]
 
 class _ScalarType(type):
   """Metaclass of ``hlox.numpy.float32`` and friends: like JAX's scalar types, calling one
@@ -105,3 +110,24 @@ def isdtype(dtype, kind):
     elif np.dtype(k) == dtype:
       return True
   return False
+
+
+# The narrow ml_dtypes types, as scalar types like JAX's. ``np.dtype(jnp.int2)``, ``==`` and
+# ``isinstance`` work for every one of them, and so does making an Array of one; computing
+# with it needs a dtype that hlox's core and lowering know (not yet float8_e3m4, float8_e4m3,
+# float8_e8m0fnu, the float6/float4 types and int1/int2/uint1/uint2).
+float8_e4m3b11fnuz = _scalar_type(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fnuz = _scalar_type(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2fnuz = _scalar_type(ml_dtypes.float8_e5m2fnuz)
+float8_e3m4 = _scalar_type(ml_dtypes.float8_e3m4)
+float8_e4m3 = _scalar_type(ml_dtypes.float8_e4m3)
+float8_e8m0fnu = _scalar_type(ml_dtypes.float8_e8m0fnu)
+float6_e2m3fn = _scalar_type(ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = _scalar_type(ml_dtypes.float6_e3m2fn)
+float4_e2m1fn = _scalar_type(ml_dtypes.float4_e2m1fn)
+int1, uint1 = _scalar_type(ml_dtypes.int1), _scalar_type(ml_dtypes.uint1)
+int2, uint2 = _scalar_type(ml_dtypes.int2), _scalar_type(ml_dtypes.uint2)
+
+# NumPy's abstract and object scalar types, which JAX re-exports unchanged.
+character, flexible, object_ = np.character, np.flexible, np.object_
+ComplexWarning = np.exceptions.ComplexWarning

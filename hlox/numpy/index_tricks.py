@@ -1,6 +1,7 @@
 """Index helpers: flat and multi-dimensional indices (``unravel_index``,
 ``ravel_multi_index``), triangle and diagonal indices, ``diagflat``, ``fill_diagonal``,
-open and dense grids (``ix_``, ``mgrid``, ``ogrid``).
+open and dense grids (``ix_``, ``mgrid``, ``ogrid``), the concatenating index objects
+``r_`` and ``c_``, and ``mask_indices``.
 """
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.numpy import creation, shapes, ufuncs, util
+from hlox.core.tracer import Tracer
+from hlox.numpy import creation, searching, shapes, ufuncs, util
 
 __all__ = ["unravel_index", "ravel_multi_index", "tril_indices", "triu_indices",
            "tril_indices_from", "triu_indices_from", "diag_indices", "diag_indices_from",
-           "diagflat", "fill_diagonal", "ix_", "mgrid", "ogrid"]
+           "diagflat", "fill_diagonal", "ix_", "mgrid", "ogrid", "r_", "c_", "mask_indices"]
 
 
 def unravel_index(indices, shape):
@@ -203,3 +205,92 @@ mgrid = _grid("mgrid", sparse=False)
 
 
 ogrid = _grid("ogrid", sparse=True)
+
+
+def mask_indices(n, mask_func, k=0, *, size=None):
+  """The ``(rows, cols)`` where ``mask_func(ones((n, n)), k)`` is nonzero (e.g. with
+  ``triu``: the upper triangle); under jit pass the static ``size`` of the result."""
+  return tuple(searching.nonzero(mask_func(creation.ones((n, n)), k), size=size))
+
+
+def _slice_grid(s, name):
+  """``arange`` for a slice, or ``linspace`` (end included) when its step is imaginary."""
+  for part in ("start", "stop", "step"):
+    if isinstance(getattr(s, part), Tracer):
+      raise TypeError(f"hlox.numpy.{name}: the slice {part} must be concrete, got a traced "
+                      "value")
+  start = 0 if s.start is None else s.start
+  step = 1 if s.step is None else s.step
+  if np.iscomplex(step):
+    return creation.linspace(start, s.stop, int(abs(step)))
+  return creation.arange(start, s.stop, step)
+
+
+class _AxisConcat:
+  """Index object that concatenates slices (as ranges), scalars and arrays along ``axis``,
+  after raising each to ``ndmin`` dimensions. A leading string directive overrides the
+  settings: ``'axis,ndmin,trans1d'`` (``trans1d`` says where an upgraded array's own axes
+  go), or ``'r'``/``'c'`` to make a 1-d result a row/column."""
+
+  axis, ndmin, trans1d, name = 0, 1, -1, "r_"
+
+  def __getitem__(self, key):
+    items = key if isinstance(key, tuple) else (key,)
+    axis, ndmin, trans1d, matrix = self.axis, self.ndmin, self.trans1d, -1
+    if items and isinstance(items[0], str):
+      directive, items = items[0], items[1:]
+      if directive in ("r", "c"):
+        matrix = 0 if directive == "r" else 1
+      else:
+        fields = directive.split(",")[:3]
+        try:
+          values = [int(f) for f in fields]
+        except ValueError:
+          raise ValueError(f"hlox.numpy.{self.name}: could not understand directive "
+                           f"{directive!r}") from None
+        axis, ndmin, trans1d = values + [axis, ndmin, trans1d][len(values):]
+    pieces = []
+    for item in items:
+      if isinstance(item, slice):
+        piece, item_ndim = _slice_grid(item, self.name), 1
+      elif isinstance(item, str):
+        raise ValueError(f"hlox.numpy.{self.name}: a string directive must be placed at "
+                         "the beginning")
+      else:
+        piece = creation.asarray(item)
+        item_ndim = get_aval(piece).ndim
+      piece_ndim = get_aval(piece).ndim
+      if piece_ndim < ndmin:
+        piece = shapes.reshape(piece, (1,) * (ndmin - piece_ndim) + get_aval(piece).shape)
+      if trans1d != -1 and ndmin - item_ndim > 0:
+        # The item's own axes (last after the upgrade) start at position trans1d; NumPy's
+        # rule, which JAX's agrees with for 1-d items.
+        lo, hi = trans1d, ndmin - item_ndim
+        if lo < 0:
+          lo += hi + 1
+        order = list(builtins.range(ndmin))
+        piece = shapes.transpose(piece, order[:lo] + order[hi:] + order[lo:hi])
+      pieces.append(piece)
+    if not pieces:
+      return creation.array([])
+    result = shapes.concatenate(pieces, axis=axis)
+    if matrix != -1 and get_aval(result).ndim == 1:
+      result = shapes.expand_dims(result, matrix)
+    return result
+
+  def __len__(self):
+    return 0
+
+
+class RClass(_AxisConcat):
+  """``r_[...]``: concatenate slices, scalars and arrays along the first axis."""
+  axis, ndmin, trans1d, name = 0, 1, -1, "r_"
+
+
+class CClass(_AxisConcat):
+  """``c_[...]``: concatenate along the last axis, raising pieces to 2-d as columns."""
+  axis, ndmin, trans1d, name = -1, 2, 0, "c_"
+
+
+r_ = RClass()
+c_ = CClass()

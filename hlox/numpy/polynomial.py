@@ -1,6 +1,6 @@
 """Polynomials as coefficient arrays (highest degree first): ``polyval``, ``polyadd``,
-``polysub``, ``polymul``, ``polyder``, ``polyint``, ``vander``; and the 1-d ``convolve`` and
-``correlate`` that multiply them.
+``polysub``, ``polymul``, ``polydiv``, ``polyder``, ``polyint``, ``vander``, ``poly`` (from
+roots), ``roots``, ``polyfit``; and the 1-d ``convolve`` and ``correlate`` that multiply them.
 """
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import operator
 import numpy as np
 
 from hlox.core import dtypes
+from hlox import lax
 from hlox.core.tracer import get_aval
-from hlox.numpy import creation, reductions, shapes, ufuncs, util
+from hlox.numpy import creation, linalg, products, reductions, shapes, ufuncs, util
 
 __all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "vander",
-           "convolve", "correlate"]
+           "convolve", "correlate", "poly", "polydiv", "polyfit", "roots"]
 
 
 def polyval(p, x, *, unroll=16):
@@ -166,3 +167,157 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
       return _conv1d("correlate", v, a, mode, flip=False)[::-1]
     return ufuncs.conj(_conv1d("correlate", v, a, mode, flip=False)[::-1])
   return _conv1d("correlate", a, v, mode, flip=False)
+
+
+def _inexact_1d(name, *args):
+  util.check_arraylike(name, *args)
+  return util.promote_dtypes_inexact(*(creation.asarray(a) for a in args))
+
+
+def poly(seq_of_zeros):
+  """The coefficients of the monic polynomial with the given roots (or with the
+  eigenvalues of a square matrix as roots)."""
+  zeros, = _inexact_1d("poly", seq_of_zeros)
+  zeros = shapes.atleast_1d(zeros)
+  shape = get_aval(zeros).shape
+  if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
+    zeros = linalg.eigvals(zeros)
+  if get_aval(zeros).ndim != 1:
+    raise ValueError(f"poly: input must be 1d or non-empty square 2d array, got shape "
+                     f"{shape}")
+  dtype = get_aval(zeros).dtype
+  if get_aval(zeros).shape[0] == 0:
+    return creation.ones((), dtype=dtype)
+  a = creation.ones((1,), dtype=dtype)
+  for k in builtins.range(get_aval(zeros).shape[0]):
+    a = convolve(a, shapes.stack([creation.ones((), dtype), -zeros[k]]), mode="full")
+  return a
+
+
+def polydiv(u, v, *, trim_leading_zeros=False):
+  """Quotient and remainder of dividing polynomial ``u`` by ``v``. The remainder keeps
+  ``u``'s length unless ``trim_leading_zeros`` (which needs concrete values) drops its
+  leading near-zeros, as NumPy's result does."""
+  u, v = _inexact_1d("polydiv", u, v)
+  if get_aval(u).ndim != 1 or get_aval(v).ndim != 1:
+    raise ValueError(f"polydiv: u and v must be 1-d, got shapes {get_aval(u).shape} and "
+                     f"{get_aval(v).shape}")
+  m, n = get_aval(u).shape[0] - 1, get_aval(v).shape[0] - 1
+  scale = 1. / v[0]
+  q = creation.zeros(builtins.max(m - n + 1, 1), dtype=get_aval(u).dtype)
+  for k in builtins.range(0, m - n + 1):
+    d = scale * u[k]
+    q = q.at[k].set(d)
+    u = u.at[k:k + n + 1].add(-d * v)
+  if trim_leading_zeros:
+    value = util.concrete_value("polydiv (with trim_leading_zeros=True)", u)
+    tol = np.sqrt(dtypes.finfo(value.dtype).eps)
+    nonzero = np.flatnonzero(np.abs(value) >= tol)
+    u = u[int(nonzero[0]):] if nonzero.size else u[:0]
+  return q, u
+
+
+def _complex_dtype(dtype):
+  return np.dtype(np.complex128 if dtype in (np.float64, np.complex128) else np.complex64)
+
+
+def _companion_roots(p):
+  """Roots of ``p`` (leading coefficient nonzero) as the companion matrix's eigenvalues."""
+  n = get_aval(p).shape[0]
+  if n < 2:
+    return creation.zeros((0,), dtype=_complex_dtype(get_aval(p).dtype))
+  a = creation.diag(creation.ones((n - 2,), get_aval(p).dtype), -1)
+  a = a.at[0, :].set(-p[1:] / p[0])
+  return linalg.eigvals(a)
+
+
+def roots(p, *, strip_zeros=True):
+  """The (complex) roots of the polynomial ``p``.
+
+  Leading zeros of ``p`` are stripped, which needs concrete values; under jit pass
+  ``strip_zeros=False``: then ``len(p) - 1`` values come back, the roots that leading
+  zeros lose being NaN (placed last, after the zero roots).
+  """
+  p, = _inexact_1d("roots", p)
+  p = shapes.atleast_1d(p)
+  if get_aval(p).ndim != 1:
+    raise ValueError(f"roots: input must be a rank-1 array, got shape {get_aval(p).shape}")
+  n = get_aval(p).shape[0]
+  if n < 2:
+    return creation.zeros((0,), dtype=_complex_dtype(get_aval(p).dtype))
+  is_zero = p == 0
+  leading = ufuncs.where(reductions.all(is_zero), n, reductions.argmin(is_zero))
+  if strip_zeros:
+    k = int(util.concrete_value("roots (pass strip_zeros=False under jit)", leading))
+    return _companion_roots(p[k:])
+  # All-zero p would make the companion matrix NaN: use 1s (the roots become NaN anyway).
+  p = ufuncs.where(leading == n, creation.ones_like(p), p)
+  r = _companion_roots(shapes.roll(p, -leading))
+  # Zero roots (from the rolled-in zeros) go last, then become the NaNs.
+  r = lax.sort_key_val(r == 0, r)[1]
+  keep = creation.arange(n - 1) < (n - 1) - leading
+  return ufuncs.where(keep, r, complex(np.nan, np.nan))
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+  """Least-squares fit of a degree-``deg`` polynomial to the points ``(x, y)`` (``y`` may
+  be 2-d: one fit per column), with optional weights ``w``.
+
+  Returns the coefficients (highest degree first); with ``full`` also the residuals,
+  rank, singular values and ``rcond``; with ``cov`` the coefficients' covariance (scaled
+  by the residual variance unless ``cov='unscaled'``).
+  """
+  util.check_arraylike("polyfit", x, y, *(() if w is None else (w,)))
+  x, y = creation.asarray(x), creation.asarray(y)
+  try:
+    deg = operator.index(deg)
+  except TypeError:
+    raise TypeError(f"polyfit: deg must be an int, got {deg!r}") from None
+  if deg < 0:
+    raise ValueError(f"polyfit: expected deg >= 0, got {deg}")
+  order = deg + 1
+  x_shape, y_shape = get_aval(x).shape, get_aval(y).shape
+  if len(x_shape) != 1:
+    raise TypeError(f"polyfit: expected 1D vector for x, got shape {x_shape}")
+  if x_shape[0] == 0:
+    raise TypeError("polyfit: expected non-empty vector for x")
+  if len(y_shape) not in (1, 2):
+    raise TypeError(f"polyfit: expected 1D or 2D array for y, got shape {y_shape}")
+  if x_shape[0] != y_shape[0]:
+    raise TypeError(f"polyfit: expected x and y to have same length, got shapes "
+                    f"{x_shape} and {y_shape}")
+  x, = util.promote_dtypes_inexact(x)
+  if rcond is None:
+    rcond = x_shape[0] * float(dtypes.finfo(get_aval(x).dtype).eps)
+  rcond = float(rcond)
+  lhs = vander(x, order)
+  rhs = y
+  if w is not None:
+    w, = util.promote_dtypes_inexact(creation.asarray(w))
+    if get_aval(w).ndim != 1:
+      raise TypeError(f"polyfit: expected a 1-d array for weights, got shape "
+                      f"{get_aval(w).shape}")
+    if get_aval(w).shape[0] != y_shape[0]:
+      raise TypeError("polyfit: expected w and y to have the same length")
+    lhs = lhs * w[:, None]
+    rhs = rhs * (w[:, None] if len(y_shape) == 2 else w)
+  # Scaling the columns to unit norm improves the conditioning.
+  scale = ufuncs.sqrt(reductions.sum(lhs * lhs, axis=0))
+  lhs = lhs / scale[None, :]
+  c, resids, rank, s = linalg.lstsq(lhs, rhs, rcond)
+  c = (c.T / scale[None, :]).T if get_aval(c).ndim > 1 else c / scale
+  if full:
+    return c, resids, rank, s, creation.asarray(rcond)
+  if cov:
+    vbase = linalg.inv(products.dot(lhs.T, lhs)) / products.outer(scale, scale)
+    if cov == "unscaled":
+      fac = creation.asarray(1.0)
+    else:
+      if x_shape[0] <= order:
+        raise ValueError("polyfit: the number of data points must exceed order to scale "
+                         "the covariance matrix")
+      fac = resids / (x_shape[0] - order)
+    if len(y_shape) == 1:
+      return c, vbase * shapes.atleast_1d(fac)[None]
+    return c, vbase[:, :, None] * shapes.atleast_1d(fac)[None, None, :]
+  return c

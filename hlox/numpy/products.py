@@ -21,7 +21,7 @@ from hlox.lax.dot import _type_rank
 from hlox.numpy import creation, shapes, ufuncs, util
 
 __all__ = ["dot", "matmul", "vdot", "vecdot", "outer", "inner", "tensordot", "einsum", "kron",
-           "trace", "cross", "matvec", "vecmat"]
+           "trace", "cross", "matvec", "vecmat", "einsum_path"]
 
 
 # --- shared helpers ----------------------------------------------------------------------
@@ -527,6 +527,29 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
 
   x = _transpose(x, [labels.index(c) for c in out_labels])
   return _finish(x, dtype, weak)
+
+
+def _shape_stand_in(x):
+  """A NumPy array of ``x``'s shape and dtype that owns one element (a broadcast view), so
+  the path search sees only shapes and works for traced operands too."""
+  aval = get_aval(x)
+  return np.broadcast_to(np.zeros((), aval.dtype), aval.shape)
+
+
+def einsum_path(subscripts, /, *operands, optimize="greedy"):
+  """The contraction order ``einsum`` with ``optimize`` would choose, in NumPy's format:
+  ``(['einsum_path', (i, j), ...], report)`` where each pair names the operands contracted
+  next and ``report`` is the readable summary of FLOP counts and intermediates.
+
+  Only the shapes of ``operands`` are used (they may be traced); the search is NumPy's
+  (``optimize`` is ``'greedy'``, ``'optimal'``, True/False or an explicit path). hlox's
+  ``einsum`` contracts left to right whatever the path says.
+  """
+  def stand_in(x):
+    return _shape_stand_in(x) if util.is_arraylike(x) and not isinstance(x, list) else x
+  if not isinstance(subscripts, str):  # the interleaved form: operand, sublist, ...
+    subscripts = stand_in(subscripts)
+  return np.einsum_path(subscripts, *map(stand_in, operands), optimize=optimize)
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):

@@ -13,7 +13,7 @@ from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.numpy import creation, indexing, searching, shapes, ufuncs, util
 
-__all__ = ["select", "compress", "extract", "delete", "choose", "put"]
+__all__ = ["select", "compress", "extract", "delete", "choose", "put", "place"]
 
 
 def select(condlist, choicelist, default=0):
@@ -159,3 +159,28 @@ def put(a, ind, v, mode=None, *, inplace=True):
     raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
   flat = shapes.ravel(a).at[ind].set(v.astype(get_aval(a).dtype), mode=scatter_mode)
   return shapes.reshape(flat, get_aval(a).shape)
+
+
+def place(arr, mask, vals, *, inplace=True):
+  """A copy of ``arr`` with the entries where ``mask`` is true replaced, in order, by the
+  entries of ``vals`` (repeated when too few, cut when too many). NumPy's ``place`` writes
+  into ``arr``; hlox arrays are immutable, so (as in JAX) ``inplace=False`` is required."""
+  util.check_arraylike("place", arr, mask, vals)
+  if inplace:
+    raise ValueError("hlox.numpy.place cannot modify arrays in place, because hlox arrays "
+                     "are immutable; pass inplace=False to get the updated array back.")
+  data, mask, vals = (creation.asarray(a) for a in (arr, mask, vals))
+  vals = shapes.ravel(vals)
+  size = math.prod(get_aval(data).shape)
+  if math.prod(get_aval(mask).shape) != size:
+    raise ValueError(f"place: arr and mask must be the same size, got shapes "
+                     f"{get_aval(data).shape} and {get_aval(mask).shape}")
+  if not get_aval(vals).shape[0]:
+    raise ValueError("place: cannot place values from an empty array")
+  if not size:
+    return data
+  # Masked positions first, then out-of-range fillers whose updates are dropped.
+  idx, = searching.nonzero(shapes.ravel(mask), size=size, fill_value=size)
+  vals = shapes.resize(vals, (size,))
+  out = shapes.ravel(data).at[idx].set(vals, mode="drop")
+  return shapes.reshape(out, get_aval(data).shape)
