@@ -489,3 +489,20 @@ def test_matches_jax(name, jax_results):
   np.testing.assert_allclose(np.asarray(result, dtype=np.float64),
                              np.asarray(expected["value"], dtype=np.float64),
                              rtol=_ORACLE_TOL.get(name, 5e-6), atol=1e-6, equal_nan=True)
+
+
+def test_zeta_gradients_in_both_arguments():
+  """zeta's derivatives (of the Euler-Maclaurin expansion, as JAX) against finite differences
+  of SciPy's zeta, in x and in q."""
+  import scipy.special as sps
+  from hlox.config import enable_x64
+  from hlox.scipy.special import zeta
+  x = np.array([1.5, 2.0, 3.3, 7.0])
+  q = np.array([0.5, 1.0, 2.0, 4.0])
+  eps = 1e-6
+  with enable_x64():
+    gx, gq = hlox.vmap(hlox.grad(zeta, argnums=(0, 1)))(x, q)
+  np.testing.assert_allclose(gx, (sps.zeta(x + eps, q) - sps.zeta(x - eps, q)) / (2 * eps),
+                             rtol=1e-6)
+  np.testing.assert_allclose(gq, (sps.zeta(x, q + eps) - sps.zeta(x, q - eps)) / (2 * eps),
+                             rtol=1e-6)

@@ -102,6 +102,7 @@ def _complex_dtype(dtype) -> np.dtype:
 # --- abstract evaluation -----------------------------------------------------------------
 
 def _fft_shape_rule(x, *, fft_type, fft_lengths):
+  _fft_dtype_rule(x, fft_type=fft_type, fft_lengths=fft_lengths)  # dtype errors first, as JAX
   k = len(fft_lengths)
   if k == 0 or k > MAX_FFT_DIMS:
     raise ValueError(f"fft: fft_lengths must name 1 to {MAX_FFT_DIMS} dimensions, got "

@@ -2,9 +2,11 @@
 (arguments promoted together to an inexact dtype), on the ``hlox.lax`` primitives."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from hlox import lax
+from hlox import autodiff, lax
 from hlox import numpy as jnp
 from hlox.custom_derivatives import custom_jvp
 from hlox.core.tracer import get_aval
@@ -83,12 +85,54 @@ def i1e(x):
   return lax.bessel_i1e(*promote_args_inexact("i1e", x))
 
 
+@custom_jvp
 def zeta(x, q=None):
-  """The Hurwitz zeta function ``sum_n (n + q) ** -x`` (``q`` is required, as in JAX)."""
+  """The Hurwitz zeta function ``sum_n (n + q) ** -x`` (``q`` is required, as in JAX).
+
+  Differentiable in both arguments: derivatives are those of an Euler-Maclaurin expansion of
+  the sum (as JAX computes them), since zeta has no closed-form derivative in ``x``."""
   if q is None:
     raise NotImplementedError("hlox.scipy.special.zeta: the Riemann zeta function (q=None) "
                               "is not implemented; pass q=1")
   return lax.zeta(*promote_args_inexact("zeta", x, q))
+
+
+def _bernoulli_factorial_ratios(count: int) -> list:
+  """``(2k)! / B_2k`` for k = 1..count (B_n the Bernoulli numbers, from their recurrence)."""
+  from fractions import Fraction
+  bernoulli = [Fraction(1)]
+  for n in range(1, 2 * count + 1):
+    bernoulli.append(-sum(math.comb(n + 1, j) * bernoulli[j] for j in range(n)) / (n + 1))
+  return [float(math.factorial(2 * k) / bernoulli[2 * k]) for k in range(1, count + 1)]
+
+
+_ZETA_TERMS = {np.dtype(np.float32): 8, np.dtype(np.float64): 16}
+_ZETA_RATIOS = _bernoulli_factorial_ratios(max(_ZETA_TERMS.values()))
+
+
+def _zeta_euler_maclaurin(x, q):
+  """``zeta(x, q)`` as ``S + I + T`` of Johansson (2015, "Rigorous high-precision computation
+  of the Hurwitz zeta function and its derivatives", eq. 5) with N = M terms: the first N
+  terms of the sum, the integral of the tail, and M Bernoulli corrections."""
+  x, q = promote_args_inexact("zeta", x, q)
+  dtype = get_aval(q).dtype
+  n = _ZETA_TERMS.get(np.dtype(dtype), 16)
+  k = np.arange(n, dtype=dtype)
+  head = jnp.sum((q[..., None] + k) ** -x[..., None], axis=-1)
+  tail_start = q + n
+  integral = tail_start ** (1 - x) / (x - 1)
+  first = tail_start ** -x
+  # (x)_{2j+1} / tail_start**(2j+1), for j < M: every other entry of a running product.
+  m = np.arange(2 * n, dtype=dtype)
+  rising = jnp.cumprod((x[..., None] + m) / tail_start[..., None], axis=-1)[..., ::2]
+  rising = jnp.minimum(rising, np.finfo(dtype).max)
+  corrections = jnp.sum(rising / np.asarray(_ZETA_RATIOS[:n], dtype), axis=-1)
+  return head + integral + first * (0.5 + corrections)
+
+
+@zeta.defjvp
+def _zeta_jvp(primals, tangents):
+  return autodiff.jvp(_zeta_euler_maclaurin, primals, tangents)
 
 
 def expit(x):

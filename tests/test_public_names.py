@@ -1,0 +1,33 @@
+"""hlox's modules offer every public name JAX's do (the names recorded from JAX in
+``tests/jax_public_names.py``, so this runs without JAX), except a short list of exclusions,
+each with its reason. An exclusion that hlox has since gained fails the test too, so the list
+only shrinks."""
+import importlib
+
+import pytest
+
+from tests.jax_public_names import JAX_VERSION, PUBLIC_NAMES
+
+# module -> {name: why hlox does not have it}
+EXCLUDED = {
+}
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC_NAMES))
+def test_module_has_jax_public_names(module):
+  mod = importlib.import_module(module)
+  have = set(dir(mod))
+  excluded = EXCLUDED.get(module, {})
+  missing = sorted(n for n in PUBLIC_NAMES[module] if n not in have and n not in excluded)
+  assert not missing, (f"{module} lacks {len(missing)} public names of JAX {JAX_VERSION}'s "
+                       f"module: {missing}")
+  regained = sorted(n for n in excluded if n in have)
+  assert not regained, f"{module} now has {regained}: remove them from EXCLUDED"
+
+
+def test_exclusions_name_real_jax_names():
+  for module, names in EXCLUDED.items():
+    assert module in PUBLIC_NAMES, module
+    unknown = set(names) - set(PUBLIC_NAMES[module])
+    assert not unknown, (module, unknown)
+    assert all(reason.strip() for reason in names.values()), module
