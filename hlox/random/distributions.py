@@ -16,12 +16,13 @@ from hlox.core.tracer import Tracer, get_aval
 from hlox.numpy.util import promote_dtypes_inexact
 from hlox.random.prng import _canonical_shape, _check_key, random_bits, _split_data
 from hlox.api import jit, vmap
-from hlox.custom_derivatives import custom_jvp
+from hlox.interpreters import ad, batching, xla
+from hlox.lax.utils import standard_primitive
 from hlox.runtime.array import Array
 
 __all__ = ["uniform", "normal", "truncated_normal", "bernoulli", "randint", "categorical",
            "choice", "permutation", "gumbel", "exponential", "laplace", "logistic", "cauchy",
-           "rademacher", "gamma", "loggamma", "beta", "dirichlet", "t", "chisquare",
+           "rademacher", "random_gamma_p", "gamma", "loggamma", "beta", "dirichlet", "t", "chisquare",
            "lognormal", "poisson", "multivariate_normal", "orthogonal", "pareto", "weibull_min",
            "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric", "triangular",
            "f", "generalized_normal", "ball", "binomial", "multinomial"]
@@ -517,52 +518,70 @@ def lognormal(key, sigma=np.float32(1.), shape=None, dtype=None):
 # --- gamma family --------------------------------------------------------------------------
 # Marsaglia-Tsang rejection with lax.while_loop, splitting keys exactly as JAX does (one key per
 # element, vmapped scalar loops), so gamma, loggamma, beta, dirichlet, chisquare and t give
-# JAX's numbers. The sampler is a custom_jvp: the rejection loop has no useful derivative, so
-# (as JAX) a sample's derivative in alpha is that of the alpha-quantile it landed on,
-# lax.random_gamma_grad (implicit reparameterization); the other samplers differentiate
-# through it.
+# JAX's numbers. The sampler is a primitive, random_gamma_p: the rejection loop has no useful
+# derivative, so (as JAX) a sample's derivative in alpha is that of the alpha-quantile it
+# landed on, lax.random_gamma_grad (implicit reparameterization); the other samplers
+# differentiate through it.
 
-_samplers = {}  # log_space -> the custom_jvp sampler, made on first use
-
-
-def _gamma_sampler(log_space):
-  """``f(data, alpha) -> samples`` (``log`` of them when ``log_space``), alpha already of the
-  output's shape and dtype, differentiable in ``alpha`` by implicit reparameterization."""
-  f = _samplers.get(log_space)
-  if f is None:
-    f = custom_jvp(_log_gamma_samples if log_space else _gamma_samples)
-    f.defjvp(_log_gamma_samples_jvp if log_space else _gamma_samples_jvp)
-    _samplers[log_space] = f
-  return f
+def _random_gamma_shape_rule(keys, a, *, log_space):
+  if keys.shape != a.shape + (2,) or keys.dtype != np.uint32:
+    raise TypeError(f"random_gamma: keys must be uint32 key data of shape a.shape + (2,) = "
+                    f"{a.shape + (2,)}, got {keys.str_short()} for a {a.str_short()}")
+  return a.shape
 
 
-def _gamma_samples(data, alpha):
-  return _gamma_vmapped(data, alpha, False)
+def _random_gamma_dtype_rule(keys, a, *, log_space):
+  if not dtypes.issubdtype(a.dtype, np.floating):
+    raise TypeError(f"random_gamma: a must be a float array, got {a.str_short()}")
+  return a.dtype
 
 
-def _log_gamma_samples(data, alpha):
-  return _gamma_vmapped(data, alpha, True)
+# Gamma(a, 1) samples, one per element of ``a``, each from its own key (``keys[..., :]``
+# holds one raw threefry key per element); ``log`` of them when ``log_space``. A primitive as
+# in JAX (``random_gamma_p``), so that vmap batches keys and parameters together and the
+# derivative in ``a`` is the implicit-reparameterization rule below.
+random_gamma_p = standard_primitive(_random_gamma_shape_rule, _random_gamma_dtype_rule,
+                                    "random_gamma", weak_type_rule=lambda *a, **p: False)
 
 
-def _gamma_samples_jvp(primals, tangents):
+def _random_gamma_composition(keys, a, *, log_space):
+  shape = _shape(a)
+  n = math.prod(shape)
+  out = vmap(lambda k, a_: _gamma_one(k, a_, log_space))(
+      lax.reshape(keys, (n, 2)), lax.reshape(a, (n,)))
+  return lax.reshape(out, tuple(shape))
+
+
+xla.register_lowering(random_gamma_p, xla.lower_fun(_random_gamma_composition,
+                                                    multiple_results=False))
+
+
+def _random_gamma_jvp(a_dot, sample, keys, a, *, log_space):
   # The sample as a function of alpha at a fixed quantile u = P(alpha, x) of its
   # distribution: dx/dalpha = -(dP/dalpha) / (dP/dx) (JAX's rule).
-  data, alpha = primals
-  alpha_dot = tangents[1]
-  x = _gamma_sampler(False)(data, alpha)
-  return x, lax.mul(alpha_dot, lax.random_gamma_grad(alpha, x))
-
-
-def _log_gamma_samples_jvp(primals, tangents):
+  if not log_space:
+    return lax.mul(a_dot, lax.random_gamma_grad(a, sample))
   # d log(x) = dx / x; x = exp(log x) may round to 0, then the smallest normal stands in.
-  data, alpha = primals
-  alpha_dot = tangents[1]
-  log_x = _gamma_sampler(True)(data, alpha)
-  x = lax.exp(log_x)
+  x = lax.exp(sample)
   dtype = get_aval(x).dtype
   x = lax.select(lax.eq(x, np.array(0, dtype)),
                  lax.full_like(x, np.array(jnp.finfo(dtype).tiny, dtype)), x)
-  return log_x, lax.mul(alpha_dot, lax.div(lax.random_gamma_grad(alpha, x), x))
+  return lax.mul(a_dot, lax.div(lax.random_gamma_grad(a, x), x))
+
+
+ad.defjvp2(random_gamma_p, None, _random_gamma_jvp)
+
+
+def _random_gamma_batch_rule(vals, dims, *, log_space):
+  keys, a = vals
+  key_dim, a_dim = dims
+  size = get_aval(keys).shape[key_dim] if key_dim is not None else get_aval(a).shape[a_dim]
+  keys = batching.bdim_at_front(keys, key_dim, size)
+  a = batching.bdim_at_front(a, a_dim, size)
+  return random_gamma_p.bind(keys, a, log_space=log_space), 0
+
+
+batching.primitive_batchers[random_gamma_p] = _random_gamma_batch_rule
 
 
 def _gamma_one(data, alpha, log_space):
@@ -620,18 +639,9 @@ def _gamma_unit(data, alpha, shape, dtype, log_space=False):
   when ``log_space``. Differentiable in ``alpha``."""
   alpha = lax.broadcast_in_dim(_as(alpha, dtype), shape,
                                tuple(range(len(shape) - len(_shape(alpha)), len(shape))))
-  return _gamma_sampler(log_space)(data, alpha)
-
-
-def _gamma_vmapped(data, alpha, log_space):
-  """As JAX: one key per element (split from ``data``), each sampled by a vmapped scalar
-  rejection loop."""
-  shape = _shape(alpha)
-  n = math.prod(shape)
-  keys = _split_data(data, (n,))
-  flat = lax.reshape(alpha, (n,))
-  out = vmap(lambda k, a_: _gamma_one(k, a_, log_space))(keys, flat)
-  return lax.reshape(out, tuple(shape))
+  # As JAX: one key per element, split from ``data``.
+  keys = lax.reshape(_split_data(data, (math.prod(shape),)), tuple(shape) + (2,))
+  return random_gamma_p.bind(keys, alpha, log_space=log_space)
 
 
 def _param_shape(name, shape, *params):
