@@ -1476,3 +1476,45 @@ def copy(x):
   """A copy of ``x`` (a new buffer when run eagerly)."""
   return copy_p.bind(x)
 
+
+
+# --- total-order comparisons and mulhi ---------------------------------------------------
+# ``eq_to``/``le_to``/``lt_to`` compare floats in IEEE total order (-NaN < -inf < ... < -0.0
+# < +0.0 < ... < inf < NaN), the order sort uses; on other dtypes they are ``eq``/``le``/``lt``.
+
+def _total_order_lowering(direction):
+  def rule(ctx, x, y):
+    dtype = ctx.avals_in[0].dtype
+    x, y = xla.multi_broadcast((x, y), ctx.avals_in, ctx.avals_out[0].shape)
+    if not dtypes.is_float(dtype):
+      return xla.compare_hlo(x, y, direction, dtype)
+    return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                       compare_type=hlo.ComparisonTypeAttr.get("TOTALORDER"))
+  return rule
+
+
+def _total_order_comparison(name, direction, kinds):
+  prim = binop(kinds, name, result_dtype=_to_bool)
+  xla.register_lowering(prim, _total_order_lowering(direction))
+  ad.defjvp_zero(prim)
+  defbroadcasting(prim)
+  return prim
+
+
+eq_to_p = _total_order_comparison("eq_to", "EQ", any_kinds)
+le_to_p = _total_order_comparison("le_to", "LE", ("bool", "int", "float"))
+lt_to_p = _total_order_comparison("lt_to", "LT", ("bool", "int", "float"))
+
+
+mulhi_p = binop(int_kinds, "mulhi")
+xla.register_lowering(mulhi_p, nary_lowering(chlo.mulhi))
+ad.defjvp_zero(mulhi_p)
+defbroadcasting(mulhi_p)
+
+def mulhi(x, y):
+  """Elementwise high half of the double-width integer product ``x * y`` (the top N bits
+  of the 2N-bit product of N-bit integers; signed or unsigned as the dtype)."""
+  return mulhi_p.bind(*_operands("mulhi", x, y))
+
+
+__all__ += ["eq_to_p", "le_to_p", "lt_to_p", "mulhi", "mulhi_p"]
