@@ -25,3 +25,4 @@ from hlox.lax import linalg  # noqa: F401
 from hlox.lax.convolution import *  # noqa: F401,F403
 from hlox.lax.solvers import *  # noqa: F401,F403
 from hlox.lax.rng import *  # noqa: F401,F403
+from hlox.lax.compiler_hints import *  # noqa: F401,F403
