@@ -131,8 +131,8 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
   kernel = np.broadcast_to(eye, (channels, size, size)).reshape(
       (channels * size, 1) + filter_shape)
   kernel = np.moveaxis(kernel, (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
-  if precision is not None:
-    pair = canonicalize_precision(precision)
+  pair = canonicalize_precision(precision)
+  if isinstance(pair, tuple) and len(pair) == 2:  # a Precision pair: it is for lhs only
     precision = (pair[0], Precision.DEFAULT)
   return conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation,
                               rhs_dilation, dn, feature_group_count=channels,
@@ -147,9 +147,10 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
   position. ``rhs``'s spatial dimensions index output positions and its ``I`` dimension
   is the flattened window (input feature, *filter_shape in ``rhs_spec`` order)."""
   pair = canonicalize_precision(precision)
+  lhs_precision = pair[0] if isinstance(pair, tuple) and len(pair) == 2 else pair
   patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
                                          lhs_dilation, rhs_dilation, dimension_numbers,
-                                         precision=None if pair is None else pair[0])
+                                         precision=lhs_precision)
   aval = get_aval(lhs)
   dn = conv_dimension_numbers(aval.shape, (1, 1) + tuple(filter_shape), dimension_numbers)
   # Contract the patch features with rhs's I dimension, one batch per output position

@@ -123,9 +123,45 @@ def _scalar_as(name, x, dtype, weak):
   return value[()]
 
 
+class AccuracyMode(enum.Enum):
+  """Requested accuracy of a transcendental function (``accuracy=`` of ``exp``, ``log``,
+  ``sin``, ...): ``HIGHEST`` or the backend's ``DEFAULT``."""
+
+  HIGHEST = 1
+  DEFAULT = 2
+
+
+class Tolerance:
+  """An accuracy request as error bounds: absolute ``atol``, relative ``rtol`` and ``ulps``
+  (units in the last place); a value passed as ``accuracy=``."""
+
+  __slots__ = ("atol", "rtol", "ulps")
+
+  def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+    if atol < 0 or rtol < 0 or ulps < 0:
+      raise ValueError(f"Tolerance values must be non-negative, got atol={atol}, rtol={rtol}, "
+                       f"ulps={ulps}")
+    self.atol, self.rtol, self.ulps = float(atol), float(rtol), int(ulps)
+
+  def _key(self):
+    return (self.atol, self.rtol, self.ulps)
+
+  def __eq__(self, other):
+    return isinstance(other, Tolerance) and self._key() == other._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
+
+
 def _check_accuracy(name, accuracy):
-  if accuracy is not None:
-    raise NotImplementedError(f"lax.{name}: the accuracy argument is not supported yet")
+  # Accepted and validated; the CPU backend computes every function at its one accuracy
+  # (as JAX on CPU, which ignores the request).
+  if accuracy is not None and not isinstance(accuracy, (AccuracyMode, Tolerance)):
+    raise TypeError(f"lax.{name}: accuracy must be None, a lax.AccuracyMode or a "
+                    f"lax.Tolerance, got {accuracy!r}")
 
 
 def _real_dtype(dtype):
@@ -1518,3 +1554,5 @@ def mulhi(x, y):
 
 
 __all__ += ["eq_to_p", "le_to_p", "lt_to_p", "mulhi", "mulhi_p"]
+
+__all__ += ["AccuracyMode", "Tolerance"]
