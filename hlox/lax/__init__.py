@@ -26,3 +26,4 @@ from hlox.lax.convolution import *  # noqa: F401,F403
 from hlox.lax.solvers import *  # noqa: F401,F403
 from hlox.lax.rng import *  # noqa: F401,F403
 from hlox.lax.compiler_hints import *  # noqa: F401,F403
+from hlox.lax.ragged import *  # noqa: F401,F403
