@@ -27,3 +27,4 @@ from hlox.lax.solvers import *  # noqa: F401,F403
 from hlox.lax.rng import *  # noqa: F401,F403
 from hlox.lax.compiler_hints import *  # noqa: F401,F403
 from hlox.lax.ragged import *  # noqa: F401,F403
+from hlox.lax.scaled_dot import *  # noqa: F401,F403

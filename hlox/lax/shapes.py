@@ -760,3 +760,14 @@ def empty(shape, dtype, *, out_sharding=None):
 def shape_as_value(shape):
   """A static ``shape`` as a NumPy int64 vector (a constant wherever it is used)."""
   return np.asarray(_shape_tuple("shape_as_value", shape), dtype=np.int64)
+
+
+def dtype(x):
+  """The canonical dtype of ``x``: an array's (or tracer's) dtype, a Python scalar's default
+  dtype, or ``x`` itself as a dtype (64-bit types narrowed unless x64 is enabled)."""
+  if isinstance(x, (type, np.dtype, str)):
+    return dtypes.canonicalize_dtype(np.dtype(x))
+  return dtypes.dtype_of(x)
+
+
+__all__ += ["dtype"]
