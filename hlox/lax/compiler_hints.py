@@ -41,7 +41,7 @@ optimization_barrier_p = _MultiResult("optimization_barrier")
 optimization_barrier_p.def_abstract_eval(lambda *avals: list(avals))
 optimization_barrier_p.def_impl(partial(xla.apply_primitive, optimization_barrier_p))
 xla.register_lowering(optimization_barrier_p,
-                      lambda ctx, *args: list(hlo.optimization_barrier(list(args))))
+                      lambda ctx, *args: list(hlo.OptimizationBarrierOp(list(args)).results))
 
 
 def _optimization_barrier_jvp(primals, tangents):

@@ -745,7 +745,9 @@ def broadcast_shapes(*shapes):
 def broadcast_like(arr, like_arr):
   """``arr`` broadcast (NumPy rules, trailing dimensions aligned) to ``like_arr``'s shape."""
   shape, like = get_aval(arr).shape, get_aval(like_arr).shape
-  if broadcast_shapes(shape, like) != like:
+  ok = len(shape) <= len(like) and all(
+      d in (1, n) for d, n in zip(shape, like[len(like) - len(shape):]))
+  if not ok:
     raise ValueError(f"broadcast_like: cannot broadcast an array of shape {shape} to the "
                      f"shape {like} of like_arr")
   nlead = len(like) - len(shape)
