@@ -15,7 +15,7 @@ from hlox.config import enable_x64
 from hlox.core import dtypes
 from hlox.core.jaxpr import dce_jaxpr
 
-from tests.check_grads import check_grads, check_grads_x64
+from tests.check_grads import check_grads_x64
 from tests.util import assert_close, check_eager_and_jit
 
 RNG = np.random.default_rng(0)
