@@ -89,7 +89,9 @@ ad.defjvp_zero(rng_bit_generator_p)
 
 
 def _rng_bit_generator_batch(vals, dims, *, shape, dtype, algorithm):
-  # Each key drives its own generator: one call per key (XLA's op takes a single state).
+  # Each key drives its own generator: one call per key (XLA's op takes a single state), so
+  # vmap agrees with a loop. (JAX's rule instead draws the whole batch from the first key
+  # and advances only that one; batched bits therefore differ from JAX's.)
   (keys,), (d,) = vals, dims
   keys = batching.moveaxis(keys, d, 0)
   results = [rng_bit_generator_p.bind(k, shape=shape, dtype=dtype, algorithm=algorithm)
