@@ -19,7 +19,7 @@ from functools import partial
 from typing import Callable, NamedTuple
 
 from hlox import tree_util
-from hlox.core.jaxpr import eval_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, dce_jaxpr, eval_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
@@ -177,6 +177,10 @@ def _transposed(fun, avals):
   return vecmat
 
 
+def _dce_closed(closed):
+  return ClosedJaxpr(dce_jaxpr(closed.jaxpr)[0], closed.consts)
+
+
 def custom_linear_solve(matvec: Callable, b, solve: Callable,
                         transpose_solve: Callable | None = None, symmetric: bool = False,
                         has_aux: bool = False):
@@ -212,6 +216,7 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable,
     vecmat = _unflat_fn(vecmat_flat, tree)
     vm_fn = _cached_wrapper(("vecmat", mv), matvec, lambda _: vecmat)
     vm, vm_consts, _ = _trace_fun(vm_fn, args_tree, avals, api)
+    vm = _memo(_dce_closed, vm)  # the VJP's forward pass at zero is dead code
     tsv_fn = _cached_wrapper(("transpose_solve", vm), transpose_solve,
                              _bound_solve(vecmat))
     tsv, tsv_consts, tsv_tree = _trace_fun(tsv_fn, args_tree, avals, api)
