@@ -300,6 +300,15 @@ def _custom_jvp_rule_jvp(primals, tangents, *, rule, name):
 ad.primitive_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr, **params):
+  # A custom_jvp function applied to a linear value outside of its own JVP (a tangent solve
+  # inside lax.custom_root, say) is linear there: transpose its call jaxpr (JAX inlines the
+  # call under partial evaluation, which comes to the same).
+  return ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(args), list(cts))
+
+ad.primitive_transposes[custom_jvp_call_p] = _custom_jvp_call_transpose
+
+
 # --- custom_vjp --------------------------------------------------------------------------
 
 custom_vjp_call_p = _CallPrimitive("custom_vjp_call")

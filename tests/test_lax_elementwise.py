@@ -529,7 +529,7 @@ def test_dtype_errors():
     lax.complex(np.ones(2, np.float16), np.ones(2, np.float16))
   with pytest.raises(TypeError, match="lt does not accept dtype complex64"):
     lax.lt(np.ones(2, np.complex64), np.ones(2, np.complex64))
-  with pytest.raises(NotImplementedError, match="accuracy"):
+  with pytest.raises(TypeError, match="accuracy"):
     lax.exp(f, accuracy=1e-3)
 
 

@@ -22,3 +22,9 @@ from hlox.lax.control_flow import *  # noqa: F401,F403
 from hlox.lax.special import *  # noqa: F401,F403
 from hlox.lax.fft import *  # noqa: F401,F403
 from hlox.lax import linalg  # noqa: F401
+from hlox.lax.convolution import *  # noqa: F401,F403
+from hlox.lax.solvers import *  # noqa: F401,F403
+from hlox.lax.rng import *  # noqa: F401,F403
+from hlox.lax.compiler_hints import *  # noqa: F401,F403
+from hlox.lax.ragged import *  # noqa: F401,F403
+from hlox.lax.scaled_dot import *  # noqa: F401,F403

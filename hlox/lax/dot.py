@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import operator
+from typing import NamedTuple, Union
 
 import numpy as np
 
@@ -23,7 +24,8 @@ from hlox.lax.windowed import padtype_to_pads
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["Precision", "dot_general", "dot", "batch_matmul", "dot_general_p"]
+__all__ = ["Precision", "dot_general", "dot", "batch_matmul", "dot_general_p", "DotAlgorithm",
+           "DotAlgorithmPreset", "PrecisionLike", "DotDimensionNumbers"]
 
 
 class Precision(enum.Enum):
@@ -57,13 +59,90 @@ _precision_names = {
 }
 
 
-def canonicalize_precision(precision):
-  """``None`` or a pair ``(lhs_precision, rhs_precision)`` of :class:`Precision` values.
+class DotAlgorithm(NamedTuple):
+  """A contraction algorithm: the types the operands are rounded to, the accumulation type,
+  how many components each operand is split into and how many primitive products are
+  summed. Pass it as ``precision=`` to ``dot_general``; hlox emulates it by rounding the
+  operands to their precision types and accumulating in ``accumulation_type``."""
 
-  Accepts ``None``, a :class:`Precision`, a string naming one, or a pair of either.
+  lhs_precision_type: object
+  rhs_precision_type: object
+  accumulation_type: object
+  lhs_component_count: int = 1
+  rhs_component_count: int = 1
+  num_primitive_operations: int = 1
+  allow_imprecise_accumulation: bool = False
+
+
+class DotAlgorithmPreset(enum.Enum):
+  """Named contraction algorithms (``INPUT_INPUT_ACCUMULATION[_Xn]``), passed as
+  ``precision=``. On CPU, as in JAX, ``DEFAULT``, ``F16_F16_F16``, ``BF16_BF16_F32`` (and
+  its X3/X6 forms), ``F32_F32_F32`` and ``F64_F64_F64`` are supported; the others raise."""
+
+  DEFAULT = enum.auto()
+  ANY_F8_ANY_F8_F32 = enum.auto()
+  ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+  ANY_F8_ANY_F8_ANY = enum.auto()
+  ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+  F16_F16_F16 = enum.auto()
+  F16_F16_F32 = enum.auto()
+  BF16_BF16_BF16 = enum.auto()
+  BF16_BF16_F32 = enum.auto()
+  BF16_BF16_F32_X3 = enum.auto()
+  BF16_BF16_F32_X6 = enum.auto()
+  BF16_BF16_F32_X9 = enum.auto()
+  TF32_TF32_F32 = enum.auto()
+  TF32_TF32_F32_X3 = enum.auto()
+  F32_F32_F32 = enum.auto()
+  F64_F64_F64 = enum.auto()
+
+  def __repr__(self):
+    return f"DotAlgorithmPreset.{self.name}"
+
+  def __str__(self):
+    return self.name
+
+
+# What the CPU backend does with each preset it supports (as XLA:CPU under JAX): F16_F16_F16
+# rounds the operands to float16 and accumulates there; the others compute in the operand
+# dtype. ``None``: nothing to emulate.
+_CPU_PRESETS = {
+    DotAlgorithmPreset.DEFAULT: None,
+    DotAlgorithmPreset.F16_F16_F16: DotAlgorithm(np.float16, np.float16, np.float16),
+    DotAlgorithmPreset.BF16_BF16_F32: None,
+    DotAlgorithmPreset.BF16_BF16_F32_X3: None,
+    DotAlgorithmPreset.BF16_BF16_F32_X6: None,
+    DotAlgorithmPreset.F32_F32_F32: None,
+    DotAlgorithmPreset.F64_F64_F64: None,
+}
+
+PrecisionLike = Union[None, str, Precision, tuple, DotAlgorithm, DotAlgorithmPreset]
+
+
+class DotDimensionNumbers(NamedTuple):
+  """``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`` of ``dot_general``
+  (any pair of pairs of index sequences is accepted where this type is)."""
+
+  contracting_dims: tuple
+  batch_dims: tuple
+
+
+def canonicalize_precision(precision):
+  """``None``, a pair ``(lhs_precision, rhs_precision)`` of :class:`Precision` values, or a
+  :class:`DotAlgorithm` / :class:`DotAlgorithmPreset` (kept as given).
+
+  Accepts ``None``, a :class:`Precision`, a string naming one, a pair of either, or an
+  algorithm.
   """
   if precision is None:
     return None
+  if isinstance(precision, DotAlgorithmPreset):
+    return precision
+  if isinstance(precision, DotAlgorithm):
+    return precision._replace(
+        lhs_precision_type=dtypes.canonicalize_dtype(np.dtype(precision.lhs_precision_type)),
+        rhs_precision_type=dtypes.canonicalize_dtype(np.dtype(precision.rhs_precision_type)),
+        accumulation_type=dtypes.canonicalize_dtype(np.dtype(precision.accumulation_type)))
   if isinstance(precision, Precision):
     return (precision, precision)
   if isinstance(precision, str):
@@ -225,6 +304,9 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                           preferred_element_type, out_sharding=None):
   lhs_aval, rhs_aval = ctx.avals_in
   aval_out = ctx.avals_out[0]
+  algorithm = _algorithm_for(precision, ctx.module_context.platform)
+  if algorithm is not None:
+    return _emulated_dot(ctx, lhs, rhs, dimension_numbers, algorithm)
   if lhs_aval.dtype != rhs_aval.dtype or _needs_operand_conversion(lhs_aval.dtype,
                                                                    aval_out.dtype):
     lhs = xla.convert_hlo(lhs, lhs_aval, lhs_aval.update(dtype=aval_out.dtype))
@@ -234,10 +316,45 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
       lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
       lhs_contracting_dimensions=list(lhs_contract),
       rhs_contracting_dimensions=list(rhs_contract))
-  pair = precision or (Precision.DEFAULT, Precision.DEFAULT)
+  pair = precision if isinstance(precision, tuple) and not isinstance(
+      precision, DotAlgorithm) else (Precision.DEFAULT, Precision.DEFAULT)
   precision_config = ir.ArrayAttr.get([hlo.PrecisionAttr.get(p.name) for p in pair])
   return hlo.dot_general(xla.aval_to_ir_type(aval_out), lhs, rhs, dnums,
                          precision_config=precision_config)
+
+
+def _algorithm_for(precision, platform):
+  """The :class:`DotAlgorithm` to emulate for ``precision`` (None: a plain dot)."""
+  if isinstance(precision, DotAlgorithm):
+    return precision
+  if isinstance(precision, DotAlgorithmPreset):
+    if precision not in _CPU_PRESETS:
+      raise ValueError(f"The precision '{precision.name}' is not supported by dot_general "
+                       f"on {platform.upper() if platform == 'cpu' else platform}")
+    return _CPU_PRESETS[precision]
+  return None
+
+
+def _emulated_dot(ctx, lhs, rhs, dimension_numbers, algorithm):
+  """Round the operands to the algorithm's types, contract accumulating in its
+  accumulation type, and convert to the result dtype."""
+  lhs_aval, rhs_aval = ctx.avals_in
+  aval_out = ctx.avals_out[0]
+  lhs_t, rhs_t = np.dtype(algorithm.lhs_precision_type), np.dtype(algorithm.rhs_precision_type)
+  acc = np.dtype(algorithm.accumulation_type)
+  if lhs_t != rhs_t:
+    raise ValueError(f"dot_general: algorithm {algorithm} needs equal lhs and rhs precision "
+                     "types on this backend")
+  lhs = xla.convert_hlo(lhs, lhs_aval, lhs_aval.update(dtype=lhs_t))
+  rhs = xla.convert_hlo(rhs, rhs_aval, rhs_aval.update(dtype=rhs_t))
+  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+  dnums = hlo.DotDimensionNumbers.get(
+      lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
+      lhs_contracting_dimensions=list(lhs_contract),
+      rhs_contracting_dimensions=list(rhs_contract))
+  acc_aval = aval_out.update(dtype=acc)
+  out = hlo.dot_general(xla.aval_to_ir_type(acc_aval), lhs, rhs, dnums)
+  return xla.convert_hlo(out, acc_aval, aval_out)
 
 xla.register_lowering(dot_general_p, _dot_general_lowering)
 
@@ -280,7 +397,13 @@ def _dot_general_transpose_rhs(ct, x, y, *, dimension_numbers, precision,
                                preferred_element_type, out_sharding=None):
   (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
   swapped = ((y_contract, x_contract), (y_batch, x_batch))
-  swapped_precision = None if precision is None else (precision[1], precision[0])
+  if isinstance(precision, DotAlgorithm):
+    swapped_precision = precision._replace(lhs_precision_type=precision.rhs_precision_type,
+                                           rhs_precision_type=precision.lhs_precision_type)
+  elif isinstance(precision, tuple):
+    swapped_precision = (precision[1], precision[0])
+  else:
+    swapped_precision = precision
   return _dot_general_transpose_lhs(ct, y, x, dimension_numbers=swapped,
                                     precision=swapped_precision,
                                     preferred_element_type=preferred_element_type,
@@ -409,8 +532,6 @@ def batch_matmul(lhs, rhs, precision=None):
 # ``conv_general_dilated`` is written as a composition: the input windows are gathered with
 # strided slices (one per kernel position) and contracted with the kernel by ``dot_general``.
 # Being a composition, it gets JVP, transpose and batching from the primitives it uses.
-
-from typing import NamedTuple  # noqa: E402
 
 
 class ConvDimensionNumbers(NamedTuple):

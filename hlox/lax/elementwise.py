@@ -123,9 +123,45 @@ def _scalar_as(name, x, dtype, weak):
   return value[()]
 
 
+class AccuracyMode(enum.Enum):
+  """Requested accuracy of a transcendental function (``accuracy=`` of ``exp``, ``log``,
+  ``sin``, ...): ``HIGHEST`` or the backend's ``DEFAULT``."""
+
+  HIGHEST = 1
+  DEFAULT = 2
+
+
+class Tolerance:
+  """An accuracy request as error bounds: absolute ``atol``, relative ``rtol`` and ``ulps``
+  (units in the last place); a value passed as ``accuracy=``."""
+
+  __slots__ = ("atol", "rtol", "ulps")
+
+  def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+    if atol < 0 or rtol < 0 or ulps < 0:
+      raise ValueError(f"Tolerance values must be non-negative, got atol={atol}, rtol={rtol}, "
+                       f"ulps={ulps}")
+    self.atol, self.rtol, self.ulps = float(atol), float(rtol), int(ulps)
+
+  def _key(self):
+    return (self.atol, self.rtol, self.ulps)
+
+  def __eq__(self, other):
+    return isinstance(other, Tolerance) and self._key() == other._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
+
+
 def _check_accuracy(name, accuracy):
-  if accuracy is not None:
-    raise NotImplementedError(f"lax.{name}: the accuracy argument is not supported yet")
+  # Accepted and validated; the CPU backend computes every function at its one accuracy
+  # (as JAX on CPU, which ignores the request).
+  if accuracy is not None and not isinstance(accuracy, (AccuracyMode, Tolerance)):
+    raise TypeError(f"lax.{name}: accuracy must be None, a lax.AccuracyMode or a "
+                    f"lax.Tolerance, got {accuracy!r}")
 
 
 def _real_dtype(dtype):
@@ -1476,3 +1512,47 @@ def copy(x):
   """A copy of ``x`` (a new buffer when run eagerly)."""
   return copy_p.bind(x)
 
+
+
+# --- total-order comparisons and mulhi ---------------------------------------------------
+# ``eq_to``/``le_to``/``lt_to`` compare floats in IEEE total order (-NaN < -inf < ... < -0.0
+# < +0.0 < ... < inf < NaN), the order sort uses; on other dtypes they are ``eq``/``le``/``lt``.
+
+def _total_order_lowering(direction):
+  def rule(ctx, x, y):
+    dtype = ctx.avals_in[0].dtype
+    x, y = xla.multi_broadcast((x, y), ctx.avals_in, ctx.avals_out[0].shape)
+    if not dtypes.is_float(dtype):
+      return xla.compare_hlo(x, y, direction, dtype)
+    return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                       compare_type=hlo.ComparisonTypeAttr.get("TOTALORDER"))
+  return rule
+
+
+def _total_order_comparison(name, direction, kinds):
+  prim = binop(kinds, name, result_dtype=_to_bool)
+  xla.register_lowering(prim, _total_order_lowering(direction))
+  ad.defjvp_zero(prim)
+  defbroadcasting(prim)
+  return prim
+
+
+eq_to_p = _total_order_comparison("eq_to", "EQ", any_kinds)
+le_to_p = _total_order_comparison("le_to", "LE", ("bool", "int", "float"))
+lt_to_p = _total_order_comparison("lt_to", "LT", ("bool", "int", "float"))
+
+
+mulhi_p = binop(int_kinds, "mulhi")
+xla.register_lowering(mulhi_p, nary_lowering(chlo.mulhi))
+ad.defjvp_zero(mulhi_p)
+defbroadcasting(mulhi_p)
+
+def mulhi(x, y):
+  """Elementwise high half of the double-width integer product ``x * y`` (the top N bits
+  of the 2N-bit product of N-bit integers; signed or unsigned as the dtype)."""
+  return mulhi_p.bind(*_operands("mulhi", x, y))
+
+
+__all__ += ["eq_to_p", "le_to_p", "lt_to_p", "mulhi", "mulhi_p"]
+
+__all__ += ["AccuracyMode", "Tolerance"]

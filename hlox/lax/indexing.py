@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import operator
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -1244,11 +1245,9 @@ def scatter_add(operand, scatter_indices, updates, dimension_numbers, *,
 
 def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-  """Scatter that subtracts ``updates`` from ``operand`` (a ``scatter_add`` of the negated
-  updates, so it shares that primitive's rules)."""
-  return scatter_add(operand, scatter_indices, ew.neg(updates), dimension_numbers,
-                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                     mode=mode)
+  """Scatter that subtracts ``updates`` from ``operand`` (repeated indices accumulate)."""
+  return _bind_scatter(scatter_sub_p, operand, scatter_indices, updates, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode)
 
 
 def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *,
@@ -1299,3 +1298,65 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
   updates = broadcast_in_dim(np.zeros((), dtype), tuple(update_shape), ())
   return _bind_scatter(scatter_apply_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode, update_jaxpr=jaxpr)
+
+
+# --- scatter_sub -------------------------------------------------------------------------
+# Its own primitive (JAX's ``scatter-sub``), linear in operand and updates like scatter_add.
+
+scatter_sub_p = _scatter_primitive("scatter-sub", lambda old, new, dtype: hlo.subtract(old, new),
+                                   lambda d: d != dtypes.bool_)
+
+
+def _scatter_sub_jvp(primals, tangents, **params):
+  operand, indices, updates = primals
+  g_operand, _, g_updates = tangents
+  out = scatter_sub_p.bind(operand, indices, updates, **params)
+  if type(g_operand) is ad.Zero and type(g_updates) is ad.Zero:
+    return out, ad.Zero.from_primal_value(out)
+  return out, scatter_sub_p.bind(ad.instantiate_zeros(g_operand), indices,
+                                 ad.instantiate_zeros(g_updates), **params)
+
+ad.primitive_jvps[scatter_sub_p] = _scatter_sub_jvp
+
+
+def _scatter_sub_transpose(ct, operand, indices, updates, *, dimension_numbers,
+                           indices_are_sorted, unique_indices, mode):
+  ct_operand, _, ct_updates = _scatter_add_transpose(
+      ct, operand, indices, updates, dimension_numbers=dimension_numbers,
+      indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+  if ct_updates is not None and type(ct_updates) is not ad.Zero:
+    ct_updates = ew.neg(ct_updates)
+  return [ct_operand, None, ct_updates]
+
+ad.primitive_transposes[scatter_sub_p] = _scatter_sub_transpose
+batching.primitive_batchers[scatter_sub_p] = functools.partial(_scatter_batch_rule,
+                                                               scatter_sub_p)
+__all__ += ["scatter_sub_p"]
+
+
+def index_take(src, idxs, axes):
+  """``src[idxs[0], idxs[1], ...]`` along ``axes``: equal-length 1-d index arrays pick
+  entries (negative indices wrap), the other dimensions follow. A single gather."""
+  axes = tuple(operator.index(a) for a in axes)
+  idxs = list(idxs)
+  if len(idxs) != len(axes):
+    raise ValueError(f"index_take: got {len(idxs)} index arrays for {len(axes)} axes")
+  src_aval = get_aval(src)
+  columns = []
+  for i, ax in zip(idxs, axes):
+    size = src_aval.shape[ax]
+    i_aval = get_aval(i)
+    dtype = i_aval.dtype if dtypes.is_int(i_aval.dtype) else np.dtype(np.int32)
+    i = convert_element_type(i, dtype)
+    r = ew.rem(i, np.asarray(size, dtype))
+    r = ew.select(ew.lt(r, np.asarray(0, dtype)), ew.add(r, np.asarray(size, dtype)), r)
+    columns.append(reshape(r, (get_aval(r).shape[0], 1)))
+  indices = concatenate(columns, 1) if len(columns) > 1 else columns[0]
+  slice_sizes = tuple(1 if d in axes else n for d, n in enumerate(src_aval.shape))
+  dnums = GatherDimensionNumbers(offset_dims=tuple(range(1, src_aval.ndim - len(axes) + 1)),
+                                 collapsed_slice_dims=tuple(sorted(axes)),
+                                 start_index_map=axes)
+  return gather(src, indices, dnums, slice_sizes)
+
+
+__all__ += ["index_take"]

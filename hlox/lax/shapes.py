@@ -32,7 +32,9 @@ __all__ = ["broadcast_to_rank", "iota", "broadcasted_iota", "broadcast_in_dim", 
            "slice_in_dim", "index_in_dim", "split", "collapse", "full", "full_like",
            "zeros_like_array",
            "iota_p", "broadcast_in_dim_p", "reshape_p", "transpose_p", "squeeze_p", "rev_p",
-           "pad_p", "concatenate_p", "slice_p"]
+           "pad_p", "concatenate_p", "slice_p",
+           "split_p", "stack", "stack_p", "unstack", "unstack_p", "tile", "tile_p",
+           "broadcast_shapes", "broadcast_like", "empty", "shape_as_value"]
 
 
 # --- iota --------------------------------------------------------------------------------
@@ -476,25 +478,6 @@ def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
   return result if keepdims else squeeze(result, (axis,))
 
 
-def split(operand, sizes, axis: int = 0):
-  """Split ``operand`` along ``axis`` into pieces of the given ``sizes`` (summing to the
-  axis size)."""
-  aval = get_aval(operand)
-  axis = operator.index(axis)
-  if not -aval.ndim <= axis < aval.ndim:
-    raise ValueError(f"split: axis {axis} out of range for operand {aval.str_short()}")
-  axis %= aval.ndim
-  sizes = _static_ints("split", "sizes", sizes)
-  if any(s < 0 for s in sizes) or builtins.sum(sizes) != aval.shape[axis]:
-    raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
-                     f"{aval.shape[axis]} of axis {axis} of operand {aval.str_short()}")
-  out, start = [], 0
-  for s in sizes:
-    out.append(slice_in_dim(operand, start, start + s, 1, axis))
-    start += s
-  return out
-
-
 def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
   """Merge dimensions ``[start_dimension, stop_dimension)`` into one (row-major)."""
   shape = get_aval(operand).shape
@@ -519,3 +502,275 @@ def broadcast_to_rank(x, rank: int):
   if ndim >= rank:
     return x
   return broadcast(x, (1,) * (rank - ndim))
+
+
+# --- split, stack, unstack, tile ---------------------------------------------------------
+# Each is one primitive (as in JAX) rather than a chain of slices, so a jaxpr shows the
+# intent and transposition is a single concatenate / stack / reduce.
+
+def _split_shape_rule(operand, *, sizes, axis):
+  if not 0 <= axis < operand.ndim:
+    raise ValueError(f"split: axis {axis} out of range for operand {operand.str_short()}")
+  if any(s < 0 for s in sizes) or builtins.sum(sizes) != operand.shape[axis]:
+    raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
+                     f"{operand.shape[axis]} of axis {axis} of operand {operand.str_short()}")
+  return [operand.shape[:axis] + (s,) + operand.shape[axis + 1:] for s in sizes]
+
+
+split_p = standard_primitive(_split_shape_rule,
+                             lambda operand, *, sizes, axis: [operand.dtype] * len(sizes),
+                             "split", weak_type_rule=_keep_weak, multiple_results=True)
+
+def _split_lowering(ctx, x, *, sizes, axis):
+  outs, start = [], 0
+  shape = ctx.avals_in[0].shape
+  for s in sizes:
+    lo = [0] * len(shape)
+    hi = list(shape)
+    lo[axis], hi[axis] = start, start + s
+    outs.append(hlo.slice(x, xla._dense_i64(lo), xla._dense_i64(hi),
+                          xla._dense_i64([1] * len(shape))))
+    start += s
+  return outs
+
+xla.register_lowering(split_p, _split_lowering)
+
+def _split_jvp(primals, tangents, *, sizes, axis):
+  outs = split_p.bind(primals[0], sizes=sizes, axis=axis)
+  if type(tangents[0]) is ad.Zero:
+    return outs, [ad.Zero.from_primal_value(o) for o in outs]
+  return outs, split_p.bind(tangents[0], sizes=sizes, axis=axis)
+
+ad.primitive_jvps[split_p] = _split_jvp
+
+def _split_transpose(cts, operand, *, sizes, axis):
+  shape = operand.aval.shape
+  pieces = [full(shape[:axis] + (s,) + shape[axis + 1:], 0, operand.aval.dtype)
+            if type(ct) is ad.Zero else ct for ct, s in zip(cts, sizes)]
+  return [concatenate(pieces, axis)]
+
+ad.primitive_transposes[split_p] = _split_transpose
+
+def _split_batch_rule(vals, dims, *, sizes, axis):
+  (x,), (d,) = vals, dims
+  outs = split_p.bind(x, sizes=sizes, axis=axis + (axis >= d))
+  return outs, [d] * len(outs)
+
+batching.primitive_batchers[split_p] = _split_batch_rule
+
+
+def split(operand, sizes, axis: int = 0):
+  """Split ``operand`` along ``axis`` into pieces of the given ``sizes`` (summing to the
+  axis size)."""
+  aval = get_aval(operand)
+  axis = operator.index(axis)
+  if not -aval.ndim <= axis < aval.ndim:
+    raise ValueError(f"split: axis {axis} out of range for operand {aval.str_short()}")
+  sizes = _static_ints("split", "sizes", sizes)
+  return list(split_p.bind(operand, sizes=sizes, axis=axis % aval.ndim))
+
+
+def _stack_shape_rule(*operands, axis):
+  if not operands:
+    raise ValueError("stack: expected at least one operand")
+  if len({o.shape for o in operands}) != 1:
+    raise TypeError(f"stack: operands must have the same shape, got {shape_str(operands)}")
+  shape = operands[0].shape
+  if not 0 <= axis <= len(shape):
+    raise ValueError(f"stack: axis {axis} out of range for operands {shape_str(operands)}")
+  return shape[:axis] + (len(operands),) + shape[axis:]
+
+
+def _stack_dtype_rule(*operands, axis):
+  if len({o.dtype for o in operands}) != 1:
+    raise TypeError(f"stack: operands must have the same dtype, got {shape_str(operands)}")
+  return operands[0].dtype
+
+
+stack_p = standard_primitive(_stack_shape_rule, _stack_dtype_rule, "stack")
+
+def _stack_lowering(ctx, *xs, axis):
+  shape = ctx.avals_in[0].shape
+  piece = ctx.avals_in[0].update(shape=shape[:axis] + (1,) + shape[axis:])
+  parts = [hlo.reshape(xla.aval_to_ir_type(piece), x) for x in xs]
+  return hlo.concatenate(parts, xla.i64_attr(axis)) if len(parts) > 1 else parts[0]
+
+xla.register_lowering(stack_p, _stack_lowering)
+
+def _stack_transpose(ct, *operands, axis):
+  pieces = unstack_p.bind(ct, axis=axis)
+  return [p if ad.is_undefined_primal(o) else None for p, o in zip(pieces, operands)]
+
+ad.deflinear(stack_p, _stack_transpose)
+
+def _stack_batch_rule(vals, dims, *, axis):
+  size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+  operands = [batching.matchaxis(v, d, 0, size) for v, d in zip(vals, dims)]
+  return stack_p.bind(*operands, axis=axis + 1), 0
+
+batching.primitive_batchers[stack_p] = _stack_batch_rule
+
+
+def stack(operands, axis: int = 0):
+  """Join equally shaped ``operands`` along a new dimension ``axis``."""
+  operands = list(operands)
+  if not operands:
+    raise ValueError("stack: requires a non-empty sequence of arrays")
+  ndim = get_aval(operands[0]).ndim
+  axis = operator.index(axis)
+  if not -(ndim + 1) <= axis <= ndim:
+    raise ValueError(f"stack: axis {axis} is out of bounds for arrays of dimension {ndim}")
+  return stack_p.bind(*operands, axis=axis % (ndim + 1))
+
+
+def _unstack_shape_rule(operand, *, axis):
+  if not 0 <= axis < operand.ndim:
+    raise ValueError(f"unstack: axis {axis} out of range for operand {operand.str_short()}")
+  return [operand.shape[:axis] + operand.shape[axis + 1:]] * operand.shape[axis]
+
+
+unstack_p = standard_primitive(_unstack_shape_rule,
+                               lambda operand, *, axis: [operand.dtype] * operand.shape[axis],
+                               "unstack", weak_type_rule=_keep_weak, multiple_results=True)
+
+def _unstack_lowering(ctx, x, *, axis):
+  shape = ctx.avals_in[0].shape
+  out_type = xla.aval_to_ir_type(ctx.avals_out[0]) if ctx.avals_out else None
+  outs = []
+  for i in range(shape[axis]):
+    lo, hi = [0] * len(shape), list(shape)
+    lo[axis], hi[axis] = i, i + 1
+    piece = hlo.slice(x, xla._dense_i64(lo), xla._dense_i64(hi),
+                      xla._dense_i64([1] * len(shape)))
+    outs.append(hlo.reshape(out_type, piece))
+  return outs
+
+xla.register_lowering(unstack_p, _unstack_lowering)
+
+def _unstack_jvp(primals, tangents, *, axis):
+  outs = unstack_p.bind(primals[0], axis=axis)
+  if type(tangents[0]) is ad.Zero:
+    return outs, [ad.Zero.from_primal_value(o) for o in outs]
+  return outs, unstack_p.bind(tangents[0], axis=axis)
+
+ad.primitive_jvps[unstack_p] = _unstack_jvp
+
+def _unstack_transpose(cts, operand, *, axis):
+  aval = operand.aval
+  piece = aval.shape[:axis] + aval.shape[axis + 1:]
+  cts = [full(piece, 0, aval.dtype) if type(ct) is ad.Zero else ct for ct in cts]
+  if not cts:
+    return [full(aval.shape, 0, aval.dtype)]
+  return [stack_p.bind(*cts, axis=axis)]
+
+ad.primitive_transposes[unstack_p] = _unstack_transpose
+
+def _unstack_batch_rule(vals, dims, *, axis):
+  (x,), (d,) = vals, dims
+  x = batching.moveaxis(x, d, 0)
+  outs = unstack_p.bind(x, axis=axis + 1)
+  return outs, [0] * len(outs)
+
+batching.primitive_batchers[unstack_p] = _unstack_batch_rule
+
+
+def unstack(x, axis: int = 0):
+  """The slices of ``x`` along ``axis``, as a tuple of arrays of one dimension less."""
+  ndim = get_aval(x).ndim
+  axis = operator.index(axis)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"unstack: axis {axis} is out of bounds for an array of dimension "
+                     f"{ndim}")
+  return tuple(unstack_p.bind(x, axis=axis % ndim))
+
+
+def _tile_shape_rule(operand, *, reps):
+  if len(reps) != operand.ndim:
+    raise TypeError(f"tile: reps {reps} must have one entry per dimension of "
+                    f"{operand.str_short()}")
+  if any(r < 0 for r in reps):
+    raise ValueError(f"tile: reps {reps} must be non-negative")
+  return tuple(d * r for d, r in zip(operand.shape, reps))
+
+
+tile_p = standard_primitive(_tile_shape_rule, _keep_dtype, "tile", weak_type_rule=_keep_weak)
+
+def _tile_lowering(ctx, x, *, reps):
+  aval = ctx.avals_in[0]
+  # (d0, d1, ...) -> (1, d0, 1, d1, ...) -> broadcast (r0, d0, r1, d1, ...) -> flatten pairs.
+  expanded = aval.update(shape=tuple(k for d in aval.shape for k in (1, d)))
+  x = hlo.reshape(xla.aval_to_ir_type(expanded), x)
+  wide = aval.update(shape=tuple(k for r, d in zip(reps, aval.shape) for k in (r, d)))
+  x = xla.broadcast_in_dim(x, wide, list(range(2 * aval.ndim)))
+  return hlo.reshape(xla.aval_to_ir_type(ctx.avals_out[0]), x)
+
+xla.register_lowering(tile_p, _tile_lowering)
+
+def _tile_transpose(ct, operand, *, reps):
+  shape = operand.aval.shape
+  wide = reshape(ct, tuple(k for r, d in zip(reps, shape) for k in (r, d)))
+  return [reduce_sum(wide, tuple(range(0, 2 * len(shape), 2)))]
+
+ad.deflinear(tile_p, _tile_transpose)
+
+def _tile_batch_rule(vals, dims, *, reps):
+  (x,), (d,) = vals, dims
+  return tile_p.bind(x, reps=reps[:d] + (1,) + reps[d:]), d
+
+batching.primitive_batchers[tile_p] = _tile_batch_rule
+
+
+def tile(operand, reps):
+  """``operand`` repeated ``reps[i]`` times along each dimension ``i``."""
+  return tile_p.bind(operand, reps=_static_ints("tile", "reps", reps))
+
+
+# --- shape helpers -----------------------------------------------------------------------
+
+def broadcast_shapes(*shapes):
+  """The NumPy broadcast of ``shapes`` (size-1 dimensions stretch; ranks align right)."""
+  if not shapes:
+    return ()
+  shapes = [_shape_tuple("broadcast_shapes", s) for s in shapes]
+  rank = builtins.max(len(s) for s in shapes)
+  padded = [(1,) * (rank - len(s)) + s for s in shapes]
+  result = []
+  for dims in zip(*padded):
+    non_one = {d for d in dims if d != 1}
+    if len(non_one) > 1:
+      raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}")
+    result.append(non_one.pop() if non_one else 1)
+  return tuple(result)
+
+
+def broadcast_like(arr, like_arr):
+  """``arr`` broadcast (NumPy rules, trailing dimensions aligned) to ``like_arr``'s shape."""
+  shape, like = get_aval(arr).shape, get_aval(like_arr).shape
+  ok = len(shape) <= len(like) and all(
+      d in (1, n) for d, n in zip(shape, like[len(like) - len(shape):]))
+  if not ok:
+    raise ValueError(f"broadcast_like: cannot broadcast an array of shape {shape} to the "
+                     f"shape {like} of like_arr")
+  nlead = len(like) - len(shape)
+  return broadcast_in_dim(arr, like, tuple(range(nlead, len(like))))
+
+
+def empty(shape, dtype, *, out_sharding=None):
+  """An array of ``shape`` and ``dtype`` whose contents do not matter (zeros, here)."""
+  return full(shape, 0, dtypes.canonicalize_dtype(dtype))
+
+
+def shape_as_value(shape):
+  """A static ``shape`` as a NumPy int64 vector (a constant wherever it is used)."""
+  return np.asarray(_shape_tuple("shape_as_value", shape), dtype=np.int64)
+
+
+def dtype(x):
+  """The canonical dtype of ``x``: an array's (or tracer's) dtype, a Python scalar's default
+  dtype, or ``x`` itself as a dtype (64-bit types narrowed unless x64 is enabled)."""
+  if isinstance(x, (type, np.dtype, str)):
+    return dtypes.canonicalize_dtype(np.dtype(x))
+  return dtypes.dtype_of(x)
+
+
+__all__ += ["dtype"]

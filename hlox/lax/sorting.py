@@ -289,3 +289,110 @@ def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
   axis = canonicalize_axis(axis, aval.ndim, "top_k")
   values, indices = top_k_p.bind(operand, axis=axis, is_stable=bool(is_stable), k=k)
   return values, indices
+
+
+# --- approx_max_k / approx_min_k ---------------------------------------------------------
+# TPUs have an approximate top-k; elsewhere (as JAX's CPU fallback) the answer is the exact
+# one: a stable sort of (operand, iota) along the reduction dimension, then a slice. The
+# recall target is accepted and has nothing to trade off here.
+
+def _approx_top_k_shape_rule(operand, *, k, reduction_dimension, recall_target, is_max_k,
+                             reduction_input_size_override, aggregate_to_topk):
+  if k <= 0:
+    raise ValueError(f"approx_top_k: k must be positive, got {k}")
+  if operand.ndim == 0:
+    raise TypeError(f"approx_top_k operand must have >= 1 dimension, got "
+                    f"{operand.str_short()}")
+  if operand.shape[reduction_dimension] < k:
+    raise ValueError(f"approx_top_k: k must be smaller than the size of reduction_dim "
+                     f"{operand.shape[reduction_dimension]}, got {k}")
+  shape = list(operand.shape)
+  shape[reduction_dimension] = k
+  return [tuple(shape)] * 2
+
+
+def _approx_top_k_dtype_rule(operand, **params):
+  if not dtypes.is_float(operand.dtype):
+    raise ValueError(f"approx_top_k: operand must be a floating type, got "
+                     f"{operand.str_short()}")
+  return [operand.dtype, dtypes.int32]
+
+
+approx_top_k_p = standard_primitive(_approx_top_k_shape_rule, _approx_top_k_dtype_rule,
+                                    "approx_top_k", weak_type_rule=_top_k_weak_rule,
+                                    multiple_results=True)
+
+
+def _approx_top_k_lowering(ctx, operand, *, k, reduction_dimension, is_max_k, **params):
+  aval = ctx.avals_in[0]
+  axis = reduction_dimension
+  iota_aval = aval.update(dtype=dtypes.int32, weak_type=False)
+  iota = hlo.iota(xla.aval_to_ir_type(iota_aval), xla.i64_attr(axis))
+  values, indices = _build_sort([operand, iota], [aval, iota_aval], axis, True, 1,
+                                direction="GT" if is_max_k else "LT")
+  limit = list(aval.shape)
+  limit[axis] = k
+  start, strides = [0] * aval.ndim, [1] * aval.ndim
+  return [hlo.slice(x, xla.dense_i64(start), xla.dense_i64(limit), xla.dense_i64(strides))
+          for x in (values, indices)]
+
+xla.register_lowering(approx_top_k_p, _approx_top_k_lowering)
+
+
+def _approx_top_k_jvp(primals, tangents, **params):
+  (operand,), (t,) = primals, tangents
+  values, indices = approx_top_k_p.bind(operand, **params)
+  if type(t) is ad.Zero:
+    t_values = ad.Zero.from_primal_value(values)
+  else:
+    t_values = _take_along(t, indices, params["reduction_dimension"])
+  return [values, indices], [t_values, ad.Zero.from_primal_value(indices)]
+
+ad.primitive_jvps[approx_top_k_p] = _approx_top_k_jvp
+
+
+def _approx_top_k_batch_rule(vals, dims, *, reduction_dimension, **params):
+  (operand,), (bdim,) = vals, dims
+  dim = reduction_dimension + (reduction_dimension >= bdim)
+  return approx_top_k_p.bind(operand, reduction_dimension=dim, **params), [bdim, bdim]
+
+batching.primitive_batchers[approx_top_k_p] = _approx_top_k_batch_rule
+
+
+def _approx_top_k(name, is_max_k, operand, k, reduction_dimension, recall_target,
+                  reduction_input_size_override, aggregate_to_topk):
+  if not aggregate_to_topk:
+    raise NotImplementedError(f"{name}: aggregate_to_topk=False (the TPU partial-reduction "
+                              "output) is not implemented; the result is always the exact "
+                              "top k")
+  if not 0 < recall_target <= 1:
+    raise ValueError(f"{name}: recall_target must be in (0, 1], got {recall_target}")
+  aval = get_aval(operand)
+  if aval.ndim == 0:
+    raise TypeError(f"{name} operand must have >= 1 dimension, got {aval.str_short()}")
+  dim = canonicalize_axis(reduction_dimension, aval.ndim, name)
+  return tuple(approx_top_k_p.bind(
+      operand, k=int(k), reduction_dimension=dim, recall_target=float(recall_target),
+      is_max_k=is_max_k, reduction_input_size_override=int(reduction_input_size_override),
+      aggregate_to_topk=True))
+
+
+def approx_max_k(operand, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True):
+  """The ``k`` largest values along ``reduction_dimension`` (descending) and their int32
+  indices. Exact on this backend; ``recall_target`` is accepted for TPUs' approximation."""
+  return _approx_top_k("approx_max_k", True, operand, k, reduction_dimension, recall_target,
+                       reduction_input_size_override, aggregate_to_topk)
+
+
+def approx_min_k(operand, k: int, reduction_dimension: int = -1,
+                 recall_target: float = 0.95, reduction_input_size_override: int = -1,
+                 aggregate_to_topk: bool = True):
+  """The ``k`` smallest values along ``reduction_dimension`` (ascending) and their int32
+  indices. Exact on this backend; ``recall_target`` is accepted for TPUs' approximation."""
+  return _approx_top_k("approx_min_k", False, operand, k, reduction_dimension, recall_target,
+                       reduction_input_size_override, aggregate_to_topk)
+
+
+__all__ += ["approx_max_k", "approx_min_k", "approx_top_k_p"]

@@ -511,3 +511,16 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
   jaxpr = _red.computation_jaxpr("reduce_window", computation, init_avals, treedef)
   out = reduce_window_p.bind(*flat_operands, *flat_inits, jaxpr=jaxpr, **params)
   return tree_util.tree_unflatten(treedef, out)
+
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+  """The output shape of a windowed reduction (``padding`` as explicit (low, high) pairs)."""
+  n = len(operand_shape)
+  return reduce_window_shape(tuple(operand_shape), tuple(window_dimensions),
+                             tuple(window_strides), [tuple(p) for p in padding],
+                             (1,) * n if base_dilation is None else tuple(base_dilation),
+                             (1,) * n if window_dilation is None else tuple(window_dilation))
+
+
+__all__ += ["reduce_window_shape_tuple", "select_and_gather_add_p", "select_and_scatter_add_p"]

@@ -1,0 +1,284 @@
+"""Primitives that speak to the compiler rather than compute: ``optimization_barrier``
+(stablehlo.optimization_barrier: no reordering or fusion across it), ``dce_sink`` (keeps a
+value alive through dead-code elimination), ``stage`` (lifts a constant into the current
+trace), ``composite`` (a named operation with a decomposition, lowered to
+stablehlo.composite) and ``platform_dependent`` (a branch per platform, chosen at lowering).
+
+Each is the identity (or nothing) numerically, so their JVP, transpose and batching rules
+pass values through (``composite`` differentiates and batches its decomposition).
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+import numpy as np
+
+from hlox import tree_util
+from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import effectful_primitives, eval_jaxpr
+from hlox.core.primitive import Primitive
+from hlox.core.tracer import Tracer, get_aval
+from hlox.interpreters import ad, batching, xla
+from hlox.lax.control_flow import _batch_jaxpr, _memo, _trace_fun, switch
+from hlox.lax.utils import standard_primitive
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func as func_dialect
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["optimization_barrier", "optimization_barrier_p", "dce_sink", "dce_sink_p",
+           "stage", "stage_p", "composite", "composite_p", "platform_dependent"]
+
+
+# --- optimization_barrier ----------------------------------------------------------------
+
+class _MultiResult(Primitive):
+  multiple_results = True
+
+
+optimization_barrier_p = _MultiResult("optimization_barrier")
+optimization_barrier_p.def_abstract_eval(lambda *avals: list(avals))
+optimization_barrier_p.def_impl(partial(xla.apply_primitive, optimization_barrier_p))
+xla.register_lowering(optimization_barrier_p,
+                      lambda ctx, *args: list(hlo.OptimizationBarrierOp(list(args)).results))
+
+
+def _optimization_barrier_jvp(primals, tangents):
+  # Two barriers: primals and tangents must stay separable for linearize (partial eval).
+  outs = optimization_barrier_p.bind(*primals)
+  live = [t for t in tangents if type(t) is not ad.Zero]
+  it = iter(optimization_barrier_p.bind(*live) if live else [])
+  return outs, [t if type(t) is ad.Zero else next(it) for t in tangents]
+
+ad.primitive_jvps[optimization_barrier_p] = _optimization_barrier_jvp
+
+
+def _optimization_barrier_transpose(cts, *args):
+  live = [ct for ct in cts if type(ct) is not ad.Zero]
+  outs = iter(optimization_barrier_p.bind(*live) if live else [])
+  return [(next(outs) if type(ct) is not ad.Zero else ct) if ad.is_undefined_primal(a)
+          else None for ct, a in zip(cts, args)]
+
+ad.primitive_transposes[optimization_barrier_p] = _optimization_barrier_transpose
+batching.primitive_batchers[optimization_barrier_p] = \
+    lambda vals, dims: (optimization_barrier_p.bind(*vals), list(dims))
+
+
+def optimization_barrier(operand, /):
+  """``operand`` (any pytree) unchanged, with the compiler kept from moving computations
+  across this point (e.g. to stop a rematerialized value from being fused back)."""
+  leaves, tree = tree_util.tree_flatten(operand)
+  return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
+
+
+# --- dce_sink ----------------------------------------------------------------------------
+
+dce_sink_p = _MultiResult("dce_sink")
+dce_sink_p.def_abstract_eval(lambda *avals, **params: [])
+dce_sink_p.def_impl(lambda *args, **params: [])
+effectful_primitives.add(dce_sink_p)  # what keeps its operand alive
+xla.register_lowering(dce_sink_p, lambda ctx, *args, **params: [])
+ad.primitive_jvps[dce_sink_p] = \
+    lambda primals, tangents, **params: (dce_sink_p.bind(*primals, **params), [])
+ad.primitive_transposes[dce_sink_p] = \
+    lambda cts, *args, **params: [ad.Zero(a.aval) if ad.is_undefined_primal(a) else None
+                                  for a in args]
+batching.primitive_batchers[dce_sink_p] = \
+    lambda vals, dims, **params: (dce_sink_p.bind(*vals, **params), [])
+
+
+def dce_sink(val, *, prevent_mlir_dce: bool = False):
+  """Mark ``val`` (a pytree) as used, so that jaxpr dead-code elimination keeps the
+  computation of it. Returns nothing."""
+  leaves, _ = tree_util.tree_flatten(val)
+  dce_sink_p.bind(*leaves, prevent_mlir_dce=bool(prevent_mlir_dce))
+
+
+# --- stage -------------------------------------------------------------------------------
+
+stage_p = standard_primitive(lambda x: x.shape, lambda x: x.dtype, "stage")
+xla.register_lowering(stage_p, lambda ctx, x: x)
+ad.deflinear(stage_p, lambda ct, x: [ct])
+batching.primitive_batchers[stage_p] = lambda vals, dims: (stage_p.bind(vals[0]), dims[0])
+
+
+def stage(x, /):
+  """``x`` itself, lifted into the current trace (a Python scalar or NumPy array becomes a
+  traced value, or an hlox Array when nothing is being traced)."""
+  return stage_p.bind(x)
+
+
+# --- composite ---------------------------------------------------------------------------
+
+composite_p = _MultiResult("composite")
+composite_p.def_abstract_eval(lambda *avals, jaxpr, **params: list(jaxpr.out_avals))
+composite_p.def_impl(partial(xla.apply_primitive, composite_p))
+
+
+def _attribute(value):
+  if isinstance(value, bool):
+    return ir.BoolAttr.get(value)
+  if isinstance(value, (int, np.integer)):
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+  if isinstance(value, (float, np.floating)):
+    return ir.FloatAttr.get(ir.F64Type.get(), float(value))
+  if isinstance(value, str):
+    return ir.StringAttr.get(value)
+  if isinstance(value, np.ndarray):
+    return ir.DenseElementsAttr.get(np.ascontiguousarray(value))
+  if isinstance(value, (tuple, list)):
+    return ir.ArrayAttr.get([_attribute(v) for v in value])
+  raise TypeError(f"composite: unsupported attribute value {value!r} (of type "
+                  f"{type(value).__name__})")
+
+
+def _composite_lowering(ctx, *args, name, attributes, version, jaxpr):
+  mctx = ctx.module_context
+  fn_name = mctx.unique_name(name.replace(".", "_"))
+  in_types = [xla.aval_to_ir_type(a) for a in jaxpr.in_avals]
+  out_types = [xla.aval_to_ir_type(a) for a in jaxpr.out_avals]
+  with ir.InsertionPoint(mctx.module.body):
+    fn = func_dialect.FuncOp(fn_name, ir.FunctionType.get(in_types, out_types))
+    fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    block = fn.add_entry_block()
+    with ir.InsertionPoint(block):
+      consts = [xla.ir_constant(np.asarray(c)) for c in jaxpr.consts]
+      func_dialect.ReturnOp(xla.lower_jaxpr(mctx, jaxpr.jaxpr, consts, list(block.arguments)))
+  attrs = {k: _attribute(v) for k, v in attributes if v is not None}
+  op = hlo.CompositeOp(out_types, list(args), name=ir.StringAttr.get(name),
+                       decomposition=ir.FlatSymbolRefAttr.get(fn_name),
+                       composite_attributes=ir.DictAttr.get(attrs),
+                       version=xla.i32_attr(version))
+  return list(op.results)
+
+xla.register_lowering(composite_p, _composite_lowering)
+
+
+def _composite_jvp(primals, tangents, *, jaxpr, **params):
+  # Differentiated through its decomposition (JAX raises here; the decomposition defines
+  # the semantics, so its derivative is the composite's).
+  return ad.jvp(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tangents)
+
+ad.primitive_jvps[composite_p] = _composite_jvp
+
+
+def _composite_batch(axis_data, vals, dims, *, jaxpr, **params):
+  batched, out_dims = _memo(_batch_jaxpr, jaxpr, axis_data.size, axis_data.name,
+                            tuple(dims), False)
+  return composite_p.bind(*vals, jaxpr=batched, **params), out_dims
+
+batching.axis_primitive_batchers[composite_p] = _composite_batch
+
+
+def _hashable_attribute(value):
+  if isinstance(value, np.ndarray):
+    return _HashableArray(value)
+  if isinstance(value, (list, tuple)):
+    return tuple(_hashable_attribute(v) for v in value)
+  return value
+
+
+class _HashableArray:
+  """A NumPy attribute value usable as a (hashable) primitive parameter."""
+
+  __slots__ = ("value",)
+
+  def __init__(self, value):
+    self.value = np.asarray(value)
+
+  def __hash__(self):
+    return hash((self.value.shape, self.value.dtype.str, self.value.tobytes()))
+
+  def __eq__(self, other):
+    return (isinstance(other, _HashableArray) and self.value.dtype == other.value.dtype
+            and np.array_equal(self.value, other.value))
+
+  def __repr__(self):
+    return repr(self.value)
+
+
+def composite(decomposition: Callable, name: str, version: int = 0):
+  """Wrap ``decomposition`` as a named operation: ``composite(f, "my.op")(*args,
+  **attributes)`` computes ``f(*args, **attributes)`` and lowers to one
+  ``stablehlo.composite`` named ``name`` (a compiler may replace it by a fused kernel).
+
+  Positional arguments are arrays (pytrees); keyword arguments are static attributes
+  (numbers, strings, NumPy arrays, tuples of these).
+  """
+  def call(*args, **kwargs):
+    leaves, tree = tree_util.tree_flatten(args)
+    avals = [get_aval(x) for x in leaves]
+    fun = partial(decomposition, **kwargs) if kwargs else decomposition
+    closed, consts, out_tree = _trace_fun(fun, tree, avals, "composite")
+    attributes = tuple(sorted((k, _hashable_attribute(v)) for k, v in kwargs.items()))
+    # Closed-over values are passed as leading operands (as JAX does).
+    outs = composite_p.bind(*consts, *leaves, name=name, attributes=attributes,
+                            version=int(version), jaxpr=closed)
+    return tree_util.tree_unflatten(out_tree, outs)
+  call.__name__ = getattr(decomposition, "__name__", name)
+  call.__doc__ = decomposition.__doc__
+  return call
+
+
+# --- platform_dependent ------------------------------------------------------------------
+
+def _platform_index_abstract_eval(*, platforms):
+  return ShapedArray((), np.dtype(np.int32))
+
+
+platform_index_p = Primitive("platform_index")
+platform_index_p.def_abstract_eval(_platform_index_abstract_eval)
+platform_index_p.def_impl(partial(xla.apply_primitive, platform_index_p))
+
+
+def _platform_index(platforms, platform):
+  default = None
+  for i, names in enumerate(platforms):
+    if names is None:
+      default = i
+    elif platform in names:
+      return i
+  if default is None:
+    raise NotImplementedError(
+        f"platform_dependent: no branch for platform {platform!r} (branches: "
+        f"{[p for p in platforms if p is not None]}) and no default")
+  return default
+
+
+def _platform_index_lowering(ctx, *, platforms):
+  index = _platform_index(platforms, ctx.module_context.platform)
+  return xla.ir_constant(np.asarray(index, np.int32))
+
+xla.register_lowering(platform_index_p, _platform_index_lowering)
+
+
+def platform_dependent(*args, default: Callable | None = None, **per_platform: Callable):
+  """``per_platform[p](*args)`` for the platform ``p`` the computation is lowered for
+  (``cpu``, ``cuda``, ``rocm``, ``tpu``), else ``default(*args)``. All branches are traced
+  (their outputs must agree in type); the compiler keeps only the chosen one."""
+  groups = []
+  for name, branch in per_platform.items():
+    if not callable(branch):
+      raise TypeError(f"lax.platform_dependent: the '{name}' branch must be a callable.")
+    if name == "gpu":
+      raise ValueError("Use 'cuda' or 'rocm' for lax.platform_dependent.")
+    for names, b in groups:
+      if b is branch:
+        names.append(name)
+        break
+    else:
+      groups.append(([name], branch))
+  platforms = tuple(tuple(names) for names, _ in groups)
+  branches = [b for _, b in groups]
+  if default is not None:
+    if not callable(default):
+      raise TypeError("lax.platform_dependent: the 'default' branch must be a callable.")
+    platforms += (None,)
+    branches.append(default)
+  if not branches:
+    raise TypeError("lax.platform_dependent: give at least one branch")
+  index = platform_index_p.bind(platforms=platforms)
+  if not isinstance(index, Tracer):  # eager: the platform is known now
+    return branches[int(index)](*args)
+  return switch(index, branches, *args)
