@@ -214,7 +214,6 @@ def _check_input_dtypes(name, x, argnum, holomorphic, allow_int):
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
   """A function returning ``(fun(*args), gradient of fun at args)`` for scalar ``fun``."""
-  name = "value_and_grad" if not getattr(fun, "_hlox_grad", False) else "grad"
 
   @functools.wraps(fun)
   def value_and_grad_f(*args, **kwargs):

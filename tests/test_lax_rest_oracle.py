@@ -144,19 +144,3 @@ def test_matches_jax():
                            atol=1e-5):
         mismatches.append(f"{name}[{i}]: values differ\n{g['values']}\nvs\n{w['values']}")
   assert not mismatches, "\n".join(mismatches)
-
-
-# Sharded-array and multi-host names belong with sharded arrays (not lax's rooms), tokens
-# with the ordered effects that consume them; see the package's notes.
-_NOT_HERE = {"after_all", "after_all_p", "create_token", "create_token_p", "device_put_p",
-             "pbroadcast", "pcast", "precv", "psend", "ragged_all_to_all",
-             "ragged_all_to_all_p", "sharding_constraint_p", "with_sharding_constraint",
-             "conv_general_dilated_p", "select_and_scatter_p"}
-
-
-def test_public_names():
-  script = ("import json, jax.lax as l\n"
-            "print(json.dumps(sorted(n for n in dir(l) if not n.startswith('_'))))")
-  names = set(run_in_jax(script, {}))
-  missing = names - set(dir(lax)) - _NOT_HERE
-  assert not missing, sorted(missing)

@@ -905,7 +905,6 @@ def _scan_transpose_jaxpr(jaxpr, num_consts, num_carry, c_lin, x_lin, ys_nz, res
   c_avals, carry_avals, x_avals = _split(jaxpr.in_avals, num_consts, num_carry)
   y_avals = jaxpr.out_avals[num_carry:]
   lin_c_avals = [a for a, l in zip(c_avals, c_lin) if l]
-  lin_x_avals = [a for a, l in zip(x_avals, x_lin) if l]
   n_rc, n_acc, n_rx = len(res_c_avals), len(lin_c_avals), len(res_x_avals)
 
   def body(*flat):

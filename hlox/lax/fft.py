@@ -154,7 +154,7 @@ fft_p = standard_primitive(_fft_shape_rule, _fft_dtype_rule, "fft",
 IRFFT_SPLIT_PLATFORMS = {"cuda", "rocm", "gpu"}
 
 
-def _fft_hlo(x, fft_type: FftType, fft_lengths) -> "ir.Value":
+def _fft_hlo(x, fft_type: FftType, fft_lengths):
   return hlo.fft(x, hlo.FftTypeAttr.get(fft_type.name), xla.dense_i64(fft_lengths))
 
 

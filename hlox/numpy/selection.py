@@ -122,7 +122,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     if idx.dtype == np.bool_:
       if idx.shape != (n,):
         raise ValueError(f"np.delete(arr, obj): for boolean indices, obj must be one-dimensional"
-                         f" with length matching specified axis.")
+                         " with length matching specified axis.")
       keep = ~idx
     else:
       if not np.issubdtype(idx.dtype, np.integer) and idx.size:
