@@ -121,7 +121,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     idx = util.concrete_value("delete", obj)
     if idx.dtype == np.bool_:
       if idx.shape != (n,):
-        raise ValueError(f"np.delete(arr, obj): for boolean indices, obj must be one-dimensional"
+        raise ValueError("np.delete(arr, obj): for boolean indices, obj must be one-dimensional"
                          " with length matching specified axis.")
       keep = ~idx
     else:
