@@ -9,3 +9,4 @@ from hlox.scipy import signal  # noqa: F401
 from hlox.scipy import fft  # noqa: F401
 from hlox.scipy import linalg  # noqa: F401
 from hlox.scipy import integrate, stats  # noqa: F401
+from hlox.scipy import optimize  # noqa: F401
