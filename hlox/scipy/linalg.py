@@ -19,7 +19,10 @@ from hlox.scipy._linalg_spectral import *  # noqa: E402,F401,F403  (eigh, svd, s
 from hlox.scipy._linalg_spectral import __all__ as _spectral_all  # noqa: E402
 from hlox.scipy._linalg_special_matrices import *  # noqa: E402,F401,F403  (toeplitz, hankel, ...)
 from hlox.scipy._linalg_special_matrices import __all__ as _special_all  # noqa: E402
-__all__ += _spectral_all + _special_all
+from hlox.scipy._linalg_schur import *  # noqa: E402,F401,F403  (rsf2csf, funm, qr_multiply, ...)
+from hlox.scipy._linalg_schur import __all__ as _schur_all  # noqa: E402
+from hlox.scipy._linalg_tridiagonal import eigh_tridiagonal  # noqa: E402,F401
+__all__ += _spectral_all + _special_all + _schur_all + ["eigh_tridiagonal"]
 
 
 def _inexact(name, *args):
