@@ -52,13 +52,12 @@ def minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_max
   d = get_aval(x0).shape[0]
   dtype = get_aval(x0).dtype
   f_0, g_0 = value_and_grad(fun)(x0)
-  i32 = lambda v: jnp.asarray(v, dtype=np.int32)  # noqa: E731
   state = BFGSResults(
-      converged=jnp_linalg.norm(g_0, ord=norm) < gtol, failed=jnp.asarray(False), k=i32(0),
-      nfev=i32(1), ngev=i32(1), nhev=i32(0), x_k=x0, f_k=f_0, g_k=g_0,
+      converged=jnp_linalg.norm(g_0, ord=norm) < gtol, failed=jnp.asarray(False), k=0,
+      nfev=1, ngev=1, nhev=0, x_k=x0, f_k=f_0, g_k=g_0,
       H_k=jnp.eye(d, dtype=dtype),
       # As SciPy: a guess at the previous value that makes the first trial step ~1 / |g|.
-      old_old_fval=f_0 + jnp_linalg.norm(g_0) / 2, status=i32(0), line_search_status=i32(0))
+      old_old_fval=f_0 + jnp_linalg.norm(g_0) / 2, status=0, line_search_status=0)
 
   def cond_fun(s):
     return ~s.converged & ~s.failed & (s.k < maxiter)
@@ -68,7 +67,7 @@ def minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_max
     ls = line_search(fun, s.x_k, p_k, old_fval=s.f_k, old_old_fval=s.old_old_fval,
                      gfk=s.g_k, maxiter=line_search_maxiter)
     s = s._replace(nfev=s.nfev + ls.nfev, ngev=s.ngev + ls.ngev, failed=ls.failed,
-                   line_search_status=ls.status.astype(np.int32))
+                   line_search_status=ls.status)
     s_k = ls.a_k * p_k
     y_k = ls.g_k - s.g_k
     rho_k = jnp.reciprocal(_mm(y_k, s_k))
@@ -84,4 +83,4 @@ def minimize_bfgs(fun, x0, maxiter=None, norm=np.inf, gtol=1e-5, line_search_max
   status = jnp.where(s.converged, 0, jnp.where(s.k == maxiter, 1,
                                                jnp.where(s.failed, 2 + s.line_search_status,
                                                          -1)))
-  return s._replace(status=status.astype(np.int32))
+  return s._replace(status=status)

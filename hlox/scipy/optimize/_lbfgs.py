@@ -54,13 +54,12 @@ def minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.2204460
   maxfun = np.inf if maxfun is None else maxfun
   maxgrad = np.inf if maxgrad is None else maxgrad
   f_0, g_0 = value_and_grad(fun)(x0)
-  i32 = lambda v: jnp.asarray(v, dtype=np.int32)  # noqa: E731
   state = LBFGSResults(
-      converged=jnp.asarray(False), failed=jnp.asarray(False), k=i32(0), nfev=i32(1),
-      ngev=i32(1), x_k=x0, f_k=f_0, g_k=g_0, s_history=jnp.zeros((maxcor, d), dtype=dtype),
+      converged=jnp.asarray(False), failed=jnp.asarray(False), k=0, nfev=1,
+      ngev=1, x_k=x0, f_k=f_0, g_k=g_0, s_history=jnp.zeros((maxcor, d), dtype=dtype),
       y_history=jnp.zeros((maxcor, d), dtype=dtype),
       rho_history=jnp.zeros((maxcor,), dtype=dtype), gamma=jnp.asarray(1., dtype=dtype),
-      status=i32(0), ls_status=i32(0))
+      status=0, ls_status=0)
 
   def body_fun(s):
     p_k = _two_loop_recursion(s)
@@ -71,8 +70,7 @@ def minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.2204460
     rho_k = jnp.reciprocal(rho_inv).astype(get_aval(y_k).dtype)
     gamma = rho_inv / jnp.real(_dot(jnp.conj(y_k), y_k))
     # The last condition that holds names the status.
-    status = i32(0)
-    status = jnp.where(s.f_k - ls.f_k < ftol, 4, status)
+    status = jnp.where(s.f_k - ls.f_k < ftol, 4, 0)
     status = jnp.where(s.ngev >= maxgrad, 3, status)
     status = jnp.where(s.nfev >= maxfun, 2, status)
     status = jnp.where(s.k >= maxiter, 1, status)
@@ -84,8 +82,8 @@ def minimize_lbfgs(fun, x0, maxiter=None, norm=np.inf, maxcor=10, ftol=2.2204460
         f_k=ls.f_k.astype(get_aval(s.f_k).dtype), g_k=ls.g_k.astype(get_aval(s.g_k).dtype),
         s_history=_push(s.s_history, s_k), y_history=_push(s.y_history, y_k),
         rho_history=_push(s.rho_history, rho_k), gamma=gamma.astype(get_aval(s.g_k).dtype),
-        status=jnp.where(converged, 0, status).astype(np.int32),
-        ls_status=ls.status.astype(np.int32))
+        status=jnp.where(converged, 0, status),
+        ls_status=ls.status)
 
   return lax.while_loop(lambda s: ~s.converged & ~s.failed, body_fun, state)
 

@@ -74,7 +74,7 @@ def _zoom(phi_dphi_g, wolfe_one, wolfe_two, a_lo, phi_lo, dphi_lo, a_hi, phi_hi,
   bisection) until a point satisfies both Wolfe conditions; does nothing when ``skip``."""
   dtype = get_aval(a_lo).dtype
   false = jnp.asarray(False)
-  zero_i = jnp.asarray(0, dtype=np.int32)
+  zero_i = 0  # counters are default (weakly typed) ints, as in JAX
   state = _ZoomState(
       done=false, failed=false, j=zero_i, a_lo=a_lo, phi_lo=phi_lo, dphi_lo=dphi_lo,
       a_hi=a_hi, phi_hi=phi_hi, dphi_hi=dphi_hi, a_rec=(a_lo + a_hi) / 2.,
@@ -187,10 +187,10 @@ def line_search(f, xk, pk, old_fval=None, old_old_fval=None, gfk=None, c1=1e-4, 
   def wolfe_two(dphi_i):  # the curvature condition holds
     return jnp.abs(dphi_i) <= -c2 * dphi_0
 
-  count = jnp.asarray(1 if evaluated else 0, dtype=np.int32)
+  count = 1 if evaluated else 0
   false = jnp.asarray(False)
   zero = jnp.asarray(0., dtype=real)
-  state = _SearchState(done=false, failed=false, i=jnp.asarray(1, dtype=np.int32), a_i1=zero,
+  state = _SearchState(done=false, failed=false, i=1, a_i1=zero,
                        phi_i1=phi_0, dphi_i1=dphi_0, nfev=count, ngev=count, a_star=zero,
                        phi_star=phi_0, dphi_star=dphi_0, g_star=gfk)
 
