@@ -432,8 +432,10 @@ def tensorsolve(a, b, axes=None):
   util.check_arraylike("tensorsolve", a, b)
   a, b = conversion.asarray(a), conversion.asarray(b)
   if axes is not None:
+    # NumPy's rule: each axis named in ``axes`` moves to the end, in the order given.
     nd = get_aval(a).ndim
-    a = shapes.moveaxis(a, axes, len(axes) * (nd - 1,))
+    axes = [operator.index(ax) % nd for ax in axes]
+    a = shapes.transpose(a, [ax for ax in range(nd) if ax not in axes] + axes)
   a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
   out_shape = a_shape[len(b_shape):]
   if a_shape[:len(b_shape)] != b_shape:

@@ -10,3 +10,4 @@ from hlox.scipy import fft  # noqa: F401
 from hlox.scipy import linalg  # noqa: F401
 from hlox.scipy import integrate, stats  # noqa: F401
 from hlox.scipy import cluster, interpolate, ndimage, sparse, spatial  # noqa: F401
+from hlox.scipy import optimize  # noqa: F401

@@ -6,21 +6,23 @@ arrays are immutable and non-finite input simply gives non-finite output.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.custom_derivatives import custom_jvp
 from hlox.lax import linalg as lax_linalg
-from hlox.numpy import creation, indexing, linalg as jnp_linalg, products, shapes, ufuncs
+from hlox.numpy import creation, linalg as jnp_linalg, products, shapes, ufuncs
 from hlox.numpy import util
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "lu", "lu_factor", "lu_solve",
-           "solve_triangular", "solve", "inv", "det", "qr", "block_diag", "toeplitz"]
+           "solve_triangular", "solve", "inv", "det", "qr", "block_diag"]
 
 from hlox.scipy._linalg_spectral import *  # noqa: E402,F401,F403  (eigh, svd, schur, expm, ...)
 from hlox.scipy._linalg_spectral import __all__ as _spectral_all  # noqa: E402
-__all__ += _spectral_all
+from hlox.scipy._linalg_special_matrices import *  # noqa: E402,F401,F403  (toeplitz, hankel, ...)
+from hlox.scipy._linalg_special_matrices import __all__ as _special_all  # noqa: E402
+from hlox.scipy._linalg_schur import *  # noqa: E402,F401,F403  (rsf2csf, funm, qr_multiply, ...)
+from hlox.scipy._linalg_schur import __all__ as _schur_all  # noqa: E402
+from hlox.scipy._linalg_tridiagonal import eigh_tridiagonal  # noqa: E402,F401
+__all__ += _spectral_all + _special_all + _schur_all + ["eigh_tridiagonal"]
 
 
 def _inexact(name, *args):
@@ -230,23 +232,3 @@ def block_diag(*arrs):
     rows.append(shapes.pad(a, ((0, 0), (col, total - cols - col))))
     col += cols
   return shapes.concatenate(rows, axis=0)
-
-
-def toeplitz(c, r=None):
-  """The Toeplitz matrix with first column ``c`` and first row ``r`` (default
-  ``conj(c)``; ``r[0]`` is ignored). Leading dimensions of ``c`` and ``r`` broadcast."""
-  if r is None:
-    util.check_arraylike("toeplitz", c)
-    r = ufuncs.conj(creation.asarray(c))
-  else:
-    util.check_arraylike("toeplitz", c, r)
-  c, r = util.promote_dtypes(creation.asarray(c), creation.asarray(r))
-  c, r = shapes.atleast_1d(c), shapes.atleast_1d(r)
-  n, m = get_aval(c).shape[-1], get_aval(r).shape[-1]
-  batch = util.broadcast_shapes(get_aval(c).shape[:-1], get_aval(r).shape[:-1])
-  c = shapes.broadcast_to(c, batch + (n,))
-  r = shapes.broadcast_to(r, batch + (m,))
-  diff = np.arange(n)[:, None] - np.arange(m)[None, :]
-  from_c = indexing.take(c, np.clip(diff, 0, max(n - 1, 0)), axis=-1)
-  from_r = indexing.take(r, np.clip(-diff, 0, max(m - 1, 0)), axis=-1)
-  return ufuncs.where(diff >= 0, from_c, from_r)
