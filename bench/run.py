@@ -26,6 +26,7 @@ TARGETS = {  # ratio hlox/JAX the Foundation issue asks for (None: no JAX compar
     "per_example_grads_64_32_10": 1.1, "per_example_grads_256_128_10": 1.1,
     "rnn_scan_grad_step": 1.1, "rnn_scan_grad_first_call": 1.2,
     "random_normal_1m": 1.2, "pmap_psum_8": 1.5,
+    "jit_inline_new_wrapper": 1.5, "jit_inline_partial": 1.5,
 }
 
 

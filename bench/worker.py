@@ -316,6 +316,32 @@ def bench_jit_wrap_call(lib):
   return best_per_call(lambda: (mod.jit(f), g(x)), 3000)
 
 
+def bench_jit_inline_new_wrapper(lib):
+  """``jit(f)(x)`` written inline: a new wrapper of the same ``f`` on every call (a cache hit
+  in JAX, keyed on ``f``)."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.arange(8, dtype=np.float32))
+
+  def f(a):
+    return jnp.sin(a) * 2.0
+  mod.block_until_ready(mod.jit(f)(x))
+  return best_per_call(lambda: mod.block_until_ready(mod.jit(f)(x)), 500)
+
+
+def bench_jit_inline_partial(lib):
+  """``jit(partial(g, k))(x)`` inline: a new partial (same function and arguments) each call."""
+  mod, jnp, _ = load(lib)
+  import functools
+  import numpy as np
+  x = jnp.asarray(np.arange(8, dtype=np.float32))
+
+  def g(k, a):
+    return a * k
+  mod.block_until_ready(mod.jit(functools.partial(g, 2.0))(x))
+  return best_per_call(lambda: mod.block_until_ready(mod.jit(functools.partial(g, 2.0))(x)), 20)
+
+
 def _fastmath(lib):
   """hlox.fastmath (hlox backend) for hlox; JAX's own functions for JAX (the baseline)."""
   mod, jnp, _ = load(lib)

@@ -11,6 +11,8 @@ import functools
 import inspect
 import operator
 import threading
+import types
+import weakref
 from typing import Callable
 
 import numpy as np
@@ -129,6 +131,8 @@ def _normalize_argnums(fun, argnums, argnames, what):
   elif isinstance(argnames, str):
     argnames = (argnames,)
   argnums, argnames = tuple(int(i) for i in argnums), tuple(argnames)
+  if not argnums and not argnames:  # nothing to resolve: skip the (slow) signature
+    return argnums, argnames
   try:
     params = list(inspect.signature(fun).parameters.values())
   except (TypeError, ValueError):
@@ -216,9 +220,11 @@ class JitWrapped:
     self.name = _fun_name(fun)
     self._simple = not (self.static_argnums or self.static_argnames or self.donate_argnums
                         or self.donate_argnames)
-    self._trace_cache = LRUCache()
-    # (in_tree, *signatures) -> (fast call, consts, out_tree); read directly on the fast path.
-    self._call_cache = LRUCache()
+    settings = (self.static_argnums, self.static_argnames, self.donate_argnums,
+                self.donate_argnames, keep_unused, inline)
+    # The trace cache, and (in_tree, *signatures) -> (fast call, consts, out_tree), read
+    # directly on the fast path; shared by every jit of the same function and settings.
+    self._trace_cache, self._call_cache = _shared_caches(fun, settings)
     self._fast_cache = self._call_cache._data
     functools.update_wrapper(self, fun, updated=())
 
@@ -438,6 +444,41 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
   wrapped = JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                        keep_unused, inline)
   return _make_jitted(wrapped)
+
+
+# --- caches per function ------------------------------------------------------------------
+# JAX keys its caches on the wrapped function (weakly) and its static configuration, not on the
+# wrapper object: every ``jit(f)`` of the same ``f`` shares one trace cache and one call cache,
+# so ``for ...: jit(f)(x)`` and ``jit(partial(g, k))(x)`` trace and compile once. Only plain
+# Python functions (and partials of them with hashable arguments) share: other callables may
+# compare equal while behaving differently. The caches hold no reference to the function, so
+# a function (a lambda made in a loop) is still freed with its entry.
+_caches_by_function: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_caches_by_partial = LRUCache(maxsize=256)
+
+
+def _shared_caches(fun, settings) -> tuple:
+  """``(trace cache, call cache)`` for ``jit(fun)`` with ``settings`` (its static
+  configuration), shared with every other such wrapper when ``fun`` allows it."""
+  try:
+    if type(fun) is types.FunctionType:
+      per_setting = _caches_by_function.get(fun)
+      if per_setting is None:
+        per_setting = _caches_by_function[fun] = {}
+      caches = per_setting.get(settings)
+      if caches is None:
+        caches = per_setting[settings] = (LRUCache(), LRUCache())
+      return caches
+    if type(fun) is functools.partial and type(fun.func) is types.FunctionType:
+      key = (fun.func, fun.args, tuple(sorted(fun.keywords.items())), settings)
+      caches = _caches_by_partial.get(key)
+      if caches is None:
+        caches = (LRUCache(), LRUCache())
+        _caches_by_partial.put(key, caches)
+      return caches
+  except TypeError:  # unhashable arguments or settings: caches of its own
+    pass
+  return LRUCache(), LRUCache()
 
 
 def _make_jitted(wrapped: JitWrapped) -> Callable:

@@ -491,10 +491,22 @@ def _donation_attrs(in_avals, donated, out_avals) -> list:
   return attrs
 
 
+# Executables by (module text, device, output types): any retrace that lowers to the same
+# program (a new ``jit`` wrapper of a lambda, a cleared trace cache, ``Lowered.compile()``
+# after a call) reuses the executable instead of compiling again, as JAX's compile cache does.
+_executable_cache = LRUCache()
+
+
 def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
-  monitoring.record_event("compile")
   device = device if device is not None else client.default_device()
-  return client.compile_mlir(lowered.as_text(), device, lowered.out_avals)
+  text = lowered.as_text()
+  key = (text, device.id, tuple(lowered.out_avals))
+  executable = _executable_cache.get(key)
+  if executable is None:
+    monitoring.record_event("compile")
+    executable = client.compile_mlir(text, device, lowered.out_avals)
+    _executable_cache.put(key, executable)
+  return executable
 
 
 # --- eager dispatch ----------------------------------------------------------------------

@@ -1,0 +1,116 @@
+"""jit's caches are keyed as JAX keys them: on the wrapped function (weakly) and its static
+configuration, not on the wrapper; executables on the lowered program."""
+import functools
+import gc
+import weakref
+
+import numpy as np
+
+import hlox
+import hlox.numpy as jnp
+from hlox import monitoring
+
+
+def _x(n=4):
+  return jnp.asarray(np.arange(n, dtype=np.float32))
+
+
+def test_new_wrapper_of_the_same_function_is_a_cache_hit():
+  traces = []
+
+  def f(x):
+    traces.append(1)
+    return jnp.sin(x) * 2.0
+
+  x = _x()
+  with monitoring.count_events() as counts:
+    outs = [hlox.jit(f)(x) for _ in range(4)]
+  assert len(traces) == 1 and counts["compile"] == 1
+  for out in outs:
+    np.testing.assert_allclose(out, np.sin(np.arange(4)) * 2.0, rtol=1e-6)
+
+
+def test_partials_share_by_function_args_and_keywords():
+  traces = []
+
+  def g(k, x, *, scale):
+    traces.append(k)
+    return x * k * scale
+
+  x = _x()
+  for _ in range(3):
+    np.testing.assert_allclose(hlox.jit(functools.partial(g, 2.0, scale=3.0))(x),
+                               np.arange(4) * 6.0)
+  assert traces == [2.0]
+  np.testing.assert_allclose(hlox.jit(functools.partial(g, 5.0, scale=1.0))(x),
+                             np.arange(4) * 5.0)
+  assert traces == [2.0, 5.0]
+  # Unhashable partial arguments (a dict): caches of its own, still correct.
+  def lookup(table, x):
+    return x * table["a"]
+  for _ in range(2):
+    np.testing.assert_allclose(hlox.jit(functools.partial(lookup, {"a": 4.0}))(x),
+                               np.arange(4) * 4.0)
+
+
+def test_static_configuration_is_part_of_the_key():
+  traces = []
+
+  def f(x, n):
+    traces.append(n)
+    return x * n
+
+  x = _x()
+  a = hlox.jit(f, static_argnums=1)(x, 3)
+  b = hlox.jit(f, static_argnums=(1,))(x, 3)   # the same configuration, spelled otherwise
+  c = hlox.jit(f)(x, 3.0)                       # n traced: another configuration
+  assert traces[:1] == [3] and len(traces) == 2
+  for out in (a, b, c):
+    np.testing.assert_allclose(out, np.arange(4) * 3.0)
+
+
+def test_same_program_from_a_retrace_reuses_the_executable():
+  x = _x()
+  with monitoring.count_events() as counts:
+    for _ in range(3):
+      hlox.jit(lambda y: y + 1.0)(x)   # a new lambda each time: retraced, compiled once
+  assert counts["jit_trace"] == 3 and counts["compile"] == 1
+
+
+def test_lower_compile_then_call_compiles_once():
+  def f(x):
+    return jnp.cos(x) + 1.0
+
+  x = _x(5)
+  jitted = hlox.jit(f)
+  with monitoring.count_events() as counts:
+    compiled = jitted.lower(x).compile()
+    via_call = jitted(x)
+  assert counts["compile"] == 1
+  np.testing.assert_allclose(compiled(x), via_call)
+
+
+def test_wrapped_function_is_freed():
+  def make():
+    return lambda y: y * 3.0
+
+  f = make()
+  ref = weakref.ref(f)
+  hlox.jit(f)(_x())
+  del f
+  gc.collect()
+  assert ref() is None
+
+
+def test_a_changed_global_is_seen_only_on_a_cache_miss():
+  # JAX's documented behaviour: the trace is cached, so a global read at trace time is frozen.
+  state = {"scale": 2.0}
+
+  def f(x):
+    return x * state["scale"]
+
+  x = _x()
+  np.testing.assert_allclose(hlox.jit(f)(x), np.arange(4) * 2.0)
+  state["scale"] = 10.0
+  np.testing.assert_allclose(hlox.jit(f)(x), np.arange(4) * 2.0)
+  np.testing.assert_allclose(hlox.jit(f)(_x(3)), np.arange(3) * 10.0)
