@@ -153,16 +153,24 @@ _LOW29 = np.uint64((1 << 29) - 1)
 _HALF29 = np.uint64(1 << 28)
 
 
-def _round_fused(s, a64, b64, c64):
+def _round_fused(s, a64, b64, c64, scratch=None):
   """float32 rounding of ``s = a64 * b64 + c64`` (float64 arrays, the product exact) as a
   fused multiply-add rounds it.
 
   The product of two float32 is exact in float64, so ``s`` is off only by its own rounding
   error. Rounding ``s`` to float32 is then what the fused operation gives, unless ``s`` sits
   exactly halfway between two float32 numbers: there the sign of the error (TwoSum) decides.
+  ``scratch``: ``(float32, uint64, bool)`` buffers of ``s``'s shape to reuse (a loop of
+  Horner steps over a million elements spends as long allocating fresh ones as computing).
   """
-  out = s.astype(np.float32)
-  tie = (s.view(np.uint64) & _LOW29) == _HALF29
+  if scratch is None:
+    out = s.astype(np.float32)
+    tie = (s.view(np.uint64) & _LOW29) == _HALF29
+  else:
+    out, low, tie = scratch
+    np.copyto(out, s, casting="same_kind")
+    np.bitwise_and(s.view(np.uint64), _LOW29, out=low)
+    np.equal(low, _HALF29, out=tie)
   if tie.any():
     idx = np.nonzero(tie)
     p = np.broadcast_to(a64, s.shape)[idx] * np.broadcast_to(b64, s.shape)[idx]
@@ -192,13 +200,15 @@ def _horner32(x, coeffs):
   p64 = np.full_like(x64, float(np.float32(coeffs[0])))
   p32 = p64.astype(np.float32)
   s = np.empty_like(x64)
+  scratch = (np.empty(x64.shape, np.float32), np.empty(x64.shape, np.uint64),
+             np.empty(x64.shape, np.bool_))
   for c in coeffs[1:]:
     c = np.float64(np.float32(c))
     np.multiply(p64, x64, out=s)
     s += c
-    p32 = _round_fused(s, p64, x64, c)
-    p64 = p32.astype(np.float64)
-  return p32
+    p32 = _round_fused(s, p64, x64, c, scratch)
+    np.copyto(p64, p32)
+  return p32.copy()
 
 
 def _fma(a, b, c):
