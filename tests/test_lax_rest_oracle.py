@@ -151,7 +151,7 @@ def test_matches_jax():
 _NOT_HERE = {"after_all", "after_all_p", "create_token", "create_token_p", "device_put_p",
              "pbroadcast", "pcast", "precv", "psend", "ragged_all_to_all",
              "ragged_all_to_all_p", "sharding_constraint_p", "with_sharding_constraint",
-             "conv_general_dilated_p", "select_and_scatter_p"}
+             "select_and_scatter_p"}
 
 
 def test_public_names():
