@@ -215,6 +215,16 @@ def test_jaxpr_is_one_convolution():
   assert out.shape == _reference("2d_nhwc", x, w).shape
 
 
+def test_lowers_to_one_stablehlo_convolution_with_precision():
+  x, w = _args("2d_groups", np.float32)
+  f = _hlox_conv("2d_groups", precision=(lax.Precision.HIGHEST, "default"))
+  assert "precision=(Precision.HIGHEST, Precision.DEFAULT)" in str(hlox.make_jaxpr(f)(x, w))
+  text = hlox.jit(f).lower(x, w).as_text()
+  assert text.count("stablehlo.convolution") == 1 and "stablehlo.slice" not in text
+  assert "feature_group_count = 2" in text and "precision HIGHEST" in text
+  assert_close(f(x, w), _reference("2d_groups", x, w), np.float32, rtol=1e-4, atol=1e-4)
+
+
 # --- gradients ---------------------------------------------------------------------------
 
 GRAD_CASES = {
