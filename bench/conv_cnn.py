@@ -11,7 +11,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 
 _WORKER = r"""
 import json, sys, time
