@@ -249,6 +249,17 @@ def test_check_grads_order2(name):
     check_grads(f, (x, w), order=2, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6)
 
 
+def test_check_grads_complex():
+  # Complex operands lower to three real convolutions; their rules are the same.
+  rng = np.random.default_rng(6)
+  with enable_x64():
+    x = rng.standard_normal((1, 4, 3, 2)) + 1j * rng.standard_normal((1, 4, 3, 2))
+    w = rng.standard_normal((2, 2, 2, 3)) + 1j * rng.standard_normal((2, 2, 2, 3))
+    f = lambda x, w: lax.conv_general_dilated(  # noqa: E731
+        x, w, (2, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    check_grads(f, (x, w), order=2, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6)
+
+
 # --- vmap --------------------------------------------------------------------------------
 
 VMAP_CASES = ["1d_stride_pad", "2d_nhwc", "2d_groups", "2d_batch_groups", "2d_weird_layout"]
