@@ -1,28 +1,562 @@
-"""Convolution helpers around ``conv_general_dilated`` (which lives in ``dot.py``): the
-output-shape functions (``conv_shape_tuple``, ``conv_general_shape_tuple``,
-``conv_transpose_shape_tuple``), ``conv_general_permutations``, and two convolutions built on
-it: ``conv_general_dilated_patches`` (image patches) and ``conv_general_dilated_local``
-(unshared kernels, a locally connected layer).
-
-Everything here is a composition of ``conv_general_dilated`` and ``dot_general``, so it gets
-its JVP, transpose and batching from them.
+"""Convolution: ``conv_general_dilated_p``, one ``stablehlo.convolution``, with all of its
+rules (shape and dtype, JVP and the two transposes, batching, lowering); the public
+``conv_general_dilated``, ``conv``, ``conv_with_general_padding`` and ``conv_transpose``; the
+output-shape helpers (``conv_shape_tuple``, ``conv_general_shape_tuple``,
+``conv_transpose_shape_tuple``, ``conv_general_permutations``); and two convolutions built
+on the primitive: ``conv_general_dilated_patches`` (image patches) and
+``conv_general_dilated_local`` (unshared kernels, a locally connected layer).
 """
 from __future__ import annotations
 
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
+from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.lax import shapes
-from hlox.lax.dot import (Precision, _conv_transpose_pads, canonicalize_precision,
-                          conv_dimension_numbers, conv_general_dilated, dot_general)
+from hlox.interpreters import ad, batching, xla
+from hlox.lax import elementwise, shapes
+from hlox.lax.base import convert_element_type, full
+from hlox.lax.dot import (DotAlgorithm, DotAlgorithmPreset, Precision, _needs_operand_conversion,
+                          canonicalize_precision, dot_general)
+from hlox.lax.utils import shape_str, standard_primitive
 from hlox.lax.windowed import padtype_to_pads
 
-__all__ = ["conv_shape_tuple", "conv_general_shape_tuple", "conv_transpose_shape_tuple",
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers",
+           "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_p", "conv",
+           "conv_with_general_padding", "conv_transpose",
+           "conv_shape_tuple", "conv_general_shape_tuple", "conv_transpose_shape_tuple",
            "conv_general_permutations", "conv_general_dilated_patches",
            "conv_general_dilated_local"]
 
+
+class ConvDimensionNumbers(NamedTuple):
+  """Dimension positions: ``lhs_spec = (batch, feature, *spatial)``,
+  ``rhs_spec = (out_feature, in_feature, *spatial)``, ``out_spec = (batch, feature,
+  *spatial)``."""
+  lhs_spec: tuple
+  rhs_spec: tuple
+  out_spec: tuple
+
+
+ConvGeneralDilatedDimensionNumbers = ConvDimensionNumbers  # JAX's other name for the type
+
+
+def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimensionNumbers:
+  """Normalize ``dimension_numbers`` (None, a ``ConvDimensionNumbers`` or three layout
+  strings such as ``('NHWC', 'HWIO', 'NHWC')``) to a ``ConvDimensionNumbers``."""
+  nd = len(lhs_shape)
+  if len(rhs_shape) != nd:
+    raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} "
+                    f"and {len(rhs_shape)}.")
+  if dimension_numbers is None:
+    spec = tuple(range(nd))
+    return ConvDimensionNumbers(spec, spec, spec)
+  if isinstance(dimension_numbers, ConvDimensionNumbers):
+    return ConvDimensionNumbers(*(tuple(int(d) for d in s) for s in dimension_numbers))
+  if len(dimension_numbers) != 3:
+    raise TypeError("convolution: dimension_numbers must be None, a ConvDimensionNumbers or "
+                    f"three layout strings; got {dimension_numbers}")
+  lhs, rhs, out = dimension_numbers
+  if not all(isinstance(s, str) for s in (lhs, rhs, out)):
+    return ConvDimensionNumbers(*(tuple(int(d) for d in s) for s in (lhs, rhs, out)))
+  for s in (lhs, rhs, out):
+    if len(s) != nd:
+      raise TypeError(f"convolution: layout {s!r} does not have {nd} dimensions")
+  if set(lhs) - set("NC") != set(rhs) - set("OI") or set(out) - set("NC") != set(lhs) - set("NC"):
+    raise TypeError(f"convolution: the spatial dimensions of {dimension_numbers} differ")
+  # Spatial dimensions are matched by letter and ordered as they appear in the kernel layout.
+  spatial = [c for c in rhs if c not in "OI"]
+  return ConvDimensionNumbers(
+      (lhs.index("N"), lhs.index("C")) + tuple(lhs.index(c) for c in spatial),
+      (rhs.index("O"), rhs.index("I")) + tuple(rhs.index(c) for c in spatial),
+      (out.index("N"), out.index("C")) + tuple(out.index(c) for c in spatial))
+
+
+# --- the primitive -----------------------------------------------------------------------
+
+def _dilate_shape(shape, dilation):
+  """Sizes after inserting ``d - 1`` holes between neighbours (an empty axis stays empty)."""
+  return tuple(0 if n == 0 else (n - 1) * d + 1 for n, d in zip(shape, dilation))
+
+
+def _conv_general_dilated_shape_rule(lhs, rhs, *, window_strides, padding, lhs_dilation,
+                                     rhs_dilation, dimension_numbers, feature_group_count,
+                                     batch_group_count, **_):
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  G, B = feature_group_count, batch_group_count
+  name = f"conv_general_dilated (lhs {lhs.str_short()}, rhs {rhs.str_short()})"
+  if lhs.ndim != rhs.ndim:
+    raise ValueError(f"{name}: lhs and rhs must have the same number of dimensions")
+  if not all(len(s) == lhs.ndim for s in dimension_numbers):
+    raise ValueError(f"{name}: dimension_numbers {dimension_numbers} must each name all "
+                     f"{lhs.ndim} dimensions")
+  if G < 1:
+    raise ValueError(f"{name}: feature_group_count must be a positive integer, got {G}")
+  if B < 1:
+    raise ValueError(f"{name}: batch_group_count must be a positive integer, got {B}")
+  if G > 1 and B > 1:
+    raise ValueError(f"{name}: at most one of batch_group_count and feature_group_count may "
+                     f"be > 1, got batch_group_count={B} and feature_group_count={G}")
+  C, I = lhs.shape[lhs_spec[1]], rhs.shape[rhs_spec[1]]
+  N, O = lhs.shape[lhs_spec[0]], rhs.shape[rhs_spec[0]]
+  if C % G:
+    raise ValueError(f"{name}: feature_group_count must divide lhs feature dimension size, "
+                     f"but {G} does not divide {C}")
+  if C // G != I:
+    raise ValueError(f"{name}: lhs feature dimension size divided by feature_group_count "
+                     f"must equal the rhs input feature dimension size, but {C} // {G} != {I}")
+  if O % G:
+    raise ValueError(f"{name}: rhs output feature dimension size must be a multiple of "
+                     f"feature_group_count, but {O} is not a multiple of {G}")
+  if N % B:
+    raise ValueError(f"{name}: batch_group_count must divide lhs batch dimension size, but "
+                     f"{B} does not divide {N}")
+  if O % B:
+    raise ValueError(f"{name}: rhs output feature dimension size must be a multiple of "
+                     f"batch_group_count, but {O} is not a multiple of {B}")
+  n_sp = lhs.ndim - 2
+  for what, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
+                  ("rhs_dilation", rhs_dilation), ("padding", padding)):
+    if len(v) != n_sp:
+      raise ValueError(f"{name}: {what} {tuple(v)} must have one entry per spatial "
+                       f"dimension ({n_sp})")
+  lhs_c = (N, C) + _dilate_shape([lhs.shape[d] for d in lhs_spec[2:]], lhs_dilation)
+  rhs_c = (O, I) + _dilate_shape([rhs.shape[d] for d in rhs_spec[2:]], rhs_dilation)
+  out_c = conv_shape_tuple(lhs_c, rhs_c, window_strides, padding, B)
+  return tuple(out_c[i] for i in np.argsort(out_spec))
+
+
+def _conv_general_dilated_dtype_rule(lhs, rhs, *, preferred_element_type, **_):
+  if lhs.dtype != rhs.dtype:
+    raise TypeError(f"conv_general_dilated requires arguments to have the same dtypes, got "
+                    f"{lhs.dtype.name}, {rhs.dtype.name} ({shape_str((lhs, rhs))})")
+  dtype = lhs.dtype
+  if preferred_element_type is None or preferred_element_type == dtype:
+    return dtype
+  preferred = np.dtype(preferred_element_type)
+  int_to_float = dtypes.is_int(dtype) and dtypes.is_float(preferred)
+  if not int_to_float:
+    for kind in (dtypes.is_int, dtypes.is_float, dtypes.is_complex):
+      if kind(dtype) and not kind(preferred):
+        raise TypeError(f"conv_general_dilated: preferred_element_type {preferred.name} is "
+                        f"incompatible with input type {dtype.name}; the compatible "
+                        "combinations are (integral, integral), (integral, floating), "
+                        "(floating, floating), (complex, complex)")
+    if dtypes.is_int(dtype) and not dtypes.is_unsigned_int(dtype) and \
+        dtypes.is_unsigned_int(preferred):
+      raise TypeError(f"conv_general_dilated: preferred_element_type {preferred.name} must "
+                      f"have the same signedness as the input type {dtype.name}")
+  if preferred.itemsize < np.dtype(dtype).itemsize:
+    raise TypeError(f"conv_general_dilated: preferred_element_type {preferred.name} must not "
+                    f"be narrower than the input type {dtype.name}")
+  return preferred
+
+
+def _conv_general_dilated_weak_rule(lhs, rhs, *, preferred_element_type, **_):
+  return preferred_element_type is None and lhs.weak_type and rhs.weak_type
+
+
+conv_general_dilated_p = standard_primitive(
+    _conv_general_dilated_shape_rule, _conv_general_dilated_dtype_rule, "conv_general_dilated",
+    weak_type_rule=_conv_general_dilated_weak_rule)
+
+
+def _conv_params_for_printing(params):
+  # As JAX prints it: unset options left out.
+  return {k: v for k, v in params.items()
+          if not (k in ("precision", "preferred_element_type") and v is None)}
+
+conv_general_dilated_p.params_for_printing = _conv_params_for_printing
+
+
+# --- lowering ----------------------------------------------------------------------------
+
+def _precision_config(precision):
+  pair = precision if isinstance(precision, tuple) else (Precision.DEFAULT, Precision.DEFAULT)
+  return ir.ArrayAttr.get([hlo.PrecisionAttr.get(p.name) for p in pair])
+
+
+def _conv_general_dilated_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation,
+                                   rhs_dilation, dimension_numbers, feature_group_count,
+                                   batch_group_count, precision, preferred_element_type):
+  lhs_aval, rhs_aval = ctx.avals_in
+  aval_out, = ctx.avals_out
+  if dtypes.is_complex(lhs_aval.dtype) and ctx.module_context.platform != "tpu":
+    # XLA's CPU convolution of complex numbers is a slow loop and GPUs have none: three real
+    # convolutions instead (as JAX does on those platforms).
+    return _complex_conv_lowering(
+        ctx, lhs, rhs, window_strides=window_strides, padding=padding,
+        lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+        dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
+        batch_group_count=batch_group_count, precision=precision,
+        preferred_element_type=preferred_element_type)
+  if _needs_operand_conversion(lhs_aval.dtype, aval_out.dtype):
+    # Across kinds (int -> float) XLA wants operands of the result type.
+    lhs = xla.convert_hlo(lhs, lhs_aval, lhs_aval.update(dtype=aval_out.dtype))
+    rhs = xla.convert_hlo(rhs, rhs_aval, rhs_aval.update(dtype=aval_out.dtype))
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  dnums = hlo.ConvDimensionNumbers.get(
+      input_batch_dimension=lhs_spec[0], input_feature_dimension=lhs_spec[1],
+      input_spatial_dimensions=list(lhs_spec[2:]),
+      kernel_output_feature_dimension=rhs_spec[0], kernel_input_feature_dimension=rhs_spec[1],
+      kernel_spatial_dimensions=list(rhs_spec[2:]),
+      output_batch_dimension=out_spec[0], output_feature_dimension=out_spec[1],
+      output_spatial_dimensions=list(out_spec[2:]))
+  n_sp = len(lhs_spec) - 2
+  pads = ir.DenseIntElementsAttr.get(np.asarray(padding, np.int64).reshape(n_sp, 2))
+  return hlo.convolution(
+      xla.aval_to_ir_type(aval_out), lhs, rhs, dimension_numbers=dnums,
+      feature_group_count=xla.i64_attr(feature_group_count),
+      batch_group_count=xla.i64_attr(batch_group_count),
+      window_strides=xla.dense_i64(window_strides), padding=pads,
+      lhs_dilation=xla.dense_i64(lhs_dilation), rhs_dilation=xla.dense_i64(rhs_dilation),
+      window_reversal=ir.DenseBoolArrayAttr.get([False] * n_sp),
+      precision_config=_precision_config(precision))
+
+
+def _complex_conv(x, y, *, preferred_element_type, **params):
+  """``conv(x, y)`` for complex ``x``, ``y`` from three real convolutions (Gauss's trick:
+  one multiplication fewer than the schoolbook four, at some cost in accuracy when real and
+  imaginary parts differ greatly in size)."""
+  real_pref = (None if preferred_element_type is None
+               else np.finfo(preferred_element_type).dtype)
+
+  def conv(a, b):
+    return conv_general_dilated_p.bind(a, b, preferred_element_type=real_pref, **params)
+
+  xr, xi = elementwise.real(x), elementwise.imag(x)
+  yr, yi = elementwise.real(y), elementwise.imag(y)
+  k1 = conv(elementwise.add(xr, xi), yr)
+  k2 = conv(xr, elementwise.sub(yi, yr))
+  k3 = conv(xi, elementwise.add(yr, yi))
+  return elementwise.complex(elementwise.sub(k1, k3), elementwise.add(k1, k2))
+
+_complex_conv_lowering = xla.lower_fun(_complex_conv, multiple_results=False)
+
+xla.register_lowering(conv_general_dilated_p, _conv_general_dilated_lowering)
+
+
+# --- transposes --------------------------------------------------------------------------
+# Without the spatial dimensions a convolution is a matrix product [n, c] x [c, o] -> [n, o],
+# so its transposes are too: the lhs cotangent is [n, o] x [o, c] (a convolution of the
+# cotangent with the flipped kernel, input and output features swapped, strides turned into
+# input dilation), the rhs cotangent is [c, n] x [n, o] (lhs and cotangent convolved with
+# batch and feature dimensions swapped). Groups: with g feature groups the lhs transpose is
+# again feature-grouped (after moving the group from the kernel's O to its I), the rhs
+# transpose batch-grouped; with batch groups the other way round.
+
+def _swap_spec(spec):
+  return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _reshape_axis_into(src, dst, x):
+  """Merge axis ``src`` of ``x`` into axis ``dst`` (numbered without ``src``), ``src`` being
+  the major part."""
+  shape = get_aval(x).shape
+  perm = [i for i in range(len(shape)) if i != src]
+  perm.insert(dst, src)
+  new_shape = [shape[i] for i in range(len(shape)) if i != src]
+  new_shape[dst] *= shape[src]
+  return shapes.reshape(x, tuple(new_shape), tuple(perm))
+
+
+def _reshape_axis_out_of(src, size1, x):
+  """Split axis ``src`` of ``x`` into ``(size1, rest)``."""
+  shape = list(get_aval(x).shape)
+  shape[src:src + 1] = [size1, shape[src] // size1]
+  return shapes.reshape(x, tuple(shape))
+
+
+def _transpose_lhs_padding(in_sp, k_sp, strides, out_sp, padding, lhs_dilation, rhs_dilation):
+  in_d = _dilate_shape(in_sp, lhs_dilation)
+  k_d = _dilate_shape(k_sp, rhs_dilation)
+  out_d = _dilate_shape(out_sp, strides)
+  pads = []
+  for i, k, o, (lo, _) in zip(in_d, k_d, out_d, padding):
+    before = k - lo - 1
+    pads.append((before, i + k - 1 - o - before))
+  return tuple(pads)
+
+
+def _transpose_rhs_padding(in_sp, k_sp, strides, out_sp, padding, lhs_dilation, rhs_dilation):
+  in_d = _dilate_shape(in_sp, lhs_dilation)
+  k_d = _dilate_shape(k_sp, rhs_dilation)
+  out_d = _dilate_shape(out_sp, strides)
+  return tuple((lo, (o - i) + (k - lo - 1))
+               for i, k, o, (lo, _) in zip(in_d, k_d, out_d, padding))
+
+
+def _conv_general_dilated_transpose_lhs(ct, lhs, rhs, *, window_strides, padding,
+                                        lhs_dilation, rhs_dilation, dimension_numbers,
+                                        feature_group_count, batch_group_count, precision,
+                                        preferred_element_type):
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  lhs_aval, rhs_aval, ct_aval = lhs.aval, get_aval(rhs), get_aval(ct)
+  groups = max(feature_group_count, batch_group_count)
+  if groups > 1:
+    # The kernel's O holds (group, O/group); the transposed kernel needs the group in I.
+    rhs = _reshape_axis_out_of(rhs_spec[0], groups, rhs)
+    rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+  pads = _transpose_lhs_padding(
+      [lhs_aval.shape[d] for d in lhs_spec[2:]], [rhs_aval.shape[d] for d in rhs_spec[2:]],
+      window_strides, [ct_aval.shape[d] for d in out_spec[2:]], padding, lhs_dilation,
+      rhs_dilation)
+  kernel = shapes.rev(rhs, tuple(rhs_spec[2:]))
+  if get_aval(kernel).dtype != ct_aval.dtype:
+    kernel = convert_element_type(kernel, ct_aval.dtype)
+  out = conv_general_dilated_p.bind(
+      ct, kernel, window_strides=tuple(lhs_dilation), padding=pads,
+      lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
+      dimension_numbers=ConvDimensionNumbers(out_spec, _swap_spec(rhs_spec), lhs_spec),
+      feature_group_count=groups, batch_group_count=1, precision=precision,
+      preferred_element_type=preferred_element_type)
+  if get_aval(out).dtype != lhs_aval.dtype:
+    out = convert_element_type(out, lhs_aval.dtype)
+  if batch_group_count > 1:
+    # The result's features hold (group, C); the lhs had the group in its batch.
+    out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
+    out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
+  return out
+
+
+def _conv_general_dilated_transpose_rhs(ct, lhs, rhs, *, window_strides, padding,
+                                        lhs_dilation, rhs_dilation, dimension_numbers,
+                                        feature_group_count, batch_group_count, precision,
+                                        preferred_element_type):
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  lhs_aval, rhs_aval, ct_aval = get_aval(lhs), rhs.aval, get_aval(ct)
+  if ct_aval.size == 0:
+    # Nothing flows back, and the transposed convolution would have an empty window.
+    return ad.Zero(rhs_aval)
+  pads = _transpose_rhs_padding(
+      [lhs_aval.shape[d] for d in lhs_spec[2:]], [rhs_aval.shape[d] for d in rhs_spec[2:]],
+      window_strides, [ct_aval.shape[d] for d in out_spec[2:]], padding, lhs_dilation,
+      rhs_dilation)
+  if lhs_aval.dtype != ct_aval.dtype:
+    lhs = convert_element_type(lhs, ct_aval.dtype)
+  out = conv_general_dilated_p.bind(
+      lhs, ct, window_strides=tuple(rhs_dilation), padding=pads,
+      lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
+      dimension_numbers=ConvDimensionNumbers(_swap_spec(lhs_spec), _swap_spec(out_spec),
+                                             _swap_spec(rhs_spec)),
+      feature_group_count=batch_group_count, batch_group_count=feature_group_count,
+      precision=precision, preferred_element_type=preferred_element_type)
+  if get_aval(out).dtype != rhs_aval.dtype:
+    out = convert_element_type(out, rhs_aval.dtype)
+  return out
+
+ad.defbilinear(conv_general_dilated_p, _conv_general_dilated_transpose_lhs,
+               _conv_general_dilated_transpose_rhs)
+
+
+# --- batching ----------------------------------------------------------------------------
+# A convolution has one batch dimension, so a vmapped one is folded into the batch or feature
+# dimensions: a batched lhs into N (each example is more images), a batched rhs into O (more
+# filters), both into C and O with feature_group_count multiplied by the vmapped size (each
+# example is its own group). With groups the vmapped axis goes inside the group axis, since
+# XLA takes groups as the outermost part of the dimension.
+
+def _fold_inside_groups(x, dim, groups):
+  """``x`` with its vmapped axis in front merged into ``dim`` (numbered without it) as the
+  middle of ``(groups, vmapped, dim / groups)``."""
+  x = _reshape_axis_out_of(dim + 1, groups, x)    # (V, ..., groups, rest, ...)
+  x = _reshape_axis_into(0, dim + 1, x)           # (..., groups, V * rest, ...)
+  return _reshape_axis_into(dim, dim, x)
+
+
+def _unfold_inside_groups(out, dim, groups, size):
+  """Undo :func:`_fold_inside_groups` on a result: the vmapped axis comes out at ``dim``."""
+  out = _reshape_axis_out_of(dim, groups, out)    # (..., groups, V * rest, ...)
+  out = _reshape_axis_out_of(dim + 1, size, out)  # (..., groups, V, rest, ...)
+  out = _reshape_axis_into(dim + 1, dim, out)     # (..., V * groups, rest, ...)
+  out = _reshape_axis_out_of(dim, size, out)      # (..., V, groups, rest, ...)
+  return _reshape_axis_into(dim + 1, dim + 1, out)
+
+
+def _conv_general_dilated_batch_rule(vals, dims, **params):
+  lhs, rhs = vals
+  lbd, rbd = dims
+  lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+  G, B = params["feature_group_count"], params["batch_group_count"]
+  size = get_aval(lhs).shape[lbd] if lbd is not None else get_aval(rhs).shape[rbd]
+  if lbd is not None:
+    lhs = batching.moveaxis(lhs, lbd, 0)
+  if rbd is not None:
+    rhs = batching.moveaxis(rhs, rbd, 0)
+  if size == 0:
+    # Folding an empty axis would lose the others' sizes; the result is empty anyway.
+    lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
+    unbatched = [a.update(shape=a.shape[1:]) if d is not None else a
+                 for a, d in ((lhs_aval, lbd), (rhs_aval, rbd))]
+    out = conv_general_dilated_p.abstract_eval(*unbatched, **params)
+    return full((0,) + out.shape, 0, out.dtype), 0
+  if lbd is not None and rbd is not None:
+    if B > 1:
+      lhs = _reshape_axis_into(0, lhs_spec[0], lhs)
+      params = dict(params, batch_group_count=B * size)
+    else:
+      lhs = _reshape_axis_into(0, lhs_spec[1], lhs)
+      params = dict(params, feature_group_count=G * size)
+    rhs = _reshape_axis_into(0, rhs_spec[0], rhs)
+    out = conv_general_dilated_p.bind(lhs, rhs, **params)
+    return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
+  if lbd is not None:
+    if B == 1:
+      lhs = _reshape_axis_into(0, lhs_spec[0], lhs)
+    else:
+      lhs = _fold_inside_groups(lhs, lhs_spec[0], B)
+    out = conv_general_dilated_p.bind(lhs, rhs, **params)
+    return _reshape_axis_out_of(out_spec[0], size, out), out_spec[0]
+  groups = max(G, B)
+  if groups == 1:
+    rhs = _reshape_axis_into(0, rhs_spec[0], rhs)
+    out = conv_general_dilated_p.bind(lhs, rhs, **params)
+    return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
+  rhs = _fold_inside_groups(rhs, rhs_spec[0], groups)
+  out = conv_general_dilated_p.bind(lhs, rhs, **params)
+  return _unfold_inside_groups(out, out_spec[1], groups, size), out_spec[1]
+
+batching.primitive_batchers[conv_general_dilated_p] = _conv_general_dilated_batch_rule
+
+
+# --- the public functions ----------------------------------------------------------------
+
+def _canonicalize_conv_precision(precision):
+  precision = canonicalize_precision(precision)
+  if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+    raise ValueError(f"conv_general_dilated: precision must be None, a lax.Precision or a "
+                     f"pair of them; dot algorithms are not supported, got {precision!r}")
+  return precision
+
+
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
+                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
+                         batch_group_count=1, precision=None, preferred_element_type=None):
+  """General N-d convolution (cross-correlation, as in XLA) with strides, padding, input and
+  kernel dilation, feature and batch groups.
+
+  ``padding`` is ``'VALID'``, ``'SAME'``, ``'SAME_LOWER'`` or one ``(low, high)`` pair per
+  spatial dimension; ``dimension_numbers`` is ``None`` (NCHW, OIHW, NCHW), a
+  :class:`ConvDimensionNumbers` or three layout strings such as ``('NHWC', 'HWIO', 'NHWC')``
+  (spatial dimensions, and so strides and dilations, in the order of the kernel layout).
+  """
+  lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
+  nd = lhs_aval.ndim
+  if nd < 2:
+    raise TypeError(f"conv_general_dilated: lhs must have rank >= 2, got {lhs_aval.str_short()}")
+  dn = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
+  n_sp = nd - 2
+  window_strides = tuple(operator.index(s) for s in window_strides)
+  lhs_dilation = (1,) * n_sp if lhs_dilation is None else tuple(
+      operator.index(d) for d in lhs_dilation)
+  rhs_dilation = (1,) * n_sp if rhs_dilation is None else tuple(
+      operator.index(d) for d in rhs_dilation)
+  for name, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
+                  ("rhs_dilation", rhs_dilation)):
+    if len(v) != n_sp:
+      raise ValueError(f"conv_general_dilated: {name} {v} must have {n_sp} entries (one per "
+                       f"spatial dimension of lhs {lhs_aval.str_short()})")
+    if any(d < 1 for d in v):
+      raise ValueError(f"conv_general_dilated: {name} must be positive, got {v}")
+  if isinstance(padding, str):
+    # Strings pad the dilated input for the dilated kernel.
+    in_sp = _dilate_shape([lhs_aval.shape[d] for d in dn.lhs_spec[2:]], lhs_dilation)
+    k_sp = _dilate_shape([rhs_aval.shape[d] for d in dn.rhs_spec[2:]], rhs_dilation)
+    pads = tuple(padtype_to_pads(in_sp, k_sp, window_strides, padding))
+  else:
+    try:
+      pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+      raise ValueError("conv_general_dilated: padding must be a string or a sequence of "
+                       f"(low, high) pairs, got {padding}") from None
+    if len(pads) != n_sp:
+      raise ValueError(f"conv_general_dilated: padding {padding} must have {n_sp} pairs")
+  preferred = (None if preferred_element_type is None
+               else dtypes.canonicalize_dtype(np.dtype(preferred_element_type)))
+  return conv_general_dilated_p.bind(
+      lhs, rhs, window_strides=window_strides, padding=pads, lhs_dilation=lhs_dilation,
+      rhs_dilation=rhs_dilation, dimension_numbers=dn,
+      feature_group_count=operator.index(feature_group_count),
+      batch_group_count=operator.index(batch_group_count),
+      precision=_canonicalize_conv_precision(precision), preferred_element_type=preferred)
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+  """``conv_general_dilated`` with the default NCHW/OIHW layouts and no dilation."""
+  return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                              preferred_element_type=preferred_element_type)
+
+
+def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=None, preferred_element_type=None):
+  """``conv_general_dilated`` with the default layouts."""
+  return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                              precision=precision,
+                              preferred_element_type=preferred_element_type)
+
+
+_CONV_TRANSPOSE_LAYOUTS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
+                           4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def _conv_transpose_pads(k, s, padding):
+  """Padding of the dilated input that makes the transposed convolution's output line up
+  with the forward convolution's input (``padding`` names the forward padding)."""
+  if padding == "SAME":
+    total = k + s - 2
+    lo = k - 1 if s > k - 1 else -(-total // 2)
+  elif padding == "VALID":
+    total = k + s - 2 + max(k - s, 0)
+    lo = k - 1
+  elif isinstance(padding, tuple):
+    lo, hi = (k - p - 1 for p in padding)
+    total = lo + hi
+  else:
+    raise ValueError(f"Invalid padding mode: {padding}")
+  return lo, total - lo
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
+  """The "transposed" (fractionally strided) convolution: the input is dilated by
+  ``strides`` and convolved with stride 1. Default layouts are channels-last (NHWC, HWIO).
+  ``transpose_kernel`` flips the kernel's spatial axes and swaps its feature axes (the
+  gradient of a forward convolution, as TensorFlow's Conv2DTranspose)."""
+  lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
+  nd = lhs_aval.ndim
+  if rhs_aval.ndim != nd or nd < 2:
+    raise TypeError(f"conv_transpose: lhs and rhs must have the same rank >= 2, got "
+                    f"{lhs_aval.str_short()} and {rhs_aval.str_short()}")
+  if dimension_numbers is None:
+    if nd not in _CONV_TRANSPOSE_LAYOUTS:
+      raise ValueError("No 4+ dimensional dimension_number defaults.")
+    dimension_numbers = _CONV_TRANSPOSE_LAYOUTS[nd]
+  dn = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
+  k_sp = [rhs_aval.shape[d] for d in dn.rhs_spec[2:]]
+  rhs_dilation = (1,) * (nd - 2) if rhs_dilation is None else tuple(rhs_dilation)
+  if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
+    eff_k = [(k - 1) * d + 1 if k else 0 for k, d in zip(k_sp, rhs_dilation)]
+    per_dim = [padding] * len(strides) if isinstance(padding, str) else padding
+    pads = [_conv_transpose_pads(k, s, p) for k, s, p in zip(eff_k, strides, per_dim)]
+  else:
+    pads = padding
+  if transpose_kernel:
+    rhs = shapes.rev(rhs, tuple(dn.rhs_spec[2:]))
+    perm = list(range(nd))
+    perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = dn.rhs_spec[1], dn.rhs_spec[0]
+    rhs = shapes.transpose(rhs, tuple(perm))
+  return conv_general_dilated(lhs, rhs, (1,) * (nd - 2), pads, tuple(strides), rhs_dilation,
+                              dn, precision=precision,
+                              preferred_element_type=preferred_element_type)
+
+
+# --- shapes, patches, unshared convolutions --------------------------------------------
 
 def _window_out(size: int, window: int, stride: int) -> int:
   return 0 if size < window else (size - window) // stride + 1
