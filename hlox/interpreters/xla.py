@@ -221,6 +221,12 @@ def aval_to_ir_type(aval) -> ir.Type:
   return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
+def _is_splat(value: np.ndarray) -> bool:
+  """All elements have the same bits (NaN fills included, which ``==`` would miss)."""
+  rows = np.ascontiguousarray(value).reshape(value.size).view(np.uint8).reshape(value.size, -1)
+  return bool((rows == rows[0]).all())
+
+
 def ir_constant(value, dtype=None) -> ir.Value:
   """A ``stablehlo.constant`` holding ``value`` (NumPy array or scalar)."""
   value = np.asarray(value, dtype=dtype)
@@ -230,7 +236,7 @@ def ir_constant(value, dtype=None) -> ir.Value:
   else:
     element_type = dtype_to_ir_type(value.dtype)
   shape = value.shape
-  if value.size > 1 and (value == value.flat[0]).all() and value.dtype.kind != "c":
+  if value.size > 1 and _is_splat(value):
     # A splat constant stays small in the module, then a broadcast.
     scalar = ir_constant(value.flat[0])
     return hlo.broadcast_in_dim(ir.RankedTensorType.get(shape, element_type), scalar,
