@@ -22,6 +22,7 @@ from hlox import api, lax
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.numpy import creation, functional, indexing, reductions, shapes, ufuncs
+from hlox.numpy import util as _util
 from hlox.numpy.util import (broadcast_to_shape, check_arraylike, ensure_array,
                              promote_dtypes_inexact)
 
@@ -48,13 +49,7 @@ def _moveaxis(x, src, dst):
 
 
 def _axis(name, axis, ndim):
-  try:
-    axis = operator.index(axis)
-  except TypeError:
-    raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
-  if not -ndim <= axis < ndim:
-    raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
-  return axis % ndim
+  return _util.canonicalize_axis(axis, ndim, name)
 
 
 class ufunc:

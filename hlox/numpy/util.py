@@ -1,6 +1,8 @@
 """Helpers shared by the ``hlox.numpy`` modules: argument checks, promotion, broadcasting."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from hlox import lax
@@ -146,6 +148,17 @@ def promote_args_numeric(name: str, *args):
   check_arraylike(name, *args)
   args = [ensure_array(a) for a in args]
   return promote_shapes(name, *promote_dtypes_numeric(*args))
+
+
+def canonicalize_axis(axis, ndim: int, name: str) -> int:
+  """One ``axis`` (an integer, negative from the end) as a non-negative int."""
+  try:
+    axis = operator.index(axis)
+  except TypeError:
+    raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
+  return axis % ndim
 
 
 def canonicalize_axis_tuple(axis, ndim, name):

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import math
-import operator
 import warnings
 
 import numpy as np
@@ -37,13 +36,7 @@ def _asarrays(name, *args):
 
 
 def _canonical_axis(axis, ndim: int, name: str) -> int:
-  try:
-    axis = operator.index(axis)
-  except TypeError:
-    raise TypeError(f"{name}: axis must be an integer, got {axis!r}") from None
-  if not -ndim <= axis < ndim:
-    raise ValueError(f"{name}: axis {axis} is out of bounds for array of dimension {ndim}")
-  return axis % ndim
+  return util.canonicalize_axis(axis, ndim, name)
 
 
 # --- convolution -------------------------------------------------------------------------
