@@ -145,6 +145,22 @@ def test_threefry2x32_known_answers():
                                       1914734168]
 
 
+def test_threefry2x32_cpu_lowering_is_a_rolled_loop_with_the_unrolled_bits():
+  # On CPU threefry lowers as a loop of 5 steps (as JAX), which keeps programs that consume
+  # one draw many ways quick to compile; its bits equal the straight-line 20 rounds.
+  from hlox.random.prng import _threefry2x32_composition
+  rng = np.random.default_rng(0)
+  k1, k2 = (np.uint32(v) for v in rng.integers(0, 2**32, 2, dtype=np.uint64))
+  x1, x2 = (rng.integers(0, 2**32, (3, 7), dtype=np.uint64).astype(np.uint32) for _ in range(2))
+  bind = hlox.jit(lambda a, b: r.threefry2x32_p.bind(k1, k2, a, b))
+  text = bind.lower(x1, x2).as_text()
+  assert "stablehlo.while" in text
+  straight = hlox.jit(lambda a, b: _threefry2x32_composition(k1, k2, a, b))
+  assert "stablehlo.while" not in straight.lower(x1, x2).as_text()
+  for got, want in zip(bind(x1, x2), straight(x1, x2)):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 def test_threefry2x32_broadcasting_jit_vmap():
   k1, k2 = np.uint32(3), np.uint32(9)
   x1 = np.arange(6, dtype=np.uint32).reshape(2, 3)

@@ -81,8 +81,45 @@ def _threefry2x32_composition(k1, k2, x1, x2):
   return x
 
 
+def _threefry2x32_rolled(k1, k2, x1, x2):
+  """The same 20 rounds as a loop of 5 steps of 4 rounds (the rotation amounts and the key
+  schedule carried), as JAX lowers threefry on CPU: the unrolled graph is large, and XLA:CPU
+  fuses a copy of it into every consumer of the bits, which makes programs that slice one
+  draw many ways slow to compile. Same bits as the unrolled form."""
+  shape = broadcasting_shape_rule("threefry2x32", *map(get_aval, (k1, k2, x1, x2)))
+
+  def bcast(v):
+    vshape = get_aval(v).shape
+    if vshape == shape:
+      return v
+    return lax.broadcast_in_dim(v, shape, tuple(range(len(shape) - len(vshape), len(shape))))
+  k1, k2, x1, x2 = map(bcast, (k1, k2, x1, x2))
+  k3 = lax.bitwise_xor(lax.bitwise_xor(k1, k2), np.uint32(0x1BD11BDA))
+  even, odd = (np.array(r, np.uint32) for r in _ROTATIONS)
+
+  def step(i, carry):
+    x0, x1, ka, kb, kc = carry
+    i = lax.convert_element_type(i, np.uint32)
+    is_even = lax.eq(lax.rem(i, np.uint32(2)), np.uint32(0))
+    for j in range(4):
+      r = lax.select(is_even, even[j], odd[j])
+      x0 = lax.add(x0, x1)
+      rotated = lax.bitwise_or(lax.shift_left(x1, r),
+                               lax.shift_right_logical(x1, lax.sub(np.uint32(32), r)))
+      x1 = lax.bitwise_xor(x0, rotated)
+    # Key injection after every four rounds; the schedule (ka, kb, kc) then rotates.
+    x0 = lax.add(x0, kb)
+    x1 = lax.add(lax.add(x1, kc), lax.add(i, np.uint32(1)))
+    return x0, x1, kb, kc, ka
+
+  x0, x1, *_ = lax.fori_loop(0, 5, step, (lax.add(x1, k1), lax.add(x2, k2), k1, k2, k3))
+  return [x0, x1]
+
+
 xla.register_lowering(threefry2x32_p,
                       xla.lower_fun(_threefry2x32_composition, multiple_results=True))
+xla.register_lowering(threefry2x32_p,
+                      xla.lower_fun(_threefry2x32_rolled, multiple_results=True), platform="cpu")
 ad.defjvp_zero(threefry2x32_p)
 
 
