@@ -1190,7 +1190,10 @@ def _f21_unit(a, b, c, y):
   is not an integer, the connection formula to ``1 - y``; otherwise the (slower) series."""
   d = c - a - b
   d_int = d == lax.round(d)
-  near = (y > _c(y, 0.5)) & ~d_int
+  # A non-positive integer a or b ends the series (a polynomial): sum it directly, where the
+  # connection formula would divide by gamma at a pole.
+  terminating = ((a <= 0) & (a == lax.round(a))) | ((b <= 0) & (b == lax.round(b)))
+  near = (y > _c(y, 0.5)) & ~d_int & ~terminating
   ys = jnp.where(near, jnp.zeros_like(y), y)
   direct = _f21_series(a, b, c, ys)
   s = jnp.where(near, _c(y, 1) - y, _c(y, 0.5))
