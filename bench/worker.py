@@ -58,6 +58,62 @@ def bench_eager_sin(lib):
   return best_per_call(lambda: jnp.sin(x), 3000)
 
 
+def _eager(lib, op, calls=2000):
+  """Per-call time of one eager operation on small arrays (``op(jnp, x, y, m)``)."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+  y = jnp.asarray(np.ones((3, 4), np.float32))
+  m = jnp.asarray(np.ones((4, 4), np.float32))
+  op(jnp, x, y, m).block_until_ready()
+  return best_per_call(lambda: op(jnp, x, y, m), calls)
+
+
+def bench_eager_mul_scalar(lib):
+  return _eager(lib, lambda jnp, x, y, m: x * 1.5)
+
+
+def bench_eager_add(lib):
+  return _eager(lib, lambda jnp, x, y, m: x + y)
+
+
+def bench_eager_where(lib):
+  return _eager(lib, lambda jnp, x, y, m: jnp.where(x > 1, x, 0.))
+
+
+def bench_eager_dot(lib):
+  return _eager(lib, lambda jnp, x, y, m: jnp.dot(x, m))
+
+
+def bench_eager_reshape(lib):
+  return _eager(lib, lambda jnp, x, y, m: x.reshape(4, 3))
+
+
+def bench_eager_slice(lib):
+  return _eager(lib, lambda jnp, x, y, m: x[1:3])
+
+
+def bench_eager_sum_axis(lib):
+  return _eager(lib, lambda jnp, x, y, m: x.sum(0))
+
+
+def bench_eager_at_set(lib):
+  return _eager(lib, lambda jnp, x, y, m: x.at[1].set(2.0))
+
+
+def bench_eager_chain_20(lib):
+  return _eager(lib, lambda jnp, x, y, m: _chain(jnp, 20)(x), calls=200)
+
+
+def bench_jit_dispatch_6_in_4_out(lib):
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  args = [jnp.asarray(np.full(8, i, np.float32)) for i in range(6)]
+  f = mod.jit(lambda a, b, c, d, e, g: (a + b, c * d, e - g, a * g))
+  f(*args)[0].block_until_ready()
+  return best_per_call(lambda: f(*args), 3000)
+
+
 def _mlp(jnp, layers):
   def predict(params, x):
     for w, b in params:

@@ -24,9 +24,11 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
+from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import batching, xla
 from hlox.interpreters import pmap as pmap_interp
-from hlox.lax.call import CompiledCall, compile_closed_jaxpr, jit_p, signature
+from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, jit_p,
+                           signature)
 from hlox.runtime import client
 from hlox.runtime.array import Array, device_put
 
@@ -287,20 +289,49 @@ class JitWrapped:
     compiled = compile_closed_jaxpr(traced.jaxpr, const_sigs + sigs, self.name,
                                     donated_invars, self.keep_unused)
     consts = list(traced.consts)
-    if not statics and not kwargs and not donated_invars and compiled.executable is not None:
-      self._remember_fast(args, sigs, compiled, consts, traced.out_tree)
+    if not donated_invars and compiled.executable is not None:
+      if kwargs or not self._simple:  # the key the fast path in ``_make_jitted`` builds
+        key = self._general_key(args, kwargs)[0]
+      else:
+        key = (flatten_fast(args)[1], *sigs)
+      self._remember_fast(key, compiled, consts, traced.out_tree)
     return traced.out_tree.unflatten(compiled(consts + leaves))
 
-  def _remember_fast(self, args, sigs, compiled, consts, out_tree):
+  def _general_key(self, args, kwargs):
+    """``(fast-cache key, dynamic leaves)`` for a call with static arguments or keywords
+    (the cache-hit path of such calls): static values with their types (as
+    ``_HashableStatic`` compares them), the dynamic arguments' tree and signatures."""
+    static_pos = self.static_argnums
+    if static_pos:
+      n = len(args)
+      statics = tuple(args[i] for i in static_pos if i < n)
+      dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+    else:
+      statics, dyn_args = (), args
+    static_kw = ()
+    dyn_kwargs = kwargs
+    if kwargs and self.static_argnames:
+      names = self.static_argnames
+      static_kw = tuple((k, v) for k, v in kwargs.items() if k in names)
+      dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
+    leaves, tree = flatten_fast((dyn_args, dyn_kwargs))
+    try:
+      sigs = tuple(map(_get_sig, leaves))
+    except AttributeError:  # NumPy arrays or Python scalars among the arguments
+      sigs = tuple(map(signature, leaves))
+    key = (tree, len(args), statics, tuple(map(type, statics)), static_kw,
+           tuple(type(v) for _, v in static_kw), sigs)
+    return key, leaves
+
+  def _remember_fast(self, key, compiled, consts, out_tree):
     """Store what the cache-hit path needs, flat: consts already on the device."""
-    _, fast_tree = flatten_fast(args)
     device = compiled.device if compiled.device_key is not None else None
     const_arrays = [c if type(c) is Array else device_put(c, device) for c in consts]
     n_out = len(compiled.out_avals)
     entry = (compiled.executable.loaded.execute_sharded, compiled.executable.handlers,
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,
              out_tree, out_tree.num_nodes == 1 and n_out == 1, compiled)
-    self._call_cache.put((fast_tree, *sigs), entry)
+    self._call_cache.put(key, entry)
 
   def _get_traced(self, in_tree, leaves, statics, args, kwargs) -> _Traced:
     avals = tuple(_abstractify(x) for x in leaves)
@@ -446,6 +477,19 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
   return _make_jitted(wrapped)
 
 
+def eager_fused(fun: Callable | None = None, *, static_argnames=()) -> Callable:
+  """``fun`` (an ``hlox.numpy``-style function of arrays) run eagerly as one cached
+  executable per argument signature, and inlined when traced: as JAX's jit-wrapped ``jnp``
+  functions. An eager call costs one dispatch whatever the Python inside ``fun``, and eager
+  and jitted results agree in the last bit. Python scalars are traced as weak-typed
+  arguments, so new values do not recompile. Calls the cache cannot handle (unhashable static
+  values, non-array arguments, a trace that needs concrete values) run ``fun`` itself."""
+  if fun is None:
+    return functools.partial(eager_fused, static_argnames=static_argnames)
+  wrapped = JitWrapped(fun, None, static_argnames, None, None, True, True)
+  return _make_jitted(wrapped, eager_fallback=True)
+
+
 # --- caches per function ------------------------------------------------------------------
 # JAX keys its caches on the wrapped function (weakly) and its static configuration, not on the
 # wrapper object: every ``jit(f)`` of the same ``f`` shares one trace cache and one call cache,
@@ -481,42 +525,88 @@ def _shared_caches(fun, settings) -> tuple:
   return LRUCache(), LRUCache()
 
 
-def _make_jitted(wrapped: JitWrapped) -> Callable:
+def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   """The function ``jit`` returns: the cache-hit path inline, everything else in
   ``JitWrapped``. (A closure is cheaper to call than an object's ``__call__``, and this path
-  is measured against JAX's C++ dispatch in ``bench/``.)"""
+  is measured against JAX's C++ dispatch in ``bench/``.)
+
+  With ``eager_fallback`` (``eager_fused``), arguments the cache cannot key on (unhashable
+  static values, leaves that are not arrays) and functions that turn out to need concrete
+  values run ``fun`` itself, unjitted, so they give the errors and results of the plain
+  function."""
   cache = wrapped._fast_cache
   cache_get, touch = cache.get, cache.move_to_end
   slow = wrapped._call_slow
   simple = wrapped._simple
+  inline = wrapped.inline
+  fun = wrapped.fun
   ctx = trace_ctx
   get_buf = operator.attrgetter("_buf")
   get_sig = _get_sig
   new_array = Array
+  general_key = wrapped._general_key
+  donating = bool(wrapped.donate_argnums or wrapped.donate_argnames)
+  options = config._values
+  if eager_fallback:
+    unfusable = set()  # cache keys whose trace needed concrete values
+
+    def fallback(args, kwargs):
+      return fun(*args, **kwargs)
+
+    def miss(key, args, kwargs):
+      if key in unfusable:
+        return fun(*args, **kwargs)
+      try:
+        return slow(args, kwargs)
+      except ConcretizationTypeError:
+        unfusable.add(key)
+        return fun(*args, **kwargs)
+  else:
+    def fallback(args, kwargs):
+      return slow(args, kwargs)  # it raises JAX's error for the argument
+
+    def miss(key, args, kwargs):
+      return slow(args, kwargs)
 
   def jitted(*args, **kwargs):
     # The fast path: a cache hit does no tracing and builds no IR.
-    if simple and not kwargs and ctx.trace is eval_trace:
-      leaves, in_tree = flatten_fast(args)
+    if ctx.trace is eval_trace and not options["disable_jit"]:
       try:
-        key = (in_tree, *map(get_sig, leaves))
-      except AttributeError:  # NumPy arrays or Python scalars among the arguments
-        key = (in_tree, *map(signature, leaves))
-      entry = cache_get(key)
-      if entry is not None:
-        touch(key)
-        execute, handlers, out_avals, device_keys, consts, kept, out_tree, single, compiled = \
-            entry
-        if consts:
-          leaves = consts + leaves
-        try:
-          bufs = list(map(get_buf, leaves if kept is None else [leaves[i] for i in kept]))
-          outs = execute(bufs).consume_with_handlers(handlers)
-        except Exception:  # host values among the arguments, or a deleted buffer
-          return out_tree.unflatten(compiled(leaves))
-        if single:
-          return new_array(outs[0], out_avals[0], device_keys[0])
-        return out_tree.unflatten(list(map(new_array, outs, out_avals, device_keys)))
+        if simple and not kwargs:
+          leaves, in_tree = flatten_fast(args)
+          try:
+            key = (in_tree, *map(get_sig, leaves))
+          except AttributeError:  # NumPy arrays or Python scalars among the arguments
+            key = (in_tree, *map(signature, leaves))
+        elif donating:
+          return slow(args, kwargs)
+        else:
+          key, leaves = general_key(args, kwargs)
+        entry = cache_get(key)
+      except TypeError:  # an unhashable static argument, or a leaf that is not an array
+        return fallback(args, kwargs)
+      if entry is None:
+        return miss(key, args, kwargs)
+      touch(key)
+      execute, handlers, out_avals, device_keys, consts, kept, out_tree, single, compiled = \
+          entry
+      if consts:
+        leaves = consts + leaves
+      passed = leaves if kept is None else [leaves[i] for i in kept]
+      try:
+        bufs = list(map(get_buf, passed))
+      except AttributeError:  # scalars or NumPy arrays among the arguments
+        bufs = argument_buffers(passed, compiled.device if compiled.device_key is not None
+                                else None)
+      try:
+        outs = execute(bufs).consume_with_handlers(handlers)
+      except Exception:  # a deleted buffer: the slow call says so
+        return out_tree.unflatten(compiled(leaves))
+      if single:
+        return new_array(outs[0], out_avals[0], device_keys[0])
+      return out_tree.unflatten(list(map(new_array, outs, out_avals, device_keys)))
+    if inline and ctx.trace is not eval_trace:
+      return fun(*args, **kwargs)
     return slow(args, kwargs)
 
   functools.update_wrapper(jitted, wrapped.fun)

@@ -21,7 +21,7 @@ from hlox.core.tracer import check_no_tracers
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
 from hlox.config import config
 from hlox.runtime import client
-from hlox.runtime.array import Array, device_put
+from hlox.runtime.array import SCALAR_TYPES, Array, device_put, scalar_argument
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
@@ -580,6 +580,8 @@ def _committed_device(args):
 def _to_array(x, primitive, device=None) -> Array:
   if isinstance(x, Array):
     return x
+  if type(x) in SCALAR_TYPES:
+    return scalar_argument(x, device)
   try:
     return device_put(x, device)
   except TypeError as e:

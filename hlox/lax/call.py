@@ -17,7 +17,7 @@ from hlox.errors import DeletedArrayError
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.interpreters.pmap import jaxpr_replicas
-from hlox.runtime.array import Array, device_put
+from hlox.runtime.array import SCALAR_TYPES, Array, device_put, scalar_argument
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
 
@@ -93,11 +93,7 @@ class CompiledCall:
     """Run on flat arguments (Arrays, NumPy arrays or scalars); returns flat Arrays."""
     if self.kept is not None:
       args = [args[i] for i in self.kept]
-    bufs = []
-    for x in args:
-      if type(x) is not Array:
-        x = device_put(x, self.device if self.device_key is not None else None)
-      bufs.append(x._buf)
+    bufs = argument_buffers(args, self.device if self.device_key is not None else None)
     try:
       outs = self.run(bufs)
     except Exception as e:  # a deleted (e.g. donated) input: say so in our words
@@ -109,6 +105,17 @@ class CompiledCall:
       raise
     device_key = self.device_key
     return [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]
+
+
+def argument_buffers(args, device) -> list:
+  """The device buffers of flat arguments: Arrays' own, scalars' from the shared scalar
+  buffers, other host values transferred to ``device`` (None: the default device)."""
+  bufs = []
+  for x in args:
+    if type(x) is not Array:
+      x = scalar_argument(x, device) if type(x) in SCALAR_TYPES else device_put(x, device)
+    bufs.append(x._buf)
+  return bufs
 
 
 _compile_cache = LRUCache()

@@ -1243,3 +1243,27 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
   if max is not None:
     arr = minimum(max, arr)
   return _asarray(arr)
+
+
+# --- eager calls as one executable ---------------------------------------------------------
+# As JAX's jit-wrapped ufuncs: outside any trace each call runs one cached executable for its
+# argument signature (whatever the promotion and broadcasting code above does), with Python
+# scalars as weak-typed arguments; traced, the body is inlined. ``power`` is left out: a
+# concrete integer exponent takes ``integer_pow`` (as in JAX), which a trace would not see.
+_STATIC_ARGNAMES = {
+    "round": ("decimals", "out"), "around": ("decimals", "out"), "fix": ("out",),
+    "nan_to_num": ("copy",), "isclose": ("equal_nan",), "allclose": ("equal_nan",),
+    "angle": ("deg",), "where": ("size",),
+}
+_NOT_FUSED = frozenset({"power", "pow", "positive"})
+
+
+def _fuse_all():
+  from hlox.api import eager_fused
+  for name in __all__:
+    if name not in _NOT_FUSED and isinstance(globals().get(name), type(_fuse_all)):
+      globals()[name] = eager_fused(globals()[name],
+                                    static_argnames=_STATIC_ARGNAMES.get(name, ()))
+
+
+_fuse_all()

@@ -6,6 +6,7 @@ import numpy as np
 
 from hlox.core import basearray
 from hlox.core import dtypes
+from hlox.config import config
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import Tracer
 from hlox.errors import DeletedArrayError, TracerArrayConversionError
@@ -353,6 +354,47 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   target = device if device is not None else client.default_device()
   buf = client.put_buffer(value, aval, target)
   return Array(buf, aval, _device_key(device))
+
+
+# Device buffers of recently used Python and NumPy scalars, for the arguments an operation converts
+# internally (``x * 1.5`` eagerly, a jitted function called with a Python float): a transfer
+# costs far more than the lookup, and a constant in a loop is the same value every time.
+# Keyed on the scalar's type and bits (``0.0`` and ``-0.0`` are equal but differ, and so do
+# ``1``, ``1.0`` and ``True``), x64 mode and device. Only transient Arrays wrap these buffers
+# (they never reach the user), and a buffer found deleted is replaced.
+_scalar_buffers: dict = {}
+_SCALAR_BUFFERS_MAX = 256
+
+
+def _scalar_key(x):
+  t = type(x)
+  if t is float:
+    return (t, x.hex(), config._values["enable_x64"])  # nan payloads and -0.0 kept apart
+  if t is complex:
+    return (t, x.real.hex(), x.imag.hex(), config._values["enable_x64"])
+  if t is int or t is bool:
+    return (t, x, config._values["enable_x64"])
+  return (t, x.tobytes(), config._values["enable_x64"])  # a NumPy scalar
+
+
+# The types ``scalar_argument`` takes: Python scalars and NumPy scalars of array dtypes.
+SCALAR_TYPES = frozenset((bool, int, float, complex, np.bool_, np.int8, np.int16, np.int32,
+                          np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float16,
+                          np.float32, np.float64, np.complex64, np.complex128))
+
+
+def scalar_argument(x, device=None) -> Array:
+  """A transient Array for the scalar ``x`` (a type in ``SCALAR_TYPES``), for passing
+  straight to an executable; never hand it to the user (its buffer is shared)."""
+  key = (_scalar_key(x), device)
+  hit = _scalar_buffers.get(key)
+  if hit is not None and not hit._buf.is_deleted():
+    return hit
+  array = device_put(x, device)
+  if len(_scalar_buffers) >= _SCALAR_BUFFERS_MAX:
+    _scalar_buffers.clear()  # a loop over many values: start again rather than grow
+  _scalar_buffers[key] = array
+  return array
 
 
 def _nested_sequence_to_numpy(x):
