@@ -9,6 +9,7 @@ from __future__ import annotations
 import operator
 from typing import Sequence
 
+from hlox.config import config
 from hlox.cache import LRUCache, memoize_derived
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
@@ -168,11 +169,20 @@ class _EvalCall:
     return eval_jaxpr(self.closed.jaxpr, self.closed.consts, *args)
 
 
+_scalar_signatures: dict = {}
+
+
 def signature(x):
   """Cache-key signature of a concrete argument: its aval (plus device when not default)."""
   if type(x) is Array:
     return x._sig
-  return get_aval(x)
+  key = (type(x), config._values["enable_x64"])
+  sig = _scalar_signatures.get(key)  # a scalar's aval depends on its type alone
+  if sig is None:
+    sig = get_aval(x)
+    if type(x) in SCALAR_TYPES:
+      _scalar_signatures[key] = sig
+  return sig
 
 
 def _jit_impl(*args, jaxpr, name, donated_invars=(), keep_unused=False, inline=False):

@@ -583,3 +583,11 @@ def vecmat(x1, x2, /):
   """Batched vector-matrix product: ``conj(x1[..., j]) * x2[..., j, i]`` summed over ``j``."""
   util.check_arraylike("vecmat", x1, x2)
   return matmul(ufuncs.conj(creation.asarray(x1))[..., None, :], x2)[..., 0, :]
+
+
+# Eagerly, each product is one cached executable per argument signature, as JAX's jit-wrapped
+# ``jnp.dot``/``matmul``/...; ``einsum`` (its subscripts are positional) and ``einsum_path``
+# (host-side planning) are left as they are.
+util.fuse_functions(globals(), __all__, {}, default_static=(
+    "precision", "preferred_element_type", "out_sharding", "axis", "axes", "out", "offset",
+    "axis1", "axis2", "dtype", "axisa", "axisb", "axisc"), skip=("einsum", "einsum_path"))

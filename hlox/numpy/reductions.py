@@ -17,6 +17,7 @@ from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.lax import reductions as _lax_red
+from hlox.numpy import util
 from hlox.numpy.util import (broadcast_to_shape, check_arraylike, ensure_array,
                              promote_dtypes_inexact)
 
@@ -715,3 +716,10 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
   with 1; integers keep their dtype (as in JAX)."""
   return _cumulative_api("cumulative_prod", lax.cumprod, 1, x, axis, dtype, include_initial,
                          promote_integers=False)
+
+
+# Eagerly, each reduction is one cached executable per argument signature (JAX jit-wraps its
+# reductions the same way); ``initial`` and ``where`` stay traced arguments.
+util.fuse_functions(globals(), __all__, {}, default_static=(
+    "axis", "dtype", "out", "keepdims", "ddof", "correction", "returned", "include_initial",
+    "promote_integers", "overwrite_input", "method"))

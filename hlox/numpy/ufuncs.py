@@ -1255,15 +1255,4 @@ _STATIC_ARGNAMES = {
     "nan_to_num": ("copy",), "isclose": ("equal_nan",), "allclose": ("equal_nan",),
     "angle": ("deg",), "where": ("size",),
 }
-_NOT_FUSED = frozenset({"power", "pow", "positive"})
-
-
-def _fuse_all():
-  from hlox.api import eager_fused
-  for name in __all__:
-    if name not in _NOT_FUSED and isinstance(globals().get(name), type(_fuse_all)):
-      globals()[name] = eager_fused(globals()[name],
-                                    static_argnames=_STATIC_ARGNAMES.get(name, ()))
-
-
-_fuse_all()
+util.fuse_functions(globals(), __all__, _STATIC_ARGNAMES, skip=("power", "pow", "positive"))

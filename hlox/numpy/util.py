@@ -192,3 +192,23 @@ def concrete_value(name, x):
                                     "shape depends on it); pass size= or call it outside jit")
     return np.asarray(value)
   return np.asarray(x)
+
+
+def fuse_functions(namespace: dict, names, static_argnames: dict, default_static=(),
+                   skip=()) -> None:
+  """Replace the functions ``names`` of a module ``namespace`` by ``api.eager_fused``
+  versions: eagerly one cached executable per call signature, inlined when traced (JAX
+  jit-wraps its ``jnp`` functions the same way). ``static_argnames[name]`` (else
+  ``default_static``, keeping the names ``name`` takes) are compile-time parameters."""
+  import inspect
+  from hlox.api import eager_fused
+  for name in names:
+    fun = namespace.get(name)
+    if name in skip or not inspect.isfunction(fun):
+      continue
+    static = static_argnames.get(name)
+    if static is None:
+      params = inspect.signature(fun).parameters
+      static = tuple(n for n in default_static if n in params
+                     and params[n].kind is not inspect.Parameter.POSITIONAL_ONLY)
+    namespace[name] = eager_fused(fun, static_argnames=static)

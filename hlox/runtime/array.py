@@ -360,21 +360,21 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
 # internally (``x * 1.5`` eagerly, a jitted function called with a Python float): a transfer
 # costs far more than the lookup, and a constant in a loop is the same value every time.
 # Keyed on the scalar's type and bits (``0.0`` and ``-0.0`` are equal but differ, and so do
-# ``1``, ``1.0`` and ``True``), x64 mode and device. Only transient Arrays wrap these buffers
+# ``1``, ``1.0`` and ``True``; NaN never matches), x64 mode and device. Only transient Arrays wrap these buffers
 # (they never reach the user), and a buffer found deleted is replaced.
 _scalar_buffers: dict = {}
 _SCALAR_BUFFERS_MAX = 256
 
 
-def _scalar_key(x):
+_COMPLEX_TYPES = frozenset((complex, np.complex64, np.complex128))
+
+
+def _scalar_key(x, device):
   t = type(x)
-  if t is float:
-    return (t, x.hex(), config._values["enable_x64"])  # nan payloads and -0.0 kept apart
-  if t is complex:
-    return (t, x.real.hex(), x.imag.hex(), config._values["enable_x64"])
-  if t is int or t is bool:
-    return (t, x, config._values["enable_x64"])
-  return (t, x.tobytes(), config._values["enable_x64"])  # a NumPy scalar
+  if t in _COMPLEX_TYPES or (x == 0 and t is not int and t is not bool):
+    # 0.0 == -0.0 (and complex parts likewise): tell them apart by their text
+    return (t, str(x), config._values["enable_x64"], device)
+  return (t, x, config._values["enable_x64"], device)
 
 
 # The types ``scalar_argument`` takes: Python scalars and NumPy scalars of array dtypes.
@@ -386,7 +386,7 @@ SCALAR_TYPES = frozenset((bool, int, float, complex, np.bool_, np.int8, np.int16
 def scalar_argument(x, device=None) -> Array:
   """A transient Array for the scalar ``x`` (a type in ``SCALAR_TYPES``), for passing
   straight to an executable; never hand it to the user (its buffer is shared)."""
-  key = (_scalar_key(x), device)
+  key = _scalar_key(x, device)
   hit = _scalar_buffers.get(key)
   if hit is not None and not hit._buf.is_deleted():
     return hit
