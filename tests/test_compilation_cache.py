@@ -149,6 +149,9 @@ def test_hit_in_process(cache_dir):
   assert compilation_cache._check_entry(entry.read_bytes()) is not None
   second = _compile_and_run(1.25)
   assert second["backend_compile"] == 0 and second["persistent_cache_hit"] == 1
+  loaded = client.compile_mlir(_module(1.25), client.default_device(), [AVAL])
+  assert "sine" in loaded.hlo_text()  # a loaded executable still shows its program
+  assert loaded.cost_analysis()["transcendentals"] == 3.0
 
 
 def _truncate(data):
@@ -217,9 +220,15 @@ def test_read_only_directory(cache_dir):
     cache_dir.chmod(0o700)
 
 
-def test_min_compile_time_and_entry_size(cache_dir):
+def test_min_compile_time_and_entry_size(cache_dir, caplog):
   config.update("persistent_cache_min_compile_time_secs", 1e6)
-  assert _compile_and_run(5.0)["persistent_cache_miss"] == 1
+  config.update("explain_cache_misses", True)
+  try:
+    with caplog.at_level("WARNING", logger="hlox"):
+      assert _compile_and_run(5.0)["persistent_cache_miss"] == 1
+  finally:
+    config.update("explain_cache_misses", False)
+  assert "under persistent_cache_min_compile_time_secs" in caplog.text
   assert not cache_dir.exists() or _entries(cache_dir) == []
   assert _compile_and_run(5.0)["backend_compile"] == 1  # nothing was written
   config.update("persistent_cache_min_compile_time_secs", 0.0)
@@ -269,6 +278,16 @@ def test_max_size_evicts_least_recently_used(cache_dir):
   config.update("compilation_cache_max_size", size // 2)
   assert _compile_and_run(9.0)["persistent_cache_miss"] == 1
   assert len(_entries(cache_dir)) == 2
+
+
+def test_programs_with_host_callbacks_are_not_cached():
+  # Their executables hold pointers into this process.
+  pattern = compilation_cache._CALLBACK_TARGET
+  assert pattern.search('%0 = stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg0)')
+  assert pattern.search('"stablehlo.custom_call"(%0) {call_target_name = "xla_python_cpu_'
+                        'callback"}')
+  assert not pattern.search(_module(1.0))
+  assert not pattern.search('stablehlo.custom_call @lapack_sgetrf_ffi(%0)')
 
 
 def test_key_depends_on_program_options_and_flags(monkeypatch):

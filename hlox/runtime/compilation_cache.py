@@ -105,9 +105,18 @@ def compile_and_load(client, mlir_text: str, device_list, options):
     return loaded
   monitoring.record_event("persistent_cache_miss", key=key)
   loaded, seconds = _compile(client, mlir_text, device_list, options)
-  if seconds >= float(config._values["persistent_cache_min_compile_time_secs"]):
+  min_seconds = float(config._values["persistent_cache_min_compile_time_secs"])
+  if seconds >= min_seconds:
     _write(directory, path, loaded, seconds)
+  else:
+    _explain(f"not writing {key}: it compiled in {seconds:.3f} s, under "
+             f"persistent_cache_min_compile_time_secs = {min_seconds}")
   return loaded
+
+
+def _explain(message):
+  if config._values["explain_cache_misses"]:
+    monitoring.logger.warning("hlox persistent compilation cache: %s", message)
 
 
 def _compile(client, mlir_text, device_list, options):
@@ -183,11 +192,17 @@ def _write(directory, path, loaded, seconds):
   payload = loaded.serialize()
   entry = _HEADER.pack(_MAGIC, _FORMAT_VERSION, len(payload), seconds,
                        hashlib.sha256(payload).digest()) + payload
-  if len(entry) < int(config._values["persistent_cache_min_entry_size_bytes"]):
+  min_size = int(config._values["persistent_cache_min_entry_size_bytes"])
+  if len(entry) < min_size:
+    _explain(f"not writing {path}: {len(entry)} bytes, under "
+             f"persistent_cache_min_entry_size_bytes = {min_size}")
     return
   max_size = int(config._values["compilation_cache_max_size"])
   if 0 <= max_size < len(entry):
-    return  # it could never fit: writing it would only evict everything else
+    # It could never fit: writing it would only evict everything else.
+    _explain(f"not writing {path}: {len(entry)} bytes, over compilation_cache_max_size = "
+             f"{max_size}")
+    return
   tmp = None
   try:
     os.makedirs(directory, exist_ok=True)
