@@ -17,7 +17,8 @@ from hlox.config import config
 from hlox.core.avals import ShapedArray
 from hlox.runtime import client, compilation_cache
 
-# A program with jit, grad, vmap, pmap and the PRNG: every compile path of the runtime.
+# A program with jit, grad, vmap, pmap, the PRNG and a LAPACK custom call (its FFI target is
+# registered while lowering, so a loaded executable finds it too): every compile path.
 PROGRAM = textwrap.dedent("""
     import json
     import numpy as np
@@ -33,11 +34,14 @@ PROGRAM = textwrap.dedent("""
     per_row = hlox.jit(hlox.vmap(lambda r: jnp.sin(r).sum()))
     psum = hlox.pmap(lambda v: lax.psum(v * 2.0, "i"), axis_name="i")
     draw = hlox.jit(lambda k: random.normal(k, (6,)))
+    a = jnp.asarray(np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32))
+    solve = hlox.jit(jnp.linalg.solve)
     out = {
         "step": np.asarray(step(w, x)).tolist(),
         "per_row": np.asarray(per_row(x)).tolist(),
         "psum": np.asarray(psum(jnp.arange(4.0).reshape(2, 2))).tolist(),
         "normal": np.asarray(draw(random.PRNGKey(3))).tolist(),
+        "solve": np.asarray(solve(a, jnp.ones(3))).tolist(),
         "counts": {k: monitoring.count(k) for k in
                    ("backend_compile", "persistent_cache_hit", "persistent_cache_miss")},
     }
@@ -66,7 +70,7 @@ def test_second_process_compiles_nothing(tmp_path):
   assert second["counts"]["persistent_cache_miss"] == 0
   assert second["counts"]["persistent_cache_hit"] == first["counts"]["backend_compile"]
   # Same executables, so the same bits; and the right numbers (NumPy references).
-  for name in ("step", "per_row", "psum", "normal"):
+  for name in ("step", "per_row", "psum", "normal", "solve"):
     assert first[name] == second[name], name
   w = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
   x = np.linspace(0.0, 2.0, 20).reshape(5, 4)
@@ -75,6 +79,8 @@ def test_second_process_compiles_nothing(tmp_path):
                              rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(second["per_row"], np.sin(x).sum(1), rtol=1e-5)
   np.testing.assert_allclose(second["psum"], [[4.0, 8.0], [4.0, 8.0]])
+  a = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+  np.testing.assert_allclose(second["solve"], np.linalg.solve(a, np.ones(3)), rtol=1e-5)
 
 
 def test_corrupt_entries_across_processes(tmp_path):

@@ -96,7 +96,7 @@ def compile_and_load(client, mlir_text: str, device_list, options):
   """``client.compile_and_load``, going through the on-disk cache when it is on."""
   if not is_enabled() or _CALLBACK_TARGET.search(mlir_text):
     return _compile(client, mlir_text, device_list, options)[0]
-  directory = os.fspath(config._values["compilation_cache_dir"])
+  directory = os.path.expanduser(os.fspath(config._values["compilation_cache_dir"]))
   key = cache_key(client, mlir_text, list(device_list), options)
   path = os.path.join(directory, key)
   loaded = _read(client, path, device_list, options)
