@@ -47,9 +47,9 @@ _FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sIQd32s")
 _TMP_PREFIX = ".tmp-"
 
-# Directories already reported unwritable (warned once, then left alone for writing), and
+# Directories reported unwritable (warned once, then no longer written to), and
 # ("read", directory) for those reported unreadable.
-_unwritable: set = set()
+_warned: set = set()
 _lock = threading.Lock()
 
 # Host callbacks are baked into the program as pointers into this process: such an
@@ -67,7 +67,7 @@ def is_enabled() -> bool:
 def reset_warnings() -> None:
   """Forget which directories were reported unwritable (they are tried again)."""
   with _lock:
-    _unwritable.clear()
+    _warned.clear()
 
 
 def cache_key(client, mlir_text: str, devices, options) -> str:
@@ -169,8 +169,8 @@ def _check_entry(data: bytes):
 
 def _warn_once(what, message):
   with _lock:
-    first = what not in _unwritable
-    _unwritable.add(what)
+    first = what not in _warned
+    _warned.add(what)
   if first:
     warnings.warn(message, stacklevel=4)
 
@@ -187,7 +187,7 @@ def _drop(path, why):
 # --- writing -----------------------------------------------------------------------------
 
 def _write(directory, path, loaded, seconds):
-  if directory in _unwritable:
+  if directory in _warned:
     return
   payload = loaded.serialize()
   entry = _HEADER.pack(_MAGIC, _FORMAT_VERSION, len(payload), seconds,
