@@ -1,4 +1,4 @@
-"""Global switches: 64-bit mode, CPU device count, cache sizes, checks.
+"""Global switches: 64-bit mode, CPU device count, cache sizes, checks, the on-disk cache.
 
 Values come from ``HLOX_*`` environment variables at import time and can be changed with
 ``hlox.config.update(name, value)``. Options that shape the runtime (``num_cpu_devices``)
@@ -23,6 +23,16 @@ def _env_int(name: str, default: int) -> int:
   return default if value in (None, "") else int(value)
 
 
+def _env_float(name: str, default: float) -> float:
+  value = os.environ.get(name)
+  return default if value in (None, "") else float(value)
+
+
+def _env_str(name: str, default):
+  value = os.environ.get(name)
+  return default if value in (None, "") else value
+
+
 class Config:
   """Holds hlox's options; read them as attributes, change them with ``update``."""
 
@@ -34,6 +44,16 @@ class Config:
       "cache_size": ("HLOX_CACHE_SIZE", _env_int, 4096),
       "explain_cache_misses": ("HLOX_EXPLAIN_CACHE_MISSES", _env_bool, False),
       "disable_jit": ("HLOX_DISABLE_JIT", _env_bool, False),
+      # The persistent compilation cache (runtime/compilation_cache.py); JAX's names and
+      # defaults: off without a directory, entries that compiled in under a second are not
+      # written, max size in bytes (-1: unbounded, least recently used evicted beyond it).
+      "compilation_cache_dir": ("HLOX_COMPILATION_CACHE_DIR", _env_str, None),
+      "enable_compilation_cache": ("HLOX_ENABLE_COMPILATION_CACHE", _env_bool, True),
+      "persistent_cache_min_compile_time_secs":
+          ("HLOX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", _env_float, 1.0),
+      "persistent_cache_min_entry_size_bytes":
+          ("HLOX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", _env_int, 0),
+      "compilation_cache_max_size": ("HLOX_COMPILATION_CACHE_MAX_SIZE", _env_int, -1),
   }
 
   def __init__(self):

@@ -11,6 +11,7 @@ import threading
 import numpy as np
 
 from hlox.config import config
+from hlox.runtime import compilation_cache
 
 _client = None
 _client_lock = threading.Lock()
@@ -254,5 +255,6 @@ def compile_mlir(mlir_text: str, device, out_avals) -> Executable:
   build.num_replicas = 1
   build.num_partitions = 1
   build.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
-  loaded = client.compile_and_load(mlir_text, xc.DeviceList((device,)), options)
+  loaded = compilation_cache.compile_and_load(client, mlir_text, xc.DeviceList((device,)),
+                                              options)
   return Executable(loaded, out_avals, device)

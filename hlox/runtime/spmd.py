@@ -20,7 +20,7 @@ import numpy as np
 from jaxlib import _jax
 
 from hlox.config import config
-from hlox.runtime import client
+from hlox.runtime import client, compilation_cache
 
 _sharding_cache: dict = {}
 _ShardingClass = None
@@ -236,6 +236,6 @@ def compile_replicated(mlir_text: str, devices, out_avals, out_shardings) -> Rep
   build.num_partitions = 1
   build.device_assignment = xc.DeviceAssignment.create(
       np.array([[d.id] for d in devices]))
-  loaded = client.get_client().compile_and_load(mlir_text, xc.DeviceList(tuple(devices)),
-                                                options)
+  loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text,
+                                              xc.DeviceList(tuple(devices)), options)
   return Replicated(loaded, devices, out_avals, out_shardings)
