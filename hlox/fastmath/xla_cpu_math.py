@@ -109,6 +109,13 @@ def _two_prod(a, b):
   return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
+def _round_to_odd(v, err):
+  """Turns ``v = RN(exact)``, ``err = exact - v``, into the exact sum rounded to odd, in place."""
+  fix = (err != 0) & ((v.view(np.uint64) & np.uint64(1)) == 0)
+  if fix.any():
+    v[fix] = np.nextafter(v[fix], np.copysign(np.inf, err[fix]))
+
+
 def fma64(a, b, c):
   """``a * b + c`` for float64 with one rounding (finite values, no overflow or underflow).
 
@@ -120,32 +127,52 @@ def fma64(a, b, c):
   ph, pl = _two_prod(a, b)
   th, tl = _two_sum(c, ph)
   v, err = _two_sum(tl, pl)
-  even = (v.view(np.uint64) & np.uint64(1)) == 0
-  v = np.where((err != 0) & even, np.nextafter(v, np.copysign(np.inf, err)), v)
+  v = np.array(v)
+  _round_to_odd(v, np.asarray(err))
   out = th + v
   # An exact zero takes its sign from the plain sum (-0 * 1 + -0 is -0, th + v says +0).
   return np.where(out == 0, a * b + c, out)
 
 
 def horner64(x, coeffs):
-  """``coeffs[0] * x**n + ... + coeffs[n]`` for float64 ``x``, one fused multiply-add per step
-  (``fma64`` with the split of ``x`` made once)."""
+  """``coeffs[0] * x**n + ... + coeffs[n]`` for float64 ``x`` (1-D), one fused multiply-add
+  per step: ``fma64`` with the split of ``x`` made once and every step in reused buffers
+  (fresh million-element temporaries cost as much as the arithmetic)."""
   t = _SPLITTER * x
   xh = t - (t - x)
   xl = x - xh
   p = np.full_like(x, coeffs[0])
+  ph, h, lo, pl, th, tl, tmp = (np.empty_like(x) for _ in range(7))
   for c in coeffs[1:]:
-    ph = p * x
-    t = _SPLITTER * p
-    h = t - (t - p)
-    lo = p - h
-    pl = ((h * xh - ph) + h * xl + lo * xh) + lo * xl
-    th, tl = _two_sum(c, ph)
+    c = _f64(c)
+    np.multiply(p, x, out=ph)
+    # Veltkamp's split p = h + lo, then Dekker's pl = p * x - ph, exactly
+    np.multiply(p, _SPLITTER, out=t)
+    np.subtract(t, p, out=h)
+    np.subtract(t, h, out=h)
+    np.subtract(p, h, out=lo)
+    np.multiply(h, xh, out=pl)
+    pl -= ph
+    np.multiply(h, xl, out=tmp)
+    pl += tmp
+    np.multiply(lo, xh, out=tmp)
+    pl += tmp
+    np.multiply(lo, xl, out=tmp)
+    pl += tmp
+    # th + tl = ph + c exactly (TwoSum)
+    np.add(ph, c, out=th)
+    np.subtract(th, ph, out=tmp)
+    np.subtract(th, tmp, out=tl)
+    np.subtract(ph, tl, out=tl)
+    np.subtract(c, tmp, out=tmp)
+    tl += tmp
     v, err = _two_sum(tl, pl)
-    even = (v.view(np.uint64) & np.uint64(1)) == 0
-    v = np.where((err != 0) & even, np.nextafter(v, np.copysign(np.inf, err)), v)
-    out = th + v
-    p = np.where(out == 0, p * x + c, out)
+    _round_to_odd(v, err)
+    np.add(th, v, out=t)
+    zero = t == 0
+    if zero.any():  # an exact zero takes its sign from the plain sum
+      t[zero] = p[zero] * x[zero] + c
+    p, t = t, p
   return p
 
 
