@@ -107,18 +107,34 @@ def test_bernoulli_bit_exact(p):
     assert abs(n.mean() - float(p)) < 0.03
 
 
-def test_normal_matches_the_hlox_backend():
-  key = R.get_prng(0)
-  h, n = both(lambda: R.normal(key, (200000,)))
-  assert h.dtype == n.dtype == onp.float32
-  ulps = onp.abs(h.view(onp.int32).astype(onp.int64) - n.view(onp.int32))
-  # Below |x| ~ 0.9 erf_inv's rational branch is reproduced bit for bit; in the tail XLA:CPU's
-  # own log differs from NumPy's in the last bit on some inputs, which moves the sample by a
-  # few ulps at most.
-  assert ulps[onp.abs(n) < 0.9].max() == 0
-  assert ulps.max() <= 4
-  assert (ulps != 0).mean() < 0.01
-  assert abs(n.mean()) < 0.01 and abs(n.std() - 1) < 0.01
+@pytest.mark.parametrize("seed,shape", [(0, (200001,)), (1, (7, 333)), (42, (5,)), (3, ()),
+                                        (2**31 - 1, (2, 3, 101))])
+def test_normal_bit_exact(seed, shape):
+  key = R.get_prng(seed)
+  h, n = both(lambda: R.normal(key, shape))
+  assert n.dtype == onp.float32 and n.shape == shape
+  assert_bits_equal(h, n)
+  if n.size > 10**5:
+    assert abs(n.mean()) < 0.01 and abs(n.std() - 1) < 0.01
+
+
+@pytest.mark.parametrize("dtype", [onp.float16, ml_dtypes.bfloat16])
+def test_normal_bit_exact_in_half_precision(dtype):
+  h, n = both(lambda: R.normal(R.get_prng(9), (20001,), dtype=dtype))
+  assert n.dtype == dtype
+  assert_bits_equal(h, n)
+
+
+def test_normal_and_uniform_bit_exact_in_float64():
+  with enable_x64():
+    for seed, shape in ((0, (30001,)), (5, (3, 77))):
+      key = R.get_prng(seed)
+      h, n = both(lambda: R.normal(key, shape))
+      assert n.dtype == onp.float64
+      assert_bits_equal(h, n)
+      # a span that is no power of two: the fused multiply-add rounds differently
+      for lo, hi in ((-0.3, 1.7), (-3.3, 7.1), (1e-3, 1e-3 + 1e-9)):
+        assert_bits_equal(*both(lambda: R.uniform(key, shape, minval=lo, maxval=hi)))
 
 
 def test_model_weights_are_identical_across_backends():
