@@ -26,6 +26,7 @@ from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr,
                              trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, extend_axis_env, get_aval, set_current_trace
+from hlox.errors import DeletedArrayError
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.runtime import client, spmd
@@ -34,7 +35,8 @@ from hlox.runtime.array import Array, wrap_multi
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["xla_pmap_p", "jaxpr_replicas", "compiled_for", "register_array_ops"]
+__all__ = ["xla_pmap_p", "jaxpr_replicas", "compiled_for", "register_array_ops", "ReplicatedCall",
+           "lower_replicated", "compile_replicated_call", "compile_replicated_jaxpr"]
 
 
 class _PmapPrimitive(Primitive):
@@ -215,41 +217,129 @@ def _pmap_impl(*args, **params):
 xla_pmap_p.def_impl(_pmap_impl)
 
 
-# --- programs that contain pmaps (a pmap inside a loop or branch) -------------------------
+# --- programs that contain pmaps (jit of pmap, a pmap inside a loop or branch) --------------
+#
+# As JAX does, a program whose jaxpr holds pmaps runs as ONE replicated executable with as
+# many replicas as its pmaps need (``jaxpr_replicas``): every replica gets the arguments and
+# computes the code outside the pmaps redundantly; each pmap body takes its replica's slice of
+# its mapped inputs and gathers its outputs back (``_pmap_lowering``). The results stay on
+# the replicas' devices, copied to each (JAX's outputs live on those devices too).
 
-class _ReplicatedCall:
-  """A jaxpr containing pmaps, compiled as one program on as many replicas as its pmaps
-  need: every replica gets the arguments and computes the parts outside the pmaps; the
-  results are device 0's."""
+class ReplicatedCall:
+  """A replicated executable with the interface of ``hlox.lax.call.CompiledCall``: call it
+  with flat arguments (Arrays, NumPy arrays, scalars); it returns flat Arrays."""
 
-  def __init__(self, closed: ClosedJaxpr, n_replicas: int, name: str):
-    devs = _pmap_devices(None, n_replicas)
-    self.in_avals = closed.in_avals
-    self.in_shardings = [spmd.pmap_sharding(devs, None, a.ndim) for a in self.in_avals]
-    self.out_avals = closed.out_avals
-    out_shardings = [spmd.pmap_sharding(devs, None, a.ndim) for a in self.out_avals]
-    lowered = xla.lower_jaxpr_to_module(closed, name, (), True, num_replicas=n_replicas,
-                                        axis_env=())
+  replicated = True
+  device = None
+  device_key = None
+
+  def __init__(self, lowered: xla.Lowered, devices):
+    self.lowered = lowered
+    self.devices = tuple(devices)
+    n = len(lowered.in_avals)
+    self.kept = None if len(lowered.kept_var_idx) == n else list(lowered.kept_var_idx)
+    self.in_avals = lowered.in_avals
+    self.out_avals = lowered.out_avals
+    # One sharding per invar of the jaxpr (kept or not), so consts can be placed by position.
+    self.in_shardings = [spmd.pmap_sharding(self.devices, None, a.ndim) for a in self.in_avals]
+    out_shardings = [spmd.pmap_sharding(self.devices, None, a.ndim) for a in self.out_avals]
     monitoring.record_event("compile")
-    self.executable = spmd.compile_replicated(lowered.as_text(), devs, self.out_avals,
+    self.executable = spmd.compile_replicated(lowered.as_text(), self.devices, self.out_avals,
                                               out_shardings)
+    self.fast = self.__call__
+
+  def place(self, x, i: int) -> Array:
+    """Argument ``x`` of position ``i`` copied to every replica's device (kept as it is when
+    it is there already), as an Array that later calls pass without copying."""
+    sharding = self.in_shardings[i]
+    if type(x) is Array:
+      multi = x._multi
+      if multi is not None and multi._sharding is sharding:
+        return x
+      x.check_alive()
+      value = x._value()
+    else:
+      value = np.asarray(x, dtype=self.in_avals[i].dtype)
+    return wrap_multi(spmd.put_sharded(value, self.in_avals[i], sharding), self.in_avals[i])
 
   def __call__(self, args) -> list:
+    positions = range(len(args)) if self.kept is None else self.kept
     bufs = []
-    for x, aval, sharding in zip(args, self.in_avals, self.in_shardings):
-      if type(x) is Array and x._multi is not None and x._multi._sharding is sharding:
-        bufs.append(x._multi)
-        continue
-      value = x._value() if type(x) is Array else np.asarray(x, dtype=aval.dtype)
-      bufs.append(spmd.put_sharded(value, aval, sharding))
-    return [wrap_multi(b, a) for b, a in zip(self.executable.run(bufs), self.out_avals)]
+    for i in positions:
+      x = args[i]
+      multi = x._multi if type(x) is Array else None
+      if multi is None or multi._sharding is not self.in_shardings[i]:
+        multi = self.place(x, i)._multi
+      bufs.append(multi)
+    try:
+      outs = self.executable.run(bufs)
+    except Exception as e:  # a deleted (e.g. donated) input: say so in our words
+      for x in args:
+        if type(x) is Array and x.is_deleted():
+          raise DeletedArrayError(
+              f"an argument {x.aval.str_short()} has been deleted or donated to a previous "
+              "jitted call; donated arrays cannot be used again") from e
+      raise
+    return list(map(wrap_multi, outs, self.out_avals))
 
 
-def _replicated_compiler(closed: ClosedJaxpr, name: str):
+def _replica_devices(jaxpr: Jaxpr, n_replicas: int):
+  """The devices of a program with ``n_replicas`` replicas: those a pmap in it names with
+  ``devices=`` (when it spans all replicas), else the first ``n_replicas`` devices."""
+  for eqn in jaxpr.eqns:
+    if eqn.primitive is xla_pmap_p and eqn.params["devices"] is not None and \
+        len(eqn.params["devices"]) == n_replicas:
+      return _pmap_devices(eqn.params["devices"], n_replicas)
+    for sub in _subjaxprs(eqn.params):
+      if jaxpr_replicas(sub) == n_replicas:
+        devs = _replica_devices(sub, n_replicas)
+        if devs is not None:
+          return devs
+  return None
+
+
+# Replicated executables by (module text, devices): a retrace giving the same program, or
+# ``Lowered.compile()`` after a call, compiles nothing (as ``xla.compile_lowered``).
+_replicated_cache = LRUCache()
+
+
+def lower_replicated(closed: ClosedJaxpr, name: str = "jit", donated_invars=(),
+                     keep_unused: bool = True):
+  """Lower ``closed`` as one replicated program if it contains pmaps; else None.
+
+  The returned ``Lowered`` carries ``replica_devices`` (what ``compile_replicated_call``
+  compiles it for).
+  """
   n = jaxpr_replicas(closed.jaxpr)
-  return _ReplicatedCall(closed, n, name) if n > 1 else None
+  if n == 1 or client.process_count() > 1:
+    return None
+  devices = _replica_devices(closed.jaxpr, n) or _pmap_devices(None, n)
+  lowered = xla.lower_jaxpr_to_module(closed, name, donated_invars, keep_unused,
+                                      num_replicas=n, axis_env=())
+  lowered.replica_devices = devices
+  return lowered
 
-xla.replicated_compiler = _replicated_compiler
+
+def compile_replicated_call(lowered: xla.Lowered) -> ReplicatedCall:
+  """The (cached) ReplicatedCall of a module made by ``lower_replicated``."""
+  devices = lowered.replica_devices
+  key = (lowered.as_text(), tuple(d.id for d in devices), tuple(lowered.out_avals))
+  call = _replicated_cache.get(key)
+  if call is None:
+    call = ReplicatedCall(lowered, devices)
+    _replicated_cache.put(key, call)
+  return call
+
+
+def compile_replicated_jaxpr(closed: ClosedJaxpr, name: str = "jit", donated_invars=(),
+                             keep_unused: bool = True):
+  """A ReplicatedCall for a jaxpr containing pmaps; None when it holds none (or when the
+  pmaps span several processes, where each process runs its own part)."""
+  lowered = lower_replicated(closed, name, donated_invars, keep_unused)
+  return None if lowered is None else compile_replicated_call(lowered)
+
+
+xla.replicated_compiler = compile_replicated_jaxpr
 
 
 # --- lowering inside another pmap (nested pmaps) -----------------------------------------

@@ -416,6 +416,7 @@ class Lowered:
     self.out_avals = list(out_avals)
     self.kept_var_idx = list(kept_var_idx)
     self.donated_invars = tuple(donated_invars)
+    self.replica_devices = None  # set for programs with pmaps (``pmap.lower_replicated``)
     self._text = None
 
   def as_text(self) -> str:
@@ -539,7 +540,8 @@ _get_buf = operator.attrgetter("_buf")
 
 
 # Set by interpreters/pmap.py: ``(closed, name) -> callable or None``; compiles a jaxpr that
-# contains pmaps (e.g. a scan whose body calls a pmapped function) as one replicated program.
+# contains pmaps (e.g. a scan whose body calls a pmapped function) as one replicated program
+# (``pmap.ReplicatedCall``).
 replicated_compiler = None
 
 
