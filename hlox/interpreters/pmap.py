@@ -270,17 +270,12 @@ class ReplicatedCall:
       multi = x._multi if type(x) is Array else None
       if multi is None or multi._sharding is not self.in_shardings[i]:
         multi = self.place(x, i)._multi
+      elif multi.is_deleted():  # jaxlib crashes on deleted multi-device buffers
+        raise DeletedArrayError(
+            f"an argument {x.aval.str_short()} has been deleted or donated to a previous "
+            "jitted call; donated arrays cannot be used again")
       bufs.append(multi)
-    try:
-      outs = self.executable.run(bufs)
-    except Exception as e:  # a deleted (e.g. donated) input: say so in our words
-      for x in args:
-        if type(x) is Array and x.is_deleted():
-          raise DeletedArrayError(
-              f"an argument {x.aval.str_short()} has been deleted or donated to a previous "
-              "jitted call; donated arrays cannot be used again") from e
-      raise
-    return list(map(wrap_multi, outs, self.out_avals))
+    return list(map(wrap_multi, self.executable.run(bufs), self.out_avals))
 
 
 def _replica_devices(jaxpr: Jaxpr, n_replicas: int):
