@@ -387,7 +387,7 @@ class Lowered:
     return self._lowered.as_text()
 
   def compile(self) -> "Compiled":
-    if self._lowered.replica_devices is not None:  # it contains pmaps
+    if self._lowered.replicas is not None:  # it contains pmaps
       call = pmap_interp.compile_replicated_call(self._lowered)
       return Compiled(call, self._traced, self.in_tree)
     executable = xla.compile_lowered(self._lowered)

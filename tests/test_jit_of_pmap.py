@@ -118,6 +118,52 @@ def test_one_compile_no_eager_dispatch_and_cache_hits():
   assert_close(z, np.broadcast_to(x.mean(0), x.shape), rtol=1e-5, atol=1e-5)
 
 
+def test_results_stay_split_like_eager_pmap_and_elementwise_work_runs_on_pieces():
+  x = rng_normal(8, 4, seed=8)
+  p = hlox.pmap(lambda v: jnp.tanh(v) * lax.psum(v, "i"), axis_name="i")
+  f = hlox.jit(lambda x: p(x * 0.5) + 1.0)
+  text = f.lower(x).as_text()
+  # Each replica holds its row of the argument and of the result: nothing gathered.
+  assert "main(%arg0: tensor<1x4xf32>) -> tensor<1x4xf32>" in text
+  assert "all_gather" not in text and "dynamic_slice" not in text
+  y = f(x)
+  eager = p(x * 0.5)
+  assert y.sharding is eager.sharding
+  assert [s.data.shape for s in y.addressable_shards] == [(1, 4)] * 8
+  assert_close(y, np.tanh(x / 2) * (x / 2).sum(0) + 1, rtol=1e-5, atol=1e-5)
+  # An eager pmap's result, and the jitted one's, are taken as they are.
+  with monitoring.count_events() as counts:
+    z = f(eager)
+    w = f(y)
+  assert sum(counts.values()) == 0
+  assert_close(z, f(np.asarray(eager)), rtol=1e-6, atol=1e-6)
+  assert_close(w, f(np.asarray(y)), rtol=1e-6, atol=1e-6)
+  # A value arriving whole over the devices: one more program (for that layout), then cached.
+  whole = hlox.jit(lambda x: psum_pmap(x).sum(0) * 0.0 + x.T.T)(x)
+  assert whole.addressable_shards[0].data.shape == (8, 4)
+  with monitoring.count_events() as counts:
+    assert_close(f(whole), f(x), rtol=1e-6, atol=1e-6)
+    f(whole)
+  assert counts["compile"] == 1
+
+
+def test_split_values_gathered_for_other_ops_bools_and_two_pmap_sizes():
+  x = rng_normal(8, 3, seed=9)
+  positive = hlox.pmap(lambda v: v > 0)
+  f = hlox.jit(lambda x: (positive(x), positive(x).any(1), psum_pmap(x)[::-1] @ x.T))
+  pos, anyrow, prod = f(x)
+  assert pos.dtype == np.bool_ and (np.asarray(pos) == (x > 0)).all()
+  assert (np.asarray(anyrow) == (x > 0).any(1)).all()
+  assert_close(prod, np.broadcast_to(x.sum(0), x.shape)[::-1] @ x.T, rtol=1e-4, atol=1e-4)
+  four = hlox.pmap(lambda v: lax.psum(v, "j"), axis_name="j")
+  g = hlox.jit(lambda a, b: (four(a) + 1.0, psum_pmap(b) * four(a).sum()))
+  a, b = rng_normal(4, 2, seed=10), rng_normal(8, 2, seed=11)
+  u, v = g(a, b)
+  assert_close(u, np.broadcast_to(a.sum(0), a.shape) + 1, rtol=1e-5, atol=1e-5)
+  assert_close(v, np.broadcast_to(b.sum(0), b.shape) * 4 * a.sum(), rtol=1e-4, atol=1e-4)
+  assert len(u.devices()) == 8  # the program's replicas: as many as the larger pmap needs
+
+
 def test_lower_and_compile_share_the_executable():
   x = rng_normal(8, 2, seed=4)
   f = hlox.jit(lambda x: psum_pmap(x) - 1.0)
@@ -171,7 +217,8 @@ for name, body in programs.items():
   exec("def prog(m, jnp, lax, np):\\n  " + body, ns)
   ys = ns["prog"](jax, jnp, lax, np)
   out[name] = [{"value": np.asarray(y).tolist(), "dtype": str(y.dtype), "shape": list(y.shape),
-                "devices": len(y.devices())} for y in ys]
+                "devices": len(y.devices()),
+                "shard": list(y.addressable_shards[0].data.shape)} for y in ys]
 print(json.dumps(out))
 """
 
@@ -197,4 +244,5 @@ def test_against_jax():
     for y, e in zip(got, expected[name]):
       assert list(y.shape) == e["shape"] and str(y.dtype) == e["dtype"], name
       assert len(y.devices()) == e["devices"], name
+      assert list(y.addressable_shards[0].data.shape) == e["shard"], name  # split or whole
       assert_close(y, np.asarray(e["value"], dtype=e["dtype"]), rtol=1e-6, atol=1e-6)
