@@ -9,8 +9,11 @@ an array to another pmap over the same devices moves no data.
 
 Inside another pmap the primitive lowers in place: each replica takes its slice of the mapped
 inputs by its position along the new axis and the outputs are gathered back over it (nested
-pmaps need ``outer * inner`` replicas). ``xla_pmap_p`` has JVP, partial-evaluation, transpose
-and batching rules like ``jit_p``'s, so grad/vmap/jit compose with pmap in any order.
+pmaps need ``outer * inner`` replicas). A jitted function (or a loop, a branch) containing
+pmaps compiles into one replicated program as well (``ReplicatedCall``): the code around the
+pmaps runs on every replica, on pieces where it is elementwise on the pmaps' mapped values.
+``xla_pmap_p`` has JVP, partial-evaluation, transpose and batching rules like ``jit_p``'s, so
+grad/vmap/jit compose with pmap in any order.
 """
 from __future__ import annotations
 
