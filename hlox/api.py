@@ -26,6 +26,7 @@ from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.interpreters import batching, xla
 from hlox.interpreters import pmap as pmap_interp
+from hlox.interpreters import replicated
 from hlox.lax.call import CompiledCall, compile_closed_jaxpr, jit_p, signature
 from hlox.runtime import client
 from hlox.runtime.array import Array, device_put
@@ -352,7 +353,7 @@ class JitWrapped:
     donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
         self.donate_argnums or self.donate_argnames) else ()
     donated_invars = (False,) * len(traced.consts) + donated if any(donated) else ()
-    lowered = pmap_interp.lower_replicated(traced.jaxpr, self.name, donated_invars,
+    lowered = replicated.lower_replicated(traced.jaxpr, self.name, donated_invars,
                                            self.keep_unused)
     if lowered is None:
       lowered = xla.lower_jaxpr_to_module(traced.jaxpr, self.name, donated_invars,
@@ -388,7 +389,7 @@ class Lowered:
 
   def compile(self) -> "Compiled":
     if self._lowered.replicas is not None:  # it contains pmaps
-      call = pmap_interp.compile_replicated_call(self._lowered)
+      call = replicated.compile_replicated_call(self._lowered)
       return Compiled(call, self._traced, self.in_tree)
     executable = xla.compile_lowered(self._lowered)
     return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree)

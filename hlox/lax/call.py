@@ -16,7 +16,8 @@ from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
 from hlox.errors import DeletedArrayError
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
-from hlox.interpreters.pmap import compile_replicated_jaxpr, jaxpr_replicas
+from hlox.interpreters.pmap import jaxpr_replicas
+from hlox.interpreters.replicated import compile_replicated_jaxpr
 from hlox.runtime.array import Array, device_put
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
