@@ -72,6 +72,7 @@ xla_pmap_p.def_abstract_eval(_pmap_abstract_eval)
 
 
 def subjaxprs(params):
+  """The jaxprs among an equation's parameters (bodies of loops, branches, calls)."""
   for v in params.values():
     for item in (v if isinstance(v, (tuple, list)) else (v,)):
       if isinstance(item, ClosedJaxpr):
@@ -95,6 +96,8 @@ def jaxpr_replicas(jaxpr: Jaxpr) -> int:
 # --- evaluation: compile a replicated program and run it ---------------------------------
 
 def pmap_devices(devices, n_replicas):
+  """The devices a program of ``n_replicas`` replicas runs on (``devices`` checked, or the
+  first ones)."""
   if devices is not None:
     devs = list(devices)
     if len(devs) != n_replicas:

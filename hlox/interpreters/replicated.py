@@ -176,7 +176,7 @@ def _lower_split(mctx, jaxpr: Jaxpr, consts, args, in_layouts, modes, n: int) ->
         given.append(ax is not None and have == (ax, size))
         ins.append(x if given[-1] else in_layout(v, None))
       outs = lower_pmap(mctx, ins, avals_in, [v.aval for v in eqn.outvars], given=given,
-                         keep_pieces=True, **params)
+                        keep_pieces=True, **params)
       layouts = [None if ax is None else (ax, size) for ax in params["out_axes"]]
     elif mode is None:
       outs = xla.lower_eqn(mctx, eqn, [in_layout(v, None) for v in eqn.invars], avals_in,
