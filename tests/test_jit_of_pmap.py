@@ -189,6 +189,18 @@ def test_donated_argument():
     f(y)
 
 
+def test_donated_split_array_reused_raises_in_eager_pmap_too():
+  p = hlox.pmap(lambda v: v * 2.0, donate_argnums=0)
+  y = p(np.ones((8, 2), np.float32))
+  z = p(y)
+  assert y.is_deleted()
+  assert_close(z, np.full((8, 2), 4.0, np.float32))
+  with pytest.raises(hlox.errors.DeletedArrayError, match="deleted"):
+    p(y)
+  with pytest.raises(hlox.errors.DeletedArrayError, match="deleted"):
+    hlox.jit(p)(y)
+
+
 def test_grad_and_vmap_of_jit_of_pmap():
   x = rng_normal(8, 3, seed=6)
   p = hlox.pmap(lambda v: jnp.sin(v) * lax.psum(v, "i"), axis_name="i")

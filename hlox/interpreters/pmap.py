@@ -151,6 +151,7 @@ class CompiledPmap:
       if type(x) is Array:
         multi = x._multi
         if multi is not None and multi._sharding is sharding:
+          x._check_multi_alive(multi)  # jaxlib aborts on a donated multi-device buffer
           bufs.append(multi)
           continue
         x.check_alive()
