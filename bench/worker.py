@@ -561,6 +561,28 @@ def bench_scipy_stats_logpdf_1m(lib):
   return best_per_call(lambda: f(x).block_until_ready(), 10)
 
 
+
+def bench_jit_of_pmap_8(lib):
+  """``jit`` of a function with a ``pmap(psum)`` over 8 CPU devices and elementwise work
+  before and after it, on f32[8, 1024]: one replicated program per call (waited for, as in
+  ``bench_pmap_psum_8``), its result fed back in."""
+  import os
+  os.environ["HLOX_NUM_CPU_DEVICES"] = "8"
+  os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  psum = mod.lax.psum
+  p = mod.pmap(lambda x: psum(x, "i"), axis_name="i")
+  f = mod.jit(lambda x: jnp.tanh(p(x * 0.5) * 0.125) + 0.25)
+  x = f(np.zeros((8, 1024), np.float32))
+  x.block_until_ready()
+  state = [x]
+
+  def run():
+    state[0] = f(state[0])
+    state[0].block_until_ready()
+  return best_per_call(run, 200)
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

@@ -27,6 +27,7 @@ from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trac
 from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import batching, xla
 from hlox.interpreters import pmap as pmap_interp
+from hlox.interpreters import replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, jit_p,
                            signature)
 from hlox.runtime import client
@@ -325,9 +326,15 @@ class JitWrapped:
 
   def _remember_fast(self, key, compiled, consts, out_tree):
     """Store what the cache-hit path needs, flat: consts already on the device."""
+    n_out = len(compiled.out_avals)
+    if getattr(compiled, "replicated", False):  # jit of pmap: consts copied to its replicas
+      const_arrays = [compiled.place(c, i) for i, c in enumerate(consts)]
+      entry = (None, None, compiled.out_avals, None, const_arrays, None, out_tree,
+               out_tree.num_nodes == 1 and n_out == 1, compiled)
+      self._call_cache.put(key, entry)
+      return
     device = compiled.device if compiled.device_key is not None else None
     const_arrays = [c if type(c) is Array else device_put(c, device) for c in consts]
-    n_out = len(compiled.out_avals)
     entry = (compiled.executable.loaded.execute_sharded, compiled.executable.handlers,
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,
              out_tree, out_tree.num_nodes == 1 and n_out == 1, compiled)
@@ -377,8 +384,11 @@ class JitWrapped:
     donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
         self.donate_argnums or self.donate_argnames) else ()
     donated_invars = (False,) * len(traced.consts) + donated if any(donated) else ()
-    lowered = xla.lower_jaxpr_to_module(traced.jaxpr, self.name, donated_invars,
-                                        self.keep_unused)
+    lowered = replicated.lower_replicated(traced.jaxpr, self.name, donated_invars,
+                                           self.keep_unused)
+    if lowered is None:
+      lowered = xla.lower_jaxpr_to_module(traced.jaxpr, self.name, donated_invars,
+                                          self.keep_unused)
     return Lowered(lowered, traced, in_tree, donated_invars, self.name)
 
   def trace(self, *args, **kwargs):
@@ -409,6 +419,9 @@ class Lowered:
     return self._lowered.as_text()
 
   def compile(self) -> "Compiled":
+    if self._lowered.replicas is not None:  # it contains pmaps
+      call = replicated.compile_replicated_call(self._lowered)
+      return Compiled(call, self._traced, self.in_tree)
     executable = xla.compile_lowered(self._lowered)
     return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree)
 
@@ -592,6 +605,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
           entry
       if consts:
         leaves = consts + leaves
+      if execute is None:  # a replicated program (jit of pmap) places its own arguments
+        return out_tree.unflatten(compiled(leaves))
       passed = leaves if kept is None else [leaves[i] for i in kept]
       try:
         bufs = list(map(get_buf, passed))

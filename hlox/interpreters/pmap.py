@@ -9,8 +9,10 @@ an array to another pmap over the same devices moves no data.
 
 Inside another pmap the primitive lowers in place: each replica takes its slice of the mapped
 inputs by its position along the new axis and the outputs are gathered back over it (nested
-pmaps need ``outer * inner`` replicas). ``xla_pmap_p`` has JVP, partial-evaluation, transpose
-and batching rules like ``jit_p``'s, so grad/vmap/jit compose with pmap in any order.
+pmaps need ``outer * inner`` replicas), and so it does in a jitted function (or a loop, a
+branch) that contains pmaps, which compiles into one replicated program (``replicated.py``).
+``xla_pmap_p`` has JVP, partial-evaluation, transpose and batching rules like ``jit_p``'s, so
+grad/vmap/jit compose with pmap in any order.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ import numpy as np
 from hlox import monitoring
 from hlox.cache import LRUCache, memoize_derived
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr,
                              trace_to_jaxpr)
 from hlox.core.primitive import Primitive
@@ -34,7 +35,7 @@ from hlox.runtime.array import Array, wrap_multi
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["xla_pmap_p", "jaxpr_replicas", "compiled_for", "register_array_ops"]
+__all__ = ["xla_pmap_p", "jaxpr_replicas", "compiled_for", "register_array_ops", "lower_pmap"]
 
 
 class _PmapPrimitive(Primitive):
@@ -70,7 +71,8 @@ def _pmap_abstract_eval(*avals, jaxpr, axis_size, in_axes, out_axes, name, **_):
 xla_pmap_p.def_abstract_eval(_pmap_abstract_eval)
 
 
-def _subjaxprs(params):
+def subjaxprs(params):
+  """The jaxprs among an equation's parameters (bodies of loops, branches, calls)."""
   for v in params.values():
     for item in (v if isinstance(v, (tuple, list)) else (v,)):
       if isinstance(item, ClosedJaxpr):
@@ -86,14 +88,16 @@ def jaxpr_replicas(jaxpr: Jaxpr) -> int:
     if eqn.primitive is xla_pmap_p:
       inner = eqn.params["global_axis_size"] * jaxpr_replicas(eqn.params["jaxpr"].jaxpr)
     else:
-      inner = max((jaxpr_replicas(j) for j in _subjaxprs(eqn.params)), default=1)
+      inner = max((jaxpr_replicas(j) for j in subjaxprs(eqn.params)), default=1)
     count = max(count, inner)
   return count
 
 
 # --- evaluation: compile a replicated program and run it ---------------------------------
 
-def _pmap_devices(devices, n_replicas):
+def pmap_devices(devices, n_replicas):
+  """The devices a program of ``n_replicas`` replicas runs on (``devices`` checked, or the
+  first ones)."""
   if devices is not None:
     devs = list(devices)
     if len(devs) != n_replicas:
@@ -116,7 +120,7 @@ class CompiledPmap:
                out_axes, devices, donated_invars, name):
     inner = jaxpr_replicas(jaxpr.jaxpr)
     n_replicas = global_axis_size * inner
-    devs = _pmap_devices(devices, n_replicas)
+    devs = pmap_devices(devices, n_replicas)
     self.in_avals = list(in_avals)
     self.in_axes = in_axes
     # Global avals (this process holds axis_size of the global_axis_size pieces).
@@ -147,6 +151,7 @@ class CompiledPmap:
       if type(x) is Array:
         multi = x._multi
         if multi is not None and multi._sharding is sharding:
+          x._check_multi_alive(multi)  # jaxlib aborts on a donated multi-device buffer
           bufs.append(multi)
           continue
         x.check_alive()
@@ -215,81 +220,53 @@ def _pmap_impl(*args, **params):
 xla_pmap_p.def_impl(_pmap_impl)
 
 
-# --- programs that contain pmaps (a pmap inside a loop or branch) -------------------------
+# --- lowering a pmap inside a program (nested in another pmap, a loop, or at the top) ------
 
-class _ReplicatedCall:
-  """A jaxpr containing pmaps, compiled as one program on as many replicas as its pmaps
-  need: every replica gets the arguments and computes the parts outside the pmaps; the
-  results are device 0's."""
-
-  def __init__(self, closed: ClosedJaxpr, n_replicas: int, name: str):
-    devs = _pmap_devices(None, n_replicas)
-    self.in_avals = closed.in_avals
-    self.in_shardings = [spmd.pmap_sharding(devs, None, a.ndim) for a in self.in_avals]
-    self.out_avals = closed.out_avals
-    out_shardings = [spmd.pmap_sharding(devs, None, a.ndim) for a in self.out_avals]
-    lowered = xla.lower_jaxpr_to_module(closed, name, (), True, num_replicas=n_replicas,
-                                        axis_env=())
-    monitoring.record_event("compile")
-    self.executable = spmd.compile_replicated(lowered.as_text(), devs, self.out_avals,
-                                              out_shardings)
-
-  def __call__(self, args) -> list:
-    bufs = []
-    for x, aval, sharding in zip(args, self.in_avals, self.in_shardings):
-      if type(x) is Array and x._multi is not None and x._multi._sharding is sharding:
-        bufs.append(x._multi)
-        continue
-      value = x._value() if type(x) is Array else np.asarray(x, dtype=aval.dtype)
-      bufs.append(spmd.put_sharded(value, aval, sharding))
-    return [wrap_multi(b, a) for b, a in zip(self.executable.run(bufs), self.out_avals)]
-
-
-def _replicated_compiler(closed: ClosedJaxpr, name: str):
-  n = jaxpr_replicas(closed.jaxpr)
-  return _ReplicatedCall(closed, n, name) if n > 1 else None
-
-xla.replicated_compiler = _replicated_compiler
-
-
-# --- lowering inside another pmap (nested pmaps) -----------------------------------------
-
-def _pmap_lowering(ctx, *args, jaxpr, axis_name, axis_size, global_axis_size, in_axes,
-                   out_axes, devices, donated_invars, name):
+def _pmap_lowering(ctx, *args, **params):
   mctx = ctx.module_context
   if mctx.num_replicas == 1:  # programs with pmaps inside are compiled with replicas
     raise RuntimeError("internal error: xla_pmap lowered in a program without replicas")
+  return lower_pmap(mctx, args, ctx.avals_in, ctx.avals_out, **params)
+
+
+def lower_pmap(mctx, args, avals_in, avals_out, *, jaxpr, axis_name, global_axis_size,
+                in_axes, out_axes, given=None, keep_pieces=False, **_):
+  """Each replica takes its slice of the mapped inputs by its position along the new axis
+  (``given[k]``: input k is that slice already), runs the body, and gathers the mapped
+  outputs back over the axis (``keep_pieces``: returns its own piece of each instead)."""
   outer_env = mctx.axis_env
   mctx.axis_env = tuple(outer_env or ()) + ((axis_name, global_axis_size),)
   try:
     index = xla.axis_index_hlo(mctx, axis_name)
-    i32 = ShapedArray((), dtypes.int32)
     zero = xla.ir_constant(np.int32(0))
     pieces = []
-    for x, aval, ax in zip(args, ctx.avals_in, in_axes):
+    for k, (x, aval, ax) in enumerate(zip(args, avals_in, in_axes)):
       if ax is None:
         pieces.append(x)
         continue
-      starts = [index if d == ax else zero for d in range(aval.ndim)]
-      sizes = [1 if d == ax else n for d, n in enumerate(aval.shape)]
-      piece = hlo.dynamic_slice(x, starts, xla._dense_i64(sizes))
-      pieces.append(hlo.reshape(xla.aval_to_ir_type(remove_axis(aval, ax)), piece))
+      if given is None or not given[k]:
+        starts = [index if d == ax else zero for d in range(aval.ndim)]
+        sizes = [1 if d == ax else n for d, n in enumerate(aval.shape)]
+        x = hlo.dynamic_slice(x, starts, xla._dense_i64(sizes))
+      pieces.append(hlo.reshape(xla.aval_to_ir_type(remove_axis(aval, ax)), x))
     consts = [xla.ir_constant(np.asarray(c)) for c in jaxpr.consts]
     outs = xla.lower_jaxpr(mctx, jaxpr.jaxpr, consts, pieces)
     # Gather each output over the axis: write it into its slot of a zero array, then sum.
     groups = xla.axis_groups(mctx, (axis_name,))
     results = []
-    for out, aval, full, ax in zip(outs, jaxpr.out_avals, ctx.avals_out, out_axes):
+    for out, aval, full, ax in zip(outs, jaxpr.out_avals, avals_out, out_axes):
       if ax is None:
         results.append(out)
         continue
       one = aval.update(shape=aval.shape[:ax] + (1,) + aval.shape[ax:])
       out = hlo.reshape(xla.aval_to_ir_type(one), out)
+      if keep_pieces:
+        results.append(out)
+        continue
       zeros = xla.full_like_aval(0, full)
       starts = [index if d == ax else zero for d in range(full.ndim)]
       placed = hlo.dynamic_update_slice(zeros, out, starts)
       results.append(_all_reduce_sum(placed, full, groups))
-    del i32
   finally:
     mctx.axis_env = outer_env
   return results

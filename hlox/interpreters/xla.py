@@ -334,26 +334,32 @@ def lower_jaxpr(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
   for eqn in jaxpr.eqns:
-    rule = get_lowering_rule(eqn.primitive, mctx.platform)
-    if rule is None:
-      raise NotImplementedError(
-          f"primitive {eqn.primitive.name} has no lowering rule for platform "
-          f"{mctx.platform!r} (interpreter: StableHLO lowering)")
-    ctx = LoweringRuleContext(mctx, eqn.primitive, [_aval(v) for v in eqn.invars],
-                              [v.aval for v in eqn.outvars])
-    try:
-      out = rule(ctx, *[read(v) for v in eqn.invars], **eqn.params)
-    except Exception as e:
-      if eqn.source_info and not getattr(e, "_hlox_noted", False):
-        e.add_note(f"while lowering {eqn.primitive.name} from {eqn.source_info}")
-        e._hlox_noted = True
-      raise
-    outs = out if eqn.primitive.multiple_results else [out]
-    if len(outs) != len(eqn.outvars):
-      raise RuntimeError(f"lowering of {eqn.primitive.name} gave {len(outs)} results, "
-                         f"expected {len(eqn.outvars)}")
+    outs = lower_eqn(mctx, eqn, [read(v) for v in eqn.invars], [_aval(v) for v in eqn.invars],
+                     [v.aval for v in eqn.outvars])
     env.update(zip(eqn.outvars, outs))
   return [read(v) for v in jaxpr.outvars]
+
+
+def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> list:
+  """Emit one equation on ``args`` (of types ``avals_in``); its results as a list."""
+  rule = get_lowering_rule(eqn.primitive, mctx.platform)
+  if rule is None:
+    raise NotImplementedError(
+        f"primitive {eqn.primitive.name} has no lowering rule for platform "
+        f"{mctx.platform!r} (interpreter: StableHLO lowering)")
+  ctx = LoweringRuleContext(mctx, eqn.primitive, avals_in, avals_out)
+  try:
+    out = rule(ctx, *args, **eqn.params)
+  except Exception as e:
+    if eqn.source_info and not getattr(e, "_hlox_noted", False):
+      e.add_note(f"while lowering {eqn.primitive.name} from {eqn.source_info}")
+      e._hlox_noted = True
+    raise
+  outs = out if eqn.primitive.multiple_results else [out]
+  if len(outs) != len(eqn.outvars):
+    raise RuntimeError(f"lowering of {eqn.primitive.name} gave {len(outs)} results, "
+                       f"expected {len(eqn.outvars)}")
+  return outs
 
 
 def _aval(v):
@@ -416,6 +422,7 @@ class Lowered:
     self.out_avals = list(out_avals)
     self.kept_var_idx = list(kept_var_idx)
     self.donated_invars = tuple(donated_invars)
+    self.replicas = None  # set for programs with pmaps (``pmap.lower_replicated``)
     self._text = None
 
   def as_text(self) -> str:
@@ -427,12 +434,17 @@ class Lowered:
 
 def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
                           donated_invars: Sequence[bool] = (), keep_unused: bool = True,
-                          num_replicas: int = 1, axis_env=None) -> Lowered:
+                          num_replicas: int = 1, axis_env=None, *, body: Callable = None,
+                          arg_avals=None, result_avals=None) -> Lowered:
   """Lower a closed jaxpr to a module whose public ``main`` takes its invars.
 
   With ``keep_unused=False`` the arguments the jaxpr does not use are dropped from ``main``
   (``Lowered.kept_var_idx`` lists the ones kept). Donated arguments alias an output of the
   same type where there is one; the others are marked as donors.
+
+  A replicated program whose replicas hold pieces of some values (``pmap.py``) passes
+  ``body`` (in place of ``lower_jaxpr``) and the types of ``main``'s arguments (one per
+  invar) and results where they differ from the jaxpr's.
   """
   monitoring.record_event("lower")
   if config.enable_checks:
@@ -453,13 +465,15 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
     mctx = ModuleContext(ctx, module, axis_env=axis_env, num_replicas=num_replicas)
     mctx.unique_name("main")
-    in_types = [aval_to_ir_type(in_avals[i]) for i in kept]
-    out_types = [aval_to_ir_type(a) for a in jaxpr.out_avals]
+    main_in = list(arg_avals) if arg_avals is not None else in_avals
+    main_out = list(result_avals) if result_avals is not None else jaxpr.out_avals
+    in_types = [aval_to_ir_type(main_in[i]) for i in kept]
+    out_types = [aval_to_ir_type(a) for a in main_out]
     with ir.InsertionPoint(module.body):
       fn = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
       fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
-      arg_attrs = _donation_attrs([in_avals[i] for i in kept], [donated[i] for i in kept],
-                                  jaxpr.out_avals)
+      arg_attrs = _donation_attrs([main_in[i] for i in kept], [donated[i] for i in kept],
+                                  main_out)
       if any(arg_attrs):
         fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
       block = fn.add_entry_block()
@@ -468,7 +482,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         for pos, i in enumerate(kept):
           args[i] = block.arguments[pos]
         consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-        outs = lower_jaxpr(mctx, jaxpr, consts, args)
+        outs = (body or lower_jaxpr)(mctx, jaxpr, consts, args)
         func_dialect.ReturnOp(outs)
   return Lowered(module, ctx, in_avals, jaxpr.out_avals, kept, donated)
 
@@ -539,7 +553,8 @@ _get_buf = operator.attrgetter("_buf")
 
 
 # Set by interpreters/pmap.py: ``(closed, name) -> callable or None``; compiles a jaxpr that
-# contains pmaps (e.g. a scan whose body calls a pmapped function) as one replicated program.
+# contains pmaps (e.g. a scan whose body calls a pmapped function) as one replicated program
+# (``pmap.ReplicatedCall``).
 replicated_compiler = None
 
 

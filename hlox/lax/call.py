@@ -18,6 +18,7 @@ from hlox.errors import DeletedArrayError
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.interpreters.pmap import jaxpr_replicas
+from hlox.interpreters.replicated import compile_replicated_jaxpr
 from hlox.runtime.array import SCALAR_TYPES, Array, device_put, scalar_argument
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
@@ -138,9 +139,11 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
   entry = _compile_cache.get(key)
   if entry is None:
     if jaxpr_replicas(closed.jaxpr) > 1:
-      # A jit around a pmap: the pmap compiles its own replicated program, so run the
-      # jaxpr equation by equation (each inner jit still compiles).
-      entry = _EvalCall(closed)
+      # A jit around a pmap: one program on as many replicas as the pmaps need. Only
+      # across processes (each running its own part of the pmaps) is it run op by op.
+      entry = compile_replicated_jaxpr(closed, name, donated_invars, keep_unused)
+      if entry is None:
+        entry = _EvalCall(closed)
       _compile_cache.put(key, entry)
       return entry
     device = _device_of(sigs)
@@ -152,7 +155,7 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
 
 
 class _EvalCall:
-  """Stands in for a CompiledCall when a jaxpr runs op by op (it contains a pmap)."""
+  """Stands in for a CompiledCall when a jaxpr runs op by op (pmaps over several processes)."""
 
   executable = None
   kept = None

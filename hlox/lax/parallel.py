@@ -28,10 +28,12 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval, trace_ctx
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import pmap as pmap_interp
+from hlox.interpreters import replicated
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _indexing
 from hlox.lax import reductions as _reductions
 from hlox.lax import shapes as _shapes
+from hlox.lax import utils as _utils
 
 __all__ = ["psum", "pmax", "pmin", "pmean", "all_gather", "all_to_all", "ppermute", "pshuffle",
            "pswapaxes", "psum_scatter", "axis_index", "axis_size", "psum_p", "pmax_p",
@@ -947,3 +949,6 @@ xla.register_lowering(pmin_p, _all_reduce_lowering(_hlo("minimum")))
 # cotangents with these (the interpreter itself knows no primitive).
 pmap_interp.register_array_ops(squeeze=_shapes.squeeze, expand_dims=_shapes.expand_dims,
                                div=_ew.div, reduce_sum=_reductions.reduce_sum)
+# Elementwise primitives run on the pieces of values split over replicas (jit of pmap).
+replicated.register_elementwise(*_utils.elementwise_primitives, _ew.integer_pow_p,
+                                _ew.select_n_p, _ew.clamp_p, _ew.convert_element_type_p)

@@ -114,7 +114,13 @@ def naryop(result_dtype: Callable | None, kinds: Sequence[Sequence[str]], name: 
 
   # Weak only when every operand is weak; this holds for comparisons too (JAX: ``1.0 < 2.0``
   # is a weakly typed bool; a weak bool still promotes like bool).
-  return standard_primitive(partial(broadcasting_shape_rule, name), dtype_rule, name)
+  prim = standard_primitive(partial(broadcasting_shape_rule, name), dtype_rule, name)
+  elementwise_primitives.append(prim)
+  return prim
+
+
+# Every ``naryop`` primitive: programs with pmaps run them on pieces of split values.
+elementwise_primitives: list = []
 
 
 def unop(kinds: Sequence[str], name: str, result_dtype: Callable | None = None) -> Primitive:

@@ -178,10 +178,10 @@ def gather_to_host(buf, dtype) -> np.ndarray:
       and dtype.name in ("int4", "uint4"):
     buf, decode = exotic_converter(buf, dtype)
   sharding = buf._sharding
-  parts = local_pieces(buf)
-  if sharding.axis is None:
-    value = parts[0]
+  if sharding.axis is None:  # every device holds the whole value: read one
+    value = _first_shard_to_numpy(buf)
   else:
+    parts = local_pieces(buf)
     seen, firsts = set(), []
     for part, p in zip(parts, sharding.local_positions):
       piece = p // sharding.groups
