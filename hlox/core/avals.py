@@ -1,6 +1,8 @@
 """Abstract values: what a tracer knows about the array it stands for."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hlox.core import dtypes
@@ -67,7 +69,7 @@ class ShapedArray:
 
   @property
   def size(self) -> int:
-    return int(np.prod(self.shape, dtype=np.int64))
+    return int(math.prod(self.shape))
 
   def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
     return ShapedArray(self.shape if shape is None else shape,

@@ -9,6 +9,7 @@ rooms named for their job (``shapes``, ``elementwise``, ``reductions``) re-expor
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -164,9 +165,9 @@ def _reshape_shape_rule(operand, *, new_sizes, dimensions, sharding=None):
   _check_shapelike("reshape", "new_sizes", new_sizes)
   if any(d < 0 for d in new_sizes):
     raise TypeError(f"reshape: new_sizes must be non-negative, got {new_sizes}")
-  if int(np.prod(new_sizes, dtype=np.int64)) != operand.size:
+  if math.prod(new_sizes) != operand.size:
     raise TypeError(f"reshape: cannot reshape {operand.str_short()} (size {operand.size}) "
-                    f"to shape {new_sizes} (size {int(np.prod(new_sizes, dtype=np.int64))})")
+                    f"to shape {new_sizes} (size {math.prod(new_sizes)})")
   if dimensions is not None:
     # ``lax.reshape`` transposes first, so the primitive never carries a permutation.
     raise TypeError("reshape_p: dimensions must be None (apply lax.transpose first)")

@@ -129,20 +129,23 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
 
 def _infer_shape(old_shape, size, shape) -> tuple:
   shape = _static_ints(shape, "reshape", "shape")
-  if sum(1 for d in shape if d == -1) > 1:
-    raise ValueError(f"reshape: can only specify one unknown dimension (-1), got {shape}")
-  if any(d < -1 for d in shape):
-    raise ValueError(f"reshape: invalid shape {shape} (negative dimensions)")
   if -1 in shape:
-    known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+    if shape.count(-1) > 1:
+      raise ValueError(f"reshape: can only specify one unknown dimension (-1), got {shape}")
+    known = math.prod(d for d in shape if d != -1)
+    if known < 0:
+      raise ValueError(f"reshape: invalid shape {shape} (negative dimensions)")
     if known == 0 or size % known:
       raise TypeError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) "
                       f"into shape {shape}")
-    shape = tuple(size // known if d == -1 else d for d in shape)
-  if int(np.prod(shape, dtype=np.int64)) != size:
+    return tuple(size // known if d == -1 else d for d in shape)
+  if min(shape, default=0) < 0:
+    raise ValueError(f"reshape: invalid shape {shape} (negative dimensions)")
+  new_size = math.prod(shape)
+  if new_size != size:
     # A TypeError, as JAX raises (NumPy raises ValueError).
     raise TypeError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) into "
-                    f"shape {shape} (size {int(np.prod(shape, dtype=np.int64))})")
+                    f"shape {shape} (size {new_size})")
   return shape
 
 
@@ -949,3 +952,11 @@ def block(arrays):
     x = asarray(x)
     return reshape(x, (1,) * (nd - get_aval(x).ndim) + get_aval(x).shape)
   return rec(arrays, 0)
+
+
+# Functions made of several primitives run eagerly as one cached executable each (as JAX's
+# jit-wrapped ones); single-primitive ones (reshape, transpose, ...) already dispatch once.
+util.fuse_functions(globals(), ["stack", "hstack", "vstack", "dstack", "column_stack", "tile",
+                                "flip", "fliplr", "flipud", "rot90", "append"],
+                    {"tile": ("reps",), "rot90": ("k", "axes")},
+                    default_static=("axis", "out", "dtype"))
