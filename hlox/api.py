@@ -303,25 +303,31 @@ class JitWrapped:
     (the cache-hit path of such calls): static values with their types (as
     ``_HashableStatic`` compares them), the dynamic arguments' tree and signatures."""
     static_pos = self.static_argnums
+    statics = []
     if static_pos:
-      n = len(args)
-      statics = tuple(args[i] for i in static_pos if i < n)
-      dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+      dyn_args = []
+      for i, a in enumerate(args):
+        if i in static_pos:
+          statics += (i, a, type(a))
+        else:
+          dyn_args.append(a)
+      dyn_args = tuple(dyn_args)
     else:
-      statics, dyn_args = (), args
-    static_kw = ()
+      dyn_args = args
     dyn_kwargs = kwargs
-    if kwargs and self.static_argnames:
-      names = self.static_argnames
-      static_kw = tuple((k, v) for k, v in kwargs.items() if k in names)
-      dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
+    names = self.static_argnames
+    if kwargs and names:
+      dyn_kwargs = {}
+      for k, v in kwargs.items():
+        if k in names:
+          statics += (k, v, type(v))
+        else:
+          dyn_kwargs[k] = v
     leaves, tree = flatten_fast((dyn_args, dyn_kwargs))
     try:
-      sigs = tuple(map(_get_sig, leaves))
+      key = (tree, *statics, *map(_get_sig, leaves))
     except AttributeError:  # NumPy arrays or Python scalars among the arguments
-      sigs = tuple(map(signature, leaves))
-    key = (tree, len(args), statics, tuple(map(type, statics)), static_kw,
-           tuple(type(v) for _, v in static_kw), sigs)
+      key = (tree, *statics, *map(signature, leaves))
     return key, leaves
 
   def _remember_fast(self, key, compiled, consts, out_tree):
