@@ -25,6 +25,26 @@ def _xc():
   return xla_client
 
 
+# hlox's log-level names (as JAX's ``jax_logging_level``) and the C++ (absl) minimum levels.
+_CPP_LOG_LEVELS = {"DEBUG": 0, "INFO": 0, "WARNING": 1, "WARN": 1, "ERROR": 2, "CRITICAL": 3,
+                   "FATAL": 3}
+
+
+def _set_cpp_log_level() -> None:
+  """Quiet jaxlib's C++ INFO lines (one per device when a client starts) unless asked for:
+  ``HLOX_LOG_LEVEL`` (e.g. INFO) sets the level; a ``TF_CPP_MIN_LOG_LEVEL`` the user set is
+  read by the C++ side itself and left alone."""
+  import os
+  level = os.environ.get("HLOX_LOG_LEVEL")
+  if level is None and "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+    return
+  level = (level or "WARNING").upper()
+  if level not in _CPP_LOG_LEVELS:
+    raise ValueError(f"HLOX_LOG_LEVEL={level!r}: expected one of {sorted(_CPP_LOG_LEVELS)}")
+  from jaxlib import utils
+  utils.absl_set_min_log_level(_CPP_LOG_LEVELS[level])
+
+
 def get_client():
   """The process's PJRT CPU client, created on first use (``num_cpu_devices`` devices).
 
@@ -38,6 +58,7 @@ def get_client():
         n = int(config.num_cpu_devices)
         if n < 1:
           raise ValueError(f"num_cpu_devices must be >= 1, got {n}")
+        _set_cpp_log_level()
         if _distributed is None:
           client = _xc().make_cpu_client(num_devices=n)
         else:
