@@ -293,14 +293,18 @@ def bench_pmap_psum_8(lib):
   import numpy as np
   psum = mod.lax.psum
   f = mod.pmap(lambda x: psum(x, "i"), axis_name="i")
-  x = f(np.zeros((8, 1024), np.float32))  # zeros: repeated sums stay finite
-  x.block_until_ready()
-  state = [x]
+  return _fed_back(f, np.zeros((8, 1024), np.float32))  # zeros: repeated sums stay finite
+
+
+def _fed_back(f, x, calls=200):
+  """Per-call time of ``x = f(x)`` (each result is the next call's argument)."""
+  state = [f(x)]
+  state[0].block_until_ready()
 
   def run():
     state[0] = f(state[0])
     state[0].block_until_ready()
-  return best_per_call(run, 200)
+  return best_per_call(run, calls)
 
 
 def _rnn_scan_setup(lib):
@@ -574,14 +578,7 @@ def bench_jit_of_pmap_8(lib):
   psum = mod.lax.psum
   p = mod.pmap(lambda x: psum(x, "i"), axis_name="i")
   f = mod.jit(lambda x: jnp.tanh(p(x * 0.5) * 0.125) + 0.25)
-  x = f(np.zeros((8, 1024), np.float32))
-  x.block_until_ready()
-  state = [x]
-
-  def run():
-    state[0] = f(state[0])
-    state[0].block_until_ready()
-  return best_per_call(run, 200)
+  return _fed_back(f, np.zeros((8, 1024), np.float32))
 
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
