@@ -141,6 +141,35 @@ def test_bad_static_arguments_raise_as_the_plain_function():
   np.testing.assert_allclose(jnp.sum(x, axis=[0, 1]), np.asarray(x).sum(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("name,call", [
+    ("dot", lambda f: f(jnp.ones((2, 3)), jnp.ones((4, 2)))),
+    ("matmul", lambda f: f(jnp.ones((2, 3)), jnp.ones(2))),
+    ("where", lambda f: f(jnp.ones(3) > 0, jnp.ones(3), jnp.ones(2))),
+    ("tensordot", lambda f: f(jnp.ones((2, 3)), jnp.ones((3, 2)), axes=([0], [0]))),
+    ("stack", lambda f: f([jnp.ones(2), jnp.ones(3)])),
+    ("mean", lambda f: f(jnp.ones((2, 3)), axis=2)),
+    ("clip", lambda f: f(jnp.ones(3) + 1j, 0, 1)),
+    ("floor_divide", lambda f: f(jnp.ones(3), "x")),
+])
+def test_every_fused_room_raises_as_the_plain_function(name, call):
+  fused = getattr(jnp, name)
+  good = {"dot": lambda: fused(jnp.ones((2, 3)), jnp.ones((3, 2))),
+          "matmul": lambda: fused(jnp.ones((2, 3)), jnp.ones(3)),
+          "where": lambda: fused(jnp.ones(3) > 0, jnp.ones(3), jnp.ones(3)),
+          "tensordot": lambda: fused(jnp.ones((2, 3)), jnp.ones((3, 2)), axes=([1], [0])),
+          "stack": lambda: fused([jnp.ones(2), jnp.ones(2)]),
+          "mean": lambda: fused(jnp.ones((2, 3)), axis=1),
+          "clip": lambda: fused(jnp.ones(3), 0, 1),
+          "floor_divide": lambda: fused(jnp.ones(3), 2.0)}[name]
+  good()  # a cached signature next to the bad one
+  with pytest.raises(Exception) as fused_error:
+    call(fused)
+  with pytest.raises(Exception) as plain_error:
+    call(_unfused(fused))
+  assert type(fused_error.value) is type(plain_error.value)
+  assert isinstance(fused_error.value, (TypeError, ValueError))
+
+
 def test_value_dependent_forms_run_the_plain_function():
   c = jnp.asarray([0, 3, 0, 5])
   for _ in range(2):
