@@ -7,6 +7,7 @@ variable, and calls each primitive's rule from ``lowering_rules`` with a
 """
 from __future__ import annotations
 
+import hashlib
 import operator
 import threading
 from typing import Callable, Sequence
@@ -506,7 +507,10 @@ _executable_cache = LRUCache()
 def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
   device = device if device is not None else client.default_device()
   text = lowered.as_text()
-  key = (text, device.id, tuple(lowered.out_avals))
+  # Keyed on a digest of the text, not the text: a big program's module is megabytes, and
+  # the cache would hold it for as long as the executable.
+  key = (hashlib.sha256(text.encode()).digest(), len(text), device.id,
+         tuple(lowered.out_avals))
   executable = _executable_cache.get(key)
   if executable is None:
     monitoring.record_event("compile")
