@@ -601,6 +601,27 @@ def bench_rss_many_compiles(lib):
   return _peak_rss_gb()
 
 
+def bench_rss_scan_invariant(lib):
+  """Peak RSS (GB) of jit(grad) of a 200-step scan whose body uses ``tanh(W)`` of a
+  closed-over 512x512 ``W``: a residual that does not change between steps must be saved
+  once, not stacked 200 times (which would be 210 MB)."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  w = jnp.asarray((rng.standard_normal((512, 512)) / 23).astype(np.float32))
+  xs = jnp.asarray(rng.standard_normal((200, 8, 512)).astype(np.float32))
+
+  def loss(w, xs):
+    def step(h, x):
+      return jnp.tanh(h @ jnp.tanh(w) + x), None
+    h, _ = mod.lax.scan(step, jnp.zeros((8, 512), jnp.float32), xs)
+    return jnp.sum(h * h)
+  g = mod.jit(mod.grad(loss))
+  for _ in range(5):
+    mod.block_until_ready(g(w, xs))
+  return _peak_rss_gb()
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 
