@@ -202,6 +202,25 @@ class _Traced:
     self.in_avals = in_avals
 
 
+# Device copies of big NumPy constants that jitted functions close over, shared by every
+# function that closes over the same array (a weight matrix captured by several jitted
+# steps is copied to the device once, not once per function). An entry lives as long as
+# its NumPy array and is reused only while the array's contents are unchanged.
+_const_copies: dict = {}
+
+
+def _device_const(c, device):
+  if type(c) is not np.ndarray or c.nbytes < (1 << 16):
+    return device_put(c, device)
+  key = (id(c), device)
+  hit = _const_copies.get(key)
+  if hit is not None and hit[0]() is c and np.array_equal(np.asarray(hit[1]), c):
+    return hit[1]
+  arr = device_put(c, device)
+  _const_copies[key] = (weakref.ref(c, lambda _, key=key: _const_copies.pop(key, None)), arr)
+  return arr
+
+
 class JitWrapped:
   """The callable ``jit(fun)`` returns. Call it, or ``.lower(*args)`` to see its StableHLO."""
 
@@ -286,7 +305,8 @@ class JitWrapped:
     const_sigs = tuple(signature(c) for c in traced.consts)
     compiled = compile_closed_jaxpr(traced.jaxpr, const_sigs + sigs, self.name,
                                     donated_invars, self.keep_unused)
-    consts = list(traced.consts)
+    device = compiled.device if compiled.device_key is not None else None
+    consts = [c if type(c) is Array else _device_const(c, device) for c in traced.consts]
     if not statics and not kwargs and not donated_invars and compiled.executable is not None:
       self._remember_fast(args, sigs, compiled, consts, traced.out_tree)
     return traced.out_tree.unflatten(compiled(consts + leaves))
@@ -295,7 +315,7 @@ class JitWrapped:
     """Store what the cache-hit path needs, flat: consts already on the device."""
     _, fast_tree = flatten_fast(args)
     device = compiled.device if compiled.device_key is not None else None
-    const_arrays = [c if type(c) is Array else device_put(c, device) for c in consts]
+    const_arrays = [c if type(c) is Array else _device_const(c, device) for c in consts]
     n_out = len(compiled.out_avals)
     entry = (compiled.executable.loaded.execute_sharded, compiled.executable.handlers,
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,

@@ -52,3 +52,27 @@ def test_lowered_compile_still_shares_the_executable():
   np.testing.assert_allclose(np.asarray(got), np.exp(np.arange(3.0)) * 0.5 + 0.25, rtol=1e-6)
   np.testing.assert_allclose(np.asarray(compiled(x)), np.asarray(got), rtol=0)
   assert monitoring.count("compile") == before
+
+
+def _shared_copy_case():
+  from hlox import api
+  w = np.random.default_rng(0).standard_normal((128, 256)).astype(np.float32)
+  x = np.ones((2, 128), np.float32)
+  fns = [hlox.jit(lambda v, i=i: v @ w + i) for i in range(3)]
+  for i, f in enumerate(fns):
+    np.testing.assert_allclose(np.asarray(f(x)), x @ w + i, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(f(x)), x @ w + i, rtol=1e-5)  # the fast path
+  assert sum(1 for k in api._const_copies if k[0] == id(w)) == 1
+  # Changed in place: a function traced afterwards sees the new values, not the old copy.
+  w[:] = 0.5
+  g = hlox.jit(lambda v: v @ w - 1.0)
+  np.testing.assert_allclose(np.asarray(g(x)), x @ w - 1.0, rtol=1e-5)
+  return id(w)
+
+
+def test_jitted_functions_share_the_device_copy_of_a_closed_over_array():
+  from hlox import api
+  w_id = _shared_copy_case()
+  gc.collect()
+  # The entry went with the array (and the functions that closed over it).
+  assert not any(k[0] == w_id for k in api._const_copies)
