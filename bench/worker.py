@@ -622,6 +622,20 @@ def bench_rss_scan_invariant(lib):
   return _peak_rss_gb()
 
 
+def bench_rss_closed_over_consts(lib):
+  """Peak RSS (GB) of 6 jitted functions that close over one 16 MB NumPy weight matrix,
+  each compiled and called twice: one device copy of the matrix is enough."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  w = np.random.default_rng(0).standard_normal((2048, 2048)).astype(np.float32)
+  x = jnp.ones((4, 2048), jnp.float32)
+  fns = [mod.jit(lambda v, i=i: v @ w + i) for i in range(6)]
+  for f in fns:
+    for _ in range(2):
+      mod.block_until_ready(f(x))
+  return _peak_rss_gb()
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

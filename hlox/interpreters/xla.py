@@ -7,9 +7,9 @@ variable, and calls each primitive's rule from ``lowering_rules`` with a
 """
 from __future__ import annotations
 
-import hashlib
 import operator
 import threading
+import zlib
 from typing import Callable, Sequence
 
 import numpy as np
@@ -508,8 +508,10 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
   device = device if device is not None else client.default_device()
   text = lowered.as_text()
   # Keyed on a digest of the text, not the text: a big program's module is megabytes, and
-  # the cache would hold it for as long as the executable.
-  key = (hashlib.sha256(text.encode()).digest(), len(text), device.id,
+  # the cache would hold it for as long as the executable. Two independent hashes and the
+  # length (about 96 bits) make a collision negligible; hashlib is avoided because it loads
+  # OpenSSL (3 MB of resident memory) into every process.
+  key = (hash(text), zlib.crc32(text.encode()), len(text), device.id,
          tuple(lowered.out_avals))
   executable = _executable_cache.get(key)
   if executable is None:
