@@ -27,6 +27,7 @@ TARGETS = {  # ratio hlox/JAX the Foundation issue asks for (None: no JAX compar
     "rnn_scan_grad_step": 1.1, "rnn_scan_grad_first_call": 1.2,
     "random_normal_1m": 1.2, "pmap_psum_8": 1.5,
     "jit_inline_new_wrapper": 1.5, "jit_inline_partial": 1.5,
+    "rss_worker": 1.0,
 }
 
 
@@ -39,7 +40,9 @@ def run_worker(lib: str, bench: str) -> float:
   return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
 
 
-def fmt(seconds: float) -> str:
+def fmt(seconds: float, bench: str = "") -> str:
+  if bench.startswith("rss_"):  # these report peak RSS in GB, not seconds
+    return f"{seconds * 1e3:8.1f} MB"
   if seconds < 1e-3:
     return f"{seconds * 1e6:8.1f} us"
   return f"{seconds * 1e3:8.2f} ms"
@@ -63,12 +66,12 @@ def main():
         f"{'jax min':>12} {'ratio(min)':>10} {'target':>7}")
   for bench in args.bench:
     h = results[bench]["hlox"]
-    row = f"{bench:<20} {fmt(statistics.median(h)):>12} {fmt(min(h)):>12}"
+    row = f"{bench:<20} {fmt(statistics.median(h), bench):>12} {fmt(min(h), bench):>12}"
     if have_jax:
       j = results[bench]["jax"]
       ratio = min(h) / min(j)
       target = TARGETS.get(bench)
-      row += (f" {fmt(statistics.median(j)):>12} {fmt(min(j)):>12} {ratio:>10.2f}"
+      row += (f" {fmt(statistics.median(j), bench):>12} {fmt(min(j), bench):>12} {ratio:>10.2f}"
               f" {('<=' + str(target)) if target else '':>7}")
     print(row)
   if "per_example_grads_64_32_10" in results and "per_example_loop_64_32_10" in results:

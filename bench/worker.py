@@ -580,6 +580,138 @@ def bench_jit_of_pmap_8(lib):
   f = mod.jit(lambda x: jnp.tanh(p(x * 0.5) * 0.125) + 0.25)
   return _fed_back(f, np.zeros((8, 1024), np.float32))
 
+
+# --- peak memory ------------------------------------------------------------------------
+# ``bench_rss_*`` return the process's peak resident set size in GB (not seconds): run.py
+# prints them in MB. Each runs a representative workload to its steady state in a fresh
+# process, so the figure is the library's import footprint plus what the workload keeps.
+
+def _peak_rss_gb() -> float:
+  import resource
+  # ru_maxrss is in KiB on Linux (bytes on macOS).
+  kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+  return kib * (1 if sys.platform == "darwin" else 1024) / 1e9
+
+
+def bench_rss_import(lib):
+  """Peak RSS after importing the library and its NumPy API (GB)."""
+  load(lib)
+  return _peak_rss_gb()
+
+
+def _rss_mlp_train(lib):
+  mod, jnp, clear, params, x, y, loss = _grad_mlp_setup(lib)
+  step = mod.jit(lambda p, x, y: mod.tree_util.tree_map(
+      lambda a, g: a - 0.01 * g, p, mod.grad(loss)(p, x, y)))
+  for _ in range(20):
+    params = step(params, x, y)
+  mod.block_until_ready(params)
+
+
+def _rss_per_example(lib):
+  mod, params, xs, ys, loss = _per_example_setup(lib, [256, 128, 10])
+  f = mod.jit(mod.vmap(mod.grad(loss), in_axes=(None, 0, 0)))
+  for _ in range(20):
+    mod.block_until_ready(f(params, xs, ys))
+
+
+def _rss_rnn_scan_grad(lib):
+  mod, clear, params, xs, y, rnn_loss = _rnn_scan_setup(lib)
+  step = mod.jit(mod.grad(rnn_loss))
+  for _ in range(20):
+    mod.block_until_ready(step(params, xs, y))
+
+
+def _rss_eager(lib):
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.arange(64, dtype=np.float32).reshape(8, 8))
+  for _ in range(50):
+    y = jnp.sin(x) * 1.5 + 0.5
+    y = jnp.where(y > 1, y, 0.0) @ x
+    y = y.reshape(64)[1:3].sum(0) + x.sum(0)
+    x = x.at[0].set(y[0] * 0.0)
+  mod.block_until_ready(x)
+
+
+def bench_rss_mlp_train(lib):
+  """Peak RSS (GB) of 20 jitted SGD steps on the 784-512-512-10 tanh MLP, batch 128."""
+  _rss_mlp_train(lib)
+  return _peak_rss_gb()
+
+
+def bench_rss_per_example(lib):
+  """Peak RSS (GB) of jit(vmap(grad)) per-example gradients, 256-128-10 MLP, batch 64."""
+  _rss_per_example(lib)
+  return _peak_rss_gb()
+
+
+def bench_rss_rnn_scan_grad(lib):
+  """Peak RSS (GB) of jit(grad) of the 100-step tanh RNN scan (hidden 128, batch 32)."""
+  _rss_rnn_scan_grad(lib)
+  return _peak_rss_gb()
+
+
+def bench_rss_worker(lib):
+  """Peak RSS (GB) of one 1-device worker running all of the above in turn: MLP training,
+  per-example gradients, the RNN scan gradient, eager ops, a 1M normal draw."""
+  _rss_mlp_train(lib)
+  _rss_per_example(lib)
+  _rss_rnn_scan_grad(lib)
+  _rss_eager(lib)
+  mod, _, _ = load(lib)
+  f = mod.jit(lambda k: mod.random.normal(k, (1_000_000,)))
+  mod.block_until_ready(f(mod.random.PRNGKey(0)))
+  return _peak_rss_gb()
+
+
+def bench_rss_many_compiles(lib):
+  """Peak RSS (GB) after 300 distinct jitted programs (new functions, new shapes), each
+  compiled once and kept callable: what the compile caches hold per program."""
+  mod, jnp, _ = load(lib)
+  fns = []
+  for i in range(300):
+    f = mod.jit(lambda v, i=i: jnp.tanh(jnp.sin(v) * i + jnp.cos(v)) @ v + jnp.sum(v * v))
+    mod.block_until_ready(f(jnp.ones((i + 1,), jnp.float32)))
+    fns.append(f)
+  return _peak_rss_gb()
+
+
+def bench_rss_scan_invariant(lib):
+  """Peak RSS (GB) of jit(grad) of a 200-step scan whose body uses ``tanh(W)`` of a
+  closed-over 512x512 ``W``: a residual that does not change between steps must be saved
+  once, not stacked 200 times (which would be 210 MB)."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  w = jnp.asarray((rng.standard_normal((512, 512)) / 23).astype(np.float32))
+  xs = jnp.asarray(rng.standard_normal((200, 8, 512)).astype(np.float32))
+
+  def loss(w, xs):
+    def step(h, x):
+      return jnp.tanh(h @ jnp.tanh(w) + x), None
+    h, _ = mod.lax.scan(step, jnp.zeros((8, 512), jnp.float32), xs)
+    return jnp.sum(h * h)
+  g = mod.jit(mod.grad(loss))
+  for _ in range(5):
+    mod.block_until_ready(g(w, xs))
+  return _peak_rss_gb()
+
+
+def bench_rss_closed_over_consts(lib):
+  """Peak RSS (GB) of 6 jitted functions that close over one 16 MB NumPy weight matrix,
+  each compiled and called twice: one device copy of the matrix is enough."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  w = np.random.default_rng(0).standard_normal((2048, 2048)).astype(np.float32)
+  x = jnp.ones((4, 2048), jnp.float32)
+  fns = [mod.jit(lambda v, i=i: v @ w + i) for i in range(6)]
+  for f in fns:
+    for _ in range(2):
+      mod.block_until_ready(f(x))
+  return _peak_rss_gb()
+
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

@@ -205,6 +205,25 @@ class _Traced:
     self.in_avals = in_avals
 
 
+# Device copies of big NumPy constants that jitted functions close over, shared by every
+# function that closes over the same array (a weight matrix captured by several jitted
+# steps is copied to the device once, not once per function). An entry lives as long as
+# its NumPy array and is reused only while the array's contents are unchanged.
+_const_copies: dict = {}
+
+
+def _device_const(c, device):
+  if type(c) is not np.ndarray or c.nbytes < (1 << 16):
+    return device_put(c, device)
+  key = (id(c), device)
+  hit = _const_copies.get(key)
+  if hit is not None and hit[0]() is c and np.array_equal(np.asarray(hit[1]), c):
+    return hit[1]
+  arr = device_put(c, device)
+  _const_copies[key] = (weakref.ref(c, lambda _, key=key: _const_copies.pop(key, None)), arr)
+  return arr
+
+
 class JitWrapped:
   """The callable ``jit(fun)`` returns. Call it, or ``.lower(*args)`` to see its StableHLO."""
 
@@ -289,7 +308,11 @@ class JitWrapped:
     const_sigs = tuple(signature(c) for c in traced.consts)
     compiled = compile_closed_jaxpr(traced.jaxpr, const_sigs + sigs, self.name,
                                     donated_invars, self.keep_unused)
-    consts = list(traced.consts)
+    if getattr(compiled, "replicated", False):  # jit of pmap: it places its own consts
+      consts = list(traced.consts)
+    else:
+      device = compiled.device if compiled.device_key is not None else None
+      consts = [c if type(c) is Array else _device_const(c, device) for c in traced.consts]
     if not donated_invars and compiled.executable is not None:
       if kwargs or not self._simple:  # the key the fast path in ``_make_jitted`` builds
         key = self._general_key(args, kwargs)[0]
@@ -340,7 +363,7 @@ class JitWrapped:
       self._call_cache.put(key, entry)
       return
     device = compiled.device if compiled.device_key is not None else None
-    const_arrays = [c if type(c) is Array else device_put(c, device) for c in consts]
+    const_arrays = [c if type(c) is Array else _device_const(c, device) for c in consts]
     entry = (compiled.executable.loaded.execute_sharded, compiled.executable.handlers,
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,
              out_tree, out_tree.num_nodes == 1 and n_out == 1, compiled)

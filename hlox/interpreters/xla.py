@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import zlib
 from typing import Callable, Sequence
 
 import numpy as np
@@ -520,7 +521,12 @@ _executable_cache = LRUCache()
 def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
   device = device if device is not None else client.default_device()
   text = lowered.as_text()
-  key = (text, device.id, tuple(lowered.out_avals))
+  # Keyed on a digest of the text, not the text: a big program's module is megabytes, and
+  # the cache would hold it for as long as the executable. Two independent hashes and the
+  # length (about 96 bits) make a collision negligible; hashlib is avoided because it loads
+  # OpenSSL (3 MB of resident memory) into every process.
+  key = (hash(text), zlib.crc32(text.encode()), len(text), device.id,
+         tuple(lowered.out_avals))
   executable = _executable_cache.get(key)
   if executable is None:
     monitoring.record_event("compile")

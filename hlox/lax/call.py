@@ -51,14 +51,18 @@ jit_p.def_abstract_eval(_jit_abstract_eval)
 
 
 class CompiledCall:
-  """An executable plus what is needed to call it with Arrays and wrap its results."""
+  """An executable plus what is needed to call it with Arrays and wrap its results.
 
-  __slots__ = ("run", "kept", "out_avals", "device", "device_key", "executable", "lowered",
-               "n_args", "fast")
+  It keeps none of ``lowered`` but its argument and result layout: the StableHLO module (and
+  the MLIR context it pins) is garbage once compiled, and the compile caches hold thousands
+  of these.
+  """
+
+  __slots__ = ("run", "kept", "out_avals", "device", "device_key", "executable", "n_args",
+               "fast")
 
   def __init__(self, executable, lowered, device_key):
     self.executable = executable
-    self.lowered = lowered
     self.run = executable.run
     n = len(lowered.in_avals)
     self.n_args = n

@@ -25,8 +25,8 @@ from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
-from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Var, convert_constvars, eval_jaxpr,
-                             trace_to_jaxpr)
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Var, convert_constvars, dce_jaxpr,
+                             effectful_primitives, eval_jaxpr, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, xla
@@ -253,47 +253,80 @@ def _cond_partial_eval(trace, index, *ops, branches):
   if trace.is_unknown(index):
     return trace.record(cond_p, [index, *ops], dict(branches=branches))
   uk = tuple(trace.is_unknown(x) for x in ops)
-  known_brs, unknown_brs, out_uk, res_avals = _memo(_cond_split, branches, uk)
+  known_brs, unknown_brs, out_uk, fwd, slot_avals = _memo(_cond_split, branches, uk)
   known_ops = [x for x, u in zip(ops, uk) if not u]
   with set_current_trace(trace.parent):
     known_outs = cond_p.bind(index, *known_brs[1], *known_ops, branches=known_brs[0])
-  n_known = len(known_outs) - len(res_avals)
+  n_known = len(known_outs) - len(slot_avals)
   residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
-  unknown_outs = trace.record(cond_p, [index, *residuals, *[x for x, u in zip(ops, uk) if u]],
-                              dict(branches=unknown_brs))
+  unknown_outs = trace.record(
+      cond_p, [index, *[known_ops[i] for i in fwd], *residuals,
+               *[x for x, u in zip(ops, uk) if u]], dict(branches=unknown_brs))
   k, u = iter(known_outs), iter(unknown_outs)
   return [next(u) if unk else next(k) for unk in out_uk]
 
 
 def _cond_split(branches, uk):
-  """Split every branch with the same unknown inputs; residuals made uniform: each branch
-  returns all branches' residual slots (zeros in the slots of the others)."""
+  """Split every branch with the same unknown inputs, and give the branches one residual
+  list. A residual that is a known operand passed through is not returned by the known cond:
+  the unknown cond takes that operand itself, once however many branches need it. The other
+  residuals share slots by type (the branches are exclusive, so branch 0's ``sin(x)`` and
+  branch 1's ``cos(x)`` can travel in one ``f32[n]`` slot); a branch fills the slots it does
+  not use with zeros.
+
+  Returns ``((known branches, their consts), unknown branches, out_uk, fwd, slot_avals)``:
+  ``fwd`` lists the known operands (indices among them) the unknown branches take first.
+  """
   out_uk = [False] * len(branches[0].out_avals)
   for br in branches:
     out_uk = _orf(out_uk, pe.partial_eval_jaxpr(br, list(uk))[2])
   splits = [pe.partial_eval_jaxpr(br, list(uk), instantiate=out_uk) for br in branches]
-  res_avals = [[v.aval for v in unknown.jaxpr.invars[:num_res]]
-               for _, unknown, _, num_res in splits]
-  all_res = [a for avals in res_avals for a in avals]
+  fwd, slot_avals = [], []
+  # Per branch: residual position -> ("fwd", position in fwd) or ("slot", slot number).
+  places = []
+  for known, _, _, num_res in splits:
+    invars = known.jaxpr.invars
+    res_outs = known.jaxpr.outvars[len(known.jaxpr.outvars) - num_res:]
+    taken, place = set(), []
+    for v in res_outs:
+      if type(v) is not Literal and v in invars and ("fwd", invars.index(v)) not in taken:
+        i = invars.index(v)
+        taken.add(("fwd", i))
+        if i not in fwd:
+          fwd.append(i)
+        place.append(("fwd", fwd.index(i)))
+        continue
+      slot = next((j for j, a in enumerate(slot_avals)
+                   if ("slot", j) not in taken and a == v.aval), None)
+      if slot is None:
+        slot = len(slot_avals)
+        slot_avals.append(v.aval)
+      taken.add(("slot", slot))
+      place.append(("slot", slot))
+    places.append(place)
   known_in = [a for a, u in zip(branches[0].in_avals, uk) if not u]
   known_new = []
-  for i, (known, _, _, num_res) in enumerate(splits):
-    def fun(*xs, known=known, num_res=num_res, i=i):
+  for (known, _, _, num_res), place in zip(splits, places):
+    def fun(*xs, known=known, num_res=num_res, place=place):
       outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
       n_out = len(outs) - num_res
-      res = []
-      for j, avals in enumerate(res_avals):
-        res += outs[n_out:] if i == j else [ad.zeros_like_aval(a) for a in avals]
-      return outs[:n_out] + res
+      slots = [None] * len(slot_avals)
+      for (kind, j), r in zip(place, outs[n_out:]):
+        if kind == "slot":
+          slots[j] = r
+      return outs[:n_out] + [ad.zeros_like_aval(a) if r is None else r
+                             for r, a in zip(slots, slot_avals)]
     known_new.append(trace_to_jaxpr(fun, known_in, "cond known", "cond"))
   known_new, known_consts = _hoist(known_new)
+  fwd_avals = [known_in[i] for i in fwd]
   unknown_new = []
-  for i, (_, unknown, _, num_res) in enumerate(splits):
-    invars = []
-    for j, avals in enumerate(res_avals):
-      invars += unknown.jaxpr.invars[:num_res] if i == j else _fresh(avals)
-    unknown_new.append(_with_invars(unknown, invars + unknown.jaxpr.invars[num_res:]))
-  return (tuple(known_new), known_consts), tuple(unknown_new), out_uk, all_res
+  for (_, unknown, _, num_res), place in zip(splits, places):
+    fwd_vars, slot_vars = _fresh(fwd_avals), _fresh(slot_avals)
+    for (kind, j), v in zip(place, unknown.jaxpr.invars[:num_res]):
+      (fwd_vars if kind == "fwd" else slot_vars)[j] = v
+    unknown_new.append(_with_invars(unknown, fwd_vars + slot_vars
+                                    + unknown.jaxpr.invars[num_res:]))
+  return (tuple(known_new), known_consts), tuple(unknown_new), out_uk, tuple(fwd), slot_avals
 
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
 
@@ -803,24 +836,34 @@ def _scan_partial_eval(trace, *args, jaxpr, num_consts, num_carry, length, rever
       carry_uk)
   split = _memo(_scan_split, jaxpr, num_consts, num_carry, tuple(c_uk), tuple(carry_uk),
                 tuple(x_uk))
-  known, kconsts, n_known_consts, invariant, out_uk, unknown = split
+  known, kconsts, n_known_consts, res_kinds, hoist, out_uk, unknown = split
   consts, init, xs = _split(args, num_consts, num_carry)
   known_consts = [*kconsts, *[x for x, u in zip(consts, c_uk) if not u]]
-  known_args = [*known_consts, *[x for x, u in zip(init, carry_uk) if not u],
-                *[x for x, u in zip(xs, x_uk) if not u]]
+  known_xs = [x for x, u in zip(xs, x_uk) if not u]
+  known_args = [*known_consts, *[x for x, u in zip(init, carry_uk) if not u], *known_xs]
   n_known_carry = num_carry - sum(carry_uk)
   with set_current_trace(trace.parent):
     known_outs = scan_p.bind(*known_args, jaxpr=known, num_consts=n_known_consts,
                              num_carry=n_known_carry, length=length, reverse=reverse,
                              unroll=unroll)
-  n_stacked = sum(1 for inv in invariant if inv is None)
+    # Residuals computed from the consts alone, once, outside the loop.
+    hoisted = eval_jaxpr(hoist.jaxpr, [], *known_consts) if hoist is not None else []
+  n_stacked = sum(1 for kind, _ in res_kinds if kind == "stacked")
   n_known_out = len(known_outs) - n_stacked
-  stacked, known_outs = known_outs[n_known_out:], known_outs[:n_known_out]
-  inv_res = [_invariant_value(inv, known_consts) for inv in invariant if inv is not None]
+  stacked, known_outs = iter(known_outs[n_known_out:]), known_outs[:n_known_out]
+  sources = {"literal": None, "const": known_consts, "hoist": hoisted, "xs": known_xs}
+  inv_res, st_res = [], []
+  for kind, v in res_kinds:
+    if kind == "stacked":
+      st_res.append(next(stacked))
+    elif kind == "xs":
+      st_res.append(known_xs[v])
+    else:
+      inv_res.append(v if kind == "literal" else sources[kind][v])
   uk_consts = [x for x, u in zip(consts, c_uk) if u]
   uk_carry = [x for x, u in zip(init, carry_uk) if u]
   uk_xs = [x for x, u in zip(xs, x_uk) if u]
-  unknown_outs = trace.record(scan_p, [*inv_res, *uk_consts, *uk_carry, *stacked, *uk_xs],
+  unknown_outs = trace.record(scan_p, [*inv_res, *uk_consts, *uk_carry, *st_res, *uk_xs],
                               dict(jaxpr=unknown, num_consts=len(inv_res) + len(uk_consts),
                                    num_carry=len(uk_carry), length=length, reverse=reverse,
                                    unroll=unroll))
@@ -828,47 +871,73 @@ def _scan_partial_eval(trace, *args, jaxpr, num_consts, num_carry, length, rever
   return [next(u) if unk else next(k) for unk in out_uk]
 
 
-def _invariant_value(inv, known_consts):
-  kind, v = inv
-  return v if kind == "literal" else known_consts[v]
-
-
 def _pe_jaxpr(closed, uk, instantiate):
   return pe.partial_eval_jaxpr(closed, list(uk), instantiate if isinstance(instantiate, bool)
                                else list(instantiate))
 
 
+def _loop_variant(jaxpr: Jaxpr, n_consts: int) -> set:
+  """The vars of a scan body that change between iterations: everything downstream of the
+  carry and xs inputs, and of effectful equations (which must run once per iteration)."""
+  variant = set(jaxpr.invars[n_consts:])
+  for eqn in jaxpr.eqns:
+    if eqn.primitive in effectful_primitives or any(
+        type(v) is not Literal and v in variant for v in eqn.invars):
+      variant.update(eqn.outvars)
+  return variant
+
+
 def _scan_split(jaxpr, num_consts, num_carry, c_uk, carry_uk, x_uk):
-  """Split the body: the known scan returns its residuals as extra ys (stacked), except
-  loop-invariant ones (known consts forwarded unchanged), which the unknown scan takes as
-  consts."""
+  """Split the body: the known scan returns its residuals as extra ys (stacked, one slice per
+  iteration), except those that do not change between iterations, which the unknown scan
+  takes once, unstacked, as consts: known consts forwarded unchanged, literals, and values
+  computed from the consts alone (``tanh(W)`` of a closed-over ``W``), which a separate
+  ``hoist`` jaxpr computes outside the loop. Residuals that are known xs slices forwarded
+  unchanged are not copied: the unknown scan reads the known xs themselves.
+
+  Each residual's source is described in ``res_kinds`` as ``(kind, index)`` with kind one of
+  ``literal`` (index: the value), ``const``, ``hoist``, ``xs`` (indices into the known consts,
+  the hoist outputs, the known xs) or ``stacked``.
+  """
   n_ys = len(jaxpr.out_avals) - num_carry
   known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(
       jaxpr, list(c_uk + carry_uk + x_uk), list(carry_uk) + [False] * n_ys)
   known, kconsts = convert_constvars(known)
   n_known_consts = len(kconsts) + num_consts - sum(c_uk)
   const_vars = known.jaxpr.invars[:n_known_consts]
+  xs_vars = known.jaxpr.invars[n_known_consts + num_carry - sum(carry_uk):]
   outvars = known.jaxpr.outvars
   n_known_out = len(outvars) - num_res
-  invariant, stacked_vars = [], []
+  variant = _loop_variant(known.jaxpr, n_known_consts)
+  res_kinds, stacked_vars, hoist_vars = [], [], []
   for v in outvars[n_known_out:]:
     if type(v) is Literal:
-      invariant.append(("literal", v.val))
+      res_kinds.append(("literal", v.val))
     elif v in const_vars:
-      invariant.append(("const", const_vars.index(v)))
+      res_kinds.append(("const", const_vars.index(v)))
+    elif v in xs_vars:
+      res_kinds.append(("xs", xs_vars.index(v)))
+    elif v not in variant:
+      res_kinds.append(("hoist", len(hoist_vars)))
+      hoist_vars.append(v)
     else:
-      invariant.append(None)
+      res_kinds.append(("stacked", None))
       stacked_vars.append(v)
+  hoist = None
+  if hoist_vars:
+    hoist_jaxpr, _ = dce_jaxpr(Jaxpr([], const_vars, hoist_vars, known.jaxpr.eqns))
+    hoist = ClosedJaxpr(hoist_jaxpr, [])
   new_known = _closed(known.jaxpr.invars, outvars[:n_known_out] + stacked_vars,
                       known.jaxpr.eqns)
+  new_known = ClosedJaxpr(dce_jaxpr(new_known.jaxpr)[0], [])
   res_vars = unknown.jaxpr.invars[:num_res]
-  inv_vars = [v for v, inv in zip(res_vars, invariant) if inv is not None]
-  st_vars = [v for v, inv in zip(res_vars, invariant) if inv is None]
+  inv_vars = [v for v, (kind, _) in zip(res_vars, res_kinds) if kind not in ("stacked", "xs")]
+  st_vars = [v for v, (kind, _) in zip(res_vars, res_kinds) if kind in ("stacked", "xs")]
   n_uk_consts = sum(c_uk)
   n_uk_carry = sum(carry_uk)
   uc, ucarry, ux = _split(unknown.jaxpr.invars[num_res:], n_uk_consts, n_uk_carry)
   new_unknown = _with_invars(unknown, inv_vars + uc + ucarry + st_vars + ux)
-  return new_known, kconsts, n_known_consts, invariant, out_uk, new_unknown
+  return new_known, kconsts, n_known_consts, tuple(res_kinds), hoist, out_uk, new_unknown
 
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
 
