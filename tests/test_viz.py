@@ -258,3 +258,25 @@ def test_large_jaxpr_renders_quickly():
   assert count(svg, "node") == 2002 and count(svg, "edge") == 3001
   parse(svg)
   assert elapsed < 10.0, elapsed   # the target is 2 s; generous for a loaded machine
+
+
+def test_value_read_along_a_long_chain_is_one_trunk():
+  # x feeds all 500 multiplies: its edges share one line of bend points, so the picture
+  # stays narrow and each edge's path short (no quadratic blow-up).
+  def chain(x):
+    y = x
+    for _ in range(500):
+      y = y * x
+    return y
+  g = hlox.viz.graph(chain)(X)
+  assert len(g.edges) == 1000   # x * x first: one edge
+  assert g._graph.w < 400
+  assert max(len(e.via) for e in g.edges) <= 2
+  assert len(g.to_svg()) < 500_000
+
+
+def test_pmap_body_is_a_cluster():
+  f = hlox.pmap(lambda x: jnp.sin(x) * 2.0)
+  svg = hlox.viz.graph(f)(X[:1]).to_svg()
+  assert re.findall(r'<g class="cluster" data-kind="(\w+)"', svg) == ["xla_pmap"]
+  assert "sin" in svg and "f32[1,4]" in svg and "f32[4]" in svg

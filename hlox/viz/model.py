@@ -144,6 +144,14 @@ class _Builder:
   def __init__(self):
     self.names = _Namer()
     self.count = 0
+    self.types = {}
+
+  def type_of(self, v) -> str:
+    # Printing an aval is the dearest part of building a big graph; avals repeat a lot.
+    t = self.types.get(v.aval)
+    if t is None:
+      t = self.types[v.aval] = v.aval.str_short()
+    return t
 
   def new_id(self, prefix) -> str:
     self.count += 1
@@ -165,7 +173,8 @@ class _Builder:
       src = producer.get(v)
       if src is None:   # a free variable (should not happen in a well-formed jaxpr)
         return
-      g.edges.append(Edge(src, dst, v.aval.str_short(), f"{self.names(v)}: {v.aval.str_short()}"))
+      t = self.type_of(v)
+      g.edges.append(Edge(src, dst, t, f"{self.names(v)}: {t}"))
 
     for i, v in enumerate(jaxpr.constvars):
       value = consts[i] if consts is not None and i < len(consts) else None
@@ -182,7 +191,7 @@ class _Builder:
       lines, tooltip = _eqn_lines(eqn)
       nested = cost_lib.nested_jaxprs(eqn.params)
       c = cost_lib.eqn_cost(eqn)
-      outs = " ".join(f"{self.names(v)}:{v.aval.str_short()}" for v in eqn.outvars)
+      outs = " ".join(f"{self.names(v)}:{self.type_of(v)}" for v in eqn.outvars)
       tooltip = f"{outs} = {tooltip}\n{format_cost(c)}"
       if nested:
         subgraphs = [(label, self.build(j)) for label, j in nested]

@@ -68,10 +68,10 @@ def _draw_edges(g: Graph, out: list) -> None:
       src = by_id[e.src]
       x1, y1 = src.x + src.w / 2, src.y + src.h
       x2, y2 = dst.x + dst.w * (i + 1) / (k + 1), dst.y
-      if dst.layer - src.layer <= 1:   # label halfway down a short edge
+      if k == 1 and dst.layer - src.layer <= 1:   # halfway down a lone short edge
         lx, ly = (x1 + x2) / 2 + 3, (y1 + y2) / 2 + 3
-      else:                            # just above the box a long edge enters
-        lx, ly = x2 + 3, y2 - 5
+      else:   # just above the port it enters, every other one raised a line
+        lx, ly = x2 + 3, y2 - 5 - 10 * (i % 2)
       out.append(f'<g class="edge"><title>{escape(e.tooltip)}</title>'
                  f'<path d="{_path(x1, y1, e.via, x2, y2)}"/>'
                  f'<text x="{lx:.1f}" y="{ly:.1f}">{escape(e.label)}</text></g>')

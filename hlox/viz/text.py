@@ -11,7 +11,7 @@ from hlox.interpreters.cost import nested_jaxprs
 
 _TOKEN = re.compile(r"""
     (?P<type>\b(?:bool|bf16|f8\w*|[fiuc]\d+|float0|key<\w+>)\[[\d,]*\])
-  | (?P<kw>\b(?:lambda|let|in)\b)
+  | (?P<kw>(?<=\{\ )lambda\b|\b(?:let|in)\b)
   | (?P<prim>(?<==\ )[A-Za-z_][\w-]*)
   | (?P<param>\b\w+(?==))
   | (?P<num>-?\b\d+(?:\.\d*)?(?:e[-+]?\d+)?(?=:))
