@@ -35,6 +35,7 @@ from hlox import distributed
 from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
 from hlox import flatten_util, image, test_util
+from hlox import viz
 
 __version__ = "0.1.0"
 

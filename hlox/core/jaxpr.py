@@ -135,6 +135,11 @@ class ClosedJaxpr:
   def pretty_print(self, **kwargs) -> str:
     return pp_jaxpr(self.jaxpr)
 
+  def _repr_html_(self):
+    # Notebook display. The renderer lives in hlox.viz, above core, and is installed with
+    # set_html_renderer when that package is imported; without it Jupyter shows the text.
+    return _html_renderer(self) if _html_renderer is not None else None
+
   # Closed jaxprs are parameters of call primitives, so they must be hashable; identity is
   # the right notion (a jaxpr is never mutated after it is built).
   def __hash__(self):
@@ -142,6 +147,15 @@ class ClosedJaxpr:
 
   def __eq__(self, other):
     return self is other
+
+
+_html_renderer = None
+
+
+def set_html_renderer(fn) -> None:
+  """Make ``fn(closed_jaxpr) -> str`` the HTML that notebooks show for a ClosedJaxpr."""
+  global _html_renderer
+  _html_renderer = fn
 
 
 # --- pretty printing ---------------------------------------------------------------------

@@ -17,7 +17,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer, _zero,
                                    defreducer)
 from hlox.lax.utils import defvectorized, standard_primitive
@@ -461,3 +461,9 @@ def defbroadcasting(prim) -> None:
 
 
 batching.register_batching_ops(moveaxis, broadcast_batched)
+
+
+# Pure data movement: bytes but no arithmetic in the cost estimates (hlox.viz).
+for _p in (broadcast_in_dim_p, reshape_p, transpose_p):
+  cost.register_cost(_p, cost.data_movement_cost)
+del _p

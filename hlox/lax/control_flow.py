@@ -29,7 +29,7 @@ from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Var, convert_constvars
                              effectful_primitives, eval_jaxpr, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, cost, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
@@ -1277,3 +1277,24 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   if reverse:
     outs = [_shapes.rev(x, (axis,)) for x in outs]
   return tree_util.tree_unflatten(tree, outs)
+
+
+# --- cost estimates (hlox.viz) -----------------------------------------------------------
+
+def _scan_cost(avals_in, avals_out, *, jaxpr, length, **_):
+  return cost.jaxpr_cost(jaxpr).scale(length)
+
+
+def _while_cost(avals_in, avals_out, *, cond_jaxpr, body_jaxpr, **_):
+  # The trip count is not known statically: one iteration is shown.
+  return cost.jaxpr_cost(cond_jaxpr) + cost.jaxpr_cost(body_jaxpr)
+
+
+def _cond_cost(avals_in, avals_out, *, branches, **_):
+  # Only one branch runs: the dearest one bounds it.
+  return max((cost.jaxpr_cost(b) for b in branches), key=lambda c: (c.flops, c.bytes))
+
+
+cost.register_cost(scan_p, _scan_cost)
+cost.register_cost(while_p, _while_cost)
+cost.register_cost(cond_p, _cond_cost)

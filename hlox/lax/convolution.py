@@ -15,7 +15,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax import elementwise, shapes
 from hlox.lax.base import convert_element_type, full
 from hlox.lax.dot import (DotAlgorithm, DotAlgorithmPreset, Precision, _needs_operand_conversion,
@@ -172,6 +172,17 @@ def _conv_params_for_printing(params):
           if not (k in ("precision", "preferred_element_type") and v is None)}
 
 conv_general_dilated_p.params_for_printing = _conv_params_for_printing
+
+
+def _conv_general_dilated_cost(avals_in, avals_out, *, dimension_numbers, **_):
+  # Each output element is a dot over one kernel window of one group's input features:
+  # the kernel's size divided by its number of output features (padding taps included).
+  _lhs, rhs = avals_in
+  _, rhs_spec, _ = dimension_numbers
+  taps = cost.size(rhs) // max(rhs.shape[rhs_spec[0]], 1)
+  return cost.Cost(2 * cost.size(avals_out[0]) * taps, cost.io_bytes(avals_in, avals_out))
+
+cost.register_cost(conv_general_dilated_p, _conv_general_dilated_cost)
 
 
 # --- lowering ----------------------------------------------------------------------------

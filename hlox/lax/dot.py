@@ -15,7 +15,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.base import convert_element_type, transpose
 from hlox.lax.utils import shape_str, standard_primitive
 
@@ -278,6 +278,18 @@ def _dot_general_params_for_printing(params):
   return printed
 
 dot_general_p.params_for_printing = _dot_general_params_for_printing
+
+
+def _dot_general_cost(avals_in, avals_out, *, dimension_numbers, **_):
+  # A multiply and an add per output element per contracted position, as XLA counts it.
+  lhs, _rhs = avals_in
+  (lhs_contract, _), _ = dimension_numbers
+  contracted = 1
+  for d in lhs_contract:
+    contracted *= lhs.shape[d]
+  return cost.Cost(2 * cost.size(avals_out[0]) * contracted, cost.io_bytes(avals_in, avals_out))
+
+cost.register_cost(dot_general_p, _dot_general_cost)
 
 
 def _needs_operand_conversion(in_dtype, out_dtype) -> bool:

@@ -26,7 +26,7 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import trace_to_jaxpr
 from hlox.core.tracer import Tracer, get_aval
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax import elementwise as ew
 from hlox.lax.base import convert_element_type
 from hlox.lax.shapes import broadcast_in_dim, concatenate, full_like, iota, reshape
@@ -1360,3 +1360,9 @@ def index_take(src, idxs, axes):
 
 
 __all__ += ["index_take"]
+
+
+# Pure data movement: bytes but no arithmetic in the cost estimates (hlox.viz).
+for _p in (dynamic_slice_p, dynamic_update_slice_p, gather_p):
+  cost.register_cost(_p, cost.data_movement_cost)
+del _p

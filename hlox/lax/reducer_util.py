@@ -12,7 +12,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
-from hlox.interpreters import batching, xla
+from hlox.interpreters import batching, cost, xla
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -189,6 +189,7 @@ def _reducer(name, accepted, what, weak_rule, body, identity):
                             _dtype_rule(name, accepted, what), name,
                             weak_type_rule=weak_rule)
   xla.register_lowering(prim, reduce_lowering(body, identity))
+  cost.register_cost(prim, cost.reduction_cost)
   return prim
 
 

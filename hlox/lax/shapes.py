@@ -17,7 +17,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.base import (_check_shapelike, _is_array, _keep_dtype, _keep_weak, _shape_tuple,
                            _static_ints, broadcast, broadcast_in_dim, broadcast_in_dim_p,
                            convert_element_type, full, full_like, reduce_sum, reshape,
@@ -774,3 +774,10 @@ def dtype(x):
 
 
 __all__ += ["dtype"]
+
+
+# Pure data movement: bytes but no arithmetic in the cost estimates (hlox.viz).
+for _p in (squeeze_p, rev_p, pad_p, concatenate_p, slice_p, split_p, stack_p, unstack_p,
+           tile_p):
+  cost.register_cost(_p, cost.data_movement_cost)
+del _p
