@@ -35,6 +35,8 @@ from hlox import distributed
 from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
 from hlox import flatten_util, image, test_util
+from hlox import debug, experimental
+from hlox.debug.callbacks import pure_callback
 
 __version__ = "0.1.0"
 

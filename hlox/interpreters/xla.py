@@ -92,6 +92,15 @@ class ModuleContext:
     self._names = set()
     self.axis_env = axis_env  # used by pmap/collectives
     self.num_replicas = num_replicas
+    # Python callables the program calls: (callback, result avals, takes a token).
+    self.host_callbacks = []
+    self.ordered_tokens = {}  # block -> the token its last ordered callback returned
+
+  def add_host_callback(self, callback, result_avals, with_token: bool = False) -> int:
+    """Register a Python host callback of this program; returns the index its custom call
+    names it by (``runtime/callbacks.py``)."""
+    self.host_callbacks.append((callback, tuple(result_avals), bool(with_token)))
+    return len(self.host_callbacks) - 1
 
   def unique_name(self, base: str) -> str:
     name, i = base, 0
@@ -423,6 +432,7 @@ class Lowered:
     self.kept_var_idx = list(kept_var_idx)
     self.donated_invars = tuple(donated_invars)
     self.replicas = None  # set for programs with pmaps (``pmap.lower_replicated``)
+    self.host_callbacks = ()  # (callback, result avals, takes a token) per host callback
     self._text = None
 
   def as_text(self) -> str:
@@ -484,7 +494,10 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         consts = [ir_constant(np.asarray(c)) for c in closed.consts]
         outs = (body or lower_jaxpr)(mctx, jaxpr, consts, args)
         func_dialect.ReturnOp(outs)
-  return Lowered(module, ctx, in_avals, jaxpr.out_avals, kept, donated)
+  lowered = Lowered(module, ctx, in_avals, jaxpr.out_avals, kept, donated)
+  if mctx.host_callbacks:
+    lowered.host_callbacks = tuple(mctx.host_callbacks)
+  return lowered
 
 
 def _used_vars(jaxpr: Jaxpr) -> set:
@@ -521,10 +534,17 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
   device = device if device is not None else client.default_device()
   text = lowered.as_text()
   key = (text, device.id, tuple(lowered.out_avals))
+  if lowered.host_callbacks:  # the text names callbacks by position only
+    key += (lowered.host_callbacks,)
   executable = _executable_cache.get(key)
   if executable is None:
     monitoring.record_event("compile")
-    executable = client.compile_mlir(text, device, lowered.out_avals)
+    if lowered.host_callbacks:
+      with lowered.context:
+        executable = client.compile_mlir(text, device, lowered.out_avals,
+                                         lowered.host_callbacks, lowered.module)
+    else:
+      executable = client.compile_mlir(text, device, lowered.out_avals)
     _executable_cache.put(key, executable)
   return executable
 
