@@ -313,6 +313,32 @@ def test_ordered_effects_run_in_program_order(capsys):
     hlox.vmap(lambda x: io_callback(record(0), _sds(x[0]), x[0], ordered=True))(np.ones((2, 1)))
 
 
+def test_ordered_prints_across_control_flow_and_calls(capsys):
+  p = lambda s, *a: hlox.debug.print(s, *a, ordered=True)
+  inner = hlox.jit(lambda x: (p("in1 {}", x), p("in2 {}", x), x + 1)[2])
+
+  def body(c, x):
+    p("body {}", x)
+    return c, x
+
+  def f(x):
+    p("before {}", x)
+    lax.scan(body, 0.0, jnp.arange(2.0))
+    p("mid")
+    lax.cond(x > 0, lambda: p("yes"), lambda: p("no"))
+    lax.fori_loop(0, 2, lambda i, c: (p("fori {}", i), c)[1], 0)
+    y = inner(x) * inner(x + 1)  # a jitted body is inlined to join the chain
+    p("after {}", y)
+    return y
+
+  expected = ["before 1.0", "body 0.0", "body 1.0", "mid", "yes", "fori 0", "fori 1",
+              "in1 1.0", "in2 1.0", "in1 2.0", "in2 2.0", "after 6.0"]
+  f(1.0)
+  assert _lines(capsys) == expected
+  assert float(hlox.jit(f)(1.0)) == 6.0
+  assert _lines(capsys) == expected
+
+
 def test_io_callback_kept_and_vmapped():
   calls = []
 

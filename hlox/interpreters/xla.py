@@ -96,6 +96,18 @@ class ModuleContext:
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
 
+  def ordered_token(self) -> ir.Value:
+    """The token after the current block's last ordered effect (a fresh one if none).
+
+    Ordered callbacks take and return a token, which XLA never reorders; control flow
+    carries it into and out of its regions (``set_ordered_token``) and calls inline bodies
+    with ordered effects (``lower_call``), so one chain runs through the whole program."""
+    token = self.ordered_tokens.get(ir.InsertionPoint.current.block)
+    return token if token is not None else hlo.AfterAllOp([]).result
+
+  def set_ordered_token(self, token: ir.Value, block=None) -> None:
+    self.ordered_tokens[block if block is not None else ir.InsertionPoint.current.block] = token
+
   def add_host_callback(self, callback, result_avals, with_token: bool = False) -> int:
     """Register a Python host callback of this program; returns the index its custom call
     names it by (``runtime/callbacks.py``)."""
@@ -375,9 +387,35 @@ def _aval(v):
   return v.aval
 
 
+# Primitives whose equations can be ordered effects: primitive -> ``params -> bool``
+# (``lax/callback.py`` registers its ordered callbacks).
+ordered_effects: dict = {}
+
+
+def has_ordered_effect(jaxpr: Jaxpr) -> bool:
+  """Whether ``jaxpr`` or a jaxpr nested in its equations' parameters has an ordered
+  effect."""
+  for eqn in jaxpr.eqns:
+    is_ordered = ordered_effects.get(eqn.primitive)
+    if is_ordered is not None and is_ordered(eqn.params):
+      return True
+    for value in eqn.params.values():
+      for sub in (value if isinstance(value, (tuple, list)) else (value,)):
+        inner = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+        if isinstance(inner, Jaxpr) and has_ordered_effect(inner):
+          return True
+  return False
+
+
 def lower_call(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = "jit") -> list:
-  """Lower ``closed`` as a private function (once per jaxpr per module) and call it."""
+  """Lower ``closed`` as a private function (once per jaxpr per module) and call it.
+
+  A body with ordered effects is inlined instead, so that its callbacks join the caller's
+  token chain (``lax/callback.py``) and keep their order against the caller's."""
   mctx = ctx.module_context
+  if ordered_effects and has_ordered_effect(closed.jaxpr):
+    consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+    return lower_jaxpr(mctx, closed.jaxpr, consts, list(args))
   key = (id(closed.jaxpr), name)
   entry = mctx.lowered_calls.get(key)
   if entry is None:

@@ -131,10 +131,7 @@ def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool
   if ordered:
     # The region's ordered callbacks are chained through a token, which XLA never
     # reorders; independent side-effecting calls it may run in any order.
-    block = ir.InsertionPoint.current.block
-    token = mctx.ordered_tokens.get(block)
-    if token is None:
-      token = hlo.AfterAllOp([]).result
+    token = mctx.ordered_token()
     operands, result_types = [token, *operands], [hlo.TokenType.get(), *result_types]
     layouts_in, layouts_out = [_TOKEN, *layouts_in], [_TOKEN, *layouts_out]
   attrs = {
@@ -152,7 +149,7 @@ def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool
                                       attributes=attrs)
   results = list(op.results)
   if ordered:
-    mctx.ordered_tokens[block] = results.pop(0)
+    mctx.set_ordered_token(results.pop(0))
   return results
 
 
@@ -244,6 +241,7 @@ io_callback_p = _MultiResult("io_callback")
 io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
 io_callback_p.def_impl(_returning_impl)
 effectful_primitives.add(io_callback_p)
+xla.ordered_effects[io_callback_p] = lambda params: params["ordered"]
 xla.register_lowering(
     io_callback_p,
     lambda ctx, *args, callback, result_avals, ordered: _callback_lowering(
@@ -271,6 +269,7 @@ batching.primitive_batchers[io_callback_p] = _io_callback_batch_rule
 debug_callback_p = _MultiResult("debug_callback")
 debug_callback_p.def_abstract_eval(lambda *avals, **params: [])
 effectful_primitives.add(debug_callback_p)
+xla.ordered_effects[debug_callback_p] = lambda params: params["ordered"]
 
 
 @debug_callback_p.def_impl
