@@ -58,6 +58,26 @@ def test_pure_callback_pytrees_kwargs_and_statics():
     assert int(out["n"]) == 3 and np.asarray(out["n"]).dtype == np.int32
 
 
+def test_results_are_canonicalized_and_custom_vjp_works():
+  # float64 / Python-scalar results stand for float32 with x64 off, as in JAX.
+  f = lambda x: hlox.pure_callback(lambda a: np.float64(2.5) * a.astype(np.float64),
+                                   _sds(x), x)
+  x = np.arange(3, dtype=np.float32)
+  assert_close(f(x), 2.5 * x, np.float32)
+  assert_close(hlox.jit(f)(x), 2.5 * x, np.float32)
+  h = hlox.jit(lambda x: hlox.pure_callback(lambda a: float(a.sum()), _sds(x[0]), x))
+  assert_close(h(x), 3.0, np.float32)
+
+  @hlox.custom_vjp
+  def g(x):
+    return hlox.pure_callback(np.exp, _sds(x), x, vmap_method="sequential")
+
+  g.defvjp(lambda x: (g(x), g(x)), lambda res, ct: (res * ct,))
+  assert_close(hlox.jit(hlox.grad(lambda x: g(x).sum()))(x), np.exp(x), np.float32)
+  assert_close(hlox.vmap(hlox.grad(lambda x: g(x).sum()))(x[:, None]), np.exp(x)[:, None],
+               np.float32)
+
+
 def test_same_program_text_different_callbacks():
   # Both programs lower to the same text (callbacks are named by position): the executable
   # cache must still tell them apart.

@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from hlox import monitoring
+from hlox.core.dtypes import canonicalize_dtype
 
 CPU_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 
@@ -52,6 +53,8 @@ def check_results(outs, result_avals, callback) -> tuple:
   checked = []
   for i, (out, aval) in enumerate(zip(outs, result_avals)):
     arr = np.asarray(out)
+    # As JAX: a 64-bit value stands for its 32-bit type when x64 is off.
+    arr = arr.astype(canonicalize_dtype(arr.dtype), copy=False)
     if arr.shape != tuple(aval.shape) or arr.dtype != aval.dtype:
       raise RuntimeError(
           f"callback {_name(callback)} returned a wrong value for result #{i}: expected "
