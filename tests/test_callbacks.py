@@ -376,6 +376,25 @@ def test_io_callback_kept_and_vmapped():
     hlox.grad(lambda x: io_callback(cb, _sds(x), x))(np.float32(1))
 
 
+def test_callbacks_in_pmap(capsys):
+  n = min(hlox.device_count(), 4)
+  xs = np.arange(n, dtype=np.float32)
+
+  def f(x):
+    hlox.debug.print("replica {}", x)
+    return hlox.pure_callback(np.sin, _sds(x), x) + lax.psum(x, "i")
+
+  expected = np.sin(xs) + xs.sum()
+  assert_close(hlox.pmap(f, axis_name="i")(xs), expected, np.float32)
+  assert sorted(_lines(capsys)) == [f"replica {float(v)}" for v in xs]  # one per replica
+  p = hlox.pmap(f, axis_name="i")
+  assert_close(hlox.jit(lambda x: p(x) * 2)(xs), 2 * expected, np.float32)
+  assert sorted(_lines(capsys)) == [f"replica {float(v)}" for v in xs]
+  # Replicas run asynchronously: the error arrives with the result, holding the text.
+  with pytest.raises(RuntimeError, match=r"boom at 0\.0"):
+    np.asarray(hlox.pmap(lambda x: hlox.pure_callback(_explode, _sds(x), x))(xs))
+
+
 # --- what callbacks must not change -------------------------------------------------------
 
 def test_callback_free_programs_are_unchanged():

@@ -123,8 +123,6 @@ def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool
   if mctx.platform != "cpu":
     raise NotImplementedError(f"{name}: host callbacks are lowered for CPU only, not "
                               f"{mctx.platform!r}")
-  if mctx.axis_env or mctx.num_replicas > 1:
-    raise NotImplementedError(f"{name}: host callbacks inside pmap are not supported yet")
   index = mctx.add_host_callback(callback, result_avals, with_token=ordered)
   result_types = [xla.aval_to_ir_type(a) for a in result_avals]
   operands, layouts_in, layouts_out = list(args), list(ctx.avals_in), list(result_avals)

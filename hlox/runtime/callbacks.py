@@ -14,7 +14,7 @@ class and message their function raised.
 """
 from __future__ import annotations
 
-import threading
+import types
 
 import numpy as np
 
@@ -23,7 +23,9 @@ from hlox.core.dtypes import canonicalize_dtype
 
 CPU_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 
-_pending = threading.local()  # .error: the exception the last failing callback raised
+# The exception the last failing callback raised. Not thread-local: the replicas of a
+# pmapped program call their callbacks from XLA's threads.
+_pending = types.SimpleNamespace(error=None)
 
 
 def host_callable(callback, result_avals, with_token: bool = False):
@@ -90,7 +92,7 @@ class LoadedWithCallbacks:
     try:
       return self._loaded.execute_sharded(bufs)
     except Exception as runtime_error:
-      error, _pending.error = getattr(_pending, "error", None), None
+      error, _pending.error = _pending.error, None
       if error is None:
         raise
       raise error from runtime_error

@@ -20,7 +20,7 @@ import numpy as np
 from jaxlib import _jax
 
 from hlox.config import config
-from hlox.runtime import client, compilation_cache
+from hlox.runtime import callbacks, client, compilation_cache
 
 _sharding_cache: dict = {}
 _ShardingClass = None
@@ -228,7 +228,10 @@ class Replicated:
     return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
 
 
-def compile_replicated(mlir_text: str, devices, out_avals, out_shardings) -> Replicated:
+def compile_replicated(mlir_text: str, devices, out_avals, out_shardings, host_callbacks=(),
+                       module=None) -> Replicated:
+  """Compile a program for ``len(devices)`` replicas; a program with Python host callbacks
+  passes them and its ``ir.Module`` (as ``client.compile_mlir``); each replica calls them."""
   xc = client._xc()
   options = xc.CompileOptions()
   build = options.executable_build_options
@@ -236,6 +239,11 @@ def compile_replicated(mlir_text: str, devices, out_avals, out_shardings) -> Rep
   build.num_partitions = 1
   build.device_assignment = xc.DeviceAssignment.create(
       np.array([[d.id] for d in devices]))
-  loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text,
-                                              xc.DeviceList(tuple(devices)), options)
+  if host_callbacks:
+    loaded = callbacks.compile_with_callbacks(client.get_client(), module,
+                                              xc.DeviceList(tuple(devices)), options,
+                                              host_callbacks)
+  else:
+    loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text,
+                                                xc.DeviceList(tuple(devices)), options)
   return Replicated(loaded, devices, out_avals, out_shardings)
