@@ -36,7 +36,7 @@ from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
 from hlox import flatten_util, image, test_util
 from hlox import debug, experimental
-from hlox.debug.callbacks import pure_callback
+from hlox.debug.callbacks import effects_barrier, pure_callback
 
 __version__ = "0.1.0"
 

@@ -386,6 +386,7 @@ def test_callbacks_in_pmap(capsys):
 
   expected = np.sin(xs) + xs.sum()
   assert_close(hlox.pmap(f, axis_name="i")(xs), expected, np.float32)
+  hlox.effects_barrier()
   assert sorted(_lines(capsys)) == [f"replica {float(v)}" for v in xs]  # one per replica
   p = hlox.pmap(f, axis_name="i")
   assert_close(hlox.jit(lambda x: p(x) * 2)(xs), 2 * expected, np.float32)

@@ -17,9 +17,10 @@ from hlox.core.dtypes import canonicalize_dtype
 from hlox.core.tracer import Tracer
 from hlox.lax.callback import (VMAP_METHODS, FlatCallback, debug_callback_p, io_callback_p,
                                pure_callback_p, result_avals_of)
+from hlox.runtime import spmd
 from hlox.runtime.array import Array
 
-__all__ = ["pure_callback", "io_callback", "callback", "print"]
+__all__ = ["pure_callback", "io_callback", "callback", "print", "effects_barrier"]
 
 _ARRAY_LEAVES = (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)
 
@@ -165,3 +166,9 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A0
   printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
   callback(printer, *args, ordered=ordered, **kwargs)
 
+
+def effects_barrier() -> None:
+  """Wait until every callback of the programs launched so far has run (JAX's
+  ``effects_barrier``): programs on one device run their callbacks before returning; a
+  pmapped one may still be running on its replicas' threads."""
+  spmd.wait_in_flight()

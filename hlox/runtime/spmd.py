@@ -198,6 +198,18 @@ _launch_lock = threading.Lock()
 _in_flight = [None]  # outputs of the last multi-device launch
 
 
+def wait_in_flight() -> None:
+  """Wait until the last multi-device program launched has finished (its host callbacks
+  included): ``effects_barrier``. One-device programs finish before their call returns."""
+  with _launch_lock:
+    for out in _in_flight[0] or ():
+      if not out.is_deleted():
+        try:
+          out.block_until_ready()
+        except Exception:  # the failure is the launch's caller's to see, on its results
+          pass
+
+
 class Replicated:
   """A program compiled for ``len(devices)`` replicas, with a result handler per output."""
 
