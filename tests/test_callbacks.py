@@ -298,6 +298,18 @@ def test_debug_print_in_scan_while_and_cond(capsys):
   assert _lines(capsys) == ["yes 1.0", "no 2.0"]
 
 
+def test_callbacks_in_eager_control_flow(capsys):
+  # Eager control flow compiles one program per primitive: its callbacks go with it.
+  lax.cond(True, lambda x: (hlox.debug.print("cond {}", x), x)[1], lambda x: x, 1.0)
+  lax.scan(lambda c, x: (hlox.debug.print("scan {}", x), (c, x))[1], 0.0, jnp.arange(2.0))
+  lax.while_loop(lambda i: i < 2,
+                 lambda i: (hlox.debug.print("while {}", i, ordered=True), i + 1)[1], 0)
+  assert _lines(capsys) == ["cond 1.0", "scan 0.0", "scan 1.0", "while 0", "while 1"]
+  with pytest.raises(_Boom):
+    lax.cond(True, lambda x: hlox.pure_callback(_explode, _sds(x), x), lambda x: x,
+             np.float32(1))
+
+
 def test_debug_callback_with_kwargs_and_statics():
   seen = []
   f = lambda x: hlox.debug.callback(lambda a, tag, b=None: seen.append((tag, a.tolist(), b)),
