@@ -455,3 +455,26 @@ def test_matches_jax_debug_print_text(capsys):
   ref = _lines(capsys)
   f(hlox)(x)
   assert _lines(capsys) == ref
+
+
+@pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
+def test_vmap_methods_match_jax(method):
+  jax = pytest.importorskip("jax")
+
+  def run(lib):
+    seen = []
+
+    def cb(x, y):
+      seen.append((np.shape(x), np.shape(y)))
+      return np.asarray(x) + np.asarray(y)
+
+    f = lambda x, y: lib.pure_callback(cb, lib.ShapeDtypeStruct(x.shape, x.dtype), x, y,
+                                       vmap_method=method)
+    xs = np.arange(6, dtype=np.float32).reshape(3, 2)
+    out = lib.jit(lib.vmap(f, in_axes=(0, None)))(xs, np.ones(2, np.float32))
+    return np.asarray(out), seen
+
+  ours, ours_seen = run(hlox)
+  ref, ref_seen = run(jax)
+  assert_close(ours, ref, np.float32)
+  assert ours_seen == ref_seen
