@@ -36,6 +36,8 @@ from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
 from hlox import flatten_util, image, test_util
 from hlox import viz
+from hlox import debug, experimental
+from hlox.debug.callbacks import effects_barrier, pure_callback
 
 __version__ = "0.1.0"
 

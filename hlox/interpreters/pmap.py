@@ -140,8 +140,10 @@ class CompiledPmap:
         body, name, donated_invars, keep_unused=True, num_replicas=n_replicas,
         axis_env=((axis_name, global_axis_size),))
     monitoring.record_event("compile")
-    self.executable = spmd.compile_replicated(self.lowered.as_text(), devs, out_global,
-                                              out_shardings)
+    with self.lowered.context:
+      self.executable = spmd.compile_replicated(self.lowered.as_text(), devs, out_global,
+                                                out_shardings, self.lowered.host_callbacks,
+                                                self.lowered.module)
     self.run = self.executable.run
 
   def shard_args(self, args) -> list:

@@ -294,12 +294,16 @@ class ReplicatedCall:
   def _compile(self, lowered) -> spmd.Replicated:
     info = lowered.replicas
     key = (lowered.as_text(), tuple(d.id for d in self.devices))
+    if lowered.host_callbacks:  # the text names callbacks by position only
+      key += (lowered.host_callbacks,)
     executable = _executables.get(key)
     if executable is None:
       monitoring.record_event("compile")
       out_shardings = [self._sharding(a, l) for a, l in zip(self.out_avals, info.out_layouts)]
-      executable = spmd.compile_replicated(lowered.as_text(), self.devices, self.out_avals,
-                                           out_shardings)
+      with lowered.context:
+        executable = spmd.compile_replicated(lowered.as_text(), self.devices, self.out_avals,
+                                             out_shardings, lowered.host_callbacks,
+                                             lowered.module)
       _executables.put(key, executable)
     self._runs[tuple(info.in_layouts[i] for i in self.positions)] = executable.run
     return executable

@@ -93,6 +93,27 @@ class ModuleContext:
     self._names = set()
     self.axis_env = axis_env  # used by pmap/collectives
     self.num_replicas = num_replicas
+    # Python callables the program calls: (callback, result avals, takes a token).
+    self.host_callbacks = []
+    self.ordered_tokens = {}  # block -> the token its last ordered callback returned
+
+  def ordered_token(self) -> ir.Value:
+    """The token after the current block's last ordered effect (a fresh one if none).
+
+    Ordered callbacks take and return a token, which XLA never reorders; control flow
+    carries it into and out of its regions (``set_ordered_token``) and calls inline bodies
+    with ordered effects (``lower_call``), so one chain runs through the whole program."""
+    token = self.ordered_tokens.get(ir.InsertionPoint.current.block)
+    return token if token is not None else hlo.AfterAllOp([]).result
+
+  def set_ordered_token(self, token: ir.Value, block=None) -> None:
+    self.ordered_tokens[block if block is not None else ir.InsertionPoint.current.block] = token
+
+  def add_host_callback(self, callback, result_avals, with_token: bool = False) -> int:
+    """Register a Python host callback of this program; returns the index its custom call
+    names it by (``runtime/callbacks.py``)."""
+    self.host_callbacks.append((callback, tuple(result_avals), bool(with_token)))
+    return len(self.host_callbacks) - 1
 
   def unique_name(self, base: str) -> str:
     name, i = base, 0
@@ -367,9 +388,35 @@ def _aval(v):
   return v.aval
 
 
+# Primitives whose equations can be ordered effects: primitive -> ``params -> bool``
+# (``lax/callback.py`` registers its ordered callbacks).
+ordered_effects: dict = {}
+
+
+def has_ordered_effect(jaxpr: Jaxpr) -> bool:
+  """Whether ``jaxpr`` or a jaxpr nested in its equations' parameters has an ordered
+  effect."""
+  for eqn in jaxpr.eqns:
+    is_ordered = ordered_effects.get(eqn.primitive)
+    if is_ordered is not None and is_ordered(eqn.params):
+      return True
+    for value in eqn.params.values():
+      for sub in (value if isinstance(value, (tuple, list)) else (value,)):
+        inner = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
+        if isinstance(inner, Jaxpr) and has_ordered_effect(inner):
+          return True
+  return False
+
+
 def lower_call(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = "jit") -> list:
-  """Lower ``closed`` as a private function (once per jaxpr per module) and call it."""
+  """Lower ``closed`` as a private function (once per jaxpr per module) and call it.
+
+  A body with ordered effects is inlined instead, so that its callbacks join the caller's
+  token chain (``lax/callback.py``) and keep their order against the caller's."""
   mctx = ctx.module_context
+  if ordered_effects and has_ordered_effect(closed.jaxpr):
+    consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+    return lower_jaxpr(mctx, closed.jaxpr, consts, list(args))
   key = (id(closed.jaxpr), name)
   entry = mctx.lowered_calls.get(key)
   if entry is None:
@@ -424,6 +471,7 @@ class Lowered:
     self.kept_var_idx = list(kept_var_idx)
     self.donated_invars = tuple(donated_invars)
     self.replicas = None  # set for programs with pmaps (``pmap.lower_replicated``)
+    self.host_callbacks = ()  # (callback, result avals, takes a token) per host callback
     self._text = None
 
   def as_text(self) -> str:
@@ -485,7 +533,10 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         consts = [ir_constant(np.asarray(c)) for c in closed.consts]
         outs = (body or lower_jaxpr)(mctx, jaxpr, consts, args)
         func_dialect.ReturnOp(outs)
-  return Lowered(module, ctx, in_avals, jaxpr.out_avals, kept, donated)
+  lowered = Lowered(module, ctx, in_avals, jaxpr.out_avals, kept, donated)
+  if mctx.host_callbacks:
+    lowered.host_callbacks = tuple(mctx.host_callbacks)
+  return lowered
 
 
 def _used_vars(jaxpr: Jaxpr) -> set:
@@ -527,10 +578,17 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
   # OpenSSL (3 MB of resident memory) into every process.
   key = (hash(text), zlib.crc32(text.encode()), len(text), device.id,
          tuple(lowered.out_avals))
+  if lowered.host_callbacks:  # the text names callbacks by position only
+    key += (lowered.host_callbacks,)
   executable = _executable_cache.get(key)
   if executable is None:
     monitoring.record_event("compile")
-    executable = client.compile_mlir(text, device, lowered.out_avals)
+    if lowered.host_callbacks:
+      with lowered.context:
+        executable = client.compile_mlir(text, device, lowered.out_avals,
+                                         lowered.host_callbacks, lowered.module)
+    else:
+      executable = client.compile_mlir(text, device, lowered.out_avals)
     _executable_cache.put(key, executable)
   return executable
 

@@ -208,15 +208,25 @@ cond_p.def_impl(partial(xla.apply_primitive, cond_p))
 
 
 def _cond_lowering(ctx, index, *ops, branches):
+  mctx = ctx.module_context
   out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
-  case = hlo.CaseOp(out_types, index, len(branches))
+  # Ordered callbacks in a branch continue the caller's token chain and hand it back.
+  ordered = xla.ordered_effects and any(xla.has_ordered_effect(br.jaxpr) for br in branches)
+  token = mctx.ordered_token() if ordered else None
+  case = hlo.CaseOp(out_types + ([hlo.TokenType.get()] if ordered else []), index,
+                    len(branches))
   for i, br in enumerate(branches):
     block = case.regions[i].blocks.append()
     with ir.InsertionPoint(block):
+      if ordered:
+        mctx.set_ordered_token(token)
       consts = [xla.ir_constant(np.asarray(c)) for c in br.consts]
-      outs = xla.lower_jaxpr(ctx.module_context, br.jaxpr, consts, list(ops))
-      hlo.return_(outs)
-  return list(case.results)
+      outs = xla.lower_jaxpr(mctx, br.jaxpr, consts, list(ops))
+      hlo.return_(outs + ([mctx.ordered_token()] if ordered else []))
+  results = list(case.results)
+  if ordered:
+    mctx.set_ordered_token(results.pop())
+  return results
 
 xla.register_lowering(cond_p, _cond_lowering)
 
@@ -525,20 +535,32 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
   # Consts travel as loop-carried values so that the regions need nothing from outside.
   mctx = ctx.module_context
   types = [xla.aval_to_ir_type(a) for a in ctx.avals_in]
-  loop = hlo.WhileOp(types, list(args))
-  cond_block = loop.regions[0].blocks.append(*types)
+  # Ordered callbacks in the loop continue the caller's token chain: the token is carried
+  # last, after the loop's own values.
+  ordered = xla.ordered_effects and (xla.has_ordered_effect(cond_jaxpr.jaxpr)
+                                     or xla.has_ordered_effect(body_jaxpr.jaxpr))
+  extra = [hlo.TokenType.get()] if ordered else []
+  loop = hlo.WhileOp(types + extra, list(args) + ([mctx.ordered_token()] if ordered else []))
+  cond_block = loop.regions[0].blocks.append(*types, *extra)
   with ir.InsertionPoint(cond_block):
-    cc, _, carry = _split(list(cond_block.arguments), cond_nconsts, body_nconsts)
+    cc, _, carry = _split(list(cond_block.arguments)[:len(types)], cond_nconsts, body_nconsts)
+    if ordered:
+      mctx.set_ordered_token(cond_block.arguments[len(types)])
     consts = [xla.ir_constant(np.asarray(c)) for c in cond_jaxpr.consts]
     pred, = xla.lower_jaxpr(mctx, cond_jaxpr.jaxpr, consts, cc + carry)
     hlo.return_([pred])
-  body_block = loop.regions[1].blocks.append(*types)
+  body_block = loop.regions[1].blocks.append(*types, *extra)
   with ir.InsertionPoint(body_block):
-    cc, bc, carry = _split(list(body_block.arguments), cond_nconsts, body_nconsts)
+    cc, bc, carry = _split(list(body_block.arguments)[:len(types)], cond_nconsts, body_nconsts)
+    if ordered:
+      mctx.set_ordered_token(body_block.arguments[len(types)])
     consts = [xla.ir_constant(np.asarray(c)) for c in body_jaxpr.consts]
     new = xla.lower_jaxpr(mctx, body_jaxpr.jaxpr, consts, bc + carry)
-    hlo.return_(cc + bc + new)
-  return list(loop.results)[cond_nconsts + body_nconsts:]
+    hlo.return_(cc + bc + new + ([mctx.ordered_token()] if ordered else []))
+  results = list(loop.results)
+  if ordered:
+    mctx.set_ordered_token(results.pop())
+  return results[cond_nconsts + body_nconsts:]
 
 xla.register_lowering(while_p, _while_lowering)
 

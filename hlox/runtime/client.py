@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from hlox.config import config
-from hlox.runtime import compilation_cache
+from hlox.runtime import callbacks, compilation_cache
 
 _client = None
 _client_lock = threading.Lock()
@@ -268,7 +268,11 @@ class Executable:
     return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
 
 
-def compile_mlir(mlir_text: str, device, out_avals) -> Executable:
+def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
+                 module=None) -> Executable:
+  """Compile a one-device program. A program with Python host callbacks passes them, as
+  ``(callback, result avals, takes a token)`` in the order its custom calls number them, and
+  the ``ir.Module`` itself (``runtime/callbacks.py``)."""
   xc = _xc()
   client = get_client()
   options = xc.CompileOptions()
@@ -276,6 +280,10 @@ def compile_mlir(mlir_text: str, device, out_avals) -> Executable:
   build.num_replicas = 1
   build.num_partitions = 1
   build.device_assignment = xc.DeviceAssignment.create(np.array([[device.id]]))
+  if host_callbacks:
+    loaded = callbacks.compile_with_callbacks(client, module, xc.DeviceList((device,)), options,
+                                              host_callbacks)
+    return Executable(loaded, out_avals, device)
   loaded = compilation_cache.compile_and_load(client, mlir_text, xc.DeviceList((device,)),
                                               options)
   return Executable(loaded, out_avals, device)

@@ -20,7 +20,7 @@ import numpy as np
 from jaxlib import _jax
 
 from hlox.config import config
-from hlox.runtime import client, compilation_cache
+from hlox.runtime import callbacks, client, compilation_cache
 
 _sharding_cache: dict = {}
 _ShardingClass = None
@@ -198,6 +198,18 @@ _launch_lock = threading.Lock()
 _in_flight = [None]  # outputs of the last multi-device launch
 
 
+def wait_in_flight() -> None:
+  """Wait until the last multi-device program launched has finished (its host callbacks
+  included): ``effects_barrier``. One-device programs finish before their call returns."""
+  with _launch_lock:
+    for out in _in_flight[0] or ():
+      if not out.is_deleted():
+        try:
+          out.block_until_ready()
+        except Exception:  # the failure is the launch's caller's to see, on its results
+          pass
+
+
 class Replicated:
   """A program compiled for ``len(devices)`` replicas, with a result handler per output."""
 
@@ -228,7 +240,10 @@ class Replicated:
     return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
 
 
-def compile_replicated(mlir_text: str, devices, out_avals, out_shardings) -> Replicated:
+def compile_replicated(mlir_text: str, devices, out_avals, out_shardings, host_callbacks=(),
+                       module=None) -> Replicated:
+  """Compile a program for ``len(devices)`` replicas; a program with Python host callbacks
+  passes them and its ``ir.Module`` (as ``client.compile_mlir``); each replica calls them."""
   xc = client._xc()
   options = xc.CompileOptions()
   build = options.executable_build_options
@@ -236,6 +251,11 @@ def compile_replicated(mlir_text: str, devices, out_avals, out_shardings) -> Rep
   build.num_partitions = 1
   build.device_assignment = xc.DeviceAssignment.create(
       np.array([[d.id] for d in devices]))
-  loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text,
-                                              xc.DeviceList(tuple(devices)), options)
+  if host_callbacks:
+    loaded = callbacks.compile_with_callbacks(client.get_client(), module,
+                                              xc.DeviceList(tuple(devices)), options,
+                                              host_callbacks)
+  else:
+    loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text,
+                                                xc.DeviceList(tuple(devices)), options)
   return Replicated(loaded, devices, out_avals, out_shardings)

@@ -1,0 +1,12 @@
+"""``hlox.debug``: seeing inside traced programs (JAX's ``jax.debug``): ``print`` and
+``callback``, which run on the host with the values as the program computes them, eagerly and
+under ``jit``, ``vmap``, ``grad`` and control flow.
+
+Belongs here: debugging aids written on the public transformations and on the callback
+primitives of ``hlox.lax.callback`` (``callbacks.py`` also holds ``pure_callback`` and
+``io_callback``, re-exported by ``hlox`` and ``hlox.experimental``). May import ``lax``,
+``numpy``, the transformations, ``core`` and the runtime's ``Array``; never jaxlib directly.
+"""
+from hlox.debug.callbacks import callback, print  # noqa: F401,A004
+
+__all__ = ["callback", "print"]

@@ -1,0 +1,174 @@
+"""The user-facing host callbacks: ``pure_callback``, ``io_callback``, ``debug.callback`` and
+``debug.print``, written on the primitives of ``hlox.lax.callback``.
+
+Each flattens its arguments (arrays become operands, other leaves such as strings stay on the
+host side of the call), binds its primitive and rebuilds the declared result pytree. The
+callback receives NumPy arrays, eagerly and compiled alike.
+"""
+from __future__ import annotations
+
+import string
+import sys
+
+import numpy as np
+
+from hlox import tree_util
+from hlox.core.dtypes import canonicalize_dtype
+from hlox.core.tracer import Tracer
+from hlox.lax.callback import (VMAP_METHODS, FlatCallback, debug_callback_p, io_callback_p,
+                               pure_callback_p, result_avals_of)
+from hlox.runtime import spmd
+from hlox.runtime.array import Array
+
+__all__ = ["pure_callback", "io_callback", "callback", "print", "effects_barrier"]
+
+_ARRAY_LEAVES = (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)
+
+
+def _flatten_callback_args(name, fn, args, kwargs, returns):
+  """The operands of a callback call and the ``FlatCallback`` that rebuilds its arguments."""
+  if not callable(fn):
+    raise TypeError(f"{name}: the callback must be callable, got {type(fn).__name__}")
+  leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+  operands, statics = [], []
+  for i, leaf in enumerate(leaves):
+    if isinstance(leaf, (Tracer, Array)):
+      operands.append(leaf)
+    elif isinstance(leaf, _ARRAY_LEAVES):
+      arr = np.asarray(leaf)
+      operands.append(arr.astype(canonicalize_dtype(arr.dtype), copy=False))
+    else:
+      statics.append((i, leaf))
+  return operands, FlatCallback(fn, in_tree, statics, returns)
+
+
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
+                  **kwargs):
+  """Call the Python function ``callback(*args, **kwargs)`` on host NumPy values from inside
+  any transformation, returning values of the declared ``result_shape_dtypes`` (a pytree of
+  ``ShapeDtypeStruct``-like objects).
+
+  The function must be pure: the compiler may drop or repeat the call. Under ``vmap`` it is
+  batched by ``vmap_method``: ``"sequential"`` (one call per example), ``"expand_dims"``
+  (one call, unbatched arguments given a leading axis of size 1) or ``"broadcast_all"``
+  (unbatched arguments broadcast to the batch). It is not differentiable: wrap it in
+  ``custom_jvp`` / ``custom_vjp``. ``sharding`` is accepted for JAX compatibility (one
+  device only).
+  """
+  del sharding
+  if vmap_method is not None and vmap_method not in VMAP_METHODS:
+    raise ValueError(f"pure_callback: vmap_method must be None or one of {VMAP_METHODS}, "
+                     f"got {vmap_method!r}")
+  avals, out_tree = result_avals_of("pure_callback", result_shape_dtypes)
+  operands, flat = _flatten_callback_args("pure_callback", callback, args, kwargs, True)
+  outs = pure_callback_p.bind(*operands, callback=flat, result_avals=avals,
+                              vmap_method=vmap_method)
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bool = False,
+                **kwargs):
+  """Call ``callback(*args, **kwargs)`` on host NumPy values for its side effects and its
+  results (of the declared ``result_shape_dtypes``); never dropped by the compiler.
+  ``ordered=True`` calls keep their program order (and cannot be vmapped)."""
+  del sharding
+  avals, out_tree = result_avals_of("io_callback", result_shape_dtypes)
+  operands, flat = _flatten_callback_args("io_callback", callback, args, kwargs, True)
+  outs = io_callback_p.bind(*operands, callback=flat, result_avals=avals,
+                            ordered=bool(ordered))
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
+def callback(callback, *args, ordered: bool = False, partitioned: bool = False, **kwargs):
+  """Call ``callback(*args, **kwargs)`` on host NumPy values for its side effect; returns
+  None. Under ``vmap`` it runs once per example, under ``jvp``/``grad`` on the primal values.
+  ``partitioned`` is accepted for JAX compatibility (one device only)."""
+  del partitioned
+  operands, flat = _flatten_callback_args("debug.callback", callback, args, kwargs, False)
+  debug_callback_p.bind(*operands, callback=flat, ordered=bool(ordered))
+
+
+class _Printer:
+  """Formats and prints one ``debug.print`` call's values on the host (a hashable primitive
+  parameter: equal for equal format strings and print options)."""
+
+  __slots__ = ("fmt", "np_printoptions", "has_placeholders")
+
+  def __init__(self, fmt, np_printoptions, has_placeholders):
+    self.fmt = fmt
+    self.np_printoptions = np_printoptions
+    self.has_placeholders = has_placeholders
+
+  def __call__(self, *args, **kwargs):
+    with np.printoptions(**dict(self.np_printoptions)):
+      if self.has_placeholders:
+        msg = self.fmt.format(*args, **kwargs)
+      else:
+        msg = " ".join((self.fmt, *(str(a) for a in args)))
+    sys.stdout.write(msg + "\n")
+
+  def _key(self):
+    key = (self.fmt, self.np_printoptions, self.has_placeholders)
+    try:
+      hash(key)
+    except TypeError:  # e.g. a ``formatter`` dict among the print options
+      return (id(self),)
+    return key
+
+  def __eq__(self, other):
+    return type(other) is _Printer and self._key() == other._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return f"print({self.fmt!r})"
+
+
+class _FormatChecker(string.Formatter):
+  """``str.format``'s field resolution without formatting any value (the values are not
+  known while tracing); arguments nobody refers to are an error, as in JAX."""
+
+  def format_field(self, value, format_spec):
+    return ""
+
+  def check_unused_args(self, used_args, args, kwargs):
+    unused = [a for i, a in enumerate(args) if i not in used_args]
+    unused_kw = [k for k in kwargs if k not in used_args]
+    if unused:
+      raise ValueError(f"unused positional arguments: {unused}")
+    if unused_kw:
+      raise ValueError(f"unused keyword arguments: {unused_kw} (an f-string passed as the "
+                       "format string formats too early: pass a plain string)")
+
+
+_format_checker = _FormatChecker()
+
+
+def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A001
+  """Print ``fmt.format(*args, **kwargs)`` with the values as they are when the program runs
+  (on the host, with NumPy's print options at the time of this call), eagerly or inside
+  ``jit``, ``vmap`` (once per example), ``grad`` (the primal values) and control flow.
+  A format string without placeholders prints the values after it, separated by spaces.
+  ``ordered=True`` keeps the program order among ordered callbacks."""
+  if not isinstance(fmt, str):
+    raise TypeError(f"debug.print: the format string must be a str, got {type(fmt).__name__}")
+  has_placeholders = any(field is not None for _, field, _, _ in string.Formatter().parse(fmt))
+  if has_placeholders:
+    try:
+      _format_checker.format(fmt, *args, **kwargs)
+    except (IndexError, KeyError, ValueError, AttributeError, TypeError) as e:
+      raise type(e)(f"debug.print: format string {fmt!r} does not match its arguments "
+                    f"({len(args)} positional, keywords {sorted(kwargs)}): {e}") from None
+  elif kwargs:
+    raise ValueError(f"debug.print: format string {fmt!r} has no placeholders for keyword "
+                     f"arguments {sorted(kwargs)}")
+  printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+  callback(printer, *args, ordered=ordered, **kwargs)
+
+
+def effects_barrier() -> None:
+  """Wait until every callback of the programs launched so far has run (JAX's
+  ``effects_barrier``): programs on one device run their callbacks before returning; a
+  pmapped one may still be running on its replicas' threads."""
+  spmd.wait_in_flight()

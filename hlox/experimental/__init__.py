@@ -1,0 +1,9 @@
+"""``hlox.experimental``: APIs that JAX keeps under ``jax.experimental`` (today
+``io_callback``), re-exported from the rooms that implement them.
+
+Belongs here: thin re-exports and small wrappers of APIs whose home is elsewhere in hlox
+(``hlox.debug``, ``hlox.lax``); may import the rooms of its layer and below, never jaxlib.
+"""
+from hlox.debug.callbacks import io_callback  # noqa: F401
+
+__all__ = ["io_callback"]

@@ -1,0 +1,301 @@
+"""Host callbacks: Python functions called from inside traced and compiled programs.
+
+Three primitives, as JAX has them:
+
+- ``pure_callback_p``: a function of its operands with declared results
+  (``result_avals``); no side effects, so dead-code elimination may drop it. Not
+  differentiable; under ``vmap`` it follows ``vmap_method`` (``sequential`` loops with
+  ``scan``, ``expand_dims`` / ``broadcast_all`` call once on the whole batch).
+- ``io_callback_p``: like it, but effectful (kept even when its results are unused).
+- ``debug_callback_p``: effectful, no results (``hlox.debug.callback`` / ``print``); under
+  ``jvp`` it sees the primals, under ``vmap`` it runs once per example.
+
+Eagerly each calls the Python function at once on NumPy values. Compiled, each is one
+``stablehlo.custom_call @xla_ffi_python_cpu_callback`` naming a callable that the module
+context registers (``xla.ModuleContext.add_host_callback``), handed to jaxlib when the program
+compiles (``runtime/callbacks.py``). Effectful callbacks are custom calls with
+``has_side_effect = true``, which XLA neither removes nor reorders against each other; that
+is how ``ordered=True`` is kept (no token is threaded: the order holds within one program, and
+programs run one after another).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hlox import tree_util
+from hlox.core.avals import ShapedArray
+from hlox.core.dtypes import canonicalize_dtype
+from hlox.core.jaxpr import effectful_primitives
+from hlox.core.primitive import Primitive
+from hlox.interpreters import ad, batching, xla
+from hlox.lax.base import broadcast
+from hlox.lax.control_flow import scan
+from hlox.lax.shapes import index_in_dim
+from hlox.runtime import callbacks as runtime_callbacks
+from hlox.runtime.array import device_put
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+__all__ = ["pure_callback_p", "io_callback_p", "debug_callback_p", "FlatCallback",
+           "result_avals_of"]
+
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+
+
+class _MultiResult(Primitive):
+  multiple_results = True
+
+
+class FlatCallback:
+  """A user function as the primitives call it: flat operands in, flat results out.
+
+  It is a primitive parameter, so it compares equal for the same function and argument
+  structure (a retrace then finds the same jaxpr and the same executable). ``statics``
+  holds the leaves that are not arrays (strings, ...), as ``(position, value)`` pairs put
+  back among the flat operands before the call. ``returns`` False: the function's value is
+  dropped (debug callbacks).
+  """
+
+  __slots__ = ("callback", "in_tree", "statics", "returns")
+
+  def __init__(self, callback, in_tree, statics=(), returns: bool = True):
+    self.callback = callback
+    self.in_tree = in_tree
+    self.statics = tuple(statics)
+    self.returns = returns
+
+  def __call__(self, *flat_args):
+    if self.statics:
+      flat_args = list(flat_args)
+      for pos, value in self.statics:
+        flat_args.insert(pos, value)
+    args, kwargs = tree_util.tree_unflatten(self.in_tree, flat_args)
+    out = self.callback(*args, **kwargs)
+    return tuple(tree_util.tree_leaves(out)) if self.returns else ()
+
+  def _key(self):
+    key = (self.callback, self.in_tree, self.statics, self.returns)
+    try:
+      hash(key)
+    except TypeError:  # an unhashable callable or static: equal only to itself
+      return (id(self),)
+    return key
+
+  def __eq__(self, other):
+    return type(other) is FlatCallback and self._key() == other._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return getattr(self.callback, "__qualname__", None) or repr(self.callback)
+
+
+def result_avals_of(name: str, result_shape_dtypes) -> tuple:
+  """The flat result avals and tree of a ``result_shape_dtypes`` pytree (leaves with
+  ``.shape`` and ``.dtype``: ``ShapeDtypeStruct``, arrays)."""
+  leaves, tree = tree_util.tree_flatten(result_shape_dtypes)
+  avals = []
+  for leaf in leaves:
+    if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
+      raise TypeError(f"{name}: result_shape_dtypes must be a pytree of objects with .shape "
+                      f"and .dtype (e.g. ShapeDtypeStruct), got {leaf!r}")
+    avals.append(ShapedArray(tuple(leaf.shape), canonicalize_dtype(leaf.dtype)))
+  return tuple(avals), tree
+
+
+def _host_values(args):
+  """Eager operands as the NumPy arrays a compiled program would pass (canonical dtypes)."""
+  outs = []
+  for x in args:
+    arr = np.asarray(x)
+    outs.append(arr.astype(canonicalize_dtype(arr.dtype), copy=False))
+  return outs
+
+
+# --- the lowering, shared -----------------------------------------------------------------
+
+def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool,
+                       ordered: bool = False):
+  mctx = ctx.module_context
+  name = ctx.primitive.name
+  if mctx.platform != "cpu":
+    raise NotImplementedError(f"{name}: host callbacks are lowered for CPU only, not "
+                              f"{mctx.platform!r}")
+  index = mctx.add_host_callback(callback, result_avals, with_token=ordered)
+  result_types = [xla.aval_to_ir_type(a) for a in result_avals]
+  operands, layouts_in, layouts_out = list(args), list(ctx.avals_in), list(result_avals)
+  if ordered:
+    # The region's ordered callbacks are chained through a token, which XLA never
+    # reorders; independent side-effecting calls it may run in any order.
+    token = mctx.ordered_token()
+    operands, result_types = [token, *operands], [hlo.TokenType.get(), *result_types]
+    layouts_in, layouts_out = [_TOKEN, *layouts_in], [_TOKEN, *layouts_out]
+  attrs = {
+      "call_target_name": ir.StringAttr.get(runtime_callbacks.CPU_CALLBACK_TARGET),
+      "has_side_effect": ir.BoolAttr.get(has_side_effect),
+      "api_version": xla.i32_attr(4),  # typed FFI: the backend config is a dictionary
+      "backend_config": ir.DictAttr.get(
+          {"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}),
+  }
+  # Row-major buffers both ways, as the callback reads and writes them (XLA would otherwise
+  # pick layouts of its own for some operands).
+  attrs["operand_layouts"] = _row_major_layouts(layouts_in)
+  attrs["result_layouts"] = _row_major_layouts(layouts_out)
+  op = hlo.CustomCallOp.build_generic(results=result_types, operands=operands,
+                                      attributes=attrs)
+  results = list(op.results)
+  if ordered:
+    mctx.set_ordered_token(results.pop(0))
+  return results
+
+
+_TOKEN = ShapedArray((), np.dtype(np.bool_))  # stands for the token: a rank-0 layout
+
+
+
+def _row_major_layouts(avals) -> ir.Attribute:
+  return ir.ArrayAttr.get([
+      ir.DenseIntElementsAttr.get(np.arange(len(a.shape) - 1, -1, -1, dtype=np.int64),
+                                  type=ir.IndexType.get())
+      for a in avals])
+
+
+def _returning_impl(*args, callback, result_avals, **params):
+  outs = runtime_callbacks.check_results(callback(*_host_values(args)), result_avals, callback)
+  return [device_put(o) for o in outs]
+
+
+def _sequential(prim, args, dims, result_avals, unroll, **params):
+  """Batch a returning callback by calling it once per example, in a ``scan``."""
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
+  mapped = [d is not None for d in dims]
+
+  def body(carry, xs):
+    it = iter(xs)
+    full = [next(it) if m else a for a, m in zip(moved, mapped)]
+    return carry, prim.bind(*full, result_avals=result_avals, **params)
+
+  _, outs = scan(body, (), [a for a, m in zip(moved, mapped) if m], length=size,
+                 unroll=size if unroll else 1)
+  return list(outs), [0] * len(outs)
+
+
+def _batched_avals(size, result_avals):
+  return tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals)
+
+
+# --- pure_callback ------------------------------------------------------------------------
+
+pure_callback_p = _MultiResult("pure_callback")
+pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
+pure_callback_p.def_impl(_returning_impl)
+xla.register_lowering(
+    pure_callback_p,
+    lambda ctx, *args, callback, result_avals, vmap_method: _callback_lowering(
+        ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=False))
+
+
+def _pure_callback_jvp(primals, tangents, **params):
+  raise ValueError("Pure callbacks do not support JVP. Please use `hlox.custom_jvp` to use "
+                   "callbacks while taking gradients.")
+
+ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
+
+
+def _pure_callback_transpose(cts, *args, **params):
+  raise ValueError("Pure callbacks do not support transpose. Please use `hlox.custom_vjp` to "
+                   "use callbacks while taking gradients.")
+
+ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
+
+
+def _pure_callback_batch_rule(args, dims, *, callback, result_avals, vmap_method):
+  if vmap_method in ("sequential", "sequential_unrolled"):
+    return _sequential(pure_callback_p, args, dims, result_avals,
+                       vmap_method == "sequential_unrolled", callback=callback,
+                       vmap_method=vmap_method)
+  if vmap_method in ("expand_dims", "broadcast_all"):
+    size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+    fill = size if vmap_method == "broadcast_all" else 1
+    full = [broadcast(a, (fill,)) if d is None else batching.moveaxis(a, d, 0)
+            for a, d in zip(args, dims)]
+    outs = pure_callback_p.bind(*full, callback=callback,
+                                result_avals=_batched_avals(size, result_avals),
+                                vmap_method=vmap_method)
+    return list(outs), [0] * len(outs)
+  raise NotImplementedError(
+      "vmap is only supported for the pure_callback primitive when vmap_method is one of "
+      f"{', '.join(repr(m) for m in VMAP_METHODS)}; got vmap_method={vmap_method!r}")
+
+batching.primitive_batchers[pure_callback_p] = _pure_callback_batch_rule
+
+
+# --- io_callback --------------------------------------------------------------------------
+
+io_callback_p = _MultiResult("io_callback")
+io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
+io_callback_p.def_impl(_returning_impl)
+effectful_primitives.add(io_callback_p)
+xla.ordered_effects[io_callback_p] = lambda params: params["ordered"]
+xla.register_lowering(
+    io_callback_p,
+    lambda ctx, *args, callback, result_avals, ordered: _callback_lowering(
+        ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=True,
+        ordered=ordered))
+
+
+def _io_callback_jvp(primals, tangents, **params):
+  raise ValueError("IO callbacks do not support JVP.")
+
+ad.primitive_jvps[io_callback_p] = _io_callback_jvp
+
+
+def _io_callback_batch_rule(args, dims, *, callback, result_avals, ordered):
+  if ordered:
+    raise ValueError("Cannot `vmap` ordered IO callback.")
+  return _sequential(io_callback_p, args, dims, result_avals, False, callback=callback,
+                     ordered=ordered)
+
+batching.primitive_batchers[io_callback_p] = _io_callback_batch_rule
+
+
+# --- debug_callback -----------------------------------------------------------------------
+
+debug_callback_p = _MultiResult("debug_callback")
+debug_callback_p.def_abstract_eval(lambda *avals, **params: [])
+effectful_primitives.add(debug_callback_p)
+xla.ordered_effects[debug_callback_p] = lambda params: params["ordered"]
+
+
+@debug_callback_p.def_impl
+def _debug_callback_impl(*args, callback, ordered):
+  callback(*_host_values(args))
+  return []
+
+xla.register_lowering(
+    debug_callback_p,
+    lambda ctx, *args, callback, ordered: _callback_lowering(
+        ctx, *args, callback=callback, result_avals=(), has_side_effect=True,
+        ordered=ordered))
+
+
+def _debug_callback_jvp(primals, tangents, **params):
+  # The callback sees the primal values; it contributes no tangent.
+  return debug_callback_p.bind(*primals, **params), []
+
+ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
+ad.primitive_transposes[debug_callback_p] = lambda cts, *args, **params: [None] * len(args)
+
+
+def _debug_callback_batch_rule(args, dims, **params):
+  # One call per example, in order, each on that example's slices (as JAX unrolls it).
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  for i in range(size):
+    debug_callback_p.bind(*[a if d is None else index_in_dim(a, i, d, keepdims=False)
+                            for a, d in zip(args, dims)], **params)
+  return [], []
+
+batching.primitive_batchers[debug_callback_p] = _debug_callback_batch_rule

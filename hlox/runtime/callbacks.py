@@ -1,0 +1,112 @@
+"""Python host callbacks inside compiled programs: compiling them and running them.
+
+jaxlib's CPU client runs a Python function from inside an XLA program through the typed-FFI
+custom call ``xla_ffi_python_cpu_callback``: the callables are handed to
+``compile_and_load(..., host_callbacks=[...])`` (which takes the ``ir.Module`` itself, not its
+text) and the custom call names one by its position in that list (its ``index`` attribute).
+The callable gets one read-only NumPy array per operand and returns a tuple with one array per
+result, of exactly the declared shapes and dtypes.
+
+An exception raised by a callback reaches the caller as jaxlib's ``JaxRuntimeError`` holding
+only the formatted text; ``host_callable`` keeps the exception itself, and the executable
+re-raises that one (with its own traceback, chained to jaxlib's error), so the user sees the
+class and message their function raised.
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from hlox import monitoring
+from hlox.core.dtypes import canonicalize_dtype
+
+CPU_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
+
+# The exception the last failing callback raised. Not thread-local: the replicas of a
+# pmapped program call their callbacks from XLA's threads.
+_pending = types.SimpleNamespace(error=None)
+
+
+def host_callable(callback, result_avals, with_token: bool = False):
+  """The function XLA calls for ``callback``: it runs ``callback(*numpy_arrays)``, checks the
+  results against ``result_avals`` (``check_results``) and remembers an exception for the
+  executable to re-raise. An ordered call (``with_token``) gets the token (None) first and
+  hands it back first."""
+  def run(*args):
+    try:
+      return check_results(callback(*args), result_avals, callback)
+    except BaseException as e:
+      _pending.error = e
+      raise
+
+  if with_token:
+    return lambda token, *args: (token, *run(*args))
+  return run
+
+
+def check_results(outs, result_avals, callback) -> tuple:
+  """``outs`` (a sequence of array-likes) as NumPy arrays of exactly ``result_avals``' shapes
+  and dtypes; a mismatch raises RuntimeError naming the expected and the actual types."""
+  outs = tuple(outs)
+  if len(outs) != len(result_avals):
+    raise RuntimeError(f"callback {_name(callback)} returned {len(outs)} values, expected "
+                       f"{len(result_avals)} ({_describe(result_avals)})")
+  checked = []
+  for i, (out, aval) in enumerate(zip(outs, result_avals)):
+    arr = np.asarray(out)
+    # As JAX: a 64-bit value stands for its 32-bit type when x64 is off.
+    arr = arr.astype(canonicalize_dtype(arr.dtype), copy=False)
+    if arr.shape != tuple(aval.shape) or arr.dtype != aval.dtype:
+      raise RuntimeError(
+          f"callback {_name(callback)} returned a wrong value for result #{i}: expected "
+          f"ShapeDtypeStruct(shape={tuple(aval.shape)}, dtype={np.dtype(aval.dtype).name}), "
+          f"got ShapeDtypeStruct(shape={arr.shape}, dtype={arr.dtype.name})")
+    # XLA reads a row-major buffer (``ascontiguousarray`` would make a 0-d array 1-d).
+    checked.append(arr if arr.flags.c_contiguous else np.array(arr, order="C"))
+  return tuple(checked)
+
+
+def _name(callback):
+  inner = getattr(callback, "callback", callback)
+  return getattr(inner, "__qualname__", None) or repr(inner)
+
+
+def _describe(avals):
+  return ", ".join(f"{np.dtype(a.dtype).name}{list(a.shape)}" for a in avals) or "nothing"
+
+
+class LoadedWithCallbacks:
+  """A loaded executable whose host callbacks may raise: ``execute_sharded`` re-raises the
+  callback's own exception instead of jaxlib's text-only error. Everything else is the loaded
+  executable's."""
+
+  __slots__ = ("_loaded", "host_callbacks")
+
+  def __init__(self, loaded, host_callbacks):
+    self._loaded = loaded
+    self.host_callbacks = host_callbacks  # kept alive as long as the program
+
+  def execute_sharded(self, bufs):
+    _pending.error = None
+    try:
+      return self._loaded.execute_sharded(bufs)
+    except Exception as runtime_error:
+      error, _pending.error = _pending.error, None
+      if error is None:
+        raise
+      raise error from runtime_error
+
+  def __getattr__(self, name):
+    return getattr(self._loaded, name)
+
+
+def compile_with_callbacks(client, module, device_list, options, callbacks):
+  """Compile ``module`` (an ``ir.Module``) with ``callbacks`` (``(callback, result avals,
+  takes a token)`` each, in the order the custom calls number them) as its host callbacks.
+  Never cached on disk: the program refers to Python objects of this process."""
+  monitoring.record_event("backend_compile")
+  host = [host_callable(*spec) for spec in callbacks]
+  loaded = client.compile_and_load(module, executable_devices=device_list,
+                                   compile_options=options, host_callbacks=host)
+  return LoadedWithCallbacks(loaded, host)
