@@ -1,0 +1,116 @@
+"""Compile-time traps (issue 13): lowerings that must not grow into large unrolled graphs
+where JAX emits loops or out-of-line functions. Each test counts ops in the lowered text (not
+time) and checks that the values are bit for bit those of the plain lowering and of JAX."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import hlox
+import hlox.numpy as jnp
+from hlox import lax
+from tests.check_grads import check_grads
+
+RNG = np.random.default_rng(0)
+W = RNG.standard_normal((6, 6)).astype(np.float32) / 3
+XS = RNG.standard_normal((10, 4, 6)).astype(np.float32)
+H0 = RNG.standard_normal((4, 6)).astype(np.float32)
+
+
+def _rnn(unroll, reverse=False):
+  def f(h, xs):
+    def body(h, x):
+      h = jnp.tanh(h @ W + x)
+      return h, jnp.sin(h).sum(1)
+    return lax.scan(body, h, xs, unroll=unroll, reverse=reverse)
+  return f
+
+
+def _count(text, op):
+  return len(re.findall(rf"\b{re.escape(op)}\b", text))
+
+
+@pytest.mark.parametrize("unroll", [3, 8, True])
+def test_unrolled_scan_body_is_lowered_once(unroll):
+  text = hlox.jit(_rnn(unroll)).lower(H0, XS).as_text()
+  # One copy of the body (one tanh, one sine), called once per unrolled step.
+  assert _count(text, "stablehlo.tanh") == 1
+  assert _count(text, "stablehlo.sine") == 1
+  steps = 10 if unroll is True else unroll + 10 % unroll
+  assert _count(text, "call @scan_body") == steps
+  # A loop that would run once (unroll >= length / 2 here for 8 and True) is not emitted.
+  assert _count(text, "stablehlo.while") == (1 if unroll == 3 else 0)
+
+
+def test_rolled_scan_inlines_its_body():
+  text = hlox.jit(_rnn(1)).lower(H0, XS).as_text()
+  assert _count(text, "stablehlo.while") == 1
+  assert _count(text, "func.call") == 0
+  assert _count(text, "stablehlo.tanh") == 1
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("unroll", [3, 6, 8, True])
+def test_unrolled_scan_bits_match_rolled(unroll, reverse):
+  want = hlox.jit(_rnn(1, reverse))(H0, XS)
+  for got in (hlox.jit(_rnn(unroll, reverse))(H0, XS), _rnn(unroll, reverse)(H0, XS)):
+    for g, w in zip(hlox.tree_util.tree_leaves(got), hlox.tree_util.tree_leaves(want)):
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("unroll", [4, True])
+def test_unrolled_scan_matches_numpy(unroll):
+  h, ys = hlox.jit(_rnn(unroll))(H0, XS)
+  ref_h, ref_ys = H0.astype(np.float64), []
+  for x in XS:
+    ref_h = np.tanh(ref_h @ W + x)
+    ref_ys.append(np.sin(ref_h).sum(1))
+  np.testing.assert_allclose(np.asarray(h), ref_h, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(ys), np.stack(ref_ys), rtol=1e-5, atol=1e-5)
+
+
+def test_unrolled_scan_vmap_matches_loop():
+  hs = np.stack([H0, H0 * 0.5, -H0])
+  got = hlox.vmap(_rnn(True), in_axes=(0, None))(hs, XS)
+  for i, h in enumerate(hs):
+    want = _rnn(1)(h, XS)
+    for g, w in zip(hlox.tree_util.tree_leaves(got), hlox.tree_util.tree_leaves(want)):
+      np.testing.assert_allclose(np.asarray(g)[i], np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("unroll", [3, True])
+def test_unrolled_scan_grads(unroll):
+  def loss(h, xs):
+    h, ys = _rnn(unroll)(h, xs[:5])
+    return jnp.sum(h ** 2) + jnp.sum(ys)
+  check_grads(hlox.jit(loss), (H0, XS), order=1, atol=2e-2, rtol=2e-2, eps=1e-2)
+  g = hlox.jit(hlox.grad(loss))(H0, XS)
+  want = hlox.grad(lambda h, xs: jnp.sum(_rnn(1)(h, xs[:5])[0] ** 2)
+                   + jnp.sum(_rnn(1)(h, xs[:5])[1]))(H0, XS)
+  np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_unrolled_scan_bits_match_jax():
+  jax = pytest.importorskip("jax")
+  import jax.numpy as jjnp
+
+  def jax_rnn(h, xs):
+    def body(h, x):
+      h = jjnp.tanh(h @ W + x)
+      return h, jjnp.sin(h).sum(1)
+    return jax.lax.scan(body, h, xs, unroll=True)
+  want = jax.jit(jax_rnn)(H0, XS)
+  got = hlox.jit(_rnn(True))(H0, XS)
+  for g, w in zip(hlox.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_empty_and_carry_only_unrolled_scans():
+  def f(c):
+    return lax.scan(lambda c, _: (c * 2.0 + 1.0, None), c, None, length=5, unroll=True)[0]
+  np.testing.assert_array_equal(np.asarray(hlox.jit(f)(np.float32(1.0))), np.float32(63.0))
+  out = lax.scan(lambda c, x: (c, x), np.float32(0), np.zeros((0, 3), np.float32),
+                 unroll=True)[1]
+  assert out.shape == (0, 3)
