@@ -634,6 +634,16 @@ def bench_convnet_step(lib):
   mod.block_until_ready(g(ws, x))
   return best_per_call(lambda: mod.block_until_ready(g(ws, x)), 20)
 
+
+def bench_top_k_64x16384(lib):
+  """Steady-state jitted ``lax.top_k(x, 8)`` over the rows of an f32[64, 16384]."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.random.default_rng(0).standard_normal((64, 16384)).astype(np.float32))
+  f = mod.jit(lambda v: mod.lax.top_k(v, 8))
+  mod.block_until_ready(f(x))
+  return best_per_call(lambda: mod.block_until_ready(f(x)), 20)
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

@@ -114,3 +114,63 @@ def test_empty_and_carry_only_unrolled_scans():
   out = lax.scan(lambda c, x: (c, x), np.float32(0), np.zeros((0, 3), np.float32),
                  unroll=True)[1]
   assert out.shape == (0, 3)
+
+
+# --- top_k: one chlo.top_k (XLA's partial-selection kernel), not a full sort ----------------
+
+def _topk_input():
+  x = np.random.default_rng(1).standard_normal((5, 40)).astype(np.float32)
+  x[0, 3] = x[0, 7] = np.nan
+  x[1, :10] = 1.0              # ties keep index order
+  x[1, 11] = -np.nan
+  x[2, 5], x[2, 6] = -0.0, 0.0
+  x[3, 2], x[3, 9] = np.inf, -np.inf
+  return x
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_top_k_lowers_to_one_top_k_op(axis):
+  text = hlox.jit(lambda v: lax.top_k(v, 4, axis=axis)).lower(_topk_input()).as_text()
+  assert _count(text, "chlo.top_k") == 1
+  assert _count(text, "stablehlo.sort") == 0
+  # axis 0: the operand moved to the last axis, both results moved back
+  assert _count(text, "stablehlo.transpose") == (0 if axis == -1 else 3)
+
+
+def test_top_k_matches_numpy_jit_and_eager():
+  x = np.random.default_rng(2).permutation(60).reshape(3, 20).astype(np.float32)
+  order = np.argsort(-x, axis=-1, kind="stable")[:, :5]
+  for v, i in (lax.top_k(x, 5), hlox.jit(lambda a: lax.top_k(a, 5))(x)):
+    np.testing.assert_array_equal(np.asarray(i), order)
+    np.testing.assert_array_equal(np.asarray(v), np.take_along_axis(x, order, -1))
+  v0, i0 = lax.top_k(x, 2, axis=0)
+  o0 = np.argsort(-x, axis=0, kind="stable")[:2]
+  np.testing.assert_array_equal(np.asarray(i0), o0)
+  np.testing.assert_array_equal(np.asarray(v0), np.take_along_axis(x, o0, 0))
+
+
+def test_top_k_vmap_and_grad():
+  x = np.random.default_rng(3).standard_normal((4, 3, 12)).astype(np.float32)
+  got_v, got_i = hlox.vmap(lambda a: lax.top_k(a, 3))(x)
+  for b in range(4):
+    v, i = lax.top_k(x[b], 3)
+    np.testing.assert_array_equal(np.asarray(got_v)[b], np.asarray(v))
+    np.testing.assert_array_equal(np.asarray(got_i)[b], np.asarray(i))
+  check_grads(lambda a: lax.top_k(a, 3)[0], (x[0],), order=2, atol=1e-2, rtol=1e-2,
+              eps=1e-3)
+
+
+def test_top_k_bits_match_jax():
+  jax = pytest.importorskip("jax")
+  import ml_dtypes
+  x = _topk_input()
+  ints = np.random.default_rng(4).integers(-4, 4, (4, 30))
+  for v, k in ((x, 5), (x, 40), (x.astype(np.float16), 7), (x.astype(ml_dtypes.bfloat16), 5),
+               (ints.astype(np.int32), 6), (ints.astype(np.int8), 6), (ints > 0, 6)):
+    for axis in (-1, 0):
+      if k > v.shape[axis]:
+        continue
+      hv, hi = hlox.jit(lambda a: lax.top_k(a, k, axis=axis))(v)
+      jv, ji = jax.jit(lambda a: jax.lax.top_k(a, k, axis=axis))(v)
+      np.testing.assert_array_equal(np.asarray(hv).view(np.uint8), np.asarray(jv).view(np.uint8))
+      np.testing.assert_array_equal(np.asarray(hi), np.asarray(ji))
