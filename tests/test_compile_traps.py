@@ -174,3 +174,34 @@ def test_top_k_bits_match_jax():
       jv, ji = jax.jit(lambda a: jax.lax.top_k(a, k, axis=axis))(v)
       np.testing.assert_array_equal(np.asarray(hv).view(np.uint8), np.asarray(jv).view(np.uint8))
       np.testing.assert_array_equal(np.asarray(hi), np.asarray(ji))
+
+
+# --- threefry on CPU: the rolled loop carries the key schedule at the keys' shape -----------
+
+def test_threefry_loop_carries_scalar_keys():
+  from hlox.random import prng
+  x = np.arange(1000, dtype=np.uint32)
+  text = hlox.jit(lambda a, b: prng.threefry2x32_p.bind(np.uint32(1), np.uint32(2), a, b)
+                  ).lower(x, x).as_text()
+  sig = next(line for line in text.splitlines() if "stablehlo.while" in line)
+  carried = sig.rsplit(":", 1)[1]
+  # Two words of bits at full size; the three key words as scalars (not 3 more arrays).
+  assert carried.count("tensor<1000xui32>") == 2
+  assert carried.count("tensor<ui32>") == 3
+
+
+@pytest.mark.parametrize("shapes", [((), (), (3, 7)), ((3, 7), (), ()), ((3, 7), (3, 7), (3, 7)),
+                                    ((3, 7), (3, 7), ())])
+def test_threefry_rolled_bits_match_straight_line(shapes):
+  from hlox.random import prng
+  rng = np.random.default_rng(5)
+  k1s, k2s, xs = shapes
+  k1, k2 = (rng.integers(0, 2**32, s, dtype=np.uint64).astype(np.uint32) for s in (k1s, k2s))
+  x1, x2 = (rng.integers(0, 2**32, xs, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+  got = hlox.jit(prng.threefry2x32_p.bind)(k1, k2, x1, x2)
+  want = hlox.jit(prng._threefry2x32_composition)(k1, k2, x1, x2)
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  batched = hlox.vmap(prng.threefry2x32_p.bind, in_axes=(None, None, 0, 0))(
+      k1, k2, np.stack([x1, x2]), np.stack([x2, x1]))
+  np.testing.assert_array_equal(np.asarray(batched[0])[0], np.asarray(want[0]))
