@@ -205,3 +205,18 @@ def test_threefry_rolled_bits_match_straight_line(shapes):
   batched = hlox.vmap(prng.threefry2x32_p.bind, in_axes=(None, None, 0, 0))(
       k1, k2, np.stack([x1, x2]), np.stack([x2, x1]))
   np.testing.assert_array_equal(np.asarray(batched[0])[0], np.asarray(want[0]))
+
+
+def test_scalar_uniform_bounds_are_literals_not_parameters():
+  # Concrete scalar bounds must not become executable parameters (XLA could not fold them).
+  key = hlox.random.PRNGKey(0)
+  for f in (lambda k: hlox.random.normal(k, (64,)), lambda k: hlox.random.uniform(k, (4, 5)),
+            lambda k: hlox.random.bernoulli(k, 0.3, (8, 8))):
+    text = hlox.jit(f).lower(key).as_text()
+    main = next(line for line in text.splitlines() if "func.func public @main" in line)
+    assert main.count("%arg") == 1, main
+  # Array bounds still broadcast: same values as NumPy's affine map of the unit draws.
+  lo, hi = np.array([0., 1., 2.], np.float32), np.array([1., 3., 6.], np.float32)
+  unit = np.asarray(hlox.random.uniform(key, (2, 3)))
+  got = np.asarray(hlox.jit(lambda k: hlox.random.uniform(k, (2, 3), minval=lo, maxval=hi))(key))
+  np.testing.assert_allclose(got, np.maximum(lo, unit * (hi - lo) + lo), rtol=1e-6)
