@@ -746,6 +746,145 @@ def bench_debug_print_jit(lib):
     sys.stdout = real
 
 
+
+def _vae_setup(lib):
+  """A VAE on synthetic binarised 28x28 images, modelled on JAX's examples/mnist_vae.py:
+  encoder 784-512-512-(10, 10) and decoder 10-512-512-784 tanh MLPs, softplus variances,
+  a Monte Carlo ELBO, a hand-written momentum optimizer, and an epoch that is one jitted
+  ``fori_loop`` over 10 batches of 32."""
+  mod, jnp, clear = load(lib)
+  import numpy as np
+  random, lax, tree_map = mod.random, mod.lax, mod.tree_util.tree_map
+  rng = np.random.default_rng(0)
+
+  def dense(m, n):
+    return (jnp.asarray((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32)),
+            jnp.asarray(np.zeros(n, np.float32)))
+  params = ([dense(784, 512), dense(512, 512), dense(512, 10), dense(512, 10)],
+            [dense(10, 512), dense(512, 512), dense(512, 784)])
+  batch_size, num_batches, step_size, mass = 32, 10, 1e-3, 0.9
+  images = jnp.asarray(rng.random((batch_size * num_batches, 784)).astype(np.float32))
+  softplus = lambda v: jnp.logaddexp(0., v)
+
+  def mlp(layers, h):
+    for w, b in layers[:-1]:
+      h = jnp.tanh(h @ w + b)
+    w, b = layers[-1]
+    return h @ w + b
+
+  def encode(enc, x):
+    h = x
+    for w, b in enc[:2]:
+      h = jnp.tanh(h @ w + b)
+    (wm, bm), (ws, bs) = enc[2:]
+    return h @ wm + bm, softplus(h @ ws + bs)
+
+  def elbo(key, params, x):
+    enc, dec = params
+    mu, sigmasq = encode(enc, x)
+    z = mu + jnp.sqrt(sigmasq) * random.normal(key, mu.shape)
+    logits = mlp(dec, z)
+    log_px = -jnp.sum(jnp.logaddexp(0., jnp.where(x, -1., 1.) * logits))
+    kl = -0.5 * jnp.sum(1. + jnp.log(sigmasq) - mu ** 2. - sigmasq)
+    return log_px - kl
+
+  def run_epoch(key, state, images):
+    def body(i, state):
+      params, velocity = state
+      elbo_key, data_key = random.split(random.fold_in(key, i))
+      batch = random.bernoulli(data_key, lax.dynamic_slice_in_dim(
+          images, i * batch_size, batch_size))
+      g = mod.grad(lambda p: -elbo(elbo_key, p, batch) / batch_size)(params)
+      velocity = tree_map(lambda v, d: mass * v + d, velocity, g)
+      params = tree_map(lambda p, v: p - step_size * v, params, velocity)
+      return params, velocity
+    return lax.fori_loop(0, num_batches, body, state)
+
+  def image_grid(nrow, ncol, imagevecs):
+    images = iter(imagevecs.reshape((-1, 28, 28)))
+    return jnp.vstack([jnp.hstack([next(images).T for _ in range(ncol)][::-1])
+                       for _ in range(nrow)]).T
+
+  def evaluate(key, params, images):
+    """The test ELBO and a 20x25 grid of 500 images drawn from the decoder."""
+    elbo_key, data_key, code_key, image_key = random.split(key, 4)
+    test_elbo = elbo(elbo_key, params, random.bernoulli(data_key, images)) / images.shape[0]
+    logits = mlp(params[1], random.normal(code_key, (500, 10)))
+    sampled = random.bernoulli(image_key, softplus(logits))
+    return test_elbo, image_grid(20, 25, sampled)
+
+  state = (params, tree_map(jnp.zeros_like, params))
+  # Warm the library itself (first-use imports, client) with an unrelated function.
+  mod.jit(lambda a: a + 1)(images).block_until_ready()
+  return mod, random, images, state, mod.jit(run_epoch), mod.jit(evaluate)
+
+
+def bench_vae_epoch_first_call(lib):
+  """Trace + AD + lower + compile + run of the jitted VAE epoch (a fresh process)."""
+  mod, random, images, state, run_epoch, _ = _vae_setup(lib)
+  key = random.PRNGKey(0)
+  start = time.perf_counter()
+  mod.block_until_ready(run_epoch(key, state, images))
+  return time.perf_counter() - start
+
+
+def bench_vae_epoch_step(lib):
+  """Steady-state call of the jitted VAE epoch (10 batches of 32)."""
+  mod, random, images, state, run_epoch, _ = _vae_setup(lib)
+  key = random.PRNGKey(0)
+  mod.block_until_ready(run_epoch(key, state, images))
+  return best_per_call(lambda: mod.block_until_ready(run_epoch(key, state, images)), 3, 5)
+
+
+def bench_vae_eval_first_call(lib):
+  """Trace + lower + compile + run of the jitted VAE evaluation: the ELBO of 320 images and
+  500 Bernoulli images drawn from the decoder, tiled into a grid by 500 slices."""
+  mod, random, images, state, _, evaluate = _vae_setup(lib)
+  key = random.PRNGKey(1)
+  start = time.perf_counter()
+  mod.block_until_ready(evaluate(key, state[0], images))
+  return time.perf_counter() - start
+
+
+def bench_vae_eval_step(lib):
+  """Steady-state call of the jitted VAE evaluation."""
+  mod, random, images, state, _, evaluate = _vae_setup(lib)
+  key = random.PRNGKey(1)
+  mod.block_until_ready(evaluate(key, state[0], images))
+  return best_per_call(lambda: mod.block_until_ready(evaluate(key, state[0], images)), 3, 5)
+
+
+def bench_convnet_step(lib):
+  """Steady-state jit(grad) of bench/conv_cnn.py's network: three 3x3 'SAME' convolutions
+  (NHWC/HWIO) with relu on an [8, 32, 32, 3] batch, summed."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  lax = mod.lax
+  rng = np.random.default_rng(0)
+  x = jnp.asarray(rng.standard_normal((8, 32, 32, 3)).astype(np.float32))
+  ws = [jnp.asarray(rng.standard_normal(s).astype(np.float32) * 0.1)
+        for s in [(3, 3, 3, 16), (3, 3, 16, 32), (3, 3, 32, 32)]]
+
+  def loss(ws, x):
+    for w in ws:
+      x = lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                   dimension_numbers=("NHWC", "HWIO", "NHWC"))
+      x = jnp.maximum(x, 0.0)
+    return jnp.sum(x)
+  g = mod.jit(mod.grad(loss))
+  mod.block_until_ready(g(ws, x))
+  return best_per_call(lambda: mod.block_until_ready(g(ws, x)), 20)
+
+
+def bench_top_k_64x16384(lib):
+  """Steady-state jitted ``lax.top_k(x, 8)`` over the rows of an f32[64, 16384]."""
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  x = jnp.asarray(np.random.default_rng(0).standard_normal((64, 16384)).astype(np.float32))
+  f = mod.jit(lambda v: mod.lax.top_k(v, 8))
+  mod.block_until_ready(f(x))
+  return best_per_call(lambda: mod.block_until_ready(f(x)), 20)
+
 BENCHES = {name[len("bench_"):]: fn for name, fn in globals().items()
            if name.startswith("bench_")}
 

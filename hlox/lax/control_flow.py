@@ -33,6 +33,7 @@ from hlox.interpreters import ad, batching, cost, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
+from hlox.lax.call import jit_p as _jit_p
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
 from hlox.runtime.array import device_put
@@ -768,19 +769,49 @@ scan_p.def_impl(partial(xla.apply_primitive, scan_p))
 def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
   """scan written as a while loop over an iteration counter: slice ``xs[t]``, run the body,
   write ``ys[t]`` (``t`` counts down when ``reverse``). With ``unroll=u`` each loop iteration
-  runs ``u`` steps; the ``length % u`` steps left over run after the loop."""
+  runs ``u`` steps; the ``length % u`` steps left over run after the loop.
+
+  As JAX does, an unrolled body (``u > 1``) is lowered once, as a private function that
+  each step calls, so the module does not hold ``u`` copies of it; and a loop that would
+  run once is not emitted: its steps index ``xs`` and stack ``ys`` at static positions."""
   consts, init, xs = _split(args, num_consts, num_carry)
-  ys_init = [_shapes.full((length,) + a.shape, np.zeros((), a.dtype)[()], a.dtype)
-             for a in jaxpr.out_avals[num_carry:]]
   if length == 0:  # nothing to slice: the loop would not run
-    return list(init) + ys_init
+    return list(init) + [_shapes.full((length,) + a.shape, np.zeros((), a.dtype)[()], a.dtype)
+                         for a in jaxpr.out_avals[num_carry:]]
   u = builtins.max(1, builtins.min(int(unroll), length))
   n_outer, rem = divmod(length, u)
+  if u > 1:
+    # Memoized, so every step binds the same jaxpr: one private function per scan body.
+    body, body_consts = _memo(convert_constvars, jaxpr)
+    body_args = [*body_consts, *consts]
+
+    def run_body(carry, x):
+      return _jit_p.bind(*body_args, *carry, *x, jaxpr=body, name="scan_body",
+                         donated_invars=(False,) * (len(body_args) + len(carry) + len(x)),
+                         keep_unused=False, inline=False)
+  else:
+    def run_body(carry, x):
+      return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *carry, *x)
+
+  if n_outer == 1:  # every step at a static position: no loop
+    carry, ys = list(init), []
+    for t in range(length):
+      idx = length - 1 - t if reverse else t
+      outs = run_body(carry, [_shapes.index_in_dim(v, idx, 0, keepdims=False) for v in xs])
+      carry = list(outs[:num_carry])
+      ys.append([_shapes.expand_dims(y, (0,)) for y in outs[num_carry:]])
+    if reverse:
+      ys.reverse()
+    stacked = [_shapes.concatenate(list(col), 0) for col in zip(*ys)]
+    return carry + stacked
+
+  ys_init = [_shapes.full((length,) + a.shape, np.zeros((), a.dtype)[()], a.dtype)
+             for a in jaxpr.out_avals[num_carry:]]
 
   def step(t, carry, ys):
     idx = _ew.sub(np.int32(length - 1), t) if reverse else t
     x = [_ix.dynamic_index_in_dim(v, idx, 0, keepdims=False) for v in xs]
-    outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *carry, *x)
+    outs = run_body(carry, x)
     new_carry, y = outs[:num_carry], outs[num_carry:]
     ys = [_ix.dynamic_update_index_in_dim(a, b, idx, 0) for a, b in zip(ys, y)]
     return list(new_carry), ys
@@ -1060,8 +1091,8 @@ batching.axis_primitive_batchers[scan_p] = _scan_batch
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
          unroll: int | bool = 1, _split_transpose: bool = False):
   """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the final carry
-  and the stacked ``y``s (``reverse`` runs from the end; ``unroll`` is accepted, the loop is
-  not unrolled)."""
+  and the stacked ``y``s (``reverse`` runs from the end; ``unroll`` steps run per loop
+  iteration, ``True`` runs them all without a loop)."""
   if not callable(f):
     raise TypeError(f"scan: f argument should be callable, got {type(f).__name__}")
   xs_leaves, _ = tree_util.tree_flatten(xs)

@@ -95,8 +95,14 @@ def _split2(data):
 def _uniform(data, shape, dtype, minval, maxval):
   finfo = jnp.finfo(dtype)
   nbits, nmant = finfo.bits, finfo.nmant
-  minval = _to_rank(_as(minval, dtype), len(shape))
-  maxval = _to_rank(_as(maxval, dtype), len(shape))
+  minval, maxval = _as(minval, dtype), _as(maxval, dtype)
+  # Concrete scalar bounds stay 0-d, so they are literals of the program (as in JAX) that
+  # XLA folds (``* 1.0``, ``+ 0.0``); reshaped to [1, ..., 1] they would be constants that
+  # a jit hoists into executable parameters, costing a multiply and an add per draw.
+  if isinstance(minval, (Array, Tracer)) or np.ndim(minval):
+    minval = _to_rank(minval, len(shape))
+  if isinstance(maxval, (Array, Tracer)) or np.ndim(maxval):
+    maxval = _to_rank(maxval, len(shape))
   rng_bits = 8 if nmant < 8 else nbits
   uint = np.dtype(f"uint{nbits}")
   b = _bits(data, rng_bits, shape)
