@@ -28,6 +28,9 @@ TARGETS = {  # ratio hlox/JAX the Foundation issue asks for (None: no JAX compar
     "random_normal_1m": 1.2, "pmap_psum_8": 1.5,
     "jit_inline_new_wrapper": 1.5, "jit_inline_partial": 1.5,
     "rss_worker": 1.0,
+    "eager_mul_scalar": 1.0, "eager_add": 1.0, "eager_where": 1.0, "eager_dot": 1.0,
+    "eager_reshape": 1.0, "eager_slice": 1.0, "eager_sum_axis": 1.0, "eager_at_set": 1.0,
+    "eager_chain_20": 1.0, "jit_dispatch_6_in_4_out": 1.0,
     "vae_epoch_first_call": 1.0, "vae_epoch_step": 1.05,
     "vae_eval_first_call": 1.0, "vae_eval_step": 1.05, "convnet_step": 1.05,
 }
