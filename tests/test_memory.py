@@ -19,6 +19,7 @@ def _alive(cls):
 
 def test_compiled_functions_keep_no_modules():
   before = _alive(xla.Lowered)
+  contexts_before = _alive(ir.Context)  # other tests' programs (pmap keeps its module) count
   fns = [hlox.jit(lambda v, i=i: jnp.sin(v) * i + jnp.tanh(v) @ v) for i in range(30)]
   outs = [f(jnp.ones((i + 1,), jnp.float32)) for i, f in enumerate(fns)]
   for i, out in enumerate(outs):
@@ -27,7 +28,7 @@ def test_compiled_functions_keep_no_modules():
   # Each jit call above lowered one module; once compiled, none is kept.
   assert _alive(xla.Lowered) <= before
   # The thread's current context (reused by the next few lowerings) may stay; no more.
-  assert _alive(ir.Context) <= 2
+  assert _alive(ir.Context) <= contexts_before + 2
 
 
 def test_executable_cache_keys_hold_no_module_text():
