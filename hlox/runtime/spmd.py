@@ -202,12 +202,16 @@ def wait_in_flight() -> None:
   """Wait until the last multi-device program launched has finished (its host callbacks
   included): ``effects_barrier``. One-device programs finish before their call returns."""
   with _launch_lock:
-    for out in _in_flight[0] or ():
-      if not out.is_deleted():
-        try:
-          out.block_until_ready()
-        except Exception:  # the failure is the launch's caller's to see, on its results
-          pass
+    _wait_for(_in_flight[0])
+
+
+def _wait_for(outs) -> None:
+  for out in outs or ():
+    if not out.is_deleted():  # e.g. donated to a later call, or deleted by the user
+      try:
+        out.block_until_ready()
+      except Exception:  # the failure is that launch's caller's to see, on its results
+        pass
 
 
 class Replicated:
@@ -226,11 +230,7 @@ class Replicated:
 
     def run(bufs):
       with _launch_lock:
-        previous = _in_flight[0]
-        if previous is not None:
-          for out in previous:
-            if not out.is_deleted():  # e.g. donated to a later call, or deleted by the user
-              out.block_until_ready()
+        _wait_for(_in_flight[0])
         outs = execute(bufs).consume_with_handlers(handlers)
         _in_flight[0] = outs
       return outs
