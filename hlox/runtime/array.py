@@ -356,12 +356,12 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   return Array(buf, aval, _device_key(device))
 
 
-# Device buffers of recently used Python and NumPy scalars, for the arguments an operation converts
-# internally (``x * 1.5`` eagerly, a jitted function called with a Python float): a transfer
-# costs far more than the lookup, and a constant in a loop is the same value every time.
-# Keyed on the scalar's type and bits (``0.0`` and ``-0.0`` are equal but differ, and so do
-# ``1``, ``1.0`` and ``True``; NaN never matches), x64 mode and device. Only transient Arrays wrap these buffers
-# (they never reach the user), and a buffer found deleted is replaced.
+# Device buffers of recently used Python and NumPy scalars, for the arguments an operation
+# converts internally (``x * 1.5`` eagerly, a jitted function called with a Python float): a
+# transfer costs far more than the lookup, and a constant in a loop is the same value every
+# time. Keyed on the scalar's type and value (``0.0`` and ``-0.0`` apart, and ``1``, ``1.0``
+# and ``True``; NaN never matches), x64 mode and device. Only transient Arrays wrap these
+# buffers (they never reach the user), and a buffer found deleted is replaced.
 _scalar_buffers: dict = {}
 _SCALAR_BUFFERS_MAX = 256
 
