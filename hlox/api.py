@@ -21,6 +21,9 @@ from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
 from hlox.config import config
 from hlox.core import dtypes
+from hlox.core import source_info as source_info_lib
+from hlox.core.source_info import named_scope
+from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
@@ -36,7 +39,8 @@ from hlox.runtime.array import Array, device_put
 flatten_fast = tree_util.flatten_fast
 _get_sig = operator.attrgetter("_sig")
 
-__all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit", "vmap", "pmap"]
+__all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit", "vmap", "pmap",
+           "named_call", "named_scope"]
 
 
 class ShapeDtypeStruct:
@@ -286,6 +290,7 @@ class JitWrapped:
       kw_flags += [k in self.donate_argnames] * len(tree_util.tree_leaves(dyn_kwargs[k]))
     return tuple(flags + kw_flags)
 
+  @api_boundary
   def _call_slow(self, args, kwargs):
     if config.disable_jit:
       return self.fun(*args, **kwargs)
@@ -611,53 +616,58 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
       return slow(args, kwargs)
 
   def jitted(*args, **kwargs):
-    # The fast path: a cache hit does no tracing and builds no IR.
-    if ctx.trace is eval_trace and not options["disable_jit"]:
-      host = False  # scalars or NumPy arrays among the arguments (no ``_buf`` to take)
-      try:
-        if simple and not kwargs:
-          leaves, in_tree = flatten_fast(args)
-          try:
-            key = (in_tree, *map(get_sig, leaves))
-          except AttributeError:
-            key = (in_tree, *map(signature, leaves))
-            host = True
-        elif donating:
-          return slow(args, kwargs)
-        else:
-          key, leaves = general_key(args, kwargs)
-        entry = cache_get(key)
-      except TypeError:  # an unhashable static argument, or a leaf that is not an array
-        return fallback(args, kwargs)
-      if entry is None:
-        return miss(key, args, kwargs)
-      touch(key)
-      execute, handlers, out_avals, device_keys, consts, kept, out_tree, single, compiled = \
-          entry
-      if consts:
-        leaves = consts + leaves
-      if execute is None:  # a replicated program (jit of pmap) places its own arguments
-        return out_tree.unflatten(compiled(leaves))
-      passed = leaves if kept is None else [leaves[i] for i in kept]
-      if host:  # known already: skip the attempt below (an exception costs ~1 µs)
-        bufs = argument_buffers(passed, compiled.device if compiled.device_key is not None
-                                else None)
-      else:
+    # The fast path: a cache hit does no tracing and builds no IR. (The ``try`` costs
+    # nothing until an exception: then the frames of this wrapper leave its traceback.)
+    try:
+      if ctx.trace is eval_trace and not options["disable_jit"]:
+        host = False  # scalars or NumPy arrays among the arguments (no ``_buf`` to take)
         try:
-          bufs = list(map(get_buf, passed))
-        except AttributeError:
+          if simple and not kwargs:
+            leaves, in_tree = flatten_fast(args)
+            try:
+              key = (in_tree, *map(get_sig, leaves))
+            except AttributeError:
+              key = (in_tree, *map(signature, leaves))
+              host = True
+          elif donating:
+            return slow(args, kwargs)
+          else:
+            key, leaves = general_key(args, kwargs)
+          entry = cache_get(key)
+        except TypeError:  # an unhashable static argument, or a leaf that is not an array
+          return fallback(args, kwargs)
+        if entry is None:
+          return miss(key, args, kwargs)
+        touch(key)
+        execute, handlers, out_avals, device_keys, consts, kept, out_tree, single, compiled = \
+            entry
+        if consts:
+          leaves = consts + leaves
+        if execute is None:  # a replicated program (jit of pmap) places its own arguments
+          return out_tree.unflatten(compiled(leaves))
+        passed = leaves if kept is None else [leaves[i] for i in kept]
+        if host:  # known already: skip the attempt below (an exception costs ~1 µs)
           bufs = argument_buffers(passed, compiled.device if compiled.device_key is not None
                                   else None)
-      try:
-        outs = execute(bufs).consume_with_handlers(handlers)
-      except Exception:  # a deleted buffer: the slow call says so
-        return out_tree.unflatten(compiled(leaves))
-      if single:
-        return new_array(outs[0], out_avals[0], device_keys[0])
-      return out_tree.unflatten(list(map(new_array, outs, out_avals, device_keys)))
-    if inline and ctx.trace is not eval_trace:
-      return fun(*args, **kwargs)
-    return slow(args, kwargs)
+        else:
+          try:
+            bufs = list(map(get_buf, passed))
+          except AttributeError:
+            bufs = argument_buffers(passed, compiled.device if compiled.device_key is not None
+                                    else None)
+        try:
+          outs = execute(bufs).consume_with_handlers(handlers)
+        except Exception:  # a deleted buffer: the slow call says so
+          return out_tree.unflatten(compiled(leaves))
+        if single:
+          return new_array(outs[0], out_avals[0], device_keys[0])
+        return out_tree.unflatten(list(map(new_array, outs, out_avals, device_keys)))
+      if inline and ctx.trace is not eval_trace:
+        return fun(*args, **kwargs)
+      return slow(args, kwargs)
+    except Exception as e:
+      hide_wrapper_frames(e)
+      raise
 
   functools.update_wrapper(jitted, wrapped.fun)
   jitted._jit = wrapped
@@ -668,6 +678,21 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   jitted._call_cache = wrapped._call_cache
   jitted._fast_cache = wrapped._fast_cache
   return jitted
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+  """``fun`` with its equations named ``name`` (default: ``fun.__name__``) in printed jaxprs'
+  name stacks and in the lowered program's op names, as ``jax.named_call``."""
+  if name is None:
+    name = getattr(fun, "__name__", None)
+  if not isinstance(name, str):
+    raise TypeError(f"named_call: name must be a string, got {name!r}")
+
+  @functools.wraps(fun)
+  def named(*args, **kwargs):
+    with source_info_lib.extend_name_stack(name):
+      return fun(*args, **kwargs)
+  return named
 
 
 def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
@@ -706,9 +731,10 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
       shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
       return closed, out_tree_box[0].unflatten(shapes)
     return closed
-  return make
+  return api_boundary(make)
 
 
+@api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
   """Shapes and dtypes of ``fun(*args, **kwargs)`` as ShapeDtypeStructs, without running it."""
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
@@ -823,7 +849,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
       final.append(batching.matchaxis(o, d, dst % ndim, size))
     return tree_util.tree_unflatten(out_tree, final)
 
-  return vmapped
+  return api_boundary(vmapped)
 
 
 # --- pmap: the transform (the replica machinery is in interpreters/pmap.py) ---------------

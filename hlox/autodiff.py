@@ -9,6 +9,7 @@ import numpy as np
 
 from hlox import lax, tree_util
 from hlox.core import dtypes
+from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad
 from hlox.api import vmap
@@ -85,6 +86,7 @@ def _instantiate(t):
   return _zeros_tangent(t.aval) if type(t) is ad.Zero else t
 
 
+@api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   """Forward mode: ``(fun(*primals), J(primals) @ tangents)``.
 
@@ -119,6 +121,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   return (*result, aux) if has_aux else result
 
 
+@api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
   """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP's linear part
   (computed once, at ``primals``)."""
@@ -142,6 +145,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
+@api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
   """``(fun(*primals), f_vjp)`` where ``f_vjp(cotangent)`` returns one cotangent per primal."""
   p_leaves, p_tree = tree_util.tree_flatten(primals)
@@ -256,7 +260,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     g = grads[0] if single else tuple(grads)
     return ((value, aux), g) if has_aux else (value, g)
 
-  return value_and_grad_f
+  return api_boundary(value_and_grad_f)
 
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -272,7 +276,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     _, g = vg(*args, **kwargs)
     return g
 
-  return grad_f
+  return api_boundary(grad_f)
 
 
 def _basis(aval, e):
@@ -396,7 +400,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     result = _assemble(y_leaves, out_tree, in_leaves, in_tree, block)
     return (result, aux) if has_aux else result
 
-  return jac_f
+  return api_boundary(jac_f)
 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -451,7 +455,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
     result = _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
     return (result, res[2]) if has_aux else result
 
-  return jac_f
+  return api_boundary(jac_f)
 
 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):

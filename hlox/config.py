@@ -44,6 +44,9 @@ class Config:
       "cache_size": ("HLOX_CACHE_SIZE", _env_int, 4096),
       "explain_cache_misses": ("HLOX_EXPLAIN_CACHE_MISSES", _env_bool, False),
       "disable_jit": ("HLOX_DISABLE_JIT", _env_bool, False),
+      # 'auto' | 'off' | 'tracebackhide' | 'quiet_remove_frames' | 'remove_frames' (JAX's
+      # values): how much of hlox's own frames errors show (core/traceback_util.py).
+      "traceback_filtering": ("HLOX_TRACEBACK_FILTERING", _env_str, "auto"),
       # The persistent compilation cache (runtime/compilation_cache.py); JAX's names and
       # defaults: off without a directory, entries that compiled in under a second are not
       # written, max size in bytes (-1: unbounded, least recently used evicted beyond it).

@@ -17,8 +17,8 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
-from hlox.core.tracer import (Trace, Tracer, get_aval, set_current_trace,
-                              user_frame_summary)
+from hlox.core import source_info as source_info_lib
+from hlox.core.tracer import Trace, Tracer, get_aval, set_current_trace
 
 
 class Var:
@@ -96,8 +96,11 @@ class Jaxpr:
 
   __repr__ = __str__
 
-  def pretty_print(self, **kwargs) -> str:
-    return pp_jaxpr(self)
+  def pretty_print(self, *, source_info: bool = False, name_stack: bool = False,
+                   **kwargs) -> str:
+    """The text form; ``source_info=True`` ends each equation's line with the user's
+    source position, ``name_stack=True`` with its ``named_scope`` names (as JAX)."""
+    return pp_jaxpr_annotated(self, source_info, name_stack)
 
 
 class ClosedJaxpr:
@@ -132,8 +135,10 @@ class ClosedJaxpr:
 
   __repr__ = __str__
 
-  def pretty_print(self, **kwargs) -> str:
-    return pp_jaxpr(self.jaxpr)
+  def pretty_print(self, *, source_info: bool = False, name_stack: bool = False,
+                   **kwargs) -> str:
+    """As ``Jaxpr.pretty_print``."""
+    return pp_jaxpr_annotated(self.jaxpr, source_info, name_stack)
 
   def _repr_html_(self):
     # Notebook display. The renderer lives in hlox.viz, above core, and is installed with
@@ -166,6 +171,7 @@ class _Names:
   def __init__(self):
     self.names = {}
     self.counter = itertools.count()
+    self.annotate = None  # eqn -> comment for its line (pretty_print's options), or None
 
   def __call__(self, v) -> str:
     if isinstance(v, Literal):
@@ -227,6 +233,16 @@ def _pp_param(value, names, indent, col=None) -> str:
 
 
 def pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
+  text = _pp_eqn(eqn, names, indent, used)
+  if names.annotate is not None:
+    note = names.annotate(eqn)
+    if note is not None:  # marked at the end of the equation's first line; aligned later
+      first, nl, rest = text.partition("\n")
+      text = f"{first}{_NOTE}{note}{nl}{rest}"
+  return text
+
+
+def _pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
   params = eqn.primitive.params_for_printing(eqn.params)
   if eqn.primitive.name == "jit" and isinstance(params.get("jaxpr"), (Jaxpr, ClosedJaxpr)):
     inner = params["jaxpr"]
@@ -272,10 +288,41 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0,
   tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
   one_line = f"{head} {'; '.join(eqn_lines)} {tail}"
   # JAX's printer keeps the jaxpr on one line when it fits in 80 columns.
-  if "\n" not in one_line and len(one_line) + (indent if col is None else col) <= _WIDTH:
+  if ("\n" not in one_line and len(one_line) + (indent if col is None else col) <= _WIDTH
+      and names.annotate is None):
     return one_line
   body = "".join(f"\n{' ' * (indent + 4)}{line}" for line in eqn_lines)
   return f"{head}{body}\n{' ' * (indent + 2)}{tail}"
+
+
+_NOTE = "\x00"  # separates a line from its annotation until the annotations are aligned
+
+
+def pp_jaxpr_annotated(jaxpr: Jaxpr, source_info: bool = False,
+                       name_stack: bool = False) -> str:
+  """``pp_jaxpr`` with each equation's source position and/or name stack as a comment
+  at the end of its line, the comments aligned in one column."""
+  if not (source_info or name_stack):
+    return pp_jaxpr(jaxpr)
+
+  def annotate(eqn):
+    info = eqn.source_info
+    parts = []
+    if source_info:
+      parts.append(str(info) if info else "unknown")
+    if name_stack:
+      parts.append(f"[{info.scope() if info else ''}]")
+    return " ".join(parts)
+
+  names = _Names()
+  names.annotate = annotate
+  lines = pp_jaxpr(jaxpr, names).split("\n")
+  width = max((len(line.partition(_NOTE)[0]) for line in lines if _NOTE in line), default=0)
+  out = []
+  for line in lines:
+    code, mark, note = line.partition(_NOTE)
+    out.append(f"{code.ljust(width)} # {note}" if mark else line)
+  return "\n".join(out)
 
 
 # --- evaluation, checking, DCE -----------------------------------------------------------
@@ -291,13 +338,20 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
     raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
-  for eqn in jaxpr.eqns:
-    invals = [read(v) for v in eqn.invars]
-    outs = eqn.primitive.bind(*invals, **eqn.params)
-    if eqn.primitive.multiple_results:
-      env.update(zip(eqn.outvars, outs))
-    else:
-      env[eqn.outvars[0]] = outs
+  # Equations the binds record (under an outer trace) keep each equation's source line.
+  context = source_info_lib._context
+  prev_eqn = context.eqn
+  try:
+    for eqn in jaxpr.eqns:
+      invals = [read(v) for v in eqn.invars]
+      context.eqn = eqn.source_info
+      outs = eqn.primitive.bind(*invals, **eqn.params)
+      if eqn.primitive.multiple_results:
+        env.update(zip(eqn.outvars, outs))
+      else:
+        env[eqn.outvars[0]] = outs
+  finally:
+    context.eqn = prev_eqn
   return [read(v) for v in jaxpr.outvars]
 
 
@@ -444,7 +498,7 @@ class JaxprTrace(Trace):
   def process_primitive(self, primitive, args, params):
     tracers = [self.to_tracer(x) for x in args]
     out = primitive.abstract_eval(*[t.aval for t in tracers], **params)
-    src = user_frame_summary()
+    src = source_info_lib.current()
     if primitive.multiple_results:
       outs = [JaxprTracer(self, a, Var(a), src) for a in out]
     else:
@@ -481,12 +535,18 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: s
   """
   trace = JaxprTrace(debug_info, trace_name)
   in_tracers = [trace.new_arg(a) for a in in_avals]
+  # The equations of a traced function record their names relative to it and their own
+  # source lines, whatever equation's rule asked for the trace.
+  context = source_info_lib._context
+  prev_stack, prev_eqn = context.name_stack, context.eqn
+  context.name_stack, context.eqn = (), None
   try:
     with set_current_trace(trace):
       outs = fun(*in_tracers)
       out_tracers = [trace.to_tracer(o) for o in outs]
     jaxpr, consts = trace.to_jaxpr(out_tracers)
   finally:
+    context.name_stack, context.eqn = prev_stack, prev_eqn
     trace.invalidate()
   return ClosedJaxpr(jaxpr, consts)
 

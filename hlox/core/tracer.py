@@ -10,8 +10,6 @@ then raise ``UnexpectedTracerError`` if they are used again.
 """
 from __future__ import annotations
 
-import os
-import sys
 import threading
 
 import numpy as np
@@ -136,20 +134,6 @@ def escaped_tracer_error(tracer) -> UnexpectedTracerError:
 
 
 # --- tracers -----------------------------------------------------------------------------
-
-_hlox_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def user_frame_summary() -> str | None:
-  """'file:line (function)' of the innermost stack frame outside the hlox package."""
-  frame = sys._getframe(1)
-  while frame is not None:
-    filename = frame.f_code.co_filename
-    if not filename.startswith(_hlox_dir):
-      return f"{filename}:{frame.f_lineno} ({frame.f_code.co_name})"
-    frame = frame.f_back
-  return None
-
 
 class Tracer:
   """A value being traced: stands for an array, known to its trace through ``aval``.

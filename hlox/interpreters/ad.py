@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray
-from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprTracer, Literal, trace_to_jaxpr, \
-    convert_constvars
+from hlox.core import source_info as source_info_lib
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, get_aval, set_current_trace)
 from hlox.interpreters.partial_eval import PartialEvalTrace
 
@@ -265,13 +264,29 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
     else:
       primal_env[v] = a
   linear_eqns = []
-  for eqn in jaxpr.eqns:
-    if any(type(v) is not Literal and v in linear for v in eqn.invars):
-      linear.update(eqn.outvars)
-      linear_eqns.append(eqn)
-    else:
-      outs = eqn.primitive.bind(*[read_primal(v) for v in eqn.invars], **eqn.params)
-      primal_env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+  # What the rules emit takes the source line of the equation they stand for.
+  context = source_info_lib._context
+  prev_eqn = context.eqn
+  try:
+    for eqn in jaxpr.eqns:
+      if any(type(v) is not Literal and v in linear for v in eqn.invars):
+        linear.update(eqn.outvars)
+        linear_eqns.append(eqn)
+      else:
+        context.eqn = eqn.source_info
+        outs = eqn.primitive.bind(*[read_primal(v) for v in eqn.invars], **eqn.params)
+        primal_env.update(zip(eqn.outvars,
+                              outs if eqn.primitive.multiple_results else [outs]))
+    ct_env = _transpose_eqns(linear_eqns, jaxpr, cts_out, linear, read_primal, context)
+  finally:
+    context.eqn = prev_eqn
+  return [ct_env.pop(v, Zero(v.aval)) if type(a) is UndefinedPrimal else None
+          for v, a in zip(jaxpr.invars, args)]
+
+
+def _transpose_eqns(linear_eqns, jaxpr, cts_out, linear, read_primal, context) -> dict:
+  """Run the transpose rules of ``linear_eqns`` backwards from the output cotangents;
+  returns the cotangents left in the environment (those of the linear inputs)."""
 
   ct_env = {}
 
@@ -292,11 +307,11 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
       raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
                                 f"'{eqn.primitive.name}' not implemented")
     invals = [read_primal(v) for v in eqn.invars]
+    context.eqn = eqn.source_info
     ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *invals, **eqn.params)
     for v, ct in zip(eqn.invars, ct_in):
       write_ct(v, ct)
-  return [ct_env.pop(v, Zero(v.aval)) if type(a) is UndefinedPrimal else None
-          for v, a in zip(jaxpr.invars, args)]
+  return ct_env
 
 
 def vjp(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None):

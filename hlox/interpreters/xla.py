@@ -96,6 +96,32 @@ class ModuleContext:
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
+    # Op locations: ``scope`` prefixes the names (``jit(f)/scan/``: the equations the ops
+    # are inside); each location is made once per module.
+    self.scope = ""
+    self._locations = {}
+
+  def location(self, label: str, info) -> ir.Location:
+    """``loc("<scope>/<label>"("<function>"("<file>":line:col)))`` for an equation's ops,
+    as JAX names them: XLA keeps the name as the op's ``op_name`` and the position as its
+    ``source_file``/``source_line``, so dumps and profiles point at the user's line."""
+    if info is None:
+      key = (self.scope, label)
+    else:  # equations made by one line in a Python loop share their location
+      key = (self.scope, label, info.code, info.lasti, info.name_stack)
+    loc = self._locations.get(key)
+    if loc is None:
+      loc = self._locations[key] = self._make_location(label, info)
+    return loc
+
+  def _make_location(self, label, info) -> ir.Location:
+    if info is not None and info.name_stack:
+      label = f"{info.scope()}/{label}"
+    if info is None or info.code is None:
+      return ir.Location.name(self.scope + label)
+    position = ir.Location.name(
+        info.function, childLoc=ir.Location.file(info.file, info.line, info.column or 0))
+    return ir.Location.name(self.scope + label, childLoc=position)
 
   def ordered_token(self) -> ir.Value:
     """The token after the current block's last ordered effect (a fresh one if none).
@@ -370,13 +396,22 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
         f"primitive {eqn.primitive.name} has no lowering rule for platform "
         f"{mctx.platform!r} (interpreter: StableHLO lowering)")
   ctx = LoweringRuleContext(mctx, eqn.primitive, avals_in, avals_out)
+  info = eqn.source_info
+  label = _label(eqn)
+  outer = mctx.scope
   try:
-    out = rule(ctx, *args, **eqn.params)
+    with mctx.location(label, info):
+      # Ops of nested jaxprs (bodies, branches, callees) are named inside this equation.
+      mctx.scope = (f"{outer}{info.scope()}/{label}/" if info is not None and info.name_stack
+                    else f"{outer}{label}/")
+      out = rule(ctx, *args, **eqn.params)
   except Exception as e:
     if eqn.source_info and not getattr(e, "_hlox_noted", False):
       e.add_note(f"while lowering {eqn.primitive.name} from {eqn.source_info}")
       e._hlox_noted = True
     raise
+  finally:
+    mctx.scope = outer
   outs = out if eqn.primitive.multiple_results else [out]
   if len(outs) != len(eqn.outvars):
     raise RuntimeError(f"lowering of {eqn.primitive.name} gave {len(outs)} results, "
@@ -386,6 +421,16 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
 
 def _aval(v):
   return v.aval
+
+
+def _label(eqn) -> str:
+  """An equation's name in op locations: the primitive's, ``jit(f)`` for a call of ``f``."""
+  name = eqn.primitive.name
+  if name == "jit":
+    callee = eqn.params.get("name")
+    if callee:
+      return f"jit({callee})"
+  return name
 
 
 # Primitives whose equations can be ordered effects: primitive -> ``params -> bool``
@@ -474,7 +519,11 @@ class Lowered:
     self.host_callbacks = ()  # (callback, result avals, takes a token) per host callback
     self._text = None
 
-  def as_text(self) -> str:
+  def as_text(self, debug_info: bool = False) -> str:
+    """The module's text; ``debug_info=True`` includes the ops' source locations."""
+    if debug_info:
+      with self.context:
+        return self.module.operation.get_asm(enable_debug_info=True)
     if self._text is None:
       with self.context:
         self._text = self.module.operation.get_asm(enable_debug_info=False)
@@ -514,6 +563,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
     mctx = ModuleContext(ctx, module, axis_env=axis_env, num_replicas=num_replicas)
     mctx.unique_name("main")
+    if name != "main":
+      mctx.scope = f"jit({name})/"
     main_in = list(arg_avals) if arg_avals is not None else in_avals
     main_out = list(result_avals) if result_avals is not None else jaxpr.out_avals
     in_types = [aval_to_ir_type(main_in[i]) for i in kept]
@@ -588,7 +639,11 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
         executable = client.compile_mlir(text, device, lowered.out_avals,
                                          lowered.host_callbacks, lowered.module)
     else:
-      executable = client.compile_mlir(text, device, lowered.out_avals)
+      # XLA gets the locations (op names and source lines in its metadata); the caches are
+      # keyed without them, so the same program traced from other lines is not compiled
+      # again (JAX's cache keys strip locations too).
+      executable = client.compile_mlir(lowered.as_text(debug_info=True), device,
+                                       lowered.out_avals, key_text=text)
     _executable_cache.put(key, executable)
   return executable
 

@@ -28,6 +28,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Var, convert_constvars, dce_jaxpr,
                              effectful_primitives, eval_jaxpr, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
+from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.interpreters import partial_eval as pe
@@ -458,6 +459,7 @@ def _join_shared_consts(closeds, slots, const_avals):
   return tuple(new)
 
 
+@api_boundary
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
   """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one primitive.
 
@@ -484,6 +486,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
   return tree_util.tree_unflatten(out_tree, outs)
 
 
+@api_boundary
 def switch(index, branches: Sequence[Callable], *operands):
   """``branches[index](*operands)`` with ``index`` clamped to ``[0, len(branches) - 1]``."""
   branches = list(branches)
@@ -711,6 +714,7 @@ def _promote_weak(leaves, in_avals, out_avals):
   return leaves, changed
 
 
+@api_boundary
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   """``val = init_val; while cond_fun(val): val = body_fun(val)``, as one primitive.
 
@@ -1088,6 +1092,7 @@ def _scan_batch(axis_data, vals, dims, *, jaxpr, num_consts, num_carry, length, 
 batching.axis_primitive_batchers[scan_p] = _scan_batch
 
 
+@api_boundary
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
          unroll: int | bool = 1, _split_transpose: bool = False):
   """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the final carry
@@ -1180,6 +1185,7 @@ def _static_int(x):
     return None
 
 
+@api_boundary
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
   """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``.
 
@@ -1230,6 +1236,7 @@ def _map_body(f):
   return body
 
 
+@api_boundary
 def map(f: Callable, xs, *, batch_size: int | None = None):
   """``stack([f(x) for x in xs])`` over the leading axis of a pytree ``xs``, as a ``scan``
   (``batch_size`` maps ``vmap(f)`` over chunks of that many elements)."""

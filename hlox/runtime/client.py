@@ -269,10 +269,11 @@ class Executable:
 
 
 def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
-                 module=None) -> Executable:
+                 module=None, key_text: str | None = None) -> Executable:
   """Compile a one-device program. A program with Python host callbacks passes them, as
   ``(callback, result avals, takes a token)`` in the order its custom calls number them, and
-  the ``ir.Module`` itself (``runtime/callbacks.py``)."""
+  the ``ir.Module`` itself (``runtime/callbacks.py``). ``key_text`` (default ``mlir_text``)
+  keys the on-disk cache: the text without source locations."""
   xc = _xc()
   client = get_client()
   options = xc.CompileOptions()
@@ -285,5 +286,5 @@ def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
                                               host_callbacks)
     return Executable(loaded, out_avals, device)
   loaded = compilation_cache.compile_and_load(client, mlir_text, xc.DeviceList((device,)),
-                                              options)
+                                              options, key_text)
   return Executable(loaded, out_avals, device)

@@ -92,12 +92,15 @@ def cache_key(client, mlir_text: str, devices, options) -> str:
   return f"{match.group(1)[:64]}-{h.hexdigest()}" if match else h.hexdigest()
 
 
-def compile_and_load(client, mlir_text: str, device_list, options):
-  """``client.compile_and_load``, going through the on-disk cache when it is on."""
+def compile_and_load(client, mlir_text: str, device_list, options,
+                     key_text: str | None = None):
+  """``client.compile_and_load``, going through the on-disk cache when it is on; the entry
+  is keyed on ``key_text`` when given (the module without source locations)."""
   if not is_enabled() or _CALLBACK_TARGET.search(mlir_text):
     return _compile(client, mlir_text, device_list, options)[0]
   directory = os.path.expanduser(os.fspath(config._values["compilation_cache_dir"]))
-  key = cache_key(client, mlir_text, list(device_list), options)
+  key = cache_key(client, key_text if key_text is not None else mlir_text,
+                  list(device_list), options)
   path = os.path.join(directory, key)
   loaded = _read(client, path, device_list, options)
   if loaded is not None:

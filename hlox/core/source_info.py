@@ -1,0 +1,194 @@
+"""Where an equation came from: the user's source line and the ``named_scope`` names around it.
+
+Every equation a trace records carries a ``SourceInfo``: the innermost stack frame outside
+hlox (and outside Python's standard library) at the moment the primitive was applied, and the
+name stack (the ``named_scope`` / ``named_call`` names open then, relative to the jaxpr being
+traced). Printed jaxprs (``pretty_print(source_info=True)``), MLIR locations of the lowered
+module (and so XLA's op metadata, dumps and profiles) and error messages read it.
+
+Recording is cheap: the frame's code object and instruction offset are kept, and file, line
+and column are worked out only when asked for. Interpreters that re-emit an equation (the
+transpose of a linear equation, a batched or differentiated jaxpr's equations) run the rules
+under ``current_eqn(eqn.source_info)``, so that what they emit points at the user's line of the
+original equation, not at the line that called ``grad`` or ``vmap``.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import sysconfig
+import threading
+
+__all__ = ["SourceInfo", "current", "named_scope", "extend_name_stack", "current_eqn",
+           "name_stack", "reset_name_stack", "is_user_file"]
+
+_hlox_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# Python's own library: a frame there (contextlib, functools) is not the user's line.
+_stdlib_dirs = tuple({os.path.abspath(p) + os.sep
+                      for p in (sysconfig.get_paths().get("stdlib"),
+                                sysconfig.get_paths().get("platstdlib")) if p})
+
+
+def is_user_file(filename: str) -> bool:
+  """Whether a frame of ``filename`` counts as the user's code (not hlox, not the stdlib;
+  site-packages count as user code: a library built on hlox is the user of hlox)."""
+  if filename.startswith(_hlox_dir):
+    return False
+  if filename.startswith(_stdlib_dirs) and "site-packages" not in filename:
+    return False
+  return True
+
+
+class SourceInfo:
+  """A user source position (``file``, ``line``, ``column``, ``function``, computed lazily)
+  and the ``name_stack`` (a tuple of scope names) of one equation."""
+
+  __slots__ = ("code", "lasti", "name_stack", "_position")
+
+  def __init__(self, code, lasti: int, name_stack: tuple = ()):
+    self.code = code
+    self.lasti = lasti
+    self.name_stack = name_stack
+    self._position = None
+
+  def _resolve(self):
+    if self._position is None:
+      line = col = None
+      if self.code is not None:
+        try:  # Python 3.11: one (line, end line, column, end column) per 2-byte code unit
+          line, _, col, _ = list(self.code.co_positions())[self.lasti // 2]
+        except (IndexError, ValueError):
+          pass
+        if line is None:
+          line = self.code.co_firstlineno
+      self._position = (line, col)
+    return self._position
+
+  @property
+  def file(self) -> str | None:
+    return None if self.code is None else self.code.co_filename
+
+  @property
+  def function(self) -> str | None:
+    return None if self.code is None else self.code.co_name
+
+  @property
+  def line(self) -> int | None:
+    return self._resolve()[0]
+
+  @property
+  def column(self) -> int | None:
+    """0-based column of the expression, as Python reports it (None when unknown)."""
+    return self._resolve()[1]
+
+  def with_name_stack(self, name_stack: tuple) -> "SourceInfo":
+    if name_stack == self.name_stack:
+      return self
+    info = SourceInfo(self.code, self.lasti, name_stack)
+    info._position = self._position
+    return info
+
+  def scope(self) -> str:
+    """The name stack as JAX prints it: ``outer/inner``."""
+    return "/".join(self.name_stack)
+
+  def __str__(self):
+    if self.code is None:
+      return "unknown"
+    line, col = self._resolve()
+    if col:  # as JAX: the column is shown when it is not 0
+      return f"{self.file}:{line}:{col} ({self.function})"
+    return f"{self.file}:{line} ({self.function})"
+
+  def __repr__(self):
+    return f"SourceInfo({self}, name_stack={self.scope()!r})"
+
+  def __bool__(self):
+    return self.code is not None or bool(self.name_stack)
+
+
+class _Context(threading.local):
+  def __init__(self):
+    self.name_stack = ()
+    self.eqn = None  # the SourceInfo of the equation being re-emitted, if any
+
+
+_context = _Context()
+
+
+def current() -> SourceInfo | None:
+  """The SourceInfo for an equation recorded now: the innermost user frame (or the
+  equation being re-emitted) and the open name stack."""
+  ctx = _context
+  eqn = ctx.eqn
+  if eqn is not None:
+    stack = ctx.name_stack
+    return eqn if not stack else eqn.with_name_stack(stack + eqn.name_stack)
+  frame = sys._getframe(1)
+  while frame is not None:
+    code = frame.f_code
+    if is_user_file(code.co_filename):
+      return SourceInfo(code, frame.f_lasti, ctx.name_stack)
+    frame = frame.f_back
+  return SourceInfo(None, 0, ctx.name_stack) if ctx.name_stack else None
+
+
+def name_stack() -> tuple:
+  """The names of the ``named_scope`` blocks open now, outermost first."""
+  return _context.name_stack
+
+
+@contextlib.contextmanager
+def extend_name_stack(name: str):
+  """Push ``name`` onto the name stack inside the block."""
+  ctx = _context
+  prev = ctx.name_stack
+  ctx.name_stack = prev + (name,)
+  try:
+    yield
+  finally:
+    ctx.name_stack = prev
+
+
+@contextlib.contextmanager
+def reset_name_stack():
+  """An empty name stack inside the block: a traced function's equations record names
+  relative to the jaxpr being traced, not to where it was called from."""
+  ctx = _context
+  prev = ctx.name_stack
+  ctx.name_stack = ()
+  try:
+    yield
+  finally:
+    ctx.name_stack = prev
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+  """Attach ``name`` to the equations traced inside the block (shown by
+  ``pretty_print(name_stack=True)`` and in the lowered module's locations, and so in XLA's
+  op names, dumps and profiles), as ``jax.named_scope``."""
+  if not isinstance(name, str):
+    raise TypeError("named_scope name argument must be a string.")
+  with extend_name_stack(name):
+    yield
+
+
+class current_eqn:
+  """Context manager: equations recorded inside the block take ``info``'s source line (the
+  open name stack is prefixed to its names). ``None`` switches back to reading the stack."""
+
+  __slots__ = ("info", "prev")
+
+  def __init__(self, info: SourceInfo | None):
+    self.info = info
+
+  def __enter__(self):
+    ctx = _context
+    self.prev = ctx.eqn
+    ctx.eqn = self.info
+    return self
+
+  def __exit__(self, *exc):
+    _context.eqn = self.prev
