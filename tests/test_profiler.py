@@ -121,7 +121,7 @@ def test_perfetto_trace_and_link(tmp_path, monkeypatch, capsys):
     port = s.getsockname()[1]
   monkeypatch.setattr(profiler, "_PERFETTO_PORT", port)
   profiler.start_trace(tmp_path / "b", create_perfetto_link=True)
-  stopper = threading.Thread(target=profiler.stop_trace)
+  stopper = threading.Thread(target=profiler.stop_trace, daemon=True)  # never blocks exit
   stopper.start()
   url = f"http://127.0.0.1:{port}/perfetto_trace.json.gz"
   deadline = time.monotonic() + 20
