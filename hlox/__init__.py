@@ -43,6 +43,19 @@ from hlox.debug.callbacks import effects_barrier, pure_callback
 __version__ = "0.1.0"
 
 
+def __getattr__(name):
+  # ``hlox.profiler`` is imported on first use: it loads jaxlib's profiler, which start-up
+  # does not need. (Only called for names the module does not have.)
+  if name == "profiler":
+    import hlox.profiler
+    return hlox.profiler
+  raise AttributeError(f"module 'hlox' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted({*globals(), "profiler"})
+
+
 def _on_config_change(name, value):
   # Weak types of Python scalars and canonical dtypes depend on x64: cached signatures and
   # executables made under the other setting must not be reused.

@@ -33,7 +33,7 @@ from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, jit_p,
                            signature)
-from hlox.runtime import client
+from hlox.runtime import client, introspection
 from hlox.runtime.array import Array, device_put
 
 flatten_fast = tree_util.flatten_fast
@@ -449,8 +449,36 @@ class Lowered:
     self._donated = donated_invars
     self._name = name
 
-  def as_text(self, dialect: str = "stablehlo") -> str:
-    return self._lowered.as_text()
+  def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+    """The program as text: ``dialect="stablehlo"`` (default) the lowered module,
+    ``"hlo"`` the HLO module XLA is given (before its optimisations; ``Compiled.as_text``
+    shows it after). ``debug_info`` adds source locations."""
+    dialect = _check_dialect(dialect)
+    if dialect == "stablehlo":
+      return self._stablehlo_text(debug_info)
+    return introspection.hlo_text(self._stablehlo_text(debug_info), debug_info)
+
+  def _stablehlo_text(self, debug_info: bool) -> str:
+    if not debug_info:
+      return self._lowered.as_text()
+    with self._lowered.context:
+      return self._lowered.module.operation.get_asm(enable_debug_info=True)
+
+  def compiler_ir(self, dialect: str | None = None):
+    """The program as an object: the MLIR ``ir.Module`` (``"stablehlo"``) or jaxlib's
+    ``XlaComputation`` (``"hlo"``)."""
+    if _check_dialect(dialect) == "stablehlo":
+      return self._lowered.module
+    return introspection.hlo_computation(self._lowered.as_text())
+
+  def cost_analysis(self) -> dict | None:
+    """XLA's cost estimate (``'flops'``, ``'bytes accessed'``, ...: a dict of floats) of the
+    program before optimisation; ``compile().cost_analysis()`` estimates the optimised one.
+    ``None`` where the backend has no estimate."""
+    try:
+      return introspection.hlo_cost_analysis(self._lowered.as_text())
+    except NotImplementedError:
+      return None
 
   def compile(self) -> "Compiled":
     if self._lowered.replicas is not None:  # it contains pmaps
@@ -485,11 +513,38 @@ class Compiled:
                       f"{[a.str_short() for a in expected]}")
     return self.out_tree.unflatten(self._call(list(self._traced.consts) + leaves))
 
-  def as_text(self) -> str:
-    return self._call.executable.hlo_text()
+  def as_text(self) -> str | None:
+    """The optimised HLO text XLA compiled (``None`` where the backend cannot print it)."""
+    return self._ask(introspection.executable_hlo_text)
 
-  def cost_analysis(self):
-    return self._call.executable.cost_analysis()
+  def cost_analysis(self) -> dict | None:
+    """XLA's cost estimate of the optimised program: a dict of floats (``'flops'``,
+    ``'bytes accessed'``, ``'transcendentals'``, ...), or ``None`` where there is none."""
+    return self._ask(introspection.executable_cost_analysis)
+
+  def memory_analysis(self):
+    """XLA's memory estimate of the program: an object with ``argument_size_in_bytes``,
+    ``output_size_in_bytes``, ``temp_size_in_bytes``, ``alias_size_in_bytes``,
+    ``generated_code_size_in_bytes`` (and their ``host_`` twins, ``peak_memory_in_bytes``),
+    or ``None`` where there is none."""
+    return self._ask(introspection.executable_memory_analysis)
+
+  def runtime_executable(self):
+    """jaxlib's ``LoadedExecutable`` behind this function."""
+    return self._call.executable.loaded
+
+  def _ask(self, question):
+    try:
+      return question(self._call.executable.loaded)
+    except NotImplementedError:
+      return None
+
+
+def _check_dialect(dialect: str | None) -> str:
+  dialect = "stablehlo" if dialect is None else dialect
+  if dialect not in ("stablehlo", "hlo"):
+    raise ValueError(f"unknown dialect: {dialect!r} (expected 'stablehlo' or 'hlo')")
+  return dialect
 
 
 def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,

@@ -363,9 +363,6 @@ class ReplicatedCall:
       run = self._variant(layouts)
     return list(map(wrap_multi, run(bufs), self.out_avals))
 
-  def hlo_text(self) -> str:
-    return self.executable.hlo_text()
-
 
 # Replicated executables by (module text, devices): a retrace giving the same program, or
 # ``Lowered.compile()`` after a call, compiles nothing (as ``xla.compile_lowered``).

@@ -261,12 +261,6 @@ class Executable:
       return execute(bufs).consume_with_handlers(handlers)
     self.run = run
 
-  def cost_analysis(self):
-    return self.loaded.cost_analysis()
-
-  def hlo_text(self) -> str:
-    return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
-
 
 def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
                  module=None, key_text: str | None = None) -> Executable:

@@ -236,9 +236,6 @@ class Replicated:
       return outs
     self.run = run
 
-  def hlo_text(self) -> str:
-    return "\n".join(m.to_string() for m in self.loaded.hlo_modules())
-
 
 def compile_replicated(mlir_text: str, devices, out_avals, out_shardings, host_callbacks=(),
                        module=None) -> Replicated:
