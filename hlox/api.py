@@ -458,9 +458,10 @@ class Lowered:
   def compile(self) -> "Compiled":
     if self._lowered.replicas is not None:  # it contains pmaps
       call = replicated.compile_replicated_call(self._lowered)
-      return Compiled(call, self._traced, self.in_tree)
+      return Compiled(call, self._traced, self.in_tree, self._name)
     executable = xla.compile_lowered(self._lowered)
-    return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree)
+    return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree,
+                    self._name)
 
   def jaxpr(self):
     return self._traced.jaxpr
@@ -469,11 +470,12 @@ class Lowered:
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
-  def __init__(self, call, traced, in_tree):
+  def __init__(self, call, traced, in_tree, name: str = "jit"):
     self._call = call
     self._traced = traced
     self.in_tree = in_tree
     self.out_tree = traced.out_tree
+    self._name = name
 
   def __call__(self, *args, **kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
@@ -486,7 +488,10 @@ class Compiled:
       raise TypeError("Compiled function called with argument types "
                       f"{[a.str_short() for a in avals]}, but it was compiled for "
                       f"{[a.str_short() for a in expected]}")
-    return self.out_tree.unflatten(self._call(list(self._traced.consts) + leaves))
+    call = self._call
+    if nan_checks.enabled and type(call) is CompiledCall:  # checked as a jitted call is
+      call = nan_checks.CheckedCall(call, self._traced.jaxpr, self._name)
+    return self.out_tree.unflatten(call(list(self._traced.consts) + leaves))
 
   def as_text(self) -> str:
     return self._call.executable.hlo_text()

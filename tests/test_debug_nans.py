@@ -185,6 +185,14 @@ def test_donated_argument_kept_for_the_rerun():
   assert not x.is_deleted()
 
 
+def test_ahead_of_time_compiled_call():
+  compiled = hlox.jit(lambda x: jnp.log(x)).lower(jnp.ones(())).compile()
+  with hlox.debug_nans(True):
+    with pytest.raises(FloatingPointError, match=r"\(nan\) encountered in log at "):
+      compiled(jnp.array(-1.0))
+  assert np.isnan(compiled(jnp.array(-1.0)))
+
+
 def test_grad_of_jitted_function():
   f = hlox.jit(lambda x: jnp.sqrt(x))
   with hlox.debug_infs(True):
