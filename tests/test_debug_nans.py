@@ -314,3 +314,53 @@ def test_explain_cache_misses_still_logs(caplog):
   finally:
     hlox.config.update("explain_cache_misses", False)
   assert any("jit explained: tracing for f32[4]" in r.getMessage() for r in caplog.records)
+
+
+# --- against JAX --------------------------------------------------------------------------
+
+_ORACLE_PROGRAM = """
+import re
+def first_error(fn, *args):
+  try:
+    fn(*args)
+  except FloatingPointError as e:
+    if "de-optimized function did not produce" in str(e):
+      return "de-optimized"
+    m = re.match(r"invalid value \\((nan|inf)\\) encountered in (\\w+)", str(e))
+    return list(m.groups()) if m else str(e)
+  return None
+
+def inner(y):
+  return 0.0 / y
+
+def outer(x):
+  return jax.jit(inner)(x * 2.0) + 1.0
+
+zero = jnp.zeros((), jnp.float32)
+nan = jax.device_put(np.float32(np.nan))
+result = {}
+with jax.debug_nans(True):
+  result["eager_log"] = first_error(jnp.log, jnp.full((), -1.0, jnp.float32))
+  result["jit_div"] = first_error(jax.jit(lambda x: x / x), zero)
+  result["nested"] = first_error(jax.jit(outer), zero)
+  result["nan_input"] = first_error(jax.jit(lambda x: x + 1.0), nan)
+  result["pass_through"] = first_error(jax.jit(lambda x: x), nan)
+  result["masked"] = first_error(jax.jit(lambda x: jnp.where(x > 0, 0.0 / x, 1.0)), zero)
+  result["inf_unchecked"] = first_error(jax.jit(lambda x: 1.0 / x), zero)
+with jax.debug_infs(True):
+  result["inf"] = first_error(jax.jit(lambda x: 1.0 / x), zero)
+"""
+
+
+@pytest.mark.jax_oracle
+def test_errors_match_jax():
+  pytest.importorskip("jax")
+  from tests.util import run_in_jax
+  runner = ("import json, sys\nimport numpy as np\nimport jax, jax.numpy as jnp\n"
+            "ns = {'jax': jax, 'jnp': jnp, 'np': np}\nexec(json.loads(sys.stdin.read()), ns)\n"
+            "print(json.dumps(ns['result']))\n")
+  expected = run_in_jax(runner, _ORACLE_PROGRAM)
+  namespace = {"jax": hlox, "jnp": jnp, "np": np}
+  exec(_ORACLE_PROGRAM, namespace)
+  assert namespace["result"] == expected
+  assert expected["jit_div"] == ["nan", "div"]  # the oracle ran what it should
