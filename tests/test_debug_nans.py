@@ -118,6 +118,25 @@ def test_while_and_cond_bodies():
       branch(jnp.array(-3.0))
 
 
+def test_custom_jvp_and_checkpoint_bodies_are_opened():
+  @hlox.custom_jvp
+  def safe_log(x):
+    return jnp.log(x)
+  safe_log.defjvp(lambda p, t: (safe_log(p[0]), t[0] / p[0]))
+
+  @hlox.jit
+  def f(x):
+    return hlox.checkpoint(lambda y: jnp.sqrt(y))(x) + 1.0
+
+  with hlox.debug_nans(True):
+    with pytest.raises(FloatingPointError) as info:
+      hlox.jit(lambda x: safe_log(x) * 2.0)(jnp.array(-1.0))
+    assert re.search(r"encountered in log at .*inside custom_jvp_call\(safe_log\) at ",
+                     str(info.value))
+    with pytest.raises(FloatingPointError, match=r"encountered in sqrt at .*inside remat2 at "):
+      f(jnp.array(-1.0))
+
+
 def test_nan_input_raises_at_first_primitive():
   f = hlox.jit(lambda x: x + 1.0)
   with hlox.debug_nans(True):
