@@ -6,7 +6,7 @@
 This module only re-exports the public API; the layers below it are described in
 ``docs/ARCHITECTURE.md``.
 """
-from hlox.config import config
+from hlox.config import config, debug_infs, debug_nans, log_compiles
 from hlox.cache import clear_caches
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,

@@ -28,7 +28,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.errors import ConcretizationTypeError
-from hlox.interpreters import batching, xla
+from hlox.interpreters import batching, nan_checks, xla
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, jit_p,
@@ -299,8 +299,9 @@ class JitWrapped:
     dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
     traced = self._get_traced(in_tree, leaves, statics, args, kwargs)
+    # As JAX: no donation while NaN checks are on (a re-run needs the arguments).
     donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
-        self.donate_argnums or self.donate_argnames) else ()
+        (self.donate_argnums or self.donate_argnames) and not nan_checks.enabled) else ()
     n_consts = len(traced.consts)
     donated_invars = (False,) * n_consts + donated if any(donated) else ()
     if trace_ctx.trace is not eval_trace or any(isinstance(x, Tracer) for x in leaves) or \
@@ -361,6 +362,12 @@ class JitWrapped:
   def _remember_fast(self, key, compiled, consts, out_tree):
     """Store what the cache-hit path needs, flat: consts already on the device."""
     n_out = len(compiled.out_avals)
+    if type(compiled) is nan_checks.CheckedCall:  # the checks on: called as a whole
+      device = compiled.device if compiled.device_key is not None else None
+      const_arrays = [c if type(c) is Array else _device_const(c, device) for c in consts]
+      self._call_cache.put(key, (None, None, compiled.out_avals, None, const_arrays, None,
+                                 out_tree, False, compiled))
+      return
     if getattr(compiled, "replicated", False):  # jit of pmap: consts copied to its replicas
       const_arrays = [compiled.place(c, i) for i, c in enumerate(consts)]
       entry = (None, None, compiled.out_avals, None, const_arrays, None, out_tree,
@@ -405,7 +412,8 @@ class JitWrapped:
       out_tree_box.append(out_tree)
       return out_leaves
 
-    closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name)
+    with monitoring.log_elapsed_time("Finished tracing %s for jit in %.9f sec", self.name):
+      closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name)
     jaxpr, consts = convert_constvars(closed)
     return _Traced(jaxpr, consts, out_tree_box[0], avals)
 
@@ -421,7 +429,7 @@ class JitWrapped:
     lowered = replicated.lower_replicated(traced.jaxpr, self.name, donated_invars,
                                            self.keep_unused)
     if lowered is None:
-      lowered = xla.lower_jaxpr_to_module(traced.jaxpr, self.name, donated_invars,
+      lowered = xla.lower_jaxpr_to_module(traced.jaxpr, f"jit({self.name})", donated_invars,
                                           self.keep_unused)
     return Lowered(lowered, traced, in_tree, donated_invars, self.name)
 
@@ -483,9 +491,10 @@ class Lowered:
   def compile(self) -> "Compiled":
     if self._lowered.replicas is not None:  # it contains pmaps
       call = replicated.compile_replicated_call(self._lowered)
-      return Compiled(call, self._traced, self.in_tree)
+      return Compiled(call, self._traced, self.in_tree, self._name)
     executable = xla.compile_lowered(self._lowered)
-    return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree)
+    return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree,
+                    self._name)
 
   def jaxpr(self):
     return self._traced.jaxpr
@@ -494,11 +503,12 @@ class Lowered:
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
-  def __init__(self, call, traced, in_tree):
+  def __init__(self, call, traced, in_tree, name: str = "jit"):
     self._call = call
     self._traced = traced
     self.in_tree = in_tree
     self.out_tree = traced.out_tree
+    self._name = name
 
   def __call__(self, *args, **kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
@@ -511,7 +521,10 @@ class Compiled:
       raise TypeError("Compiled function called with argument types "
                       f"{[a.str_short() for a in avals]}, but it was compiled for "
                       f"{[a.str_short() for a in expected]}")
-    return self.out_tree.unflatten(self._call(list(self._traced.consts) + leaves))
+    call = self._call
+    if nan_checks.enabled and type(call) is CompiledCall:  # checked as a jitted call is
+      call = nan_checks.CheckedCall(call, self._traced.jaxpr, self._name)
+    return self.out_tree.unflatten(call(list(self._traced.consts) + leaves))
 
   def as_text(self) -> str | None:
     """The optimised HLO text XLA compiled (``None`` where the backend cannot print it)."""
@@ -603,6 +616,25 @@ _caches_by_function: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _caches_by_partial = LRUCache(maxsize=256)
 
 
+# Every jitted function's call cache (the cache-hit path's entries), to drop them all when
+# the NaN checks are switched: an entry runs its executable checked or not.
+_call_caches: "weakref.WeakSet[LRUCache]" = weakref.WeakSet()
+
+
+def _new_caches() -> tuple:
+  call_cache = LRUCache()
+  _call_caches.add(call_cache)
+  return LRUCache(), call_cache
+
+
+def _on_config_change(name, value):
+  if name in ("debug_nans", "debug_infs"):
+    for cache in list(_call_caches):
+      cache.clear()
+
+config.add_watcher(_on_config_change)
+
+
 def _shared_caches(fun, settings) -> tuple:
   """``(trace cache, call cache)`` for ``jit(fun)`` with ``settings`` (its static
   configuration), shared with every other such wrapper when ``fun`` allows it."""
@@ -613,18 +645,18 @@ def _shared_caches(fun, settings) -> tuple:
         per_setting = _caches_by_function[fun] = {}
       caches = per_setting.get(settings)
       if caches is None:
-        caches = per_setting[settings] = (LRUCache(), LRUCache())
+        caches = per_setting[settings] = _new_caches()
       return caches
     if type(fun) is functools.partial and type(fun.func) is types.FunctionType:
       key = (fun.func, fun.args, tuple(sorted(fun.keywords.items())), settings)
       caches = _caches_by_partial.get(key)
       if caches is None:
-        caches = (LRUCache(), LRUCache())
+        caches = _new_caches()
         _caches_by_partial.put(key, caches)
       return caches
   except TypeError:  # unhashable arguments or settings: caches of its own
     pass
-  return LRUCache(), LRUCache()
+  return _new_caches()
 
 
 def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:

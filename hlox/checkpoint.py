@@ -13,7 +13,7 @@ from hlox import tree_util
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval, set_current_trace
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies"]
@@ -67,6 +67,9 @@ checkpoint_p = _CheckpointPrimitive("remat2")
 checkpoint_p.def_impl(lambda *args, jaxpr, **params: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts,
                                                                  *args))
 checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **params: list(jaxpr.out_avals))
+# debug_nans's re-run opens the body, so that an invalid value is traced to its equation.
+nan_checks.deoptimized_rules[checkpoint_p] = (
+    lambda *args, jaxpr, **params: nan_checks.eval_deoptimized(jaxpr.jaxpr, jaxpr.consts, args))
 xla.register_lowering(checkpoint_p, lambda ctx, *args, jaxpr, **params: xla.lower_call(
     ctx, jaxpr, args, name="checkpoint"))
 

@@ -1,4 +1,4 @@
-"""Global switches: 64-bit mode, CPU device count, cache sizes, checks, the on-disk cache.
+"""Global switches: 64-bit mode, device count, caches, checks (NaN/inf), compile logs, disk cache.
 
 Values come from ``HLOX_*`` environment variables at import time and can be changed with
 ``hlox.config.update(name, value)``. Options that shape the runtime (``num_cpu_devices``)
@@ -6,9 +6,10 @@ only take effect before the first device use.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
-__all__ = ["config", "update", "enable_x64"]
+__all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_compiles"]
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -47,6 +48,12 @@ class Config:
       # 'auto' | 'off' | 'tracebackhide' | 'quiet_remove_frames' | 'remove_frames' (JAX's
       # values): how much of hlox's own frames errors show (core/traceback_util.py).
       "traceback_filtering": ("HLOX_TRACEBACK_FILTERING", _env_str, "auto"),
+      # NaN (inf) checks on the outputs of every eager primitive and jitted call; a jitted
+      # call that produced one is re-run equation by equation to name the culprit.
+      "debug_nans": ("HLOX_DEBUG_NANS", _env_bool, False),
+      "debug_infs": ("HLOX_DEBUG_INFS", _env_bool, False),
+      # Traces and XLA compiles logged at WARNING (at DEBUG otherwise) to "hlox.compile".
+      "log_compiles": ("HLOX_LOG_COMPILES", _env_bool, False),
       # The persistent compilation cache (runtime/compilation_cache.py); JAX's names and
       # defaults: off without a directory, entries that compiled in under a second are not
       # written, max size in bytes (-1: unbounded, least recently used evicted beyond it).
@@ -114,3 +121,44 @@ class enable_x64:
 
   def __exit__(self, *exc):
     config.update("enable_x64", self._prev)
+
+
+class _OptionScope(contextlib.ContextDecorator):
+  """Sets a boolean option inside a ``with`` block (or a decorated function's call)."""
+
+  def __init__(self, name: str, new_val: bool):
+    self._name = name
+    self._new_val = new_val
+    self._saved = []  # a stack: the same object may decorate a function that recurses
+
+  def __enter__(self):
+    self._saved.append(config._values[self._name])
+    config.update(self._name, self._new_val)
+    return self
+
+  def __exit__(self, *exc):
+    config.update(self._name, self._saved.pop())
+
+
+class _BoolOption:
+  """A boolean option as JAX exposes it at top level (``jax.debug_nans``):
+  ``with hlox.debug_nans(True): ...`` or ``@hlox.debug_nans(False)`` sets it for a block or a
+  function; ``hlox.debug_nans.value`` reads it."""
+
+  def __init__(self, name: str):
+    self._name = name
+
+  @property
+  def value(self) -> bool:
+    return config._values[self._name]
+
+  def __call__(self, new_val: bool = True) -> _OptionScope:
+    return _OptionScope(self._name, bool(new_val))
+
+  def __repr__(self):
+    return f"hlox.{self._name}(value={self.value})"
+
+
+debug_nans = _BoolOption("debug_nans")
+debug_infs = _BoolOption("debug_infs")
+log_compiles = _BoolOption("log_compiles")

@@ -26,7 +26,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
 
 __all__ = ["custom_jvp", "custom_vjp"]
@@ -135,8 +135,14 @@ def _call_lowering(ctx, *args, call_jaxpr, name, **params):
   return xla.lower_call(ctx, call_jaxpr, args, name=name)
 
 
+def _call_deoptimized(*args, call_jaxpr, **params):
+  # debug_nans's re-run: the primal body equation by equation.
+  return nan_checks.eval_deoptimized(call_jaxpr.jaxpr, call_jaxpr.consts, args)
+
+
 def _register_call(prim):
   prim.def_impl(_call_impl)
+  nan_checks.deoptimized_rules[prim] = _call_deoptimized
   prim.def_abstract_eval(_call_abstract_eval)
   xla.register_lowering(prim, _call_lowering)
 

@@ -4,11 +4,16 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
+
+from hlox.config import config
 
 event_counts: collections.Counter = collections.Counter()
 _listeners: list = []
 _lock = threading.Lock()
 logger = logging.getLogger("hlox")
+# Traces and compiles (``config.log_compiles``), as JAX logs them from its dispatch module.
+compile_logger = logging.getLogger("hlox.compile")
 
 
 def record_event(event: str, **info) -> None:
@@ -42,3 +47,30 @@ class count_events:
 
   def __exit__(self, *exc):
     unregister_event_listener(self._fn)
+
+
+def log_compile(fmt: str, *args) -> None:
+  """Log one line about a trace or compile: at WARNING with ``config.log_compiles`` (so it
+  shows without any logging setup, as in JAX), at DEBUG otherwise."""
+  level = logging.WARNING if config._values["log_compiles"] else logging.DEBUG
+  if compile_logger.isEnabledFor(level):
+    compile_logger.log(level, fmt, *args)
+
+
+class log_elapsed_time:
+  """Context manager: on exit, ``log_compile(fmt, name, seconds)`` (``fmt`` takes a name and
+  a float, e.g. ``"Finished XLA compilation of %s in %.9f sec"``)."""
+
+  __slots__ = ("fmt", "name", "start")
+
+  def __init__(self, fmt: str, name: str):
+    self.fmt = fmt
+    self.name = name
+
+  def __enter__(self):
+    self.start = time.perf_counter()
+    return self
+
+  def __exit__(self, exc_type, *exc):
+    if exc_type is None:  # a failed trace or compile says so itself
+      log_compile(self.fmt, self.name, time.perf_counter() - self.start)

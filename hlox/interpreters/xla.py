@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 import threading
 import zlib
+from functools import partial
 from typing import Callable, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.tracer import check_no_tracers
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
 from hlox.config import config
+from hlox.interpreters import nan_checks
 from hlox.runtime import client
 from hlox.runtime.array import SCALAR_TYPES, Array, device_put, scalar_argument
 
@@ -517,6 +519,7 @@ class Lowered:
     self.donated_invars = tuple(donated_invars)
     self.replicas = None  # set for programs with pmaps (``pmap.lower_replicated``)
     self.host_callbacks = ()  # (callback, result avals, takes a token) per host callback
+    self.name = "main"  # what compile logs call it: "jit(f)", or an eager primitive's name
     self._text = None
 
   def as_text(self, debug_info: bool = False) -> str:
@@ -585,6 +588,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         outs = (body or lower_jaxpr)(mctx, jaxpr, consts, args)
         func_dialect.ReturnOp(outs)
   lowered = Lowered(module, ctx, in_avals, jaxpr.out_avals, kept, donated)
+  lowered.name = name
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
@@ -634,16 +638,18 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
   executable = _executable_cache.get(key)
   if executable is None:
     monitoring.record_event("compile")
-    if lowered.host_callbacks:
-      with lowered.context:
-        executable = client.compile_mlir(text, device, lowered.out_avals,
-                                         lowered.host_callbacks, lowered.module)
-    else:
-      # XLA gets the locations (op names and source lines in its metadata); the caches are
-      # keyed without them, so the same program traced from other lines is not compiled
-      # again (JAX's cache keys strip locations too).
-      executable = client.compile_mlir(lowered.as_text(debug_info=True), device,
-                                       lowered.out_avals, key_text=text)
+    with monitoring.log_elapsed_time("Finished XLA compilation of %s in %.9f sec",
+                                     lowered.name):
+      if lowered.host_callbacks:
+        with lowered.context:
+          executable = client.compile_mlir(text, device, lowered.out_avals,
+                                           lowered.host_callbacks, lowered.module)
+      else:
+        # XLA gets the locations (op names and source lines in its metadata); the caches
+        # are keyed without them, so the same program traced from other lines is not
+        # compiled again (JAX's cache keys strip locations too).
+        executable = client.compile_mlir(lowered.as_text(debug_info=True), device,
+                                         lowered.out_avals, key_text=text)
     _executable_cache.put(key, executable)
   return executable
 
@@ -653,6 +659,14 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
 _eager_cache = LRUCache()
 _eager_data = _eager_cache._data  # read directly on the hot path (see LRUCache.get)
 _eager_move_to_end = _eager_data.move_to_end
+
+
+def _on_config_change(name, value):
+  # Entries are built checking or not (``_compile_eager``): none may outlive the setting.
+  if name in ("debug_nans", "debug_infs"):
+    _eager_cache.clear()
+
+config.add_watcher(_on_config_change)
 
 
 class _EagerEntry:
@@ -740,9 +754,19 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
     replicated = replicated_compiler(ClosedJaxpr(jaxpr, []), primitive.name)
     if replicated is not None:
       return replicated
-  lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []))
+  monitoring.log_compile("Compiling %s with global shapes and types %s. Argument mapping: %s.",
+                         primitive.name, tuple(in_avals), (device or client.default_device(),))
+  lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), primitive.name)
   executable = compile_lowered(lowered, device)
-  return _EagerEntry(executable, out_avals, device, primitive.multiple_results)
+  entry = _EagerEntry(executable, out_avals, device, primitive.multiple_results)
+  if nan_checks.enabled:  # a callable entry: ``apply_primitive`` calls it instead
+    return nan_checks.CheckedEager(partial(_run_eager, entry), primitive.name)
+  return entry
+
+
+def _run_eager(entry: _EagerEntry, args) -> list:
+  outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
+  return [Array(b, a, entry.device_key) for b, a in zip(outs, entry.out_avals)]
 
 
 # --- host reads of dtypes the buffer protocol cannot describe ----------------------------

@@ -9,16 +9,18 @@ from __future__ import annotations
 import operator
 from typing import Sequence
 
+from hlox import monitoring
 from hlox.config import config
 from hlox.cache import LRUCache, memoize_derived
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
 from hlox.errors import DeletedArrayError
-from hlox.interpreters import ad, batching, xla
+from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.interpreters.pmap import jaxpr_replicas
 from hlox.interpreters.replicated import compile_replicated_jaxpr
+from hlox.runtime import client
 from hlox.runtime.array import SCALAR_TYPES, Array, device_put, scalar_argument
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
@@ -151,10 +153,19 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
       _compile_cache.put(key, entry)
       return entry
     device = _device_of(sigs)
-    lowered = xla.lower_jaxpr_to_module(closed, name, donated_invars, keep_unused)
+    module_name = f"jit({name})"
+    monitoring.log_compile(
+        "Compiling %s with global shapes and types %s. Argument mapping: %s.", module_name,
+        tuple(s if type(s) is not tuple else s[0] for s in sigs),
+        tuple(s[1] if type(s) is tuple else client.default_device() for s in sigs))
+    with monitoring.log_elapsed_time("Finished jaxpr to MLIR module conversion %s in %.9f sec",
+                                     module_name):
+      lowered = xla.lower_jaxpr_to_module(closed, module_name, donated_invars, keep_unused)
     executable = xla.compile_lowered(lowered, device)
     entry = CompiledCall(executable, lowered, device)
     _compile_cache.put(key, entry)
+  if nan_checks.enabled and type(entry) is CompiledCall:
+    return nan_checks.CheckedCall(entry, closed, name)
   return entry
 
 
@@ -199,6 +210,12 @@ def _jit_impl(*args, jaxpr, name, donated_invars=(), keep_unused=False, inline=F
   return compiled(args)
 
 jit_p.def_impl(_jit_impl)
+
+
+def _jit_deoptimized(*args, jaxpr, **params):
+  return nan_checks.eval_deoptimized(jaxpr.jaxpr, jaxpr.consts, args)
+
+nan_checks.deoptimized_rules[jit_p] = _jit_deoptimized
 
 
 def _jit_lowering(ctx, *args, jaxpr, name, donated_invars=(), keep_unused=False, inline=False):

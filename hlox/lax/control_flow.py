@@ -30,7 +30,7 @@ from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Var, convert_constvars
 from hlox.core.primitive import Primitive
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, cost, xla
+from hlox.interpreters import ad, batching, cost, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
@@ -207,6 +207,15 @@ def _cond_abstract_eval(index, *ops, branches):
 
 cond_p.def_abstract_eval(_cond_abstract_eval)
 cond_p.def_impl(partial(xla.apply_primitive, cond_p))
+
+
+def _cond_deoptimized(index, *ops, branches):
+  # The debug_nans re-run: the chosen branch equation by equation. The index is clamped,
+  # as ``stablehlo.case`` clamps it.
+  i = builtins.min(builtins.max(int(np.asarray(index)), 0), len(branches) - 1)
+  return nan_checks.eval_deoptimized(branches[i].jaxpr, branches[i].consts, ops)
+
+nan_checks.deoptimized_rules[cond_p] = _cond_deoptimized
 
 
 def _cond_lowering(ctx, index, *ops, branches):
@@ -535,6 +544,17 @@ while_p.def_abstract_eval(_while_abstract_eval)
 while_p.def_impl(partial(xla.apply_primitive, while_p))
 
 
+def _while_deoptimized(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  # The debug_nans re-run: the loop in Python, its predicate and body equation by equation.
+  cconsts, bconsts, carry = _split(args, cond_nconsts, body_nconsts)
+  run = nan_checks.eval_deoptimized
+  while bool(np.asarray(run(cond_jaxpr.jaxpr, cond_jaxpr.consts, [*cconsts, *carry])[0])):
+    carry = run(body_jaxpr.jaxpr, body_jaxpr.consts, [*bconsts, *carry])
+  return carry
+
+nan_checks.deoptimized_rules[while_p] = _while_deoptimized
+
+
 def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
   # Consts travel as loop-carried values so that the regions need nothing from outside.
   mctx = ctx.module_context
@@ -768,6 +788,30 @@ def _scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, u
 
 scan_p.def_abstract_eval(_scan_abstract_eval)
 scan_p.def_impl(partial(xla.apply_primitive, scan_p))
+
+
+def _scan_deoptimized(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
+  # The debug_nans re-run: the loop in Python, the body equation by equation. ``xs`` are
+  # sliced and ``ys`` stacked on the host, so that no primitive of the loop's own machinery
+  # is blamed for values that merely pass through it.
+  consts, carry, xs = _split(args, num_consts, num_carry)
+  xs = [np.asarray(x) for x in xs]
+  y_avals = jaxpr.out_avals[num_carry:]
+  ys = [[] for _ in y_avals]
+  for t in range(length):
+    idx = length - 1 - t if reverse else t
+    outs = nan_checks.eval_deoptimized(jaxpr.jaxpr, jaxpr.consts,
+                                       [*consts, *carry, *(device_put(x[idx]) for x in xs)])
+    carry = outs[:num_carry]
+    for col, y in zip(ys, outs[num_carry:]):
+      col.append(np.asarray(y))
+  if reverse:
+    ys = [col[::-1] for col in ys]
+  stacked = [device_put(np.stack(col) if col else np.zeros((0,) + a.shape, a.dtype))
+             for col, a in zip(ys, y_avals)]
+  return list(carry) + stacked
+
+nan_checks.deoptimized_rules[scan_p] = _scan_deoptimized
 
 
 def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):

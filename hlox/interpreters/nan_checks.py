@@ -1,0 +1,184 @@
+"""``debug_nans`` / ``debug_infs``: NaN and inf checks on computed values, and the
+de-optimized re-run that names the operation that produced one.
+
+With either option on, the eager dispatch (``xla.apply_primitive``) checks every primitive's
+outputs, and every jitted call checks its outputs. A jitted call that produced an invalid
+value is run again *de-optimized*: its jaxpr evaluated equation by equation with eager
+primitives, the outputs of each checked, nested jitted calls (and control flow, through
+``deoptimized_rules``) opened up the same way, so that the error names the first primitive
+that produced the value and the user's line that called it.
+
+Nothing here runs while both options are off: the callers build checking entries for their
+caches only while ``enabled`` is set, and drop their caches when it changes.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from hlox.config import config
+from hlox.core import dtypes
+from hlox.core.jaxpr import Literal
+
+__all__ = ["enabled", "find_invalid", "invalid_value_error", "eval_deoptimized",
+           "deoptimized_rules", "CheckedCall", "CheckedEager"]
+
+enabled = bool(config.debug_nans or config.debug_infs)
+
+# primitive -> rule(*args, **params) -> list of outputs: how the de-optimized re-run opens a
+# primitive that holds jaxprs (a nested jit call, scan, while, cond), running them with
+# ``eval_deoptimized`` so that an invalid value inside is traced to its own equation.
+# Registered beside each primitive in ``lax/``.
+deoptimized_rules: dict = {}
+
+
+def _on_config_change(name, value):
+  global enabled
+  if name in ("debug_nans", "debug_infs"):
+    enabled = bool(config._values["debug_nans"] or config._values["debug_infs"])
+
+config.add_watcher(_on_config_change)
+
+
+def find_invalid(values: Sequence) -> str | None:
+  """``"nan"`` or ``"inf"`` if one of ``values`` (arrays) holds one that the options check
+  for (floating and complex dtypes only), else None."""
+  nans, infs = config._values["debug_nans"], config._values["debug_infs"]
+  for x in values:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+      x = np.asarray(x)
+      dtype = x.dtype
+    if not dtypes.is_inexact(dtype):
+      continue
+    host = np.asarray(x)
+    if nans and np.isnan(host).any():
+      return "nan"
+    if infs and np.isinf(host).any():
+      return "inf"
+  return None
+
+
+def invalid_value_error(name: str, kind: str, where=None) -> FloatingPointError:
+  """JAX's error for an invalid value out of primitive ``name``, with the user's line
+  (``where``: an equation's ``source_info``) when known.
+
+  The error carries ``_hlox_where`` (the line, or None): the de-optimized re-run adds the
+  line of the equation it was evaluating to one raised without it (by the eager check)."""
+  msg = f"invalid value ({kind}) encountered in {name}"
+  if where is not None:
+    msg += f" at {where}"
+  err = FloatingPointError(msg)
+  err._hlox_where = where
+  err._hlox_name, err._hlox_kind = name, kind
+  return err
+
+
+def _eqn_label(eqn) -> str:
+  name = eqn.params.get("name")
+  return f"{eqn.primitive.name}({name})" if isinstance(name, str) else eqn.primitive.name
+
+
+def eval_deoptimized(jaxpr, consts: Sequence, args: Sequence) -> list:
+  """Evaluate ``jaxpr`` equation by equation on eager primitives, checking every output;
+  raises ``FloatingPointError`` at the first equation that produced an invalid value,
+  naming its primitive and ``source_info``. Equations with a rule in ``deoptimized_rules``
+  are opened (their inner equations evaluated the same way) and the error then says which
+  equation it was inside."""
+  env = {}
+
+  def read(v):
+    return v.val if type(v) is Literal else env[v]
+
+  env.update(zip(jaxpr.constvars, consts))
+  env.update(zip(jaxpr.invars, args))
+  for eqn in jaxpr.eqns:
+    invals = [read(v) for v in eqn.invars]
+    rule = deoptimized_rules.get(eqn.primitive)
+    where = str(eqn.source_info) if eqn.source_info is not None else None
+    try:
+      if rule is not None:
+        outs = rule(*invals, **eqn.params)
+      else:
+        outs = eqn.primitive.bind(*invals, **eqn.params)
+    except FloatingPointError as e:
+      if not hasattr(e, "_hlox_where"):  # someone else's error (a callback's): as it is
+        raise
+      if e._hlox_where is None:  # from the eager check: this equation's line
+        raise invalid_value_error(e._hlox_name, e._hlox_kind, where) from None
+      if rule is not None and where is not None:  # from inside: say where that was
+        err = FloatingPointError(f"{e}, inside {_eqn_label(eqn)} at {where}")
+        err._hlox_where, err._hlox_name, err._hlox_kind = where, e._hlox_name, e._hlox_kind
+        raise err from None
+      raise
+    outs = list(outs) if eqn.primitive.multiple_results else [outs]
+    kind = find_invalid(outs)
+    if kind is not None:
+      raise invalid_value_error(eqn.primitive.name, kind, where)
+    env.update(zip(eqn.outvars, outs))
+  return [read(v) for v in jaxpr.outvars]
+
+
+def _no_invalid_in_deoptimized(name: str, kind: str) -> FloatingPointError:
+  return FloatingPointError(
+      f"invalid value ({kind}) encountered in the output of jit({name}). Because "
+      "config.debug_nans and/or config.debug_infs is set, the de-optimized function (the "
+      "function as if the `jit` decorator were removed, run one operation at a time) was "
+      "run to find the operation that produced it. However, the de-optimized function did "
+      "not produce invalid values during its execution. XLA's optimizations of the "
+      "compiled function may have produced the value, or it came in with the inputs or is "
+      "a literal output (`hlox.jit(lambda x: hlox.numpy.nan)(x)`).\n\nRemoving the `jit` "
+      "may avoid the invalid value, at the cost of its optimizations.")
+
+
+class CheckedCall:
+  """A compiled jitted call that checks its outputs (stands in for a ``CompiledCall`` while
+  the checks are on; same attributes). On an invalid value it re-runs the jaxpr
+  de-optimized and raises what that finds."""
+
+  replicated = False
+
+  def __init__(self, call, closed, name: str):
+    self.call = call
+    self.closed = closed
+    self.name = name
+    self.executable = call.executable
+    self.kept = call.kept
+    self.out_avals = call.out_avals
+    self.device = call.device
+    self.device_key = call.device_key
+    self.fast = self.__call__
+
+  def __call__(self, args: Sequence) -> list:
+    outs = self.call(args)
+    kind = find_invalid(outs)
+    if kind is None:
+      return outs
+    try:
+      eval_deoptimized(self.closed.jaxpr, self.closed.consts, list(args))
+    except FloatingPointError as e:
+      if not hasattr(e, "_hlox_where"):
+        raise
+      err = FloatingPointError(str(e))  # afresh: without the re-run's frames
+      err._hlox_where, err._hlox_name, err._hlox_kind = e._hlox_where, e._hlox_name, e._hlox_kind
+      raise err from None
+    raise _no_invalid_in_deoptimized(self.name, kind)
+
+
+class CheckedEager:
+  """An eager primitive's cache entry that checks the primitive's outputs: ``run(args)``
+  gives the list of output Arrays."""
+
+  __slots__ = ("run", "name")
+
+  def __init__(self, run, name: str):
+    self.run = run
+    self.name = name
+
+  def __call__(self, args: Sequence) -> list:
+    outs = self.run(args)
+    kind = find_invalid(outs)
+    if kind is not None:
+      raise invalid_value_error(self.name, kind)
+    return outs
