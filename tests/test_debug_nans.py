@@ -51,7 +51,7 @@ def test_jit_div_names_primitive_and_line():
       hlox.jit(f)(jnp.array(0.0))
   msg = str(info.value)
   assert msg.startswith("invalid value (nan) encountered in div at ")
-  assert _line_of(f, "z = 0.0 / x") + " (f)" in msg
+  assert re.search(re.escape(_line_of(f, "z = 0.0 / x")) + r"(:\d+)? \(f\)", msg)
 
 
 def test_nested_jit_says_where_it_was_called():
@@ -69,7 +69,7 @@ def test_nested_jit_says_where_it_was_called():
   msg = str(info.value)
   assert msg.startswith("invalid value (nan) encountered in sqrt at ")
   assert _line_of(inner, "jnp.sqrt") in msg
-  assert f"inside jit(inner) at {_line_of(outer, 'inner(x')}" in msg
+  assert f"inside jit(inner) at {_line_of(outer, 'inner(x')}:" in msg
 
 
 def test_scan_body_nan_names_the_body_primitive():
@@ -91,7 +91,7 @@ def test_scan_body_nan_names_the_body_primitive():
   msg = str(info.value)
   assert msg.startswith("invalid value (nan) encountered in log at ")
   assert _line_of(body, "jnp.log(x)") in msg
-  assert f"inside scan at {_line_of(f, 'lax.scan')}" in msg
+  assert f"inside scan at {_line_of(f, 'lax.scan')}:" in msg
 
 
 def test_while_and_cond_bodies():

@@ -566,8 +566,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
     mctx = ModuleContext(ctx, module, axis_env=axis_env, num_replicas=num_replicas)
     mctx.unique_name("main")
-    if name != "main":
-      mctx.scope = f"jit({name})/"
+    if name.endswith(")"):  # "jit(f)", "pmap(f)": the root of the ops' location names
+      mctx.scope = f"{name}/"
     main_in = list(arg_avals) if arg_avals is not None else in_avals
     main_out = list(result_avals) if result_avals is not None else jaxpr.out_avals
     in_types = [aval_to_ir_type(main_in[i]) for i in kept]
