@@ -93,6 +93,28 @@ def test_negative_zero_and_zero_keep_their_sign():
   assert not np.signbit(np.asarray(jnp.multiply(x, np.float32(0.0)))).any()
 
 
+def test_eager_slices_at_new_starts_reuse_one_program():
+  # x[i] in a Python loop: the slice runs as a dynamic_slice, so each new i costs no compile.
+  data = np.arange(60, dtype=np.float32).reshape(10, 6)
+  x = jnp.asarray(data)
+  x[0], x[0, 1:3], x[1:4], x[::2]
+  with monitoring.count_events() as counts:
+    rows = [x[i] for i in range(1, 10)] + [x[-1]]
+    pieces = [x[i, 1:3] for i in range(1, 10)] + [x[i:i + 3] for i in range(1, 8)]
+  assert counts["eager_compile"] == 0 and counts["compile"] == 0, counts
+  for i, row in enumerate(rows[:-1], 1):
+    np.testing.assert_array_equal(row, data[i])
+  np.testing.assert_array_equal(rows[-1], data[-1])
+  for i, piece in enumerate(pieces[:9], 1):
+    np.testing.assert_array_equal(piece, data[i, 1:3])
+  for i, piece in enumerate(pieces[9:], 1):
+    np.testing.assert_array_equal(piece, data[i:i + 3])
+  for i in (0, 2, 5):  # strided slices keep their static program
+    np.testing.assert_array_equal(x[i::2], data[i::2])
+  # Traced, a slice stays a static slice.
+  assert "slice[" in str(hlox.make_jaxpr(lambda a: a[3])(x))
+
+
 def test_a_deleted_shared_scalar_buffer_is_replaced():
   x = jnp.arange(4.0)
   scalar_argument(2.0)._buf.delete()

@@ -29,7 +29,7 @@ from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax import elementwise as ew
 from hlox.lax.base import convert_element_type
-from hlox.lax.shapes import broadcast_in_dim, concatenate, full_like, iota, reshape
+from hlox.lax.shapes import broadcast_in_dim, concatenate, full_like, iota, reshape, slice_p
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -244,6 +244,30 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
   starts = _canonical_starts("dynamic_slice", shape, start_indices, allow_negative_indices)
   return dynamic_slice_p.bind(operand, *starts,
                               slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def _slice_impl(operand, *, start_indices, limit_indices, strides):
+  """An eager ``slice`` as a ``dynamic_slice`` of the same sizes, as JAX runs it.
+
+  A static slice bakes its starts into the program, so ``x[0]``, ``x[1]``, ... in a Python loop
+  would each compile one; with the starts as arguments, one program serves every start.
+  Traced slices (under ``jit``, ``grad``, ``vmap``) stay static, and so do strided, empty and
+  invalid ones (the static path reports the error).
+  """
+  shape = operand.shape if hasattr(operand, "shape") else np.shape(operand)
+  if (shape and len(start_indices) == len(limit_indices) == len(shape)
+      and (strides is None or (len(strides) == len(shape) and all(st == 1 for st in strides)))
+      and all(0 <= s < lim <= d for s, lim, d in zip(start_indices, limit_indices, shape))):
+    # The slice fits, so dynamic_slice's clamping of the starts never moves it. The starts go
+    # in as the runtime's shared scalar buffers, the cheapest way to pass a Python int.
+    device = xla._committed_device((operand,))
+    starts = [xla.scalar_argument(s, device) for s in start_indices]
+    sizes = tuple(lim - s for s, lim in zip(start_indices, limit_indices))
+    return xla.apply_primitive(dynamic_slice_p, operand, *starts, slice_sizes=sizes)
+  return xla.apply_primitive(slice_p, operand, start_indices=start_indices,
+                             limit_indices=limit_indices, strides=strides)
+
+slice_p.def_impl(_slice_impl)
 
 
 # --- dynamic_update_slice ----------------------------------------------------------------
