@@ -907,18 +907,13 @@ def orthogonal(key, n: int, shape=(), dtype=None, m=None):
 
 
 def _orthogonal_impl(data, *, shape, dtype, n, m):
-  rows, cols = max(n, m), min(n, m)
-  z = _normal(data, (*shape, rows, cols), dtype)
-  qs = []
-  for j in range(cols):
-    v = z[..., :, j]
-    # Modified Gram-Schmidt, twice, for orthogonality to rounding level.
-    for _ in range(2):
-      for q in qs:
-        v = v - jnp.sum(q * v, axis=-1, keepdims=True) * q
-    qs.append(v / jnp.sqrt(jnp.sum(v * v, axis=-1, keepdims=True)))
-  x = jnp.stack(qs, axis=-1) if qs else jnp.zeros((*shape, rows, cols), dtype)
-  return jnp.swapaxes(x, -1, -2) if n < m else x
+  # As JAX: QR of a Gaussian matrix, Q's columns multiplied by the signs of R's diagonal
+  # (so the distribution is Haar), one LAPACK factorization whatever the size.
+  z = _normal(data, (*shape, max(n, m), min(n, m)), dtype)
+  q, r = jnp.linalg.qr(z)
+  d = jnp.diagonal(r, 0, -2, -1)
+  q = q * lax.expand_dims(lax.div(d, abs(d).astype(d.dtype)), [-2])
+  return jnp.swapaxes(q, -1, -2) if n < m else q
 
 
 # --- more distributions (JAX's algorithms and order of operations, so the same numbers) ----
