@@ -35,7 +35,7 @@ from hlox.checkpoint import checkpoint, checkpoint_policies, remat
 from hlox import distributed
 from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
-from hlox import flatten_util, image, test_util
+from hlox import flatten_util, image, ops, test_util
 from hlox import viz
 from hlox import debug, experimental
 from hlox.debug.callbacks import effects_barrier, pure_callback
@@ -57,9 +57,10 @@ def __dir__():
 
 
 def _on_config_change(name, value):
-  # Weak types of Python scalars and canonical dtypes depend on x64: cached signatures and
-  # executables made under the other setting must not be reused.
-  if name == "enable_x64":
+  # Weak types of Python scalars and canonical dtypes depend on x64, and traces on the
+  # static-index check: cached signatures, traces and executables made under the other
+  # setting must not be reused.
+  if name in ("enable_x64", "check_static_indices"):
     clear_caches()
 
 config.add_watcher(_on_config_change)

@@ -45,6 +45,9 @@ class Config:
       "cache_size": ("HLOX_CACHE_SIZE", _env_int, 4096),
       "explain_cache_misses": ("HLOX_EXPLAIN_CACHE_MISSES", _env_bool, False),
       "disable_jit": ("HLOX_DISABLE_JIT", _env_bool, False),
+      # Static integer indices out of bounds raise IndexError in ``x[i]`` (JAX's option; off
+      # by default, as JAX, where they are clamped like traced ones).
+      "check_static_indices": ("HLOX_CHECK_STATIC_INDICES", _env_bool, False),
       # 'auto' | 'off' | 'tracebackhide' | 'quiet_remove_frames' | 'remove_frames' (JAX's
       # values): how much of hlox's own frames errors show (core/traceback_util.py).
       "traceback_filtering": ("HLOX_TRACEBACK_FILTERING", _env_str, "auto"),

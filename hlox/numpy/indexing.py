@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from hlox import lax
+from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import HloxTypeError, NonConcreteBooleanIndexError
@@ -193,6 +194,17 @@ def _normalize_static_ints(entries, shape, normalize: bool, mode) -> list:
       e = e._replace(value=i)
     out.append(e)
   return out
+
+
+def _check_static_ints(entries, shape, normalize: bool) -> None:
+  """IndexError for a static int index out of bounds (``config.check_static_indices``)."""
+  for e, axis in _axes(entries):
+    if e.kind == _INT:
+      size = shape[axis]
+      i = e.value + size if normalize and e.value < 0 else e.value
+      if not 0 <= i < size:
+        raise IndexError(f"index {e.value} out of bounds for axis {axis} with size {size} "
+                         f"(normalize_indices={normalize})")
 
 
 def _slice_extent(s: slice, size: int):
@@ -455,7 +467,10 @@ def _rewriting_take(arr, idx, *, indices_are_sorted=False, unique_indices=False,
   """``arr[idx]`` with the cheapest primitive that can do it."""
   shape = get_aval(arr).shape
   gmode = _parse_mode(mode)
-  entries = _normalize_static_ints(_parse(idx, shape), shape, normalize, gmode)
+  parsed = _parse(idx, shape)
+  if gmode is GatherScatterMode.PROMISE_IN_BOUNDS and config._values["check_static_indices"]:
+    _check_static_ints(parsed, shape, normalize)
+  entries = _normalize_static_ints(parsed, shape, normalize, gmode)
   kinds = {e.kind for e in entries}
   sliceable = gmode is not GatherScatterMode.FILL_OR_DROP
   if sliceable and kinds <= {_NONE, _SLICE, _INT}:
