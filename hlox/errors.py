@@ -46,8 +46,9 @@ class TracerIntegerConversionError(HloxTypeError):
         "`hlox.numpy`/`lax.dynamic_slice` instead of a Python container.")
 
 
-class NonConcreteBooleanIndexError(HloxTypeError):
-  """A boolean mask used as an index was traced: the result's shape would depend on it."""
+class NonConcreteBooleanIndexError(HloxTypeError, IndexError):
+  """A boolean mask used as an index was traced: the result's shape would depend on it.
+  (An IndexError, as JAX's, and a TypeError, as hlox's other tracer errors.)"""
 
   def __init__(self, aval):
     super().__init__(

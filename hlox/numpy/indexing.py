@@ -144,8 +144,8 @@ def _parse(idx, shape) -> list:
     if isinstance(idx, list):
       raise TypeError(
           "Using a non-tuple sequence for multidimensional indexing is not allowed; use "
-          "`x[tuple(seq)]` to index several dimensions, or `x[np.array(seq)]` to index with "
-          "an array (hlox follows JAX here, see https://github.com/jax-ml/jax/issues/4564).")
+          "`arr[tuple(seq)]` to index several dimensions, or `arr[array(seq)]` to index "
+          "with an array (hlox follows JAX here, see https://github.com/jax-ml/jax/issues/4564).")
     idx = (idx,)
   entries = [_classify(i, pos) for pos, i in enumerate(idx)]
   ellipses = [e for e in entries if e.kind == _ELLIPSIS]
@@ -237,10 +237,13 @@ def _normalize_array(a, size: int, dtype, normalize: bool):
 
 def _static_slice(arr, entries, shape):
   starts, limits, strides, rev_dims, out_shape = [], [], [], [], []
+  squeezed, new_dims = [], []  # the int-indexed axes; where None adds size-1 axes
   for e, axis in _axes(entries):
     if e.kind == _NONE:
+      new_dims.append(len(out_shape))
       out_shape.append(1)
     elif e.kind == _INT:
+      squeezed.append(axis)
       starts.append(e.value)
       limits.append(e.value + 1)
       strides.append(1)
@@ -267,23 +270,30 @@ def _static_slice(arr, entries, shape):
                        None if all(s == 1 for s in strides) else strides)
   if rev_dims:
     result = lax.rev(result, rev_dims)
-  if tuple(out_shape) != get_aval(result).shape:
-    result = lax.reshape(result, out_shape)
+  # As JAX: squeeze the int-indexed axes, then broadcast in the new ones.
+  if squeezed:
+    result = lax.squeeze(result, squeezed)
+  if new_dims:
+    result = lax.expand_dims(result, new_dims)
   return result
 
 
 def _dynamic_slice(arr, entries, shape, normalize: bool):
   dtype = _index_dtype(shape)
   starts, sizes, rev_dims, out_shape = [], [], [], []
+  squeezed, new_dims = [], []  # the scalar-indexed axes; where None adds size-1 axes
   for e, axis in _axes(entries):
     if e.kind == _NONE:
+      new_dims.append(len(out_shape))
       out_shape.append(1)
     elif e.kind == _INT:
+      squeezed.append(axis)
       starts.append(np.asarray(e.value, dtype)[()])
       sizes.append(1)
     elif e.kind == _ARRAY:
       if shape[axis] == 0:
         raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+      squeezed.append(axis)
       starts.append(_normalize_array(e.value, shape[axis], dtype, normalize))
       sizes.append(1)
     else:
@@ -298,8 +308,11 @@ def _dynamic_slice(arr, entries, shape, normalize: bool):
   result = lax.dynamic_slice(arr, starts, sizes, allow_negative_indices=False)
   if rev_dims:
     result = lax.rev(result, rev_dims)
-  if tuple(out_shape) != get_aval(result).shape:
-    result = lax.reshape(result, out_shape)
+  # As JAX: squeeze the int-indexed axes, then broadcast in the new ones.
+  if squeezed:
+    result = lax.squeeze(result, squeezed)
+  if new_dims:
+    result = lax.expand_dims(result, new_dims)
   return result
 
 
@@ -341,9 +354,10 @@ def _expand_bools(entries, shape):
       out.append(_Index(_ARRAY, np.arange(int(bool(mask)), dtype=np.int32), e.pos))
       continue
     expected = tuple(shape[axis:axis + mask.ndim])
-    if mask.shape != expected:
-      raise IndexError(f"boolean index did not match the indexed array at position {e.pos}: "
-                       f"mask shape {mask.shape}, array dimensions {expected}")
+    # An empty mask selects nothing whatever its shape (NumPy's rule).
+    if mask.shape != expected and mask.size:
+      raise IndexError(f"boolean index did not match shape of indexed array in index "
+                       f"{e.pos}: mask shape {mask.shape}, array dimensions {expected}")
     for nz in np.nonzero(mask):
       out.append(_Index(_ARRAY, nz, e.pos))
     x_shape.extend(expected)
