@@ -47,9 +47,34 @@ class prng_key(extended):
   """Abstract scalar type of typed PRNG key dtypes (``issubdtype(k.dtype, prng_key)``)."""
 
 
+_ABSTRACT_TYPES = (np.generic, np.number, np.inexact, np.floating, np.complexfloating,
+                   np.integer, np.signedinteger, np.unsignedinteger, np.flexible,
+                   np.character)
+
+
+def _ml_category(dtype):
+  """The NumPy abstract class an ml_dtypes dtype belongs under (NumPy knows none)."""
+  if dtype in _custom_floats:
+    return np.floating
+  if dtype == int4:
+    return np.signedinteger
+  if dtype == uint4:
+    return np.unsignedinteger
+  name = dtype.name
+  if name.startswith(("float8", "float6", "float4")):
+    return np.floating
+  if name in ("int1", "int2"):
+    return np.signedinteger
+  if name in ("uint1", "uint2"):
+    return np.unsignedinteger
+  return None
+
+
 def issubdtype(a, b) -> bool:
   """NumPy's ``issubdtype`` that also knows the ml_dtypes floats are floating and int4 integer,
-  and extended dtypes (PRNG keys: ``issubdtype(key.dtype, prng_key)``)."""
+  and extended dtypes (PRNG keys: ``issubdtype(key.dtype, prng_key)``). Either argument may
+  be a dtype, a scalar type (abstract ones included: ``np.generic``, ``np.floating``) or a
+  dtype name."""
   if isinstance(getattr(a, "type", None), type) and issubclass(a.type, extended):
     if isinstance(b, type) and issubclass(b, np.generic):
       return issubclass(a.type, b)
@@ -58,18 +83,18 @@ def issubdtype(a, b) -> bool:
     return isinstance(b, type) and issubclass(b, np.generic) and issubclass(a, b)
   if isinstance(b, type) and issubclass(b, extended):
     return False
-  a = np.dtype(a) if not isinstance(a, type) or not issubclass(a, np.generic) else np.dtype(a)
-  if b in (np.floating, np.inexact, np.number) and a in _custom_floats:
-    return True
-  if b in (np.integer, np.signedinteger, np.number) and a == int4:
-    return True
-  if b in (np.integer, np.unsignedinteger, np.number) and a == uint4:
-    return True
-  if isinstance(b, type) and issubclass(b, np.generic) and b in (
-      np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer,
-      np.signedinteger, np.unsignedinteger, np.bool_):
+  if isinstance(a, type) and a in _ABSTRACT_TYPES:  # a category: only within a category
+    return isinstance(b, type) and issubclass(b, np.generic) and issubclass(a, b)
+  a = np.dtype(a)
+  if isinstance(b, type) and b in _ABSTRACT_TYPES:
+    category = _ml_category(a)
+    if category is not None:
+      return issubclass(category, b)
     return np.issubdtype(a, b)
-  return a == np.dtype(b)
+  try:
+    return a == np.dtype(b)
+  except TypeError:
+    return False
 
 
 def is_float(dtype) -> bool:
@@ -242,9 +267,11 @@ def _join(nodes: frozenset, x64: bool):
   if len(least) != 1:
     names = tuple(str(n) for n in nodes)
     extra = ""
-    if any(n in float8_dtypes for n in nodes):
-      extra = (" 8-bit floats do not promote implicitly; convert explicitly, e.g. "
-               "x.astype('float32').")
+    small = sorted({np.dtype(n).itemsize * 8 for n in nodes
+                    if isinstance(n, np.dtype) and n in float8_dtypes})
+    if small:  # JAX's phrase
+      extra = (f" {small[0]}-bit floats do not support implicit promotion; convert "
+               "explicitly, e.g. x.astype('float32').")
     raise TypePromotionError(f"Input dtypes {names} have no implicit promotion path.{extra}")
   return next(iter(least))
 
@@ -299,8 +326,9 @@ def result_type(*args, return_weak_type_flag=False):
     raise ValueError("at least one array or dtype is required")
   pairs = []
   for x in args:
-    if x is None:
-      raise ValueError("None is not a valid value for result_type")
+    if x is None:  # as NumPy's result_type(None): the (strong) default float
+      pairs.append((canonicalize_dtype(float64), False))
+      continue
     if type(x) in (int, float, complex):
       pairs.append((python_scalar_dtype(x), True))
     elif isinstance(x, (np.dtype, type, str)) and not hasattr(x, "aval"):
