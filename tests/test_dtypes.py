@@ -72,3 +72,26 @@ def test_operator_dtypes_follow_weak_types():
   assert (bf * 2.0).dtype == dtypes.bfloat16
   weak = hlox.device_put(2.0)
   assert weak.weak_type and weak.dtype == np.float32
+
+
+def test_issubdtype_with_abstract_types_and_ml_dtypes():
+  import ml_dtypes
+  from hlox import dtypes as hdtypes
+  for dt, category in [(ml_dtypes.bfloat16, np.floating), (ml_dtypes.float8_e4m3fn, np.floating),
+                       (ml_dtypes.int4, np.signedinteger), (ml_dtypes.uint4, np.unsignedinteger)]:
+    for d in (dt, np.dtype(dt), str(np.dtype(dt))):
+      assert hdtypes.issubdtype(d, d) and hdtypes.issubdtype(d, str(np.dtype(dt)))
+      assert hdtypes.issubdtype(d, category) and hdtypes.issubdtype(d, np.number)
+      assert hdtypes.issubdtype(d, np.generic)
+      assert not hdtypes.issubdtype(d, object) and not hdtypes.issubdtype(d, np.float64)
+      assert not hdtypes.issubdtype(np.generic, d)
+  assert hdtypes.issubdtype(np.floating, np.inexact)
+  assert not hdtypes.issubdtype(np.inexact, np.floating)
+  assert hdtypes.issubdtype(np.int32, np.integer) and not hdtypes.issubdtype(np.int32, np.floating)
+
+
+def test_result_type_none_is_the_default_float():
+  from hlox import dtypes as hdtypes
+  assert hdtypes.result_type(None, return_weak_type_flag=True) == (np.dtype("float32"), False)
+  assert hdtypes.result_type(None, np.float16) == np.dtype("float32")
+  assert hdtypes.result_type(None, np.int32) == np.dtype("float32")
