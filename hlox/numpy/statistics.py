@@ -178,7 +178,9 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
     raise ValueError(f"{name} does not support complex input")
   if get_aval(q).ndim > 1:
     raise ValueError(f"q must be have rank <= 1, got shape {q.shape}")
-  a, q = util.promote_dtypes_inexact(a, q)
+  # The result takes a's inexact dtype alone (as JAX): q is computed in it, whatever its own.
+  a, = util.promote_dtypes_inexact(a)
+  q = lax.convert_element_type(q, get_aval(a).dtype)
   nd = get_aval(a).ndim
   if axis is None:
     dims = tuple(builtins.range(nd))

@@ -444,8 +444,8 @@ def fix(x, out=None):
 def rint(x, /):
   """Elementwise round to the nearest integer, ties to even; integers become floats."""
   x, = _arraylike("rint", x)
-  if _is_integral(x):  # a strong float, even for a weak integer (as JAX)
-    dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(_dtype(x)))
+  if _is_integral(x):  # a strong default float whatever the width (as JAX), even when weak
+    dtype = dtypes.default_float_dtype()
     return lax.convert_element_type(_asarray(x), dtype, weak_type=False)
   x, = _args_inexact("rint", x)
   if dtypes.is_complex(_dtype(x)):
