@@ -186,7 +186,8 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
     dims = tuple(builtins.range(nd))
   else:
     dims = util.canonicalize_axis_tuple(axis, nd, name)
-  keep_shape = tuple(1 if i in dims else d for i, d in enumerate(get_aval(a).shape))
+  # keepdims of a 0-d input gives shape (1,), as JAX (which ravels first).
+  keep_shape = tuple(1 if i in dims else d for i, d in enumerate(get_aval(a).shape)) or (1,)
   rest = [i for i in builtins.range(nd) if i not in dims]
   a = shapes.transpose(a, rest + list(dims))
   out_shape = get_aval(a).shape[:len(rest)]
