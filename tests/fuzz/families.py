@@ -14,6 +14,7 @@ import numpy as np
 
 import hlox.numpy as jnp
 from hlox import lax
+from hlox.core import dtypes as core_dtypes
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(d) for d in ("float16", "float32")] + [BF16]
@@ -88,8 +89,12 @@ def lax_binary(name, ref, kinds, out=None):
     dtype = kinds[rng.integers(len(kinds))]
     x, y = values(rng, shape, dtype), values(rng, shape, dtype, positive=name in ("div", "rem"))
     if valid:
-      if rng.random() < 0.2 and dtype in (np.float32, np.int32):  # a Python scalar partner
-        y = y.reshape(-1)[0].item() if y.size else 1
+      # A Python scalar partner is valid only when its default dtype is the array's (float32
+      # next to a Python float without x64).
+      scalar = y.reshape(-1)[0].item() if y.size else 1
+      if rng.random() < 0.2 and type(scalar) in (int, float) and \
+          core_dtypes.python_scalar_dtype(scalar) == dtype:
+        y = scalar
         yy = np.asarray(y, dtype)
         return App(f"lax.{name}", fn, (x, y), lambda x, y: ref(x.astype(_wide(dtype)),
                                                                yy.astype(_wide(dtype))),
