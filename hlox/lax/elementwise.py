@@ -889,7 +889,7 @@ _TWO_OVER_SQRT_PI = 2 / float(np.sqrt(np.pi))
 
 erf_p = unop(real_float, "erf")
 xla.register_lowering(erf_p, nary_lowering(chlo.erf))
-ad.defjvp(erf_p, lambda g, x: mul(_TWO_OVER_SQRT_PI, mul(g, exp(neg(square(x))))))
+ad.defjvp(erf_p, lambda g, x: mul(_const(x, _TWO_OVER_SQRT_PI), mul(g, exp(neg(square(x))))))
 defvectorized(erf_p)
 
 def erf(x):
@@ -899,7 +899,8 @@ def erf(x):
 
 erfc_p = unop(real_float, "erfc")
 xla.register_lowering(erfc_p, nary_lowering(chlo.erfc))
-ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(square(x))))))
+ad.defjvp(erfc_p, lambda g, x: mul(_const(x, -_TWO_OVER_SQRT_PI),
+                                   mul(g, exp(neg(square(x))))))
 defvectorized(erfc_p)
 
 def erfc(x):
@@ -910,7 +911,7 @@ def erfc(x):
 erf_inv_p = unop(real_float, "erf_inv")
 xla.register_lowering(erf_inv_p, nary_lowering(chlo.erf_inv))
 ad.defjvp2(erf_inv_p,
-           lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI, mul(g, exp(square(ans)))))
+           lambda g, ans, x: mul(_const(ans, 1 / _TWO_OVER_SQRT_PI), mul(g, exp(square(ans)))))
 defvectorized(erf_inv_p)
 
 def erf_inv(x):
