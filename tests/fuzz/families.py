@@ -67,7 +67,9 @@ def _incompatible(rng, shape):
 
 # --- lax elementwise: equal dtypes and shapes, no promotion -------------------------------
 
-def lax_unary(name, ref, kinds, positive=False, out=None):
+def lax_unary(name, ref, kinds, positive=False, out=None, also_valid=()):
+  """``also_valid``: dtypes the function accepts that the table does not draw as valid (their
+  result dtype differs, e.g. ``abs`` of complex), so never drawn as invalid either."""
   fn = getattr(lax, name)
   def draw(rng, valid):
     shape = SHAPES[rng.integers(len(SHAPES))]
@@ -76,7 +78,7 @@ def lax_unary(name, ref, kinds, positive=False, out=None):
       x = values(rng, shape, dtype, positive)
       return App(f"lax.{name}", fn, (x,), lambda x: ref(x.astype(_wide(dtype))),
                  out or dtype)
-    wrong = [d for d in ALL if d not in kinds]
+    wrong = [d for d in ALL if d not in kinds and d not in also_valid]
     x = values(rng, shape, wrong[rng.integers(len(wrong))])
     return App(f"lax.{name}", fn, (x,), valid=False, note="wrong dtype kind")
   return draw
@@ -320,7 +322,7 @@ FAMILIES = {
     "lax.sqrt": lax_unary("sqrt", np.sqrt, FLOATS, positive=True),
     "lax.tanh": lax_unary("tanh", np.tanh, FLOATS + COMPLEX),
     "lax.floor": lax_unary("floor", np.floor, FLOATS),
-    "lax.abs": lax_unary("abs", np.abs, FLOATS + INTS[:3]),
+    "lax.abs": lax_unary("abs", np.abs, FLOATS + INTS[:3], also_valid=COMPLEX + INTS[3:]),
     "lax.not": lax_unary("bitwise_not", np.invert, INT_OR_BOOL),
     # lax binary
     "lax.add": lax_binary("add", np.add, NUMBERS),
