@@ -74,5 +74,9 @@ class InvalidInputError(ValueError):
   """Bad input to a primitive or API (shape/dtype/axis mismatch)."""
 
 
-class DeletedArrayError(RuntimeError):
-  """An Array whose buffer was deleted or donated was used."""
+class DeletedArrayError(RuntimeError, ValueError):
+  """An Array whose buffer was deleted or donated was used.
+
+  A RuntimeError (JAX's class when a deleted array is used in an eager op) and a ValueError
+  (JAX's class when a donated array is passed to a jitted function again), so ``except``
+  clauses written for either case in JAX catch it."""

@@ -337,18 +337,27 @@ def test_unary_shapes(shape, name):
   check_eager_and_jit(fn, [x], ref(x.astype(np.float64)), f32)
 
 
-def test_python_scalars_take_the_array_dtype():
-  x = np.array([1.0, 2.0], np.float16)
-  out = lax.add(x, 1)
-  assert out.dtype == f16 and not out.weak_type
-  assert_close(out, [2.0, 3.0], f16)
-  assert lax.mul(np.array([2, 3], np.uint8), 2).dtype == u8
-  assert_close(lax.max(np.array([1.5, -1], np.float32), 0), [1.5, 0], f32)
-  # A Python float never becomes an integer (that would truncate it).
-  with pytest.raises(TypeError, match="same dtype"):
-    lax.add(np.array([1, 2], np.int32), 1.5)
-  with pytest.raises(OverflowError, match="out of bounds for uint8"):
-    lax.add(np.array([1, 2], np.uint8), 300)
+def test_python_scalars_are_arrays_of_their_default_dtype():
+  # lax does not promote (as JAX): a Python scalar is int32/float32 and must match exactly.
+  x32 = np.array([1.5, -1], np.float32)
+  out = lax.add(x32, 1.0)
+  assert out.dtype == f32 and not out.weak_type
+  assert_close(out, [2.5, 0], f32)
+  assert_close(lax.max(x32, 0.0), [1.5, 0], f32)
+  assert lax.add(np.array([1, 2], np.int32), 1).dtype == np.int32
+  for op, a, b in [(lax.add, np.array([1.0, 2.0], np.float16), 1),
+                   (lax.add, np.array([1.0, 2.0], np.float16), 1.0),
+                   (lax.mul, np.array([2, 3], np.uint8), 2),
+                   (lax.lt, 5, np.array([1, 2], np.uint16)),
+                   (lax.add, 1.0, np.array([1, 2], np.int32)),
+                   (lax.add, np.array([1, 2], np.int32), 1.5),
+                   (lax.max, x32, 0)]:
+    with pytest.raises(TypeError, match="same dtype"):
+      op(a, b)
+    with pytest.raises(TypeError, match="same dtype"):
+      hlox.jit(op)(a, b)
+  with pytest.raises(OverflowError):
+    lax.add(np.array([1, 2], np.int32), 2**40)
 
 
 def test_weak_types():
@@ -357,10 +366,11 @@ def test_weak_types():
   assert lax.mul(weak, 2.0).weak_type
   assert lax.mul(weak, np.float32(2.0)).weak_type is False
   assert lax.add(np.float32(1), 2.0).weak_type is False
-  # A weak float next to a Python scalar that must be converted stays weak.
+  # A weak float16 still needs a float16 partner in lax (a Python float is float32).
   weak16 = lax.convert_element_type(np.float16(1), np.float16, weak_type=True)
   assert weak16.weak_type
-  assert lax.add(weak16, 1.0).weak_type and lax.add(weak16, 1.0).dtype == f16
+  with pytest.raises(TypeError, match="same dtype"):
+    lax.add(weak16, 1.0)
   traced = hlox.jit(lambda v: lax.add(v, 2.0))(weak)
   assert traced.weak_type and float(traced) == pytest.approx(math.e + 2, rel=1e-6)
   assert lax.lt(weak, 2.0).weak_type  # all-weak comparisons give weak bools (as JAX)

@@ -129,7 +129,7 @@ def test_creation_is_computed_by_xla_under_jit():
 
 
 def test_zeros_errors():
-  with pytest.raises(ValueError, match="zeros: negative dimensions"):
+  with pytest.raises(TypeError, match="zeros: negative dimensions"):
     jnp.zeros((2, -1))
   with pytest.raises(TypeError, match="cannot interpret 4 as a data type"):
     jnp.zeros(3, 4)

@@ -231,7 +231,7 @@ def test_python_scalar_operands():
   x = _rand(rng, (4, B), f32)
   n = _rand(rng, (B, 4), i32)
   check_vmap(lambda x: lax.add(x, 2.0), [x], [1])
-  check_vmap(lambda x: lax.mul(3, x), [x], [1])
+  check_vmap(lambda x: lax.mul(3.0, x), [x], [1])
   check_vmap(lambda n: lax.shift_left(n, 2), [n], [0])
   check_vmap(lambda x: lax.pow(x, 2), [abs(x)], [1])
   check_vmap(lambda x: lax.select(lax.lt(x, 0.0), x, lax.neg(x)), [x], [1])

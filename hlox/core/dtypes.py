@@ -341,10 +341,29 @@ def result_type(*args, return_weak_type_flag=False):
   return (dtype, weak) if return_weak_type_flag else dtype
 
 
+# JAX widens an integer or bool by its width, not to the default float dtype: everything up
+# to 32 bits becomes float32 even with x64 on (``exp(int8)`` is float32 in both modes), and
+# only the 64-bit integers become float64.
+_to_inexact = {
+    bool_: float32, int4: float32, uint4: float32, int8: float32, uint8: float32,
+    int16: float32, uint16: float32, int32: float32, uint32: float32,
+    int64: float64, uint64: float64,
+}
+
+
 def to_inexact_dtype(dtype) -> np.dtype:
-  """The floating dtype an integer or bool dtype turns into for e.g. ``sin`` or ``mean``."""
+  """The floating dtype an integer or bool dtype turns into for e.g. ``sin`` or ``mean``
+  (canonical: float64 only with x64 on); inexact dtypes are returned unchanged."""
   dtype = np.dtype(dtype)
-  return dtype if is_inexact(dtype) else default_float_dtype()
+  inexact = _to_inexact.get(dtype)
+  return dtype if inexact is None else canonicalize_dtype(inexact)
+
+
+def to_numeric_dtype(dtype) -> np.dtype:
+  """The numeric dtype a bool turns into for arithmetic such as ``fmod``: int32, also with
+  x64 on (as in JAX); other dtypes are returned unchanged."""
+  dtype = np.dtype(dtype)
+  return int32 if dtype == bool_ else dtype
 
 
 def scalar_type_of(dtype):

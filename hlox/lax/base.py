@@ -316,6 +316,19 @@ ad.primitive_transposes[convert_element_type_p] = _convert_transpose
 defvectorized(convert_element_type_p)
 
 
+def _saturating_float_to_int(value, dtype):
+  """Float to integer on the host as XLA converts on the device (so a constant gives what the
+  same value computed gives): truncation toward zero, saturating at the integer range
+  (negative -> 0 for unsigned, +-inf -> the extremes), NaN -> 0. NumPy's cast is undefined
+  out of range."""
+  info = dtypes.iinfo(dtype)
+  v = np.asarray(value, dtype=np.float64)
+  high, low, nan = v >= float(info.max), v <= float(info.min), np.isnan(v)
+  out = np.trunc(np.where(high | low | nan, 0.0, v)).astype(dtype)
+  return np.where(high, np.asarray(info.max, dtype), np.where(low, np.asarray(info.min, dtype),
+                                                              out)).astype(dtype)
+
+
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
   """Cast ``operand`` to ``new_dtype`` (canonicalized: 64-bit only with x64 on).
 
@@ -330,7 +343,10 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     value = np.asarray(operand)
     if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
       value = value.real
-    value = value.astype(new_dtype)
+    if dtypes.is_inexact(value.dtype) and dtypes.is_int(new_dtype):
+      value = _saturating_float_to_int(value, new_dtype)
+    else:
+      value = value.astype(new_dtype)
     if weak_type:
       # NumPy values cannot be weakly typed. A scalar becomes the Python scalar of that dtype
       # (a weak literal under a trace); anything else a weak Array.

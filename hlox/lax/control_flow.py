@@ -1204,14 +1204,14 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
 def _fori_scan_body(body_fun):
   def scanned(carry, _):
     i, x = carry
-    return (_ew.add(i, 1), body_fun(i, x)), None
+    return (_ew.add(i, _ew._const(i, 1)), body_fun(i, x)), None
   return scanned
 
 
 def _fori_while_body(body_fun):
   def body(carry):
     i, upper, x = carry
-    return _ew.add(i, 1), upper, body_fun(i, x)
+    return _ew.add(i, _ew._const(i, 1)), upper, body_fun(i, x)
   return body
 
 

@@ -74,53 +74,41 @@ __all__ = [
 # --- operand handling --------------------------------------------------------------------
 
 def _operands(name, *args):
-  """Python scalars among array operands take the arrays' dtype (they are weakly typed).
+  """The operands of a ``lax`` elementwise primitive, as given.
 
-  A scalar whose Python type already maps to that dtype stays a Python scalar (a weak
-  literal). Otherwise it is converted when its kind fits the dtype; a converted scalar stays
-  weak when every array operand is weak. A scalar that does not fit (``1.5`` next to an
-  int32 array) is left alone, and the dtype rule then reports the mismatch.
+  ``lax`` does not promote (as JAX): a Python scalar is an array of its default dtype
+  (int32/float32/complex64, 64-bit with x64 on) and must then match the other operands'
+  dtype exactly, so ``lax.add(f32, 1.0)`` works without x64 but ``lax.add(i32, 1.5)``,
+  ``lax.add(f32, 1)`` and ``lax.lt(5, u16)`` are the dtype rule's TypeError. The weak-scalar
+  convenience belongs to ``hlox.numpy``; rules inside hlox build their constants with
+  ``_const``. Kept as the one place every binary primitive's operands pass through.
   """
-  # The common case (no Python scalar at all) is on the eager hot path: return before
-  # building anything.
-  for a in args:
-    if type(a) in _PY_SCALARS:
-      break
-  else:
-    return args
-  strong = [get_aval(a) for a in args if type(a) not in _PY_SCALARS]
-  if not strong:
-    return args
-  dtype = strong[0].dtype
-  weak = all(a.weak_type for a in strong)
-  return tuple(_scalar_as(name, a, dtype, weak) if type(a) in _PY_SCALARS else a
-               for a in args)
+  return args
 
 
-def _scalar_fits(x, dtype) -> bool:
+def _const(x, value):
+  """``value`` as a scalar of ``x``'s dtype and weak type, to combine with ``x`` in ``lax``:
+  a Python scalar where its default dtype is ``x``'s (a weak literal), else a NumPy scalar of
+  ``x``'s dtype, or a weak 0-d array when ``x`` is weak. A Python-scalar ``x`` gets a Python
+  scalar of its own type."""
   t = type(x)
-  if t is bool:
-    return dtype == dtypes.bool_
-  if t is int:
-    return dtypes.is_int(dtype) or dtypes.is_inexact(dtype)
-  if t is float:
-    return dtypes.is_inexact(dtype)
-  return dtypes.is_complex(dtype)
-
-
-def _scalar_as(name, x, dtype, weak):
-  if dtypes.python_scalar_dtype(x) == dtype or not _scalar_fits(x, dtype):
-    return x
-  if type(x) is int and dtypes.is_int(dtype):
+  if t in _PY_SCALARS:
+    return t(value)
+  aval = get_aval(x)
+  dtype = aval.dtype
+  py_value = dtypes.scalar_type_of(dtype)(value)
+  if dtypes.python_scalar_dtype(py_value) == dtype:
+    return py_value
+  if type(py_value) is int and dtypes.is_int(dtype):
     info = dtypes.iinfo(dtype)
-    if not info.min <= x <= info.max:
-      raise OverflowError(f"{name}: Python int {x} is out of bounds for {dtype.name}")
-  value = np.asarray(x, dtype=dtype)
-  if weak:
-    # A weak-typed value of a dtype no Python scalar maps to: a weak 0-d Array (under a trace
-    # it becomes a weak literal).
-    return device_put(value, weak_type=True)
-  return value[()]
+    if not info.min <= py_value <= info.max:
+      raise OverflowError(f"Python int {py_value} is out of bounds for {dtype.name}")
+  array = np.asarray(py_value, dtype=dtype)
+  if aval.weak_type:
+    # A weak value of a dtype no Python scalar maps to: a weak 0-d Array (under a trace it
+    # becomes a weak literal).
+    return device_put(array, weak_type=True)
+  return array[()]
 
 
 class AccuracyMode(enum.Enum):
@@ -196,14 +184,8 @@ def _zeros(aval):
 
 # --- autodiff helpers --------------------------------------------------------------------
 # The rules below run on the JVP trace's parent (or while transposing), so they call the
-# public functions of this module; Python scalars in them take the other operand's dtype.
+# public functions of this module; their constants take the other operand's dtype (_const).
 
-def _const(x, value):
-  """``value`` as a scalar that combines with ``x``. Primals reach the rules as they were
-  bound, possibly as Python scalars; two Python scalars are not converted to one dtype, so
-  next to one the constant takes its Python type."""
-  t = type(x)
-  return t(value) if t in _PY_SCALARS else value
 
 
 def _shape(x) -> tuple:
@@ -387,7 +369,8 @@ def _pow_jvp_base(g, ans, x, y):
     # An integer exponent: y * x ** (y - 1), but exactly 0 where y == 0 (even at x == 0,
     # where x ** -1 is infinite).
     y = _maybe_broadcast(shape, convert_element_type(y, get_aval(x).dtype))
-    jac = select(eq(y, 0), _zeros_like(y), mul(_replace_zero(y), pow(x, sub(y, 1))))
+    jac = select(eq(y, _const(y, 0)), _zeros_like(y),
+                 mul(_replace_zero(y), pow(x, sub(y, _const(y, 1)))))
   else:
     jac = mul(y, pow(x, sub(y, _const(y, 1))))
   return mul(g, jac)
@@ -444,7 +427,7 @@ def _integer_pow_jvp(g, x, *, y):
     return g
   if y == 2:
     return mul(g, mul(_const(x, 2), x))
-  return mul(g, mul(y, integer_pow(x, y - 1)))
+  return mul(g, mul(_const(x, y), integer_pow(x, y - 1)))
 
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 defvectorized(integer_pow_p)
@@ -482,7 +465,7 @@ def _balanced_eq(x, ans, other):
   dtype = get_aval(ans).dtype
   chosen = convert_element_type(eq(x, ans), dtype)
   tie = convert_element_type(eq(other, ans), dtype)
-  return div(chosen, add(tie, 1))
+  return div(chosen, add(tie, _const(tie, 1)))
 
 
 max_p = binop(any_kinds, "max")
@@ -669,7 +652,7 @@ def _exp2_lowering(ctx, x):
   return hlo.power(two, x)
 
 xla.register_lowering(exp2_p, _exp2_lowering)
-ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, float(np.log(2)))))
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _const(ans, np.log(2)))))
 defvectorized(exp2_p)
 
 def exp2(x, *, accuracy=None):
@@ -702,7 +685,7 @@ def log1p(x, *, accuracy=None):
 
 expm1_p = unop(float_kinds, "expm1")
 xla.register_lowering(expm1_p, nary_lowering(hlo.exponential_minus_one))
-ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
 defvectorized(expm1_p)
 
 def expm1(x, *, accuracy=None):
@@ -713,7 +696,7 @@ def expm1(x, *, accuracy=None):
 
 sqrt_p = unop(float_kinds, "sqrt")
 xla.register_lowering(sqrt_p, nary_lowering(hlo.sqrt))
-ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))
+ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(ans, 0.5), ans)))
 defvectorized(sqrt_p)
 
 def sqrt(x, *, accuracy=None):
@@ -724,7 +707,7 @@ def sqrt(x, *, accuracy=None):
 
 rsqrt_p = unop(float_kinds, "rsqrt")
 xla.register_lowering(rsqrt_p, nary_lowering(hlo.rsqrt))
-ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(-0.5, div(ans, x))))
+ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(ans, -0.5), div(ans, x))))
 defvectorized(rsqrt_p)
 
 def rsqrt(x, *, accuracy=None):
@@ -735,7 +718,7 @@ def rsqrt(x, *, accuracy=None):
 
 cbrt_p = unop(real_float, "cbrt")
 xla.register_lowering(cbrt_p, nary_lowering(hlo.cbrt))
-ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(1 / 3, integer_pow(ans, -2))))
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_const(ans, 1 / 3), integer_pow(ans, -2))))
 defvectorized(cbrt_p)
 
 def cbrt(x, *, accuracy=None):
@@ -747,7 +730,7 @@ def cbrt(x, *, accuracy=None):
 tanh_p = unop(float_kinds, "tanh")
 xla.register_lowering(tanh_p, nary_lowering(hlo.tanh))
 # (1 + ans) (1 - ans) rather than 1 - ans**2: no cancellation where ans is near -1.
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(1, ans)))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(ans, 1), ans)))
 defvectorized(tanh_p)
 
 def tanh(x, *, accuracy=None):
@@ -758,7 +741,7 @@ def tanh(x, *, accuracy=None):
 
 logistic_p = unop(float_kinds, "logistic")
 xla.register_lowering(logistic_p, nary_lowering(hlo.logistic))
-ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
 defvectorized(logistic_p)
 
 def logistic(x, *, accuracy=None):
@@ -793,7 +776,7 @@ def cos(x, *, accuracy=None):
 
 tan_p = unop(float_kinds, "tan")
 xla.register_lowering(tan_p, nary_lowering(hlo.tan))
-ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(1, square(ans))))
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(ans, 1), square(ans))))
 defvectorized(tan_p)
 
 def tan(x, *, accuracy=None):
@@ -806,7 +789,7 @@ def tan(x, *, accuracy=None):
 # decompositions provide them.
 asin_p = unop(float_kinds, "asin")
 xla.register_lowering(asin_p, nary_lowering(chlo.asin))
-ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(1, square(x)))))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), square(x)))))
 defvectorized(asin_p)
 
 def asin(x):
@@ -816,7 +799,7 @@ def asin(x):
 
 acos_p = unop(float_kinds, "acos")
 xla.register_lowering(acos_p, nary_lowering(chlo.acos))
-ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(1, square(x))))))
+ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(_const(x, 1), square(x))))))
 defvectorized(acos_p)
 
 def acos(x):
@@ -826,7 +809,7 @@ def acos(x):
 
 atan_p = unop(float_kinds, "atan")
 xla.register_lowering(atan_p, nary_lowering(chlo.atan))
-ad.defjvp(atan_p, lambda g, x: div(g, add(1, square(x))))
+ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
 defvectorized(atan_p)
 
 def atan(x):
@@ -869,7 +852,7 @@ def cosh(x):
 
 asinh_p = unop(float_kinds, "asinh")
 xla.register_lowering(asinh_p, nary_lowering(chlo.asinh))
-ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), 1))))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
 defvectorized(asinh_p)
 
 def asinh(x):
@@ -879,7 +862,7 @@ def asinh(x):
 
 acosh_p = unop(float_kinds, "acosh")
 xla.register_lowering(acosh_p, nary_lowering(chlo.acosh))
-ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), 1))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
 defvectorized(acosh_p)
 
 def acosh(x):
@@ -906,7 +889,7 @@ _TWO_OVER_SQRT_PI = 2 / float(np.sqrt(np.pi))
 
 erf_p = unop(real_float, "erf")
 xla.register_lowering(erf_p, nary_lowering(chlo.erf))
-ad.defjvp(erf_p, lambda g, x: mul(_TWO_OVER_SQRT_PI, mul(g, exp(neg(square(x))))))
+ad.defjvp(erf_p, lambda g, x: mul(_const(x, _TWO_OVER_SQRT_PI), mul(g, exp(neg(square(x))))))
 defvectorized(erf_p)
 
 def erf(x):
@@ -916,7 +899,8 @@ def erf(x):
 
 erfc_p = unop(real_float, "erfc")
 xla.register_lowering(erfc_p, nary_lowering(chlo.erfc))
-ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(square(x))))))
+ad.defjvp(erfc_p, lambda g, x: mul(_const(x, -_TWO_OVER_SQRT_PI),
+                                   mul(g, exp(neg(square(x))))))
 defvectorized(erfc_p)
 
 def erfc(x):
@@ -927,7 +911,7 @@ def erfc(x):
 erf_inv_p = unop(real_float, "erf_inv")
 xla.register_lowering(erf_inv_p, nary_lowering(chlo.erf_inv))
 ad.defjvp2(erf_inv_p,
-           lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI, mul(g, exp(square(ans)))))
+           lambda g, ans, x: mul(_const(ans, 1 / _TWO_OVER_SQRT_PI), mul(g, exp(square(ans)))))
 defvectorized(erf_inv_p)
 
 def erf_inv(x):
@@ -979,7 +963,7 @@ xla.register_lowering(real_p, nary_lowering(hlo.real))
 # Transposes of the complex-part primitives follow JAX's convention: the pairing of a
 # complex cotangent c with a tangent t is Re(c * t) (no conjugate), so real's transpose
 # embeds ct as a real part and imag's as -1j * ct.
-ad.deflinear(real_p, lambda ct, x: [complex(ct, 0)])
+ad.deflinear(real_p, lambda ct, x: [complex(ct, _const(ct, 0))])
 defvectorized(real_p)
 
 def real(x):
@@ -989,7 +973,7 @@ def real(x):
 
 imag_p = unop(("complex",), "imag", result_dtype=_real_dtype)
 xla.register_lowering(imag_p, nary_lowering(hlo.imag))
-ad.deflinear(imag_p, lambda ct, x: [complex(0, neg(ct))])
+ad.deflinear(imag_p, lambda ct, x: [complex(_const(ct, 0), neg(ct))])
 defvectorized(imag_p)
 
 def imag(x):
@@ -1271,7 +1255,7 @@ def _select_n_transpose(ct, which, *cases):
     # Case i gets the cotangent where it was chosen and zero elsewhere.
     if which_is_bool:
       return select_n(which, zeros, ct) if i else select_n(which, ct, zeros)
-    return select_n(eq(which, i), zeros, ct)
+    return select_n(eq(which, _const(which, i)), zeros, ct)
   return [None] + [case_ct(i) if ad.is_undefined_primal(c) else None
                    for i, c in enumerate(cases)]
 

@@ -71,17 +71,9 @@ def _fft_type_of(fft_type) -> FftType:
   raise TypeError(f"Unknown FFT type value '{fft_type}'")
 
 
-# JAX widens integers by their width (int32 -> float32 even with x64 on), not to the
-# default float dtype.
-_INT_TO_INEXACT = {1: np.float32, 2: np.float32, 4: np.float32, 8: np.float64}
-
-
 def to_inexact_dtype(dtype) -> np.dtype:
-  """The float dtype JAX's FFTs compute an integer or bool ``dtype`` in."""
-  dtype = np.dtype(dtype)
-  if dtypes.is_inexact(dtype):
-    return dtype
-  return dtypes.canonicalize_dtype(_INT_TO_INEXACT.get(dtype.itemsize, np.float32))
+  """The float dtype JAX's FFTs compute an integer or bool ``dtype`` in (by its width)."""
+  return dtypes.to_inexact_dtype(dtype)
 
 
 def to_complex_dtype(dtype) -> np.dtype:

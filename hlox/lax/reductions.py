@@ -424,15 +424,31 @@ def computation_jaxpr(name, computation, flat_avals, treedef):
   return closed
 
 
-def init_values_like(name, flat_operands, flat_inits):
-  """Python-scalar initial values take their operand's dtype (weakly typed, as elsewhere)."""
+def init_values_like(name, flat_operands, flat_inits, computation=None):
+  """Python-scalar initial values as arrays: of their operand's dtype when the value is the
+  identity of a built-in monoid ``computation`` (the dedicated reduction ignores its dtype),
+  else of the scalar's own default dtype, so that a mismatch is the dtype check's TypeError
+  (as in JAX: ``lax.reduce(f32, 1, lax.add, ...)`` is an error, ``0`` is fine)."""
   out = []
   for x, init in zip(flat_operands, flat_inits):
     if type(init) in (int, float, complex, bool):
-      aval = get_aval(x)
-      init = np.asarray(init, dtype=aval.dtype)
+      dtype = get_aval(x).dtype
+      own = dtypes.python_scalar_dtype(init)
+      if own != dtype and not (len(flat_operands) == 1 and _scalar_fits(init, dtype) and
+                               get_monoid(computation, np.asarray(init, dtype), dtype)):
+        dtype = own
+      init = np.asarray(init, dtype=dtype)
     out.append(init)
   return out
+
+
+def _scalar_fits(x, dtype) -> bool:
+  """Whether Python scalar ``x``'s kind can be held by ``dtype`` (no float in an int)."""
+  if type(x) in (bool, int):
+    return True
+  if type(x) is float:
+    return dtypes.is_inexact(dtype)
+  return dtypes.is_complex(dtype)
 
 
 def _concrete_scalar(x):
@@ -485,7 +501,7 @@ def reduce(operands, init_values, computation, dimensions):
                      f"{treedef} and {init_tree}")
   dimensions = _axes_param(dimensions)
   init_weak = [dtypes.is_weakly_typed(v) for v in flat_inits]
-  flat_inits = init_values_like("reduce", flat_operands, flat_inits)
+  flat_inits = init_values_like("reduce", flat_operands, flat_inits, computation)
   if len(flat_operands) == 1:
     aval = get_aval(flat_operands[0])
     kind = get_monoid(computation, flat_inits[0], aval.dtype)

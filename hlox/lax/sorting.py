@@ -8,6 +8,8 @@ what JAX does and what makes stable sorts of floats well defined. Complex number
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from hlox.core import dtypes
@@ -278,7 +280,11 @@ def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
 
   Entries come in descending order; equal entries in index order (NaN counts as largest).
   """
-  k = int(k)
+  try:
+    k = operator.index(k)  # a float k is an error (as JAX), not silently truncated
+  except TypeError:
+    raise TypeError(f"top_k: k must be a static integer, got {k!r} of type "
+                    f"{type(k).__name__}") from None
   if k < 0:
     raise ValueError(f"top_k: k must be non-negative, got k={k}")
   aval = get_aval(operand)

@@ -482,7 +482,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     raise ValueError("reduce_window: at least one operand is required")
   if len(flat_operands) == 1:
     flat_inits = [_integer_identity(computation, flat_operands[0], flat_inits[0])]
-  flat_inits = _red.init_values_like("reduce_window", flat_operands, flat_inits)
+  flat_inits = _red.init_values_like("reduce_window", flat_operands, flat_inits, computation)
   aval = get_aval(flat_operands[0])
   window_dimensions = tuple(int(d) for d in window_dimensions)
   ndim = len(window_dimensions)
@@ -496,7 +496,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
       raise TypeError(f"reduce_window: window_dimensions {window_dimensions} and "
                       f"window_strides {window_strides} must have one entry per dimension "
                       f"of the operand {aval.str_short()}")
-    padding = padtype_to_pads([_dilate(d, b) for d, b in zip(aval.shape, base_dilation)],
+    # As JAX: 'SAME' is worked out on the undilated operand with the dilated window (the
+    # base dilation does not enter the padding).
+    padding = padtype_to_pads(aval.shape,
                               [_dilate(w, d) for w, d in zip(window_dimensions,
                                                              window_dilation)],
                               window_strides, padding)

@@ -73,7 +73,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
   f = creation.asarray(f)
   nd = get_aval(f).ndim
   if f.dtype not in _inexact_set():
-    f = f.astype(dtypes.default_float_dtype())
+    f = f.astype(dtypes.to_inexact_dtype(f.dtype))
   axes = (tuple(range(nd)) if axis is None else
           util.canonicalize_axis_tuple(axis, nd, "gradient") if not isinstance(axis, int)
           else (axis % nd,))

@@ -31,7 +31,7 @@ __all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "
 # --- small private helpers ---------------------------------------------------------------
 
 def _shape(shape, name: str) -> tuple:
-  """An int or a sequence of static ints as a shape tuple (ValueError if negative)."""
+  """An int or a sequence of static ints as a shape tuple (TypeError if negative)."""
   if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0):
     shape = (shape,)
   try:
@@ -42,7 +42,8 @@ def _shape(shape, name: str) -> tuple:
     raise TypeError(f"{name}: shape must be an int or a sequence of ints, got "
                     f"{shape!r}") from None
   if any(d < 0 for d in shape):
-    raise ValueError(f"{name}: negative dimensions are not allowed, got shape {shape}")
+    # TypeError, the class JAX raises here (its shape check rejects the shape as a type).
+    raise TypeError(f"{name}: negative dimensions are not allowed, got shape {shape}")
   return shape
 
 

@@ -594,6 +594,9 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   slice holds a NaN; integers give the default float dtype."""
   _check_out("median", out)
   a = _arg("median", a)
+  if dtypes.is_complex(get_aval(a).dtype):
+    raise ValueError(f"jnp.median does not support complex input (got {get_aval(a).str_short()}): "
+                     "the order of complex numbers is not defined")
   a, = promote_dtypes_inexact(a)
   a = _convert(a, get_aval(a).dtype)
   aval = get_aval(a)
@@ -607,7 +610,9 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   kept_shape = tuple(aval.shape[d] for d in kept)
   x = lax.reshape(x, kept_shape + (n,))
   if n == 0:
-    result = _full(kept_shape, np.nan, aval.dtype)
+    # JAX rejects this (its gather of the middle element is out of range) with TypeError.
+    raise TypeError(f"jnp.median: cannot take the median of zero elements (input "
+                    f"{aval.str_short()}, axis={axis})")
   else:
     x = lax.sort(x, dimension=len(kept_shape))
     last = len(kept_shape)
@@ -619,7 +624,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     has_nan = _isnan(lax.index_in_dim(x, n - 1, axis=last, keepdims=False))
     result = _select(has_nan, _full(kept_shape, np.nan, aval.dtype), result)
   if keepdims:
-    result = lax.expand_dims(result, dims)
+    # A 0-d input keeps shape (1,), as JAX (which ravels first).
+    result = lax.expand_dims(result, dims) if aval.ndim else lax.reshape(result, (1,))
   return result
 
 
@@ -630,9 +636,16 @@ def _cumulative(name, lax_fn, a, axis, dtype, out=None, fill_nan=False, fill_val
   _check_out(name, out)
   a = _arg(name, a)
   aval = get_aval(a)
-  if axis is None or aval.ndim == 0:
+  # The axis is checked against the input's own rank (a 0-d input has no axis 0, as in JAX);
+  # only axis=None flattens.
+  if axis is not None:
+    axis = operator.index(axis)
+    if not -aval.ndim <= axis < aval.ndim:
+      raise ValueError(f"jnp.{name}: axis {axis} is out of bounds for array of dimension "
+                       f"{aval.ndim}")
+  if axis is None:
     a = lax.reshape(a, (aval.size,))
-  axis = 0 if axis is None else operator.index(axis)
+  axis = 0 if axis is None else axis
   ndim = get_aval(a).ndim
   if not -ndim <= axis < ndim:
     raise ValueError(f"jnp.{name}: axis {axis} is out of bounds for array of dimension "

@@ -66,14 +66,14 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
   a, v = util.promote_dtypes(a, v)
   n = get_aval(a).shape[0]
   if n == 0:
-    return creation.zeros(get_aval(v).shape, util.index_dtype())
+    return creation.zeros(get_aval(v).shape, util.int_dtype_for_dim(n))
   # Count the entries of a that come before each v (NaNs sort last, as in NumPy).
   vv = shapes.expand_dims(v, -1)
   if side == "left":
     before = _sort_less(a, vv)
   else:
     before = ufuncs.logical_not(_sort_less(vv, a))
-  return reductions.sum(before, axis=-1, dtype=util.index_dtype())
+  return reductions.sum(before, axis=-1, dtype=util.int_dtype_for_dim(n))
 
 
 def _sort_less(x, y):
@@ -91,7 +91,7 @@ def digitize(x, bins, right=False, *, method=None):
   if get_aval(bins).ndim != 1:
     raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
   if get_aval(bins).shape[0] == 0:
-    return creation.zeros(get_aval(creation.asarray(x)).shape, dtype=util.index_dtype())
+    return creation.zeros(get_aval(creation.asarray(x)).shape, dtype=util.int_dtype_for_dim(0))
   side = "left" if right else "right"
   kw = {} if method is None else {"method": method}
   increasing = searchsorted(bins, x, side=side, **kw)

@@ -178,13 +178,16 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
     raise ValueError(f"{name} does not support complex input")
   if get_aval(q).ndim > 1:
     raise ValueError(f"q must be have rank <= 1, got shape {q.shape}")
-  a, q = util.promote_dtypes_inexact(a, q)
+  # The result takes a's inexact dtype alone (as JAX): q is computed in it, whatever its own.
+  a, = util.promote_dtypes_inexact(a)
+  q = lax.convert_element_type(q, get_aval(a).dtype)
   nd = get_aval(a).ndim
   if axis is None:
     dims = tuple(builtins.range(nd))
   else:
     dims = util.canonicalize_axis_tuple(axis, nd, name)
-  keep_shape = tuple(1 if i in dims else d for i, d in enumerate(get_aval(a).shape))
+  # keepdims of a 0-d input gives shape (1,), as JAX (which ravels first).
+  keep_shape = tuple(1 if i in dims else d for i, d in enumerate(get_aval(a).shape)) or (1,)
   rest = [i for i in builtins.range(nd) if i not in dims]
   a = shapes.transpose(a, rest + list(dims))
   out_shape = get_aval(a).shape[:len(rest)]

@@ -17,6 +17,7 @@ from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.custom_derivatives import custom_jvp
 from hlox.errors import ConcretizationTypeError
+from hlox.lax import elementwise as _ew
 from hlox.numpy import creation, reductions, shapes, util
 from hlox.numpy.util import (broadcast_shapes, broadcast_to_shape, check_arraylike,
                              ensure_array, promote_args, promote_args_inexact,
@@ -114,9 +115,9 @@ def _asarray(x):
 
 
 def _const(x, value):
-  """``value`` as a Python scalar of ``x``'s kind: ``lax`` gives it ``x``'s dtype, and the
-  result stays weak when ``x`` is weak."""
-  return dtypes.scalar_type_of(_dtype(x))(value)
+  """``value`` as a scalar of ``x``'s dtype that keeps ``x``'s weak type (``lax`` requires
+  equal dtypes)."""
+  return _ew._const(x, value)
 
 
 def _strong_const(x, value):
@@ -444,8 +445,8 @@ def fix(x, out=None):
 def rint(x, /):
   """Elementwise round to the nearest integer, ties to even; integers become floats."""
   x, = _arraylike("rint", x)
-  if _is_integral(x):  # a strong float, even for a weak integer (as JAX)
-    dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(_dtype(x)))
+  if _is_integral(x):  # a strong default float whatever the width (as JAX), even when weak
+    dtype = dtypes.default_float_dtype()
     return lax.convert_element_type(_asarray(x), dtype, weak_type=False)
   x, = _args_inexact("rint", x)
   if dtypes.is_complex(_dtype(x)):

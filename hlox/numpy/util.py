@@ -49,7 +49,8 @@ def _convert(x, dtype, weak):
 
 
 def promote_dtypes_inexact(*args):
-  """Promote, then turn integer/bool results into the default float dtype."""
+  """Promote, then turn integer/bool results into JAX's inexact dtype of the same width
+  (``dtypes.to_inexact_dtype``)."""
   dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
   inexact = dtypes.to_inexact_dtype(dtype)
   return [_convert(x, dtypes.canonicalize_dtype(inexact), weak) for x in args]
@@ -58,7 +59,7 @@ def promote_dtypes_inexact(*args):
 def promote_dtypes_numeric(*args):
   dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
   if dtype == dtypes.bool_:
-    dtype, weak = dtypes.default_int_dtype(), False
+    dtype, weak = dtypes.to_numeric_dtype(dtype), False
   return [_convert(x, dtype, weak) for x in args]
 
 
@@ -181,6 +182,14 @@ def canonicalize_axis_tuple(axis, ndim, name):
 def index_dtype():
   """The dtype of index results (int32, int64 under x64)."""
   return dtypes.default_int_dtype()
+
+
+def int_dtype_for_dim(n: int) -> np.dtype:
+  """The dtype of positions along a dimension of size ``n`` (``searchsorted``'s result):
+  int32 whenever it can hold ``n``, also with x64 on (as JAX)."""
+  if n <= np.iinfo(np.int32).max:
+    return dtypes.int32
+  return dtypes.canonicalize_dtype(dtypes.int64)
 
 
 def concrete_value(name, x):
