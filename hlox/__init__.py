@@ -23,8 +23,8 @@ from hlox import numpy
 from hlox import random
 from hlox import scipy
 from hlox import nn
-from hlox.api import (ShapeDtypeStruct, disable_jit, eval_shape, jit, make_jaxpr, named_call,
-                      named_scope, pmap, vmap)
+from hlox.api import (ShapeDtypeStruct, copy_to_host_async, disable_jit, eval_shape, jit,
+                      make_jaxpr, named_call, named_scope, pmap, vmap)
 from hlox.autodiff import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
                            linearize, value_and_grad, vjp)
 from hlox import dtypes

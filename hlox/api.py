@@ -40,7 +40,7 @@ flatten_fast = tree_util.flatten_fast
 _get_sig = operator.attrgetter("_sig")
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit", "vmap", "pmap",
-           "named_call", "named_scope"]
+           "named_call", "named_scope", "copy_to_host_async"]
 
 
 class ShapeDtypeStruct:
@@ -446,6 +446,27 @@ class JitWrapped:
     self._call_cache.clear()
 
 
+class ArgInfo:
+  """What ``Lowered.args_info`` says of one argument: its type and whether it is donated."""
+
+  __slots__ = ("_aval", "donated")
+
+  def __init__(self, aval, donated: bool):
+    self._aval = aval
+    self.donated = donated
+
+  @property
+  def shape(self):
+    return self._aval.shape
+
+  @property
+  def dtype(self):
+    return self._aval.dtype
+
+  def __repr__(self):
+    return f"ArgInfo(shape={self.shape}, dtype={self.dtype}, donated={self.donated})"
+
+
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
 
@@ -456,6 +477,16 @@ class Lowered:
     self.out_tree = traced.out_tree
     self._donated = donated_invars
     self._name = name
+
+  @property
+  def args_info(self):
+    """``(args, kwargs)`` as the function got them, with each array leaf an ``ArgInfo``
+    (``shape``, ``dtype``, ``donated``), as JAX's ``Lowered.args_info``."""
+    avals = self._traced.in_avals
+    n_consts = len(self._traced.consts)
+    donated = self._donated[n_consts:] if self._donated else (False,) * len(avals)
+    infos = [ArgInfo(a, bool(d)) for a, d in zip(avals, donated)]
+    return self.in_tree.unflatten(infos)
 
   def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
     """The program as text: ``dialect="stablehlo"`` (default) the lowered module,
@@ -765,6 +796,16 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   jitted._call_cache = wrapped._call_cache
   jitted._fast_cache = wrapped._fast_cache
   return jitted
+
+
+def copy_to_host_async(x):
+  """Start copying every array leaf of ``x`` to the host (so a later ``np.asarray`` does not
+  wait for the transfer); returns ``x``. Leaves without the method are skipped."""
+  for leaf in tree_util.tree_leaves(x):
+    method = getattr(leaf, "copy_to_host_async", None)
+    if method is not None:
+      method()  # outside any try: its own AttributeError is the caller's to see
+  return x
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:

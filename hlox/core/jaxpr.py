@@ -127,6 +127,18 @@ class ClosedJaxpr:
     return self.jaxpr.eqns
 
   @property
+  def invars(self):
+    return self.jaxpr.invars
+
+  @property
+  def outvars(self):
+    return self.jaxpr.outvars
+
+  @property
+  def constvars(self):
+    return self.jaxpr.constvars
+
+  @property
   def literals(self):
     return self.consts
 
