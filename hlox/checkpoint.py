@@ -7,50 +7,211 @@ everything else is recomputed in the backward pass (``partial_eval_jaxpr_custom`
 from __future__ import annotations
 
 import functools
+import types
 from typing import Callable, Sequence
 
 from hlox import tree_util
-from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
+from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval, set_current_trace
 from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 
-__all__ = ["checkpoint", "remat", "checkpoint_policies"]
+__all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name"]
 
 
-class checkpoint_policies:
-  """Which intermediate values a checkpointed function saves for the backward pass."""
+# What a policy may answer for a value: save it, recompute it, or offload it (move it to
+# another memory space, saved there). A plain bool means save (True) or recompute (False).
+class _Answer:
+  __slots__ = ("name",)
 
-  @staticmethod
-  def everything_saveable(prim, params) -> bool:
-    return True
+  def __init__(self, name):
+    self.name = name
 
-  @staticmethod
-  def nothing_saveable(prim, params) -> bool:
+  def __repr__(self):
+    return self.name
+
+
+Saveable = _Answer("Saveable")
+Recompute = _Answer("Recompute")
+
+
+class Offloadable:
+  """A policy's answer: save the value, in memory space ``dst`` (moved from ``src``)."""
+
+  __slots__ = ("src", "dst")
+
+  def __init__(self, src, dst):
+    self.src, self.dst = src, dst
+
+  def __repr__(self):
+    return f"Offloadable(src={self.src!r}, dst={self.dst!r})"
+
+
+def is_saved(answer) -> bool:
+  """Whether a policy's answer keeps the value as a residual (an offloaded value is kept:
+  on a backend without a host memory space it simply stays where it is)."""
+  if answer is Recompute:
     return False
+  return answer is Saveable or isinstance(answer, Offloadable) or bool(answer)
 
-  @staticmethod
-  def dots_saveable(prim, params) -> bool:
-    return prim.name == "dot_general"
 
-  checkpoint_dots = dots_saveable
+# ``name_p`` tags a value with a name for the name-based policies; it is the identity.
+name_p = Primitive("name")
+name_p.def_impl(lambda x, *, name: x)
+name_p.def_abstract_eval(lambda aval, *, name: aval)
+xla.register_lowering(name_p, lambda ctx, x, *, name: [x])
+ad.primitive_jvps[name_p] = lambda primals, tangents, *, name: (
+    name_p.bind(primals[0], name=name), tangents[0])
+ad.primitive_transposes[name_p] = lambda ct, x, *, name: [ct]
+batching.primitive_batchers[name_p] = lambda vals, dims, *, name: (
+    name_p.bind(vals[0], name=name), dims[0])
 
-  @staticmethod
-  def dots_with_no_batch_dims_saveable(prim, params) -> bool:
+
+def checkpoint_name(x, name):
+  """Tag every array of the pytree ``x`` with ``name``, for ``save_only_these_names`` and the
+  other name-based policies; otherwise the identity."""
+  return tree_util.tree_map(lambda v: name_p.bind(v, name=name), x)
+
+
+def everything_saveable(*_, **__) -> bool:
+  """Save every intermediate (as if ``checkpoint`` were not used)."""
+  return True
+
+
+def nothing_saveable(*_, **__) -> bool:
+  """Save nothing but the inputs: recompute every intermediate."""
+  return False
+
+
+def _no_batch_dims(params) -> bool:
+  (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+  return not lhs_batch and not rhs_batch
+
+
+class _DotsSaveable:
+  def __init__(self, only_if_no_batch_dims: bool):
+    self.only_if_no_batch_dims = only_if_no_batch_dims
+    self.__name__ = ("dots_with_no_batch_dims_saveable" if only_if_no_batch_dims
+                     else "dots_saveable")
+
+  def __call__(self, prim, *_, **params) -> bool:
     if prim.name != "dot_general":
       return False
-    (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
-    return not lhs_batch and not rhs_batch
+    return not self.only_if_no_batch_dims or _no_batch_dims(params)
 
-  checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+  def __repr__(self):
+    return self.__name__
 
-  @staticmethod
-  def save_from_both_policies(policy_1, policy_2):
-    """A policy saving what either ``policy_1`` or ``policy_2`` saves."""
-    def policy(prim, params):
-      return bool(policy_1(prim, params)) or bool(policy_2(prim, params))
-    return policy
+
+dots_saveable = _DotsSaveable(False)
+dots_with_no_batch_dims_saveable = _DotsSaveable(True)
+
+
+class _OffloadDotWithNoBatchDims:
+  def __init__(self, offload_src, offload_dst):
+    self.offload_src, self.offload_dst = offload_src, offload_dst
+
+  def __call__(self, prim, *_, **params):
+    if prim.name == "dot_general" and _no_batch_dims(params):
+      return Offloadable(self.offload_src, self.offload_dst)
+    return Recompute
+
+
+def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+  """Save (offloaded from ``offload_src`` to ``offload_dst``) the dots without batch
+  dimensions; recompute the rest."""
+  return _OffloadDotWithNoBatchDims(offload_src, offload_dst)
+
+
+class _SaveOnlyTheseNames:
+  def __init__(self, names):
+    self.names = names
+
+  def __call__(self, prim, *_, **params) -> bool:
+    return prim is name_p and params["name"] in self.names
+
+
+class _SaveAnyNamesButThese:
+  def __init__(self, names):
+    self.names = names
+
+  def __call__(self, prim, *_, **params) -> bool:
+    return prim is name_p and params["name"] not in self.names
+
+
+def save_only_these_names(*names_which_can_be_saved):
+  """Save only the values tagged (``checkpoint_name``) with one of these names."""
+  return _SaveOnlyTheseNames(frozenset(names_which_can_be_saved))
+
+
+def save_any_names_but_these(*names_not_to_save):
+  """Save the values tagged with any name but these (untagged values are recomputed)."""
+  return _SaveAnyNamesButThese(frozenset(names_not_to_save))
+
+
+def save_anything_except_these_names(*names_not_to_save):
+  """Deprecated in JAX, kept for its users: saves everything."""
+  del names_not_to_save
+  return everything_saveable
+
+
+class _SaveAndOffloadOnlyTheseNames:
+  def __init__(self, saved, offloaded, src, dst):
+    self.saved, self.offloaded, self.src, self.dst = saved, offloaded, src, dst
+
+  def __call__(self, prim, *_, **params):
+    if prim is name_p and params["name"] in self.saved:
+      return Saveable
+    if prim is name_p and params["name"] in self.offloaded:
+      return Offloadable(self.src, self.dst)
+    return Recompute
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved, names_which_can_be_offloaded,
+                                      offload_src, offload_dst):
+  """Save the values with the first names, offload those with the second (from
+  ``offload_src`` to ``offload_dst``), recompute the rest."""
+  saved, offloaded = frozenset(names_which_can_be_saved), frozenset(names_which_can_be_offloaded)
+  common = saved & offloaded
+  if common:
+    raise ValueError("The names should be exclusive and should not intersect in "
+                     "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
+                     f"names_which_can_be_saved={sorted(saved)}, "
+                     f"names_which_can_be_offloaded={sorted(offloaded)} and the intersection "
+                     f"{sorted(common)}")
+  return _SaveAndOffloadOnlyTheseNames(saved, offloaded, offload_src, offload_dst)
+
+
+def save_from_both_policies(policy_1, policy_2):
+  """A policy saving what either ``policy_1`` or ``policy_2`` saves."""
+  def policy(prim, *args, **params):
+    out1, out2 = policy_1(prim, *args, **params), policy_2(prim, *args, **params)
+    if not (isinstance(out1, bool) and isinstance(out2, bool)):
+      raise ValueError("The return value of the policies should be a boolean. Got: "
+                       f"{out1} and {out2}. Please write a custom policy function directly, "
+                       "rather than using this helper function.")
+    return out1 or out2
+  return policy
+
+
+checkpoint_policies = types.SimpleNamespace(
+    everything_saveable=everything_saveable,
+    nothing_saveable=nothing_saveable,
+    dots_saveable=dots_saveable,
+    checkpoint_dots=dots_saveable,
+    dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_only_these_names=save_only_these_names,
+    save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
+)
+checkpoint_policies.__doc__ = (
+    "Which intermediate values a checkpointed function saves for the backward pass: each "
+    "policy is called as ``policy(prim, *in_avals, **params)``.")
 
 
 class _CheckpointPrimitive(Primitive):
@@ -92,7 +253,7 @@ ad.primitive_jvps[checkpoint_p] = _checkpoint_jvp
 def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
   unknowns = [trace.is_unknown(x) for x in args]
   known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr_custom(
-      jaxpr, unknowns, policy or checkpoint_policies.nothing_saveable)
+      jaxpr, unknowns, policy or nothing_saveable, is_saved)
   known, known_consts = convert_constvars(known)
   with set_current_trace(trace.parent):
     known_outs = checkpoint_p.bind(*known_consts, *[x for x, u in zip(args, unknowns) if not u],

@@ -90,11 +90,13 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
   return known_closed, unknown_closed, out_unknowns, len(residuals)
 
 
-def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], saveable):
+def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], saveable,
+                              is_saved=bool):
   """Split like ``partial_eval_jaxpr``, but save as residuals only values that ``saveable``
   allows (plus the known inputs); the unknown jaxpr recomputes the rest (rematerialization).
 
-  ``saveable(primitive, params) -> bool`` decides per equation. Returns
+  ``saveable(primitive, *in_avals, **params)`` decides per equation (a bool, or a marker
+  whose ``is_saved`` says). Returns
   ``(known, unknown, out_unknowns, num_res)`` with the same conventions.
   """
   jaxpr = closed.jaxpr
@@ -125,7 +127,8 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
       return
     seen.add(v)
     eqn = producer.get(v)
-    if v in known_inputs or eqn is None or saveable(eqn.primitive, eqn.params):
+    if v in known_inputs or eqn is None or is_saved(
+        saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
       residuals.append(v)
       return
     for u in eqn.invars:
