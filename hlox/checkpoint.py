@@ -16,6 +16,7 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval, set_current_trace
 from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
+from hlox.lax.compiler_hints import optimization_barrier_p
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name"]
 
@@ -231,8 +232,28 @@ checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **params: list(jaxpr.out_av
 # debug_nans's re-run opens the body, so that an invalid value is traced to its equation.
 nan_checks.deoptimized_rules[checkpoint_p] = (
     lambda *args, jaxpr, **params: nan_checks.eval_deoptimized(jaxpr.jaxpr, jaxpr.consts, args))
-xla.register_lowering(checkpoint_p, lambda ctx, *args, jaxpr, **params: xla.lower_call(
-    ctx, jaxpr, args, name="checkpoint"))
+
+
+def _cse_flags(prevent_cse, n: int) -> tuple:
+  """``prevent_cse`` (one bool, or one per input) as one bool per input."""
+  return tuple(prevent_cse) if isinstance(prevent_cse, tuple) else (bool(prevent_cse),) * n
+
+
+def _checkpoint_lowering(ctx, *args, jaxpr, prevent_cse, differentiated, **params):
+  # As JAX: a differentiated checkpoint's inputs pass an optimization barrier, so that XLA
+  # cannot merge its recomputation with the forward pass's copy (common-subexpression
+  # elimination would undo the rematerialization).
+  args = list(args)
+  idx = [i for i, f in enumerate(_cse_flags(prevent_cse, len(args))) if f]
+  if differentiated and idx:
+    avals = [ctx.avals_in[i] for i in idx]
+    sub = xla.LoweringRuleContext(ctx.module_context, optimization_barrier_p, avals, avals)
+    barred = xla.lowering_rules[optimization_barrier_p](sub, *[args[i] for i in idx])
+    for i, v in zip(idx, barred):
+      args[i] = v
+  return xla.lower_call(ctx, jaxpr, args, name="checkpoint")
+
+xla.register_lowering(checkpoint_p, _checkpoint_lowering)
 
 
 def _checkpoint_jvp(primals, tangents, *, jaxpr, **params):
@@ -240,6 +261,9 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, **params):
   jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
   jvp_closed, consts = convert_constvars(jvp_closed)
   params = dict(params, differentiated=True)
+  if isinstance(params["prevent_cse"], tuple):
+    flags = params["prevent_cse"]
+    params["prevent_cse"] = (*flags, *[f for f, nz in zip(flags, nonzeros) if nz])
   outs = checkpoint_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
                            jaxpr=jvp_closed, **params)
   n = len(jaxpr.out_avals)
@@ -255,14 +279,21 @@ def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
   known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr_custom(
       jaxpr, unknowns, policy or nothing_saveable, is_saved)
   known, known_consts = convert_constvars(known)
+  known_params, unknown_params = params, params
+  if isinstance(params["prevent_cse"], tuple):
+    flags = params["prevent_cse"]
+    known_params = dict(params, prevent_cse=(True,) * len(known_consts)
+                        + tuple(f for f, u in zip(flags, unknowns) if not u))
+    unknown_params = dict(params, prevent_cse=(True,) * num_res
+                          + tuple(f for f, u in zip(flags, unknowns) if u))
   with set_current_trace(trace.parent):
     known_outs = checkpoint_p.bind(*known_consts, *[x for x, u in zip(args, unknowns) if not u],
-                                   jaxpr=known, policy=policy, **params)
+                                   jaxpr=known, policy=policy, **known_params)
   n_known = len(known_outs) - num_res
   residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
   unknown_outs = trace.record(checkpoint_p,
                               [*residuals, *[x for x, u in zip(args, unknowns) if u]],
-                              dict(jaxpr=unknown, policy=policy, **params))
+                              dict(jaxpr=unknown, policy=policy, **unknown_params))
   k, u = iter(known_outs), iter(unknown_outs)
   return [next(u) if unk else next(k) for unk in out_unknowns]
 
@@ -272,8 +303,14 @@ pe.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
 def _checkpoint_transpose(cts, *args, jaxpr, **params):
   undefined = [ad.is_undefined_primal(x) for x in args]
   cts = [ad.instantiate_zeros(ct) for ct in cts]
-  cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), cts)
-  return [ct if u else None for ct, u in zip(cts_in, undefined)]
+  # The body mixes the recomputation (on residuals) with the linear part; equations that
+  # mix both (a JVP'd loop, say) must be split before the linear part can be transposed.
+  known, linear, _, num_res = pe.partial_eval_jaxpr(jaxpr, undefined)
+  res = eval_jaxpr(known.jaxpr, known.consts, *[x for x, u in zip(args, undefined) if not u])
+  res = res[len(res) - num_res:]
+  lin_args = [*res, *[x for x, u in zip(args, undefined) if u]]
+  cts_in = iter(ad.backward_pass(linear.jaxpr, linear.consts, lin_args, cts)[num_res:])
+  return [next(cts_in) if u else None for u in undefined]
 
 ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
 
@@ -281,17 +318,21 @@ ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
 def _checkpoint_batch(axis_data, vals, dims, *, jaxpr, **params):
   batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
   batched, consts = convert_constvars(batched)
+  if isinstance(params["prevent_cse"], tuple):
+    params = dict(params, prevent_cse=(True,) * len(consts) + params["prevent_cse"])
   return checkpoint_p.bind(*consts, *vals, jaxpr=batched, **params), out_dims
 
 batching.axis_primitive_batchers[checkpoint_p] = _checkpoint_batch
 
 
-def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=None,
+def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
                static_argnums: int | Sequence[int] = ()):
   """Make ``fun`` recompute its intermediates in the backward pass instead of storing them.
 
-  ``policy(prim, params) -> bool`` says which values may be saved (see
-  ``checkpoint_policies``); the default saves nothing but the inputs.
+  ``policy(prim, *in_avals, **params)`` says which values may be saved (see
+  ``checkpoint_policies``); the default saves nothing but the inputs. ``prevent_cse`` (a
+  bool, or a pytree prefix of the positional arguments' bools) keeps XLA from merging the
+  recomputation with the forward pass (an optimization barrier on those inputs).
   """
   if fun is None:
     return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
@@ -319,7 +360,14 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
     closed = trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
                             getattr(fun, "__name__", "checkpoint"), "checkpoint")
     closed, consts = convert_constvars(closed)
-    outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
+    cse = prevent_cse
+    if not isinstance(cse, bool):
+      flags = tree_util.broadcast_prefix(tuple(cse) if len(cse) == len(dyn) else
+                                         tuple(c for i, c in enumerate(cse) if i not in statics),
+                                         tuple(dyn))
+      n_kw = len(leaves) - len(flags)
+      cse = (True,) * len(consts) + tuple(bool(f) for f in flags) + (True,) * n_kw
+    outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=cse,
                              policy=policy, differentiated=False)
     return tree_util.tree_unflatten(out_tree_box[0], outs)
 

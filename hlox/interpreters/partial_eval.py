@@ -96,30 +96,38 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   allows (plus the known inputs); the unknown jaxpr recomputes the rest (rematerialization).
 
   ``saveable(primitive, *in_avals, **params)`` decides per equation (a bool, or a marker
-  whose ``is_saved`` says). Returns
-  ``(known, unknown, out_unknowns, num_res)`` with the same conventions.
+  whose ``is_saved`` says). Returns ``(known, unknown, out_unknowns, num_res)`` with the same
+  conventions.
+
+  An equation with its own partial-eval rule (jit, scan, cond, while, a nested checkpoint)
+  that mixes known and unknown inputs is split by that rule for its known outputs, and runs
+  whole on the unknown side: it is rematerialized as one unit, whatever the policy says of
+  the values inside it.
   """
   jaxpr = closed.jaxpr
   unknown_vars = {v for v, u in zip(jaxpr.invars, in_unknowns) if u}
-  producer = {}
+  producer, mixed = {}, {}
   for eqn in jaxpr.eqns:
-    if any(type(v) is not Literal and v in unknown_vars for v in eqn.invars):
-      unknown_vars.update(eqn.outvars)
     for v in eqn.outvars:
       producer[v] = eqn
-  if any(e.primitive in partial_eval_rules and any(v in unknown_vars for v in e.outvars)
-         for e in jaxpr.eqns):
-    # A call-like equation (jit, scan, cond, ...) with unknown inputs must itself be split
-    # by its rule, which saves its own residuals: fall back to plain partial evaluation
-    # (correct, though the policy then only governs the values outside such calls).
-    return partial_eval_jaxpr(closed, in_unknowns)
+    ins_uk = [type(v) is not Literal and v in unknown_vars for v in eqn.invars]
+    if not any(ins_uk):
+      continue
+    if eqn.primitive in partial_eval_rules:
+      ins = _unique_vars(eqn.invars)
+      one = ClosedJaxpr(Jaxpr([], ins, eqn.outvars, [eqn]), [])
+      known_one, _, out_uk, num_res = partial_eval_jaxpr(one, [v in unknown_vars for v in ins])
+      mixed[eqn] = ([v for v in ins if v not in unknown_vars], known_one, num_res, out_uk)
+      unknown_vars.update(v for v, u in zip(eqn.outvars, out_uk) if u)
+    else:
+      unknown_vars.update(eqn.outvars)
   out_unknowns = [type(v) is not Literal and v in unknown_vars for v in jaxpr.outvars]
-  known_eqns = [e for e in jaxpr.eqns if not any(v in unknown_vars for v in e.outvars)]
   unknown_eqns = [e for e in jaxpr.eqns if any(v in unknown_vars for v in e.outvars)]
 
   # Known values the unknown side needs: saved if saveable (or an input/const), recomputed
   # otherwise (which may need further known values).
   known_inputs = {v for v, u in zip(jaxpr.invars, in_unknowns) if not u} | set(jaxpr.constvars)
+  unknown_set = set(unknown_eqns)
   residuals, recomputed, seen = [], [], set()
 
   def need(v):
@@ -127,6 +135,8 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
       return
     seen.add(v)
     eqn = producer.get(v)
+    if eqn in unknown_set:
+      return  # a known output of a mixed equation, which the unknown side runs whole
     if v in known_inputs or eqn is None or is_saved(
         saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
       residuals.append(v)
@@ -140,14 +150,53 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
     for v in eqn.invars:
       need(v)
   order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
-  recomputed.sort(key=lambda e: order[id(e)])
+  unknown_side = sorted(recomputed + unknown_eqns, key=lambda e: order[id(e)])
   known_outvars = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
-  known = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, in_unknowns) if not u],
-                known_outvars + residuals, known_eqns)
+  known_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
   from hlox.core.jaxpr import dce_jaxpr
-  known, _ = dce_jaxpr(known)
+  if not mixed:
+    known = Jaxpr(jaxpr.constvars, known_invars, known_outvars + residuals,
+                  [e for e in jaxpr.eqns if e not in unknown_set])
+    known, _ = dce_jaxpr(known)
+    known = ClosedJaxpr(known, closed.consts)
+  else:
+    known = _trace_known_side(closed, known_invars, known_outvars + residuals, unknown_set,
+                              mixed)
   unknown = Jaxpr([], residuals + [v for v, u in zip(jaxpr.invars, in_unknowns) if u],
-                  [v for v, u in zip(jaxpr.outvars, out_unknowns) if u],
-                  recomputed + unknown_eqns)
-  return (ClosedJaxpr(known, closed.consts), ClosedJaxpr(unknown, []), out_unknowns,
-          len(residuals))
+                  [v for v, u in zip(jaxpr.outvars, out_unknowns) if u], unknown_side)
+  return known, ClosedJaxpr(unknown, []), out_unknowns, len(residuals)
+
+
+def _unique_vars(vs):
+  out, seen = [], set()
+  for v in vs:
+    if type(v) is not Literal and v not in seen:
+      seen.add(v)
+      out.append(v)
+  return out
+
+
+def _trace_known_side(closed, known_invars, outvars, unknown_set, mixed):
+  """The known jaxpr, traced: known equations are bound again and each mixed equation's
+  known outputs come from its own rule's known part."""
+  from hlox.core.jaxpr import dce_jaxpr, trace_to_jaxpr
+  jaxpr = closed.jaxpr
+
+  def known_fun(*xs):
+    env = dict(zip(jaxpr.constvars, closed.consts))
+    env.update(zip(known_invars, xs))
+    read = lambda v: v.val if type(v) is Literal else env[v]
+    for eqn in jaxpr.eqns:
+      if eqn in mixed:
+        ins, known_one, num_res, out_uk = mixed[eqn]
+        outs = eval_jaxpr(known_one.jaxpr, known_one.consts, *[read(v) for v in ins])
+        env.update(zip([v for v, u in zip(eqn.outvars, out_uk) if not u],
+                       outs[:len(outs) - num_res]))
+      elif eqn not in unknown_set:
+        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+    return [read(v) for v in outvars]
+
+  traced = trace_to_jaxpr(known_fun, [v.aval for v in known_invars], "known", "known")
+  dced, _ = dce_jaxpr(traced.jaxpr)
+  return ClosedJaxpr(dced, traced.consts)

@@ -634,12 +634,57 @@ def _while_jvp_jaxprs(cond_jaxpr, body_jaxpr, body_nconsts, bc_nz, carry_nz):
 ad.primitive_jvps[while_p] = _while_jvp
 
 
-def _while_partial_eval(trace, *args, **params):
-  raise ValueError(
-      "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
-      "dynamic start/stop values (the number of iterations is not known when tracing). Try "
-      "using lax.scan, or lax.fori_loop with static (Python int) start/stop values.")
+_WHILE_REVERSE_MSG = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+    "dynamic start/stop values (the number of iterations is not known when tracing). Try "
+    "using lax.scan, or lax.fori_loop with static (Python int) start/stop values.")
 
+
+def _known_part(closed: ClosedJaxpr, unknowns):
+  """The part of ``closed`` that computes its known outputs from its known inputs (consts
+  made leading invars), and which outputs are unknown."""
+  known, _, out_uk, num_res = pe.partial_eval_jaxpr(closed, list(unknowns))
+  j = known.jaxpr
+  j, _ = dce_jaxpr(Jaxpr(j.constvars, j.invars, j.outvars[:len(j.outvars) - num_res], j.eqns,
+                         j.debug_info))
+  known, consts = convert_constvars(ClosedJaxpr(j, known.consts))
+  return known, consts, out_uk
+
+
+def _while_partial_eval(trace, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  # As JAX: when the predicate depends on known values only, a loop over the known carries
+  # computes the known outputs now; the unknown outputs come from the whole loop, recorded
+  # (so its known part runs again: the loop rematerializes itself, no per-iteration
+  # residuals). That serves forward mode (linearize) and checkpoint; transposing the
+  # recorded loop is what reverse mode cannot do.
+  params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                body_nconsts=body_nconsts)
+  uk = [trace.is_unknown(x) for x in args]
+  cc_uk, bc_uk, init_uk = _split(uk, cond_nconsts, body_nconsts)
+  carry_uk = _carry_fixpoint(
+      lambda flags: _memo(_known_part, body_jaxpr, tuple(bc_uk + flags))[2], init_uk)
+  cond_known, cond_consts, pred_uk = _memo(_known_part, cond_jaxpr, tuple(cc_uk + carry_uk))
+  if pred_uk[0] or all(carry_uk):
+    return trace.record(while_p, args, params)
+  body_known, body_consts, _ = _memo(_known_part, body_jaxpr, tuple(bc_uk + carry_uk))
+  cc, bc, init = _split(args, cond_nconsts, body_nconsts)
+  known_cc = [x for x, u in zip(cc, cc_uk) if not u]
+  known_bc = [x for x, u in zip(bc, bc_uk) if not u]
+  known_init = [x for x, u in zip(init, carry_uk) if not u]
+  with set_current_trace(trace.parent):
+    known_outs = while_p.bind(*cond_consts, *known_cc, *body_consts, *known_bc, *known_init,
+                              cond_jaxpr=cond_known, body_jaxpr=body_known,
+                              cond_nconsts=len(cond_consts) + len(known_cc),
+                              body_nconsts=len(body_consts) + len(known_bc))
+  all_outs = trace.record(while_p, args, params)
+  k = iter(known_outs)
+  return [o if u else next(k) for o, u in zip(all_outs, carry_uk)]
+
+
+def _while_transpose(cts, *args, **params):
+  raise ValueError(_WHILE_REVERSE_MSG)
+
+ad.primitive_transposes[while_p] = _while_transpose
 pe.partial_eval_rules[while_p] = _while_partial_eval
 
 
