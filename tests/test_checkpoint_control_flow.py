@@ -101,3 +101,85 @@ def test_partial_prevent_cse(cse):
   for a, e in zip(hlox.tree_util.tree_leaves(hlox.grad(loss, (0, 1))(Ws, x)),
                   hlox.tree_util.tree_leaves(hlox.grad(plain, (0, 1))(Ws, x))):
     np.testing.assert_allclose(a, e, rtol=1e-6)
+
+
+def _counting_add_one():
+  from hlox.core.primitive import Primitive
+  from hlox.interpreters import ad
+  p, count = Primitive("add_one_counted"), [0]
+
+  def impl(x):
+    count[0] += 1
+    return x + 1
+  p.def_impl(impl)
+  p.def_abstract_eval(lambda x: x)
+
+  def jvp(primals, tangents):
+    out = p.bind(primals[0])
+    return out, out * tangents[0]
+  ad.primitive_jvps[p] = jvp
+  return p.bind, count
+
+
+def test_nested_checkpoint_recompute_counts():
+  add_one, count = _counting_add_one()
+  g = hlox.checkpoint(lambda x: add_one(hlox.checkpoint(add_one)(x)))
+  count[0] = 0
+  _, vjp = hlox.vjp(g, np.zeros(1))
+  assert count[0] == 2
+  count[0] = 0
+  vjp(np.ones(1))
+  assert count[0] == 3  # the outer body twice (its inner call included), the inner once
+
+  def nest(funs):
+    if len(funs) <= 2:
+      return lambda x: funs[0](funs[-1](x)) if len(funs) == 2 else funs[0](x)
+    f1, f2 = nest(funs[:len(funs) // 2]), nest(funs[len(funs) // 2:])
+    return lambda x: f1(hlox.checkpoint(f2)(x))
+  for n, bwd in [(4, 2), (8, 8)]:
+    f = nest([add_one] * n)
+    count[0] = 0
+    _, vjp = hlox.vjp(f, np.ones(()))
+    assert count[0] == n
+    count[0] = 0
+    vjp(np.ones(()))
+    assert count[0] == bwd
+
+
+def test_policy_applies_inside_cond():
+  f = lambda x: lax.cond(x > 0., lambda c: (jnp.sin(c), jnp.sin(c)),
+                         lambda c: (jnp.sin(c), jnp.sin(c)), x)
+  text = str(hlox.make_jaxpr(hlox.linearize(hlox.checkpoint(f), 4.)[1])(1.))
+  # The tangent needs cos(x) only: recomputed inside the unknown branch, no sin.
+  assert " sin " not in text and " cos " in text
+  save_cos = lambda prim, *_, **__: str(prim) == "cos"
+  g = hlox.checkpoint(lambda x: lax.cond(x > 0, jnp.sin, lambda x: x, x), policy=save_cos)
+  text = str(hlox.make_jaxpr(hlox.linearize(g, 4.)[1])(1.))
+  assert text.count(" sin ") == 0 and text.count(" cos ") == 0  # cos saved in its slot
+  for x in (0.8, -0.3):
+    np.testing.assert_allclose(hlox.grad(g)(x), np.cos(x) if x > 0 else 1., rtol=1e-6)
+    np.testing.assert_allclose(hlox.grad(lambda x: hlox.checkpoint(f)(x)[0])(x), np.cos(x),
+                               rtol=1e-6)
+
+
+def test_dots_policy_inside_cond_counts():
+  x = jnp.ones((5,))
+
+  @functools.partial(hlox.checkpoint, policy=hlox.checkpoint_policies.checkpoint_dots)
+  def f(W):
+    def body(x):
+      for _ in range(3):
+        x = jnp.sin(jnp.dot(x, W, precision=lax.Precision.HIGHEST))
+      return x
+    return lax.cond(x.sum() > 0, body, lambda x: x, x)
+  W = jnp.ones((5, 5)) * 0.1
+  y, f_vjp = hlox.vjp(f, W)
+  text = str(hlox.make_jaxpr(f_vjp)(y))
+  assert (text.count(" sin "), text.count(" cos "), text.count(" dot_")) == (2, 3, 5)
+
+  def ref(W):
+    x_ = x
+    for _ in range(3):
+      x_ = jnp.sin(jnp.dot(x_, W, precision=lax.Precision.HIGHEST))
+    return x_
+  np.testing.assert_allclose(f_vjp(y)[0], hlox.vjp(ref, W)[1](y)[0], rtol=1e-5)
