@@ -13,7 +13,9 @@ from typing import Callable, Sequence
 from hlox import tree_util
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import get_aval, set_current_trace
+from hlox.cache import LRUCache
+from hlox.config import config
+from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.compiler_hints import optimization_barrier_p
@@ -61,7 +63,7 @@ def is_saved(answer) -> bool:
 name_p = Primitive("name")
 name_p.def_impl(lambda x, *, name: x)
 name_p.def_abstract_eval(lambda aval, *, name: aval)
-xla.register_lowering(name_p, lambda ctx, x, *, name: [x])
+xla.register_lowering(name_p, lambda ctx, x, *, name: x)
 ad.primitive_jvps[name_p] = lambda primals, tangents, *, name: (
     name_p.bind(primals[0], name=name), tangents[0])
 ad.primitive_transposes[name_p] = lambda ct, x, *, name: [ct]
@@ -342,24 +344,29 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
   static_argnums = tuple(static_argnums)
   # policy=None (JAX's default, printed as such) saves nothing but the inputs.
 
+  # Traced jaxprs, per argument signature: calling a checkpointed function again (eagerly,
+  # say) does not run the Python function again, as JAX. Traces that closed over tracers of
+  # an enclosing transformation are valid only there and are not kept.
+  traces = LRUCache(maxsize=64)
+
   @functools.wraps(fun)
   def checkpointed(*args, **kwargs):
     statics = {i: args[i] for i in static_argnums}
     dyn = [a for i, a in enumerate(args) if i not in statics]
     leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
-    out_tree_box = []
-
-    def flat(*xs):
-      d, kw = tree_util.tree_unflatten(in_tree, xs)
-      it = iter(d)
-      full = [statics[i] if i in statics else next(it) for i in range(len(args))]
-      out_leaves, out_tree = tree_util.tree_flatten(fun(*full, **kw))
-      out_tree_box.append(out_tree)
-      return out_leaves
-
-    closed = trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
-                            getattr(fun, "__name__", "checkpoint"), "checkpoint")
-    closed, consts = convert_constvars(closed)
+    avals = [get_aval(x) for x in leaves]
+    try:
+      key = (in_tree, tuple((i, v, type(v)) for i, v in statics.items()), tuple(avals),
+             config.enable_x64, tuple(trace_ctx.axis_env))
+      hit = traces.get(key)
+    except TypeError:  # unhashable static arguments: trace every time
+      key = hit = None
+    if hit is not None:
+      closed, consts, out_tree = hit
+    else:
+      closed, consts, out_tree = _trace(fun, args, statics, in_tree, avals)
+      if key is not None and not any(isinstance(c, Tracer) for c in consts):
+        traces.put(key, (closed, consts, out_tree))
     cse = prevent_cse
     if not isinstance(cse, bool):
       flags = tree_util.broadcast_prefix(tuple(cse) if len(cse) == len(dyn) else
@@ -369,9 +376,25 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
       cse = (True,) * len(consts) + tuple(bool(f) for f in flags) + (True,) * n_kw
     outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=cse,
                              policy=policy, differentiated=False)
-    return tree_util.tree_unflatten(out_tree_box[0], outs)
+    return tree_util.tree_unflatten(out_tree, outs)
 
   return checkpointed
+
+
+def _trace(fun, args, statics, in_tree, avals):
+  out_tree_box = []
+
+  def flat(*xs):
+    d, kw = tree_util.tree_unflatten(in_tree, xs)
+    it = iter(d)
+    full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+    out_leaves, out_tree = tree_util.tree_flatten(fun(*full, **kw))
+    out_tree_box.append(out_tree)
+    return out_leaves
+
+  closed = trace_to_jaxpr(flat, avals, getattr(fun, "__name__", "checkpoint"), "checkpoint")
+  closed, consts = convert_constvars(closed)
+  return closed, consts, out_tree_box[0]
 
 
 remat = checkpoint

@@ -118,3 +118,30 @@ def test_checkpoint_name_vmap_and_pytree():
   np.testing.assert_allclose(g(x), x * 2. + 1.)
   np.testing.assert_allclose(hlox.grad(lambda a: jnp.sum(g(a)))(x), np.full((2, 3), 2.))
   assert "name[name=y]" in str(hlox.make_jaxpr(f)(1.))
+  h = hlox.jit(lambda x: jnp.tanh(checkpoint_name(x @ x, "m")))
+  np.testing.assert_allclose(h(jnp.ones((2, 2))), np.tanh(np.full((2, 2), 2.)), rtol=1e-6)
+
+
+def test_checkpoint_traces_once_per_signature():
+  count, box = [0], [2.]
+
+  @hlox.checkpoint
+  def g(x):
+    count[0] += 1
+    return jnp.sin(x) * box[0]
+  for _ in range(5):
+    g(2.)
+  assert count[0] == 1
+  g(jnp.ones(3))
+  assert count[0] == 2
+  # A trace closing over an enclosing transformation's tracer is not reused.
+  @hlox.checkpoint
+  def h(x):
+    return jnp.sin(x) * box[0]
+
+  def outer(a):
+    box[0] = a
+    return h(1.)
+  np.testing.assert_allclose(hlox.grad(outer)(3.), np.sin(1.), rtol=1e-6)
+  np.testing.assert_allclose(hlox.jit(outer)(4.), 4 * np.sin(1.), rtol=1e-6)
+  np.testing.assert_allclose(hlox.jit(outer)(5.), 5 * np.sin(1.), rtol=1e-6)
