@@ -302,17 +302,34 @@ def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
 pe.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
 
 
-def _checkpoint_transpose(cts, *args, jaxpr, **params):
+def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, **params):
   undefined = [ad.is_undefined_primal(x) for x in args]
   cts = [ad.instantiate_zeros(ct) for ct in cts]
+  defined = [x for x, u in zip(args, undefined) if not u]
+  lin_avals = [x.aval for x in args if ad.is_undefined_primal(x)]
   # The body mixes the recomputation (on residuals) with the linear part; equations that
   # mix both (a JVP'd loop, say) must be split before the linear part can be transposed.
   known, linear, _, num_res = pe.partial_eval_jaxpr(jaxpr, undefined)
-  res = eval_jaxpr(known.jaxpr, known.consts, *[x for x, u in zip(args, undefined) if not u])
-  res = res[len(res) - num_res:]
-  lin_args = [*res, *[x for x, u in zip(args, undefined) if u]]
-  cts_in = iter(ad.backward_pass(linear.jaxpr, linear.consts, lin_args, cts)[num_res:])
-  return [next(cts_in) if u else None for u in undefined]
+
+  def bwd(*xs):
+    res = eval_jaxpr(known.jaxpr, known.consts, *xs[:len(defined)])
+    res = res[len(res) - num_res:]
+    lin_args = [*res, *[ad.UndefinedPrimal(a) for a in lin_avals]]
+    outs = ad.backward_pass(linear.jaxpr, linear.consts, lin_args, list(xs[len(defined):]))
+    return [ad.zeros_like_aval(a) if o is None or type(o) is ad.Zero else o
+            for o, a in zip(outs[num_res:], lin_avals)]
+
+  # The backward pass is a checkpoint itself, so that its recomputation keeps its barrier
+  # (XLA must not merge it with the forward pass's copy of the same values).
+  closed = trace_to_jaxpr(bwd, [get_aval(x) for x in defined] + [get_aval(c) for c in cts],
+                          "checkpoint transpose", "checkpoint")
+  closed, consts = convert_constvars(closed)
+  if isinstance(prevent_cse, tuple):
+    prevent_cse = ((True,) * len(consts) + tuple(f for f, u in zip(prevent_cse, undefined)
+                                                  if not u) + (False,) * len(cts))
+  outs = iter(checkpoint_p.bind(*consts, *defined, *cts, jaxpr=closed, prevent_cse=prevent_cse,
+                                **dict(params, differentiated=True)))
+  return [next(outs) if u else None for u in undefined]
 
 ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
 
