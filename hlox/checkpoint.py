@@ -11,6 +11,7 @@ import types
 from typing import Callable, Sequence
 
 from hlox import tree_util
+from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.cache import LRUCache
@@ -327,8 +328,10 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, **params):
   if isinstance(prevent_cse, tuple):
     prevent_cse = ((True,) * len(consts) + tuple(f for f, u in zip(prevent_cse, undefined)
                                                   if not u) + (False,) * len(cts))
-  outs = iter(checkpoint_p.bind(*consts, *defined, *cts, jaxpr=closed, prevent_cse=prevent_cse,
-                                **dict(params, differentiated=True)))
+  # Named as JAX's, so that profiles and dumps show the backward recomputation.
+  with source_info_lib.extend_name_stack("rematted_computation"):
+    outs = iter(checkpoint_p.bind(*consts, *defined, *cts, jaxpr=closed,
+                                  prevent_cse=prevent_cse, **dict(params, differentiated=True)))
   return [next(outs) if u else None for u in undefined]
 
 ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose

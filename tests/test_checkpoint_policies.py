@@ -145,3 +145,13 @@ def test_checkpoint_traces_once_per_signature():
   np.testing.assert_allclose(hlox.grad(outer)(3.), np.sin(1.), rtol=1e-6)
   np.testing.assert_allclose(hlox.jit(outer)(4.), 4 * np.sin(1.), rtol=1e-6)
   np.testing.assert_allclose(hlox.jit(outer)(5.), 5 * np.sin(1.), rtol=1e-6)
+
+
+def test_backward_pass_is_a_named_checkpoint():
+  f = hlox.checkpoint(lambda x: jnp.sum(jnp.tanh(x @ x)))
+  x = jnp.ones((3, 3)) * 0.2
+  y, f_vjp = hlox.vjp(f, x)
+  closed = hlox.make_jaxpr(f_vjp)(y)
+  assert closed.jaxpr.pretty_print(name_stack=True).count("rematted_computation") == 1
+  np.testing.assert_allclose(f_vjp(1.)[0], hlox.grad(lambda x: jnp.sum(jnp.tanh(x @ x)))(x),
+                             rtol=1e-6)
