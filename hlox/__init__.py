@@ -32,6 +32,7 @@ from hlox.core.dtypes import float0
 from hlox.tree_util import Partial
 from hlox.custom_derivatives import custom_jvp, custom_vjp
 from hlox.checkpoint import checkpoint, checkpoint_policies, remat
+from hlox import ad_checkpoint
 from hlox import distributed
 from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded

@@ -131,18 +131,25 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   out_p, lin = ad.linearize(flat, p_leaves, nonzeros)
   out_p, aux = _split_aux(box, out_p)
   n_out = len(out_p)
+  # As JAX's, the linear function is a ``Partial`` of a ``functools.partial`` whose first
+  # argument is the linear jaxpr (users inspect the residual recomputation through
+  # ``f_jvp.func.args[0]``).
+  f_jvp = tree_util.Partial(functools.partial(_lifted_jvp, lin.jaxpr.jaxpr, lin, nonzeros,
+                                              n_out, box["out_tree"], p_tree))
+  f_jvp.out_nzs = tuple(not z for z in lin.out_zeros[:n_out])
   out_tree = box["out_tree"]
-
-  def f_jvp(*tangents):
-    t_leaves, t_tree = tree_util.tree_flatten(tangents)
-    if t_tree != p_tree:
-      raise TypeError(f"linearized function called with tangent structure {t_tree}, "
-                      f"expected {p_tree}")
-    outs = lin(*[t for t, nz in zip(t_leaves, nonzeros) if nz])[:n_out]
-    return tree_util.tree_unflatten(out_tree, [_instantiate(t) for t in outs])
-
   out = tree_util.tree_unflatten(out_tree, out_p)
   return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+def _lifted_jvp(jaxpr, lin, nonzeros, n_out, out_tree, p_tree, *tangents):
+  del jaxpr  # carried for inspection only; ``lin`` evaluates it
+  t_leaves, t_tree = tree_util.tree_flatten(tangents)
+  if t_tree != p_tree:
+    raise TypeError(f"linearized function called with tangent structure {t_tree}, "
+                    f"expected {p_tree}")
+  outs = lin(*[t for t, nz in zip(t_leaves, nonzeros) if nz])[:n_out]
+  return tree_util.tree_unflatten(out_tree, [_instantiate(t) for t in outs])
 
 
 @api_boundary

@@ -7,50 +7,215 @@ everything else is recomputed in the backward pass (``partial_eval_jaxpr_custom`
 from __future__ import annotations
 
 import functools
+import types
 from typing import Callable, Sequence
 
 from hlox import tree_util
-from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
+from hlox.core import source_info as source_info_lib
+from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import get_aval, set_current_trace
+from hlox.cache import LRUCache
+from hlox.config import config
+from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
+from hlox.lax.compiler_hints import optimization_barrier_p
 
-__all__ = ["checkpoint", "remat", "checkpoint_policies"]
+__all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name"]
 
 
-class checkpoint_policies:
-  """Which intermediate values a checkpointed function saves for the backward pass."""
+# What a policy may answer for a value: save it, recompute it, or offload it (move it to
+# another memory space, saved there). A plain bool means save (True) or recompute (False).
+class _Answer:
+  __slots__ = ("name",)
 
-  @staticmethod
-  def everything_saveable(prim, params) -> bool:
-    return True
+  def __init__(self, name):
+    self.name = name
 
-  @staticmethod
-  def nothing_saveable(prim, params) -> bool:
+  def __repr__(self):
+    return self.name
+
+
+Saveable = _Answer("Saveable")
+Recompute = _Answer("Recompute")
+
+
+class Offloadable:
+  """A policy's answer: save the value, in memory space ``dst`` (moved from ``src``)."""
+
+  __slots__ = ("src", "dst")
+
+  def __init__(self, src, dst):
+    self.src, self.dst = src, dst
+
+  def __repr__(self):
+    return f"Offloadable(src={self.src!r}, dst={self.dst!r})"
+
+
+def is_saved(answer) -> bool:
+  """Whether a policy's answer keeps the value as a residual (an offloaded value is kept:
+  on a backend without a host memory space it simply stays where it is)."""
+  if answer is Recompute:
     return False
+  return answer is Saveable or isinstance(answer, Offloadable) or bool(answer)
 
-  @staticmethod
-  def dots_saveable(prim, params) -> bool:
-    return prim.name == "dot_general"
 
-  checkpoint_dots = dots_saveable
+# ``name_p`` tags a value with a name for the name-based policies; it is the identity.
+name_p = Primitive("name")
+name_p.def_impl(lambda x, *, name: x)
+name_p.def_abstract_eval(lambda aval, *, name: aval)
+xla.register_lowering(name_p, lambda ctx, x, *, name: x)
+ad.primitive_jvps[name_p] = lambda primals, tangents, *, name: (
+    name_p.bind(primals[0], name=name), tangents[0])
+ad.primitive_transposes[name_p] = lambda ct, x, *, name: [ct]
+batching.primitive_batchers[name_p] = lambda vals, dims, *, name: (
+    name_p.bind(vals[0], name=name), dims[0])
 
-  @staticmethod
-  def dots_with_no_batch_dims_saveable(prim, params) -> bool:
+
+def checkpoint_name(x, name):
+  """Tag every array of the pytree ``x`` with ``name``, for ``save_only_these_names`` and the
+  other name-based policies; otherwise the identity."""
+  return tree_util.tree_map(lambda v: name_p.bind(v, name=name), x)
+
+
+def everything_saveable(*_, **__) -> bool:
+  """Save every intermediate (as if ``checkpoint`` were not used)."""
+  return True
+
+
+def nothing_saveable(*_, **__) -> bool:
+  """Save nothing but the inputs: recompute every intermediate."""
+  return False
+
+
+def _no_batch_dims(params) -> bool:
+  (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
+  return not lhs_batch and not rhs_batch
+
+
+class _DotsSaveable:
+  def __init__(self, only_if_no_batch_dims: bool):
+    self.only_if_no_batch_dims = only_if_no_batch_dims
+    self.__name__ = ("dots_with_no_batch_dims_saveable" if only_if_no_batch_dims
+                     else "dots_saveable")
+
+  def __call__(self, prim, *_, **params) -> bool:
     if prim.name != "dot_general":
       return False
-    (_, _), (lhs_batch, rhs_batch) = params["dimension_numbers"]
-    return not lhs_batch and not rhs_batch
+    return not self.only_if_no_batch_dims or _no_batch_dims(params)
 
-  checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+  def __repr__(self):
+    return self.__name__
 
-  @staticmethod
-  def save_from_both_policies(policy_1, policy_2):
-    """A policy saving what either ``policy_1`` or ``policy_2`` saves."""
-    def policy(prim, params):
-      return bool(policy_1(prim, params)) or bool(policy_2(prim, params))
-    return policy
+
+dots_saveable = _DotsSaveable(False)
+dots_with_no_batch_dims_saveable = _DotsSaveable(True)
+
+
+class _OffloadDotWithNoBatchDims:
+  def __init__(self, offload_src, offload_dst):
+    self.offload_src, self.offload_dst = offload_src, offload_dst
+
+  def __call__(self, prim, *_, **params):
+    if prim.name == "dot_general" and _no_batch_dims(params):
+      return Offloadable(self.offload_src, self.offload_dst)
+    return Recompute
+
+
+def offload_dot_with_no_batch_dims(offload_src, offload_dst):
+  """Save (offloaded from ``offload_src`` to ``offload_dst``) the dots without batch
+  dimensions; recompute the rest."""
+  return _OffloadDotWithNoBatchDims(offload_src, offload_dst)
+
+
+class _SaveOnlyTheseNames:
+  def __init__(self, names):
+    self.names = names
+
+  def __call__(self, prim, *_, **params) -> bool:
+    return prim is name_p and params["name"] in self.names
+
+
+class _SaveAnyNamesButThese:
+  def __init__(self, names):
+    self.names = names
+
+  def __call__(self, prim, *_, **params) -> bool:
+    return prim is name_p and params["name"] not in self.names
+
+
+def save_only_these_names(*names_which_can_be_saved):
+  """Save only the values tagged (``checkpoint_name``) with one of these names."""
+  return _SaveOnlyTheseNames(frozenset(names_which_can_be_saved))
+
+
+def save_any_names_but_these(*names_not_to_save):
+  """Save the values tagged with any name but these (untagged values are recomputed)."""
+  return _SaveAnyNamesButThese(frozenset(names_not_to_save))
+
+
+def save_anything_except_these_names(*names_not_to_save):
+  """Deprecated in JAX, kept for its users: saves everything."""
+  del names_not_to_save
+  return everything_saveable
+
+
+class _SaveAndOffloadOnlyTheseNames:
+  def __init__(self, saved, offloaded, src, dst):
+    self.saved, self.offloaded, self.src, self.dst = saved, offloaded, src, dst
+
+  def __call__(self, prim, *_, **params):
+    if prim is name_p and params["name"] in self.saved:
+      return Saveable
+    if prim is name_p and params["name"] in self.offloaded:
+      return Offloadable(self.src, self.dst)
+    return Recompute
+
+
+def save_and_offload_only_these_names(*, names_which_can_be_saved, names_which_can_be_offloaded,
+                                      offload_src, offload_dst):
+  """Save the values with the first names, offload those with the second (from
+  ``offload_src`` to ``offload_dst``), recompute the rest."""
+  saved, offloaded = frozenset(names_which_can_be_saved), frozenset(names_which_can_be_offloaded)
+  common = saved & offloaded
+  if common:
+    raise ValueError("The names should be exclusive and should not intersect in "
+                     "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
+                     f"names_which_can_be_saved={sorted(saved)}, "
+                     f"names_which_can_be_offloaded={sorted(offloaded)} and the intersection "
+                     f"{sorted(common)}")
+  return _SaveAndOffloadOnlyTheseNames(saved, offloaded, offload_src, offload_dst)
+
+
+def save_from_both_policies(policy_1, policy_2):
+  """A policy saving what either ``policy_1`` or ``policy_2`` saves."""
+  def policy(prim, *args, **params):
+    out1, out2 = policy_1(prim, *args, **params), policy_2(prim, *args, **params)
+    if not (isinstance(out1, bool) and isinstance(out2, bool)):
+      raise ValueError("The return value of the policies should be a boolean. Got: "
+                       f"{out1} and {out2}. Please write a custom policy function directly, "
+                       "rather than using this helper function.")
+    return out1 or out2
+  return policy
+
+
+checkpoint_policies = types.SimpleNamespace(
+    everything_saveable=everything_saveable,
+    nothing_saveable=nothing_saveable,
+    dots_saveable=dots_saveable,
+    checkpoint_dots=dots_saveable,
+    dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_any_names_but_these=save_any_names_but_these,
+    save_only_these_names=save_only_these_names,
+    save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
+)
+checkpoint_policies.__doc__ = (
+    "Which intermediate values a checkpointed function saves for the backward pass: each "
+    "policy is called as ``policy(prim, *in_avals, **params)``.")
 
 
 class _CheckpointPrimitive(Primitive):
@@ -70,8 +235,28 @@ checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **params: list(jaxpr.out_av
 # debug_nans's re-run opens the body, so that an invalid value is traced to its equation.
 nan_checks.deoptimized_rules[checkpoint_p] = (
     lambda *args, jaxpr, **params: nan_checks.eval_deoptimized(jaxpr.jaxpr, jaxpr.consts, args))
-xla.register_lowering(checkpoint_p, lambda ctx, *args, jaxpr, **params: xla.lower_call(
-    ctx, jaxpr, args, name="checkpoint"))
+
+
+def _cse_flags(prevent_cse, n: int) -> tuple:
+  """``prevent_cse`` (one bool, or one per input) as one bool per input."""
+  return tuple(prevent_cse) if isinstance(prevent_cse, tuple) else (bool(prevent_cse),) * n
+
+
+def _checkpoint_lowering(ctx, *args, jaxpr, prevent_cse, differentiated, **params):
+  # As JAX: a differentiated checkpoint's inputs pass an optimization barrier, so that XLA
+  # cannot merge its recomputation with the forward pass's copy (common-subexpression
+  # elimination would undo the rematerialization).
+  args = list(args)
+  idx = [i for i, f in enumerate(_cse_flags(prevent_cse, len(args))) if f]
+  if differentiated and idx:
+    avals = [ctx.avals_in[i] for i in idx]
+    sub = xla.LoweringRuleContext(ctx.module_context, optimization_barrier_p, avals, avals)
+    barred = xla.lowering_rules[optimization_barrier_p](sub, *[args[i] for i in idx])
+    for i, v in zip(idx, barred):
+      args[i] = v
+  return xla.lower_call(ctx, jaxpr, args, name="checkpoint")
+
+xla.register_lowering(checkpoint_p, _checkpoint_lowering)
 
 
 def _checkpoint_jvp(primals, tangents, *, jaxpr, **params):
@@ -79,6 +264,9 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, **params):
   jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
   jvp_closed, consts = convert_constvars(jvp_closed)
   params = dict(params, differentiated=True)
+  if isinstance(params["prevent_cse"], tuple):
+    flags = params["prevent_cse"]
+    params["prevent_cse"] = (*flags, *[f for f, nz in zip(flags, nonzeros) if nz])
   outs = checkpoint_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not ad.Zero],
                            jaxpr=jvp_closed, **params)
   n = len(jaxpr.out_avals)
@@ -92,27 +280,59 @@ ad.primitive_jvps[checkpoint_p] = _checkpoint_jvp
 def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
   unknowns = [trace.is_unknown(x) for x in args]
   known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr_custom(
-      jaxpr, unknowns, policy or checkpoint_policies.nothing_saveable)
+      jaxpr, unknowns, policy or nothing_saveable, is_saved)
   known, known_consts = convert_constvars(known)
+  known_params, unknown_params = params, params
+  if isinstance(params["prevent_cse"], tuple):
+    flags = params["prevent_cse"]
+    known_params = dict(params, prevent_cse=(True,) * len(known_consts)
+                        + tuple(f for f, u in zip(flags, unknowns) if not u))
+    unknown_params = dict(params, prevent_cse=(True,) * num_res
+                          + tuple(f for f, u in zip(flags, unknowns) if u))
   with set_current_trace(trace.parent):
     known_outs = checkpoint_p.bind(*known_consts, *[x for x, u in zip(args, unknowns) if not u],
-                                   jaxpr=known, policy=policy, **params)
+                                   jaxpr=known, policy=policy, **known_params)
   n_known = len(known_outs) - num_res
   residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
   unknown_outs = trace.record(checkpoint_p,
                               [*residuals, *[x for x, u in zip(args, unknowns) if u]],
-                              dict(jaxpr=unknown, policy=policy, **params))
+                              dict(jaxpr=unknown, policy=policy, **unknown_params))
   k, u = iter(known_outs), iter(unknown_outs)
   return [next(u) if unk else next(k) for unk in out_unknowns]
 
 pe.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
 
 
-def _checkpoint_transpose(cts, *args, jaxpr, **params):
+def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, **params):
   undefined = [ad.is_undefined_primal(x) for x in args]
   cts = [ad.instantiate_zeros(ct) for ct in cts]
-  cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, list(args), cts)
-  return [ct if u else None for ct, u in zip(cts_in, undefined)]
+  defined = [x for x, u in zip(args, undefined) if not u]
+  lin_avals = [x.aval for x in args if ad.is_undefined_primal(x)]
+  # The body mixes the recomputation (on residuals) with the linear part; equations that
+  # mix both (a JVP'd loop, say) must be split before the linear part can be transposed.
+  known, linear, _, num_res = pe.partial_eval_jaxpr(jaxpr, undefined)
+
+  def bwd(*xs):
+    res = eval_jaxpr(known.jaxpr, known.consts, *xs[:len(defined)])
+    res = res[len(res) - num_res:]
+    lin_args = [*res, *[ad.UndefinedPrimal(a) for a in lin_avals]]
+    outs = ad.backward_pass(linear.jaxpr, linear.consts, lin_args, list(xs[len(defined):]))
+    return [ad.zeros_like_aval(a) if o is None or type(o) is ad.Zero else o
+            for o, a in zip(outs[num_res:], lin_avals)]
+
+  # The backward pass is a checkpoint itself, so that its recomputation keeps its barrier
+  # (XLA must not merge it with the forward pass's copy of the same values).
+  closed = trace_to_jaxpr(bwd, [get_aval(x) for x in defined] + [get_aval(c) for c in cts],
+                          "checkpoint transpose", "checkpoint")
+  closed, consts = convert_constvars(closed)
+  if isinstance(prevent_cse, tuple):
+    prevent_cse = ((True,) * len(consts) + tuple(f for f, u in zip(prevent_cse, undefined)
+                                                  if not u) + (False,) * len(cts))
+  # Named as JAX's, so that profiles and dumps show the backward recomputation.
+  with source_info_lib.extend_name_stack("rematted_computation"):
+    outs = iter(checkpoint_p.bind(*consts, *defined, *cts, jaxpr=closed,
+                                  prevent_cse=prevent_cse, **dict(params, differentiated=True)))
+  return [next(outs) if u else None for u in undefined]
 
 ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
 
@@ -120,17 +340,21 @@ ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose
 def _checkpoint_batch(axis_data, vals, dims, *, jaxpr, **params):
   batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
   batched, consts = convert_constvars(batched)
+  if isinstance(params["prevent_cse"], tuple):
+    params = dict(params, prevent_cse=(True,) * len(consts) + params["prevent_cse"])
   return checkpoint_p.bind(*consts, *vals, jaxpr=batched, **params), out_dims
 
 batching.axis_primitive_batchers[checkpoint_p] = _checkpoint_batch
 
 
-def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=None,
+def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
                static_argnums: int | Sequence[int] = ()):
   """Make ``fun`` recompute its intermediates in the backward pass instead of storing them.
 
-  ``policy(prim, params) -> bool`` says which values may be saved (see
-  ``checkpoint_policies``); the default saves nothing but the inputs.
+  ``policy(prim, *in_avals, **params)`` says which values may be saved (see
+  ``checkpoint_policies``); the default saves nothing but the inputs. ``prevent_cse`` (a
+  bool, or a pytree prefix of the positional arguments' bools) keeps XLA from merging the
+  recomputation with the forward pass (an optimization barrier on those inputs).
   """
   if fun is None:
     return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
@@ -140,29 +364,57 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse: bool = True, policy=
   static_argnums = tuple(static_argnums)
   # policy=None (JAX's default, printed as such) saves nothing but the inputs.
 
+  # Traced jaxprs, per argument signature: calling a checkpointed function again (eagerly,
+  # say) does not run the Python function again, as JAX. Traces that closed over tracers of
+  # an enclosing transformation are valid only there and are not kept.
+  traces = LRUCache(maxsize=64)
+
   @functools.wraps(fun)
   def checkpointed(*args, **kwargs):
     statics = {i: args[i] for i in static_argnums}
     dyn = [a for i, a in enumerate(args) if i not in statics]
     leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
-    out_tree_box = []
-
-    def flat(*xs):
-      d, kw = tree_util.tree_unflatten(in_tree, xs)
-      it = iter(d)
-      full = [statics[i] if i in statics else next(it) for i in range(len(args))]
-      out_leaves, out_tree = tree_util.tree_flatten(fun(*full, **kw))
-      out_tree_box.append(out_tree)
-      return out_leaves
-
-    closed = trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
-                            getattr(fun, "__name__", "checkpoint"), "checkpoint")
-    closed, consts = convert_constvars(closed)
-    outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
+    avals = [get_aval(x) for x in leaves]
+    try:
+      key = (in_tree, tuple((i, v, type(v)) for i, v in statics.items()), tuple(avals),
+             config.enable_x64, tuple(trace_ctx.axis_env))
+      hit = traces.get(key)
+    except TypeError:  # unhashable static arguments: trace every time
+      key = hit = None
+    if hit is not None:
+      closed, consts, out_tree = hit
+    else:
+      closed, consts, out_tree = _trace(fun, args, statics, in_tree, avals)
+      if key is not None and not any(isinstance(c, Tracer) for c in consts):
+        traces.put(key, (closed, consts, out_tree))
+    cse = prevent_cse
+    if not isinstance(cse, bool):
+      flags = tree_util.broadcast_prefix(tuple(cse) if len(cse) == len(dyn) else
+                                         tuple(c for i, c in enumerate(cse) if i not in statics),
+                                         tuple(dyn))
+      n_kw = len(leaves) - len(flags)
+      cse = (True,) * len(consts) + tuple(bool(f) for f in flags) + (True,) * n_kw
+    outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=cse,
                              policy=policy, differentiated=False)
-    return tree_util.tree_unflatten(out_tree_box[0], outs)
+    return tree_util.tree_unflatten(out_tree, outs)
 
   return checkpointed
+
+
+def _trace(fun, args, statics, in_tree, avals):
+  out_tree_box = []
+
+  def flat(*xs):
+    d, kw = tree_util.tree_unflatten(in_tree, xs)
+    it = iter(d)
+    full = [statics[i] if i in statics else next(it) for i in range(len(args))]
+    out_leaves, out_tree = tree_util.tree_flatten(fun(*full, **kw))
+    out_tree_box.append(out_tree)
+    return out_leaves
+
+  closed = trace_to_jaxpr(flat, avals, getattr(fun, "__name__", "checkpoint"), "checkpoint")
+  closed, consts = convert_constvars(closed)
+  return closed, consts, out_tree_box[0]
 
 
 remat = checkpoint

@@ -27,7 +27,7 @@ LAYERS = [
     ["hlox.random"],                                         # PRNG and distributions
     ["hlox.numpy"],                                          # the NumPy API on lax
     ["hlox.api", "hlox.autodiff", "hlox.custom_derivatives",  # user-facing transformations
-     "hlox.checkpoint", "hlox.typing"],
+     "hlox.checkpoint", "hlox.ad_checkpoint", "hlox.typing"],
     ["hlox.lax"],                                            # every primitive with its rules
     ["hlox.interpreters"],                                   # generic machines, rule tables
     ["hlox.runtime"],                                        # PJRT client, devices, Array

@@ -128,9 +128,9 @@ def escaped_tracer_error(tracer) -> UnexpectedTracerError:
   return UnexpectedTracerError(
       f"Encountered an unexpected tracer {tracer.aval.str_short()}: it was made by the "
       f"{trace.name} transformation{fun}, which has already finished.{created} A traced value "
-      "has leaked out of the function being transformed (for example through a global, a "
-      "closure or an attribute). Return it from the function instead, or pass it in as an "
-      "argument.")
+      "has leaked out of the function being transformed: transformations disallow saving "
+      "intermediate values to global state (a global, a closure or an attribute). Return it "
+      "from the function instead, or pass it in as an argument.")
 
 
 # --- tracers -----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal,
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
                              convert_constvars, eval_jaxpr)
 from hlox.core.tracer import Tracer, set_current_trace
 
@@ -90,34 +90,68 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
   return known_closed, unknown_closed, out_unknowns, len(residuals)
 
 
-def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], saveable):
+# Primitives that split under a checkpoint policy themselves (cond applies it inside its
+# branches): ``rule(eqn, in_unknowns, saveable, is_saved)`` returns None (not splittable
+# that way) or ``(known, out_unknowns, res_avals, make_unknown)``: ``known`` a ClosedJaxpr
+# from the equation's invars whose flag is False (literals included, in order) to its known
+# outputs then the residuals, and ``make_unknown(res_vars)`` the unknown side's equation.
+partial_eval_jaxpr_custom_rules: dict = {}
+
+
+def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], saveable,
+                              is_saved=bool, instantiate: bool | Sequence[bool] = False):
   """Split like ``partial_eval_jaxpr``, but save as residuals only values that ``saveable``
   allows (plus the known inputs); the unknown jaxpr recomputes the rest (rematerialization).
 
-  ``saveable(primitive, params) -> bool`` decides per equation. Returns
+  ``saveable(primitive, *in_avals, **params)`` decides per equation (a bool, or a marker
+  whose ``is_saved`` says). ``instantiate`` forces outputs to be unknown. Returns
   ``(known, unknown, out_unknowns, num_res)`` with the same conventions.
+
+  An equation with its own partial-eval rule (jit, scan, while, a nested checkpoint) that
+  mixes known and unknown inputs is split by that rule for its known outputs, and runs whole
+  on the unknown side: it is rematerialized as one unit, whatever the policy says of the
+  values inside it. One with a rule in ``partial_eval_jaxpr_custom_rules`` (cond) applies the
+  policy inside instead.
   """
   jaxpr = closed.jaxpr
+  if isinstance(instantiate, bool):
+    instantiate = [instantiate] * len(jaxpr.outvars)
   unknown_vars = {v for v, u in zip(jaxpr.invars, in_unknowns) if u}
-  producer = {}
+  producer, mixed, replaced = {}, {}, {}
+  forced_residuals = []
   for eqn in jaxpr.eqns:
-    if any(type(v) is not Literal and v in unknown_vars for v in eqn.invars):
-      unknown_vars.update(eqn.outvars)
     for v in eqn.outvars:
       producer[v] = eqn
-  if any(e.primitive in partial_eval_rules and any(v in unknown_vars for v in e.outvars)
-         for e in jaxpr.eqns):
-    # A call-like equation (jit, scan, cond, ...) with unknown inputs must itself be split
-    # by its rule, which saves its own residuals: fall back to plain partial evaluation
-    # (correct, though the policy then only governs the values outside such calls).
-    return partial_eval_jaxpr(closed, in_unknowns)
-  out_unknowns = [type(v) is not Literal and v in unknown_vars for v in jaxpr.outvars]
-  known_eqns = [e for e in jaxpr.eqns if not any(v in unknown_vars for v in e.outvars)]
+    ins_uk = [type(v) is not Literal and v in unknown_vars for v in eqn.invars]
+    if not any(ins_uk):
+      continue
+    custom = partial_eval_jaxpr_custom_rules.get(eqn.primitive)
+    split = custom(eqn, ins_uk, saveable, is_saved) if custom else None
+    if split is not None:
+      known_one, out_uk, res_avals, make_unknown = split
+      res_vars = [Var(a) for a in res_avals]
+      known_ins = [v for v, u in zip(eqn.invars, ins_uk) if not u]
+      mixed[eqn] = (known_ins, known_one, len(res_vars), out_uk, res_vars)
+      replaced[eqn] = make_unknown(res_vars)
+      forced_residuals.extend(res_vars)
+      unknown_vars.update(v for v, u in zip(eqn.outvars, out_uk) if u)
+    elif eqn.primitive in partial_eval_rules:
+      ins = _unique_vars(eqn.invars)
+      one = ClosedJaxpr(Jaxpr([], ins, eqn.outvars, [eqn]), [])
+      known_one, _, out_uk, num_res = partial_eval_jaxpr(one, [v in unknown_vars for v in ins])
+      mixed[eqn] = ([v for v in ins if v not in unknown_vars], known_one, num_res, out_uk, [])
+      unknown_vars.update(v for v, u in zip(eqn.outvars, out_uk) if u)
+    else:
+      unknown_vars.update(eqn.outvars)
+  out_unknowns = [inst or (type(v) is not Literal and v in unknown_vars)
+                  for v, inst in zip(jaxpr.outvars, instantiate)]
   unknown_eqns = [e for e in jaxpr.eqns if any(v in unknown_vars for v in e.outvars)]
 
   # Known values the unknown side needs: saved if saveable (or an input/const), recomputed
   # otherwise (which may need further known values).
   known_inputs = {v for v, u in zip(jaxpr.invars, in_unknowns) if not u} | set(jaxpr.constvars)
+  known_inputs.update(forced_residuals)  # chosen by a rule that applied the policy inside
+  unknown_set = set(unknown_eqns)
   residuals, recomputed, seen = [], [], set()
 
   def need(v):
@@ -125,7 +159,10 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
       return
     seen.add(v)
     eqn = producer.get(v)
-    if v in known_inputs or eqn is None or saveable(eqn.primitive, eqn.params):
+    if eqn in unknown_set and eqn not in replaced:
+      return  # a known output of a mixed equation, which the unknown side runs whole
+    if v in known_inputs or eqn is None or eqn in replaced or is_saved(
+        saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
       residuals.append(v)
       return
     for u in eqn.invars:
@@ -134,17 +171,61 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
       recomputed.append(eqn)
 
   for eqn in unknown_eqns:
-    for v in eqn.invars:
+    for v in replaced[eqn].invars if eqn in replaced else eqn.invars:
+      need(v)
+  for v, inst in zip(jaxpr.outvars, instantiate):
+    if inst:
       need(v)
   order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
-  recomputed.sort(key=lambda e: order[id(e)])
+  unknown_side = [replaced.get(e, e) for e in
+                  sorted(recomputed + unknown_eqns, key=lambda e: order[id(e)])]
   known_outvars = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
-  known = Jaxpr(jaxpr.constvars, [v for v, u in zip(jaxpr.invars, in_unknowns) if not u],
-                known_outvars + residuals, known_eqns)
+  known_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
   from hlox.core.jaxpr import dce_jaxpr
-  known, _ = dce_jaxpr(known)
+  if not mixed:
+    known = Jaxpr(jaxpr.constvars, known_invars, known_outvars + residuals,
+                  [e for e in jaxpr.eqns if e not in unknown_set])
+    known, _ = dce_jaxpr(known)
+    known = ClosedJaxpr(known, closed.consts)
+  else:
+    known = _trace_known_side(closed, known_invars, known_outvars + residuals, unknown_set,
+                              mixed)
   unknown = Jaxpr([], residuals + [v for v, u in zip(jaxpr.invars, in_unknowns) if u],
-                  [v for v, u in zip(jaxpr.outvars, out_unknowns) if u],
-                  recomputed + unknown_eqns)
-  return (ClosedJaxpr(known, closed.consts), ClosedJaxpr(unknown, []), out_unknowns,
-          len(residuals))
+                  [v for v, u in zip(jaxpr.outvars, out_unknowns) if u], unknown_side)
+  return known, ClosedJaxpr(unknown, []), out_unknowns, len(residuals)
+
+
+def _unique_vars(vs):
+  out, seen = [], set()
+  for v in vs:
+    if type(v) is not Literal and v not in seen:
+      seen.add(v)
+      out.append(v)
+  return out
+
+
+def _trace_known_side(closed, known_invars, outvars, unknown_set, mixed):
+  """The known jaxpr, traced: known equations are bound again and each mixed equation's
+  known outputs come from its own rule's known part."""
+  from hlox.core.jaxpr import dce_jaxpr, trace_to_jaxpr
+  jaxpr = closed.jaxpr
+
+  def known_fun(*xs):
+    env = dict(zip(jaxpr.constvars, closed.consts))
+    env.update(zip(known_invars, xs))
+    read = lambda v: v.val if type(v) is Literal else env[v]
+    for eqn in jaxpr.eqns:
+      if eqn in mixed:
+        ins, known_one, num_res, out_uk, res_vars = mixed[eqn]
+        outs = eval_jaxpr(known_one.jaxpr, known_one.consts, *[read(v) for v in ins])
+        env.update(zip([v for v, u in zip(eqn.outvars, out_uk) if not u],
+                       outs[:len(outs) - num_res]))
+        env.update(zip(res_vars, outs[len(outs) - num_res:]))
+      elif eqn not in unknown_set:
+        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+    return [read(v) for v in outvars]
+
+  traced = trace_to_jaxpr(known_fun, [v.aval for v in known_invars], "known", "known")
+  dced, _ = dce_jaxpr(traced.jaxpr)
+  return ClosedJaxpr(dced, traced.consts)

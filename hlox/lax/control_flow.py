@@ -25,7 +25,7 @@ from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
-from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, Var, convert_constvars, dce_jaxpr,
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert_constvars, dce_jaxpr,
                              effectful_primitives, eval_jaxpr, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.traceback_util import api_boundary
@@ -287,7 +287,7 @@ def _cond_partial_eval(trace, index, *ops, branches):
   return [next(u) if unk else next(k) for unk in out_uk]
 
 
-def _cond_split(branches, uk):
+def _cond_split(branches, uk, split=None):
   """Split every branch with the same unknown inputs, and give the branches one residual
   list. A residual that is a known operand passed through is not returned by the known cond:
   the unknown cond takes that operand itself, once however many branches need it. The other
@@ -298,10 +298,11 @@ def _cond_split(branches, uk):
   Returns ``((known branches, their consts), unknown branches, out_uk, fwd, slot_avals)``:
   ``fwd`` lists the known operands (indices among them) the unknown branches take first.
   """
+  split = split or pe.partial_eval_jaxpr
   out_uk = [False] * len(branches[0].out_avals)
   for br in branches:
-    out_uk = _orf(out_uk, pe.partial_eval_jaxpr(br, list(uk))[2])
-  splits = [pe.partial_eval_jaxpr(br, list(uk), instantiate=out_uk) for br in branches]
+    out_uk = _orf(out_uk, split(br, list(uk))[2])
+  splits = [split(br, list(uk), instantiate=out_uk) for br in branches]
   fwd, slot_avals = [], []
   # Per branch: residual position -> ("fwd", position in fwd) or ("slot", slot number).
   places = []
@@ -350,6 +351,36 @@ def _cond_split(branches, uk):
   return (tuple(known_new), known_consts), tuple(unknown_new), out_uk, tuple(fwd), slot_avals
 
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
+
+
+def _cond_split_custom(branches, uk, saveable, is_saved):
+  split = lambda br, uk, instantiate=False: pe.partial_eval_jaxpr_custom(
+      br, uk, saveable, is_saved, instantiate)
+  return _cond_split(branches, uk, split)
+
+
+def _cond_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
+  # Under a checkpoint policy: the branches are split by the policy (what it does not save
+  # is recomputed inside the unknown branch), their residuals sharing slots as above.
+  if ins_uk[0]:
+    return None
+  branches, uk = eqn.params["branches"], tuple(ins_uk[1:])
+  (known_brs, known_consts), unknown_brs, out_uk, fwd, slot_avals = _memo(
+      _cond_split_custom, branches, uk, saveable, is_saved)
+  ops = eqn.invars[1:]
+  known_ops = [v for v, u in zip(ops, uk) if not u]
+  known = trace_to_jaxpr(
+      lambda index, *xs: cond_p.bind(index, *known_consts, *xs, branches=known_brs),
+      [eqn.invars[0].aval] + [v.aval for v in known_ops], "cond known", "cond")
+
+  def make_unknown(res_vars):
+    return JaxprEqn([eqn.invars[0], *[known_ops[i] for i in fwd], *res_vars,
+                     *[v for v, u in zip(ops, uk) if u]],
+                    [v for v, u in zip(eqn.outvars, out_uk) if u], cond_p,
+                    dict(branches=unknown_brs), eqn.source_info)
+  return known, out_uk, slot_avals, make_unknown
+
+pe.partial_eval_jaxpr_custom_rules[cond_p] = _cond_partial_eval_custom
 
 
 def _cond_transpose(cts, index, *ops, branches):
@@ -634,12 +665,57 @@ def _while_jvp_jaxprs(cond_jaxpr, body_jaxpr, body_nconsts, bc_nz, carry_nz):
 ad.primitive_jvps[while_p] = _while_jvp
 
 
-def _while_partial_eval(trace, *args, **params):
-  raise ValueError(
-      "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
-      "dynamic start/stop values (the number of iterations is not known when tracing). Try "
-      "using lax.scan, or lax.fori_loop with static (Python int) start/stop values.")
+_WHILE_REVERSE_MSG = (
+    "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with "
+    "dynamic start/stop values (the number of iterations is not known when tracing). Try "
+    "using lax.scan, or lax.fori_loop with static (Python int) start/stop values.")
 
+
+def _known_part(closed: ClosedJaxpr, unknowns):
+  """The part of ``closed`` that computes its known outputs from its known inputs (consts
+  made leading invars), and which outputs are unknown."""
+  known, _, out_uk, num_res = pe.partial_eval_jaxpr(closed, list(unknowns))
+  j = known.jaxpr
+  j, _ = dce_jaxpr(Jaxpr(j.constvars, j.invars, j.outvars[:len(j.outvars) - num_res], j.eqns,
+                         j.debug_info))
+  known, consts = convert_constvars(ClosedJaxpr(j, known.consts))
+  return known, consts, out_uk
+
+
+def _while_partial_eval(trace, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  # As JAX: when the predicate depends on known values only, a loop over the known carries
+  # computes the known outputs now; the unknown outputs come from the whole loop, recorded
+  # (so its known part runs again: the loop rematerializes itself, no per-iteration
+  # residuals). That serves forward mode (linearize) and checkpoint; transposing the
+  # recorded loop is what reverse mode cannot do.
+  params = dict(cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr, cond_nconsts=cond_nconsts,
+                body_nconsts=body_nconsts)
+  uk = [trace.is_unknown(x) for x in args]
+  cc_uk, bc_uk, init_uk = _split(uk, cond_nconsts, body_nconsts)
+  carry_uk = _carry_fixpoint(
+      lambda flags: _memo(_known_part, body_jaxpr, tuple(bc_uk + flags))[2], init_uk)
+  cond_known, cond_consts, pred_uk = _memo(_known_part, cond_jaxpr, tuple(cc_uk + carry_uk))
+  if pred_uk[0] or all(carry_uk):
+    return trace.record(while_p, args, params)
+  body_known, body_consts, _ = _memo(_known_part, body_jaxpr, tuple(bc_uk + carry_uk))
+  cc, bc, init = _split(args, cond_nconsts, body_nconsts)
+  known_cc = [x for x, u in zip(cc, cc_uk) if not u]
+  known_bc = [x for x, u in zip(bc, bc_uk) if not u]
+  known_init = [x for x, u in zip(init, carry_uk) if not u]
+  with set_current_trace(trace.parent):
+    known_outs = while_p.bind(*cond_consts, *known_cc, *body_consts, *known_bc, *known_init,
+                              cond_jaxpr=cond_known, body_jaxpr=body_known,
+                              cond_nconsts=len(cond_consts) + len(known_cc),
+                              body_nconsts=len(body_consts) + len(known_bc))
+  all_outs = trace.record(while_p, args, params)
+  k = iter(known_outs)
+  return [o if u else next(k) for o, u in zip(all_outs, carry_uk)]
+
+
+def _while_transpose(cts, *args, **params):
+  raise ValueError(_WHILE_REVERSE_MSG)
+
+ad.primitive_transposes[while_p] = _while_transpose
 pe.partial_eval_rules[while_p] = _while_partial_eval
 
 
