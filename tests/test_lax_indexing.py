@@ -280,7 +280,7 @@ def test_gather_in_jaxpr():
     (dict(dn=GDN((1,), (0,), (0,)), sizes=(2, 2)), "collapse slice dims with bound 1, but bound is 2 for index 0"),
     (dict(dn=GDN((1,), (0,), (0,)), sizes=(1, 3)), "Slice size at index 1 in gather op is out of range"),
     (dict(dn=GDN((1, 2), (0,), (0,)), sizes=(1, 2)), "offset dimension or explicitly collapsed/batching"),
-    (dict(dn=GDN((2,), (0,), (0,)), sizes=(1, 2)), "offset_dims"),
+    (dict(dn=GDN((2,), (0,), (0,)), sizes=(1, 2)), "Offset dimension 0 in gather op is out of bounds"),
     (dict(dn=GDN((1,), (0,), (0,)), sizes=(1,)), "one slice size for every input dimension"),
 ])
 def test_gather_shape_errors(kwargs, match):
