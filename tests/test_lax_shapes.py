@@ -83,7 +83,7 @@ def test_broadcast_in_dim_keeps_weak_type_and_scalars():
 
 def test_broadcast_in_dim_errors():
   x = np.ones((3,), np.float32)
-  with pytest.raises(TypeError, match="broadcast_dimensions must have length equal to operand ndim"):
+  with pytest.raises(TypeError, match="broadcast_dimensions must have length equal to"):
     lax.broadcast_in_dim(x, (3, 3), ())
   with pytest.raises(TypeError, match="cannot be broadcast"):
     lax.broadcast_in_dim(x, (2, 4), (1,))
@@ -162,7 +162,7 @@ def test_squeeze(shape, dims):
 
 
 def test_squeeze_errors():
-  with pytest.raises(ValueError, match=r"squeeze: cannot select an axis to squeeze out.*dimensions \(1,\)"):
+  with pytest.raises(ValueError, match=r"squeeze: cannot select an axis to squeeze.*\(1,\)"):
     lax.squeeze(np.ones((1, 3)), (1,))
   with pytest.raises(ValueError, match="squeeze: axis 2 is out of bounds for array of dim"):
     lax.squeeze(np.ones((1, 3)), (2,))

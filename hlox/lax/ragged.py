@@ -86,7 +86,8 @@ def _mode(lhs_ndim, dn):
   r = dn.lhs_ragged_dimensions[0]
   if not 0 <= r < lhs_ndim:
     raise TypeError(f"ragged_dot_general requires lhs ragged dimension numbers to be "
-                    f"nonnegative and less than the number of axes of the lhs ({lhs_ndim}), got {r}")
+                    f"nonnegative and less than the number of axes of the lhs ({lhs_ndim}), "
+                    f"got {r}")
   if r in lc:
     return "contracting", r
   if r in lb:
