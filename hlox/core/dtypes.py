@@ -243,7 +243,7 @@ def _join(nodes: frozenset, x64: bool):
     names = tuple(str(n) for n in nodes)
     extra = ""
     if any(n in float8_dtypes for n in nodes):
-      extra = (" 8-bit floats do not promote implicitly; convert explicitly, e.g. "
+      extra = (" 8-bit floats do not support implicit promotion; convert explicitly, e.g. "
                "x.astype('float32').")
     raise TypePromotionError(f"Input dtypes {names} have no implicit promotion path.{extra}")
   return next(iter(least))
