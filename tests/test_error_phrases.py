@@ -155,3 +155,12 @@ def test_numpy_and_tree_phrases():
   with pytest.raises(TypeError, match="Mismatch"):
     tree_util.tree_transpose(tree_util.tree_structure([0, 0]), tree_util.tree_structure((0,)),
                              [(1,), (2, 3)])
+
+
+def test_random_phrases():
+  with pytest.raises(TypeError, match="PRNG key seed must be an integer"):
+    hlox.random.PRNGKey(np.pi)
+  with pytest.raises(TypeError, match="^key accepts a scalar seed"):
+    hlox.random.key(hlox.random.key(0))
+  with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
+    hlox.random.key(0, impl="unlikely name")
