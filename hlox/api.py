@@ -1066,8 +1066,9 @@ class _PmapFunction:
         try:
           hash(a)
         except TypeError:
-          raise ValueError(f"pmap: static_broadcasted_argnums argument at position {i} must "
-                           f"be hashable, got {type(a).__name__}") from None
+          raise ValueError(f"Non-hashable static arguments are not supported: pmap's "
+                           f"static_broadcasted_argnums argument at position {i} must be "
+                           f"hashable, got {type(a).__name__}") from None
         statics.append((i, a))
       else:
         dyn_args.append(a)
