@@ -164,3 +164,8 @@ def test_random_phrases():
     hlox.random.key(hlox.random.key(0))
   with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
     hlox.random.key(0, impl="unlikely name")
+
+
+def test_associative_scan_rejects_non_callable():
+  with pytest.raises(TypeError, match="lax.associative_scan.*callable"):
+    lax.associative_scan(42, 0)

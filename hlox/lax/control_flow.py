@@ -1356,6 +1356,9 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   ``axis``, for an associative ``fn`` (of two pytrees like ``elems``, applied elementwise to
   slices), in logarithmic depth: combine neighbouring pairs, scan those recursively, then
   fill in the even positions."""
+  if not callable(fn):
+    raise TypeError(f"lax.associative_scan: fn argument should be callable, got "
+                    f"{type(fn).__name__}")
   leaves, tree = tree_util.tree_flatten(elems)
   if not leaves:
     raise ValueError("associative_scan: elems must contain at least one array")
