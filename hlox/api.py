@@ -104,9 +104,8 @@ def _abstractify(x):
   try:
     return get_aval(x)
   except TypeError:
-    raise TypeError(f"Argument {x!r} of type {type(x).__name__} is not a valid JAX-style "
-                    "array type: pass arrays, NumPy arrays or Python scalars (or mark the "
-                    "argument static)") from None
+    raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type: pass arrays, "
+                    "NumPy arrays or Python scalars (or mark the argument static)") from None
 
 
 class disable_jit:
@@ -240,7 +239,13 @@ class JitWrapped:
         fun, donate_argnums, donate_argnames, "donate")
     overlap = set(self.static_argnums) & set(self.donate_argnums)
     if overlap:
-      raise ValueError(f"jit: arguments {sorted(overlap)} cannot be both static and donated")
+      # Name the parameters the user passed (JAX checks names and numbers separately).
+      as_set = lambda v: {v} if isinstance(v, str) else set(v or ())
+      by_name = as_set(static_argnames) & as_set(donate_argnames)
+      kind = ("static_argnames and donate_argnames" if by_name
+              else "static_argnums and donate_argnums")
+      raise ValueError(f"jit: {kind} cannot intersect: arguments "
+                       f"{sorted(by_name) or sorted(overlap)} cannot be both static and donated")
     self.keep_unused = keep_unused
     self.inline = inline
     self.name = _fun_name(fun)
@@ -544,14 +549,22 @@ class Compiled:
   def __call__(self, *args, **kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     if in_tree != self.in_tree:
-      raise TypeError(f"Compiled function called with arguments of structure {in_tree}, but "
-                      f"it was compiled for {self.in_tree}")
+      raise TypeError(f"Function compiled with input pytree does not match the input pytree it "
+                      f"was called with: called with arguments of structure {in_tree}, but it "
+                      f"was compiled for {self.in_tree}")
     avals = [_abstractify(x) for x in leaves]
     expected = self._traced.in_avals
     if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
-      raise TypeError("Compiled function called with argument types "
-                      f"{[a.str_short() for a in avals]}, but it was compiled for "
-                      f"{[a.str_short() for a in expected]}")
+      # args[i]... for positional arguments, ['name']... for keyword arguments.
+      paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
+               else tree_util.keystr(p[1:], simple=True, separator=".")
+               for p, _ in tree_util.tree_flatten_with_path(self.in_tree.unflatten(leaves))[0]]
+      diffs = "\n".join(
+          f"Argument '{p}' compiled with {e.str_short(short_dtypes=False)} and called with "
+          f"{a.str_short(short_dtypes=False)}" for p, a, e in zip(paths, avals, expected)
+          if (a.shape, a.dtype) != (e.shape, e.dtype))
+      raise TypeError("Argument types differ from the types for which this computation was "
+                      f"compiled. The mismatches are:\n{diffs}")
     call = self._call
     if nan_checks.enabled and type(call) is CompiledCall:  # checked as a jitted call is
       call = nan_checks.CheckedCall(call, self._traced.jaxpr, self._name)
@@ -617,7 +630,8 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
                              donate_argnames=donate_argnames, keep_unused=keep_unused,
                              inline=inline)
   if not callable(fun):
-    raise TypeError(f"jit: expected a callable, got {fun!r} of type {type(fun).__name__}")
+    raise TypeError(f"jit: Expected a callable value, got {fun!r} of type "
+                    f"{type(fun).__name__}")
   wrapped = JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                        keep_unused, inline)
   return _make_jitted(wrapped)
@@ -919,6 +933,9 @@ def mapped_axis_size(what: str, avals, axes, axis_size=None):
       raise ValueError(f"{what} got axis_size={axis_size} but the mapped axes have size {size}")
     return axes, size
   if axis_size is None:
+    if what == "pmap":
+      raise ValueError("pmap requires at least one argument with a mapped axis: in_axes must "
+                       "have a non-None entry for an array argument")
     raise ValueError(f"{what} must have at least one non-None value in in_axes (or be given "
                      "axis_size)")
   return axes, axis_size
@@ -950,6 +967,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     n_arg_leaves = args_tree.num_leaves
     arg_axes = _flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves)
     dims = list(arg_axes) + [0] * (len(leaves) - n_arg_leaves)
+    if not leaves and axis_size is None:
+      raise ValueError("vmap wrapped function must be passed at least one argument containing "
+                       f"an array or axis_size must be specified, got empty *args={args} and "
+                       f"**kwargs={kwargs}")
     dims, size = mapped_axis_size("vmap", [_abstractify(x) for x in leaves], dims, axis_size)
     out_tree_box = []
 
@@ -970,10 +991,14 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
           raise ValueError(f"vmap has mapped output (output leaf {i}) but out_axes is None")
         final.append(o)
         continue
-      ndim = _abstractify(o).ndim + (d is None)
+      try:
+        ndim = get_aval(o).ndim + (d is None)
+      except TypeError:
+        raise TypeError(f"Output from batched function {o!r} with type {type(o)} is not a "
+                        "valid JAX type") from None
       if not -ndim <= dst < ndim:
-        raise ValueError(f"vmap out_axes {dst} is out of bounds for output leaf {i} of rank "
-                         f"{ndim}")
+        raise ValueError(f"vmap out_axes: axis {dst} is out of bounds for output leaf {i} of "
+                         f"rank {ndim}")
       final.append(batching.matchaxis(o, d, dst % ndim, size))
     return tree_util.tree_unflatten(out_tree, final)
 
@@ -1082,8 +1107,9 @@ class _PmapFunction:
         try:
           hash(a)
         except TypeError:
-          raise ValueError(f"pmap: static_broadcasted_argnums argument at position {i} must "
-                           f"be hashable, got {type(a).__name__}") from None
+          raise ValueError(f"Non-hashable static arguments are not supported: pmap's "
+                           f"static_broadcasted_argnums argument at position {i} must be "
+                           f"hashable, got {type(a).__name__}") from None
         statics.append((i, a))
       else:
         dyn_args.append(a)

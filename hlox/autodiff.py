@@ -32,8 +32,8 @@ def _flat_fun(fun, in_tree, has_aux=False):
     out = fun(*args)
     if has_aux:
       if not (isinstance(out, tuple) and len(out) == 2):
-        raise TypeError(f"{_fun_name(fun)} with has_aux=True must return a pair (output, aux), "
-                        f"got {type(out).__name__}")
+        raise TypeError(f"{_fun_name(fun)} with has_aux=True must return a two-element tuple "
+                        f"(output, aux), got {type(out).__name__}")
       out, aux = out
       # Traced aux leaves leave the transformation as extra outputs (their primal values are
       # what the caller gets); other leaves (Python values, concrete arrays) pass as they are.
@@ -94,8 +94,8 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   integer/boolean primals are float0.
   """
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-    raise TypeError("jvp: primals and tangents must be tuples or lists of arguments, got "
-                    f"{type(primals).__name__} and {type(tangents).__name__}")
+    raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
+                    f"{type(primals).__name__} and {type(tangents).__name__}.")
   p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
   t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
   if p_tree != t_tree:
@@ -167,11 +167,20 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   out_avals = [get_aval(o) for o in out_p]
   in_avals = [get_aval(p) for p in p_leaves]
 
-  def f_vjp(ct):
+  def f_vjp(*args):
+    if len(args) != 1:
+      name = _fun_name(fun)
+      raise TypeError(f"The function returned by `jax.vjp` applied to {name} was called with "
+                      f"{len(args)} arguments, but functions returned by `jax.vjp` must be "
+                      f"called with a single argument corresponding to the single value "
+                      f"returned by {name} (even if that returned value is a tuple or other "
+                      f"container).")
+    ct, = args
     ct_leaves, ct_tree = tree_util.tree_flatten(ct)
     if ct_tree != out_tree:
-      raise ValueError(f"vjp: cotangent has structure {ct_tree}, but the function's output "
-                       f"has structure {out_tree}")
+      raise ValueError(f"unexpected tree structure of argument to vjp function: got "
+                       f"{ct_tree}, but expected to match {out_tree} (the structure of the "
+                       f"function's output)")
     for c, a in zip(ct_leaves, out_avals):
       c_aval, expected = get_aval(c), a.to_tangent_aval()
       # As JAX: the cotangent must have the output's tangent type (weak types aside); any
@@ -213,11 +222,11 @@ def _check_input_dtypes(name, x, argnum, holomorphic, allow_int):
     dtype = get_aval(leaf).dtype
     if holomorphic:
       if not dtypes.is_complex(dtype):
-        raise TypeError(f"{name} with holomorphic=True requires complex inputs; argument "
-                        f"{argnum} has dtype {dtype}")
+        raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
+                        f"but got {dtype} (argument {argnum})")
     elif not dtypes.is_inexact(dtype) and not allow_int:
       raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
-                      f"sub-dtype of np.inexact), but argument {argnum} has dtype {dtype}. "
+                      f"sub-dtype of np.inexact), but got {dtype} (argument {argnum}). "
                       "Pass allow_int=True to differentiate with respect to it (its gradient "
                       "is float0), or convert it to a float.")
 
@@ -255,11 +264,11 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                         f"{value_aval.dtype}")
     elif dtypes.is_complex(value_aval.dtype):
       raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype of "
-                      f"np.floating), got {value_aval.dtype}. For holomorphic functions, pass "
+                      f"np.floating), but got {value_aval.dtype}. For holomorphic functions, pass "
                       "holomorphic=True.")
     elif not dtypes.is_float(value_aval.dtype):
       raise TypeError("grad requires real-valued outputs (output dtype that is a sub-dtype of "
-                      f"np.floating), got {value_aval.dtype}")
+                      f"np.floating), but got {value_aval.dtype}")
     # A weakly typed output gets a weakly typed seed (JAX's ``full_like(ans, 1)``), so the
     # gradients of weakly typed inputs stay weak.
     one = np.ones((), value_aval.dtype)

@@ -17,7 +17,7 @@ class ConcretizationTypeError(HloxTypeError):
 
   def __init__(self, tracer, context: str = ""):
     what = f"{tracer.aval.str_short()}" if hasattr(tracer, "aval") else "value"
-    msg = (f"Abstract tracer value encountered where a concrete value is expected: {what}"
+    msg = (f"Abstract tracer value encountered where concrete value is expected: {what}"
            f"{' (' + context + ')' if context else ''}.\n"
            "The value depends on a traced argument, so its concrete value is unknown while "
            "tracing. If the argument can be a compile-time constant, mark it static with "
@@ -31,9 +31,10 @@ class TracerArrayConversionError(HloxTypeError):
 
   def __init__(self, tracer):
     super().__init__(
-        f"The traced value {tracer.aval.str_short()} was converted to a NumPy array. NumPy "
-        "functions cannot run on traced values: use the `hlox.numpy` function instead, or "
-        "move the conversion outside the transformed function.")
+        f"The numpy.ndarray conversion method __array__() was called on traced array "
+        f"{tracer.aval.str_short()}. NumPy functions cannot run on traced values: use the "
+        "`hlox.numpy` function instead, or move the conversion outside the transformed "
+        "function.")
 
 
 class TracerIntegerConversionError(HloxTypeError):
@@ -41,8 +42,9 @@ class TracerIntegerConversionError(HloxTypeError):
 
   def __init__(self, tracer):
     super().__init__(
-        f"The traced value {tracer.aval.str_short()} was used as a Python integer index. "
-        "Mark the argument static with `static_argnums`, or index an array with "
+        f"The __index__() method was called on traced array {tracer.aval.str_short()}: it "
+        "was used as a Python integer index. Mark the argument static with `static_argnums`, "
+        "or index an array with "
         "`hlox.numpy`/`lax.dynamic_slice` instead of a Python container.")
 
 

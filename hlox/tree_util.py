@@ -269,8 +269,8 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
   # have the right number of leaves, which would otherwise be silently scrambled.
   if treedef != expected:
     raise TypeError(
-        "tree_transpose: the tree to transpose must have the outer structure with each "
-        f"leaf replaced by the inner structure.\n  expected: {expected}\n"
+        "tree_transpose: Mismatch: the tree to transpose must have the outer structure "
+        f"with each leaf replaced by the inner structure.\n  expected: {expected}\n"
         f"  got:      {treedef}")
   inner_size = inner_treedef.num_leaves
   outer_size = outer_treedef.num_leaves
@@ -386,7 +386,8 @@ def _flatten_up_to(api: str, tree: Any, treedef: PyTreeDef, other: Any,
     other_structure = f"<not a valid pytree: {type(other).__name__}>"
   width = max(len(tree_name), len(other_name)) + 2
   lines = [
-      f"{api}: {other_name} must have the pytree structure of {tree_name}, or extend it "
+      f"{api}: pytree structure error: {other_name} must have the pytree structure of "
+      f"{tree_name}, or extend it "
       f"(a leaf of {tree_name} may stand for a whole subtree of {other_name}), but it "
       "does not.",
       f"  {tree_name + ':':<{width}}{_short(treedef)}",
@@ -496,12 +497,12 @@ def register_dataclass(nodetype: Typ, data_fields: Sequence[str] | None = None,
   if data_fields is None or meta_fields is None:
     if data_fields is not None or meta_fields is not None:
       raise TypeError(
-          "register_dataclass: give both data_fields and meta_fields, or neither; got "
-          f"data_fields={data_fields!r}, meta_fields={meta_fields!r}.")
+          "register_dataclass: data_fields and meta_fields must both be specified when "
+          f"either is specified. Got data_fields={data_fields!r} meta_fields={meta_fields!r}.")
     if not dataclasses.is_dataclass(nodetype):
       raise TypeError(
-          f"register_dataclass: {nodetype!r} is not a dataclass, so data_fields and "
-          "meta_fields must be given.")
+          "register_dataclass: data_fields and meta_fields are required when nodetype is "
+          f"not a dataclass. Got nodetype={nodetype!r}")
     fields = [f for f in dataclasses.fields(nodetype) if f.name not in drop_fields]
     data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
     meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
@@ -510,8 +511,8 @@ def register_dataclass(nodetype: Typ, data_fields: Sequence[str] | None = None,
   data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
   if overlap := set(data_fields) & set(meta_fields):
     raise ValueError(
-        f"register_dataclass: fields {sorted(overlap)} are listed both as data_fields "
-        "and as meta_fields.")
+        "register_dataclass: data_fields and meta_fields must not overlap. Overlapping "
+        f"fields: {overlap}")
   if dataclasses.is_dataclass(nodetype):
     # Unflattening calls the constructor with every listed field as a keyword, so the
     # listed fields must be exactly those that __init__ accepts.
@@ -521,14 +522,14 @@ def register_dataclass(nodetype: Typ, data_fields: Sequence[str] | None = None,
     if listed != init_fields:
       problems = []
       if missing := init_fields - listed:
-        problems.append(f"missing fields {sorted(missing)} (list them, or name them in "
+        problems.append(f"Missing fields: {missing} (list them, or name them in "
                         "drop_fields)")
       if unexpected := listed - init_fields:
-        problems.append(f"fields {sorted(unexpected)} that __init__ does not take")
+        problems.append(f"Unexpected fields: {unexpected} (__init__ does not take them)")
       raise ValueError(
-          f"register_dataclass: data_fields and meta_fields of {nodetype.__name__} must "
-          "be exactly the dataclass fields with init=True; found "
-          + " and ".join(problems) + ".")
+          "register_dataclass: data_fields and meta_fields must include all dataclass "
+          f"fields with ``init=True`` and only them (dataclass {nodetype.__name__}). "
+          + ". ".join(problems) + ".")
 
   default_registry.register_dataclass_node(nodetype, list(data_fields),
                                            list(meta_fields))

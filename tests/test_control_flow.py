@@ -381,7 +381,7 @@ def test_errors():
     lax.cond(True, 1, lambda x: x, f32(1))
   with pytest.raises(TypeError, match="callable"):
     lax.switch(0, [lambda x: x, None], f32(1))
-  with pytest.raises(ValueError, match="empty"):
+  with pytest.raises(ValueError, match="Empty branch sequence"):
     lax.switch(0, [], f32(1))
   with pytest.raises(TypeError, match=r"carry\[1\] has type f32\[\].*f32\[2\]"):
     lax.scan(lambda c, x: ((c[0], jnp.stack([c[1], c[1]])), x), (f32(0), f32(0)),

@@ -277,17 +277,17 @@ def test_gather_in_jaxpr():
 
 @pytest.mark.parametrize("kwargs,match", [
     (dict(dn=GDN((1,), (0,), (0, 1)), sizes=(1, 2)), "start_index_map"),
-    (dict(dn=GDN((1,), (0,), (0,)), sizes=(2, 2)), "collapsed dimension 0 must have slice"),
-    (dict(dn=GDN((1,), (0,), (0,)), sizes=(1, 3)), r"slice_sizes \(1, 3\) out of range"),
-    (dict(dn=GDN((1, 2), (0,), (0,)), sizes=(1, 2)), "must be an offset, collapsed or batching"),
-    (dict(dn=GDN((2,), (0,), (0,)), sizes=(1, 2)), "offset_dims"),
-    (dict(dn=GDN((1,), (0,), (0,)), sizes=(1,)), "one entry per operand dimension"),
+    (dict(dn=GDN((1,), (0,), (0,)), sizes=(2, 2)), "collapse slice dims with bound 1, but"),
+    (dict(dn=GDN((1,), (0,), (0,)), sizes=(1, 3)), "Slice size at index 1 in gather op"),
+    (dict(dn=GDN((1, 2), (0,), (0,)), sizes=(1, 2)), "explicitly collapsed/batching"),
+    (dict(dn=GDN((2,), (0,), (0,)), sizes=(1, 2)), "Offset dimension 0 in gather op"),
+    (dict(dn=GDN((1,), (0,), (0,)), sizes=(1,)), "one slice size for every input dimension"),
 ])
 def test_gather_shape_errors(kwargs, match):
   x = np.zeros((3, 2), np.float32)
   with pytest.raises(TypeError, match=match) as info:
     lax.gather(x, np.zeros((4, 1), np.int32), kwargs["dn"], kwargs["sizes"])
-  assert "gather" in str(info.value)
+  assert "gather" in str(info.value).lower()
 
 
 def test_gather_index_dtype_error():
@@ -391,11 +391,11 @@ def test_scatter_apply():
 
 @pytest.mark.parametrize("args,match", [
     (dict(u=np.zeros((2, 3), np.int32)), "scatter_add: updates must have the operand's dtype"),
-    (dict(u=np.zeros((3, 3), np.float32)), "non-window dimensions of updates must match"),
-    (dict(u=np.zeros((2, 4), np.float32)), "update window dimension 1 .size 4. is larger"),
-    (dict(u=np.zeros((2,), np.float32)), "updates must have rank 2"),
+    (dict(u=np.zeros((3, 3), np.float32)), "Bounds of the scatter dimensions of updates"),
+    (dict(u=np.zeros((2, 4), np.float32)), "For dimension 1, updates bound is 4"),
+    (dict(u=np.zeros((2,), np.float32)), "Updates tensor must be of rank 2; got 1"),
     (dict(i=np.zeros((2, 1), np.float32)), "scatter_add: indices must be integers"),
-    (dict(dn=SDN((1,), (), (0,))), "must together cover"),
+    (dict(dn=SDN((1,), (), (0,))), "window of size 1; doesn't match operand of rank 2"),
 ])
 def test_scatter_errors(args, match):
   x = np.zeros((5, 3), np.float32)

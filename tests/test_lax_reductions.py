@@ -232,9 +232,9 @@ def test_argminmax_special_cases():
 
 def test_argminmax_errors():
   x = np.zeros((2, 3), np.float32)
-  with pytest.raises(ValueError, match=r"argmax.*out of range.*f32\[2,3\]"):
+  with pytest.raises(ValueError, match=r"argmax: Invalid axis 2 for operand f32\[2,3\]"):
     lax.argmax(x, 2, np.int32)
-  with pytest.raises(ValueError, match=r"argmin.*non-empty.*f32\[2,0\]"):
+  with pytest.raises(ValueError, match=r"argmin: .*require non-empty reduced dim.*f32\[2,0\]"):
     lax.argmin(np.zeros((2, 0), np.float32), 1, np.int32)
   with pytest.raises(TypeError, match="argmax: index_dtype must be an integer"):
     lax.argmax(x, 0, np.float32)
@@ -284,9 +284,9 @@ def test_reduce_variadic():
 def test_reduce_errors():
   x = np.zeros((2, 3), np.float32)
   add = lambda a, b: lax.add(a, b)
-  with pytest.raises(ValueError, match="same structure"):
+  with pytest.raises(ValueError, match="same tree structure as init_values"):
     lax.reduce((x, x), (np.float32(0),), add, (0,))
-  with pytest.raises(ValueError, match="reduce: initial values must be scalars"):
+  with pytest.raises(ValueError, match="reduce found non-scalar initial value"):
     lax.reduce(x, np.zeros(2, np.float32), add, (0,))
   with pytest.raises(TypeError, match="reduce: operand dtypes must match"):
     lax.reduce(x, np.int32(0), add, (0,))

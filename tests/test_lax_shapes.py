@@ -83,7 +83,7 @@ def test_broadcast_in_dim_keeps_weak_type_and_scalars():
 
 def test_broadcast_in_dim_errors():
   x = np.ones((3,), np.float32)
-  with pytest.raises(TypeError, match="one entry per operand dimension"):
+  with pytest.raises(TypeError, match="broadcast_dimensions must have length equal to"):
     lax.broadcast_in_dim(x, (3, 3), ())
   with pytest.raises(TypeError, match="cannot be broadcast"):
     lax.broadcast_in_dim(x, (2, 4), (1,))
@@ -162,9 +162,9 @@ def test_squeeze(shape, dims):
 
 
 def test_squeeze_errors():
-  with pytest.raises(ValueError, match=r"squeeze: cannot squeeze dimensions \(1,\).*not 1"):
+  with pytest.raises(ValueError, match=r"squeeze: cannot select an axis to squeeze.*\(1,\)"):
     lax.squeeze(np.ones((1, 3)), (1,))
-  with pytest.raises(ValueError, match="out of range"):
+  with pytest.raises(ValueError, match="squeeze: axis 2 is out of bounds for array of dim"):
     lax.squeeze(np.ones((1, 3)), (2,))
   with pytest.raises(ValueError, match="not unique"):
     lax.squeeze_p.bind(np.ones((1, 1), np.float32), dimensions=(0, 0))
@@ -337,8 +337,10 @@ def test_slice_errors():
     lax.slice(x, (0, 0), (3, 4), (0, 1))
   with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
     lax.index_in_dim(x, 3)
-  with pytest.raises(ValueError, match="split: sizes"):
+  with pytest.raises(ValueError, match="split: Sum of sizes 2 must be equal to dimension 0"):
     lax.split(x, (1, 1), axis=0)
+  with pytest.raises(ValueError, match=r"split: Sizes passed to split must be nonnegative"):
+    lax.split(x, (-1, 4), axis=0)
 
 
 # --- collapse / full / full_like / zeros_like_array -------------------------------------

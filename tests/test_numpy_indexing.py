@@ -332,7 +332,7 @@ def test_take_modes():
     jnp.take(a, idx, mode="raise")
   with pytest.raises(ValueError, match="invalid mode"):
     jnp.take(a, idx, mode="bogus")
-  with pytest.raises(TypeError, match="take: indices must be integers"):
+  with pytest.raises(TypeError, match="take indices must be of integer type, got float32"):
     jnp.take(a, np.array([0.5]))
   assert jnp.take(a, np.array([], np.int32)).shape == (0,)
 

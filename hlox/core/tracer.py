@@ -123,10 +123,11 @@ def current_trace() -> Trace:
 def escaped_tracer_error(tracer) -> UnexpectedTracerError:
   trace = tracer._trace
   where = getattr(tracer, "_src", None)
-  created = f" It was created on {where}." if where else ""
+  created = f" It was created on line {where}." if where else ""
   fun = f" of {trace.debug_info}" if trace.debug_info else ""
   return UnexpectedTracerError(
-      f"Encountered an unexpected tracer {tracer.aval.str_short()}: it was made by the "
+      f"Encountered an unexpected tracer {tracer.aval.str_short()} (type "
+      f"{tracer.aval.str_short(short_dtypes=False)}): it was made by the "
       f"{trace.name} transformation{fun}, which has already finished.{created} A traced value "
       "has leaked out of the function being transformed: transformations disallow saving "
       "intermediate values to global state (a global, a closure or an attribute). Return it "
@@ -191,8 +192,13 @@ class Tracer:
     value = self.to_concrete_value()
     if value is None:
       if what == "bool":
-        raise TracerBoolConversionError(self, "bool() of a traced array, e.g. in `if x:`")
-      raise ConcretizationTypeError(self, f"{what}() of a traced array")
+        raise TracerBoolConversionError(
+            self, f"Attempted boolean conversion of traced array with shape "
+            f"{self.aval.str_short()}, e.g. in `if x:`")
+      # As JAX says: a cast of a traced array is usually meant as a dtype conversion.
+      raise ConcretizationTypeError(
+          self, f"{what}() of a traced array; if you want a dtype conversion, try using "
+          f"`x.astype({what})` instead")
     return value
 
   def __bool__(self):
@@ -247,5 +253,5 @@ def _aval_of_concrete(x):
     return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
   if isinstance(x, (bool, int, float, complex)):  # subclasses (IntEnum, numpy bool...)
     return ShapedArray((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
-  raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid array: hlox arrays are "
-                  "built from Arrays, NumPy arrays, and Python scalars")
+  raise TypeError(f"Value {x!r} of type {t} is not a valid JAX type: hlox arrays are built "
+                  "from Arrays, NumPy arrays, and Python scalars")

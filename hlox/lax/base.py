@@ -50,9 +50,9 @@ def _static_ints(name: str, what: str, values) -> tuple:
     return tuple(operator.index(v) for v in values)
   except HloxTypeError:
     raise  # a traced value: its own message says what to do
-  except TypeError:
+  except TypeError as e:
     raise TypeError(f"{name}: {what} must be a sequence of static integers, got "
-                    f"{values!r}") from None
+                    f"{values!r} ({e})") from None
 
 
 def _shape_tuple(name: str, shape) -> tuple:
@@ -76,8 +76,9 @@ def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, shardi
   if any(d < 0 for d in shape):
     raise ValueError(f"broadcast_in_dim: shape {shape} has negative dimensions")
   if len(broadcast_dimensions) != operand.ndim:
-    raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must have "
-                    f"one entry per operand dimension, operand {operand.str_short()}")
+    raise TypeError(f"broadcast_in_dim: broadcast_dimensions must have length equal to "
+                    f"operand ndim (one entry per operand dimension), got "
+                    f"{broadcast_dimensions} for operand {operand.str_short()}")
   if any(not 0 <= d < len(shape) for d in broadcast_dimensions):
     raise ValueError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} out of "
                      f"range for result shape {shape}")

@@ -507,9 +507,16 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
   return the same pytree of identically typed arrays.
   """
   if not (callable(true_fun) and callable(false_fun)):
-    raise TypeError("cond: true_fun and false_fun arguments should be callable, got "
+    raise TypeError("lax.cond: true_fun and false_fun arguments should be callable, got "
                     f"{type(true_fun).__name__} and {type(false_fun).__name__}")
-  aval = get_aval(pred)
+  if pred is None:
+    raise TypeError("cond predicate is None")
+  if isinstance(pred, (str, tuple, list)):
+    raise TypeError(f"cond: Pred must be a scalar, got {pred} of type {type(pred)}")
+  try:
+    aval = get_aval(pred)
+  except TypeError:
+    raise TypeError(f"cond: Pred type must be either boolean or number, got {pred}.") from None
   if aval.shape != ():
     raise TypeError(f"cond: pred must be a scalar, got {aval.str_short()}")
   if aval.dtype != dtypes.bool_:
@@ -531,12 +538,18 @@ def switch(index, branches: Sequence[Callable], *operands):
   """``branches[index](*operands)`` with ``index`` clamped to ``[0, len(branches) - 1]``."""
   branches = list(branches)
   if not branches:
-    raise ValueError("switch: empty branch sequence")
+    raise ValueError("switch: Empty branch sequence")
   for i, b in enumerate(branches):
     if not callable(b):
-      raise TypeError(f"switch: branches must be callable, but branch {i} is "
+      raise TypeError(f"lax.switch: branches must be callable, but branch {i} is "
                       f"{type(b).__name__}")
-  aval = get_aval(index)
+  if isinstance(index, (tuple, list)):
+    raise TypeError(f"switch: Branch index must be scalar, got {index} of shape "
+                    f"{np.shape(index)}.")
+  try:
+    aval = get_aval(index)
+  except TypeError:
+    raise TypeError(f"switch: Index type must be an integer, got {index}.") from None
   if aval.shape != () or not (dtypes.is_int(aval.dtype) or aval.dtype == dtypes.bool_):
     raise TypeError(f"switch: index must be an integer scalar, got {aval.str_short()}")
   if len(branches) == 1:
@@ -818,7 +831,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   bounds).
   """
   if not callable(cond_fun) or not callable(body_fun):
-    raise TypeError("while_loop: cond_fun and body_fun arguments should be callable, got "
+    raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable, got "
                     f"{type(cond_fun).__name__} and {type(body_fun).__name__}")
   leaves, in_tree = tree_util.tree_flatten((init_val,))
   carry_tree = tree_util.tree_structure(init_val)
@@ -835,8 +848,12 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   cond_j, cconsts, cond_tree = _trace_fun(cond_fun, in_tree, avals, "while_loop")
   pred = cond_j.out_avals
   if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != dtypes.bool_:
+    if not tree_util.treedef_is_leaf(cond_tree):
+      raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got pytree "
+                      f"{cond_tree}.")
+    types = ", ".join(f"ShapedArray({a.str_short(short_dtypes=False)})" for a in pred)
     raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got output "
-                    f"type(s) [{_avals_str(pred)}]")
+                    f"type(s) [{types}].")
   outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cond_j, body_jaxpr=body,
                       cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
   return tree_util.tree_unflatten(carry_tree, outs)
@@ -1219,7 +1236,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   and the stacked ``y``s (``reverse`` runs from the end; ``unroll`` steps run per loop
   iteration, ``True`` runs them all without a loop)."""
   if not callable(f):
-    raise TypeError(f"scan: f argument should be callable, got {type(f).__name__}")
+    raise TypeError(f"lax.scan: f argument should be callable, got {type(f).__name__}")
   xs_leaves, _ = tree_util.tree_flatten(xs)
   lengths = []
   for x in xs_leaves:
@@ -1257,8 +1274,10 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     body, consts, out_tree = _trace_fun(f, in_tree, avals, "scan")
     children = tree_util.treedef_children(out_tree)
     if (len(children) != 2 or out_tree != tree_util.treedef_tuple(children)):
-      raise TypeError(f"scan: body function f must return a pair (carry, y), got a value "
-                      f"with structure {out_tree}")
+      got = (body.out_avals[0].str_short(short_dtypes=False)
+             if tree_util.treedef_is_leaf(out_tree) else f"a value with structure {out_tree}")
+      raise TypeError(f"scan body output must be a pair, got {got}. (The body function f must "
+                      f"return a pair (carry, y).)")
     if children[0] != carry_tree:
       break
     init_leaves, changed = _promote_weak(init_leaves, avals[:n_carry],
@@ -1313,7 +1332,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
   bounds a ``while_loop``.
   """
   if not callable(body_fun):
-    raise TypeError(f"fori_loop: body_fun argument should be callable, got "
+    raise TypeError(f"lax.fori_loop: body_fun argument should be callable, got "
                     f"{type(body_fun).__name__}")
   for what, v in (("lower", lower), ("upper", upper)):
     aval = get_aval(v)
@@ -1341,7 +1360,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
                        unroll=1 if unroll is None else unroll)
     return out
   if unroll is not None and unroll is not False and unroll != 1:
-    raise ValueError("fori_loop: unroll requires static (Python int) lower and upper bounds")
+    raise ValueError("fori_loop: Can only use `unroll` in `fori_loop` if the loop bounds are "
+                     "statically known (Python ints)")
   if lower_aval.dtype != dtype:
     lower = _ew.convert_element_type(lower, dtype)
   if upper_aval.dtype != dtype:
@@ -1361,7 +1381,7 @@ def map(f: Callable, xs, *, batch_size: int | None = None):
   """``stack([f(x) for x in xs])`` over the leading axis of a pytree ``xs``, as a ``scan``
   (``batch_size`` maps ``vmap(f)`` over chunks of that many elements)."""
   if not callable(f):
-    raise TypeError(f"map: f argument should be callable, got {type(f).__name__}")
+    raise TypeError(f"lax.map: f argument should be callable, got {type(f).__name__}")
   if batch_size is None:
     _, ys = scan(_cached_wrapper("map", f, _map_body), (), xs)
     return ys
@@ -1412,6 +1432,9 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   ``axis``, for an associative ``fn`` (of two pytrees like ``elems``, applied elementwise to
   slices), in logarithmic depth: combine neighbouring pairs, scan those recursively, then
   fill in the even positions."""
+  if not callable(fn):
+    raise TypeError(f"lax.associative_scan: fn argument should be callable, got "
+                    f"{type(fn).__name__}")
   leaves, tree = tree_util.tree_flatten(elems)
   if not leaves:
     raise ValueError("associative_scan: elems must contain at least one array")

@@ -470,7 +470,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
   for name, v in (("window_strides", window_strides), ("lhs_dilation", lhs_dilation),
                   ("rhs_dilation", rhs_dilation)):
     if len(v) != n_sp:
-      raise ValueError(f"conv_general_dilated: {name} {v} must have {n_sp} entries (one per "
+      raise ValueError(f"conv_general_dilated window and {name} must have the same number "
+                       f"of dimensions, got {name} {v}; the window has {n_sp} (one per "
                        f"spatial dimension of lhs {lhs_aval.str_short()})")
     if any(d < 1 for d in v):
       raise ValueError(f"conv_general_dilated: {name} must be positive, got {v}")
@@ -483,8 +484,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     try:
       pads = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
     except (TypeError, ValueError):
-      raise ValueError("conv_general_dilated: padding must be a string or a sequence of "
-                       f"(low, high) pairs, got {padding}") from None
+      raise ValueError("conv_general_dilated: padding argument must be a string or a "
+                       f"sequence of (low, high) pairs, got {padding}") from None
     if len(pads) != n_sp:
       raise ValueError(f"conv_general_dilated: padding {padding} must have {n_sp} pairs")
   preferred = (None if preferred_element_type is None

@@ -516,17 +516,63 @@ class GatherScatterMode(enum.Enum):
 
 
 # --- shared checks -----------------------------------------------------------------------
+# The phrases are XLA's shape-inference messages, as JAX raises them (people search for them);
+# ``where`` adds the operand shapes.
 
-def _check_sorted_unique(dims, name, op, what):
-  if list(dims) != sorted(set(dims)):
-    raise TypeError(f"{op}: {what} must be sorted and without repeats, got {dims} "
-                    f"({name})")
+def _check_sorted(dims, op, what, where):
+  if list(dims) != sorted(dims):
+    raise TypeError(f"{what} in {op} op must be sorted; got {dims} ({where})")
 
 
-def _check_range(dims, rank, op, what, name):
+def _check_no_repeats(dims, op, what, where):
+  if len(set(dims)) != len(dims):
+    raise TypeError(f"{what} in {op} op must not repeat; got: {dims} ({where})")
+
+
+def _check_range(dims, rank, op, what, where):
   for d in dims:
     if not 0 <= d < rank:
-      raise TypeError(f"{op}: {what} {dims} out of range [0, {rank}) ({name})")
+      raise TypeError(f"Invalid {what} set in {op} op; valid range is [0, {rank}); got: {d} "
+                      f"({where})")
+
+
+def _check_disjoint(dims1, dims2, op, what1, what2, where):
+  if set(dims1) & set(dims2):
+    raise TypeError(f"{what1} and {what2} in {op} op must be disjoint; got: {dims1} and "
+                    f"{dims2} ({where})")
+
+
+def _check_index_map(dims, rank, what, where):
+  for i, d in enumerate(dims):
+    if not 0 <= d < rank:
+      raise TypeError(f"Invalid {what}; domain is [0, {rank}), got: {i}->{d} ({where})")
+
+
+def _check_index_vector_len(dims, indices, op, what, where):
+  ivd = indices.ndim - 1
+  if len(dims) != indices.shape[ivd]:
+    raise TypeError(f"{op.capitalize()} op has {len(dims)} elements in {what} and the bound "
+                    f"of dimension index_vector_dim={ivd} of indices is {indices.shape[ivd]}. "
+                    f"These two numbers must be equal. ({where})")
+
+
+def _check_indices_batching_dims(op_dims, idx_dims, operand, indices, op, what, where):
+  """The batching dimensions of indices: in range, not the index vector dimension, paired
+  one to one with the operand's, of equal sizes."""
+  _check_no_repeats(idx_dims, op, what, where)
+  _check_range(idx_dims, indices.ndim, op, what, where)
+  if indices.ndim - 1 in idx_dims:
+    raise TypeError(f"{op.capitalize()} op cannot have the index vector dimension as a "
+                    f"batching dimension; got {idx_dims} ({where})")
+  if len(op_dims) != len(idx_dims):
+    raise TypeError(f"{op.capitalize()} op requires equal numbers of operand_batching_dims "
+                    f"and {what}, got {op_dims} and {idx_dims} ({where})")
+  op_shape = tuple(operand.shape[d] for d in op_dims)
+  idx_shape = tuple(indices.shape[d] for d in idx_dims)
+  if op_shape != idx_shape:
+    raise TypeError(f"{op.capitalize()} op requires operand batching dimensions and indices "
+                    f"batching dimensions to have the same shape, got {op_shape} and "
+                    f"{idx_shape} ({where})")
 
 
 # --- gather ------------------------------------------------------------------------------
@@ -540,57 +586,53 @@ def _gather_shape_rule(operand, indices, *, dimension_numbers, slice_sizes, uniq
                     f"index vectors), got {where}")
   batch_shape = indices.shape[:-1]
   out_rank = len(dn.offset_dims) + len(batch_shape)
-  _check_sorted_unique(dn.offset_dims, where, "gather", "offset_dims")
-  _check_range(dn.offset_dims, out_rank, "gather", "offset_dims", where)
-  if len(dn.start_index_map) != indices.shape[-1]:
-    raise TypeError(f"gather: start_index_map {dn.start_index_map} must have one entry per "
-                    f"element of an index vector (indices.shape[-1] = {indices.shape[-1]}); "
-                    f"{where}")
-  _check_range(dn.start_index_map, operand.ndim, "gather", "start_index_map", where)
-  if len(set(dn.start_index_map)) != len(dn.start_index_map):
-    raise TypeError(f"gather: start_index_map {dn.start_index_map} has repeats; {where}")
-  _check_sorted_unique(dn.collapsed_slice_dims, where, "gather", "collapsed_slice_dims")
+  _check_sorted(dn.offset_dims, "gather", "offset_dims", where)
+  _check_no_repeats(dn.offset_dims, "gather", "offset_dims", where)
+  for i, d in enumerate(dn.offset_dims):
+    if not 0 <= d < out_rank:
+      raise TypeError(f"Offset dimension {i} in gather op is out of bounds; got {d}, but "
+                      f"should have been in [0, {out_rank}) ({where})")
+  _check_index_vector_len(dn.start_index_map, indices, "gather", "start_index_map", where)
+  _check_index_map(dn.start_index_map, operand.ndim, "start_index_map", where)
+  _check_no_repeats(dn.start_index_map, "gather", "start_index_map", where)
+  _check_sorted(dn.collapsed_slice_dims, "gather", "collapsed_slice_dims", where)
   _check_range(dn.collapsed_slice_dims, operand.ndim, "gather", "collapsed_slice_dims", where)
-  _check_sorted_unique(dn.operand_batching_dims, where, "gather", "operand_batching_dims")
+  _check_no_repeats(dn.collapsed_slice_dims, "gather", "collapsed_slice_dims", where)
+  _check_no_repeats(dn.operand_batching_dims, "gather", "operand_batching_dims", where)
+  _check_sorted(dn.operand_batching_dims, "gather", "operand_batching_dims", where)
   _check_range(dn.operand_batching_dims, operand.ndim, "gather", "operand_batching_dims",
                where)
-  if set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims):
-    raise TypeError(f"gather: collapsed_slice_dims and operand_batching_dims must be "
-                    f"disjoint; {where}")
-  if set(dn.start_index_map) & set(dn.operand_batching_dims):
-    raise TypeError(f"gather: start_index_map and operand_batching_dims must be disjoint; "
-                    f"{where}")
-  if len(set(dn.start_indices_batching_dims)) != len(dn.start_indices_batching_dims):
-    raise TypeError(f"gather: start_indices_batching_dims has repeats; {where}")
-  _check_range(dn.start_indices_batching_dims, indices.ndim - 1, "gather",
-               "start_indices_batching_dims (the index vector dimension excluded)", where)
-  if len(dn.operand_batching_dims) != len(dn.start_indices_batching_dims):
-    raise TypeError(f"gather: operand_batching_dims and start_indices_batching_dims must "
-                    f"have the same length; {where}")
-  if any(operand.shape[o] != indices.shape[i]
-         for o, i in zip(dn.operand_batching_dims, dn.start_indices_batching_dims)):
-    raise TypeError(f"gather: batching dimensions of operand and indices must have equal "
-                    f"sizes; {where}, dimension_numbers {dn}")
+  _check_disjoint(dn.collapsed_slice_dims, dn.operand_batching_dims, "gather",
+                  "collapsed_slice_dims", "operand_batching_dims", where)
+  _check_disjoint(dn.start_index_map, dn.operand_batching_dims, "gather", "start_index_map",
+                  "operand_batching_dims", where)
+  _check_indices_batching_dims(dn.operand_batching_dims, dn.start_indices_batching_dims,
+                               operand, indices, "gather", "start_indices_batching_dims",
+                               where)
   if len(slice_sizes) != operand.ndim:
-    raise TypeError(f"gather: slice_sizes {slice_sizes} must have one entry per operand "
-                    f"dimension; {where}")
+    raise TypeError(f"Gather op must have one slice size for every input dimension; got: "
+                    f"len(slice_sizes)={len(slice_sizes)}, input_shape.rank={operand.ndim} "
+                    f"(slice_sizes {slice_sizes}, {where})")
   if len(slice_sizes) != (len(dn.offset_dims) + len(dn.collapsed_slice_dims)
                           + len(dn.operand_batching_dims)):
-    raise TypeError(f"gather: every operand dimension must be an offset, collapsed or "
-                    f"batching dimension: slice_sizes {slice_sizes}, {dn}; {where}")
+    raise TypeError(f"All components of the offset index in a gather op must either be a "
+                    f"offset dimension or explicitly collapsed/batching; got "
+                    f"len(slice_sizes)={len(slice_sizes)}, {dn} ({where})")
   if indices.size:
-    for s, d in zip(slice_sizes, operand.shape):
+    for i, (s, d) in enumerate(zip(slice_sizes, operand.shape)):
       if not 0 <= s <= d:
-        raise TypeError(f"gather: slice_sizes {slice_sizes} out of range for operand "
-                        f"{operand.str_short()}")
-  for d in dn.collapsed_slice_dims:
+        raise TypeError(f"Slice size at index {i} in gather op is out of range, must be "
+                        f"within [0, {d} + 1), got {s} (slice_sizes {slice_sizes}, {where})")
+  for i, d in enumerate(dn.collapsed_slice_dims):
     if slice_sizes[d] != 1:
-      raise TypeError(f"gather: collapsed dimension {d} must have slice size 1, got "
-                      f"slice_sizes {slice_sizes}")
-  for d in dn.operand_batching_dims:
+      raise TypeError(f"Gather op can only collapse slice dims with bound 1, but bound is "
+                      f"{slice_sizes[d]} for index {d} at position {i}. (slice_sizes "
+                      f"{slice_sizes}, {where})")
+  for i, d in enumerate(dn.operand_batching_dims):
     if slice_sizes[d] > 1:
-      raise TypeError(f"gather: operand batching dimension {d} must have slice size 0 or 1, "
-                      f"got slice_sizes {slice_sizes}")
+      raise TypeError(f"Gather op can only have operand batching dims with bound 0/1, but "
+                      f"bound is {slice_sizes[d]} for index {d} at position {i}. "
+                      f"(slice_sizes {slice_sizes}, {where})")
   offsets = iter(s for i, s in enumerate(slice_sizes)
                  if i not in dn.collapsed_slice_dims and i not in dn.operand_batching_dims)
   batch = iter(batch_shape)
@@ -809,60 +851,56 @@ def _scatter_shape_rule(operand, indices, updates, *, dimension_numbers, indices
     raise TypeError(f"{name}: indices must have at least one dimension (the last holds the "
                     f"index vectors); {where}")
   batch_shape = indices.shape[:-1]
+  # ``name`` says which scatter the user called; the phrases name "scatter op" as XLA does.
+  if name != "scatter":
+    where = f"{name}: {where}"
   if updates.ndim != len(batch_shape) + len(dn.update_window_dims):
-    raise TypeError(f"{name}: updates must have rank "
-                    f"{len(batch_shape) + len(dn.update_window_dims)} ({len(batch_shape)} "
-                    f"batch dimensions of indices + {len(dn.update_window_dims)} "
-                    f"update_window_dims); {where}")
-  _check_sorted_unique(dn.update_window_dims, where, name, "update_window_dims")
-  _check_range(dn.update_window_dims, updates.ndim, name, "update_window_dims", where)
-  _check_sorted_unique(dn.inserted_window_dims, where, name, "inserted_window_dims")
-  _check_range(dn.inserted_window_dims, operand.ndim, name, "inserted_window_dims", where)
-  _check_sorted_unique(dn.operand_batching_dims, where, name, "operand_batching_dims")
-  _check_range(dn.operand_batching_dims, operand.ndim, name, "operand_batching_dims", where)
-  if set(dn.inserted_window_dims) & set(dn.operand_batching_dims):
-    raise TypeError(f"{name}: inserted_window_dims and operand_batching_dims must be "
-                    f"disjoint; {where}")
-  if set(dn.scatter_dims_to_operand_dims) & set(dn.operand_batching_dims):
-    raise TypeError(f"{name}: scatter_dims_to_operand_dims and operand_batching_dims must "
-                    f"be disjoint; {where}")
-  if len(set(dn.scatter_indices_batching_dims)) != len(dn.scatter_indices_batching_dims):
-    raise TypeError(f"{name}: scatter_indices_batching_dims has repeats; {where}")
-  _check_range(dn.scatter_indices_batching_dims, indices.ndim - 1, name,
-               "scatter_indices_batching_dims (the index vector dimension excluded)", where)
-  if len(dn.operand_batching_dims) != len(dn.scatter_indices_batching_dims):
-    raise TypeError(f"{name}: operand_batching_dims and scatter_indices_batching_dims must "
-                    f"have the same length; {where}")
-  if any(operand.shape[o] != indices.shape[i]
-         for o, i in zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims)):
-    raise TypeError(f"{name}: batching dimensions of operand and indices must have equal "
-                    f"sizes; {where}")
+    raise TypeError(f"Updates tensor must be of rank "
+                    f"{len(batch_shape) + len(dn.update_window_dims)}; got {updates.ndim}. "
+                    f"({len(batch_shape)} batch dimensions of indices + "
+                    f"{len(dn.update_window_dims)} update_window_dims; {where})")
+  for what, dims, rank in (("update_window_dims", dn.update_window_dims, updates.ndim),
+                           ("inserted_window_dims", dn.inserted_window_dims, operand.ndim),
+                           ("operand_batching_dims", dn.operand_batching_dims, operand.ndim)):
+    _check_sorted(dims, "scatter", what, where)
+    _check_no_repeats(dims, "scatter", what, where)
+    _check_range(dims, rank, "scatter", what, where)
+  _check_disjoint(dn.inserted_window_dims, dn.operand_batching_dims, "scatter",
+                  "inserted_window_dims", "operand_batching_dims", where)
+  _check_disjoint(dn.scatter_dims_to_operand_dims, dn.operand_batching_dims, "scatter",
+                  "scatter_dims_to_operand_dims", "operand_batching_dims", where)
+  _check_indices_batching_dims(dn.operand_batching_dims, dn.scatter_indices_batching_dims,
+                               operand, indices, "scatter", "scatter_indices_batching_dims",
+                               where)
   window_rank = (len(dn.update_window_dims) + len(dn.inserted_window_dims)
                  + len(dn.operand_batching_dims))
   if window_rank != operand.ndim:
-    raise TypeError(f"{name}: update_window_dims, inserted_window_dims and "
-                    f"operand_batching_dims must together cover the operand's {operand.ndim} "
-                    f"dimensions, got {dn}; {where}")
-  if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
-    raise TypeError(f"{name}: scatter_dims_to_operand_dims {dn.scatter_dims_to_operand_dims} "
-                    f"must have one entry per element of an index vector "
-                    f"(indices.shape[-1] = {indices.shape[-1]}); {where}")
-  _check_range(dn.scatter_dims_to_operand_dims, operand.ndim, name,
-               "scatter_dims_to_operand_dims", where)
-  if len(set(dn.scatter_dims_to_operand_dims)) != len(dn.scatter_dims_to_operand_dims):
-    raise TypeError(f"{name}: scatter_dims_to_operand_dims has repeats; {where}")
+    raise TypeError(f"Scatter op has window of size {window_rank}; doesn't match operand of "
+                    f"rank {operand.ndim}. (update_window_dims, inserted_window_dims and "
+                    f"operand_batching_dims must together cover the operand's dimensions, "
+                    f"got {dn}; {where})")
+  _check_index_vector_len(dn.scatter_dims_to_operand_dims, indices, "scatter",
+                          "scatter_dims_to_operand_dims", where)
+  _check_index_map(dn.scatter_dims_to_operand_dims, operand.ndim,
+                   "scatter_dims_to_operand_dims mapping", where)
+  _check_no_repeats(dn.scatter_dims_to_operand_dims, "scatter",
+                    "scatter_dims_to_operand_dims", where)
   window_operand_dims = [d for d in range(operand.ndim)
                          if d not in dn.inserted_window_dims
                          and d not in dn.operand_batching_dims]
   for ud, od in zip(dn.update_window_dims, window_operand_dims):
     if updates.shape[ud] > operand.shape[od]:
-      raise TypeError(f"{name}: update window dimension {ud} (size {updates.shape[ud]}) "
-                      f"is larger than operand dimension {od} (size {operand.shape[od]}); "
-                      f"{where}")
+      raise TypeError(f"Bounds of the window dimensions of updates must not exceed the bounds "
+                      f"of the corresponding dimensions of operand. For dimension {ud}, "
+                      f"updates bound is {updates.shape[ud]}, operand bound is "
+                      f"{operand.shape[od]} (operand dimension {od}; {where})")
   scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
-  if tuple(updates.shape[d] for d in scatter_dims) != tuple(batch_shape):
-    raise TypeError(f"{name}: the non-window dimensions of updates must match the batch "
-                    f"dimensions of indices {batch_shape}; {where}")
+  for ud, size in zip(scatter_dims, batch_shape):
+    if updates.shape[ud] != size:
+      raise TypeError(f"Bounds of the scatter dimensions of updates must be the same as the "
+                      f"bounds of the corresponding dimensions of scatter indices. For "
+                      f"scatter dimension {ud}, updates bound is {updates.shape[ud]}, indices "
+                      f"bound is {size} ({where})")
   return operand.shape
 
 

@@ -879,7 +879,7 @@ def pshuffle(x, axis_name, perm):
   ``perm[i]`` (``perm`` must be a permutation of the axis' positions)."""
   perm = [int(i) for i in perm]
   if sorted(perm) != list(range(len(perm))):
-    raise ValueError(f"pshuffle: perm does not represent a permutation: {perm}")
+    raise ValueError(f"pshuffle: `perm` does not represent a permutation: {perm}")
   return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
 
 

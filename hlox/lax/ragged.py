@@ -86,7 +86,8 @@ def _mode(lhs_ndim, dn):
   r = dn.lhs_ragged_dimensions[0]
   if not 0 <= r < lhs_ndim:
     raise TypeError(f"ragged_dot_general requires lhs ragged dimension numbers to be "
-                    f"nonnegative and less than the rank of lhs ({lhs_ndim}), got {r}")
+                    f"nonnegative and less than the number of axes of the lhs ({lhs_ndim}), "
+                    f"got {r}")
   if r in lc:
     return "contracting", r
   if r in lb:
@@ -138,15 +139,20 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers,
   groups = dn.rhs_group_dimensions
   if mode == "noncontracting":
     if len(groups) != 1:
-      raise TypeError("ragged_dot_general: a ragged non-contracting dimension needs exactly "
-                      "one rhs group dimension")
+      raise TypeError(f"ragged_dot_general requires exactly one rhs group dimension when "
+                      f"lhs ragged dimension is noncontracting, got {tuple(groups)}")
+    if groups[0] in tuple(rc) + tuple(rb):
+      raise TypeError(f"ragged_dot_general requires rhs group dimension numbers to be "
+                      f"distinct from contracting and batch dimensions, got group dimension "
+                      f"{groups[0]}, rhs contracting {tuple(rc)} and batch {tuple(rb)}")
     if rhs_aval.shape[groups[0]] != gs_aval.shape[-1]:
-      raise TypeError(f"ragged_dot_general: rhs group dimension {groups[0]} of "
-                      f"{rhs_aval.str_short()} must have the number of groups "
-                      f"{gs_aval.shape[-1]}")
+      raise TypeError(f"ragged_dot_general: expected rhs group dimension size to be "
+                      f"{gs_aval.shape[-1]}, got {rhs_aval.shape[groups[0]]} (the number of "
+                      f"groups; dimension {groups[0]} of rhs {rhs_aval.str_short()})")
   elif groups:
-    raise TypeError(f"ragged_dot_general: rhs_group_dimensions must be empty when the "
-                    f"lhs ragged dimension is a {mode} dimension, got {groups}")
+    raise TypeError(f"ragged_dot_general requires zero group dimensions in the rhs when lhs "
+                    f"ragged dimension is contracting or batch; here it is a {mode} "
+                    f"dimension and rhs_group_dimensions is {groups}")
   precision = canonicalize_precision(precision)
   if mode == "batch":
     # Each batch element is its own product already: the groups only say how the batch is

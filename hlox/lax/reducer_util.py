@@ -24,8 +24,8 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 def _check_axes(name, operand, axes):
   axes = tuple(axes)
   if len(set(axes)) != len(axes):
-    raise ValueError(f"{name}: duplicate value in axes {axes} for operand "
-                     f"{operand.str_short()}")
+    raise ValueError(f"{name}: duplicate value in 'axes' of reduction: {axes} (operand "
+                     f"{operand.str_short()})")
   if any(not 0 <= a < operand.ndim for a in axes):
     raise ValueError(f"{name}: axes {axes} out of range for operand {operand.str_short()} "
                      f"(lax axes must be in [0, {operand.ndim}); jax.numpy accepts negative "

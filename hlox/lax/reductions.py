@@ -26,7 +26,7 @@ from hlox.lax import shapes as _shapes
 from hlox.lax.base import _broadcast_back, reduce_sum, reduce_sum_p
 from hlox.lax.cumulative import cumprod
 from hlox.lax.reducer_util import (
-    _and_identity, _any_dtype, _axes_param, _check_axes, _compare, _is_bool_or_int,
+    _and_identity, _any_dtype, _axes_param, _compare, _is_bool_or_int,
     _is_number, _keep_weak, _kept_dims, _max_identity, _min_identity, _one, _reduce_shape_rule,
     _reducer, _strip_weak, _zero, add_region, defreducer, lower_region, max_hlo, min_hlo,
     reduce_lowering, scalar_body, shift_axes_for_batch)  # noqa: F401  (re-exported)
@@ -172,10 +172,13 @@ def reduce_xor(operand, axes):
 def _argminmax_shape_rule(name, operand, *, axes, index_dtype):
   if len(axes) != 1:
     raise ValueError(f"{name}: exactly one axis is reduced, got axes {axes}")
-  axis, = _check_axes(name, operand, axes)
+  axis, = axes
+  if not 0 <= axis < operand.ndim:
+    raise ValueError(f"{name}: Invalid axis {axis} for operand {operand.str_short()} (lax "
+                     f"axes must be in [0, {operand.ndim}); jax.numpy accepts negative axes)")
   if operand.shape[axis] < 1:
-    raise ValueError(f"{name} requires a non-empty reduced dimension, got operand "
-                     f"{operand.str_short()} with axis {axis}")
+    raise ValueError(f"{name}: argmin and argmax require non-empty reduced dimension, got "
+                     f"operand {operand.str_short()} with axis {axis}")
   return operand.shape[:axis] + operand.shape[axis + 1:]
 
 
@@ -281,7 +284,8 @@ def _reduce_abstract_eval(*avals, computation, jaxpr, dimensions):
     raise ValueError(f"reduce: operands must all have the same shape, got "
                      f"{', '.join(a.str_short() for a in operands)}")
   if any(a.shape != () for a in inits):
-    raise ValueError(f"reduce: initial values must be scalars, got "
+    raise ValueError(f"reduce found non-scalar initial value: initial values must be "
+                     f"scalars, got "
                      f"{', '.join(a.str_short() for a in inits)}")
   for op, init in zip(operands, inits):
     if op.dtype != init.dtype:
@@ -497,7 +501,7 @@ def reduce(operands, init_values, computation, dimensions):
   flat_operands, treedef = tree_util.tree_flatten(operands)
   flat_inits, init_tree = tree_util.tree_flatten(init_values)
   if treedef != init_tree:
-    raise ValueError(f"reduce: operands and init_values must have the same structure, got "
+    raise ValueError(f"reduce: Operands must have the same tree structure as init_values, got "
                      f"{treedef} and {init_tree}")
   dimensions = _axes_param(dimensions)
   init_weak = [dtypes.is_weakly_typed(v) for v in flat_inits]

@@ -96,14 +96,14 @@ def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
 
 def _squeeze_shape_rule(operand, *, dimensions):
   if len(set(dimensions)) != len(dimensions):
-    raise ValueError(f"squeeze: dimensions {dimensions} are not unique")
+    raise ValueError(f"squeeze: dimensions are not unique: {dimensions}")
   if any(not 0 <= d < operand.ndim for d in dimensions):
     raise ValueError(f"squeeze: dimensions {dimensions} out of range for operand "
                      f"{operand.str_short()}")
   bad = [d for d in dimensions if operand.shape[d] != 1]
   if bad:
-    raise ValueError(f"squeeze: cannot squeeze dimensions {tuple(bad)} of operand "
-                     f"{operand.str_short()}: their size is not 1")
+    raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not "
+                     f"equal to one: dimensions {tuple(bad)} of operand {operand.str_short()}")
   return tuple(s for i, s in enumerate(operand.shape) if i not in dimensions)
 
 
@@ -133,7 +133,7 @@ def squeeze(array, dimensions):
   dims = []
   for d in _static_ints("squeeze", "dimensions", dimensions):
     if not -ndim <= d < ndim:
-      raise ValueError(f"squeeze: dimension {d} out of range for an array of rank {ndim}")
+      raise ValueError(f"squeeze: axis {d} is out of bounds for array of dimension {ndim}")
     dims.append(d % ndim)
   dims = tuple(sorted(dims))
   if not dims and _is_array(array):
@@ -511,9 +511,12 @@ def broadcast_to_rank(x, rank: int):
 def _split_shape_rule(operand, *, sizes, axis):
   if not 0 <= axis < operand.ndim:
     raise ValueError(f"split: axis {axis} out of range for operand {operand.str_short()}")
-  if any(s < 0 for s in sizes) or builtins.sum(sizes) != operand.shape[axis]:
-    raise ValueError(f"split: sizes {sizes} must be non-negative and sum to the size "
-                     f"{operand.shape[axis]} of axis {axis} of operand {operand.str_short()}")
+  if any(s < 0 for s in sizes):
+    raise ValueError(f"split: Sizes passed to split must be nonnegative, got {sizes} (operand "
+                     f"{operand.str_short()}, axis {axis})")
+  if builtins.sum(sizes) != operand.shape[axis]:
+    raise ValueError(f"split: Sum of sizes {builtins.sum(sizes)} must be equal to dimension "
+                     f"{axis} of the operand shape {operand.shape}; sizes {sizes}")
   return [operand.shape[:axis] + (s,) + operand.shape[axis + 1:] for s in sizes]
 
 
@@ -565,7 +568,8 @@ def split(operand, sizes, axis: int = 0):
   aval = get_aval(operand)
   axis = operator.index(axis)
   if not -aval.ndim <= axis < aval.ndim:
-    raise ValueError(f"split: axis {axis} out of range for operand {aval.str_short()}")
+    raise ValueError(f"split: axis {axis} is out of bounds for array of dimension "
+                     f"{aval.ndim} (operand {aval.str_short()})")
   sizes = _static_ints("split", "sizes", sizes)
   return list(split_p.bind(operand, sizes=sizes, axis=axis % aval.ndim))
 

@@ -215,8 +215,8 @@ def _top_k_shape_rule(operand, *, k, axis, is_stable):
     raise ValueError(f"top_k: k={k} must be no larger than the size of axis {axis} of "
                      f"{operand.str_short()}")
   if operand.shape[axis] > np.iinfo(np.int32).max:
-    raise ValueError(f"top_k returns int32 indices, which cannot index axis {axis} of "
-                     f"{operand.str_short()}")
+    raise ValueError(f"top_k returns int32 indices, which will overflow: axis {axis} of "
+                     f"{operand.str_short()} is too large")
   shape = list(operand.shape)
   shape[axis] = k
   return [tuple(shape)] * 2

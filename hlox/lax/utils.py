@@ -95,7 +95,7 @@ def naryop_dtype_rule(name: str, kinds_per_arg: Sequence[Sequence[str]], *avals,
       raise TypeError(f"{name} does not accept dtype {aval.dtype.name} (argument {i}); "
                       f"accepted: {', '.join(kinds)} types")
   if require_same and len({a.dtype for a in avals}) > 1:
-    raise TypeError(f"{name} requires arguments to have the same dtype, got "
+    raise TypeError(f"{name} requires arguments to have the same dtypes, got "
                     f"{shape_str(avals)} (convert with lax.convert_element_type or use "
                     "hlox.numpy, which promotes)")
   return avals[0].dtype

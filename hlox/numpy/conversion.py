@@ -83,7 +83,7 @@ def _check_scalar_fits(x, dtype) -> None:
   if dtypes.is_int(target):
     info = dtypes.iinfo(target)
     if not info.min <= x <= info.max:
-      raise OverflowError(f"Python int {x} is too large to convert to {np.dtype(target).name}")
+      raise OverflowError(f"Python int {x} too large to convert to {np.dtype(target).name}")
 
 
 def _host_array(x, dtype, weak):
@@ -94,8 +94,9 @@ def _host_array(x, dtype, weak):
   # ml_dtypes (bfloat16, float8, int4...) are NumPy "void" kinds that hlox does support.
   ml_dtype = value.dtype.type.__module__.startswith("ml_dtypes")
   if value.dtype.kind in "OUSV" and value.dtype != dtypes.float0 and not ml_dtype:
-    raise TypeError(f"array: cannot convert a value of type {type(x).__name__} (NumPy dtype "
-                    f"{value.dtype}) to an array")
+    raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype "
+                    f"{value.dtype}: jnp.array cannot convert a value of type "
+                    f"{type(x).__name__}")
   return device_put(value, weak_type=weak)
 
 
@@ -114,7 +115,7 @@ def _leaves(tree) -> list:
     if isinstance(x, (list, tuple)):
       stack.extend(reversed(x))
     elif x is None:
-      raise ValueError("array: None is not a valid value for an array element")
+      raise ValueError("None is not a valid value for jnp.array (as an array element)")
     else:
       if hasattr(x, "__jax_array__") and not isinstance(x, (Array, Tracer)):
         x = x.__jax_array__()

@@ -55,14 +55,14 @@ def _canonical_axes(full_name: str, axes, ndim: int) -> tuple:
     raise TypeError(f"{full_name}: axes must be a sequence of integers, got {axes!r}") \
         from None
   if len(axes) != len(set(axes)):
-    raise ValueError(f"{full_name} does not support repeated axes. Got axes {axes}.")
+    raise ValueError(f"{full_name} does not support repeated axes. Got axes {list(axes)}.")
   for ax in axes:
     if not -ndim <= ax < ndim:
       raise ValueError(f"{full_name}: axis {ax} is out of bounds for array of dimension "
                        f"{ndim}")
   canonical = tuple(ax % ndim for ax in axes)
   if len(set(canonical)) != len(canonical):
-    raise ValueError(f"{full_name} does not support repeated axes. Got axes {axes}.")
+    raise ValueError(f"{full_name} does not support repeated axes. Got axes {list(axes)}.")
   return canonical
 
 
@@ -80,7 +80,7 @@ def _crop_or_pad(arr, in_s):
 
 
 def _fft_core(func_name: str, fft_type: FftType, a, s, axes, norm):
-  full_name = f"jnp.fft.{func_name}"
+  full_name = f"jax.numpy.fft.{func_name}"
   util.check_arraylike(full_name, a)
   _check_norm(norm)
   arr = creation.asarray(a)
@@ -159,7 +159,7 @@ def _fft_nd(arr, fft_type: FftType, s):
 
 def _axis_check_1d(func_name: str, axis):
   if isinstance(axis, (list, tuple)):
-    full_name = f"jnp.fft.{func_name}"
+    full_name = f"jax.numpy.fft.{func_name}"
     raise ValueError(f"{full_name} does not support multiple axes. Please use {full_name}n. "
                      f"Got axis = {axis!r}.")
 
@@ -170,7 +170,7 @@ def _fft_core_1d(func_name: str, fft_type: FftType, a, n, axis, norm):
     try:
       n = operator.index(n)
     except TypeError:
-      raise TypeError(f"jnp.fft.{func_name}: n must be an integer, got {n!r}") from None
+      raise TypeError(f"jax.numpy.fft.{func_name}: n must be an integer, got {n!r}") from None
   # axis=None transforms every axis, as in JAX.
   axes = None if axis is None else [axis]
   s = None if n is None else [n]
@@ -179,7 +179,7 @@ def _fft_core_1d(func_name: str, fft_type: FftType, a, n, axis, norm):
 
 def _fft_core_2d(func_name: str, fft_type: FftType, a, s, axes, norm):
   if axes is None or len(axes) != 2:
-    raise ValueError(f"jnp.fft.{func_name} only supports 2 axes. Got axes = {axes!r}.")
+    raise ValueError(f"jax.numpy.fft.{func_name} only supports 2 axes. Got axes = {axes!r}.")
   return _fft_core(func_name, fft_type, a, s, axes, norm)
 
 
@@ -266,9 +266,9 @@ def _hermitian_axis_length(func_name: str, arr, axis) -> int:
   try:
     ax = operator.index(axis)
   except TypeError:
-    raise TypeError(f"jnp.fft.{func_name}: axis must be an integer, got {axis!r}") from None
+    raise TypeError(f"jax.numpy.fft.{func_name}: axis must be an integer, got {axis!r}") from None
   if not -arr.ndim <= ax < arr.ndim:
-    raise ValueError(f"jnp.fft.{func_name}: axis {ax} is out of bounds for array of "
+    raise ValueError(f"jax.numpy.fft.{func_name}: axis {ax} is out of bounds for array of "
                      f"dimension {arr.ndim}")
   return arr.shape[ax]
 
@@ -276,7 +276,7 @@ def _hermitian_axis_length(func_name: str, arr, axis) -> int:
 def hfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
   """FFT of a signal with Hermitian symmetry, given by its first half: a real spectrum of
   length ``n`` (default ``2 * (m - 1)``) (``numpy.fft.hfft``)."""
-  util.check_arraylike("jnp.fft.hfft", a)
+  util.check_arraylike("jax.numpy.fft.hfft", a)
   conj_a = ufuncs.conj(a)
   m = _hermitian_axis_length("hfft", conj_a, axis)
   nn = 2 * (m - 1) if n is None else n
@@ -288,7 +288,7 @@ def hfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
 def ihfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
   """Inverse of ``hfft``: the first ``n // 2 + 1`` terms of the Hermitian spectrum of a
   real signal (``numpy.fft.ihfft``)."""
-  util.check_arraylike("jnp.fft.ihfft", a)
+  util.check_arraylike("jax.numpy.fft.ihfft", a)
   arr = creation.asarray(a)
   m = _hermitian_axis_length("ihfft", arr, axis)
   nn = m if n is None else n
@@ -300,15 +300,15 @@ def ihfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
 
 def _check_freq_args(func_name: str, n, d):
   if isinstance(n, (list, tuple)):
-    raise ValueError(f"The n argument of jnp.fft.{func_name} only takes an int. "
+    raise ValueError(f"The n argument of jax.numpy.fft.{func_name} only takes an int. "
                      f"Got n = {list(n)}.")
   if isinstance(d, (list, tuple)):
-    raise ValueError(f"The d argument of jnp.fft.{func_name} only takes a single value. "
+    raise ValueError(f"The d argument of jax.numpy.fft.{func_name} only takes a single value. "
                      f"Got d = {list(d)}.")
   try:
     return operator.index(n)
   except TypeError:
-    raise TypeError(f"jnp.fft.{func_name}: n must be an integer, got {n!r}") from None
+    raise TypeError(f"jax.numpy.fft.{func_name}: n must be an integer, got {n!r}") from None
 
 
 def fftfreq(n: int, d=1.0, *, dtype=None, device=None):
@@ -336,7 +336,7 @@ def rfftfreq(n: int, d=1.0, *, dtype=None, device=None):
 
 
 def _shift(func_name: str, x, axes, sign: int):
-  util.check_arraylike(f"jnp.fft.{func_name}", x)
+  util.check_arraylike(f"jax.numpy.fft.{func_name}", x)
   x = creation.asarray(x)
   if axes is None:
     axes = tuple(range(x.ndim))

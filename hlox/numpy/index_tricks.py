@@ -14,6 +14,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.core.tracer import Tracer
+from hlox.errors import ConcretizationTypeError
 from hlox.numpy import creation, searching, shapes, ufuncs, util
 
 __all__ = ["unravel_index", "ravel_multi_index", "tril_indices", "triu_indices",
@@ -52,6 +53,10 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
       raise TypeError("only int indices permitted")
   if mode == "raise":
     for i, d in zip(index, dims):
+      if isinstance(i, Tracer) and i.to_concrete_value() is None:
+        raise ConcretizationTypeError(
+            i, "The error occurred because ravel_multi_index was jit-compiled with "
+            "mode='raise'. Use mode='wrap' or mode='clip' instead.")
       value = util.concrete_value("ravel_multi_index (mode='raise')", i)
       if np.any((value < 0) | (value >= d)):
         raise ValueError("invalid entry in coordinates array")

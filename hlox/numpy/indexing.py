@@ -698,7 +698,8 @@ def _check_int_indices(name, indices):
     indices = np.asarray(indices)
   aval = get_aval(indices)
   if not dtypes.is_int(aval.dtype):
-    raise TypeError(f"{name}: indices must be integers, got {aval.str_short()}")
+    raise TypeError(f"{name} indices must be of integer type, got {aval.dtype} "
+                    f"({aval.str_short()})")
   return indices
 
 
@@ -751,7 +752,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   out_shape = shape[:axis] + ishape + shape[axis + 1:]
   if size == 0:
     if int(np.prod(ishape)) != 0:
-      raise IndexError("take: cannot take a non-empty selection from an empty axis")
+      raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
     return lax.full_like(a, 0, shape=out_shape)
   if int(np.prod(out_shape)) == 0:
     return lax.full_like(a, 0, shape=out_shape)

@@ -722,7 +722,7 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
              "maximum": {"stat_length"}, "minimum": {"stat_length"}, "mean": {"stat_length"},
              "median": {"stat_length"}, "linear_ramp": {"end_values"}}
   if mode not in allowed:
-    raise NotImplementedError(f"pad: mode {mode!r} is not supported; use one of "
+    raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad. Use one of "
                               f"{sorted(allowed)}")
   unexpected = set(kwargs) - allowed[mode]
   if unexpected:

@@ -299,13 +299,13 @@ def _seed_data(name: str, seed):
     hi = (seed >> 32) & 0xFFFFFFFF if dtypes.x64_enabled() else 0
     return np.array([hi, seed & 0xFFFFFFFF], _u32)
   if not (_is_arraylike(seed) or isinstance(seed, float)):
-    raise TypeError(f"{name}: the seed must be an integer, got {type(seed).__name__}")
+    raise TypeError(f"{name}: PRNG key seed must be an integer, got {type(seed).__name__}")
   aval = get_aval(seed)
   if aval.ndim:
     raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
                     f"{aval.shape} != (). Use hlox.vmap for batching")
   if not dtypes.is_int(aval.dtype) and not dtypes.is_unsigned_int(aval.dtype):
-    raise TypeError(f"{name}: the seed must be an integer, got dtype {aval.dtype}")
+    raise TypeError(f"{name}: PRNG key seed must be an integer, got dtype {aval.dtype}")
   if isinstance(seed, (np.ndarray, np.generic)):
     s = int(seed)
     hi = (s >> 32) & 0xFFFFFFFF if np.dtype(aval.dtype).itemsize == 8 else 0
@@ -320,15 +320,20 @@ def _seed_data(name: str, seed):
 
 def PRNGKey(seed) -> Array:
   """A raw threefry key, ``uint32[2]`` = (high 32 bits, low 32 bits) of the integer seed."""
-  data = _seed_data("PRNGKey", seed)
+  return _raw_key("PRNGKey", seed)
+
+
+def _raw_key(name, seed):
+  data = _seed_data(name, seed)
   return lax.convert_element_type(data, _u32) if isinstance(data, np.ndarray) else data
 
 
 def key(seed, *, impl=None) -> PRNGKeyArray:
   """A typed scalar threefry key for ``seed``."""
   if impl not in (None, "threefry2x32"):
-    raise ValueError(f"key: only the 'threefry2x32' implementation exists, got {impl!r}")
-  return PRNGKeyArray(PRNGKey(seed))
+    raise ValueError(f"key: unrecognized PRNG implementation {impl!r}: only "
+                     "'threefry2x32' exists")
+  return PRNGKeyArray(_raw_key("key", seed))
 
 
 def key_data(keys):

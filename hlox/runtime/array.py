@@ -66,8 +66,8 @@ class Array:
   def _check_multi_alive(self, multi):
     if multi.is_deleted():
       raise DeletedArrayError(
-          f"Array {self.aval.str_short()} has been deleted (or donated to a pmapped "
-          "function); it can no longer be used.")
+          f"Array has been deleted with shape={self.aval.str_short(short_dtypes=False)} "
+          f"(or donated to a pmapped function); it can no longer be used.")
 
   # --- metadata ---
   @property
@@ -137,8 +137,8 @@ class Array:
         return value
       if self._buf.is_deleted():
         raise DeletedArrayError(
-            f"Array {self.aval.str_short()} has been deleted (or donated to a jitted "
-            "function); it can no longer be used.")
+            f"Array has been deleted with shape={self.aval.str_short(short_dtypes=False)} "
+            f"(or donated to a jitted function); it can no longer be used.")
       if self.aval.dtype in _buffer_protocol_dtypes:
         value = np.asarray(self._buf)
       else:  # bfloat16, float8, int4...: the buffer protocol cannot describe them
@@ -271,8 +271,8 @@ class Array:
   def check_alive(self):
     if self.is_deleted():
       raise DeletedArrayError(
-          f"Array {self.aval.str_short()} has been deleted (or donated to a jitted "
-          "function); it can no longer be used.")
+          f"Array has been deleted with shape={self.aval.str_short(short_dtypes=False)} "
+          f"(or donated to a jitted function); it can no longer be used.")
 
 
 def _reconstruct(value, weak_type):
