@@ -6,7 +6,8 @@
 This module only re-exports the public API; the layers below it are described in
 ``docs/ARCHITECTURE.md``.
 """
-from hlox.config import config, debug_infs, debug_nans, log_compiles
+from hlox.config import config, debug_infs, debug_nans, log_compiles  # noqa: F401
+from hlox.config import default_prng_impl, threefry_partitionable  # noqa: F401
 from hlox.cache import clear_caches
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
@@ -59,7 +60,7 @@ def __dir__():
 def _on_config_change(name, value):
   # Weak types of Python scalars and canonical dtypes depend on x64: cached signatures and
   # executables made under the other setting must not be reused.
-  if name == "enable_x64":
+  if name in ("enable_x64", "default_prng_impl", "threefry_partitionable"):
     clear_caches()
 
 config.add_watcher(_on_config_change)
