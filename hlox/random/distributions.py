@@ -15,7 +15,7 @@ from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.numpy.util import promote_dtypes_inexact
 from hlox.random.prng import (PRNGKeyArray, _canonical_shape, _check_key, keys_random_bits,
-                              split_keys)
+                              split_keys, threefry_prng_impl)
 from hlox.api import jit, vmap
 from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import standard_primitive
@@ -563,8 +563,13 @@ random_gamma_p = standard_primitive(_random_gamma_shape_rule, _random_gamma_dtyp
 def _random_gamma_composition(keys, a, *, log_space, impl):
   shape = _shape(a)
   n = math.prod(shape)
-  out = vmap(lambda k, a_: _gamma_one(k, a_, log_space))(
-      PRNGKeyArray(lax.reshape(keys, (n,) + impl.key_shape), impl), lax.reshape(a, (n,)))
+  keys = PRNGKeyArray(lax.reshape(keys, (n,) + impl.key_shape), impl)
+  if impl is threefry_prng_impl:
+    out = vmap(lambda k, a_: _gamma_one(k, a_, log_space))(keys, lax.reshape(a, (n,)))
+  else:
+    # As JAX: other implementations loop over the keys (under vmap, rng_bit_generator would
+    # draw every element's bits from the first key).
+    out = lax.map(lambda ka: _gamma_one(ka[0], ka[1], log_space), (keys, lax.reshape(a, (n,))))
   return lax.reshape(out, tuple(shape))
 
 
@@ -775,6 +780,9 @@ def _t_impl(data, df, *, shape, dtype):
 def poisson(key, lam, shape=None, dtype=None):
   """Poisson(lam) samples (Knuth for lam < 10, transformed rejection above; JAX's numbers)."""
   data, _ = _check_key("poisson", key)
+  if data._impl is not threefry_prng_impl:
+    raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
+                              f"threefry2x32 RNG, not {data._impl}")
   dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
   if not dtypes.is_int(dtype) and not dtypes.is_unsigned_int(dtype):
     raise TypeError(f"dtype argument to `poisson` must be an int type, got {dtype}")
