@@ -15,8 +15,9 @@ TAGS = {"threefry2x32": "key<fry>", "rbg": "key<rbg>", "unsafe_rbg": "key<urbg>"
 def restore_config():
   saved = (hlox.config.default_prng_impl, hlox.config.threefry_partitionable)
   yield
-  hlox.config.update("default_prng_impl", saved[0])
-  hlox.config.update("threefry_partitionable", saved[1])
+  for name, value in zip(("default_prng_impl", "threefry_partitionable"), saved):
+    if getattr(hlox.config, name) != value:
+      hlox.config.update(name, value)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -65,6 +66,19 @@ def test_bad_impls_and_mismatched_keys():
   # A raw key is read with the default implementation: a uint32[4] is no threefry key.
   with pytest.raises(TypeError, match=r"uniform: expected a PRNG key.*\(2,\)"):
     random.uniform(random.PRNGKey(0, impl="rbg"))
+
+
+def test_dtype_spec_and_seed_errors():
+  assert random.key(1, dtype="rbg").dtype == random.key_dtype("rbg")
+  assert random.key(1, dtype=random.key_dtype("unsafe_rbg")).dtype == "key<urbg>"
+  w = random.wrap_key_data(np.arange(4, dtype=np.uint32), dtype=random.key_dtype("rbg"))
+  assert random.key_impl(w) == "rbg"
+  with pytest.raises(ValueError, match="Cannot specify both `impl` and `dtype`"):
+    random.key(1, impl="rbg", dtype="rbg")
+  with pytest.raises(TypeError, match="PRNG key seed must be an integer"):
+    random.key(np.pi)
+  with pytest.raises(TypeError, match="key accepts a scalar seed"):
+    random.key(np.arange(3), impl="rbg")
 
 
 def test_default_impl_option(restore_config):

@@ -319,6 +319,8 @@ def resolve_impl(spec) -> PRNGImpl:
     return default_impl()
   if isinstance(spec, PRNGImpl):
     return spec
+  if isinstance(spec, KeyDtype):
+    return spec._impl
   if isinstance(spec, str):
     impl = prngs.get(spec)
     if impl is None:
@@ -486,13 +488,13 @@ def _seed_data(name: str, seed):
     hi = (seed >> 32) & 0xFFFFFFFF if dtypes.x64_enabled() else 0
     return np.array([hi, seed & 0xFFFFFFFF], _u32)
   if not (_is_arraylike(seed) or isinstance(seed, float)):
-    raise TypeError(f"{name}: the seed must be an integer, got {type(seed).__name__}")
+    raise TypeError(f"{name}: PRNG key seed must be an integer; got {type(seed).__name__}")
   aval = get_aval(seed)
   if aval.ndim:
     raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
                     f"{aval.shape} != (). Use hlox.vmap for batching")
   if not dtypes.is_int(aval.dtype) and not dtypes.is_unsigned_int(aval.dtype):
-    raise TypeError(f"{name}: the seed must be an integer, got dtype {aval.dtype}")
+    raise TypeError(f"{name}: PRNG key seed must be an integer; got dtype {aval.dtype}")
   if isinstance(seed, (np.ndarray, np.generic)):
     s = int(seed)
     hi = (s >> 32) & 0xFFFFFFFF if np.dtype(aval.dtype).itemsize == 8 else 0
@@ -516,10 +518,16 @@ def PRNGKey(seed, *, impl=None) -> Array:
   return _seed_key_data("PRNGKey", seed, resolve_impl(impl))
 
 
-def key(seed, *, impl=None) -> PRNGKeyArray:
+def _impl_or_dtype(name, impl, dtype):
+  if impl is not None and dtype is not None:
+    raise ValueError(f"{name}: Cannot specify both `impl` and `dtype`.")
+  return resolve_impl(dtype if impl is None else impl)
+
+
+def key(seed, *, impl=None, dtype=None) -> PRNGKeyArray:
   """A typed scalar key for ``seed`` of implementation ``impl`` (a name; the
-  ``default_prng_impl`` option when None)."""
-  impl = resolve_impl(impl)
+  ``default_prng_impl`` option when None), or of the key dtype ``dtype``."""
+  impl = _impl_or_dtype("key", impl, dtype)
   return PRNGKeyArray(_seed_key_data("key", seed, impl), impl)
 
 
@@ -530,9 +538,10 @@ def key_data(keys):
   return _check_key("key_data", keys, allow_batched=True)[0]._base
 
 
-def wrap_key_data(key_bits_array, *, impl=None) -> PRNGKeyArray:
-  """Typed keys of implementation ``impl`` from their ``uint32[..., *key_shape]`` data."""
-  impl = resolve_impl(impl)
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> PRNGKeyArray:
+  """Typed keys of implementation ``impl`` (or key dtype ``dtype``) from their
+  ``uint32[..., *key_shape]`` data."""
+  impl = _impl_or_dtype("wrap_key_data", impl, dtype)
   if isinstance(key_bits_array, PRNGKeyArray):
     raise TypeError("wrap_key_data: the argument is already a typed key")
   if not _is_arraylike(key_bits_array):
