@@ -79,6 +79,11 @@ def test_dtype_spec_and_seed_errors():
     random.key(np.pi)
   with pytest.raises(TypeError, match="key accepts a scalar seed"):
     random.key(np.arange(3), impl="rbg")
+  with pytest.raises(OverflowError):
+    random.PRNGKey(2 ** 63, impl="rbg")
+  keys = random.split(random.key(0, impl="rbg"), 3)
+  assert keys.itemsize == keys.dtype.itemsize == 16 and keys.nbytes == 48
+  assert keys.copy() is keys
 
 
 def test_default_impl_option(restore_config):
@@ -119,30 +124,30 @@ def test_rng_bit_generator_vmap_draws_from_first_key():
 
 # --- bit-exact against JAX -----------------------------------------------------------------
 
-def _draws(r, impl, x64):
+def _draws(r, impl, gamma):
   k = r.key(11, impl=impl)
   out = [r.key_data(r.split(k, 3)), r.key_data(r.fold_in(k, 9)), r.bits(k, (4,)),
          r.bits(k, (3,), np.uint8), r.normal(k, (4,)), r.uniform(k, (3,), minval=2, maxval=3),
-         r.randint(k, (4,), 0, 100), r.bernoulli(k, 0.3, (5,)), r.gamma(k, 0.8, (3,)),
+         r.randint(k, (4,), 0, 100), r.bernoulli(k, 0.3, (5,)),
          r.key_data(r.split(r.split(k)[1], (2, 2)))]
-  if x64:
-    out.append(r.bits(k, (3,), np.uint64))
+  if gamma:  # one key per element: a vmap for threefry, a loop over the keys otherwise
+    out.append(r.gamma(k, 0.8, (3,)))
   return [np.asarray(o) for o in out]
 
 
 @pytest.mark.jax_oracle
-@pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("partitionable", [True, False])
-def test_bit_exact_with_jax(impl, partitionable, restore_config):
+@pytest.mark.parametrize("impl,partitionable,gamma", [
+    ("threefry2x32", True, False), ("threefry2x32", False, False), ("rbg", True, True),
+    ("rbg", False, False), ("unsafe_rbg", True, False)])
+def test_bit_exact_with_jax(impl, partitionable, gamma, restore_config):
   jax = pytest.importorskip("jax")
-  if impl != "threefry2x32" and not partitionable:
-    partitionable = True  # only threefry (and rbg's splits) read the option; one run is enough
   jax_saved = jax.config.jax_threefry_partitionable
   try:
     jax.config.update("jax_threefry_partitionable", partitionable)
-    hlox.config.update("threefry_partitionable", partitionable)
-    want = _draws(jax.random, impl, False)
-    got = _draws(random, impl, False)
+    if hlox.config.threefry_partitionable != partitionable:
+      hlox.config.update("threefry_partitionable", partitionable)
+    want = _draws(jax.random, impl, gamma)
+    got = _draws(random, impl, gamma)
   finally:
     jax.config.update("jax_threefry_partitionable", jax_saved)
   for g, w in zip(got, want):

@@ -359,6 +359,11 @@ class KeyDtype:
   def impl(self):
     return self._impl
 
+  @property
+  def itemsize(self):
+    """Bytes of data per key (4 per uint32 word)."""
+    return 4 * math.prod(self._impl.key_shape)
+
   def __eq__(self, other):
     if isinstance(other, KeyDtype):
       return other._impl is self._impl
@@ -416,6 +421,29 @@ class PRNGKeyArray:
   @property
   def dtype(self):
     return _key_dtype_of(self._impl)
+
+  @property
+  def itemsize(self):
+    return self.dtype.itemsize
+
+  @property
+  def nbytes(self):
+    return self.itemsize * self.size
+
+  def copy(self):
+    """The same keys (their data is immutable)."""
+    return self
+
+  def __copy__(self):
+    return self
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def block_until_ready(self):
+    if hasattr(self._base, "block_until_ready"):
+      self._base.block_until_ready()
+    return self
 
   def __len__(self):
     if not self.shape:
@@ -484,6 +512,8 @@ def _seed_data(name: str, seed):
   if isinstance(seed, (bool, np.bool_)):
     seed = int(seed)
   if isinstance(seed, int):
+    if not -2 ** 63 <= seed < 2 ** 63:  # JAX reads a Python int seed as an int64
+      raise OverflowError(f"{name}: the seed {seed} is out of range for int64")
     # Python ints: the low 32 bits (and the high 32 bits with x64), as JAX does.
     hi = (seed >> 32) & 0xFFFFFFFF if dtypes.x64_enabled() else 0
     return np.array([hi, seed & 0xFFFFFFFF], _u32)
