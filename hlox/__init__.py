@@ -7,6 +7,7 @@ This module only re-exports the public API; the layers below it are described in
 ``docs/ARCHITECTURE.md``.
 """
 from hlox.config import config, debug_infs, debug_nans, log_compiles
+from hlox.config import default_prng_impl, threefry_partitionable
 from hlox.cache import clear_caches
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
@@ -57,11 +58,19 @@ def __dir__():
   return sorted({*globals(), "profiler"})
 
 
+# The values the caches were filled under, of the options that change what programs trace to.
+_traced_options = {name: getattr(config, name)
+                   for name in ("enable_x64", "default_prng_impl", "threefry_partitionable",
+                                "check_static_indices")}
+
+
 def _on_config_change(name, value):
-  # Weak types of Python scalars and canonical dtypes depend on x64, and traces on the
-  # static-index check: cached signatures, traces and executables made under the other
-  # setting must not be reused.
-  if name in ("enable_x64", "check_static_indices"):
+  # Weak types of Python scalars and canonical dtypes depend on x64, raw keys' meaning on the
+  # default PRNG, threefry's bits on its scheme, traces on the static-index check: cached
+  # signatures, traces and executables made under another setting must not be reused
+  # (setting the same value again keeps them).
+  if name in _traced_options and _traced_options[name] != value:
+    _traced_options[name] = value
     clear_caches()
 
 config.add_watcher(_on_config_change)

@@ -67,6 +67,11 @@ class Config:
       "persistent_cache_min_entry_size_bytes":
           ("HLOX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", _env_int, 0),
       "compilation_cache_max_size": ("HLOX_COMPILATION_CACHE_MAX_SIZE", _env_int, -1),
+      # The PRNG implementation of keys made without ``impl=`` and of raw keys (JAX's names:
+      # 'threefry2x32', 'rbg', 'unsafe_rbg'), and threefry's partitionable scheme for
+      # split and random bits (JAX 0.10.2's default, True; False gives the original bits).
+      "default_prng_impl": ("HLOX_DEFAULT_PRNG_IMPL", _env_str, "threefry2x32"),
+      "threefry_partitionable": ("HLOX_THREEFRY_PARTITIONABLE", _env_bool, True),
   }
 
   def __init__(self):
@@ -127,7 +132,7 @@ class enable_x64:
 
 
 class _OptionScope(contextlib.ContextDecorator):
-  """Sets a boolean option inside a ``with`` block (or a decorated function's call)."""
+  """Sets an option inside a ``with`` block (or a decorated function's call)."""
 
   def __init__(self, name: str, new_val: bool):
     self._name = name
@@ -165,3 +170,15 @@ class _BoolOption:
 debug_nans = _BoolOption("debug_nans")
 debug_infs = _BoolOption("debug_infs")
 log_compiles = _BoolOption("log_compiles")
+
+
+class _Option(_BoolOption):
+  """An option of any value as JAX exposes it at top level (``jax.default_prng_impl``):
+  ``with hlox.default_prng_impl('rbg'): ...``; ``.value`` reads it."""
+
+  def __call__(self, new_val) -> _OptionScope:
+    return _OptionScope(self._name, new_val)
+
+
+default_prng_impl = _Option("default_prng_impl")
+threefry_partitionable = _BoolOption("threefry_partitionable")

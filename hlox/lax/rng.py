@@ -89,18 +89,19 @@ ad.defjvp_zero(rng_bit_generator_p)
 
 
 def _rng_bit_generator_batch(vals, dims, *, shape, dtype, algorithm):
-  # Each key drives its own generator: one call per key (XLA's op takes a single state), so
-  # vmap agrees with a loop. (JAX's rule instead draws the whole batch from the first key
-  # and advances only that one; batched bits therefore differ from JAX's.)
+  # JAX's rule: XLA's op takes a single state, so the whole batch of bits is drawn from the
+  # first key, and only that key is advanced. The keys' bits therefore differ from a loop
+  # over the keys, but match JAX's (rbg keys under vmap give JAX's numbers).
   (keys,), (d,) = vals, dims
   keys = batching.moveaxis(keys, d, 0)
-  results = [rng_bit_generator_p.bind(k, shape=shape, dtype=dtype, algorithm=algorithm)
-             for k in _shapes.unstack(keys, 0)]
-  if not results:
-    size = get_aval(keys).shape[0]
-    return [keys, base.full((size,) + shape, 0, dtype)], [0, 0]
-  new_keys = _shapes.stack([r[0] for r in results], 0)
-  bits = _shapes.stack([r[1] for r in results], 0)
+  size = get_aval(keys).shape[0]
+  if size == 0:
+    return [keys, base.full((0,) + shape, 0, dtype)], [0, 0]
+  first = _shapes.squeeze(_shapes.slice(keys, (0, 0), (1,) + get_aval(keys).shape[1:]), (0,))
+  new_key, bits = rng_bit_generator_p.bind(first, shape=(size,) + shape, dtype=dtype,
+                                           algorithm=algorithm)
+  rest = _shapes.slice(keys, (1, 0), get_aval(keys).shape)
+  new_keys = _shapes.concatenate([_shapes.expand_dims(new_key, (0,)), rest], 0)
   return [new_keys, bits], [0, 0]
 
 batching.primitive_batchers[rng_bit_generator_p] = _rng_bit_generator_batch

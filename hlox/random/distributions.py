@@ -14,7 +14,8 @@ from hlox import numpy as jnp
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.numpy.util import promote_dtypes_inexact
-from hlox.random.prng import _canonical_shape, _check_key, random_bits, _split_data
+from hlox.random.prng import (PRNGKeyArray, _canonical_shape, _check_key, keys_random_bits,
+                              split_keys, threefry_prng_impl)
 from hlox.api import jit, vmap
 from hlox.interpreters import ad, batching, xla
 from hlox.lax.utils import standard_primitive
@@ -83,12 +84,20 @@ def _call(impl, *args, **static):
   return f(*args, **static)
 
 
-def _bits(key_data, nbits, shape):
-  return random_bits(key_data, nbits, shape)
+# The samplers take typed keys (``PRNGKeyArray``, raw keys wrapped by ``_check_key``), so
+# the implementation travels with them (static under ``jit``) and every draw and split below
+# goes through it.
+
+def _bits(keys, nbits, shape):
+  return keys_random_bits(keys, nbits, shape)
 
 
-def _split2(data):
-  keys = _split_data(data, (2,))
+def _split_data(keys, shape):
+  return split_keys(keys, shape)
+
+
+def _split2(keys):
+  keys = split_keys(keys, (2,))
   return keys[0], keys[1]
 
 
@@ -529,32 +538,38 @@ def lognormal(key, sigma=np.float32(1.), shape=None, dtype=None):
 # landed on, lax.random_gamma_grad (implicit reparameterization); the other samplers
 # differentiate through it.
 
-def _random_gamma_shape_rule(keys, a, *, log_space):
-  if keys.shape != a.shape + (2,) or keys.dtype != np.uint32:
-    raise TypeError(f"random_gamma: keys must be uint32 key data of shape a.shape + (2,) = "
-                    f"{a.shape + (2,)}, got {keys.str_short()} for a {a.str_short()}")
+def _random_gamma_shape_rule(keys, a, *, log_space, impl):
+  ks = impl.key_shape
+  if keys.shape != a.shape + ks or keys.dtype != np.uint32:
+    raise TypeError(f"random_gamma: keys must be uint32 key data of shape a.shape + {ks} = "
+                    f"{a.shape + ks}, got {keys.str_short()} for a {a.str_short()}")
   return a.shape
 
 
-def _random_gamma_dtype_rule(keys, a, *, log_space):
+def _random_gamma_dtype_rule(keys, a, *, log_space, impl):
   if not dtypes.issubdtype(a.dtype, np.floating):
     raise TypeError(f"random_gamma: a must be a float array, got {a.str_short()}")
   return a.dtype
 
 
 # Gamma(a, 1) samples, one per element of ``a``, each from its own key (``keys[..., :]``
-# holds one raw threefry key per element); ``log`` of them when ``log_space``. A primitive as
+# holds the data of one key of ``impl`` per element); ``log`` of them when ``log_space``. A primitive as
 # in JAX (``random_gamma_p``), so that vmap batches keys and parameters together and the
 # derivative in ``a`` is the implicit-reparameterization rule below.
 random_gamma_p = standard_primitive(_random_gamma_shape_rule, _random_gamma_dtype_rule,
                                     "random_gamma", weak_type_rule=lambda *a, **p: False)
 
 
-def _random_gamma_composition(keys, a, *, log_space):
+def _random_gamma_composition(keys, a, *, log_space, impl):
   shape = _shape(a)
   n = math.prod(shape)
-  out = vmap(lambda k, a_: _gamma_one(k, a_, log_space))(
-      lax.reshape(keys, (n, 2)), lax.reshape(a, (n,)))
+  keys = PRNGKeyArray(lax.reshape(keys, (n,) + impl.key_shape), impl)
+  if impl is threefry_prng_impl:
+    out = vmap(lambda k, a_: _gamma_one(k, a_, log_space))(keys, lax.reshape(a, (n,)))
+  else:
+    # As JAX: other implementations loop over the keys (under vmap, rng_bit_generator would
+    # draw every element's bits from the first key).
+    out = lax.map(lambda ka: _gamma_one(ka[0], ka[1], log_space), (keys, lax.reshape(a, (n,))))
   return lax.reshape(out, tuple(shape))
 
 
@@ -562,7 +577,7 @@ xla.register_lowering(random_gamma_p, xla.lower_fun(_random_gamma_composition,
                                                     multiple_results=False))
 
 
-def _random_gamma_jvp(a_dot, sample, keys, a, *, log_space):
+def _random_gamma_jvp(a_dot, sample, keys, a, *, log_space, impl):
   # The sample as a function of alpha at a fixed quantile u = P(alpha, x) of its
   # distribution: dx/dalpha = -(dP/dalpha) / (dP/dx) (JAX's rule).
   if not log_space:
@@ -578,13 +593,13 @@ def _random_gamma_jvp(a_dot, sample, keys, a, *, log_space):
 ad.defjvp2(random_gamma_p, None, _random_gamma_jvp)
 
 
-def _random_gamma_batch_rule(vals, dims, *, log_space):
+def _random_gamma_batch_rule(vals, dims, *, log_space, impl):
   keys, a = vals
   key_dim, a_dim = dims
   size = get_aval(keys).shape[key_dim] if key_dim is not None else get_aval(a).shape[a_dim]
   keys = batching.bdim_at_front(keys, key_dim, size)
   a = batching.bdim_at_front(a, a_dim, size)
-  return random_gamma_p.bind(keys, a, log_space=log_space), 0
+  return random_gamma_p.bind(keys, a, log_space=log_space, impl=impl), 0
 
 
 batching.primitive_batchers[random_gamma_p] = _random_gamma_batch_rule
@@ -646,8 +661,8 @@ def _gamma_unit(data, alpha, shape, dtype, log_space=False):
   alpha = lax.broadcast_in_dim(_as(alpha, dtype), shape,
                                tuple(range(len(shape) - len(_shape(alpha)), len(shape))))
   # As JAX: one key per element, split from ``data``.
-  keys = lax.reshape(_split_data(data, (math.prod(shape),)), tuple(shape) + (2,))
-  return random_gamma_p.bind(keys, alpha, log_space=log_space)
+  keys = _split_data(data, (math.prod(shape),)).reshape(tuple(shape))
+  return random_gamma_p.bind(keys._base, alpha, log_space=log_space, impl=keys._impl)
 
 
 def _param_shape(name, shape, *params):
@@ -765,6 +780,9 @@ def _t_impl(data, df, *, shape, dtype):
 def poisson(key, lam, shape=None, dtype=None):
   """Poisson(lam) samples (Knuth for lam < 10, transformed rejection above; JAX's numbers)."""
   data, _ = _check_key("poisson", key)
+  if data._impl is not threefry_prng_impl:
+    raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
+                              f"threefry2x32 RNG, not {data._impl}")
   dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
   if not dtypes.is_int(dtype) and not dtypes.is_unsigned_int(dtype):
     raise TypeError(f"dtype argument to `poisson` must be an int type, got {dtype}")

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from hlox import lax
+from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, xla
@@ -177,19 +178,196 @@ def _iota_2x32(shape):
   return hi, lo
 
 
+# --- the PRNG implementations -------------------------------------------------------------
+
+class PRNGImpl:
+  """A PRNG implementation: its key data shape (uint32 words per key) and the functions that
+  make (from the seed's ``uint32[2]`` threefry key), split and fold keys and draw bits from
+  one key's data. ``name`` is what ``impl=``
+  takes; ``tag`` names the key dtype (``key<tag>``)."""
+  __slots__ = ("name", "tag", "key_shape", "seed", "split", "fold_in", "random_bits")
+
+  def __init__(self, name, tag, key_shape, seed, split, fold_in, random_bits):
+    self.name, self.tag, self.key_shape = name, tag, tuple(key_shape)
+    self.seed, self.split, self.fold_in, self.random_bits = seed, split, fold_in, random_bits
+
+  def __repr__(self):
+    return f"PRNGImpl({self.name})"
+
+  def __str__(self):
+    return self.name
+
+
+def _partitionable() -> bool:
+  return config.threefry_partitionable
+
+
+def _threefry_split(data, shape):
+  if _partitionable():
+    return _split_data(data, shape)
+  # The original scheme: the counts 0 .. 2n-1 hashed as one block, read as n pairs.
+  n = math.prod(shape)
+  counts = lax.broadcasted_iota(_u32, (2 * n,), 0)
+  return lax.reshape(threefry_2x32((data[0], data[1]), counts), tuple(shape) + (2,))
+
+
+def _threefry_fold_in(data, d):
+  y1, y2 = threefry2x32_p.bind(data[0], data[1], np.uint32(0), d)
+  return lax.concatenate([lax.reshape(y1, (1,)), lax.reshape(y2, (1,))], 0)
+
+
+def _threefry_random_bits(data, bit_width, shape):
+  if bit_width not in (8, 16, 32, 64):
+    raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+  if bit_width == 64 and not dtypes.x64_enabled():
+    raise ValueError("64-bit random bits need x64 (hlox.config.enable_x64)")
+  if _partitionable():
+    return random_bits(data, bit_width, shape)
+  return _threefry_random_bits_original(data, bit_width, shape)
+
+
+def _threefry_random_bits_original(data, bit_width, shape):
+  # ceil(bit_width * size / 32) words hashed from the counts 0, 1, ...; narrow widths read
+  # each word's pieces from the low end, 64 bits pair the first half (high) with the second.
+  size = math.prod(shape)
+  words = -(-bit_width * size // 32)
+  if words >= 2 ** 32 - 1:
+    raise NotImplementedError(f"random bits for more than 2**32 words (shape {shape})")
+  bits = threefry_2x32((data[0], data[1]), lax.broadcasted_iota(_u32, (words,), 0))
+  dtype = np.dtype(f"uint{bit_width}")
+  if bit_width == 64:
+    half = words // 2
+    hi = lax.convert_element_type(lax.slice(bits, (0,), (half,)), dtype)
+    lo = lax.convert_element_type(lax.slice(bits, (half,), (words,)), dtype)
+    bits = lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
+  elif bit_width in (8, 16):
+    per = 32 // bit_width
+    shifts = lax.mul(np.uint32(bit_width), lax.broadcasted_iota(_u32, (words, per), 1))
+    pieces = lax.bitwise_and(lax.shift_right_logical(
+        lax.broadcast_in_dim(bits, (words, per), (0,)), shifts), np.uint32(2 ** bit_width - 1))
+    bits = lax.slice(lax.convert_element_type(lax.reshape(pieces, (words * per,)), dtype),
+                     (0,), (size,))
+  return lax.reshape(bits, tuple(shape))
+
+
+# ``seed`` maps the threefry key of the seed (``uint32[2]``, from ``_seed_data``) to a key.
+
+def _threefry_seed(half):
+  return half
+
+
+def _rbg_seed(half):
+  # Both 64-bit halves of an rbg key start as the threefry key of the seed.
+  if isinstance(half, np.ndarray):
+    return np.concatenate([half, half])
+  return lax.concatenate([half, half], 0)
+
+
+def _halves(data):
+  return lax.slice(data, (0,), (2,)), lax.slice(data, (2,), (4,))
+
+
+def _rbg_split(data, shape):
+  # Each 64-bit half of the key is split as a threefry key (in the configured scheme).
+  a, b = (_threefry_split(h, shape) for h in _halves(data))
+  return lax.concatenate([a, b], len(shape))
+
+
+def _rbg_fold_in(data, d):
+  return lax.concatenate([_threefry_fold_in(h, d) for h in _halves(data)], 0)
+
+
+def _rbg_random_bits(data, bit_width, shape):
+  if bit_width not in (8, 16, 32, 64):
+    raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
+  return lax.rng_bit_generator(data, tuple(shape), dtype=np.dtype(f"uint{bit_width}"))[1]
+
+
+def _unsafe_rbg_split(data, shape):
+  # Every tenth row of the generator's output is a new key (ten draws act as a hash).
+  n = math.prod(shape)
+  rows = lax.rng_bit_generator(data, (10 * n, 4), dtype=_u32)[1]
+  return lax.reshape(lax.slice(rows, (0, 0), (10 * n, 4), (10, 1)), tuple(shape) + (4,))
+
+
+def _unsafe_rbg_fold_in(data, d):
+  d = lax.convert_element_type(d, _u32) if not isinstance(d, np.generic) else d
+  seed = lax.concatenate([lax.full((1,), 0, _u32), lax.reshape(d, (1,))] * 2, 0)
+  rows = lax.rng_bit_generator(seed, (10, 4), dtype=_u32)[1]
+  return lax.bitwise_xor(data, lax.reshape(lax.slice(rows, (9, 0), (10, 4)), (4,)))
+
+
+threefry_prng_impl = PRNGImpl("threefry2x32", "fry", (2,), _threefry_seed, _threefry_split,
+                              _threefry_fold_in, _threefry_random_bits)
+rbg_prng_impl = PRNGImpl("rbg", "rbg", (4,), _rbg_seed, _rbg_split, _rbg_fold_in,
+                         _rbg_random_bits)
+unsafe_rbg_prng_impl = PRNGImpl("unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_rbg_split,
+                                _unsafe_rbg_fold_in, _rbg_random_bits)
+
+# Registered implementations, by name (JAX's order).
+prngs = {impl.name: impl for impl in (threefry_prng_impl, rbg_prng_impl, unsafe_rbg_prng_impl)}
+
+
+def default_impl() -> PRNGImpl:
+  """The implementation named by the ``default_prng_impl`` option."""
+  return resolve_impl(config.default_prng_impl)
+
+
+def resolve_impl(spec) -> PRNGImpl:
+  """The ``PRNGImpl`` for ``impl=`` values: None (the default), a name, or an impl."""
+  if spec is None:
+    return default_impl()
+  if isinstance(spec, PRNGImpl):
+    return spec
+  if isinstance(spec, KeyDtype):
+    return spec._impl
+  if isinstance(spec, str):
+    impl = prngs.get(spec)
+    if impl is None:
+      names = ", ".join(f'"{n}"' for n in prngs)
+      raise ValueError(f'unrecognized PRNG implementation "{spec}". Did you mean one of: '
+                       f'{names}?')
+    return impl
+  raise TypeError(f"unrecognized type {type(spec)} for specifying PRNG implementation.")
+
+
+def _on_config_change(name, value):
+  # An unknown name is refused (the watcher's error restores the old value), as JAX does.
+  if name == "default_prng_impl" and value not in prngs:
+    names = ", ".join(f"'{n}'" for n in prngs)
+    raise ValueError(f"jax_default_prng_impl: unknown PRNG implementation {value!r}; "
+                     f"expected one of {names}")
+
+config.add_watcher(_on_config_change)
+
+
 # --- keys ----------------------------------------------------------------------------------
 
 class KeyDtype:
-  """The dtype of typed threefry keys, printed ``key<fry>`` as in JAX. It is an extended dtype:
-  ``dtypes.issubdtype(k.dtype, dtypes.prng_key)`` holds, and it equals the string
-  ``'key<fry>'``. ``impl`` names the PRNG implementation."""
-  __slots__ = ()
+  """The dtype of typed keys of one implementation, printed ``key<tag>`` as in JAX
+  (``key<fry>`` for threefry2x32). It is an extended dtype: ``dtypes.issubdtype(k.dtype,
+  dtypes.prng_key)`` holds, and it equals its name as a string. ``impl`` is the
+  implementation."""
+  __slots__ = ("_impl", "name")
   type = dtypes.prng_key
-  name = "key<fry>"
-  impl = "threefry2x32"
+
+  def __init__(self, impl):
+    self._impl = impl
+    self.name = f"key<{impl.tag}>"
+
+  @property
+  def impl(self):
+    return self._impl
+
+  @property
+  def itemsize(self):
+    """Bytes of data per key (4 per uint32 word)."""
+    return 4 * math.prod(self._impl.key_shape)
 
   def __eq__(self, other):
-    return isinstance(other, KeyDtype) or other == self.name
+    if isinstance(other, KeyDtype):
+      return other._impl is self._impl
+    return other == self.name
 
   def __ne__(self, other):
     return not self == other
@@ -204,23 +382,33 @@ class KeyDtype:
     return self.name
 
 
-key_dtype_fry = KeyDtype()
+_KEY_DTYPES = {impl.name: KeyDtype(impl) for impl in prngs.values()}
+key_dtype_fry = _KEY_DTYPES["threefry2x32"]
+
+
+def _key_dtype_of(impl):
+  dt = _KEY_DTYPES.get(impl.name)
+  if dt is None or dt._impl is not impl:
+    dt = KeyDtype(impl)
+  return dt
 
 
 class PRNGKeyArray:
-  """Typed PRNG keys (``key(seed)``): an array of threefry keys of shape ``self.shape``.
+  """Typed PRNG keys (``key(seed)``): an array of keys of shape ``self.shape`` of one
+  implementation (``_impl``).
 
-  The data is a ``uint32[*shape, 2]`` array (``key_data``). It is a pytree, so it passes
-  through ``jit`` and ``vmap`` like the data it wraps.
+  The data is a ``uint32[*shape, *impl.key_shape]`` array (``key_data``). It is a pytree (the
+  implementation is static), so it passes through ``jit`` and ``vmap`` like its data.
   """
-  __slots__ = ("_base",)
+  __slots__ = ("_base", "_impl")
 
-  def __init__(self, base):
+  def __init__(self, base, impl=None):
     self._base = base
+    self._impl = threefry_prng_impl if impl is None else impl
 
   @property
   def shape(self):
-    return tuple(get_aval(self._base).shape[:-1])
+    return tuple(get_aval(self._base).shape[:-len(self._impl.key_shape)])
 
   @property
   def ndim(self):
@@ -232,7 +420,30 @@ class PRNGKeyArray:
 
   @property
   def dtype(self):
-    return key_dtype_fry
+    return _key_dtype_of(self._impl)
+
+  @property
+  def itemsize(self):
+    return self.dtype.itemsize
+
+  @property
+  def nbytes(self):
+    return self.itemsize * self.size
+
+  def copy(self):
+    """The same keys (their data is immutable)."""
+    return self
+
+  def __copy__(self):
+    return self
+
+  def __deepcopy__(self, memo):
+    return self
+
+  def block_until_ready(self):
+    if hasattr(self._base, "block_until_ready"):
+      self._base.block_until_ready()
+    return self
 
   def __len__(self):
     if not self.shape:
@@ -243,21 +454,24 @@ class PRNGKeyArray:
     return (self[i] for i in range(len(self)))
 
   def __getitem__(self, idx):
-    # Index the key dimensions only; the trailing data axis of size 2 stays whole.
+    # Index the key dimensions only; the trailing data axes stay whole.
     idx = idx if isinstance(idx, tuple) else (idx,)
-    tail = (slice(None),) if any(i is Ellipsis for i in idx) else (Ellipsis,)
-    return PRNGKeyArray(self._base[idx + tail])
+    tail = ((slice(None),) * len(self._impl.key_shape) if any(i is Ellipsis for i in idx)
+            else (Ellipsis,))
+    return PRNGKeyArray(self._base[idx + tail], self._impl)
 
   def reshape(self, *shape):
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-    return PRNGKeyArray(lax.reshape(self._base, tuple(shape) + (2,)))
+    return PRNGKeyArray(lax.reshape(self._base, tuple(shape) + self._impl.key_shape),
+                        self._impl)
 
   def __repr__(self):
-    return f"PRNGKeyArray(shape={self.shape}, dtype=key<fry>) overlaying:\n{self._base}"
+    return (f"PRNGKeyArray(shape={self.shape}, dtype={self.dtype}) overlaying:\n"
+            f"{self._base}")
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None),
-                     lambda _, children: PRNGKeyArray(children[0]))
+register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
+                     lambda impl, children: PRNGKeyArray(children[0], impl))
 
 
 def _is_arraylike(x):
@@ -265,28 +479,31 @@ def _is_arraylike(x):
 
 
 def _check_key(name: str, key, allow_batched: bool = False):
-  """(uint32[..., 2] data, was_raw) for a typed or raw key; TypeError for anything else."""
+  """(typed keys, was_raw) for typed or raw keys; TypeError for anything else. Raw keys
+  (uint32 arrays) are read as keys of the default implementation."""
   if isinstance(key, PRNGKeyArray):
-    data, raw = key._base, False
+    keys, raw = key, False
   elif _is_arraylike(key):
+    impl = default_impl()
     aval = get_aval(key)
-    if aval.dtype != _u32 or aval.ndim < 1 or aval.shape[-1] != 2:
+    ks = impl.key_shape
+    if aval.dtype != _u32 or aval.ndim < len(ks) or tuple(aval.shape[aval.ndim - len(ks):]) != ks:
       raise TypeError(
           f"{name}: expected a PRNG key: a typed key from hlox.random.key(seed), or a raw "
-          f"key, a uint32 array whose shape ends with (2,) from hlox.random.PRNGKey(seed); "
-          f"got an array of {aval.str_short()}")
-    data, raw = key, True
+          f"key, a uint32 array whose shape ends with {ks} from hlox.random.PRNGKey(seed) "
+          f"(default implementation {impl.name}); got an array of {aval.str_short()}")
+    keys, raw = PRNGKeyArray(key, impl), True
   else:
     raise TypeError(f"{name}: expected a PRNG key (from hlox.random.key or PRNGKey), got "
                     f"{type(key).__name__}")
-  if not allow_batched and get_aval(data).ndim != 1:
+  if not allow_batched and keys.ndim != 0:
     raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                     f"{tuple(get_aval(data).shape[:-1])} != (). Use hlox.vmap for batching.")
-  return data, raw
+                     f"{keys.shape} != (). Use hlox.vmap for batching.")
+  return keys, raw
 
 
-def _return_keys(raw: bool, data):
-  return data if raw else PRNGKeyArray(data)
+def _return_keys(raw: bool, keys):
+  return keys._base if raw else keys
 
 
 def _seed_data(name: str, seed):
@@ -295,17 +512,19 @@ def _seed_data(name: str, seed):
   if isinstance(seed, (bool, np.bool_)):
     seed = int(seed)
   if isinstance(seed, int):
+    if not -2 ** 63 <= seed < 2 ** 63:  # JAX reads a Python int seed as an int64
+      raise OverflowError(f"{name}: the seed {seed} is out of range for int64")
     # Python ints: the low 32 bits (and the high 32 bits with x64), as JAX does.
     hi = (seed >> 32) & 0xFFFFFFFF if dtypes.x64_enabled() else 0
     return np.array([hi, seed & 0xFFFFFFFF], _u32)
   if not (_is_arraylike(seed) or isinstance(seed, float)):
-    raise TypeError(f"{name}: PRNG key seed must be an integer, got {type(seed).__name__}")
+    raise TypeError(f"{name}: PRNG key seed must be an integer; got {type(seed).__name__}")
   aval = get_aval(seed)
   if aval.ndim:
     raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
                     f"{aval.shape} != (). Use hlox.vmap for batching")
   if not dtypes.is_int(aval.dtype) and not dtypes.is_unsigned_int(aval.dtype):
-    raise TypeError(f"{name}: PRNG key seed must be an integer, got dtype {aval.dtype}")
+    raise TypeError(f"{name}: PRNG key seed must be an integer; got dtype {aval.dtype}")
   if isinstance(seed, (np.ndarray, np.generic)):
     s = int(seed)
     hi = (s >> 32) & 0xFFFFFFFF if np.dtype(aval.dtype).itemsize == 8 else 0
@@ -318,51 +537,61 @@ def _seed_data(name: str, seed):
   return lax.concatenate([lax.reshape(hi, (1,)), lax.reshape(lo, (1,))], 0)
 
 
-def PRNGKey(seed) -> Array:
-  """A raw threefry key, ``uint32[2]`` = (high 32 bits, low 32 bits) of the integer seed."""
-  return _raw_key("PRNGKey", seed)
-
-
-def _raw_key(name, seed):
-  data = _seed_data(name, seed)
+def _seed_key_data(name, seed, impl):
+  data = impl.seed(_seed_data(name, seed))
   return lax.convert_element_type(data, _u32) if isinstance(data, np.ndarray) else data
 
 
-def key(seed, *, impl=None) -> PRNGKeyArray:
-  """A typed scalar threefry key for ``seed``."""
-  if impl not in (None, "threefry2x32"):
-    raise ValueError(f"key: unrecognized PRNG implementation {impl!r}: only "
-                     "'threefry2x32' exists")
-  return PRNGKeyArray(_raw_key("key", seed))
+def PRNGKey(seed, *, impl=None) -> Array:
+  """A raw key: the ``uint32`` data of ``key(seed, impl=impl)`` (for threefry2x32,
+  ``uint32[2]`` = (high 32 bits, low 32 bits) of the integer seed)."""
+  return _seed_key_data("PRNGKey", seed, resolve_impl(impl))
+
+
+def _impl_or_dtype(name, impl, dtype):
+  if impl is not None and dtype is not None:
+    raise ValueError(f"{name}: Cannot specify both `impl` and `dtype`.")
+  return resolve_impl(dtype if impl is None else impl)
+
+
+def key(seed, *, impl=None, dtype=None) -> PRNGKeyArray:
+  """A typed scalar key for ``seed`` of implementation ``impl`` (a name; the
+  ``default_prng_impl`` option when None), or of the key dtype ``dtype``."""
+  impl = _impl_or_dtype("key", impl, dtype)
+  return PRNGKeyArray(_seed_key_data("key", seed, impl), impl)
 
 
 def key_data(keys):
-  """The ``uint32[..., 2]`` data under typed keys (raw keys are returned as they are)."""
-  data, _ = _check_key("key_data", keys, allow_batched=True)
-  return data
+  """The ``uint32`` data under typed keys (raw keys are returned as they are)."""
+  if isinstance(keys, PRNGKeyArray):
+    return keys._base
+  return _check_key("key_data", keys, allow_batched=True)[0]._base
 
 
-def wrap_key_data(key_bits_array, *, impl=None) -> PRNGKeyArray:
-  """Typed keys from ``uint32[..., 2]`` data."""
-  if impl not in (None, "threefry2x32"):
-    raise ValueError(f"wrap_key_data: only 'threefry2x32' exists, got {impl!r}")
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> PRNGKeyArray:
+  """Typed keys of implementation ``impl`` (or key dtype ``dtype``) from their
+  ``uint32[..., *key_shape]`` data."""
+  impl = _impl_or_dtype("wrap_key_data", impl, dtype)
   if isinstance(key_bits_array, PRNGKeyArray):
     raise TypeError("wrap_key_data: the argument is already a typed key")
-  data, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
-  return PRNGKeyArray(data)
+  if not _is_arraylike(key_bits_array):
+    key_bits_array = np.asarray(key_bits_array)
+  aval = get_aval(key_bits_array)
+  ks = impl.key_shape
+  if aval.dtype != _u32 or aval.ndim < len(ks) or tuple(aval.shape[aval.ndim - len(ks):]) != ks:
+    raise TypeError(f"wrap_key_data: key data for {impl.name} must be a uint32 array whose "
+                    f"shape ends with {ks}, got {aval.str_short()}")
+  return PRNGKeyArray(key_bits_array, impl)
 
 
 def key_dtype(impl=None) -> KeyDtype:
-  """The dtype of typed keys made with PRNG implementation ``impl`` (only threefry2x32)."""
-  if impl not in (None, "threefry2x32"):
-    raise ValueError(f"key_dtype: only the 'threefry2x32' implementation exists, got {impl!r}")
-  return key_dtype_fry
+  """The dtype of typed keys made with PRNG implementation ``impl``."""
+  return _key_dtype_of(resolve_impl(impl))
 
 
 def key_impl(keys) -> str:
-  """The name of the PRNG implementation behind ``keys`` (typed or raw): ``'threefry2x32'``."""
-  _check_key("key_impl", keys, allow_batched=True)
-  return "threefry2x32"
+  """The name of the PRNG implementation behind ``keys`` (typed, or raw: the default)."""
+  return _check_key("key_impl", keys, allow_batched=True)[0]._impl.name
 
 
 def clone(key):
@@ -372,10 +601,21 @@ def clone(key):
 
 
 def _split_data(data, shape):
+  """Partitionable threefry split of one key's ``uint32[2]`` data."""
   hi, lo = _iota_2x32(shape)
   b1, b2 = threefry2x32_p.bind(data[0], data[1], hi, lo)
   return lax.concatenate([lax.expand_dims(b1, (len(shape),)),
                           lax.expand_dims(b2, (len(shape),))], len(shape))
+
+
+def split_keys(keys: PRNGKeyArray, shape) -> PRNGKeyArray:
+  """Typed keys of ``shape`` split from one typed key (any implementation)."""
+  return PRNGKeyArray(keys._impl.split(keys._base, tuple(shape)), keys._impl)
+
+
+def keys_random_bits(keys: PRNGKeyArray, bit_width: int, shape):
+  """Random bits of ``bit_width`` and ``shape`` from one typed key."""
+  return keys._impl.random_bits(keys._base, bit_width, tuple(shape))
 
 
 def _canonical_shape(name, shape):
@@ -392,13 +632,13 @@ def _canonical_shape(name, shape):
 
 def split(key, num=2):
   """``num`` (an int or a shape) new keys from ``key``, along new leading axes."""
-  data, raw = _check_key("split", key)
-  return _return_keys(raw, _split_data(data, _canonical_shape("split", num)))
+  keys, raw = _check_key("split", key)
+  return _return_keys(raw, split_keys(keys, _canonical_shape("split", num)))
 
 
 def fold_in(key, data):
   """A new key that is a deterministic function of ``key`` and the 32-bit integer ``data``."""
-  kd, raw = _check_key("fold_in", key)
+  keys, raw = _check_key("fold_in", key)
   dshape = get_aval(data).shape if isinstance(data, (Array, Tracer)) else np.shape(data)
   if dshape:
     raise TypeError(f"fold_in accepts a scalar, but was given an array of shape {dshape} "
@@ -407,12 +647,12 @@ def fold_in(key, data):
     d = np.uint32(int(data) & 0xFFFFFFFF)
   else:
     d = lax.convert_element_type(data, _u32)
-  y1, y2 = threefry2x32_p.bind(kd[0], kd[1], np.uint32(0), d)
-  return _return_keys(raw, lax.concatenate([lax.reshape(y1, (1,)), lax.reshape(y2, (1,))], 0))
+  return _return_keys(raw, PRNGKeyArray(keys._impl.fold_in(keys._base, d), keys._impl))
 
 
 def random_bits(data, bit_width: int, shape):
-  """Uniform random bits of ``bit_width`` (8/16/32/64) from key data ``uint32[2]``."""
+  """Uniform random bits of ``bit_width`` (8/16/32/64) from threefry key data ``uint32[2]``
+  (the partitionable scheme)."""
   hi, lo = _iota_2x32(shape)
   b1, b2 = threefry2x32_p.bind(data[0], data[1], hi, lo)
   if bit_width == 64:
@@ -429,10 +669,10 @@ def random_bits(data, bit_width: int, shape):
 
 def bits(key, shape=(), dtype=None):
   """Random bits of an unsigned ``dtype`` (default uint32; uint64 with x64)."""
-  data, _ = _check_key("bits", key)
+  keys, _ = _check_key("bits", key)
   dtype = np.dtype(np.uint64 if dtypes.x64_enabled() else np.uint32) if dtype is None \
       else np.dtype(dtype)
   if not dtypes.is_unsigned_int(dtype):
     raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
   dtype = dtypes.canonicalize_dtype(dtype)
-  return random_bits(data, dtype.itemsize * 8, _canonical_shape("bits", shape))
+  return keys_random_bits(keys, dtype.itemsize * 8, _canonical_shape("bits", shape))
