@@ -15,7 +15,7 @@ import hlox.numpy as jnp
 from hlox import monitoring
 from hlox.config import config
 from hlox.core.avals import ShapedArray
-from hlox.runtime import client, compilation_cache
+from hlox.runtime import client, compilation_cache, introspection
 
 # A program with jit, grad, vmap, pmap, the PRNG and a LAPACK custom call (its FFI target is
 # registered while lowering, so a loaded executable finds it too): every compile path.
@@ -156,8 +156,9 @@ def test_hit_in_process(cache_dir):
   second = _compile_and_run(1.25)
   assert second["backend_compile"] == 0 and second["persistent_cache_hit"] == 1
   loaded = client.compile_mlir(_module(1.25), client.default_device(), [AVAL])
-  assert "sine" in loaded.hlo_text()  # a loaded executable still shows its program
-  assert loaded.cost_analysis()["transcendentals"] == 3.0
+  # a loaded executable still shows its program and its costs
+  assert "sine" in introspection.executable_hlo_text(loaded.loaded)
+  assert introspection.executable_cost_analysis(loaded.loaded)["transcendentals"] == 3.0
 
 
 def _truncate(data):

@@ -364,7 +364,7 @@ def test_take_along_axis_argsort_and_errors():
   assert_close(jnp.take_along_axis(a, np.array([[7]]), axis=1, mode="clip"), a[:, 4:5])
   with pytest.raises(ValueError, match="same number of dimensions"):
     jnp.take_along_axis(a, np.array([0]), axis=1)
-  with pytest.raises(TypeError, match="indices must be integers"):
+  with pytest.raises(TypeError, match="indices must be of integer type"):
     jnp.take_along_axis(a, np.zeros((3, 1)), axis=1)
 
 
