@@ -83,6 +83,7 @@ def test_second_process_compiles_nothing(tmp_path):
   np.testing.assert_allclose(second["solve"], np.linalg.solve(a, np.ones(3)), rtol=1e-5)
 
 
+@pytest.mark.slow  # ~10 s; run with -m slow
 def test_corrupt_entries_across_processes(tmp_path):
   _run_program(tmp_path)
   names = sorted(os.listdir(tmp_path))

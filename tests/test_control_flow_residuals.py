@@ -7,6 +7,7 @@ known operand that several branches save once, and branches share residual slots
 Numerics are checked against finite differences, JAX (in its own process), jit and vmap.
 """
 import numpy as np
+import pytest
 
 import hlox
 import hlox.numpy as jnp
@@ -92,6 +93,7 @@ def test_nested_scan_hoists_through_both_loops():
     assert all(s[-2:] != (N, N) for s in _stacked_shapes(eqn)), _stacked_shapes(eqn)
 
 
+@pytest.mark.slow  # ~10 s; run with -m slow
 def test_scan_grads_numerics():
   w, h0, xs = (a.astype(np.float64) for a in (W, H0, XS[:4]))
   from hlox.config import enable_x64

@@ -129,6 +129,7 @@ def test_unreachable_coordinator_times_out():
   assert fields["INITIALIZED"] == "False"
 
 
+@pytest.mark.slow  # ~10 s; run with -m slow
 def test_missing_peer_raises_instead_of_aborting():
   # Process 0 starts the service but process 1 never comes: jaxlib's connect gives up
   # after the timeout (it aborts the process unless told otherwise).
