@@ -330,7 +330,10 @@ class JitWrapped:
       else:
         key = (flatten_fast(args)[1], *sigs)
       self._remember_fast(key, compiled, consts, traced.out_tree)
-    return traced.out_tree.unflatten(compiled(consts + leaves))
+    outs = compiled(consts + leaves)
+    if donated_invars:
+      _forget_donated(leaves, donated)
+    return traced.out_tree.unflatten(outs)
 
   def _general_key(self, args, kwargs):
     """``(fast-cache key, dynamic leaves)`` for a call with static arguments or keywords
@@ -449,6 +452,14 @@ class JitWrapped:
   def clear_cache(self):
     self._trace_cache.clear()
     self._call_cache.clear()
+
+
+def _forget_donated(leaves, donated):
+  """Arrays whose buffers XLA took over drop them, so that using one again fails in hlox
+  (``DeletedArrayError``) before it reaches XLA."""
+  for x, d in zip(leaves, donated):
+    if d and type(x) is Array and x._multi is None and x._buf.is_deleted():
+      x.mark_deleted()
 
 
 class ArgInfo:

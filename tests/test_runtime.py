@@ -54,6 +54,24 @@ def test_delete_and_pickle():
     x.tolist()
 
 
+@pytest.mark.parametrize("how", ["delete", "donate"])
+def test_a_dead_array_is_refused_before_xla(how, capfd):
+  # JAX's class and words; the check happens in hlox, so XLA logs nothing to stderr.
+  x = hlox.device_put(np.ones(3, np.float32))
+  if how == "delete":
+    x.delete()
+  else:
+    np.testing.assert_array_equal(hlox.jit(lambda a: a * 2, donate_argnums=0)(x), [2, 2, 2])
+  assert x.is_deleted()
+  uses = [lambda: lax.sin(x), lambda: hlox.jit(lambda a: a + 1)(x), lambda: np.asarray(x),
+          lambda: x.block_until_ready(), lambda: hlox.vmap(lax.cos)(x)]
+  for use in uses:
+    with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[3\]"):
+      use()
+  x.delete()  # deleting twice is allowed, as in JAX
+  assert "Buffer has been deleted" not in capfd.readouterr().err
+
+
 def test_device_put_across_four_devices_and_compute_there():
   data = np.arange(4, dtype=np.float32)
   for device in hlox.devices():

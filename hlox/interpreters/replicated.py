@@ -25,7 +25,7 @@ from hlox.interpreters import xla
 from hlox.interpreters.pmap import (jaxpr_replicas, lower_pmap, pmap_devices, subjaxprs,
                                     xla_pmap_p)
 from hlox.runtime import client, spmd
-from hlox.runtime.array import Array, wrap_multi
+from hlox.runtime.array import Array, deleted_message, wrap_multi
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -352,9 +352,7 @@ class ReplicatedCall:
       if layout is _NOT_PLACED:
         multi, layout = self._put(x, i)
       elif multi.is_deleted():  # jaxlib crashes on deleted multi-device buffers
-        raise DeletedArrayError(
-            f"an argument {x.aval.str_short()} has been deleted or donated to a previous "
-            "jitted call; donated arrays cannot be used again")
+        raise DeletedArrayError(deleted_message(x.aval))
       bufs.append(multi)
       layouts.append(layout)
     layouts = tuple(layouts)

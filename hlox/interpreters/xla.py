@@ -24,7 +24,7 @@ from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_ja
 from hlox.config import config
 from hlox.interpreters import nan_checks
 from hlox.runtime import client
-from hlox.runtime.array import SCALAR_TYPES, Array, device_put, scalar_argument
+from hlox.runtime.array import SCALAR_TYPES, Array, check_not_deleted, device_put, scalar_argument
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
@@ -711,7 +711,11 @@ def apply_primitive(primitive, *args, **params):
   if type(entry) is not _EagerEntry:  # a replicated program (a pmap inside a loop/branch)
     outs = entry(args)
     return outs if primitive.multiple_results else outs[0]
-  outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
+  try:
+    outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
+  except Exception:  # a deleted (or donated) argument: JAX's error, not jaxlib's
+    check_not_deleted(args)
+    raise
   if entry.multiple_results:
     return [Array(b, a, entry.device_key) for b, a in zip(outs, entry.out_avals)]
   return Array(outs[0], entry.out_aval, entry.device_key)

@@ -15,13 +15,13 @@ from hlox.cache import LRUCache, memoize_derived
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
-from hlox.errors import DeletedArrayError
 from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.interpreters.pmap import jaxpr_replicas
 from hlox.interpreters.replicated import compile_replicated_jaxpr
 from hlox.runtime import client
-from hlox.runtime.array import SCALAR_TYPES, Array, device_put, scalar_argument
+from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
+                                scalar_argument)
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
 
@@ -104,12 +104,8 @@ class CompiledCall:
     bufs = argument_buffers(args, self.device if self.device_key is not None else None)
     try:
       outs = self.run(bufs)
-    except Exception as e:  # a deleted (e.g. donated) input: say so in our words
-      for x in args:
-        if isinstance(x, Array) and x.is_deleted():
-          raise DeletedArrayError(
-              f"an argument {x.aval.str_short()} has been deleted or donated to a previous "
-              "jitted call; donated arrays cannot be used again") from e
+    except Exception:  # a deleted (e.g. donated) input: say so in JAX's words
+      check_not_deleted(args)
       raise
     device_key = self.device_key
     return [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]

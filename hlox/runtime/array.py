@@ -28,6 +28,43 @@ def _no_reader(buf, aval):
 host_value_reader = _no_reader
 
 
+def deleted_message(aval) -> str:
+  """JAX's words for using an array whose buffer was deleted or donated."""
+  return (f"Array has been deleted with shape={aval.str_short(short_dtypes=False)} (deleted "
+          "with .delete() or donated to a jitted function); it can no longer be used.")
+
+
+def check_not_deleted(args):
+  """Raises ``DeletedArrayError`` for the first deleted or donated Array among ``args``
+  (called where an execution failed, to say why in JAX's words)."""
+  for x in args:
+    if isinstance(x, Array) and x.is_deleted():
+      raise DeletedArrayError(deleted_message(x.aval)) from None
+
+
+class DeletedBuffer:
+  """What a deleted (or donated) Array holds instead of its jaxlib buffer.
+
+  Passing it to an executable fails in the argument conversion, before XLA sees it (XLA
+  would log an error line to stderr and raise its own text); the dispatch paths turn that
+  failure into ``DeletedArrayError``. Any other use of the buffer raises it directly.
+  """
+
+  __slots__ = ("aval",)
+
+  def __init__(self, aval):
+    self.aval = aval
+
+  def is_deleted(self) -> bool:
+    return True
+
+  def delete(self):
+    pass
+
+  def __getattr__(self, name):
+    raise DeletedArrayError(deleted_message(self.aval))
+
+
 class Array:
   """A device-resident array (the result of every hlox computation).
 
@@ -65,9 +102,7 @@ class Array:
 
   def _check_multi_alive(self, multi):
     if multi.is_deleted():
-      raise DeletedArrayError(
-          f"Array has been deleted with shape={self.aval.str_short(short_dtypes=False)} "
-          f"(or donated to a pmapped function); it can no longer be used.")
+      raise DeletedArrayError(deleted_message(self.aval))
 
   # --- metadata ---
   @property
@@ -136,9 +171,7 @@ class Array:
         self._npy = value
         return value
       if self._buf.is_deleted():
-        raise DeletedArrayError(
-            f"Array has been deleted with shape={self.aval.str_short(short_dtypes=False)} "
-            f"(or donated to a jitted function); it can no longer be used.")
+        raise DeletedArrayError(deleted_message(self.aval))
       if self.aval.dtype in _buffer_protocol_dtypes:
         value = np.asarray(self._buf)
       else:  # bfloat16, float8, int4...: the buffer protocol cannot describe them
@@ -247,6 +280,7 @@ class Array:
     return bufs
 
   def block_until_ready(self):
+    self.check_alive()
     for buf in self._buffers():
       buf.block_until_ready()
     return self
@@ -254,6 +288,12 @@ class Array:
   def delete(self):
     for buf in self._buffers():
       buf.delete()
+    self.mark_deleted()
+
+  def mark_deleted(self):
+    """After ``delete`` or a donating call: drop the dead buffer (see ``DeletedBuffer``)."""
+    if self._multi is None:
+      self._buf = DeletedBuffer(self.aval)
     self._npy = None
 
   def is_deleted(self) -> bool:
@@ -270,9 +310,7 @@ class Array:
 
   def check_alive(self):
     if self.is_deleted():
-      raise DeletedArrayError(
-          f"Array has been deleted with shape={self.aval.str_short(short_dtypes=False)} "
-          f"(or donated to a jitted function); it can no longer be used.")
+      raise DeletedArrayError(deleted_message(self.aval))
 
 
 def _reconstruct(value, weak_type):
