@@ -257,6 +257,14 @@ def test_text_views():
   assert compiled.runtime_executable().hlo_modules()
 
 
+def test_modules_are_named_after_the_function_as_in_jax():
+  def my_step(x):
+    return x * 2.0
+  assert hlox.jit(my_step).lower(1.0).as_text().startswith("module @jit_my_step")
+  assert hlox.jit(my_step).lower(1.0).as_text("hlo").startswith("HloModule jit_my_step")
+  assert hlox.jit(lambda x: x).lower(1.0).as_text().startswith("module @jit__lambda_")
+
+
 def test_introspection_of_a_program_with_pmap():
   n = hlox.local_device_count()
   f = hlox.jit(lambda x: hlox.pmap(lambda y: y * 2.0)(x).sum())

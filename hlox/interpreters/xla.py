@@ -8,6 +8,7 @@ variable, and calls each primitive's rule from ``lowering_rules`` with a
 from __future__ import annotations
 
 import operator
+import re
 import threading
 import zlib
 from functools import partial
@@ -561,6 +562,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   ctx = make_ir_context()
   with ctx, ir.Location.unknown():
     module = ir.Module.create()
+    # JAX's symbol ("jit(f)" -> @jit_f): XLA names the HLO module, dumps and profiles by it.
+    module.operation.attributes["sym_name"] = ir.StringAttr.get(module_symbol(name))
     if num_replicas > 1:
       module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
       module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
@@ -592,6 +595,14 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
+
+
+def module_symbol(name: str) -> str:
+  """A module's symbol from its name: ``jit(f)`` -> ``jit_f``, ``jit(<lambda>)`` ->
+  ``jit__lambda_`` (characters other than letters, digits, ``_``, ``.``, ``-`` become ``_``)."""
+  if name.endswith(")"):
+    name = name[:-1]
+  return re.sub(r"[^\w.-]", "_", name) or "main"
 
 
 def _used_vars(jaxpr: Jaxpr) -> set:
