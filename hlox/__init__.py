@@ -8,7 +8,7 @@ This module only re-exports the public API; the layers below it are described in
 """
 from hlox.config import config, debug_infs, debug_nans, log_compiles
 from hlox.config import default_prng_impl, threefry_partitionable
-from hlox.cache import clear_caches
+from hlox.cache import clear_caches, switch_caches
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
@@ -70,7 +70,8 @@ def _on_config_change(name, value):
   # signatures, traces and executables made under another setting must not be reused
   # (setting the same value again keeps them).
   if name in _traced_options and _traced_options[name] != value:
+    old_state = tuple(_traced_options.values())
     _traced_options[name] = value
-    clear_caches()
+    switch_caches(old_state, tuple(_traced_options.values()))
 
 config.add_watcher(_on_config_change)

@@ -22,6 +22,7 @@ class LRUCache:
     self._data = collections.OrderedDict()
     self._lock = threading.Lock()
     self._maxsize = maxsize
+    self._stash = None  # {options state: entries made under it}, see ``switch_caches``
     _all_caches.add(self)
 
   @property
@@ -50,6 +51,22 @@ class LRUCache:
   def clear(self) -> None:
     with self._lock:
       self._data.clear()
+      self._stash = None
+
+  def _switch(self, old_state, new_state) -> None:
+    # In place: the hot paths hold ``self._data`` (and its bound methods) directly.
+    with self._lock:
+      stash = self._stash
+      saved = stash.pop(new_state, None) if stash else None
+      if self._data:
+        if stash is None:
+          stash = self._stash = {}
+        stash[old_state] = self._data.copy()
+        while len(stash) > _MAX_STASHED_STATES:
+          del stash[next(iter(stash))]
+        self._data.clear()
+      if saved:
+        self._data.update(saved)
 
   def __len__(self):
     return len(self._data)
@@ -62,6 +79,21 @@ def clear_caches() -> None:
   """Empty every hlox cache (compiled executables, traced jaxprs, eager kernels)."""
   for cache in list(_all_caches):
     cache.clear()
+
+
+# How many other option states each cache keeps its entries for (x64 on and off, a PRNG
+# setting or two): code that toggles ``enable_x64`` around each call keeps its executables.
+_MAX_STASHED_STATES = 4
+
+
+def switch_caches(old_state, new_state) -> None:
+  """The options that change what programs trace to went from ``old_state`` to
+  ``new_state`` (hashable summaries): every cache puts its entries aside under
+  ``old_state`` and takes back those it had under ``new_state``, so no entry made under
+  one setting is used under another, and switching back (``with enable_x64():`` around a
+  computation) recompiles nothing. (JAX keys its caches on the same options.)"""
+  for cache in list(_all_caches):
+    cache._switch(old_state, new_state)
 
 
 _derived_cache = LRUCache()

@@ -115,3 +115,26 @@ def test_a_changed_global_is_seen_only_on_a_cache_miss():
   state["scale"] = 10.0
   np.testing.assert_allclose(hlox.jit(f)(x), np.arange(4) * 2.0)
   np.testing.assert_allclose(hlox.jit(f)(_x(3)), np.arange(3) * 10.0)
+
+
+def test_toggling_x64_keeps_each_settings_executables():
+  # Entries made under one setting are never used under the other, and none is lost: the
+  # usual `with enable_x64():` around a check recompiles nothing the second time.
+  from hlox.config import enable_x64
+  traces = []
+
+  def f(x):
+    traces.append(1)
+    return x * 2 + 1
+
+  g = hlox.jit(f)
+  data = np.arange(3.0)
+  with monitoring.count_events() as counts:
+    for _ in range(3):
+      assert g(data).dtype == np.float32 and jnp.sin(data).dtype == np.float32
+      with enable_x64():
+        assert g(data).dtype == np.float64 and jnp.sin(data).dtype == np.float64
+        np.testing.assert_array_equal(g(data), data * 2 + 1)
+  assert len(traces) == 2
+  # g and sin, once per setting (sin may run as a jitted function or an eager kernel)
+  assert counts["compile"] + counts["eager_compile"] <= 4
