@@ -4,6 +4,7 @@ The two-process test starts tests/distributed_worker.py twice on 127.0.0.1 with 
 each and always ends both processes. Failure cases run in subprocesses, because a process
 can initialize only once and only before its first computation.
 """
+import ast
 import json
 import os
 import socket
@@ -104,54 +105,140 @@ def test_two_processes_share_devices_and_psum():
     assert r["jax_imported"] is False
 
 
-def test_unreachable_coordinator_times_out():
-  port = _free_port()  # closed again: nobody listens there
+def test_timeouts_and_a_lost_service_in_one_process():
+  # One subprocess (one start-up) for three cases: (1) nobody listens at the coordinator's
+  # address; (2) process 0 starts the service but process 1 never comes (jaxlib alone
+  # raises 5 s after its init_timeout there); (3) a joined run loses its coordination
+  # service: the fast stand-in for test_killed_process_raises_in_survivor. jaxlib's agent
+  # would abort the process with SIGABRT; the main thread gets DistributedRuntimeError.
+  closed, port = _free_port(), _free_port()
   rc, out, err = _run_script(f"""
-      import time
-      import hlox.distributed
-      start = time.monotonic()
-      try:
-        hlox.distributed.initialize("127.0.0.1:{port}", num_processes=2, process_id=1,
-                                    initialization_timeout=3)
-      except Exception as e:
-        print("ELAPSED", time.monotonic() - start)
-        print("TYPE", type(e).__name__, isinstance(e, TimeoutError),
-              isinstance(e, RuntimeError))
-        print("MESSAGE", e)
+      import threading, time
+      import hlox, hlox.distributed, hlox.numpy as jnp
+
+      def timed(**kwargs):
+        start = time.monotonic()
+        try:
+          hlox.distributed.initialize(num_processes=2, initialization_timeout=1, **kwargs)
+        except Exception as e:
+          return [time.monotonic() - start, type(e).__name__, isinstance(e, TimeoutError),
+                  isinstance(e, RuntimeError), str(e)]
+
+      print("UNREACHABLE", repr(timed(coordinator_address="127.0.0.1:{closed}",
+                                      process_id=1)))
+      print("MISSING", repr(timed(coordinator_address="127.0.0.1:{port}", process_id=0)))
       print("INITIALIZED", hlox.distributed.is_initialized())
-  """, limit=30)
-  assert rc == 0, err[-4000:]
+
+      hlox.distributed.initialize("127.0.0.1:{port}", 1, 0, initialization_timeout=10,
+                                  heartbeat_timeout_seconds=1, shutdown_timeout_seconds=1)
+      x = jnp.arange(4.0)
+      float(jnp.sum(x))
+      service = hlox.distributed.global_state.service
+      stopped = time.monotonic()
+      # (on a thread: it waits for this process's client, which stops answering)
+      stopper = threading.Thread(target=service.shutdown)
+      stopper.start()
+      lost = None
+      try:
+        while time.monotonic() - stopped < 20:
+          float(jnp.sum(x))
+          time.sleep(0.005)
+      except RuntimeError as e:
+        lost = [time.monotonic() - stopped, type(e).__name__,
+                isinstance(e, hlox.distributed.DistributedRuntimeError), str(e)]
+      print("LOST", repr(lost))
+      stopper.join()  # a jaxlib call still running at exit can crash the exit
+      print("AFTER", float(jnp.sum(x * 2.0)))
+      try:
+        hlox.distributed.initialize("127.0.0.1:{port}", 1, 0)
+      except RuntimeError as e:
+        print("AGAIN", type(e).__name__)
+      hlox.distributed.shutdown()  # returns at once after the loss
+      print("SHUTDOWN", hlox.distributed.is_initialized())
+  """, limit=60)
+  assert rc == 0, err[-4000:]  # no SIGABRT, and the exit did not hang
   fields = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
-  assert fields["TYPE"] == "DistributedTimeoutError True True"
-  assert f"127.0.0.1:{port}" in fields["MESSAGE"]
-  assert "initialization_timeout=3" in fields["MESSAGE"]
-  assert 2.5 <= float(fields["ELAPSED"]) < 10
+  elapsed, name, is_timeout, is_runtime, message = ast.literal_eval(fields["UNREACHABLE"])
+  assert (name, is_timeout, is_runtime) == ("DistributedTimeoutError", True, True)
+  assert f"127.0.0.1:{closed}" in message and "initialization_timeout=1" in message
+  assert 0.9 <= elapsed < 2  # initialization_timeout + at most 1 s
+  elapsed, name, is_timeout, is_runtime, message = ast.literal_eval(fields["MISSING"])
+  assert (name, is_timeout) == ("DistributedTimeoutError", True)
+  assert f"127.0.0.1:{port}" in message and "2-process" in message
+  assert 0.9 <= elapsed < 2
   assert fields["INITIALIZED"] == "False"
+  elapsed, name, is_distributed, message = ast.literal_eval(fields["LOST"])
+  assert (name, is_distributed) == ("DistributedRuntimeError", True)
+  assert "process of the 1-process run is gone" in message
+  assert elapsed < 1 + 2  # the service's 1-s shutdown wait, then at once
+  assert fields["AFTER"] == "12.0"  # the process's own devices still compute
+  assert fields["AGAIN"] == "DistributedRuntimeError"
+  assert fields["SHUTDOWN"] == "False"
 
 
-@pytest.mark.slow  # ~10 s; run with -m slow
-def test_missing_peer_raises_instead_of_aborting():
-  # Process 0 starts the service but process 1 never comes: jaxlib's connect gives up
-  # after the timeout (it aborts the process unless told otherwise).
+def _kill_one(victim, mode):
+  """Starts two survive-mode workers, kills ``victim`` once both are ready; returns the
+  kill time, the survivor's return code, its CAUGHT report and its output."""
   port = _free_port()
-  rc, out, err = _run_script(f"""
-      import time
-      import hlox.distributed
-      start = time.monotonic()
-      try:
-        hlox.distributed.initialize("127.0.0.1:{port}", num_processes=2, process_id=0,
-                                    initialization_timeout=1)
-      except TimeoutError as e:
-        print("ELAPSED", time.monotonic() - start)
-        print("MESSAGE", e)
-      print("INITIALIZED", hlox.distributed.is_initialized())
-  """, limit=30)
-  assert rc == 0, err[-4000:]
-  fields = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
-  assert f"127.0.0.1:{port}" in fields["MESSAGE"]
-  assert "2-process" in fields["MESSAGE"]
-  assert float(fields["ELAPSED"]) < 20
-  assert fields["INITIALIZED"] == "False"
+  procs = [subprocess.Popen([sys.executable, WORKER, str(port), str(i), "2", "survive", mode],
+                            cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True) for i in range(2)]
+  survivor = procs[1 - victim]
+  try:
+    for p in procs:
+      line = p.stdout.readline()
+      while line and not line.startswith("READY"):
+        line = p.stdout.readline()
+      assert line, p.stderr.read()[-4000:]
+    killed_at = time.monotonic()
+    procs[victim].kill()
+    try:
+      out, err = survivor.communicate(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+      survivor.kill()
+      out, err = survivor.communicate()
+      pytest.fail(f"the survivor hung after its peer was killed\nstdout:\n{out}\n"
+                  f"stderr:\n{err[-4000:]}")
+  finally:
+    for p in procs:
+      if p.poll() is None:
+        p.kill()
+      p.wait()
+  lines = [ln for ln in out.splitlines() if ln.startswith("CAUGHT ")]
+  assert len(lines) == 1, f"rc={survivor.returncode}\nstdout:\n{out}\nstderr:\n{err[-4000:]}"
+  return killed_at, survivor.returncode, json.loads(lines[0][len("CAUGHT "):]), out
+
+
+def _check_survivor(killed_at, rc, report, out, within):
+  assert rc == 0, (rc, out)  # no SIGABRT (-6), and the exit did not hang
+  assert report["caught"] == "DistributedRuntimeError", report
+  assert report["is_runtime_error"] and report["is_distributed_error"], report
+  assert 0 < report["at"] - killed_at < within, report  # time.monotonic() is system-wide
+  assert report["local_after"] == 12.0  # the process's own devices still compute
+  assert report["collective_after"] == "DistributedRuntimeError"
+  assert "SHUTDOWN False" in out  # shutdown after the loss returns at once
+
+
+@pytest.mark.slow  # ~10 s: two processes start; the fast variant is in the test above
+def test_killed_coordinator_raises_in_survivor():
+  # Process 0 dies while process 1 computes: jaxlib's agent (and JAX 0.10.2) abort process
+  # 1 with SIGABRT; hlox raises DistributedRuntimeError in its main thread, well within the
+  # 2-s heartbeat timeout (the agent's error poll ends when the coordinator's socket closes).
+  killed_at, rc, report, out = _kill_one(victim=0, mode="local")
+  _check_survivor(killed_at, rc, report, out, within=2)
+  assert "lost the coordinator (process 0" in report["message"]
+
+
+@pytest.mark.slow  # ~10 s each
+@pytest.mark.parametrize("victim, mode", [(0, "collective"), (0, "sleep"), (1, "local"),
+                                          (1, "collective"), (1, "sleep")])
+def test_killed_process_raises_in_survivor(victim, mode):
+  # A dead non-coordinator is noticed by the service after the 2-s heartbeat timeout (a
+  # psum waiting on it is ended then too); a dead coordinator at once.
+  killed_at, rc, report, out = _kill_one(victim, mode)
+  _check_survivor(killed_at, rc, report, out, within=2 if victim == 0 else 2 + 2)
+  if victim == 1:
+    assert "2-process run is gone" in report["message"]
 
 
 def test_single_process_run_initialize_once_then_shutdown():

@@ -356,6 +356,9 @@ def initialize(coordinator_address: str | None = None,
   shutdown_timeout = _check_timeout("shutdown_timeout_seconds", shutdown_timeout_seconds)
 
   with _lock:
+    if global_state.failure is not None:
+      raise DistributedRuntimeError(
+          f"{global_state.failure} (hlox.distributed.initialize cannot join another run)")
     if global_state.client is not None:
       raise RuntimeError("hlox.distributed.initialize should only be called once "
                          f"(already connected to {global_state.coordinator_address})")
@@ -364,9 +367,6 @@ def initialize(coordinator_address: str | None = None,
           "hlox.distributed.initialize must be called before any computation: this process "
           "already created its devices (by running a computation, or by calling "
           "hlox.devices(), hlox.device_put(), ...). Call it first thing in the program.")
-    if global_state.failure is not None:
-      raise DistributedRuntimeError(
-          f"{global_state.failure} (hlox.distributed.initialize cannot join another run)")
     deadline = time.monotonic() + initialization_timeout
     from jaxlib import _jax
     terminate_guard.install(lambda: _clients_made[0] > 0, _coordination_failed)
@@ -374,12 +374,12 @@ def initialize(coordinator_address: str | None = None,
     service = None
     if process_id == 0:
       try:
-        # The service ends the registration on time for every process (jaxlib's clients wait
-        # init_timeout + 5 s); it checks once a second, hence the second taken off.
+        # The service ends the registration for every process (jaxlib's clients would wait
+        # init_timeout + 5 s), within a second after the timeout (it checks once a second).
         service = _jax.get_distributed_runtime_service(
             coordinator_bind_address, num_processes, heartbeat_timeout=heartbeat,
             shutdown_timeout=shutdown_timeout,
-            cluster_register_timeout=max(1, math.ceil(initialization_timeout) - 1))
+            cluster_register_timeout=math.ceil(initialization_timeout))
       except Exception as e:
         raise RuntimeError(f"hlox.distributed.initialize: process 0 could not start the "
                            f"coordination service on {coordinator_bind_address}: {e}") from e
@@ -413,9 +413,14 @@ def initialize(coordinator_address: str | None = None,
       except BaseException:
         client.shutdown()
         raise
-    except BaseException:
+    except BaseException as e:
       if service is not None:
-        service.shutdown()
+        if isinstance(e, DistributedTimeoutError):
+          # Its shutdown waits for the registrations it still holds (up to a second more):
+          # not the caller's business.
+          _in_background(service.shutdown, "hlox-distributed-service-shutdown")
+        else:
+          service.shutdown()
       raise
 
     global_state.service = service
@@ -425,6 +430,21 @@ def initialize(coordinator_address: str | None = None,
 
 _clients_made = [0]
 _GAVE_UP = object()
+_background = []  # threads still working for an initialize that returned
+
+
+def _in_background(target, name):
+  thread = threading.Thread(target=target, name=name, daemon=True)
+  thread.start()
+  _background.append(thread)
+
+
+def _join_background():
+  # A jaxlib call still running on a daemon thread when the process exits can crash the
+  # exit (SIGSEGV in jaxlib's static destructors); each ends within seconds.
+  for thread in list(_background):
+    thread.join(timeout=10)
+  _background[:] = [t for t in _background if t.is_alive()]
 
 
 def _connect(client, deadline, shutdown_timeout):
@@ -454,13 +474,14 @@ def _connect(client, deadline, shutdown_timeout):
       except Exception:  # noqa: BLE001 -- nobody is waiting for this one
         pass
 
-  thread = threading.Thread(target=run, name="hlox-distributed-connect", daemon=True)
-  thread.start()
+  _in_background(run, "hlox-distributed-connect")
   # A little slack, so that jaxlib's own error (which says more) wins when it is on time.
   done.wait(max(0.0, deadline - time.monotonic()) + 0.25)
   with _failure_lock:
     if not done.is_set():
       given_up.append(True)
+      # Never destroyed: its destructor would wait for the connect still going on.
+      ctypes.pythonapi.Py_IncRef(ctypes.py_object(client))
       _abandoned.append(client)
       return _GAVE_UP
   return outcome[0]
@@ -479,6 +500,7 @@ def shutdown() -> None:
   """
   with _lock:
     global_state.shutdown()
+    _join_background()
 
 
 atexit.register(shutdown)
