@@ -273,7 +273,7 @@ def execution_failed(error):
     return
   text = str(error)
   if global_state.failure is None and "Gloo" in text and (
-      "closed" in text or "reset" in text or "Connection" in text):
+      "onnection" in text or "closed" in text or "reset" in text):
     _record_failure(f"a collective lost its connection to another process ({text})")
   if global_state.failure is not None:
     _raise_failure_from(error)
@@ -397,7 +397,7 @@ def initialize(coordinator_address: str | None = None,
       global_state.coordinator_address = coordinator_address
       global_state.heartbeat_timeout = heartbeat
       global_state.main_thread_id = threading.main_thread().ident
-      error = _connect(client, deadline, shutdown_timeout)
+      error = _connect(client, deadline)
       if error is not None:
         # jaxlib 0.10.2 only says 'std::bad_cast' here (see terminate_guard).
         detail = "" if error is _GAVE_UP or "bad_cast" in str(error) else f" ({error})"
@@ -407,10 +407,12 @@ def initialize(coordinator_address: str | None = None,
             f"initialization_timeout={initialization_timeout} s{detail}. Did all "
             f"{num_processes} processes start, with distinct process_ids? jaxlib's log "
             "above may say more.") from None
+      global_state.client = client  # from now on a lost process is this run's failure
       try:
         # Re-checks, under the client's lock, that no computation made a client meanwhile.
         _runtime_client.use_distributed_runtime(client, process_id, num_processes)
       except BaseException:
+        global_state.client = None
         client.shutdown()
         raise
     except BaseException as e:
@@ -424,7 +426,6 @@ def initialize(coordinator_address: str | None = None,
       raise
 
     global_state.service = service
-    global_state.client = client
     global_state.local_device_ids = local_device_ids
 
 
@@ -447,7 +448,7 @@ def _join_background():
   _background[:] = [t for t in _background if t.is_alive()]
 
 
-def _connect(client, deadline, shutdown_timeout):
+def _connect(client, deadline):
   """``client.connect()``, given up on at ``deadline``: returns None once connected, else
   the error (``_GAVE_UP`` on time-out).
 
