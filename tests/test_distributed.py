@@ -339,3 +339,50 @@ def test_single_process_queries():
     hlox.local_devices(1)
   assert not hlox.distributed.is_initialized()
   hlox.distributed.shutdown()  # nothing to shut down: a no-op
+
+
+def test_terminate_guard_parks_only_a_bad_cast_it_is_told_is_ours():
+  # The mechanism that keeps a survivor alive, without jaxlib: a std::bad_cast thrown (with
+  # the C++ ABI, from ctypes) on a thread with no handler reaches std::terminate, as on
+  # jaxlib's agent thread. The guard parks that thread and reports; a terminate without an
+  # exception still aborts the process (as does one while is_ours() is False).
+  code = textwrap.dedent("""
+      import ctypes, importlib.util, threading
+      spec = importlib.util.spec_from_file_location("guard", "hlox/runtime/terminate_guard.py")
+      guard = importlib.util.module_from_spec(spec)
+      spec.loader.exec_module(guard)  # alone: no hlox, no jaxlib
+      reports = []
+      print("INSTALLED", guard.install(lambda: True,
+                                       lambda: reports.append(threading.current_thread().name)))
+      lib = guard._cxx_runtime()
+      lib.__cxa_allocate_exception.restype = ctypes.c_void_p
+      lib.__cxa_allocate_exception.argtypes = [ctypes.c_size_t]
+      lib.__cxa_throw.argtypes = [ctypes.c_void_p] * 3
+      word = ctypes.sizeof(ctypes.c_void_p)
+
+      def throw_bad_cast():
+        exc = lib.__cxa_allocate_exception(word)
+        vtable = ctypes.addressof(ctypes.c_char.in_dll(lib, "_ZTVSt8bad_cast")) + 2 * word
+        ctypes.c_void_p.from_address(exc).value = vtable
+        lib.__cxa_throw(exc, ctypes.addressof(ctypes.c_char.in_dll(lib, "_ZTISt8bad_cast")),
+                        None)
+
+      thread = threading.Thread(target=throw_bad_cast, name="thrower", daemon=True)
+      thread.start()
+      for _ in range(500):  # the parked thread never ends: wait for its report
+        if reports:
+          break
+        threading.Event().wait(0.01)
+      print("PARKED", thread.is_alive(), reports, flush=True)
+      lib._ZSt9terminatev()  # std::terminate() with no exception: not ours
+      print("NOT REACHED", flush=True)
+  """)
+  if sys.platform != "linux":
+    pytest.skip("the C++ ABI calls here are libstdc++'s")
+  p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                     timeout=LIMIT_S)
+  assert "INSTALLED True" in p.stdout, p.stderr
+  assert "PARKED True ['thrower']" in p.stdout, (p.stdout, p.stderr)
+  assert "NOT REACHED" not in p.stdout
+  assert p.returncode == -6, (p.returncode, p.stderr)  # SIGABRT, from the C++ runtime's handler
+  assert "without an active exception" in p.stderr
