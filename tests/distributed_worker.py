@@ -50,6 +50,16 @@ def survive(mode):
   cross_process_psum()
   print("READY", flush=True)
   report = {}
+  if mode == "shutdown":  # wait in shutdown's barrier for a process that dies
+    start = time.monotonic()
+    try:
+      hlox.distributed.shutdown()
+      report["shutdown"] = None
+    except Exception as e:  # noqa: BLE001
+      report["shutdown"] = type(e).__name__ + ": " + str(e)[:300]
+    report["shutdown_s"] = time.monotonic() - start
+    print("CAUGHT " + json.dumps(report), flush=True)
+    return
   try:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -176,11 +176,15 @@ def test_timeouts_and_a_lost_service_in_one_process():
   assert fields["SHUTDOWN"] == "False"
 
 
-def _kill_one(victim, mode):
-  """Starts two survive-mode workers, kills ``victim`` once both are ready; returns the
-  kill time, the survivor's return code, its CAUGHT report and its output."""
+def _kill_one(victim, mode, delay=0.0):
+  """Starts two survive-mode workers (the victim's sleeps), kills ``victim`` ``delay`` s
+  after both are ready; returns the kill time, the survivor's return code, its CAUGHT
+  report and its output."""
   port = _free_port()
-  procs = [subprocess.Popen([sys.executable, WORKER, str(port), str(i), "2", "survive", mode],
+  modes = [mode, mode]
+  modes[victim] = "sleep"
+  procs = [subprocess.Popen([sys.executable, WORKER, str(port), str(i), "2", "survive",
+                             modes[i]],
                             cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True) for i in range(2)]
   survivor = procs[1 - victim]
@@ -190,6 +194,7 @@ def _kill_one(victim, mode):
       while line and not line.startswith("READY"):
         line = p.stdout.readline()
       assert line, p.stderr.read()[-4000:]
+    time.sleep(delay)
     killed_at = time.monotonic()
     procs[victim].kill()
     try:
@@ -239,6 +244,18 @@ def test_killed_process_raises_in_survivor(victim, mode):
   _check_survivor(killed_at, rc, report, out, within=2 if victim == 0 else 2 + 2)
   if victim == 1:
     assert "2-process run is gone" in report["message"]
+
+
+@pytest.mark.slow  # ~10 s each
+@pytest.mark.parametrize("victim", [0, 1])
+def test_process_dying_while_the_other_waits_in_shutdown(victim):
+  # The survivor waits in shutdown's barrier when the other process dies: jaxlib reports
+  # it either to shutdown itself or on its agent thread (which the guard parks holding a
+  # lock shutdown needs); either way shutdown raises DistributedRuntimeError, no hang.
+  killed_at, rc, report, out = _kill_one(victim, "shutdown", delay=1.0)
+  assert rc == 0, (rc, out)
+  assert report["shutdown"].startswith("DistributedRuntimeError: hlox.distributed"), report
+  assert report["shutdown_s"] < 1.0 + 2 + 2, report  # the delay, a heartbeat timeout, slack
 
 
 def test_single_process_run_initialize_once_then_shutdown():

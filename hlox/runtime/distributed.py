@@ -73,13 +73,46 @@ class State:
       return
     # The client first: its shutdown is a barrier that every process (process 0's
     # service included) must still be there to answer.
-    client, self.client = self.client, None
-    service, self.service = self.service, None
-    if client is not None:
+    error = None
+    if self.client is not None:
       _runtime_client.forget_distributed_runtime()
-      client.shutdown()
+      error = _shutdown_client(self.client)  # may raise the loss of a process
+      self.client = None
+    service, self.service = self.service, None
     if service is not None:
       service.shutdown()
+    if error is not None:
+      # jaxlib 0.10.2 only says 'std::bad_cast' here (see terminate_guard).
+      detail = "" if "bad_cast" in str(error) else f" ({error})"
+      raise DistributedRuntimeError(
+          f"hlox.distributed.shutdown: process {self.process_id} could not leave the "
+          f"{self.num_processes}-process run coordinated at {self.coordinator_address} "
+          f"together with the others: a process died, or did not reach shutdown within "
+          f"shutdown_timeout_seconds{detail}") from None
+
+
+def _shutdown_client(client):
+  """``client.shutdown()``; returns its error, or None.
+
+  It runs on a thread: should a process die meanwhile, jaxlib may report that on its agent
+  thread, which terminate_guard parks holding a lock that this shutdown then waits for
+  forever. The loss raises here instead (asynchronously, or by the check below)."""
+  done = threading.Event()
+  errors = []
+
+  def run():
+    try:
+      client.shutdown()
+    except Exception as e:  # noqa: BLE001 -- a process died while the others waited
+      errors.append(e)
+    done.set()
+
+  thread = threading.Thread(target=run, name="hlox-distributed-shutdown", daemon=True)
+  thread.start()
+  while not done.wait(0.05):
+    if global_state.failure is not None:
+      _raise_failure()
+  return errors[0] if errors else None
 
 
 global_state = State()
