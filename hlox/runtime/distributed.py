@@ -531,6 +531,10 @@ def shutdown() -> None:
 
   Waits (up to ``shutdown_timeout_seconds``) until every process has called it, so that
   process 0's coordination service outlives everyone's use of it. Also runs at exit.
+
+  Raises:
+    DistributedRuntimeError: a process died (or did not come) while this one waited. After
+      the run already lost a process it returns at once, raising nothing.
   """
   with _lock:
     global_state.shutdown()
