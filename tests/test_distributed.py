@@ -258,11 +258,12 @@ def test_process_dying_while_the_other_waits_in_shutdown(victim):
   assert report["shutdown_s"] < 1.0 + 2 + 2, report  # the delay, a heartbeat timeout, slack
 
 
-def test_single_process_run_initialize_once_then_shutdown():
+def test_single_process_run_from_environment_variables_initialize_once_then_shutdown():
+  # The environment variables supply initialize's arguments (one start-up for both checks).
   port = _free_port()
-  rc, out, err = _run_script(f"""
+  code = textwrap.dedent(f"""
       import hlox, hlox.distributed, hlox.numpy as jnp
-      hlox.distributed.initialize("127.0.0.1:{port}", 1, 0, initialization_timeout=10)
+      hlox.distributed.initialize(initialization_timeout=10)
       print("INIT", hlox.distributed.is_initialized())
       try:
         hlox.distributed.initialize("127.0.0.1:{port}", 1, 0)
@@ -275,27 +276,17 @@ def test_single_process_run_initialize_once_then_shutdown():
       hlox.distributed.shutdown()  # a no-op the second time
       print("AFTER", hlox.distributed.is_initialized())
   """)
-  assert rc == 0, err[-4000:]
-  fields = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
-  assert fields["INIT"] == "True"
-  assert "only be called once" in fields["AGAIN"]
-  assert fields["COUNTS"] == "0 1 2 2"
-  assert fields["VALUE"] == "6.0"
-  assert fields["AFTER"] == "False"
-
-
-def test_environment_variables_supply_the_arguments():
-  port = _free_port()
-  code = textwrap.dedent("""
-      import hlox, hlox.distributed
-      hlox.distributed.initialize(initialization_timeout=10)
-      print("COUNTS", hlox.process_index(), hlox.process_count())
-  """)
   env = _env(HLOX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", HLOX_NUM_PROCESSES="1",
              HLOX_PROCESS_ID="0")
   ((rc, out, err),) = _run_all([[sys.executable, "-c", code]], env)
   assert rc == 0, err[-4000:]
-  assert "COUNTS 0 1" in out
+  fields = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+  assert fields["INIT"] == "True"
+  assert "only be called once" in fields["AGAIN"]
+  assert f"127.0.0.1:{port}" in fields["AGAIN"]  # the address came from the environment
+  assert fields["COUNTS"] == "0 1 2 2"
+  assert fields["VALUE"] == "6.0"
+  assert fields["AFTER"] == "False"
 
 
 def test_initialize_after_first_computation_is_an_error():
