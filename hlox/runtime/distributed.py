@@ -31,7 +31,7 @@ import numpy as np
 
 from hlox.errors import DistributedRuntimeError
 from hlox.runtime import client as _runtime_client
-from hlox.runtime import terminate_guard
+from hlox.runtime import liveness, terminate_guard
 
 __all__ = ["initialize", "shutdown", "is_initialized", "DistributedTimeoutError",
            "DistributedRuntimeError"]
@@ -64,6 +64,7 @@ class State:
     self.failure = None            # the DistributedRuntimeError message, once a process died
     self.failure_delivered = False  # raised in the main thread already (or about to be)
     self.main_thread_id = None
+    self.liveness = None  # liveness.Watch: learns of a killed process at once
 
   def shutdown(self):
     if self.failure is not None:
@@ -74,6 +75,9 @@ class State:
     # The client first: its shutdown is a barrier that every process (process 0's
     # service included) must still be there to answer.
     error = None
+    watch, self.liveness = self.liveness, None
+    if watch is not None:
+      watch.leave()
     if self.client is not None:
       _runtime_client.forget_distributed_runtime()
       error = _shutdown_client(self.client)  # may raise the loss of a process
@@ -250,6 +254,13 @@ def _coordination_failed():
             f"{global_state.num_processes}-process run is gone (it died, or sent no heartbeat "
             f"for heartbeat_timeout_seconds={global_state.heartbeat_timeout} s)")
   _record_failure(what)
+
+
+def _process_died(k, how):
+  """liveness's report: process ``k`` died (its connection to process 0 closed)."""
+  if global_state.client is not None:
+    _record_failure(f"process {k} of the {global_state.num_processes}-process run died "
+                    f"({how})")
 
 
 def _reachable(address):
@@ -459,6 +470,13 @@ def initialize(coordinator_address: str | None = None,
       raise
 
     global_state.service = service
+    if num_processes > 1:
+      watch = liveness.Watch(process_id, num_processes, host, _process_died)
+      try:
+        watch.start(client)
+        global_state.liveness = watch
+      except Exception:  # noqa: BLE001 -- then only the heartbeats notice a dead process
+        pass
     global_state.local_device_ids = local_device_ids
 
 
