@@ -11,9 +11,10 @@ When a process of the run dies, every survivor gets a ``DistributedRuntimeError`
 ends the process instead): raised at once in its main thread, and by every later call that
 needs the other processes (multi-device programs, ``hlox.devices()`` before the first
 computation). jaxlib would abort the process here; ``terminate_guard`` stops that. How
-soon a death is noticed: at once when process 0 (the coordinator) dies, or when a running
-collective finds its connection to the dead process closed; otherwise after
-``heartbeat_timeout_seconds`` without heartbeats (default 10 s, JAX's is 100 s).
+soon a death is noticed: at once when a process is killed or crashes (jaxlib's agent sees
+the coordinator's socket close; ``liveness`` sees any other process's connection to process
+0 close; a running collective sees its gloo connection close); a stopped or frozen process
+after ``heartbeat_timeout_seconds`` without heartbeats (default 10 s, JAX's is 100 s).
 
 jaxlib is imported only when ``initialize`` runs, so importing this module costs nothing.
 """
@@ -38,8 +39,9 @@ __all__ = ["initialize", "shutdown", "is_initialized", "DistributedTimeoutError"
 
 # Heartbeats are sent by jaxlib's own threads, so a long computation or Python code holding
 # the GIL does not delay them: only a stopped or frozen process (or host, or network) misses
-# them. JAX waits 100 s before calling such a process dead; hlox 10 s, so that a survivor
-# learns of a peer that died outside a collective within seconds.
+# them. JAX waits 100 s before calling such a process dead; hlox 10 s, so that survivors of
+# a frozen peer (or of a killed one whose liveness connection could not be made) learn of
+# it within seconds rather than minutes.
 DEFAULT_HEARTBEAT_TIMEOUT = 10
 
 
