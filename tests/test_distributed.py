@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -395,3 +396,55 @@ def test_terminate_guard_parks_only_a_bad_cast_it_is_told_is_ours():
   assert "NOT REACHED" not in p.stdout
   assert p.returncode == -6, (p.returncode, p.stderr)  # SIGABRT, from the C++ runtime's handler
   assert "without an active exception" in p.stderr
+
+
+class _FakeKeyValueStore:
+  """The two key-value calls liveness.Watch makes on jaxlib's client."""
+
+  def __init__(self):
+    self.values = {}
+    self.cond = threading.Condition()
+
+  def key_value_set(self, key, value):
+    with self.cond:
+      self.values[key] = value
+      self.cond.notify_all()
+
+  def blocking_key_value_get(self, key, timeout_ms):
+    with self.cond:
+      assert self.cond.wait_for(lambda: key in self.values, timeout_ms / 1000)
+      return self.values[key]
+
+
+def test_liveness_connections_report_a_close_without_bye():
+  # Three processes' Watches in one process (no jaxlib): process 2's connection closes
+  # without a bye (as when it is killed): processes 0 and 1 hear of it; process 1 leaving
+  # with a bye first is no death.
+  from hlox.runtime import liveness
+  store = _FakeKeyValueStore()
+  lost = []
+  done = threading.Event()
+
+  def reporter(me):
+    def on_lost(k, how):
+      lost.append((me, k))
+      if len(lost) == 2:
+        done.set()
+    return on_lost
+
+  watches = [liveness.Watch(i, 3, "127.0.0.1", reporter(i), bind_host="127.0.0.1")
+             for i in range(3)]
+  for w in watches:
+    w.start(store)
+  deadline = time.monotonic() + 10
+  while len(watches[0].peers) < 2 or any(0 not in w.peers for w in watches[1:]):
+    assert time.monotonic() < deadline, "the liveness connections were not made"
+    time.sleep(0.01)
+  watches[2].peers[0].shutdown(socket.SHUT_RDWR)  # process 2 dies
+  assert done.wait(5), lost
+  assert sorted(lost) == [(0, 2), (1, 2)]
+  watches[1].leave()  # process 1 shuts down: a bye, then its socket closes
+  watches[1].peers[0].shutdown(socket.SHUT_RDWR)
+  time.sleep(0.2)
+  assert sorted(lost) == [(0, 2), (1, 2)]
+  watches[0].leave()

@@ -473,7 +473,8 @@ def initialize(coordinator_address: str | None = None,
 
     global_state.service = service
     if num_processes > 1:
-      watch = liveness.Watch(process_id, num_processes, host, _process_died)
+      bind_host = _split_address(coordinator_bind_address, "coordinator_bind_address")[0]
+      watch = liveness.Watch(process_id, num_processes, host, _process_died, bind_host)
       try:
         watch.start(client)
         global_state.liveness = watch

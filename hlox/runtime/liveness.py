@@ -25,10 +25,11 @@ class Watch:
   """This process's end of the liveness connections; ``on_lost(k, text)`` is called (on the
   watch thread) when process ``k`` died."""
 
-  def __init__(self, process_id, num_processes, coordinator_host, on_lost):
+  def __init__(self, process_id, num_processes, coordinator_host, on_lost, bind_host=""):
     self.process_id = process_id
     self.num_processes = num_processes
     self.host = coordinator_host
+    self.bind_host = bind_host  # process 0 listens there ("" or "::": every interface)
     self.on_lost = on_lost
     self.leaving = False
     self.lock = threading.Lock()
@@ -37,7 +38,7 @@ class Watch:
   def start(self, client):
     """Sets up (in the background) after ``client`` joined the run."""
     if self.process_id == 0:
-      listener = _listen()
+      listener = _listen(self.bind_host)
       client.key_value_set(_KEY, str(listener.getsockname()[1]))
       target = lambda: self._serve(listener)  # noqa: E731
     else:
@@ -74,7 +75,7 @@ class Watch:
           data = b""
         if data:
           for line in data.split(b"\n"):
-            if line.isdigit():
+            if line.isdigit() and 0 < int(line) < self.num_processes and s not in names:
               names[s] = int(line)
               with self.lock:
                 self.peers[int(line)] = s
@@ -128,7 +129,10 @@ class Watch:
           self.on_lost(k, f"process {k}'s connection to process 0 closed without a shutdown")
 
 
-def _listen():
-  if socket.has_dualstack_ipv6():
-    return socket.create_server(("", 0), family=socket.AF_INET6, dualstack_ipv6=True)
-  return socket.create_server(("", 0))
+def _listen(host):
+  if host in ("", "::", "0.0.0.0"):
+    if socket.has_dualstack_ipv6():
+      return socket.create_server(("", 0), family=socket.AF_INET6, dualstack_ipv6=True)
+    return socket.create_server(("", 0))
+  family = socket.AF_INET6 if ":" in host else socket.AF_INET
+  return socket.create_server((host, 0), family=family)
