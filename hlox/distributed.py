@@ -2,4 +2,5 @@
 computation, then ``hlox.devices()`` lists every process's devices). The machinery, which
 drives jaxlib's coordination service, is in ``hlox/runtime/distributed.py``."""
 from hlox.runtime.distributed import (  # noqa: F401
-    DistributedTimeoutError, global_state, initialize, is_initialized, shutdown)
+    DistributedRuntimeError, DistributedTimeoutError, global_state, initialize, is_initialized,
+    shutdown)

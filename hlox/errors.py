@@ -82,3 +82,14 @@ class DeletedArrayError(RuntimeError, ValueError):
   A RuntimeError (JAX's class when a deleted array is used in an eager op) and a ValueError
   (JAX's class when a donated array is passed to a jitted function again), so ``except``
   clauses written for either case in JAX catch it."""
+
+
+class DistributedRuntimeError(RuntimeError):
+  """A multi-process run lost a process: the coordinator (process 0) or a peer died, or
+  stopped sending heartbeats, or a collective found its connection to another process
+  closed.
+
+  JAX ends the process in this case; hlox raises this instead (a ``RuntimeError``, JAX's
+  class for runtime failures) in the main thread as soon as it is noticed, and again from
+  every later call that would need the other processes. ``hlox.distributed`` exports it.
+  """

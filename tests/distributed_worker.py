@@ -1,14 +1,22 @@
 """One process of a multi-process hlox run, started by tests/test_distributed.py.
 
     python tests/distributed_worker.py <port> <process_id> <num_processes>
+    python tests/distributed_worker.py <port> <process_id> <num_processes> survive <mode>
 
 Joins the run coordinated at 127.0.0.1:<port>, then prints one line ``RESULT <json>`` with
 what this process sees: process index and count, global and local devices, a psum over
 the devices of every process, and a plain jitted computation on a local device.
+
+With ``survive`` (2-s heartbeats) it prints ``READY`` after one psum and then waits for
+the test to kill another process: ``<mode>`` ``local`` computes on a local device in a
+loop, ``collective`` runs psums in a loop, ``sleep`` sleeps in 0.05-s steps. It prints
+``CAUGHT <json>`` with the exception it got and when (``time.monotonic()``, which all
+processes share on Linux), then what a local computation and a psum do afterwards.
 """
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -31,6 +39,49 @@ def cross_process_psum():
   sums, inputs, positions = f(x)
   return ([float(v) for v in np.asarray(sums)], [float(v) for v in np.asarray(inputs)],
           [int(v) for v in np.asarray(positions)])
+
+
+def survive(mode):
+  """Waits for another process to die; reports the exception that says so."""
+  hlox.distributed.initialize(f"127.0.0.1:{PORT}", NUM, PID, initialization_timeout=30,
+                              heartbeat_timeout_seconds=2, shutdown_timeout_seconds=5)
+  step = jnp.sum
+  x = jnp.arange(4.0)
+  cross_process_psum()
+  print("READY", flush=True)
+  report = {}
+  if mode == "shutdown":  # wait in shutdown's barrier for a process that dies
+    start = time.monotonic()
+    try:
+      hlox.distributed.shutdown()
+      report["shutdown"] = None
+    except Exception as e:  # noqa: BLE001
+      report["shutdown"] = type(e).__name__ + ": " + str(e)[:300]
+    report["shutdown_s"] = time.monotonic() - start
+    print("CAUGHT " + json.dumps(report), flush=True)
+    return
+  try:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+      if mode == "local":
+        float(step(x))
+      elif mode == "collective":
+        cross_process_psum()
+      time.sleep(0.05 if mode == "sleep" else 0.005)
+    report["caught"] = None
+  except Exception as e:  # noqa: BLE001 -- reported to the test
+    report.update(caught=type(e).__name__, at=time.monotonic(), message=str(e),
+                  is_runtime_error=isinstance(e, RuntimeError),
+                  is_distributed_error=isinstance(e, hlox.distributed.DistributedRuntimeError))
+  report["local_after"] = float(step(x * 2.0))
+  try:
+    cross_process_psum()
+    report["collective_after"] = None
+  except Exception as e:  # noqa: BLE001
+    report["collective_after"] = type(e).__name__
+  print("CAUGHT " + json.dumps(report), flush=True)
+  hlox.distributed.shutdown()  # returns at once: the run is gone
+  print("SHUTDOWN", hlox.distributed.is_initialized(), flush=True)
 
 
 def main():
@@ -60,4 +111,8 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  PORT, PID, NUM = (int(a) for a in sys.argv[1:4])
+  if sys.argv[4:5] == ["survive"]:
+    survive(sys.argv[5])
+  else:
+    main()

@@ -282,6 +282,8 @@ class Array:
   def block_until_ready(self):
     self.check_alive()
     for buf in self._buffers():
+      if client._distributed is not None:  # a lost process raises instead of hanging
+        spmd.wait_ready(buf)
       buf.block_until_ready()
     return self
 

@@ -18,6 +18,8 @@ _client_lock = threading.Lock()
 _default_device = None
 # (distributed runtime client, node id, node count) once hlox.distributed.initialize ran.
 _distributed = None
+# Set by hlox.distributed once the run lost a process: raises DistributedRuntimeError.
+_distributed_failure = None
 
 
 def _xc():
@@ -62,6 +64,8 @@ def get_client():
         if _distributed is None:
           client = _xc().make_cpu_client(num_devices=n)
         else:
+          if _distributed_failure is not None:  # its key-value store would block for good
+            _distributed_failure()
           client = _make_distributed_client(n, *_distributed)
         _default_device = client.local_devices()[0]
         _client = client

@@ -14,13 +14,14 @@ therefore waits for the previous multi-device launch before starting another.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
 from jaxlib import _jax
 
 from hlox.config import config
-from hlox.runtime import callbacks, client, compilation_cache
+from hlox.runtime import callbacks, client, compilation_cache, distributed
 
 _sharding_cache: dict = {}
 _ShardingClass = None
@@ -170,8 +171,31 @@ def local_pieces(buf) -> list:
 exotic_converter = None
 
 
+def wait_ready(buf) -> None:
+  """In a multi-process run, waits until ``buf`` is computed in 1-ms naps rather than inside
+  jaxlib, so that losing a process ends the wait with a ``DistributedRuntimeError``: a
+  collective whose peer died may never finish. Elsewhere it does nothing."""
+  if client._distributed is None:
+    return
+  while not buf.is_ready():
+    if client._distributed_failure is not None:
+      client._distributed_failure()
+    time.sleep(0.001)
+
+
 def gather_to_host(buf, dtype) -> np.ndarray:
   """This process's pieces of a multi-device buffer, as one NumPy array of ``dtype``."""
+  if client._distributed is not None:
+    wait_ready(buf)
+    try:
+      return _gather_to_host(buf, dtype)
+    except Exception as e:
+      distributed.execution_failed(e)  # a collective lost its peer: DistributedRuntimeError
+      raise
+  return _gather_to_host(buf, dtype)
+
+
+def _gather_to_host(buf, dtype) -> np.ndarray:
   dtype = np.dtype(dtype)
   decode = None
   if dtype.kind not in _buffer_protocol_kinds or dtype.itemsize == 1 and dtype.kind in "iu" \
@@ -208,6 +232,7 @@ def wait_in_flight() -> None:
 def _wait_for(outs) -> None:
   for out in outs or ():
     if not out.is_deleted():  # e.g. donated to a later call, or deleted by the user
+      wait_ready(out)
       try:
         out.block_until_ready()
       except Exception:  # the failure is that launch's caller's to see, on its results
@@ -231,7 +256,14 @@ class Replicated:
     def run(bufs):
       with _launch_lock:
         _wait_for(_in_flight[0])
-        outs = execute(bufs).consume_with_handlers(handlers)
+        if client._distributed_failure is not None:  # a process of the run is gone
+          client._distributed_failure()
+        try:
+          outs = execute(bufs).consume_with_handlers(handlers)
+        except Exception as e:
+          if client._distributed is not None:
+            distributed.execution_failed(e)  # a lost peer: DistributedRuntimeError
+          raise
         _in_flight[0] = outs
       return outs
     self.run = run
