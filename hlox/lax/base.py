@@ -350,6 +350,9 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
 
   Float to int conversion rounds toward zero; conversion to bool tests ``!= 0``.
   """
+  if new_dtype is None:  # NumPy would read None as float64
+    raise ValueError(f"convert_element_type: dtype must be specified (operand "
+                     f"{get_aval(operand).str_short()})")
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
   if not hasattr(operand, "aval"):
     # Python scalars and NumPy values convert on the host: no primitive, and under a trace
