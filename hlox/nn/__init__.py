@@ -10,7 +10,6 @@ import ``numpy``, ``lax``, ``random``, ``scipy`` and the transformations, never 
 from __future__ import annotations
 
 import functools
-import math
 
 import operator
 
