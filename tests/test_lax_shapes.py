@@ -87,9 +87,9 @@ def test_broadcast_in_dim_errors():
     lax.broadcast_in_dim(x, (3, 3), ())
   with pytest.raises(TypeError, match="cannot be broadcast"):
     lax.broadcast_in_dim(x, (2, 4), (1,))
-  with pytest.raises(ValueError, match="strictly increasing"):
-    lax.broadcast_in_dim(np.ones((3, 3)), (3, 3), (1, 0))
-  with pytest.raises(ValueError, match="out of range"):
+  with pytest.raises(TypeError, match="duplicates"):
+    lax.broadcast_in_dim(np.ones((3, 3)), (3, 3), (1, 1))
+  with pytest.raises(TypeError, match="out of range"):
     lax.broadcast_in_dim(x, (3,), (1,))
 
 

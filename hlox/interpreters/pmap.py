@@ -98,13 +98,22 @@ def jaxpr_replicas(jaxpr: Jaxpr) -> int:
 def pmap_devices(devices, n_replicas):
   """The devices a program of ``n_replicas`` replicas runs on (``devices`` checked, or the
   first ones)."""
+  available = sorted(client.devices(), key=lambda d: (getattr(d, "process_index", 0), d.id))
   if devices is not None:
     devs = list(devices)
     if len(devs) != n_replicas:
       raise ValueError(f"pmap: the mapped axis needs {n_replicas} devices but devices= lists "
                        f"{len(devs)}")
+    # Each replica needs a device of its own, one that exists (XLA's error comes too late:
+    # the result is already handed out, unreadable).
+    unknown = [d for d in devs if d not in available]
+    repeated = sorted({str(d) for d in devs if devs.count(d) > 1})
+    if unknown or repeated:
+      what = (f"unknown devices {unknown}" if unknown else
+              f"devices listed more than once: {', '.join(repeated)}")
+      raise ValueError(f"pmap: devices= must list distinct existing devices, one per replica; "
+                       f"got {devs} ({what}); the devices that exist are {available}")
     return tuple(devs)
-  available = sorted(client.devices(), key=lambda d: (getattr(d, "process_index", 0), d.id))
   if n_replicas > len(available):
     raise ValueError(
         f"pmap: the mapped axis needs {n_replicas} devices but only {len(available)} are "

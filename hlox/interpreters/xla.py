@@ -780,7 +780,11 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
 
 
 def _run_eager(entry: _EagerEntry, args) -> list:
-  outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
+  try:
+    outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
+  except Exception:  # a deleted (or donated) argument, as in ``apply_primitive``
+    check_not_deleted(args)
+    raise
   return [Array(b, a, entry.device_key) for b, a in zip(outs, entry.out_avals)]
 
 

@@ -79,12 +79,14 @@ def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, shardi
     raise TypeError(f"broadcast_in_dim: broadcast_dimensions must have length equal to "
                     f"operand ndim (one entry per operand dimension), got "
                     f"{broadcast_dimensions} for operand {operand.str_short()}")
+  # Any unique result dimensions will do (StableHLO's rule): out of order, the broadcast
+  # also transposes. JAX raises TypeError for both checks.
   if any(not 0 <= d < len(shape) for d in broadcast_dimensions):
-    raise ValueError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} out of "
-                     f"range for result shape {shape}")
-  if list(broadcast_dimensions) != sorted(set(broadcast_dimensions)):
-    raise ValueError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must be "
-                     "strictly increasing")
+    raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} out of "
+                    f"range for result shape {shape} (operand {operand.str_short()})")
+  if len(set(broadcast_dimensions)) != len(broadcast_dimensions):
+    raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must not "
+                    f"contain duplicates (operand {operand.str_short()}, shape {shape})")
   for i, d in enumerate(broadcast_dimensions):
     if operand.shape[i] not in (1, shape[d]):
       raise TypeError(f"broadcast_in_dim: operand {operand.str_short()} cannot be broadcast "
@@ -119,6 +121,13 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sha
   summed = sorted(set(range(len(shape))) - set(broadcast_dimensions) | set(stretched))
   if summed:
     ct = reduce_sum(ct, tuple(summed))
+  # What is left is in result order; put it back in operand order when the broadcast
+  # dimensions were out of order (the broadcast transposed).
+  kept = [d for d in broadcast_dimensions if d not in stretched]
+  order = sorted(kept)
+  perm = tuple(order.index(d) for d in kept)
+  if perm != tuple(range(len(perm))):
+    ct = transpose(ct, perm)
   return [reshape(ct, in_shape)]
 
 ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
@@ -129,6 +138,12 @@ def _broadcast_in_dim_batch_rule(vals, dims, *, shape, broadcast_dimensions, sha
   operand, = vals
   bdim, = dims
   size = get_aval(operand).shape[bdim]
+  if list(broadcast_dimensions) != sorted(broadcast_dimensions):
+    # Out of order already: the batch dimension leads the result.
+    new_dims = tuple(d + 1 for d in broadcast_dimensions)
+    new_dims = new_dims[:bdim] + (0,) + new_dims[bdim:]
+    return broadcast_in_dim_p.bind(operand, shape=(size,) + tuple(shape),
+                                   broadcast_dimensions=new_dims, sharding=None), 0
   out_bdim = broadcast_dimensions[bdim - 1] + 1 if bdim > 0 else 0
   new_dims = tuple(d + (d >= out_bdim) for d in broadcast_dimensions)
   new_dims = new_dims[:bdim] + (out_bdim,) + new_dims[bdim:]
@@ -335,6 +350,9 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
 
   Float to int conversion rounds toward zero; conversion to bool tests ``!= 0``.
   """
+  if new_dtype is None:  # NumPy would read None as float64
+    raise ValueError(f"convert_element_type: dtype must be specified (operand "
+                     f"{get_aval(operand).str_short()})")
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
   if not hasattr(operand, "aval"):
     # Python scalars and NumPy values convert on the host: no primitive, and under a trace

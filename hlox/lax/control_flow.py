@@ -1263,6 +1263,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     length = lengths[0]
   if isinstance(unroll, bool):
     unroll = max(length, 1) if unroll else 1
+  if not isinstance(unroll, (int, np.integer)) or unroll < 0:
+    raise ValueError(f"scan: `unroll` must be a `bool` or a non-negative `int`, got {unroll!r}")
   leaves, in_tree = tree_util.tree_flatten((init, xs))
   init_leaves, carry_tree = tree_util.tree_flatten(init)
   n_carry = len(init_leaves)

@@ -37,13 +37,35 @@ def _cumred_shape_rule(name, operand, *, axis, reverse):
 
 def _logaddexp_hlo(x, y):
   """``log(exp(x) + exp(y))`` without overflow: max + log1p(exp(-|x - y|)). When x - y is
-  NaN because both are the same infinity, x + y is the answer (and NaN inputs stay NaN)."""
+  NaN because both are the same infinity, x + y is the answer (and NaN inputs stay NaN).
+  Complex values take the complex logarithm's principal branch (see below)."""
+  if isinstance(ir.RankedTensorType(x.type).element_type, ir.ComplexType):
+    return _complex_logaddexp_hlo(x, y)
   amax = hlo.maximum(x, y)
   delta = hlo.subtract(x, y)
   delta_nan = hlo.compare(delta, delta, hlo.ComparisonDirectionAttr.get("NE"),
                           compare_type=hlo.ComparisonTypeAttr.get("FLOAT"))
   stable = hlo.add(amax, hlo.log_plus_one(hlo.exponential(hlo.negate(hlo.abs(delta)))))
   return hlo.select(delta_nan, hlo.add(x, y), stable)
+
+
+def _complex_logaddexp_hlo(x, y):
+  # With m the (lexicographic) larger of x and y, log(e^x + e^y) = m + log1p(e^(x + y - 2m))
+  # (the exponent is the smaller one minus m, written symmetrically so the -inf identity
+  # gives exactly the other operand); the imaginary part is then wrapped into [-pi, pi),
+  # as JAX does, so a running sum stays on the principal branch.
+  complex_type = ir.RankedTensorType(x.type).element_type
+  wide = ir.ComplexType(complex_type).element_type == ir.F64Type.get()
+  real_dtype, complex_dtype = ((np.dtype(np.float64), np.dtype(np.complex128)) if wide else
+                               (np.dtype(np.float32), np.dtype(np.complex64)))
+  amax = max_hlo(x, y)
+  delta = hlo.subtract(hlo.add(x, y), hlo.multiply(amax, xla.ir_constant(2, complex_dtype)))
+  out = hlo.add(amax, hlo.log_plus_one(hlo.exponential(delta)))
+  half, period = (xla.ir_constant(v, real_dtype) for v in (np.pi, 2 * np.pi))
+  rem = hlo.remainder(hlo.add(hlo.imag(out), half), period)
+  negative = xla.compare_hlo(rem, xla.ir_constant(0, real_dtype), "LT", real_dtype)
+  rem = hlo.select(negative, hlo.add(rem, period), rem)
+  return hlo.complex(hlo.real(out), hlo.subtract(rem, half))
 
 
 def _cumred_lowering(body, identity):
@@ -86,8 +108,8 @@ cummax_p = _cumulative("cummax", max_hlo, _max_identity, _is_number,
                        "integer, floating or complex types")
 cummin_p = _cumulative("cummin", min_hlo, _min_identity, _is_number,
                        "integer, floating or complex types")
-cumlogsumexp_p = _cumulative("cumlogsumexp", _logaddexp_hlo, _neg_inf, dtypes.is_float,
-                             "floating types")
+cumlogsumexp_p = _cumulative("cumlogsumexp", _logaddexp_hlo, _neg_inf, dtypes.is_inexact,
+                             "floating or complex types")
 
 
 ad.deflinear(cumsum_p, lambda ct, operand, *, axis, reverse:

@@ -218,6 +218,8 @@ def _dot_general_shape_rule(lhs, rhs, *, dimension_numbers, precision,
 def _bit_width(dtype) -> int:
   if dtype == dtypes.bool_:
     return 1
+  if dtypes.is_complex(dtype):
+    return np.dtype(dtype).itemsize * 4  # as finfo counts it: the bits of one part
   return np.dtype(dtype).itemsize * 8 if dtype not in (dtypes.int4, dtypes.uint4) else 4
 
 
@@ -246,17 +248,14 @@ def _dot_general_dtype_rule(lhs, rhs, *, dimension_numbers, precision,
   result = lhs.dtype if lhs_key >= rhs_key else rhs.dtype
   if preferred_element_type is None or preferred_element_type == result:
     return result
+  # As XLA's (and JAX's) rule: any preferred type for a real floating result (it converts);
+  # otherwise it must not be narrower (a complex type counts its real part's bits).
   preferred = np.dtype(preferred_element_type)
-  if dtypes.is_inexact(result) and not dtypes.is_inexact(preferred):
-    raise TypeError(f"dot_general: preferred_element_type {preferred.name} cannot hold "
-                    f"the {result.name} result of {shape_str((lhs, rhs))}")
-  if dtypes.is_complex(result) and not dtypes.is_complex(preferred):
-    raise TypeError(f"dot_general: preferred_element_type {preferred.name} cannot hold "
-                    f"the {result.name} result of {shape_str((lhs, rhs))}")
-  if not dtypes.is_float(result) and _bit_width(preferred) < _bit_width(result):
+  if (not dtypes.is_float(result) and not isinstance(precision, (DotAlgorithm, DotAlgorithmPreset))
+      and _bit_width(preferred) < _bit_width(result)):
     raise TypeError(f"dot_general: preferred_element_type must not be narrower than the "
                     f"original type, got preferred_element_type {preferred.name} for result "
-                    f"type {result.name}")
+                    f"type {result.name} ({shape_str((lhs, rhs))})")
   return preferred
 
 
@@ -317,8 +316,7 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
   algorithm = _algorithm_for(precision, ctx.module_context.platform)
   if algorithm is not None:
     return _emulated_dot(ctx, lhs, rhs, dimension_numbers, algorithm)
-  if lhs_aval.dtype != rhs_aval.dtype or _needs_operand_conversion(lhs_aval.dtype,
-                                                                   aval_out.dtype):
+  if lhs_aval.dtype != rhs_aval.dtype:
     lhs = xla.convert_hlo(lhs, lhs_aval, lhs_aval.update(dtype=aval_out.dtype))
     rhs = xla.convert_hlo(rhs, rhs_aval, rhs_aval.update(dtype=aval_out.dtype))
   (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers

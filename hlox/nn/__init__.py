@@ -10,7 +10,8 @@ import ``numpy``, ``lax``, ``random``, ``scipy`` and the transformations, never 
 from __future__ import annotations
 
 import functools
-import math
+
+import operator
 
 import numpy as np
 
@@ -273,7 +274,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
   ``axis``; out-of-range values encode as all zeros. ``dtype`` defaults to float."""
   check_arraylike("one_hot", x)
   try:
-    num_classes = int(num_classes)
+    num_classes = operator.index(num_classes)  # 3.5 is no class count (JAX: TypeError)
   except TypeError as e:
     raise TypeError("one_hot: num_classes must be a concrete (static) integer, got "
                     f"{num_classes!r}") from e

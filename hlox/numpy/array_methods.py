@@ -49,7 +49,14 @@ def _operators():
   ops["__abs__"] = ufuncs.abs
   ops["__invert__"] = ufuncs.invert
   ops["__getitem__"] = indexing._getitem
+  ops["__setitem__"] = _setitem
   return ops
+
+
+def _setitem(x, idx, value):
+  raise TypeError(f"{type(x).__name__} {x.aval.str_short()} does not support item assignment: "
+                  "hlox arrays are immutable. Instead of ``x[idx] = y`` use "
+                  "``x = x.at[idx].set(y)`` (or another ``.at[idx]`` update).")
 
 
 def _methods():

@@ -386,6 +386,10 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
     if value.dtype == object:
       raise TypeError(f"device_put: cannot convert a value of type {type(x).__name__} with "
                       "object elements to an array")
+    if value.dtype.kind in "SUMm":  # strings, bytes, dates: no XLA element type (bfloat16
+      # and the other ml_dtypes are kind "V")
+      raise TypeError(f"device_put: hlox arrays hold numbers and booleans only, got a "
+                      f"{type(x).__name__} of dtype {value.dtype} (shape {value.shape})")
     dtype = dtypes.canonicalize_dtype(value.dtype)
     if value.dtype != dtype:
       value = value.astype(dtype)

@@ -311,6 +311,124 @@ def _np_convert(x, dst):
   return x.astype(dst)
 
 
+
+# --- cumulative reductions, transposing broadcasts, mixed-dtype contractions --------------
+
+def _np_cumlogsumexp(x, axis):
+  if x.dtype.kind != "c":
+    return np.logaddexp.accumulate(x, axis=axis)
+  out = np.log(np.cumsum(np.exp(x), axis=axis))  # principal branch: imag in (-pi, pi]
+  return out.real + 1j * ((out.imag + np.pi) % (2 * np.pi) - np.pi)
+
+
+_CUMULATIVE = {
+    "cumsum": (lambda x, axis: np.cumsum(x, axis), NUMBERS),
+    "cumprod": (lambda x, axis: np.cumprod(x, axis), NUMBERS),
+    "cummax": (lambda x, axis: np.maximum.accumulate(x, axis), FLOATS + INTS + COMPLEX),
+    "cummin": (lambda x, axis: np.minimum.accumulate(x, axis), FLOATS + INTS + COMPLEX),
+    "cumlogsumexp": (_np_cumlogsumexp, FLOATS + COMPLEX),
+}
+
+
+def lax_cumulative(name):
+  fn = getattr(lax, name)
+  ref, kinds = _CUMULATIVE[name]
+  def draw(rng, valid):
+    shape = SHAPES[rng.integers(1, len(SHAPES))]
+    nd = len(shape)
+    if valid:
+      dtype = kinds[rng.integers(len(kinds))]
+      x = values(rng, shape, dtype)
+      axis, reverse = int(rng.integers(nd)), bool(rng.integers(2))
+      def reference(x):
+        x = x.astype(_wide(dtype))
+        out = ref(np.flip(x, axis) if reverse else x, axis)
+        return np.flip(out, axis) if reverse else out
+      return App(f"lax.{name}", lambda x: fn(x, axis, reverse), (x,), reference, dtype,
+                 note=f"axis={axis} reverse={reverse}")
+    if rng.random() < 0.5:
+      wrong = [d for d in ALL if d not in kinds]
+      x = values(rng, shape, wrong[rng.integers(len(wrong))])
+      return App(f"lax.{name}", lambda x: fn(x, 0), (x,), valid=False, note="wrong dtype kind")
+    x = values(rng, shape, kinds[rng.integers(len(kinds))])
+    axis = [nd, -1][rng.integers(2)]
+    return App(f"lax.{name}", lambda x: fn(x, axis), (x,), valid=False,
+               note=f"axis={axis} out of range")
+  return draw
+
+
+def lax_broadcast_in_dim(rng, valid):
+  """Operand dimension i goes to result dimension dims[i]: any unique dims, in any order
+  (out of order, the broadcast also transposes)."""
+  shape = SHAPES[rng.integers(len(SHAPES))]
+  x = values(rng, shape, ALL[rng.integers(len(ALL))])
+  nd = len(shape)
+  out_nd = nd + int(rng.integers(0, 2))
+  dims = tuple(int(d) for d in rng.permutation(out_nd)[:nd])
+  out = [int(rng.integers(1, 3)) for _ in range(out_nd)]
+  for i, d in enumerate(dims):
+    out[d] = shape[i] if shape[i] != 1 else out[d]
+  out = tuple(out)
+  if valid:
+    def reference(x):
+      order = np.argsort(dims)              # operand dims in result order
+      kept = np.transpose(x, order) if nd else x
+      expanded = np.reshape(kept, [out[d] if d in dims and shape[dims.index(d)] != 1 else 1
+                                   for d in range(out_nd)])
+      return np.broadcast_to(expanded, out)
+    return App("lax.broadcast_in_dim", lambda x: lax.broadcast_in_dim(x, out, dims), (x,),
+               reference, x.dtype, note=f"{out} dims={dims}")
+  if nd >= 2 and rng.random() < 0.5:
+    bad = (dims[0],) * nd
+    return App("lax.broadcast_in_dim", lambda x: lax.broadcast_in_dim(x, out, bad), (x,),
+               valid=False, note=f"{out} repeated dims={bad}")
+  if nd and shape[0] > 1:
+    bad_out = tuple(v + 1 if d == dims[0] else v for d, v in enumerate(out))
+    return App("lax.broadcast_in_dim", lambda x: lax.broadcast_in_dim(x, bad_out, dims), (x,),
+               valid=False, note=f"{bad_out} dims={dims} sizes differ")
+  bad = dims + (out_nd,)
+  return App("lax.broadcast_in_dim", lambda x: lax.broadcast_in_dim(x, out, bad), (x,),
+             valid=False, note=f"{out} dims={bad} too many/out of range")
+
+
+_DOT_NUMBERS = (((1,), (0,)), ((), ()))
+
+
+def lax_dot_general(rng, valid):
+  """Contractions of mixed operand dtypes; with ``preferred_element_type`` int32 on mixed
+  int/float operands both are converted to int32 first (JAX's CPU lowering)."""
+  m, k, n = (int(v) for v in rng.integers(1, 4, 3))
+  pool = NUMBERS + BOOL
+  dx, dy = pool[rng.integers(len(pool))], pool[rng.integers(len(pool))]
+  x, y = values(rng, (m, k), dx), values(rng, (k, n), dy)
+  if valid:
+    if dx.kind in "iub" and dy.kind in "iub" and rng.random() < 0.5:
+      pref = np.dtype(np.int32)                # integers accumulate in int32
+    elif (dx.kind == "f" or dx == BF16) != (dy.kind == "f" or dy == BF16) and \
+        "c" not in (dx.kind, dy.kind) and rng.random() < 0.5:
+      pref = np.dtype(np.int32)                # the issue's case: mixed int/float -> int32
+    elif dx.kind != "c" and dy.kind != "c" and rng.random() < 0.5:
+      pref = np.dtype(np.float32)
+    else:
+      pref = None
+    def reference(x, y):
+      if pref is not None and x.dtype != y.dtype:
+        x, y = _np_convert(x, pref), _np_convert(y, pref)
+      wide = np.result_type(_wide(x.dtype), _wide(y.dtype))
+      if wide.kind == "b":
+        wide = np.int64
+      return x.astype(wide) @ y.astype(wide)
+    fn = lambda x, y: lax.dot_general(x, y, _DOT_NUMBERS, preferred_element_type=pref)
+    return App("lax.dot_general", fn, (x, y), reference, pref,
+               note=f"preferred={None if pref is None else pref.name}")
+  if rng.random() < 0.5:
+    y = values(rng, (k + 1, n), dy)
+    return App("lax.dot_general", lambda x, y: lax.dot_general(x, y, _DOT_NUMBERS), (x, y),
+               valid=False, note="contracting sizes differ")
+  x, y = values(rng, (m, k), np.dtype(np.int32)), values(rng, (k, n), np.dtype(np.int32))
+  fn = lambda x, y: lax.dot_general(x, y, _DOT_NUMBERS, preferred_element_type=np.int8)
+  return App("lax.dot_general", fn, (x, y), valid=False, note="preferred int8 narrower")
+
 INT_OR_BOOL = INTS + BOOL
 
 FAMILIES = {
@@ -319,7 +437,7 @@ FAMILIES = {
     "lax.sin": lax_unary("sin", np.sin, FLOATS + COMPLEX),
     "lax.exp": lax_unary("exp", np.exp, FLOATS + COMPLEX),
     "lax.log": lax_unary("log", np.log, FLOATS + COMPLEX, positive=True),
-    "lax.sqrt": lax_unary("sqrt", np.sqrt, FLOATS, positive=True),
+    "lax.sqrt": lax_unary("sqrt", np.sqrt, FLOATS + COMPLEX, positive=True),
     "lax.tanh": lax_unary("tanh", np.tanh, FLOATS + COMPLEX),
     "lax.floor": lax_unary("floor", np.floor, FLOATS),
     "lax.abs": lax_unary("abs", np.abs, FLOATS + INTS[:3], also_valid=COMPLEX + INTS[3:]),
@@ -370,4 +488,6 @@ FAMILIES = {
     "jnp.reshape": np_reshape, "jnp.concatenate": np_concatenate, "jnp.matmul": np_matmul,
     "jnp.take": np_take, "jnp.squeeze": np_squeeze, "lax.reduce_window": lax_reduce_window,
     "lax.top_k": lax_top_k, "lax.convert_element_type": lax_convert,
+    "lax.broadcast_in_dim": lax_broadcast_in_dim, "lax.dot_general": lax_dot_general,
+    **{f"lax.{name}": lax_cumulative(name) for name in _CUMULATIVE},
 }
