@@ -108,6 +108,58 @@ def _abstractify(x):
                     "NumPy arrays or Python scalars (or mark the argument static)") from None
 
 
+def _is_abstractable(x) -> bool:
+  try:
+    _abstractify(x)
+  except TypeError:
+    return False
+  return True
+
+
+def abstractify_spec(x):
+  """The aval of an argument of an abstract-only entry point (``eval_shape``, ``make_jaxpr``,
+  ``linear_transpose``): an array, a ``ShapeDtypeStruct``, or, as in JAX, any object with
+  ``shape`` and ``dtype`` attributes (and optionally ``weak_type``)."""
+  if isinstance(x, ShapeDtypeStruct) or hasattr(x, "aval") or type(x) in (int, float, complex,
+                                                                          bool):
+    return _abstractify(x)
+  shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+  if shape is not None and dtype is not None and not isinstance(x, (type, np.ndarray,
+                                                                    np.generic)):
+    try:
+      return ShapedArray(tuple(shape), dtypes.canonicalize_dtype(np.dtype(dtype)),
+                         bool(getattr(x, "weak_type", False)))
+    except TypeError:
+      pass
+  return _abstractify(x)
+
+
+def _argument_error(fun_name, fun, args, kwargs, static_argnums, leaves, bad) -> TypeError:
+  """JAX's message for a jit argument that is not an array, naming its path."""
+  x = leaves[bad]
+  try:
+    names = list(inspect.signature(fun).parameters)
+  except (TypeError, ValueError):
+    names = []
+  positions = [i for i in range(len(args)) if i not in static_argnums]
+  paths = []
+  for p, _ in tree_util.tree_flatten_with_path(
+      (tuple(args[i] for i in positions), kwargs))[0]:
+    if p[0].idx == 0:
+      i = positions[p[1].idx]
+      head = names[i] if i < len(names) else f"args[{i}]"
+      paths.append(head + tree_util.keystr(p[2:]))
+    else:
+      paths.append(tree_util.keystr(p[1:], simple=True, separator="."))
+  path = paths[bad] if bad < len(paths) else f"args[{bad}]"
+  return TypeError(
+      f"Error interpreting argument to {fun_name} as an abstract array. The problematic value "
+      f"is of type {type(x)} and was passed to the function at path {path}.\nThis typically "
+      "means that a jit-wrapped function was called with a non-array argument, and this "
+      "argument was not marked as static using the static_argnums or static_argnames "
+      "parameters of jax.jit.")
+
+
 class disable_jit:
   """Context manager (and flag) that makes jitted functions run op by op, for debugging."""
 
@@ -387,7 +439,12 @@ class JitWrapped:
     self._call_cache.put(key, entry)
 
   def _get_traced(self, in_tree, leaves, statics, args, kwargs) -> _Traced:
-    avals = tuple(_abstractify(x) for x in leaves)
+    try:
+      avals = tuple(_abstractify(x) for x in leaves)
+    except TypeError:
+      bad = next(i for i, x in enumerate(leaves) if not _is_abstractable(x))
+      raise _argument_error(self.name, self.fun, args, kwargs, self.static_argnums, leaves,
+                            bad) from None
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
     traced = self._trace_cache.get(key)
@@ -852,7 +909,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
   def make(*args, **kwargs):
     dyn_args = [a for i, a in enumerate(args) if i not in static_argnums]
     leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
-    avals = [_abstractify(x) for x in leaves]
+    avals = [abstractify_spec(x) for x in leaves]
     out_tree_box = []
 
     def flat_fun(*flat):
@@ -880,7 +937,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
 def eval_shape(fun: Callable, *args, **kwargs):
   """Shapes and dtypes of ``fun(*args, **kwargs)`` as ShapeDtypeStructs, without running it."""
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-  avals = [_abstractify(x) for x in leaves]
+  avals = [abstractify_spec(x) for x in leaves]
   out_tree_box = []
 
   def flat_fun(*flat):
@@ -1205,6 +1262,7 @@ class _PmapFunction:
     rememberable = not kwargs and not statics and not any(donated)
     return traced, leaves, params, rememberable
 
+  @api_boundary
   def __call__(self, args, kwargs):
     traced, leaves, params, rememberable = self._traced_params(args, kwargs)
     if trace_ctx.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves) and \

@@ -45,6 +45,9 @@ class Config:
       "cache_size": ("HLOX_CACHE_SIZE", _env_int, 4096),
       "explain_cache_misses": ("HLOX_EXPLAIN_CACHE_MISSES", _env_bool, False),
       "disable_jit": ("HLOX_DISABLE_JIT", _env_bool, False),
+      # The tracer leak checker (core/leak_checker.py): after each public entry point, a
+      # trace that has finished but is still alive (a tracer of it was kept) is an error.
+      "check_tracer_leaks": ("HLOX_CHECK_TRACER_LEAKS", _env_bool, False),
       # Static integer indices out of bounds raise IndexError in ``x[i]`` (JAX's option; off
       # by default, as JAX, where they are clamped like traced ones).
       "check_static_indices": ("HLOX_CHECK_STATIC_INDICES", _env_bool, False),
@@ -170,6 +173,13 @@ class _BoolOption:
 debug_nans = _BoolOption("debug_nans")
 debug_infs = _BoolOption("debug_infs")
 log_compiles = _BoolOption("log_compiles")
+check_tracer_leaks = _BoolOption("check_tracer_leaks")
+
+
+def checking_leaks():
+  """``with hlox.checking_leaks(): ...`` turns the tracer leak checker on inside the block
+  (JAX's name for ``check_tracer_leaks(True)``)."""
+  return check_tracer_leaks(True)
 
 
 class _Option(_BoolOption):

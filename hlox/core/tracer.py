@@ -14,8 +14,10 @@ import threading
 
 import numpy as np
 
+from hlox.config import config
 from hlox.core import basearray
 from hlox.core import dtypes
+from hlox.core import leak_checker
 from hlox.core.avals import ShapedArray
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
@@ -36,6 +38,8 @@ class Trace:
 
   def invalidate(self):
     self.invalid = True
+    if config.check_tracer_leaks:
+      leak_checker.note_finished(self)
 
   def check_tracer(self, x):
     """Raise if ``x`` belongs to a trace that has already finished."""
