@@ -50,6 +50,8 @@ class ShapeDtypeStruct:
 
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
     self.shape = tuple(shape)
+    if dtype is None:
+      raise ValueError("ShapeDtypeStruct: dtype must be specified.")
     self.dtype = np.dtype(dtype)
     self.weak_type = weak_type
     self.sharding = sharding
@@ -61,6 +63,11 @@ class ShapeDtypeStruct:
   @property
   def size(self):
     return int(np.prod(self.shape, dtype=np.int64))
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
 
   @property
   def aval(self):
@@ -157,7 +164,7 @@ def _argument_error(fun_name, fun, args, kwargs, static_argnums, leaves, bad) ->
       f"is of type {type(x)} and was passed to the function at path {path}.\nThis typically "
       "means that a jit-wrapped function was called with a non-array argument, and this "
       "argument was not marked as static using the static_argnums or static_argnames "
-      "parameters of jax.jit.")
+      "parameters of jit.")
 
 
 class disable_jit:
@@ -493,7 +500,8 @@ class JitWrapped:
     if lowered is None:
       lowered = xla.lower_jaxpr_to_module(traced.jaxpr, f"jit({self.name})", donated_invars,
                                           self.keep_unused)
-    return Lowered(lowered, traced, in_tree, donated_invars, self.name)
+    return Lowered(lowered, traced, in_tree, donated_invars, self.name,
+                   tuple(sorted(self.donate_argnums)))
 
   def trace(self, *args, **kwargs):
     dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
@@ -532,13 +540,14 @@ class ArgInfo:
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
 
-  def __init__(self, lowered, traced, in_tree, donated_invars, name):
+  def __init__(self, lowered, traced, in_tree, donated_invars, name, donate_argnums=()):
     self._lowered = lowered
     self._traced = traced
     self.in_tree = in_tree
     self.out_tree = traced.out_tree
     self._donated = donated_invars
     self._name = name
+    self._donate_argnums = donate_argnums
 
   @property
   def args_info(self):
@@ -581,13 +590,26 @@ class Lowered:
     except NotImplementedError:
       return None
 
-  def compile(self) -> "Compiled":
+  @property
+  def in_avals(self):
+    """The arguments' avals, in the tree of ``(args, kwargs)``."""
+    return self.in_tree.unflatten(list(self._traced.in_avals))
+
+  @property
+  def donate_argnums(self):
+    """The positions of the donated positional arguments (JAX's ``Lowered.donate_argnums``:
+    argument numbers, whatever was given by name)."""
+    return self._donate_argnums
+
+  def compile(self, compiler_options: dict | None = None) -> "Compiled":
+    """Compile with XLA; ``compiler_options`` are XLA's options by name, as JAX's
+    (``{"xla_embed_ir_in_executable": True}``)."""
     if self._lowered.replicas is not None:  # it contains pmaps
       call = replicated.compile_replicated_call(self._lowered)
-      return Compiled(call, self._traced, self.in_tree, self._name)
-    executable = xla.compile_lowered(self._lowered)
+      return Compiled(call, self._traced, self.in_tree, self._name, self._donate_argnums)
+    executable = xla.compile_lowered(self._lowered, compiler_options=compiler_options)
     return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree,
-                    self._name)
+                    self._name, self._donate_argnums)
 
   def jaxpr(self):
     return self._traced.jaxpr
@@ -596,12 +618,18 @@ class Lowered:
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
-  def __init__(self, call, traced, in_tree, name: str = "jit"):
+  def __init__(self, call, traced, in_tree, name: str = "jit", donate_argnums=()):
     self._call = call
     self._traced = traced
     self.in_tree = in_tree
     self.out_tree = traced.out_tree
     self._name = name
+    self.donate_argnums = donate_argnums
+
+  @property
+  def in_avals(self):
+    """The arguments' avals, in the tree of ``(args, kwargs)``."""
+    return self.in_tree.unflatten(list(self._traced.in_avals))
 
   def __call__(self, *args, **kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))

@@ -48,6 +48,9 @@ class Config:
       # The tracer leak checker (core/leak_checker.py): after each public entry point, a
       # trace that has finished but is still alive (a tracer of it was kept) is an error.
       "check_tracer_leaks": ("HLOX_CHECK_TRACER_LEAKS", _env_bool, False),
+      # Operations on values that are not traced run at trace time even inside jit (set by
+      # ``hlox.ensure_compile_time_eval()``; JAX's option of the same name).
+      "eager_constant_folding": ("HLOX_EAGER_CONSTANT_FOLDING", _env_bool, False),
       # Static integer indices out of bounds raise IndexError in ``x[i]`` (JAX's option; off
       # by default, as JAX, where they are clamped like traced ones).
       "check_static_indices": ("HLOX_CHECK_STATIC_INDICES", _env_bool, False),
@@ -174,6 +177,17 @@ debug_nans = _BoolOption("debug_nans")
 debug_infs = _BoolOption("debug_infs")
 log_compiles = _BoolOption("log_compiles")
 check_tracer_leaks = _BoolOption("check_tracer_leaks")
+
+
+eager_constant_folding = _BoolOption("eager_constant_folding")
+
+
+def ensure_compile_time_eval():
+  """``with hlox.ensure_compile_time_eval(): ...``: inside the block, operations whose
+  operands are all concrete (not traced) are evaluated right away, even while ``jit`` traces,
+  so their results are concrete values (usable in Python control flow) that enter the
+  program as constants. Operations on traced values are traced as usual."""
+  return eager_constant_folding(True)
 
 
 def checking_leaks():

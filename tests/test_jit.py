@@ -206,5 +206,8 @@ def test_threads_share_jit_cache_safely():
 def test_jit_of_non_callable_and_bad_argument():
   with pytest.raises(TypeError, match="callable"):
     hlox.jit(3)
-  with pytest.raises(TypeError, match="not a valid"):
+  # JAX's phrase, naming the argument's path.
+  with pytest.raises(TypeError, match="as an abstract array.*at path x"):
     hlox.jit(lambda x: x)("hello")
+  with pytest.raises(TypeError, match=r"at path y\[1\]\['k'\]"):
+    hlox.jit(lambda x, y: x)(1.0, (2.0, {"k": "bad"}))

@@ -198,7 +198,7 @@ class Tracer:
       if what == "bool":
         raise TracerBoolConversionError(
             self, f"Attempted boolean conversion of traced array with shape "
-            f"{self.aval.str_short()}, e.g. in `if x:`")
+            f"{self.aval.str_short()}. This happens e.g. in `if x:`")
       # As JAX says: a cast of a traced array is usually meant as a dtype conversion.
       raise ConcretizationTypeError(
           self, f"{what}() of a traced array; if you want a dtype conversion, try using "
@@ -222,6 +222,19 @@ class Tracer:
     if value is None:
       raise TracerIntegerConversionError(self)
     return int(value)
+
+  def item(self, *args):
+    """The value as a Python scalar: possible only where the trace knows it concretely."""
+    value = self.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(self, "item() of a traced array")
+    return np.asarray(value).item(*args)
+
+  def __copy__(self):
+    return self  # tracers are immutable values, as JAX's: a copy is the tracer itself
+
+  def __deepcopy__(self, memo):
+    return self
 
   def __hash__(self):
     raise TypeError(f"unhashable type: traced array {self.aval.str_short()}; traced values "

@@ -624,7 +624,8 @@ def _donation_attrs(in_avals, donated, out_avals) -> list:
 _executable_cache = LRUCache()
 
 
-def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
+def compile_lowered(lowered: Lowered, device=None,
+                    compiler_options: dict | None = None) -> client.Executable:
   device = device if device is not None else client.default_device()
   text = lowered.as_text()
   # Keyed on a digest of the text, not the text: a big program's module is megabytes, and
@@ -635,6 +636,8 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
          tuple(lowered.out_avals))
   if lowered.host_callbacks:  # the text names callbacks by position only
     key += (lowered.host_callbacks,)
+  if compiler_options:  # other options, another executable
+    key += (tuple(sorted((k, repr(v)) for k, v in compiler_options.items())),)
   executable = _executable_cache.get(key)
   if executable is None:
     monitoring.record_event("compile")
@@ -643,13 +646,15 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
       if lowered.host_callbacks:
         with lowered.context:
           executable = client.compile_mlir(text, device, lowered.out_avals,
-                                           lowered.host_callbacks, lowered.module)
+                                           lowered.host_callbacks, lowered.module,
+                                           compiler_options=compiler_options)
       else:
         # XLA gets the locations (op names and source lines in its metadata); the caches
         # are keyed without them, so the same program traced from other lines is not
         # compiled again (JAX's cache keys strip locations too).
         executable = client.compile_mlir(lowered.as_text(debug_info=True), device,
-                                         lowered.out_avals, key_text=text)
+                                         lowered.out_avals, key_text=text,
+                                         compiler_options=compiler_options)
     _executable_cache.put(key, executable)
   return executable
 
