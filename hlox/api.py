@@ -994,9 +994,11 @@ def _flatten_axes(what: str, tree_def, axes, leaves_count: int):
                      f"value, got specification {axes!r} for value tree {tree_def}.") from e
 
 
-def mapped_axis_size(what: str, avals, axes, axis_size=None):
+def mapped_axis_size(what: str, avals, axes, axis_size=None, leaf_names=None):
   """Normalize mapped axes (per leaf, int or None) against the leaves' ranks and check that
-  every mapped axis has one size; returns (axes, size). Errors name ``what`` (vmap/pmap)."""
+  every mapped axis has one size; returns (axes, size). Errors name ``what`` (vmap/pmap) and,
+  where ``leaf_names`` (a callable giving each leaf's description, such as ``argument x`` or
+  ``kwargs['y']``) is given, the arguments, in JAX's words."""
   axes = list(axes)
   sizes = {}
   for i, (aval, ax) in enumerate(zip(avals, axes)):
@@ -1008,10 +1010,10 @@ def mapped_axis_size(what: str, avals, axes, axis_size=None):
                        f"only {aval.ndim} (its shape is {aval.shape})")
     axes[i] = ax % aval.ndim
     sizes[i] = aval.shape[axes[i]]
-  if len(set(sizes.values())) > 1:
-    detail = "\n".join(f"  argument leaf {i} has shape {avals[i].shape} and axis {axes[i]} "
-                       f"of size {s}" for i, s in sizes.items())
-    raise ValueError(f"{what} got inconsistent sizes for array axes to be mapped:\n{detail}")
+  distinct = set(sizes.values())
+  if len(distinct) > 1 or (axis_size is not None and distinct and distinct != {axis_size}):
+    raise ValueError(_inconsistent_sizes_message(what, avals, axes, sizes, axis_size,
+                                                 leaf_names))
   if sizes:
     size = next(iter(sizes.values()))
     if axis_size is not None and axis_size != size:
@@ -1024,6 +1026,47 @@ def mapped_axis_size(what: str, avals, axes, axis_size=None):
     raise ValueError(f"{what} must have at least one non-None value in in_axes (or be given "
                      "axis_size)")
   return axes, axis_size
+
+
+def _inconsistent_sizes_message(what, avals, axes, sizes, axis_size, leaf_names):
+  names = leaf_names() if leaf_names is not None else [f"argument leaf {i}"
+                                                       for i in range(len(avals))]
+  lines = []
+  if axis_size is not None:
+    lines.append(f"  * the `axis_size` argument was {axis_size}")
+  counts = {}
+  for i, n in sizes.items():
+    counts.setdefault(n, []).append(i)
+  ranked = sorted(counts.items(), key=lambda kv: -len(kv[1]))  # stable: first seen first
+  for rank, (n, leaves) in enumerate(ranked):
+    i = leaves[0]
+    where = (f"axis {axes[i]} of {names[i]} of type "
+             f"{avals[i].str_short(short_dtypes=False)}")
+    if len(leaves) == 1:
+      lines.append(f"  * one axis had size {n}: {where}")
+    else:
+      most = "most" if rank == 0 else "some"
+      lines.append(f"  * {most} axes ({len(leaves)} of them) had size {n}, e.g. {where}")
+  return f"{what} got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines)
+
+
+def _argument_names(fun, args, kwargs) -> list:
+  """Each leaf of ``(args, kwargs)`` described as JAX's messages do: ``argument x``,
+  ``argument b[0]`` (by the parameter's name where the signature gives one), ``kwargs['y']``."""
+  try:
+    params = [p.name for p in inspect.signature(fun).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  except (TypeError, ValueError):
+    params = []
+  names = []
+  for path, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]:
+    if path[0].idx == 0:
+      i = path[1].idx
+      head = f"argument {params[i]}" if i < len(params) else f"args[{i}]"
+      names.append(head + tree_util.keystr(path[2:]))
+    else:
+      names.append("kwargs" + tree_util.keystr(path[1:]))
+  return names
 
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
@@ -1056,7 +1099,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
       raise ValueError("vmap wrapped function must be passed at least one argument containing "
                        f"an array or axis_size must be specified, got empty *args={args} and "
                        f"**kwargs={kwargs}")
-    dims, size = mapped_axis_size("vmap", [_abstractify(x) for x in leaves], dims, axis_size)
+    # Leaves that are not mapped pass through as they are (functions, objects ...).
+    avals = [None if d is None else _abstractify(x) for x, d in zip(leaves, dims)]
+    dims, size = mapped_axis_size("vmap", avals, dims, axis_size,
+                                  lambda: _argument_names(fun, args, kwargs))
     out_tree_box = []
 
     def flat_fun(*flat):

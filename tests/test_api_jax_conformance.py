@@ -1,0 +1,176 @@
+"""Behaviour of the public API that JAX's api_test.py pins down (issue 16): the tracer leak
+checker, ensure_compile_time_eval, pullbacks that cross jit, linear_transpose on avals,
+duck-typed abstract arguments, AOT options and attributes, and JAX's error phrases."""
+import copy
+import types
+
+import numpy as np
+import pytest
+
+import hlox
+import hlox.numpy as jnp
+from hlox import lax
+
+
+# --- the leak checker ----------------------------------------------------------------------
+
+def test_leak_checker_catches_jit_scan_and_vmap_leaks():
+  with hlox.checking_leaks():
+    kept = []
+
+    @hlox.jit
+    def f(x):
+      kept.append(x)
+      return x + 1
+
+    with pytest.raises(hlox.UnexpectedTracerError, match="Leaked trace"):
+      f(3.0)
+    kept.clear()
+    with pytest.raises(Exception, match="Leaked trace"):
+      lax.scan(lambda c, x: (kept.append(c) or c + 1.0, None), 1.0, np.arange(3.0))
+
+
+def test_leak_checker_names_the_referrer_chain():
+  holder = {}
+
+  def sketch(x):
+    def keep():
+      return x
+    holder["fn"] = [keep]
+    return x
+
+  with hlox.check_tracer_leaks():
+    with pytest.raises(Exception, match=r"This BatchTracer with object id [0-9]+ was created "
+                       r"on line:\n  .*\n<BatchTracer [0-9]+> is referred to by <function "
+                       r"[0-9]+> \(keep\) closed-over variable x"):
+      hlox.vmap(sketch)(jnp.arange(3))
+
+
+def test_leak_checker_no_false_positives():
+  with hlox.checking_leaks():
+    f = hlox.jit(lambda x: x * 2)
+    assert float(f(3.0)) == 6.0
+    np.testing.assert_allclose(hlox.vmap(f)(np.arange(3.0)), [0.0, 2.0, 4.0])
+    assert float(hlox.grad(f)(3.0)) == 2.0
+    hlox.jvp(lambda x: lax.scan(lambda c, _: (c, None), x, None, length=1)[0], (3.0,), (1.0,))
+  assert not hlox.config.check_tracer_leaks
+
+
+# --- ensure_compile_time_eval --------------------------------------------------------------
+
+def test_ensure_compile_time_eval_folds_untraced_values():
+  y = jnp.ones(3)
+
+  @hlox.jit
+  def f(x):
+    with hlox.ensure_compile_time_eval():
+      y2 = y @ y            # computed now: a concrete value usable in Python control flow
+      positive = bool(jnp.sin(2.0) > 0)
+      w = x * 2             # traced as usual
+    return y2 * w if positive else w
+
+  assert float(f(1.5)) == 9.0
+  jaxpr = hlox.make_jaxpr(f)(1.0)
+  prims = [e.primitive.name for e in jaxpr.jaxpr.eqns[0].params["jaxpr"].jaxpr.eqns]
+  assert "dot_general" not in prims and "sin" not in prims and "mul" in prims
+
+
+# --- pullbacks and transposes are Partials --------------------------------------------------
+
+def test_vjp_and_linear_transpose_cross_jit():
+  f = lambda x: 3.0 * x
+
+  vjp_fun = hlox.jit(lambda x: hlox.vjp(f, x)[1])(1.0)
+  assert float(hlox.jit(lambda g, c: g(c)[0])(vjp_fun, 2.0)) == 6.0
+  t = hlox.jit(lambda x: hlox.linear_transpose(f, x))(1.0)
+  assert float(hlox.jit(lambda g, c: g(c)[0])(t, 2.0)) == 6.0
+
+
+def test_vjp_residuals_are_children():
+  _, f_vjp = hlox.vjp(lambda x: jnp.sin(x) * x, jnp.arange(3.0))
+  leaves = hlox.tree_util.tree_leaves(f_vjp)
+  assert leaves and all(hasattr(l, "shape") for l in leaves)
+  x = jnp.arange(3.0)
+  np.testing.assert_allclose(f_vjp(jnp.ones(3))[0], np.cos(x) * x + np.sin(x), rtol=1e-6)
+
+
+def test_linear_transpose_abstract_integer_and_errors():
+  spec = types.SimpleNamespace(shape=(3,), dtype=np.dtype(np.float32))
+  z, = hlox.linear_transpose(lambda x: 2 * x, spec)(jnp.arange(3, dtype=np.float32))
+  np.testing.assert_array_equal(z, [0.0, 2.0, 4.0])
+  z, = hlox.linear_transpose(lambda x: 5 * x, 1)(3)
+  assert int(z) == 15 and z.dtype == np.int32
+  with pytest.raises(TypeError, match="linear_transpose only supports"):
+    hlox.linear_transpose(lambda x: 2.0 * x, 1)
+  with pytest.raises(TypeError, match="cotangent tree does not match"):
+    hlox.linear_transpose(lambda x: [x, x], 1.0)(1.0)
+  with pytest.raises(TypeError, match="cotangent type does not match"):
+    hlox.linear_transpose(lambda x: jnp.stack([x, x]), 1.0)(1.0)
+
+
+# --- abstract arguments, AOT -----------------------------------------------------------------
+
+def test_eval_shape_and_make_jaxpr_take_duck_typed_specs():
+  class Spec:
+    def __init__(self, shape, dtype):
+      self.shape, self.dtype = shape, np.dtype(dtype)
+
+  out = hlox.eval_shape(lambda a, x: jnp.dot(a, x), Spec((3, 4), "float32"),
+                        Spec((4, 5), "float32"))
+  assert out.shape == (3, 5) and out.dtype == np.float32
+  jaxpr = hlox.make_jaxpr(lambda x: x + 2.0)(Spec((2,), "float32"))
+  assert jaxpr.in_avals[0].shape == (2,)
+
+
+def test_shape_dtype_struct_len_and_dtype():
+  s = hlox.ShapeDtypeStruct((4, 2), jnp.float32)
+  assert len(s) == 4
+  with pytest.raises(TypeError, match=r"len\(\) of unsized object"):
+    len(hlox.ShapeDtypeStruct((), jnp.float32))
+  with pytest.raises(ValueError, match="dtype must be specified"):
+    hlox.ShapeDtypeStruct((), None)
+
+
+def test_lowered_attributes_and_compiler_options():
+  lowered = hlox.jit(lambda x, y: x * y + 1.0, donate_argnums=(0,)).lower(2.0, 3.0)
+  assert lowered.donate_argnums == (0,)
+  assert lowered.in_avals[0][0].shape == () and lowered.in_avals[1] == {}
+  plain = lowered.compile()
+  tuned = lowered.compile(compiler_options={"xla_embed_ir_in_executable": True})
+  assert tuned is not plain and tuned.in_avals == lowered.in_avals
+  assert float(tuned(2.0, 3.0)) == 7.0
+  with pytest.raises(Exception, match="No such compile option: 'not_an_option'"):
+    hlox.jit(lambda x: x + 1.0).lower(1.0).compile(compiler_options={"not_an_option": 1})
+
+
+# --- tracer methods and messages -----------------------------------------------------------
+
+def test_tracer_item_and_copies():
+  assert hlox.jit(lambda x: copy.deepcopy(copy.copy(x)) + 1)(1) == 2
+  with pytest.raises(hlox.ConcretizationTypeError, match="Abstract tracer value"):
+    hlox.jit(lambda x: x.item())(jnp.array(1.0))
+  assert hlox.grad(lambda x: x * x.item())(3.0) == 3.0   # the JVP primal is concrete
+
+
+def test_vmap_inconsistent_sizes_phrase():
+  def h(a, b):
+    return jnp.sum(a) + jnp.sum(b)
+
+  x, u = np.ones((10, 4), np.float32), np.ones((10, 2), np.float32)
+  with pytest.raises(ValueError, match=(
+      r"vmap got inconsistent sizes for array axes to be mapped:\n"
+      r"  \* most axes \(2 of them\) had size 2, e.g. axis 1 of argument b\[0\] of type "
+      r"float32\[10,2\];\n  \* one axis had size 10: axis 0 of argument a of type "
+      r"float32\[10,4\]$")):
+    hlox.vmap(h, in_axes=(0, 1))(x, [u, u])
+  with pytest.raises(ValueError, match=r"the `axis_size` argument was 2;\n  \* one axis had "
+                     r"size 8: axis 0 of kwargs\['y'\] of type int32\[8\]"):
+    hlox.vmap(lambda y: y, axis_size=2)(y=jnp.arange(8, dtype=jnp.int32))
+  # An unmapped leaf that is not an array passes through.
+  np.testing.assert_array_equal(hlox.vmap(lambda x, g: g(x), (0, None))(jnp.ones(2), jnp.negative),
+                                [-1.0, -1.0])
+
+
+def test_jit_bool_conversion_phrase():
+  with pytest.raises(hlox.TracerBoolConversionError, match=r"with shape bool\[\]\.[^\.]"):
+    hlox.jit(lambda x: 1 if x > 0 else 0)(0)
