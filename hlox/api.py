@@ -1080,9 +1080,16 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
   """
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
-  if not (in_axes is None or isinstance(in_axes, (int, tuple, dict)) or
-          hasattr(in_axes, "__len__")):
-    raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries, got {in_axes!r}")
+  # As JAX: the top level of in_axes stands for the positional arguments (a tuple, or one
+  # int/None for all), and every leaf of either spec is an int (not a bool) or None.
+  if not (in_axes is None or type(in_axes) in (int, tuple)):
+    raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                    f"to the positional arguments passed to the function, but got {in_axes}.")
+  for name, spec in (("in_axes", in_axes), ("out_axes", out_axes)):
+    if any(leaf is not None and type(leaf) is not int
+           for leaf in tree_util.tree_leaves(spec, is_leaf=lambda x: x is None)):
+      raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those "
+                      f"types as leaves, but got {spec}.")
 
   @functools.wraps(fun)
   def vmapped(*args, **kwargs):

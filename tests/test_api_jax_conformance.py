@@ -174,3 +174,16 @@ def test_vmap_inconsistent_sizes_phrase():
 def test_jit_bool_conversion_phrase():
   with pytest.raises(hlox.TracerBoolConversionError, match=r"with shape bool\[\]\.[^\.]"):
     hlox.jit(lambda x: 1 if x > 0 else 0)(0)
+
+
+def test_vmap_axes_spec_types():
+  with pytest.raises(TypeError, match=r"tuple of entries corresponding to the positional "
+                     r"arguments passed to the function, but got \{'a': 0\}\."):
+    hlox.vmap(lambda x: x["a"], in_axes={"a": 0})
+  with pytest.raises(TypeError, match="must be an int"):
+    hlox.vmap(lambda x: x, in_axes=False)
+  with pytest.raises(TypeError, match=r"vmap out_axes must be an int, None, or \(nested\)"):
+    hlox.vmap(lambda x: x, out_axes=(np.array([1, 2]),))
+  out = hlox.vmap(lambda d: d["a"] + d["b"], in_axes=({"a": 0, "b": None},))(
+      {"a": jnp.arange(3.0), "b": 1.0})
+  np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
