@@ -201,7 +201,14 @@ def _normalize_argnums(fun, argnums, argnames, what):
   try:
     params = list(inspect.signature(fun).parameters.values())
   except (TypeError, ValueError):
+    if what == "donate" and argnames:  # as JAX: names cannot be resolved without it
+      raise ValueError(f"Getting the signature of function {fun} failed. Pass donate_argnums "
+                       "instead of donate_argnames.") from None
     return argnums, argnames
+  var = {p.name for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)} & set(argnames)
+  if var:
+    raise ValueError(f"Jitted function has invalid argnames {var} in {what}_argnames. These "
+                     "are variable-length arguments (*args or **kwargs), which cannot be named")
   positional = [p.name for p in params
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
   if argnums and not any(p.kind == p.VAR_POSITIONAL for p in params):
@@ -714,9 +721,14 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
                              static_argnames=static_argnames, donate_argnums=donate_argnums,
                              donate_argnames=donate_argnames, keep_unused=keep_unused,
                              inline=inline)
+  if isinstance(fun, staticmethod):
+    raise TypeError(f"staticmethod arguments are not supported, got {fun}: apply jit to the "
+                    "function first, then staticmethod (put @jit below @staticmethod)")
   if not callable(fun):
     raise TypeError(f"jit: Expected a callable value, got {fun!r} of type "
                     f"{type(fun).__name__}")
+  if inspect.isgeneratorfunction(fun):
+    raise TypeError(f"Expected a function, got a generator function: {fun}")
   wrapped = JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                        keep_unused, inline)
   return _make_jitted(wrapped)

@@ -187,3 +187,33 @@ def test_vmap_axes_spec_types():
   out = hlox.vmap(lambda d: d["a"] + d["b"], in_axes=({"a": 0, "b": None},))(
       {"a": jnp.arange(3.0), "b": 1.0})
   np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
+
+
+def test_jit_rejects_what_jax_rejects():
+  def h(a, /, b, c, *args, **kwargs):
+    return a
+
+  with pytest.raises(ValueError, match="invalid argnames"):
+    hlox.jit(h, static_argnames=("args", "c"))
+  hlox.jit(h, static_argnames=("b", "not_defined"))  # **kwargs may take it
+
+  class NoSignature:
+    @property
+    def __signature__(self):
+      raise TypeError("no signature")
+
+    def __call__(self, *args):
+      return None
+
+  with pytest.raises(ValueError, match="Pass donate_argnums instead of donate_argnames"):
+    hlox.jit(NoSignature(), donate_argnames="a")
+
+  def gen(x):
+    yield x
+
+  with pytest.raises(TypeError, match="Expected a function, got a generator function"):
+    hlox.jit(gen)
+  with pytest.raises(TypeError, match="staticmethod arguments are not supported"):
+    hlox.jit(staticmethod(lambda x: x))
+  with pytest.raises(ValueError, match="numpy masked arrays are not supported"):
+    hlox.jit(lambda x: x)(np.ma.array([1, 2, 3], mask=[True, False, True]))

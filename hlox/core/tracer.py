@@ -267,6 +267,10 @@ def _aval_of_concrete(x):
   if t in (int, float, complex, bool):
     return ShapedArray((), dtypes.python_scalar_dtype(x), t is not bool)
   if isinstance(x, (np.ndarray, np.generic)):
+    if t is not np.ndarray and isinstance(x, np.ma.MaskedArray):
+      raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
+                       "functions. Use arr.filled() to convert the value to a standard numpy "
+                       "array.")
     return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
   if isinstance(x, (bool, int, float, complex)):  # subclasses (IntEnum, numpy bool...)
     return ShapedArray((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))
