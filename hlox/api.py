@@ -1002,8 +1002,12 @@ def _flatten_axes(what: str, tree_def, axes, leaves_count: int):
     proxy = tree_util.tree_unflatten(tree_def, [object()] * leaves_count)
     return tree_util.broadcast_prefix(axes, proxy, is_leaf=lambda x: x is None)
   except (ValueError, TypeError) as e:
+    errors = tree_util.prefix_errors(axes, proxy, what, is_leaf=lambda x: x is None)
+    details = "".join(f"\n  {m}" for m in errors)
     raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
-                     f"value, got specification {axes!r} for value tree {tree_def}.") from e
+                     f"value; got specification {axes!r} for value tree {tree_def}."
+                     + (f"\n  Mismatch details ({len(errors)} found):{details}" if errors
+                        else "")) from e
 
 
 def mapped_axis_size(what: str, avals, axes, axis_size=None, leaf_names=None):

@@ -217,3 +217,23 @@ def test_jit_rejects_what_jax_rejects():
     hlox.jit(staticmethod(lambda x: x))
   with pytest.raises(ValueError, match="numpy masked arrays are not supported"):
     hlox.jit(lambda x: x)(np.ma.array([1, 2, 3], mask=[True, False, True]))
+
+
+def test_device_put_pytrees_and_prefix_errors():
+  x = {"a": jnp.arange(2), "b": [np.arange(3), 1.0]}
+  out = hlox.device_put(x)
+  assert isinstance(out["b"][0], hlox.Array) and out["b"][1].weak_type
+  out = hlox.device_put(x, device={"a": hlox.devices()[0], "b": None})
+  np.testing.assert_array_equal(out["b"][0], [0, 1, 2])
+  with pytest.raises(ValueError, match=r"(?s)device_put device specification must be a tree "
+                     r"prefix.*Mismatch details \(2 found\).*different types.*device\['a'\]"):
+    hlox.device_put({"a": 1.0, "b": 2.0}, device={"a": [None, None], "b": (None, None)})
+  with pytest.raises(ValueError, match="Received invalid value"):
+    hlox.device_put(jnp.arange(3), "cpu")
+
+
+def test_vmap_in_axes_prefix_mismatch_details():
+  with pytest.raises(ValueError, match=r"(?s)vmap in_axes specification must be a tree prefix "
+                     r"of the corresponding value;.*Mismatch details \(1 found\).*different "
+                     r"pytree keys.*in_axes\[0\]"):
+    hlox.vmap(lambda d: d["a"], in_axes=({"a": 0, "c": 0},))({"a": jnp.ones(2), "b": jnp.ones(2)})
