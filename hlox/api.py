@@ -141,23 +141,32 @@ def abstractify_spec(x):
   return _abstractify(x)
 
 
-def _argument_error(fun_name, fun, args, kwargs, static_argnums, leaves, bad) -> TypeError:
-  """JAX's message for a jit argument that is not an array, naming its path."""
-  x = leaves[bad]
+def _argument_paths(fun, args, kwargs, static_argnums, static_argnames) -> list:
+  """The path of each dynamic leaf of a jitted call, as JAX's messages name them: ``x``,
+  ``x[0]['k']`` by parameter name, ``args[2]`` beyond the named ones, ``y`` for keywords."""
   try:
-    names = list(inspect.signature(fun).parameters)
+    names = [p.name for p in inspect.signature(fun).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
   except (TypeError, ValueError):
     names = []
   positions = [i for i in range(len(args)) if i not in static_argnums]
+  dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
   paths = []
   for p, _ in tree_util.tree_flatten_with_path(
-      (tuple(args[i] for i in positions), kwargs))[0]:
+      (tuple(args[i] for i in positions), dyn_kwargs))[0]:
     if p[0].idx == 0:
       i = positions[p[1].idx]
-      head = names[i] if i < len(names) else f"args[{i}]"
-      paths.append(head + tree_util.keystr(p[2:]))
+      paths.append((names[i] if i < len(names) else f"args[{i}]") + tree_util.keystr(p[2:]))
     else:
       paths.append(tree_util.keystr(p[1:], simple=True, separator="."))
+  return paths
+
+
+def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames, leaves,
+                    bad) -> TypeError:
+  """JAX's message for a jit argument that is not an array, naming its path."""
+  x = leaves[bad]
+  paths = _argument_paths(fun, args, kwargs, static_argnums, static_argnames)
   path = paths[bad] if bad < len(paths) else f"args[{bad}]"
   return TypeError(
       f"Error interpreting argument to {fun_name} as an abstract array. The problematic value "
@@ -457,8 +466,8 @@ class JitWrapped:
       avals = tuple(_abstractify(x) for x in leaves)
     except TypeError:
       bad = next(i for i, x in enumerate(leaves) if not _is_abstractable(x))
-      raise _argument_error(self.name, self.fun, args, kwargs, self.static_argnums, leaves,
-                            bad) from None
+      raise _argument_error(self.name, self.fun, args, kwargs, self.static_argnums,
+                            self.static_argnames, leaves, bad) from None
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
     traced = self._trace_cache.get(key)
@@ -469,11 +478,39 @@ class JitWrapped:
         self._trace_cache.put(key, traced)
     return traced
 
+  def _explain_miss(self, in_tree, avals, statics, args, kwargs) -> str:
+    """Why the trace cache missed, against the closest earlier trace of this function (as
+    JAX's ``explain_cache_misses``): a new function, another input pytree, other static
+    arguments, other input types (each named by its path), or another tracing context."""
+    seen = list(self._trace_cache._data)
+    if not seen:
+      return "\n  TRACING CACHE MISS because: never seen function " + self.name
+    axis_env = tuple(trace_ctx.axis_env)
+    same_tree = [k for k in seen if k[0] == in_tree]
+    if not same_tree:
+      return (f"\n  TRACING CACHE MISS because: different input pytree:\n    now {in_tree}"
+              f"\n    and before {seen[-1][0]}")
+    same_static = [k for k in same_tree if k[2] == statics]
+    if not same_static:
+      return "\n  TRACING CACHE MISS because: different static arguments"
+    # The closest earlier signature: the fewest leaves whose types differ.
+    best = min(same_static, key=lambda k: sum(a != b for a, b in zip(k[1], avals)))
+    if tuple(best[1]) == tuple(avals):
+      if best[3] != axis_env:
+        return ("\n  TRACING CACHE MISS because: tracing context doesn't match (named axes "
+                f"now {axis_env} and before {best[3]})")
+      return ""
+    paths = _argument_paths(self.fun, args, kwargs, self.static_argnums, self.static_argnames)
+    lines = [f"    * at {p}, now {a.str_short()} and before {b.str_short()}"
+             for p, a, b in zip(paths, avals, best[1]) if a != b]
+    return "\n  TRACING CACHE MISS because: different input types:\n" + "\n".join(lines)
+
   def _trace(self, in_tree, avals, statics, args, kwargs) -> _Traced:
     monitoring.record_event("jit_trace", name=self.name)
     if config.explain_cache_misses:
-      monitoring.logger.warning("jit %s: tracing for %s", self.name,
-                                ", ".join(a.str_short() for a in avals))
+      monitoring.logger.warning("jit %s: tracing for %s%s", self.name,
+                                ", ".join(a.str_short() for a in avals),
+                                self._explain_miss(in_tree, avals, statics, args, kwargs))
     static_pos = {k: s.value for k, s in statics if isinstance(k, int)}
     static_kw = {k: s.value for k, s in statics if isinstance(k, str)}
     out_tree_box = []

@@ -237,3 +237,30 @@ def test_vmap_in_axes_prefix_mismatch_details():
                      r"of the corresponding value;.*Mismatch details \(1 found\).*different "
                      r"pytree keys.*in_axes\[0\]"):
     hlox.vmap(lambda d: d["a"], in_axes=({"a": 0, "c": 0},))({"a": jnp.ones(2), "b": jnp.ones(2)})
+
+
+def test_cache_miss_explanations(caplog):
+  @hlox.jit
+  def f(x, y):
+    return x
+
+  @hlox.jit
+  def g(*args, **kwargs):
+    return args[0]
+
+  f(np.float32(0), np.float32(1))
+  g(0.0, 1.0, y=(2.0, 2.5))
+  with _explain():
+    f(np.float32(0), np.int32(1))
+    g(0.0, (1.0, 1.5), y=2.0)
+  text = "\n".join(r.getMessage() for r in caplog.records)
+  assert "different input types:\n    * at y, now i32[] and before f32[]" in text
+  assert "different input pytree" in text
+
+
+class _explain:
+  def __enter__(self):
+    hlox.config.update("explain_cache_misses", True)
+
+  def __exit__(self, *exc):
+    hlox.config.update("explain_cache_misses", False)
