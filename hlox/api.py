@@ -1193,6 +1193,12 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
       final.append(batching.matchaxis(o, d, dst % ndim, size))
     return tree_util.tree_unflatten(out_tree, final)
 
+  name = _fun_name(fun)
+  doc = (f"Vectorized version of {name}. Takes similar arguments as {name} but with additional "
+         f"array axes over which {name} is mapped.")
+  if getattr(fun, "__doc__", None):
+    doc += "\n\nOriginal documentation:\n\n" + fun.__doc__
+  vmapped.__doc__ = doc  # as JAX's
   return api_boundary(vmapped)
 
 

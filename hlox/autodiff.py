@@ -97,21 +97,27 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
     raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
                     f"{type(primals).__name__} and {type(tangents).__name__}.")
-  p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
-  t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+  # As JAX: primals and tangents must have one structure, containers included (a tuple of
+  # primals with a list of tangents is an error).
+  p_leaves, p_tree = tree_util.tree_flatten(primals)
+  t_leaves, t_tree = tree_util.tree_flatten(tangents)
   if p_tree != t_tree:
-    raise ValueError(f"jvp: primal and tangent arguments must have equal structure; primals "
-                     f"{p_tree}, tangents {t_tree}")
+    raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                    f"structure; primals have tree structure {p_tree} whereas tangents have "
+                    f"tree structure {t_tree}.")
+  p_tree = tree_util.tree_structure(tuple(primals))
   tangents_in = []
   for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
     p_aval, t_aval = get_aval(p), get_aval(t)
     expected = p_aval.to_tangent_aval()
-    if t_aval.shape != p_aval.shape:
-      raise ValueError(f"jvp: primal and tangent shapes differ for argument leaf {i}: "
-                       f"{p_aval.str_short()} vs {t_aval.str_short()}")
     if t_aval.dtype != expected.dtype:
-      raise TypeError(f"jvp: primal {p_aval.str_short()} needs a tangent of dtype "
-                      f"{expected.dtype}, got {t_aval.dtype}")
+      raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must be "
+                      "equal, or in case of int/bool primal dtype the tangent dtype must be "
+                      f"float0. Got primal dtype {p_aval.dtype} and so expected tangent "
+                      f"dtype {expected.dtype}, but got tangent dtype {t_aval.dtype} instead.")
+    if t_aval.shape != p_aval.shape:
+      raise ValueError("jvp called with different primal and tangent shapes; Got primal "
+                       f"shape {p_aval.shape} and tangent shape as {t_aval.shape}")
     tangents_in.append(ad.Zero(expected) if expected.dtype == dtypes.float0 else t)
   flat, box = _flat_fun(fun, p_tree, has_aux)
   out_p, out_t = ad.jvp(flat, p_leaves, tangents_in)
@@ -135,20 +141,27 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   # As JAX's, the linear function is a ``Partial`` of a ``functools.partial`` whose first
   # argument is the linear jaxpr (users inspect the residual recomputation through
   # ``f_jvp.func.args[0]``).
+  p_avals = [get_aval(p) for p in p_leaves]
   f_jvp = tree_util.Partial(functools.partial(_lifted_jvp, lin.jaxpr.jaxpr, lin, nonzeros,
-                                              n_out, box["out_tree"], p_tree))
+                                              n_out, box["out_tree"], p_tree, p_avals))
   f_jvp.out_nzs = tuple(not z for z in lin.out_zeros[:n_out])
   out_tree = box["out_tree"]
   out = tree_util.tree_unflatten(out_tree, out_p)
   return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
-def _lifted_jvp(jaxpr, lin, nonzeros, n_out, out_tree, p_tree, *tangents):
+def _lifted_jvp(jaxpr, lin, nonzeros, n_out, out_tree, p_tree, p_avals, *tangents):
   del jaxpr  # carried for inspection only; ``lin`` evaluates it
   t_leaves, t_tree = tree_util.tree_flatten(tangents)
   if t_tree != p_tree:
     raise TypeError(f"linearized function called with tangent structure {t_tree}, "
                     f"expected {p_tree}")
+  for t, p_aval in zip(t_leaves, p_avals):
+    t_aval, expected = get_aval(t), p_aval.to_tangent_aval()
+    if (t_aval.shape, t_aval.dtype) != (expected.shape, expected.dtype):
+      raise ValueError("linearized function called on tangent values inconsistent with the "
+                       f"original primal values: got tangent aval {t_aval.str_short()} for "
+                       f"primal aval {p_aval.str_short()}")
   outs = lin(*[t for t, nz in zip(t_leaves, nonzeros) if nz])[:n_out]
   return tree_util.tree_unflatten(out_tree, [_instantiate(t) for t in outs])
 

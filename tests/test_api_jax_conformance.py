@@ -264,3 +264,29 @@ class _explain:
 
   def __exit__(self, *exc):
     hlox.config.update("explain_cache_misses", False)
+
+
+def test_jvp_and_linearize_check_tangents():
+  with pytest.raises(TypeError, match="must have the same tree structure"):
+    hlox.jvp(lambda x: x, (np.float32(2),), [np.float32(2)])
+  with pytest.raises(TypeError, match="primal and tangent arguments to jax.jvp do not match"):
+    hlox.jvp(lambda x: -x, (np.float16(2),), (np.float32(4),))
+  with pytest.raises(ValueError, match="jvp called with different primal and tangent shapes"):
+    hlox.jvp(lambda x: x, (jnp.ones(3),), (jnp.ones(4),))
+  _, f_jvp = hlox.linearize(lambda x: 2 * x, 1.0)
+  assert float(f_jvp(3.0)) == 6.0
+  with pytest.raises(ValueError, match="tangent values inconsistent with the original primal"):
+    f_jvp(1)
+  _, f_jvp = hlox.linearize(jnp.sum, jnp.array([1, 2, 3]))
+  f_jvp(np.zeros(3, hlox.float0))
+  with pytest.raises(ValueError, match="tangent values inconsistent"):
+    f_jvp(jnp.ones((3, 2)))
+
+
+def test_vmap_docstring():
+  def superfun(a):
+    """Does things with stuff."""
+    return a
+
+  assert hlox.vmap(superfun).__doc__.startswith("Vectorized version of superfun.")
+  assert hlox.vmap(superfun).__doc__.endswith("Original documentation:\n\nDoes things with stuff.")
