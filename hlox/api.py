@@ -115,6 +115,22 @@ def _abstractify(x):
                     "NumPy arrays or Python scalars (or mark the argument static)") from None
 
 
+_OUTPUT_TYPES = (Tracer, Array, np.ndarray, np.generic, int, float, complex, bool)
+
+
+def _check_outputs(fun, what, out, out_leaves) -> None:
+  """Raise JAX's TypeError for a traced function's output leaf that is not an array, naming
+  the function (and where it is defined) and the leaf's path in the output."""
+  for i, leaf in enumerate(out_leaves):
+    if not isinstance(leaf, _OUTPUT_TYPES) and not _is_abstractable(leaf):
+      path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+      code = getattr(fun, "__code__", None)
+      where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+      raise TypeError(f"function {_fun_name(fun)}{where} traced for {what} returned a value of "
+                      f"type {type(leaf)} at output component {path or '()'}, which is not a "
+                      "valid JAX type")
+
+
 def _is_abstractable(x) -> bool:
   try:
     _abstractify(x)
@@ -522,6 +538,7 @@ class JitWrapped:
       full_args = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
       out = self.fun(*full_args, **dyn_kwargs, **static_kw)
       out_leaves, out_tree = tree_util.tree_flatten(out)
+      _check_outputs(self.fun, "jit", out, out_leaves)
       out_tree_box.append(out_tree)
       return out_leaves
 
@@ -1019,7 +1036,9 @@ def eval_shape(fun: Callable, *args, **kwargs):
 
   def flat_fun(*flat):
     a, kw = in_tree.unflatten(flat)
-    out_leaves, out_tree = tree_util.tree_flatten(fun(*a, **kw))
+    out = fun(*a, **kw)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    _check_outputs(fun, "eval_shape", out, out_leaves)
     out_tree_box.append(out_tree)
     return out_leaves
 

@@ -290,3 +290,35 @@ def test_vmap_docstring():
 
   assert hlox.vmap(superfun).__doc__.startswith("Vectorized version of superfun.")
   assert hlox.vmap(superfun).__doc__.endswith("Original documentation:\n\nDoes things with stuff.")
+
+
+def test_traced_function_returning_a_non_array():
+  def f(x):
+    return (2.0, f)
+
+  with pytest.raises(TypeError, match=r"function f at .*returned a value of type <class "
+                     r"'function'> at output component \[1\], which is not a valid JAX type"):
+    hlox.eval_shape(f, 1.0)
+  with pytest.raises(TypeError, match=r"traced for jit returned a value of type .* at output "
+                     r"component \['k'\]"):
+    hlox.jit(lambda x: {"k": "text"})(1.0)
+
+
+def test_scalar_conversions_of_arrays_and_tracers():
+  ints, empty, f0 = jnp.arange(4), jnp.zeros(0, jnp.int32), jnp.float32(0)
+  for x in (ints, empty, f0):
+    for fn in (int.__index__, hex, hlox.jit(hex)):
+      with pytest.raises(TypeError, match="Only integer scalar arrays can be converted to a "
+                         "scalar index"):
+        fn(x) if fn is not int.__index__ else x.__index__()
+  for fn in (int, float, hlox.jit(float)):
+    with pytest.raises(TypeError, match="Only scalar arrays can be converted to Python scalars"):
+      fn(jnp.ones(1))
+  for fn in (bool, hlox.jit(bool)):
+    with pytest.raises(ValueError, match="The truth value of an empty array is ambiguous"):
+      fn(empty)
+    with pytest.raises(ValueError, match="more than one element is ambiguous"):
+      fn(ints)
+  assert hex(jnp.int32(10)) == "0xa" and bool(jnp.ones(1)) and int(jnp.int32(3)) == 3
+  with pytest.raises(hlox.errors.TracerIntegerConversionError):
+    hlox.jit(hex)(jnp.int32(1))

@@ -448,6 +448,8 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
 
 # --- tracing Python to a jaxpr -----------------------------------------------------------
 
+_options = config._values  # read directly per traced equation (config's getattr is slower)
+
 class JaxprTracer(Tracer):
   __slots__ = ("aval", "var", "_src")
 
@@ -509,7 +511,7 @@ class JaxprTrace(Trace):
     return tracer
 
   def process_primitive(self, primitive, args, params):
-    if config.eager_constant_folding and not any(isinstance(x, Tracer) for x in args):
+    if _options["eager_constant_folding"] and not any(isinstance(x, Tracer) for x in args):
       # Inside ``ensure_compile_time_eval``: what does not depend on a traced value is
       # computed now, at trace time, and enters the jaxpr as a constant.
       with set_current_trace(eval_trace):

@@ -206,18 +206,37 @@ class Tracer:
     return value
 
   def __bool__(self):
+    size = self.aval.size
+    if size != 1:  # as for arrays, whatever the value: NumPy's ValueErrors
+      if size == 0:
+        raise ValueError("The truth value of an empty array is ambiguous. Use a.size > 0 to "
+                         "check that an array is not empty.")
+      raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                       f"Use a.any() or a.all() (bool() of a traced {self.aval.str_short()})")
     return bool(self._concrete("bool"))
 
+  def _check_scalar(self, what):
+    if self.aval.shape:
+      raise TypeError(f"Only scalar arrays can be converted to Python scalars. ({what}() of a "
+                      f"traced {self.aval.str_short()})")
+
   def __int__(self):
+    self._check_scalar("int")
     return int(self._concrete("int"))
 
   def __float__(self):
+    self._check_scalar("float")
     return float(self._concrete("float"))
 
   def __complex__(self):
+    self._check_scalar("complex")
     return complex(self._concrete("complex"))
 
   def __index__(self):
+    aval = self.aval
+    if aval.shape or not (dtypes.is_int(aval.dtype) or aval.dtype == dtypes.bool_):
+      raise TypeError("Only integer scalar arrays can be converted to a scalar index. (got "
+                      f"a traced {aval.str_short()})")
     value = self.to_concrete_value()
     if value is None:
       raise TracerIntegerConversionError(self)
@@ -267,6 +286,9 @@ def _aval_of_concrete(x):
   if t in (int, float, complex, bool):
     return ShapedArray((), dtypes.python_scalar_dtype(x), t is not bool)
   if isinstance(x, (np.ndarray, np.generic)):
+    if x.dtype.kind in "OUS" or (x.dtype.kind == "V" and x.dtype != dtypes.float0):
+      raise TypeError(f"Value {x!r} of type {t} with dtype {x.dtype} is not a valid JAX "
+                      "type: arrays hold numbers or booleans (not objects, strings or bytes)")
     if t is not np.ndarray and isinstance(x, np.ma.MaskedArray):
       raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
                        "functions. Use arr.filled() to convert the value to a standard numpy "
