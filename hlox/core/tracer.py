@@ -286,7 +286,7 @@ def _aval_of_concrete(x):
   if t in (int, float, complex, bool):
     return ShapedArray((), dtypes.python_scalar_dtype(x), t is not bool)
   if isinstance(x, (np.ndarray, np.generic)):
-    if x.dtype.kind in "OUS" or (x.dtype.kind == "V" and x.dtype != dtypes.float0):
+    if x.dtype.kind in "OUS" or (x.dtype.names is not None and x.dtype != dtypes.float0):
       raise TypeError(f"Value {x!r} of type {t} with dtype {x.dtype} is not a valid JAX "
                       "type: arrays hold numbers or booleans (not objects, strings or bytes)")
     if t is not np.ndarray and isinstance(x, np.ma.MaskedArray):
