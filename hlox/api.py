@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import itertools
 import operator
 import threading
 import types
@@ -562,7 +563,7 @@ class JitWrapped:
       lowered = xla.lower_jaxpr_to_module(traced.jaxpr, f"jit({self.name})", donated_invars,
                                           self.keep_unused)
     return Lowered(lowered, traced, in_tree, donated_invars, self.name,
-                   tuple(sorted(self.donate_argnums)))
+                   tuple(sorted(self.donate_argnums)), (self.fun, self.static_argnums))
 
   def trace(self, *args, **kwargs):
     dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
@@ -601,7 +602,9 @@ class ArgInfo:
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
 
-  def __init__(self, lowered, traced, in_tree, donated_invars, name, donate_argnums=()):
+  def __init__(self, lowered, traced, in_tree, donated_invars, name, donate_argnums=(),
+               fun_and_statics=(None, ())):
+    self._fun_and_statics = fun_and_statics
     self._lowered = lowered
     self._traced = traced
     self.in_tree = in_tree
@@ -667,10 +670,11 @@ class Lowered:
     (``{"xla_embed_ir_in_executable": True}``)."""
     if self._lowered.replicas is not None:  # it contains pmaps
       call = replicated.compile_replicated_call(self._lowered)
-      return Compiled(call, self._traced, self.in_tree, self._name, self._donate_argnums)
+      return Compiled(call, self._traced, self.in_tree, self._name, self._donate_argnums,
+                      self._fun_and_statics)
     executable = xla.compile_lowered(self._lowered, compiler_options=compiler_options)
     return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree,
-                    self._name, self._donate_argnums)
+                    self._name, self._donate_argnums, self._fun_and_statics)
 
   def jaxpr(self):
     return self._traced.jaxpr
@@ -679,13 +683,15 @@ class Lowered:
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
-  def __init__(self, call, traced, in_tree, name: str = "jit", donate_argnums=()):
+  def __init__(self, call, traced, in_tree, name: str = "jit", donate_argnums=(),
+               fun_and_statics=(None, ())):
     self._call = call
     self._traced = traced
     self.in_tree = in_tree
     self.out_tree = traced.out_tree
     self._name = name
     self.donate_argnums = donate_argnums
+    self._fun_and_statics = fun_and_statics  # to name arguments in errors
 
   @property
   def in_avals(self):
@@ -701,10 +707,22 @@ class Compiled:
     avals = [_abstractify(x) for x in leaves]
     expected = self._traced.in_avals
     if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
-      # args[i]... for positional arguments, ['name']... for keyword arguments.
-      paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
-               else tree_util.keystr(p[1:], simple=True, separator=".")
-               for p, _ in tree_util.tree_flatten_with_path(self.in_tree.unflatten(leaves))[0]]
+      # By parameter name (x, x[0]...) where the function's signature gives one, else
+      # args[i]...; keyword arguments by name.
+      fun, static_argnums = self._fun_and_statics
+      positions = list(itertools.islice((i for i in itertools.count()
+                                         if i not in static_argnums), len(args)))
+      paths = _argument_paths(fun, args, kwargs, (), ()) if fun is not None else None
+      if paths is not None and positions != list(range(len(args))):
+        full = [None] * (max(positions, default=-1) + 1)
+        for i, a in zip(positions, args):
+          full[i] = a
+        paths = _argument_paths(fun, tuple(full), kwargs,
+                                [i for i in range(len(full)) if i not in positions], ())
+      if paths is None:
+        paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
+                 else tree_util.keystr(p[1:], simple=True, separator=".")
+                 for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
       diffs = "\n".join(
           f"Argument '{p}' compiled with {e.str_short(short_dtypes=False)} and called with "
           f"{a.str_short(short_dtypes=False)}" for p, a, e in zip(paths, avals, expected)

@@ -322,3 +322,9 @@ def test_scalar_conversions_of_arrays_and_tracers():
   assert hex(jnp.int32(10)) == "0xa" and bool(jnp.ones(1)) and int(jnp.int32(3)) == 3
   with pytest.raises(hlox.errors.TracerIntegerConversionError):
     hlox.jit(hex)(jnp.int32(1))
+
+
+def test_unusable_donation_warns():
+  f = hlox.jit(lambda x, y: x.sum() + y.sum(), donate_argnums=(0, 1))
+  with pytest.warns(UserWarning, match="Some donated buffers were not usable"):
+    f(jnp.ones(2), jnp.ones(3))

@@ -113,7 +113,7 @@ def test_lower_as_text_and_compile():
   assert "stablehlo.sine" in text and "func.func public @main" in text
   compiled = lowered.compile()
   np.testing.assert_allclose(np.asarray(compiled(_ones(3))), np.sin(np.ones(3)), rtol=1e-6)
-  with pytest.raises(TypeError, match=r"(?s)Argument types differ.*Argument 'args\[0\]' "
+  with pytest.raises(TypeError, match=r"(?s)Argument types differ.*Argument 'x' "
                      r"compiled with float32\[3\] and called with float32\[4\]"):
     compiled(_ones(4))
   with pytest.raises(TypeError, match="Function compiled with input pytree does not match"):

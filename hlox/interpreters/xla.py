@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import warnings
 import zlib
 from functools import partial
 from typing import Callable, Sequence
@@ -605,6 +606,7 @@ def _used_vars(jaxpr: Jaxpr) -> set:
 def _donation_attrs(in_avals, donated, out_avals) -> list:
   attrs = [{} for _ in in_avals]
   free_outputs = list(enumerate(out_avals))
+  unusable = []
   for i, (aval, d) in enumerate(zip(in_avals, donated)):
     if not d:
       continue
@@ -615,6 +617,13 @@ def _donation_attrs(in_avals, donated, out_avals) -> list:
       attrs[i]["tf.aliasing_output"] = i32_attr(j)
     else:
       attrs[i]["jax.buffer_donor"] = ir.BoolAttr.get(True)
+      unusable.append(aval)
+  if unusable:
+    # As JAX: a donated input that no output of its shape and dtype can reuse saves nothing.
+    warnings.warn("Some donated buffers were not usable: "
+                  f"{', '.join(str(a) for a in unusable)}.\nA donated argument is reused "
+                  "for an output of the same shape and dtype; none was left for these.",
+                  stacklevel=2)
   return attrs
 
 
