@@ -328,3 +328,14 @@ def test_unusable_donation_warns():
   f = hlox.jit(lambda x, y: x.sum() + y.sum(), donate_argnums=(0, 1))
   with pytest.warns(UserWarning, match="Some donated buffers were not usable"):
     f(jnp.ones(2), jnp.ones(3))
+
+
+def test_array_copy_survives_donation():
+  step = hlox.jit(lambda a: a.at[0].set(77), donate_argnums=0)
+  x = jnp.asarray([0, 1])
+  kept = jnp.array(x, copy=True)
+  same = jnp.asarray(x)
+  assert same is x and kept is not x
+  step(x)
+  assert x.is_deleted()
+  np.testing.assert_array_equal(kept, [0, 1])
