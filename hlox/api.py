@@ -1216,7 +1216,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     for i, (o, d, dst) in enumerate(zip(outs, out_dims, spec)):
       if dst is None:
         if d is not None:
-          raise ValueError(f"vmap has mapped output (output leaf {i}) but out_axes is None")
+          raise ValueError(f"vmap has mapped output (output leaf {i}, axis_name={axis_name}) "
+                           "but out_axes is None")
         final.append(o)
         continue
       try:

@@ -336,3 +336,9 @@ def test_array_copy_survives_donation():
   step(x)
   assert x.is_deleted()
   np.testing.assert_array_equal(kept, [0, 1])
+
+
+def test_vmap_mapped_output_with_out_axes_none_names_the_axis():
+  with pytest.raises(ValueError, match=r"vmap has mapped output.*axis_name=foo.*but out_axes "
+                     r"is None"):
+    hlox.vmap(lambda x: x, out_axes=None, axis_name="foo")(jnp.ones(2))
