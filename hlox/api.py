@@ -1216,8 +1216,11 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     for i, (o, d, dst) in enumerate(zip(outs, out_dims, spec)):
       if dst is None:
         if d is not None:
-          raise ValueError(f"vmap has mapped output (output leaf {i}, axis_name={axis_name}) "
-                           "but out_axes is None")
+          path = tree_util.keystr(tree_util.tree_flatten_with_path(
+              out_tree.unflatten(list(range(len(outs)))))[0][i][0])
+          named = f" (axis_name={axis_name})" if axis_name is not None else ""
+          raise ValueError(f"vmap has mapped output{named} but out_axes is None, at vmap "
+                           f"out_axes{path} (output leaf {i})")
         final.append(o)
         continue
       try:
