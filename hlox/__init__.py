@@ -6,7 +6,8 @@
 This module only re-exports the public API; the layers below it are described in
 ``docs/ARCHITECTURE.md``.
 """
-from hlox.config import config, debug_infs, debug_nans, log_compiles
+from hlox.config import (check_tracer_leaks, checking_leaks, config, debug_infs, debug_nans,
+                         ensure_compile_time_eval, log_compiles)
 from hlox.config import default_prng_impl, threefry_partitionable
 from hlox.cache import clear_caches, switch_caches
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import itertools
 import operator
 import threading
 import types
@@ -50,6 +51,8 @@ class ShapeDtypeStruct:
 
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
     self.shape = tuple(shape)
+    if dtype is None:
+      raise ValueError("ShapeDtypeStruct: dtype must be specified.")
     self.dtype = np.dtype(dtype)
     self.weak_type = weak_type
     self.sharding = sharding
@@ -61,6 +64,11 @@ class ShapeDtypeStruct:
   @property
   def size(self):
     return int(np.prod(self.shape, dtype=np.int64))
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
 
   @property
   def aval(self):
@@ -108,6 +116,83 @@ def _abstractify(x):
                     "NumPy arrays or Python scalars (or mark the argument static)") from None
 
 
+_OUTPUT_TYPES = (Tracer, Array, np.ndarray, np.generic, int, float, complex, bool)
+
+
+def _check_outputs(fun, what, out, out_leaves) -> None:
+  """Raise JAX's TypeError for a traced function's output leaf that is not an array, naming
+  the function (and where it is defined) and the leaf's path in the output."""
+  for i, leaf in enumerate(out_leaves):
+    if not isinstance(leaf, _OUTPUT_TYPES) and not _is_abstractable(leaf):
+      path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
+      code = getattr(fun, "__code__", None)
+      where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+      raise TypeError(f"function {_fun_name(fun)}{where} traced for {what} returned a value of "
+                      f"type {type(leaf)} at output component {path or '()'}, which is not a "
+                      "valid JAX type")
+
+
+def _is_abstractable(x) -> bool:
+  try:
+    _abstractify(x)
+  except TypeError:
+    return False
+  return True
+
+
+def abstractify_spec(x):
+  """The aval of an argument of an abstract-only entry point (``eval_shape``, ``make_jaxpr``,
+  ``linear_transpose``): an array, a ``ShapeDtypeStruct``, or, as in JAX, any object with
+  ``shape`` and ``dtype`` attributes (and optionally ``weak_type``)."""
+  if isinstance(x, ShapeDtypeStruct) or hasattr(x, "aval") or type(x) in (int, float, complex,
+                                                                          bool):
+    return _abstractify(x)
+  shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+  if shape is not None and dtype is not None and not isinstance(x, (type, np.ndarray,
+                                                                    np.generic)):
+    try:
+      return ShapedArray(tuple(shape), dtypes.canonicalize_dtype(np.dtype(dtype)),
+                         bool(getattr(x, "weak_type", False)))
+    except TypeError:
+      pass
+  return _abstractify(x)
+
+
+def _argument_paths(fun, args, kwargs, static_argnums, static_argnames) -> list:
+  """The path of each dynamic leaf of a jitted call, as JAX's messages name them: ``x``,
+  ``x[0]['k']`` by parameter name, ``args[2]`` beyond the named ones, ``y`` for keywords."""
+  try:
+    names = [p.name for p in inspect.signature(fun).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  except (TypeError, ValueError):
+    names = []
+  positions = [i for i in range(len(args)) if i not in static_argnums]
+  dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
+  paths = []
+  for p, _ in tree_util.tree_flatten_with_path(
+      (tuple(args[i] for i in positions), dyn_kwargs))[0]:
+    if p[0].idx == 0:
+      i = positions[p[1].idx]
+      paths.append((names[i] if i < len(names) else f"args[{i}]") + tree_util.keystr(p[2:]))
+    else:
+      paths.append(tree_util.keystr(p[1:], simple=True, separator="."))
+  return paths
+
+
+def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames, leaves,
+                    bad) -> TypeError:
+  """JAX's message for a jit argument that is not an array, naming its path."""
+  x = leaves[bad]
+  paths = _argument_paths(fun, args, kwargs, static_argnums, static_argnames)
+  path = paths[bad] if bad < len(paths) else f"args[{bad}]"
+  return TypeError(
+      f"Error interpreting argument to {fun_name} as an abstract array. The problematic value "
+      f"is of type {type(x)} and was passed to the function at path {path}.\nThis typically "
+      "means that a jit-wrapped function was called with a non-array argument, and this "
+      "argument was not marked as static using the static_argnums or static_argnames "
+      "parameters of jit.")
+
+
 class disable_jit:
   """Context manager (and flag) that makes jitted functions run op by op, for debugging."""
 
@@ -142,7 +227,14 @@ def _normalize_argnums(fun, argnums, argnames, what):
   try:
     params = list(inspect.signature(fun).parameters.values())
   except (TypeError, ValueError):
+    if what == "donate" and argnames:  # as JAX: names cannot be resolved without it
+      raise ValueError(f"Getting the signature of function {fun} failed. Pass donate_argnums "
+                       "instead of donate_argnames.") from None
     return argnums, argnames
+  var = {p.name for p in params if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)} & set(argnames)
+  if var:
+    raise ValueError(f"Jitted function has invalid argnames {var} in {what}_argnames. These "
+                     "are variable-length arguments (*args or **kwargs), which cannot be named")
   positional = [p.name for p in params
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
   if argnums and not any(p.kind == p.VAR_POSITIONAL for p in params):
@@ -390,7 +482,12 @@ class JitWrapped:
     self._call_cache.put(key, entry)
 
   def _get_traced(self, in_tree, leaves, statics, args, kwargs) -> _Traced:
-    avals = tuple(_abstractify(x) for x in leaves)
+    try:
+      avals = tuple(_abstractify(x) for x in leaves)
+    except TypeError:
+      bad = next(i for i, x in enumerate(leaves) if not _is_abstractable(x))
+      raise _argument_error(self.name, self.fun, args, kwargs, self.static_argnums,
+                            self.static_argnames, leaves, bad) from None
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
     traced = self._trace_cache.get(key)
@@ -401,11 +498,39 @@ class JitWrapped:
         self._trace_cache.put(key, traced)
     return traced
 
+  def _explain_miss(self, in_tree, avals, statics, args, kwargs) -> str:
+    """Why the trace cache missed, against the closest earlier trace of this function (as
+    JAX's ``explain_cache_misses``): a new function, another input pytree, other static
+    arguments, other input types (each named by its path), or another tracing context."""
+    seen = list(self._trace_cache._data)
+    if not seen:
+      return "\n  TRACING CACHE MISS because: never seen function " + self.name
+    axis_env = tuple(trace_ctx.axis_env)
+    same_tree = [k for k in seen if k[0] == in_tree]
+    if not same_tree:
+      return (f"\n  TRACING CACHE MISS because: different input pytree:\n    now {in_tree}"
+              f"\n    and before {seen[-1][0]}")
+    same_static = [k for k in same_tree if k[2] == statics]
+    if not same_static:
+      return "\n  TRACING CACHE MISS because: different static arguments"
+    # The closest earlier signature: the fewest leaves whose types differ.
+    best = min(same_static, key=lambda k: sum(a != b for a, b in zip(k[1], avals)))
+    if tuple(best[1]) == tuple(avals):
+      if best[3] != axis_env:
+        return ("\n  TRACING CACHE MISS because: tracing context doesn't match (named axes "
+                f"now {axis_env} and before {best[3]})")
+      return ""
+    paths = _argument_paths(self.fun, args, kwargs, self.static_argnums, self.static_argnames)
+    lines = [f"    * at {p}, now {a.str_short()} and before {b.str_short()}"
+             for p, a, b in zip(paths, avals, best[1]) if a != b]
+    return "\n  TRACING CACHE MISS because: different input types:\n" + "\n".join(lines)
+
   def _trace(self, in_tree, avals, statics, args, kwargs) -> _Traced:
     monitoring.record_event("jit_trace", name=self.name)
     if config.explain_cache_misses:
-      monitoring.logger.warning("jit %s: tracing for %s", self.name,
-                                ", ".join(a.str_short() for a in avals))
+      monitoring.logger.warning("jit %s: tracing for %s%s", self.name,
+                                ", ".join(a.str_short() for a in avals),
+                                self._explain_miss(in_tree, avals, statics, args, kwargs))
     static_pos = {k: s.value for k, s in statics if isinstance(k, int)}
     static_kw = {k: s.value for k, s in statics if isinstance(k, str)}
     out_tree_box = []
@@ -417,6 +542,7 @@ class JitWrapped:
       full_args = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
       out = self.fun(*full_args, **dyn_kwargs, **static_kw)
       out_leaves, out_tree = tree_util.tree_flatten(out)
+      _check_outputs(self.fun, "jit", out, out_leaves)
       out_tree_box.append(out_tree)
       return out_leaves
 
@@ -439,7 +565,8 @@ class JitWrapped:
     if lowered is None:
       lowered = xla.lower_jaxpr_to_module(traced.jaxpr, f"jit({self.name})", donated_invars,
                                           self.keep_unused)
-    return Lowered(lowered, traced, in_tree, donated_invars, self.name)
+    return Lowered(lowered, traced, in_tree, donated_invars, self.name,
+                   tuple(sorted(self.donate_argnums)), (self.fun, self.static_argnums))
 
   def trace(self, *args, **kwargs):
     dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
@@ -486,13 +613,16 @@ class ArgInfo:
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
 
-  def __init__(self, lowered, traced, in_tree, donated_invars, name):
+  def __init__(self, lowered, traced, in_tree, donated_invars, name, donate_argnums=(),
+               fun_and_statics=(None, ())):
+    self._fun_and_statics = fun_and_statics
     self._lowered = lowered
     self._traced = traced
     self.in_tree = in_tree
     self.out_tree = traced.out_tree
     self._donated = donated_invars
     self._name = name
+    self._donate_argnums = donate_argnums
 
   @property
   def args_info(self):
@@ -535,13 +665,27 @@ class Lowered:
     except NotImplementedError:
       return None
 
-  def compile(self) -> "Compiled":
+  @property
+  def in_avals(self):
+    """The arguments' avals, in the tree of ``(args, kwargs)``."""
+    return self.in_tree.unflatten(list(self._traced.in_avals))
+
+  @property
+  def donate_argnums(self):
+    """The positions of the donated positional arguments (JAX's ``Lowered.donate_argnums``:
+    argument numbers, whatever was given by name)."""
+    return self._donate_argnums
+
+  def compile(self, compiler_options: dict | None = None) -> "Compiled":
+    """Compile with XLA; ``compiler_options`` are XLA's options by name, as JAX's
+    (``{"xla_embed_ir_in_executable": True}``)."""
     if self._lowered.replicas is not None:  # it contains pmaps
       call = replicated.compile_replicated_call(self._lowered)
-      return Compiled(call, self._traced, self.in_tree, self._name)
-    executable = xla.compile_lowered(self._lowered)
+      return Compiled(call, self._traced, self.in_tree, self._name, self._donate_argnums,
+                      self._fun_and_statics)
+    executable = xla.compile_lowered(self._lowered, compiler_options=compiler_options)
     return Compiled(CompiledCall(executable, self._lowered, None), self._traced, self.in_tree,
-                    self._name)
+                    self._name, self._donate_argnums, self._fun_and_statics)
 
   def jaxpr(self):
     return self._traced.jaxpr
@@ -550,12 +694,20 @@ class Lowered:
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
-  def __init__(self, call, traced, in_tree, name: str = "jit"):
+  def __init__(self, call, traced, in_tree, name: str = "jit", donate_argnums=(),
+               fun_and_statics=(None, ())):
     self._call = call
     self._traced = traced
     self.in_tree = in_tree
     self.out_tree = traced.out_tree
     self._name = name
+    self.donate_argnums = donate_argnums
+    self._fun_and_statics = fun_and_statics  # to name arguments in errors
+
+  @property
+  def in_avals(self):
+    """The arguments' avals, in the tree of ``(args, kwargs)``."""
+    return self.in_tree.unflatten(list(self._traced.in_avals))
 
   def __call__(self, *args, **kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
@@ -566,10 +718,22 @@ class Compiled:
     avals = [_abstractify(x) for x in leaves]
     expected = self._traced.in_avals
     if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
-      # args[i]... for positional arguments, ['name']... for keyword arguments.
-      paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
-               else tree_util.keystr(p[1:], simple=True, separator=".")
-               for p, _ in tree_util.tree_flatten_with_path(self.in_tree.unflatten(leaves))[0]]
+      # By parameter name (x, x[0]...) where the function's signature gives one, else
+      # args[i]...; keyword arguments by name.
+      fun, static_argnums = self._fun_and_statics
+      positions = list(itertools.islice((i for i in itertools.count()
+                                         if i not in static_argnums), len(args)))
+      paths = _argument_paths(fun, args, kwargs, (), ()) if fun is not None else None
+      if paths is not None and positions != list(range(len(args))):
+        full = [None] * (max(positions, default=-1) + 1)
+        for i, a in zip(positions, args):
+          full[i] = a
+        paths = _argument_paths(fun, tuple(full), kwargs,
+                                [i for i in range(len(full)) if i not in positions], ())
+      if paths is None:
+        paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
+                 else tree_util.keystr(p[1:], simple=True, separator=".")
+                 for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
       diffs = "\n".join(
           f"Argument '{p}' compiled with {e.str_short(short_dtypes=False)} and called with "
           f"{a.str_short(short_dtypes=False)}" for p, a, e in zip(paths, avals, expected)
@@ -640,9 +804,14 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
                              static_argnames=static_argnames, donate_argnums=donate_argnums,
                              donate_argnames=donate_argnames, keep_unused=keep_unused,
                              inline=inline)
+  if isinstance(fun, staticmethod):
+    raise TypeError(f"staticmethod arguments are not supported, got {fun}: apply jit to the "
+                    "function first, then staticmethod (put @jit below @staticmethod)")
   if not callable(fun):
     raise TypeError(f"jit: Expected a callable value, got {fun!r} of type "
                     f"{type(fun).__name__}")
+  if inspect.isgeneratorfunction(fun):
+    raise TypeError(f"Expected a function, got a generator function: {fun}")
   wrapped = JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                        keep_unused, inline)
   return _make_jitted(wrapped)
@@ -863,7 +1032,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
   def make(*args, **kwargs):
     dyn_args = [a for i, a in enumerate(args) if i not in static_argnums]
     leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
-    avals = [_abstractify(x) for x in leaves]
+    avals = [abstractify_spec(x) for x in leaves]
     out_tree_box = []
 
     def flat_fun(*flat):
@@ -891,12 +1060,14 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
 def eval_shape(fun: Callable, *args, **kwargs):
   """Shapes and dtypes of ``fun(*args, **kwargs)`` as ShapeDtypeStructs, without running it."""
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-  avals = [_abstractify(x) for x in leaves]
+  avals = [abstractify_spec(x) for x in leaves]
   out_tree_box = []
 
   def flat_fun(*flat):
     a, kw = in_tree.unflatten(flat)
-    out_leaves, out_tree = tree_util.tree_flatten(fun(*a, **kw))
+    out = fun(*a, **kw)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    _check_outputs(fun, "eval_shape", out, out_leaves)
     out_tree_box.append(out_tree)
     return out_leaves
 
@@ -916,13 +1087,19 @@ def _flatten_axes(what: str, tree_def, axes, leaves_count: int):
     proxy = tree_util.tree_unflatten(tree_def, [object()] * leaves_count)
     return tree_util.broadcast_prefix(axes, proxy, is_leaf=lambda x: x is None)
   except (ValueError, TypeError) as e:
+    errors = tree_util.prefix_errors(axes, proxy, what, is_leaf=lambda x: x is None)
+    details = "".join(f"\n  {m}" for m in errors)
     raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
-                     f"value, got specification {axes!r} for value tree {tree_def}.") from e
+                     f"value; got specification {axes!r} for value tree {tree_def}."
+                     + (f"\n  Mismatch details ({len(errors)} found):{details}" if errors
+                        else "")) from e
 
 
-def mapped_axis_size(what: str, avals, axes, axis_size=None):
+def mapped_axis_size(what: str, avals, axes, axis_size=None, leaf_names=None):
   """Normalize mapped axes (per leaf, int or None) against the leaves' ranks and check that
-  every mapped axis has one size; returns (axes, size). Errors name ``what`` (vmap/pmap)."""
+  every mapped axis has one size; returns (axes, size). Errors name ``what`` (vmap/pmap) and,
+  where ``leaf_names`` (a callable giving each leaf's description, such as ``argument x`` or
+  ``kwargs['y']``) is given, the arguments, in JAX's words."""
   axes = list(axes)
   sizes = {}
   for i, (aval, ax) in enumerate(zip(avals, axes)):
@@ -934,10 +1111,10 @@ def mapped_axis_size(what: str, avals, axes, axis_size=None):
                        f"only {aval.ndim} (its shape is {aval.shape})")
     axes[i] = ax % aval.ndim
     sizes[i] = aval.shape[axes[i]]
-  if len(set(sizes.values())) > 1:
-    detail = "\n".join(f"  argument leaf {i} has shape {avals[i].shape} and axis {axes[i]} "
-                       f"of size {s}" for i, s in sizes.items())
-    raise ValueError(f"{what} got inconsistent sizes for array axes to be mapped:\n{detail}")
+  distinct = set(sizes.values())
+  if len(distinct) > 1 or (axis_size is not None and distinct and distinct != {axis_size}):
+    raise ValueError(_inconsistent_sizes_message(what, avals, axes, sizes, axis_size,
+                                                 leaf_names))
   if sizes:
     size = next(iter(sizes.values()))
     if axis_size is not None and axis_size != size:
@@ -952,6 +1129,47 @@ def mapped_axis_size(what: str, avals, axes, axis_size=None):
   return axes, axis_size
 
 
+def _inconsistent_sizes_message(what, avals, axes, sizes, axis_size, leaf_names):
+  names = leaf_names() if leaf_names is not None else [f"argument leaf {i}"
+                                                       for i in range(len(avals))]
+  lines = []
+  if axis_size is not None:
+    lines.append(f"  * the `axis_size` argument was {axis_size}")
+  counts = {}
+  for i, n in sizes.items():
+    counts.setdefault(n, []).append(i)
+  ranked = sorted(counts.items(), key=lambda kv: -len(kv[1]))  # stable: first seen first
+  for rank, (n, leaves) in enumerate(ranked):
+    i = leaves[0]
+    where = (f"axis {axes[i]} of {names[i]} of type "
+             f"{avals[i].str_short(short_dtypes=False)}")
+    if len(leaves) == 1:
+      lines.append(f"  * one axis had size {n}: {where}")
+    else:
+      most = "most" if rank == 0 else "some"
+      lines.append(f"  * {most} axes ({len(leaves)} of them) had size {n}, e.g. {where}")
+  return f"{what} got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines)
+
+
+def _argument_names(fun, args, kwargs) -> list:
+  """Each leaf of ``(args, kwargs)`` described as JAX's messages do: ``argument x``,
+  ``argument b[0]`` (by the parameter's name where the signature gives one), ``kwargs['y']``."""
+  try:
+    params = [p.name for p in inspect.signature(fun).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  except (TypeError, ValueError):
+    params = []
+  names = []
+  for path, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]:
+    if path[0].idx == 0:
+      i = path[1].idx
+      head = f"argument {params[i]}" if i < len(params) else f"args[{i}]"
+      names.append(head + tree_util.keystr(path[2:]))
+    else:
+      names.append("kwargs" + tree_util.keystr(path[1:]))
+  return names
+
+
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
          spmd_axis_name=None):
   """Vectorize ``fun`` over a leading (or ``in_axes``) axis of its arguments.
@@ -963,9 +1181,16 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
   """
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
-  if not (in_axes is None or isinstance(in_axes, (int, tuple, dict)) or
-          hasattr(in_axes, "__len__")):
-    raise TypeError(f"vmap in_axes must be an int, None, or a tuple of entries, got {in_axes!r}")
+  # As JAX: the top level of in_axes stands for the positional arguments (a tuple, or one
+  # int/None for all), and every leaf of either spec is an int (not a bool) or None.
+  if not (in_axes is None or type(in_axes) in (int, tuple)):
+    raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                    f"to the positional arguments passed to the function, but got {in_axes}.")
+  for name, spec in (("in_axes", in_axes), ("out_axes", out_axes)):
+    if any(leaf is not None and type(leaf) is not int
+           for leaf in tree_util.tree_leaves(spec, is_leaf=lambda x: x is None)):
+      raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those "
+                      f"types as leaves, but got {spec}.")
 
   @functools.wraps(fun)
   def vmapped(*args, **kwargs):
@@ -982,7 +1207,10 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
       raise ValueError("vmap wrapped function must be passed at least one argument containing "
                        f"an array or axis_size must be specified, got empty *args={args} and "
                        f"**kwargs={kwargs}")
-    dims, size = mapped_axis_size("vmap", [_abstractify(x) for x in leaves], dims, axis_size)
+    # Leaves that are not mapped pass through as they are (functions, objects ...).
+    avals = [None if d is None else _abstractify(x) for x, d in zip(leaves, dims)]
+    dims, size = mapped_axis_size("vmap", avals, dims, axis_size,
+                                  lambda: _argument_names(fun, args, kwargs))
     out_tree_box = []
 
     def flat_fun(*flat):
@@ -999,7 +1227,11 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     for i, (o, d, dst) in enumerate(zip(outs, out_dims, spec)):
       if dst is None:
         if d is not None:
-          raise ValueError(f"vmap has mapped output (output leaf {i}) but out_axes is None")
+          path = tree_util.keystr(tree_util.tree_flatten_with_path(
+              out_tree.unflatten(list(range(len(outs)))))[0][i][0])
+          named = f" (axis_name={axis_name})" if axis_name is not None else ""
+          raise ValueError(f"vmap has mapped output{named} but out_axes is None, at vmap "
+                           f"out_axes{path} (output leaf {i})")
         final.append(o)
         continue
       try:
@@ -1013,6 +1245,12 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
       final.append(batching.matchaxis(o, d, dst % ndim, size))
     return tree_util.tree_unflatten(out_tree, final)
 
+  name = _fun_name(fun)
+  doc = (f"Vectorized version of {name}. Takes similar arguments as {name} but with additional "
+         f"array axes over which {name} is mapped.")
+  if getattr(fun, "__doc__", None):
+    doc += "\n\nOriginal documentation:\n\n" + fun.__doc__
+  vmapped.__doc__ = doc  # as JAX's
   return api_boundary(vmapped)
 
 
@@ -1216,6 +1454,7 @@ class _PmapFunction:
     rememberable = not kwargs and not statics and not any(donated)
     return traced, leaves, params, rememberable
 
+  @api_boundary
   def __call__(self, args, kwargs):
     traced, leaves, params, rememberable = self._traced_params(args, kwargs)
     if trace_ctx.trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves) and \

@@ -9,10 +9,11 @@ import numpy as np
 
 from hlox import lax, tree_util
 from hlox.core import dtypes
+from hlox.core.jaxpr import ClosedJaxpr, trace_to_jaxpr
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad
-from hlox.api import vmap
+from hlox.api import abstractify_spec, vmap
 from hlox.runtime.array import Array, device_put
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
@@ -96,21 +97,27 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
     raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
                     f"{type(primals).__name__} and {type(tangents).__name__}.")
-  p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
-  t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+  # As JAX: primals and tangents must have one structure, containers included (a tuple of
+  # primals with a list of tangents is an error).
+  p_leaves, p_tree = tree_util.tree_flatten(primals)
+  t_leaves, t_tree = tree_util.tree_flatten(tangents)
   if p_tree != t_tree:
-    raise ValueError(f"jvp: primal and tangent arguments must have equal structure; primals "
-                     f"{p_tree}, tangents {t_tree}")
+    raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                    f"structure; primals have tree structure {p_tree} whereas tangents have "
+                    f"tree structure {t_tree}.")
+  p_tree = tree_util.tree_structure(tuple(primals))
   tangents_in = []
   for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
     p_aval, t_aval = get_aval(p), get_aval(t)
     expected = p_aval.to_tangent_aval()
-    if t_aval.shape != p_aval.shape:
-      raise ValueError(f"jvp: primal and tangent shapes differ for argument leaf {i}: "
-                       f"{p_aval.str_short()} vs {t_aval.str_short()}")
     if t_aval.dtype != expected.dtype:
-      raise TypeError(f"jvp: primal {p_aval.str_short()} needs a tangent of dtype "
-                      f"{expected.dtype}, got {t_aval.dtype}")
+      raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must be "
+                      "equal, or in case of int/bool primal dtype the tangent dtype must be "
+                      f"float0. Got primal dtype {p_aval.dtype} and so expected tangent "
+                      f"dtype {expected.dtype}, but got tangent dtype {t_aval.dtype} instead.")
+    if t_aval.shape != p_aval.shape:
+      raise ValueError("jvp called with different primal and tangent shapes; Got primal "
+                       f"shape {p_aval.shape} and tangent shape as {t_aval.shape}")
     tangents_in.append(ad.Zero(expected) if expected.dtype == dtypes.float0 else t)
   flat, box = _flat_fun(fun, p_tree, has_aux)
   out_p, out_t = ad.jvp(flat, p_leaves, tangents_in)
@@ -134,20 +141,27 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   # As JAX's, the linear function is a ``Partial`` of a ``functools.partial`` whose first
   # argument is the linear jaxpr (users inspect the residual recomputation through
   # ``f_jvp.func.args[0]``).
+  p_avals = [get_aval(p) for p in p_leaves]
   f_jvp = tree_util.Partial(functools.partial(_lifted_jvp, lin.jaxpr.jaxpr, lin, nonzeros,
-                                              n_out, box["out_tree"], p_tree))
+                                              n_out, box["out_tree"], p_tree, p_avals))
   f_jvp.out_nzs = tuple(not z for z in lin.out_zeros[:n_out])
   out_tree = box["out_tree"]
   out = tree_util.tree_unflatten(out_tree, out_p)
   return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
-def _lifted_jvp(jaxpr, lin, nonzeros, n_out, out_tree, p_tree, *tangents):
+def _lifted_jvp(jaxpr, lin, nonzeros, n_out, out_tree, p_tree, p_avals, *tangents):
   del jaxpr  # carried for inspection only; ``lin`` evaluates it
   t_leaves, t_tree = tree_util.tree_flatten(tangents)
   if t_tree != p_tree:
     raise TypeError(f"linearized function called with tangent structure {t_tree}, "
                     f"expected {p_tree}")
+  for t, p_aval in zip(t_leaves, p_avals):
+    t_aval, expected = get_aval(t), p_aval.to_tangent_aval()
+    if (t_aval.shape, t_aval.dtype) != (expected.shape, expected.dtype):
+      raise ValueError("linearized function called on tangent values inconsistent with the "
+                       f"original primal values: got tangent aval {t_aval.str_short()} for "
+                       f"primal aval {p_aval.str_short()}")
   outs = lin(*[t for t, nz in zip(t_leaves, nonzeros) if nz])[:n_out]
   return tree_util.tree_unflatten(out_tree, [_instantiate(t) for t in outs])
 
@@ -167,38 +181,62 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   out_avals = [get_aval(o) for o in out_p]
   in_avals = [get_aval(p) for p in p_leaves]
 
-  def f_vjp(*args):
-    if len(args) != 1:
-      name = _fun_name(fun)
-      raise TypeError(f"The function returned by `jax.vjp` applied to {name} was called with "
-                      f"{len(args)} arguments, but functions returned by `jax.vjp` must be "
-                      f"called with a single argument corresponding to the single value "
-                      f"returned by {name} (even if that returned value is a tuple or other "
-                      f"container).")
-    ct, = args
-    ct_leaves, ct_tree = tree_util.tree_flatten(ct)
-    if ct_tree != out_tree:
-      raise ValueError(f"unexpected tree structure of argument to vjp function: got "
-                       f"{ct_tree}, but expected to match {out_tree} (the structure of the "
-                       f"function's output)")
-    for c, a in zip(ct_leaves, out_avals):
-      c_aval, expected = get_aval(c), a.to_tangent_aval()
-      # As JAX: the cotangent must have the output's tangent type (weak types aside); any
-      # cotangent of the right shape is accepted where that type is float0.
-      if c_aval.shape != a.shape or (c_aval.dtype != expected.dtype
-                                     and expected.dtype != dtypes.float0):
-        raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP "
-                         f"function: got {c_aval.str_short()}, but expected "
-                         f"{expected.str_short()} because the corresponding output of the "
-                         f"differentiated function had JAX type {a.str_short()}")
-    cts_in = iter(lin.transpose(list(ct_leaves) + [ad.Zero(a) for a in lin.out_avals[-n_aux:]]
-                                if n_aux else ct_leaves))
-    result = [_instantiate(next(cts_in)) if nz else _zeros_tangent(a)
-              for a, nz in zip(in_avals, nonzeros)]
-    return tuple(tree_util.tree_unflatten(p_tree, result))
+  # As JAX's, the pullback is a ``Partial`` whose children are the residuals, so it can be
+  # returned from and passed to jitted functions; everything else is static.
+  info = _VJPInfo(_fun_name(fun), lin, p_tree, out_tree, out_avals, in_avals, nonzeros, n_aux)
+  f_vjp = tree_util.Partial(functools.partial(_vjp_pullback, info), list(lin.jaxpr.consts))
 
   out = tree_util.tree_unflatten(out_tree, out_p)
   return (out, f_vjp, aux) if has_aux else (out, f_vjp)
+
+
+class _VJPInfo:
+  """The static part of a pullback made by ``vjp``: its linear jaxpr and the trees and
+  types of the arguments and results."""
+
+  __slots__ = ("name", "jaxpr", "lin_avals", "p_tree", "out_tree", "out_avals", "in_avals",
+               "nonzeros", "n_aux")
+
+  def __init__(self, name, lin, p_tree, out_tree, out_avals, in_avals, nonzeros, n_aux):
+    # Not ``lin`` itself: its consts (the residuals) are the pullback's children.
+    self.name, self.jaxpr = name, lin.jaxpr.jaxpr
+    self.lin_avals = (lin.in_avals, lin.out_zeros, lin.out_avals)
+    self.p_tree, self.out_tree = p_tree, out_tree
+    self.out_avals, self.in_avals, self.nonzeros, self.n_aux = (out_avals, in_avals,
+                                                                 nonzeros, n_aux)
+
+
+def _vjp_pullback(info, residuals, *args):
+  if len(args) != 1:
+    name = info.name
+    raise TypeError(f"The function returned by `jax.vjp` applied to {name} was called with "
+                    f"{len(args)} arguments, but functions returned by `jax.vjp` must be "
+                    f"called with a single argument corresponding to the single value "
+                    f"returned by {name} (even if that returned value is a tuple or other "
+                    f"container).")
+  ct, = args
+  ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+  if ct_tree != info.out_tree:
+    raise ValueError(f"unexpected tree structure of argument to vjp function: got "
+                     f"{ct_tree}, but expected to match {info.out_tree} (the structure of "
+                     f"the function's output)")
+  for c, a in zip(ct_leaves, info.out_avals):
+    c_aval, expected = get_aval(c), a.to_tangent_aval()
+    # As JAX: the cotangent must have the output's tangent type (weak types aside); any
+    # cotangent of the right shape is accepted where that type is float0.
+    if c_aval.shape != a.shape or (c_aval.dtype != expected.dtype
+                                   and expected.dtype != dtypes.float0):
+      raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                       f"function: got {c_aval.str_short()}, but expected "
+                       f"{expected.str_short()} because the corresponding output of the "
+                       f"differentiated function had JAX type {a.str_short()}")
+  lin = ad.Linearized(ClosedJaxpr(info.jaxpr, list(residuals)), *info.lin_avals)
+  n_aux = info.n_aux
+  cts_in = iter(lin.transpose(list(ct_leaves) + [ad.Zero(a) for a in lin.out_avals[-n_aux:]]
+                              if n_aux else ct_leaves))
+  result = [_instantiate(next(cts_in)) if nz else _zeros_tangent(a)
+            for a, nz in zip(info.in_avals, info.nonzeros)]
+  return tuple(tree_util.tree_unflatten(info.p_tree, result))
 
 
 def _normalize_argnums(argnums, nargs, name):
@@ -485,21 +523,40 @@ jacobian = jacrev  # JAX's alias
 
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
   """The transpose of the linear function ``fun``, whose arguments look like ``primals``
-  (only their shapes and dtypes matter): ``f_t(out_cotangent)`` returns a tuple of input
-  cotangents."""
-  leaves, tree = tree_util.tree_flatten(primals)
-  avals = [get_aval(x) for x in leaves]
-  for a in avals:
-    if not dtypes.is_inexact(a.dtype):
-      raise TypeError("linear_transpose only supports [float or complex] -> "
-                      f"[float or complex], got input dtype {a.dtype}")
-  zeros = tree_util.tree_unflatten(tree, [np.zeros(a.shape, a.dtype) for a in avals])
-  out, f_vjp = vjp(fun, *zeros)
-  for o in tree_util.tree_leaves(out):
-    if not dtypes.is_inexact(get_aval(o).dtype):
-      raise TypeError("linear_transpose only supports [float or complex] -> "
-                      f"[float or complex], got output dtype {get_aval(o).dtype}")
+  (only their shapes and dtypes matter: arrays, ``ShapeDtypeStruct`` or anything with
+  ``shape`` and ``dtype``): ``f_t(out_cotangent)`` returns a tuple of input cotangents. As
+  JAX's, ``f_t`` is a ``Partial`` (it can cross ``jit``), and ``fun`` maps floats to floats
+  (or complex) or integers to integers."""
+  del reduce_axes  # JAX's deprecated argument, accepted and ignored as JAX does
+  leaves, in_tree = tree_util.tree_flatten(primals)
+  in_avals = [abstractify_spec(x) for x in leaves]
+  flat, box = _flat_fun(fun, in_tree)
+  closed = trace_to_jaxpr(flat, in_avals, debug_info=_fun_name(fun),
+                          trace_name="linear_transpose")
+  out_avals = closed.out_avals
+  in_dtypes = [a.dtype for a in in_avals]
+  out_dtypes = [a.dtype for a in out_avals]
+  if not (all(dtypes.is_inexact(d) for d in in_dtypes + out_dtypes)
+          or all(dtypes.is_int(d) for d in in_dtypes + out_dtypes)):
+    raise TypeError("linear_transpose only supports [float or complex] -> [float or complex], "
+                    f"and integer -> integer functions, but got {in_dtypes} -> {out_dtypes}.")
+  info = (closed.jaxpr, in_tree, box["out_tree"], tuple(in_avals), tuple(out_avals))
+  return tree_util.Partial(functools.partial(_transposed, info), list(closed.consts))
 
-  def transposed(out_cotangent):
-    return f_vjp(out_cotangent)
-  return transposed
+
+def _transposed(info, consts, out_cotangent):
+  jaxpr, in_tree, out_tree, in_avals, out_avals = info
+  ct_leaves, ct_tree = tree_util.tree_flatten(out_cotangent)
+  if ct_tree != out_tree:
+    raise TypeError("cotangent tree does not match function output, expected "
+                    f"{out_tree} but got {ct_tree}")
+  for c, a in zip(ct_leaves, out_avals):
+    c_aval = get_aval(c)
+    if (c_aval.shape, c_aval.dtype) != (a.shape, a.dtype):
+      raise TypeError("cotangent type does not match function output, expected "
+                      f"{a.str_short()} but got {c_aval.str_short()}")
+  cts = ad.backward_pass(jaxpr, list(consts), [ad.UndefinedPrimal(a) for a in in_avals],
+                         ct_leaves)
+  result = [lax.full(a.shape, 0, a.dtype) if type(ct) is ad.Zero else ct
+            for ct, a in zip(cts, in_avals)]
+  return tuple(tree_util.tree_unflatten(in_tree, result))

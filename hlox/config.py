@@ -45,6 +45,12 @@ class Config:
       "cache_size": ("HLOX_CACHE_SIZE", _env_int, 4096),
       "explain_cache_misses": ("HLOX_EXPLAIN_CACHE_MISSES", _env_bool, False),
       "disable_jit": ("HLOX_DISABLE_JIT", _env_bool, False),
+      # The tracer leak checker (core/leak_checker.py): after each public entry point, a
+      # trace that has finished but is still alive (a tracer of it was kept) is an error.
+      "check_tracer_leaks": ("HLOX_CHECK_TRACER_LEAKS", _env_bool, False),
+      # Operations on values that are not traced run at trace time even inside jit (set by
+      # ``hlox.ensure_compile_time_eval()``; JAX's option of the same name).
+      "eager_constant_folding": ("HLOX_EAGER_CONSTANT_FOLDING", _env_bool, False),
       # Static integer indices out of bounds raise IndexError in ``x[i]`` (JAX's option; off
       # by default, as JAX, where they are clamped like traced ones).
       "check_static_indices": ("HLOX_CHECK_STATIC_INDICES", _env_bool, False),
@@ -170,6 +176,24 @@ class _BoolOption:
 debug_nans = _BoolOption("debug_nans")
 debug_infs = _BoolOption("debug_infs")
 log_compiles = _BoolOption("log_compiles")
+check_tracer_leaks = _BoolOption("check_tracer_leaks")
+
+
+eager_constant_folding = _BoolOption("eager_constant_folding")
+
+
+def ensure_compile_time_eval():
+  """``with hlox.ensure_compile_time_eval(): ...``: inside the block, operations whose
+  operands are all concrete (not traced) are evaluated right away, even while ``jit`` traces,
+  so their results are concrete values (usable in Python control flow) that enter the
+  program as constants. Operations on traced values are traced as usual."""
+  return eager_constant_folding(True)
+
+
+def checking_leaks():
+  """``with hlox.checking_leaks(): ...`` turns the tracer leak checker on inside the block
+  (JAX's name for ``check_tracer_leaks(True)``)."""
+  return check_tracer_leaks(True)
 
 
 class _Option(_BoolOption):

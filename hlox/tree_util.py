@@ -368,6 +368,59 @@ def _first_mismatch(path: tuple[Any, ...], prefix: Any, full: Any,
   return None
 
 
+def prefix_errors(prefix_tree: Any, full_tree: Any, name: str = "prefix",
+                  is_leaf: Callable[[Any], bool] | None = None) -> list[str]:
+  """Every place where ``prefix_tree`` is not a tree prefix of ``full_tree``, each as a
+  message naming its key path (``name`` prefixes the path, e.g. ``in_axes[0]``) and what
+  differs there: the node types, numbers of children, keys or metadata. Empty when it is a
+  prefix. (JAX's ``prefix_errors``; used on the error paths of ``vmap``, ``device_put``.)"""
+  errors: list[str] = []
+
+  def walk(path, prefix, full):
+    if is_leaf is not None and is_leaf(prefix):
+      return
+    prefix_node = default_registry.flatten_one_level_with_keys(prefix)
+    if prefix_node is None:
+      return  # a leaf of the prefix stands for any subtree
+    prefix_children, prefix_aux = list(prefix_node[0]), prefix_node[1]
+    full_node = default_registry.flatten_one_level_with_keys(full)
+    where = f"at key path\n    {name}{keystr(path)}\nAt that key path, the prefix pytree {name}"
+    if full_node is None or type(prefix) is not type(full):
+      other = (f"subtree of different type\n    {type(full)}" if full_node is not None else
+               "leaf (an array or other value), not a pytree node")
+      errors.append(f"pytree structure error: different types {where} has a subtree of type\n"
+                    f"    {type(prefix)}\nbut at the same key path the full pytree has a "
+                    f"{other}.")
+      return
+    full_children, full_aux = list(full_node[0]), full_node[1]
+    if len(prefix_children) != len(full_children):
+      errors.append(f"pytree structure error: different numbers of pytree children {where} "
+                    f"has a subtree of type\n    {type(prefix)}\nwith {len(prefix_children)} "
+                    f"child keys\n    {' '.join(str(k) for k, _ in prefix_children)}\nbut at "
+                    f"the same key path the full pytree has a subtree of the same type but "
+                    f"with {len(full_children)} child keys\n    "
+                    f"{' '.join(str(k) for k, _ in full_children)}")
+      return
+    prefix_keys, full_keys = [k for k, _ in prefix_children], [k for k, _ in full_children]
+    if prefix_keys != full_keys:
+      errors.append(f"pytree structure error: different pytree keys {where} has a subtree of "
+                    f"type\n    {type(prefix)}\nwith keys\n    {prefix_keys}\nbut at the "
+                    f"same key path the full pytree has a subtree of the same type but with "
+                    f"keys\n    {full_keys}")
+      return
+    if prefix_aux != full_aux:
+      errors.append(f"pytree structure error: different pytree metadata {where} has a subtree "
+                    f"of type\n    {type(prefix)}\nwith metadata\n    {_short(prefix_aux)}\n"
+                    f"but at the same key path the full pytree has a subtree of the same type "
+                    f"but with metadata\n    {_short(full_aux)}")
+      return
+    for (key, prefix_child), (_, full_child) in zip(prefix_children, full_children):
+      walk((*path, key), prefix_child, full_child)
+
+  walk((), prefix_tree, full_tree)
+  return errors
+
+
 def _flatten_up_to(api: str, tree: Any, treedef: PyTreeDef, other: Any,
                    tree_name: str, other_name: str,
                    is_leaf: Callable[[Any], bool] | None) -> list[Any]:

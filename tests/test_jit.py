@@ -113,7 +113,7 @@ def test_lower_as_text_and_compile():
   assert "stablehlo.sine" in text and "func.func public @main" in text
   compiled = lowered.compile()
   np.testing.assert_allclose(np.asarray(compiled(_ones(3))), np.sin(np.ones(3)), rtol=1e-6)
-  with pytest.raises(TypeError, match=r"(?s)Argument types differ.*Argument 'args\[0\]' "
+  with pytest.raises(TypeError, match=r"(?s)Argument types differ.*Argument 'x' "
                      r"compiled with float32\[3\] and called with float32\[4\]"):
     compiled(_ones(4))
   with pytest.raises(TypeError, match="Function compiled with input pytree does not match"):
@@ -206,5 +206,8 @@ def test_threads_share_jit_cache_safely():
 def test_jit_of_non_callable_and_bad_argument():
   with pytest.raises(TypeError, match="callable"):
     hlox.jit(3)
-  with pytest.raises(TypeError, match="not a valid"):
+  # JAX's phrase, naming the argument's path.
+  with pytest.raises(TypeError, match="as an abstract array.*at path x"):
     hlox.jit(lambda x: x)("hello")
+  with pytest.raises(TypeError, match=r"at path y\[1\]\['k'\]"):
+    hlox.jit(lambda x, y: x)(1.0, (2.0, {"k": "bad"}))

@@ -15,10 +15,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core import source_info as source_info_lib
-from hlox.core.tracer import Trace, Tracer, get_aval, set_current_trace
+from hlox.core.tracer import Trace, Tracer, eval_trace, get_aval, set_current_trace
 
 
 class Var:
@@ -447,6 +448,8 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
 
 # --- tracing Python to a jaxpr -----------------------------------------------------------
 
+_options = config._values  # read directly per traced equation (config's getattr is slower)
+
 class JaxprTracer(Tracer):
   __slots__ = ("aval", "var", "_src")
 
@@ -508,6 +511,11 @@ class JaxprTrace(Trace):
     return tracer
 
   def process_primitive(self, primitive, args, params):
+    if _options["eager_constant_folding"] and not any(isinstance(x, Tracer) for x in args):
+      # Inside ``ensure_compile_time_eval``: what does not depend on a traced value is
+      # computed now, at trace time, and enters the jaxpr as a constant.
+      with set_current_trace(eval_trace):
+        return primitive.bind(*args, **params)
     tracers = [self.to_tracer(x) for x in args]
     out = primitive.abstract_eval(*[t.aval for t in tracers], **params)
     src = source_info_lib.current()

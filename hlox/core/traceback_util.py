@@ -18,6 +18,7 @@ import sys
 import types
 
 from hlox.config import config
+from hlox.core import leak_checker
 from hlox.core.source_info import is_user_file
 
 __all__ = ["api_boundary", "filter_traceback", "hide_wrapper_frames", "UnfilteredStackTrace"]
@@ -78,8 +79,13 @@ def api_boundary(fun):
   def hlox_api_boundary(*args, **kwargs):
     __tracebackhide__ = True  # noqa: F841  (read by IPython and pytest)
     try:
-      return fun(*args, **kwargs)
+      out = fun(*args, **kwargs)
+      if leak_checker.pending:  # traces finished with the leak checker on
+        leak_checker.check_pending()
+      return out
     except Exception as e:
+      if leak_checker.pending:
+        leak_checker.discard_pending()
       mode = _mode()
       if mode == "off" or _under_boundary(sys._getframe()):
         raise

@@ -14,8 +14,10 @@ import threading
 
 import numpy as np
 
+from hlox.config import config
 from hlox.core import basearray
 from hlox.core import dtypes
+from hlox.core import leak_checker
 from hlox.core.avals import ShapedArray
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
@@ -36,6 +38,8 @@ class Trace:
 
   def invalidate(self):
     self.invalid = True
+    if config.check_tracer_leaks:
+      leak_checker.note_finished(self)
 
   def check_tracer(self, x):
     """Raise if ``x`` belongs to a trace that has already finished."""
@@ -194,7 +198,7 @@ class Tracer:
       if what == "bool":
         raise TracerBoolConversionError(
             self, f"Attempted boolean conversion of traced array with shape "
-            f"{self.aval.str_short()}, e.g. in `if x:`")
+            f"{self.aval.str_short()}. This happens e.g. in `if x:`")
       # As JAX says: a cast of a traced array is usually meant as a dtype conversion.
       raise ConcretizationTypeError(
           self, f"{what}() of a traced array; if you want a dtype conversion, try using "
@@ -202,22 +206,54 @@ class Tracer:
     return value
 
   def __bool__(self):
+    size = self.aval.size
+    if size != 1:  # as for arrays, whatever the value: NumPy's ValueErrors
+      if size == 0:
+        raise ValueError("The truth value of an empty array is ambiguous. Use a.size > 0 to "
+                         "check that an array is not empty.")
+      raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                       f"Use a.any() or a.all() (bool() of a traced {self.aval.str_short()})")
     return bool(self._concrete("bool"))
 
+  def _check_scalar(self, what):
+    if self.aval.shape:
+      raise TypeError(f"Only scalar arrays can be converted to Python scalars. ({what}() of a "
+                      f"traced {self.aval.str_short()})")
+
   def __int__(self):
+    self._check_scalar("int")
     return int(self._concrete("int"))
 
   def __float__(self):
+    self._check_scalar("float")
     return float(self._concrete("float"))
 
   def __complex__(self):
+    self._check_scalar("complex")
     return complex(self._concrete("complex"))
 
   def __index__(self):
+    aval = self.aval
+    if aval.shape or not (dtypes.is_int(aval.dtype) or aval.dtype == dtypes.bool_):
+      raise TypeError("Only integer scalar arrays can be converted to a scalar index. (got "
+                      f"a traced {aval.str_short()})")
     value = self.to_concrete_value()
     if value is None:
       raise TracerIntegerConversionError(self)
     return int(value)
+
+  def item(self, *args):
+    """The value as a Python scalar: possible only where the trace knows it concretely."""
+    value = self.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(self, "item() of a traced array")
+    return np.asarray(value).item(*args)
+
+  def __copy__(self):
+    return self  # tracers are immutable values, as JAX's: a copy is the tracer itself
+
+  def __deepcopy__(self, memo):
+    return self
 
   def __hash__(self):
     raise TypeError(f"unhashable type: traced array {self.aval.str_short()}; traced values "
@@ -250,6 +286,13 @@ def _aval_of_concrete(x):
   if t in (int, float, complex, bool):
     return ShapedArray((), dtypes.python_scalar_dtype(x), t is not bool)
   if isinstance(x, (np.ndarray, np.generic)):
+    if x.dtype.kind in "OUS" or (x.dtype.names is not None and x.dtype != dtypes.float0):
+      raise TypeError(f"Value {x!r} of type {t} with dtype {x.dtype} is not a valid JAX "
+                      "type: arrays hold numbers or booleans (not objects, strings or bytes)")
+    if t is not np.ndarray and isinstance(x, np.ma.MaskedArray):
+      raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
+                       "functions. Use arr.filled() to convert the value to a standard numpy "
+                       "array.")
     return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
   if isinstance(x, (bool, int, float, complex)):  # subclasses (IntEnum, numpy bool...)
     return ShapedArray((), dtypes.python_scalar_dtype(x), not isinstance(x, bool))

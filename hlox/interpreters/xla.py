@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 import re
 import threading
+import warnings
 import zlib
 from functools import partial
 from typing import Callable, Sequence
@@ -616,6 +617,7 @@ def _used_vars(jaxpr: Jaxpr) -> set:
 def _donation_attrs(in_avals, donated, out_avals) -> list:
   attrs = [{} for _ in in_avals]
   free_outputs = list(enumerate(out_avals))
+  unusable = []
   for i, (aval, d) in enumerate(zip(in_avals, donated)):
     if not d:
       continue
@@ -626,6 +628,13 @@ def _donation_attrs(in_avals, donated, out_avals) -> list:
       attrs[i]["tf.aliasing_output"] = i32_attr(j)
     else:
       attrs[i]["jax.buffer_donor"] = ir.BoolAttr.get(True)
+      unusable.append(aval)
+  if unusable:
+    # As JAX: a donated input that no output of its shape and dtype can reuse saves nothing.
+    warnings.warn("Some donated buffers were not usable: "
+                  f"{', '.join(str(a) for a in unusable)}.\nA donated argument is reused "
+                  "for an output of the same shape and dtype; none was left for these.",
+                  stacklevel=2)
   return attrs
 
 
@@ -635,7 +644,8 @@ def _donation_attrs(in_avals, donated, out_avals) -> list:
 _executable_cache = LRUCache()
 
 
-def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
+def compile_lowered(lowered: Lowered, device=None,
+                    compiler_options: dict | None = None) -> client.Executable:
   device = device if device is not None else client.default_device()
   text = lowered.as_text()
   # Keyed on a digest of the text, not the text: a big program's module is megabytes, and
@@ -646,6 +656,8 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
          tuple(lowered.out_avals))
   if lowered.host_callbacks:  # the text names callbacks by position only
     key += (lowered.host_callbacks,)
+  if compiler_options:  # other options, another executable
+    key += (tuple(sorted((k, repr(v)) for k, v in compiler_options.items())),)
   executable = _executable_cache.get(key)
   if executable is None:
     monitoring.record_event("compile")
@@ -654,13 +666,15 @@ def compile_lowered(lowered: Lowered, device=None) -> client.Executable:
       if lowered.host_callbacks:
         with lowered.context:
           executable = client.compile_mlir(text, device, lowered.out_avals,
-                                           lowered.host_callbacks, lowered.module)
+                                           lowered.host_callbacks, lowered.module,
+                                           compiler_options=compiler_options)
       else:
         # XLA gets the locations (op names and source lines in its metadata); the caches
         # are keyed without them, so the same program traced from other lines is not
         # compiled again (JAX's cache keys strip locations too).
         executable = client.compile_mlir(lowered.as_text(debug_info=True), device,
-                                         lowered.out_avals, key_text=text)
+                                         lowered.out_avals, key_text=text,
+                                         compiler_options=compiler_options)
     _executable_cache.put(key, executable)
   return executable
 

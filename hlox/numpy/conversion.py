@@ -45,7 +45,8 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
   Sequences holding traced values are assembled with ``lax`` operations, so
   ``jnp.array([x, 2 * x])`` works under ``jit``. The result is weakly typed only when
   ``object`` itself is (a Python scalar or weakly typed array) and no ``dtype`` is given.
-  ``copy`` is accepted for compatibility: Arrays are immutable, so no copy is ever needed.
+  ``copy=True`` (the default) gives an Array its own buffer, as JAX's: immutable values
+  could share one, but a donated argument's buffer is deleted under the sharers.
   """
   if order is not None and order != "K":
     raise NotImplementedError("array: only order='K' is supported")
@@ -59,6 +60,9 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
     out = object
     if dtype is not None:
       out = lax.convert_element_type(out, dtype, weak_type=False)
+    if copy and out is object and isinstance(out, Array):
+      # A fresh buffer: the original may be donated (deleted) while the copy lives on.
+      out = lax.copy_p.bind(out)
   elif isinstance(object, (list, tuple)):
     leaves = _leaves(object)
     if dtype is None:

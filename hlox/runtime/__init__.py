@@ -9,5 +9,5 @@ Libraries (``numpy``, ``random``, ``nn``, ``scipy``) see it only through ``runti
 from hlox.runtime.client import (default_backend, device_count, devices, get_client,
                                  local_device_count, local_devices, process_count,
                                  process_index)
-from hlox.runtime.array import Array, block_until_ready, device_get, device_put
-from hlox.runtime.placement import device_put_replicated, device_put_sharded
+from hlox.runtime.array import Array, block_until_ready, device_get
+from hlox.runtime.placement import device_put, device_put_replicated, device_put_sharded

@@ -195,16 +195,19 @@ class Array:
     return self._value().item(*args)
 
   def _scalar(self, kind):
-    if self.aval.size != 1:
-      raise TypeError(f"only size-1 arrays can be converted to Python scalars ({kind}() of "
+    if self.aval.shape:  # as JAX (NumPy still converts size-1 arrays, with a warning)
+      raise TypeError(f"Only scalar arrays can be converted to Python scalars. ({kind}() of "
                       f"an array of shape {self.shape})")
     return self._value().reshape(()).item()
 
   def __bool__(self):
     if self.aval.size != 1:  # NumPy's and JAX's ValueError, not a conversion TypeError
+      if self.aval.size == 0:
+        raise ValueError("The truth value of an empty array is ambiguous. Use a.size > 0 to "
+                         "check that an array is not empty.")
       raise ValueError("The truth value of an array with more than one element is ambiguous. "
                        f"Use a.any() or a.all() (bool() of an array of shape {self.shape})")
-    return bool(self._scalar("bool"))
+    return bool(self._value().reshape(()).item())
 
   def __int__(self):
     return int(self._scalar("int"))
@@ -216,10 +219,10 @@ class Array:
     return complex(self._scalar("complex"))
 
   def __index__(self):
-    if not dtypes.is_int(self.dtype) and self.dtype != dtypes.bool_:
-      raise TypeError(f"only integer scalar arrays can be converted to an index, got "
-                      f"{self.aval.str_short()}")
-    return int(self._scalar("index"))
+    if self.aval.shape or not (dtypes.is_int(self.dtype) or self.dtype == dtypes.bool_):
+      raise TypeError("Only integer scalar arrays can be converted to a scalar index. (got "
+                      f"{self.aval.str_short()})")
+    return int(self._value().reshape(()).item())
 
   def __len__(self):
     if not self.shape:

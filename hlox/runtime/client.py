@@ -266,15 +266,26 @@ class Executable:
     self.run = run
 
 
+def _option_value(v):
+  # Enums (JAX's CompilerEffortLevel) go by name; XLA parses strings for every option type.
+  name = getattr(v, "name", None)
+  return name if isinstance(name, str) and not isinstance(v, (bool, int, float, str)) else v
+
+
 def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
-                 module=None, key_text: str | None = None) -> Executable:
+                 module=None, key_text: str | None = None,
+                 compiler_options: dict | None = None) -> Executable:
   """Compile a one-device program. A program with Python host callbacks passes them, as
   ``(callback, result avals, takes a token)`` in the order its custom calls number them, and
   the ``ir.Module`` itself (``runtime/callbacks.py``). ``key_text`` (default ``mlir_text``)
-  keys the on-disk cache: the text without source locations."""
+  keys the on-disk cache: the text without source locations. ``compiler_options`` are XLA's
+  options by name (``{"xla_embed_ir_in_executable": True}``), as JAX's; XLA rejects unknown
+  names and ill-typed values when it compiles."""
   xc = _xc()
   client = get_client()
   options = xc.CompileOptions()
+  if compiler_options:
+    options.env_option_overrides = [(k, _option_value(v)) for k, v in compiler_options.items()]
   build = options.executable_build_options
   build.num_replicas = 1
   build.num_partitions = 1

@@ -1,4 +1,5 @@
-"""Placing host values on several devices as ``pmap`` lays out its inputs:
+"""Placing values on devices: the public, pytree-aware ``device_put`` (one device or sharding
+for all leaves, or a tree prefix of them), and, as ``pmap`` lays out its inputs,
 ``device_put_sharded`` (one value per device, stacked) and ``device_put_replicated``."""
 from __future__ import annotations
 
@@ -8,7 +9,44 @@ from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.runtime import spmd
-from hlox.runtime.array import wrap_multi
+from hlox.runtime import array as array_lib
+from hlox.runtime.array import Array, wrap_multi
+
+
+def _is_device_spec(d) -> bool:
+  return d is None or hasattr(d, "platform") or hasattr(d, "_hlox_device")
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+  """Put every leaf of the pytree ``x`` on ``device``: a device or sharding for all leaves,
+  or a tree prefix of ``x`` giving one per subtree (``None``: the default device; Arrays
+  stay where they are). With ``donate=True`` an input Array copied elsewhere is deleted.
+  ``src`` and ``may_alias`` are accepted for JAX's signature."""
+  del src, may_alias
+  leaves, tree = tree_util.tree_flatten(x)
+  if _is_device_spec(device):
+    devices = [device] * len(leaves)
+  else:
+    try:
+      devices = tree_util.broadcast_prefix(device, x, is_leaf=_is_device_spec)
+    except (ValueError, TypeError):
+      errors = tree_util.prefix_errors(device, x, "device", is_leaf=_is_device_spec)
+      details = "".join(f"\n  {m}" for m in errors)
+      raise ValueError(
+          "device_put device specification must be a tree prefix of the corresponding "
+          f"value; got specification {device!r} for value tree {tree}."
+          + (f"\n  Mismatch details ({len(errors)} found):{details}" if errors else "")
+      ) from None
+  for d in devices:
+    if not _is_device_spec(d):
+      raise ValueError(f"device_put: Received invalid value {d!r} for the device: expected a "
+                       "Device, a Sharding or None.")
+  out = [array_lib.device_put(leaf, d) for leaf, d in zip(leaves, devices)]
+  if donate:
+    for leaf, new in zip(leaves, out):
+      if isinstance(leaf, Array) and new is not leaf:
+        leaf.delete()
+  return tree.unflatten(out)
 
 
 def _stack_on_devices(values, devices, name):
