@@ -70,6 +70,15 @@ def test_jit_vmap_and_grad():
                              np.stack([np.asarray(f(x)) for x in xs]), rtol=1e-5, atol=1e-6)
   with enable_x64():
     x = rng.standard_normal((5, 6))
+    check_grads(lambda x: image.resize(x, (3, 8), "cubic"), (x,), order=1, atol=1e-6,
+                rtol=1e-6)
+
+
+@pytest.mark.slow  # ~20 s: every op of the eager weight computation compiles on its own
+def test_second_order_grads_and_grads_in_scale_and_translation():
+  rng = np.random.default_rng(1)
+  with enable_x64():
+    x = rng.standard_normal((5, 6))
     check_grads(lambda x: image.resize(x, (3, 8), "cubic"), (x,), order=2, atol=1e-6,
                 rtol=1e-6)
     # Differentiable in the scale and translation too (traced, not static).
