@@ -6,6 +6,6 @@ os.environ.setdefault("HLOX_ENABLE_CHECKS", "1")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-settings.register_profile("ci", max_examples=10, deadline=None, derandomize=True,
+settings.register_profile("ci", max_examples=6, deadline=None, derandomize=True,
                           suppress_health_check=list(HealthCheck))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -92,6 +92,7 @@ def test_gamma_gradient_is_the_implicit_derivative_float64():
   np.testing.assert_allclose(log_g, -dp_da / density / xl, rtol=1e-6)
 
 
+@pytest.mark.slow  # ~10 s (compiles); a CI test covers the same function
 def test_vjp_is_the_transpose_of_the_jvp_float64():
   # Finite differences of the sampler itself are the pathwise derivative of the rejection
   # transform, a different (also unbiased) estimator; so compare reverse with forward mode

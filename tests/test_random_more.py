@@ -212,6 +212,7 @@ def test_shapes_follow_jax():
   assert shape_of(lambda: r.multinomial(k, 3.0, jnp.ones((4, 2)) / 2))[0] == (4, 2)
 
 
+@pytest.mark.slow  # ~10 s (compiles); a CI test covers the same function
 def test_jit_and_vmap_invariance():
   keys = r.split(r.PRNGKey(10), 4)
   f = lambda k: r.binomial(k, jnp.array([3.0, 40.0]), 0.3)

@@ -176,6 +176,7 @@ def test_line_search_strong_wolfe():
     assert ref[0] is not None
 
 
+@pytest.mark.slow  # ~10 s (compiles); a CI test covers the same function
 def test_eager_matches_jit_and_vmap_matches_loop():
   fun = _namespace()["quadratic"]
   with enable_x64():

@@ -491,6 +491,7 @@ def test_matches_jax(name, jax_results):
                              rtol=_ORACLE_TOL.get(name, 5e-6), atol=1e-6, equal_nan=True)
 
 
+@pytest.mark.slow  # ~10 s (compiles); a CI test covers the same function
 def test_zeta_gradients_in_both_arguments():
   """zeta's derivatives (of the Euler-Maclaurin expansion, as JAX) against finite differences
   of SciPy's zeta, in x and in q."""
