@@ -261,6 +261,7 @@ GRAD_CASES = [
 ]
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("fun,shape", [c[1:] for c in GRAD_CASES],
                          ids=[c[0] for c in GRAD_CASES])
 def test_grads_of_pmap_and_vmap(fun, shape):

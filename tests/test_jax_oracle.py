@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hlox
-from tests.util import run_in_jax
+from tests.util import run_in_jax, selected_params
 import hlox.numpy as hnp
 
 pytestmark = [pytest.mark.jax_oracle,
@@ -110,11 +110,13 @@ class _HloxLib:
 
 
 @pytest.fixture(scope="module")
-def jax_results():
-  return run_in_jax(JAX_RUNNER, PROGRAMS,
+def jax_results(request):
+  names = selected_params(request, "name")
+  return run_in_jax(JAX_RUNNER, {k: v for k, v in PROGRAMS.items() if k in names},
                     {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_matches_jax(name, jax_results):
   ns = {}

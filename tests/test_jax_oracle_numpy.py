@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import hlox
-from tests.util import run_in_jax
+from tests.util import run_in_jax, selected_params
 import hlox.numpy as hnp
 
 pytestmark = [pytest.mark.jax_oracle,
@@ -162,8 +162,9 @@ _encode = _ns["encode"]
 
 
 @pytest.fixture(scope="module")
-def jax_results():
-  return run_in_jax(JAX_RUNNER, PROGRAMS)
+def jax_results(request):
+  names = selected_params(request, "name")
+  return run_in_jax(JAX_RUNNER, {k: v for k, v in PROGRAMS.items() if k in names})
 
 
 def _check(got, expected, name):
@@ -185,6 +186,7 @@ class _HloxLib:
   jit, grad, vmap = hlox.jit, hlox.grad, hlox.vmap
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_matches_jax(name, jax_results):
   ns = {}

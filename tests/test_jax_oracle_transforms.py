@@ -2,18 +2,16 @@
 derivatives, checkpoint, printed jaxprs) and ``hlox.nn``: the same programs run in hlox and in
 JAX (the oracle, in a separate process so JAX never shares this process with hlox). Skipped
 when JAX is not installed."""
-import fcntl
-import hashlib
 import importlib.util
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 
 import numpy as np
 import pytest
+
+from tests.util import once_per_test_run, selected_params
 
 pytestmark = [pytest.mark.jax_oracle,
               pytest.mark.skipif(importlib.util.find_spec("jax") is None,
@@ -228,41 +226,35 @@ RUNNER = textwrap.dedent("""
 """)
 
 
-def _run(which):
+def _start(which, programs):
   env = {"JAX_PLATFORMS": "cpu", "PATH": "", "HLOX_ENABLE_CHECKS": "1"}
-  proc = subprocess.run([sys.executable, "-c", RUNNER, which], input=json.dumps(PROGRAMS),
-                        capture_output=True, text=True, timeout=900, env=env)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  line = [l for l in proc.stdout.splitlines() if l.startswith("@@")][-1]
+  proc = subprocess.Popen([sys.executable, "-c", RUNNER, which], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+  return proc, json.dumps(programs)
+
+
+def _finish(started):
+  proc, programs = started
+  stdout, stderr = proc.communicate(programs, timeout=900)
+  assert proc.returncode == 0, stderr[-3000:]
+  line = [l for l in stdout.splitlines() if l.startswith("@@")][-1]
   return json.loads(line[2:])
 
 
 @pytest.fixture(scope="module")
-def results():
+def results(request):
   # hlox runs in a subprocess too: the programs toggle no global state of this process.
-  # Under pytest-xdist every worker needs the results: the first computes them and the
-  # others read them from a file (keyed by this test run and the programs), under a lock.
-  run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-  if run_id is None:
-    return _run("jax"), _run("hlox")
-  key = hashlib.sha256((run_id + RUNNER + json.dumps(PROGRAMS, sort_keys=True)).encode()
-                       ).hexdigest()
-  path = os.path.join(tempfile.gettempdir(), f"hlox_oracle_transforms_{key[:16]}.json")
-  with open(path + ".lock", "w") as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    try:
-      if os.path.exists(path):
-        with open(path) as f:
-          return tuple(json.load(f))
-      out = (_run("jax"), _run("hlox"))
-      with open(path + ".tmp", "w") as f:
-        json.dump(out, f)
-      os.replace(path + ".tmp", path)
-      return out
-    finally:
-      fcntl.flock(lock, fcntl.LOCK_UN)
+  # JAX and hlox run side by side, on the selected programs only, once per test run.
+  names = selected_params(request, "name")
+  programs = {k: v for k, v in PROGRAMS.items() if k in names}
+
+  def compute():
+    jax_run, hlox_run = _start("jax", programs), _start("hlox", programs)
+    return _finish(jax_run), _finish(hlox_run)
+  return once_per_test_run("oracle_transforms", [RUNNER, programs], compute)
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_matches_jax(name, results):
   expected, got = results[0][name], results[1][name]

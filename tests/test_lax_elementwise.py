@@ -163,6 +163,7 @@ def _expected_dtype(name, dtype, result):
   return dtype
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name,fn,ref,arity,dtype,domain,opts", list(_op_cases()))
 def test_op_against_numpy(name, fn, ref, arity, dtype, domain, opts):
   rng = np.random.default_rng(zlib.crc32(f"{name}-{np.dtype(dtype).name}".encode()))

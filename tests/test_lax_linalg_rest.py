@@ -32,6 +32,7 @@ def _tol(dtype):
 
 # --- ormqr ---------------------------------------------------------------------------------
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
 def test_ormqr_against_scipy(dtype, shape, x64):

@@ -147,6 +147,7 @@ def _unary_cases():
                          id=f"{name}-{np.dtype(dtype).name}")
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("name,ref,dtype,domain,rule,opts", list(_unary_cases()))
 def test_unary(name, ref, dtype, domain, rule, opts):
   x, = _inputs(name, dtype, 1, domain)
@@ -208,6 +209,7 @@ def _binary_cases():
                          id=f"{name}-{np.dtype(dtype).name}")
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("name,ref,dtype,domain,rule,opts", list(_binary_cases()))
 def test_binary(name, ref, dtype, domain, rule, opts):
   x, y = _inputs(name, dtype, 2, domain, nonzero_last=opts.get("nonzero", False))

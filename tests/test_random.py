@@ -136,6 +136,7 @@ def _run_case(name):
   return np.atleast_1d(np.asarray(CASES[name]()))
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bit_exact_with_jax(name):
   want = np.atleast_1d(_expected(_load()[name]))
@@ -149,6 +150,7 @@ def test_bit_exact_with_jax(name):
                                 want.view(np.uint8) if want.dtype.kind in "fc" else want)
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name", _CPU_ROUNDED)
 def test_gamma_family_bit_exact_with_live_jax(name):
   jax = pytest.importorskip("jax", reason="JAX is the oracle for this test")
@@ -270,6 +272,7 @@ SAMPLERS = {
 }
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_jit_and_vmap_invariance(name):
   f = SAMPLERS[name]
@@ -330,6 +333,7 @@ CONTINUOUS = {
 }
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name", sorted(CONTINUOUS))
 def test_continuous_distributions_ks(name):
   sample, cdf = CONTINUOUS[name]

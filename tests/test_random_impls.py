@@ -135,6 +135,7 @@ def _draws(r, impl, gamma):
   return [np.asarray(o) for o in out]
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.jax_oracle
 @pytest.mark.parametrize("impl,partitionable,gamma", [
     ("threefry2x32", True, False), ("threefry2x32", False, False), ("rbg", True, True),

@@ -28,6 +28,7 @@ def _rand(rng, shape, dtype):
   return x.astype(dtype)
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 def test_expm_matches_scipy(dtype):
   rng = np.random.default_rng(0)

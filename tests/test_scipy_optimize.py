@@ -81,10 +81,14 @@ JAX_RUNNER = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def jax_results():
+def jax_results(request):
   if importlib.util.find_spec("jax") is None:
     return None  # the tests that need JAX skip; the others still compare with SciPy
-  cases = {f"{p}/{m}/float64": (p, m, X0[p], "float64") for p, m in CASES}
+  selected = {(item.callspec.params["problem"], item.callspec.params["method"])
+              for item in request.session.items if item.module is request.module
+              and "method" in getattr(getattr(item, "callspec", None), "params", {})}
+  cases = {f"{p}/{m}/float64": (p, m, X0[p], "float64") for p, m in CASES
+           if (p, m) in selected}
   cases["rosenbrock/BFGS/float32"] = ("rosenbrock", "BFGS", X0["rosenbrock"], "float32")
   return run_in_jax(JAX_RUNNER, {"data": DATA, "problems": PROBLEMS, "cases": cases},
                     extra_env={"JAX_ENABLE_X64": "1"})
@@ -101,6 +105,7 @@ def _run(problem, method, x0):
   return _jitted(problem, method)(x0)
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.jax_oracle
 @pytest.mark.parametrize("problem,method", CASES)
 def test_float64_against_scipy_and_jax(problem, method, jax_results):

@@ -292,6 +292,7 @@ _HEAVY = {"expn", "exp1", "expi", "hyp1f1", "hyp2f1", "sici", "fresnel", "owens_
           "dawsn", "erfcx", "bessel_jn", "ndtri", "log_ndtr", "gamma", "poch"}
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _HEAVY
                                   else n for n in sorted(GRAD_CASES)])
 def test_check_grads(name):
@@ -346,6 +347,7 @@ WEAK = {
 }
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("name", sorted(WEAK))
 def test_result_dtype_and_weak_type_as_jax(name):
   args, weak = WEAK[name]

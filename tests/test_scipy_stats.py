@@ -135,6 +135,7 @@ _SWEEP = [pytest.param(d, f, t, marks=() if (d in _QUICK and t == np.float32)
           for d, f in CASES for t in (np.float32, np.float64)]
 
 
+@pytest.mark.ci_sample(2)
 @settings(max_examples=6)
 @given(data=st.data())
 @pytest.mark.parametrize("dist,fn,dtype", _SWEEP)
@@ -161,6 +162,7 @@ _SCALARS = {"x": 0.3, "k": 1.0, "q": 0.3, "p": 0.4, "a": 1.5, "b": 2.5, "df": 3.
             "n": 5.0, "beta": 1.5, "kappa": 1.2, "c": 0.5, "loc": 0.0, "scale": 1.0}
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("dist,fn", CASES, ids=[f"{d}.{f}" for d, f in CASES])
 def test_weak_type_as_jax(dist, fn):
   scalars = dict(_SCALARS, **({"a": -1.0, "b": 2.0} if dist == "truncnorm" else {}))
@@ -269,17 +271,22 @@ def test_vmap_and_jit():
 
 # --- sample statistics, KDE, integrate ----------------------------------------------------
 
+_RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
+
+
 @settings(max_examples=4)  # every new shape compiles mode and five rankdata methods
 @given(st.lists(st.integers(0, 4), min_size=1, max_size=12), st.sampled_from([0, 1, None]))
 def test_mode_rankdata_sem(values, axis):
+  # Jitted: one compile per function and shape (eagerly each of their many primitives
+  # compiles); test_stats_functions_details runs them eagerly.
   a = np.asarray(values * 2, np.float32).reshape(2, -1)
-  res = hst.mode(a, axis=axis)
+  res = hlox.jit(lambda a: hst.mode(a, axis=axis))(a)
   ref = ss.mode(a, axis=axis)
   np.testing.assert_array_equal(np.asarray(res.mode), ref.mode)
   np.testing.assert_array_equal(np.asarray(res.count), ref.count)
-  for method in ("average", "min", "max", "dense", "ordinal"):
-    np.testing.assert_array_equal(np.asarray(hst.rankdata(a, method, axis=axis)),
-                                  ss.rankdata(a, method, axis=axis))
+  ranks = hlox.jit(lambda a: [hst.rankdata(a, method, axis=axis) for method in _RANK_METHODS])
+  for method, got in zip(_RANK_METHODS, ranks(a)):
+    np.testing.assert_array_equal(np.asarray(got), ss.rankdata(a, method, axis=axis))
   if axis is not None and a.shape[axis] > 1:
     np.testing.assert_allclose(np.asarray(hst.sem(a, axis=axis)), ss.sem(a, axis=axis),
                                rtol=1e-5)

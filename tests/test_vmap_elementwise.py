@@ -180,6 +180,7 @@ def _make_args(rng, layouts, dtypes, domains, size=B):
           for (shape, axis), dtype, domain in zip(layouts, dtypes, domains)]
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("in_axis", [0, 1])
 @pytest.mark.parametrize("name,fun,dtype,domain", UNARY, ids=[r[0] for r in UNARY])
 def test_unary(name, fun, dtype, domain, in_axis):
@@ -207,6 +208,7 @@ def _binary_cases():
       yield pytest.param(fun, dtypes_, domains, layout, id=f"{name}-{layout_name}")
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("fun,dtypes_,domains,layout", list(_binary_cases()))
 def test_binary(fun, dtypes_, domains, layout):
   rng = np.random.default_rng(2)

@@ -68,6 +68,7 @@ _monoids = [(lax.reduce_sum, np.float32), (lax.reduce_prod, np.float32),
             (lax.reduce_and, np.bool_), (lax.reduce_or, np.int32), (lax.reduce_xor, np.bool_)]
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("reducer,dtype", _monoids, ids=lambda v: getattr(v, "__name__", ""))
 @pytest.mark.parametrize("bdim,axes", [(0, (1,)), (1, (0, 2)), (3, (2,)), (2, ()),
                                        (1, (0, 1, 2))])
@@ -255,6 +256,7 @@ _dot_cases = [
 ]
 
 
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("case", range(len(_dot_cases)))
 @pytest.mark.parametrize("lbd,rbd", [(0, 0), (0, None), (None, 0), (1, None), (None, 1),
                                      (-1, 0), (-1, -1), (None, -1)])

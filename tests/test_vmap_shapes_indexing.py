@@ -317,6 +317,7 @@ def _unique_rows(batch_shape, n, axis, size):
   return np.stack([one() for _ in range(size)], axis=axis)
 
 
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name", list(SCATTERS))
 @pytest.mark.parametrize("axes", SCATTER_AXES)
 def test_scatter_rows(name, axes):

@@ -65,18 +65,59 @@ nonempty_shapes = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
 float_dtypes = st.sampled_from([np.float32])
 
 
+def once_per_test_run(tag: str, key, compute):
+  """``compute()`` (a JSON-able result) once per test run. Under pytest-xdist the first
+  worker to ask computes it while the others wait on a lock, then read the result from a
+  file keyed by the run and ``key``: an oracle's results are computed once, not per worker."""
+  import fcntl
+  import hashlib
+  import json
+  import os
+  import tempfile
+  run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+  if run_id is None:
+    return compute()
+  digest = hashlib.sha256((run_id + json.dumps(key, sort_keys=True)).encode()).hexdigest()
+  path = os.path.join(tempfile.gettempdir(), f"hlox_{tag}_{digest[:16]}.json")
+  with open(path + ".lock", "w") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+      if os.path.exists(path):
+        with open(path) as f:
+          return json.load(f)
+      out = compute()
+      with open(path + ".tmp", "w") as f:
+        json.dump(out, f)
+      os.replace(path + ".tmp", path)
+      return out
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def selected_params(request, argname: str) -> set:
+  """The values of ``argname`` in the tests of ``request``'s module that this run selected
+  (after ``-m``/``-k``): a module fixture computes oracle results for those only."""
+  return {item.callspec.params[argname] for item in request.session.items
+          if getattr(item, "module", None) is request.module
+          and argname in getattr(getattr(item, "callspec", None), "params", {})}
+
+
 def run_in_jax(script: str, programs, extra_env=None):
   """Run ``script`` (a JAX oracle runner that reads ``programs`` as JSON on stdin and prints
   its results as one JSON line last) in a fresh process on JAX's CPU backend; the parsed
-  results. JAX runs in its own process so that hlox and JAX never share one."""
+  results, computed once per test run. JAX runs in its own process so that hlox and JAX
+  never share one."""
   import json
   import subprocess
   import sys
   env = {"JAX_PLATFORMS": "cpu", "PATH": "", **(extra_env or {})}
-  out = subprocess.run([sys.executable, "-c", script], input=json.dumps(programs),
-                       capture_output=True, text=True, timeout=600, env=env)
-  assert out.returncode == 0, out.stderr[-3000:]
-  return json.loads(out.stdout.strip().splitlines()[-1])
+
+  def compute():
+    out = subprocess.run([sys.executable, "-c", script], input=json.dumps(programs),
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+  return once_per_test_run("jax_oracle", [script, programs, env], compute)
 
 
 # A JAX oracle runner for programs written against one module: each program is
