@@ -62,14 +62,16 @@ def __dir__():
 # The values the caches were filled under, of the options that change what programs trace to.
 _traced_options = {name: getattr(config, name)
                    for name in ("enable_x64", "default_prng_impl", "threefry_partitionable",
-                                "check_static_indices")}
+                                "check_static_indices", "numpy_rank_promotion",
+                                "numpy_dtype_promotion", "default_matmul_precision")}
 
 
 def _on_config_change(name, value):
   # Weak types of Python scalars and canonical dtypes depend on x64, raw keys' meaning on the
   # default PRNG, threefry's bits on its scheme, traces on the static-index check: cached
   # signatures, traces and executables made under another setting must not be reused
-  # (setting the same value again keeps them).
+  # (setting the same value again keeps them). Rank and dtype promotion checks and the default
+  # matmul precision act while tracing, so they too key the caches (as in JAX's jit key).
   if name in _traced_options and _traced_options[name] != value:
     old_state = tuple(_traced_options.values())
     _traced_options[name] = value
