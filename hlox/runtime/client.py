@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from hlox.config import config
-from hlox.runtime import callbacks, compilation_cache
+from hlox.runtime import callbacks, compilation_cache, transfer_guard
 
 _client = None
 _client_lock = threading.Lock()
@@ -230,6 +230,12 @@ def put_buffer(value: np.ndarray, aval, device):
   """Copy a host NumPy array (already of ``aval.dtype``) to ``device``; returns a buffer."""
   xc = _xc()
   sharding = single_device_sharding(device)
+  if config._values["transfer_guard_host_to_device"] is not None:
+    transfer_guard.check("host-to-device", aval, sharding)
+  return _put(xc, value, aval, sharding, device)
+
+
+def _put(xc, value, aval, sharding, device):
   return xc.batched_device_put(aval, sharding, [value], [device], True, False,
                                xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
                                bool(config._values["enable_x64"]))
@@ -237,7 +243,10 @@ def put_buffer(value: np.ndarray, aval, device):
 
 def copy_buffer_to_device(buf, aval, device):
   """Move a device buffer to another device."""
-  return put_buffer(np.asarray(buf), aval, device)
+  sharding = single_device_sharding(device)
+  if config._values["transfer_guard_device_to_device"] is not None:
+    transfer_guard.check("device-to-device", aval, sharding)
+  return _put(_xc(), np.asarray(buf), aval, sharding, device)
 
 
 def buffer_device(buf):
