@@ -63,7 +63,8 @@ def __dir__():
 _traced_options = {name: getattr(config, name)
                    for name in ("enable_x64", "default_prng_impl", "threefry_partitionable",
                                 "check_static_indices", "numpy_rank_promotion",
-                                "numpy_dtype_promotion", "default_matmul_precision")}
+                                "numpy_dtype_promotion", "default_matmul_precision",
+                                "no_execution")}
 
 
 def _on_config_change(name, value):
@@ -71,7 +72,8 @@ def _on_config_change(name, value):
   # default PRNG, threefry's bits on its scheme, traces on the static-index check: cached
   # signatures, traces and executables made under another setting must not be reused
   # (setting the same value again keeps them). Rank and dtype promotion checks and the default
-  # matmul precision act while tracing, so they too key the caches (as in JAX's jit key).
+  # matmul precision act while tracing, so they too key the caches (as in JAX's jit key);
+  # executables compiled under no_execution raise when run, so they serve only under it.
   if name in _traced_options and _traced_options[name] != value:
     old_state = tuple(_traced_options.values())
     _traced_options[name] = value

@@ -526,6 +526,8 @@ class JitWrapped:
     return "\n  TRACING CACHE MISS because: different input types:\n" + "\n".join(lines)
 
   def _trace(self, in_tree, avals, statics, args, kwargs) -> _Traced:
+    if config._values["no_tracing"]:
+      raise RuntimeError(f"re-tracing function {self.name} for `jit`, but 'no_tracing' is set")
     monitoring.record_event("jit_trace", name=self.name)
     if config.explain_cache_misses:
       monitoring.logger.warning("jit %s: tracing for %s%s", self.name,

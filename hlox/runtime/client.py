@@ -6,6 +6,7 @@ Results come back through per-output result handlers (``consume_with_handlers``)
 """
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -302,7 +303,33 @@ def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
   if host_callbacks:
     loaded = callbacks.compile_with_callbacks(client, module, xc.DeviceList((device,)), options,
                                               host_callbacks)
-    return Executable(loaded, out_avals, device)
+    return Executable(guard_execution(loaded, mlir_text), out_avals, device)
   loaded = compilation_cache.compile_and_load(client, mlir_text, xc.DeviceList((device,)),
                                               options, key_text)
-  return Executable(loaded, out_avals, device)
+  return Executable(guard_execution(loaded, mlir_text), out_avals, device)
+
+
+class _NoExecution:
+  """A loaded executable compiled under the ``no_execution`` option: running it raises.
+  (The caches are switched with that option, so such an executable never serves a call
+  made without it.)"""
+
+  def __init__(self, loaded, name):
+    self._loaded = loaded
+    self._name = name
+
+  def execute_sharded(self, bufs, *args, **kwargs):
+    raise RuntimeError(f"hlox tried to execute function {self._name}, but the no_execution "
+                       "config option is set")
+
+  def __getattr__(self, name):
+    return getattr(self._loaded, name)
+
+
+def guard_execution(loaded, mlir_text: str):
+  """``loaded`` itself, or under the ``no_execution`` option a stand-in that raises when
+  run (JAX's option: compiling is allowed, executing is not)."""
+  if not config._values["no_execution"]:
+    return loaded
+  match = re.search(r"module @([\w.$-]+)", mlir_text or "")
+  return _NoExecution(loaded, match.group(1) if match else "<unknown>")
