@@ -1004,6 +1004,15 @@ def copy_to_host_async(x):
   return x
 
 
+def typeof(x):
+  """The abstract value of ``x`` (JAX's ``jax.typeof``): a ``ShapedArray`` with its shape,
+  dtype and weak type, for Arrays, tracers, NumPy values and Python scalars alike."""
+  try:
+    return get_aval(x)
+  except TypeError as e:
+    raise TypeError(f"typeof: {e}") from None
+
+
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
   """``fun`` with its equations named ``name`` (default: ``fun.__name__``) in printed jaxprs'
   name stacks and in the lowered program's op names, as ``jax.named_call``."""

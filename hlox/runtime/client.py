@@ -165,6 +165,35 @@ def process_count(backend: str | None = None) -> int:
   return max((d.process_index for d in get_client().devices()), default=0) + 1
 
 
+def _renamed(old: str, new: str) -> None:
+  import warnings
+  warnings.warn(f"hlox.{old} has been renamed to hlox.{new}. This alias will eventually be "
+                "removed; please update your code.", UserWarning, stacklevel=3)
+
+
+def host_count(backend: str | None = None) -> int:
+  """Deprecated alias of ``process_count`` (JAX keeps it, with a warning)."""
+  _renamed("host_count", "process_count")
+  return process_count(backend)
+
+
+def host_id(backend: str | None = None) -> int:
+  """Deprecated alias of ``process_index`` (JAX keeps it, with a warning)."""
+  _renamed("host_id", "process_index")
+  return process_index(backend)
+
+
+def process_indices(backend: str | None = None) -> list:
+  """The indices of the processes taking part: ``list(range(process_count()))``."""
+  return list(range(process_count(backend)))
+
+
+def host_ids(backend: str | None = None) -> list:
+  """Deprecated alias of ``process_indices`` (JAX keeps it, with a warning)."""
+  _renamed("host_ids", "process_indices")
+  return process_indices(backend)
+
+
 def default_device():
   """Where values go when no device is named: this process's first device."""
   if _default_device is None:

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 
+from hlox import version
 from hlox.runtime import client
 from hlox.runtime import array as array_lib
 
@@ -43,12 +44,13 @@ def device_class() -> type:
   return client._xc().Device
 
 
-def environment_info(hlox_version: str) -> str:
-  """The text ``hlox.print_environment_info`` prints: versions and devices."""
+def print_environment_info(return_string: bool = False):
+  """Print (or, with ``return_string=True``, return) hlox's, jaxlib's, NumPy's and Python's
+  versions, the devices and the platform: what a bug report should include."""
   import jaxlib.version
   devices = client.devices()
   lines = [
-      f"hlox:    {hlox_version}",
+      f"hlox:    {version.__version__}",
       f"jaxlib:  {jaxlib.version.__version__}",
       f"numpy:   {np.__version__}",
       f"python:  {sys.version.replace(chr(10), ' ')}",
@@ -57,4 +59,8 @@ def environment_info(hlox_version: str) -> str:
       f"process_count: {client.process_count()}",
       f"platform: {platform.uname()}",
   ]
-  return "\n".join(lines) + "\n"
+  text = "\n".join(lines) + "\n"
+  if return_string:
+    return text
+  print(text, end="")
+  return None
