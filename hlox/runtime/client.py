@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from hlox.config import config
+from hlox.core.avals import abstract_token
 from hlox.runtime import callbacks, compilation_cache, transfer_guard
 
 _client = None
@@ -296,6 +297,9 @@ class Executable:
     self.device = device
     self.out_avals = list(out_avals)
     sharding = single_device_sharding(device)
+    if any(a is abstract_token for a in self.out_avals):
+      raise NotImplementedError("jit: a compiled program cannot return a token (lax.create_token"
+                                " / lax.after_all) in hlox yet; use tokens inside the function")
     self.handlers = [xc.array_result_handler(a, sharding, True, True) for a in out_avals]
     execute = loaded.execute_sharded
     handlers = self.handlers
