@@ -187,6 +187,25 @@ def test_bad_option_values_raise_with_allowed_values():
   assert hlox.numpy_rank_promotion.value == "allow"
 
 
+def test_allow_f16_reductions_and_legacy_prng_key():
+  half = jnp.ones(3, "float16")
+  with hlox.allow_f16_reductions(False):
+    with pytest.raises(ValueError, match=r"reduce_sum on operand f16\[3\] is not allowed when "
+                                         r"jax_allow_f16_reductions=False"):
+      lax.reduce_sum(half, (0,))
+    assert lax.reduce_sum(jnp.ones((1, 2), "float16"), (0,)).shape == (2,)  # size-1 axis
+  assert float(lax.reduce_sum(half, (0,))) == 3.0
+  raw = hlox.random.PRNGKey(0)
+  expected = np.asarray(hlox.random.normal(raw, (2,)))
+  with hlox.legacy_prng_key("error"):
+    with pytest.raises(ValueError, match="normal: Legacy uint32 key array passed as key"):
+      hlox.random.normal(raw, (2,))
+    hlox.random.normal(hlox.random.key(0), (2,))  # typed keys are fine
+  with hlox.legacy_prng_key("warn"):
+    with pytest.warns(UserWarning, match="Legacy uint32 key array"):
+      np.testing.assert_array_equal(hlox.random.normal(raw, (2,)), expected)
+
+
 def test_default_device_option_holds_a_device():
   device = hlox.devices()[0]
   with hlox.default_device(device):
