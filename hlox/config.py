@@ -1,8 +1,12 @@
-"""Global switches: 64-bit mode, device count, caches, checks (NaN/inf), compile logs, disk cache.
+"""Global switches: 64-bit mode, device count, caches, checks (NaN/inf), compile logs, disk cache,
+NumPy promotion rules, matmul precision, transfer guards, tracing/execution bans.
 
 Values come from ``HLOX_*`` environment variables at import time and can be changed with
-``hlox.config.update(name, value)``. Options that shape the runtime (``num_cpu_devices``)
-only take effect before the first device use.
+``hlox.config.update(name, value)`` (JAX's ``jax_`` spellings accepted). Options that take a
+fixed set of values are validated with JAX's messages. Each option JAX exposes at top level
+is here too, as a context manager and decorator with ``.value`` (``hlox.numpy_rank_promotion
+('raise')``). Options that shape the runtime (``num_cpu_devices``) only take effect before
+the first device use.
 """
 from __future__ import annotations
 
@@ -10,7 +14,13 @@ import contextlib
 import enum
 import os
 
-__all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_compiles"]
+__all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_compiles",
+           "enable_checks", "explain_cache_misses", "numpy_rank_promotion",
+           "numpy_dtype_promotion", "default_matmul_precision", "default_device",
+           "transfer_guard", "transfer_guard_host_to_device", "transfer_guard_device_to_device",
+           "transfer_guard_device_to_host", "no_tracing", "no_execution", "debug_key_reuse",
+           "softmax_custom_jvp", "legacy_prng_key", "enable_custom_prng",
+           "allow_f16_reductions", "NumpyDtypePromotion", "LegacyPrngKeyState"]
 
 
 def _env_bool(name: str, default: bool) -> bool:
