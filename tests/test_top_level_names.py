@@ -3,7 +3,6 @@ precision, transfer guards, no_tracing/no_execution, ...) and the functions user
 (typeof, custom_gradient, closure_convert, live_arrays, make_array_from_*, tokens, ...)."""
 import logging
 import sys
-import warnings
 
 import numpy as np
 import pytest
