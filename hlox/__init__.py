@@ -9,6 +9,12 @@ This module only re-exports the public API; the layers below it are described in
 from hlox.config import (check_tracer_leaks, checking_leaks, config, debug_infs, debug_nans,
                          ensure_compile_time_eval, log_compiles)
 from hlox.config import default_prng_impl, threefry_partitionable
+from hlox.config import (allow_f16_reductions, debug_key_reuse, default_device,
+                         default_matmul_precision, enable_checks, enable_custom_prng,
+                         enable_x64, explain_cache_misses, legacy_prng_key, no_execution,
+                         no_tracing, numpy_dtype_promotion, numpy_rank_promotion,
+                         softmax_custom_jvp, transfer_guard, transfer_guard_device_to_device,
+                         transfer_guard_device_to_host, transfer_guard_host_to_device)
 from hlox.cache import clear_caches, switch_caches
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
@@ -38,12 +44,22 @@ from hlox import ad_checkpoint
 from hlox import distributed
 from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
+from hlox.runtime.client import host_count, host_id, host_ids, process_indices
+from hlox.runtime.environment import live_arrays, print_environment_info
+from hlox.runtime.placement import (make_array_from_callback,
+                                    make_array_from_process_local_data,
+                                    make_array_from_single_device_arrays)
+from hlox.runtime.environment import device_class as _device_class
+from hlox.api import typeof
+from hlox.custom_derivatives import closure_convert, custom_gradient
+from hlox import version
+from hlox.version import __version__, __version_info__
+
+Device = _device_class()  # jaxlib's device class, for isinstance checks (``jax.Device``)
 from hlox import flatten_util, image, ops, test_util
 from hlox import viz
 from hlox import debug, experimental
 from hlox.debug.callbacks import effects_barrier, pure_callback
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name):
@@ -62,14 +78,18 @@ def __dir__():
 # The values the caches were filled under, of the options that change what programs trace to.
 _traced_options = {name: getattr(config, name)
                    for name in ("enable_x64", "default_prng_impl", "threefry_partitionable",
-                                "check_static_indices")}
+                                "check_static_indices", "numpy_rank_promotion",
+                                "numpy_dtype_promotion", "default_matmul_precision",
+                                "no_execution")}
 
 
 def _on_config_change(name, value):
   # Weak types of Python scalars and canonical dtypes depend on x64, raw keys' meaning on the
   # default PRNG, threefry's bits on its scheme, traces on the static-index check: cached
   # signatures, traces and executables made under another setting must not be reused
-  # (setting the same value again keeps them).
+  # (setting the same value again keeps them). Rank and dtype promotion checks and the default
+  # matmul precision act while tracing, so they too key the caches (as in JAX's jit key);
+  # executables compiled under no_execution raise when run, so they serve only under it.
   if name in _traced_options and _traced_options[name] != value:
     old_state = tuple(_traced_options.values())
     _traced_options[name] = value

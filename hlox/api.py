@@ -526,6 +526,8 @@ class JitWrapped:
     return "\n  TRACING CACHE MISS because: different input types:\n" + "\n".join(lines)
 
   def _trace(self, in_tree, avals, statics, args, kwargs) -> _Traced:
+    if config._values["no_tracing"]:
+      raise RuntimeError(f"re-tracing function {self.name} for `jit`, but 'no_tracing' is set")
     monitoring.record_event("jit_trace", name=self.name)
     if config.explain_cache_misses:
       monitoring.logger.warning("jit %s: tracing for %s%s", self.name,
@@ -1000,6 +1002,15 @@ def copy_to_host_async(x):
     if method is not None:
       method()  # outside any try: its own AttributeError is the caller's to see
   return x
+
+
+def typeof(x):
+  """The abstract value of ``x`` (JAX's ``jax.typeof``): a ``ShapedArray`` with its shape,
+  dtype and weak type, for Arrays, tracers, NumPy values and Python scalars alike."""
+  try:
+    return get_aval(x)
+  except TypeError as e:
+    raise TypeError(f"typeof: {e}") from None
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:

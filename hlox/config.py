@@ -1,15 +1,26 @@
-"""Global switches: 64-bit mode, device count, caches, checks (NaN/inf), compile logs, disk cache.
+"""Global switches: 64-bit mode, device count, caches, checks (NaN/inf), compile logs, disk cache,
+NumPy promotion rules, matmul precision, transfer guards, tracing/execution bans.
 
 Values come from ``HLOX_*`` environment variables at import time and can be changed with
-``hlox.config.update(name, value)``. Options that shape the runtime (``num_cpu_devices``)
-only take effect before the first device use.
+``hlox.config.update(name, value)`` (JAX's ``jax_`` spellings accepted). Options that take a
+fixed set of values are validated with JAX's messages. Each option JAX exposes at top level
+is here too, as a context manager and decorator with ``.value`` (``hlox.numpy_rank_promotion
+('raise')``). Options that shape the runtime (``num_cpu_devices``) only take effect before
+the first device use.
 """
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 
-__all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_compiles"]
+__all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_compiles",
+           "enable_checks", "explain_cache_misses", "numpy_rank_promotion",
+           "numpy_dtype_promotion", "default_matmul_precision", "default_device",
+           "transfer_guard", "transfer_guard_host_to_device", "transfer_guard_device_to_device",
+           "transfer_guard_device_to_host", "no_tracing", "no_execution", "debug_key_reuse",
+           "softmax_custom_jvp", "legacy_prng_key", "enable_custom_prng",
+           "allow_f16_reductions", "NumpyDtypePromotion", "LegacyPrngKeyState"]
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -33,6 +44,73 @@ def _env_str(name: str, default):
   value = os.environ.get(name)
   return default if value in (None, "") else value
 
+
+# --- validation of the options that take a fixed set of values (JAX's messages) -----------
+
+class NumpyDtypePromotion(enum.StrEnum):
+  """``numpy_dtype_promotion``'s values (compare equal to the strings)."""
+  STANDARD = "standard"
+  STRICT = "strict"
+
+
+class LegacyPrngKeyState(enum.StrEnum):
+  """``legacy_prng_key``'s values: what passing a raw key to ``hlox.random`` does."""
+  ALLOW = "allow"
+  WARN = "warn"
+  ERROR = "error"
+
+
+def _enum(values, optional=False):
+  def check(value):
+    if value is None and optional:
+      return None
+    if type(value) is not str or value not in values:
+      raise ValueError(f"new enum value must be {'None or ' if optional else ''}in "
+                       f"{list(values)}, got {value} of type {type(value)}.")
+    return value
+  return check
+
+
+def _enum_class(cls):
+  def check(value):
+    if isinstance(value, str):
+      return cls(value)  # ValueError: "'x' is not a valid NumpyDtypePromotion"
+    raise TypeError(f"new enum value must be an instance of {cls}, got {value} of type "
+                    f"{type(value)}.")
+  return check
+
+
+def _check_default_device(value):
+  if value is None or value in ("cpu", "gpu", "tpu") or (
+      hasattr(value, "platform") and hasattr(value, "id")):
+    return value
+  raise ValueError("hlox.default_device must be passed either a Device object (e.g. "
+                   "`hlox.devices('cpu')[0]`) or a platform name string like 'cpu' or 'gpu', "
+                   f"got: {value!r}")
+
+
+_TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+_TRANSFER_GUARDS = ("transfer_guard_host_to_device", "transfer_guard_device_to_device",
+                    "transfer_guard_device_to_host")
+MATMUL_PRECISIONS = (
+    "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+    # lax.DotAlgorithmPreset names
+    "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+    "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+
+_validators = {
+    "numpy_rank_promotion": _enum(("allow", "warn", "raise")),
+    "numpy_dtype_promotion": _enum_class(NumpyDtypePromotion),
+    "legacy_prng_key": _enum_class(LegacyPrngKeyState),
+    "default_matmul_precision": _enum(MATMUL_PRECISIONS, optional=True),
+    "default_device": _check_default_device,
+    "transfer_guard": _enum(_TRANSFER_GUARD_LEVELS, optional=True),
+    **{name: _enum(_TRANSFER_GUARD_LEVELS, optional=True) for name in _TRANSFER_GUARDS},
+}
+# Options whose stored value is an enum member even at start-up.
+_DERIVED = ("numpy_dtype_promotion", "legacy_prng_key")
 
 class Config:
   """Holds hlox's options; read them as attributes, change them with ``update``."""
@@ -78,12 +156,51 @@ class Config:
       # split and random bits (JAX 0.10.2's default, True; False gives the original bits).
       "default_prng_impl": ("HLOX_DEFAULT_PRNG_IMPL", _env_str, "threefry2x32"),
       "threefry_partitionable": ("HLOX_THREEFRY_PARTITIONABLE", _env_bool, True),
+      # NumPy-style implicit rank promotion in ``hlox.numpy`` binary ops: 'allow', 'warn'
+      # or 'raise' (numpy/util.promote_shapes); 'strict' dtype promotion allows no implicit
+      # promotion between different strong dtypes (core/dtypes.py).
+      "numpy_rank_promotion": ("HLOX_NUMPY_RANK_PROMOTION", _env_str, "allow"),
+      "numpy_dtype_promotion": ("HLOX_NUMPY_DTYPE_PROMOTION", _env_str, "standard"),
+      # The precision ``dot_general`` and convolutions record when given none (lax/dot.py).
+      "default_matmul_precision": ("HLOX_DEFAULT_MATMUL_PRECISION", _env_str, None),
+      # Transfer guards (runtime/client.py): None means 'allow'. ``transfer_guard`` is
+      # set-only, as in JAX: updating it sets the three directions.
+      "transfer_guard_host_to_device": ("HLOX_TRANSFER_GUARD_HOST_TO_DEVICE", _env_str, None),
+      "transfer_guard_device_to_device":
+          ("HLOX_TRANSFER_GUARD_DEVICE_TO_DEVICE", _env_str, None),
+      "transfer_guard_device_to_host": ("HLOX_TRANSFER_GUARD_DEVICE_TO_HOST", _env_str, None),
+      "transfer_guard": ("HLOX_TRANSFER_GUARD", _env_str, None),
+      # A Device or a platform name; stored and validated (see default_device below).
+      "default_device": ("HLOX_DEFAULT_DEVICE", _env_str, None),
+      # Tracing (jit, make_jaxpr, ...) or executing a compiled program raises RuntimeError.
+      "no_tracing": ("HLOX_NO_TRACING", _env_bool, False),
+      "no_execution": ("HLOX_NO_EXECUTION", _env_bool, False),
+      # Options JAX keeps that hlox stores for code that sets or reads them: the key reuse
+      # checker, nn.softmax's custom JVP rule, raw keys' warnings, custom PRNGs and f16
+      # reductions are not switched by them.
+      "debug_key_reuse": ("HLOX_DEBUG_KEY_REUSE", _env_bool, False),
+      "softmax_custom_jvp": ("HLOX_SOFTMAX_CUSTOM_JVP", _env_bool, False),
+      "legacy_prng_key": ("HLOX_LEGACY_PRNG_KEY", _env_str, "allow"),
+      "enable_custom_prng": ("HLOX_ENABLE_CUSTOM_PRNG", _env_bool, False),
+      "allow_f16_reductions": ("HLOX_ALLOW_F16_REDUCTIONS", _env_bool, True),
   }
 
   def __init__(self):
     self._values = {}
     for name, (env, parse, default) in self._options.items():
-      self._values[name] = parse(env, default)
+      value = parse(env, default)
+      check = _validators.get(name)
+      if check is not None and (value != default or name in _DERIVED):
+        try:
+          value = check(value)
+        except (ValueError, TypeError):
+          raise ValueError(f"Invalid value \"{value}\" for hlox option {env} (JAX flag "
+                           f"jax_{name})") from None
+      self._values[name] = value
+    if self._values["transfer_guard"] is not None:
+      for name in _TRANSFER_GUARDS:
+        if os.environ.get(self._options[name][0]) in (None, ""):
+          self._values[name] = self._values["transfer_guard"]
     self._watchers = []
 
   def __getattr__(self, name):
@@ -100,6 +217,12 @@ class Config:
       name = name[4:]
     if name not in self._values:
       raise ValueError(f"hlox.config has no option {name!r}; options: {sorted(self._values)}")
+    check = _validators.get(name)
+    if check is not None:
+      value = check(value)
+    if name == "transfer_guard":  # set-only: it sets every direction
+      for direction in _TRANSFER_GUARDS:
+        self.update(direction, value)
     old = self._values[name]
     self._values[name] = value
     try:
@@ -122,36 +245,35 @@ config = Config()
 update = config.update
 
 
-class enable_x64:
-  """Context manager that turns 64-bit mode on (or off) inside its block."""
-
-  def __init__(self, new_val: bool = True):
-    self.new_val = new_val
-
-  def __enter__(self):
-    self._prev = config.enable_x64
-    config.update("enable_x64", self.new_val)
-    return self
-
-  def __exit__(self, *exc):
-    config.update("enable_x64", self._prev)
+_NO_VALUE = object()
 
 
 class _OptionScope(contextlib.ContextDecorator):
-  """Sets an option inside a ``with`` block (or a decorated function's call)."""
+  """Sets options inside a ``with`` block (or a decorated function's call); restores them in
+  reverse order on the way out."""
 
-  def __init__(self, name: str, new_val: bool):
-    self._name = name
-    self._new_val = new_val
+  def __init__(self, name: str, new_val, *more: tuple):
+    self._settings = []
+    for key, value in ((name, new_val), *more):
+      check = _validators.get(key)
+      self._settings.append((key, check(value) if check is not None else value))
     self._saved = []  # a stack: the same object may decorate a function that recurses
 
   def __enter__(self):
-    self._saved.append(config._values[self._name])
-    config.update(self._name, self._new_val)
+    saved = []
+    self._saved.append(saved)
+    try:
+      for key, value in self._settings:
+        saved.append((key, config._values[key]))
+        config.update(key, value)
+    except BaseException:
+      self.__exit__()
+      raise
     return self
 
   def __exit__(self, *exc):
-    config.update(self._name, self._saved.pop())
+    for key, value in reversed(self._saved.pop()):
+      config.update(key, value)
 
 
 class _BoolOption:
@@ -161,18 +283,26 @@ class _BoolOption:
 
   def __init__(self, name: str):
     self._name = name
+    self.__name__ = name
+    self.__doc__ = f"Context manager and decorator for the ``{name}`` option (JAX's " \
+                   f"``jax_{name}``); ``.value`` reads it."
 
   @property
-  def value(self) -> bool:
+  def value(self):
     return config._values[self._name]
 
   def __call__(self, new_val: bool = True) -> _OptionScope:
     return _OptionScope(self._name, bool(new_val))
 
   def __repr__(self):
-    return f"hlox.{self._name}(value={self.value})"
+    return f"hlox.{self._name}(value={self.value!r})"
 
 
+# ``with enable_x64():`` / ``enable_x64(False)`` (as a context manager or decorator);
+# ``hlox.enable_x64.value`` is the current mode.
+enable_x64 = _BoolOption("enable_x64")
+enable_checks = _BoolOption("enable_checks")
+explain_cache_misses = _BoolOption("explain_cache_misses")
 debug_nans = _BoolOption("debug_nans")
 debug_infs = _BoolOption("debug_infs")
 log_compiles = _BoolOption("log_compiles")
@@ -198,11 +328,42 @@ def checking_leaks():
 
 class _Option(_BoolOption):
   """An option of any value as JAX exposes it at top level (``jax.default_prng_impl``):
-  ``with hlox.default_prng_impl('rbg'): ...``; ``.value`` reads it."""
+  ``with hlox.default_prng_impl('rbg'): ...``; ``.value`` reads it. Bad values raise when
+  the scope is made, with the allowed values."""
 
-  def __call__(self, new_val) -> _OptionScope:
+  def __call__(self, new_val=_NO_VALUE) -> _OptionScope:
+    if new_val is _NO_VALUE:
+      raise TypeError(f"Context manager for {self._name} config option requires an argument "
+                      "representing the new value for the config option.")
     return _OptionScope(self._name, new_val)
 
 
 default_prng_impl = _Option("default_prng_impl")
 threefry_partitionable = _BoolOption("threefry_partitionable")
+numpy_rank_promotion = _Option("numpy_rank_promotion")
+numpy_dtype_promotion = _Option("numpy_dtype_promotion")
+default_matmul_precision = _Option("default_matmul_precision")
+default_device = _Option("default_device")
+transfer_guard_host_to_device = _Option("transfer_guard_host_to_device")
+transfer_guard_device_to_device = _Option("transfer_guard_device_to_device")
+transfer_guard_device_to_host = _Option("transfer_guard_device_to_host")
+legacy_prng_key = _Option("legacy_prng_key")
+debug_key_reuse = _BoolOption("debug_key_reuse")
+softmax_custom_jvp = _BoolOption("softmax_custom_jvp")
+enable_custom_prng = _BoolOption("enable_custom_prng")
+allow_f16_reductions = _BoolOption("allow_f16_reductions")
+no_tracing = _BoolOption("no_tracing")
+no_execution = _BoolOption("no_execution")
+
+
+def transfer_guard(new_val: str) -> _OptionScope:
+  """``with hlox.transfer_guard('disallow'): ...`` sets the guard level of every transfer
+  direction inside the block (host-to-device, device-to-device, device-to-host): 'allow',
+  'log' (a warning per implicit transfer), 'disallow' (implicit transfers raise; explicit
+  ``device_put``/``device_get`` are allowed), 'log_explicit', 'disallow_explicit' (explicit
+  ones too)."""
+  first, *rest = _TRANSFER_GUARDS
+  # Entered in this order and left in reverse: leaving resets ``transfer_guard`` (which sets
+  # every direction) first, then each direction to what it was.
+  return _OptionScope(first, new_val, *((name, new_val) for name in rest),
+                      ("transfer_guard", new_val))

@@ -29,7 +29,7 @@ from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, tr
 from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
 
-__all__ = ["custom_jvp", "custom_vjp"]
+__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp"]
 
 
 def _resolve_args(fun, args, kwargs):
@@ -573,3 +573,117 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, vjp, num_consts
   return outs, [0] * len(outs)
 
 batching.axis_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+# --- custom_gradient and closure_convert (JAX's conveniences on custom_vjp) -----------------
+
+@tree_util.register_pytree_node_class
+class _GradientRule:
+  """A ``custom_gradient`` rule traced to a jaxpr: its closed-over values are the residuals
+  (the pytree's leaves), the jaxpr and the trees are static."""
+
+  def __init__(self, jaxpr, consts, ct_tree, out_tree):
+    self.jaxpr, self.consts, self.ct_tree, self.out_tree = jaxpr, consts, ct_tree, out_tree
+
+  def tree_flatten(self):
+    return list(self.consts), (self.jaxpr, self.ct_tree, self.out_tree)
+
+  @classmethod
+  def tree_unflatten(cls, aux, consts):
+    return cls(aux[0], list(consts), aux[1], aux[2])
+
+
+def _cotangent_aval(x):
+  return get_aval(x)  # cotangents have their primal's type (weak type included, as JAX)
+
+
+def custom_gradient(fun: Callable) -> Callable:
+  """Define a function and its reverse-mode rule in one (TensorFlow's ``custom_gradient``,
+  JAX's ``jax.custom_gradient``): ``fun(*args)`` returns ``(value, vjp)``, where
+  ``vjp(cotangent of value)`` returns a tuple with one cotangent per argument (a bare value
+  when ``fun`` takes one argument). ``vjp`` may close over values computed in ``fun``; it
+  is traced once on the forward pass, so it cannot branch on them in Python.
+
+      @hlox.custom_gradient
+      def f(x):
+        return x ** 2, lambda g: (g * x,)   # grad(f)(3.) == 3.
+  """
+  name = getattr(fun, "__name__", "custom_gradient")
+
+  def primal(*args, **kwargs):
+    value, _ = fun(*args, **kwargs)
+    return value
+  functools.update_wrapper(primal, fun)
+  wrapped = custom_vjp(primal)
+
+  def fwd(*args, **kwargs):
+    value, rule = fun(*args, **kwargs)
+    if not callable(rule):
+      raise TypeError(f"custom_gradient: {name} must return a pair (value, vjp function), "
+                      f"got a second element of type {type(rule).__name__}")
+    ct_leaves, ct_tree = tree_util.tree_flatten(value)
+    out_tree_box = []
+
+    def flat_rule(*cts):
+      out = rule(tree_util.tree_unflatten(ct_tree, list(cts)))
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      out_tree_box.append(out_tree)
+      return out_leaves
+    closed = trace_to_jaxpr(flat_rule, [_cotangent_aval(x) for x in ct_leaves],
+                            debug_info=f"custom_gradient vjp of {name}")
+    jaxpr, consts = convert_constvars(closed)
+    return value, _GradientRule(jaxpr, consts, ct_tree, out_tree_box[0])
+
+  def bwd(res, ct):
+    ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+    if ct_tree != res.ct_tree:
+      raise TypeError(f"custom_gradient: {name}'s cotangent has structure {ct_tree}, "
+                      f"expected {res.ct_tree}")
+    out = eval_jaxpr(res.jaxpr.jaxpr, [], *res.consts, *ct_leaves)
+    cts = tree_util.tree_unflatten(res.out_tree, out)
+    if tree_util.treedef_is_leaf(res.out_tree):
+      cts = (cts,)
+    return cts
+
+  wrapped.defvjp(fwd, bwd)
+  return wrapped
+
+
+def closure_convert(fun: Callable, *example_args):
+  """Hoist the traced values ``fun`` closes over into explicit arguments (JAX's
+  ``jax.closure_convert``), for passing ``fun`` across a custom-derivative boundary:
+  ``fun`` is traced on ``example_args``; returns ``(converted, hoisted)`` where
+  ``converted(*args, *hoisted)`` computes ``fun(*args)`` (for arguments of the examples'
+  structure and types) and ``hoisted`` are the closed-over values that may carry
+  derivatives (tracers); concrete constants stay inside ``converted``."""
+  flat_args, in_tree = tree_util.tree_flatten(example_args)
+  name = getattr(fun, "__name__", "fun")
+  out_tree_box = []
+
+  def flat_fun(*leaves):
+    out = fun(*tree_util.tree_unflatten(in_tree, list(leaves)))
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    out_tree_box.append(out_tree)
+    return out_leaves
+  closed = trace_to_jaxpr(flat_fun, [get_aval(x) for x in flat_args],
+                          debug_info=f"closure_convert of {name}")
+  jaxpr, consts = convert_constvars(closed)
+  out_tree = out_tree_box[0]
+  hoisted_at = [isinstance(c, Tracer) for c in consts]
+  hoisted = [c for c, h in zip(consts, hoisted_at) if h]
+  kept = [c for c, h in zip(consts, hoisted_at) if not h]
+
+  def converted(*args_and_hoisted):
+    n_args = len(args_and_hoisted) - len(hoisted)
+    args, hoisted_vals = args_and_hoisted[:n_args], args_and_hoisted[n_args:]
+    leaves, tree = tree_util.tree_flatten(tuple(args))
+    if tree != in_tree:
+      raise TypeError("closure_convert: the inputs to the converted function must have the "
+                      "same pytree structure as the example arguments passed to "
+                      f"closure_convert; expected {in_tree}, got {tree}")
+    kept_it, hoisted_it = iter(kept), iter(hoisted_vals)
+    all_consts = [next(hoisted_it) if h else next(kept_it) for h in hoisted_at]
+    out = eval_jaxpr(jaxpr.jaxpr, [], *all_consts, *leaves)
+    return tree_util.tree_unflatten(out_tree, out)
+  converted.__name__ = f"closure_converted_{name}"
+  return converted, hoisted

@@ -33,7 +33,7 @@ LAYERS = [
     ["hlox.runtime"],                                        # PJRT client, devices, Array
     ["hlox.cache", "hlox.monitoring", "hlox.tree_util", "hlox.tree"],  # shared utilities
     ["hlox.core"],                                           # avals, dtypes, traces, jaxprs
-    ["hlox.config", "hlox.errors"],                          # knows nothing of the rest
+    ["hlox.config", "hlox.errors", "hlox.version"],          # knows nothing of the rest
 ]
 
 # Libraries written on lax see the runtime only through the Array type.

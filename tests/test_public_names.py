@@ -10,12 +10,8 @@ from tests.jax_public_names import JAX_VERSION, PUBLIC_NAMES
 
 # module -> {name: why hlox does not have it}
 _SHARDING = "sharded arrays and shard_map (issue 19: sharding) are not built yet"
-_TOKENS = ("tokens need a token type in core, lowering and runtime, and belong with the ordered "
-           "effects that consume them (issue 15: callbacks)")
 EXCLUDED = {
     "hlox.lax": {
-        "after_all": _TOKENS, "after_all_p": _TOKENS,
-        "create_token": _TOKENS, "create_token_p": _TOKENS,
         "device_put_p": _SHARDING, "pbroadcast": _SHARDING, "pcast": _SHARDING,
         "precv": _SHARDING, "psend": _SHARDING, "ragged_all_to_all": _SHARDING,
         "ragged_all_to_all_p": _SHARDING, "sharding_constraint_p": _SHARDING,

@@ -98,3 +98,39 @@ class ShapedArray:
 
 def raise_to_shaped(aval):
   return aval
+
+
+class AbstractToken:
+  """The type of a token (printed ``Tok``, JAX's ``core.abstract_token``): a value with no
+  data that orders side effects (``lax.create_token``, ``lax.after_all``). One instance."""
+
+  __slots__ = ()
+  shape = ()
+  ndim = 0
+  weak_type = False
+
+  def str_short(self, *args, **kwargs) -> str:
+    return "Tok"
+
+  def to_tangent_aval(self):
+    return self
+
+  def __repr__(self):
+    return "AbstractToken()"
+
+
+abstract_token = AbstractToken()
+
+
+class Token:
+  """A token value outside any trace (JAX's ``core.Token``): what an eager
+  ``lax.create_token()`` or ``lax.after_all(...)`` returns."""
+
+  __slots__ = ()
+  aval = abstract_token
+
+  def __repr__(self):
+    return "Token()"
+
+
+token = Token()

@@ -252,7 +252,19 @@ def _upper_bounds(x64):
     visit(node)
   return ubs
 
-_UBS = {False: _upper_bounds(False), True: _upper_bounds(True)}
+def _strict_upper_bounds():
+  """JAX's strict lattice: a weak kind joins any dtype of its kind or above (weak int ->
+  weak float -> weak complex), and distinct strong dtypes join nothing."""
+  ints = [int4, uint4, uint8, uint16, uint32, uint64, int8, int16, int32, int64]
+  floats = [*float8_dtypes, bfloat16, float16, float32, float64]
+  complexes = [complex64, complex128]
+  ubs = {t: frozenset((t,)) for t in (bool_, *ints, *floats, *complexes)}
+  ubs[c_weak] = frozenset((c_weak, *complexes))
+  ubs[f_weak] = frozenset((f_weak, *floats)) | ubs[c_weak]
+  ubs[i_weak] = frozenset((i_weak, *ints)) | ubs[f_weak]
+  return ubs
+
+_UBS = {False: _upper_bounds(False), True: _upper_bounds(True), "strict": _strict_upper_bounds()}
 
 
 class TypePromotionError(ValueError):
@@ -260,12 +272,19 @@ class TypePromotionError(ValueError):
 
 
 @functools.lru_cache(maxsize=4096)
-def _join(nodes: frozenset, x64: bool):
+def _join(nodes: frozenset, x64):
+  """The least upper bound of ``nodes``; ``x64`` is True/False (standard lattice) or
+  'strict'."""
   ubs = _UBS[x64]
   common = frozenset.intersection(*(ubs[n] for n in nodes))
   least = (common & nodes) or {c for c in common if common <= ubs[c]}
   if len(least) != 1:
     names = tuple(str(n) for n in nodes)
+    if x64 == "strict":  # JAX's text
+      raise TypePromotionError(
+          f"Input dtypes {names} have no available implicit dtype promotion path when "
+          "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+          "output type, or set jax_numpy_dtype_promotion=standard.")
     extra = ""
     small = sorted({np.dtype(n).itemsize * 8 for n in nodes
                     if isinstance(n, np.dtype) and n in float8_dtypes})
@@ -297,10 +316,15 @@ def _weak_kind_default(node) -> np.dtype:
   return default_complex_dtype()
 
 
+def _lattice_key(x64: bool):
+  # One dict read: under numpy_dtype_promotion='strict' every join uses the strict lattice.
+  return "strict" if config._values["numpy_dtype_promotion"] == "strict" else x64
+
+
 def promote_types(a, b) -> np.dtype:
   """The dtype both ``a`` and ``b`` promote to (no weak types involved)."""
   a, b = np.dtype(a), np.dtype(b)
-  return canonicalize_dtype(_join(frozenset((a, b)), True))
+  return canonicalize_dtype(_join(frozenset((a, b)), _lattice_key(True)))
 
 
 def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
@@ -309,8 +333,8 @@ def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
   weaks = [w for _, w in dtypes_and_weak]
   if len(set(dtypes)) == 1:
     return canonicalize_dtype(dtypes[0]), all(weaks) and dtypes[0] != bool_
-  x64 = x64_enabled()
-  if all(weaks):
+  x64 = _lattice_key(x64_enabled())
+  if all(weaks) and x64 != "strict":
     # Only Python scalars (or values derived from them): join their concrete dtypes.
     joined = _join(frozenset(dtypes), x64)
     return canonicalize_dtype(joined), joined != bool_

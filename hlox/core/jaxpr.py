@@ -377,7 +377,9 @@ class JaxprTypeError(TypeError):
 
 
 def _typematch(a, b) -> bool:
-  return a.shape == b.shape and a.dtype == b.dtype
+  if a is b:  # avals are interned (and the token type is one object)
+    return True
+  return type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
 
 
 def check_jaxpr(jaxpr: Jaxpr) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from hlox import monitoring
 from hlox.cache import LRUCache
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray
+from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core.tracer import check_no_tracers
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
 from hlox.config import config
@@ -270,6 +270,8 @@ def dtype_to_ir_type(dtype) -> ir.Type:
 
 
 def aval_to_ir_type(aval) -> ir.Type:
+  if aval is abstract_token:
+    return hlo.TokenType.get()
   return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 

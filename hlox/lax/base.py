@@ -14,6 +14,7 @@ import operator
 
 import numpy as np
 
+from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
@@ -286,7 +287,16 @@ defreducer(reduce_sum_p)
 
 def reduce_sum(operand, axes, *, out_sharding=None):
   """Sum of ``operand`` over ``axes`` (non-negative dimension numbers)."""
-  return reduce_sum_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+  axes = _axes_param(axes)
+  if not config._values["allow_f16_reductions"]:
+    aval = get_aval(operand)
+    if aval.dtype in _F16_TYPES and any(aval.shape[d] != 1 for d in axes):
+      raise ValueError(f"reduce_sum on operand {aval.str_short()} is not allowed when "
+                       "jax_allow_f16_reductions=False.")
+  return reduce_sum_p.bind(operand, axes=axes, out_sharding=None)
+
+
+_F16_TYPES = (np.dtype(np.float16), dtypes.bfloat16)
 
 
 # --- convert_element_type ----------------------------------------------------------------

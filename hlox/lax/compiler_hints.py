@@ -2,7 +2,8 @@
 (stablehlo.optimization_barrier: no reordering or fusion across it), ``dce_sink`` (keeps a
 value alive through dead-code elimination), ``stage`` (lifts a constant into the current
 trace), ``composite`` (a named operation with a decomposition, lowered to
-stablehlo.composite) and ``platform_dependent`` (a branch per platform, chosen at lowering).
+stablehlo.composite), ``platform_dependent`` (a branch per platform, chosen at lowering) and
+the tokens that order side effects (``create_token``, ``after_all``).
 
 Each is the identity (or nothing) numerically, so their JVP, transpose and batching rules
 pass values through (``composite`` differentiates and batches its decomposition).
@@ -15,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from hlox import tree_util
-from hlox.core.avals import ShapedArray
+from hlox.core.avals import ShapedArray, abstract_token, token
 from hlox.core.jaxpr import effectful_primitives, eval_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
@@ -28,7 +29,8 @@ from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 __all__ = ["optimization_barrier", "optimization_barrier_p", "dce_sink", "dce_sink_p",
-           "stage", "stage_p", "composite", "composite_p", "platform_dependent"]
+           "stage", "stage_p", "composite", "composite_p", "platform_dependent",
+           "create_token", "create_token_p", "after_all", "after_all_p"]
 
 
 # --- optimization_barrier ----------------------------------------------------------------
@@ -282,3 +284,51 @@ def platform_dependent(*args, default: Callable | None = None, **per_platform: C
   if not isinstance(index, Tracer):  # eager: the platform is known now
     return branches[int(index)](*args)
   return switch(index, branches, *args)
+
+
+# --- tokens --------------------------------------------------------------------------------
+# Eagerly a token is the ``Token`` value (nothing runs); traced, a ``Tok``-typed variable,
+# lowered to a stablehlo token. Tokens carry no data: they have no tangents (their tangent is
+# a symbolic zero) and are never batched.
+
+def create_token(_=None):
+  """A new token, with nothing to wait for (JAX's ``lax.create_token``; the argument is
+  ignored, as in JAX)."""
+  return create_token_p.bind()
+
+
+create_token_p = Primitive("create_token")
+create_token_p.def_impl(lambda: token)
+create_token_p.def_abstract_eval(lambda: abstract_token)
+xla.register_lowering(create_token_p, lambda ctx: hlo.create_token())
+ad.primitive_jvps[create_token_p] = lambda primals, tangents: (create_token_p.bind(),
+                                                                ad.Zero(abstract_token))
+batching.primitive_batchers[create_token_p] = (
+    lambda axis_data, vals, dims: (create_token_p.bind(), batching.not_mapped))
+
+
+def after_all(*operands):
+  """A token that comes after every token in ``operands`` (JAX's ``lax.after_all``)."""
+  return after_all_p.bind(*operands)
+
+
+def _after_all_abstract_eval(*avals):
+  if any(a is not abstract_token for a in avals):
+    raise TypeError("Arguments to after_all must be tokens; got "
+                    f"{', '.join(a.str_short() for a in avals)}")
+  return abstract_token
+
+
+def _after_all_impl(*operands):
+  _after_all_abstract_eval(*(get_aval(x) for x in operands))
+  return token
+
+
+after_all_p = Primitive("after_all")
+after_all_p.def_impl(_after_all_impl)
+after_all_p.def_abstract_eval(_after_all_abstract_eval)
+xla.register_lowering(after_all_p, lambda ctx, *tokens: hlo.after_all(list(tokens)))
+ad.primitive_jvps[after_all_p] = lambda primals, tangents: (after_all_p.bind(*primals),
+                                                             ad.Zero(abstract_token))
+batching.primitive_batchers[after_all_p] = (
+    lambda axis_data, vals, dims: (after_all_p.bind(*vals), batching.not_mapped))

@@ -438,7 +438,10 @@ batching.primitive_batchers[conv_general_dilated_p] = _conv_general_dilated_batc
 # --- the public functions ----------------------------------------------------------------
 
 def _canonicalize_conv_precision(precision):
+  given = precision
   precision = canonicalize_precision(precision)
+  if given is None and isinstance(precision, DotAlgorithmPreset):
+    return None  # a default_matmul_precision algorithm is for contractions only
   if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
     raise ValueError(f"conv_general_dilated: precision must be None, a lax.Precision or a "
                      f"pair of them; dot algorithms are not supported, got {precision!r}")

@@ -13,6 +13,7 @@ from typing import NamedTuple, Union
 
 import numpy as np
 
+from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, cost, xla
@@ -130,10 +131,17 @@ def canonicalize_precision(precision):
   :class:`DotAlgorithm` / :class:`DotAlgorithmPreset` (kept as given).
 
   Accepts ``None``, a :class:`Precision`, a string naming one, a pair of either, or an
-  algorithm.
+  algorithm. ``None`` takes the ``default_matmul_precision`` option (JAX's: a precision
+  name or a :class:`DotAlgorithmPreset` name), read while tracing, so jaxprs record it.
   """
   if precision is None:
-    return None
+    default = config._values["default_matmul_precision"]
+    if default is None:
+      return None
+    if default in DotAlgorithmPreset.__members__:
+      return DotAlgorithmPreset[default]
+    p = _precision_from_str(default)
+    return (p, p)
   if isinstance(precision, DotAlgorithmPreset):
     return precision
   if isinstance(precision, DotAlgorithm):

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
 from hlox import lax
+from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError
@@ -97,6 +99,8 @@ def promote_shapes(name: str, *args):
   nonscalar = [s for s in shapes if s]
   if len({len(s) for s in nonscalar}) <= 1:
     return list(args)
+  if config._values["numpy_rank_promotion"] != "allow":
+    _rank_promotion_warning_or_error(name, shapes)
   try:
     result = broadcast_shapes(*shapes)
   except ValueError:
@@ -109,6 +113,20 @@ def promote_shapes(name: str, *args):
       x = lax.reshape(x, (1,) * (ndim - len(s)) + tuple(s))
     out.append(x)
   return out
+
+
+def _rank_promotion_warning_or_error(name, shapes):
+  # JAX's texts (people search them), with the operation's name.
+  shapes = " ".join(str(tuple(s)) for s in shapes)
+  if config._values["numpy_rank_promotion"] == "warn":
+    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {shapes}. "
+                  "Set the jax_numpy_rank_promotion config option to 'allow' to disable "
+                  "this warning (hlox.numpy_rank_promotion('allow')).", stacklevel=4)
+  else:
+    raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
+                     f"{shapes} and with the config option jax_numpy_rank_promotion='raise'. "
+                     "Make the ranks equal explicitly (e.g. with expand_dims or reshape), or "
+                     "set the option to 'allow'.")
 
 
 def _already_promoted(args, inexact: bool) -> bool:

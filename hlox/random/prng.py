@@ -493,6 +493,8 @@ def _check_key(name: str, key, allow_batched: bool = False):
           f"key, a uint32 array whose shape ends with {ks} from hlox.random.PRNGKey(seed) "
           f"(default implementation {impl.name}); got an array of {aval.str_short()}")
     keys, raw = PRNGKeyArray(key, impl), True
+    if config._values["legacy_prng_key"] != "allow" or config._values["enable_custom_prng"]:
+      _legacy_key_used(name)
   else:
     raise TypeError(f"{name}: expected a PRNG key (from hlox.random.key or PRNGKey), got "
                     f"{type(key).__name__}")
@@ -500,6 +502,23 @@ def _check_key(name: str, key, allow_batched: bool = False):
     raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                      f"{keys.shape} != (). Use hlox.vmap for batching.")
   return keys, raw
+
+
+def _legacy_key_used(name):
+  """The ``legacy_prng_key`` option ('warn' / 'error'), and ``enable_custom_prng``'s
+  warning, for a raw key passed to a random function (JAX's texts)."""
+  import warnings
+  message = (f"{name}: Legacy uint32 key array passed as key to jax.random function. Please "
+             "create keys using hlox.random.key(). If use of a raw key array was intended, "
+             'set jax_legacy_prng_key="allow".')
+  level = config._values["legacy_prng_key"]
+  if level == "error":
+    raise ValueError(message)
+  if level == "warn":
+    warnings.warn(message, stacklevel=4)
+  else:
+    warnings.warn("Raw arrays as random keys to jax.random functions are deprecated. Assuming "
+                  "valid threefry2x32 key for now.", FutureWarning, stacklevel=4)
 
 
 def _return_keys(raw: bool, keys):

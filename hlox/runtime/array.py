@@ -11,7 +11,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.tracer import Tracer
 from hlox.errors import DeletedArrayError, TracerArrayConversionError
 from hlox import tree_util
-from hlox.runtime import client, spmd
+from hlox.runtime import client, spmd, transfer_guard
 
 
 _buffer_protocol_dtypes = frozenset(
@@ -172,6 +172,10 @@ class Array:
         return value
       if self._buf.is_deleted():
         raise DeletedArrayError(deleted_message(self.aval))
+      if (config._values["transfer_guard_device_to_host"] is not None
+          and client.buffer_device(self._buf).platform != "cpu"):
+        # As JAX: reading a CPU buffer is no transfer, so the guard does not apply there.
+        transfer_guard.check("device-to-host", self.aval, self._buf._sharding)
       if self.aval.dtype in _buffer_protocol_dtypes:
         value = np.asarray(self._buf)
       else:  # bfloat16, float8, int4...: the buffer protocol cannot describe them
@@ -465,7 +469,8 @@ def _nested_sequence_to_numpy(x):
 
 def device_get(tree):
   """Copy every Array in ``tree`` back to NumPy (other leaves are returned unchanged)."""
-  return tree_util.tree_map(lambda x: x._value() if isinstance(x, Array) else x, tree)
+  with transfer_guard.explicit():
+    return tree_util.tree_map(lambda x: x._value() if isinstance(x, Array) else x, tree)
 
 
 def block_until_ready(tree):

@@ -6,12 +6,14 @@ Results come back through per-output result handlers (``consume_with_handlers``)
 """
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
 
 from hlox.config import config
-from hlox.runtime import callbacks, compilation_cache
+from hlox.core.avals import abstract_token
+from hlox.runtime import callbacks, compilation_cache, transfer_guard
 
 _client = None
 _client_lock = threading.Lock()
@@ -164,6 +166,35 @@ def process_count(backend: str | None = None) -> int:
   return max((d.process_index for d in get_client().devices()), default=0) + 1
 
 
+def _renamed(old: str, new: str) -> None:
+  import warnings
+  warnings.warn(f"hlox.{old} has been renamed to hlox.{new}. This alias will eventually be "
+                "removed; please update your code.", UserWarning, stacklevel=3)
+
+
+def host_count(backend: str | None = None) -> int:
+  """Deprecated alias of ``process_count`` (JAX keeps it, with a warning)."""
+  _renamed("host_count", "process_count")
+  return process_count(backend)
+
+
+def host_id(backend: str | None = None) -> int:
+  """Deprecated alias of ``process_index`` (JAX keeps it, with a warning)."""
+  _renamed("host_id", "process_index")
+  return process_index(backend)
+
+
+def process_indices(backend: str | None = None) -> list:
+  """The indices of the processes taking part: ``list(range(process_count()))``."""
+  return list(range(process_count(backend)))
+
+
+def host_ids(backend: str | None = None) -> list:
+  """Deprecated alias of ``process_indices`` (JAX keeps it, with a warning)."""
+  _renamed("host_ids", "process_indices")
+  return process_indices(backend)
+
+
 def default_device():
   """Where values go when no device is named: this process's first device."""
   if _default_device is None:
@@ -230,6 +261,12 @@ def put_buffer(value: np.ndarray, aval, device):
   """Copy a host NumPy array (already of ``aval.dtype``) to ``device``; returns a buffer."""
   xc = _xc()
   sharding = single_device_sharding(device)
+  if config._values["transfer_guard_host_to_device"] is not None:
+    transfer_guard.check("host-to-device", aval, sharding)
+  return _put(xc, value, aval, sharding, device)
+
+
+def _put(xc, value, aval, sharding, device):
   return xc.batched_device_put(aval, sharding, [value], [device], True, False,
                                xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
                                bool(config._values["enable_x64"]))
@@ -237,7 +274,10 @@ def put_buffer(value: np.ndarray, aval, device):
 
 def copy_buffer_to_device(buf, aval, device):
   """Move a device buffer to another device."""
-  return put_buffer(np.asarray(buf), aval, device)
+  sharding = single_device_sharding(device)
+  if config._values["transfer_guard_device_to_device"] is not None:
+    transfer_guard.check("device-to-device", aval, sharding)
+  return _put(_xc(), np.asarray(buf), aval, sharding, device)
 
 
 def buffer_device(buf):
@@ -257,6 +297,9 @@ class Executable:
     self.device = device
     self.out_avals = list(out_avals)
     sharding = single_device_sharding(device)
+    if any(a is abstract_token for a in self.out_avals):
+      raise NotImplementedError("jit: a compiled program cannot return a token (lax.create_token"
+                                " / lax.after_all) in hlox yet; use tokens inside the function")
     self.handlers = [xc.array_result_handler(a, sharding, True, True) for a in out_avals]
     execute = loaded.execute_sharded
     handlers = self.handlers
@@ -293,7 +336,33 @@ def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
   if host_callbacks:
     loaded = callbacks.compile_with_callbacks(client, module, xc.DeviceList((device,)), options,
                                               host_callbacks)
-    return Executable(loaded, out_avals, device)
+    return Executable(guard_execution(loaded, mlir_text), out_avals, device)
   loaded = compilation_cache.compile_and_load(client, mlir_text, xc.DeviceList((device,)),
                                               options, key_text)
-  return Executable(loaded, out_avals, device)
+  return Executable(guard_execution(loaded, mlir_text), out_avals, device)
+
+
+class _NoExecution:
+  """A loaded executable compiled under the ``no_execution`` option: running it raises.
+  (The caches are switched with that option, so such an executable never serves a call
+  made without it.)"""
+
+  def __init__(self, loaded, name):
+    self._loaded = loaded
+    self._name = name
+
+  def execute_sharded(self, bufs, *args, **kwargs):
+    raise RuntimeError(f"hlox tried to execute function {self._name}, but the no_execution "
+                       "config option is set")
+
+  def __getattr__(self, name):
+    return getattr(self._loaded, name)
+
+
+def guard_execution(loaded, mlir_text: str):
+  """``loaded`` itself, or under the ``no_execution`` option a stand-in that raises when
+  run (JAX's option: compiling is allowed, executing is not)."""
+  if not config._values["no_execution"]:
+    return loaded
+  match = re.search(r"module @([\w.$-]+)", mlir_text or "")
+  return _NoExecution(loaded, match.group(1) if match else "<unknown>")

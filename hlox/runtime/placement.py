@@ -8,7 +8,7 @@ import numpy as np
 from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
-from hlox.runtime import spmd
+from hlox.runtime import spmd, transfer_guard
 from hlox.runtime import array as array_lib
 from hlox.runtime.array import Array, wrap_multi
 
@@ -41,7 +41,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     if not _is_device_spec(d):
       raise ValueError(f"device_put: Received invalid value {d!r} for the device: expected a "
                        "Device, a Sharding or None.")
-  out = [array_lib.device_put(leaf, d) for leaf, d in zip(leaves, devices)]
+  with transfer_guard.explicit():
+    out = [array_lib.device_put(leaf, d) for leaf, d in zip(leaves, devices)]
   if donate:
     for leaf, new in zip(leaves, out):
       if isinstance(leaf, Array) and new is not leaf:
@@ -84,3 +85,79 @@ def device_put_replicated(x, devices):
   return tree_util.tree_map(
       lambda leaf: _stack_on_devices([leaf] * len(devices), devices, "device_put_replicated"),
       x)
+
+
+# --- arrays assembled from pieces (JAX's make_array_from_*), for one-device shardings ------
+
+def _sharding_device(name, sharding):
+  """The one device of ``sharding`` (a single-device sharding, e.g. an Array's
+  ``.sharding``, or a device); other shardings are not available in hlox yet."""
+  if hasattr(sharding, "platform") and hasattr(sharding, "id"):
+    return sharding
+  device = getattr(sharding, "_hlox_device", None)
+  if device is not None:
+    return device
+  devices = getattr(sharding, "_device_assignment", None)
+  if devices is None:
+    raise TypeError(f"{name}: sharding should be a sharding (e.g. an Array's .sharding) or a "
+                    f"device. Got {sharding!r} of type {type(sharding)}")
+  if len(devices) != 1:
+    raise NotImplementedError(f"{name}: only single-device shardings are supported today; "
+                              f"got one over {len(devices)} devices ({sharding!r})")
+  return devices[0]
+
+
+def _put(x, device):
+  with transfer_guard.explicit():  # as JAX, these put data where they are asked to
+    return array_lib.device_put(x, device)
+
+
+def _check_shard_shape(name, shape, value, sharding):
+  if tuple(value.shape) != tuple(shape):
+    raise ValueError(f"{name}: Expected shard shape {tuple(shape)} doesn't match the single "
+                     f"device array shape {tuple(value.shape)}, with sharding {sharding!r}")
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+  """The Array of global ``shape`` laid out by ``sharding``, each device's piece made by
+  ``data_callback(index)`` (``index`` a tuple of slices into the global array). With a
+  single-device sharding there is one piece, the whole array."""
+  shape = tuple(shape)
+  device = _sharding_device("make_array_from_callback", sharding)
+  piece = data_callback((slice(None),) * len(shape))
+  if isinstance(piece, Array):
+    _check_shard_shape("make_array_from_callback", shape, piece, sharding)
+    return _put(piece if dtype is None else piece.astype(dtype), device)
+  value = np.asarray(piece, dtype=dtype)
+  _check_shard_shape("make_array_from_callback", shape, value, sharding)
+  return _put(value, device)
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+  """The Array of global ``shape`` whose pieces are ``arrays`` (one Array per device of
+  ``sharding``, each already on its device), without copying where they already lie."""
+  shape = tuple(shape)
+  device = _sharding_device("make_array_from_single_device_arrays", sharding)
+  arrays = list(arrays)
+  if len(arrays) != 1:
+    raise ValueError(f"make_array_from_single_device_arrays: the sharding has 1 device, got "
+                     f"{len(arrays)} arrays")
+  (piece,) = arrays
+  if not isinstance(piece, Array):
+    raise TypeError("make_array_from_single_device_arrays: arrays must be hlox Arrays, got "
+                    f"{type(piece).__name__}")
+  _check_shard_shape("make_array_from_single_device_arrays", shape, piece, sharding)
+  if dtype is not None and np.dtype(dtype) != piece.dtype:
+    raise ValueError(f"make_array_from_single_device_arrays: dtype {np.dtype(dtype)} does "
+                     f"not match the arrays' dtype {piece.dtype}")
+  return _put(piece, device)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+  """The Array laid out by ``sharding`` from this process's data: in one process (hlox's
+  single-device shardings) the local data is the whole array."""
+  device = _sharding_device("make_array_from_process_local_data", sharding)
+  value = local_data if isinstance(local_data, Array) else np.asarray(local_data)
+  if global_shape is not None:
+    _check_shard_shape("make_array_from_process_local_data", global_shape, value, sharding)
+  return _put(value, device)

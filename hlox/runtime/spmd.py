@@ -287,4 +287,5 @@ def compile_replicated(mlir_text: str, devices, out_avals, out_shardings, host_c
   else:
     loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text,
                                                 xc.DeviceList(tuple(devices)), options)
-  return Replicated(loaded, devices, out_avals, out_shardings)
+  return Replicated(client.guard_execution(loaded, mlir_text), devices, out_avals,
+                    out_shardings)

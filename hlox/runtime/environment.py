@@ -1,0 +1,66 @@
+"""What the runtime can say about itself: the live arrays, the device class, the versions and
+devices of this process (``hlox.live_arrays``, ``hlox.Device``, ``hlox.print_environment_info``).
+"""
+from __future__ import annotations
+
+import gc
+import platform
+import sys
+
+import numpy as np
+
+from hlox import version
+from hlox.runtime import client
+from hlox.runtime import array as array_lib
+
+
+def live_arrays(platform_name: str | None = None) -> list:
+  """Every hlox Array of this process whose buffers are still alive (not deleted), as JAX's
+  ``jax.live_arrays()``; ``platform_name`` keeps those on that platform only.
+
+  Found by walking the garbage collector's objects, so the call costs time in proportion to
+  the live objects, and creating arrays costs nothing extra. The scalar buffers hlox shares
+  between calls internally (never handed to user code) are left out."""
+  if platform_name is not None:
+    client._check_backend(platform_name)
+  internal = {id(a) for a in array_lib._scalar_buffers.values()}
+  found = []
+  for obj in gc.get_objects():
+    if type(obj) is array_lib.Array and id(obj) not in internal:
+      try:
+        if obj.is_deleted():
+          continue
+        if platform_name is not None and not any(
+            d.platform == platform_name for d in obj.devices()):
+          continue
+      except Exception:  # a half-built or already-torn-down array
+        continue
+      found.append(obj)
+  return found
+
+
+def device_class() -> type:
+  """The class of hlox's devices (jaxlib's ``Device``), for ``isinstance`` checks."""
+  return client._xc().Device
+
+
+def print_environment_info(return_string: bool = False):
+  """Print (or, with ``return_string=True``, return) hlox's, jaxlib's, NumPy's and Python's
+  versions, the devices and the platform: what a bug report should include."""
+  import jaxlib.version
+  devices = client.devices()
+  lines = [
+      f"hlox:    {version.__version__}",
+      f"jaxlib:  {jaxlib.version.__version__}",
+      f"numpy:   {np.__version__}",
+      f"python:  {sys.version.replace(chr(10), ' ')}",
+      f"device info: {client.default_backend()}-{len(devices)}, "
+      f"{client.local_device_count()} local devices",
+      f"process_count: {client.process_count()}",
+      f"platform: {platform.uname()}",
+  ]
+  text = "\n".join(lines) + "\n"
+  if return_string:
+    return text
+  print(text, end="")
+  return None
