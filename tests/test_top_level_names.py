@@ -432,3 +432,26 @@ def test_names_and_messages_match_jax():
     assert phrase in jax_text, (key, jax_text)  # the phrase is JAX's
     assert phrase in str(ours[key]), (key, str(ours[key]))
     assert type(ours[key]).__name__ == jax_class, key
+
+
+def test_options_police_user_code_not_hlox_internals():
+  # JAX's own functions never rely on implicit rank or dtype promotion; hlox's may, and
+  # must not fail because the user asked for 'raise' / 'strict' in their own code.
+  a, b = jnp.ones((2, 3)), jnp.ones(3)
+  with hlox.numpy_rank_promotion("raise"):
+    with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+      a * b
+    with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+      hlox.jit(lambda x, y: x + y)(a, b)
+    np.testing.assert_array_equal(np.asarray(jnp.vander(jnp.arange(3.0), 2)),
+                                  np.vander(np.arange(3.0), 2))
+    np.testing.assert_array_equal(
+        np.asarray(jnp.searchsorted(jnp.arange(5.0), jnp.array([[1.5], [3.0]]))), [[2], [3]])
+    np.testing.assert_allclose(np.asarray(jnp.cov(jnp.arange(10.0).reshape(2, 5))),
+                               np.cov(np.arange(10.0).reshape(2, 5)))
+  with hlox.numpy_dtype_promotion("strict"):
+    with pytest.raises(hlox.core.dtypes.TypePromotionError, match="strict"):
+      jnp.ones(3, "int32") + jnp.ones(3, "float32")
+    counts, _ = jnp.histogram(jnp.arange(5, dtype="float32"), bins=jnp.arange(3, dtype="int16"))
+    np.testing.assert_array_equal(np.asarray(counts),
+                                  np.histogram(np.arange(5.0), bins=np.arange(3))[0])

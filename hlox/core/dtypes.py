@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from hlox.config import config
+from hlox.core import source_info
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -321,10 +322,24 @@ def _lattice_key(x64: bool):
   return "strict" if config._values["numpy_dtype_promotion"] == "strict" else x64
 
 
+def _strict_join(nodes, standard_key):
+  """The strict lattice's join, for code the user wrote; hlox's own implementations (which
+  mix dtypes as JAX's internals do explicitly) get the standard one."""
+  try:
+    return _join(nodes, "strict")
+  except TypePromotionError:
+    if source_info.called_by_user(2):
+      raise
+    return _join(nodes, standard_key)
+
+
 def promote_types(a, b) -> np.dtype:
   """The dtype both ``a`` and ``b`` promote to (no weak types involved)."""
   a, b = np.dtype(a), np.dtype(b)
-  return canonicalize_dtype(_join(frozenset((a, b)), _lattice_key(True)))
+  key = _lattice_key(True)
+  nodes = frozenset((a, b))
+  joined = _strict_join(nodes, True) if key == "strict" else _join(nodes, key)
+  return canonicalize_dtype(joined)
 
 
 def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
@@ -338,7 +353,8 @@ def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
     # Only Python scalars (or values derived from them): join their concrete dtypes.
     joined = _join(frozenset(dtypes), x64)
     return canonicalize_dtype(joined), joined != bool_
-  joined = _join(frozenset(_node(d, w) for d, w in zip(dtypes, weaks)), x64)
+  nodes = frozenset(_node(d, w) for d, w in zip(dtypes, weaks))
+  joined = _strict_join(nodes, x64_enabled()) if x64 == "strict" else _join(nodes, x64)
   if isinstance(joined, _WeakKind):
     return canonicalize_dtype(_weak_kind_default(joined)), True
   return canonicalize_dtype(joined), False

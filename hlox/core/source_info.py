@@ -192,3 +192,24 @@ class current_eqn:
 
   def __exit__(self, *exc):
     _context.eqn = self.prev
+
+
+# Frames of the machinery between a user's call of a NumPy-style operation and the operation's
+# own checks: tracing, transformations, and the ufunc and array-method wrappers.
+_MACHINERY = tuple(_hlox_dir + p for p in (
+    "api.py", "autodiff.py", "custom_derivatives.py", "core" + os.sep, "interpreters" + os.sep,
+    os.path.join("numpy", "util.py"), os.path.join("numpy", "ufuncs.py"),
+    os.path.join("numpy", "array_methods.py")))
+
+
+def called_by_user(depth: int = 1) -> bool:
+  """Whether the operation running ``depth`` frames up was called by the user's code rather
+  than by hlox's own implementation of another function (e.g. ``vander`` calling ``power``):
+  the first frame outside the tracing and ufunc machinery is outside hlox. Options that police
+  the user's code (``numpy_rank_promotion``, strict dtype promotion) ask this; JAX's own code
+  never relies on what they forbid, and hlox's must not fail because of them. Costs a frame
+  walk: ask only on the path where the option is about to warn or raise."""
+  frame = sys._getframe(depth + 1)
+  while frame is not None and frame.f_code.co_filename.startswith(_MACHINERY):
+    frame = frame.f_back
+  return frame is None or is_user_file(frame.f_code.co_filename)

@@ -8,7 +8,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.config import config
-from hlox.core import dtypes
+from hlox.core import dtypes, source_info
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError
 from hlox.numpy.conversion import asarray
@@ -99,7 +99,7 @@ def promote_shapes(name: str, *args):
   nonscalar = [s for s in shapes if s]
   if len({len(s) for s in nonscalar}) <= 1:
     return list(args)
-  if config._values["numpy_rank_promotion"] != "allow":
+  if config._values["numpy_rank_promotion"] != "allow" and source_info.called_by_user():
     _rank_promotion_warning_or_error(name, shapes)
   try:
     result = broadcast_shapes(*shapes)
