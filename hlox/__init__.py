@@ -59,6 +59,8 @@ Device = _device_class()  # jaxlib's device class, for isinstance checks (``jax.
 from hlox import flatten_util, image, ops, test_util
 from hlox import viz
 from hlox import debug, experimental
+from hlox import sharding
+from hlox.sharding import make_mesh, set_mesh
 from hlox.debug.callbacks import effects_barrier, pure_callback
 
 

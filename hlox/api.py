@@ -31,10 +31,12 @@ from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trac
 from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import batching, nan_checks, xla
 from hlox.interpreters import pmap as pmap_interp
-from hlox.interpreters import replicated
+from hlox.interpreters import partitioned, replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, jit_p,
                            signature)
-from hlox.runtime import client, introspection
+from hlox.runtime import client, introspection, placement
+from hlox.runtime import sharding as sharding_lib
+from hlox.lax.sharding_constraint import with_sharding_constraint
 from hlox.runtime.array import Array, device_put
 
 flatten_fast = tree_util.flatten_fast
@@ -565,6 +567,10 @@ class JitWrapped:
     lowered = replicated.lower_replicated(traced.jaxpr, self.name, donated_invars,
                                            self.keep_unused)
     if lowered is None:
+      sigs = [_lowering_signature(x) for x in (*traced.consts, *leaves)]
+      lowered = partitioned.lower_partitioned(traced.jaxpr, sigs, self.name, donated_invars,
+                                              self.keep_unused)
+    if lowered is None:
       lowered = xla.lower_jaxpr_to_module(traced.jaxpr, f"jit({self.name})", donated_invars,
                                           self.keep_unused)
     return Lowered(lowered, traced, in_tree, donated_invars, self.name,
@@ -581,6 +587,15 @@ class JitWrapped:
   def clear_cache(self):
     self._trace_cache.clear()
     self._call_cache.clear()
+
+
+def _lowering_signature(x):
+  """A leaf's signature for ``lower``: an Array's own, a ShapeDtypeStruct's sharding."""
+  if type(x) is Array:
+    return x._sig
+  aval = _abstractify(x)
+  s = getattr(x, "sharding", None)
+  return (aval, s) if isinstance(s, sharding_lib.NamedSharding) else aval
 
 
 def _forget_donated(leaves, donated):
@@ -681,6 +696,13 @@ class Lowered:
   def compile(self, compiler_options: dict | None = None) -> "Compiled":
     """Compile with XLA; ``compiler_options`` are XLA's options by name, as JAX's
     (``{"xla_embed_ir_in_executable": True}``)."""
+    if self._lowered.partitioned is not None:  # over a mesh
+      closed, sigs = self._lowered.partitioned
+      call = partitioned.compile_partitioned(closed, sigs, self._name,
+                                             self._lowered.donated_invars,
+                                             len(self._lowered.kept_var_idx) == len(sigs))
+      return Compiled(call, self._traced, self.in_tree, self._name, self._donate_argnums,
+                      self._fun_and_statics)
     if self._lowered.replicas is not None:  # it contains pmaps
       call = replicated.compile_replicated_call(self._lowered)
       return Compiled(call, self._traced, self.in_tree, self._name, self._donate_argnums,
@@ -795,9 +817,10 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
     keep_unused: keep unused arguments in the compiled program.
     inline: when traced inside another function, inline the body instead of a call.
   """
+  in_shardings = unsupported.pop("in_shardings", None)
+  out_shardings = unsupported.pop("out_shardings", None)
   if unsupported:
-    ignored = {"in_shardings", "out_shardings", "backend", "device", "abstracted_axes",
-               "compiler_options"}
+    ignored = {"backend", "device", "abstracted_axes", "compiler_options"}
     bad = set(unsupported) - ignored
     if bad:
       raise TypeError(f"jit() got unexpected keyword arguments {sorted(bad)}")
@@ -805,7 +828,13 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
     return functools.partial(jit, static_argnums=static_argnums,
                              static_argnames=static_argnames, donate_argnums=donate_argnums,
                              donate_argnames=donate_argnames, keep_unused=keep_unused,
-                             inline=inline)
+                             inline=inline, in_shardings=in_shardings,
+                             out_shardings=out_shardings)
+  if in_shardings is not None or out_shardings is not None:
+    return _jit_with_shardings(fun, in_shardings, out_shardings, dict(
+        static_argnums=static_argnums, static_argnames=static_argnames,
+        donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+        keep_unused=keep_unused, inline=inline))
   if isinstance(fun, staticmethod):
     raise TypeError(f"staticmethod arguments are not supported, got {fun}: apply jit to the "
                     "function first, then staticmethod (put @jit below @staticmethod)")
@@ -817,6 +846,75 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
   wrapped = JitWrapped(fun, static_argnums, static_argnames, donate_argnums, donate_argnames,
                        keep_unused, inline)
   return _make_jitted(wrapped)
+
+
+def _is_sharding_leaf(s) -> bool:
+  return s is None or isinstance(s, (sharding_lib.Sharding, sharding_lib.PartitionSpec))
+
+
+def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
+  """``jit`` with ``in_shardings`` / ``out_shardings`` (a sharding or ``PartitionSpec`` for
+  all, or a tree prefix of the positional arguments / the outputs; None: XLA decides):
+  arguments are laid out before the call, outputs are constrained inside the program."""
+  if out_shardings is not None:
+    @functools.wraps(fun)
+    def constrained(*args, **kwargs):
+      return with_sharding_constraint(fun(*args, **kwargs), out_shardings)
+  else:
+    constrained = fun
+  inner = jit(constrained, **jit_kwargs)
+  static = jit_kwargs["static_argnums"]
+  static = () if static is None else (static,) if isinstance(static, int) else tuple(static)
+
+  def place(args):
+    positions = [i for i in range(len(args))
+                 if i not in static and i - len(args) not in static]
+    dyn = tuple(args[i] for i in positions)
+    if _is_sharding_leaf(in_shardings):
+      per_leaf = [in_shardings] * len(tree_util.tree_leaves(dyn))
+    else:
+      shardings = tuple(in_shardings) if isinstance(in_shardings, list) else in_shardings
+      try:
+        per_leaf = tree_util.broadcast_prefix(shardings, dyn, is_leaf=_is_sharding_leaf)
+      except (ValueError, TypeError):
+        raise ValueError(f"jit in_shardings {in_shardings!r} must be a tree prefix of the "
+                         f"positional arguments (got {len(dyn)} of them)") from None
+    leaves, tree = tree_util.tree_flatten(dyn)
+    placed = []
+    for leaf, s in zip(leaves, per_leaf):
+      if s is None:
+        placed.append(leaf)
+      elif isinstance(leaf, Tracer):
+        placed.append(with_sharding_constraint(leaf, s))
+      elif not isinstance(leaf, (Array, np.ndarray, np.generic, int, float, complex, bool)):
+        placed.append(leaf)  # ShapeDtypeStructs given to ``lower``
+      else:
+        if isinstance(s, sharding_lib.PartitionSpec):
+          mesh = sharding_lib.current_mesh()
+          if mesh is None:
+            raise ValueError(f"jit in_shardings: the PartitionSpec {s!r} needs a mesh: use a "
+                             "NamedSharding or `hlox.sharding.set_mesh(mesh)`")
+          s = sharding_lib.NamedSharding(mesh, s)
+        placed.append(placement.device_put(leaf, s))
+    out = list(args)
+    for i, v in zip(positions, tree.unflatten(placed)):
+      out[i] = v
+    return out
+
+  @functools.wraps(fun)
+  def call(*args, **kwargs):
+    if in_shardings is not None:
+      args = place(args)
+    return inner(*args, **kwargs)
+
+  def lower(*args, **kwargs):
+    return inner.lower(*(place(args) if in_shardings is not None else args), **kwargs)
+  call.lower = lower
+  call.trace = inner.trace
+  call.eval_shape = inner.eval_shape
+  call.clear_cache = inner.clear_cache
+  call._jit = inner._jit
+  return call
 
 
 def eager_fused(fun: Callable | None = None, *, static_argnames=()) -> Callable:

@@ -14,8 +14,7 @@ EXCLUDED = {
     "hlox.lax": {
         "device_put_p": _SHARDING, "pbroadcast": _SHARDING, "pcast": _SHARDING,
         "precv": _SHARDING, "psend": _SHARDING, "ragged_all_to_all": _SHARDING,
-        "ragged_all_to_all_p": _SHARDING, "sharding_constraint_p": _SHARDING,
-        "with_sharding_constraint": _SHARDING,
+        "ragged_all_to_all_p": _SHARDING,
         "select_and_scatter_p": ("hlox's max-pooling gradient uses select_and_scatter_add_p "
                                  "(exported); JAX's general form with user select/scatter "
                                  "functions has no user in hlox"),

@@ -30,7 +30,7 @@ from hlox.runtime.array import SCALAR_TYPES, Array, check_not_deleted, device_pu
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-from jaxlib.mlir.dialects import chlo, func as func_dialect, stablehlo as hlo
+from jaxlib.mlir.dialects import chlo, func as func_dialect, sdy, stablehlo as hlo
 
 lowering_rules: dict = {}
 # platform -> {primitive: rule}: rules for one platform only (e.g. LAPACK custom calls on
@@ -80,6 +80,7 @@ def make_ir_context() -> ir.Context:
   ctx.load_all_available_dialects()
   hlo.register_dialect(ctx)
   chlo.register_dialect(ctx)
+  sdy.register_dialect(ctx)
   _thread_local.ctx = (ctx, 0)
   return ctx
 
@@ -97,6 +98,9 @@ class ModuleContext:
     self._names = set()
     self.axis_env = axis_env  # used by pmap/collectives
     self.num_replicas = num_replicas
+    # The mesh a partitioned program (``interpreters/partitioned.py``) runs over: sharding
+    # constraints refer to it as ``@mesh``. None in other programs.
+    self.mesh = None
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
@@ -522,6 +526,7 @@ class Lowered:
     self.kept_var_idx = list(kept_var_idx)
     self.donated_invars = tuple(donated_invars)
     self.replicas = None  # set for programs with pmaps (``pmap.lower_replicated``)
+    self.partitioned = None  # (jaxpr, signatures) of programs over a mesh (``partitioned``)
     self.host_callbacks = ()  # (callback, result avals, takes a token) per host callback
     self.name = "main"  # what compile logs call it: "jit(f)", or an eager primitive's name
     self._text = None
@@ -540,7 +545,8 @@ class Lowered:
 def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
                           donated_invars: Sequence[bool] = (), keep_unused: bool = True,
                           num_replicas: int = 1, axis_env=None, *, body: Callable = None,
-                          arg_avals=None, result_avals=None) -> Lowered:
+                          arg_avals=None, result_avals=None, mesh=None, arg_shardings=None,
+                          result_shardings=None) -> Lowered:
   """Lower a closed jaxpr to a module whose public ``main`` takes its invars.
 
   With ``keep_unused=False`` the arguments the jaxpr does not use are dropped from ``main``
@@ -550,6 +556,10 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   A replicated program whose replicas hold pieces of some values (``pmap.py``) passes
   ``body`` (in place of ``lower_jaxpr``) and the types of ``main``'s arguments (one per
   invar) and results where they differ from the jaxpr's.
+
+  A program partitioned over a ``mesh`` (``partitioned.py``) declares it as ``@mesh`` and
+  gives ``main``'s arguments (one sharding per invar) and, where not None, its results
+  Shardy sharding attributes.
   """
   monitoring.record_event("lower")
   if config.enable_checks:
@@ -571,6 +581,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
       module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
     mctx = ModuleContext(ctx, module, axis_env=axis_env, num_replicas=num_replicas)
+    if mesh is not None:
+      _declare_mesh(module, mesh)
+      mctx.mesh = mesh
     mctx.unique_name("main")
     if name.endswith(")"):  # "jit(f)", "pmap(f)": the root of the ops' location names
       mctx.scope = f"{name}/"
@@ -583,8 +596,17 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
       arg_attrs = _donation_attrs([main_in[i] for i in kept], [donated[i] for i in kept],
                                   main_out)
+      if arg_shardings is not None:
+        for attrs, i in zip(arg_attrs, kept):
+          attrs["sdy.sharding"] = ir.Attribute.parse(
+              arg_shardings[i].sdy_text(main_in[i].ndim))
       if any(arg_attrs):
         fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+      if result_shardings is not None and any(s is not None for s in result_shardings):
+        fn.result_attrs = ir.ArrayAttr.get([
+            ir.DictAttr.get({} if s is None else {
+                "sdy.sharding": ir.Attribute.parse(s.sdy_text(a.ndim))})
+            for s, a in zip(result_shardings, main_out)])
       block = fn.add_entry_block()
       with ir.InsertionPoint(block):
         args = [None] * len(in_avals)
@@ -598,6 +620,15 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
+
+
+def _declare_mesh(module, mesh) -> None:
+  """``sdy.mesh @mesh = <["x"=4, "y"=2]>`` and the partition count, at the module's top."""
+  module.operation.attributes["mhlo.num_replicas"] = i32_attr(1)
+  module.operation.attributes["mhlo.num_partitions"] = i32_attr(mesh.size)
+  axes = ", ".join(f'"{n}"={k}' for n, k in mesh.shape.items())
+  with ir.InsertionPoint(module.body):
+    sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
 
 
 def module_symbol(name: str) -> str:
@@ -716,6 +747,9 @@ _get_buf = operator.attrgetter("_buf")
 # contains pmaps (e.g. a scan whose body calls a pmapped function) as one replicated program
 # (``pmap.ReplicatedCall``).
 replicated_compiler = None
+# Set by partitioned.py: ``(closed, sigs, name)`` -> a call over a mesh for sharded
+# arguments, or None.
+partitioned_compiler = None
 
 
 def apply_primitive(primitive, *args, **params):
@@ -751,7 +785,7 @@ def apply_primitive(primitive, *args, **params):
 def _committed_device(args):
   """The device of the first argument committed to a non-default device, if any."""
   for x in args:
-    if type(x) is Array and type(x._sig) is tuple:
+    if type(x) is Array and type(x._sig) is tuple and hasattr(x._sig[1], "platform"):
       return x._sig[1]
   return None
 
@@ -772,6 +806,12 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
   monitoring.record_event("eager_compile", primitive=primitive.name)
   in_avals = [s if type(s) is ShapedArray else s[0] for s in sigs]
   devices = {s[1] for s in sigs if type(s) is tuple}
+  if partitioned_compiler is not None and any(not hasattr(d, "platform") for d in devices):
+    invars = [Var(a) for a in in_avals]
+    out = primitive.abstract_eval(*in_avals, **params)
+    outvars = [Var(a) for a in (list(out) if primitive.multiple_results else [out])]
+    jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, primitive, params)])
+    return partitioned_compiler(ClosedJaxpr(jaxpr, []), sigs, primitive.name)
   if len(devices) > 1:
     raise ValueError(f"{primitive.name}: arguments are on different devices {devices}; "
                      "move them with device_put first")

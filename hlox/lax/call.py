@@ -17,6 +17,7 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
 from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
+from hlox.interpreters.partitioned import compile_partitioned
 from hlox.interpreters.pmap import jaxpr_replicas
 from hlox.interpreters.replicated import compile_replicated_jaxpr
 from hlox.runtime import client
@@ -148,6 +149,10 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
         entry = _EvalCall(closed)
       _compile_cache.put(key, entry)
       return entry
+    partitioned = compile_partitioned(closed, sigs, name, donated_invars, keep_unused)
+    if partitioned is not None:  # sharded arguments, or sharding constraints inside
+      _compile_cache.put(key, partitioned)
+      return partitioned
     device = _device_of(sigs)
     module_name = f"jit({name})"
     monitoring.log_compile(

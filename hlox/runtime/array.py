@@ -12,6 +12,7 @@ from hlox.core.tracer import Tracer
 from hlox.errors import DeletedArrayError, TracerArrayConversionError
 from hlox import tree_util
 from hlox.runtime import client, spmd, transfer_guard
+from hlox.runtime import sharding as sharding_lib
 
 
 _buffer_protocol_dtypes = frozenset(
@@ -136,7 +137,23 @@ class Array:
   @property
   def sharding(self):
     multi = self._multi
-    return (multi if multi is not None else self._buf)._sharding
+    return sharding_lib.public((multi if multi is not None else self._buf)._sharding)
+
+  @property
+  def is_fully_addressable(self) -> bool:
+    multi = self._multi
+    if multi is None:
+      return True
+    s = multi._sharding
+    return len(getattr(s, "local_positions", s._device_assignment)) == \
+        len(s._device_assignment)
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    multi = self._multi
+    if multi is None:
+      return True
+    return multi._sharding._to_xla_hlo_sharding(self.ndim).is_replicated()
 
   def devices(self) -> set:
     multi = self._multi
@@ -149,7 +166,7 @@ class Array:
     """The device holding this array (its sharding when it spans several devices)."""
     multi = self._multi
     if multi is not None:
-      return multi._sharding
+      return sharding_lib.public(multi._sharding)
     return client.buffer_device(self._buf)
 
   @property
@@ -158,6 +175,8 @@ class Array:
     multi = self._multi
     if multi is None:
       return [Shard(self.device, (slice(None),) * self.ndim, self)]
+    if sharding_lib.is_partitioned(multi):
+      return _shards_of_partitioned(multi, self.aval)
     return _shards_of_multi(multi, self.aval)
 
   # --- host access ---
@@ -351,6 +370,43 @@ def wrap_multi(buf, aval) -> Array:
   return x
 
 
+def wrap_partitioned(buf, aval) -> Array:
+  """An Array for a buffer laid out by a sharding (``hlox.runtime.sharding``): jit and
+  eager operations keep it where it is (its signature carries the public sharding)."""
+  x = wrap_multi(buf, aval)
+  x._sig = (aval, buf._sharding._public)
+  return x
+
+
+def put_with_sharding(x, sharding) -> Array:
+  """``x`` (an Array or host value) laid out by ``sharding`` (a multi-device one)."""
+  if isinstance(x, Array):
+    if x._multi is not None and x._multi._sharding is sharding_lib.internal(sharding, x.ndim):
+      return x
+    with transfer_guard.explicit():
+      value = x._value()
+    aval = x.aval
+  else:
+    array = device_put(x)  # dtype rules and errors of a plain put
+    value, aval = array._value(), array.aval
+  if isinstance(sharding, sharding_lib.NamedSharding):
+    sharding.check_rank(aval.ndim)
+    for d, n in enumerate(aval.shape):
+      axes = sharding.spec.axes_of(d)
+      parts = 1
+      for a in axes:
+        parts *= sharding.mesh.shape[a]
+      if n % parts:
+        raise ValueError(
+            f"One of device_put args was given the sharding of {sharding}, which implies "
+            f"that the global size of its dimension {d} should be divisible by {parts}, "
+            f"but it is equal to {n} (full shape: {tuple(aval.shape)})")
+  internal = sharding_lib.internal(sharding, aval.ndim)
+  if config._values["transfer_guard_host_to_device"] is not None:
+    transfer_guard.check("host-to-device", aval, internal)
+  return wrap_partitioned(spmd.put_partitioned(np.asarray(value), aval, internal), aval)
+
+
 # --- putting values on devices -----------------------------------------------------------
 
 def _device_key(device):
@@ -369,6 +425,11 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   """
   if isinstance(x, Tracer):
     raise TracerArrayConversionError(x)
+  if isinstance(device, sharding_lib.Sharding) and not isinstance(
+      device, sharding_lib.SingleDeviceSharding):
+    if device.num_devices > 1 or isinstance(device, sharding_lib.NamedSharding):
+      return put_with_sharding(x, device)
+    device = device._device_assignment[0]
   if device is not None and not hasattr(device, "platform"):
     sharding_device = getattr(device, "_hlox_device", None)
     if sharding_device is None:
@@ -493,6 +554,17 @@ def _shards_of_multi(buf, aval) -> list:
       index[sharding.axis] = slice(piece, piece + 1)
     index = tuple(index)
     shards.append(Shard(device, index, device_put(whole[index], device)))
+  return shards
+
+
+def _shards_of_partitioned(buf, aval) -> list:
+  sharding = buf._sharding
+  indices = sharding_lib.indices_of(sharding._hlo, aval.shape, len(sharding._devs))
+  shards = []
+  with transfer_guard.explicit():
+    for p, block in spmd.shard_values(buf, aval.dtype):
+      device = sharding._devs[p]
+      shards.append(Shard(device, indices[p], device_put(block, device)))
   return shards
 
 

@@ -9,12 +9,14 @@ from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.runtime import spmd, transfer_guard
+from hlox.runtime import sharding as sharding_lib
 from hlox.runtime import array as array_lib
 from hlox.runtime.array import Array, wrap_multi
 
 
 def _is_device_spec(d) -> bool:
-  return d is None or hasattr(d, "platform") or hasattr(d, "_hlox_device")
+  return (d is None or hasattr(d, "platform") or hasattr(d, "_hlox_device")
+          or isinstance(d, sharding_lib.Sharding))
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
@@ -123,6 +125,9 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
   ``data_callback(index)`` (``index`` a tuple of slices into the global array). With a
   single-device sharding there is one piece, the whole array."""
   shape = tuple(shape)
+  if isinstance(sharding, sharding_lib.NamedSharding) or (
+      isinstance(sharding, sharding_lib.Sharding) and sharding.num_devices > 1):
+    return _from_callback_sharded(shape, sharding, data_callback, dtype)
   device = _sharding_device("make_array_from_callback", sharding)
   piece = data_callback((slice(None),) * len(shape))
   if isinstance(piece, Array):
@@ -131,6 +136,28 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
   value = np.asarray(piece, dtype=dtype)
   _check_shard_shape("make_array_from_callback", shape, value, sharding)
   return _put(value, device)
+
+
+def _from_callback_sharded(shape, sharding, data_callback, dtype):
+  """Each device's block from ``data_callback(index)``, assembled into the global array and
+  laid out by ``sharding`` (blocks held by several devices are asked for once)."""
+  value = None
+  done = set()
+  for index in sharding.devices_indices_map(shape).values():
+    key = tuple(i.indices(n) for i, n in zip(index, shape))
+    if key in done:
+      continue
+    done.add(key)
+    block = np.asarray(data_callback(index), dtype=dtype)
+    if value is None:
+      value = np.empty(shape, dtype=block.dtype)
+    expected = value[index].shape
+    if block.shape != expected:
+      raise ValueError(f"make_array_from_callback: Expected shard shape {expected} doesn't "
+                       f"match the single device array shape {block.shape}, with sharding "
+                       f"{sharding!r}")
+    value[index] = block
+  return _put(value, sharding)
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):

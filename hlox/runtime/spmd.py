@@ -22,6 +22,7 @@ from jaxlib import _jax
 
 from hlox.config import config
 from hlox.runtime import callbacks, client, compilation_cache, distributed
+from hlox.runtime import sharding as sharding_lib
 
 _sharding_cache: dict = {}
 _ShardingClass = None
@@ -144,6 +145,64 @@ class _DLPackView:
     return (1, 0)  # kDLCPU
 
 
+def _pieces_by_position(buf) -> dict:
+  """{device position: NumPy copy of its shard} for this process's devices of a buffer laid
+  out by a ``hlox.runtime.sharding`` layout (the same trick as ``local_pieces``)."""
+  xc = client._xc()
+  sharding = buf._sharding
+  devices = list(sharding._device_assignment)
+  local = sharding.local_positions
+  pieces = {local[0]: _first_shard_to_numpy(buf)}
+  for p in local[1:]:
+    order = list(devices)
+    order[local[0]], order[p] = order[p], order[local[0]]
+    swapped = xc.GSPMDSharding(xc.DeviceList(tuple(order)), sharding._hlo)
+    moved = xc.reorder_shards(buf, swapped, _jax.ArrayCopySemantics.REUSE_INPUT)
+    pieces[p] = _first_shard_to_numpy(moved)
+  return pieces
+
+
+def put_partitioned(value: np.ndarray, aval, sharding):
+  """Copy each of this process's devices its block of the host array ``value`` (``sharding``
+  a jaxlib layout from ``sharding_lib.internal``)."""
+  xc = client._xc()
+  indices = sharding_lib.indices_of(sharding._hlo, value.shape, len(sharding._devs))
+  # Copies, not views: jaxlib fails ("bad_function_call") on a view into a bigger array.
+  xs = [np.array(value[indices[p]], copy=True) for p in sharding.local_positions]
+  return xc.batched_device_put(aval, sharding, xs, sharding.local_devices, True, False,
+                               xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
+                               bool(config._values["enable_x64"]))
+
+
+def shard_values(buf, dtype) -> list:
+  """``(position, NumPy block)`` of this process's shards of a partitioned buffer."""
+  dtype = np.dtype(dtype)
+  decode = None
+  if dtype.kind not in _buffer_protocol_kinds or dtype.name in ("int4", "uint4"):
+    buf, decode = exotic_converter(buf, dtype)
+  pieces = _pieces_by_position(buf)
+  return [(p, decode(v) if decode is not None else v) for p, v in sorted(pieces.items())]
+
+
+def _gather_partitioned(buf, dtype) -> np.ndarray:
+  sharding = buf._sharding
+  if len(sharding.local_positions) != len(sharding._devs):
+    raise RuntimeError("Fetching value for `hlox.Array` that spans non-addressable (non "
+                       "process local) devices is not possible. You can use "
+                       "`hlox.experimental.multihost_utils.process_allgather` to print "
+                       "the global array or use `.addressable_shards` method of hlox.Array "
+                       "to inspect the addressable (process local) shards.")
+  shards = shard_values(buf, dtype)
+  shape = tuple(buf.aval.shape)
+  if sharding._hlo.is_replicated():
+    return shards[0][1]
+  indices = sharding_lib.indices_of(sharding._hlo, shape, len(sharding._devs))
+  value = np.empty(shape, dtype=shards[0][1].dtype)
+  for p, block in shards:
+    value[indices[p]] = block
+  return value
+
+
 def local_pieces(buf) -> list:
   """NumPy copies of the buffers on this process's devices, in their order.
 
@@ -196,6 +255,8 @@ def gather_to_host(buf, dtype) -> np.ndarray:
 
 
 def _gather_to_host(buf, dtype) -> np.ndarray:
+  if sharding_lib.is_partitioned(buf):
+    return _gather_partitioned(buf, dtype)
   dtype = np.dtype(dtype)
   decode = None
   if dtype.kind not in _buffer_protocol_kinds or dtype.itemsize == 1 and dtype.kind in "iu" \
@@ -267,6 +328,28 @@ class Replicated:
         _in_flight[0] = outs
       return outs
     self.run = run
+
+
+def compile_partitioned(mlir_text: str, devices, host_callbacks=(), module=None):
+  """Compile a program for XLA's SPMD partitioner (Shardy) over ``devices`` (the mesh's, in
+  order); returns the loaded executable and its results' ``HloSharding``s."""
+  xc = client._xc()
+  options = xc.CompileOptions()
+  build = options.executable_build_options
+  build.num_replicas = 1
+  build.num_partitions = len(devices)
+  build.use_spmd_partitioning = True
+  build.use_shardy_partitioner = True
+  build.device_assignment = xc.DeviceAssignment.create(np.array([[d.id for d in devices]]))
+  device_list = xc.DeviceList(tuple(devices))
+  if host_callbacks:
+    loaded = callbacks.compile_with_callbacks(client.get_client(), module, device_list,
+                                              options, host_callbacks)
+  else:
+    loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text, device_list,
+                                                options)
+  out = [xc.HloSharding.from_proto(s) for s in loaded.get_output_shardings()]
+  return client.guard_execution(loaded, mlir_text), out
 
 
 def compile_replicated(mlir_text: str, devices, out_avals, out_shardings, host_callbacks=(),

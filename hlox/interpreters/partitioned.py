@@ -1,0 +1,195 @@
+"""Programs partitioned over a mesh by XLA's SPMD partitioner (Shardy), as ``jit`` runs a
+function whose arguments are sharded arrays (or that constrains shardings inside).
+
+The program is written for the whole (global) arrays; each argument's ``main`` parameter
+carries its layout (``sdy.sharding``), the module declares the mesh, and XLA splits the
+computation over the mesh's devices, inserting the collectives, and picks the layouts of
+the results (reported as ``NamedSharding``s over the same mesh where one describes them).
+
+Arguments already laid out as compiled are passed shard-wise, without a copy; others
+(host values, arrays on one device) are copied to the mesh, replicated, first. An argument
+committed to one device cannot join a program over other devices (JAX's rule).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from hlox import monitoring
+from hlox.cache import LRUCache
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr
+from hlox.errors import DeletedArrayError
+from hlox.interpreters import xla
+from hlox.interpreters.pmap import subjaxprs
+from hlox.runtime import spmd
+from hlox.runtime import sharding as sharding_lib
+from hlox.runtime.array import Array, deleted_message, put_with_sharding, wrap_partitioned
+
+# primitive -> params -> the sharding it constrains to: the meshes a jaxpr names inside
+# (``lax.with_sharding_constraint`` registers its primitive here).
+sharding_params: dict = {}
+
+
+def _is_sharding(s) -> bool:
+  return isinstance(s, sharding_lib.Sharding) and not isinstance(
+      s, sharding_lib.SingleDeviceSharding)
+
+
+def jaxpr_meshes(jaxpr: Jaxpr) -> list:
+  """The meshes of the sharding constraints in ``jaxpr`` and the jaxprs inside it."""
+  found = []
+  for eqn in jaxpr.eqns:
+    get = sharding_params.get(eqn.primitive)
+    if get is not None:
+      s = get(eqn.params)
+      if isinstance(s, sharding_lib.NamedSharding):
+        found.append(s.mesh)
+    for sub in subjaxprs(eqn.params):
+      found += jaxpr_meshes(sub)
+  return found
+
+
+def program_mesh(closed: ClosedJaxpr, sigs) -> sharding_lib.Mesh | None:
+  """The mesh a program runs over: its sharded arguments' and its constraints' (None when
+  it has neither: an ordinary one-device program)."""
+  meshes = []
+  for s in sigs:
+    if type(s) is tuple and _is_sharding(s[1]):
+      meshes.append(_mesh_of(s[1]))
+  meshes += jaxpr_meshes(closed.jaxpr)
+  if not meshes:
+    return None
+  first = meshes[0]
+  for m in meshes[1:]:
+    if m._flat_devices_tuple != first._flat_devices_tuple:
+      raise ValueError(
+          "Received incompatible devices for jitted computation. Got meshes over devices "
+          f"{[d.id for d in first._flat_devices_tuple]} and "
+          f"{[d.id for d in m._flat_devices_tuple]}")
+    if m.devices.shape != first.devices.shape or m.axis_names != first.axis_names:
+      raise ValueError(f"jit: the arguments and constraints use different meshes over the "
+                       f"same devices ({first} and {m}); use one mesh")
+  return first
+
+
+def _mesh_of(sharding) -> sharding_lib.Mesh:
+  if isinstance(sharding, sharding_lib.NamedSharding):
+    return sharding.mesh
+  # A layout XLA chose that no spec described: a one-axis mesh of its devices.
+  devices = np.empty(len(sharding._device_assignment), dtype=object)
+  devices[:] = sharding._device_assignment
+  return sharding_lib.Mesh(devices, ("_devices",))
+
+
+class PartitionedCall:
+  """A partitioned program with the interface of ``hlox.lax.call.CompiledCall``: call it
+  with flat arguments; it returns flat Arrays laid out as XLA chose."""
+
+  replicated = True  # it places its own arguments (``api`` puts its consts with ``place``)
+  device = None
+  device_key = None
+
+  def __init__(self, closed: ClosedJaxpr, in_shardings, mesh, name, donated_invars,
+               keep_unused, out_shardings=None):
+    self.mesh = mesh
+    self.in_shardings = list(in_shardings)
+    self.in_avals = closed.in_avals
+    self.out_avals = closed.out_avals
+    lowered = xla.lower_jaxpr_to_module(
+        closed, name, donated_invars, keep_unused, mesh=mesh, arg_shardings=self.in_shardings,
+        result_shardings=out_shardings)
+    n_in = len(self.in_avals)
+    self.kept = None if len(lowered.kept_var_idx) == n_in else list(lowered.kept_var_idx)
+    self.positions = list(range(n_in)) if self.kept is None else self.kept
+    self._internal = [sharding_lib.internal(s, a.ndim)
+                      for s, a in zip(self.in_shardings, self.in_avals)]
+    monitoring.record_event("compile")
+    with lowered.context:
+      loaded, out_hlos = spmd.compile_partitioned(
+          lowered.as_text(), mesh._flat_devices_tuple, lowered.host_callbacks, lowered.module)
+    self.out_shardings = [sharding_lib.from_hlo(h, mesh, a.ndim)
+                          for h, a in zip(out_hlos, self.out_avals)]
+    internal_out = [sharding_lib.internal(s, a.ndim)
+                    for s, a in zip(self.out_shardings, self.out_avals)]
+    self.executable = spmd.Replicated(loaded, mesh._flat_devices_tuple, self.out_avals,
+                                      internal_out)
+    self.fast = self.__call__
+
+  def place(self, x, i: int) -> Array:
+    """Argument ``x`` of position ``i`` laid out as this program takes it."""
+    want = self._internal[i]
+    if type(x) is Array and x._multi is not None and x._multi._sharding is want:
+      return x
+    if type(x) is Array and type(x._sig) is tuple and hasattr(x._sig[1], "platform"):
+      raise ValueError(
+          "Received incompatible devices for jitted computation. Got argument of shape "
+          f"{x.aval.str_short()} committed to device {x._sig[1]} and a program over the "
+          f"devices {[d.id for d in self.mesh._flat_devices_tuple]} of {self.mesh}")
+    return put_with_sharding(x, self.in_shardings[i])
+
+  def __call__(self, args: Sequence) -> list:
+    bufs = []
+    for i in self.positions:
+      x = args[i]
+      placed = self.place(x, i)
+      multi = placed._multi
+      if multi.is_deleted():  # jaxlib crashes on deleted multi-device buffers
+        raise DeletedArrayError(deleted_message(placed.aval))
+      bufs.append(multi)
+    return list(map(wrap_partitioned, self.executable.run(bufs), self.out_avals))
+
+
+_calls = LRUCache()
+
+
+def _in_shardings(mesh, sigs) -> list:
+  """Each argument's layout: its own (a NamedSharding), else copied to every device."""
+  replicated = sharding_lib.NamedSharding(mesh, sharding_lib.PartitionSpec())
+  return [s[1] if type(s) is tuple and isinstance(s[1], sharding_lib.NamedSharding)
+          else replicated for s in sigs]
+
+
+def _module_name(name: str) -> str:
+  return name if name.startswith(("jit(", "pjit(")) else f"jit({name})"
+
+
+def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_invars=(),
+                      keep_unused: bool = False):
+  """The partitioned module of ``closed`` (for ``Lowered``), or None when nothing in the
+  arguments' signatures or in the jaxpr is sharded."""
+  mesh = program_mesh(closed, sigs)
+  if mesh is None:
+    return None
+  lowered = xla.lower_jaxpr_to_module(closed, _module_name(name), donated_invars, keep_unused,
+                                      mesh=mesh, arg_shardings=_in_shardings(mesh, sigs))
+  lowered.partitioned = (closed, tuple(sigs))
+  return lowered
+
+
+def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_invars=(),
+                        keep_unused: bool = False, out_shardings=None):
+  """The (cached) PartitionedCall of ``closed`` for arguments with these signatures, or
+  None when nothing in them or in the jaxpr is sharded."""
+  mesh = program_mesh(closed, sigs)
+  if mesh is None:
+    return None
+  in_shardings = _in_shardings(mesh, sigs)
+  key = (closed, tuple(in_shardings), tuple(donated_invars), keep_unused,
+         None if out_shardings is None else tuple(out_shardings))
+  call = _calls.get(key)
+  if call is None:
+    call = PartitionedCall(closed, in_shardings, mesh, _module_name(name), donated_invars,
+                           keep_unused, out_shardings)
+    _calls.put(key, call)
+  return call
+
+
+def _eager_partitioned(closed: ClosedJaxpr, sigs, name: str):
+  """One primitive on sharded arrays: a partitioned program (the result stays sharded)."""
+  if not any(type(s) is tuple and _is_sharding(s[1]) for s in sigs):
+    return None
+  return compile_partitioned(closed, sigs, name, keep_unused=True)
+
+
+xla.partitioned_compiler = _eager_partitioned

@@ -1,0 +1,83 @@
+"""``with_sharding_constraint``: tell XLA's partitioner how an intermediate value should be
+laid out over the mesh (``sdy.sharding_constraint``). Numerically the identity.
+
+Eagerly it lays the value out (``device_put``); inside ``jit`` it makes the program a
+partitioned one over the constraint's mesh (``interpreters/partitioned.py``). Its JVP and
+transpose constrain tangents and cotangents the same way; under ``vmap`` the batch
+dimension is left unsplit.
+"""
+from __future__ import annotations
+
+from hlox import tree_util
+from hlox.core.primitive import Primitive
+from hlox.interpreters import ad, batching, partitioned, xla
+from hlox.runtime import sharding as sharding_lib
+from hlox.runtime.array import device_put
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
+
+__all__ = ["with_sharding_constraint", "sharding_constraint_p"]
+
+sharding_constraint_p = Primitive("sharding_constraint")
+sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)
+sharding_constraint_p.def_impl(lambda x, *, sharding: device_put(x, sharding))
+partitioned.sharding_params[sharding_constraint_p] = lambda params: params["sharding"]
+
+
+def _lowering(ctx, x, *, sharding):
+  mesh = ctx.module_context.mesh
+  if mesh is None or not isinstance(sharding, sharding_lib.NamedSharding):
+    return x  # a one-device (or replicated-pmap) program: nothing to partition
+  attr = ir.Attribute.parse(sharding.sdy_text(ctx.avals_in[0].ndim))
+  return sdy.ShardingConstraintOp(x, attr).result
+
+xla.register_lowering(sharding_constraint_p, _lowering)
+ad.deflinear(sharding_constraint_p,
+             lambda ct, x, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
+
+
+def _batch(vals, dims, *, sharding):
+  (x,), (d,) = vals, dims
+  if d is batching.not_mapped or not isinstance(sharding, sharding_lib.NamedSharding):
+    return sharding_constraint_p.bind(x, sharding=sharding), d
+  spec = list(sharding.spec) + [None] * max(0, x.ndim - 1 - len(sharding.spec))
+  spec.insert(d, None)
+  batched = sharding_lib.NamedSharding(sharding.mesh, sharding_lib.PartitionSpec(*spec))
+  return sharding_constraint_p.bind(x, sharding=batched), d
+
+batching.primitive_batchers[sharding_constraint_p] = _batch
+
+
+def _resolve(s, ndim: int):
+  if isinstance(s, sharding_lib.PartitionSpec) or s is None:
+    mesh = sharding_lib.current_mesh()
+    if mesh is None:
+      raise ValueError(
+          "One of with_sharding_constraint arguments was given a PartitionSpec "
+          f"{s!r} without a mesh: use a NamedSharding, or call inside `with mesh:` / "
+          "`hlox.sharding.set_mesh(mesh)`")
+    s = sharding_lib.NamedSharding(mesh, s if s is not None else sharding_lib.PartitionSpec())
+  if not isinstance(s, sharding_lib.Sharding):
+    raise TypeError(f"with_sharding_constraint: expected a Sharding or a PartitionSpec, got "
+                    f"{s!r} of type {type(s).__name__}")
+  if isinstance(s, sharding_lib.NamedSharding):
+    s.check_rank(ndim, "with_sharding_constraint")
+  return s
+
+
+def with_sharding_constraint(x, shardings):
+  """Constrain every array in the pytree ``x`` to be laid out as ``shardings`` (one
+  ``Sharding`` or ``PartitionSpec`` for all, or a tree prefix of ``x`` giving one per
+  subtree). Returns ``x`` unchanged in value."""
+  leaves, tree = tree_util.tree_flatten(x)
+  is_leaf = lambda s: isinstance(s, (sharding_lib.Sharding, sharding_lib.PartitionSpec))
+  if is_leaf(shardings) or shardings is None:
+    per_leaf = [shardings] * len(leaves)
+  else:
+    per_leaf = tree_util.broadcast_prefix(shardings, x, is_leaf=is_leaf)
+  out = []
+  for leaf, s in zip(leaves, per_leaf):
+    ndim = len(getattr(leaf, "shape", ()))
+    out.append(sharding_constraint_p.bind(leaf, sharding=_resolve(s, ndim)))
+  return tree.unflatten(out)

@@ -1,0 +1,654 @@
+"""Shardings: how an array's elements are laid out over devices (``hlox.sharding``).
+
+A ``Mesh`` names the axes of an n-dimensional grid of devices; a ``PartitionSpec`` says, per
+array dimension, which mesh axes split it; a ``NamedSharding`` pairs the two. XLA describes
+the same layout as an ``HloSharding`` (a tile assignment: which device holds which block);
+``NamedSharding.hlo(ndim)`` converts one way and ``from_hlo`` the other, so the shardings XLA
+chooses for a program's results are reported the way the user wrote the inputs.
+
+The public objects are plain Python. jaxlib's C++ side (transfers, result handlers) needs its
+own sharding type: ``internal(sharding, ndim)`` makes one per layout (a ``GSPMDSharding``
+subclass that carries ``_public``, so an Array reports the public object). Every device
+index below is a *position* in the sharding's device list (the mesh's devices in row-major
+order), as XLA's tile assignments and device assignments use them.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import threading
+
+import numpy as np
+
+from hlox.runtime import client
+
+
+class AxisType(enum.Enum):
+  """How a mesh axis is used: ``Auto`` (XLA's partitioner decides), ``Explicit`` (the
+  sharding is part of the array's type in JAX; hlox lets XLA propagate it, as ``Auto``) or
+  ``Manual`` (inside ``shard_map``)."""
+  Auto = enum.auto()
+  Explicit = enum.auto()
+  Manual = enum.auto()
+
+  def __repr__(self):
+    return self.name
+
+
+class _Unconstrained:
+  """``PartitionSpec.UNCONSTRAINED``: let XLA choose this dimension's layout."""
+  _instance = None
+
+  def __new__(cls):
+    if cls._instance is None:
+      cls._instance = super().__new__(cls)
+    return cls._instance
+
+  def __repr__(self):
+    return "UNCONSTRAINED"
+
+  def __reduce__(self):
+    return (_Unconstrained, ())
+
+
+class PartitionSpec(tuple):
+  """Per array dimension: ``None`` (not split), a mesh axis name, or a tuple of names (split
+  over their product, major to minor). Dimensions past the spec's end are not split."""
+
+  UNCONSTRAINED = _Unconstrained()
+
+  def __new__(cls, *entries):
+    for e in entries:
+      names = e if isinstance(e, tuple) else (e,)
+      for n in names:
+        if n is not None and n is not _Unconstrained() and not isinstance(n, str):
+          raise TypeError(f"PartitionSpec entries must be mesh axis names (str), tuples of "
+                          f"them, None or PartitionSpec.UNCONSTRAINED; got {e!r}")
+    return super().__new__(cls, entries)
+
+  def __repr__(self):
+    return f"PartitionSpec({', '.join(map(repr, self))})"
+
+  def _normalized(self) -> tuple:
+    entries = [tuple(e) if isinstance(e, tuple) else e for e in self]
+    entries = [None if e == () else (e[0] if type(e) is tuple and len(e) == 1 else e)
+               for e in entries]
+    while entries and entries[-1] is None:
+      entries.pop()
+    return tuple(entries)
+
+  def __eq__(self, other):
+    if isinstance(other, PartitionSpec):
+      return self._normalized() == other._normalized()
+    if isinstance(other, tuple):
+      return self._normalized() == PartitionSpec(*other)._normalized()
+    return NotImplemented
+
+  def __ne__(self, other):
+    eq = self.__eq__(other)
+    return eq if eq is NotImplemented else not eq
+
+  def __hash__(self):
+    return hash(self._normalized())
+
+  def __reduce__(self):
+    return (PartitionSpec, tuple(self))
+
+  def axes_of(self, dim: int) -> tuple:
+    """The mesh axes splitting dimension ``dim`` (empty: not split)."""
+    if dim >= len(self):
+      return ()
+    e = self[dim]
+    if e is None or e is _Unconstrained():
+      return ()
+    return tuple(e) if isinstance(e, tuple) else (e,)
+
+
+# --- meshes ------------------------------------------------------------------------------
+
+_mesh_state = threading.local()
+
+
+class Mesh:
+  """An n-dimensional array of devices with a name per axis (``Mesh(devices, ('x', 'y'))``).
+
+  Usable as a context manager (``with mesh:``): code inside sees it as the current mesh
+  (``PartitionSpec`` arguments to ``with_sharding_constraint`` are resolved against it)."""
+
+  def __init__(self, devices, axis_names, axis_types=None):
+    if isinstance(axis_names, str):
+      axis_names = (axis_names,)
+    axis_names = tuple(axis_names)
+    if any(n is None for n in axis_names):
+      raise ValueError(f"Mesh axis names cannot be None. Got: {axis_names}")
+    if len(set(axis_names)) != len(axis_names):
+      raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
+    devices = np.asarray(devices, dtype=object)
+    if devices.ndim != len(axis_names):
+      raise ValueError(
+          "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
+          f"its second argument (`axis_names`), but got devices.ndim == {devices.ndim} and "
+          f"len(axis_names) == {len(axis_names)}.")
+    if axis_types is None:
+      axis_types = (AxisType.Auto,) * len(axis_names)
+    elif isinstance(axis_types, AxisType):
+      axis_types = (axis_types,) * len(axis_names)
+    axis_types = tuple(axis_types)
+    if len(axis_types) != len(axis_names):
+      raise ValueError("Number of axis names should match the number of axis_types. Got "
+                       f"axis_names={axis_names} and axis_types={axis_types}")
+    flat = tuple(devices.flat)
+    if len(set(flat)) != len(flat):
+      raise ValueError(f"Mesh devices must be distinct, got {list(flat)}")
+    self.devices = devices
+    self.axis_names = axis_names
+    self.axis_types = axis_types
+    self._flat_devices_tuple = flat
+    self._key = (tuple(d.id for d in flat), devices.shape, axis_names, axis_types)
+
+  # --- description ---
+  @property
+  def shape(self) -> dict:
+    return dict(zip(self.axis_names, self.devices.shape))
+
+  @property
+  def shape_tuple(self) -> tuple:
+    return tuple(zip(self.axis_names, self.devices.shape))
+
+  @property
+  def axis_sizes(self) -> tuple:
+    return self.devices.shape
+
+  @property
+  def size(self) -> int:
+    return self.devices.size
+
+  @property
+  def empty(self) -> bool:
+    return self.devices.size == 0
+
+  @property
+  def device_ids(self) -> np.ndarray:
+    return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+  @property
+  def local_devices(self) -> list:
+    me = client.process_index()
+    return [d for d in self._flat_devices_tuple if getattr(d, "process_index", 0) == me]
+
+  @property
+  def is_multi_process(self) -> bool:
+    return len(self.local_devices) != self.size
+
+  def axis_size(self, name) -> int:
+    return self.shape[name]
+
+  def __eq__(self, other):
+    return isinstance(other, Mesh) and self._key == other._key
+
+  def __hash__(self):
+    return hash(self._key)
+
+  def __repr__(self):
+    return (f"Mesh(axis_sizes={self.devices.shape}, axis_names={self.axis_names!r}, "
+            f"axis_types={self.axis_types})")
+
+  def __str__(self):
+    shape = ", ".join(f"'{k}': {v}" for k, v in self.shape.items())
+    return f"Mesh({shape}, axis_types={self.axis_types})"
+
+  def __reduce__(self):
+    return (Mesh, (self.devices, self.axis_names, self.axis_types))
+
+  # --- the current mesh ---
+  def __enter__(self):
+    stack = _mesh_stack()
+    stack.append(self)
+    return self
+
+  def __exit__(self, *exc):
+    _mesh_stack().pop()
+    return False
+
+
+def _mesh_stack() -> list:
+  stack = getattr(_mesh_state, "stack", None)
+  if stack is None:
+    stack = _mesh_state.stack = []
+  return stack
+
+
+def current_mesh():
+  """The innermost mesh of ``with mesh:`` / ``set_mesh`` on this thread (None if none)."""
+  stack = _mesh_stack()
+  return stack[-1] if stack else None
+
+
+class set_mesh:
+  """Make ``mesh`` the current mesh: for the rest of the program, or, used as a context
+  manager, inside the ``with`` block."""
+
+  def __init__(self, mesh):
+    if not isinstance(mesh, Mesh):
+      raise TypeError(f"set_mesh: expected a Mesh, got {type(mesh).__name__}")
+    self.mesh = mesh
+    _mesh_stack().append(mesh)
+
+  def __enter__(self):
+    return self.mesh
+
+  def __exit__(self, *exc):
+    stack = _mesh_stack()
+    if stack and stack[-1] is self.mesh:
+      stack.pop()
+    return False
+
+
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
+  """A mesh of the given shape over the first ``prod(axis_shapes)`` devices (in order).
+
+  As JAX, ``axis_types`` defaults to ``AxisType.Explicit`` for every axis (hlox lets XLA
+  propagate explicit shardings like automatic ones)."""
+  try:
+    sizes = tuple(int(s) for s in axis_shapes)
+  except TypeError:
+    raise ValueError("`axis_sizes` passed to `make_mesh` should be a sequence of ints. Got "
+                     f"{axis_shapes}") from None
+  if isinstance(axis_names, str):
+    axis_names = (axis_names,)
+  devices = list(devices) if devices is not None else client.get_client().local_devices()
+  total = math.prod(sizes)
+  if total > len(devices):
+    raise ValueError(f"Number of devices {len(devices)} must be >= the product of mesh_shape "
+                     f"{sizes}")
+  grid = np.empty(len(devices[:total]), dtype=object)
+  grid[:] = devices[:total]
+  if axis_types is None:
+    axis_types = (AxisType.Explicit,) * len(sizes)
+  return Mesh(grid.reshape(sizes), tuple(axis_names), axis_types)
+
+
+# --- the tile assignment of a layout -------------------------------------------------------
+
+def _tiles(hlo, n_positions: int):
+  """``(tile dims of the array's dimensions, {position: tile index})`` of an HloSharding."""
+  if hlo.is_replicated() or hlo.is_maximal():
+    return None, None
+  dims = list(hlo.tile_assignment_dimensions())
+  grid = np.asarray(hlo.tile_assignment_devices()).reshape(dims)
+  n_data = len(dims) - (1 if hlo.replicate_on_last_tile_dim() else 0)
+  n_data -= len(hlo.subgroup_types()) if not hlo.replicate_on_last_tile_dim() else 0
+  where = {}
+  for tile in np.ndindex(*grid.shape):
+    where[int(grid[tile])] = tile[:n_data]
+  return dims[:n_data], where
+
+
+def indices_of(hlo, shape, n_positions: int) -> list:
+  """Per device position, the tuple of slices of ``shape`` its shard holds."""
+  full = tuple(slice(None) for _ in shape)
+  dims, where = _tiles(hlo, n_positions)
+  if dims is None:
+    return [full] * n_positions
+  out = []
+  for p in range(n_positions):
+    tile = where[p]
+    index = []
+    for d, n in enumerate(shape):
+      count = dims[d]
+      if count == 1:
+        index.append(slice(None))
+        continue
+      chunk = -(-n // count)
+      index.append(slice(tile[d] * chunk, min((tile[d] + 1) * chunk, n)))
+    out.append(tuple(index))
+  return out
+
+
+# --- shardings ---------------------------------------------------------------------------
+
+class Sharding:
+  """Base class of hlox's shardings: which devices hold which part of an array."""
+
+  memory_kind = None
+
+  @property
+  def _device_assignment(self) -> tuple:
+    raise NotImplementedError
+
+  @property
+  def device_set(self) -> set:
+    return set(self._device_assignment)
+
+  @property
+  def num_devices(self) -> int:
+    return len(self._device_assignment)
+
+  @property
+  def addressable_devices(self) -> set:
+    me = client.process_index()
+    return {d for d in self._device_assignment if getattr(d, "process_index", 0) == me}
+
+  @property
+  def is_fully_addressable(self) -> bool:
+    return len(self.addressable_devices) == self.num_devices
+
+  def hlo(self, ndim: int):
+    """XLA's ``HloSharding`` of this layout for an array of rank ``ndim``."""
+    raise NotImplementedError
+
+  def is_fully_replicated_for(self, ndim: int) -> bool:
+    return self.hlo(ndim).is_replicated()
+
+  def devices_indices_map(self, global_shape) -> dict:
+    """{device: tuple of slices of ``global_shape`` it holds}."""
+    shape = tuple(global_shape)
+    indices = indices_of(self.hlo(len(shape)), shape, self.num_devices)
+    return dict(zip(self._device_assignment, indices))
+
+  def addressable_devices_indices_map(self, global_shape) -> dict:
+    local = self.addressable_devices
+    return {d: i for d, i in self.devices_indices_map(global_shape).items() if d in local}
+
+  def shard_shape(self, global_shape) -> tuple:
+    """The shape of one shard (the first device's) of an array of ``global_shape``."""
+    shape = tuple(global_shape)
+    index = indices_of(self.hlo(len(shape)), shape, self.num_devices)[0]
+    return tuple(len(range(*s.indices(n))) for s, n in zip(index, shape))
+
+  def is_equivalent_to(self, other, ndim: int) -> bool:
+    return (isinstance(other, Sharding)
+            and self._device_assignment == other._device_assignment
+            and self.hlo(ndim) == other.hlo(ndim))
+
+  def with_memory_kind(self, kind):
+    return self
+
+
+class NamedSharding(Sharding):
+  """A layout over ``mesh`` described by ``spec`` (a ``PartitionSpec``): dimension ``i`` of
+  an array is split over the mesh axes ``spec[i]``; it is copied over the other axes."""
+
+  def __init__(self, mesh, spec=None, *, memory_kind=None):
+    if not isinstance(mesh, Mesh):
+      raise TypeError(f"NamedSharding: mesh must be a Mesh, got {type(mesh).__name__}")
+    if spec is None:
+      spec = PartitionSpec()
+    elif not isinstance(spec, PartitionSpec):
+      if isinstance(spec, (tuple, list)):
+        spec = PartitionSpec(*spec)
+      else:
+        raise TypeError(f"NamedSharding: spec must be a PartitionSpec, got {spec!r}")
+    seen = set()
+    for dim in range(len(spec)):
+      for name in spec.axes_of(dim):
+        if name not in mesh.shape:
+          raise ValueError(f"Resource axis: {name} of {spec} is not found in mesh: "
+                           f"{tuple(mesh.axis_names)}.")
+        if name in seen:
+          raise ValueError(f"A single NamedSharding spec specification can map every mesh "
+                           f"axis to at most one positional dimension, but {spec} has "
+                           f"duplicate entries for `{name}`")
+        seen.add(name)
+    self.mesh = mesh
+    self.spec = spec
+    self._hlo_cache = {}
+
+  @property
+  def _device_assignment(self) -> tuple:
+    return self.mesh._flat_devices_tuple
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return all(not self.spec.axes_of(d) or
+               math.prod(self.mesh.shape[n] for n in self.spec.axes_of(d)) == 1
+               for d in range(len(self.spec)))
+
+  def check_rank(self, ndim: int, what: str = "an array"):
+    if len(self.spec) > ndim:
+      raise ValueError(f"One of the arguments ({what}) was given the sharding of {self}, "
+                       f"which implies that it has a rank of at least {len(self.spec)}, but "
+                       f"it is {ndim}")
+
+  def hlo(self, ndim: int):
+    hlo = self._hlo_cache.get(ndim)
+    if hlo is None:
+      hlo = self._hlo_cache[ndim] = self._make_hlo(ndim)
+    return hlo
+
+  def _make_hlo(self, ndim: int):
+    xc = client._xc()
+    mesh = self.mesh
+    names = list(mesh.axis_names)
+    positions = np.arange(mesh.size).reshape(mesh.devices.shape)
+    order, tile_dims = [], []
+    for d in range(ndim):
+      axes = self.spec.axes_of(d)
+      order += [names.index(a) for a in axes]
+      tile_dims.append(math.prod(mesh.shape[a] for a in axes))
+    if math.prod(tile_dims) == 1:
+      return xc.HloSharding.replicate()
+    rest = [i for i in range(len(names)) if i not in order]
+    replicas = math.prod(mesh.devices.shape[i] for i in rest)
+    ids = positions.transpose(order + rest).reshape(-1)
+    dims = tile_dims + ([replicas] if replicas > 1 else [])
+    last = " last_tile_dim_replicate" if replicas > 1 else ""
+    return xc.HloSharding.from_string(
+        f"{{devices=[{','.join(map(str, dims))}]{','.join(map(str, ids))}{last}}}")
+
+  def sdy_text(self, ndim: int, mesh_symbol: str = "mesh", closed: bool = True) -> str:
+    """The Shardy attribute of this layout (``#sdy.sharding<@mesh, [{"x"}, {}]>``)."""
+    dims = []
+    for d in range(ndim):
+      entry = self.spec[d] if d < len(self.spec) else None
+      if entry is _Unconstrained():
+        dims.append("{?}")
+        continue
+      axes = ", ".join(f'"{a}"' for a in self.spec.axes_of(d))
+      dims.append("{" + axes + "}" if closed or axes else "{?}")
+    return f"#sdy.sharding<@{mesh_symbol}, [{', '.join(dims)}]>"
+
+  def __eq__(self, other):
+    return (isinstance(other, NamedSharding) and self.mesh == other.mesh
+            and self.spec == other.spec)
+
+  def __hash__(self):
+    return hash((self.mesh, self.spec))
+
+  def __repr__(self):
+    return f"NamedSharding(mesh={self.mesh!s}, spec={self.spec!r})"
+
+  def __reduce__(self):
+    return (NamedSharding, (self.mesh, self.spec))
+
+
+class SingleDeviceSharding(Sharding):
+  """All of an array on one device."""
+
+  def __init__(self, device, *, memory_kind=None):
+    if not hasattr(device, "platform"):
+      raise TypeError(f"SingleDeviceSharding: expected a device, got {device!r}")
+    self._device = device
+
+  @property
+  def _device_assignment(self) -> tuple:
+    return (self._device,)
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return True
+
+  def hlo(self, ndim: int):
+    return client._xc().HloSharding.replicate()
+
+  def __eq__(self, other):
+    if isinstance(other, SingleDeviceSharding):
+      return self._device == other._device
+    return getattr(other, "_hlox_device", None) == self._device
+
+  def __hash__(self):
+    return hash(("single", self._device))
+
+  @property
+  def _hlox_device(self):  # what ``device_put`` reads off a sharding
+    return self._device
+
+  def __repr__(self):
+    return f"SingleDeviceSharding(device={self._device!r})"
+
+
+class GSPMDSharding(Sharding):
+  """A layout XLA chose that no ``NamedSharding`` over the program's mesh describes: the
+  devices and XLA's tile assignment as they are."""
+
+  def __init__(self, devices, hlo_sharding):
+    self._devices = tuple(devices)
+    self._hlo = hlo_sharding
+
+  @property
+  def _device_assignment(self) -> tuple:
+    return self._devices
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return self._hlo.is_replicated()
+
+  def hlo(self, ndim: int):
+    return self._hlo
+
+  def __eq__(self, other):
+    return (isinstance(other, GSPMDSharding) and self._devices == other._devices
+            and self._hlo == other._hlo)
+
+  def __hash__(self):
+    return hash((self._devices, str(self._hlo)))
+
+  def __repr__(self):
+    return f"GSPMDSharding({self._hlo!r})"
+
+
+def from_hlo(hlo, mesh: Mesh, ndim: int) -> Sharding:
+  """The ``NamedSharding`` over ``mesh`` whose layout is ``hlo`` (as JAX reports the results
+  of a partitioned program), or a ``GSPMDSharding`` when no spec over ``mesh`` gives it."""
+  if hlo.is_replicated():
+    return NamedSharding(mesh, PartitionSpec())
+  dims, where = _tiles(hlo, mesh.size)
+  if dims is None or len(dims) != ndim:
+    return GSPMDSharding(mesh._flat_devices_tuple, hlo)
+  shape = mesh.devices.shape
+  origin = where[0]
+  if any(origin):
+    return GSPMDSharding(mesh._flat_devices_tuple, hlo)
+  # Stepping one device along a mesh axis moves the tile along at most one array dimension,
+  # by the axis's stride within that dimension's split.
+  per_dim = [[] for _ in range(ndim)]
+  for a, name in enumerate(mesh.axis_names):
+    if shape[a] == 1:
+      continue
+    step = [0] * len(shape)
+    step[a] = 1
+    tile = where[int(np.ravel_multi_index(step, shape))]
+    moved = [d for d in range(ndim) if tile[d] != 0]
+    if len(moved) > 1:
+      return GSPMDSharding(mesh._flat_devices_tuple, hlo)
+    if moved:
+      per_dim[moved[0]].append((tile[moved[0]], name))
+  entries = []
+  for axes in per_dim:
+    axes = [name for _, name in sorted(axes, reverse=True)]  # largest stride: major
+    entries.append(None if not axes else axes[0] if len(axes) == 1 else tuple(axes))
+  candidate = NamedSharding(mesh, PartitionSpec(*entries))
+  if _same_layout(candidate.hlo(ndim), hlo, mesh.size):
+    return candidate
+  return GSPMDSharding(mesh._flat_devices_tuple, hlo)
+
+
+def _same_layout(a, b, n: int) -> bool:
+  if a == b:
+    return True
+  da, wa = _tiles(a, n)
+  db, wb = _tiles(b, n)
+  return da == db and wa == wb
+
+
+# --- jaxlib's side -----------------------------------------------------------------------
+
+_internal_cache: dict = {}
+_Internal = None
+
+
+def _internal_class():
+  global _Internal
+  if _Internal is None:
+    xc = client._xc()
+
+    class Internal(xc.GSPMDSharding):
+      """A jaxlib sharding for one layout, pointing back at the public one."""
+      memory_kind = None
+
+      def __init__(self, public, ndim):
+        devices = public._device_assignment
+        hlo = public.hlo(ndim)
+        dev_list = xc.DeviceList(tuple(devices))
+        super().__init__(dev_list, hlo)
+        self._public = public
+        self._hlo = hlo
+        self._devs = tuple(devices)
+        self._dev_list = dev_list
+        self.ndim = ndim
+        me = client.process_index()
+        self.local_positions = [p for p, d in enumerate(devices)
+                                if getattr(d, "process_index", 0) == me]
+        self.local_devices = [devices[p] for p in self.local_positions]
+
+      def _to_xla_hlo_sharding(self, ndim):
+        return self._hlo
+
+      @property
+      def _device_assignment(self):
+        return self._devs
+
+      @property
+      def _internal_device_list(self):
+        return self._dev_list
+
+      @property
+      def device_set(self):
+        return set(self._devs)
+
+      def __repr__(self):
+        return repr(self._public)
+
+    _Internal = Internal
+  return _Internal
+
+
+def internal(sharding: Sharding, ndim: int):
+  """jaxlib's sharding object for ``sharding`` on arrays of rank ``ndim`` (cached)."""
+  key = (sharding, ndim)
+  obj = _internal_cache.get(key)
+  if obj is None:
+    obj = _internal_cache[key] = _internal_class()(sharding, ndim)
+  return obj
+
+
+def is_partitioned(buf) -> bool:
+  """Whether a jaxlib buffer is laid out by one of these shardings."""
+  return _Internal is not None and type(buf._sharding) is _Internal
+
+
+_single_device: dict = {}
+
+
+def public(jaxlib_sharding):
+  """The public sharding of a jaxlib buffer's sharding (pmap's layouts are their own)."""
+  p = getattr(jaxlib_sharding, "_public", None)
+  if p is not None:
+    return p
+  device = getattr(jaxlib_sharding, "_hlox_device", None)
+  if device is not None:
+    p = _single_device.get(device)
+    if p is None:
+      p = _single_device[device] = SingleDeviceSharding(device)
+    return p
+  return jaxlib_sharding
