@@ -61,6 +61,7 @@ from hlox import viz
 from hlox import debug, experimental
 from hlox import sharding
 from hlox.sharding import make_mesh, set_mesh
+from hlox.lax.shard_map import shard_map
 from hlox.debug.callbacks import effects_barrier, pure_callback
 
 

@@ -101,6 +101,10 @@ class ModuleContext:
     # The mesh a partitioned program (``interpreters/partitioned.py``) runs over: sharding
     # constraints refer to it as ``@mesh``. None in other programs.
     self.mesh = None
+    # Inside a ``shard_map`` body: the named axes are the mesh's, the "replicas" of the
+    # collectives are the program's partitions (``spmd_collective``).
+    self.manual = False
+    self._channels = 0
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
@@ -218,11 +222,24 @@ def replica_groups_attr(groups) -> ir.Attribute:
   return ir.DenseIntElementsAttr.get(arr, type=ir.IntegerType.get_signless(64))
 
 
+def spmd_collective(mctx: ModuleContext, op, global_ids: bool = True) -> None:
+  """Inside a ``shard_map`` body, make a collective act across partitions: a channel of its
+  own and (``global_ids``) groups read as global device ids, i.e. positions in the mesh."""
+  if not mctx.manual:
+    return
+  mctx._channels += 1
+  op.attributes["channel_handle"] = ir.Attribute.parse(
+      f"#stablehlo.channel_handle<handle = {mctx._channels}, type = 1>")
+  if global_ids:
+    op.attributes["use_global_device_ids"] = ir.UnitAttr.get()
+
+
 def axis_index_hlo(mctx: ModuleContext, name) -> ir.Value:
   """The position of this replica along pmap axis ``name`` (an int32 scalar)."""
   size, stride, _ = _axis_strides(mctx, name)
   i32 = ShapedArray((), dtypes.int32)
-  rid = hlo.convert(aval_to_ir_type(i32), hlo.replica_id())
+  rid = hlo.convert(aval_to_ir_type(i32),
+                    hlo.partition_id() if mctx.manual else hlo.replica_id())
   if stride != 1:
     rid = hlo.divide(rid, ir_constant(np.int32(stride)))
   if size * stride != mctx.num_replicas:

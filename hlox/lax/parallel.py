@@ -386,6 +386,7 @@ def _all_gather_lowering(ctx, x, *, all_gather_dimension, axis_name, axis_index_
                                  axis_index_groups, axis_size)
   op = hlo.AllGatherOp([xla.aval_to_ir_type(aval_out)], [x], all_gather_dimension,
                        xla.replica_groups_attr(groups))
+  xla.spmd_collective(ctx.module_context, op)
   return op.results[0]
 
 xla.register_lowering(all_gather_p, _all_gather_lowering)
@@ -523,6 +524,7 @@ def _reduce_scatter_lowering(ctx, x, *, scatter_dimension, axis_name, axis_index
                                  axis_index_groups, axis_size)
   op = hlo.ReduceScatterOp(xla.aval_to_ir_type(aval_in.update(shape=tuple(shape))), x,
                            scatter_dimension, xla.replica_groups_attr(groups))
+  xla.spmd_collective(ctx.module_context, op)
   scalar = xla.aval_to_ir_type(ShapedArray((), aval_in.dtype))
   block = op.regions[0].blocks.append(scalar, scalar)
   with ir.InsertionPoint(block):
@@ -662,6 +664,7 @@ def _all_to_all_lowering(ctx, x, *, split_axis, concat_axis, axis_name, axis_ind
   op = hlo.AllToAllOp([x], split_axis, concat_axis, len(groups[0]),
                       xla.replica_groups_attr(groups),
                       results=[xla.aval_to_ir_type(aval_out)])
+  xla.spmd_collective(ctx.module_context, op, global_ids=False)
   return op.results[0]
 
 xla.register_lowering(all_to_all_p, _all_to_all_lowering)
@@ -795,6 +798,7 @@ def _ppermute_lowering(ctx, x, *, axis_name, perm):
                      np.int64).reshape(-1, 2)
   aval_out, = ctx.avals_out
   op = hlo.CollectivePermuteOp(x, pairs, results=[xla.aval_to_ir_type(aval_out)])
+  xla.spmd_collective(ctx.module_context, op, global_ids=False)
   return op.results[0]
 
 xla.register_lowering(ppermute_p, _ppermute_lowering)
@@ -925,6 +929,7 @@ def _all_reduce_lowering(body):
     aval, = ctx.avals_in
     groups = _replica_groups(ctx.module_context, axes, axis_index_groups)
     op = hlo.AllReduceOp([xla.aval_to_ir_type(aval)], [x], xla.replica_groups_attr(groups))
+    xla.spmd_collective(ctx.module_context, op)
     scalar = xla.aval_to_ir_type(ShapedArray((), aval.dtype))
     block = op.regions[0].blocks.append(scalar, scalar)
     with ir.InsertionPoint(block):

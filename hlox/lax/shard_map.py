@@ -1,0 +1,373 @@
+"""``shard_map``: per-device code over a mesh. ``f`` sees each device's block of the
+arguments (split as ``in_specs`` say) and returns blocks that ``out_specs`` put together;
+collectives (``psum``, ``all_gather``, ``ppermute``, ``axis_index``...) act along the mesh's
+axis names.
+
+``shard_map_p`` carries the body traced on the blocks' (local) types. It lowers to Shardy's
+``sdy.manual_computation`` in a program partitioned over the mesh (eagerly it runs as one),
+its collectives across the program's partitions.
+
+Autodiff follows JAX's shard_map without replication checks: the transpose divides the
+cotangent of an output by the number of devices that hold copies of each of its blocks
+(the mesh axes its spec leaves out), transposes the body per device, and sums an input's
+cotangent over the axes its spec leaves out (every such device used the same block).
+Partial evaluation passes the body's residuals between the known and unknown halves as one
+block per device, stacked along a new leading dimension split over all mesh axes.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Callable
+
+from hlox import tree_util
+from hlox.core.avals import ShapedArray
+from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
+from hlox.core.primitive import Primitive
+from hlox.core.tracer import extend_axis_env, get_aval, set_current_trace
+from hlox.interpreters import ad, batching, partitioned, xla
+from hlox.interpreters import partial_eval as pe
+from hlox.lax.base import full_like, reshape
+from hlox.lax.elementwise import div
+from hlox.lax.parallel import psum
+from hlox.runtime import sharding as sharding_lib
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
+
+__all__ = ["shard_map", "shard_map_p"]
+
+P = sharding_lib.PartitionSpec
+
+
+class _ShardMap(Primitive):
+  multiple_results = True
+
+
+shard_map_p = _ShardMap("shard_map")
+
+
+# --- specs and block types ---------------------------------------------------------------
+
+def _split_count(mesh, spec, dim: int) -> int:
+  return math.prod(mesh.shape[a] for a in spec.axes_of(dim))
+
+
+def _unmentioned(mesh, spec) -> tuple:
+  used = {a for d in range(len(spec)) for a in spec.axes_of(d)}
+  return tuple(a for a in mesh.axis_names if a not in used)
+
+
+def _local_aval(aval, mesh, spec, what: str):
+  shape = list(aval.shape)
+  if len(spec) > len(shape):
+    raise ValueError(f"shard_map: {what} has rank {len(shape)} but its spec {spec} names "
+                     f"{len(spec)} dimensions")
+  for d in range(len(shape)):
+    count = _split_count(mesh, spec, d)
+    if shape[d] % count:
+      raise ValueError(
+          f"shard_map: {what} of shape {tuple(aval.shape)} has dimension {d} of size "
+          f"{shape[d]}, not divisible by {count}, the product of the mesh axes "
+          f"{spec.axes_of(d)} its spec {spec} splits it over (mesh {mesh})")
+    shape[d] //= count
+  return aval.update(shape=tuple(shape))
+
+
+def _global_aval(aval, mesh, spec):
+  shape = [n * _split_count(mesh, spec, d) for d, n in enumerate(aval.shape)]
+  return aval.update(shape=tuple(shape))
+
+
+def _check_spec(mesh, spec, what: str):
+  if not isinstance(spec, P):
+    raise TypeError(f"shard_map: {what} must be a PartitionSpec, got {spec!r}")
+  for d in range(len(spec)):
+    for a in spec.axes_of(d):
+      if a not in mesh.shape:
+        raise ValueError(f"shard_map: {what} {spec} names the axis {a!r}, which is not in "
+                         f"the mesh {mesh} (axes {mesh.axis_names})")
+
+
+@contextlib.contextmanager
+def _mesh_axes(mesh):
+  with contextlib.ExitStack() as stack:
+    for name, size in mesh.shape.items():
+      stack.enter_context(extend_axis_env(name, size))
+    yield
+
+
+def _trace_body(fun: Callable, local_avals, mesh, name: str):
+  with _mesh_axes(mesh):
+    closed = trace_to_jaxpr(fun, list(local_avals), f"shard_map {name}", "shard_map")
+  return convert_constvars(closed)
+
+
+# --- the user's function -----------------------------------------------------------------
+
+def shard_map(f: Callable | None = None, *, mesh=None, in_specs, out_specs,
+              check_vma: bool = True, check_rep: bool | None = None, axis_names=None):
+  """Map ``f`` over the blocks of its arguments on ``mesh``'s devices.
+
+  Args:
+    f: the per-device function (of blocks, returning blocks).
+    mesh: the ``Mesh`` (default: the current one, from ``set_mesh``).
+    in_specs: a ``PartitionSpec`` per argument (a tree prefix of the arguments): which
+      mesh axes split each dimension. Unnamed axes give every device the same block.
+    out_specs: a tree prefix of ``f``'s outputs, likewise, saying how the blocks join.
+    check_vma: accepted as JAX's (hlox does not track which values vary across devices).
+    axis_names: the mesh axes ``f`` is manual over (all of them; subsets are not built).
+  """
+  if f is None:
+    return lambda g: shard_map(g, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                               check_vma=check_vma, check_rep=check_rep,
+                               axis_names=axis_names)
+  if mesh is None:
+    mesh = sharding_lib.current_mesh()
+    if mesh is None:
+      raise ValueError("shard_map: no mesh given and none set (`hlox.sharding.set_mesh`)")
+  if not isinstance(mesh, sharding_lib.Mesh):
+    raise TypeError(f"shard_map: mesh must be a Mesh, got {type(mesh).__name__}")
+  if axis_names is not None and set(axis_names) != set(mesh.axis_names):
+    raise NotImplementedError("shard_map: axis_names covering part of the mesh (auto axes) "
+                              "are not supported in hlox yet; omit axis_names")
+  name = getattr(f, "__name__", "f")
+  is_spec = lambda s: isinstance(s, P) or s is None
+
+  def mapped(*args):
+    leaves, in_tree = tree_util.tree_flatten(args)
+    if isinstance(in_specs, P):
+      flat_in = [in_specs] * len(leaves)
+    else:
+      specs = tuple(in_specs) if isinstance(in_specs, list) else in_specs
+      if not isinstance(specs, tuple):
+        specs = (specs,)
+      try:
+        flat_in = tree_util.broadcast_prefix(specs, args, is_leaf=is_spec)
+      except (ValueError, TypeError):
+        raise ValueError(f"shard_map {name}: in_specs {in_specs!r} must be a tree prefix of "
+                         f"the arguments (of structure {in_tree})") from None
+    flat_in = [P() if s is None else s for s in flat_in]
+    avals = []
+    for i, (x, s) in enumerate(zip(leaves, flat_in)):
+      _check_spec(mesh, s, f"in_specs[{i}]")
+      avals.append(_local_aval(get_aval(x), mesh, s, f"argument {i}"))
+    out_tree_box = []
+
+    def flat_fun(*xs):
+      out = f(*tree_util.tree_unflatten(in_tree, xs))
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      out_tree_box.append((out, out_tree))
+      return out_leaves
+    body, consts = _trace_body(flat_fun, avals, mesh, name)
+    out, out_tree = out_tree_box[0]
+    if isinstance(out_specs, P):
+      flat_out = [out_specs] * out_tree.num_leaves
+    else:
+      try:
+        flat_out = tree_util.broadcast_prefix(out_specs, out, is_leaf=is_spec)
+      except (ValueError, TypeError):
+        raise ValueError(f"shard_map {name}: out_specs {out_specs!r} must be a tree prefix "
+                         f"of the outputs (of structure {out_tree})") from None
+    flat_out = [P() if s is None else s for s in flat_out]
+    for i, (s, a) in enumerate(zip(flat_out, body.out_avals)):
+      _check_spec(mesh, s, f"out_specs[{i}]")
+      if len(s) > a.ndim:
+        raise ValueError(f"shard_map {name}: output {i} has rank {a.ndim} but its out_spec "
+                         f"{s} names {len(s)} dimensions")
+    outs = shard_map_p.bind(*consts, *leaves, jaxpr=body, mesh=mesh,
+                            in_specs=(P(),) * len(consts) + tuple(flat_in),
+                            out_specs=tuple(flat_out), check_vma=bool(check_vma))
+    return out_tree.unflatten(outs)
+  return mapped
+
+
+# --- rules -------------------------------------------------------------------------------
+
+def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma):
+  return [_global_aval(a, mesh, s) for a, s in zip(jaxpr.out_avals, out_specs)]
+
+shard_map_p.def_abstract_eval(_abstract_eval)
+partitioned.sharding_params[shard_map_p] = lambda params: sharding_lib.NamedSharding(
+    params["mesh"], P())
+
+
+def _impl(*args, **params):
+  # Eagerly: a partitioned program holding just this shard_map.
+  from hlox.core.jaxpr import Jaxpr, JaxprEqn, Var
+  in_avals = [get_aval(x) for x in args]
+  out_avals = _abstract_eval(*in_avals, **params)
+  invars = [Var(a) for a in in_avals]
+  outvars = [Var(a) for a in out_avals]
+  jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, shard_map_p, params)])
+  sigs = [x._sig if hasattr(x, "_sig") else a for x, a in zip(args, in_avals)]
+  call = partitioned.compile_partitioned(ClosedJaxpr(jaxpr, []), sigs, "shard_map",
+                                         keep_unused=True)
+  return call(list(args))
+
+shard_map_p.def_impl(_impl)
+
+
+def _sdy_shardings(mesh, specs, avals) -> ir.Attribute:
+  parts = []
+  for s, a in zip(specs, avals):
+    text = sharding_lib.NamedSharding(mesh, s).sdy_text(a.ndim)
+    parts.append(text[len("#sdy.sharding"):])
+  return ir.Attribute.parse(f"#sdy.sharding_per_value<[{', '.join(parts)}]>")
+
+
+def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+  mctx = ctx.module_context
+  if mctx.mesh is None:
+    raise NotImplementedError("shard_map inside a pmap (or another program that is not "
+                              "partitioned over a mesh) is not supported in hlox")
+  if mctx.mesh._flat_devices_tuple != mesh._flat_devices_tuple:
+    raise ValueError(f"shard_map over {mesh} inside a program over another mesh "
+                     f"({mctx.mesh})")
+  names = ", ".join(f'"{a}"' for a in mesh.axis_names)
+  op = sdy.ManualComputationOp(
+      [xla.aval_to_ir_type(a) for a in ctx.avals_out], list(args),
+      _sdy_shardings(mesh, in_specs, ctx.avals_in),
+      _sdy_shardings(mesh, out_specs, ctx.avals_out),
+      ir.Attribute.parse(f"#sdy<manual_axes{{{names}}}>"))
+  block = op.body.blocks.append(*[xla.aval_to_ir_type(a) for a in jaxpr.in_avals])
+  saved = (mctx.axis_env, mctx.num_replicas, mctx.manual)
+  mctx.axis_env = tuple(mesh.shape.items())
+  mctx.num_replicas = mesh.size
+  mctx.manual = True
+  try:
+    with ir.InsertionPoint(block):
+      outs = xla.lower_jaxpr(mctx, jaxpr.jaxpr, [], list(block.arguments))
+      sdy.ReturnOp(outs)
+  finally:
+    mctx.axis_env, mctx.num_replicas, mctx.manual = saved
+  return list(op.results)
+
+xla.register_lowering(shard_map_p, _lowering)
+
+
+def _params(mesh, in_specs, out_specs, check_vma):
+  return dict(mesh=mesh, in_specs=tuple(in_specs), out_specs=tuple(out_specs),
+              check_vma=check_vma)
+
+
+def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+  nonzeros = [type(t) is not ad.Zero for t in tangents]
+  with _mesh_axes(mesh):
+    jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+  jvp_closed, consts = convert_constvars(jvp_closed)
+  nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
+  specs = [P()] * len(consts) + list(in_specs) + [s for s, nz in zip(in_specs, nonzeros) if nz]
+  outs_specs = list(out_specs) + [s for s, nz in zip(out_specs, out_nz) if nz]
+  outs = shard_map_p.bind(*consts, *primals, *nz_tangents, jaxpr=jvp_closed,
+                          **_params(mesh, specs, outs_specs, check_vma))
+  n = len(out_specs)
+  it = iter(outs[n:])
+  avals = _abstract_eval(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                         check_vma=check_vma)
+  return outs[:n], [next(it) if nz else ad.Zero(a.to_tangent_aval())
+                    for a, nz in zip(avals, out_nz)]
+
+ad.primitive_jvps[shard_map_p] = _jvp
+
+
+def _partial_eval(trace, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+  unknowns = [trace.is_unknown(x) for x in args]
+  with _mesh_axes(mesh):
+    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
+  n_known_out = len(known.out_avals) - num_res
+  res_avals = known.out_avals[n_known_out:]
+  stacked = P(tuple(mesh.axis_names))  # one block per device along a new leading dim
+
+  def known_stacked(*xs):  # the residuals with a leading block dimension of 1
+    outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+    res = [reshape(r, (1, *r.shape)) for r in outs[n_known_out:]]
+    return [*outs[:n_known_out], *res]
+  known_in = [a for a, u in zip(jaxpr.in_avals, unknowns) if not u]
+  known_body, known_consts = _trace_body(known_stacked, known_in, mesh, "known")
+  known_args = [x for x, u in zip(args, unknowns) if not u]
+  known_specs = [s for s, u in zip(in_specs, unknowns) if not u]
+  known_out_specs = [s for s, u in zip(out_specs, out_unknowns) if not u]
+  with set_current_trace(trace.parent):
+    known_outs = shard_map_p.bind(
+        *known_consts, *known_args, jaxpr=known_body,
+        **_params(mesh, [P()] * len(known_consts) + known_specs,
+                  known_out_specs + [stacked] * num_res, check_vma))
+  residuals = known_outs[n_known_out:]
+
+  def unknown_unstacked(*xs):
+    res = [reshape(r, r.shape[1:]) for r in xs[:num_res]]
+    return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
+  unknown_in = [ShapedArray((1, *a.shape), a.dtype, a.weak_type) for a in res_avals] + \
+      [a for a, u in zip(jaxpr.in_avals, unknowns) if u]
+  unknown_body, unknown_consts = _trace_body(unknown_unstacked, unknown_in, mesh, "unknown")
+  unknown_args = [*unknown_consts, *residuals, *[x for x, u in zip(args, unknowns) if u]]
+  unknown_specs = [P()] * len(unknown_consts) + [stacked] * num_res + \
+      [s for s, u in zip(in_specs, unknowns) if u]
+  unknown_out_specs = [s for s, u in zip(out_specs, out_unknowns) if u]
+  unknown_outs = trace.record(shard_map_p, unknown_args, dict(
+      jaxpr=unknown_body, **_params(mesh, unknown_specs, unknown_out_specs, check_vma)))
+  known_it, unknown_it = iter(known_outs[:n_known_out]), iter(unknown_outs)
+  return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
+
+pe.partial_eval_rules[shard_map_p] = _partial_eval
+
+
+def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+  undefined = [ad.is_undefined_primal(x) for x in args]
+  defined_args = [x for x, u in zip(args, undefined) if not u]
+  ct_nonzero = [type(ct) is not ad.Zero for ct in cts]
+  nz_cts = [ct for ct in cts if type(ct) is not ad.Zero]
+  n_def = len(defined_args)
+
+  def body(*flat):
+    defined, local_cts = iter(flat[:n_def]), iter(flat[n_def:])
+    full_args = [ad.UndefinedPrimal(a) if u else next(defined)
+                 for a, u in zip(jaxpr.in_avals, undefined)]
+    full_cts = []
+    for a, nz, spec in zip(jaxpr.out_avals, ct_nonzero, out_specs):
+      if not nz:
+        full_cts.append(ad.Zero(a.to_tangent_aval()))
+        continue
+      ct = next(local_cts)
+      copies = math.prod(mesh.shape[n] for n in _unmentioned(mesh, spec))
+      full_cts.append(div(ct, full_like(ct, copies)) if copies > 1 else ct)
+    cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full_args, full_cts)
+    out = []
+    for ct, u, spec, a in zip(cts_in, undefined, in_specs, jaxpr.in_avals):
+      if not u:
+        continue
+      ct = ad.instantiate_zeros(ct) if type(ct) is ad.Zero else ct
+      axes = _unmentioned(mesh, spec)
+      out.append(psum(ct, axes) if axes else ct)
+    return out
+
+  local_in = [_local_aval(get_aval(x), mesh, s, "argument")
+              for x, s, u in zip(args, in_specs, undefined) if not u]
+  local_in += [_local_aval(get_aval(ct), mesh, s, "cotangent")
+               for ct, s, nz in zip(cts, out_specs, ct_nonzero) if nz]
+  t_body, consts = _trace_body(body, local_in, mesh, "transpose")
+  specs = [P()] * len(consts) + [s for s, u in zip(in_specs, undefined) if not u] + \
+      [s for s, nz in zip(out_specs, ct_nonzero) if nz]
+  out_specs_t = [s for s, u in zip(in_specs, undefined) if u]
+  outs = iter(shard_map_p.bind(*consts, *defined_args, *nz_cts, jaxpr=t_body,
+                               **_params(mesh, specs, out_specs_t, check_vma)))
+  return [next(outs) if u else None for u in undefined]
+
+ad.primitive_transposes[shard_map_p] = _transpose
+
+
+def _batch(axis_data, vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+  vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+  in_dims = [None if d is None else 0 for d in dims]
+  with _mesh_axes(mesh):
+    batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, in_dims, instantiate=True)
+  batched, consts = convert_constvars(batched)
+  specs = [P()] * len(consts) + [s if d is None else P(None, *s)
+                                 for s, d in zip(in_specs, in_dims)]
+  outs_specs = [P(None, *s) for s in out_specs]
+  outs = shard_map_p.bind(*consts, *vals, jaxpr=batched,
+                          **_params(mesh, specs, outs_specs, check_vma))
+  return outs, [0] * len(outs)
+
+batching.axis_primitive_batchers[shard_map_p] = _batch
