@@ -581,6 +581,76 @@ def bench_jit_of_pmap_8(lib):
   return _fed_back(f, np.zeros((8, 1024), np.float32))
 
 
+# --- sharded arrays (issue 19): 8 CPU devices, programs partitioned by XLA ---------------
+
+def _mesh(mod, shape, names):
+  auto = (mod.sharding.AxisType.Auto,) * len(shape)
+  return mod.make_mesh(shape, names, axis_types=auto)
+
+
+def _eight_devices():
+  import os
+  os.environ["HLOX_NUM_CPU_DEVICES"] = "8"
+  os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+
+
+def _mlp_sharded_step(lib, mesh_shape, names, batch_spec, w1_spec, w2_spec):
+  _eight_devices()
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  NS, P = mod.sharding.NamedSharding, mod.sharding.PartitionSpec
+  mesh = _mesh(mod, mesh_shape, names)
+  rng = np.random.default_rng(0)
+  put = lambda v, spec: mod.device_put(v.astype(np.float32), NS(mesh, P(*spec)))
+  params = (put(rng.standard_normal((256, 512)) / 16, w1_spec),
+            put(rng.standard_normal((512, 10)) / 22, w2_spec))
+  xb = put(rng.standard_normal((512, 256)), batch_spec)
+  yb = put(rng.standard_normal((512, 10)), batch_spec)
+
+  def loss(params, x, y):
+    w1, w2 = params
+    return jnp.mean((jnp.tanh(x @ w1) @ w2 - y) ** 2)
+
+  @mod.jit
+  def step(params, x, y):
+    g = mod.grad(loss)(params, x, y)
+    return tuple(p - 0.01 * gp for p, gp in zip(params, g))
+  state = [step(params, xb, yb)]
+  mod.block_until_ready(state[0])
+
+  def run():
+    state[0] = step(state[0], xb, yb)
+    mod.block_until_ready(state[0])
+  return best_per_call(run, 50)
+
+
+def bench_sharded_dp_mlp_step_8(lib):
+  """A data-parallel MLP training step (256-512-10, batch 512 split over 8 devices, weights
+  replicated), its result fed back."""
+  return _mlp_sharded_step(lib, (8,), ("data",), ("data",), (), ())
+
+
+def bench_sharded_dp_mp_step_2x4(lib):
+  """The same step on a 2x4 mesh: batch split over 'data', the hidden layer over 'model'."""
+  return _mlp_sharded_step(lib, (2, 4), ("data", "model"), ("data",), (None, "model"),
+                           ("model", None))
+
+
+def bench_shard_map_psum_8(lib):
+  """``shard_map(psum)`` over a mesh of 8 devices on f32[8, 1024] split along 'i', its result
+  fed back (each call waited for)."""
+  _eight_devices()
+  mod, _, _ = load(lib)
+  import numpy as np
+  NS, P = mod.sharding.NamedSharding, mod.sharding.PartitionSpec
+  mesh = _mesh(mod, (8,), ("i",))
+  psum = mod.lax.psum
+  f = mod.jit(mod.shard_map(lambda x: psum(x, "i"), mesh=mesh, in_specs=P("i"),
+                            out_specs=P("i")))
+  x = mod.device_put(np.zeros((8, 1024), np.float32), NS(mesh, P("i")))
+  return _fed_back(f, x)
+
+
 # --- peak memory ------------------------------------------------------------------------
 # ``bench_rss_*`` return the process's peak resident set size in GB (not seconds): run.py
 # prints them in MB. Each runs a representative workload to its steady state in a fresh

@@ -194,3 +194,50 @@ def test_shard_map_bad_specs(mesh):
         np.zeros((6, 4), np.float32))
   with pytest.raises(ValueError, match="not in the mesh"):
     hlox.shard_map(lambda b: b, mesh=mesh, in_specs=P("z"), out_specs=P())(X)
+
+
+# Programs whose result layouts XLA's partitioner chooses: the same in hlox as in JAX. Each
+# body sees ``m`` (hlox or jax), ``jnp``, ``NS``, ``P`` and ``mesh`` (4x2, axes x and y,
+# automatic) and returns one array; the oracle compares its spec and values.
+_LAYOUT_PROGRAMS = {
+    "elementwise": "return m.jit(lambda v: jnp.sin(v) * 2)(m.device_put(X, NS(mesh, P('x', 'y'))))",
+    "reduce_rows": "return m.jit(lambda v: v.sum(0))(m.device_put(X, NS(mesh, P('x', 'y'))))",
+    "matmul": ("return m.jit(lambda v, w: v @ w)(m.device_put(X, NS(mesh, P('x'))), "
+               "m.device_put(np.ones((4, 6), np.float32), NS(mesh, P(None, 'y'))))"),
+    "transpose": "return m.jit(lambda v: v.T)(m.device_put(X, NS(mesh, P('x', 'y'))))",
+    "constraint": ("return m.jit(lambda v: m.lax.with_sharding_constraint(v * 2, "
+                   "NS(mesh, P('y'))))(X)"),
+}
+
+_LAYOUT_RUNNER = """
+import json, os, sys
+import numpy as np
+import jax as m, jax.numpy as jnp
+NS, P = m.sharding.NamedSharding, m.sharding.PartitionSpec
+mesh = m.make_mesh((4, 2), ('x', 'y'), axis_types=(m.sharding.AxisType.Auto,) * 2)
+X = np.arange(32, dtype=np.float32).reshape(8, 4)
+out = {}
+for name, body in json.loads(sys.stdin.read()).items():
+  ns = {}
+  exec("def prog(m, jnp, NS, P, mesh, X, np):\\n  " + body, ns)
+  r = ns["prog"](m, jnp, NS, P, mesh, X, np)
+  out[name] = [repr(tuple(r.sharding.spec)), np.asarray(r).tolist()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.jax_oracle
+def test_result_layouts_match_jax():
+  pytest.importorskip("jax")
+  from tests.util import run_in_jax
+  want = run_in_jax(_LAYOUT_RUNNER, _LAYOUT_PROGRAMS,
+                    {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
+  auto = hlox.sharding.AxisType.Auto
+  mesh = hlox.make_mesh((4, 2), ("x", "y"), axis_types=(auto, auto))
+  for name, body in _LAYOUT_PROGRAMS.items():
+    ns = {}
+    exec("def prog(m, jnp, NS, P, mesh, X, np):\n  " + body, ns)
+    r = ns["prog"](hlox, jnp, NamedSharding, P, mesh, X, np)
+    spec, value = want[name]
+    np.testing.assert_allclose(np.asarray(r), np.asarray(value), rtol=1e-6, err_msg=name)
+    assert repr(tuple(r.sharding.spec)) == spec, (name, r.sharding.spec, spec)

@@ -66,8 +66,8 @@ class PartitionSpec(tuple):
                           f"them, None or PartitionSpec.UNCONSTRAINED; got {e!r}")
     return super().__new__(cls, entries)
 
-  def __repr__(self):
-    return f"PartitionSpec({', '.join(map(repr, self))})"
+  def __repr__(self):  # as JAX prints it: P('x',), P(None, 'y'), P()
+    return f"P{tuple(self)!r}"
 
   def _normalized(self) -> tuple:
     entries = [tuple(e) if isinstance(e, tuple) else e for e in self]
@@ -557,6 +557,8 @@ def from_hlo(hlo, mesh: Mesh, ndim: int) -> Sharding:
   for axes in per_dim:
     axes = [name for _, name in sorted(axes, reverse=True)]  # largest stride: major
     entries.append(None if not axes else axes[0] if len(axes) == 1 else tuple(axes))
+  while entries and entries[-1] is None:  # as JAX reports them: P('x',), not P('x', None)
+    entries.pop()
   candidate = NamedSharding(mesh, PartitionSpec(*entries))
   if _same_layout(candidate.hlo(ndim), hlo, mesh.size):
     return candidate
