@@ -45,3 +45,16 @@ def test_readme_fastmath_example_runs():
   assert after < before, first
   assert "fastmath.grad is not available on the NumPy backend" in second
   assert "use_backend('hlox')" in second
+
+
+def test_readme_sharding_example_runs():
+  text = open(README).read()
+  blocks = text.split("```python")
+  setup = "import hlox\nimport hlox.numpy as jnp\nfrom hlox import lax\n"
+  code = next(b for b in blocks[1:] if "hlox.make_mesh" in b).split("```")[0]
+  env = dict(os.environ, HLOX_NUM_CPU_DEVICES="8")
+  out = subprocess.run([sys.executable, "-c", setup + code], capture_output=True, text=True,
+                       timeout=300, env=env)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert "P(None, 'model')" in out.stdout and "CPU 0,4" in out.stdout, out.stdout
+  assert "[32. 32. 32." in out.stdout, out.stdout
