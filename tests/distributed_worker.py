@@ -84,6 +84,39 @@ def survive(mode):
   print("SHUTDOWN", hlox.distributed.is_initialized(), flush=True)
 
 
+def sharded():
+  """A program over a mesh of every process's devices: each process feeds the rows its
+  devices hold; reports the local shards, a replicated reduction and a gradient step."""
+  hlox.distributed.initialize(f"127.0.0.1:{PORT}", NUM, PID, initialization_timeout=30,
+                              heartbeat_timeout_seconds=10, shutdown_timeout_seconds=30)
+  from hlox.sharding import NamedSharding, PartitionSpec as P
+  mesh = hlox.make_mesh((hlox.device_count(),), ("data",))
+  rows = hlox.local_device_count() * 2
+  local = np.arange(rows * 3, dtype=np.float32).reshape(rows, 3) + 100 * PID
+  x = hlox.make_array_from_process_local_data(NamedSharding(mesh, P("data")), local)
+  w = np.ones((3,), np.float32)
+  loss = lambda w, x: jnp.mean((x @ w) ** 2)
+  grad = hlox.jit(hlox.grad(loss))(w, x)
+  doubled = hlox.jit(lambda v: v * 2)(x)
+  try:
+    np.asarray(doubled)
+    gathered = "no error"
+  except RuntimeError as e:
+    gathered = str(e)[:60]
+  report = {
+      "global_shape": list(x.shape),
+      "fully_addressable": x.is_fully_addressable,
+      "shards": [[s.device.id, s.index[0].start, np.asarray(s.data).tolist()]
+                 for s in doubled.addressable_shards],
+      "col_sums": np.asarray(hlox.jit(lambda v: v.sum(0))(x)).tolist(),
+      "grad": np.asarray(grad).tolist(),
+      "gather_error": gathered,
+      "jax_imported": "jax" in sys.modules,
+  }
+  print("RESULT " + json.dumps(report), flush=True)
+  hlox.distributed.shutdown()
+
+
 def main():
   port, process_id, num_processes = (int(a) for a in sys.argv[1:4])
   hlox.distributed.initialize(f"127.0.0.1:{port}", num_processes, process_id,
@@ -114,5 +147,7 @@ if __name__ == "__main__":
   PORT, PID, NUM = (int(a) for a in sys.argv[1:4])
   if sys.argv[4:5] == ["survive"]:
     survive(sys.argv[5])
+  elif sys.argv[4:5] == ["sharded"]:
+    sharded()
   else:
     main()

@@ -14,6 +14,7 @@ import textwrap
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import hlox
@@ -103,6 +104,31 @@ def test_two_processes_share_devices_and_psum():
     assert r["inputs"] == [float(all_devices.index([d, i])) for d in mine]
     assert r["positions"] == [int(v) for v in r["inputs"]]  # axis_index over all devices
     assert r["jit"] == 12.0
+    assert r["jax_imported"] is False
+
+
+def test_two_processes_of_four_devices_run_one_sharded_program():
+  # Each process feeds the 8 rows of x its 4 devices hold; the program is partitioned over
+  # all 8 devices and each process sees its own shards of the results.
+  port = _free_port()
+  results = _run_all([[sys.executable, WORKER, str(port), str(i), "2", "sharded"]
+                      for i in range(2)], _env(HLOX_NUM_CPU_DEVICES="4"))
+  reports = []
+  for i, (rc, out, err) in enumerate(results):
+    assert rc == 0, f"worker {i} exited with {rc}\nstdout:\n{out}\nstderr:\n{err[-4000:]}"
+    reports.append(_result(out))
+  x = np.concatenate([np.arange(24, dtype=np.float32).reshape(8, 3) + 100 * i
+                      for i in range(2)])
+  w = np.ones(3, np.float32)
+  want_grad = 2 * (x @ w) @ x / len(x)
+  for i, r in enumerate(reports):
+    assert r["global_shape"] == [16, 3] and r["fully_addressable"] is False
+    assert [s[1] for s in r["shards"]] == [8 * i + 2 * k for k in range(4)]
+    for device, start, block in r["shards"]:
+      np.testing.assert_array_equal(block, 2 * x[start:start + 2])
+    np.testing.assert_allclose(r["col_sums"], x.sum(0), rtol=1e-6)
+    np.testing.assert_allclose(r["grad"], want_grad, rtol=1e-5)
+    assert "non-addressable" in r["gather_error"] or "not possible" in r["gather_error"]
     assert r["jax_imported"] is False
 
 

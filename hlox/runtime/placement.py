@@ -160,6 +160,43 @@ def _from_callback_sharded(shape, sharding, data_callback, dtype):
   return _put(value, sharding)
 
 
+def _from_process_local_data(sharding, local_data, global_shape):
+  """The global array whose blocks on this process's devices come from ``local_data``: the
+  part of the global array those devices hold, in order (its shape along a dimension split
+  across processes is the global size divided by the processes sharing it)."""
+  value = local_data._value() if isinstance(local_data, Array) else np.asarray(local_data)
+  dtype = dtypes.canonicalize_dtype(value.dtype)
+  value = value.astype(dtype, copy=False)
+  mesh = sharding.mesh
+  if global_shape is None:
+    # A dimension grows by the number of its blocks over the number held here.
+    internal = sharding_lib.internal(sharding, value.ndim)
+    global_shape = list(value.shape)
+    for d in range(value.ndim):
+      count = 1
+      for a in sharding.spec.axes_of(d):
+        count *= mesh.shape[a]
+      probe = tuple(count if k == d else 1 for k in range(value.ndim))
+      held = {sharding_lib.indices_of(internal._hlo, probe, len(internal._devs))[p][d]
+              .indices(count)[0] for p in internal.local_positions}
+      global_shape[d] = value.shape[d] * count // len(held)
+  global_shape = tuple(global_shape)
+  aval = ShapedArray(global_shape, dtype)
+  internal = sharding_lib.internal(sharding, len(global_shape))
+  indices = sharding_lib.indices_of(internal._hlo, global_shape, len(internal._devs))
+  local = [indices[p] for p in internal.local_positions]
+  # This process's data covers the bounding box of its devices' blocks.
+  starts = [min(i[d].indices(n)[0] for i in local) for d, n in enumerate(global_shape)]
+  blocks = []
+  for idx in local:
+    shifted = tuple(slice(s.indices(n)[0] - o, s.indices(n)[1] - o)
+                    for s, n, o in zip(idx, global_shape, starts))
+    blocks.append(value[shifted])
+  with transfer_guard.explicit():
+    buf = spmd.put_blocks(blocks, aval, internal)
+  return array_lib.wrap_partitioned(buf, aval)
+
+
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
   """The Array of global ``shape`` whose pieces are ``arrays`` (one Array per device of
   ``sharding``, each already on its device), without copying where they already lie."""
@@ -183,6 +220,8 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
   """The Array laid out by ``sharding`` from this process's data: in one process (hlox's
   single-device shardings) the local data is the whole array."""
+  if isinstance(sharding, sharding_lib.NamedSharding):
+    return _from_process_local_data(sharding, local_data, global_shape)
   device = _sharding_device("make_array_from_process_local_data", sharding)
   value = local_data if isinstance(local_data, Array) else np.asarray(local_data)
   if global_shape is not None:

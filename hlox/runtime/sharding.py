@@ -256,7 +256,7 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh
                      f"{axis_shapes}") from None
   if isinstance(axis_names, str):
     axis_names = (axis_names,)
-  devices = list(devices) if devices is not None else client.get_client().local_devices()
+  devices = list(devices) if devices is not None else client.devices()
   total = math.prod(sizes)
   if total > len(devices):
     raise ValueError(f"Number of devices {len(devices)} must be >= the product of mesh_shape "

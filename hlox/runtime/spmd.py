@@ -165,10 +165,16 @@ def _pieces_by_position(buf) -> dict:
 def put_partitioned(value: np.ndarray, aval, sharding):
   """Copy each of this process's devices its block of the host array ``value`` (``sharding``
   a jaxlib layout from ``sharding_lib.internal``)."""
-  xc = client._xc()
   indices = sharding_lib.indices_of(sharding._hlo, value.shape, len(sharding._devs))
+  return put_blocks([value[indices[p]] for p in sharding.local_positions], aval, sharding)
+
+
+def put_blocks(blocks, aval, sharding):
+  """One array of global type ``aval`` from this process's devices' blocks (in the order of
+  ``sharding.local_devices``)."""
+  xc = client._xc()
   # Copies, not views: jaxlib fails ("bad_function_call") on a view into a bigger array.
-  xs = [np.array(value[indices[p]], copy=True) for p in sharding.local_positions]
+  xs = [np.array(b, copy=True) for b in blocks]
   return xc.batched_device_put(aval, sharding, xs, sharding.local_devices, True, False,
                                xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
                                bool(config._values["enable_x64"]))
@@ -186,17 +192,20 @@ def shard_values(buf, dtype) -> list:
 
 def _gather_partitioned(buf, dtype) -> np.ndarray:
   sharding = buf._sharding
-  if len(sharding.local_positions) != len(sharding._devs):
+  shape = tuple(buf.aval.shape)
+  indices = sharding_lib.indices_of(sharding._hlo, shape, len(sharding._devs))
+  covered = np.zeros(shape, dtype=bool)
+  for p in sharding.local_positions:
+    covered[indices[p]] = True
+  if not covered.all():  # some blocks live only on other processes' devices
     raise RuntimeError("Fetching value for `hlox.Array` that spans non-addressable (non "
                        "process local) devices is not possible. You can use "
                        "`hlox.experimental.multihost_utils.process_allgather` to print "
                        "the global array or use `.addressable_shards` method of hlox.Array "
                        "to inspect the addressable (process local) shards.")
   shards = shard_values(buf, dtype)
-  shape = tuple(buf.aval.shape)
   if sharding._hlo.is_replicated():
     return shards[0][1]
-  indices = sharding_lib.indices_of(sharding._hlo, shape, len(sharding._devs))
   value = np.empty(shape, dtype=shards[0][1].dtype)
   for p, block in shards:
     value[indices[p]] = block
