@@ -241,3 +241,15 @@ def test_result_layouts_match_jax():
     spec, value = want[name]
     np.testing.assert_allclose(np.asarray(r), np.asarray(value), rtol=1e-6, err_msg=name)
     assert repr(tuple(r.sharding.spec)) == spec, (name, r.sharding.spec, spec)
+
+
+def test_shard_map_checks_claimed_replication(mesh):
+  body = lambda b: b * 2   # differs along 'x': cannot be claimed replicated over it
+  with pytest.raises(ValueError, match=r"(?s)out_specs which require replication.*axis 'x'"):
+    hlox.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P())(X)
+  unchecked = hlox.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P(), check_vma=False)
+  np.testing.assert_allclose(np.asarray(unchecked(X)), X[:2] * 2)  # device 0's block
+  summed = hlox.shard_map(lambda b: lax.psum(b, "x") + lax.axis_index("y"), mesh=mesh,
+                          in_specs=P("x"), out_specs=P(None, None))
+  with pytest.raises(ValueError, match="'y'"):
+    summed(X)

@@ -29,7 +29,7 @@ from hlox.interpreters import ad, batching, partitioned, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.base import full_like, reshape
 from hlox.lax.elementwise import div
-from hlox.lax.parallel import psum
+from hlox.lax.parallel import all_gather_p, axis_index_p, pmax_p, pmin_p, psum, psum_p
 from hlox.runtime import sharding as sharding_lib
 
 from jaxlib.mlir import ir
@@ -103,6 +103,56 @@ def _trace_body(fun: Callable, local_avals, mesh, name: str):
   return convert_constvars(closed)
 
 
+# --- which values vary across devices (check_vma) ---------------------------------------
+
+def _names(param) -> set:
+  return set(param) if isinstance(param, (tuple, list)) else {param}
+
+
+def _varying(jaxpr, in_vary) -> list:
+  """Per output of ``jaxpr``, the mesh axes along which its value may differ between devices,
+  given those of its inputs: a reduction over an axis (``psum``, ``pmax``, ``all_gather``)
+  makes a value the same along it; ``axis_index`` differs along its axis; anything else
+  differs along every axis any of its inputs does."""
+  env = {v: set(a) for v, a in zip(jaxpr.invars, in_vary)}
+  for v in jaxpr.constvars:
+    env[v] = set()
+  read = lambda v: env.get(v, set()) if hasattr(v, "aval") and not hasattr(v, "val") else set()
+  for eqn in jaxpr.eqns:
+    inputs = set().union(*[read(v) for v in eqn.invars]) if eqn.invars else set()
+    if eqn.primitive in (psum_p, pmax_p, pmin_p):
+      out = inputs - _names(eqn.params["axes"])
+    elif eqn.primitive is all_gather_p:
+      out = inputs - _names(eqn.params["axis_name"])
+    elif eqn.primitive is axis_index_p:
+      out = _names(eqn.params["axis_name"])
+    else:
+      out = inputs
+    for v in eqn.outvars:
+      env[v] = set(out)
+  return [read(v) for v in jaxpr.outvars]
+
+
+def _check_replication(name, mesh, body, in_specs, out_specs):
+  in_vary = [{a for d in range(len(s)) for a in s.axes_of(d)} for s in in_specs]
+  problems = []
+  for i, (vary, spec) in enumerate(zip(_varying(body.jaxpr, in_vary), out_specs)):
+    missing = [a for a in _unmentioned(mesh, spec) if a in vary]
+    if missing:
+      problems.append(f"* out_specs[{i}] is {spec} which implies that the corresponding "
+                      f"output value is replicated across mesh axis "
+                      f"{', '.join(repr(a) for a in missing)}, but it may vary across it")
+  if problems:
+    raise ValueError(
+        f"shard_map applied to the function '{name}' was given out_specs which require "
+        f"replication which can't be statically inferred given the mesh:\n\nThe mesh given "
+        f"has shape {tuple(mesh.shape.values())} with corresponding axis names "
+        f"{mesh.axis_names}.\n\n" + "\n\n".join(problems) + "\n\nCheck if these output "
+        "values are meant to be replicated over those mesh axes. If not, consider revising "
+        "the corresponding out_specs entries. If so, consider disabling the check by passing "
+        "the check_vma=False argument to `hlox.shard_map`.")
+
+
 # --- the user's function -----------------------------------------------------------------
 
 def shard_map(f: Callable | None = None, *, mesh=None, in_specs, out_specs,
@@ -115,7 +165,9 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs, out_specs,
     in_specs: a ``PartitionSpec`` per argument (a tree prefix of the arguments): which
       mesh axes split each dimension. Unnamed axes give every device the same block.
     out_specs: a tree prefix of ``f``'s outputs, likewise, saying how the blocks join.
-    check_vma: accepted as JAX's (hlox does not track which values vary across devices).
+    check_vma: check that an output ``out_specs`` says is the same on every device along an
+      axis it leaves out cannot differ along it (a conservative analysis of the body, as
+      JAX's; a ``ValueError`` if it can). ``check_rep`` is its old name.
     axis_names: the mesh axes ``f`` is manual over (all of them; subsets are not built).
   """
   if f is None:
@@ -175,8 +227,11 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs, out_specs,
       if len(s) > a.ndim:
         raise ValueError(f"shard_map {name}: output {i} has rank {a.ndim} but its out_spec "
                          f"{s} names {len(s)} dimensions")
+    all_in = (P(),) * len(consts) + tuple(flat_in)
+    if check_vma and (check_rep is None or check_rep):
+      _check_replication(name, mesh, body, all_in, flat_out)
     outs = shard_map_p.bind(*consts, *leaves, jaxpr=body, mesh=mesh,
-                            in_specs=(P(),) * len(consts) + tuple(flat_in),
+                            in_specs=all_in,
                             out_specs=tuple(flat_out), check_vma=bool(check_vma))
     return out_tree.unflatten(outs)
   return mapped
