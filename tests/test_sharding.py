@@ -253,3 +253,15 @@ def test_shard_map_checks_claimed_replication(mesh):
                           in_specs=P("x"), out_specs=P(None, None))
   with pytest.raises(ValueError, match="'y'"):
     summed(X)
+
+
+def test_donated_sharded_buffer_and_back_to_one_device(mesh):
+  x = hlox.device_put(np.ones((8, 4), np.float32), NamedSharding(mesh, P("x")))
+  r = hlox.jit(lambda a: a * 2, donate_argnums=0)(x)
+  assert x.is_deleted()
+  with pytest.raises(hlox.errors.DeletedArrayError, match="deleted"):
+    x + 1
+  np.testing.assert_array_equal(np.asarray(r), 2 * np.ones((8, 4)))
+  one = hlox.device_put(r, hlox.devices()[2])
+  assert one.sharding == hlox.sharding.SingleDeviceSharding(hlox.devices()[2])
+  np.testing.assert_array_equal(np.asarray(one), np.asarray(r))
