@@ -60,7 +60,9 @@ from hlox import flatten_util, image, ops, test_util
 from hlox import viz
 from hlox import debug, experimental
 from hlox import sharding
-from hlox.sharding import make_mesh, set_mesh
+from hlox.sharding import NamedSharding, make_mesh, reshard, set_mesh
+from hlox.sharding import PartitionSpec as P
+from hlox.runtime.array import Shard
 from hlox.lax.shard_map import shard_map
 from hlox.debug.callbacks import effects_barrier, pure_callback
 

@@ -265,3 +265,11 @@ def test_donated_sharded_buffer_and_back_to_one_device(mesh):
   one = hlox.device_put(r, hlox.devices()[2])
   assert one.sharding == hlox.sharding.SingleDeviceSharding(hlox.devices()[2])
   np.testing.assert_array_equal(np.asarray(one), np.asarray(r))
+
+
+def test_mesh_of_one_device():
+  one = Mesh(np.array(hlox.devices()[:1]), ("x",))
+  x = hlox.device_put(np.ones(8, np.float32), hlox.NamedSharding(one, hlox.P("x")))
+  jac = hlox.jacrev(lambda v: jnp.frexp(v)[0])(x)
+  np.testing.assert_allclose(np.asarray(jac), 0.5 * np.eye(8))
+  assert (x * 2).sharding == hlox.NamedSharding(one, hlox.P())

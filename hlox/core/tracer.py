@@ -179,6 +179,14 @@ class Tracer:
   def weak_type(self):
     return self.aval.weak_type
 
+  @property
+  def sharding(self):
+    # JAX's answer: a traced value's layout is decided when the program is compiled.
+    raise AttributeError(
+        "The 'sharding' attribute is not available on traced values: the layout of a value "
+        "inside a traced function is chosen when the program is compiled. Use "
+        "`hlox.typeof(x)` for its type, or hlox.debug.visualize_array_sharding on results.")
+
   def __len__(self):
     if not self.aval.shape:
       raise TypeError("len() of unsized object (a 0-d traced array)")

@@ -108,6 +108,9 @@ class PartitionedCall:
     with lowered.context:
       loaded, out_hlos = spmd.compile_partitioned(
           lowered.as_text(), mesh._flat_devices_tuple, lowered.host_callbacks, lowered.module)
+    if out_hlos is None:  # one device: every result is whole
+      whole = sharding_lib.NamedSharding(mesh, sharding_lib.PartitionSpec())
+      out_hlos = [whole.hlo(a.ndim) for a in self.out_avals]
     self.out_shardings = [sharding_lib.from_hlo(h, mesh, a.ndim)
                           for h, a in zip(out_hlos, self.out_avals)]
     internal_out = [sharding_lib.internal(s, a.ndim)

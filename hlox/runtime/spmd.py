@@ -341,7 +341,8 @@ class Replicated:
 
 def compile_partitioned(mlir_text: str, devices, host_callbacks=(), module=None):
   """Compile a program for XLA's SPMD partitioner (Shardy) over ``devices`` (the mesh's, in
-  order); returns the loaded executable and its results' ``HloSharding``s."""
+  order); returns the loaded executable and its results' ``HloSharding``s (None when there
+  is one device: every result is whole)."""
   xc = client._xc()
   options = xc.CompileOptions()
   build = options.executable_build_options
@@ -357,7 +358,8 @@ def compile_partitioned(mlir_text: str, devices, host_callbacks=(), module=None)
   else:
     loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text, device_list,
                                                 options)
-  out = [xc.HloSharding.from_proto(s) for s in loaded.get_output_shardings()]
+  shardings = loaded.get_output_shardings()  # None for a mesh of one device
+  out = None if shardings is None else [xc.HloSharding.from_proto(s) for s in shardings]
   return client.guard_execution(loaded, mlir_text), out
 
 
