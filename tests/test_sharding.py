@@ -273,3 +273,16 @@ def test_mesh_of_one_device():
   jac = hlox.jacrev(lambda v: jnp.frexp(v)[0])(x)
   np.testing.assert_allclose(np.asarray(jac), 0.5 * np.eye(8))
   assert (x * 2).sharding == hlox.NamedSharding(one, hlox.P())
+
+
+def test_device_put_may_alias(mesh):
+  arr = hlox.device_put(np.arange(8), hlox.devices()[0])
+  assert hlox.device_put(arr, may_alias=True) is arr
+  copy = hlox.device_put(arr, arr.sharding, may_alias=False)
+  assert copy is not arr and copy.unsafe_buffer_pointer() != arr.unsafe_buffer_pointer()
+  np.testing.assert_array_equal(np.asarray(copy), np.arange(8))
+  sharded = hlox.device_put(X, NamedSharding(mesh, P("x")))
+  again = hlox.device_put(sharded, may_alias=False)
+  assert again is not sharded and again.sharding == sharded.sharding
+  with pytest.raises(ValueError, match="may_alias and donate cannot be True"):
+    hlox.device_put(arr, may_alias=True, donate=True)

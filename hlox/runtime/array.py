@@ -378,6 +378,19 @@ def wrap_partitioned(buf, aval) -> Array:
   return x
 
 
+def copy_array(x: Array) -> Array:
+  """A copy of ``x`` in new buffers, laid out as ``x`` is."""
+  value = x._value()
+  if x._multi is not None and sharding_lib.is_partitioned(x._multi):
+    internal = x._multi._sharding
+    return wrap_partitioned(spmd.put_partitioned(np.asarray(value), x.aval, internal), x.aval)
+  if x._multi is not None:
+    return wrap_multi(spmd.put_sharded(value, x.aval, x._multi._sharding), x.aval)
+  device = client.buffer_device(x._buf)
+  return Array(client.put_buffer(value, x.aval, device), x.aval, x._sig[1] if type(
+      x._sig) is tuple else None)
+
+
 def put_with_sharding(x, sharding) -> Array:
   """``x`` (an Array or host value) laid out by ``sharding`` (a multi-device one)."""
   if isinstance(x, Array):

@@ -22,9 +22,12 @@ def _is_device_spec(d) -> bool:
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Put every leaf of the pytree ``x`` on ``device``: a device or sharding for all leaves,
   or a tree prefix of ``x`` giving one per subtree (``None``: the default device; Arrays
-  stay where they are). With ``donate=True`` an input Array copied elsewhere is deleted.
-  ``src`` and ``may_alias`` are accepted for JAX's signature."""
-  del src, may_alias
+  stay where they are). With ``donate=True`` an input Array copied elsewhere is deleted;
+  ``may_alias=False`` copies an Array even where it already is. ``src`` is accepted for
+  JAX's signature."""
+  del src
+  if may_alias and donate:
+    raise ValueError("may_alias and donate cannot be True at the same time.")
   leaves, tree = tree_util.tree_flatten(x)
   if _is_device_spec(device):
     devices = [device] * len(leaves)
@@ -45,6 +48,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
                        "Device, a Sharding or None.")
   with transfer_guard.explicit():
     out = [array_lib.device_put(leaf, d) for leaf, d in zip(leaves, devices)]
+    if may_alias is False:  # a new Array (and buffer) even where nothing moved
+      out = [array_lib.copy_array(new) if new is leaf else new
+             for leaf, new in zip(leaves, out)]
   if donate:
     for leaf, new in zip(leaves, out):
       if isinstance(leaf, Array) and new is not leaf:
