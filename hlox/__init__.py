@@ -60,7 +60,7 @@ from hlox import flatten_util, image, ops, test_util
 from hlox import viz
 from hlox import debug, experimental
 from hlox import sharding
-from hlox.sharding import NamedSharding, make_mesh, reshard, set_mesh
+from hlox.sharding import NamedSharding, device_put, make_mesh, reshard, set_mesh
 from hlox.sharding import PartitionSpec as P
 from hlox.runtime.array import Shard
 from hlox.lax.shard_map import shard_map

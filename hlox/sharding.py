@@ -14,6 +14,20 @@ __all__ = ["AxisType", "GSPMDSharding", "Mesh", "NamedSharding", "PartitionSpec"
            "SingleDeviceSharding", "get_mesh", "make_mesh", "reshard", "set_mesh", "use_mesh"]
 
 
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+  """``hlox.device_put``: put every leaf of ``x`` on ``device`` (a device, a sharding, or a
+  tree prefix of them; see ``hlox.runtime.placement.device_put``). Inside a traced function
+  a sharding becomes a sharding constraint and a device (or None) leaves the value as it is,
+  as in JAX."""
+  leaves = tree_util.tree_leaves(x)
+  if not any(isinstance(leaf, Tracer) for leaf in leaves):
+    return placement.device_put(x, device, src=src, donate=donate, may_alias=may_alias)
+  if device is None or hasattr(device, "platform") or isinstance(device,
+                                                                 SingleDeviceSharding):
+    return x
+  return with_sharding_constraint(x, device)
+
+
 def reshard(x, out_shardings):
   """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
   inside it."""

@@ -286,3 +286,12 @@ def test_device_put_may_alias(mesh):
   assert again is not sharded and again.sharding == sharded.sharding
   with pytest.raises(ValueError, match="may_alias and donate cannot be True"):
     hlox.device_put(arr, may_alias=True, donate=True)
+
+
+def test_device_put_inside_jit(mesh):
+  f = hlox.jit(lambda v: hlox.device_put(v * 2, NamedSharding(mesh, P("y"))) + 1)
+  r = f(X)
+  np.testing.assert_allclose(np.asarray(r), X * 2 + 1)
+  assert r.sharding == NamedSharding(mesh, P("y"))
+  g = hlox.jit(lambda v: hlox.device_put(v, hlox.devices()[0]) * 3)
+  np.testing.assert_allclose(np.asarray(g(X)), X * 3)
