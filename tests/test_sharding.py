@@ -295,3 +295,16 @@ def test_device_put_inside_jit(mesh):
   assert r.sharding == NamedSharding(mesh, P("y"))
   g = hlox.jit(lambda v: hlox.device_put(v, hlox.devices()[0]) * 3)
   np.testing.assert_allclose(np.asarray(g(X)), X * 3)
+
+
+def test_make_array_from_single_device_arrays(mesh):
+  s = NamedSharding(mesh, P("x", "y"))
+  pieces = [hlox.device_put(X[idx], d) for d, idx in s.addressable_devices_indices_map(
+      X.shape).items()]
+  a = hlox.make_array_from_single_device_arrays(X.shape, s, pieces)
+  np.testing.assert_array_equal(np.asarray(a), X)
+  assert a.sharding == s
+  with pytest.raises(ValueError, match="Expected shard shape"):
+    hlox.make_array_from_single_device_arrays((8, 8), s, pieces)
+  with pytest.raises(ValueError, match="one array on each"):
+    hlox.make_array_from_single_device_arrays(X.shape, s, pieces[:3])

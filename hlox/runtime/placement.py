@@ -207,6 +207,8 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
   """The Array of global ``shape`` whose pieces are ``arrays`` (one Array per device of
   ``sharding``, each already on its device), without copying where they already lie."""
   shape = tuple(shape)
+  if isinstance(sharding, sharding_lib.NamedSharding):
+    return _from_single_device_arrays(shape, sharding, list(arrays), dtype)
   device = _sharding_device("make_array_from_single_device_arrays", sharding)
   arrays = list(arrays)
   if len(arrays) != 1:
@@ -221,6 +223,39 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     raise ValueError(f"make_array_from_single_device_arrays: dtype {np.dtype(dtype)} does "
                      f"not match the arrays' dtype {piece.dtype}")
   return _put(piece, device)
+
+
+def _from_single_device_arrays(shape, sharding, arrays, dtype):
+  """The array of global ``shape`` whose block on each of this process's devices is the one
+  of ``arrays`` on that device."""
+  name = "make_array_from_single_device_arrays"
+  internal = sharding_lib.internal(sharding, len(shape))
+  by_device = {}
+  for a in arrays:
+    if not isinstance(a, Array) or a._multi is not None:
+      raise TypeError(f"{name}: arrays must be single-device hlox Arrays, got "
+                      f"{type(a).__name__}")
+    by_device[a.device] = a
+  if set(by_device) != set(internal.local_devices) or len(arrays) != len(by_device):
+    raise ValueError(f"{name}: expected one array on each of the {len(internal.local_devices)}"
+                     f" addressable devices of {sharding!r}, got arrays on "
+                     f"{[a.device for a in arrays]}")
+  indices = sharding_lib.indices_of(internal._hlo, shape, len(internal._devs))
+  first = arrays[0]
+  if dtype is not None and np.dtype(dtype) != first.dtype:
+    raise ValueError(f"{name}: dtype {np.dtype(dtype)} does not match the arrays' dtype "
+                     f"{first.dtype}")
+  blocks = []
+  for p, device in zip(internal.local_positions, internal.local_devices):
+    a = by_device[device]
+    expected = np.empty(shape, dtype=bool)[indices[p]].shape
+    if tuple(a.shape) != expected:
+      raise ValueError(f"{name}: Expected shard shape {expected} doesn't match the single "
+                       f"device array shape {tuple(a.shape)}, with sharding {sharding!r}")
+    with transfer_guard.explicit():
+      blocks.append(a._value())
+  aval = ShapedArray(shape, first.dtype)
+  return array_lib.wrap_partitioned(spmd.put_blocks(blocks, aval, internal), aval)
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
