@@ -40,3 +40,78 @@ def reshard(x, out_shardings):
                        "NamedSharding or `hlox.sharding.set_mesh(mesh)`")
     out_shardings = NamedSharding(mesh, out_shardings)
   return placement.device_put(x, out_shardings)
+
+
+class AbstractMesh:
+  """A mesh's shape and axis names without its devices (JAX's ``AbstractMesh``)."""
+
+  def __init__(self, axis_sizes, axis_names, axis_types=None):
+    self.axis_sizes = tuple(int(s) for s in axis_sizes)
+    self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    if len(self.axis_sizes) != len(self.axis_names):
+      raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for "
+                       f"{len(self.axis_names)} axis names")
+    if axis_types is None:
+      axis_types = (AxisType.Auto,) * len(self.axis_names)
+    self.axis_types = tuple(axis_types)
+
+  @property
+  def shape(self) -> dict:
+    return dict(zip(self.axis_names, self.axis_sizes))
+
+  @property
+  def shape_tuple(self) -> tuple:
+    return tuple(zip(self.axis_names, self.axis_sizes))
+
+  @property
+  def size(self) -> int:
+    n = 1
+    for s in self.axis_sizes:
+      n *= s
+    return n
+
+  @property
+  def empty(self) -> bool:
+    return not self.axis_names
+
+  def __eq__(self, other):
+    return isinstance(other, AbstractMesh) and (self.shape_tuple, self.axis_types) == (
+        other.shape_tuple, other.axis_types)
+
+  def __hash__(self):
+    return hash((self.shape_tuple, self.axis_types))
+
+  def __repr__(self):
+    shape = ", ".join(f"'{n}': {v}" for n, v in self.shape_tuple) or "()"
+    return f"AbstractMesh({shape}, axis_types={self.axis_types})"
+
+
+def get_abstract_mesh() -> AbstractMesh:
+  """The current mesh's ``AbstractMesh`` (an empty one when none is set)."""
+  mesh = get_mesh()
+  if mesh is None:
+    return AbstractMesh((), ())
+  return AbstractMesh(mesh.axis_sizes, mesh.axis_names, mesh.axis_types)
+
+
+def _axes_decorator(name):
+  def decorator(fun=None, *, axes=None, out_sharding=None):
+    """Run ``fun`` with the mesh axes ``axes`` of another type (hlox lets XLA propagate
+    every axis's layout), its results laid out as ``out_sharding`` when given."""
+    if fun is None:
+      return lambda f: decorator(f, axes=axes, out_sharding=out_sharding)
+
+    def wrapped(*args, **kwargs):
+      out = fun(*args, **kwargs)
+      return out if out_sharding is None else reshard(out, out_sharding)
+    wrapped.__name__ = getattr(fun, "__name__", name)
+    wrapped.__doc__ = getattr(fun, "__doc__", None)
+    return wrapped
+  decorator.__name__ = name
+  return decorator
+
+
+auto_axes = _axes_decorator("auto_axes")
+explicit_axes = _axes_decorator("explicit_axes")
+
+__all__ += ["AbstractMesh", "get_abstract_mesh", "auto_axes", "explicit_axes"]

@@ -308,3 +308,14 @@ def test_make_array_from_single_device_arrays(mesh):
     hlox.make_array_from_single_device_arrays((8, 8), s, pieces)
   with pytest.raises(ValueError, match="one array on each"):
     hlox.make_array_from_single_device_arrays(X.shape, s, pieces[:3])
+
+
+def test_abstract_mesh_and_axes_decorators(mesh):
+  assert hlox.sharding.get_abstract_mesh().empty
+  with hlox.sharding.set_mesh(mesh):
+    abstract = hlox.sharding.get_abstract_mesh()
+    assert abstract.shape == {"x": 4, "y": 2} and abstract.size == 8
+    f = hlox.sharding.auto_axes(lambda v: v + 1, out_sharding=P("y"))
+    r = hlox.jit(f)(X)
+  np.testing.assert_allclose(np.asarray(r), X + 1)
+  assert r.sharding == NamedSharding(mesh, P("y"))
