@@ -12,7 +12,7 @@ from tests.jax_public_names import JAX_VERSION, PUBLIC_NAMES
 _SHARDING = "sharded arrays and shard_map (issue 19: sharding) are not built yet"
 EXCLUDED = {
     "hlox.lax": {
-        "device_put_p": _SHARDING, "pbroadcast": _SHARDING, "pcast": _SHARDING,
+        "device_put_p": _SHARDING,
         "precv": _SHARDING, "psend": _SHARDING, "ragged_all_to_all": _SHARDING,
         "ragged_all_to_all_p": _SHARDING,
         "select_and_scatter_p": ("hlox's max-pooling gradient uses select_and_scatter_add_p "

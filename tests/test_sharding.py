@@ -319,3 +319,22 @@ def test_abstract_mesh_and_axes_decorators(mesh):
     r = hlox.jit(f)(X)
   np.testing.assert_allclose(np.asarray(r), X + 1)
   assert r.sharding == NamedSharding(mesh, P("y"))
+
+
+def test_pbroadcast_and_pcast(mesh):
+  body = lambda b: lax.pbroadcast(lax.pcast(b, "x", to="varying"), "x", 2)
+  r = hlox.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(X)
+  np.testing.assert_allclose(np.asarray(r), np.tile(X[4:6], (4, 1)))
+  with pytest.raises(ValueError, match="unexpected `to` value"):
+    lax.pcast(X, "x", to="bad")
+
+
+def test_mesh_utils_visualize_sharding_and_addressable_data(capsys):
+  from hlox.experimental import mesh_utils
+  grid = mesh_utils.create_device_mesh((4, 2))
+  mesh = Mesh(grid, ("a", "b"))
+  assert mesh.device_ids.tolist() == [[0, 1], [2, 3], [4, 5], [6, 7]]
+  hlox.debug.visualize_sharding((8, 4), NamedSharding(mesh, P("a", "b")))
+  assert capsys.readouterr().out.count("CPU") == 8
+  a = hlox.device_put(X, NamedSharding(mesh, P("a")))
+  np.testing.assert_array_equal(np.asarray(a.addressable_data(2)), X[2:4])

@@ -8,6 +8,6 @@ primitives of ``hlox.lax.callback`` (``callbacks.py`` also holds ``pure_callback
 ``numpy``, the transformations, ``core`` and the runtime's ``Array``; never jaxlib directly.
 """
 from hlox.debug.callbacks import callback, print  # noqa: F401,A004
-from hlox.debug.visualize import visualize_array_sharding  # noqa: F401
+from hlox.debug.visualize import visualize_array_sharding, visualize_sharding  # noqa: F401
 
-__all__ = ["callback", "print", "visualize_array_sharding"]
+__all__ = ["callback", "print", "visualize_array_sharding", "visualize_sharding"]

@@ -39,3 +39,10 @@ def visualize_array_sharding(arr, *, use_color: bool = False, scale: float = 1.0
                              min_width: int = 9, max_width: int = 80):
   """Print which devices hold which block of the 1- or 2-dimensional array ``arr``."""
   builtins.print(sharding_table(arr.shape, arr.sharding))
+
+
+def visualize_sharding(shape, sharding, *, use_color: bool = False, scale: float = 1.0,
+                       min_width: int = 9, max_width: int = 80, color_map=None):
+  """Print the table of ``visualize_array_sharding`` for an array of ``shape`` laid out by
+  ``sharding``."""
+  builtins.print(sharding_table(tuple(shape), sharding))

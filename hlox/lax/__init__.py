@@ -29,4 +29,4 @@ from hlox.lax.compiler_hints import *  # noqa: F401,F403
 from hlox.lax.ragged import *  # noqa: F401,F403
 from hlox.lax.scaled_dot import *  # noqa: F401,F403
 from hlox.lax.sharding_constraint import *  # noqa: F401,F403
-from hlox.lax.shard_map import shard_map_p  # noqa: F401
+from hlox.lax.shard_map import pbroadcast, pcast, pvary, shard_map_p  # noqa: F401

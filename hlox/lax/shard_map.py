@@ -28,14 +28,15 @@ from hlox.core.tracer import extend_axis_env, get_aval, set_current_trace
 from hlox.interpreters import ad, batching, partitioned, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.base import full_like, reshape
-from hlox.lax.elementwise import div
+from hlox.lax.elementwise import div, eq, select_n
+from hlox.lax.parallel import axis_index
 from hlox.lax.parallel import all_gather_p, axis_index_p, pmax_p, pmin_p, psum, psum_p
 from hlox.runtime import sharding as sharding_lib
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-__all__ = ["shard_map", "shard_map_p"]
+__all__ = ["shard_map", "shard_map_p", "pcast", "pvary", "pbroadcast"]
 
 P = sharding_lib.PartitionSpec
 
@@ -151,6 +152,35 @@ def _check_replication(name, mesh, body, in_specs, out_specs):
         "values are meant to be replicated over those mesh axes. If not, consider revising "
         "the corresponding out_specs entries. If so, consider disabling the check by passing "
         "the check_vma=False argument to `hlox.shard_map`.")
+
+
+# --- marking values varying, broadcasting one device's ----------------------------------
+
+_PCAST_TO = ("unreduced", "reduced", "varying")
+
+
+def pcast(x, axis_name, *, to: str):
+  """Declare ``x`` varying (``to='varying'``) along ``axis_name``, as JAX's check_vma needs
+  before mixing it with varying values. hlox's replication check is conservative and needs
+  no declaration, so the value is returned as it is."""
+  if isinstance(axis_name, (set, frozenset)):
+    raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
+  if to not in _PCAST_TO:
+    raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TO)}")
+  return x
+
+
+def pvary(x, axis_name):
+  """``pcast(x, axis_name, to='varying')``."""
+  return pcast(x, axis_name, to="varying")
+
+
+def pbroadcast(x, axis_name, source):
+  """Every device along ``axis_name`` gets the value of the one at position ``source``."""
+  def leaf(v):
+    keep = eq(axis_index(axis_name), full_like(axis_index(axis_name), source))
+    return psum(select_n(keep, full_like(v, 0), v), axis_name)
+  return tree_util.tree_map(leaf, x)
 
 
 # --- the user's function -----------------------------------------------------------------

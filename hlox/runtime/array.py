@@ -179,6 +179,10 @@ class Array:
       return _shards_of_partitioned(multi, self.aval)
     return _shards_of_multi(multi, self.aval)
 
+  def addressable_data(self, index: int) -> "Array":
+    """The block held by this process's ``index``-th device, as an Array on that device."""
+    return self.addressable_shards[index].data
+
   # --- host access ---
   def _value(self) -> np.ndarray:
     if self._npy is None:
