@@ -97,11 +97,15 @@ def get_abstract_mesh() -> AbstractMesh:
 def _axes_decorator(name):
   def decorator(fun=None, *, axes=None, out_sharding=None):
     """Run ``fun`` with the mesh axes ``axes`` of another type (hlox lets XLA propagate
-    every axis's layout), its results laid out as ``out_sharding`` when given."""
+    every axis's layout), its results laid out as ``out_sharding`` when given (here or as
+    a keyword of the call), its arguments first as a call's ``in_sharding``."""
     if fun is None:
       return lambda f: decorator(f, axes=axes, out_sharding=out_sharding)
 
-    def wrapped(*args, **kwargs):
+    def wrapped(*args, out_sharding=out_sharding, in_sharding=None, **kwargs):
+      if in_sharding is not None:  # the arguments laid out first (explicit_axes)
+        args = reshard(args, in_sharding if isinstance(in_sharding, tuple) and not
+                       isinstance(in_sharding, PartitionSpec) else (in_sharding,) * len(args))
       out = fun(*args, **kwargs)
       return out if out_sharding is None else reshard(out, out_sharding)
     wrapped.__name__ = getattr(fun, "__name__", name)
@@ -111,7 +115,25 @@ def _axes_decorator(name):
   return decorator
 
 
+class use_abstract_mesh:
+  """Trace with ``mesh`` (an ``AbstractMesh``) as the abstract mesh. hlox's layouts are
+  decided by XLA at compile time, so this only checks its argument."""
+
+  def __init__(self, mesh):
+    if not isinstance(mesh, AbstractMesh):
+      raise ValueError("Expected mesh of type `hlox.sharding.AbstractMesh`. Got type: "
+                       f"{type(mesh)}")
+    self.mesh = mesh
+
+  def __enter__(self):
+    return self.mesh
+
+  def __exit__(self, *exc):
+    return False
+
+
 auto_axes = _axes_decorator("auto_axes")
 explicit_axes = _axes_decorator("explicit_axes")
 
-__all__ += ["AbstractMesh", "get_abstract_mesh", "auto_axes", "explicit_axes"]
+__all__ += ["AbstractMesh", "get_abstract_mesh", "auto_axes", "explicit_axes",
+            "use_abstract_mesh"]

@@ -338,3 +338,26 @@ def test_mesh_utils_visualize_sharding_and_addressable_data(capsys):
   assert capsys.readouterr().out.count("CPU") == 8
   a = hlox.device_put(X, NamedSharding(mesh, P("a")))
   np.testing.assert_array_equal(np.asarray(a.addressable_data(2)), X[2:4])
+
+
+def test_current_mesh_specs_and_inferred_in_specs():
+  mesh = hlox.make_mesh((4, 2), ("i", "j"))
+  other = hlox.make_mesh((8,), ("k",))
+
+  @hlox.shard_map(out_specs=P())   # the mesh current at the call, specs from the arguments
+  def total(block):
+    return lax.psum(block.sum(), hlox.sharding.get_mesh().axis_names)
+  with hlox.sharding.set_mesh(mesh):
+    a = hlox.device_put(X, P("i", "j"))
+    assert a.sharding == NamedSharding(mesh, P("i", "j"))
+    np.testing.assert_allclose(np.asarray(total(a)), X.sum())
+    tree = hlox.device_put({"w": X, "b": X[0]}, {"w": P("i"), "b": P()})
+    assert tree["w"].sharding.spec == P("i") and tree["b"].sharding.is_fully_replicated
+  with hlox.sharding.set_mesh(other):
+    np.testing.assert_allclose(np.asarray(total(hlox.device_put(X, P("k")))), X.sum())
+  with pytest.raises(ValueError, match="no mesh is set"):
+    hlox.device_put(X, P("i"))
+  add = hlox.sharding.auto_axes(lambda u, v: u + v)
+  with hlox.sharding.set_mesh(mesh):
+    r = add(X, X, out_sharding=P("i", None))
+  assert r.sharding == NamedSharding(mesh, P("i", None))

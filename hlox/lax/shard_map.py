@@ -90,6 +90,14 @@ def _check_spec(mesh, spec, what: str):
                          f"the mesh {mesh} (axes {mesh.axis_names})")
 
 
+def _spec_of(x, mesh):
+  """An argument's own layout over ``mesh`` as a spec (P() when it has none there)."""
+  s = getattr(x, "sharding", None)  # traced values have none (AttributeError)
+  if isinstance(s, sharding_lib.NamedSharding) and s.mesh == mesh:
+    return s.spec
+  return P()
+
+
 @contextlib.contextmanager
 def _mesh_axes(mesh):
   with contextlib.ExitStack() as stack:
@@ -185,7 +193,7 @@ def pbroadcast(x, axis_name, source):
 
 # --- the user's function -----------------------------------------------------------------
 
-def shard_map(f: Callable | None = None, *, mesh=None, in_specs, out_specs,
+def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
               check_vma: bool = True, check_rep: bool | None = None, axis_names=None):
   """Map ``f`` over the blocks of its arguments on ``mesh``'s devices.
 
@@ -194,6 +202,7 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs, out_specs,
     mesh: the ``Mesh`` (default: the current one, from ``set_mesh``).
     in_specs: a ``PartitionSpec`` per argument (a tree prefix of the arguments): which
       mesh axes split each dimension. Unnamed axes give every device the same block.
+      None: each argument as it is laid out over the mesh (else whole on every device).
     out_specs: a tree prefix of ``f``'s outputs, likewise, saying how the blocks join.
     check_vma: check that an output ``out_specs`` says is the same on every device along an
       axis it leaves out cannot differ along it (a conservative analysis of the body, as
@@ -204,21 +213,23 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs, out_specs,
     return lambda g: shard_map(g, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
                                check_vma=check_vma, check_rep=check_rep,
                                axis_names=axis_names)
-  if mesh is None:
-    mesh = sharding_lib.current_mesh()
-    if mesh is None:
-      raise ValueError("shard_map: no mesh given and none set (`hlox.sharding.set_mesh`)")
-  if not isinstance(mesh, sharding_lib.Mesh):
+  given_mesh = mesh
+  if mesh is not None and not isinstance(mesh, sharding_lib.Mesh):
     raise TypeError(f"shard_map: mesh must be a Mesh, got {type(mesh).__name__}")
-  if axis_names is not None and set(axis_names) != set(mesh.axis_names):
-    raise NotImplementedError("shard_map: axis_names covering part of the mesh (auto axes) "
-                              "are not supported in hlox yet; omit axis_names")
   name = getattr(f, "__name__", "f")
   is_spec = lambda s: isinstance(s, P) or s is None
 
   def mapped(*args):
+    mesh = given_mesh if given_mesh is not None else sharding_lib.current_mesh()
+    if mesh is None:  # as JAX: the mesh current when the function is called
+      raise ValueError("shard_map: no mesh given and none set (`hlox.sharding.set_mesh`)")
+    if axis_names is not None and set(axis_names) != set(mesh.axis_names):
+      raise NotImplementedError("shard_map: axis_names covering part of the mesh (auto "
+                                "axes) are not supported in hlox yet; omit axis_names")
     leaves, in_tree = tree_util.tree_flatten(args)
-    if isinstance(in_specs, P):
+    if in_specs is None:
+      flat_in = [_spec_of(x, mesh) for x in leaves]
+    elif isinstance(in_specs, P):
       flat_in = [in_specs] * len(leaves)
     else:
       specs = tuple(in_specs) if isinstance(in_specs, list) else in_specs

@@ -19,6 +19,26 @@ def _is_device_spec(d) -> bool:
           or isinstance(d, sharding_lib.Sharding))
 
 
+def _resolve_specs(device):
+  """PartitionSpecs (alone or in a tree of device specs) as NamedShardings over the current
+  mesh (``set_mesh``), as JAX reads ``device_put(x, P('x'))``."""
+  is_spec = lambda d: isinstance(d, sharding_lib.PartitionSpec)
+  if not is_spec(device) and not isinstance(device, (tuple, list, dict)):
+    return device
+
+  def resolve(d):
+    if not is_spec(d):
+      return d
+    mesh = sharding_lib.current_mesh()
+    if mesh is None:
+      raise ValueError(f"device_put: got the PartitionSpec {d!r} but no mesh is set: use a "
+                       "NamedSharding, or set one with `hlox.set_mesh(mesh)`")
+    return sharding_lib.NamedSharding(mesh, d)
+  if is_spec(device):
+    return resolve(device)
+  return tree_util.tree_map(resolve, device, is_leaf=lambda d: is_spec(d) or d is None)
+
+
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Put every leaf of the pytree ``x`` on ``device``: a device or sharding for all leaves,
   or a tree prefix of ``x`` giving one per subtree (``None``: the default device; Arrays
@@ -28,6 +48,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   del src
   if may_alias and donate:
     raise ValueError("may_alias and donate cannot be True at the same time.")
+  device = _resolve_specs(device)
   leaves, tree = tree_util.tree_flatten(x)
   if _is_device_spec(device):
     devices = [device] * len(leaves)

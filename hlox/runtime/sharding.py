@@ -57,7 +57,9 @@ class PartitionSpec(tuple):
 
   UNCONSTRAINED = _Unconstrained()
 
-  def __new__(cls, *entries):
+  def __new__(cls, *entries, unreduced=frozenset(), reduced=frozenset()):
+    # ``unreduced`` / ``reduced`` (mesh axes a value is a partial sum over) are accepted as
+    # JAX's; hlox's layouts do not use them.
     for e in entries:
       names = e if isinstance(e, tuple) else (e,)
       for n in names:
