@@ -90,6 +90,23 @@ def _check_spec(mesh, spec, what: str):
                          f"the mesh {mesh} (axes {mesh.axis_names})")
 
 
+def _is_spec(s) -> bool:
+  return isinstance(s, P) or s is None
+
+
+def _flat_specs(specs, value, what: str, of: str, tree) -> list:
+  """One PartitionSpec per leaf of ``value`` from ``specs`` (one spec for all, or a tree
+  prefix of ``value``; None stands for P())."""
+  if isinstance(specs, P):
+    return [specs] * tree.num_leaves
+  try:
+    flat = tree_util.broadcast_prefix(specs, value, is_leaf=_is_spec)
+  except (ValueError, TypeError):
+    raise ValueError(f"{what} {specs!r} must be a tree prefix of the {of} (of structure "
+                     f"{tree})") from None
+  return [P() if s is None else s for s in flat]
+
+
 def _spec_of(x, mesh):
   """An argument's own layout over ``mesh`` as a spec (P() when it has none there)."""
   s = getattr(x, "sharding", None)  # traced values have none (AttributeError)
@@ -217,7 +234,6 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
   if mesh is not None and not isinstance(mesh, sharding_lib.Mesh):
     raise TypeError(f"shard_map: mesh must be a Mesh, got {type(mesh).__name__}")
   name = getattr(f, "__name__", "f")
-  is_spec = lambda s: isinstance(s, P) or s is None
 
   def mapped(*args):
     mesh = given_mesh if given_mesh is not None else sharding_lib.current_mesh()
@@ -229,18 +245,10 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
     leaves, in_tree = tree_util.tree_flatten(args)
     if in_specs is None:
       flat_in = [_spec_of(x, mesh) for x in leaves]
-    elif isinstance(in_specs, P):
-      flat_in = [in_specs] * len(leaves)
     else:
       specs = tuple(in_specs) if isinstance(in_specs, list) else in_specs
-      if not isinstance(specs, tuple):
-        specs = (specs,)
-      try:
-        flat_in = tree_util.broadcast_prefix(specs, args, is_leaf=is_spec)
-      except (ValueError, TypeError):
-        raise ValueError(f"shard_map {name}: in_specs {in_specs!r} must be a tree prefix of "
-                         f"the arguments (of structure {in_tree})") from None
-    flat_in = [P() if s is None else s for s in flat_in]
+      flat_in = _flat_specs(specs if isinstance(specs, (tuple, P)) else (specs,), args,
+                            f"shard_map {name}: in_specs", "arguments", in_tree)
     avals = []
     for i, (x, s) in enumerate(zip(leaves, flat_in)):
       _check_spec(mesh, s, f"in_specs[{i}]")
@@ -254,15 +262,8 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
       return out_leaves
     body, consts = _trace_body(flat_fun, avals, mesh, name)
     out, out_tree = out_tree_box[0]
-    if isinstance(out_specs, P):
-      flat_out = [out_specs] * out_tree.num_leaves
-    else:
-      try:
-        flat_out = tree_util.broadcast_prefix(out_specs, out, is_leaf=is_spec)
-      except (ValueError, TypeError):
-        raise ValueError(f"shard_map {name}: out_specs {out_specs!r} must be a tree prefix "
-                         f"of the outputs (of structure {out_tree})") from None
-    flat_out = [P() if s is None else s for s in flat_out]
+    flat_out = _flat_specs(out_specs, out, f"shard_map {name}: out_specs", "outputs",
+                           out_tree)
     for i, (s, a) in enumerate(zip(flat_out, body.out_avals)):
       _check_spec(mesh, s, f"out_specs[{i}]")
       if len(s) > a.ndim:

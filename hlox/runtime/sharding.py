@@ -577,6 +577,36 @@ def _same_layout(a, b, n: int) -> bool:
 
 # --- jaxlib's side -----------------------------------------------------------------------
 
+class JaxlibFacing:
+  """What jaxlib's C++ side asks of a Python sharding subclass (it reads these when it
+  transfers values and wraps results), from ``_hlo``, ``_devs`` and ``_dev_list``.
+  (nanobind classes take one base: ``jaxlib_facing`` copies these onto a subclass.)"""
+  memory_kind = None
+
+  def _to_xla_hlo_sharding(self, ndim):
+    return self._hlo
+
+  @property
+  def _device_assignment(self):
+    return self._devs
+
+  @property
+  def _internal_device_list(self):
+    return self._dev_list
+
+  @property
+  def device_set(self):
+    return set(self._devs)
+
+
+def jaxlib_facing(cls):
+  """Class decorator: ``JaxlibFacing``'s members on ``cls``."""
+  for name in ("memory_kind", "_to_xla_hlo_sharding", "_device_assignment",
+               "_internal_device_list", "device_set"):
+    setattr(cls, name, JaxlibFacing.__dict__[name])
+  return cls
+
+
 _internal_cache: dict = {}
 _Internal = None
 
@@ -586,9 +616,9 @@ def _internal_class():
   if _Internal is None:
     xc = client._xc()
 
+    @jaxlib_facing
     class Internal(xc.GSPMDSharding):
       """A jaxlib sharding for one layout, pointing back at the public one."""
-      memory_kind = None
 
       def __init__(self, public, ndim):
         devices = public._device_assignment
@@ -604,21 +634,6 @@ def _internal_class():
         self.local_positions = [p for p, d in enumerate(devices)
                                 if getattr(d, "process_index", 0) == me]
         self.local_devices = [devices[p] for p in self.local_positions]
-
-      def _to_xla_hlo_sharding(self, ndim):
-        return self._hlo
-
-      @property
-      def _device_assignment(self):
-        return self._devs
-
-      @property
-      def _internal_device_list(self):
-        return self._dev_list
-
-      @property
-      def device_set(self):
-        return set(self._devs)
 
       def __repr__(self):
         return repr(self._public)

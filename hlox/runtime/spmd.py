@@ -34,10 +34,10 @@ def _make_sharding_class():
     return _ShardingClass
   xc = client._xc()
 
+  @sharding_lib.jaxlib_facing
   class PmapSharding(xc.GSPMDSharding):
     """``devices`` hold a value split along ``axis`` (None: copied to all) in pieces of
     size 1, each piece on ``groups`` consecutive devices."""
-    memory_kind = None
 
     def __init__(self, devices, axis, ndim, groups):
       dims = [1] * ndim
@@ -64,21 +64,6 @@ def _make_sharding_class():
                               if getattr(d, "process_index", 0) == me]
       self.local_devices = [devices[p] for p in self.local_positions]
       self.local_pieces = sorted({p // groups for p in self.local_positions})
-
-    def _to_xla_hlo_sharding(self, ndim):
-      return self._hlo
-
-    @property
-    def _device_assignment(self):
-      return self._devs
-
-    @property
-    def _internal_device_list(self):
-      return self._dev_list
-
-    @property
-    def device_set(self):
-      return set(self._devs)
 
     def __repr__(self):
       where = "replicated" if self.axis is None else f"split along axis {self.axis}"
