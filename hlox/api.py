@@ -32,8 +32,8 @@ from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import batching, nan_checks, xla
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import replicated
-from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, jit_p,
-                           signature)
+from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_float0,
+                           jit_p, signature)
 from hlox.runtime import client, introspection
 from hlox.runtime.array import Array, device_put
 
@@ -422,7 +422,7 @@ class JitWrapped:
       else:
         key = (flatten_fast(args)[1], *sigs)
       self._remember_fast(key, compiled, consts, traced.out_tree)
-    outs = compiled(consts + leaves)
+    outs = host_float0(compiled, compiled.out_avals)(consts + leaves)
     if donated_invars:
       _forget_donated(leaves, donated)
     return traced.out_tree.unflatten(outs)
@@ -476,6 +476,11 @@ class JitWrapped:
       return
     device = compiled.device if compiled.device_key is not None else None
     const_arrays = [c if type(c) is Array else _device_const(c, device) for c in consts]
+    with_float0 = host_float0(compiled, compiled.out_avals)
+    if with_float0 is not compiled:  # called as a whole, its float0 results made on the host
+      self._call_cache.put(key, (None, None, compiled.out_avals, None, const_arrays, None,
+                                 out_tree, False, with_float0))
+      return
     entry = (compiled.executable.loaded.execute_sharded, compiled.executable.handlers,
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,
              out_tree, out_tree.num_nodes == 1 and n_out == 1, compiled)
@@ -615,6 +620,8 @@ class ArgInfo:
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
 
+  _no_kwargs = False  # JAX's flag for stages that cannot take keyword arguments
+
   def __init__(self, lowered, traced, in_tree, donated_invars, name, donate_argnums=(),
                fun_and_statics=(None, ())):
     self._fun_and_statics = fun_and_statics
@@ -696,6 +703,8 @@ class Lowered:
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
+  _no_kwargs = False
+
   def __init__(self, call, traced, in_tree, name: str = "jit", donate_argnums=(),
                fun_and_statics=(None, ())):
     self._call = call
@@ -720,22 +729,7 @@ class Compiled:
     avals = [_abstractify(x) for x in leaves]
     expected = self._traced.in_avals
     if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
-      # By parameter name (x, x[0]...) where the function's signature gives one, else
-      # args[i]...; keyword arguments by name.
-      fun, static_argnums = self._fun_and_statics
-      positions = list(itertools.islice((i for i in itertools.count()
-                                         if i not in static_argnums), len(args)))
-      paths = _argument_paths(fun, args, kwargs, (), ()) if fun is not None else None
-      if paths is not None and positions != list(range(len(args))):
-        full = [None] * (max(positions, default=-1) + 1)
-        for i, a in zip(positions, args):
-          full[i] = a
-        paths = _argument_paths(fun, tuple(full), kwargs,
-                                [i for i in range(len(full)) if i not in positions], ())
-      if paths is None:
-        paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
-                 else tree_util.keystr(p[1:], simple=True, separator=".")
-                 for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
+      paths = self._argument_names(args, kwargs)
       diffs = "\n".join(
           f"Argument '{p}' compiled with {e.str_short(short_dtypes=False)} and called with "
           f"{a.str_short(short_dtypes=False)}" for p, a, e in zip(paths, avals, expected)
@@ -745,7 +739,27 @@ class Compiled:
     call = self._call
     if nan_checks.enabled and type(call) is CompiledCall:  # checked as a jitted call is
       call = nan_checks.CheckedCall(call, self._traced.jaxpr, self._name)
+    call = host_float0(call, self._call.out_avals)
     return self.out_tree.unflatten(call(list(self._traced.consts) + leaves))
+
+  def _argument_names(self, args, kwargs) -> list:
+    """The flat arguments' names in errors: by parameter name (x, x[0]...) where the
+    function's signature gives one, else args[i]...; keyword arguments by name."""
+    fun, static_argnums = self._fun_and_statics
+    positions = list(itertools.islice((i for i in itertools.count()
+                                       if i not in static_argnums), len(args)))
+    paths = _argument_paths(fun, args, kwargs, (), ()) if fun is not None else None
+    if paths is not None and positions != list(range(len(args))):
+      full = [None] * (max(positions, default=-1) + 1)
+      for i, a in zip(positions, args):
+        full[i] = a
+      paths = _argument_paths(fun, tuple(full), kwargs,
+                              [i for i in range(len(full)) if i not in positions], ())
+    if paths is None:
+      paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
+               else tree_util.keystr(p[1:], simple=True, separator=".")
+               for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
+    return paths
 
   def as_text(self) -> str | None:
     """The optimised HLO text XLA compiled (``None`` where the backend cannot print it)."""
@@ -1357,7 +1371,7 @@ class _PmapFunction:
     self._trace_cache = LRUCache()
     self._fast_cache = {}
 
-  def _prepare(self, args, kwargs):
+  def _prepare(self, args, kwargs, aval_of=get_aval):
     """Flat dynamic arguments, their mapped axes, size, donation, and the trace key."""
     n = len(args)
     statics = []
@@ -1388,7 +1402,7 @@ class _PmapFunction:
     n_arg_leaves = args_tree.num_leaves
     axes = list(_pmap_flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves))
     axes += [0] * (len(leaves) - n_arg_leaves)
-    avals = [get_aval(x) for x in leaves]
+    avals = [aval_of(x) for x in leaves]
     axes, size = mapped_axis_size("pmap", avals, axes, self.axis_size)
     donated = []
     pos = [i for i in range(n) if i not in {s for s, _ in statics}]
@@ -1451,10 +1465,10 @@ class _PmapFunction:
       self._trace_cache.put(key, traced)
     return traced, global_size
 
-  def _traced_params(self, args, kwargs):
+  def _traced_params(self, args, kwargs, aval_of=get_aval):
     """Trace (or reuse the trace) for these arguments: (traced, flat args, primitive params,
     whether the cache-hit path may remember this call)."""
-    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs)
+    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs, aval_of)
     traced, global_size = self._trace(in_tree, avals, axes, size, statics, bool(kwargs))
     n_consts = len(traced.consts)
     params = dict(jaxpr=traced.jaxpr, axis_name=self.axis_name, axis_size=size,
@@ -1479,8 +1493,49 @@ class _PmapFunction:
     outs = pmap_interp.xla_pmap_p.bind(*traced.consts, *leaves, **params)
     return traced.out_tree.unflatten(outs)
 
-  def lower(self, *args, **kwargs):
-    """The replicated StableHLO module for these arguments (``.as_text()``)."""
-    traced, leaves, params, _ = self._traced_params(args, kwargs)
-    in_avals = [get_aval(x) for x in [*traced.consts, *leaves]]
-    return pmap_interp.CompiledPmap(in_avals=in_avals, **params).lowered
+  def lower(self, *args, **kwargs) -> "_PmapLowered":
+    """The replicated program for arguments like these (arrays, or ``ShapeDtypeStruct`` /
+    ``ShapedArray`` descriptions of them), as jit's ``Lowered``: ``as_text()``,
+    ``compiler_ir()``, ``cost_analysis()``, ``compile()``."""
+    traced, leaves, params, _ = self._traced_params(args, kwargs, _lower_aval)
+    in_avals = [*map(get_aval, traced.consts), *map(_lower_aval, leaves)]
+    lowering = pmap_interp.PmapLowering(in_avals=in_avals, **params)
+    staged = _Traced(traced.jaxpr, traced.consts, traced.out_tree,
+                     in_avals[len(traced.consts):])
+    in_tree = tree_util.tree_structure(self._dynamic(args, kwargs))
+    return _PmapLowered(lowering, staged, in_tree, params["donated_invars"], self.name)
+
+  def _dynamic(self, args, kwargs):
+    """``(args, kwargs)`` without the static arguments."""
+    n = len(args)
+    return (tuple(a for i, a in enumerate(args) if i not in self.static_argnums
+                  and i - n not in self.static_argnums), kwargs)
+
+
+def _lower_aval(x):
+  """The aval of an argument to ``lower``: an array, or a description of one."""
+  if isinstance(x, ShapedArray):
+    return x
+  return _abstractify(x)
+
+
+class _PmapLowered(Lowered):
+  """A pmapped function lowered for one signature (``pmap(f).lower(x)``)."""
+
+  def __init__(self, lowering, staged, in_tree, donated_invars, name):
+    super().__init__(lowering.lowered, staged, in_tree, donated_invars, f"pmap({name})")
+    self._lowering = lowering
+
+  def compile(self, compiler_options: dict | None = None) -> "_PmapCompiled":
+    """Compile with XLA for the replicas; ``compiler_options`` as for jit's ``compile``."""
+    return _PmapCompiled(self._lowering.compile(compiler_options), self._traced,
+                         self.in_tree, self._name)
+
+
+class _PmapCompiled(Compiled):
+  """A compiled pmapped function: called with arguments of the types it was compiled for,
+  it runs the replicas (arguments may live anywhere; they are split over the devices)."""
+
+  def _argument_names(self, args, kwargs) -> list:
+    # JAX's pmap compiles a function of the flat arguments and names them so.
+    return [f"flat_args[{i}]" for i in range(len(self._traced.in_avals))]

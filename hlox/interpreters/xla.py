@@ -567,9 +567,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
     module = ir.Module.create()
     # JAX's symbol ("jit(f)" -> @jit_f): XLA names the HLO module, dumps and profiles by it.
     module.operation.attributes["sym_name"] = ir.StringAttr.get(module_symbol(name))
-    if num_replicas > 1:
-      module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
-      module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
+    # Every module says how many replicas and partitions it is compiled for (as JAX's do).
+    module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
+    module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
     mctx = ModuleContext(ctx, module, axis_env=axis_env, num_replicas=num_replicas)
     mctx.unique_name("main")
     if name.endswith(")"):  # "jit(f)", "pmap(f)": the root of the ops' location names
@@ -821,9 +821,9 @@ def _bitcast_module(aval, num_replicas: int = 1) -> str:
   ctx = make_ir_context()
   with ctx, ir.Location.unknown():
     module = ir.Module.create()
-    if num_replicas > 1:
-      module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
-      module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
+    # Every module says how many replicas and partitions it is compiled for (as JAX's do).
+    module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
+    module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
     with ir.InsertionPoint(module.body):
       fn = func_dialect.FuncOp("main", ir.FunctionType.get([aval_to_ir_type(aval)],
                                                            [aval_to_ir_type(out_aval)]))

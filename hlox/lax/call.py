@@ -9,9 +9,12 @@ from __future__ import annotations
 import operator
 from typing import Sequence
 
+import numpy as np
+
 from hlox import monitoring
 from hlox.config import config
 from hlox.cache import LRUCache, memoize_derived
+from hlox.core import dtypes
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
@@ -23,7 +26,7 @@ from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
                                 scalar_argument)
 
-__all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
+__all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr", "host_float0"]
 
 
 class JitPrimitive(Primitive):
@@ -109,6 +112,22 @@ class CompiledCall:
       raise
     device_key = self.device_key
     return [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]
+
+
+def host_float0(call, out_avals):
+  """``call`` (flat arguments -> flat results), its float0 results given as NumPy zeros, as
+  JAX gives them (they are booleans on the device, with nothing to read); ``call`` itself
+  when it has none, so other programs pay nothing."""
+  positions = [i for i, a in enumerate(out_avals) if a.dtype == dtypes.float0]
+  if not positions:
+    return call
+
+  def with_host_float0(args):
+    outs = list(call(args))
+    for i in positions:
+      outs[i] = np.zeros(out_avals[i].shape, dtypes.float0)
+    return outs
+  return with_host_float0
 
 
 def argument_buffers(args, device) -> list:
@@ -203,7 +222,7 @@ def _jit_impl(*args, jaxpr, name, donated_invars=(), keep_unused=False, inline=F
   check_no_tracers(args)
   sigs = [signature(x) for x in args]
   compiled = compile_closed_jaxpr(jaxpr, sigs, name, donated_invars, keep_unused)
-  return compiled(args)
+  return host_float0(compiled, jaxpr.out_avals)(args)
 
 jit_p.def_impl(_jit_impl)
 
