@@ -1289,11 +1289,52 @@ class _AxisName:
     return "<unnamed pmap axis>"
 
 
-def _pmap_flatten_axes(what, tree_def, axes, n):
+def _pmap_leaf_axes(in_tree, in_axes, kwargs_given: bool) -> list:
+  """One mapped axis per leaf of ``(args, kwargs)``: ``in_axes`` is a prefix of the tuple of
+  positional arguments, and every keyword argument is mapped over its leading axis."""
+  n = in_tree.num_leaves
+  spec = (in_axes, 0)
+  proxy = tree_util.tree_unflatten(in_tree, [object()] * n)
   try:
-    return _flatten_axes(what, tree_def, axes, n)
-  except ValueError as e:
-    raise ValueError(str(e).replace("vmap", "pmap")) from None
+    return list(tree_util.broadcast_prefix(spec, proxy, is_leaf=lambda x: x is None))
+  except (ValueError, TypeError) as e:
+    errors = tree_util.prefix_errors(spec, proxy, "pmap in_axes", is_leaf=lambda x: x is None)
+    if not errors:
+      raise ValueError(f"pmap in_axes {in_axes!r} is not a tree prefix of the positional "
+                       f"arguments {in_tree}") from e
+    msg = (f"{errors[0]}\n\nThe full pytree is (positional arguments, keyword arguments) "
+           "as the pmapped function was called; `in_axes` must be a tree prefix of the tuple "
+           "of positional arguments, and it is not.")
+    if kwargs_given:
+      msg += ("\n\nArguments passed by keyword take no part in that comparison: each "
+              "argument passed by keyword is mapped over its leading axis (see `in_axes` in "
+              "the `pmap` docstring).")
+    raise ValueError(msg) from None
+
+
+def _pmap_out_axes(out_tree, out_axes, n: int) -> list:
+  """One entry of ``out_axes`` (a prefix of the output tree) per output leaf."""
+  if out_axes is None or isinstance(out_axes, int):
+    return [out_axes] * n
+  proxy = tree_util.tree_unflatten(out_tree, [object()] * n)
+  try:
+    return list(tree_util.broadcast_prefix(out_axes, proxy, is_leaf=lambda x: x is None))
+  except (ValueError, TypeError) as e:
+    errors = tree_util.prefix_errors(out_axes, proxy, "pmap out_axes",
+                                     is_leaf=lambda x: x is None)
+    if not errors:
+      raise ValueError(f"pmap out_axes {out_axes!r} is not a tree prefix of the outputs "
+                       f"{out_tree}") from e
+    raise ValueError(f"{errors[0]}\n\n`out_axes` must be a tree prefix of the pmapped "
+                     "function's output, and it is not.") from None
+
+
+def _check_pmap_axes_spec(what: str, spec) -> None:
+  """An axes spec's leaves are ints or None (``False`` is no axis; it is a common typo)."""
+  for leaf in tree_util.tree_leaves(spec, is_leaf=lambda x: x is None):
+    if leaf is not None and (type(leaf) is bool or not isinstance(leaf, (int, np.integer))):
+      raise TypeError(f"pmap {what} must be an int, None, or (nested) container with those "
+                      f"types as leaves, but got {spec!r}.")
 
 
 def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
@@ -1319,6 +1360,10 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     donate_argnums = (donate_argnums,)
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
+  _check_pmap_axes_spec("in_axes", in_axes)
+  _check_pmap_axes_spec("out_axes", out_axes)
+  if devices is not None and len(devices) == 0:
+    raise ValueError("'devices' argument to pmap must be non-empty, or None.")
   wrapped = _PmapFunction(fun, axis_name if axis_name is not None else _AxisName(), in_axes,
                           out_axes, tuple(static_broadcasted_argnums),
                           None if devices is None else tuple(devices), axis_size,
@@ -1388,20 +1433,17 @@ class _PmapFunction:
       else:
         dyn_args.append(a)
     dyn_args = tuple(dyn_args)
+    if len(statics) < len(self.static_argnums):
+      raise ValueError(f"pmapped function has static_broadcasted_argnums="
+                       f"{self.static_argnums} but was called with only {n} positional "
+                       f"argument{'s' if n != 1 else ''}. All static broadcasted arguments "
+                       "must be passed positionally.")
     leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
     in_axes = self.in_axes
-    if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args):
-      if len(in_axes) == n:  # given for all positional arguments, statics included
-        in_axes = tuple(a for i, a in enumerate(in_axes) if i not in
-                        {s for s, _ in statics})
-      else:
-        raise ValueError(f"pmap in_axes must be an int, None, or a tuple of entries "
-                         f"corresponding to the positional arguments passed to the function, "
-                         f"but got len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}")
-    args_tree = tree_util.tree_structure(dyn_args)
-    n_arg_leaves = args_tree.num_leaves
-    axes = list(_pmap_flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves))
-    axes += [0] * (len(leaves) - n_arg_leaves)
+    if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args) and len(in_axes) == n:
+      # Given for all positional arguments, statics included.
+      in_axes = tuple(a for i, a in enumerate(in_axes) if i not in {s for s, _ in statics})
+    axes = _pmap_leaf_axes(in_tree, in_axes, bool(kwargs))
     avals = [aval_of(x) for x in leaves]
     axes, size = mapped_axis_size("pmap", avals, axes, self.axis_size)
     donated = []
@@ -1451,8 +1493,8 @@ class _PmapFunction:
     jaxpr, consts = convert_constvars(closed)
     out_tree = out_tree_box[0]
     out_axes = []
-    for i, (ax, a) in enumerate(zip(_pmap_flatten_axes("out_axes", out_tree, self.out_axes,
-                                                  len(jaxpr.out_avals)), jaxpr.out_avals)):
+    for i, (ax, a) in enumerate(zip(_pmap_out_axes(out_tree, self.out_axes,
+                                                   len(jaxpr.out_avals)), jaxpr.out_avals)):
       if ax is None:
         out_axes.append(None)
         continue

@@ -210,7 +210,10 @@ def axis_groups(mctx: ModuleContext, axes) -> list:
 
 
 def replica_groups_attr(groups) -> ir.Attribute:
-  arr = np.asarray(groups, dtype=np.int64)
+  width = max(map(len, groups), default=0)
+  # Groups of several sizes (a psum with uneven axis_index_groups) are padded with -1, as
+  # StableHLO's rectangular replica_groups allow.
+  arr = np.asarray([list(g) + [-1] * (width - len(g)) for g in groups], dtype=np.int64)
   return ir.DenseIntElementsAttr.get(arr, type=ir.IntegerType.get_signless(64))
 
 
