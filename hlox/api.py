@@ -1208,17 +1208,20 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     in_axes = tuple(in_axes)
   # As JAX: the top level of in_axes stands for the positional arguments (a tuple, or one
   # int/None for all), and every leaf of either spec is an int (not a bool) or None.
-  if not (in_axes is None or type(in_axes) in (int, tuple)):
+  if not (in_axes is None or type(in_axes) in (int, tuple) or
+          type(in_axes) in batching.spec_types):
     raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
                     f"to the positional arguments passed to the function, but got {in_axes}.")
   for name, spec in (("in_axes", in_axes), ("out_axes", out_axes)):
-    if any(leaf is not None and type(leaf) is not int
+    if any(leaf is not None and type(leaf) is not int and type(leaf) not in batching.spec_types
            for leaf in tree_util.tree_leaves(spec, is_leaf=lambda x: x is None)):
       raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those "
                       f"types as leaves, but got {spec}.")
 
   @functools.wraps(fun)
   def vmapped(*args, **kwargs):
+    if batching.vmappables:  # registered vmappable types: leaves with stacking of their own
+      return _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size)
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
       raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
@@ -1277,6 +1280,50 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     doc += "\n\nOriginal documentation:\n\n" + fun.__doc__
   vmapped.__doc__ = doc  # as JAX's
   return api_boundary(vmapped)
+
+
+def _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size):
+  """``vmap`` with values of registered vmappable types among the arguments or outputs
+  (``batching.register_vmappable``): they and their specs are leaves of the trees."""
+  is_vmappable = batching.is_vmappable
+
+  def is_spec(x):
+    return x is None or type(x) in batching.spec_types
+  leaves, in_tree = tree_util.tree_flatten((args, kwargs), is_leaf=is_vmappable)
+  proxy = tree_util.tree_unflatten(in_tree, [object()] * len(leaves))
+  try:
+    specs = tree_util.broadcast_prefix((in_axes, 0), proxy, is_leaf=is_spec)
+  except (ValueError, TypeError):
+    raise ValueError(f"vmap in_axes specification must be a tree prefix of the corresponding "
+                     f"value; got specification {in_axes!r} for value tree {in_tree}.") from None
+  size = axis_size
+  if size is None:  # from the arrays mapped along an int axis
+    mapped = [(_abstractify(x), s) for x, s in zip(leaves, specs)
+              if type(s) is int and not is_vmappable(x)]
+    if not mapped:
+      raise ValueError("vmap: axis_size must be given when no array argument is mapped along "
+                       "an integer axis (vmappable values cannot tell their size)")
+    size = mapped_axis_size("vmap", [a for a, _ in mapped], [s for _, s in mapped])[1]
+  out_tree_box = []
+
+  def flat_fun(*flat):
+    a, kw = tree_util.tree_unflatten(in_tree, flat)
+    out_leaves, out_tree = tree_util.tree_flatten(fun(*a, **kw), is_leaf=is_vmappable)
+    out_tree_box.append(out_tree)
+    return out_leaves
+
+  def out_specs():
+    out_tree = out_tree_box[0]
+    proxy = tree_util.tree_unflatten(out_tree, [object()] * out_tree.num_leaves)
+    try:
+      return tree_util.broadcast_prefix(out_axes, proxy, is_leaf=is_spec)
+    except (ValueError, TypeError):
+      raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
+                       f"corresponding value; got specification {out_axes!r} for value tree "
+                       f"{out_tree}.") from None
+  outs = batching.batch_vmappable(flat_fun, leaves, specs, batching.AxisData(size, axis_name),
+                                  out_specs)
+  return tree_util.tree_unflatten(out_tree_box[0], outs)
 
 
 # --- pmap: the transform (the replica machinery is in interpreters/pmap.py) ---------------
