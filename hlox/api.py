@@ -25,14 +25,14 @@ from hlox.core import dtypes
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
-from hlox.core.avals import ShapedArray
+from hlox.core.avals import ShapedArray, Token
 from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import batching, nan_checks, xla
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import replicated
-from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_float0,
+from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
                            jit_p, signature)
 from hlox.runtime import client, introspection
 from hlox.runtime.array import Array, device_put
@@ -212,7 +212,10 @@ def _fun_name(fun) -> str:
 
 
 def _normalize_argnums(fun, argnums, argnames, what):
-  """Resolve static/donate argnums and argnames against each other via the signature."""
+  """Resolve static/donate argnums and argnames against each other via the signature: as in
+  JAX, one that is not given (None) is completed from the other; both given, they stand as
+  the user wrote them (an argument is static only when passed the way they name it)."""
+  complete = argnums is None or argnames is None
   if argnums is None:
     argnums = ()
   elif isinstance(argnums, int):
@@ -255,6 +258,8 @@ def _normalize_argnums(fun, argnums, argnames, what):
                      "Function does not take these args.")
   names = set(argnames)
   nums = set(argnums)
+  if not complete:
+    return tuple(sorted(nums)), tuple(sorted(names))
   for i in argnums:
     if 0 <= i < len(positional) and params[i].kind != inspect.Parameter.POSITIONAL_ONLY:
       names.add(positional[i])
@@ -308,6 +313,8 @@ _const_copies: dict = {}
 
 
 def _device_const(c, device):
+  if type(c) is Token:  # no data: a token argument is not passed to the program
+    return c
   if type(c) is not np.ndarray or c.nbytes < (1 << 16):
     return device_put(c, device)
   key = (id(c), device)
@@ -421,8 +428,8 @@ class JitWrapped:
         key = self._general_key(args, kwargs)[0]
       else:
         key = (flatten_fast(args)[1], *sigs)
-      self._remember_fast(key, compiled, consts, traced.out_tree)
-    outs = host_float0(compiled, compiled.out_avals)(consts + leaves)
+      self._remember_fast(key, compiled, consts, traced.out_tree, traced.jaxpr.out_avals)
+    outs = host_outputs(compiled, traced.jaxpr.out_avals)(consts + leaves)
     if donated_invars:
       _forget_donated(leaves, donated)
     return traced.out_tree.unflatten(outs)
@@ -459,7 +466,7 @@ class JitWrapped:
       key = (tree, *statics, *map(signature, leaves))
     return key, leaves
 
-  def _remember_fast(self, key, compiled, consts, out_tree):
+  def _remember_fast(self, key, compiled, consts, out_tree, out_avals):
     """Store what the cache-hit path needs, flat: consts already on the device."""
     n_out = len(compiled.out_avals)
     if type(compiled) is nan_checks.CheckedCall:  # the checks on: called as a whole
@@ -476,10 +483,10 @@ class JitWrapped:
       return
     device = compiled.device if compiled.device_key is not None else None
     const_arrays = [c if type(c) is Array else _device_const(c, device) for c in consts]
-    with_float0 = host_float0(compiled, compiled.out_avals)
-    if with_float0 is not compiled:  # called as a whole, its float0 results made on the host
+    with_host = host_outputs(compiled, out_avals)
+    if with_host is not compiled:  # called as a whole, its float0s and tokens made on the host
       self._call_cache.put(key, (None, None, compiled.out_avals, None, const_arrays, None,
-                                 out_tree, False, with_float0))
+                                 out_tree, False, with_host))
       return
     entry = (compiled.executable.loaded.execute_sharded, compiled.executable.handlers,
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,
@@ -586,6 +593,11 @@ class JitWrapped:
   def clear_cache(self):
     self._trace_cache.clear()
     self._call_cache.clear()
+
+  def _cache_size(self) -> int:
+    """How many argument signatures the cache-hit path holds for this function (JAX's
+    ``_cache_size``: shared, as the cache is, by every ``jit`` of the same function)."""
+    return len(self._call_cache._data)
 
 
 def _forget_donated(leaves, donated):
@@ -728,19 +740,22 @@ class Compiled:
                       f"was compiled for {self.in_tree}")
     avals = [_abstractify(x) for x in leaves]
     expected = self._traced.in_avals
-    if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
+    if list(map(_shape_dtype, avals)) != list(map(_shape_dtype, expected)):
       paths = self._argument_names(args, kwargs)
       diffs = "\n".join(
           f"Argument '{p}' compiled with {e.str_short(short_dtypes=False)} and called with "
           f"{a.str_short(short_dtypes=False)}" for p, a, e in zip(paths, avals, expected)
-          if (a.shape, a.dtype) != (e.shape, e.dtype))
+          if _shape_dtype(a) != _shape_dtype(e))
       raise TypeError("Argument types differ from the types for which this computation was "
                       f"compiled. The mismatches are:\n{diffs}")
     call = self._call
     if nan_checks.enabled and type(call) is CompiledCall:  # checked as a jitted call is
       call = nan_checks.CheckedCall(call, self._traced.jaxpr, self._name)
-    call = host_float0(call, self._call.out_avals)
+    call = self._host_outputs(call)
     return self.out_tree.unflatten(call(list(self._traced.consts) + leaves))
+
+  def _host_outputs(self, call):
+    return host_outputs(call, self._traced.jaxpr.out_avals)
 
   def _argument_names(self, args, kwargs) -> list:
     """The flat arguments' names in errors: by parameter name (x, x[0]...) where the
@@ -786,6 +801,10 @@ class Compiled:
       return question(self._call.executable.loaded)
     except NotImplementedError:
       return None
+
+
+def _shape_dtype(aval):
+  return aval.shape, getattr(aval, "dtype", None)  # tokens have no dtype
 
 
 def _check_dialect(dialect: str | None) -> str:
@@ -1003,6 +1022,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   jitted.trace = wrapped.trace
   jitted.eval_shape = wrapped.eval_shape
   jitted.clear_cache = wrapped.clear_cache
+  jitted._cache_size = wrapped._cache_size
   jitted._call_cache = wrapped._call_cache
   jitted._fast_cache = wrapped._fast_cache
   return jitted
@@ -1624,6 +1644,9 @@ class _PmapLowered(Lowered):
 class _PmapCompiled(Compiled):
   """A compiled pmapped function: called with arguments of the types it was compiled for,
   it runs the replicas (arguments may live anywhere; they are split over the devices)."""
+
+  def _host_outputs(self, call):
+    return call  # the replicas' program makes its float0 results itself
 
   def _argument_names(self, args, kwargs) -> list:
     # JAX's pmap compiles a function of the flat arguments and names them so.

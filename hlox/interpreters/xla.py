@@ -564,6 +564,10 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   else:
     used = _used_vars(jaxpr)
     kept = [i for i, v in enumerate(jaxpr.invars) if v in used]
+  # Tokens hold no data: a token argument is made in the program (``create_token``), not
+  # passed, and a token result is returned as an empty array the caller turns into a new
+  # ``Token`` (``lax.call.host_outputs``), so no token buffer ever crosses the boundary.
+  kept = [i for i in kept if in_avals[i] is not abstract_token]
   donated = list(donated_invars) or [False] * len(in_avals)
   ctx = make_ir_context()
   with ctx, ir.Location.unknown():
@@ -579,6 +583,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       mctx.scope = f"{name}/"
     main_in = list(arg_avals) if arg_avals is not None else in_avals
     main_out = list(result_avals) if result_avals is not None else jaxpr.out_avals
+    token_outs = [i for i, a in enumerate(main_out) if a is abstract_token]
+    if token_outs:
+      main_out = [_TOKEN_CARRIER if a is abstract_token else a for a in main_out]
     in_types = [aval_to_ir_type(main_in[i]) for i in kept]
     out_types = [aval_to_ir_type(a) for a in main_out]
     with ir.InsertionPoint(module.body):
@@ -593,14 +600,24 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         args = [None] * len(in_avals)
         for pos, i in enumerate(kept):
           args[i] = block.arguments[pos]
+        for i, aval in enumerate(in_avals):
+          if aval is abstract_token:
+            args[i] = hlo.create_token()
         consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-        outs = (body or lower_jaxpr)(mctx, jaxpr, consts, args)
+        outs = list((body or lower_jaxpr)(mctx, jaxpr, consts, args))
+        for i in token_outs:
+          outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
         func_dialect.ReturnOp(outs)
-  lowered = Lowered(module, ctx, in_avals, jaxpr.out_avals, kept, donated)
+  out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
+  lowered = Lowered(module, ctx, in_avals, out_avals, kept, donated)
   lowered.name = name
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
+
+
+# What a token result of a program is on the device: an empty array.
+_TOKEN_CARRIER = ShapedArray((0,), dtypes.bool_)
 
 
 def module_symbol(name: str) -> str:
