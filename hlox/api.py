@@ -180,11 +180,18 @@ def _argument_paths(fun, args, kwargs, static_argnums, static_argnames) -> list:
 
 
 def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames, leaves,
-                    bad) -> TypeError:
+                    bad) -> Exception:
   """JAX's message for a jit argument that is not an array, naming its path."""
   x = leaves[bad]
   paths = _argument_paths(fun, args, kwargs, static_argnums, static_argnames)
   path = paths[bad] if bad < len(paths) else f"args[{bad}]"
+  if hasattr(x, "__jax_array__"):
+    # As JAX: jit does not convert its arguments; an object that converts itself is passed
+    # as a pytree (register it), or converted by the caller.
+    return ValueError(
+        f"Triggering __jax_array__() during abstractification is no longer supported: the "
+        f"argument to {fun_name} at path {path} (of type {type(x)}) is not an array. Register "
+        "its type as a pytree, or call jnp.asarray on it before passing it.")
   return TypeError(
       f"Error interpreting argument to {fun_name} as an abstract array. The problematic value "
       f"is of type {type(x)} and was passed to the function at path {path}.\nThis typically "
