@@ -20,7 +20,7 @@ import numpy as np
 
 from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
-from hlox.config import config
+from hlox.config import TRACED_OPTIONS, config
 from hlox.core import dtypes
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
@@ -523,6 +523,10 @@ class JitWrapped:
     arguments, other input types (each named by its path), or another tracing context."""
     seen = list(self._trace_cache._data)
     if not seen:
+      context = self._context_differences(in_tree, avals, statics)
+      if context:
+        return ("\n  TRACING CACHE MISS because: tracing context doesn't match, e.g. due to "
+                "config or context manager:\n" + context)
       return "\n  TRACING CACHE MISS because: never seen function " + self.name
     axis_env = tuple(trace_ctx.axis_env)
     same_tree = [k for k in seen if k[0] == in_tree]
@@ -543,6 +547,17 @@ class JitWrapped:
     lines = [f"    * at {p}, now {a.str_short()} and before {b.str_short()}"
              for p, a, b in zip(paths, avals, best[1]) if a != b]
     return "\n  TRACING CACHE MISS because: different input types:\n" + "\n".join(lines)
+
+  def _context_differences(self, in_tree, avals, statics) -> str:
+    """The options (of those that key the caches) that differ from a setting under which
+    this signature was traced before, one line each; empty when there was none."""
+    stash = self._trace_cache._stash or {}
+    now = tuple(getattr(config, name) for name in TRACED_OPTIONS)
+    for state, entries in reversed(list(stash.items())):
+      if any(k[:3] == (in_tree, avals, statics) for k in entries):
+        return "\n".join(f"    * {name} differs: now {a} and before {b}"
+                         for name, a, b in zip(TRACED_OPTIONS, now, state) if a != b)
+    return ""
 
   def _trace(self, in_tree, avals, statics, args, kwargs) -> _Traced:
     if config._values["no_tracing"]:
