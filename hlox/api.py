@@ -20,20 +20,20 @@ import numpy as np
 
 from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
-from hlox.config import config
+from hlox.config import TRACED_OPTIONS, config
 from hlox.core import dtypes
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
-from hlox.core.avals import ShapedArray
+from hlox.core.avals import ShapedArray, Token
 from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import batching, nan_checks, xla
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
-from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, jit_p,
-                           signature)
+from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
+                           jit_p, signature)
 from hlox.runtime import client, introspection, placement
 from hlox.runtime import sharding as sharding_lib
 from hlox.lax.sharding_constraint import with_sharding_constraint
@@ -182,11 +182,18 @@ def _argument_paths(fun, args, kwargs, static_argnums, static_argnames) -> list:
 
 
 def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames, leaves,
-                    bad) -> TypeError:
+                    bad) -> Exception:
   """JAX's message for a jit argument that is not an array, naming its path."""
   x = leaves[bad]
   paths = _argument_paths(fun, args, kwargs, static_argnums, static_argnames)
   path = paths[bad] if bad < len(paths) else f"args[{bad}]"
+  if hasattr(x, "__jax_array__"):
+    # As JAX: jit does not convert its arguments; an object that converts itself is passed
+    # as a pytree (register it), or converted by the caller.
+    return ValueError(
+        f"Triggering __jax_array__() during abstractification is no longer supported: the "
+        f"argument to {fun_name} at path {path} (of type {type(x)}) is not an array. Register "
+        "its type as a pytree, or call jnp.asarray on it before passing it.")
   return TypeError(
       f"Error interpreting argument to {fun_name} as an abstract array. The problematic value "
       f"is of type {type(x)} and was passed to the function at path {path}.\nThis typically "
@@ -214,7 +221,10 @@ def _fun_name(fun) -> str:
 
 
 def _normalize_argnums(fun, argnums, argnames, what):
-  """Resolve static/donate argnums and argnames against each other via the signature."""
+  """Resolve static/donate argnums and argnames against each other via the signature: as in
+  JAX, one that is not given (None) is completed from the other; both given, they stand as
+  the user wrote them (an argument is static only when passed the way they name it)."""
+  complete = argnums is None or argnames is None
   if argnums is None:
     argnums = ()
   elif isinstance(argnums, int):
@@ -257,6 +267,8 @@ def _normalize_argnums(fun, argnums, argnames, what):
                      "Function does not take these args.")
   names = set(argnames)
   nums = set(argnums)
+  if not complete:
+    return tuple(sorted(nums)), tuple(sorted(names))
   for i in argnums:
     if 0 <= i < len(positional) and params[i].kind != inspect.Parameter.POSITIONAL_ONLY:
       names.add(positional[i])
@@ -310,6 +322,8 @@ _const_copies: dict = {}
 
 
 def _device_const(c, device):
+  if type(c) is Token:  # no data: a token argument is not passed to the program
+    return c
   if type(c) is not np.ndarray or c.nbytes < (1 << 16):
     return device_put(c, device)
   key = (id(c), device)
@@ -423,8 +437,8 @@ class JitWrapped:
         key = self._general_key(args, kwargs)[0]
       else:
         key = (flatten_fast(args)[1], *sigs)
-      self._remember_fast(key, compiled, consts, traced.out_tree)
-    outs = compiled(consts + leaves)
+      self._remember_fast(key, compiled, consts, traced.out_tree, traced.jaxpr.out_avals)
+    outs = host_outputs(compiled, traced.jaxpr.out_avals)(consts + leaves)
     if donated_invars:
       _forget_donated(leaves, donated)
     return traced.out_tree.unflatten(outs)
@@ -461,7 +475,7 @@ class JitWrapped:
       key = (tree, *statics, *map(signature, leaves))
     return key, leaves
 
-  def _remember_fast(self, key, compiled, consts, out_tree):
+  def _remember_fast(self, key, compiled, consts, out_tree, out_avals):
     """Store what the cache-hit path needs, flat: consts already on the device."""
     n_out = len(compiled.out_avals)
     if type(compiled) is nan_checks.CheckedCall:  # the checks on: called as a whole
@@ -478,6 +492,11 @@ class JitWrapped:
       return
     device = compiled.device if compiled.device_key is not None else None
     const_arrays = [c if type(c) is Array else _device_const(c, device) for c in consts]
+    with_host = host_outputs(compiled, out_avals)
+    if with_host is not compiled:  # called as a whole, its float0s and tokens made on the host
+      self._call_cache.put(key, (None, None, compiled.out_avals, None, const_arrays, None,
+                                 out_tree, False, with_host))
+      return
     entry = (compiled.executable.loaded.execute_sharded, compiled.executable.handlers,
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,
              out_tree, out_tree.num_nodes == 1 and n_out == 1, compiled)
@@ -506,6 +525,10 @@ class JitWrapped:
     arguments, other input types (each named by its path), or another tracing context."""
     seen = list(self._trace_cache._data)
     if not seen:
+      context = self._context_differences(in_tree, avals, statics)
+      if context:
+        return ("\n  TRACING CACHE MISS because: tracing context doesn't match, e.g. due to "
+                "config or context manager:\n" + context)
       return "\n  TRACING CACHE MISS because: never seen function " + self.name
     axis_env = tuple(trace_ctx.axis_env)
     same_tree = [k for k in seen if k[0] == in_tree]
@@ -526,6 +549,17 @@ class JitWrapped:
     lines = [f"    * at {p}, now {a.str_short()} and before {b.str_short()}"
              for p, a, b in zip(paths, avals, best[1]) if a != b]
     return "\n  TRACING CACHE MISS because: different input types:\n" + "\n".join(lines)
+
+  def _context_differences(self, in_tree, avals, statics) -> str:
+    """The options (of those that key the caches) that differ from a setting under which
+    this signature was traced before, one line each; empty when there was none."""
+    stash = self._trace_cache._stash or {}
+    now = tuple(getattr(config, name) for name in TRACED_OPTIONS)
+    for state, entries in reversed(list(stash.items())):
+      if any(k[:3] == (in_tree, avals, statics) for k in entries):
+        return "\n".join(f"    * {name} differs: now {a} and before {b}"
+                         for name, a, b in zip(TRACED_OPTIONS, now, state) if a != b)
+    return ""
 
   def _trace(self, in_tree, avals, statics, args, kwargs) -> _Traced:
     if config._values["no_tracing"]:
@@ -588,6 +622,11 @@ class JitWrapped:
     self._trace_cache.clear()
     self._call_cache.clear()
 
+  def _cache_size(self) -> int:
+    """How many argument signatures the cache-hit path holds for this function (JAX's
+    ``_cache_size``: shared, as the cache is, by every ``jit`` of the same function)."""
+    return len(self._call_cache._data)
+
 
 def _lowering_signature(x):
   """A leaf's signature for ``lower``: an Array's own, a ShapeDtypeStruct's sharding."""
@@ -629,6 +668,8 @@ class ArgInfo:
 
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
+
+  _no_kwargs = False  # JAX's flag for stages that cannot take keyword arguments
 
   def __init__(self, lowered, traced, in_tree, donated_invars, name, donate_argnums=(),
                fun_and_statics=(None, ())):
@@ -718,6 +759,8 @@ class Lowered:
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
+  _no_kwargs = False
+
   def __init__(self, call, traced, in_tree, name: str = "jit", donate_argnums=(),
                fun_and_statics=(None, ())):
     self._call = call
@@ -741,33 +784,41 @@ class Compiled:
                       f"was compiled for {self.in_tree}")
     avals = [_abstractify(x) for x in leaves]
     expected = self._traced.in_avals
-    if [(a.shape, a.dtype) for a in avals] != [(a.shape, a.dtype) for a in expected]:
-      # By parameter name (x, x[0]...) where the function's signature gives one, else
-      # args[i]...; keyword arguments by name.
-      fun, static_argnums = self._fun_and_statics
-      positions = list(itertools.islice((i for i in itertools.count()
-                                         if i not in static_argnums), len(args)))
-      paths = _argument_paths(fun, args, kwargs, (), ()) if fun is not None else None
-      if paths is not None and positions != list(range(len(args))):
-        full = [None] * (max(positions, default=-1) + 1)
-        for i, a in zip(positions, args):
-          full[i] = a
-        paths = _argument_paths(fun, tuple(full), kwargs,
-                                [i for i in range(len(full)) if i not in positions], ())
-      if paths is None:
-        paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
-                 else tree_util.keystr(p[1:], simple=True, separator=".")
-                 for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
+    if list(map(_shape_dtype, avals)) != list(map(_shape_dtype, expected)):
+      paths = self._argument_names(args, kwargs)
       diffs = "\n".join(
           f"Argument '{p}' compiled with {e.str_short(short_dtypes=False)} and called with "
           f"{a.str_short(short_dtypes=False)}" for p, a, e in zip(paths, avals, expected)
-          if (a.shape, a.dtype) != (e.shape, e.dtype))
+          if _shape_dtype(a) != _shape_dtype(e))
       raise TypeError("Argument types differ from the types for which this computation was "
                       f"compiled. The mismatches are:\n{diffs}")
     call = self._call
     if nan_checks.enabled and type(call) is CompiledCall:  # checked as a jitted call is
       call = nan_checks.CheckedCall(call, self._traced.jaxpr, self._name)
+    call = self._host_outputs(call)
     return self.out_tree.unflatten(call(list(self._traced.consts) + leaves))
+
+  def _host_outputs(self, call):
+    return host_outputs(call, self._traced.jaxpr.out_avals)
+
+  def _argument_names(self, args, kwargs) -> list:
+    """The flat arguments' names in errors: by parameter name (x, x[0]...) where the
+    function's signature gives one, else args[i]...; keyword arguments by name."""
+    fun, static_argnums = self._fun_and_statics
+    positions = list(itertools.islice((i for i in itertools.count()
+                                       if i not in static_argnums), len(args)))
+    paths = _argument_paths(fun, args, kwargs, (), ()) if fun is not None else None
+    if paths is not None and positions != list(range(len(args))):
+      full = [None] * (max(positions, default=-1) + 1)
+      for i, a in zip(positions, args):
+        full[i] = a
+      paths = _argument_paths(fun, tuple(full), kwargs,
+                              [i for i in range(len(full)) if i not in positions], ())
+    if paths is None:
+      paths = [("args" + tree_util.keystr(p[1:])) if p[0].idx == 0
+               else tree_util.keystr(p[1:], simple=True, separator=".")
+               for p, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
+    return paths
 
   def as_text(self) -> str | None:
     """The optimised HLO text XLA compiled (``None`` where the backend cannot print it)."""
@@ -794,6 +845,10 @@ class Compiled:
       return question(self._call.executable.loaded)
     except NotImplementedError:
       return None
+
+
+def _shape_dtype(aval):
+  return aval.shape, getattr(aval, "dtype", None)  # tokens have no dtype
 
 
 def _check_dialect(dialect: str | None) -> str:
@@ -1087,6 +1142,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   jitted.trace = wrapped.trace
   jitted.eval_shape = wrapped.eval_shape
   jitted.clear_cache = wrapped.clear_cache
+  jitted._cache_size = wrapped._cache_size
   jitted._call_cache = wrapped._call_cache
   jitted._fast_cache = wrapped._fast_cache
   return jitted
@@ -1292,17 +1348,20 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     in_axes = tuple(in_axes)
   # As JAX: the top level of in_axes stands for the positional arguments (a tuple, or one
   # int/None for all), and every leaf of either spec is an int (not a bool) or None.
-  if not (in_axes is None or type(in_axes) in (int, tuple)):
+  if not (in_axes is None or type(in_axes) in (int, tuple) or
+          type(in_axes) in batching.spec_types):
     raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
                     f"to the positional arguments passed to the function, but got {in_axes}.")
   for name, spec in (("in_axes", in_axes), ("out_axes", out_axes)):
-    if any(leaf is not None and type(leaf) is not int
+    if any(leaf is not None and type(leaf) is not int and type(leaf) not in batching.spec_types
            for leaf in tree_util.tree_leaves(spec, is_leaf=lambda x: x is None)):
       raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those "
                       f"types as leaves, but got {spec}.")
 
   @functools.wraps(fun)
   def vmapped(*args, **kwargs):
+    if batching.vmappables:  # registered vmappable types: leaves with stacking of their own
+      return _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size)
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
       raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
@@ -1363,6 +1422,50 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
   return api_boundary(vmapped)
 
 
+def _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size):
+  """``vmap`` with values of registered vmappable types among the arguments or outputs
+  (``batching.register_vmappable``): they and their specs are leaves of the trees."""
+  is_vmappable = batching.is_vmappable
+
+  def is_spec(x):
+    return x is None or type(x) in batching.spec_types
+  leaves, in_tree = tree_util.tree_flatten((args, kwargs), is_leaf=is_vmappable)
+  proxy = tree_util.tree_unflatten(in_tree, [object()] * len(leaves))
+  try:
+    specs = tree_util.broadcast_prefix((in_axes, 0), proxy, is_leaf=is_spec)
+  except (ValueError, TypeError):
+    raise ValueError(f"vmap in_axes specification must be a tree prefix of the corresponding "
+                     f"value; got specification {in_axes!r} for value tree {in_tree}.") from None
+  size = axis_size
+  if size is None:  # from the arrays mapped along an int axis
+    mapped = [(_abstractify(x), s) for x, s in zip(leaves, specs)
+              if type(s) is int and not is_vmappable(x)]
+    if not mapped:
+      raise ValueError("vmap: axis_size must be given when no array argument is mapped along "
+                       "an integer axis (vmappable values cannot tell their size)")
+    size = mapped_axis_size("vmap", [a for a, _ in mapped], [s for _, s in mapped])[1]
+  out_tree_box = []
+
+  def flat_fun(*flat):
+    a, kw = tree_util.tree_unflatten(in_tree, flat)
+    out_leaves, out_tree = tree_util.tree_flatten(fun(*a, **kw), is_leaf=is_vmappable)
+    out_tree_box.append(out_tree)
+    return out_leaves
+
+  def out_specs():
+    out_tree = out_tree_box[0]
+    proxy = tree_util.tree_unflatten(out_tree, [object()] * out_tree.num_leaves)
+    try:
+      return tree_util.broadcast_prefix(out_axes, proxy, is_leaf=is_spec)
+    except (ValueError, TypeError):
+      raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
+                       f"corresponding value; got specification {out_axes!r} for value tree "
+                       f"{out_tree}.") from None
+  outs = batching.batch_vmappable(flat_fun, leaves, specs, batching.AxisData(size, axis_name),
+                                  out_specs)
+  return tree_util.tree_unflatten(out_tree_box[0], outs)
+
+
 # --- pmap: the transform (the replica machinery is in interpreters/pmap.py) ---------------
 
 class _AxisName:
@@ -1373,11 +1476,52 @@ class _AxisName:
     return "<unnamed pmap axis>"
 
 
-def _pmap_flatten_axes(what, tree_def, axes, n):
+def _pmap_leaf_axes(in_tree, in_axes, kwargs_given: bool) -> list:
+  """One mapped axis per leaf of ``(args, kwargs)``: ``in_axes`` is a prefix of the tuple of
+  positional arguments, and every keyword argument is mapped over its leading axis."""
+  n = in_tree.num_leaves
+  spec = (in_axes, 0)
+  proxy = tree_util.tree_unflatten(in_tree, [object()] * n)
   try:
-    return _flatten_axes(what, tree_def, axes, n)
-  except ValueError as e:
-    raise ValueError(str(e).replace("vmap", "pmap")) from None
+    return list(tree_util.broadcast_prefix(spec, proxy, is_leaf=lambda x: x is None))
+  except (ValueError, TypeError) as e:
+    errors = tree_util.prefix_errors(spec, proxy, "pmap in_axes", is_leaf=lambda x: x is None)
+    if not errors:
+      raise ValueError(f"pmap in_axes {in_axes!r} is not a tree prefix of the positional "
+                       f"arguments {in_tree}") from e
+    msg = (f"{errors[0]}\n\nThe full pytree is (positional arguments, keyword arguments) "
+           "as the pmapped function was called; `in_axes` must be a tree prefix of the tuple "
+           "of positional arguments, and it is not.")
+    if kwargs_given:
+      msg += ("\n\nArguments passed by keyword take no part in that comparison: each "
+              "argument passed by keyword is mapped over its leading axis (see `in_axes` in "
+              "the `pmap` docstring).")
+    raise ValueError(msg) from None
+
+
+def _pmap_out_axes(out_tree, out_axes, n: int) -> list:
+  """One entry of ``out_axes`` (a prefix of the output tree) per output leaf."""
+  if out_axes is None or isinstance(out_axes, int):
+    return [out_axes] * n
+  proxy = tree_util.tree_unflatten(out_tree, [object()] * n)
+  try:
+    return list(tree_util.broadcast_prefix(out_axes, proxy, is_leaf=lambda x: x is None))
+  except (ValueError, TypeError) as e:
+    errors = tree_util.prefix_errors(out_axes, proxy, "pmap out_axes",
+                                     is_leaf=lambda x: x is None)
+    if not errors:
+      raise ValueError(f"pmap out_axes {out_axes!r} is not a tree prefix of the outputs "
+                       f"{out_tree}") from e
+    raise ValueError(f"{errors[0]}\n\n`out_axes` must be a tree prefix of the pmapped "
+                     "function's output, and it is not.") from None
+
+
+def _check_pmap_axes_spec(what: str, spec) -> None:
+  """An axes spec's leaves are ints or None (``False`` is no axis; it is a common typo)."""
+  for leaf in tree_util.tree_leaves(spec, is_leaf=lambda x: x is None):
+    if leaf is not None and (type(leaf) is bool or not isinstance(leaf, (int, np.integer))):
+      raise TypeError(f"pmap {what} must be an int, None, or (nested) container with those "
+                      f"types as leaves, but got {spec!r}.")
 
 
 def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
@@ -1403,6 +1547,10 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     donate_argnums = (donate_argnums,)
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
+  _check_pmap_axes_spec("in_axes", in_axes)
+  _check_pmap_axes_spec("out_axes", out_axes)
+  if devices is not None and len(devices) == 0:
+    raise ValueError("'devices' argument to pmap must be non-empty, or None.")
   wrapped = _PmapFunction(fun, axis_name if axis_name is not None else _AxisName(), in_axes,
                           out_axes, tuple(static_broadcasted_argnums),
                           None if devices is None else tuple(devices), axis_size,
@@ -1455,7 +1603,7 @@ class _PmapFunction:
     self._trace_cache = LRUCache()
     self._fast_cache = {}
 
-  def _prepare(self, args, kwargs):
+  def _prepare(self, args, kwargs, aval_of=get_aval):
     """Flat dynamic arguments, their mapped axes, size, donation, and the trace key."""
     n = len(args)
     statics = []
@@ -1472,21 +1620,18 @@ class _PmapFunction:
       else:
         dyn_args.append(a)
     dyn_args = tuple(dyn_args)
+    if len(statics) < len(self.static_argnums):
+      raise ValueError(f"pmapped function has static_broadcasted_argnums="
+                       f"{self.static_argnums} but was called with only {n} positional "
+                       f"argument{'s' if n != 1 else ''}. All static broadcasted arguments "
+                       "must be passed positionally.")
     leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
     in_axes = self.in_axes
-    if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args):
-      if len(in_axes) == n:  # given for all positional arguments, statics included
-        in_axes = tuple(a for i, a in enumerate(in_axes) if i not in
-                        {s for s, _ in statics})
-      else:
-        raise ValueError(f"pmap in_axes must be an int, None, or a tuple of entries "
-                         f"corresponding to the positional arguments passed to the function, "
-                         f"but got len(in_axes)={len(in_axes)}, len(args)={len(dyn_args)}")
-    args_tree = tree_util.tree_structure(dyn_args)
-    n_arg_leaves = args_tree.num_leaves
-    axes = list(_pmap_flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves))
-    axes += [0] * (len(leaves) - n_arg_leaves)
-    avals = [get_aval(x) for x in leaves]
+    if isinstance(in_axes, tuple) and len(in_axes) != len(dyn_args) and len(in_axes) == n:
+      # Given for all positional arguments, statics included.
+      in_axes = tuple(a for i, a in enumerate(in_axes) if i not in {s for s, _ in statics})
+    axes = _pmap_leaf_axes(in_tree, in_axes, bool(kwargs))
+    avals = [aval_of(x) for x in leaves]
     axes, size = mapped_axis_size("pmap", avals, axes, self.axis_size)
     donated = []
     pos = [i for i in range(n) if i not in {s for s, _ in statics}]
@@ -1535,8 +1680,8 @@ class _PmapFunction:
     jaxpr, consts = convert_constvars(closed)
     out_tree = out_tree_box[0]
     out_axes = []
-    for i, (ax, a) in enumerate(zip(_pmap_flatten_axes("out_axes", out_tree, self.out_axes,
-                                                  len(jaxpr.out_avals)), jaxpr.out_avals)):
+    for i, (ax, a) in enumerate(zip(_pmap_out_axes(out_tree, self.out_axes,
+                                                   len(jaxpr.out_avals)), jaxpr.out_avals)):
       if ax is None:
         out_axes.append(None)
         continue
@@ -1549,10 +1694,10 @@ class _PmapFunction:
       self._trace_cache.put(key, traced)
     return traced, global_size
 
-  def _traced_params(self, args, kwargs):
+  def _traced_params(self, args, kwargs, aval_of=get_aval):
     """Trace (or reuse the trace) for these arguments: (traced, flat args, primitive params,
     whether the cache-hit path may remember this call)."""
-    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs)
+    leaves, in_tree, axes, size, statics, donated, avals = self._prepare(args, kwargs, aval_of)
     traced, global_size = self._trace(in_tree, avals, axes, size, statics, bool(kwargs))
     n_consts = len(traced.consts)
     params = dict(jaxpr=traced.jaxpr, axis_name=self.axis_name, axis_size=size,
@@ -1577,8 +1722,52 @@ class _PmapFunction:
     outs = pmap_interp.xla_pmap_p.bind(*traced.consts, *leaves, **params)
     return traced.out_tree.unflatten(outs)
 
-  def lower(self, *args, **kwargs):
-    """The replicated StableHLO module for these arguments (``.as_text()``)."""
-    traced, leaves, params, _ = self._traced_params(args, kwargs)
-    in_avals = [get_aval(x) for x in [*traced.consts, *leaves]]
-    return pmap_interp.CompiledPmap(in_avals=in_avals, **params).lowered
+  def lower(self, *args, **kwargs) -> "_PmapLowered":
+    """The replicated program for arguments like these (arrays, or ``ShapeDtypeStruct`` /
+    ``ShapedArray`` descriptions of them), as jit's ``Lowered``: ``as_text()``,
+    ``compiler_ir()``, ``cost_analysis()``, ``compile()``."""
+    traced, leaves, params, _ = self._traced_params(args, kwargs, _lower_aval)
+    in_avals = [*map(get_aval, traced.consts), *map(_lower_aval, leaves)]
+    lowering = pmap_interp.PmapLowering(in_avals=in_avals, **params)
+    staged = _Traced(traced.jaxpr, traced.consts, traced.out_tree,
+                     in_avals[len(traced.consts):])
+    in_tree = tree_util.tree_structure(self._dynamic(args, kwargs))
+    return _PmapLowered(lowering, staged, in_tree, params["donated_invars"], self.name)
+
+  def _dynamic(self, args, kwargs):
+    """``(args, kwargs)`` without the static arguments."""
+    n = len(args)
+    return (tuple(a for i, a in enumerate(args) if i not in self.static_argnums
+                  and i - n not in self.static_argnums), kwargs)
+
+
+def _lower_aval(x):
+  """The aval of an argument to ``lower``: an array, or a description of one."""
+  if isinstance(x, ShapedArray):
+    return x
+  return _abstractify(x)
+
+
+class _PmapLowered(Lowered):
+  """A pmapped function lowered for one signature (``pmap(f).lower(x)``)."""
+
+  def __init__(self, lowering, staged, in_tree, donated_invars, name):
+    super().__init__(lowering.lowered, staged, in_tree, donated_invars, f"pmap({name})")
+    self._lowering = lowering
+
+  def compile(self, compiler_options: dict | None = None) -> "_PmapCompiled":
+    """Compile with XLA for the replicas; ``compiler_options`` as for jit's ``compile``."""
+    return _PmapCompiled(self._lowering.compile(compiler_options), self._traced,
+                         self.in_tree, self._name)
+
+
+class _PmapCompiled(Compiled):
+  """A compiled pmapped function: called with arguments of the types it was compiled for,
+  it runs the replicas (arguments may live anywhere; they are split over the devices)."""
+
+  def _host_outputs(self, call):
+    return call  # the replicas' program makes its float0 results itself
+
+  def _argument_names(self, args, kwargs) -> list:
+    # JAX's pmap compiles a function of the flat arguments and names them so.
+    return [f"flat_args[{i}]" for i in range(len(self._traced.in_avals))]

@@ -367,3 +367,11 @@ def transfer_guard(new_val: str) -> _OptionScope:
   # every direction) first, then each direction to what it was.
   return _OptionScope(first, new_val, *((name, new_val) for name in rest),
                       ("transfer_guard", new_val))
+
+
+# The options that change what programs trace to: every cache is switched with them
+# (``hlox.cache.switch_caches``, watched in ``hlox/__init__``), and jit's cache-miss
+# explanations name them.
+TRACED_OPTIONS = ("enable_x64", "default_prng_impl", "threefry_partitionable",
+                  "check_static_indices", "numpy_rank_promotion", "numpy_dtype_promotion",
+                  "default_matmul_precision", "no_execution")

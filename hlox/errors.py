@@ -93,3 +93,10 @@ class DistributedRuntimeError(RuntimeError):
   class for runtime failures) in the main thread as soon as it is noticed, and again from
   every later call that would need the other processes. ``hlox.distributed`` exports it.
   """
+
+
+# The class of the runtime's failures that XLA reports (compile options it rejects, a program
+# that fails while running, a host callback's exception): jaxlib's ``JaxRuntimeError``, a
+# RuntimeError, as ``jax.errors.JaxRuntimeError`` is. This module may not import jaxlib, so
+# ``hlox.runtime`` puts jaxlib's class here when it is imported (``import hlox`` does).
+JaxRuntimeError: type = RuntimeError

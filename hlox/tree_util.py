@@ -393,6 +393,14 @@ def prefix_errors(prefix_tree: Any, full_tree: Any, name: str = "prefix",
                     f"{other}.")
       return
     full_children, full_aux = list(full_node[0]), full_node[1]
+    if isinstance(prefix, (list, tuple)) and len(prefix_children) != len(full_children):
+      # Sequences: their lengths differ (clearer than their integer keys).
+      ty = type(prefix).__name__
+      errors.append(f"pytree structure error: different lengths of {ty} {where} has a "
+                    f"subtree of type {ty} of length {len(prefix_children)}, but the full "
+                    f"pytree has a subtree of the same type but of length "
+                    f"{len(full_children)}.")
+      return
     if len(prefix_children) != len(full_children):
       errors.append(f"pytree structure error: different numbers of pytree children {where} "
                     f"has a subtree of type\n    {type(prefix)}\nwith {len(prefix_children)} "

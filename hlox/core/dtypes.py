@@ -342,12 +342,24 @@ def promote_types(a, b) -> np.dtype:
   return canonicalize_dtype(joined)
 
 
+def float0_error(name: str) -> TypeError:
+  """JAX's error for an operation given a float0 array (a tangent of an integer value)."""
+  return TypeError(
+      f"Called {name} with a float0 array. float0s do not support any operations by design: "
+      "they are the tangents of integer and boolean values, which have no non-trivial vector "
+      "space. No dtype conversion is done implicitly; np.zeros_like(x, dtype=float) makes a "
+      "float zero array of the same shape. A float0 you did not expect may come from a "
+      "gradient taken with respect to an integer argument (allow_int=True).")
+
+
 def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
   """Join of ``(dtype, weak_type)`` pairs: the dtype and whether the result stays weak."""
   dtypes = [np.dtype(d) for d, _ in dtypes_and_weak]
   weaks = [w for _, w in dtypes_and_weak]
   if len(set(dtypes)) == 1:
     return canonicalize_dtype(dtypes[0]), all(weaks) and dtypes[0] != bool_
+  if float0 in dtypes:  # it joins nothing
+    raise float0_error("dtype promotion")
   x64 = _lattice_key(x64_enabled())
   if all(weaks) and x64 != "strict":
     # Only Python scalars (or values derived from them): join their concrete dtypes.

@@ -17,7 +17,7 @@ import numpy as np
 
 from hlox.config import config
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray
+from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core import source_info as source_info_lib
 from hlox.core.tracer import Trace, Tracer, eval_trace, get_aval, set_current_trace
 
@@ -501,7 +501,7 @@ class JaxprTrace(Trace):
       tracer = JaxprTracer(self, x.aval, var)
     else:
       aval = get_aval(x)
-      if aval.shape == () and not hasattr(x, "_trace"):
+      if aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token:
         value = _literal_value(x, aval)
         tracer = JaxprTracer(self, aval, Literal(value, aval))
       else:

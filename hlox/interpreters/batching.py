@@ -115,6 +115,100 @@ def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData)
   return [v for v, _ in infos], [d for _, d in infos]
 
 
+# --- vmappable types (JAX's ``register_vmappable``) ---------------------------------------
+#
+# A registered type is a leaf of ``vmap``'s argument and output trees whose stacking is its
+# own: ``to_elt(cont, get_idx, x, spec)`` turns a stack into the element the function sees
+# (calling ``cont(value, spec)`` for the arrays inside it), ``from_elt(cont, size, elt,
+# spec)`` turns the function's element back into a stack (``cont(size, value, spec)`` for the
+# arrays inside it). Specs of ``spec_type`` are leaves of ``in_axes``/``out_axes``.
+
+vmappables: dict = {}  # data type -> (spec type, axis size type)
+spec_types: set = set()
+to_elt_handlers: dict = {}
+from_elt_handlers: dict = {}
+make_iota_handlers: dict = {}
+
+
+def register_vmappable(data_type: type, spec_type: type, axis_size_type: type,
+                       to_elt: Callable, from_elt: Callable,
+                       make_iota: Callable | None) -> None:
+  """Make ``data_type`` a vmappable type (see above); ``make_iota`` (optional) builds the
+  index stack for axis sizes of ``axis_size_type``."""
+  vmappables[data_type] = (spec_type, axis_size_type)
+  spec_types.add(spec_type)
+  to_elt_handlers[data_type] = to_elt
+  from_elt_handlers[data_type] = from_elt
+  if make_iota is not None:
+    make_iota_handlers[axis_size_type] = make_iota
+
+
+def unregister_vmappable(data_type: type) -> None:
+  """Undo ``register_vmappable`` (its spec type stays a spec while another type uses it)."""
+  spec_type, _ = vmappables.pop(data_type, (None, None))
+  to_elt_handlers.pop(data_type, None)
+  from_elt_handlers.pop(data_type, None)
+  if spec_type is not None and all(s is not spec_type for s, _ in vmappables.values()):
+    spec_types.discard(spec_type)
+
+
+def is_vmappable(x) -> bool:
+  return type(x) in vmappables
+
+
+def _canonical_axis(spec, x, what: str):
+  ndim = len(get_aval(x).shape)
+  if not -ndim <= spec < ndim:
+    raise ValueError(f"vmap {what}: axis {spec} is out of bounds for an array of rank {ndim}")
+  return spec % ndim
+
+
+def to_elt(trace: "BatchTrace", x, spec):
+  """The element ``vmap``'s function sees for the stack ``x`` mapped as ``spec``."""
+  handler = to_elt_handlers.get(type(x))
+  if handler is not None:
+    return handler(lambda v, s: to_elt(trace, v, s), None, x, spec)
+  if spec is None:
+    return x
+  if not isinstance(spec, int):
+    raise TypeError(f"vmap in_axes: a spec of type {type(spec).__name__} for a value of type "
+                    f"{type(x).__name__}, which is not registered as vmappable")
+  return BatchTracer(trace, x, _canonical_axis(spec, x, "in_axes"))
+
+
+def from_elt(trace: "BatchTrace", size: int, x, spec):
+  """The stack of the function's outputs ``x``, mapped as ``spec``."""
+  handler = from_elt_handlers.get(type(x))
+  if handler is not None:
+    return handler(lambda n, elt, s: from_elt(trace, n, elt, s), size, x, spec)
+  val, dim = trace.to_batch_info(x)
+  if spec is None:
+    if dim is not None:
+      raise ValueError("vmap has mapped output but out_axes is None")
+    return val
+  ndim = len(get_aval(val).shape) + (dim is None)
+  if not -ndim <= spec < ndim:
+    raise ValueError(f"vmap out_axes: axis {spec} is out of bounds for an output of rank {ndim}")
+  with set_current_trace(trace.parent):
+    return matchaxis(val, dim, spec % ndim, size)
+
+
+def batch_vmappable(fun: Callable, vals: Sequence, specs: Sequence, axis_data: AxisData,
+                    out_specs: Callable) -> list:
+  """``batch`` for arguments among which are vmappable values: ``specs`` are their in_axes
+  entries; ``out_specs()`` (called once ``fun`` has run) gives the outputs' out_axes entries.
+  Returns the outputs as stacks."""
+  trace = BatchTrace(current_trace(), axis_data)
+  try:
+    elts = [to_elt(trace, v, s) for v, s in zip(vals, specs)]
+    with set_current_trace(trace), extend_axis_env(axis_data.name, axis_data.size):
+      outs = fun(*elts)
+      results = [from_elt(trace, axis_data.size, o, s) for o, s in zip(outs, out_specs())]
+  finally:
+    trace.invalidate()
+  return results
+
+
 def map_leading_axis(fun: Callable) -> Callable:
   """``fun`` (pytrees in, a pytree out) applied to each slice along axis 0 of its arguments'
   leaves, its outputs stacked along axis 0: ``vmap(fun)`` with default axes, for library code

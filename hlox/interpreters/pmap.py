@@ -35,7 +35,8 @@ from hlox.runtime.array import Array, wrap_multi
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["xla_pmap_p", "jaxpr_replicas", "compiled_for", "register_array_ops", "lower_pmap"]
+__all__ = ["xla_pmap_p", "jaxpr_replicas", "compiled_for", "register_array_ops", "lower_pmap",
+           "PmapLowering", "CompiledPmap"]
 
 
 class _PmapPrimitive(Primitive):
@@ -122,14 +123,16 @@ def pmap_devices(devices, n_replicas):
   return tuple(available[:n_replicas])
 
 
-class CompiledPmap:
-  """A replicated executable plus the layouts of its arguments and results."""
+class PmapLowering:
+  """A pmap's replicated program for one signature, lowered but not compiled (what
+  ``pmap(f).lower(...)`` holds): the module (``lowered``) and the layouts of its arguments and
+  results on the devices."""
 
   def __init__(self, jaxpr, in_avals, *, axis_name, axis_size, global_axis_size, in_axes,
                out_axes, devices, donated_invars, name):
     inner = jaxpr_replicas(jaxpr.jaxpr)
     n_replicas = global_axis_size * inner
-    devs = pmap_devices(devices, n_replicas)
+    self.devices = devs = pmap_devices(devices, n_replicas)
     self.in_avals = list(in_avals)
     self.in_axes = in_axes
     # Global avals (this process holds axis_size of the global_axis_size pieces).
@@ -138,22 +141,46 @@ class CompiledPmap:
                       for a, ax in zip(in_avals, in_axes)]
     self.in_shardings = [spmd.pmap_sharding(devs, ax, a.ndim, inner)
                          for a, ax in zip(in_avals, in_axes)]
-    out_local = [_insert_axis(a, ax, axis_size) for a, ax in zip(jaxpr.out_avals, out_axes)]
-    self.out_avals = out_local
-    out_global = [_insert_axis(a, ax, global_axis_size)
-                  for a, ax in zip(jaxpr.out_avals, out_axes)]
-    out_shardings = [spmd.pmap_sharding(devs, ax, a.ndim, inner)
-                     for a, ax in zip(out_global, out_axes)]
+    self.out_avals = [_insert_axis(a, ax, axis_size) for a, ax in zip(jaxpr.out_avals, out_axes)]
+    self.out_global = [_insert_axis(a, ax, global_axis_size)
+                       for a, ax in zip(jaxpr.out_avals, out_axes)]
+    self.out_shardings = [spmd.pmap_sharding(devs, ax, a.ndim, inner)
+                          for a, ax in zip(self.out_global, out_axes)]
     body = _replica_body(jaxpr, in_avals, in_axes, out_axes, axis_name, global_axis_size)
     self.lowered = xla.lower_jaxpr_to_module(
         body, name, donated_invars, keep_unused=True, num_replicas=n_replicas,
         axis_env=((axis_name, global_axis_size),))
+    self._compiled = {}  # compiler options -> CompiledPmap
+
+  def compile(self, compiler_options: dict | None = None) -> "CompiledPmap":
+    """The program compiled (once per set of ``compiler_options``, XLA's options by name)."""
+    key = tuple(sorted((k, repr(v)) for k, v in (compiler_options or {}).items()))
+    compiled = self._compiled.get(key)
+    if compiled is None:
+      compiled = self._compiled[key] = CompiledPmap(self, compiler_options)
+    return compiled
+
+
+class CompiledPmap:
+  """A replicated executable plus the layouts of its arguments and results; called with the
+  flat arguments (constants first), it returns the flat results."""
+
+  def __init__(self, lowering: PmapLowering, compiler_options: dict | None = None):
+    self.lowering = lowering
+    self.lowered = lowering.lowered
+    self.in_avals = lowering.in_avals
+    self.in_global = lowering.in_global
+    self.in_shardings = lowering.in_shardings
+    self.out_avals = lowering.out_avals
     monitoring.record_event("compile")
     with self.lowered.context:
-      self.executable = spmd.compile_replicated(self.lowered.as_text(), devs, out_global,
-                                                out_shardings, self.lowered.host_callbacks,
-                                                self.lowered.module)
+      self.executable = spmd.compile_replicated(
+          self.lowered.as_text(), lowering.devices, lowering.out_global,
+          lowering.out_shardings, self.lowered.host_callbacks, self.lowered.module,
+          compiler_options=compiler_options)
     self.run = self.executable.run
+    # float0 results (booleans on the devices) are given as NumPy zeros, as JAX gives them.
+    self.float0_outs = [i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0]
 
   def shard_args(self, args) -> list:
     bufs = []
@@ -174,7 +201,10 @@ class CompiledPmap:
 
   def __call__(self, args) -> list:
     outs = self.run(self.shard_args(args))
-    return [wrap_multi(b, a) for b, a in zip(outs, self.out_avals)]
+    outs = [wrap_multi(b, a) for b, a in zip(outs, self.out_avals)]
+    for i in self.float0_outs:
+      outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
+    return outs
 
 
 # Array operations the replica rules need, provided by ``hlox.lax`` when it is imported (as
@@ -219,7 +249,7 @@ def compiled_for(args, params) -> CompiledPmap:
   key = (params["jaxpr"], in_avals, *[(k, v) for k, v in params.items() if k != "jaxpr"])
   entry = _compile_cache.get(key)
   if entry is None:
-    entry = CompiledPmap(in_avals=in_avals, **params)
+    entry = PmapLowering(in_avals=in_avals, **params).compile()
     _compile_cache.put(key, entry)
   return entry
 
@@ -235,8 +265,12 @@ xla_pmap_p.def_impl(_pmap_impl)
 
 def _pmap_lowering(ctx, *args, **params):
   mctx = ctx.module_context
-  if mctx.num_replicas == 1:  # programs with pmaps inside are compiled with replicas
-    raise RuntimeError("internal error: xla_pmap lowered in a program without replicas")
+  # Programs with pmaps inside are compiled with the replicas they need; a program of one
+  # replica (pmaps of size 1 only, as in ``jit(pmap(f))`` of one slice) is a plain one.
+  needed = params["global_axis_size"] * jaxpr_replicas(params["jaxpr"].jaxpr)
+  if mctx.num_replicas < needed:
+    raise RuntimeError(f"internal error: xla_pmap needing {needed} replicas lowered in a "
+                       f"program of {mctx.num_replicas}")
   return lower_pmap(mctx, args, ctx.avals_in, ctx.avals_out, **params)
 
 

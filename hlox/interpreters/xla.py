@@ -218,7 +218,10 @@ def axis_groups(mctx: ModuleContext, axes) -> list:
 
 
 def replica_groups_attr(groups) -> ir.Attribute:
-  arr = np.asarray(groups, dtype=np.int64)
+  width = max(map(len, groups), default=0)
+  # Groups of several sizes (a psum with uneven axis_index_groups) are padded with -1, as
+  # StableHLO's rectangular replica_groups allow.
+  arr = np.asarray([list(g) + [-1] * (width - len(g)) for g in groups], dtype=np.int64)
   return ir.DenseIntElementsAttr.get(arr, type=ir.IntegerType.get_signless(64))
 
 
@@ -588,15 +591,19 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   else:
     used = _used_vars(jaxpr)
     kept = [i for i, v in enumerate(jaxpr.invars) if v in used]
+  # Tokens hold no data: a token argument is made in the program (``create_token``), not
+  # passed, and a token result is returned as an empty array the caller turns into a new
+  # ``Token`` (``lax.call.host_outputs``), so no token buffer ever crosses the boundary.
+  kept = [i for i in kept if in_avals[i] is not abstract_token]
   donated = list(donated_invars) or [False] * len(in_avals)
   ctx = make_ir_context()
   with ctx, ir.Location.unknown():
     module = ir.Module.create()
     # JAX's symbol ("jit(f)" -> @jit_f): XLA names the HLO module, dumps and profiles by it.
     module.operation.attributes["sym_name"] = ir.StringAttr.get(module_symbol(name))
-    if num_replicas > 1:
-      module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
-      module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
+    # Every module says how many replicas and partitions it is compiled for (as JAX's do).
+    module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
+    module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
     mctx = ModuleContext(ctx, module, axis_env=axis_env, num_replicas=num_replicas)
     if mesh is not None:
       _declare_mesh(module, mesh)
@@ -606,6 +613,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       mctx.scope = f"{name}/"
     main_in = list(arg_avals) if arg_avals is not None else in_avals
     main_out = list(result_avals) if result_avals is not None else jaxpr.out_avals
+    token_outs = [i for i, a in enumerate(main_out) if a is abstract_token]
+    if token_outs:
+      main_out = [_TOKEN_CARRIER if a is abstract_token else a for a in main_out]
     in_types = [aval_to_ir_type(main_in[i]) for i in kept]
     out_types = [aval_to_ir_type(a) for a in main_out]
     with ir.InsertionPoint(module.body):
@@ -629,10 +639,16 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         args = [None] * len(in_avals)
         for pos, i in enumerate(kept):
           args[i] = block.arguments[pos]
+        for i, aval in enumerate(in_avals):
+          if aval is abstract_token:
+            args[i] = hlo.create_token()
         consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-        outs = (body or lower_jaxpr)(mctx, jaxpr, consts, args)
+        outs = list((body or lower_jaxpr)(mctx, jaxpr, consts, args))
+        for i in token_outs:
+          outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
         func_dialect.ReturnOp(outs)
-  lowered = Lowered(module, ctx, in_avals, jaxpr.out_avals, kept, donated)
+  out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
+  lowered = Lowered(module, ctx, in_avals, out_avals, kept, donated)
   lowered.name = name
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
@@ -646,6 +662,10 @@ def _declare_mesh(module, mesh) -> None:
   axes = ", ".join(f'"{n}"={k}' for n, k in mesh.shape.items())
   with ir.InsertionPoint(module.body):
     sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
+
+
+# What a token result of a program is on the device: an empty array.
+_TOKEN_CARRIER = ShapedArray((0,), dtypes.bool_)
 
 
 def module_symbol(name: str) -> str:
@@ -878,9 +898,9 @@ def _bitcast_module(aval, num_replicas: int = 1) -> str:
   ctx = make_ir_context()
   with ctx, ir.Location.unknown():
     module = ir.Module.create()
-    if num_replicas > 1:
-      module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
-      module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
+    # Every module says how many replicas and partitions it is compiled for (as JAX's do).
+    module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
+    module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
     with ir.InsertionPoint(module.body):
       fn = func_dialect.FuncOp("main", ir.FunctionType.get([aval_to_ir_type(aval)],
                                                            [aval_to_ir_type(out_aval)]))

@@ -367,7 +367,11 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   if not hasattr(operand, "aval"):
     # Python scalars and NumPy values convert on the host: no primitive, and under a trace
     # they become literals or constants.
-    if type(operand) in _PY_SCALARS:
+    if type(operand) is int and dtypes.is_inexact(new_dtype):
+      # Straight to the float (as JAX's): a Python int too large for any integer dtype
+      # (2 ** 100) converts too, and for the others the result is the same.
+      operand = np.asarray(operand, dtype=new_dtype)
+    elif type(operand) in _PY_SCALARS:
       operand = np.asarray(operand, dtype=dtypes.python_scalar_dtype(operand))
     value = np.asarray(operand)
     if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):

@@ -9,9 +9,13 @@ from __future__ import annotations
 import operator
 from typing import Sequence
 
+import numpy as np
+
 from hlox import monitoring
 from hlox.config import config
 from hlox.cache import LRUCache, memoize_derived
+from hlox.core import dtypes
+from hlox.core.avals import Token, abstract_token
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
@@ -24,7 +28,7 @@ from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
                                 scalar_argument)
 
-__all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr"]
+__all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr", "host_outputs"]
 
 
 class JitPrimitive(Primitive):
@@ -110,6 +114,26 @@ class CompiledCall:
       raise
     device_key = self.device_key
     return [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]
+
+
+def host_outputs(call, out_avals):
+  """``call`` (flat arguments -> flat results of a program whose results have types
+  ``out_avals``) with the results that hold no data made on the host, as JAX gives them:
+  float0 ones as NumPy zeros (booleans on the device), tokens as new ``Token``s (empty
+  arrays on the device, see ``xla.lower_jaxpr_to_module``). ``call`` itself when there are
+  none, so other programs pay nothing."""
+  positions = [i for i, a in enumerate(out_avals)
+               if a is abstract_token or a.dtype == dtypes.float0]
+  if not positions:
+    return call
+
+  def with_host_outputs(args):
+    outs = list(call(args))
+    for i in positions:
+      aval = out_avals[i]
+      outs[i] = Token() if aval is abstract_token else np.zeros(aval.shape, dtypes.float0)
+    return outs
+  return with_host_outputs
 
 
 def argument_buffers(args, device) -> list:
@@ -208,7 +232,7 @@ def _jit_impl(*args, jaxpr, name, donated_invars=(), keep_unused=False, inline=F
   check_no_tracers(args)
   sigs = [signature(x) for x in args]
   compiled = compile_closed_jaxpr(jaxpr, sigs, name, donated_invars, keep_unused)
-  return compiled(args)
+  return host_outputs(compiled, jaxpr.out_avals)(args)
 
 jit_p.def_impl(_jit_impl)
 

@@ -67,14 +67,16 @@ def _check_axes(name: str, axes: tuple) -> list:
   return [bound[a] for a in axes]
 
 
-def _canonical_groups(name: str, axis_index_groups, size: int):
-  """``axis_index_groups`` as a tuple of equal-sized tuples covering ``range(size)`` once."""
+def _canonical_groups(name: str, axis_index_groups, size: int, uneven: bool = False):
+  """``axis_index_groups`` as a tuple of equal-sized tuples covering ``range(size)`` once
+  (``uneven``: of any sizes, as the reductions take them)."""
   if axis_index_groups is None:
     return None
   groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
-  if not groups or any(len(g) != len(groups[0]) for g in groups) or not groups[0]:
-    raise ValueError(f"{name}: axis_index_groups must be non-empty groups of one size, got "
-                     f"{axis_index_groups}")
+  if not groups or not all(groups) or (
+      not uneven and any(len(g) != len(groups[0]) for g in groups)):
+    what = "non-empty groups" if uneven else "non-empty groups of one size"
+    raise ValueError(f"{name}: axis_index_groups must be {what}, got {axis_index_groups}")
   flat = sorted(i for g in groups for i in g)
   if flat != list(range(size)):
     raise ValueError(f"{name}: axis_index_groups must cover every index of the axis (size "
@@ -213,6 +215,9 @@ def _reduction_collective(name, reduce_fn, unbatched_fn):
       if rest:
         raise NotImplementedError(f"{name}: axis_index_groups with several axis names, one "
                                   "of them bound by vmap, is not supported")
+      if len({len(g) for g in axis_index_groups}) > 1:
+        raise NotImplementedError(f"{name}: axis_index_groups of different sizes over an axis "
+                                  "bound by vmap is not supported (only over pmap axes)")
       return _grouped_reduction(reduce_fn, x, d, axis_data.size, axis_index_groups), 0
     x = unbatched_fn(x, axis_data.size) if d is None else reduce_fn(x, d)
     if rest:
@@ -287,13 +292,17 @@ _extremum_jvp(pmin_p)
 def _reduce_tree(name, prim, x, axis_name, axis_index_groups, constant_fn):
   axes = _as_axes(axis_name)
   sizes = _check_axes(name, axes)
-  groups = _canonical_groups(name, axis_index_groups, math.prod(sizes))
+  groups = _canonical_groups(name, axis_index_groups, math.prod(sizes), uneven=True)
   n = _group_size(axes, sizes, groups)
+  uneven = groups is not None and len({len(g) for g in groups}) > 1
 
   def one(leaf):
     if prim is psum_p and get_aval(leaf).dtype == dtypes.bool_:
       leaf = _ew.convert_element_type(leaf, dtypes.int32)  # JAX counts bools as int32
     if not isinstance(leaf, Tracer):
+      if uneven and prim is psum_p:
+        raise NotImplementedError(f"{name}: a value that is the same at every position (not "
+                                  "mapped) with axis_index_groups of different sizes")
       # Not mapped: every position holds the same value (and the result is concrete).
       return constant_fn(leaf, n)
     return prim.bind(leaf, axes=axes, axis_index_groups=groups)

@@ -92,6 +92,8 @@ def naryop_dtype_rule(name: str, kinds_per_arg: Sequence[Sequence[str]], *avals,
                       require_same: bool = True, **params):
   for i, (aval, kinds) in enumerate(zip(avals, kinds_per_arg)):
     if not _accepts(kinds, aval.dtype):
+      if aval.dtype == dtypes.float0:
+        raise dtypes.float0_error(name)
       raise TypeError(f"{name} does not accept dtype {aval.dtype.name} (argument {i}); "
                       f"accepted: {', '.join(kinds)} types")
   if require_same and len({a.dtype for a in avals}) > 1:

@@ -123,8 +123,10 @@ def _check_contraction(name, a, b, contract):
   sizes_a = [a_aval.shape[d] for d in contract[0]]
   sizes_b = [b_aval.shape[d] for d in contract[1]]
   if sizes_a != sizes_b:
-    raise ValueError(f"{name}: shapes {a_aval.shape} and {b_aval.shape} are not aligned: "
-                     f"contracted dimensions have sizes {sizes_a} and {sizes_b}")
+    # A TypeError with dot_general's wording, as JAX raises (NumPy raises ValueError).
+    raise TypeError(f"{name}: dot_general requires contracting dimensions to have the same "
+                    f"shape, got {tuple(sizes_a)} and {tuple(sizes_b)}: shapes {a_aval.shape} "
+                    f"and {b_aval.shape} are not aligned.")
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):

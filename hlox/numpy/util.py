@@ -20,8 +20,10 @@ def is_arraylike(x) -> bool:
 
 
 def check_arraylike(name: str, *args) -> None:
+  """Arrays, NumPy values, Python scalars, or objects that turn themselves into arrays
+  (``__jax_array__``, which ``ensure_array`` calls); a TypeError for anything else."""
   for i, x in enumerate(args):
-    if not is_arraylike(x):
+    if not is_arraylike(x) and not hasattr(x, "__jax_array__"):
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__} "
                       f"at position {i}")
 
@@ -30,7 +32,7 @@ def ensure_array(x):
   """``x`` as something ``lax`` accepts: Python scalars and NumPy values pass through."""
   if isinstance(x, (Array, Tracer)):
     return x
-  if isinstance(x, (list, tuple)):
+  if isinstance(x, (list, tuple)) or hasattr(x, "__jax_array__"):
     return asarray(x)
   return x
 

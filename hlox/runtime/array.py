@@ -189,7 +189,8 @@ class Array:
       multi = self._multi
       if multi is not None:
         self._check_multi_alive(multi)
-        value = spmd.gather_to_host(multi, self.aval.dtype)
+        value = (np.zeros(self.aval.shape, dtypes.float0) if self.aval.dtype == dtypes.float0
+                 else spmd.gather_to_host(multi, self.aval.dtype))
         value.flags.writeable = False
         self._npy = value
         return value
@@ -201,6 +202,8 @@ class Array:
         transfer_guard.check("device-to-host", self.aval, self._buf._sharding)
       if self.aval.dtype in _buffer_protocol_dtypes:
         value = np.asarray(self._buf)
+      elif self.aval.dtype == dtypes.float0:  # on the device as booleans; zeros by definition
+        value = np.zeros(self.aval.shape, dtypes.float0)
       else:  # bfloat16, float8, int4...: the buffer protocol cannot describe them
         value = host_value_reader(self._buf, self.aval)
       value.flags.writeable = False

@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from hlox.config import config
+from hlox.core import dtypes
 from hlox.core.avals import abstract_token
 from hlox.runtime import callbacks, compilation_cache, transfer_guard
 
@@ -267,9 +268,17 @@ def put_buffer(value: np.ndarray, aval, device):
 
 
 def _put(xc, value, aval, sharding, device):
+  if aval.dtype == dtypes.float0:  # no XLA type: a float0 array travels as boolean zeros
+    value, aval = float0_carrier(value, aval)
   return xc.batched_device_put(aval, sharding, [value], [device], True, False,
                                xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
                                bool(config._values["enable_x64"]))
+
+
+def float0_carrier(value, aval):
+  """The boolean zeros (value and aval) a float0 array is on a device as, as in JAX (float0
+  lowers to ``i1``): nothing of it is ever read back."""
+  return np.zeros(np.shape(value), np.bool_), aval.update(dtype=dtypes.bool_, weak_type=False)
 
 
 def copy_buffer_to_device(buf, aval, device):
@@ -309,7 +318,8 @@ class Executable:
     self.run = run
 
 
-def _option_value(v):
+def option_value(v):
+  """A compiler option's value as XLA's option parser takes it."""
   # Enums (JAX's CompilerEffortLevel) go by name; XLA parses strings for every option type.
   name = getattr(v, "name", None)
   return name if isinstance(name, str) and not isinstance(v, (bool, int, float, str)) else v
@@ -328,7 +338,7 @@ def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
   client = get_client()
   options = xc.CompileOptions()
   if compiler_options:
-    options.env_option_overrides = [(k, _option_value(v)) for k, v in compiler_options.items()]
+    options.env_option_overrides = [(k, option_value(v)) for k, v in compiler_options.items()]
   build = options.executable_build_options
   build.num_replicas = 1
   build.num_partitions = 1

@@ -21,6 +21,7 @@ import numpy as np
 from jaxlib import _jax
 
 from hlox.config import config
+from hlox.core import dtypes
 from hlox.runtime import callbacks, client, compilation_cache, distributed
 from hlox.runtime import sharding as sharding_lib
 
@@ -94,6 +95,8 @@ def put_sharded(value: np.ndarray, global_aval, sharding):
   ``value`` holds the local pieces along ``sharding.axis`` (all of them in one process).
   """
   xc = client._xc()
+  if global_aval.dtype == dtypes.float0:
+    value, global_aval = client.float0_carrier(value, global_aval)
   axis, groups = sharding.axis, sharding.groups
   if axis is None:
     xs = [value] * len(sharding.local_devices)
@@ -349,11 +352,15 @@ def compile_partitioned(mlir_text: str, devices, host_callbacks=(), module=None)
 
 
 def compile_replicated(mlir_text: str, devices, out_avals, out_shardings, host_callbacks=(),
-                       module=None) -> Replicated:
+                       module=None, compiler_options: dict | None = None) -> Replicated:
   """Compile a program for ``len(devices)`` replicas; a program with Python host callbacks
-  passes them and its ``ir.Module`` (as ``client.compile_mlir``); each replica calls them."""
+  passes them and its ``ir.Module`` (as ``client.compile_mlir``); each replica calls them.
+  ``compiler_options``: XLA's options by name, as ``client.compile_mlir`` takes them."""
   xc = client._xc()
   options = xc.CompileOptions()
+  if compiler_options:
+    options.env_option_overrides = [(k, client.option_value(v))
+                                    for k, v in compiler_options.items()]
   build = options.executable_build_options
   build.num_replicas = len(devices)
   build.num_partitions = 1
