@@ -9,4 +9,5 @@ from hlox.random.prng import (  # noqa: F401
     PRNGKey, PRNGKeyArray, bits, clone, fold_in, key, key_data, split, threefry2x32_p,
     wrap_key_data)
 from hlox.random.prng import key_dtype, key_impl  # noqa: F401
+from hlox.random import philox, threefry4x32  # noqa: F401  (register their PRNGs)
 from hlox.random.distributions import *  # noqa: F401,F403

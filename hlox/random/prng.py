@@ -29,7 +29,8 @@ from hlox.tree_util import register_pytree_node
 
 __all__ = ["threefry2x32_p", "threefry_2x32", "PRNGKeyArray", "PRNGKey", "key", "key_data",
            "wrap_key_data", "split", "fold_in", "bits", "clone", "random_bits", "KeyDtype",
-           "key_dtype", "key_impl"]
+           "key_dtype", "key_impl", "hash_primitive", "register_prng", "stack_words", "join_bits",
+           "check_bit_width"]
 
 _u32 = np.dtype(np.uint32)
 
@@ -144,6 +145,42 @@ def _register_threefry_batching():
 _register_threefry_batching()
 
 
+def hash_primitive(name: str, num_operands: int, num_results: int, composition):
+  """A counter-based hash as an elementwise primitive: ``num_operands`` broadcasting uint32
+  operands (key words, then counter words) in, ``num_results`` uint32 words out, lowered
+  by tracing ``composition`` (written with wrapping uint32 lax ops on operands of one shape).
+  Its derivative is zero and it batches as an elementwise operation."""
+  def shape_rule(*avals):
+    if len(avals) != num_operands:
+      raise TypeError(f"{name} expects {num_operands} operands, got {len(avals)}")
+    return [broadcasting_shape_rule(name, *avals)] * num_results
+
+  def dtype_rule(*avals):
+    if any(a.dtype != _u32 for a in avals):
+      raise TypeError(f"{name}: all operands must be uint32, got "
+                      + ", ".join(a.str_short() for a in avals))
+    return [_u32] * num_results
+
+  def broadcast_composition(*args):
+    shape = broadcasting_shape_rule(name, *map(get_aval, args))
+    return composition(*(a if get_aval(a).shape == shape else lax.broadcast_in_dim(
+        a, shape, tuple(range(len(shape) - get_aval(a).ndim, len(shape)))) for a in args))
+
+  prim = standard_primitive(shape_rule, dtype_rule, name,
+                            weak_type_rule=lambda *a: [False] * num_results,
+                            multiple_results=True)
+  xla.register_lowering(prim, xla.lower_fun(broadcast_composition, multiple_results=True))
+  ad.defjvp_zero(prim)
+  defbroadcasting(prim)
+  rule = batching.primitive_batchers[prim]
+
+  def batch_rule(vals, dims, **params):
+    outs, dim = rule(vals, dims, **params)
+    return outs, [dim] * len(outs)
+  batching.primitive_batchers[prim] = batch_rule
+  return prim
+
+
 def threefry_2x32(keypair, count):
   """Hash ``count`` (uint32 array) with ``keypair`` = (k1, k2), as JAX's ``threefry_2x32``.
 
@@ -170,12 +207,72 @@ def _iota_2x32(shape):
   """(hi, lo) words of the row-major position of each element of ``shape``."""
   n = math.prod(shape)
   if n > 2 ** 32:
-    # Positions past 2**32 would need a 64-bit iota; sizes that large do not fit memory.
-    raise NotImplementedError(f"random bits for more than 2**32 values (shape {shape})")
+    return _iota_2x32_wide(shape)
   lo = lax.broadcasted_iota(_u32, (n,), 0) if shape else np.zeros((), _u32)
   lo = lax.reshape(lo, shape) if shape else lo
   hi = lax.full(shape, 0, _u32)
   return hi, lo
+
+
+def _iota_2x32_wide(shape):
+  """``_iota_2x32`` for more than 2**32 positions, in uint32 words (x64 may be off): each
+  axis's index times its 64-bit stride, summed with carries. An axis longer than a uint32
+  can count is read as a (rows, 2**32) view of the flat positions, sliced back."""
+  n = math.prod(shape)
+  if n > 2 ** 64:
+    raise NotImplementedError(f"random bits array of size exceeding 2 ** 64 (shape {shape})")
+  if any(d >= 2 ** 32 for d in shape):
+    rows = -(-n // 2 ** 32)
+    hi = lax.broadcasted_iota(_u32, (rows, 2 ** 32), 0)
+    lo = lax.broadcasted_iota(_u32, (rows, 2 ** 32), 1)
+    return tuple(lax.reshape(lax.slice(lax.reshape(w, (rows * 2 ** 32,)), (0,), (n,)), shape)
+                 for w in (hi, lo))
+  return position_2x32([lax.broadcasted_iota(_u32, shape, axis) for axis in range(len(shape))],
+                       shape)
+
+
+def position_2x32(indices, shape):
+  """(hi, lo) uint32 words of the row-major position in ``shape`` of the element at
+  ``indices`` (one uint32 array per axis, all of one shape): each index times its axis's
+  64-bit stride, summed with carries."""
+  hi = lo = None
+  for axis, i in enumerate(indices):
+    stride = math.prod(shape[axis + 1:])
+    s_hi, s_lo = np.uint32(stride >> 32), np.uint32(stride & 0xFFFFFFFF)
+    p_lo = lax.mul(i, s_lo)
+    p_hi = lax.add(lax.mulhi(i, s_lo), lax.mul(i, s_hi))
+    if lo is None:
+      hi, lo = p_hi, p_lo
+      continue
+    total = lax.add(lo, p_lo)
+    carry = lax.convert_element_type(lax.lt(total, lo), _u32)
+    hi, lo = lax.add(lax.add(hi, p_hi), carry), total
+  return hi, lo
+
+
+def stack_words(words, axis):
+  """The uint32 words stacked along a new ``axis`` (key data from a hash's outputs)."""
+  return lax.concatenate([lax.expand_dims(w, (axis,)) for w in words], axis)
+
+
+def join_bits(bit_width, words64, words32):
+  """Random bits of ``bit_width`` from the hash's output words: (high, low) for 64 bits, the
+  xor of ``words32`` otherwise."""
+  if bit_width == 64:
+    if not dtypes.x64_enabled():
+      raise ValueError("64-bit random bits need x64 (hlox.config.enable_x64)")
+    u64 = np.dtype(np.uint64)
+    hi, lo = (lax.convert_element_type(w, u64) for w in words64)
+    return lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
+  x = words32[0]
+  for w in words32[1:]:
+    x = lax.bitwise_xor(x, w)
+  return x if bit_width == 32 else lax.convert_element_type(x, np.dtype(f"uint{bit_width}"))
+
+
+def check_bit_width(bit_width):
+  if bit_width not in (8, 16, 32, 64):
+    raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
 
 
 # --- the PRNG implementations -------------------------------------------------------------
@@ -306,6 +403,14 @@ unsafe_rbg_prng_impl = PRNGImpl("unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_r
 
 # Registered implementations, by name (JAX's order).
 prngs = {impl.name: impl for impl in (threefry_prng_impl, rbg_prng_impl, unsafe_rbg_prng_impl)}
+
+
+def register_prng(impl: PRNGImpl) -> None:
+  """Make ``impl`` available by name to ``impl=`` and the ``default_prng_impl`` option."""
+  if impl.name in prngs:
+    raise ValueError(f"PRNG with name {impl.name} already registered: {impl}")
+  prngs[impl.name] = impl
+  _KEY_DTYPES[impl.name] = KeyDtype(impl)
 
 
 def default_impl() -> PRNGImpl:
