@@ -8,7 +8,7 @@ This module only re-exports the public API; the layers below it are described in
 """
 from hlox.config import (check_tracer_leaks, checking_leaks, config, debug_infs, debug_nans,
                          ensure_compile_time_eval, log_compiles)
-from hlox.config import default_prng_impl, threefry_partitionable
+from hlox.config import default_prng_impl, random_seed_offset, threefry_partitionable
 from hlox.config import (allow_f16_reductions, debug_key_reuse, default_device,
                          default_matmul_precision, enable_checks, enable_custom_prng,
                          enable_x64, explain_cache_misses, legacy_prng_key, no_execution,
@@ -83,6 +83,7 @@ def __dir__():
 # The values the caches were filled under, of the options that change what programs trace to.
 _traced_options = {name: getattr(config, name)
                    for name in ("enable_x64", "default_prng_impl", "threefry_partitionable",
+                                "random_seed_offset",
                                 "check_static_indices", "numpy_rank_promotion",
                                 "numpy_dtype_promotion", "default_matmul_precision",
                                 "no_execution")}

@@ -13,13 +13,14 @@ seed gives bit-identical keys and bits:
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from hlox import lax
 from hlox.config import config
-from hlox.core import dtypes
+from hlox.core import basearray, dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax.base import defbroadcasting
@@ -282,11 +283,15 @@ class PRNGImpl:
   make (from the seed's ``uint32[2]`` threefry key), split and fold keys and draw bits from
   one key's data. ``name`` is what ``impl=``
   takes; ``tag`` names the key dtype (``key<tag>``)."""
-  __slots__ = ("name", "tag", "key_shape", "seed", "split", "fold_in", "random_bits")
+  __slots__ = ("name", "tag", "key_shape", "seed", "split", "fold_in", "random_bits",
+               "host_seed")
 
-  def __init__(self, name, tag, key_shape, seed, split, fold_in, random_bits):
+  def __init__(self, name, tag, key_shape, seed, split, fold_in, random_bits,
+               host_seed=False):
     self.name, self.tag, self.key_shape = name, tag, tuple(key_shape)
     self.seed, self.split, self.fold_in, self.random_bits = seed, split, fold_in, random_bits
+    # ``seed`` also maps NumPy data to NumPy data (no hashing): Python seeds need no program.
+    self.host_seed = host_seed
 
   def __repr__(self):
     return f"PRNGImpl({self.name})"
@@ -395,11 +400,11 @@ def _unsafe_rbg_fold_in(data, d):
 
 
 threefry_prng_impl = PRNGImpl("threefry2x32", "fry", (2,), _threefry_seed, _threefry_split,
-                              _threefry_fold_in, _threefry_random_bits)
+                              _threefry_fold_in, _threefry_random_bits, host_seed=True)
 rbg_prng_impl = PRNGImpl("rbg", "rbg", (4,), _rbg_seed, _rbg_split, _rbg_fold_in,
-                         _rbg_random_bits)
+                         _rbg_random_bits, host_seed=True)
 unsafe_rbg_prng_impl = PRNGImpl("unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_rbg_split,
-                                _unsafe_rbg_fold_in, _rbg_random_bits)
+                                _unsafe_rbg_fold_in, _rbg_random_bits, host_seed=True)
 
 # Registered implementations, by name (JAX's order).
 prngs = {impl.name: impl for impl in (threefry_prng_impl, rbg_prng_impl, unsafe_rbg_prng_impl)}
@@ -503,13 +508,21 @@ class PRNGKeyArray:
   implementation (``_impl``).
 
   The data is a ``uint32[*shape, *impl.key_shape]`` array (``key_data``). It is a pytree (the
-  implementation is static), so it passes through ``jit`` and ``vmap`` like its data.
+  implementation is static), so it passes through ``jit`` and ``vmap`` like its data. As in
+  JAX it is an ``hlox.Array``: it indexes, reshapes and compares like one, reports its data's
+  device and placement, and refuses arithmetic, conversion to NumPy and hashing.
   """
   __slots__ = ("_base", "_impl")
+  __hash__ = None  # as every array: mutable in principle, so unhashable
 
   def __init__(self, base, impl=None):
     self._base = base
     self._impl = threefry_prng_impl if impl is None else impl
+
+  @property
+  def _base_array(self):
+    """The ``uint32`` key data (JAX's name)."""
+    return self._base
 
   @property
   def shape(self):
@@ -535,6 +548,57 @@ class PRNGKeyArray:
   def nbytes(self):
     return self.itemsize * self.size
 
+  # --- placement: the data's ---
+  @property
+  def device(self):
+    return self._base.device
+
+  def devices(self):
+    return self._base.devices()
+
+  @property
+  def sharding(self):
+    return self._base.sharding
+
+  @property
+  def is_fully_addressable(self):
+    return self._base.is_fully_addressable
+
+  @property
+  def is_fully_replicated(self):
+    return self._base.is_fully_replicated
+
+  @property
+  def addressable_shards(self):
+    return self._base.addressable_shards
+
+  @property
+  def global_shards(self):
+    return self._base.global_shards
+
+  def addressable_data(self, index):
+    return PRNGKeyArray(self._base.addressable_data(index), self._impl)
+
+  def on_device_size_in_bytes(self):
+    return self._base.on_device_size_in_bytes()
+
+  def unsafe_buffer_pointer(self):
+    return self._base.unsafe_buffer_pointer()
+
+  def is_deleted(self):
+    return self._base.is_deleted()
+
+  def delete(self):
+    self._base.delete()
+
+  def copy_to_host_async(self):
+    self._base.copy_to_host_async()
+
+  def block_until_ready(self):
+    if hasattr(self._base, "block_until_ready"):
+      self._base.block_until_ready()
+    return self
+
   def copy(self):
     """The same keys (their data is immutable)."""
     return self
@@ -545,38 +609,163 @@ class PRNGKeyArray:
   def __deepcopy__(self, memo):
     return self
 
-  def block_until_ready(self):
-    if hasattr(self._base, "block_until_ready"):
-      self._base.block_until_ready()
-    return self
+  # --- conversions JAX refuses ---
+  def __array__(self, dtype=None, copy=None):
+    raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+                    "hlox.random.key_data(arr) if you wish to extract the underlying integer "
+                    "array.")
+
+  def __bool__(self):
+    raise TypeError("key array cannot be converted to boolean.")
 
   def __len__(self):
     if not self.shape:
-      raise TypeError("len() of an unsized PRNG key array")
+      raise TypeError("len() of unsized object")
     return self.shape[0]
 
   def __iter__(self):
+    if not self.shape:
+      raise TypeError("iteration over a 0-d key array")
     return (self[i] for i in range(len(self)))
 
-  def __getitem__(self, idx):
-    # Index the key dimensions only; the trailing data axes stay whole.
-    idx = idx if isinstance(idx, tuple) else (idx,)
-    tail = ((slice(None),) * len(self._impl.key_shape) if any(i is Ellipsis for i in idx)
+  # --- indexing and shape operations, on the key axes (the data axes stay whole) ---
+  def _tail(self, idx):
+    return ((slice(None),) * len(self._impl.key_shape) if any(i is Ellipsis for i in idx)
             else (Ellipsis,))
-    return PRNGKeyArray(self._base[idx + tail], self._impl)
 
-  def reshape(self, *shape):
+  def __getitem__(self, idx):
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    indexed = sum(np.ndim(i) if isinstance(i, (np.ndarray, Array, Tracer)) and
+                  np.dtype(get_aval(i).dtype) == np.bool_ else 1
+                  for i in idx if i is not None and i is not Ellipsis)
+    if indexed > self.ndim:
+      raise IndexError(f"Too many indices: array is {self.ndim}-dimensional, but {indexed} "
+                       "were indexed")
+    return PRNGKeyArray(self._base[idx + self._tail(idx)], self._impl)
+
+  @property
+  def at(self):
+    """``keys.at[idx].get()`` and ``keys.at[idx].set(other_keys)``, as for arrays."""
+    return _KeyIndexUpdateHelper(self)
+
+  def reshape(self, *shape, order="C"):
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    if -1 in shape:
+      known = math.prod(d for d in shape if d != -1)
+      shape = tuple(self.size // known if d == -1 else d for d in shape)
     return PRNGKeyArray(lax.reshape(self._base, tuple(shape) + self._impl.key_shape),
                         self._impl)
+
+  def ravel(self):
+    return self.reshape((self.size,))
+
+  flatten = ravel
+
+  def squeeze(self, axis=None):
+    if axis is None:
+      axis = tuple(i for i, d in enumerate(self.shape) if d == 1)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return self.reshape(tuple(d for i, d in enumerate(self.shape)
+                              if i not in {a % max(self.ndim, 1) for a in axes}))
+
+  def transpose(self, *axes):
+    axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+    perm = tuple(a % self.ndim for a in axes) if axes else tuple(reversed(range(self.ndim)))
+    perm += tuple(range(self.ndim, get_aval(self._base).ndim))
+    return PRNGKeyArray(lax.transpose(self._base, perm), self._impl)
+
+  @property
+  def T(self):
+    return self.transpose()
+
+  def swapaxes(self, axis1, axis2):
+    perm = list(range(self.ndim))
+    a, b = axis1 % self.ndim, axis2 % self.ndim
+    perm[a], perm[b] = perm[b], perm[a]
+    return self.transpose(perm)
+
+  # --- comparisons: elementwise, keys with keys of one dtype ---
+  def __eq__(self, other):
+    return self._compare(other, "equal")
+
+  def __ne__(self, other):
+    return self._compare(other, "not_equal")
+
+  def _compare(self, other, name):
+    from hlox import numpy as jnp
+    if not isinstance(other, PRNGKeyArray) or other._impl is not self._impl:
+      return getattr(jnp, name)(self, other)  # refused, with JAX's message
+    same = jnp.equal(self._base, other._base)
+    axes = tuple(range(-len(self._impl.key_shape), 0))
+    eq = jnp.all(same, axis=axes)
+    return eq if name == "equal" else jnp.logical_not(eq)
 
   def __repr__(self):
     return (f"PRNGKeyArray(shape={self.shape}, dtype={self.dtype}) overlaying:\n"
             f"{self._base}")
 
 
+def _refuse(name):
+  # Arithmetic on keys goes to hlox.numpy, which refuses it with JAX's message.
+  def method(self, *args):
+    from hlox import numpy as jnp
+    return getattr(jnp, name)(self, *args)
+  return method
+
+
+def _refuse_reflected(name):
+  def method(self, other):
+    from hlox import numpy as jnp
+    return getattr(jnp, name)(other, self)
+  return method
+
+
+for _dunder, _ufunc in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                        ("truediv", "true_divide"), ("floordiv", "floor_divide"),
+                        ("mod", "remainder"), ("pow", "power"), ("matmul", "matmul"),
+                        ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                        ("lshift", "left_shift"), ("rshift", "right_shift")):
+  setattr(PRNGKeyArray, f"__{_dunder}__", _refuse(_ufunc))
+  setattr(PRNGKeyArray, f"__r{_dunder}__", _refuse_reflected(_ufunc))
+for _dunder, _ufunc in (("neg", "negative"), ("pos", "positive"), ("abs", "absolute"),
+                        ("invert", "invert"), ("lt", "less"), ("le", "less_equal"),
+                        ("gt", "greater"), ("ge", "greater_equal")):
+  setattr(PRNGKeyArray, f"__{_dunder}__", _refuse(_ufunc))
+del _dunder, _ufunc
+
+
+class _KeyIndexUpdateHelper:
+  __slots__ = ("keys",)
+
+  def __init__(self, keys):
+    self.keys = keys
+
+  def __getitem__(self, idx):
+    return _KeyIndexUpdateRef(self.keys, idx)
+
+
+class _KeyIndexUpdateRef:
+  __slots__ = ("keys", "idx")
+
+  def __init__(self, keys, idx):
+    self.keys, self.idx = keys, idx
+
+  def get(self, **kwargs):
+    return self.keys[self.idx]
+
+  def set(self, values, **kwargs):
+    keys = self.keys
+    if not isinstance(values, PRNGKeyArray) or values._impl is not keys._impl:
+      raise TypeError(f"set: keys of dtype {keys.dtype} can only be set to keys of that "
+                      f"dtype, got {getattr(values, 'dtype', type(values).__name__)}")
+    idx = self.idx if isinstance(self.idx, tuple) else (self.idx,)
+    base = keys._base.at[idx + keys._tail(idx)].set(values._base, **kwargs)
+    return PRNGKeyArray(base, keys._impl)
+
+
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
                      lambda impl, children: PRNGKeyArray(children[0], impl))
+basearray.Array.register(PRNGKeyArray)  # isinstance(key, hlox.Array), as in JAX
 
 
 def _is_arraylike(x):
@@ -635,24 +824,23 @@ def _seed_data(name: str, seed):
     raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
   if isinstance(seed, (bool, np.bool_)):
     seed = int(seed)
+  offset = config._values["random_seed_offset"]
   if isinstance(seed, int):
     if not -2 ** 63 <= seed < 2 ** 63:  # JAX reads a Python int seed as an int64
       raise OverflowError(f"{name}: the seed {seed} is out of range for int64")
+    seed += offset
     # Python ints: the low 32 bits (and the high 32 bits with x64), as JAX does.
     hi = (seed >> 32) & 0xFFFFFFFF if dtypes.x64_enabled() else 0
     return np.array([hi, seed & 0xFFFFFFFF], _u32)
   if not (_is_arraylike(seed) or isinstance(seed, float)):
     raise TypeError(f"{name}: PRNG key seed must be an integer; got {type(seed).__name__}")
-  aval = get_aval(seed)
-  if aval.ndim:
-    raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
-                    f"{aval.shape} != (). Use hlox.vmap for batching")
-  if not dtypes.is_int(aval.dtype) and not dtypes.is_unsigned_int(aval.dtype):
-    raise TypeError(f"{name}: PRNG key seed must be an integer; got dtype {aval.dtype}")
+  aval = _check_seed_aval(name, get_aval(seed))
   if isinstance(seed, (np.ndarray, np.generic)):
-    s = int(seed)
+    s = int(seed) + offset
     hi = (s >> 32) & 0xFFFFFFFF if np.dtype(aval.dtype).itemsize == 8 else 0
     return np.array([hi, s & 0xFFFFFFFF], _u32)
+  if offset:
+    seed = lax.add(seed, np.array(offset).astype(aval.dtype))
   lo = lax.convert_element_type(seed, _u32)
   if np.dtype(aval.dtype).itemsize == 8:
     hi = lax.convert_element_type(lax.shift_right_logical(seed, np.array(32, aval.dtype)), _u32)
@@ -661,9 +849,67 @@ def _seed_data(name: str, seed):
   return lax.concatenate([lax.reshape(hi, (1,)), lax.reshape(lo, (1,))], 0)
 
 
+def _check_seed_aval(name, aval):
+  if aval.ndim:
+    raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
+                    f"{aval.shape} != (). Use hlox.vmap for batching")
+  if not dtypes.is_int(aval.dtype) and not dtypes.is_unsigned_int(aval.dtype):
+    raise TypeError(f"{name}: PRNG key seed must be an integer; got dtype {aval.dtype}")
+  return aval
+
+
 def _seed_key_data(name, seed, impl):
-  data = impl.seed(_seed_data(name, seed))
-  return lax.convert_element_type(data, _u32) if isinstance(data, np.ndarray) else data
+  if isinstance(seed, Array):
+    # A concrete seed is hashed by a compiled program, its constants inside it: no implicit
+    # transfer (as JAX, under ``transfer_guard('disallow')``).
+    _check_seed_aval(name, get_aval(seed))  # its messages, before compiling
+    return _eager_jit(("seed", name, impl.name), _seed_traced, name, impl)(seed)
+  data = _seed_data(name, seed)
+  if not isinstance(data, np.ndarray):
+    return impl.seed(data)
+  if impl.host_seed:
+    return _device_array(impl.seed(data))
+  return _eager_jit(("hash_seed", impl.name), impl.seed)(data)
+
+
+def _seed_traced(name, impl, seed):
+  return impl.seed(_seed_data(name, seed))
+
+
+def _device_array(data):
+  from hlox.numpy import asarray
+  return asarray(data)
+
+
+_EAGER_FNS = {}
+_EAGER_USES = {}
+
+
+def _used_again(cache_key) -> bool:
+  """Whether an eager key operation has run before with ``cache_key``: a repeated one runs
+  compiled (``_eager_jit``); a one-off runs op by op, which compiles nothing new for it."""
+  if cache_key in _EAGER_FNS:
+    return True
+  seen = _EAGER_USES.get(cache_key, 0)
+  if seen < 2:
+    if len(_EAGER_USES) > 4096:
+      _EAGER_USES.clear()
+    _EAGER_USES[cache_key] = seen + 1
+    return False
+  return True
+
+
+def _eager_jit(cache_key, fn, *static):
+  """``fn`` with the leading arguments ``static``, jitted once per ``cache_key``: key
+  operations on concrete keys run as one compiled program (as JAX's ``jit(inline=True)``
+  implementations do) rather than op by op."""
+  jitted = _EAGER_FNS.get(cache_key)
+  if jitted is None:
+    from hlox.api import jit
+    if len(_EAGER_FNS) > 512:  # one entry per split shape: keep it bounded
+      _EAGER_FNS.clear()
+    jitted = _EAGER_FNS[cache_key] = jit(functools.partial(fn, *static))
+  return jitted
 
 
 def PRNGKey(seed, *, impl=None) -> Array:
@@ -734,7 +980,19 @@ def _split_data(data, shape):
 
 def split_keys(keys: PRNGKeyArray, shape) -> PRNGKeyArray:
   """Typed keys of ``shape`` split from one typed key (any implementation)."""
-  return PRNGKeyArray(keys._impl.split(keys._base, tuple(shape)), keys._impl)
+  impl, base, shape = keys._impl, keys._base, tuple(shape)
+  if isinstance(base, Array) and _used_again(("split", impl.name, shape)):
+    return PRNGKeyArray(_eager_jit(("split", impl.name, shape), _split_base, impl, shape)(base),
+                        impl)
+  return PRNGKeyArray(impl.split(base, shape), impl)
+
+
+def _split_base(impl, shape, data):
+  return impl.split(data, shape)
+
+
+def _fold_in_base(impl, data, d):
+  return impl.fold_in(data, d)
 
 
 def keys_random_bits(keys: PRNGKeyArray, bit_width: int, shape):
@@ -771,7 +1029,13 @@ def fold_in(key, data):
     d = np.uint32(int(data) & 0xFFFFFFFF)
   else:
     d = lax.convert_element_type(data, _u32)
-  return _return_keys(raw, PRNGKeyArray(keys._impl.fold_in(keys._base, d), keys._impl))
+  impl, base = keys._impl, keys._base
+  if (isinstance(base, Array) and not isinstance(d, Tracer)
+      and _used_again(("fold_in", impl.name))):
+    out = _eager_jit(("fold_in", impl.name), _fold_in_base, impl)(base, d)
+  else:
+    out = impl.fold_in(base, d)
+  return _return_keys(raw, PRNGKeyArray(out, impl))
 
 
 def random_bits(data, bit_width: int, shape):
