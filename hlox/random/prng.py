@@ -781,11 +781,18 @@ def _check_key(name: str, key, allow_batched: bool = False):
     impl = default_impl()
     aval = get_aval(key)
     ks = impl.key_shape
-    if aval.dtype != _u32 or aval.ndim < len(ks) or tuple(aval.shape[aval.ndim - len(ks):]) != ks:
+    if aval.ndim < len(ks) or tuple(aval.shape[aval.ndim - len(ks):]) != ks:
+      jax_words = f"expected key_data.shape to end with {ks}; got shape={aval.shape}"
+    elif aval.dtype != _u32:
+      jax_words = f"expected key_data.dtype = uint32; got dtype={aval.dtype}"
+    else:
+      jax_words = None
+    if jax_words is not None:
       raise TypeError(
           f"{name}: expected a PRNG key: a typed key from hlox.random.key(seed), or a raw "
           f"key, a uint32 array whose shape ends with {ks} from hlox.random.PRNGKey(seed) "
-          f"(default implementation {impl.name}); got an array of {aval.str_short()}")
+          f"(default implementation {impl.name}); got an array of {aval.str_short()} (JAX "
+          f"encountered invalid PRNG key data: {jax_words})")
     keys, raw = PRNGKeyArray(key, impl), True
     if config._values["legacy_prng_key"] != "allow" or config._values["enable_custom_prng"]:
       _legacy_key_used(name)
@@ -1003,6 +1010,10 @@ def keys_random_bits(keys: PRNGKeyArray, bit_width: int, shape):
 def _canonical_shape(name, shape):
   if isinstance(shape, (int, np.integer)):
     shape = (shape,)
+  if any(isinstance(d, Tracer) for d in (shape if isinstance(shape, (tuple, list)) else ())):
+    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                    f"{tuple(shape)} ({name}). If using `jit`, try using `static_argnums` or "
+                    "applying `jit` to smaller subfunctions.")
   try:
     shape = tuple(int(d) for d in shape)
   except TypeError:
