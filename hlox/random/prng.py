@@ -700,6 +700,20 @@ class PRNGKeyArray:
     eq = jnp.all(same, axis=axes)
     return eq if name == "equal" else jnp.logical_not(eq)
 
+  def _select_n(self, which, cases):
+    """``lax.select_n`` of key arrays (``lax`` hands them here): select their data."""
+    if not all(isinstance(c, PRNGKeyArray) and c._impl is self._impl for c in cases):
+      raise TypeError("select_n: the cases must all be keys of dtype "
+                      f"{self.dtype}, got {', '.join(str(c.dtype) for c in cases)}")
+    base_shape = get_aval(self._base).shape
+    w_aval = get_aval(which)
+    if w_aval.ndim:
+      if tuple(w_aval.shape) != self.shape:
+        raise TypeError(f"select_n: which must be scalar or have the keys' shape "
+                        f"{self.shape}, got {w_aval.shape}")
+      which = lax.broadcast_in_dim(which, base_shape, tuple(range(w_aval.ndim)))
+    return PRNGKeyArray(lax.select_n(which, *(c._base for c in cases)), self._impl)
+
   def __repr__(self):
     return (f"PRNGKeyArray(shape={self.shape}, dtype={self.dtype}) overlaying:\n"
             f"{self._base}")
