@@ -146,11 +146,14 @@ def _register_threefry_batching():
 _register_threefry_batching()
 
 
-def hash_primitive(name: str, num_operands: int, num_results: int, composition):
+def hash_primitive(name: str, num_operands: int, num_results: int, composition,
+                   cpu_composition=None):
   """A counter-based hash as an elementwise primitive: ``num_operands`` broadcasting uint32
   operands (key words, then counter words) in, ``num_results`` uint32 words out, lowered
   by tracing ``composition`` (written with wrapping uint32 lax ops on operands of one shape).
-  Its derivative is zero and it batches as an elementwise operation."""
+  Its derivative is zero and it batches as an elementwise operation. ``cpu_composition``,
+  given the operands unbroadcast, is the CPU lowering (a rolled loop: XLA:CPU compiles the
+  unrolled rounds slowly)."""
   def shape_rule(*avals):
     if len(avals) != num_operands:
       raise TypeError(f"{name} expects {num_operands} operands, got {len(avals)}")
@@ -171,6 +174,9 @@ def hash_primitive(name: str, num_operands: int, num_results: int, composition):
                             weak_type_rule=lambda *a: [False] * num_results,
                             multiple_results=True)
   xla.register_lowering(prim, xla.lower_fun(broadcast_composition, multiple_results=True))
+  if cpu_composition is not None:
+    xla.register_lowering(prim, xla.lower_fun(cpu_composition, multiple_results=True),
+                          platform="cpu")
   ad.defjvp_zero(prim)
   defbroadcasting(prim)
   rule = batching.primitive_batchers[prim]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from hlox import lax
+from hlox.core.tracer import get_aval
+from hlox.lax.utils import broadcasting_shape_rule
 from hlox.random.prng import (PRNGImpl, _iota_2x32, check_bit_width, hash_primitive, join_bits,
                               register_prng, stack_words)
 
@@ -59,7 +61,56 @@ def _threefry4x32_composition(k0, k1, k2, k3, x0, x1, x2, x3):
   return x
 
 
-threefry4x32_p = hash_primitive("threefry4x32", 8, 4, _threefry4x32_composition)
+def _threefry4x32_rolled(k0, k1, k2, k3, x0, x1, x2, x3):
+  """The same 20 rounds as a loop of 5 steps of 4 rounds, the rotation amounts picked by the
+  step's parity and the key schedule carried (at the keys' own shape) and rotated."""
+  shape = broadcasting_shape_rule("threefry4x32", *map(get_aval, (k0, k1, k2, k3, x0, x1,
+                                                                   x2, x3)))
+
+  # The schedule rotates through the loop's carry: its words must share one shape.
+  key_shape = broadcasting_shape_rule("threefry4x32", *map(get_aval, (k0, k1, k2, k3)))
+
+  def bcast(v, to=shape):
+    vshape = get_aval(v).shape
+    if vshape == to:
+      return v
+    return lax.broadcast_in_dim(v, to, tuple(range(len(to) - len(vshape), len(to))))
+  k0, k1, k2, k3 = (bcast(k, key_shape) for k in (k0, k1, k2, k3))
+  ks = (k0, k1, k2, k3, lax.bitwise_xor(lax.bitwise_xor(lax.bitwise_xor(
+      lax.bitwise_xor(k0, k1), k2), k3), _PARITY))
+  rotations = [np.array(r, np.uint32) for r in zip(*_ROTATIONS)]  # (even step, odd step)
+
+  def rotl(x, r):
+    return lax.bitwise_or(lax.shift_left(x, r), lax.shift_right_logical(x, lax.sub(
+        np.uint32(32), r)))
+
+  def mix(a, b, r):
+    a = lax.add(a, b)
+    return a, lax.bitwise_xor(a, rotl(b, r))
+
+  def step(i, carry):
+    x, kr = list(carry[:4]), carry[4:]
+    i = lax.convert_element_type(i, _u32)
+    odd = lax.rem(i, np.uint32(2))
+    for j in range(4):
+      r0, r1 = (lax.select(lax.eq(odd, np.uint32(1)), rot[4 + j], rot[j]) for rot in rotations)
+      if j % 2 == 0:
+        x[0], x[1] = mix(x[0], x[1], r0)
+        x[2], x[3] = mix(x[2], x[3], r1)
+      else:
+        x[0], x[3] = mix(x[0], x[3], r0)
+        x[2], x[1] = mix(x[2], x[1], r1)
+    # Key injection: ``kr`` is the schedule rotated by the step number.
+    x = [lax.add(w, bcast(kr[(1 + j) % 5])) for j, w in enumerate(x)]
+    x[3] = lax.add(x[3], bcast(lax.add(i, np.uint32(1))))
+    return (*x, *kr[1:], kr[0])
+
+  x = [lax.add(bcast(w), bcast(k)) for w, k in zip((x0, x1, x2, x3), ks)]
+  return list(lax.fori_loop(0, 5, step, (*x, *ks))[:4])
+
+
+threefry4x32_p = hash_primitive("threefry4x32", 8, 4, _threefry4x32_composition,
+                                cpu_composition=_threefry4x32_rolled)
 
 _ZERO = np.uint32(0)
 
