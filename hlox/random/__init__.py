@@ -1,8 +1,9 @@
-"""``hlox.random``: the threefry2x32 PRNG and distributions, bit-identical to JAX 0.10.2.
+"""``hlox.random``: JAX 0.10.2's PRNGs and distributions, bit-identical to JAX.
 
 Belongs here: keys, ``split``/``fold_in``, random bits and every sampler, written on
-``hlox.lax`` and ``hlox.numpy`` (the ``threefry2x32`` primitive, with its rules, lives in
-``prng.py``). May import ``lax``, ``numpy``, the transformations and the interpreters' rule
+``hlox.lax`` and ``hlox.numpy`` (the ``threefry2x32`` primitive, with its rules, and the
+rbg implementations live in ``prng.py``; ``philox.py`` and ``threefry4x32.py`` hold the
+other hashes and the implementations on them). May import ``lax``, ``numpy``, the transformations and the interpreters' rule
 tables; never jaxlib, nor the runtime beyond the ``Array`` type.
 """
 from hlox.random.prng import (  # noqa: F401
