@@ -3,8 +3,9 @@
 Belongs here: keys, ``split``/``fold_in``, random bits and every sampler, written on
 ``hlox.lax`` and ``hlox.numpy`` (the ``threefry2x32`` primitive, with its rules, and the
 rbg implementations live in ``prng.py``; ``philox.py`` and ``threefry4x32.py`` hold the
-other hashes and the implementations on them). May import ``lax``, ``numpy``, the transformations and the interpreters' rule
-tables; never jaxlib, nor the runtime beyond the ``Array`` type.
+other hashes and the implementations on them). May import ``lax``, ``numpy``, the
+transformations and the interpreters' rule tables; never jaxlib, nor the runtime beyond the
+``Array`` type.
 """
 from hlox.random.prng import (  # noqa: F401
     PRNGKey, PRNGKeyArray, bits, clone, fold_in, key, key_data, split, threefry2x32_p,
