@@ -8,7 +8,7 @@ This module only re-exports the public API; the layers below it are described in
 """
 from hlox.config import (check_tracer_leaks, checking_leaks, config, debug_infs, debug_nans,
                          ensure_compile_time_eval, log_compiles)
-from hlox.config import default_prng_impl, threefry_partitionable
+from hlox.config import default_prng_impl, random_seed_offset, threefry_partitionable
 from hlox.config import TRACED_OPTIONS as _TRACED_OPTIONS
 from hlox.config import (allow_f16_reductions, debug_key_reuse, default_device,
                          default_matmul_precision, enable_checks, enable_custom_prng,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import operator
 import os
 
 __all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_compiles",
@@ -20,7 +21,8 @@ __all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_co
            "transfer_guard", "transfer_guard_host_to_device", "transfer_guard_device_to_device",
            "transfer_guard_device_to_host", "no_tracing", "no_execution", "debug_key_reuse",
            "softmax_custom_jvp", "legacy_prng_key", "enable_custom_prng",
-           "allow_f16_reductions", "NumpyDtypePromotion", "LegacyPrngKeyState"]
+           "allow_f16_reductions", "random_seed_offset", "NumpyDtypePromotion",
+           "LegacyPrngKeyState"]
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -100,6 +102,17 @@ MATMUL_PRECISIONS = (
     "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
     "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
 
+def _int_option(name):
+  def check(value):
+    if isinstance(value, bool):
+      raise TypeError(f"jax_{name} must be an int, got {value!r}")
+    try:
+      return operator.index(value)
+    except TypeError:
+      raise TypeError(f"jax_{name} must be an int, got {value!r}") from None
+  return check
+
+
 _validators = {
     "numpy_rank_promotion": _enum(("allow", "warn", "raise")),
     "numpy_dtype_promotion": _enum_class(NumpyDtypePromotion),
@@ -107,6 +120,7 @@ _validators = {
     "default_matmul_precision": _enum(MATMUL_PRECISIONS, optional=True),
     "default_device": _check_default_device,
     "transfer_guard": _enum(_TRANSFER_GUARD_LEVELS, optional=True),
+    "random_seed_offset": _int_option("random_seed_offset"),
     **{name: _enum(_TRANSFER_GUARD_LEVELS, optional=True) for name in _TRANSFER_GUARDS},
 }
 # Options whose stored value is an enum member even at start-up.
@@ -156,6 +170,9 @@ class Config:
       # split and random bits (JAX 0.10.2's default, True; False gives the original bits).
       "default_prng_impl": ("HLOX_DEFAULT_PRNG_IMPL", _env_str, "threefry2x32"),
       "threefry_partitionable": ("HLOX_THREEFRY_PARTITIONABLE", _env_bool, True),
+      # An integer added to every seed that ``random.key`` / ``PRNGKey`` is given (JAX's
+      # option: the same program draws other numbers).
+      "random_seed_offset": ("HLOX_RANDOM_SEED_OFFSET", _env_int, 0),
       # NumPy-style implicit rank promotion in ``hlox.numpy`` binary ops: 'allow', 'warn'
       # or 'raise' (numpy/util.promote_shapes); 'strict' dtype promotion allows no implicit
       # promotion between different strong dtypes (core/dtypes.py).
@@ -340,6 +357,7 @@ class _Option(_BoolOption):
 
 default_prng_impl = _Option("default_prng_impl")
 threefry_partitionable = _BoolOption("threefry_partitionable")
+random_seed_offset = _Option("random_seed_offset")
 numpy_rank_promotion = _Option("numpy_rank_promotion")
 numpy_dtype_promotion = _Option("numpy_dtype_promotion")
 default_matmul_precision = _Option("default_matmul_precision")
@@ -373,5 +391,5 @@ def transfer_guard(new_val: str) -> _OptionScope:
 # (``hlox.cache.switch_caches``, watched in ``hlox/__init__``), and jit's cache-miss
 # explanations name them.
 TRACED_OPTIONS = ("enable_x64", "default_prng_impl", "threefry_partitionable",
-                  "check_static_indices", "numpy_rank_promotion", "numpy_dtype_promotion",
-                  "default_matmul_precision", "no_execution")
+                  "random_seed_offset", "check_static_indices", "numpy_rank_promotion",
+                  "numpy_dtype_promotion", "default_matmul_precision", "no_execution")

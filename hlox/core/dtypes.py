@@ -184,6 +184,18 @@ def is_python_scalar(x) -> bool:
   return type(x) in _python_scalar_kinds
 
 
+def is_extended(dtype) -> bool:
+  """Whether ``dtype`` is an extended dtype (a typed PRNG key's ``key<fry>``): not NumPy's."""
+  t = getattr(dtype, "type", None)
+  return isinstance(t, type) and issubclass(t, extended)
+
+
+def extended_dtype_of(x):
+  """The extended dtype of ``x`` (a typed key array, or the dtype itself), else None."""
+  dtype = x if is_extended(x) else getattr(x, "dtype", None)
+  return dtype if is_extended(dtype) else None
+
+
 def dtype_of(x) -> np.dtype:
   """Canonical dtype of an array-like value (no tracers: those carry ``aval``)."""
   aval = getattr(x, "aval", None)
@@ -376,6 +388,21 @@ def result_type(*args, return_weak_type_flag=False):
   """JAX's ``result_type``: arrays, dtypes and Python scalars (weakly typed) combined."""
   if not args:
     raise ValueError("at least one array or dtype is required")
+  try:
+    dtype, weak = _result_type(args)
+  except TypeError:
+    extended_dtypes = [d for d in map(extended_dtype_of, args) if d is not None]
+    if not extended_dtypes:
+      raise
+    # Extended dtypes (typed keys) promote with nothing, not even each other.
+    if len(args) > 1:
+      raise ValueError(f"dtype={extended_dtypes[0]} is not a valid dtype for JAX type "
+                       "promotion.") from None
+    dtype, weak = extended_dtypes[0], False
+  return (dtype, weak) if return_weak_type_flag else dtype
+
+
+def _result_type(args):
   pairs = []
   for x in args:
     if x is None:  # as NumPy's result_type(None): the (strong) default float
@@ -389,8 +416,7 @@ def result_type(*args, return_weak_type_flag=False):
                                        else python_scalar_dtype(x(0))), False))
     else:
       pairs.append((dtype_of(x), is_weakly_typed(x)))
-  dtype, weak = result_type_with_weak(pairs)
-  return (dtype, weak) if return_weak_type_flag else dtype
+  return result_type_with_weak(pairs)
 
 
 # JAX widens an integer or bool by its width, not to the default float dtype: everything up

@@ -363,8 +363,16 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   if new_dtype is None:  # NumPy would read None as float64
     raise ValueError(f"convert_element_type: dtype must be specified (operand "
                      f"{get_aval(operand).str_short()})")
-  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  try:
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  except TypeError:
+    if dtypes.is_extended(new_dtype):
+      raise ValueError(f"Cannot convert_element_type from {_dtype_name(operand)} to "
+                       f"{new_dtype}") from None
+    raise
   if not hasattr(operand, "aval"):
+    if dtypes.extended_dtype_of(operand) is not None:  # typed keys convert to nothing
+      raise ValueError(f"Cannot convert_element_type from {operand.dtype} to {new_dtype}")
     # Python scalars and NumPy values convert on the host: no primitive, and under a trace
     # they become literals or constants.
     if type(operand) is int and dtypes.is_inexact(new_dtype):
@@ -393,6 +401,11 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return operand
   return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _dtype_name(x) -> str:
+  extended = dtypes.extended_dtype_of(x)
+  return str(extended) if extended is not None else dtypes.dtype_of(x).name
 
 
 # --- filled arrays -----------------------------------------------------------------------

@@ -1303,7 +1303,13 @@ def select_n(which, *cases):
   of the cases' shape; out-of-range indices are undefined behaviour."""
   if not cases:
     raise ValueError("select_n() needs at least one case")
-  return select_n_p.bind(which, *_operands("select_n", *cases))
+  try:
+    return select_n_p.bind(which, *_operands("select_n", *cases))
+  except TypeError:
+    # Arrays of an extended dtype (typed PRNG keys) select their own data.
+    if dtypes.extended_dtype_of(cases[0]) is not None:
+      return cases[0]._select_n(which, cases)
+    raise
 
 
 def select(pred, on_true, on_false):

@@ -31,6 +31,8 @@ def _user_dtype(dtype, name: str):
   try:
     return dtypes.canonicalize_dtype(np.dtype(dtype))
   except TypeError as e:
+    if dtypes.is_extended(dtype):  # a typed key's dtype: only keys are of it
+      return dtype
     raise TypeError(f"{name}: invalid dtype {dtype!r}: {e}") from None
 
 
@@ -70,6 +72,13 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
     out = _assemble(object, dtype)
     if not isinstance(out, (Array, Tracer)):
       out = device_put(out)
+  elif dtypes.extended_dtype_of(object) is not None:
+    # Typed PRNG keys are arrays of their own dtype (immutable: no copy needed).
+    if dtype is not None and dtype != object.dtype:
+      raise ValueError(f"Cannot convert_element_type from {object.dtype} to {dtype}")
+    if ndmin > object.ndim:
+      object = object.reshape((1,) * (ndmin - object.ndim) + object.shape)
+    return object
   else:
     if type(object) in _python_scalars:
       _check_scalar_fits(object, dtype)

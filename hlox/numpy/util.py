@@ -24,8 +24,30 @@ def check_arraylike(name: str, *args) -> None:
   (``__jax_array__``, which ``ensure_array`` calls); a TypeError for anything else."""
   for i, x in enumerate(args):
     if not is_arraylike(x) and not hasattr(x, "__jax_array__"):
+      if dtypes.extended_dtype_of(x) is not None:
+        raise TypeError(_extended_dtype_message(name, args))
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__} "
                       f"at position {i}")
+
+
+# The lax primitives of the ufuncs whose names differ (JAX's messages name the primitive).
+_LAX_NAMES = {"negative": "neg", "subtract": "sub", "multiply": "mul", "divide": "div",
+              "true_divide": "div", "power": "pow", "less": "lt", "less_equal": "le",
+              "greater": "gt", "greater_equal": "ge", "equal": "eq", "not_equal": "ne",
+              "absolute": "abs", "bitwise_not": "not", "invert": "not", "bitwise_and": "and",
+              "bitwise_or": "or", "bitwise_xor": "xor", "left_shift": "shift_left",
+              "right_shift": "shift_right_arithmetic", "remainder": "rem", "mod": "rem"}
+
+
+def _extended_dtype_message(name, args) -> str:
+  """JAX's refusal of typed PRNG keys (extended dtypes) in an operation on numbers."""
+  names = [str(dtypes.extended_dtype_of(x) or dtypes.dtype_of(x)) for x in args]
+  if len(set(names)) > 1:
+    return f"{name} does not accept dtypes {', '.join(names)}."
+  op = _LAX_NAMES.get(name, name)
+  if len(args) == 1:
+    return f"{op} does not accept dtype {names[0]}."
+  return f"{op} does not accept dtype {names[0]} at position 0."
 
 
 def ensure_array(x):

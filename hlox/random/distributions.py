@@ -13,6 +13,7 @@ from hlox import lax
 from hlox import numpy as jnp
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
+from hlox.errors import ConcretizationTypeError
 from hlox.numpy.util import promote_dtypes_inexact
 from hlox.random.prng import (PRNGKeyArray, _canonical_shape, _check_key, keys_random_bits,
                               split_keys, threefry_prng_impl)
@@ -308,7 +309,10 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
     if not (dtypes.is_int(dt) or dtypes.is_unsigned_int(dt)):
       raise TypeError("x must be an integer or at least 1-dimensional")
     if isinstance(x, Tracer):
-      raise TypeError("permutation: an integer x must be concrete (not traced)")
+      raise ConcretizationTypeError(x, "argument x of hlox.random.permutation(): an integer "
+                                    "x must be concrete")
+    if axis not in (0, -1):  # an integer x stands for arange(x), which has one axis
+      raise ValueError(f"permutation: axis {axis} is out of bounds for array of dimension 1")
     n = int(x)
     if n < 0:
       raise ValueError(f"permutation: x must be non-negative, got {n}")
@@ -880,11 +884,12 @@ def _cholesky(a):
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
-  """Samples ``mean + L z`` with ``L L^T = cov`` (Cholesky; other methods not available)."""
+  """Samples ``mean + F z`` with ``F F^T = cov``: ``F`` the Cholesky factor, or from the
+  eigendecomposition (``method='eigh'``) or SVD (``'svd'``), which accept singular ``cov``."""
   data, _ = _check_key("multivariate_normal", key)
-  if method != "cholesky":
-    raise ValueError(f"multivariate_normal: only method='cholesky' is implemented, got "
-                     f"{method!r}")
+  if method not in ("svd", "eigh", "cholesky"):
+    raise ValueError(f"multivariate_normal: method must be one of {{'svd', 'eigh', "
+                     f"'cholesky'}}, got {method!r}")
   dtype = _float_dtype("multivariate_normal", dtype)
   mean, cov = jnp.asarray(mean, dtype), jnp.asarray(cov, dtype)
   if mean.ndim < 1:
@@ -901,12 +906,19 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
   else:
     shape = _canonical_shape("multivariate_normal", shape)
     _check_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
-  return _call(_mvn_impl, data, mean, cov, shape=tuple(shape), dtype=dtype)
+  return _call(_mvn_impl, data, mean, cov, shape=tuple(shape), dtype=dtype, method=method)
 
 
-def _mvn_impl(data, mean, cov, *, shape, dtype):
+def _mvn_impl(data, mean, cov, *, shape, dtype, method):
   n = mean.shape[-1]
-  factor = _cholesky(cov)
+  if method == "svd":
+    u, s, _ = jnp.linalg.svd(cov)
+    factor = u * jnp.sqrt(s[..., None, :])
+  elif method == "eigh":
+    w, v = jnp.linalg.eigh(cov)
+    factor = v * jnp.sqrt(w[..., None, :])
+  else:
+    factor = _cholesky(cov)
   z = _normal(data, shape + (n,), dtype)
   return mean + jnp.sum(factor * z[..., None, :], axis=-1)
 
@@ -915,7 +927,10 @@ def orthogonal(key, n: int, shape=(), dtype=None, m=None):
   """Haar-random orthogonal ``n x m`` matrices (``m`` defaults to ``n``): QR of a Gaussian
   matrix with the signs of R's diagonal made positive (Gram-Schmidt gives that directly)."""
   data, _ = _check_key("orthogonal", key)
-  dtype = _float_dtype("orthogonal", dtype)
+  if dtype is not None and dtypes.is_complex(np.dtype(dtype)):  # unitary matrices
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+  else:
+    dtype = _float_dtype("orthogonal", dtype)
   shape = _canonical_shape("orthogonal", shape)
   n = int(n)
   m = n if m is None else int(m)
@@ -927,7 +942,7 @@ def orthogonal(key, n: int, shape=(), dtype=None, m=None):
 def _orthogonal_impl(data, *, shape, dtype, n, m):
   # As JAX: QR of a Gaussian matrix, Q's columns multiplied by the signs of R's diagonal
   # (so the distribution is Haar), one LAPACK factorization whatever the size.
-  z = _normal(data, (*shape, max(n, m), min(n, m)), dtype)
+  z = _normal_impl(data, shape=(*shape, max(n, m), min(n, m)), dtype=dtype)
   q, r = jnp.linalg.qr(z)
   d = jnp.diagonal(r, 0, -2, -1)
   q = q * lax.expand_dims(lax.div(d, abs(d).astype(d.dtype)), [-2])

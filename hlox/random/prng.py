@@ -13,13 +13,14 @@ seed gives bit-identical keys and bits:
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from hlox import lax
 from hlox.config import config
-from hlox.core import dtypes
+from hlox.core import basearray, dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax.base import defbroadcasting
@@ -29,7 +30,8 @@ from hlox.tree_util import register_pytree_node
 
 __all__ = ["threefry2x32_p", "threefry_2x32", "PRNGKeyArray", "PRNGKey", "key", "key_data",
            "wrap_key_data", "split", "fold_in", "bits", "clone", "random_bits", "KeyDtype",
-           "key_dtype", "key_impl"]
+           "key_dtype", "key_impl", "hash_primitive", "register_prng", "stack_words", "join_bits",
+           "check_bit_width"]
 
 _u32 = np.dtype(np.uint32)
 
@@ -144,6 +146,48 @@ def _register_threefry_batching():
 _register_threefry_batching()
 
 
+def hash_primitive(name: str, num_operands: int, num_results: int, composition,
+                   cpu_composition=None):
+  """A counter-based hash as an elementwise primitive: ``num_operands`` broadcasting uint32
+  operands (key words, then counter words) in, ``num_results`` uint32 words out, lowered
+  by tracing ``composition`` (written with wrapping uint32 lax ops on operands of one shape).
+  Its derivative is zero and it batches as an elementwise operation. ``cpu_composition``,
+  given the operands unbroadcast, is the CPU lowering (a rolled loop: XLA:CPU compiles the
+  unrolled rounds slowly)."""
+  def shape_rule(*avals):
+    if len(avals) != num_operands:
+      raise TypeError(f"{name} expects {num_operands} operands, got {len(avals)}")
+    return [broadcasting_shape_rule(name, *avals)] * num_results
+
+  def dtype_rule(*avals):
+    if any(a.dtype != _u32 for a in avals):
+      raise TypeError(f"{name}: all operands must be uint32, got "
+                      + ", ".join(a.str_short() for a in avals))
+    return [_u32] * num_results
+
+  def broadcast_composition(*args):
+    shape = broadcasting_shape_rule(name, *map(get_aval, args))
+    return composition(*(a if get_aval(a).shape == shape else lax.broadcast_in_dim(
+        a, shape, tuple(range(len(shape) - get_aval(a).ndim, len(shape)))) for a in args))
+
+  prim = standard_primitive(shape_rule, dtype_rule, name,
+                            weak_type_rule=lambda *a: [False] * num_results,
+                            multiple_results=True)
+  xla.register_lowering(prim, xla.lower_fun(broadcast_composition, multiple_results=True))
+  if cpu_composition is not None:
+    xla.register_lowering(prim, xla.lower_fun(cpu_composition, multiple_results=True),
+                          platform="cpu")
+  ad.defjvp_zero(prim)
+  defbroadcasting(prim)
+  rule = batching.primitive_batchers[prim]
+
+  def batch_rule(vals, dims, **params):
+    outs, dim = rule(vals, dims, **params)
+    return outs, [dim] * len(outs)
+  batching.primitive_batchers[prim] = batch_rule
+  return prim
+
+
 def threefry_2x32(keypair, count):
   """Hash ``count`` (uint32 array) with ``keypair`` = (k1, k2), as JAX's ``threefry_2x32``.
 
@@ -170,12 +214,72 @@ def _iota_2x32(shape):
   """(hi, lo) words of the row-major position of each element of ``shape``."""
   n = math.prod(shape)
   if n > 2 ** 32:
-    # Positions past 2**32 would need a 64-bit iota; sizes that large do not fit memory.
-    raise NotImplementedError(f"random bits for more than 2**32 values (shape {shape})")
+    return _iota_2x32_wide(shape)
   lo = lax.broadcasted_iota(_u32, (n,), 0) if shape else np.zeros((), _u32)
   lo = lax.reshape(lo, shape) if shape else lo
   hi = lax.full(shape, 0, _u32)
   return hi, lo
+
+
+def _iota_2x32_wide(shape):
+  """``_iota_2x32`` for more than 2**32 positions, in uint32 words (x64 may be off): each
+  axis's index times its 64-bit stride, summed with carries. An axis longer than a uint32
+  can count is read as a (rows, 2**32) view of the flat positions, sliced back."""
+  n = math.prod(shape)
+  if n > 2 ** 64:
+    raise NotImplementedError(f"random bits array of size exceeding 2 ** 64 (shape {shape})")
+  if any(d >= 2 ** 32 for d in shape):
+    rows = -(-n // 2 ** 32)
+    hi = lax.broadcasted_iota(_u32, (rows, 2 ** 32), 0)
+    lo = lax.broadcasted_iota(_u32, (rows, 2 ** 32), 1)
+    return tuple(lax.reshape(lax.slice(lax.reshape(w, (rows * 2 ** 32,)), (0,), (n,)), shape)
+                 for w in (hi, lo))
+  return position_2x32([lax.broadcasted_iota(_u32, shape, axis) for axis in range(len(shape))],
+                       shape)
+
+
+def position_2x32(indices, shape):
+  """(hi, lo) uint32 words of the row-major position in ``shape`` of the element at
+  ``indices`` (one uint32 array per axis, all of one shape): each index times its axis's
+  64-bit stride, summed with carries."""
+  hi = lo = None
+  for axis, i in enumerate(indices):
+    stride = math.prod(shape[axis + 1:])
+    s_hi, s_lo = np.uint32(stride >> 32), np.uint32(stride & 0xFFFFFFFF)
+    p_lo = lax.mul(i, s_lo)
+    p_hi = lax.add(lax.mulhi(i, s_lo), lax.mul(i, s_hi))
+    if lo is None:
+      hi, lo = p_hi, p_lo
+      continue
+    total = lax.add(lo, p_lo)
+    carry = lax.convert_element_type(lax.lt(total, lo), _u32)
+    hi, lo = lax.add(lax.add(hi, p_hi), carry), total
+  return hi, lo
+
+
+def stack_words(words, axis):
+  """The uint32 words stacked along a new ``axis`` (key data from a hash's outputs)."""
+  return lax.concatenate([lax.expand_dims(w, (axis,)) for w in words], axis)
+
+
+def join_bits(bit_width, words64, words32):
+  """Random bits of ``bit_width`` from the hash's output words: (high, low) for 64 bits, the
+  xor of ``words32`` otherwise."""
+  if bit_width == 64:
+    if not dtypes.x64_enabled():
+      raise ValueError("64-bit random bits need x64 (hlox.config.enable_x64)")
+    u64 = np.dtype(np.uint64)
+    hi, lo = (lax.convert_element_type(w, u64) for w in words64)
+    return lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
+  x = words32[0]
+  for w in words32[1:]:
+    x = lax.bitwise_xor(x, w)
+  return x if bit_width == 32 else lax.convert_element_type(x, np.dtype(f"uint{bit_width}"))
+
+
+def check_bit_width(bit_width):
+  if bit_width not in (8, 16, 32, 64):
+    raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
 
 
 # --- the PRNG implementations -------------------------------------------------------------
@@ -185,11 +289,15 @@ class PRNGImpl:
   make (from the seed's ``uint32[2]`` threefry key), split and fold keys and draw bits from
   one key's data. ``name`` is what ``impl=``
   takes; ``tag`` names the key dtype (``key<tag>``)."""
-  __slots__ = ("name", "tag", "key_shape", "seed", "split", "fold_in", "random_bits")
+  __slots__ = ("name", "tag", "key_shape", "seed", "split", "fold_in", "random_bits",
+               "host_seed")
 
-  def __init__(self, name, tag, key_shape, seed, split, fold_in, random_bits):
+  def __init__(self, name, tag, key_shape, seed, split, fold_in, random_bits,
+               host_seed=False):
     self.name, self.tag, self.key_shape = name, tag, tuple(key_shape)
     self.seed, self.split, self.fold_in, self.random_bits = seed, split, fold_in, random_bits
+    # ``seed`` also maps NumPy data to NumPy data (no hashing): Python seeds need no program.
+    self.host_seed = host_seed
 
   def __repr__(self):
     return f"PRNGImpl({self.name})"
@@ -298,14 +406,22 @@ def _unsafe_rbg_fold_in(data, d):
 
 
 threefry_prng_impl = PRNGImpl("threefry2x32", "fry", (2,), _threefry_seed, _threefry_split,
-                              _threefry_fold_in, _threefry_random_bits)
+                              _threefry_fold_in, _threefry_random_bits, host_seed=True)
 rbg_prng_impl = PRNGImpl("rbg", "rbg", (4,), _rbg_seed, _rbg_split, _rbg_fold_in,
-                         _rbg_random_bits)
+                         _rbg_random_bits, host_seed=True)
 unsafe_rbg_prng_impl = PRNGImpl("unsafe_rbg", "urbg", (4,), _rbg_seed, _unsafe_rbg_split,
-                                _unsafe_rbg_fold_in, _rbg_random_bits)
+                                _unsafe_rbg_fold_in, _rbg_random_bits, host_seed=True)
 
 # Registered implementations, by name (JAX's order).
 prngs = {impl.name: impl for impl in (threefry_prng_impl, rbg_prng_impl, unsafe_rbg_prng_impl)}
+
+
+def register_prng(impl: PRNGImpl) -> None:
+  """Make ``impl`` available by name to ``impl=`` and the ``default_prng_impl`` option."""
+  if impl.name in prngs:
+    raise ValueError(f"PRNG with name {impl.name} already registered: {impl}")
+  prngs[impl.name] = impl
+  _KEY_DTYPES[impl.name] = KeyDtype(impl)
 
 
 def default_impl() -> PRNGImpl:
@@ -398,13 +514,21 @@ class PRNGKeyArray:
   implementation (``_impl``).
 
   The data is a ``uint32[*shape, *impl.key_shape]`` array (``key_data``). It is a pytree (the
-  implementation is static), so it passes through ``jit`` and ``vmap`` like its data.
+  implementation is static), so it passes through ``jit`` and ``vmap`` like its data. As in
+  JAX it is an ``hlox.Array``: it indexes, reshapes and compares like one, reports its data's
+  device and placement, and refuses arithmetic, conversion to NumPy and hashing.
   """
   __slots__ = ("_base", "_impl")
+  __hash__ = None  # as every array: mutable in principle, so unhashable
 
   def __init__(self, base, impl=None):
     self._base = base
     self._impl = threefry_prng_impl if impl is None else impl
+
+  @property
+  def _base_array(self):
+    """The ``uint32`` key data (JAX's name)."""
+    return self._base
 
   @property
   def shape(self):
@@ -430,6 +554,57 @@ class PRNGKeyArray:
   def nbytes(self):
     return self.itemsize * self.size
 
+  # --- placement: the data's ---
+  @property
+  def device(self):
+    return self._base.device
+
+  def devices(self):
+    return self._base.devices()
+
+  @property
+  def sharding(self):
+    return self._base.sharding
+
+  @property
+  def is_fully_addressable(self):
+    return self._base.is_fully_addressable
+
+  @property
+  def is_fully_replicated(self):
+    return self._base.is_fully_replicated
+
+  @property
+  def addressable_shards(self):
+    return self._base.addressable_shards
+
+  @property
+  def global_shards(self):
+    return self._base.global_shards
+
+  def addressable_data(self, index):
+    return PRNGKeyArray(self._base.addressable_data(index), self._impl)
+
+  def on_device_size_in_bytes(self):
+    return self._base.on_device_size_in_bytes()
+
+  def unsafe_buffer_pointer(self):
+    return self._base.unsafe_buffer_pointer()
+
+  def is_deleted(self):
+    return self._base.is_deleted()
+
+  def delete(self):
+    self._base.delete()
+
+  def copy_to_host_async(self):
+    self._base.copy_to_host_async()
+
+  def block_until_ready(self):
+    if hasattr(self._base, "block_until_ready"):
+      self._base.block_until_ready()
+    return self
+
   def copy(self):
     """The same keys (their data is immutable)."""
     return self
@@ -440,38 +615,177 @@ class PRNGKeyArray:
   def __deepcopy__(self, memo):
     return self
 
-  def block_until_ready(self):
-    if hasattr(self._base, "block_until_ready"):
-      self._base.block_until_ready()
-    return self
+  # --- conversions JAX refuses ---
+  def __array__(self, dtype=None, copy=None):
+    raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+                    "hlox.random.key_data(arr) if you wish to extract the underlying integer "
+                    "array.")
+
+  def __bool__(self):
+    raise TypeError("key array cannot be converted to boolean.")
 
   def __len__(self):
     if not self.shape:
-      raise TypeError("len() of an unsized PRNG key array")
+      raise TypeError("len() of unsized object")
     return self.shape[0]
 
   def __iter__(self):
+    if not self.shape:
+      raise TypeError("iteration over a 0-d key array")
     return (self[i] for i in range(len(self)))
 
-  def __getitem__(self, idx):
-    # Index the key dimensions only; the trailing data axes stay whole.
-    idx = idx if isinstance(idx, tuple) else (idx,)
-    tail = ((slice(None),) * len(self._impl.key_shape) if any(i is Ellipsis for i in idx)
+  # --- indexing and shape operations, on the key axes (the data axes stay whole) ---
+  def _tail(self, idx):
+    return ((slice(None),) * len(self._impl.key_shape) if any(i is Ellipsis for i in idx)
             else (Ellipsis,))
-    return PRNGKeyArray(self._base[idx + tail], self._impl)
 
-  def reshape(self, *shape):
+  def __getitem__(self, idx):
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    indexed = sum(np.ndim(i) if isinstance(i, (np.ndarray, Array, Tracer)) and
+                  np.dtype(get_aval(i).dtype) == np.bool_ else 1
+                  for i in idx if i is not None and i is not Ellipsis)
+    if indexed > self.ndim:
+      raise IndexError(f"Too many indices: array is {self.ndim}-dimensional, but {indexed} "
+                       "were indexed")
+    return PRNGKeyArray(self._base[idx + self._tail(idx)], self._impl)
+
+  @property
+  def at(self):
+    """``keys.at[idx].get()`` and ``keys.at[idx].set(other_keys)``, as for arrays."""
+    return _KeyIndexUpdateHelper(self)
+
+  def reshape(self, *shape, order="C"):
     shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    if -1 in shape:
+      known = math.prod(d for d in shape if d != -1)
+      shape = tuple(self.size // known if d == -1 else d for d in shape)
     return PRNGKeyArray(lax.reshape(self._base, tuple(shape) + self._impl.key_shape),
                         self._impl)
+
+  def ravel(self):
+    return self.reshape((self.size,))
+
+  flatten = ravel
+
+  def squeeze(self, axis=None):
+    if axis is None:
+      axis = tuple(i for i, d in enumerate(self.shape) if d == 1)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return self.reshape(tuple(d for i, d in enumerate(self.shape)
+                              if i not in {a % max(self.ndim, 1) for a in axes}))
+
+  def transpose(self, *axes):
+    axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+    perm = tuple(a % self.ndim for a in axes) if axes else tuple(reversed(range(self.ndim)))
+    perm += tuple(range(self.ndim, get_aval(self._base).ndim))
+    return PRNGKeyArray(lax.transpose(self._base, perm), self._impl)
+
+  @property
+  def T(self):
+    return self.transpose()
+
+  def swapaxes(self, axis1, axis2):
+    perm = list(range(self.ndim))
+    a, b = axis1 % self.ndim, axis2 % self.ndim
+    perm[a], perm[b] = perm[b], perm[a]
+    return self.transpose(perm)
+
+  # --- comparisons: elementwise, keys with keys of one dtype ---
+  def __eq__(self, other):
+    return self._compare(other, "equal")
+
+  def __ne__(self, other):
+    return self._compare(other, "not_equal")
+
+  def _compare(self, other, name):
+    from hlox import numpy as jnp
+    if not isinstance(other, PRNGKeyArray) or other._impl is not self._impl:
+      return getattr(jnp, name)(self, other)  # refused, with JAX's message
+    same = jnp.equal(self._base, other._base)
+    axes = tuple(range(-len(self._impl.key_shape), 0))
+    eq = jnp.all(same, axis=axes)
+    return eq if name == "equal" else jnp.logical_not(eq)
+
+  def _select_n(self, which, cases):
+    """``lax.select_n`` of key arrays (``lax`` hands them here): select their data."""
+    if not all(isinstance(c, PRNGKeyArray) and c._impl is self._impl for c in cases):
+      raise TypeError("select_n: the cases must all be keys of dtype "
+                      f"{self.dtype}, got {', '.join(str(c.dtype) for c in cases)}")
+    base_shape = get_aval(self._base).shape
+    w_aval = get_aval(which)
+    if w_aval.ndim:
+      if tuple(w_aval.shape) != self.shape:
+        raise TypeError(f"select_n: which must be scalar or have the keys' shape "
+                        f"{self.shape}, got {w_aval.shape}")
+      which = lax.broadcast_in_dim(which, base_shape, tuple(range(w_aval.ndim)))
+    return PRNGKeyArray(lax.select_n(which, *(c._base for c in cases)), self._impl)
 
   def __repr__(self):
     return (f"PRNGKeyArray(shape={self.shape}, dtype={self.dtype}) overlaying:\n"
             f"{self._base}")
 
 
+def _refuse(name):
+  # Arithmetic on keys goes to hlox.numpy, which refuses it with JAX's message.
+  def method(self, *args):
+    from hlox import numpy as jnp
+    return getattr(jnp, name)(self, *args)
+  return method
+
+
+def _refuse_reflected(name):
+  def method(self, other):
+    from hlox import numpy as jnp
+    return getattr(jnp, name)(other, self)
+  return method
+
+
+for _dunder, _ufunc in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                        ("truediv", "true_divide"), ("floordiv", "floor_divide"),
+                        ("mod", "remainder"), ("pow", "power"), ("matmul", "matmul"),
+                        ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                        ("lshift", "left_shift"), ("rshift", "right_shift")):
+  setattr(PRNGKeyArray, f"__{_dunder}__", _refuse(_ufunc))
+  setattr(PRNGKeyArray, f"__r{_dunder}__", _refuse_reflected(_ufunc))
+for _dunder, _ufunc in (("neg", "negative"), ("pos", "positive"), ("abs", "absolute"),
+                        ("invert", "invert"), ("lt", "less"), ("le", "less_equal"),
+                        ("gt", "greater"), ("ge", "greater_equal")):
+  setattr(PRNGKeyArray, f"__{_dunder}__", _refuse(_ufunc))
+del _dunder, _ufunc
+
+
+class _KeyIndexUpdateHelper:
+  __slots__ = ("keys",)
+
+  def __init__(self, keys):
+    self.keys = keys
+
+  def __getitem__(self, idx):
+    return _KeyIndexUpdateRef(self.keys, idx)
+
+
+class _KeyIndexUpdateRef:
+  __slots__ = ("keys", "idx")
+
+  def __init__(self, keys, idx):
+    self.keys, self.idx = keys, idx
+
+  def get(self, **kwargs):
+    return self.keys[self.idx]
+
+  def set(self, values, **kwargs):
+    keys = self.keys
+    if not isinstance(values, PRNGKeyArray) or values._impl is not keys._impl:
+      raise TypeError(f"set: keys of dtype {keys.dtype} can only be set to keys of that "
+                      f"dtype, got {getattr(values, 'dtype', type(values).__name__)}")
+    idx = self.idx if isinstance(self.idx, tuple) else (self.idx,)
+    base = keys._base.at[idx + keys._tail(idx)].set(values._base, **kwargs)
+    return PRNGKeyArray(base, keys._impl)
+
+
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
                      lambda impl, children: PRNGKeyArray(children[0], impl))
+basearray.Array.register(PRNGKeyArray)  # isinstance(key, hlox.Array), as in JAX
 
 
 def _is_arraylike(x):
@@ -487,11 +801,18 @@ def _check_key(name: str, key, allow_batched: bool = False):
     impl = default_impl()
     aval = get_aval(key)
     ks = impl.key_shape
-    if aval.dtype != _u32 or aval.ndim < len(ks) or tuple(aval.shape[aval.ndim - len(ks):]) != ks:
+    if aval.ndim < len(ks) or tuple(aval.shape[aval.ndim - len(ks):]) != ks:
+      jax_words = f"expected key_data.shape to end with {ks}; got shape={aval.shape}"
+    elif aval.dtype != _u32:
+      jax_words = f"expected key_data.dtype = uint32; got dtype={aval.dtype}"
+    else:
+      jax_words = None
+    if jax_words is not None:
       raise TypeError(
           f"{name}: expected a PRNG key: a typed key from hlox.random.key(seed), or a raw "
           f"key, a uint32 array whose shape ends with {ks} from hlox.random.PRNGKey(seed) "
-          f"(default implementation {impl.name}); got an array of {aval.str_short()}")
+          f"(default implementation {impl.name}); got an array of {aval.str_short()} (JAX "
+          f"encountered invalid PRNG key data: {jax_words})")
     keys, raw = PRNGKeyArray(key, impl), True
     if config._values["legacy_prng_key"] != "allow" or config._values["enable_custom_prng"]:
       _legacy_key_used(name)
@@ -530,24 +851,23 @@ def _seed_data(name: str, seed):
     raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
   if isinstance(seed, (bool, np.bool_)):
     seed = int(seed)
+  offset = config._values["random_seed_offset"]
   if isinstance(seed, int):
     if not -2 ** 63 <= seed < 2 ** 63:  # JAX reads a Python int seed as an int64
       raise OverflowError(f"{name}: the seed {seed} is out of range for int64")
+    seed += offset
     # Python ints: the low 32 bits (and the high 32 bits with x64), as JAX does.
     hi = (seed >> 32) & 0xFFFFFFFF if dtypes.x64_enabled() else 0
     return np.array([hi, seed & 0xFFFFFFFF], _u32)
   if not (_is_arraylike(seed) or isinstance(seed, float)):
     raise TypeError(f"{name}: PRNG key seed must be an integer; got {type(seed).__name__}")
-  aval = get_aval(seed)
-  if aval.ndim:
-    raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
-                    f"{aval.shape} != (). Use hlox.vmap for batching")
-  if not dtypes.is_int(aval.dtype) and not dtypes.is_unsigned_int(aval.dtype):
-    raise TypeError(f"{name}: PRNG key seed must be an integer; got dtype {aval.dtype}")
+  aval = _check_seed_aval(name, get_aval(seed))
   if isinstance(seed, (np.ndarray, np.generic)):
-    s = int(seed)
+    s = int(seed) + offset
     hi = (s >> 32) & 0xFFFFFFFF if np.dtype(aval.dtype).itemsize == 8 else 0
     return np.array([hi, s & 0xFFFFFFFF], _u32)
+  if offset:
+    seed = lax.add(seed, np.array(offset).astype(aval.dtype))
   lo = lax.convert_element_type(seed, _u32)
   if np.dtype(aval.dtype).itemsize == 8:
     hi = lax.convert_element_type(lax.shift_right_logical(seed, np.array(32, aval.dtype)), _u32)
@@ -556,9 +876,67 @@ def _seed_data(name: str, seed):
   return lax.concatenate([lax.reshape(hi, (1,)), lax.reshape(lo, (1,))], 0)
 
 
+def _check_seed_aval(name, aval):
+  if aval.ndim:
+    raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape "
+                    f"{aval.shape} != (). Use hlox.vmap for batching")
+  if not dtypes.is_int(aval.dtype) and not dtypes.is_unsigned_int(aval.dtype):
+    raise TypeError(f"{name}: PRNG key seed must be an integer; got dtype {aval.dtype}")
+  return aval
+
+
 def _seed_key_data(name, seed, impl):
-  data = impl.seed(_seed_data(name, seed))
-  return lax.convert_element_type(data, _u32) if isinstance(data, np.ndarray) else data
+  if isinstance(seed, Array):
+    # A concrete seed is hashed by a compiled program, its constants inside it: no implicit
+    # transfer (as JAX, under ``transfer_guard('disallow')``).
+    _check_seed_aval(name, get_aval(seed))  # its messages, before compiling
+    return _eager_jit(("seed", name, impl.name), _seed_traced, name, impl)(seed)
+  data = _seed_data(name, seed)
+  if not isinstance(data, np.ndarray):
+    return impl.seed(data)
+  if impl.host_seed:
+    return _device_array(impl.seed(data))
+  return _eager_jit(("hash_seed", impl.name), impl.seed)(data)
+
+
+def _seed_traced(name, impl, seed):
+  return impl.seed(_seed_data(name, seed))
+
+
+def _device_array(data):
+  from hlox.numpy import asarray
+  return asarray(data)
+
+
+_EAGER_FNS = {}
+_EAGER_USES = {}
+
+
+def _used_again(cache_key) -> bool:
+  """Whether an eager key operation has run before with ``cache_key``: a repeated one runs
+  compiled (``_eager_jit``); a one-off runs op by op, which compiles nothing new for it."""
+  if cache_key in _EAGER_FNS:
+    return True
+  seen = _EAGER_USES.get(cache_key, 0)
+  if seen < 2:
+    if len(_EAGER_USES) > 4096:
+      _EAGER_USES.clear()
+    _EAGER_USES[cache_key] = seen + 1
+    return False
+  return True
+
+
+def _eager_jit(cache_key, fn, *static):
+  """``fn`` with the leading arguments ``static``, jitted once per ``cache_key``: key
+  operations on concrete keys run as one compiled program (as JAX's ``jit(inline=True)``
+  implementations do) rather than op by op."""
+  jitted = _EAGER_FNS.get(cache_key)
+  if jitted is None:
+    from hlox.api import jit
+    if len(_EAGER_FNS) > 512:  # one entry per split shape: keep it bounded
+      _EAGER_FNS.clear()
+    jitted = _EAGER_FNS[cache_key] = jit(functools.partial(fn, *static))
+  return jitted
 
 
 def PRNGKey(seed, *, impl=None) -> Array:
@@ -629,7 +1007,19 @@ def _split_data(data, shape):
 
 def split_keys(keys: PRNGKeyArray, shape) -> PRNGKeyArray:
   """Typed keys of ``shape`` split from one typed key (any implementation)."""
-  return PRNGKeyArray(keys._impl.split(keys._base, tuple(shape)), keys._impl)
+  impl, base, shape = keys._impl, keys._base, tuple(shape)
+  if isinstance(base, Array) and _used_again(("split", impl.name, shape)):
+    return PRNGKeyArray(_eager_jit(("split", impl.name, shape), _split_base, impl, shape)(base),
+                        impl)
+  return PRNGKeyArray(impl.split(base, shape), impl)
+
+
+def _split_base(impl, shape, data):
+  return impl.split(data, shape)
+
+
+def _fold_in_base(impl, data, d):
+  return impl.fold_in(data, d)
 
 
 def keys_random_bits(keys: PRNGKeyArray, bit_width: int, shape):
@@ -640,6 +1030,10 @@ def keys_random_bits(keys: PRNGKeyArray, bit_width: int, shape):
 def _canonical_shape(name, shape):
   if isinstance(shape, (int, np.integer)):
     shape = (shape,)
+  if any(isinstance(d, Tracer) for d in (shape if isinstance(shape, (tuple, list)) else ())):
+    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                    f"{tuple(shape)} ({name}). If using `jit`, try using `static_argnums` or "
+                    "applying `jit` to smaller subfunctions.")
   try:
     shape = tuple(int(d) for d in shape)
   except TypeError:
@@ -666,7 +1060,13 @@ def fold_in(key, data):
     d = np.uint32(int(data) & 0xFFFFFFFF)
   else:
     d = lax.convert_element_type(data, _u32)
-  return _return_keys(raw, PRNGKeyArray(keys._impl.fold_in(keys._base, d), keys._impl))
+  impl, base = keys._impl, keys._base
+  if (isinstance(base, Array) and not isinstance(d, Tracer)
+      and _used_again(("fold_in", impl.name))):
+    out = _eager_jit(("fold_in", impl.name), _fold_in_base, impl)(base, d)
+  else:
+    out = impl.fold_in(base, d)
+  return _return_keys(raw, PRNGKeyArray(out, impl))
 
 
 def random_bits(data, bit_width: int, shape):

@@ -179,6 +179,13 @@ class Array:
       return _shards_of_partitioned(multi, self.aval)
     return _shards_of_multi(multi, self.aval)
 
+  @property
+  def global_shards(self) -> list:
+    """Every device's piece (the addressable ones, when this process holds them all)."""
+    if not self.is_fully_addressable:
+      raise NotImplementedError("global_shards of an array spread over several processes")
+    return self.addressable_shards
+
   def addressable_data(self, index: int) -> "Array":
     """The block held by this process's ``index``-th device, as an Array on that device."""
     return self.addressable_shards[index].data
