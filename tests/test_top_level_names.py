@@ -355,8 +355,7 @@ def test_tokens():
   np.testing.assert_allclose(hlox.vmap(hlox.grad(f))(jnp.ones(2)), [2.0, 2.0])
   with pytest.raises(TypeError, match="Arguments to after_all must be tokens"):
     lax.after_all(1.0)
-  with pytest.raises(NotImplementedError, match="cannot return a token"):
-    hlox.jit(lambda x: lax.create_token(x))(1.0)
+  assert repr(hlox.jit(lambda x: lax.create_token(x))(1.0)) == "Token()"  # as JAX
 
 
 # --- against JAX ---------------------------------------------------------------------------
