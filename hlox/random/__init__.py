@@ -13,3 +13,37 @@ from hlox.random.prng import (  # noqa: F401
 from hlox.random.prng import key_dtype, key_impl  # noqa: F401
 from hlox.random import philox, threefry4x32  # noqa: F401  (register their PRNGs)
 from hlox.random.distributions import *  # noqa: F401,F403
+
+
+def _with_out_sharding(sampler):
+  """``sampler`` taking JAX's ``out_sharding=``: its result laid out so (a sharding
+  constraint inside ``jit``, a transfer outside)."""
+  import functools
+  import inspect
+  from hlox import lax
+
+  @functools.wraps(sampler)
+  def sample(*args, out_sharding=None, **kwargs):
+    out = sampler(*args, **kwargs)
+    return out if out_sharding is None else lax.with_sharding_constraint(out, out_sharding)
+  try:
+    signature = inspect.signature(sampler)
+    params = list(signature.parameters.values())
+    params.append(inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
+                                    default=None))
+    sample.__signature__ = signature.replace(parameters=params)
+  except (TypeError, ValueError):
+    pass
+  return sample
+
+
+for _name in ("bits", "uniform", "randint", "permutation", "normal", "multivariate_normal",
+              "truncated_normal", "bernoulli", "beta", "cauchy", "dirichlet", "exponential",
+              "gamma", "loggamma", "poisson", "gumbel", "categorical", "laplace", "logistic",
+              "pareto", "t", "chisquare", "f", "rademacher", "maxwell", "orthogonal",
+              "generalized_normal", "ball", "rayleigh", "wald", "geometric", "triangular",
+              "lognormal"):
+  if _name in globals() and "out_sharding" not in getattr(
+      globals()[_name], "__code__", _with_out_sharding).co_varnames:
+    globals()[_name] = _with_out_sharding(globals()[_name])
+del _name
