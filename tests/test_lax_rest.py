@@ -367,13 +367,34 @@ def test_composite():
                       rtol=1e-5, atol=1e-5)
   text = hlox.jit(lambda x: tangent(x, scale=2.0)).lower(x).as_text()
   assert 'stablehlo.composite "my.tangent"' in text and "scale = 2.0" in text
-  check_grads_x64(lambda x: tangent(x, scale=1.5), (x.astype(np.float64),), order=2)
+  # As in JAX, a composite has no derivative of its own (custom_jvp gives it one).
+  with pytest.raises(ValueError, match="JVP rule for composite not implemented"):
+    hlox.grad(lambda x: tangent(x, scale=1.5).sum())(x)
   xs = _f32(3, 4)
   assert_close(hlox.vmap(lambda x: tangent(x, scale=1.0))(xs), np.tan(xs), np.float32,
                rtol=1e-5, atol=1e-5)
   c = np.float32(3.0)
   closure = lax.composite(lambda x: x * c + np.arange(4, dtype=np.float32), "my.affine")
   assert_close(hlox.jit(closure)(x), x * 3 + np.arange(4), np.float32)
+
+
+def test_composite_lowering_names_attributes_and_errors():
+  top = lax.composite(lambda x, *, k, dtype, table, skip: lax.top_k(x, k), "my.top_k", version=2)
+  x = _f32(5)
+  table = np.zeros((1, 2), np.float32)
+  text = hlox.jit(lambda x: top(x, k=3, dtype=np.dtype(np.float32), table=table, skip=None)
+                  ).lower(x).as_text()
+  assert ('stablehlo.composite "my.top_k" %arg0 {composite_attributes = {dtype = f32, '
+          'k = 3 : i64, table = dense<0.000000e+00> : tensor<1x2xf32>}, decomposition = @my.top_k, '
+          'version = 2 : i32}') in text
+  assert "func.func private @my.top_k(%arg0: tensor<5xf32>)" in text
+  scaled = lax.composite(lambda x, *, scale: x / scale, "my.scaled")
+  s = np.array([0.5, 0.25, 2.0, 1.0, 4.0], np.float32)
+  assert_close(hlox.jit(lambda x: scaled(x, scale=s))(x), x / s, np.float32)
+  with pytest.raises(hlox.errors.UnexpectedTracerError, match="use numpy arrays instead"):
+    hlox.jit(lambda x: scaled(x, scale=jnp.ones(5)))(x)
+  with pytest.raises(hlox.errors.UnexpectedTracerError, match="constant in the decomposition"):
+    hlox.jit(lambda x, s: lax.composite(lambda y: y / s, "my.c")(x))(x, s)
 
 
 def test_platform_dependent():
