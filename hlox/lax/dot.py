@@ -514,7 +514,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                             out_sharding=None)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
         out_sharding=None):
   """Vector/matrix product of 1-d or 2-d ``lhs`` and ``rhs`` (contracting ``lhs``'s last
   dimension with ``rhs``'s first), or ``dot_general`` when ``dimension_numbers`` is given."""
