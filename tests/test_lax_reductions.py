@@ -410,6 +410,11 @@ _window_cases = [
 ]
 
 
+def test_padtype_to_pads_returns_python_ints():
+  pads = lax.padtype_to_pads(np.array([8, 8]), np.array([3, 3]), np.array([2, 2]), "SAME_LOWER")
+  assert pads == [(1, 0), (1, 0)] and all(type(v) is int for p in pads for v in p)
+
+
 @pytest.mark.parametrize("case", _window_cases)
 def test_reduce_window_sum(case):
   window, strides, padding, bd, wd = case

@@ -476,6 +476,18 @@ def test_dot_algorithm_presets():
   assert_close(g, np.broadcast_to(b.sum(1), a.shape), np.float32)
   with pytest.raises(ValueError, match="not supported by dot_general on CPU"):
     lax.dot(a, b, precision=P.TF32_TF32_F32)
+  # A preset's name works as a string; the lowered dot carries the algorithm, and operands
+  # of other types are cast to the preset's and the product back (as JAX lowers presets).
+  h = a.astype(np.float16), b.astype(np.float16)
+  out = lax.dot(*h, precision="F32_F32_F32")
+  assert out.dtype == np.float16
+  assert_close(out, h[0].astype(np.float64) @ h[1], np.float16, rtol=1e-2, atol=1e-2)
+  text = hlox.jit(lambda a, b: lax.dot(a, b, precision="F32_F32_F32")).lower(*h).as_text()
+  assert ("algorithm = <lhs_precision_type = f32, rhs_precision_type = f32, "
+          "accumulation_type = f32") in text and "tensor<5x3xf16>" in text
+  with hlox.default_matmul_precision("BF16_BF16_F32_X3"):
+    text = hlox.jit(lax.dot).lower(a, b).as_text()
+  assert "accumulation_type = f32" in text and "num_primitive_operations = 3" in text
   dims = lax.DotDimensionNumbers(((1,), (0,)), ((), ()))
   assert_close(lax.dot_general(a, b, dims), exact, np.float32, rtol=1e-5, atol=1e-5)
 
@@ -516,6 +528,10 @@ def test_ragged_dot():
   assert out.dtype == np.float32
   with pytest.raises(TypeError, match="integer dtype"):
     lax.ragged_dot(lhs, rhs, sizes.astype(np.float32))
+  with pytest.raises(TypeError, match=r"expected group_sizes to have shape \(3,\), got \(2, 3\)"):
+    lax.ragged_dot(lhs, rhs, np.ones((2, 3), np.int32))
+  with pytest.raises(TypeError, match="expected rank of group_sizes to be >=1"):
+    lax.ragged_dot(lhs, rhs, np.int32(9))
 
 
 def test_ragged_dot_general_contracting():

@@ -381,7 +381,11 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   if not hasattr(operand, "aval"):
     # Python scalars and NumPy values convert on the host: no primitive, and under a trace
     # they become literals or constants.
-    if type(operand) in _PY_SCALARS:
+    if type(operand) is int:
+      # A big Python int need not fit the default integer dtype: it converts (wrapping, as
+      # NumPy's cast does) straight to the target, as in JAX.
+      operand = np.asarray(operand)
+    elif type(operand) in _PY_SCALARS:
       operand = np.asarray(operand, dtype=dtypes.python_scalar_dtype(operand))
     value = np.asarray(operand)
     if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):

@@ -94,6 +94,7 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
                      "or a sequence of (low, high) pairs")
   pads = []
   for d, w, s in zip(in_shape, window_shape, window_strides):
+    d, w, s = int(d), int(w), int(s)  # Python ints out, whatever integers came in (as JAX)
     out = -(-d // s)
     total = max(0, (out - 1) * s + w - d)
     small, large = total // 2, total - total // 2
