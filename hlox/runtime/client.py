@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 from hlox.config import config
+from hlox.core import dtypes
 from hlox.core.avals import abstract_token
 from hlox.runtime import callbacks, compilation_cache, transfer_guard
 
@@ -267,6 +268,10 @@ def put_buffer(value: np.ndarray, aval, device):
 
 
 def _put(xc, value, aval, sharding, device):
+  if value.dtype == dtypes.float0:
+    # float0 (the tangent type of ints and bools) holds no data: it travels as bools, as
+    # its lowering types it (i1).
+    value, aval = np.zeros(value.shape, np.bool_), aval.update(dtype=np.dtype(np.bool_))
   return xc.batched_device_put(aval, sharding, [value], [device], True, False,
                                xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
                                bool(config._values["enable_x64"]))
