@@ -265,9 +265,13 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
   if inner_treedef is None:
     inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
   expected = outer_treedef.compose(inner_treedef)
-  # JAX only compares leaf counts; comparing structures also catches trees that merely
-  # have the right number of leaves, which would otherwise be silently scrambled.
-  if treedef != expected:
+  # JAX compares leaf counts only. Structures are compared here too (trees that merely have
+  # the right number of leaves would be scrambled), except node metadata: a node whose
+  # metadata depends on its contents (a cache of its own flattening) changes with them.
+  if treedef != expected and (
+      treedef.num_leaves != expected.num_leaves
+      or any(why != "the pytree node metadata does not match"
+             for _, _, _, why in treedef_equality_errors(treedef, expected))):
     raise TypeError(
         "tree_transpose: Mismatch: the tree to transpose must have the outer structure "
         f"with each leaf replaced by the inner structure.\n  expected: {expected}\n"

@@ -52,6 +52,19 @@ def test_ravel_pytree_mixed_dtypes():
       tree)), np.asarray(flat))
 
 
+def test_ravel_pytree_unravel_is_a_stable_static_argument():
+  tree = (np.arange(2, dtype=np.int32), np.ones(2, np.int32))
+  (flat1, unravel1), (flat2, unravel2) = flatten_util.ravel_pytree(tree), \
+      flatten_util.ravel_pytree(tree)
+  assert unravel1 == unravel2 and hash(unravel1) == hash(unravel2)
+  traces = []
+  run = hlox.jit(lambda flat, unravel: traces.append(1) or unravel(flat + 1), static_argnums=1)
+  run(flat1, unravel1)
+  out = run(flat2, unravel2)
+  assert len(traces) == 1
+  np.testing.assert_array_equal(np.asarray(out[1]), [2, 2])
+
+
 def test_dtypes_namespace():
   assert dtypes.canonicalize_dtype(np.float64) == np.float32
   with enable_x64():
