@@ -412,6 +412,24 @@ def test_platform_dependent():
     lax.platform_dependent(x, gpu=jnp.sin)
 
 
+
+def test_platform_dependent_lowers_only_the_chosen_branch():
+  from hlox.core.primitive import Primitive
+  unlowerable = Primitive("_no_lowering_anywhere")
+  unlowerable.def_abstract_eval(lambda a: a)
+  f = lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)  # noqa: E731
+  x = _f32(3)
+  text = hlox.jit(f).lower(x).as_text()
+  assert "stablehlo.sine" in text and "stablehlo.cosine" not in text
+  g = lambda x: (lax.platform_dependent(x, cpu=jnp.sin, tpu=unlowerable.bind)  # noqa: E731
+                 + lax.platform_dependent(x, cuda=unlowerable.bind, default=jnp.sin))
+  assert "_no_lowering_anywhere" not in hlox.jit(g).lower(x).as_text()
+  assert_close(hlox.jit(g)(x), 2 * np.sin(x), np.float32)
+  assert_close(hlox.vmap(g)(x), 2 * np.sin(x), np.float32)
+  with pytest.raises(NotImplementedError, match="translation rule .* not found for platform"):
+    lax.platform_dependent(3.0, tpu=lambda v: v + 2.0)
+
+
 # --- approx_max_k / approx_min_k, index_take, scatter_sub ---------------------------------
 
 def test_approx_max_min_k():

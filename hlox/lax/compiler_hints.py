@@ -23,7 +23,7 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import UnexpectedTracerError
 from hlox.interpreters import ad, batching, xla
-from hlox.lax.control_flow import _batch_jaxpr, _memo, _trace_fun, switch
+from hlox.lax.control_flow import _batch_jaxpr, _memo, _switch, _trace_fun
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -275,7 +275,8 @@ def _platform_index(platforms, platform):
       return i
   if default is None:
     raise NotImplementedError(
-        f"platform_dependent: no branch for platform {platform!r} (branches: "
+        f"platform_dependent: translation rule for platform_index not found for platform "
+        f"{platform!r}: no branch for platform {platform!r} (branches: "
         f"{[p for p in platforms if p is not None]}) and no default")
   return default
 
@@ -290,7 +291,7 @@ xla.register_lowering(platform_index_p, _platform_index_lowering)
 def platform_dependent(*args, default: Callable | None = None, **per_platform: Callable):
   """``per_platform[p](*args)`` for the platform ``p`` the computation is lowered for
   (``cpu``, ``cuda``, ``rocm``, ``tpu``), else ``default(*args)``. All branches are traced
-  (their outputs must agree in type); the compiler keeps only the chosen one."""
+  (their outputs must agree in type); only the chosen one is lowered."""
   groups = []
   for name, branch in per_platform.items():
     if not callable(branch):
@@ -315,7 +316,9 @@ def platform_dependent(*args, default: Callable | None = None, **per_platform: C
   index = platform_index_p.bind(platforms=platforms)
   if not isinstance(index, Tracer):  # eager: the platform is known now
     return branches[int(index)](*args)
-  return switch(index, branches, *args)
+  # The index lowers to a constant, so only the chosen branch is lowered (the others may
+  # use what this platform cannot lower).
+  return _switch(index, branches, args)
 
 
 # --- tokens --------------------------------------------------------------------------------

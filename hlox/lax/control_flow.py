@@ -275,8 +275,26 @@ def _cond_deoptimized(index, *ops, branches):
 nan_checks.deoptimized_rules[cond_p] = _cond_deoptimized
 
 
+def _constant_index(index):
+  """The value of a branch index that is a constant in the program (a ``platform_dependent``
+  choice), else None."""
+  owner = index.owner
+  op = getattr(owner, "operation", owner)  # an OpView, an Operation or a Block
+  if not isinstance(op, ir.Operation) or op.name != "stablehlo.constant":
+    return None
+  attr = ir.DenseIntElementsAttr(op.attributes["value"])
+  return int(attr[0]) if len(attr) else None
+
+
 def _cond_lowering(ctx, index, *ops, branches):
   mctx = ctx.module_context
+  chosen = _constant_index(index)
+  if chosen is not None:
+    # Only the branch a constant index picks is lowered (as JAX does for
+    # platform_dependent): the others may use what this platform cannot lower.
+    br = branches[builtins.min(builtins.max(chosen, 0), len(branches) - 1)]
+    consts = [xla.ir_constant(np.asarray(c)) for c in br.consts]
+    return xla.lower_jaxpr(mctx, br.jaxpr, consts, list(ops))
   out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
   # Ordered callbacks in a branch continue the caller's token chain and hand it back.
   ordered = xla.ordered_effects and any(xla.has_ordered_effect(br.jaxpr) for br in branches)
@@ -611,6 +629,11 @@ def switch(index, branches: Sequence[Callable], *operands):
   else:
     index = _ew.convert_element_type(index, np.int32)
     index = _ew.clamp(np.int32(0), index, np.int32(len(branches) - 1))
+  return _switch(index, branches, operands)
+
+
+def _switch(index, branches, operands):
+  """``switch`` of an int32 ``index`` already in range."""
   names = ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))]  # JAX's names
   jaxprs, consts, leaves, out_tree = _trace_branches("switch", branches, names, operands)
   outs = cond_p.bind(index, *consts, *leaves, branches=jaxprs)
