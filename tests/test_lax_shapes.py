@@ -81,6 +81,14 @@ def test_broadcast_in_dim_keeps_weak_type_and_scalars():
   assert lax.broadcast(np.int32(3), (2,)).weak_type is False
 
 
+def test_broadcast_shapes_errors():
+  assert lax.broadcast_shapes((2, 1), (3,)) == (2, 3)
+  with pytest.raises(TypeError, match="Only non-negative indices are allowed"):
+    lax.broadcast_shapes((-1,))
+  with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+    lax.broadcast_shapes("hello")
+
+
 def test_broadcast_in_dim_errors():
   x = np.ones((3,), np.float32)
   with pytest.raises(TypeError, match="broadcast_dimensions must have length equal to"):

@@ -738,7 +738,14 @@ def broadcast_shapes(*shapes):
   """The NumPy broadcast of ``shapes`` (size-1 dimensions stretch; ranks align right)."""
   if not shapes:
     return ()
-  shapes = [_shape_tuple("broadcast_shapes", s) for s in shapes]
+  checked = []
+  for s in shapes:
+    try:
+      checked.append(_shape_tuple("broadcast_shapes", s))
+    except ValueError:  # negative sizes (JAX: TypeError)
+      raise TypeError(f"broadcast_shapes: Only non-negative indices are allowed when "
+                      f"broadcasting static shapes, but got shape {s!r}.") from None
+  shapes = checked
   rank = builtins.max(len(s) for s in shapes)
   padded = [(1,) * (rank - len(s)) + s for s in shapes]
   result = []
