@@ -50,6 +50,15 @@ def test_narrow_floats_promote_only_with_themselves_and_weak_scalars(dtype, bits
     x + jnp.ones(2, np.float32)
 
 
+def test_promote_types_reads_python_types_as_weak():
+  assert dtypes.promote_types(complex, np.complex64) == np.complex64
+  assert dtypes.promote_types(int, np.int8) == np.int8
+  assert dtypes.promote_types(float, np.float16) == np.float16
+  assert dtypes.promote_types(np.int8, np.uint8) == np.int16  # dtypes stay strong
+  with hlox.numpy_dtype_promotion("strict"):
+    assert dtypes.promote_types(complex, np.complex64) == np.complex64
+
+
 def test_canonicalize_without_x64():
   assert dtypes.canonicalize_dtype(np.float64) == np.float32
   assert dtypes.canonicalize_dtype(np.int64) == np.int32

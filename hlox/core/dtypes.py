@@ -343,12 +343,26 @@ def _strict_join(nodes, standard_key):
     return _join(nodes, standard_key)
 
 
+_PY_TYPE_NODES = ((int, i_weak), (float, f_weak), (complex, c_weak))
+
+
+def _type_node(t):
+  # The Python types int/float/complex stand for weakly typed values, as in JAX (identity,
+  # not equality: np.dtype compares equal to them).
+  for py, node in _PY_TYPE_NODES:
+    if t is py:
+      return node
+  return np.dtype(t)
+
+
 def promote_types(a, b) -> np.dtype:
-  """The dtype both ``a`` and ``b`` promote to (no weak types involved)."""
-  a, b = np.dtype(a), np.dtype(b)
+  """The dtype both ``a`` and ``b`` promote to; the Python types ``int``, ``float`` and
+  ``complex`` count as weakly typed (``promote_types(complex, complex64)`` is complex64)."""
   key = _lattice_key(True)
-  nodes = frozenset((a, b))
+  nodes = frozenset((_type_node(a), _type_node(b)))
   joined = _strict_join(nodes, True) if key == "strict" else _join(nodes, key)
+  if isinstance(joined, _WeakKind):
+    return _weak_kind_default(joined)
   return canonicalize_dtype(joined)
 
 
