@@ -8,6 +8,7 @@ import numpy as np
 from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
+from hlox.core.tracer import Tracer
 from hlox.runtime import spmd, transfer_guard
 from hlox.runtime import array as array_lib
 from hlox.runtime.array import Array, wrap_multi
@@ -42,7 +43,10 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
       raise ValueError(f"device_put: Received invalid value {d!r} for the device: expected a "
                        "Device, a Sharding or None.")
   with transfer_guard.explicit():
-    out = [array_lib.device_put(leaf, d) for leaf, d in zip(leaves, devices)]
+    # A traced value passes through: under a transformation it is not on any device yet
+    # (JAX's device_put is the identity there too).
+    out = [leaf if isinstance(leaf, Tracer) else array_lib.device_put(leaf, d)
+           for leaf, d in zip(leaves, devices)]
   if donate:
     for leaf, new in zip(leaves, out):
       if isinstance(leaf, Array) and new is not leaf:
