@@ -428,6 +428,20 @@ def test_errors():
     hlox.jit(lambda u: lax.scan(lambda c, z: (c, z), f32(0), None, 3, unroll=u))(True)
 
 
+def test_scan_forwards_xs_returned_as_ys():
+  # A y that is the x itself is the stacked xs: not an output of the scanned body (as JAX).
+  g = lambda x: lax.scan(lambda c, x: (c + 1, (x, x * c)), 0.0, x)  # noqa: E731
+  x = np.arange(3, dtype=f32)
+  jaxpr = hlox.make_jaxpr(g)(x)
+  assert len(jaxpr.eqns[0].params["jaxpr"].jaxpr.outvars) == 2
+  for c, (same, prod) in (g(x), hlox.jit(g)(x)):
+    assert float(c) == 3.0
+    np.testing.assert_array_equal(np.asarray(same), x)
+    np.testing.assert_array_equal(np.asarray(prod), x * np.arange(3))
+  grad = hlox.grad(lambda x: sum(y.sum() for y in g(x)[1]))(x)
+  np.testing.assert_array_equal(np.asarray(grad), 1 + np.arange(3))
+
+
 def test_fori_loop_float_bounds():
   # As in JAX: concrete float bounds (also behind a JVP tracer) give a scan over their int
   # values, so reverse mode works; traced ones a while_loop, forward mode only.

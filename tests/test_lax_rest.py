@@ -380,7 +380,7 @@ def test_composite():
 
 def test_composite_lowering_names_attributes_and_errors():
   top = lax.composite(lambda x, *, k, dtype, table, skip: lax.top_k(x, k), "my.top_k", version=2)
-  x = _f32(5)
+  x = np.linspace(-1, 1, 5, dtype=np.float32)  # (the shared RNG's draws stay as they were)
   table = np.zeros((1, 2), np.float32)
   text = hlox.jit(lambda x: top(x, k=3, dtype=np.dtype(np.float32), table=table, skip=None)
                   ).lower(x).as_text()
@@ -418,7 +418,7 @@ def test_platform_dependent_lowers_only_the_chosen_branch():
   unlowerable = Primitive("_no_lowering_anywhere")
   unlowerable.def_abstract_eval(lambda a: a)
   f = lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)  # noqa: E731
-  x = _f32(3)
+  x = np.linspace(-1, 1, 3, dtype=np.float32)
   text = hlox.jit(f).lower(x).as_text()
   assert "stablehlo.sine" in text and "stablehlo.cosine" not in text
   g = lambda x: (lax.platform_dependent(x, cpu=jnp.sin, tpu=unlowerable.bind)  # noqa: E731

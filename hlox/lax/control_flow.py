@@ -1389,12 +1389,34 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
       break
   carry_avals = [get_aval(x) for x in init_leaves]
   _check_carry("scan body", f, carry_tree, carry_avals, children[0], body.out_avals[:n_carry])
+  # A y that is the body's x is the stacked xs itself: it is forwarded, not scanned (as JAX).
+  body, fwd = _memo(_forward_xs_to_ys, body, len(consts), n_carry)
   outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=body, num_consts=len(consts),
                      num_carry=n_carry, length=length, reverse=bool(reverse),
                      unroll=int(unroll))
+  if any(k is not None for k in fwd):
+    rest = iter(outs[n_carry:])
+    outs = outs[:n_carry] + [next(rest) if k is None else xs_leaves[k] for k in fwd]
   carry = tree_util.tree_unflatten(carry_tree, outs[:n_carry])
   ys = tree_util.tree_unflatten(children[1], outs[n_carry:])
   return carry, ys
+
+
+def _forward_xs_to_ys(body, num_consts, n_carry):
+  """``body`` without the y outputs that are its x inputs, and for each y the index of the
+  x it is (None: still computed)."""
+  jaxpr = body.jaxpr
+  xs_vars = jaxpr.invars[num_consts + n_carry:]
+  fwd = []
+  for v in jaxpr.outvars[n_carry:]:
+    fwd.append(next((i for i, x in enumerate(xs_vars) if x is v), None)
+               if isinstance(v, Var) else None)
+  if all(k is None for k in fwd):
+    return body, tuple(fwd)
+  kept = [v for v, k in zip(jaxpr.outvars[n_carry:], fwd) if k is None]
+  pruned = ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars[:n_carry] + kept,
+                             jaxpr.eqns), body.consts)
+  return pruned, tuple(fwd)
 
 
 # --- fori_loop and map -------------------------------------------------------------------
