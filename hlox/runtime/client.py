@@ -268,13 +268,17 @@ def put_buffer(value: np.ndarray, aval, device):
 
 
 def _put(xc, value, aval, sharding, device):
-  if value.dtype == dtypes.float0:
-    # float0 (the tangent type of ints and bools) holds no data: it travels as bools, as
-    # its lowering types it (i1).
-    value, aval = np.zeros(value.shape, np.bool_), aval.update(dtype=np.dtype(np.bool_))
+  if aval.dtype == dtypes.float0:  # no XLA type: a float0 array travels as boolean zeros
+    value, aval = float0_carrier(value, aval)
   return xc.batched_device_put(aval, sharding, [value], [device], True, False,
                                xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
                                bool(config._values["enable_x64"]))
+
+
+def float0_carrier(value, aval):
+  """The boolean zeros (value and aval) a float0 array is on a device as, as in JAX (float0
+  lowers to ``i1``): nothing of it is ever read back."""
+  return np.zeros(np.shape(value), np.bool_), aval.update(dtype=dtypes.bool_, weak_type=False)
 
 
 def copy_buffer_to_device(buf, aval, device):

@@ -42,11 +42,13 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     if not _is_device_spec(d):
       raise ValueError(f"device_put: Received invalid value {d!r} for the device: expected a "
                        "Device, a Sharding or None.")
-  with transfer_guard.explicit():
+  if any(isinstance(leaf, Tracer) for leaf in leaves):
     # A traced value passes through: under a transformation it is not on any device yet
-    # (JAX's device_put is the identity there too).
-    out = [leaf if isinstance(leaf, Tracer) else array_lib.device_put(leaf, d)
-           for leaf, d in zip(leaves, devices)]
+    # (JAX's device_put is the identity there too); the others are placed.
+    return tree.unflatten([leaf if isinstance(leaf, Tracer) else array_lib.device_put(leaf, d)
+                           for leaf, d in zip(leaves, devices)])
+  with transfer_guard.explicit():
+    out = [array_lib.device_put(leaf, d) for leaf, d in zip(leaves, devices)]
   if donate:
     for leaf, new in zip(leaves, out):
       if isinstance(leaf, Array) and new is not leaf:
