@@ -378,14 +378,14 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     raise ValueError(f"convert_element_type: dtype must be specified (operand "
                      f"{get_aval(operand).str_short()})")
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  if type(operand) is int and dtypes.is_int(new_dtype) and not -2 ** 31 <= operand < 2 ** 31:
+    # A Python int outside int32 converts (wrapping, as NumPy's cast does) straight to the
+    # integer target, as in JAX: convert_element_type(2 ** 32, 'int32') is 0.
+    operand = np.asarray(operand)
   if not hasattr(operand, "aval"):
     # Python scalars and NumPy values convert on the host: no primitive, and under a trace
     # they become literals or constants.
-    if type(operand) is int:
-      # A big Python int need not fit the default integer dtype: it converts (wrapping, as
-      # NumPy's cast does) straight to the target, as in JAX.
-      operand = np.asarray(operand)
-    elif type(operand) in _PY_SCALARS:
+    if type(operand) in _PY_SCALARS:
       operand = np.asarray(operand, dtype=dtypes.python_scalar_dtype(operand))
     value = np.asarray(operand)
     if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
