@@ -13,7 +13,7 @@ import numpy as np
 from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.tree_util import Partial, tree_flatten, tree_unflatten
+from hlox.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
 
@@ -24,7 +24,31 @@ def ravel_pytree(pytree):
   leaves), and a function mapping such a vector back to a pytree like ``pytree``."""
   leaves, treedef = tree_flatten(pytree)
   flat, unravel_list = _ravel_list(leaves)
-  return flat, Partial(_unravel_pytree, treedef, unravel_list)
+  return flat, _HashablePartial(_unravel_pytree, treedef, unravel_list)
+
+
+class _HashablePartial:
+  """``partial(fun, *args)`` equal to (and hashing like) another with the same function and
+  arguments, so that two ``unravel`` functions of the same structure are one static argument
+  to ``jit`` (no retrace), as in JAX."""
+
+  __slots__ = ("fun", "args")
+
+  def __init__(self, fun, *args):
+    self.fun, self.args = fun, args
+
+  def __call__(self, *more):
+    return self.fun(*self.args, *more)
+
+  def __eq__(self, other):
+    return (type(other) is _HashablePartial and self.fun is other.fun
+            and self.args == other.args)
+
+  def __hash__(self):
+    return hash((self.fun, self.args))
+
+  def __repr__(self):
+    return f"_HashablePartial({self.fun.__name__}, ...)"
 
 
 def _unravel_pytree(treedef, unravel_list, flat):
@@ -33,7 +57,7 @@ def _unravel_pytree(treedef, unravel_list, flat):
 
 def _ravel_list(leaves):
   if not leaves:
-    return lax.full((0,), 0, np.float32), Partial(_unravel_empty)
+    return lax.full((0,), 0, np.float32), _HashablePartial(_unravel_empty)
   avals = [get_aval(x) for x in leaves]
   from_dtypes = tuple(np.dtype(a.dtype) for a in avals)
   to_dtype = dtypes.result_type(*from_dtypes)
@@ -43,10 +67,10 @@ def _ravel_list(leaves):
     # One dtype in: leave the vector's dtype alone on the way back, so unravel works for
     # any dtype (tangents of another precision, say), as in JAX.
     flat = lax.concatenate([lax.reshape(x, (n,)) for x, n in zip(leaves, sizes)], 0)
-    return flat, Partial(_unravel_list_single_dtype, sizes, shapes)
+    return flat, _HashablePartial(_unravel_list_single_dtype, sizes, shapes)
   flat = lax.concatenate([lax.convert_element_type(lax.reshape(x, (n,)), to_dtype)
                           for x, n in zip(leaves, sizes)], 0)
-  return flat, Partial(_unravel_list, sizes, shapes, from_dtypes, to_dtype)
+  return flat, _HashablePartial(_unravel_list, sizes, shapes, from_dtypes, to_dtype)
 
 
 def _unravel_empty(flat):

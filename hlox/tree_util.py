@@ -265,9 +265,13 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
   if inner_treedef is None:
     inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
   expected = outer_treedef.compose(inner_treedef)
-  # JAX only compares leaf counts; comparing structures also catches trees that merely
-  # have the right number of leaves, which would otherwise be silently scrambled.
-  if treedef != expected:
+  # JAX compares leaf counts only. Structures are compared here too (trees that merely have
+  # the right number of leaves would be scrambled), except node metadata: a node whose
+  # metadata depends on its contents (a cache of its own flattening) changes with them.
+  if treedef != expected and (
+      treedef.num_leaves != expected.num_leaves
+      or any(why != "the pytree node metadata does not match"
+             for _, _, _, why in treedef_equality_errors(treedef, expected))):
     raise TypeError(
         "tree_transpose: Mismatch: the tree to transpose must have the outer structure "
         f"with each leaf replaced by the inner structure.\n  expected: {expected}\n"
@@ -427,6 +431,63 @@ def prefix_errors(prefix_tree: Any, full_tree: Any, name: str = "prefix",
 
   walk((), prefix_tree, full_tree)
   return errors
+
+
+def equality_errors(tree1: Any, tree2: Any, is_leaf: Callable[[Any], bool] | None = None,
+                    leaf_name: str | None = None):
+  """The structural differences of two pytrees, as ``(key_path, thing1, thing2,
+  explanation)`` tuples (JAX's ``equality_errors``): e.g. ``((DictKey('a'),), "<class
+  'float'>", "<class 'tuple'>", 'their Python types differ')``. Each mismatching subtree is
+  reported once, not its insides. ``leaf_name`` names leaves (default: their type)."""
+  def describe(t, is_node):
+    return str(type(t)) if is_node or leaf_name is None else leaf_name
+
+  def walk(path, t1, t2):
+    if is_leaf is not None and (is_leaf(t1) or is_leaf(t2)):
+      n1 = n2 = None
+    else:
+      n1 = default_registry.flatten_one_level_with_keys(t1)
+      n2 = default_registry.flatten_one_level_with_keys(t2)
+    if n1 is None and n2 is None:
+      return  # two leaves: not a structure difference
+    if n1 is None or n2 is None or type(t1) is not type(t2):
+      yield (path, describe(t1, n1 is not None), describe(t2, n2 is not None),
+             "their Python types differ")
+      return
+    (c1, meta1), (c2, meta2) = n1, n2
+    c1, c2 = list(c1), list(c2)
+    if isinstance(t1, (list, tuple)) and len(c1) != len(c2):
+      yield (path, f"{type(t1).__name__} of length {len(c1)}",
+             f"{type(t2).__name__} of length {len(c2)}", "the lengths do not match")
+      return
+    if len(c1) != len(c2):
+      try:
+        diff = " ".join(repr(getattr(k, "key", k)) for k in
+                        {k for k, _ in c1}.symmetric_difference({k for k, _ in c2}))
+      except TypeError:
+        diff = ""
+      yield (path, f"{type(t1)} with {len(c1)} child{'ren' if len(c1) > 1 else ''}",
+             f"{type(t2)} with {len(c2)} child{'ren' if len(c2) > 1 else ''}",
+             "the numbers of children do not match"
+             + (diff and f", with the symmetric difference of key sets: {{{diff}}}"))
+      return
+    if meta1 != meta2:
+      yield (path, f"{type(t1)} with pytree metadata {meta1}",
+             f"{type(t2)} with pytree metadata {meta2}",
+             "the pytree node metadata does not match")
+      return
+    for (k, x1), (_, x2) in zip(c1, c2):
+      yield from walk((*path, k), x1, x2)
+
+  yield from walk((), tree1, tree2)
+
+
+def treedef_equality_errors(tree1: PyTreeDef, tree2: PyTreeDef):
+  """``equality_errors`` of two treedefs (their leaves are called "pytree leaf")."""
+  marker = object()
+  return equality_errors(tree_unflatten(tree1, [marker] * tree1.num_leaves),
+                         tree_unflatten(tree2, [marker] * tree2.num_leaves),
+                         leaf_name="pytree leaf")
 
 
 def _flatten_up_to(api: str, tree: Any, treedef: PyTreeDef, other: Any,

@@ -425,6 +425,15 @@ def test_stop_gradient_is_the_ad_util_primitive():
   assert float(hlox.grad(f)(0.3)) == pytest.approx(np.cos(0.3) ** 2, rel=1e-6)
 
 
+def test_stop_gradient_treats_traced_integers_like_floats():
+  # Under differentiation every leaf comes out the same way (the primal), ints included.
+  def f(x):
+    y, i = lax.stop_gradient((x, x.astype(np.int32)))
+    assert type(y) is type(i)
+    return y * x
+  assert float(hlox.grad(f)(2.0)) == 2.0
+
+
 # --- complex numbers ------------------------------------------------------------------------
 
 COMPLEX_UNARY = [

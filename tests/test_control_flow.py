@@ -369,13 +369,18 @@ def test_nested_control_flow():
 # --- errors ------------------------------------------------------------------------------
 
 def test_errors():
-  with pytest.raises(TypeError, match=r"true_fun and false_fun.*f32\[3\].*i32\[3\]"):
+  with pytest.raises(TypeError, match=r"(?s)cond branches must have equal output types.*The "
+                                      r"output of true_fun has type float32\[3\] but the "
+                                      r"corresponding output of false_fun has type int32\[3\]"):
     lax.cond(True, lambda x: x, lambda x: x.astype(np.int32), np.ones(3, f32))
   with pytest.raises(TypeError, match="shapes do not match"):
     lax.cond(True, lambda x: x, lambda x: x[:2], np.ones(3, f32))
-  with pytest.raises(TypeError, match="pytree structure"):
+  with pytest.raises(TypeError, match="(?s)cond branch outputs must have the same pytree "
+                                      "structure.*true_fun output is a <class 'tuple'> but "
+                                      "false_fun output is a pytree leaf"):
     lax.cond(True, lambda x: (x, x), lambda x: x, f32(1))
-  with pytest.raises(TypeError, match=r"branch 0 and branch 1.*\['a'\]"):
+  with pytest.raises(TypeError, match=r"output of branch 0 at path \['a'\] has type float32\[\] "
+                                      r"but the corresponding output of branch1 has type int32"):
     lax.switch(0, [lambda x: {"a": x}, lambda x: {"a": x.astype(np.int32)}], f32(1))
   with pytest.raises(TypeError, match="callable"):
     lax.cond(True, 1, lambda x: x, f32(1))
@@ -383,10 +388,14 @@ def test_errors():
     lax.switch(0, [lambda x: x, None], f32(1))
   with pytest.raises(ValueError, match="Empty branch sequence"):
     lax.switch(0, [], f32(1))
-  with pytest.raises(TypeError, match=r"carry\[1\] has type f32\[\].*f32\[2\]"):
+  with pytest.raises(TypeError, match=r"The input carry component c\[1\] has type float32\[\] "
+                                      r"but the corresponding output carry component has type "
+                                      r"float32\[2\], so the shapes do not match"):
     lax.scan(lambda c, x: ((c[0], jnp.stack([c[1], c[1]])), x), (f32(0), f32(0)),
              np.ones(3, f32))
-  with pytest.raises(TypeError, match=r"carry.*i32\[\].*f32\[\].*dtypes do not match"):
+  with pytest.raises(TypeError, match=r"(?s)while_loop body function carry input and carry "
+                                      r"output must have equal types.*int32\[\].*float32\[\].*"
+                                      r"dtypes do not match"):
     lax.while_loop(lambda c: c < 3, lambda c: c * 1.5, np.int32(0))
   with pytest.raises(TypeError, match="boolean scalar"):
     lax.while_loop(lambda c: c, lambda c: c + 1, f32(0))
@@ -396,6 +405,52 @@ def test_errors():
     lax.scan(lambda c, x: (c, x), f32(0), None)
   with pytest.raises(TypeError, match="pair"):
     lax.scan(lambda c, x: c, f32(0), np.ones(3, f32))
+  # Structure differences are listed one per path, in JAX's words.
+  with pytest.raises(TypeError, match=r"(?s)scan body function carry input and carry output "
+                                      r"must have the same pytree structure.*  \* the input "
+                                      r"carry component x\[0\] is a <class 'dict'> with 1 child "
+                                      r"but .* 2 children, so the numbers of children do not "
+                                      r"match, with the symmetric difference of key sets: "
+                                      r"\{'b'\};"):
+    lax.scan(lambda x, _: (({"a": x[0]["a"], "b": x[0]["a"]},) * 2, None),
+             ({"a": np.int32(0)},) * 2, None, length=1)
+  with pytest.raises(TypeError, match=r"with pytree metadata \('t',\).*with pytree metadata "
+                                      r"\('T',\)"):
+    lax.fori_loop(0, 1, lambda i, x: {"T": x["t"]}, {"t": f32(1)})
+  with pytest.raises(ValueError, match=r"^scan got `length` argument of 5 which disagrees with "
+                                      r"leading axis sizes \[3\]\.$"):
+    lax.scan(lambda c, x: (c, x), f32(0), np.ones(3, f32), length=5)
+  with pytest.raises(hlox.errors.ConcretizationTypeError,
+                     match="The `length` argument to `scan` expects a concrete `int` value"):
+    hlox.jit(lambda n: lax.scan(lambda c, z: (c, z), f32(0), None, n))(3)
+  with pytest.raises(hlox.errors.ConcretizationTypeError,
+                     match="The `unroll` argument to `scan` expects a concrete `int` or `bool`"):
+    hlox.jit(lambda u: lax.scan(lambda c, z: (c, z), f32(0), None, 3, unroll=u))(True)
+
+
+def test_scan_forwards_xs_returned_as_ys():
+  # A y that is the x itself is the stacked xs: not an output of the scanned body (as JAX).
+  g = lambda x: lax.scan(lambda c, x: (c + 1, (x, x * c)), 0.0, x)  # noqa: E731
+  x = np.arange(3, dtype=f32)
+  jaxpr = hlox.make_jaxpr(g)(x)
+  assert len(jaxpr.eqns[0].params["jaxpr"].jaxpr.outvars) == 2
+  for c, (same, prod) in (g(x), hlox.jit(g)(x)):
+    assert float(c) == 3.0
+    np.testing.assert_array_equal(np.asarray(same), x)
+    np.testing.assert_array_equal(np.asarray(prod), x * np.arange(3))
+  grad = hlox.grad(lambda x: sum(y.sum() for y in g(x)[1]))(x)
+  np.testing.assert_array_equal(np.asarray(grad), 1 + np.arange(3))
+
+
+def test_fori_loop_float_bounds():
+  # As in JAX: concrete float bounds (also behind a JVP tracer) give a scan over their int
+  # values, so reverse mode works; traced ones a while_loop, forward mode only.
+  f = lambda x: lax.fori_loop(x, x + 2.0, lambda i, c: c * 2.0, x)  # noqa: E731
+  assert float(hlox.grad(f)(1.0)) == 4.0
+  g = lambda x: lax.scan(lambda c, _: (f(c), None), x, None, length=1)[0]  # noqa: E731
+  assert float(hlox.jvp(g, (1.0,), (1.0,))[1]) == 4.0
+  with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+    hlox.grad(g)(1.0)
 
 
 # --- an RNN trained with scan ------------------------------------------------------------

@@ -40,6 +40,25 @@ def test_float8_has_no_implicit_promotion():
     dtypes.promote_types(dtypes.float8_e4m3fn, np.float32)
 
 
+@pytest.mark.parametrize("dtype,bits", [(dtypes.float8_e3m4, 8), (dtypes.float8_e4m3, 8),
+                                        (dtypes.float8_e8m0fnu, 8), (dtypes.float4_e2m1fn, 4)])
+def test_narrow_floats_promote_only_with_themselves_and_weak_scalars(dtype, bits):
+  x = jnp.array([1.0, 2.0], dtype=dtype)
+  assert x.dtype == dtype and (x * 2.0).dtype == dtype
+  np.testing.assert_array_equal(np.asarray(x).astype(np.float32), [1.0, 2.0])
+  with pytest.raises(dtypes.TypePromotionError, match=f"{bits}-bit floats do not support"):
+    x + jnp.ones(2, np.float32)
+
+
+def test_promote_types_reads_python_types_as_weak():
+  assert dtypes.promote_types(complex, np.complex64) == np.complex64
+  assert dtypes.promote_types(int, np.int8) == np.int8
+  assert dtypes.promote_types(float, np.float16) == np.float16
+  assert dtypes.promote_types(np.int8, np.uint8) == np.int16  # dtypes stay strong
+  with hlox.numpy_dtype_promotion("strict"):
+    assert dtypes.promote_types(complex, np.complex64) == np.complex64
+
+
 def test_canonicalize_without_x64():
   assert dtypes.canonicalize_dtype(np.float64) == np.float32
   assert dtypes.canonicalize_dtype(np.int64) == np.int32

@@ -326,6 +326,13 @@ def test_errors_name_the_function_and_shapes():
   with pytest.raises(TypeError, match="preferred_element_type"):
     lax.conv_general_dilated(x, w, (1, 1), "VALID", feature_group_count=2,
                              preferred_element_type=np.int32)
+  # Ranks that differ: layouts to normalize raise TypeError, explicit dimension numbers the
+  # primitive's ValueError (both as in JAX).
+  with pytest.raises(TypeError, match="requires lhs and rhs ndim to be equal"):
+    lax.conv_general_dilated(x[0], w, (1,), "VALID")
+  dn = lax.ConvDimensionNumbers((0, 1, 2), (0, 1, 2), (0, 1, 2))
+  with pytest.raises(ValueError, match="lhs and rhs must have the same number of dimensions"):
+    lax.conv_general_dilated(x[0], w, (1,), ((0, 0),), dimension_numbers=dn)
 
 
 # --- against JAX -------------------------------------------------------------------------

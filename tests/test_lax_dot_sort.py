@@ -143,6 +143,8 @@ def test_dot_general_bad_precision():
     lax.dot_general(x, x, (((1,), (0,)), ((), ())), precision="fastest-ever")
   with pytest.raises(ValueError, match="precision"):
     lax.dot_general(x, x, (((1,), (0,)), ((), ())), precision=3)
+  with pytest.raises(TypeError, match="positional"):  # lax.dot's options are keywords
+    lax.dot(x, x, lax.Precision.DEFAULT)
 
 
 def test_dot_general_jaxpr_printing():

@@ -454,6 +454,23 @@ def test_convert_element_type():
   check_eager_and_jit(lambda v: lax.convert_element_type(v, np.float32), [z], z.real, f32)
 
 
+def test_convert_element_type_big_python_int_wraps():
+  # A Python int outside int32 converts straight to the target (wrapping), as in JAX.
+  assert int(lax.convert_element_type(2 ** 32 + 5, "int32")) == 5
+  assert int(lax.convert_element_type(-2 ** 31 - 1, np.int32)) == 2 ** 31 - 1
+
+
+def test_mul_out_dtype():
+  x, y = np.array([100, -7], np.int8), np.array([3, 50], np.int8)
+  check_eager_and_jit(lambda a, b: lax.mul(a, b, out_dtype=np.int32), [x, y],
+                      x.astype(np.int32) * y, i32)
+  z = np.array([0.5, 2.25], np.float32)
+  check_eager_and_jit(lambda a, b: lax.mul(a, b, out_dtype=np.float32), [x, z],
+                      x * z, f32)
+  g = hlox.grad(lambda a: lax.mul(a, z, out_dtype=np.float32).sum())(z.astype(bf16))
+  assert g.dtype == bf16 and np.allclose(np.asarray(g, np.float32), z)
+
+
 @pytest.mark.parametrize("src,dst", [(f32, i32), (i32, f32), (f32, u32), (f16, np.int16),
                                      (bf16, np.uint16)])
 def test_bitcast_same_width(src, dst):

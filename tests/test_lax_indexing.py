@@ -121,7 +121,10 @@ def test_dynamic_slice_mixed_index_dtypes():
   out = lax.dynamic_slice(x, (np.int8(1), 250), (1, 5))
   assert_close(out, x[1:2, 250:255], np.float32)
   f = hlox.jit(lambda x, i, j: lax.dynamic_slice(x, (i, j), (1, 5)))
-  assert_close(f(x, np.uint8(2), np.int16(-5)), x[2:3, 295:300], np.float32)
+  assert_close(f(x, np.uint8(2), -5), x[2:3, 295:300], np.float32)
+  # Two explicit dtypes that differ are an error, as in JAX.
+  with pytest.raises(TypeError, match="got: uint8, int16"):
+    f(x, np.uint8(2), np.int16(-5))
 
 
 def test_dynamic_slice_allow_negative_false():
@@ -139,8 +142,13 @@ def test_dynamic_slice_errors():
     lax.dynamic_slice(x, (0, 0), (4, 4))
   with pytest.raises(ValueError, match="dynamic_slice.*number of start indices"):
     lax.dynamic_slice(x, (0,), (1, 1))
-  with pytest.raises(TypeError, match="index arguments must be integers"):
+  with pytest.raises(TypeError, match="index arguments to dynamic_slice must be integers"):
     lax.dynamic_slice(x, (0.5, 0), (1, 1))
+  # Explicit index dtypes must agree (as in JAX); Python ints take the others' dtype.
+  with pytest.raises(TypeError, match="index arguments to dynamic_update_slice must be "
+                                      "integers of the same type, got: int32, int16"):
+    lax.dynamic_update_slice(x, x[:2, :2], (np.int32(1), np.int16(2)))
+  assert_close(lax.dynamic_slice(x + 1, (np.int16(1), 2), (2, 2)), np.ones((2, 2)), np.float32)
   with pytest.raises(TypeError, match="must be scalars"):
     lax.dynamic_slice(x, (np.zeros(2, np.int32), 0), (1, 1))
 

@@ -410,6 +410,11 @@ _window_cases = [
 ]
 
 
+def test_padtype_to_pads_returns_python_ints():
+  pads = lax.padtype_to_pads(np.array([8, 8]), np.array([3, 3]), np.array([2, 2]), "SAME_LOWER")
+  assert pads == [(1, 0), (1, 0)] and all(type(v) is int for p in pads for v in p)
+
+
 @pytest.mark.parametrize("case", _window_cases)
 def test_reduce_window_sum(case):
   window, strides, padding, bd, wd = case
@@ -458,7 +463,13 @@ def test_reduce_window_errors():
   with pytest.raises(TypeError, match=r"reduce_window_sum: window_dimensions \(2,\) must "
                                       r"have one entry per dimension.*f32\[4,5\]"):
     lax.reduce_window(x, 0.0, lax.add, (2,), (1,), ((0, 0),))
-  with pytest.raises(ValueError, match="reduce_window_sum: window_strides must be positive"):
+  with pytest.raises(TypeError, match="reduce_window_sum: window_strides must have every "
+                                      "element be strictly positive"):
     lax.reduce_window(x, 0.0, lax.add, (2, 2), (0, 1))
   with pytest.raises(ValueError, match="unknown padding 'FULL'"):
     lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "FULL")
+  with pytest.raises(TypeError, match=r"reduce_window expected init_values to be scalars but "
+                                      r"init_values have shapes \[\(1,\)\]"):
+    lax.reduce_window(x, np.zeros(1, np.float32), lax.max, (2, 2), (1, 1))
+  with pytest.raises(ValueError, match="reduce_window output must have the same tree structure"):
+    lax.reduce_window(x, 0.0, lambda a, b: [a + b], (2, 2), (1, 1))

@@ -367,13 +367,34 @@ def test_composite():
                       rtol=1e-5, atol=1e-5)
   text = hlox.jit(lambda x: tangent(x, scale=2.0)).lower(x).as_text()
   assert 'stablehlo.composite "my.tangent"' in text and "scale = 2.0" in text
-  check_grads_x64(lambda x: tangent(x, scale=1.5), (x.astype(np.float64),), order=2)
+  # As in JAX, a composite has no derivative of its own (custom_jvp gives it one).
+  with pytest.raises(ValueError, match="JVP rule for composite not implemented"):
+    hlox.grad(lambda x: tangent(x, scale=1.5).sum())(x)
   xs = _f32(3, 4)
   assert_close(hlox.vmap(lambda x: tangent(x, scale=1.0))(xs), np.tan(xs), np.float32,
                rtol=1e-5, atol=1e-5)
   c = np.float32(3.0)
   closure = lax.composite(lambda x: x * c + np.arange(4, dtype=np.float32), "my.affine")
   assert_close(hlox.jit(closure)(x), x * 3 + np.arange(4), np.float32)
+
+
+def test_composite_lowering_names_attributes_and_errors():
+  top = lax.composite(lambda x, *, k, dtype, table, skip: lax.top_k(x, k), "my.top_k", version=2)
+  x = np.linspace(-1, 1, 5, dtype=np.float32)  # (the shared RNG's draws stay as they were)
+  table = np.zeros((1, 2), np.float32)
+  text = hlox.jit(lambda x: top(x, k=3, dtype=np.dtype(np.float32), table=table, skip=None)
+                  ).lower(x).as_text()
+  assert ('stablehlo.composite "my.top_k" %arg0 {composite_attributes = {dtype = f32, '
+          'k = 3 : i64, table = dense<0.000000e+00> : tensor<1x2xf32>}, decomposition = @my.top_k, '
+          'version = 2 : i32}') in text
+  assert "func.func private @my.top_k(%arg0: tensor<5xf32>)" in text
+  scaled = lax.composite(lambda x, *, scale: x / scale, "my.scaled")
+  s = np.array([0.5, 0.25, 2.0, 1.0, 4.0], np.float32)
+  assert_close(hlox.jit(lambda x: scaled(x, scale=s))(x), x / s, np.float32)
+  with pytest.raises(hlox.errors.UnexpectedTracerError, match="use numpy arrays instead"):
+    hlox.jit(lambda x: scaled(x, scale=jnp.ones(5)))(x)
+  with pytest.raises(hlox.errors.UnexpectedTracerError, match="constant in the decomposition"):
+    hlox.jit(lambda x, s: lax.composite(lambda y: y / s, "my.c")(x))(x, s)
 
 
 def test_platform_dependent():
@@ -389,6 +410,24 @@ def test_platform_dependent():
     hlox.jit(lambda x: lax.platform_dependent(x, cuda=jnp.sin, tpu=jnp.cos))(x)
   with pytest.raises(ValueError, match="cuda"):
     lax.platform_dependent(x, gpu=jnp.sin)
+
+
+
+def test_platform_dependent_lowers_only_the_chosen_branch():
+  from hlox.core.primitive import Primitive
+  unlowerable = Primitive("_no_lowering_anywhere")
+  unlowerable.def_abstract_eval(lambda a: a)
+  f = lambda x: lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)  # noqa: E731
+  x = np.linspace(-1, 1, 3, dtype=np.float32)
+  text = hlox.jit(f).lower(x).as_text()
+  assert "stablehlo.sine" in text and "stablehlo.cosine" not in text
+  g = lambda x: (lax.platform_dependent(x, cpu=jnp.sin, tpu=unlowerable.bind)  # noqa: E731
+                 + lax.platform_dependent(x, cuda=unlowerable.bind, default=jnp.sin))
+  assert "_no_lowering_anywhere" not in hlox.jit(g).lower(x).as_text()
+  assert_close(hlox.jit(g)(x), 2 * np.sin(x), np.float32)
+  assert_close(hlox.vmap(g)(x), 2 * np.sin(x), np.float32)
+  with pytest.raises(NotImplementedError, match="translation rule .* not found for platform"):
+    lax.platform_dependent(3.0, tpu=lambda v: v + 2.0)
 
 
 # --- approx_max_k / approx_min_k, index_take, scatter_sub ---------------------------------
@@ -455,6 +494,18 @@ def test_dot_algorithm_presets():
   assert_close(g, np.broadcast_to(b.sum(1), a.shape), np.float32)
   with pytest.raises(ValueError, match="not supported by dot_general on CPU"):
     lax.dot(a, b, precision=P.TF32_TF32_F32)
+  # A preset's name works as a string; the lowered dot carries the algorithm, and operands
+  # of other types are cast to the preset's and the product back (as JAX lowers presets).
+  h = a.astype(np.float16), b.astype(np.float16)
+  out = lax.dot(*h, precision="F32_F32_F32")
+  assert out.dtype == np.float16
+  assert_close(out, h[0].astype(np.float64) @ h[1], np.float16, rtol=1e-2, atol=1e-2)
+  text = hlox.jit(lambda a, b: lax.dot(a, b, precision="F32_F32_F32")).lower(*h).as_text()
+  assert ("algorithm = <lhs_precision_type = f32, rhs_precision_type = f32, "
+          "accumulation_type = f32") in text and "tensor<5x3xf16>" in text
+  with hlox.default_matmul_precision("BF16_BF16_F32_X3"):
+    text = hlox.jit(lax.dot).lower(a, b).as_text()
+  assert "accumulation_type = f32" in text and "num_primitive_operations = 3" in text
   dims = lax.DotDimensionNumbers(((1,), (0,)), ((), ()))
   assert_close(lax.dot_general(a, b, dims), exact, np.float32, rtol=1e-5, atol=1e-5)
 
@@ -495,6 +546,10 @@ def test_ragged_dot():
   assert out.dtype == np.float32
   with pytest.raises(TypeError, match="integer dtype"):
     lax.ragged_dot(lhs, rhs, sizes.astype(np.float32))
+  with pytest.raises(TypeError, match=r"expected group_sizes to have shape \(3,\), got \(2, 3\)"):
+    lax.ragged_dot(lhs, rhs, np.ones((2, 3), np.int32))
+  with pytest.raises(TypeError, match="expected rank of group_sizes to be >=1"):
+    lax.ragged_dot(lhs, rhs, np.int32(9))
 
 
 def test_ragged_dot_general_contracting():

@@ -81,16 +81,26 @@ def test_broadcast_in_dim_keeps_weak_type_and_scalars():
   assert lax.broadcast(np.int32(3), (2,)).weak_type is False
 
 
+def test_broadcast_shapes_errors():
+  assert lax.broadcast_shapes((2, 1), (3,)) == (2, 3)
+  with pytest.raises(TypeError, match="Only non-negative indices are allowed"):
+    lax.broadcast_shapes((-1,))
+  with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values"):
+    lax.broadcast_shapes("hello")
+
+
 def test_broadcast_in_dim_errors():
   x = np.ones((3,), np.float32)
   with pytest.raises(TypeError, match="broadcast_dimensions must have length equal to"):
     lax.broadcast_in_dim(x, (3, 3), ())
-  with pytest.raises(TypeError, match="cannot be broadcast"):
+  with pytest.raises(TypeError, match="operand dimension sizes must either be 1, or be equal"):
     lax.broadcast_in_dim(x, (2, 4), (1,))
   with pytest.raises(TypeError, match="duplicates"):
     lax.broadcast_in_dim(np.ones((3, 3)), (3, 3), (1, 1))
-  with pytest.raises(TypeError, match="out of range"):
+  with pytest.raises(TypeError, match="must be a subset of output dimensions"):
     lax.broadcast_in_dim(x, (3,), (1,))
+  with pytest.raises(TypeError, match="must have equal or higher rank to the operand shape"):
+    lax.broadcast_in_dim(np.ones((2, 2)), (2,), (0, 1))
 
 
 @pytest.mark.parametrize("shape,dims", [((3,), (0,)), ((3,), (-1,)), ((2, 3), (0, 3)),
@@ -239,11 +249,11 @@ def test_pad_errors():
     lax.pad(x, np.int32(0), [(1, 1, 0)])
   with pytest.raises(ValueError, match="one \\(low, high, interior\\) triple"):
     lax.pad(x, 0.0, [(1, 1, 0), (0, 0, 0)])
-  with pytest.raises(ValueError, match="interior padding must be non-negative"):
+  with pytest.raises(ValueError, match="interior padding in padding_config must be nonnegative"):
     lax.pad(x, 0.0, [(1, 1, -1)])
-  with pytest.raises(ValueError, match="removes more than"):
+  with pytest.raises(ValueError, match="Dimension size after padding is not at least 0"):
     lax.pad(x, 0.0, [(-2, -2, 0)])
-  with pytest.raises(TypeError, match="padding_value must be a scalar"):
+  with pytest.raises(ValueError, match="padding_value must be a scalar"):
     lax.pad(x, np.zeros(1, np.float32), [(1, 1, 0)])
 
 

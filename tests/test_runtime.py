@@ -97,6 +97,16 @@ def test_device_get_and_block_until_ready_on_trees():
   assert hlox.block_until_ready(tree) is tree
 
 
+def test_device_put_of_a_traced_value_is_the_identity():
+  def f(x):
+    return hlox.device_put(x).at[np.diag_indices(3)].set(np.arange(3, dtype=np.float32))
+  x = np.ones((3, 3), np.float32)
+  want = 1 - np.eye(3)
+  np.testing.assert_array_equal(np.asarray(hlox.jvp(f, (x,), (x,))[1]), want)
+  np.testing.assert_array_equal(np.asarray(hlox.grad(lambda x: f(x).sum())(x)), want)
+  np.testing.assert_array_equal(np.asarray(hlox.jit(f)(x)), want + np.diag(np.arange(3)))
+
+
 def test_device_put_rejects_objects():
   with pytest.raises(TypeError, match="object"):
     hlox.device_put(np.array([object()]))

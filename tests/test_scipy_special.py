@@ -145,6 +145,11 @@ def test_matches_scipy(name, dtype):
   check()
 
 
+def test_sici_rejects_complex_input():
+  with pytest.raises(ValueError, match="Argument `x` to sici must be real-valued"):
+    hs.sici(np.arange(3, dtype=complex))
+
+
 @pytest.mark.slow
 def test_special_values():
   nan, inf = np.nan, np.inf

@@ -52,6 +52,19 @@ def test_ravel_pytree_mixed_dtypes():
       tree)), np.asarray(flat))
 
 
+def test_ravel_pytree_unravel_is_a_stable_static_argument():
+  tree = (np.arange(2, dtype=np.int32), np.ones(2, np.int32))
+  (flat1, unravel1), (flat2, unravel2) = flatten_util.ravel_pytree(tree), \
+      flatten_util.ravel_pytree(tree)
+  assert unravel1 == unravel2 and hash(unravel1) == hash(unravel2)
+  traces = []
+  run = hlox.jit(lambda flat, unravel: traces.append(1) or unravel(flat + 1), static_argnums=1)
+  run(flat1, unravel1)
+  out = run(flat2, unravel2)
+  assert len(traces) == 1
+  np.testing.assert_array_equal(np.asarray(out[1]), [2, 2])
+
+
 def test_dtypes_namespace():
   assert dtypes.canonicalize_dtype(np.float64) == np.float32
   with enable_x64():
@@ -171,6 +184,31 @@ def test_attention_numpy_jit_vmap_grad_and_errors():
     nn.dot_product_attention(q, k, v, mask=np.ones((1, 1, 3, 5), np.float32))
   with pytest.raises(ValueError, match="implementation"):
     nn.dot_product_attention(q, k, v, implementation="flash")
+
+
+def test_one_hot_inputs_and_errors():
+  np.testing.assert_array_equal(np.asarray(nn.one_hot([0, 2], 3)), np.eye(3)[[0, 2]])  # lists
+  with pytest.raises(hlox.errors.ConcretizationTypeError,
+                     match="in jax.nn.one_hot argument `num_classes`"):
+    hlox.jit(nn.one_hot)(np.arange(2), 3)
+  with pytest.warns(DeprecationWarning, match="one_hot input should be integer-typed"):
+    out = nn.one_hot(np.array([1.0]), 3)
+  np.testing.assert_array_equal(np.asarray(out), [[0, 1, 0]])
+
+
+def test_attention_bias_gradient_under_jit_with_a_bool_mask():
+  # The mask's cotangent is float0: a jitted vjp returns it (it travels as bools).
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((1, 4, 2, 8)).astype(np.float32)
+  bias = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+  mask = np.ones((1, 1, 4), bool)
+  attn = lambda x, b, m: nn.dot_product_attention(x, x, x, bias=b, mask=m)  # noqa: E731
+  bwd = hlox.jit(lambda x, b, m: hlox.vjp(attn, x, b, m)[1](x))
+  _, dbias, dmask = bwd(x, bias, mask)
+  assert dmask.dtype == dtypes.float0 and dmask.shape == mask.shape
+  np.testing.assert_allclose(np.asarray(dbias), np.asarray(hlox.vjp(attn, x, bias, mask)[1](x)[1]),
+                             rtol=1e-5, atol=1e-6)
+  assert np.asarray(dbias).std() > 0
 
 
 def test_scaled_matmul_and_dot_general():

@@ -582,6 +582,29 @@ def test_tree_transpose():
   assert tu.tree_transpose(tu.tree_structure(()), inner, ()) == ((), {"b": ()})
 
 
+class _SelfFlattening:
+  """A node whose metadata is the treedef of its contents (it changes when they do)."""
+
+  def __init__(self, contents):
+    self.contents = contents
+
+  def __eq__(self, other):
+    return type(other) is _SelfFlattening and self.contents == other.contents
+
+
+tu.register_pytree_node(
+    _SelfFlattening, lambda n: tu.tree_flatten(n.contents),
+    lambda treedef, leaves: _SelfFlattening(tu.tree_unflatten(treedef, leaves)))
+
+
+def test_tree_transpose_of_nodes_with_content_metadata():
+  # Node metadata is not compared (as in JAX), so such nodes transpose.
+  outer = tu.tree_structure(_SelfFlattening({"a": 1, "b": 2}))
+  got = tu.tree_transpose(outer, tu.tree_structure([1, 2]),
+                          _SelfFlattening({"a": [3, 4], "b": [5, 6]}))
+  assert got == [_SelfFlattening({"a": 3, "b": 5}), _SelfFlattening({"a": 4, "b": 6})]
+
+
 def test_broadcast_prefix():
   full = ((1, 2), [3, 4], 5)
   assert tu.broadcast_prefix((0, 1, 2), full) == [0, 0, 1, 1, 2]

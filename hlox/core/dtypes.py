@@ -25,6 +25,16 @@ float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
 float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz)
 float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
 float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
+# The newer narrow floats (OCP/MX formats): in the promotion lattice (each promotes with no
+# other dtype, as in JAX) and transferable; few backends compute with them.
+float8_e3m4 = np.dtype(ml_dtypes.float8_e3m4)
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
+float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn)
+float6_e2m3fn = np.dtype(ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = np.dtype(ml_dtypes.float6_e3m2fn)
+narrow_float_dtypes = (float8_e3m4, float8_e4m3, float8_e8m0fnu, float4_e2m1fn,
+                       float6_e2m3fn, float6_e3m2fn)
 int4, uint4 = np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)
 # float0 is the dtype of tangents of integer and boolean values (as in JAX): zero-size items.
 float0 = np.dtype([("float0", np.void, 0)])
@@ -36,7 +46,7 @@ float_dtypes = (*float8_dtypes, bfloat16, float16, float32, float64)
 complex_dtypes = (complex64, complex128)
 all_dtypes = (bool_, *int_dtypes, *uint_dtypes, *float_dtypes, *complex_dtypes)
 
-_custom_floats = {bfloat16, *float8_dtypes}
+_custom_floats = {bfloat16, *float8_dtypes, *narrow_float_dtypes}
 
 
 class extended(np.generic):
@@ -120,7 +130,7 @@ def is_unsigned_int(dtype) -> bool:
 def is_bool(dtype) -> bool:
   return np.dtype(dtype) == bool_
 
-_float_set = frozenset(float_dtypes)
+_float_set = frozenset((*float_dtypes, *narrow_float_dtypes))
 _sint_set = frozenset(int_dtypes)
 _uint_set = frozenset(uint_dtypes)
 _int_set = _sint_set | _uint_set
@@ -241,8 +251,8 @@ def _lattice(x64: bool):
       uint32: [int64, uint64] if x64 else [int32, uint64],
       uint64: [f_weak],
       int8: [int16], int16: [int32], int32: [int64], int64: [f_weak],
-      f_weak: [*float8_dtypes, bfloat16, float16, c_weak],
-      **{t: [] for t in float8_dtypes},
+      f_weak: [*float8_dtypes, *narrow_float_dtypes, bfloat16, float16, c_weak],
+      **{t: [] for t in (*float8_dtypes, *narrow_float_dtypes)},
       bfloat16: [float32], float16: [float32], float32: [float64, complex64],
       float64: [complex128],
       c_weak: [complex64], complex64: [complex128], complex128: [],
@@ -269,7 +279,7 @@ def _strict_upper_bounds():
   """JAX's strict lattice: a weak kind joins any dtype of its kind or above (weak int ->
   weak float -> weak complex), and distinct strong dtypes join nothing."""
   ints = [int4, uint4, uint8, uint16, uint32, uint64, int8, int16, int32, int64]
-  floats = [*float8_dtypes, bfloat16, float16, float32, float64]
+  floats = [*float8_dtypes, *narrow_float_dtypes, bfloat16, float16, float32, float64]
   complexes = [complex64, complex128]
   ubs = {t: frozenset((t,)) for t in (bool_, *ints, *floats, *complexes)}
   ubs[c_weak] = frozenset((c_weak, *complexes))
@@ -299,8 +309,8 @@ def _join(nodes: frozenset, x64):
           "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
           "output type, or set jax_numpy_dtype_promotion=standard.")
     extra = ""
-    small = sorted({np.dtype(n).itemsize * 8 for n in nodes
-                    if isinstance(n, np.dtype) and n in float8_dtypes})
+    small = sorted({ml_dtypes.finfo(n).bits for n in nodes if isinstance(n, np.dtype)
+                    and (n in float8_dtypes or n in narrow_float_dtypes)})
     if small:  # JAX's phrase
       extra = (f" {small[0]}-bit floats do not support implicit promotion; convert "
                "explicitly, e.g. x.astype('float32').")
@@ -345,12 +355,26 @@ def _strict_join(nodes, standard_key):
     return _join(nodes, standard_key)
 
 
+_PY_TYPE_NODES = ((int, i_weak), (float, f_weak), (complex, c_weak))
+
+
+def _type_node(t):
+  # The Python types int/float/complex stand for weakly typed values, as in JAX (identity,
+  # not equality: np.dtype compares equal to them).
+  for py, node in _PY_TYPE_NODES:
+    if t is py:
+      return node
+  return np.dtype(t)
+
+
 def promote_types(a, b) -> np.dtype:
-  """The dtype both ``a`` and ``b`` promote to (no weak types involved)."""
-  a, b = np.dtype(a), np.dtype(b)
+  """The dtype both ``a`` and ``b`` promote to; the Python types ``int``, ``float`` and
+  ``complex`` count as weakly typed (``promote_types(complex, complex64)`` is complex64)."""
   key = _lattice_key(True)
-  nodes = frozenset((a, b))
+  nodes = frozenset((_type_node(a), _type_node(b)))
   joined = _strict_join(nodes, True) if key == "strict" else _join(nodes, key)
+  if isinstance(joined, _WeakKind):
+    return _weak_kind_default(joined)
   return canonicalize_dtype(joined)
 
 

@@ -277,6 +277,12 @@ def _ir_type_table():
       dtypes.float8_e4m3fnuz: ir.Float8E4M3FNUZType.get,
       dtypes.float8_e5m2fnuz: ir.Float8E5M2FNUZType.get,
       dtypes.float8_e4m3b11fnuz: ir.Float8E4M3B11FNUZType.get,
+      dtypes.float8_e3m4: ir.Float8E3M4Type.get,
+      dtypes.float8_e4m3: ir.Float8E4M3Type.get,
+      dtypes.float8_e8m0fnu: ir.Float8E8M0FNUType.get,
+      dtypes.float4_e2m1fn: ir.Float4E2M1FNType.get,
+      dtypes.float6_e2m3fn: ir.Float6E2M3FNType.get,
+      dtypes.float6_e3m2fn: ir.Float6E3M2FNType.get,
   }
 
 
@@ -888,6 +894,8 @@ _bitcast_readers = LRUCache()
 
 def _carrier(dtype):
   """(integer dtype of the same width NumPy can read, whether it is a 4-bit widening)."""
+  if dtype == dtypes.float4_e2m1fn:  # 4 bits: no same-width carrier; widened exactly
+    return np.dtype(np.float32), True
   four_bit = dtype.itemsize == 1 and dtype in (dtypes.int4, dtypes.uint4)
   return (np.dtype(np.int8) if four_bit else np.dtype(f"uint{8 * dtype.itemsize}")), four_bit
 
@@ -920,6 +928,8 @@ def _decoder(dtype):
 def _read_via_bitcast(buf, aval) -> np.ndarray:
   """Copy a bfloat16/float8/int4 buffer to NumPy: bitcast (or widen, for 4-bit ints) to an
   unsigned/int type of the same width on the device, then view the bytes as ``aval.dtype``."""
+  if aval.dtype == dtypes.float0:  # no data: a bool buffer stands for it on the device
+    return np.zeros(aval.shape, dtypes.float0)
   device = client.buffer_device(buf)
   key = (aval, device)
   executable = _bitcast_readers.get(key)

@@ -7,7 +7,7 @@ from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import get_aval
+from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax.base import broadcast_in_dim, full
 from hlox.lax.utils import standard_primitive
@@ -87,7 +87,9 @@ def stop_gradient(x):
   pytree; integer leaves pass through)."""
 
   def stop(leaf):
-    if not dtypes.is_inexact(get_aval(leaf).dtype):
+    # Traced integers are bound too, so that every leaf comes out alike (a JVP tracer's
+    # primal, not the tracer, whatever its dtype), as in JAX.
+    if not dtypes.is_inexact(get_aval(leaf).dtype) and not isinstance(leaf, Tracer):
       return leaf
     return stop_gradient_p.bind(leaf)
   return tree_util.tree_map(stop, x)

@@ -59,7 +59,13 @@ def _static_ints(name: str, what: str, values) -> tuple:
 def _shape_tuple(name: str, shape) -> tuple:
   if isinstance(shape, (int, np.integer)):
     shape = (shape,)
-  shape = _static_ints(name, "shape", shape)
+  try:
+    shape = tuple(operator.index(d) for d in shape)
+  except HloxTypeError:
+    raise  # a traced value: its own message says what to do
+  except TypeError as e:
+    raise TypeError(f"{name}: Shapes must be 1D sequences of concrete values of integer type, "
+                    f"got {shape!r} ({e})") from None
   if any(d < 0 for d in shape):
     raise ValueError(f"{name}: shape {shape} has negative dimensions")
   return shape
@@ -77,21 +83,29 @@ def _broadcast_in_dim_shape_rule(operand, *, shape, broadcast_dimensions, shardi
   if any(d < 0 for d in shape):
     raise ValueError(f"broadcast_in_dim: shape {shape} has negative dimensions")
   if len(broadcast_dimensions) != operand.ndim:
-    raise TypeError(f"broadcast_in_dim: broadcast_dimensions must have length equal to "
-                    f"operand ndim (one entry per operand dimension), got "
-                    f"{broadcast_dimensions} for operand {operand.str_short()}")
+    raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to "
+                    f"operand ndim; got broadcast_dimensions {broadcast_dimensions} for operand "
+                    f"{operand.str_short()} (one entry per operand dimension)")
+  if len(shape) < operand.ndim:
+    raise TypeError(f"broadcast_in_dim target broadcast shape must have equal or higher rank "
+                    f"to the operand shape; got operand {operand.str_short()} and target "
+                    f"broadcast shape {shape}")
   # Any unique result dimensions will do (StableHLO's rule): out of order, the broadcast
   # also transposes. JAX raises TypeError for both checks.
   if any(not 0 <= d < len(shape) for d in broadcast_dimensions):
-    raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} out of "
-                    f"range for result shape {shape} (operand {operand.str_short()})")
-  if len(set(broadcast_dimensions)) != len(broadcast_dimensions):
-    raise TypeError(f"broadcast_in_dim: broadcast_dimensions {broadcast_dimensions} must not "
-                    f"contain duplicates (operand {operand.str_short()}, shape {shape})")
+    raise TypeError(f"broadcast_in_dim broadcast_dimensions must be a subset of output "
+                    f"dimensions, got {broadcast_dimensions} for operand {operand.str_short()} "
+                    f"and shape {shape}")
   for i, d in enumerate(broadcast_dimensions):
     if operand.shape[i] not in (1, shape[d]):
-      raise TypeError(f"broadcast_in_dim: operand {operand.str_short()} cannot be broadcast "
-                      f"to shape {shape} along dimensions {broadcast_dimensions}")
+      raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be equal "
+                      f"to their corresponding dimensions in the target broadcast shape; got "
+                      f"operand {operand.str_short()}, target broadcast shape {shape}, "
+                      f"broadcast_dimensions {broadcast_dimensions}")
+  if len(set(broadcast_dimensions)) != len(broadcast_dimensions):
+    raise TypeError(f"broadcast_in_dim broadcast_dimensions must not contain duplicates, got "
+                    f"broadcast_dimensions {broadcast_dimensions} (operand "
+                    f"{operand.str_short()}, shape {shape})")
   return tuple(shape)
 
 
@@ -370,6 +384,10 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       raise ValueError(f"Cannot convert_element_type from {_dtype_name(operand)} to "
                        f"{new_dtype}") from None
     raise
+  if type(operand) is int and dtypes.is_int(new_dtype) and not -2 ** 31 <= operand < 2 ** 31:
+    # A Python int outside int32 converts (wrapping, as NumPy's cast does) straight to the
+    # integer target, as in JAX: convert_element_type(2 ** 32, 'int32') is 0.
+    operand = np.asarray(operand)
   if not hasattr(operand, "aval"):
     if dtypes.extended_dtype_of(operand) is not None:  # typed keys convert to nothing
       raise ValueError(f"Cannot convert_element_type from {operand.dtype} to {new_dtype}")

@@ -6,7 +6,8 @@ stablehlo.composite), ``platform_dependent`` (a branch per platform, chosen at l
 the tokens that order side effects (``create_token``, ``after_all``).
 
 Each is the identity (or nothing) numerically, so their JVP, transpose and batching rules
-pass values through (``composite`` differentiates and batches its decomposition).
+pass values through (``composite`` batches its decomposition and, as in JAX, has no
+derivative: ``custom_jvp`` gives it one).
 """
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ import numpy as np
 
 from hlox import tree_util
 from hlox.core.avals import ShapedArray, abstract_token, token
-from hlox.core.jaxpr import effectful_primitives, eval_jaxpr
+from hlox.core.jaxpr import effectful_primitives
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
+from hlox.errors import UnexpectedTracerError
 from hlox.interpreters import ad, batching, xla
-from hlox.lax.control_flow import _batch_jaxpr, _memo, _trace_fun, switch
+from hlox.lax.control_flow import _batch_jaxpr, _memo, _switch, _trace_fun
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -119,25 +121,32 @@ composite_p.def_impl(partial(xla.apply_primitive, composite_p))
 
 
 def _attribute(value):
-  if isinstance(value, bool):
-    return ir.BoolAttr.get(value)
+  if isinstance(value, _HashableArray):
+    value = value.value
+  if isinstance(value, (bool, np.bool_)):
+    return ir.BoolAttr.get(bool(value))
   if isinstance(value, (int, np.integer)):
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
   if isinstance(value, (float, np.floating)):
     return ir.FloatAttr.get(ir.F64Type.get(), float(value))
   if isinstance(value, str):
     return ir.StringAttr.get(value)
+  if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+    return ir.TypeAttr.get(xla.dtype_to_ir_type(np.dtype(value)))
   if isinstance(value, np.ndarray):
     return ir.DenseElementsAttr.get(np.ascontiguousarray(value))
   if isinstance(value, (tuple, list)):
     return ir.ArrayAttr.get([_attribute(v) for v in value])
   raise TypeError(f"composite: unsupported attribute value {value!r} (of type "
-                  f"{type(value).__name__})")
+                  f"{type(value).__name__}); attributes are numbers, strings, dtypes, NumPy "
+                  "arrays and tuples of these")
 
 
 def _composite_lowering(ctx, *args, name, attributes, version, jaxpr):
   mctx = ctx.module_context
-  fn_name = mctx.unique_name(name.replace(".", "_"))
+  # The decomposition is a private function named as the composite (MLIR symbols may
+  # contain dots), as JAX names it.
+  fn_name = mctx.unique_name(name)
   in_types = [xla.aval_to_ir_type(a) for a in jaxpr.in_avals]
   out_types = [xla.aval_to_ir_type(a) for a in jaxpr.out_avals]
   with ir.InsertionPoint(mctx.module.body):
@@ -157,12 +166,22 @@ def _composite_lowering(ctx, *args, name, attributes, version, jaxpr):
 xla.register_lowering(composite_p, _composite_lowering)
 
 
-def _composite_jvp(primals, tangents, *, jaxpr, **params):
-  # Differentiated through its decomposition (JAX raises here; the decomposition defines
-  # the semantics, so its derivative is the composite's).
-  return ad.jvp(lambda *xs: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), primals, tangents)
+def _composite_jvp(primals, tangents, **params):
+  # As in JAX: a composite's derivative is not its decomposition's (a backend may replace
+  # the decomposition by a kernel); custom_jvp / custom_vjp say what it is.
+  raise ValueError(
+      "JVP rule for composite not implemented. You can use `jax.custom_jvp` to add support. "
+      "See https://docs.jax.dev/en/latest/_autosummary/jax.custom_jvp.html")
+
+
+def _composite_transpose(cts, *args, **params):
+  raise ValueError(
+      "Transpose rule for composite not implemented. You can use `jax.custom_jvp` or "
+      "`jax.custom_vjp` to add support. See "
+      "https://docs.jax.dev/en/latest/_autosummary/jax.custom_jvp.html")
 
 ad.primitive_jvps[composite_p] = _composite_jvp
+ad.primitive_transposes[composite_p] = _composite_transpose
 
 
 def _composite_batch(axis_data, vals, dims, *, jaxpr, **params):
@@ -209,12 +228,25 @@ def composite(decomposition: Callable, name: str, version: int = 0):
   (numbers, strings, NumPy arrays, tuples of these).
   """
   def call(*args, **kwargs):
+    if any(isinstance(v, Tracer) for v in tree_util.tree_leaves(list(kwargs.values()))):
+      raise UnexpectedTracerError(
+          f"Found a JAX Tracer as an attribute in the decomposition for the composite op "
+          f"'{name}'. This means that the decomposition function closes over a value that "
+          "is involved in a JAX transformation. Any values that aren't explicitly known at "
+          "compile time must be explicitly passed as arguments to the composite.\n\nNote: "
+          "If you are passing jax arrays as attributes, use numpy arrays instead.")
     leaves, tree = tree_util.tree_flatten(args)
     avals = [get_aval(x) for x in leaves]
     fun = partial(decomposition, **kwargs) if kwargs else decomposition
     closed, consts, out_tree = _trace_fun(fun, tree, avals, "composite")
+    if any(isinstance(c, Tracer) for c in consts):
+      raise UnexpectedTracerError(
+          f"Found a JAX Tracer as a constant in the decomposition for the composite op "
+          f"'{name}'. This means that the decomposition function closes over a value that "
+          "is involved in a JAX transformation. Any values that aren't explicitly known at "
+          "compile time must be explicitly passed as arguments to the composite.")
     attributes = tuple(sorted((k, _hashable_attribute(v)) for k, v in kwargs.items()))
-    # Closed-over values are passed as leading operands (as JAX does).
+    # Closed-over (concrete) values are passed as leading operands (as JAX does).
     outs = composite_p.bind(*consts, *leaves, name=name, attributes=attributes,
                             version=int(version), jaxpr=closed)
     return tree_util.tree_unflatten(out_tree, outs)
@@ -243,7 +275,8 @@ def _platform_index(platforms, platform):
       return i
   if default is None:
     raise NotImplementedError(
-        f"platform_dependent: no branch for platform {platform!r} (branches: "
+        f"platform_dependent: translation rule for platform_index not found for platform "
+        f"{platform!r}: no branch for platform {platform!r} (branches: "
         f"{[p for p in platforms if p is not None]}) and no default")
   return default
 
@@ -258,7 +291,7 @@ xla.register_lowering(platform_index_p, _platform_index_lowering)
 def platform_dependent(*args, default: Callable | None = None, **per_platform: Callable):
   """``per_platform[p](*args)`` for the platform ``p`` the computation is lowered for
   (``cpu``, ``cuda``, ``rocm``, ``tpu``), else ``default(*args)``. All branches are traced
-  (their outputs must agree in type); the compiler keeps only the chosen one."""
+  (their outputs must agree in type); only the chosen one is lowered."""
   groups = []
   for name, branch in per_platform.items():
     if not callable(branch):
@@ -283,7 +316,9 @@ def platform_dependent(*args, default: Callable | None = None, **per_platform: C
   index = platform_index_p.bind(platforms=platforms)
   if not isinstance(index, Tracer):  # eager: the platform is known now
     return branches[int(index)](*args)
-  return switch(index, branches, *args)
+  # The index lowers to a constant, so only the chosen branch is lowered (the others may
+  # use what this platform cannot lower).
+  return _switch(index, branches, args)
 
 
 # --- tokens --------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ which is a scan); ``while_loop`` supports forward mode only, as in JAX.
 from __future__ import annotations
 
 import builtins
+import inspect
 from functools import partial
 from typing import Callable, Sequence
 
@@ -30,6 +31,7 @@ from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert
 from hlox.core.primitive import Primitive
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
+from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import ad, batching, cost, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import elementwise as _ew
@@ -175,11 +177,66 @@ def _paths(tree) -> list[str]:
 
 
 def _type_diff(a, b) -> str:
-  if a.shape != b.shape:
-    return "the shapes do not match"
+  mismatches = []
   if a.dtype != b.dtype:
-    return "the dtypes do not match"
-  return "the weak types do not match"
+    mismatches.append("the dtypes do not match")
+  if a.shape != b.shape:
+    mismatches.append("the shapes do not match")
+  if not mismatches:
+    return "the weak types do not match"
+  return mismatches[0] if len(mismatches) == 1 else \
+      ", ".join(mismatches[:-1]) + ", and " + mismatches[-1]
+
+
+def _capitalize(s: str) -> str:
+  return s[:1].upper() + s[1:]
+
+
+def _listed(diffs, compact=False) -> str:
+  """One difference as a sentence, several as a bulleted list (as JAX words them)."""
+  if len(diffs) == 1:
+    return f"{_capitalize(diffs[0])}.\n"
+  if compact:
+    return "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n"
+  return "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+
+
+def _fun_sourceinfo(fun) -> str:
+  while isinstance(fun, partial):
+    fun = fun.func
+  code = getattr(fun, "__code__", None)
+  if code is None:
+    return str(fun)
+  return f"{getattr(fun, '__name__', '<unknown>')} at {code.co_filename}:{code.co_firstlineno}"
+
+
+def _leaf_paths(tree) -> list:
+  dummy = tree_util.tree_unflatten(tree, [0] * tree.num_leaves)
+  return [p for p, _ in tree_util.tree_flatten_with_path(dummy)[0]]
+
+
+def _check_branch_outputs(api, name1, name2, f1, f2, tree1, avals1, tree2, avals2):
+  """JAX's errors for branches whose outputs differ in structure or type."""
+  component = lambda p: f" at path {tree_util.keystr(p)}" if p else ""  # noqa: E731
+  where = f"{name1} is {_fun_sourceinfo(f1)}\n{name2} is {_fun_sourceinfo(f2)}\n\n"
+  if tree1 != tree2:
+    diffs = [f"{name1} output{component(p)} is a {t1} but {name2} output{component(p)} is a "
+             f"{t2}, so {why}" for p, t1, t2, why in
+             tree_util.treedef_equality_errors(tree1, tree2)]
+    if not diffs:  # the same structure with other node metadata
+      diffs = [f"{name1} output is {tree1} but {name2} output is {tree2}"]
+    listed = f"{diffs[0]}.\n" if len(diffs) == 1 else _listed(diffs, compact=True)
+    raise TypeError(f"{api} branch outputs must have the same pytree structure, but they "
+                    f"differ:\n\n{where}{listed}\nRevise {name1} and/or {name2} so that "
+                    "they have the same pytree structure.")
+  diffs = [f"the output of {name1}{component(p)} has type {a.str_short(short_dtypes=False)} "
+           f"but the corresponding output of {name2} has type "
+           f"{b.str_short(short_dtypes=False)}, so {_type_diff(a, b)}"
+           for p, a, b in zip(_leaf_paths(tree1), avals1, avals2) if not _typematch(a, b)]
+  if diffs:
+    raise TypeError(f"{api} branches must have equal output types but they differ.\n\n"
+                    f"{where}{_listed(diffs, compact=True)}\nRevise {name1} and/or {name2} so that "
+                    "all output types match.")
 
 
 def _typematch(a, b) -> bool:
@@ -218,8 +275,26 @@ def _cond_deoptimized(index, *ops, branches):
 nan_checks.deoptimized_rules[cond_p] = _cond_deoptimized
 
 
+def _constant_index(index):
+  """The value of a branch index that is a constant in the program (a ``platform_dependent``
+  choice), else None."""
+  owner = index.owner
+  op = getattr(owner, "operation", owner)  # an OpView, an Operation or a Block
+  if not isinstance(op, ir.Operation) or op.name != "stablehlo.constant":
+    return None
+  attr = ir.DenseIntElementsAttr(op.attributes["value"])
+  return int(attr[0]) if len(attr) else None
+
+
 def _cond_lowering(ctx, index, *ops, branches):
   mctx = ctx.module_context
+  chosen = _constant_index(index)
+  if chosen is not None:
+    # Only the branch a constant index picks is lowered (as JAX does for
+    # platform_dependent): the others may use what this platform cannot lower.
+    br = branches[builtins.min(builtins.max(chosen, 0), len(branches) - 1)]
+    consts = [xla.ir_constant(np.asarray(c)) for c in br.consts]
+    return xla.lower_jaxpr(mctx, br.jaxpr, consts, list(ops))
   out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
   # Ordered callbacks in a branch continue the caller's token chain and hand it back.
   ordered = xla.ordered_effects and any(xla.has_ordered_effect(br.jaxpr) for br in branches)
@@ -460,15 +535,9 @@ def _trace_branches(api, funs, names, operands):
   traced = [_trace_fun(f, in_tree, avals, api) for f in funs]
   out_tree0 = traced[0][2]
   out_avals0 = traced[0][0].out_avals
-  for (closed, _, out_tree), name in zip(traced[1:], names[1:]):
-    if out_tree != out_tree0:
-      raise TypeError(f"{api}: {names[0]} and {name} must return the same pytree structure, "
-                      f"got {out_tree0} and {out_tree}")
-    for path, a, b in zip(_paths(out_tree0), out_avals0, closed.out_avals):
-      if not _typematch(a, b):
-        raise TypeError(f"{api}: {names[0]} and {name} must return values of identical "
-                        f"types, but output{path} is {a.str_short()} in {names[0]} and "
-                        f"{b.str_short()} in {name} ({_type_diff(a, b)})")
+  for (closed, _, out_tree), name, fun in zip(traced[1:], names[1:], funs[1:]):
+    _check_branch_outputs(api, names[0], name, funs[0], fun, out_tree0, out_avals0,
+                          out_tree, closed.out_avals)
   # A value several branches close over is passed once (as JAX does): each branch's consts
   # are mapped to slots of one shared, deduplicated list.
   consts, slot_of, slots = [], {}, []
@@ -560,7 +629,12 @@ def switch(index, branches: Sequence[Callable], *operands):
   else:
     index = _ew.convert_element_type(index, np.int32)
     index = _ew.clamp(np.int32(0), index, np.int32(len(branches) - 1))
-  names = [f"branch {i}" for i in range(len(branches))]
+  return _switch(index, branches, operands)
+
+
+def _switch(index, branches, operands):
+  """``switch`` of an int32 ``index`` already in range."""
+  names = ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))]  # JAX's names
   jaxprs, consts, leaves, out_tree = _trace_branches("switch", branches, names, operands)
   outs = cond_p.bind(index, *consts, *leaves, branches=jaxprs)
   return tree_util.tree_unflatten(out_tree, outs)
@@ -795,17 +869,40 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
 batching.axis_primitive_batchers[while_p] = _while_batch
 
 
-def _check_carry(api, tree, in_avals, out_tree, out_avals, what="carry"):
+def _check_carry(api, body_fun, tree, in_avals, out_tree, out_avals):
+  """JAX's errors for a loop body whose carry output differs from its input in structure or
+  type (``api``: "scan body", "while_loop body"); the input carry is named after the body's
+  first parameter."""
+  try:
+    carry_name = next(iter(inspect.signature(body_fun).parameters), None)
+  except (TypeError, ValueError):
+    carry_name = None
+  def component(p):
+    if carry_name:
+      return (f"the input carry component {carry_name}{tree_util.keystr(p)}" if p
+              else f"the input carry {carry_name}")
+    return f"the input carry at path {tree_util.keystr(p)}" if p else "the input carry"
   if out_tree != tree:
-    raise TypeError(f"{api}: body_fun output and input must have identical pytree structure "
-                    f"({what}), got input {tree} and output {out_tree}")
-  for path, a, b in zip(_paths(tree), in_avals, out_avals):
-    if not _typematch(a, b):
-      raise TypeError(
-          f"{api}: the body function's input {what}{path} has type {a.str_short()} but the "
-          f"corresponding output {what} component has type {b.str_short()}, so "
-          f"{_type_diff(a, b)}. The {what} must have a fixed type across iterations; "
-          "convert it (e.g. with .astype) before the loop.")
+    diffs = [f"{component(p)} is a {t1} but the corresponding component of the carry output "
+             f"is a {t2}, so {why}"
+             for p, t1, t2, why in tree_util.treedef_equality_errors(tree, out_tree)]
+    if not diffs:
+      diffs = [f"the input tree structure is {tree} but the output tree structure is "
+               f"{out_tree}"]
+    raise TypeError(f"{api} function carry input and carry output must have the same pytree "
+                    f"structure, but they differ:\n\n{_listed(diffs)}\nRevise the function "
+                    "so that the carry output has the same pytree structure as the carry "
+                    "input.")
+  diffs = [f"{component(p)} has type {a.str_short(short_dtypes=False)} but the corresponding "
+           f"output carry component has type {b.str_short(short_dtypes=False)}, so "
+           f"{_type_diff(a, b)}"
+           for p, a, b in zip(_leaf_paths(tree), in_avals, out_avals) if not _typematch(a, b)]
+  if diffs:
+    raise TypeError(f"{api} function carry input and carry output must have equal types, but "
+                    f"they differ:\n\n{_listed(diffs)}\nRevise the function so that all "
+                    "output types match the corresponding input types (the carry has one "
+                    "type across iterations: convert the initial value, e.g. with .astype, "
+                    "before the loop).")
 
 
 def _promote_weak(leaves, in_avals, out_avals):
@@ -844,7 +941,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if not changed:
       break
   avals = [get_aval(x) for x in leaves]
-  _check_carry("while_loop", carry_tree, avals, out_tree, body.out_avals)
+  _check_carry("while_loop body", body_fun, carry_tree, avals, out_tree, body.out_avals)
   cond_j, cconsts, cond_tree = _trace_fun(cond_fun, in_tree, avals, "while_loop")
   pred = cond_j.out_avals
   if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != dtypes.bool_:
@@ -1246,13 +1343,15 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                        f"{aval.str_short()}")
     lengths.append(aval.shape[0])
   if length is not None:
+    length = _concrete_arg(length, "The `length` argument to `scan` expects a concrete `int` "
+                                   "value")
     try:
       length = int(length)
     except TypeError as e:
       raise TypeError(f"scan: length must be a Python int, got {length!r}") from e
     if any(n != length for n in lengths):
       raise ValueError(f"scan got `length` argument of {length} which disagrees with leading "
-                       f"axis sizes {', '.join(str(n) for n in lengths)}")
+                       f"axis sizes {lengths}.")
   elif not lengths:
     raise ValueError("scan got no values to scan over and `length` not provided")
   elif len(set(lengths)) > 1:
@@ -1261,7 +1360,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     raise ValueError(f"scan got values with different leading axis sizes: {sizes}")
   else:
     length = lengths[0]
-  if isinstance(unroll, bool):
+  unroll = _concrete_arg(unroll, "The `unroll` argument to `scan` expects a concrete `int` or "
+                                 "`bool` value")
+  if isinstance(unroll, (bool, np.bool_)):
     unroll = max(length, 1) if unroll else 1
   if not isinstance(unroll, (int, np.integer)) or unroll < 0:
     raise ValueError(f"scan: `unroll` must be a `bool` or a non-negative `int`, got {unroll!r}")
@@ -1287,13 +1388,35 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     if not changed:
       break
   carry_avals = [get_aval(x) for x in init_leaves]
-  _check_carry("scan", carry_tree, carry_avals, children[0], body.out_avals[:n_carry])
+  _check_carry("scan body", f, carry_tree, carry_avals, children[0], body.out_avals[:n_carry])
+  # A y that is the body's x is the stacked xs itself: it is forwarded, not scanned (as JAX).
+  body, fwd = _memo(_forward_xs_to_ys, body, len(consts), n_carry)
   outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=body, num_consts=len(consts),
                      num_carry=n_carry, length=length, reverse=bool(reverse),
                      unroll=int(unroll))
+  if any(k is not None for k in fwd):
+    rest = iter(outs[n_carry:])
+    outs = outs[:n_carry] + [next(rest) if k is None else xs_leaves[k] for k in fwd]
   carry = tree_util.tree_unflatten(carry_tree, outs[:n_carry])
   ys = tree_util.tree_unflatten(children[1], outs[n_carry:])
   return carry, ys
+
+
+def _forward_xs_to_ys(body, num_consts, n_carry):
+  """``body`` without the y outputs that are its x inputs, and for each y the index of the
+  x it is (None: still computed)."""
+  jaxpr = body.jaxpr
+  xs_vars = jaxpr.invars[num_consts + n_carry:]
+  fwd = []
+  for v in jaxpr.outvars[n_carry:]:
+    fwd.append(next((i for i, x in enumerate(xs_vars) if x is v), None)
+               if isinstance(v, Var) else None)
+  if all(k is None for k in fwd):
+    return body, tuple(fwd)
+  kept = [v for v, k in zip(jaxpr.outvars[n_carry:], fwd) if k is None]
+  pruned = ClosedJaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars[:n_carry] + kept,
+                             jaxpr.eqns), body.consts)
+  return pruned, tuple(fwd)
 
 
 # --- fori_loop and map -------------------------------------------------------------------
@@ -1314,6 +1437,30 @@ def _fori_while_body(body_fun):
 
 def _fori_cond(carry):
   return _ew.lt(carry[0], carry[1])
+
+
+def _concrete_arg(x, what: str):
+  """A static argument's value: a tracer that knows its concrete value gives it (as a Python
+  scalar), one that does not is a ConcretizationTypeError saying ``what``."""
+  if not isinstance(x, Tracer):
+    return x
+  value = x.to_concrete_value()
+  if value is None:
+    raise ConcretizationTypeError(x, what)
+  return np.asarray(value).item()
+
+
+def _concrete_bound(x):
+  """A ``fori_loop`` bound as a Python int when its value is known now (a concrete value,
+  also behind a JVP tracer; floats are truncated as JAX's ``int(lower)`` does), else None."""
+  if isinstance(x, Tracer):
+    x = x.to_concrete_value()
+    if x is None or isinstance(x, Tracer):
+      return None
+  try:
+    return int(np.asarray(x))
+  except (TypeError, ValueError):
+    return None
 
 
 def _static_int(x):
@@ -1338,8 +1485,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
                     f"{type(body_fun).__name__}")
   for what, v in (("lower", lower), ("upper", upper)):
     aval = get_aval(v)
-    if aval.shape != () or not dtypes.is_int(aval.dtype):
-      raise TypeError(f"fori_loop: {what} must be an integer scalar, got {aval.str_short()}")
+    if aval.shape != () or not (dtypes.is_int(aval.dtype) or dtypes.is_float(aval.dtype)):
+      raise TypeError(f"fori_loop: {what} must be a scalar (an integer, or a float as JAX "
+                      f"allows), got {aval.str_short()}")
   # As JAX: the bounds must have one dtype, except that a weakly typed (Python) integer
   # bound takes the other bound's integer dtype.
   lower_aval, upper_aval = get_aval(lower), get_aval(upper)
@@ -1354,7 +1502,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
     if dtype is None:
       raise TypeError("lower and upper arguments to fori_loop must have equal types, got "
                       f"{np.dtype(lower_aval.dtype).name} and {np.dtype(upper_aval.dtype).name}")
-  lo, hi = _static_int(lower), _static_int(upper)
+  lo, hi = _concrete_bound(lower), _concrete_bound(upper)
   if lo is not None and hi is not None:
     # Static bounds: a scan whose counter starts as a Python int (weakly typed, as JAX).
     body = _cached_wrapper("fori_scan", body_fun, _fori_scan_body)

@@ -91,7 +91,8 @@ def _conv_general_dilated_shape_rule(lhs, rhs, *, window_strides, padding, lhs_d
   G, B = feature_group_count, batch_group_count
   name = f"conv_general_dilated (lhs {lhs.str_short()}, rhs {rhs.str_short()})"
   if lhs.ndim != rhs.ndim:
-    raise ValueError(f"{name}: lhs and rhs must have the same number of dimensions")
+    raise ValueError(f"conv_general_dilated lhs and rhs must have the same number of "
+                     f"dimensions, but got {lhs.shape} and {rhs.shape} ({name})")
   if not all(len(s) == lhs.ndim for s in dimension_numbers):
     raise ValueError(f"{name}: dimension_numbers {dimension_numbers} must each name all "
                      f"{lhs.ndim} dimensions")
@@ -463,6 +464,11 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
   nd = lhs_aval.ndim
   if nd < 2:
     raise TypeError(f"conv_general_dilated: lhs must have rank >= 2, got {lhs_aval.str_short()}")
+  if isinstance(dimension_numbers, ConvDimensionNumbers) and rhs_aval.ndim != nd:
+    # Explicit dimension numbers skip the layout normalization (and its TypeError): the
+    # primitive's shape check raises, as in JAX.
+    raise ValueError(f"conv_general_dilated lhs and rhs must have the same number of "
+                     f"dimensions, but got {lhs_aval.shape} and {rhs_aval.shape}.")
   dn = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
   n_sp = nd - 2
   window_strides = tuple(operator.index(s) for s in window_strides)

@@ -102,18 +102,73 @@ class DotAlgorithmPreset(enum.Enum):
     return self.name
 
 
-# What the CPU backend does with each preset it supports (as XLA:CPU under JAX): F16_F16_F16
-# rounds the operands to float16 and accumulates there; the others compute in the operand
-# dtype. ``None``: nothing to emulate.
-_CPU_PRESETS = {
-    DotAlgorithmPreset.DEFAULT: None,
-    DotAlgorithmPreset.F16_F16_F16: DotAlgorithm(np.float16, np.float16, np.float16),
-    DotAlgorithmPreset.BF16_BF16_F32: None,
-    DotAlgorithmPreset.BF16_BF16_F32_X3: None,
-    DotAlgorithmPreset.BF16_BF16_F32_X6: None,
-    DotAlgorithmPreset.F32_F32_F32: None,
-    DotAlgorithmPreset.F64_F64_F64: None,
-}
+# The presets the CPU backend supports (as JAX checks them: XLA:CPU would ignore the others).
+_CPU_PRESETS = frozenset({
+    DotAlgorithmPreset.DEFAULT, DotAlgorithmPreset.F16_F16_F16,
+    DotAlgorithmPreset.BF16_BF16_F32, DotAlgorithmPreset.BF16_BF16_F32_X3,
+    DotAlgorithmPreset.BF16_BF16_F32_X6, DotAlgorithmPreset.F32_F32_F32,
+    DotAlgorithmPreset.F64_F64_F64,
+})
+
+_F8_PRESETS = ("ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+               "ANY_F8_ANY_F8_ANY_FAST_ACCUM")
+
+
+def _preset_input_types(preset):
+  """The operand types ``preset`` computes with (the first is used for any other type)."""
+  name = preset.name
+  if name == "DEFAULT" or name in _F8_PRESETS:
+    return None
+  if name.startswith("F16_"):
+    return (np.dtype(np.float16),)
+  if name in ("BF16_BF16_BF16", "BF16_BF16_F32"):
+    return (np.dtype(dtypes.bfloat16), np.dtype(np.float32))  # f32 storage is kept
+  if name == "F64_F64_F64":
+    return (np.dtype(np.float64),)
+  return (np.dtype(np.float32),)
+
+
+def _preset_output_types(preset, lhs_dtype, rhs_dtype):
+  """The accumulation types ``preset`` allows for these operand types (the first is the
+  default)."""
+  name = preset.name
+  if name in ("DEFAULT", "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM"):
+    return None
+  if name in ("F16_F16_F32", "BF16_BF16_F32"):
+    narrow = np.dtype(np.float16 if name.startswith("F16") else dtypes.bfloat16)
+    both = lhs_dtype == rhs_dtype == narrow
+    return (np.dtype(np.float32), narrow) if both else (np.dtype(np.float32),)
+  if name in _F8_PRESETS:
+    return (np.dtype(np.float32),)
+  acc = {"F16_F16_F16": np.float16, "BF16_BF16_BF16": dtypes.bfloat16,
+         "F64_F64_F64": np.float64}.get(name, np.float32)
+  return (np.dtype(acc),)
+
+
+def _preset_compute_types(preset, lhs_dtype, rhs_dtype, out_dtype):
+  """``(lhs, rhs, accumulation)`` dtypes of a dot with ``preset``: each given type where the
+  preset supports it, else the preset's first choice (as JAX lowers presets)."""
+  def pick(dtype, allowed):
+    return dtype if allowed is None or dtype in allowed else allowed[0]
+  lhs_t = pick(lhs_dtype, _preset_input_types(preset))
+  rhs_t = pick(rhs_dtype, _preset_input_types(preset))
+  return lhs_t, rhs_t, pick(out_dtype, _preset_output_types(preset, lhs_t, rhs_t))
+
+
+def _preset_attr(preset, lhs_t, rhs_t, acc_t):
+  """The ``algorithm = <...>`` attribute of a dot with ``preset`` (None for DEFAULT)."""
+  if preset is DotAlgorithmPreset.DEFAULT:
+    return None
+  ir_lhs, ir_rhs = xla.dtype_to_ir_type(lhs_t), xla.dtype_to_ir_type(rhs_t)
+  if preset.name.startswith("TF32_"):
+    ir_lhs = ir_rhs = ir.FloatTF32Type.get()
+  elif preset.name.startswith("BF16_"):
+    ir_lhs = ir_rhs = ir.BF16Type.get()
+  ops = int(preset.name.rsplit("_X", 1)[1]) if "_X" in preset.name else 1
+  acc = ir.F32Type.get() if preset.name in _F8_PRESETS[:2] else xla.dtype_to_ir_type(acc_t)
+  return hlo.DotAlgorithm.get(ir_lhs, ir_rhs, acc, 1, 1, ops,
+                              preset.name.endswith("FAST_ACCUM"))
+
 
 PrecisionLike = Union[None, str, Precision, tuple, DotAlgorithm, DotAlgorithmPreset]
 
@@ -152,6 +207,8 @@ def canonicalize_precision(precision):
   if isinstance(precision, Precision):
     return (precision, precision)
   if isinstance(precision, str):
+    if precision in DotAlgorithmPreset.__members__:  # 'F32_F32_F32', as JAX reads it
+      return DotAlgorithmPreset[precision]
     p = _precision_from_str(precision)
     return (p, p)
   if isinstance(precision, (tuple, list)) and len(precision) == 2:
@@ -321,10 +378,25 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
                           preferred_element_type, out_sharding=None):
   lhs_aval, rhs_aval = ctx.avals_in
   aval_out = ctx.avals_out[0]
-  algorithm = _algorithm_for(precision, ctx.module_context.platform)
-  if algorithm is not None:
-    return _emulated_dot(ctx, lhs, rhs, dimension_numbers, algorithm)
-  if lhs_aval.dtype != rhs_aval.dtype:
+  if isinstance(precision, DotAlgorithm):
+    return _emulated_dot(ctx, lhs, rhs, dimension_numbers, precision)
+  acc_aval, algorithm = aval_out, {}
+  if isinstance(precision, DotAlgorithmPreset):
+    platform = ctx.module_context.platform
+    if precision not in _CPU_PRESETS:
+      raise ValueError(f"The precision '{precision.name}' is not supported by dot_general "
+                       f"on {platform.upper() if platform == 'cpu' else platform}")
+    # As JAX: the operands are cast to the preset's types, the product accumulates in its
+    # accumulation type and is converted to the result dtype.
+    lhs_t, rhs_t, acc_t = _preset_compute_types(precision, lhs_aval.dtype, rhs_aval.dtype,
+                                                aval_out.dtype)
+    lhs = xla.convert_hlo(lhs, lhs_aval, lhs_aval.update(dtype=lhs_t))
+    rhs = xla.convert_hlo(rhs, rhs_aval, rhs_aval.update(dtype=rhs_t))
+    acc_aval = aval_out.update(dtype=acc_t)
+    attr = _preset_attr(precision, lhs_t, rhs_t, acc_t)
+    if attr is not None:
+      algorithm = {"algorithm": attr}
+  elif lhs_aval.dtype != rhs_aval.dtype:
     lhs = xla.convert_hlo(lhs, lhs_aval, lhs_aval.update(dtype=aval_out.dtype))
     rhs = xla.convert_hlo(rhs, rhs_aval, rhs_aval.update(dtype=aval_out.dtype))
   (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
@@ -332,23 +404,11 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision,
       lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
       lhs_contracting_dimensions=list(lhs_contract),
       rhs_contracting_dimensions=list(rhs_contract))
-  pair = precision if isinstance(precision, tuple) and not isinstance(
-      precision, DotAlgorithm) else (Precision.DEFAULT, Precision.DEFAULT)
+  pair = precision if isinstance(precision, tuple) else (Precision.DEFAULT, Precision.DEFAULT)
   precision_config = ir.ArrayAttr.get([hlo.PrecisionAttr.get(p.name) for p in pair])
-  return hlo.dot_general(xla.aval_to_ir_type(aval_out), lhs, rhs, dnums,
-                         precision_config=precision_config)
-
-
-def _algorithm_for(precision, platform):
-  """The :class:`DotAlgorithm` to emulate for ``precision`` (None: a plain dot)."""
-  if isinstance(precision, DotAlgorithm):
-    return precision
-  if isinstance(precision, DotAlgorithmPreset):
-    if precision not in _CPU_PRESETS:
-      raise ValueError(f"The precision '{precision.name}' is not supported by dot_general "
-                       f"on {platform.upper() if platform == 'cpu' else platform}")
-    return _CPU_PRESETS[precision]
-  return None
+  out = hlo.dot_general(xla.aval_to_ir_type(acc_aval), lhs, rhs, dnums,
+                        precision_config=precision_config, **algorithm)
+  return xla.convert_hlo(out, acc_aval, aval_out)
 
 
 def _emulated_dot(ctx, lhs, rhs, dimension_numbers, algorithm):
@@ -514,7 +574,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                             out_sharding=None)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None,
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
         out_sharding=None):
   """Vector/matrix product of 1-d or 2-d ``lhs`` and ``rhs`` (contracting ``lhs``'s last
   dimension with ``rhs``'s first), or ``dot_general`` when ``dimension_numbers`` is given."""

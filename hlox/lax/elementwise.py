@@ -297,8 +297,12 @@ ad.defbilinear(mul_p,
                lambda ct, x, y: _unbroadcast(y.aval, mul(x, ct)))
 defbroadcasting(mul_p)
 
-def mul(x, y):
-  """Elementwise ``x * y``."""
+def mul(x, y, *, out_dtype=None):
+  """Elementwise ``x * y``. With ``out_dtype``, the product is of that dtype: the operands
+  (which may then differ in dtype) are converted to it first, as JAX lowers it on CPU."""
+  if out_dtype is not None:
+    out_dtype = dtypes.canonicalize_dtype(np.dtype(out_dtype))
+    x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
   return mul_p.bind(*_operands("mul", x, y))
 
 

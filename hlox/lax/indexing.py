@@ -130,6 +130,12 @@ def _canonical_starts(name, operand_shape, start_indices, allow_negative_indices
       raise ValueError(f"{name}: allow_negative_indices must have one entry per dimension")
   if not starts:
     return []
+  # As in JAX, indices of explicit dtypes must agree (Python ints adapt to the others).
+  avals = [get_aval(i) for i in starts]
+  explicit = sorted({a.dtype.name for a in avals if not a.weak_type})
+  if len(explicit) > 1 or not all(dtypes.is_int(a.dtype) for a in avals):
+    raise TypeError(f"index arguments to {name} must be integers of the same type, got: "
+                    f"{', '.join(a.dtype.name for a in avals)}")
   dtype = _index_dtype(starts)
   return [_normalize_start(i, d, a, dtype) for i, d, a in zip(starts, operand_shape, allow)]
 

@@ -124,6 +124,9 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers,
   if not dtypes.is_int(gs_aval.dtype):
     raise TypeError(f"ragged_dot_general: group_sizes must have an integer dtype, got "
                     f"{gs_aval.str_short()}")
+  if gs_aval.ndim == 0:
+    raise TypeError(f"ragged_dot_general: expected rank of group_sizes to be >=1, got "
+                    f"{gs_aval.str_short()}")
   (lc, rc), (lb, rb) = dn.dot_dimension_numbers
   mode, r = _mode(lhs_aval.ndim, dn)
   prefix = _prefix_dims(mode, lhs_aval.ndim, r, lb, lc)
@@ -134,8 +137,9 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers,
     gs_aval = get_aval(group_sizes)
   expected = tuple(lhs_aval.shape[d] for d in prefix)
   if gs_aval.shape[:-1] != expected:
-    raise TypeError(f"ragged_dot_general: group_sizes {gs_aval.str_short()} must have shape "
-                    f"{expected + ('g',)} or (g,) for lhs {lhs_aval.str_short()}")
+    raise TypeError(f"ragged_dot_general: expected group_sizes to have shape "
+                    f"{expected + gs_aval.shape[-1:]}, got {gs_aval.shape} (or (g,): the same "
+                    f"group sizes everywhere) for lhs {lhs_aval.str_short()}")
   groups = dn.rhs_group_dimensions
   if mode == "noncontracting":
     if len(groups) != 1:

@@ -413,8 +413,8 @@ def computation_jaxpr(name, computation, flat_avals, treedef):
     out = computation(xs, ys)
     flat_out, out_tree = tree_util.tree_flatten(out)
     if out_tree != treedef:
-      raise TypeError(f"{name}: the computation must return the structure of its operands "
-                      f"{treedef}, got {out_tree}")
+      raise ValueError(f"{name} output must have the same tree structure as the operands "
+                       f"{treedef} vs. {out_tree} (the computation's return value)")
     return flat_out
 
   closed = trace_to_jaxpr(flat_fun, list(flat_avals) * 2, debug_info=f"{name} computation")

@@ -200,17 +200,20 @@ def rev(operand, dimensions):
 
 def _pad_shape_rule(operand, padding_value, *, padding_config):
   if padding_value.ndim != 0:
-    raise TypeError(f"pad: padding_value must be a scalar, got {padding_value.str_short()}")
+    raise ValueError(f"pad: padding_value must be a scalar; got {padding_value.str_short()}")
   if len(padding_config) != operand.ndim:
-    raise ValueError(f"pad: padding_config {padding_config} must have one (low, high, "
-                     f"interior) triple per dimension of operand {operand.str_short()}")
+    raise ValueError(f"pad: length of padding_config must equal the number of axes of "
+                     f"operand, got padding_config {padding_config} for operand "
+                     f"{operand.str_short()} (one (low, high, interior) triple per dimension)")
   if any(i < 0 for _, _, i in padding_config):
-    raise ValueError(f"pad: interior padding must be non-negative, got {padding_config}")
+    raise ValueError(f"pad: interior padding in padding_config must be nonnegative, got "
+                     f"padding_config {padding_config}")
   result = tuple(lo + hi + (d + (d - 1) * interior if d else 0)
                  for (lo, hi, interior), d in zip(padding_config, operand.shape))
   if any(d < 0 for d in result):
-    raise ValueError(f"pad: padding_config {padding_config} removes more than operand "
-                     f"{operand.str_short()} has (result shape {result})")
+    raise ValueError(f"pad: Dimension size after padding is not at least 0, got result shape "
+                     f"{result}, for padding_config {padding_config} and operand "
+                     f"{operand.str_short()} (negative padding removes more than there is)")
   return result
 
 
@@ -735,7 +738,14 @@ def broadcast_shapes(*shapes):
   """The NumPy broadcast of ``shapes`` (size-1 dimensions stretch; ranks align right)."""
   if not shapes:
     return ()
-  shapes = [_shape_tuple("broadcast_shapes", s) for s in shapes]
+  checked = []
+  for s in shapes:
+    try:
+      checked.append(_shape_tuple("broadcast_shapes", s))
+    except ValueError:  # negative sizes (JAX: TypeError)
+      raise TypeError(f"broadcast_shapes: Only non-negative indices are allowed when "
+                      f"broadcasting static shapes, but got shape {s!r}.") from None
+  shapes = checked
   rank = builtins.max(len(s) for s in shapes)
   padded = [(1,) * (rank - len(s)) + s for s in shapes]
   result = []

@@ -50,8 +50,8 @@ def _check_window(name, operand, window_dimensions, window_strides, padding, bas
   for what, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
                   ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
     if any(d < 1 for d in v):
-      raise ValueError(f"{name}: {what} must be positive, got {tuple(v)} for operand "
-                       f"{operand.str_short()}")
+      raise TypeError(f"{name}: {what} must have every element be strictly positive, got "
+                      f"{tuple(v)} for operand {operand.str_short()}")
   if any(len(p) != 2 for p in padding):
     raise ValueError(f"{name}: padding must be (low, high) pairs, got {padding}")
 
@@ -94,6 +94,7 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
                      "or a sequence of (low, high) pairs")
   pads = []
   for d, w, s in zip(in_shape, window_shape, window_strides):
+    d, w, s = int(d), int(w), int(s)  # Python ints out, whatever integers came in (as JAX)
     out = -(-d // s)
     total = max(0, (out - 1) * s + w - d)
     small, large = total // 2, total - total // 2
@@ -356,11 +357,14 @@ def _generic_window_abstract_eval(*avals, jaxpr, window_dimensions, window_strid
   if len({a.shape for a in operands}) != 1:
     raise ValueError(f"reduce_window: operands must all have the same shape, got "
                      f"{', '.join(a.str_short() for a in operands)}")
-  for op, init in zip(operands, inits):
-    if init.shape != () or init.dtype != op.dtype:
-      raise TypeError(f"reduce_window: initial values must be scalars of the operands' "
-                      f"dtypes, got operands {', '.join(a.str_short() for a in operands)} "
-                      f"and initial values {', '.join(a.str_short() for a in inits)}")
+  shown = (f"operands {', '.join(a.str_short() for a in operands)} and initial values "
+           f"{', '.join(a.str_short() for a in inits)}")
+  if any(init.dtype != op.dtype for op, init in zip(operands, inits)):
+    raise TypeError(f"reduce_window got inconsistent dtypes for operands and init_values: "
+                    f"{shown}")
+  if any(init.shape != () for init in inits):
+    raise TypeError(f"reduce_window expected init_values to be scalars but init_values have "
+                    f"shapes {[init.shape for init in inits]}. ({shown})")
   shape = _window_shape_rule("reduce_window", operands[0],
                              window_dimensions=window_dimensions,
                              window_strides=window_strides, padding=padding,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 
 import operator
+import warnings
 
 import numpy as np
 
@@ -19,7 +20,9 @@ from hlox import lax
 from hlox import numpy as jnp
 from hlox.api import jit
 from hlox.core import dtypes
+from hlox.core.tracer import Tracer
 from hlox.custom_derivatives import custom_jvp
+from hlox.errors import ConcretizationTypeError
 from hlox.nn import initializers
 from hlox.numpy import tanh
 from hlox.numpy.util import check_arraylike, promote_args_inexact
@@ -272,14 +275,25 @@ def _one_hot(x, num_classes, *, dtype, axis):
 def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
   """One-hot encoding of the integers ``x`` over ``num_classes`` classes, on a new axis
   ``axis``; out-of-range values encode as all zeros. ``dtype`` defaults to float."""
-  check_arraylike("one_hot", x)
+  if isinstance(num_classes, Tracer):
+    concrete = num_classes.to_concrete_value()
+    if concrete is None:
+      raise ConcretizationTypeError(
+          num_classes, "The error arose in jax.nn.one_hot argument `num_classes`; mark it "
+          "static (static_argnums) under jit")
+    num_classes = concrete
   try:
     num_classes = operator.index(num_classes)  # 3.5 is no class count (JAX: TypeError)
   except TypeError as e:
     raise TypeError("one_hot: num_classes must be a concrete (static) integer, got "
                     f"{num_classes!r}") from e
+  x = jnp.asarray(x)  # lists too, as in JAX
+  if not dtypes.is_int(x.dtype):
+    # JAX's deprecation (2024-12): float input is still encoded (truncated) for now.
+    warnings.warn(f"jax.nn.one_hot input should be integer-typed; got dtype={x.dtype}",
+                  DeprecationWarning, stacklevel=2)
   dtype = dtypes.default_float_dtype() if dtype is None else dtype
-  return _one_hot(jnp.asarray(x), num_classes, dtype=np.dtype(dtype), axis=axis)
+  return _one_hot(x, num_classes, dtype=np.dtype(dtype), axis=axis)
 
 
 @jit

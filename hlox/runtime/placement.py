@@ -8,6 +8,7 @@ import numpy as np
 from hlox import tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
+from hlox.core.tracer import Tracer
 from hlox.runtime import spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
 from hlox.runtime import array as array_lib
@@ -67,6 +68,11 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     if not _is_device_spec(d):
       raise ValueError(f"device_put: Received invalid value {d!r} for the device: expected a "
                        "Device, a Sharding or None.")
+  if any(isinstance(leaf, Tracer) for leaf in leaves):
+    # A traced value passes through: under a transformation it is not on any device yet
+    # (JAX's device_put is the identity there too); the others are placed.
+    return tree.unflatten([leaf if isinstance(leaf, Tracer) else array_lib.device_put(leaf, d)
+                           for leaf, d in zip(leaves, devices)])
   with transfer_guard.explicit():
     out = [array_lib.device_put(leaf, d) for leaf, d in zip(leaves, devices)]
     if may_alias is False:  # a new Array (and buffer) even where nothing moved

@@ -904,7 +904,8 @@ _sici.defjvp(_sici_jvp)
 def sici(x):
   """The sine and cosine integrals ``(Si(x), Ci(x))``."""
   x, = promote_args_inexact("sici", x)
-  _no_complex("sici", x)
+  if _is_complex(x):
+    raise ValueError("Argument `x` to sici must be real-valued.")
   return _sici(_strong(x))
 
 
