@@ -8,6 +8,7 @@ The bottom room of ``hlox.numpy``: it imports no other ``hlox.numpy`` module, so
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def _put(x, device):
   return x if device is None or isinstance(x, Tracer) else device_put(x, device)
 
 
-def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=None):
+def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, device=None):
   """Convert ``object`` to an Array.
 
   Accepts Arrays, tracers, NumPy arrays, Python scalars and nested lists/tuples of these.
@@ -48,6 +49,8 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
   ``copy=True`` (the default) gives an Array its own buffer, as JAX's: immutable values
   could share one, but a donated argument's buffer is deleted under the sharers.
   """
+  if args:
+    copy, order, ndmin = _positional_options(args, copy, order, ndmin)
   if order is not None and order != "K":
     raise NotImplementedError("array: only order='K' is supported")
   dtype = _user_dtype(dtype, "array")
@@ -60,8 +63,9 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
     out = object
     if dtype is not None:
       out = lax.convert_element_type(out, dtype, weak_type=False)
-    if copy and out is object and isinstance(out, Array):
-      # A fresh buffer: the original may be donated (deleted) while the copy lives on.
+    if copy and out is object:
+      # A fresh buffer: the original may be donated (deleted) while the copy lives on. Traced
+      # too, so that transformations (jvp, vjp, vmap) give copies of their values as well.
       out = lax.copy_p.bind(out)
   elif isinstance(object, (list, tuple)):
     leaves = _leaves(object)
@@ -77,6 +81,20 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
   if ndmin > out.ndim:
     out = lax.expand_dims(out, tuple(range(ndmin - out.ndim)))
   return _put(out, device)
+
+
+def _positional_options(args, copy, order, ndmin):
+  """``copy``, ``order`` and ``ndmin`` passed positionally (deprecated in JAX, as here)."""
+  if len(args) > 3:
+    raise TypeError(f"array() takes at most 5 positional arguments but {len(args) + 2} were "
+                    "given")
+  given = [copy, order, ndmin]
+  for i, name in enumerate(("copy", "order", "ndmin")):
+    if i < len(args) and given[i] != (True, "K", 0)[i]:
+      raise TypeError(f"array() got multiple values for argument '{name}'")
+  warnings.warn("Passing the copy, order, and ndmin arguments to jnp.array positionally is "
+                "deprecated. Use keyword arguments instead.", DeprecationWarning, stacklevel=3)
+  return (list(args) + given[len(args):])[:3]
 
 
 def _check_scalar_fits(x, dtype) -> None:

@@ -748,7 +748,9 @@ def degrees(x, /):
 def hypot(x1, x2, /):
   """Elementwise ``sqrt(x1**2 + x2**2)`` without intermediate overflow or underflow."""
   x1, x2 = _args_inexact("hypot", x1, x2)
-  _check_not_complex("hypot", x1, error=ValueError)
+  if dtypes.is_complex(_dtype(x1)):
+    raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please convert "
+                     f"to real values first, such as by using abs(x) (got {_dtype(x1).name})")
   x1, x2 = lax.abs(x1), lax.abs(x2)
   big, small = lax.max(x1, x2), lax.min(x1, x2)
   big_is_zero = lax.eq(big, _const(big, 0))
@@ -1207,7 +1209,8 @@ def _nonzero_sized(a, size, fill_value):
     raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length {len(shape)}; "
                      f"got {fill_value}")
   for d, fill in zip(shape, fills):
-    stride //= d
+    # An empty array has no nonzero entries: its coordinates are all fill values.
+    stride = stride // d if d else 1
     coord = (pos // stride) % d if d else pos
     fill = 0 if fill is None else fill
     out.append(where(valid, coord, creation.asarray(fill).astype(idx_dtype)))
@@ -1236,8 +1239,10 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
   args = [v for v in (arr, min, max) if v is not None]
   args = _arraylike("clip", *args)
   if any(dtypes.is_complex(_dtype(v)) for v in args):
-    raise ValueError("clip: complex values have no ordering; clip the real or imaginary "
-                     "part instead")
+    raise ValueError("Clip received a complex value either through the input or the min/max "
+                     "keywords. Complex values have no ordering and cannot be clipped. Please "
+                     "convert to a real value or array by taking the real or imaginary "
+                     "components via jax.numpy.real/imag respectively.")
   arr = args[0]
   if min is not None:
     arr = maximum(min, arr)

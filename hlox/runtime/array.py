@@ -134,6 +134,12 @@ class Array:
     return self.aval.size * self.aval.dtype.itemsize
 
   @property
+  def _committed(self) -> bool:
+    """Whether the array was placed on a device on purpose (JAX's flag: results computed
+    from it stay there). Here: it lives off the default device, or on several devices."""
+    return self._sig is not self.aval or self._multi is not None
+
+  @property
   def sharding(self):
     multi = self._multi
     return (multi if multi is not None else self._buf)._sharding
@@ -355,6 +361,14 @@ def wrap_multi(buf, aval) -> Array:
 
 def _device_key(device):
   return None if device is None or device == client.default_device() else device
+
+
+def committed_device(x):
+  """The device a single-device Array ``x`` was committed to off the default device (where
+  values made "like" it go too), else None."""
+  if type(x) is Array and x._sig is not x.aval and x._multi is None:
+    return x._sig[1]
+  return None
 
 
 def wrap_buffer(buf, aval, device=None) -> Array:
