@@ -82,7 +82,6 @@ UNARY = [
     ("floor", np.floor, (f32, bf16, i32, bool_), (-5, 5), "same", {}),
     ("ceil", np.ceil, (f32, i32), (-5, 5), "same", {}),
     ("trunc", np.trunc, (f32, f16, i32), (-5, 5), "same", {}),
-    ("fix", np.fix, (f32,), (-5, 5), "same", {}),
     ("rint", np.rint, (f32, i32, c64), (-5, 5), "inexact", {}),
     ("sqrt", np.sqrt, (f32, i32, c64), (0, 9), "inexact", {}),
     ("cbrt", np.cbrt, (f32, i32), (-9, 9), "inexact", {}),

@@ -105,7 +105,7 @@ def _check_scalar_fits(x, dtype) -> None:
   if dtypes.is_int(target):
     info = dtypes.iinfo(target)
     if not info.min <= x <= info.max:
-      raise OverflowError(f"Python int {x} too large to convert to {np.dtype(target).name}")
+      raise OverflowError(f"Python int too large to convert to {np.dtype(target).name}: {x}")
 
 
 def _host_array(x, dtype, weak):

@@ -32,7 +32,7 @@ __all__ = [
     "maximum", "minimum", "fmax", "fmin", "abs", "absolute", "fabs", "sign", "reciprocal",
     "square", "sqrt", "cbrt",
     # rounding
-    "floor", "ceil", "trunc", "fix", "rint", "round", "around",
+    "floor", "ceil", "trunc", "rint", "round", "around",
     # exponential and logarithm
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
     # trigonometric and hyperbolic
@@ -435,13 +435,6 @@ def trunc(x, /):
   return _where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
 
 
-def fix(x, out=None):
-  """Elementwise round toward zero (same as ``trunc``)."""
-  if out is not None:
-    raise NotImplementedError("fix: the 'out' argument is not supported")
-  return trunc(x)
-
-
 def rint(x, /):
   """Elementwise round to the nearest integer, ties to even; integers become floats."""
   x, = _arraylike("rint", x)
@@ -770,7 +763,26 @@ def sinc(x, /):
   # Divide by 1 instead of 0 where x == 0 (that entry is replaced), so no NaN is produced.
   pi_x = lax.mul(x, _const(x, np.pi))
   safe = _where(is_zero, _const(x, 1), pi_x)
-  return _where(is_zero, _jit_const(x, 1), lax.div(lax.sin(safe), safe))
+  # At 0 the value and every derivative come from the Taylor series (the quotient's own
+  # derivatives there are 0/0), so grad(grad(sinc))(0.) is -pi**2/3 as it should be.
+  return _where(is_zero, _sinc_taylor(0)(pi_x), lax.div(lax.sin(safe), safe))
+
+
+_sinc_taylor_fns: dict = {}
+
+
+def _sinc_taylor(k: int):
+  """``x -> d^k/dx^k (sin x / x)`` at 0, broadcast like ``x``, as a function whose own
+  derivative is the next term's (so that any order of differentiation is exact at 0)."""
+  fn = _sinc_taylor_fns.get(k)
+  if fn is None:
+    # sin(x)/x = sum_n (-1)^n x^(2n) / (2n+1)!: the 2n-th derivative at 0 is (-1)^n/(2n+1).
+    value = 0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1)
+    fn = custom_jvp(lambda x: lax.full_like(x, value))
+    fn.defjvp(lambda primals, tangents: (fn(*primals),
+                                         lax.mul(_sinc_taylor(k + 1)(*primals), tangents[0])))
+    _sinc_taylor_fns[k] = fn
+  return fn
 
 
 # --- floating point classification and manipulation --------------------------------------
@@ -1257,7 +1269,7 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
 # scalars as weak-typed arguments; traced, the body is inlined. ``power`` is left out: a
 # concrete integer exponent takes ``integer_pow`` (as in JAX), which a trace would not see.
 _STATIC_ARGNAMES = {
-    "round": ("decimals", "out"), "around": ("decimals", "out"), "fix": ("out",),
+    "round": ("decimals", "out"), "around": ("decimals", "out"),
     "nan_to_num": ("copy",), "isclose": ("equal_nan",), "allclose": ("equal_nan",),
     "angle": ("deg",), "where": ("size",),
 }

@@ -392,7 +392,9 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
     x.check_alive()
     if device is None or device == x.device:
       return x
-    if x._multi is not None:
+    if x._multi is not None or x.aval.dtype not in _buffer_protocol_dtypes:
+      # bfloat16, float8, int4...: the buffer protocol cannot describe them, so the copy goes
+      # through the host value (read as hlox reads it).
       return Array(client.put_buffer(x._value(), x.aval, device), x.aval, _device_key(device))
     buf = client.copy_buffer_to_device(x._buf, x.aval, device)
     return Array(buf, x.aval, _device_key(device))
