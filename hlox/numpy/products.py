@@ -474,6 +474,11 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   """
   if out is not None:
     raise NotImplementedError("einsum: the 'out' argument is not supported")
+  if isinstance(optimize, (list, tuple)) and any(
+      isinstance(step, (list, tuple)) and len(step) > 2 for step in optimize):
+    # An explicit path step joining 3+ operands at once: JAX contracts pairwise only.
+    raise NotImplementedError("jax.numpy.einsum does not support simultaneous contraction of 3 "
+                              f"or more operands (path {optimize!r}); give a path of pairs")
   spec, operands = _parse_einsum_args(subscripts, operands)
   if not operands:
     raise ValueError("einsum requires at least one operand")
