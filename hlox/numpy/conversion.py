@@ -97,15 +97,19 @@ def _positional_options(args, copy, order, ndmin):
   return (list(args) + given[len(args):])[:3]
 
 
-def _check_scalar_fits(x, dtype) -> None:
-  """Python ints must fit the integer dtype they become (NumPy 2 and JAX raise too)."""
+def _check_scalar_fits(x, dtype, in_list: bool = False) -> None:
+  """Python ints must fit the integer dtype they become (NumPy 2 and JAX raise too, with
+  these texts: NumPy's for an element of a list, JAX's own for a lone scalar)."""
   if type(x) is not int:
     return
   target = dtypes.python_scalar_dtype(x) if dtype is None else dtype
   if dtypes.is_int(target):
     info = dtypes.iinfo(target)
     if not info.min <= x <= info.max:
-      raise OverflowError(f"Python int too large to convert to {np.dtype(target).name}: {x}")
+      if in_list:
+        raise OverflowError(f"Python int too large to convert to {np.dtype(target).name}: "
+                            f"{x}")
+      raise OverflowError(f"Python int {x} too large to convert to {np.dtype(target).name}")
 
 
 def _host_array(x, dtype, weak):
@@ -158,7 +162,7 @@ def _assemble(tree, dtype):
     if isinstance(tree, (list, tuple)):
       for leaf in _leaves(tree):
         if type(leaf) in _python_scalars:
-          _check_scalar_fits(leaf, dtype)
+          _check_scalar_fits(leaf, dtype, in_list=True)
     return _numpy_cast(tree, dtype)
   if not isinstance(tree, (list, tuple)):
     if hasattr(tree, "__jax_array__") and not isinstance(tree, (Array, Tracer)):
