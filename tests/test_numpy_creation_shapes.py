@@ -131,7 +131,7 @@ def test_creation_is_computed_by_xla_under_jit():
 def test_zeros_errors():
   with pytest.raises(TypeError, match="zeros: negative dimensions"):
     jnp.zeros((2, -1))
-  with pytest.raises(TypeError, match="cannot interpret 4 as a data type"):
+  with pytest.raises(TypeError, match="Cannot interpret .4. as a data type"):
     jnp.zeros(3, 4)
   with pytest.raises(TypeError):
     hlox.jit(lambda n: jnp.zeros(n))(3)
@@ -204,8 +204,13 @@ def test_arange_errors():
   with pytest.raises(ConcretizationTypeError, match="stop argument of arange must be a "
                                                     "concrete value"):
     hlox.jit(lambda n: jnp.arange(0, n))(3)
-  with pytest.raises(ConcretizationTypeError, match="start argument of arange"):
+  # JAX's phrase, naming a lone argument as the stop it is.
+  with pytest.raises(ConcretizationTypeError, match="It arose in the jnp.arange argument 'stop'"):
     hlox.jit(lambda n: jnp.arange(n))(3)
+  with pytest.raises(ConcretizationTypeError, match="jnp.arange argument 'start'"):
+    hlox.jit(lambda n: jnp.arange(n, 3))(0)
+  with pytest.raises(ValueError, match="complex start/stop/step to jnp.arange"):
+    jnp.arange(0, 5, 1 + 1j)
   with pytest.raises(ValueError, match="step must not be zero"):
     jnp.arange(0, 5, 0)
   with pytest.raises(ValueError, match="must be a scalar"):
@@ -292,7 +297,9 @@ def test_eye_dtype_identity_and_traced_k():
   assert_close(f(np.int32(-1)), np.eye(3, 4, -1, np.float32), np.float32)
   with pytest.raises(ValueError, match="N must be non-negative"):
     jnp.eye(-1)
-  with pytest.raises(ConcretizationTypeError, match="N argument of eye"):
+  # JAX's TypeError for a traced dimension (its phrase, then where it arose).
+  with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values.*"
+                                      "eye's argument N"):
     hlox.jit(lambda n: jnp.eye(n))(2)
 
 
@@ -486,9 +493,9 @@ def test_broadcast_arrays_shapes_and_errors():
   assert jnp.broadcast_shapes(3, (2, 1)) == (2, 3)
   with pytest.raises(ValueError, match="broadcast_shapes: incompatible shapes"):
     jnp.broadcast_shapes((2,), (3,))
-  with pytest.raises(ValueError, match="broadcast_to: cannot broadcast an array of shape"):
+  with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting: \(3,\)"):
     jnp.broadcast_to(np.ones(3), (4,))
-  with pytest.raises(ValueError, match="broadcast_to: cannot broadcast"):
+  with pytest.raises(ValueError, match="Cannot broadcast to shape with fewer dimensions"):
     jnp.broadcast_to(np.ones((2, 3)), (3,))
 
 
@@ -662,7 +669,7 @@ def test_rot90(k, axes):
 def test_rot90_errors():
   with pytest.raises(ValueError, match="rot90: axes must be different"):
     jnp.rot90(np.ones((2, 2)), 1, (0, 0))
-  with pytest.raises(ValueError, match="rot90: array must be at least 2-d"):
+  with pytest.raises(ValueError, match="rot90 requires its first argument to have ndim at least two"):
     jnp.rot90(np.ones(3))
 
 

@@ -82,7 +82,6 @@ UNARY = [
     ("floor", np.floor, (f32, bf16, i32, bool_), (-5, 5), "same", {}),
     ("ceil", np.ceil, (f32, i32), (-5, 5), "same", {}),
     ("trunc", np.trunc, (f32, f16, i32), (-5, 5), "same", {}),
-    ("fix", np.fix, (f32,), (-5, 5), "same", {}),
     ("rint", np.rint, (f32, i32, c64), (-5, 5), "inexact", {}),
     ("sqrt", np.sqrt, (f32, i32, c64), (0, 9), "inexact", {}),
     ("cbrt", np.cbrt, (f32, i32), (-9, 9), "inexact", {}),
@@ -613,7 +612,7 @@ def test_errors():
     jnp.multiply(np.ones((2, 3), np.float32), np.ones(4, np.float32))
   with pytest.raises(TypeError, match="incompatible shapes"):
     hlox.device_put(f) + hlox.device_put(np.ones(2, np.float32))
-  with pytest.raises(ValueError, match="hypot does not support complex"):
+  with pytest.raises(ValueError, match="jnp.hypot is not well defined for complex-valued inputs"):
     jnp.hypot(np.ones(2, np.complex64), 1.0)
   with pytest.raises(TypeError, match="fabs does not support complex"):
     jnp.fabs(np.ones(2, np.complex64))

@@ -22,7 +22,7 @@ from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer, _zero,
                                    defreducer)
 from hlox.lax.utils import defvectorized, standard_primitive
-from hlox.runtime.array import device_put
+from hlox.runtime.array import committed_device, device_put
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -482,7 +482,13 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   if get_aval(fill_value).ndim != 0:
     raise TypeError(f"full_like: fill_value must be a scalar, got shape "
                     f"{get_aval(fill_value).shape}")
-  return broadcast(_scalar_of(fill_value, dtype, weak), fill_shape)
+  out = broadcast(_scalar_of(fill_value, dtype, weak), fill_shape)
+  if sharding is None:
+    # As JAX: like an array committed to a device, the result is made there.
+    device = committed_device(x)
+    if device is not None and type(out) is type(x):
+      out = device_put(out, device)
+  return out
 
 
 # --- batching registrars -----------------------------------------------------------------

@@ -19,9 +19,10 @@ __all__ = ["gcd", "lcm", "ldexp", "frexp", "i0", "spacing"]
 def gcd(x1, x2, /):
   """Greatest common divisor of integers (elementwise, non-negative)."""
   util.check_arraylike("gcd", x1, x2)
-  if not all(dtypes.is_int(dtypes.dtype_of(x)) for x in (x1, x2)):
-    raise ValueError("Arguments to jax.numpy.gcd must be integers.")
+  # Promoted first: a bool operand beside an integer one is an integer (as in NumPy).
   x1, x2 = util.promote_args_numeric("gcd", x1, x2)
+  if not dtypes.is_int(dtypes.dtype_of(x1)):
+    raise ValueError("Arguments to jax.numpy.gcd must be integers.")
   a, b = ufuncs.abs(x1), ufuncs.abs(x2)
   a, b = shapes.broadcast_arrays(a, b)
   def cond(c):
@@ -37,9 +38,10 @@ def gcd(x1, x2, /):
 def lcm(x1, x2, /):
   """Least common multiple of integers (elementwise, non-negative)."""
   util.check_arraylike("lcm", x1, x2)
-  if not all(dtypes.is_int(dtypes.dtype_of(x)) for x in (x1, x2)):
-    raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+  # Promoted first: a bool operand beside an integer one is an integer (as in NumPy).
   x1, x2 = util.promote_args_numeric("lcm", x1, x2)
+  if not dtypes.is_int(dtypes.dtype_of(x1)):
+    raise ValueError("Arguments to jax.numpy.lcm must be integers.")
   d = gcd(x1, x2)
   return ufuncs.where(d == 0, creation.zeros_like(d), ufuncs.abs(ufuncs.multiply(
       x1, ufuncs.floor_divide(x2, ufuncs.where(d == 0, 1, d)))))
@@ -58,8 +60,10 @@ def ldexp(x1, x2, /):
   # Two steps so that 2**x2 itself neither overflows nor underflows too early.
   half = ufuncs.floor_divide(x2, 2)
   two = creation.asarray(2, dtype)
-  return (x1 * ufuncs.power(two, half.astype(dtype))
-          * ufuncs.power(two, (x2 - half).astype(dtype)))
+  out = (x1 * ufuncs.power(two, half.astype(dtype))
+         * ufuncs.power(two, (x2 - half).astype(dtype)))
+  # Zeros and infinities stay themselves (the factors can be 0 or inf: 0 * inf is NaN).
+  return ufuncs.where(ufuncs.isinf(x1) | (x1 == 0), x1, out)
 
 
 def frexp(x, /):
@@ -89,9 +93,16 @@ def spacing(x, /):
   util.check_arraylike("spacing", x)
   x, = util.promote_dtypes_inexact(creation.asarray(x))
   dtype = get_aval(x).dtype
+  if dtypes.is_complex(dtype):
+    raise ValueError("jnp.spacing is not defined for complex inputs.")
   inf = creation.asarray(np.inf, dtype)
-  return ufuncs.where(ufuncs.isnan(x), x,
-                      ufuncs.nextafter(x, ufuncs.where(x >= 0, inf, -inf)) - x)
+  if dtype == np.float16:  # NumPy's float16 spacing steps towards +inf whatever the sign
+    return ufuncs.nextafter(x, inf) - x
+  result = ufuncs.nextafter(x, ufuncs.copysign(inf, x)) - x
+  # Where the step is subnormal the device may flush the difference to zero: the step there
+  # is the smallest subnormal (as NumPy computes it).
+  tiny = creation.asarray(dtypes.finfo(dtype).smallest_subnormal, dtype)
+  return ufuncs.where(result == 0, ufuncs.copysign(tiny, x), result)
 
 
 def i0(x):

@@ -6,21 +6,37 @@ from __future__ import annotations
 
 import numpy as np
 
+from hlox import lax
+from hlox.core import dtypes
 from hlox.core.tracer import Tracer
+from hlox.errors import ConcretizationTypeError
 from hlox.numpy import (creation, indexing, products, reductions, searching, selection, shapes,
-                        sorting, ufuncs)
+                        sorting, ufuncs, util)
 from hlox.runtime.array import Array
 
-_known_operand_types = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex, list,
-                        tuple)
+# As JAX: lists and tuples are not operands (``x + [1, 2]`` is a TypeError, and a NamedTuple
+# with its own operators gets its turn).
+_known_operand_types = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
 
 
 def _defer_to_others(binary):
   """Return NotImplemented for operand types we do not know, so Python tries the other side."""
   def method(self, other):
-    if not isinstance(other, _known_operand_types):
+    if not isinstance(other, _known_operand_types) and not hasattr(other, "__jax_array__"):
       return NotImplemented
     return binary(self, other)
+  return method
+
+
+def _reject_collections(compare, symbol):
+  # Python would answer False (True for !=) for an unknown operand; builtin collections are
+  # almost always a mistake, so they raise (as JAX). Exact types only: NamedTuples defer.
+  def method(self, other):
+    out = compare(self, other)
+    if out is NotImplemented and type(other) in (dict, list, set, tuple):
+      raise TypeError(f"unsupported operand type(s) for {symbol}: {type(self).__name__!r} and "
+                      f"{type(other).__name__!r}")
+    return out
   return method
 
 
@@ -44,11 +60,15 @@ def _operators():
                  "le": ufuncs.less_equal, "gt": ufuncs.greater, "ge": ufuncs.greater_equal}
   for name, fn in comparisons.items():
     ops[f"__{name}__"] = _defer_to_others(fn)
+  for name in ("eq", "ne"):
+    ops[f"__{name}__"] = _reject_collections(ops[f"__{name}__"], "==" if name == "eq" else "!=")
   ops["__neg__"] = ufuncs.negative
   ops["__pos__"] = lambda x: x
   ops["__abs__"] = ufuncs.abs
   ops["__invert__"] = ufuncs.invert
   ops["__getitem__"] = indexing._getitem
+  ops["__contains__"] = _contains
+  ops["__round__"] = _operator_round
   ops["__setitem__"] = _setitem
   return ops
 
@@ -85,6 +105,12 @@ def _methods():
   methods["astype"] = _astype_method
   methods["flatten"] = lambda x, order="C": shapes.ravel(x, order)
   methods["at"] = property(_at_property)
+  methods["view"] = _view
+  methods["byteswap"] = _byteswap
+  methods["tobytes"] = _tobytes
+  methods["tolist"] = _tolist
+  methods["itemsize"] = property(lambda x: x.aval.dtype.itemsize)
+  methods["nbytes"] = property(lambda x: x.aval.size * x.aval.dtype.itemsize)
   return methods
 
 
@@ -101,7 +127,111 @@ def _transpose_method(x, *axes):
 
 
 def _astype_method(x, dtype, copy=False, device=None):
-  return shapes.astype(x, dtype)
+  return shapes.astype(x, dtype, copy=copy, device=device)
+
+
+def _contains(x, other):
+  # As JAX (departing from NumPy's oddities): a 1-D array searched for a scalar.
+  if other is None or isinstance(other, str):
+    raise TypeError(f"Array.__contains__: unsupported operand type {type(other)}.")
+  if not util.is_arraylike(other):
+    raise TypeError(f"Array.__contains__: unsupported operand type {type(other)}.")
+  query = other
+  if x.ndim != 1:
+    raise ValueError(f"Array.__contains__: search array must be one-dimensional, got "
+                     f"arr.shape={x.shape}.")
+  if np.ndim(query) != 0:
+    raise ValueError(f"Array.__contains__: query value must be a scalar, got "
+                     f"query.shape={np.shape(query)}")
+  return reductions.any(ufuncs.equal(x, query))
+
+
+def _operator_round(x, ndigits=None):
+  out = ufuncs.round(x, ndigits or 0)
+  # round(x) without digits is an integer for Python floats; as JAX, an integer array.
+  return shapes.astype(out, int) if ndigits is None else out
+
+
+def _bits(dtype) -> int:
+  return 4 if dtype in (dtypes.int4, dtypes.uint4) else 8 * np.dtype(dtype).itemsize
+
+
+def _view(x, dtype=None, type=None):
+  """The bits of ``x`` read as ``dtype`` (NumPy's ``ndarray.view``): a different item size
+  changes the size of the last axis. Views to bool are defined only for 0/1 bytes."""
+  if type is not None:
+    raise NotImplementedError("Array.view: the `type` argument is not supported")
+  if dtype is None:
+    return x
+  dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+  src = x.aval.dtype
+  nbits_in, nbits_out = _bits(src), _bits(dtype)
+  if x.ndim == 0:
+    if nbits_in != nbits_out:
+      raise ValueError("view() of a 0d array is only supported if the itemsize is unchanged, "
+                       f"got {src.name} -> {dtype.name}")
+    return shapes.squeeze(_view(shapes.expand_dims(x, 0), dtype), 0)
+  if (x.shape[-1] * nbits_in) % nbits_out != 0:
+    raise ValueError("When changing to a larger dtype, its size must be a divisor of the "
+                     f"total size in bytes of the last axis of the array (view of shape "
+                     f"{x.shape} from {src.name} to {dtype.name}).")
+  if src == dtype:
+    return x
+  # bitcast_convert_type knows neither bool nor complex: go through uint8 / the real type.
+  if src == np.bool_:
+    return _view(lax.convert_element_type(x, np.uint8), dtype)
+  if dtypes.is_complex(src):
+    real = ufuncs.real(x)
+    parts = shapes.stack([real, ufuncs.imag(x)], axis=-1)
+    return _view(shapes.reshape(parts, x.shape[:-1] + (2 * x.shape[-1],)), dtype)
+  if dtype == np.bool_:
+    return lax.convert_element_type(_view(x, np.uint8), np.bool_)
+  if dtypes.is_complex(dtype):
+    parts = _view(x, np.finfo(dtype).dtype)
+    parts = shapes.reshape(parts, parts.shape[:-1] + (parts.shape[-1] // 2, 2))
+    return lax.complex(parts[..., 0], parts[..., 1])
+  if nbits_in < nbits_out:
+    factor = nbits_out // nbits_in
+    grouped = shapes.reshape(x, x.shape[:-1] + (x.shape[-1] // factor, factor))
+    return lax.bitcast_convert_type(grouped, dtype)
+  out = lax.bitcast_convert_type(x, dtype)
+  if nbits_in > nbits_out:
+    out = shapes.reshape(out, out.shape[:-2] + (out.shape[-2] * out.shape[-1],))
+  return out
+
+
+def _byteswap(x, inplace=False):
+  """``x`` with the bytes of each element reversed (same dtype)."""
+  if inplace:
+    raise ValueError("Array.byteswap: inplace=True is not supported (arrays are immutable)")
+  dtype = x.aval.dtype
+  if dtypes.is_complex(dtype):
+    return lax.complex(_byteswap(ufuncs.real(x)), _byteswap(ufuncs.imag(x)))
+  if dtype.itemsize == 1:
+    return creation.copy(x)
+  as_bytes = lax.bitcast_convert_type(x, np.uint8)
+  return lax.bitcast_convert_type(lax.rev(as_bytes, (x.ndim,)), dtype)
+
+
+def _host_value(x, method):
+  if isinstance(x, Tracer):
+    value = x.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(
+          x, f"The {method}() method was called on traced array with shape "
+          f"{x.aval.str_short()}; it needs the array's value on the host")
+    return np.asarray(value)
+  return np.asarray(x)
+
+
+def _tobytes(x, order="C"):
+  """The array's raw bytes (NumPy's ``ndarray.tobytes``)."""
+  return _host_value(x, "tobytes").tobytes(order)
+
+
+def _tolist(x):
+  """The array's values as nested Python lists of Python scalars."""
+  return _host_value(x, "tolist").tolist()
 
 
 def _at_property(x):
@@ -112,6 +242,10 @@ def install():
   for cls in (Array, Tracer):
     for name, fn in {**_operators(), **_methods()}.items():
       setattr(cls, name, fn)
+  # copy.copy / copy.deepcopy of an Array give a new buffer, as JAX's (one of them may be
+  # deleted or donated while the other lives on); tracers are values and stay themselves.
+  Array.__copy__ = creation.copy
+  Array.__deepcopy__ = lambda x, memo: creation.copy(x)
   # Arrays and tracers are unhashable even though they define __eq__.
   Array.__hash__ = Array.__dict__.get("__hash__") or _unhashable
   Tracer.__hash__ = _unhashable

@@ -143,15 +143,25 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
-  """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``."""
+  """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``.
+
+  ``left``/``right``: the value below/above the range (default: the end values), or
+  ``'extrapolate'`` to continue the first/last segment's line.
+  """
   util.check_arraylike("interp", x, xp, fp)
   x, xp, fp = creation.asarray(x), creation.asarray(xp), creation.asarray(fp)
-  if get_aval(xp).ndim != 1 or get_aval(fp).ndim != 1:
-    raise ValueError("xp and fp must be one-dimensional")
-  if get_aval(xp).shape[0] != get_aval(fp).shape[0]:
-    raise ValueError("xp and fp must be the same length")
+  if get_aval(xp).ndim != 1 or get_aval(xp).shape != get_aval(fp).shape:
+    raise ValueError("xp and fp must be one-dimensional arrays of equal size")
   if get_aval(xp).shape[0] == 0:
     raise ValueError("xp and fp must be non-empty")
+  extrapolate = {}
+  for side, value in (("left", left), ("right", right)):
+    extrapolate[side] = isinstance(value, str)
+    if isinstance(value, str) and value != "extrapolate":
+      raise ValueError(f"the only valid string value of `{side}` is 'extrapolate', but got: "
+                       f"{value!r}")
+  if dtypes.is_complex(get_aval(x).dtype):
+    raise ValueError("jnp.interp: complex x values not supported.")
   if dtypes.is_complex(get_aval(fp).dtype):
     dtype = dtypes.canonicalize_dtype(dtypes.result_type(x, xp, fp))
     x, xp = x.astype(dtypes.to_inexact_dtype(dtypes.result_type(x, xp))), xp
@@ -173,13 +183,18 @@ def interp(x, xp, fp, left=None, right=None, period=None):
   i = ufuncs.clip(searching.searchsorted(xp, x, side="right"), 1, get_aval(xp).shape[0] - 1)
   dx = xp[i] - xp[i - 1]
   delta = x - xp[i - 1]
-  eps = np.finfo(np.dtype(dtypes.to_inexact_dtype(get_aval(xp).dtype))).eps
-  safe = ufuncs.abs(dx) > eps * ufuncs.abs(xp[i])
+  # An absolute threshold (as JAX): steps below it take the left value, which also keeps
+  # the gradient of delta / dx finite for tiny, close points.
+  eps = np.spacing(np.finfo(np.dtype(dtypes.to_inexact_dtype(get_aval(xp).dtype))).eps)
+  safe = ufuncs.abs(dx) > eps
   f = ufuncs.where(safe, fp[i - 1] + (delta / ufuncs.where(safe, dx, 1)) * (fp[i] - fp[i - 1]),
                 fp[i - 1])
   if period is None:
-    f = ufuncs.where(x < xp[0], fp[0] if left is None else left, f)
-    f = ufuncs.where(x > xp[-1], fp[-1] if right is None else right, f)
+    # Outside the range the clipped segment index already extends the end segments' lines.
+    if not extrapolate["left"]:
+      f = ufuncs.where(x < xp[0], fp[0] if left is None else left, f)
+    if not extrapolate["right"]:
+      f = ufuncs.where(x > xp[-1], fp[-1] if right is None else right, f)
   return f.astype(dtype) if f.dtype != dtype else f
 
 
@@ -190,6 +205,16 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
   if x is None:
     y, = util.promote_dtypes_inexact(y)
     dx_arr = dx
+    if np.ndim(dx) > 0:
+      # An array of spacings broadcasts against y's steps (NumPy's rule): move its
+      # integration axis last, as y's.
+      dx_arr = creation.asarray(dx)
+      dx_arr = shapes.reshape(dx_arr, (1,) * (get_aval(y).ndim - dx_arr.ndim) + dx_arr.shape)
+      dx_arr = shapes.moveaxis(dx_arr, axis, -1)
+      if dx_arr.shape[-1] != 1:
+        y = shapes.moveaxis(y, axis, -1)
+        return 0.5 * reductions.sum(dx_arr * (y[..., 1:] + y[..., :-1]), axis=-1)
+      dx_arr = dx_arr[..., 0]
   else:
     y, x = util.promote_dtypes_inexact(y, creation.asarray(x))
     if get_aval(x).ndim == 1:

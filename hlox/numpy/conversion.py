@@ -8,6 +8,7 @@ The bottom room of ``hlox.numpy``: it imports no other ``hlox.numpy`` module, so
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def _put(x, device):
   return x if device is None or isinstance(x, Tracer) else device_put(x, device)
 
 
-def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=None):
+def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, device=None):
   """Convert ``object`` to an Array.
 
   Accepts Arrays, tracers, NumPy arrays, Python scalars and nested lists/tuples of these.
@@ -50,6 +51,8 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
   ``copy=True`` (the default) gives an Array its own buffer, as JAX's: immutable values
   could share one, but a donated argument's buffer is deleted under the sharers.
   """
+  if args:
+    copy, order, ndmin = _positional_options(args, copy, order, ndmin)
   if order is not None and order != "K":
     raise NotImplementedError("array: only order='K' is supported")
   dtype = _user_dtype(dtype, "array")
@@ -62,8 +65,9 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
     out = object
     if dtype is not None:
       out = lax.convert_element_type(out, dtype, weak_type=False)
-    if copy and out is object and isinstance(out, Array):
-      # A fresh buffer: the original may be donated (deleted) while the copy lives on.
+    if copy and out is object:
+      # A fresh buffer: the original may be donated (deleted) while the copy lives on. Traced
+      # too, so that transformations (jvp, vjp, vmap) give copies of their values as well.
       out = lax.copy_p.bind(out)
   elif isinstance(object, (list, tuple)):
     leaves = _leaves(object)
@@ -88,14 +92,32 @@ def array(object, dtype=None, *, copy=True, order="K", ndmin: int = 0, device=No
   return _put(out, device)
 
 
-def _check_scalar_fits(x, dtype) -> None:
-  """Python ints must fit the integer dtype they become (NumPy 2 and JAX raise too)."""
+def _positional_options(args, copy, order, ndmin):
+  """``copy``, ``order`` and ``ndmin`` passed positionally (deprecated in JAX, as here)."""
+  if len(args) > 3:
+    raise TypeError(f"array() takes at most 5 positional arguments but {len(args) + 2} were "
+                    "given")
+  given = [copy, order, ndmin]
+  for i, name in enumerate(("copy", "order", "ndmin")):
+    if i < len(args) and given[i] != (True, "K", 0)[i]:
+      raise TypeError(f"array() got multiple values for argument '{name}'")
+  warnings.warn("Passing the copy, order, and ndmin arguments to jnp.array positionally is "
+                "deprecated. Use keyword arguments instead.", DeprecationWarning, stacklevel=3)
+  return (list(args) + given[len(args):])[:3]
+
+
+def _check_scalar_fits(x, dtype, in_list: bool = False) -> None:
+  """Python ints must fit the integer dtype they become (NumPy 2 and JAX raise too, with
+  these texts: NumPy's for an element of a list, JAX's own for a lone scalar)."""
   if type(x) is not int:
     return
   target = dtypes.python_scalar_dtype(x) if dtype is None else dtype
   if dtypes.is_int(target):
     info = dtypes.iinfo(target)
     if not info.min <= x <= info.max:
+      if in_list:
+        raise OverflowError(f"Python int too large to convert to {np.dtype(target).name}: "
+                            f"{x}")
       raise OverflowError(f"Python int {x} too large to convert to {np.dtype(target).name}")
 
 
@@ -149,7 +171,7 @@ def _assemble(tree, dtype):
     if isinstance(tree, (list, tuple)):
       for leaf in _leaves(tree):
         if type(leaf) in _python_scalars:
-          _check_scalar_fits(leaf, dtype)
+          _check_scalar_fits(leaf, dtype, in_list=True)
     return _numpy_cast(tree, dtype)
   if not isinstance(tree, (list, tuple)):
     if hasattr(tree, "__jax_array__") and not isinstance(tree, (Array, Tracer)):

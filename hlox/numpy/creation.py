@@ -18,7 +18,7 @@ import numpy as np
 from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
-from hlox.errors import ConcretizationTypeError, HloxTypeError
+from hlox.errors import ConcretizationTypeError
 from hlox.numpy import util
 from hlox.numpy.conversion import _put, _python_scalars, _user_dtype, array, asarray
 from hlox.runtime.array import Array
@@ -35,16 +35,38 @@ def _shape(shape, name: str) -> tuple:
   if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0):
     shape = (shape,)
   try:
-    shape = tuple(operator.index(d) for d in shape)
-  except HloxTypeError:
-    raise  # a traced dimension: its own message says what to do
+    shape = tuple(shape)
   except TypeError:
-    raise TypeError(f"{name}: shape must be an int or a sequence of ints, got "
-                    f"{shape!r}") from None
+    raise _invalid_shape_error(shape, name) from None
+  if any(isinstance(d, Tracer) and d.to_concrete_value() is None for d in shape):
+    raise _invalid_shape_error(shape, name)
+  try:
+    shape = tuple(operator.index(d) for d in shape)
+  except TypeError:
+    raise _invalid_shape_error(shape, name) from None
   if any(d < 0 for d in shape):
     # TypeError, the class JAX raises here (its shape check rejects the shape as a type).
     raise TypeError(f"{name}: negative dimensions are not allowed, got shape {shape}")
   return shape
+
+
+def _check_forgot_shape_tuple(name, shape, dtype):
+  if isinstance(dtype, int) and isinstance(shape, int) and not isinstance(dtype, bool):
+    raise TypeError(f"Cannot interpret '{dtype}' as a data type.\n\nDid you accidentally "
+                    f"write `jax.numpy.{name}({shape}, {dtype})` when you meant "
+                    f"`jax.numpy.{name}(({shape}, {dtype}))`, i.e. with a single tuple "
+                    "argument for the shape? (hlox.numpy, like jax.numpy, takes the shape "
+                    "as one tuple)")
+
+
+def _invalid_shape_error(shape, name: str):
+  """JAX's TypeError for a shape that is not a sequence of concrete ints."""
+  msg = (f"Shapes must be 1D sequences of concrete values of integer type, got {shape!r} "
+         f"(the shape of {name}).")
+  if any(isinstance(d, Tracer) for d in (shape if isinstance(shape, tuple) else (shape,))):
+    msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "
+            "subfunctions: a traced value cannot be a dimension.")
+  return TypeError(msg)
 
 
 def _concrete_scalar(x, name: str, what: str):
@@ -53,15 +75,16 @@ def _concrete_scalar(x, name: str, what: str):
   return x if isinstance(x, _python_scalars) else x.item()
 
 
-def _concrete_value(x, name: str, what: str):
-  """``x`` as a Python scalar or a 0-d NumPy array (keeping its dtype for promotion)."""
+def _concrete_value(x, name: str, what: str, origin: str = ""):
+  """``x`` as a Python scalar or a 0-d NumPy array (keeping its dtype for promotion).
+  ``origin`` starts the error's text (JAX's phrase, which people search for)."""
   if isinstance(x, Tracer):
     value = x.to_concrete_value()
     if value is None:
       raise ConcretizationTypeError(
-          x, f"the {what} argument of {name} must be a concrete value, because it determines "
-          "the shape of the result. Pass it as a static argument (static_argnums) or compute "
-          "it from shapes, e.g. x.shape[0]")
+          x, f"{origin}the {what} argument of {name} must be a concrete value, because it "
+          "determines the shape of the result. Pass it as a static argument (static_argnums) "
+          "or compute it from shapes, e.g. x.shape[0]")
     x = value
   if type(x) in _python_scalars:
     return x
@@ -94,18 +117,21 @@ def _full(shape, fill_value, dtype, name):
 
 def zeros(shape, dtype=None, *, device=None):
   """An array of zeros (float32 by default)."""
+  _check_forgot_shape_tuple("zeros", shape, dtype)
   dtype = _user_dtype(dtype, "zeros") or dtypes.default_float_dtype()
   return _put(_full(shape, 0, dtype, "zeros"), device)
 
 
 def ones(shape, dtype=None, *, device=None):
   """An array of ones (float32 by default)."""
+  _check_forgot_shape_tuple("ones", shape, dtype)
   dtype = _user_dtype(dtype, "ones") or dtypes.default_float_dtype()
   return _put(_full(shape, 1, dtype, "ones"), device)
 
 
 def empty(shape, dtype=None, *, device=None):
   """An "uninitialized" array: hlox fills it with zeros."""
+  _check_forgot_shape_tuple("empty", shape, dtype)
   dtype = _user_dtype(dtype, "empty") or dtypes.default_float_dtype()
   return _put(_full(shape, 0, dtype, "empty"), device)
 
@@ -131,10 +157,15 @@ def full(shape, fill_value, dtype=None, *, device=None):
 
 
 def _like(name, a, fill_value, dtype, shape, device):
+  if not util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
+    # Duck typing (as JAX): anything with a shape and a dtype, e.g. a ShapeDtypeStruct.
+    dtype = _user_dtype(dtype, name) or dtypes.canonicalize_dtype(np.dtype(a.dtype))
+    shape = _shape(a.shape if shape is None else shape, name)
+    return _put(lax.full(shape, fill_value, dtype), device)
   util.check_arraylike(name, a)
   dtype = _user_dtype(dtype, name)
   shape = None if shape is None else _shape(shape, name)
-  return _put(lax.full_like(a, fill_value, dtype, shape), device)
+  return _put(lax.full_like(a, fill_value, dtype, shape), device)  # a's device by default
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
@@ -154,9 +185,9 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None):
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
   """``fill_value`` with the shape and dtype of ``a``; an array ``fill_value`` broadcasts."""
-  util.check_arraylike("full_like", a, fill_value)
   if get_aval(fill_value).ndim == 0:
     return _like("full_like", a, fill_value, dtype, shape, device)
+  util.check_arraylike("full_like", a, fill_value)
   aval = get_aval(a)
   dtype = _user_dtype(dtype, "full_like") or aval.dtype
   shape = aval.shape if shape is None else _shape(shape, "full_like")
@@ -181,9 +212,17 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
   if start is None:
     raise TypeError("arange: start must not be None")
   dtype = _user_dtype(dtype, "arange")
+  # With one argument, ``start`` is the stop: errors name it as the user thinks of it.
+  start_name = "stop" if stop is None and step is None else "start"
+  names = {"start": start_name, "stop": "stop", "step": "step"}
   bounds = {"start": start, "stop": stop, "step": step}
-  bounds = {k: None if v is None else _concrete_value(v, "arange", k)
+  bounds = {k: None if v is None else _concrete_value(
+      v, "arange", names[k], f"It arose in the jnp.arange argument '{names[k]}': ")
             for k, v in bounds.items()}
+  if any(dtypes.is_complex(np.result_type(v)) for v in bounds.values() if v is not None):
+    raise ValueError("Passing complex start/stop/step to jnp.arange is no longer supported "
+                     "starting in JAX v0.10.0 (use a real range and convert it, e.g. "
+                     "jnp.arange(n).astype(complex))")
   if dtype is None:
     dtype = dtypes.result_type(*[v for v in bounds.values() if v is not None])
   start, stop, step = (v if v is None or type(v) in _python_scalars else v.item()
@@ -194,8 +233,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     step = 1
   if step == 0:
     raise ValueError("arange: step must not be zero")
-  if any(isinstance(x, complex) for x in (start, stop, step)) or dtypes.is_complex(dtype):
-    # Complex ranges are rare and their length rule is odd: let NumPy decide on the host.
+  if dtypes.is_complex(dtype):
+    # A real range with a complex dtype: NumPy decides on the host.
     return _put(asarray(np.arange(start, stop, step).astype(dtype)), device)
   all_int = all(isinstance(x, (int, bool)) for x in (start, stop, step))
   if all_int:
@@ -347,6 +386,8 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 # --- matrices ----------------------------------------------------------------------------
 
 def _static_dim(n, name: str, what: str) -> int:
+  if isinstance(n, Tracer) and n.to_concrete_value() is None:
+    raise _invalid_shape_error((n,), f"{name}'s argument {what}")
   n = _concrete_scalar(n, name, what)
   try:
     n = operator.index(n)

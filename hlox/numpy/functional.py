@@ -28,12 +28,28 @@ def piecewise(x, condlist, funclist, *args, **kw):
   else:
     raise ValueError(f"with {nc} condition(s), either {nc} or {nc + 1} functions are expected;"
                      f" got {nf}")
-  def apply(f):
-    return f(x, *args, **kw) if callable(f) else creation.asarray(f, dtype=get_aval(x).dtype)
-  result = shapes.broadcast_to(apply(default), get_aval(x).shape).astype(get_aval(x).dtype)
-  for cond, f in zip(condlist, funclist):
-    result = ufuncs.where(cond, creation.asarray(apply(f)).astype(get_aval(x).dtype), result)
+  funclist = [default, *funclist]
+  # The functions are static arguments of one jitted body (as in JAX): calling piecewise
+  # again with the same functions traces nothing; the constants are ordinary arguments.
+  funcs = tuple(f if callable(f) else None for f in funclist)
+  consts = [None if callable(f) else f for f in funclist]
+  conds = [creation.asarray(c) for c in condlist]
+  return _piecewise_jit(x, conds, consts, args, kw, funcs=funcs)
+
+
+def _piecewise_body(x, conds, consts, args, kw, *, funcs):
+  dtype = get_aval(x).dtype
+  def piece(i):
+    f = funcs[i]
+    out = f(x, *args, **kw) if f is not None else consts[i]
+    return creation.asarray(out).astype(dtype)
+  result = shapes.broadcast_to(piece(0), get_aval(x).shape)
+  for i, cond in enumerate(conds, 1):
+    result = ufuncs.where(cond, piece(i), result)
   return result
+
+
+_piecewise_jit = api.jit(_piecewise_body, static_argnames=("funcs",))
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):

@@ -27,22 +27,34 @@ def unravel_index(indices, shape):
   indices count from the end; out-of-range ones are clipped)."""
   util.check_arraylike("unravel_index", indices)
   indices = creation.asarray(indices)
-  shape = tuple(operator.index(d) for d in np.atleast_1d(shape))
   if not dtypes.is_int(get_aval(indices).dtype):
     raise TypeError("Only integer indices are allowed, got " + str(indices.dtype))
-  total = math.prod(shape)
-  indices = ufuncs.where(indices < 0, indices + total, indices)
-  indices = ufuncs.clip(indices, 0, builtins.max(total - 1, 0))
-  out = []
-  stride = total
-  for d in shape:
-    stride //= d if d else 1
-    out.append((indices // stride) % d if d else indices * 0)
-  return tuple(out)
+  # The dimensions stay as given (Python ints are weak: the indices' dtype wins); they may
+  # be traced, as under jit of the whole call.
+  dims = list(shape) if isinstance(shape, (list, tuple)) or np.ndim(shape) == 1 else [shape]
+  if any(np.ndim(d) != 0 for d in dims):
+    raise ValueError("unravel_index: shape should be a scalar or 1D sequence.")
+  coords = [None] * len(dims)
+  rest = indices
+  for i in reversed(builtins.range(len(dims))):
+    rest, coords[i] = ufuncs.divmod(rest, dims[i])
+  # What is left is 0 for indices in range, -1 for negative ones in range (the floor
+  # division wrapped them, as NumPy counts from the end); beyond, clip to the edges.
+  above = rest > 0
+  if dtypes.is_unsigned_int(get_aval(indices).dtype):  # -1 would wrap to the maximum
+    return tuple(ufuncs.where(above, d - 1, c) for d, c in zip(dims, coords))
+  below = rest < -1
+  return tuple(ufuncs.where(above, d - 1, ufuncs.where(below, 0, c))
+               for d, c in zip(dims, coords))
 
 
-def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
-  """Flat indices of the coordinate arrays ``multi_index`` into an array of shape ``dims``."""
+def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+  """Flat indices of the coordinate arrays ``multi_index`` into an array of shape ``dims``.
+
+  ``mode``: ``'raise'`` (concrete indices only), ``'wrap'``, ``'clip'`` or ``'ignore'`` (no
+  check: out-of-range coordinates give meaningless flat indices). The result has ``dtype``
+  (an integer type), by default the indices' own promoted type.
+  """
   if len(multi_index) != len(dims):
     raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
   util.check_arraylike("ravel_multi_index", *multi_index)
@@ -51,6 +63,17 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
   for i in index:
     if not dtypes.is_int(get_aval(i).dtype):
       raise TypeError("only int indices permitted")
+  if dtype is None:
+    # A Python int is weak: the indices' own type wins (int8 indices give int8 results).
+    dtype = dtypes.result_type(1, *index)
+  else:
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+  if not dtypes.is_int(dtype):
+    raise ValueError(f"dtype={np.dtype(dtype).name} is not an integer type.")
+  if math.prod(dims) - 1 > np.iinfo(dtype).max:
+    raise ValueError(f"jnp.ravel_multi_index: dtype={np.dtype(dtype).name} not large enough to "
+                     f"hold flattened index for dims={dims}. Use the dtype argument to pass a "
+                     "suitable dtype (e.g. dtype=np.min_scalar_type(prod(dims))).")
   if mode == "raise":
     for i, d in zip(index, dims):
       if isinstance(i, Tracer) and i.to_concrete_value() is None:
@@ -64,15 +87,15 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     index = [i % d for i, d in zip(index, dims)]
   elif mode == "clip":
     index = [ufuncs.clip(i, 0, d - 1) for i, d in zip(index, dims)]
-  else:
-    raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+  elif mode != "ignore":
+    raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or 'ignore'.")
   if order == "F":
     index, dims = index[::-1], dims[::-1]
   elif order != "C":
     raise ValueError(f"invalid order={order!r}. Expected 'C' or 'F'")
-  result = creation.asarray(0, util.index_dtype())
+  result = creation.asarray(0, dtype)
   for i, d in zip(index, dims):
-    result = result * d + i.astype(util.index_dtype())
+    result = result * np.asarray(d, dtype) + i.astype(dtype)
   return result
 
 
@@ -188,19 +211,14 @@ def _grid(name, sparse):
         single = True
       else:
         single = False
-      arrays = []
-      for s in key:
-        start = 0 if s.start is None else s.start
-        step = 1 if s.step is None else s.step
-        stop = s.stop
-        if isinstance(step, complex):
-          arrays.append(creation.linspace(start, stop, int(abs(step))))
-        else:
-          arrays.append(creation.arange(start, stop, step))
+      arrays = [_slice_grid(s, name) for s in key]
       if single:
         return arrays[0]
+      arrays = util.promote_dtypes(*arrays)
       if sparse:
-        return tuple(creation.meshgrid(*arrays, indexing="ij", sparse=True))
+        return list(creation.meshgrid(*arrays, indexing="ij", sparse=True))
+      if not arrays:
+        return creation.arange(0)
       return shapes.stack(creation.meshgrid(*arrays, indexing="ij"), 0)
   _Grid.__name__ = name
   return _Grid()
@@ -221,9 +239,11 @@ def mask_indices(n, mask_func, k=0, *, size=None):
 def _slice_grid(s, name):
   """``arange`` for a slice, or ``linspace`` (end included) when its step is imaginary."""
   for part in ("start", "stop", "step"):
-    if isinstance(getattr(s, part), Tracer):
-      raise TypeError(f"hlox.numpy.{name}: the slice {part} must be concrete, got a traced "
-                      "value")
+    value = getattr(s, part)
+    if isinstance(value, Tracer) and value.to_concrete_value() is None:
+      raise ConcretizationTypeError(
+          value, f"slice {part} of jnp.{name}: the bounds of a grid's slice fix its length, "
+          "so they must be concrete")
   start = 0 if s.start is None else s.start
   step = 1 if s.step is None else s.step
   if np.iscomplex(step):
@@ -251,8 +271,8 @@ class _AxisConcat:
         try:
           values = [int(f) for f in fields]
         except ValueError:
-          raise ValueError(f"hlox.numpy.{self.name}: could not understand directive "
-                           f"{directive!r}") from None
+          raise ValueError(f"could not understand directive {directive!r} "
+                           f"(jnp.{self.name})") from None
         axis, ndmin, trans1d = values + [axis, ndmin, trans1d][len(values):]
     pieces = []
     for item in items:

@@ -27,6 +27,7 @@ The semantics are JAX's:
 from __future__ import annotations
 
 import operator
+import string
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -121,7 +122,8 @@ def _classify(i, pos) -> _Index:
     raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                     f"{dtype.name} at position {pos}")
   if isinstance(i, str):
-    raise TypeError(f"hlox does not support string indexing; got {i!r}")
+    raise TypeError(f"JAX does not support string indexing; got idx={i!r} (hlox, like JAX, "
+                    "indexes by position only)")
   if isinstance(i, (float, complex, np.generic)):
     raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                     f"{np.dtype(type(i)).name} at position {pos}")
@@ -766,10 +768,17 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
                     unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
 
-def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
   """``arr`` indexed by ``indices`` along ``axis`` (same rank; other dimensions broadcast),
   e.g. with the result of ``argsort``. Out-of-bounds indices read ``fill_value`` by default
-  (``mode='fill'``); ``mode='clip'`` clamps."""
+  (``mode='fill'``); ``mode='clip'`` clamps; ``mode='one_hot'`` computes the result as a
+  product with one-hot vectors (out-of-bounds indices give 0).
+
+  ``wrap_negative_indices``: count negative indices from the end (NumPy's rule). Unset, they
+  wrap unless ``mode='promise_in_bounds'`` (JAX's legacy default). Without wrapping the
+  indices keep their dtype; wrapping computes in a signed type that holds the axis size.
+  """
   util.check_arraylike("take_along_axis", arr)
   a = util.ensure_array(arr)
   indices = _check_int_indices("take_along_axis", indices)
@@ -795,10 +804,14 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
   size = aval.shape[axis]
   if size == 0 or int(np.prod(out_shape)) == 0:
     return lax.full(out_shape, 0, aval.dtype)
-  gmode = _parse_mode(mode) if mode is not None else GatherScatterMode.FILL_OR_DROP
-  dtype = _index_dtype(aval.shape)
-  indices = _normalize_array(indices, size, dtype,
-                             gmode is not GatherScatterMode.PROMISE_IN_BOUNDS)
+  one_hot = isinstance(mode, str) and mode == "one_hot"
+  gmode = GatherScatterMode.FILL_OR_DROP if mode is None or one_hot else _parse_mode(mode)
+  if wrap_negative_indices is None:
+    wrap_negative_indices = gmode is not GatherScatterMode.PROMISE_IN_BOUNDS
+  if wrap_negative_indices:
+    indices = _normalize_array(indices, size, _index_dtype((size,)), True)
+  if one_hot:
+    return _take_along_axis_one_hot(a, indices, axis)
   # Dimensions where indices have size 1 take the whole of arr (offset dims); where arr has
   # size 1 it is squeezed and the indices' size is kept; elsewhere both are batch dims.
   index_dims = [i for i in range(rank) if i == axis or ishape[i] != 1]
@@ -834,6 +847,26 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
       start_indices_batching_dims=tuple(indices_batching))
   return lax.gather(a, gather_indices, dnums, tuple(slice_sizes), mode=gmode,
                     fill_value=fill_value)
+
+
+def _take_along_axis_one_hot(a, indices, axis):
+  """take_along_axis as a contraction of ``a`` with one-hot vectors of ``indices`` (dense
+  work, but a matrix product, which some accelerators do far faster than a gather)."""
+  from hlox.numpy.products import einsum
+  aval = get_aval(a)
+  iaval = get_aval(indices)
+  positions = lax.broadcasted_iota(iaval.dtype, iaval.shape + (aval.shape[axis],), iaval.ndim)
+  hot = lax.convert_element_type(lax.eq(lax.expand_dims(indices, (iaval.ndim,)), positions),
+                                 aval.dtype)
+  if aval.ndim == 1:
+    return einsum("...b,b->...", hot, a, preferred_element_type=aval.dtype)
+  names = string.ascii_letters.replace("y", "").replace("z", "")
+  if axis > len(names):
+    raise ValueError(f"take_along_axis: mode='one_hot' supports at most {len(names)} "
+                     f"leading dimensions, got axis={axis}")
+  letters = names[:axis]
+  return einsum(f"{letters}y...z,{letters}z...->{letters}y...", hot, a,
+                precision=lax.Precision.HIGHEST, preferred_element_type=aval.dtype)
 
 
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):

@@ -118,9 +118,15 @@ def vander(x, N=None, increasing=False):
       get_aval(x).dtype) else powers)
 
 
-def _conv1d(name, a, v, mode, flip):
+def _conv1d(name, a, v, mode, flip, preferred_element_type=None):
   util.check_arraylike(name, a, v)
-  a, v = util.promote_dtypes_inexact(creation.asarray(a), creation.asarray(v))
+  if preferred_element_type is None:  # NumPy's rule: convolutions are inexact
+    a, v = util.promote_dtypes_inexact(creation.asarray(a), creation.asarray(v))
+  else:
+    # The inputs keep their (common) type; products and sums are computed in the given one.
+    dtype = dtypes.canonicalize_dtype(np.dtype(preferred_element_type))
+    a, v = (creation.asarray(x).astype(dtype) for x in
+            util.promote_dtypes(creation.asarray(a), creation.asarray(v)))
   if get_aval(a).ndim != 1 or get_aval(v).ndim != 1:
     raise ValueError(f"{name}() only support 1-dimensional inputs.")
   na, nv = get_aval(a).shape[0], get_aval(v).shape[0]
@@ -135,7 +141,7 @@ def _conv1d(name, a, v, mode, flip):
   a_pad = shapes.pad(a, (nv - 1, nv - 1))
   rows = creation.arange(n_full)[:, None] + creation.arange(nv)[None, :]
   if get_aval(a).dtype != np.bool_:
-    full = reductions.sum(a_pad[rows] * v[None, :], axis=1)
+    full = reductions.sum(a_pad[rows] * v[None, :], axis=1, dtype=get_aval(a).dtype)
   else:
     full = reductions.any(a_pad[rows] & v[None, :], axis=1)
   if mode == "full":
@@ -152,21 +158,24 @@ def _conv1d(name, a, v, mode, flip):
 
 
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
-  """Discrete 1-d convolution of ``a`` and ``v``."""
+  """Discrete 1-d convolution of ``a`` and ``v`` (computed in ``preferred_element_type``,
+  with the inputs' common type kept, if given; else in their inexact type)."""
   if get_aval(creation.asarray(v)).shape and get_aval(creation.asarray(a)).shape and \
       get_aval(creation.asarray(v)).shape[0] > get_aval(creation.asarray(a)).shape[0]:
     a, v = v, a
-  return _conv1d("convolve", a, v, mode, flip=True)
+  return _conv1d("convolve", a, v, mode, True, preferred_element_type)
 
 
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
-  """Discrete 1-d cross-correlation of ``a`` and ``v``."""
+  """Discrete 1-d cross-correlation of ``a`` and ``v`` (``preferred_element_type`` as for
+  ``convolve``)."""
   na, nv = get_aval(creation.asarray(a)).shape, get_aval(creation.asarray(v)).shape
+  pet = preferred_element_type
   if na and nv and nv[0] > na[0]:
     if not dtypes.is_complex(dtypes.result_type(a, v)):
-      return _conv1d("correlate", v, a, mode, flip=False)[::-1]
-    return ufuncs.conj(_conv1d("correlate", v, a, mode, flip=False)[::-1])
-  return _conv1d("correlate", a, v, mode, flip=False)
+      return _conv1d("correlate", v, a, mode, False, pet)[::-1]
+    return ufuncs.conj(_conv1d("correlate", v, a, mode, False, pet)[::-1])
+  return _conv1d("correlate", a, v, mode, False, pet)
 
 
 def _inexact_1d(name, *args):

@@ -62,6 +62,8 @@ def iscomplexobj(x):
   """Whether ``x`` has a complex dtype."""
   if x is None:
     return False
+  if isinstance(x, (list, tuple)):  # a nested sequence: complex if any element is
+    return any(iscomplexobj(v) for v in x)
   try:
     dtype = x.dtype
   except AttributeError:

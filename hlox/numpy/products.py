@@ -261,8 +261,9 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
   if isinstance(axes, (int, np.integer)):
     n = int(axes)
     if n < 0 or n > min(a_aval.ndim, b_aval.ndim):
-      raise TypeError(f"tensordot: number of axes {n} must be non-negative and at most the "
-                      f"input ranks (shapes {a_aval.shape} and {b_aval.shape})")
+      raise TypeError(f"Number of tensordot axes (axes {n}) exceeds input ranks "
+                      f"({a_aval.ndim} and {b_aval.ndim}), or is negative (shapes "
+                      f"{a_aval.shape} and {b_aval.shape})")
     contract = (tuple(range(a_aval.ndim - n, a_aval.ndim)), tuple(range(n)))
   elif isinstance(axes, (tuple, list)) and len(axes) == 2:
     ax1, ax2 = axes
@@ -334,7 +335,8 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
   axis1 = lax.utils.canonicalize_axis(axis1, aval.ndim, "trace")
   axis2 = lax.utils.canonicalize_axis(axis2, aval.ndim, "trace")
   if axis1 == axis2:
-    raise ValueError(f"trace: axis1 and axis2 must be different, got {axis1} and {axis2}")
+    raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2} "
+                     "(jnp.trace)")
   out_dtype = _sum_dtype(aval.dtype) if dtype is None else \
       dtypes.canonicalize_dtype(np.dtype(dtype))
   x = lax.convert_element_type(a, out_dtype, weak_type=aval.weak_type and dtype is None)
@@ -474,6 +476,11 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   """
   if out is not None:
     raise NotImplementedError("einsum: the 'out' argument is not supported")
+  if isinstance(optimize, (list, tuple)) and any(
+      isinstance(step, (list, tuple)) and len(step) > 2 for step in optimize):
+    # An explicit path step joining 3+ operands at once: JAX contracts pairwise only.
+    raise NotImplementedError("jax.numpy.einsum does not support simultaneous contraction of 3 "
+                              f"or more operands (path {optimize!r}); give a path of pairs")
   spec, operands = _parse_einsum_args(subscripts, operands)
   if not operands:
     raise ValueError("einsum requires at least one operand")

@@ -203,8 +203,8 @@ def _reduction(a, name, kind, *, has_identity=True, preproc=None, upcast_f16=Fal
   if initial is not None:
     initial = _convert(_arg(name, initial), computation_dtype)
     if get_aval(initial).shape != ():
-      raise ValueError(f"jnp.{name}: initial value must be a scalar, got an array of shape "
-                       f"{get_aval(initial).shape}")
+      raise ValueError(f"initial value must be a scalar. Got array of shape "
+                       f"{get_aval(initial).shape} (jnp.{name})")
     result = _combine(kind, initial, result)
   if keepdims:
     result = lax.expand_dims(result, dims)
@@ -701,7 +701,9 @@ def _cumulative_api(name, lax_fn, identity, x, axis, dtype, include_initial,
   x = _arg(name, x)
   aval = get_aval(x)
   if aval.ndim == 0:
-    raise ValueError(f"jnp.{name}: the input must be non-scalar, got a scalar")
+    what = "product" if "prod" in name else "sum"
+    raise ValueError(f"The input must be non-scalar to take a cumulative {what}, however a "
+                     f"scalar value or scalar array was given (jnp.{name}).")
   if axis is None:
     if aval.ndim > 1:
       raise ValueError(f"jnp.{name}: the input has rank {aval.ndim}, but axis was not "

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from hlox.core import dtypes
-from hlox.core.tracer import get_aval
+from hlox.core.tracer import Tracer, get_aval
 from hlox.numpy import creation, indexing, searching, shapes, ufuncs, util
 
 __all__ = ["select", "compress", "extract", "delete", "choose", "put", "place"]
@@ -117,6 +117,8 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
   if isinstance(obj, slice):
     keep = np.ones(n, bool)
     keep[obj] = False
+  elif assume_unique_indices and _traced(obj):
+    return _delete_unique_traced(a, obj, axis, n)
   else:
     idx = util.concrete_value("delete", obj)
     if idx.dtype == np.bool_:
@@ -133,6 +135,26 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
       keep = np.ones(n, bool)
       keep[idx] = False
   return indexing.take(a, creation.asarray(np.nonzero(keep)[0].astype(np.int32)), axis=axis)
+
+
+def _traced(x) -> bool:
+  return isinstance(x, Tracer) and x.to_concrete_value() is None
+
+
+def _delete_unique_traced(a, obj, axis, n):
+  """``delete`` of run-time integer indices, promised unique (and in bounds): the result
+  has the static length ``n - obj.size``; the kept positions come from a mask."""
+  idx = shapes.ravel(obj)
+  if not dtypes.is_int(get_aval(idx).dtype):
+    raise ValueError("np.delete(arr, obj): index must be an integer or a boolean array")
+  count = get_aval(idx).shape[0]
+  if count > n:
+    raise ValueError(f"delete: {count} unique indices cannot be deleted from an axis of size "
+                     f"{n}")
+  idx = ufuncs.where(idx < 0, idx + n, idx)
+  keep = creation.ones(n, bool).at[idx].set(False, mode="drop")
+  positions = searching.nonzero(keep, size=n - count, fill_value=0)[0]
+  return indexing.take(a, positions, axis=axis, mode="clip")
 
 
 def put(a, ind, v, mode=None, *, inplace=True):

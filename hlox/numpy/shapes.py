@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import warnings
 
 import numpy as np
 
@@ -17,7 +18,9 @@ from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError, HloxTypeError
+from hlox.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from hlox.numpy import creation, reductions, util
+from hlox.numpy.conversion import _put as _put_on
 from hlox.numpy.creation import asarray, linspace
 from hlox.runtime.array import Array
 
@@ -241,11 +244,14 @@ def broadcast_to(array, shape):
   shape = _static_ints(shape, "broadcast_to", "shape")
   if any(d < 0 for d in shape):
     raise ValueError(f"broadcast_to: negative dimensions in shape {shape}")
+  if a.ndim > len(shape):
+    raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={a.shape} "
+                     f"shape={shape} (broadcast_to)")
   try:
     return util.broadcast_to_shape(a, shape)
   except ValueError:
-    raise ValueError(f"broadcast_to: cannot broadcast an array of shape {a.shape} to shape "
-                     f"{shape}") from None
+    raise ValueError(f"Incompatible shapes for broadcasting: {a.shape} and requested shape "
+                     f"{shape} (broadcast_to)") from None
 
 
 def broadcast_arrays(*args):
@@ -360,8 +366,8 @@ def _split(name: str, ary, indices_or_sections, axis, even: bool) -> list:
   a = _array(name, ary)
   axis = _axis(axis, a.ndim, name)
   size = a.shape[axis]
-  if _is_scalar_int(indices_or_sections):
-    sections = _static_int(indices_or_sections, name, "indices_or_sections")
+  if not isinstance(indices_or_sections, (list, tuple)) and np.ndim(indices_or_sections) == 0:
+    sections = _static_sections(indices_or_sections, name)
     if sections <= 0:
       raise ValueError(f"{name}: number of sections must be larger than 0, got {sections}")
     if even and size % sections:
@@ -379,6 +385,22 @@ def _split(name: str, ary, indices_or_sections, axis, even: bool) -> list:
     start, stop, _ = builtins.slice(start, stop).indices(size)
     out.append(lax.slice_in_dim(a, start, builtins.max(start, stop), 1, axis))
   return out
+
+
+def _static_sections(x, name: str) -> int:
+  """A number of sections: any concrete real scalar, truncated to an int (as JAX's int())."""
+  if isinstance(x, Tracer):
+    value = x.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(
+          x, f"in jax.numpy.{name} argument 1: the number of sections fixes the result's "
+          "shapes, so it must be concrete; pass it as a static argument")
+    x = value
+  try:
+    return int(x)
+  except (TypeError, ValueError):
+    raise TypeError(f"{name}: indices_or_sections must be an integer or a sequence of "
+                    f"integers, got {x!r}") from None
 
 
 def split(ary, indices_or_sections, axis: int = 0):
@@ -440,6 +462,9 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
     a, axis = ravel(a), 0
   axis = _axis(axis, a.ndim, "repeat")
   n = a.shape[axis]
+  if total_repeat_length is not None and _is_traced(repeats):
+    # Counts known only at run time: the static total fixes the result's length.
+    return _repeat_traced(a, repeats, axis, operator.index(total_repeat_length))
   counts = _static_ints(repeats, "repeat", "repeats")
   if any(c < 0 for c in counts):
     raise ValueError(f"repeat: repeats may not contain negative values, got {counts}")
@@ -459,6 +484,44 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
   if total_repeat_length is not None:
     out = _fit_length(out, operator.index(total_repeat_length), axis)
   return out
+
+
+def _is_traced(x) -> bool:
+  if isinstance(x, (list, tuple)):
+    return any(_is_traced(v) for v in x)
+  return isinstance(x, Tracer) and x.to_concrete_value() is None
+
+
+def _repeat_traced(a, repeats, axis, total):
+  """``repeat`` with run-time counts and a static ``total`` length: element ``i`` starts at
+  the running sum of the counts before it; positions past the counts' sum repeat the last
+  element started (JAX's rule)."""
+  n = a.shape[axis]
+  idx_dtype = util.index_dtype()
+  reps = asarray(repeats)
+  if reps.ndim > 1:
+    raise ValueError(f"repeat: repeats must be a scalar or 1-D, got shape {reps.shape}")
+  reps = util.broadcast_to_shape(lax.convert_element_type(reps, idx_dtype), (n,))
+  out_shape = a.shape[:axis] + (total,) + a.shape[axis + 1:]
+  if total == 0 or n == 0:
+    return lax.full(out_shape, 0, a.dtype) if total == 0 else \
+        _fit_length(lax.slice_in_dim(a, 0, 0, 1, axis), total, axis)
+  # A 1 where each element but the first starts; their running sum is the source index.
+  starts = lax.slice_in_dim(lax.cumsum(reps, 0), 0, n - 1, 1, 0)
+  marks = lax.scatter_add(
+      lax.full((total,), 0, idx_dtype), lax.expand_dims(starts, (1,)),
+      lax.full((n - 1,), 1, idx_dtype),
+      ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                              scatter_dims_to_operand_dims=(0,)),
+      mode=GatherScatterMode.FILL_OR_DROP)
+  source = lax.cumsum(marks, 0)
+  offset_dims = tuple(d for d in range(a.ndim) if d != axis)
+  dnums = GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=(axis,),
+                                 start_index_map=(axis,))
+  slice_sizes = a.shape[:axis] + (1,) + a.shape[axis + 1:]
+  # The offset dimensions skip ``axis``, so the gathered index dimension lands there.
+  return lax.gather(a, lax.expand_dims(source, (1,)), dnums, slice_sizes,
+                    mode=GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _repeat_uniform(a, count, axis):
@@ -518,7 +581,8 @@ def rot90(m, k: int = 1, axes=(0, 1)):
   if len(axes) != 2:
     raise ValueError(f"rot90: axes must have length 2, got {axes}")
   if m.ndim < 2:
-    raise ValueError(f"rot90: array must be at least 2-d, got shape {m.shape}")
+    raise ValueError("rot90 requires its first argument to have ndim at least two, but got "
+                     f"first argument of shape {m.shape}, which has ndim {m.ndim}")
   ax0, ax1 = _axis(axes[0], m.ndim, "rot90"), _axis(axes[1], m.ndim, "rot90")
   if ax0 == ax1:
     raise ValueError(f"rot90: axes must be different, got {axes}")
@@ -617,31 +681,75 @@ def atleast_3d(*arys):
   return out[0] if len(out) == 1 else out
 
 
+def _warn_not_arraylike(name, a):
+  # JAX deprecates lists and tuples here (2025-2): they still work, with a warning.
+  if not util.is_arraylike(a) and not hasattr(a, "__jax_array__"):
+    warnings.warn(f"{name} requires ndarray or scalar arguments, got {type(a)} at position 0. "
+                  "In a future JAX release this will be an error.", DeprecationWarning,
+                  stacklevel=3)
+
+
 def shape(a) -> tuple:
-  """The shape of ``a`` (also for nested lists)."""
-  return get_aval(a).shape if hasattr(a, "aval") else np.shape(a)
+  """The shape of ``a`` (or of any object with a ``shape``)."""
+  if hasattr(a, "aval"):
+    return get_aval(a).shape
+  if hasattr(a, "shape"):
+    return tuple(a.shape)
+  _warn_not_arraylike("shape", a)
+  if hasattr(a, "__jax_array__"):
+    a = a.__jax_array__()
+  return np.shape(a)
 
 
 def ndim(a) -> int:
-  """The number of dimensions of ``a``."""
-  return len(shape(a))
+  """The number of dimensions of ``a`` (or its ``ndim`` attribute)."""
+  if hasattr(a, "ndim"):
+    return a.ndim
+  _warn_not_arraylike("ndim", a)
+  if hasattr(a, "__jax_array__"):
+    a = a.__jax_array__()
+  return np.ndim(a)
 
 
-def size(a, axis: int | None = None) -> int:
-  """The number of elements of ``a`` (along ``axis`` if given)."""
-  s = shape(a)
+def size(a, axis=None) -> int:
+  """The number of elements of ``a`` (along ``axis``, an int or a tuple of ints, if given)."""
+  _warn_not_arraylike("size", a)
+  if axis is None and hasattr(a, "size") and not isinstance(a, (list, tuple)):
+    return int(a.size)
+  s = shape(a) if hasattr(a, "shape") else np.shape(a)
   if axis is None:
-    return int(np.prod(s, dtype=np.int64))
-  return s[_axis(axis, len(s), "size")]
+    return math.prod(s)
+  axes = (axis,) if _is_int_axis(axis) else tuple(axis)
+  axes = tuple(_axis(ax, len(s), "size") for ax in axes)
+  if len(set(axes)) != len(axes):
+    raise ValueError(f"repeated axis in jnp.size: {axis}")
+  return math.prod(s[ax] for ax in axes)
+
+
+def _is_int_axis(axis) -> bool:
+  return isinstance(axis, (int, np.integer)) or (hasattr(axis, "__index__") and
+                                                 np.ndim(axis) == 0)
 
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):
-  """``x`` converted to ``dtype`` (complex to real keeps the real part)."""
+  """``x`` converted to ``dtype``; ``copy=True`` gives a new buffer even when the dtype is
+  unchanged. Complex to real keeps the real part, with JAX's DeprecationWarning (it will
+  become an error: take ``real``/``imag`` first); complex to bool tests for nonzero."""
   util.check_arraylike("astype", x)
   x = asarray(x)
   dtype = dtypes.default_float_dtype() if dtype is None else \
       dtypes.canonicalize_dtype(np.dtype(dtype))
-  return lax.convert_element_type(x, dtype)
+  if dtypes.is_complex(get_aval(x).dtype):
+    if dtype == np.bool_:
+      x = lax.ne(x, lax.full_like(x, 0))
+    elif not dtypes.is_complex(dtype):
+      warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. Please "
+                    "first use jnp.real or jnp.imag to take the real/imaginary component of "
+                    "your input.", DeprecationWarning, stacklevel=2)
+  out = lax.convert_element_type(x, dtype)
+  if copy and out is x:
+    out = lax.copy_p.bind(out)
+  return _put_on(out, device) if device is not None else out
 
 
 def insert(arr, obj, values, axis: int | None = None):
@@ -655,6 +763,8 @@ def insert(arr, obj, values, axis: int | None = None):
   if isinstance(obj, builtins.slice):
     positions = list(range(*obj.indices(n)))
     scalar = False
+  elif _is_traced(obj) and np.ndim(obj) == 0:
+    return _insert_traced(a, obj, values, axis)
   else:
     scalar = _is_scalar_int(obj)
     positions = list(_static_ints(obj, "insert", "obj"))
@@ -691,6 +801,37 @@ def insert(arr, obj, values, axis: int | None = None):
   return pieces[0] if len(pieces) == 1 else lax.concatenate(pieces, axis)
 
 
+def _insert_traced(a, obj, values, axis):
+  """``insert`` at one run-time index: the result's length does not depend on it. ``values``
+  is appended, then one gather puts every element in its place."""
+  if not dtypes.is_int(get_aval(obj).dtype):
+    raise IndexError(f"insert: index must be an integer, got {get_aval(obj).str_short()}")
+  n = a.shape[axis]
+  v = values
+  if v.ndim < a.ndim:
+    v = lax.reshape(v, (1,) * (a.ndim - v.ndim) + v.shape)
+  v = moveaxis(v, 0, axis) if v.ndim == a.ndim and v.ndim > 1 else v
+  count = v.shape[axis] if v.ndim == a.ndim else 1
+  v = broadcast_to(v, a.shape[:axis] + (count,) + a.shape[axis + 1:])
+  joined = lax.concatenate([a, v], axis)
+  idx_dtype = util.index_dtype()
+  p = lax.convert_element_type(obj, idx_dtype)
+  p = lax.clamp(np.asarray(0, idx_dtype), lax.select(lax.lt(p, np.asarray(0, idx_dtype)),
+                                                    lax.add(p, np.asarray(n, idx_dtype)), p),
+                np.asarray(n, idx_dtype))
+  j = lax.iota(idx_dtype, n + count)
+  before = lax.lt(j, p)
+  inside = lax.lt(j, lax.add(p, np.asarray(count, idx_dtype)))
+  source = lax.select(before, j, lax.select(
+      inside, lax.add(lax.sub(j, p), np.asarray(n, idx_dtype)),
+      lax.sub(j, np.asarray(count, idx_dtype))))
+  dnums = GatherDimensionNumbers(offset_dims=tuple(d for d in range(a.ndim) if d != axis),
+                                 collapsed_slice_dims=(axis,), start_index_map=(axis,))
+  return lax.gather(joined, lax.expand_dims(source, (1,)), dnums,
+                    a.shape[:axis] + (1,) + a.shape[axis + 1:],
+                    mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
 # --- pad ---------------------------------------------------------------------------------
 
 def _pad_widths(pad_width, ndim: int, name: str = "pad") -> list:
@@ -716,7 +857,7 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
   a = _array("pad", array)
   widths = _pad_widths(pad_width, a.ndim)
   if callable(mode):
-    raise NotImplementedError("pad: callable modes are not supported")
+    return _pad_with_function(a, widths, mode, kwargs)
   allowed = {"constant": {"constant_values"}, "empty": set(), "edge": set(), "wrap": set(),
              "reflect": {"reflect_type"}, "symmetric": {"reflect_type"},
              "maximum": {"stat_length"}, "minimum": {"stat_length"}, "mean": {"stat_length"},
@@ -820,9 +961,36 @@ def _pad_linear_ramp(a, widths, end_values):
   return out
 
 
+def _pad_with_function(a, widths, func, kwargs):
+  """NumPy's callable ``mode``: ``func(vector, (lo, hi), axis, kwargs)`` returns each 1-d
+  slice along each axis of the zero-padded array with its pads filled (hlox arrays are
+  immutable, so it returns the vector instead of writing into it). It is vmapped over the
+  slices, so it is traced once per axis."""
+  from hlox.api import vmap
+  out = lax.pad(a, lax.full((), 0, a.dtype), [(lo, hi, 0) for lo, hi in widths])
+  for axis, (lo, hi) in enumerate(widths):
+    moved = moveaxis(out, axis, -1)
+    rows = lax.reshape(moved, (math.prod(moved.shape[:-1]), moved.shape[-1]))
+    def fill(vector, axis=axis, lo=lo, hi=hi):
+      result = func(vector, (lo, hi), axis, kwargs)
+      if result is None:
+        raise TypeError("pad: a callable mode must return the padded vector (hlox arrays are "
+                        "immutable: use vector.at[...].set(...))")
+      return asarray(result)
+    filled = vmap(fill)(rows) if rows.shape[0] else rows
+    if get_aval(filled).shape != get_aval(rows).shape:
+      raise ValueError(f"pad: the callable mode returned shape {get_aval(filled).shape[1:]} "
+                       f"for vectors of shape {rows.shape[1:]}")
+    out = moveaxis(lax.reshape(lax.convert_element_type(filled, a.dtype), moved.shape), -1,
+                   axis)
+  return out
+
+
 def _pad_constant(a, widths, constant_values):
   if _ndim_of(constant_values) == 0:
-    value = lax.convert_element_type(asarray(constant_values), a.dtype)
+    # The fill takes the array's type, weak type included (a weak array pads to a weak one).
+    value = lax.convert_element_type(asarray(constant_values), a.dtype,
+                                     weak_type=get_aval(a).weak_type)
     return lax.pad(a, value, [(lo, hi, 0) for lo, hi in widths])
   values = asarray(constant_values)
   if values.ndim > 2 or not all(d in (1, n) for d, n in
@@ -917,18 +1085,27 @@ def resize(a, new_shape):
   return reshape(tile(a, reps)[:size], new_shape)
 
 
-def trim_zeros(filt, trim="fb"):
-  """``filt`` (1-d, concrete) without its leading (``'f'``) and/or trailing (``'b'``) zeros."""
+def trim_zeros(filt, trim="fb", axis=None):
+  """``filt`` (concrete) without its leading (``'f'``) and/or trailing (``'b'``) zeros: along
+  ``axis`` (an int, a tuple, or None for all axes), the slices that are entirely zero
+  (NumPy 2.2's n-dimensional rule)."""
   util.check_arraylike("trim_zeros", filt)
   value = util.concrete_value("trim_zeros", filt)
-  if value.ndim != 1:
-    raise TypeError(f"'filt' must be 1-D array, but received {value.ndim}-D array.")
-  nz = np.nonzero(value)[0]
-  if nz.size == 0:
-    return asarray(filt)[:0]
-  start = nz[0] if "f" in trim.lower() else 0
-  end = nz[-1] + 1 if "b" in trim.lower() else len(value)
-  return asarray(filt)[start:end]
+  if value.ndim == 0:
+    raise TypeError("trim_zeros: 'filt' must be at least 1-D, got a 0-d array")
+  axes = tuple(range(value.ndim)) if axis is None else \
+      tuple(_axis(ax, value.ndim, "trim_zeros") for ax in
+            ((axis,) if isinstance(axis, (int, np.integer)) else axis))
+  nz = np.nonzero(value)
+  index = [builtins.slice(None)] * value.ndim
+  for ax in axes:
+    if nz[ax].size == 0:  # all zeros: NumPy empties the trimmed axes
+      start, end = 0, 0
+    else:
+      start = int(nz[ax].min()) if "f" in trim.lower() else 0
+      end = int(nz[ax].max()) + 1 if "b" in trim.lower() else value.shape[ax]
+    index[ax] = builtins.slice(start, end)
+  return asarray(filt)[tuple(index)]
 
 
 def block(arrays):

@@ -98,11 +98,21 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
   return counts, edges
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
-  """Covariance matrix of the variables in the rows (``rowvar``) or columns of ``m``."""
+def _check_inexact_dtype(name, dtype):
+  if dtype is not None and not (dtypes.is_float(np.dtype(dtype)) or
+                                dtypes.is_complex(np.dtype(dtype))):
+    raise ValueError(f"{name}: dtype must be a subclass of float or complex; got "
+                     f"dtype={np.dtype(dtype).name}")
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+  """Covariance matrix of the variables in the rows (``rowvar``) or columns of ``m``,
+  computed in ``dtype`` (an inexact type) if given."""
   util.check_arraylike("cov", m)
   if ddof is not None and not isinstance(ddof, int):
     raise ValueError("ddof must be integer")
+  _check_inexact_dtype("cov", dtype)
   x = shapes.atleast_2d(m)
   if get_aval(x).ndim > 2:
     raise ValueError("m has more than 2 dimensions")
@@ -117,8 +127,14 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if not rowvar and get_aval(y).shape[0] != 1:
       y = y.T
     x = shapes.concatenate([x, y], axis=0)
-  dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(get_aval(x).dtype))
+  if dtype is None:
+    dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(get_aval(x).dtype))
+  else:
+    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
   x = x.astype(dtype)
+  if get_aval(x).shape[1] == 0:  # no observations: NaN, as NumPy (which also warns)
+    k = get_aval(x).shape[0]
+    return creation.full(() if k == 1 else (k, k), np.nan, dtype=dtype)
   if ddof is None:
     ddof = 1 if not bias else 0
   n = get_aval(x).shape[1]
@@ -147,10 +163,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
   return shapes.squeeze(c)
 
 
-def corrcoef(x, y=None, rowvar=True):
-  """Pearson correlation coefficients (``cov`` normalized by the standard deviations)."""
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+  """Pearson correlation coefficients (``cov`` normalized by the standard deviations),
+  computed in ``dtype`` (an inexact type) if given."""
   util.check_arraylike("corrcoef", x)
-  c = cov(x, y, rowvar)
+  _check_inexact_dtype("corrcoef", dtype)
+  c = cov(x, y, rowvar, dtype=dtype)
   if get_aval(c).ndim == 0:
     return c / c
   d = creation.diag(c)

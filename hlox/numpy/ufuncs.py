@@ -32,7 +32,7 @@ __all__ = [
     "maximum", "minimum", "fmax", "fmin", "abs", "absolute", "fabs", "sign", "reciprocal",
     "square", "sqrt", "cbrt",
     # rounding
-    "floor", "ceil", "trunc", "fix", "rint", "round", "around",
+    "floor", "ceil", "trunc", "rint", "round", "around",
     # exponential and logarithm
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
     # trigonometric and hyperbolic
@@ -435,13 +435,6 @@ def trunc(x, /):
   return _where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
 
 
-def fix(x, out=None):
-  """Elementwise round toward zero (same as ``trunc``)."""
-  if out is not None:
-    raise NotImplementedError("fix: the 'out' argument is not supported")
-  return trunc(x)
-
-
 def rint(x, /):
   """Elementwise round to the nearest integer, ties to even; integers become floats."""
   x, = _arraylike("rint", x)
@@ -748,7 +741,9 @@ def degrees(x, /):
 def hypot(x1, x2, /):
   """Elementwise ``sqrt(x1**2 + x2**2)`` without intermediate overflow or underflow."""
   x1, x2 = _args_inexact("hypot", x1, x2)
-  _check_not_complex("hypot", x1, error=ValueError)
+  if dtypes.is_complex(_dtype(x1)):
+    raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please convert "
+                     f"to real values first, such as by using abs(x) (got {_dtype(x1).name})")
   x1, x2 = lax.abs(x1), lax.abs(x2)
   big, small = lax.max(x1, x2), lax.min(x1, x2)
   big_is_zero = lax.eq(big, _const(big, 0))
@@ -768,7 +763,26 @@ def sinc(x, /):
   # Divide by 1 instead of 0 where x == 0 (that entry is replaced), so no NaN is produced.
   pi_x = lax.mul(x, _const(x, np.pi))
   safe = _where(is_zero, _const(x, 1), pi_x)
-  return _where(is_zero, _jit_const(x, 1), lax.div(lax.sin(safe), safe))
+  # At 0 the value and every derivative come from the Taylor series (the quotient's own
+  # derivatives there are 0/0), so grad(grad(sinc))(0.) is -pi**2/3 as it should be.
+  return _where(is_zero, _sinc_taylor(0)(pi_x), lax.div(lax.sin(safe), safe))
+
+
+_sinc_taylor_fns: dict = {}
+
+
+def _sinc_taylor(k: int):
+  """``x -> d^k/dx^k (sin x / x)`` at 0, broadcast like ``x``, as a function whose own
+  derivative is the next term's (so that any order of differentiation is exact at 0)."""
+  fn = _sinc_taylor_fns.get(k)
+  if fn is None:
+    # sin(x)/x = sum_n (-1)^n x^(2n) / (2n+1)!: the 2n-th derivative at 0 is (-1)^n/(2n+1).
+    value = 0.0 if k % 2 else (-1.0) ** (k // 2) / (k + 1)
+    fn = custom_jvp(lambda x: lax.full_like(x, value))
+    fn.defjvp(lambda primals, tangents: (fn(*primals),
+                                         lax.mul(_sinc_taylor(k + 1)(*primals), tangents[0])))
+    _sinc_taylor_fns[k] = fn
+  return fn
 
 
 # --- floating point classification and manipulation --------------------------------------
@@ -1207,7 +1221,8 @@ def _nonzero_sized(a, size, fill_value):
     raise ValueError(f"nonzero: fill_value must be a scalar or a tuple of length {len(shape)}; "
                      f"got {fill_value}")
   for d, fill in zip(shape, fills):
-    stride //= d
+    # An empty array has no nonzero entries: its coordinates are all fill values.
+    stride = stride // d if d else 1
     coord = (pos // stride) % d if d else pos
     fill = 0 if fill is None else fill
     out.append(where(valid, coord, creation.asarray(fill).astype(idx_dtype)))
@@ -1236,8 +1251,10 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
   args = [v for v in (arr, min, max) if v is not None]
   args = _arraylike("clip", *args)
   if any(dtypes.is_complex(_dtype(v)) for v in args):
-    raise ValueError("clip: complex values have no ordering; clip the real or imaginary "
-                     "part instead")
+    raise ValueError("Clip received a complex value either through the input or the min/max "
+                     "keywords. Complex values have no ordering and cannot be clipped. Please "
+                     "convert to a real value or array by taking the real or imaginary "
+                     "components via jax.numpy.real/imag respectively.")
   arr = args[0]
   if min is not None:
     arr = maximum(min, arr)
@@ -1252,7 +1269,7 @@ def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
 # scalars as weak-typed arguments; traced, the body is inlined. ``power`` is left out: a
 # concrete integer exponent takes ``integer_pow`` (as in JAX), which a trace would not see.
 _STATIC_ARGNAMES = {
-    "round": ("decimals", "out"), "around": ("decimals", "out"), "fix": ("out",),
+    "round": ("decimals", "out"), "around": ("decimals", "out"),
     "nan_to_num": ("copy",), "isclose": ("equal_nan",), "allclose": ("equal_nan",),
     "angle": ("deg",), "where": ("size",),
 }

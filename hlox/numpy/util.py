@@ -15,8 +15,12 @@ from hlox.numpy.conversion import asarray
 from hlox.runtime.array import Array
 
 
+_ARRAYLIKE = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+
+
 def is_arraylike(x) -> bool:
-  return isinstance(x, (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex))
+  # Objects with ``__jax_array__`` are arrays by duck typing (JAX's protocol).
+  return isinstance(x, _ARRAYLIKE) or hasattr(x, "__jax_array__")
 
 
 def check_arraylike(name: str, *args) -> None:
@@ -56,6 +60,8 @@ def ensure_array(x):
     return x
   if isinstance(x, (list, tuple)) or hasattr(x, "__jax_array__"):
     return asarray(x)
+  if not isinstance(x, _ARRAYLIKE) and hasattr(x, "__jax_array__"):
+    return x.__jax_array__()
   return x
 
 

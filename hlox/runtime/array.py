@@ -135,6 +135,12 @@ class Array:
     return self.aval.size * self.aval.dtype.itemsize
 
   @property
+  def _committed(self) -> bool:
+    """Whether the array was placed on a device on purpose (JAX's flag: results computed
+    from it stay there). Here: it lives off the default device, or on several devices."""
+    return self._sig is not self.aval or self._multi is not None
+
+  @property
   def sharding(self):
     multi = self._multi
     return sharding_lib.public((multi if multi is not None else self._buf)._sharding)
@@ -440,6 +446,14 @@ def _device_key(device):
   return None if device is None or device == client.default_device() else device
 
 
+def committed_device(x):
+  """The device a single-device Array ``x`` was committed to off the default device (where
+  values made "like" it go too), else None."""
+  if type(x) is Array and x._sig is not x.aval and x._multi is None:
+    return x._sig[1]
+  return None
+
+
 def wrap_buffer(buf, aval, device=None) -> Array:
   return Array(buf, aval, device)
 
@@ -466,7 +480,9 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
     x.check_alive()
     if device is None or device == x.device:
       return x
-    if x._multi is not None:
+    if x._multi is not None or x.aval.dtype not in _buffer_protocol_dtypes:
+      # bfloat16, float8, int4...: the buffer protocol cannot describe them, so the copy goes
+      # through the host value (read as hlox reads it).
       return Array(client.put_buffer(x._value(), x.aval, device), x.aval, _device_key(device))
     buf = client.copy_buffer_to_device(x._buf, x.aval, device)
     return Array(buf, x.aval, _device_key(device))
