@@ -905,7 +905,8 @@ def sici(x):
   """The sine and cosine integrals ``(Si(x), Ci(x))``."""
   x, = promote_args_inexact("sici", x)
   if _is_complex(x):
-    raise ValueError("Argument `x` to sici must be real-valued.")
+    raise ValueError("Argument `x` to sici must be real-valued. (sici does not support "
+                     f"complex inputs, got {x.dtype})")
   return _sici(_strong(x))
 
 
