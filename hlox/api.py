@@ -28,7 +28,7 @@ from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
 from hlox.core.avals import ShapedArray, Token
 from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
-from hlox.errors import ConcretizationTypeError
+from hlox.errors import ConcretizationTypeError, DistributedRuntimeError
 from hlox.interpreters import batching, nan_checks, xla
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
@@ -1124,6 +1124,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
                                     else None)
         try:
           outs = execute(bufs).consume_with_handlers(handlers)
+        except DistributedRuntimeError:  # a lost process, raised asynchronously: not ours to hide
+          raise
         except Exception:  # a deleted buffer: the slow call says so
           return out_tree.unflatten(compiled(leaves))
         if single:

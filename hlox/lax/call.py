@@ -19,6 +19,7 @@ from hlox.core.avals import Token, abstract_token
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
+from hlox.errors import DistributedRuntimeError
 from hlox.interpreters import ad, batching, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.interpreters.partitioned import compile_partitioned
@@ -97,7 +98,9 @@ class CompiledCall:
       try:
         bufs = list(map(get_buf, args if kept is None else [args[i] for i in kept]))
         outs = execute(bufs).consume_with_handlers(handlers)
-      except Exception:
+      except DistributedRuntimeError:  # a lost process, raised asynchronously: not ours to hide
+        raise
+      except Exception:  # a deleted buffer: the slow call says so
         return slow(args)
       return list(map(Array, outs, out_avals, device_keys))
     return fast

@@ -24,6 +24,7 @@ import atexit
 import ctypes
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -294,10 +295,28 @@ def _record_failure(what):
     _runtime_client._distributed_failure = _raise_failure
     if not global_state.failure_delivered and global_state.main_thread_id is not None:
       global_state.failure_delivered = True
-      # Raised at the main thread's next bytecode, as KeyboardInterrupt is (not while it
-      # waits inside a C call, e.g. time.sleep: then when that returns).
-      ctypes.pythonapi.PyThreadState_SetAsyncExc(
-          ctypes.c_ulong(global_state.main_thread_id), ctypes.py_object(_LostProcessError))
+      _deliver_to_main_thread()
+
+
+def _deliver_to_main_thread():
+  # Raised at the main thread's next bytecode, as KeyboardInterrupt is (not while it waits
+  # inside a C call, e.g. time.sleep: then when that returns).
+  if sys.unraisablehook is not _redeliver_if_ignored:
+    _redeliver_if_ignored.previous = sys.unraisablehook
+    sys.unraisablehook = _redeliver_if_ignored
+  ctypes.pythonapi.PyThreadState_SetAsyncExc(
+      ctypes.c_ulong(global_state.main_thread_id), ctypes.py_object(_LostProcessError))
+
+
+def _redeliver_if_ignored(unraisable):
+  """sys.unraisablehook: the asynchronous raise can land in code whose exceptions Python
+  ignores (a ``__del__``, a weakref callback run by the garbage collector); raise it again
+  so that it reaches the program."""
+  if (unraisable.exc_type is _LostProcessError
+      and threading.get_ident() == global_state.main_thread_id):
+    _deliver_to_main_thread()
+    return
+  _redeliver_if_ignored.previous(unraisable)
 
 
 def _raise_failure():
