@@ -133,12 +133,15 @@ class PartitionedCall:
 
   def __call__(self, args: Sequence) -> list:
     bufs = []
+    internal = self._internal
     for i in self.positions:
       x = args[i]
-      placed = self.place(x, i)
-      multi = placed._multi
+      multi = x._multi if type(x) is Array else None
+      if multi is None or multi._sharding is not internal[i]:  # not laid out as compiled
+        x = self.place(x, i)
+        multi = x._multi
       if multi.is_deleted():  # jaxlib crashes on deleted multi-device buffers
-        raise DeletedArrayError(deleted_message(placed.aval))
+        raise DeletedArrayError(deleted_message(x.aval))
       bufs.append(multi)
     return list(map(wrap_partitioned, self.executable.run(bufs), self.out_avals))
 

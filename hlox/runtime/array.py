@@ -83,6 +83,7 @@ class Array:
     self._buf = buf
     self.aval = aval
     self._npy = None
+    self._multi = None  # (a slot store is cheaper than ``__getattr__`` on every read)
     # The jit fast path keys its cache on ``_sig``: the aval for arrays on the default
     # device, (aval, device) otherwise.
     self._sig = aval if device is None else (aval, device)
@@ -326,11 +327,18 @@ class Array:
     return bufs
 
   def block_until_ready(self):
-    self.check_alive()
-    for buf in self._buffers():
-      if client._distributed is not None:  # a lost process raises instead of hanging
-        spmd.wait_ready(buf)
+    # The multi-device buffer, if any, holds the value (a gathered copy is made from it).
+    # Kept short: it runs while the computation it waits for competes for the cores.
+    multi = self._multi
+    buf = multi if multi is not None else self._buf
+    if client._distributed is not None:  # a lost process raises instead of hanging
+      self.check_alive()
+      spmd.wait_ready(buf)
+    try:
       buf.block_until_ready()
+    except Exception:
+      self.check_alive()  # deleted or donated: JAX's error rather than jaxlib's
+      raise
     return self
 
   def delete(self):
@@ -345,7 +353,8 @@ class Array:
     self._npy = None
 
   def is_deleted(self) -> bool:
-    return self._buffers()[0].is_deleted()
+    multi = self._multi
+    return (multi if multi is not None else self._buf).is_deleted()
 
   def copy_to_host_async(self):
     pass

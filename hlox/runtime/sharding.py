@@ -147,6 +147,7 @@ class Mesh:
     self.axis_types = axis_types
     self._flat_devices_tuple = flat
     self._key = (tuple(d.id for d in flat), devices.shape, axis_names, axis_types)
+    self._hash = hash(self._key)  # hashed per call in jit's cache keys: once is enough
 
   # --- description ---
   @property
@@ -189,7 +190,7 @@ class Mesh:
     return isinstance(other, Mesh) and self._key == other._key
 
   def __hash__(self):
-    return hash(self._key)
+    return self._hash
 
   def __repr__(self):
     return (f"Mesh(axis_sizes={self.devices.shape}, axis_names={self.axis_names!r}, "
@@ -395,6 +396,7 @@ class NamedSharding(Sharding):
     self.mesh = mesh
     self.spec = spec
     self._hlo_cache = {}
+    self._hash = hash((mesh, spec))  # part of every sharded argument's jit cache key
 
   @property
   def _device_assignment(self) -> tuple:
@@ -455,7 +457,7 @@ class NamedSharding(Sharding):
             and self.spec == other.spec)
 
   def __hash__(self):
-    return hash((self.mesh, self.spec))
+    return self._hash
 
   def __repr__(self):
     return f"NamedSharding(mesh={self.mesh!s}, spec={self.spec!r})"
