@@ -298,11 +298,15 @@ def _record_failure(what):
       _deliver_to_main_thread()
 
 
+_previous_unraisablehook = sys.unraisablehook  # replaced by the one in effect at a loss
+
+
 def _deliver_to_main_thread():
   # Raised at the main thread's next bytecode, as KeyboardInterrupt is (not while it waits
   # inside a C call, e.g. time.sleep: then when that returns).
+  global _previous_unraisablehook
   if sys.unraisablehook is not _redeliver_if_ignored:
-    _redeliver_if_ignored.previous = sys.unraisablehook
+    _previous_unraisablehook = sys.unraisablehook
     sys.unraisablehook = _redeliver_if_ignored
   ctypes.pythonapi.PyThreadState_SetAsyncExc(
       ctypes.c_ulong(global_state.main_thread_id), ctypes.py_object(_LostProcessError))
@@ -316,7 +320,7 @@ def _redeliver_if_ignored(unraisable):
       and threading.get_ident() == global_state.main_thread_id):
     _deliver_to_main_thread()
     return
-  _redeliver_if_ignored.previous(unraisable)
+  _previous_unraisablehook(unraisable)
 
 
 def _raise_failure():

@@ -290,8 +290,7 @@ def wait_in_flight() -> None:
 def _wait_for(outs) -> None:
   for out in outs or ():
     if not out.is_deleted():  # e.g. donated to a later call, or deleted by the user
-      if client._distributed is not None:
-        wait_ready(out)
+      wait_ready(out)
       try:
         out.block_until_ready()
       except Exception:  # the failure is that launch's caller's to see, on its results
