@@ -188,13 +188,16 @@ def _uniform_bits(key, shape, dtype, minval, maxval):
   elif dtype in (np.float32, np.float64):
     scaled = _fma(floats, np.broadcast_to(span, shape), minval)
   elif _xla_fuses_half(dtype):
-    # The product of two half-width floats is exact in float64, and so is its sum with
-    # ``minval``: one rounding at the end is the fused multiply-add's.
-    scaled = (floats.astype(np.float64) * span.astype(np.float64) +
-              minval.astype(np.float64)).astype(dtype)
+    scaled = _fma_half(floats, span, minval)
   else:
     scaled = (floats * span).astype(dtype) + minval
   return np.maximum(minval, scaled)
+
+
+def _fma_half(a, b, c):
+  """A half-width fused ``a * b + c``: the product and the sum are exact in float64, so one
+  rounding at the end is the fused operation's."""
+  return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(a.dtype)
 
 
 @functools.cache
@@ -212,8 +215,8 @@ def _xla_fuses_half(dtype) -> bool:
   a = patterns.view(dtype) - one
   b, c = np.array(7.0, dtype), np.array(-2.0, dtype)
   xla = np.asarray(hlox.jit(lambda a, b, c: a * b + c)(a, b, c))
-  fused = (a.astype(np.float64) * 7.0 - 2.0).astype(dtype)
-  return bool(np.array_equal(xla.view(patterns.dtype), fused.view(patterns.dtype)))
+  return bool(np.array_equal(xla.view(patterns.dtype),
+                             _fma_half(a, b, c).view(patterns.dtype)))
 
 
 def _float_dtype(name, dtype):
