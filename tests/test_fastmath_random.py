@@ -60,6 +60,25 @@ def test_uniform_bit_exact(dtype, minval, maxval):
   assert n.min() >= minval and n.max() < maxval
 
 
+@pytest.mark.parametrize("dtype", [onp.float16, ml_dtypes.bfloat16])
+def test_half_width_fusion_detection_agrees_with_xla(dtype):
+  # The NumPy backend decides from the CPU's flags whether XLA fuses a half-width a * b + c;
+  # XLA itself is the judge, on inputs where one rounding and two give different bits (a
+  # carries enough significant bits that 7 * a must round, in float16 as in bfloat16).
+  import hlox
+  from hlox.fastmath import xla_cpu_math
+  dtype = onp.dtype(dtype)
+  one = onp.array(1.0, dtype)
+  patterns = one.view(f"uint{dtype.itemsize * 8}") + onp.arange(1, 1024, dtype=onp.uint16)
+  a = patterns.view(dtype) - one
+  b, c = onp.array(7.0, dtype), onp.array(-2.0, dtype)
+  xla = onp.asarray(hlox.jit(lambda a, b, c: a * b + c)(a, b, c))
+  fused = xla_cpu_math.fma_half(a, b, c)
+  unfused = (a * b).astype(dtype) + c
+  assert not onp.array_equal(fused.view(patterns.dtype), unfused.view(patterns.dtype))
+  assert_bits_equal(xla, fused if xla_cpu_math.xla_fuses_half(dtype) else unfused)
+
+
 def test_uniform_with_array_bounds_and_x64():
   key = R.get_prng(3)
   lo = onp.linspace(-5, 0, 7).astype(onp.float32)

@@ -15,7 +15,6 @@ XLA once; the tests compare a quarter of them).
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import ml_dtypes
@@ -187,36 +186,11 @@ def _uniform_bits(key, shape, dtype, minval, maxval):
     scaled = floats * span + minval
   elif dtype in (np.float32, np.float64):
     scaled = _fma(floats, np.broadcast_to(span, shape), minval)
-  elif _xla_fuses_half(dtype):
-    scaled = _fma_half(floats, span, minval)
+  elif xla_cpu_math.xla_fuses_half(dtype):
+    scaled = xla_cpu_math.fma_half(floats, span, minval)
   else:
     scaled = (floats * span).astype(dtype) + minval
   return np.maximum(minval, scaled)
-
-
-def _fma_half(a, b, c):
-  """A half-width fused ``a * b + c``: the product and the sum are exact in float64, so one
-  rounding at the end is the fused operation's."""
-  return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(a.dtype)
-
-
-@functools.cache
-def _xla_fuses_half(dtype) -> bool:
-  """Whether XLA contracts a half-width ``a * b + c`` into one fused multiply-add here.
-
-  That depends on the host: where the CPU has native half arithmetic (x86 AVX512-FP16, for
-  float16) LLVM fuses it; elsewhere XLA computes in float32 and rounds after each operation.
-  So XLA is asked, once per dtype, on inputs where the two roundings differ.
-  """
-  import hlox  # the NumPy backend otherwise runs without compiling anything
-
-  one = np.array(1.0, dtype)
-  patterns = one.view(f"uint{dtype.itemsize * 8}") + np.arange(1, 256, dtype=np.uint16)
-  a = patterns.view(dtype) - one
-  b, c = np.array(7.0, dtype), np.array(-2.0, dtype)
-  xla = np.asarray(hlox.jit(lambda a, b, c: a * b + c)(a, b, c))
-  return bool(np.array_equal(xla.view(patterns.dtype),
-                             _fma_half(a, b, c).view(patterns.dtype)))
 
 
 def _float_dtype(name, dtype):

@@ -13,16 +13,18 @@ IR and its object code (``XLA_FLAGS=--xla_dump_to=DIR``) for jaxlib 0.10.2:
 * ``log1p`` is XLA's expansion (a Cephes rational below sqrt(2) - 1, ``log(1 + x)`` above) and
   ``erf_inv`` is StableHLO's CHLO decomposition (Giles' polynomials, evaluated by Horner).
 
-Everything here works on 1-D arrays of one dtype; callers reshape.
+Everything here works on 1-D arrays of one dtype; callers reshape. ``xla_fuses_half``
+reads the host CPU's features: whether XLA fuses half-width arithmetic depends on them.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 __all__ = ["fma32", "fma64", "horner32", "horner64", "log32", "log64", "log1p32", "log1p64",
-           "erf_inv32", "erf_inv64"]
+           "erf_inv32", "erf_inv64", "fma_half", "xla_fuses_half"]
 
 _f32, _f64 = np.float32, np.float64
 _LOW29 = np.uint64((1 << 29) - 1)
@@ -355,3 +357,41 @@ def erf_inv64(x):
   return _erf_inv(x, np.dtype(_f64), log1p64, horner64,
                   ((6.25, False, 3.125, _ERFINV64_SMALL), (16., True, 3.25, _ERFINV64_MID),
                    (None, True, 5., _ERFINV64_LARGE)))
+
+
+def fma_half(a, b, c):
+  """A half-width fused ``a * b + c``: the product and the sum are exact in float64, so one
+  rounding at the end is the fused operation's."""
+  return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(a.dtype)
+
+
+# Host CPU features under which XLA:CPU computes a half-width dtype natively, so that LLVM
+# fuses ``a * b + c`` into one multiply-add. Only x86's AVX512-FP16 has been verified (against
+# XLA, on such a machine); elsewhere XLA computes in float32 and rounds after each operation.
+_NATIVE_HALF_CPU_FLAGS = {"float16": ("avx512fp16",)}
+
+
+@functools.cache
+def _cpu_flags() -> frozenset:
+  """The feature flags Linux reports for the host CPU (empty where it reports none)."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      lines = f.read().splitlines()
+  except OSError:
+    return frozenset()
+  flags = set()
+  for line in lines:
+    key, _, value = line.partition(":")
+    if key.strip() in ("flags", "Features"):
+      flags.update(value.split())
+  return frozenset(flags)
+
+
+def xla_fuses_half(dtype) -> bool:
+  """Whether XLA:CPU contracts a half-width ``a * b + c`` into one fused multiply-add here.
+
+  That depends on the host CPU, not on jaxlib: it is read off the CPU's feature flags, so the
+  NumPy backend compiles nothing (a test checks the answer against XLA).
+  """
+  native = _NATIVE_HALF_CPU_FLAGS.get(np.dtype(dtype).name, ())
+  return any(flag in _cpu_flags() for flag in native)
