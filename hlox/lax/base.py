@@ -19,6 +19,7 @@ from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
 from hlox.interpreters import ad, batching, cost, xla
+from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer, _zero,
                                    defreducer)
 from hlox.lax.utils import defvectorized, standard_primitive
@@ -177,9 +178,10 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
   aval = get_aval(operand)
   if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))) and \
       _is_array(operand):
-    return operand
-  return broadcast_in_dim_p.bind(operand, shape=shape,
-                                 broadcast_dimensions=broadcast_dimensions, sharding=None)
+    return apply_out_sharding(operand, out_sharding, "broadcast_in_dim")
+  out = broadcast_in_dim_p.bind(operand, shape=shape,
+                                broadcast_dimensions=broadcast_dimensions, sharding=None)
+  return apply_out_sharding(out, out_sharding, "broadcast_in_dim")
 
 
 def broadcast(operand, sizes, out_sharding=None):
@@ -187,7 +189,7 @@ def broadcast(operand, sizes, out_sharding=None):
   aval = get_aval(operand)
   sizes = _shape_tuple("broadcast", sizes)
   dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
-  return broadcast_in_dim(operand, sizes + aval.shape, dims)
+  return broadcast_in_dim(operand, sizes + aval.shape, dims, out_sharding=out_sharding)
 
 
 # --- reshape -----------------------------------------------------------------------------
@@ -236,9 +238,9 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
     if dimensions != tuple(range(get_aval(operand).ndim)):
       operand = transpose(operand, dimensions)
   aval = get_aval(operand)
-  if aval.shape == new_sizes and _is_array(operand):
-    return operand
-  return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
+  if aval.shape != new_sizes or not _is_array(operand):
+    operand = reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
+  return apply_out_sharding(operand, out_sharding, "reshape")
 
 
 # --- transpose ---------------------------------------------------------------------------
@@ -307,7 +309,8 @@ def reduce_sum(operand, axes, *, out_sharding=None):
     if aval.dtype in _F16_TYPES and any(aval.shape[d] != 1 for d in axes):
       raise ValueError(f"reduce_sum on operand {aval.str_short()} is not allowed when "
                        "jax_allow_f16_reductions=False.")
-  return reduce_sum_p.bind(operand, axes=axes, out_sharding=None)
+  return apply_out_sharding(reduce_sum_p.bind(operand, axes=axes, out_sharding=None),
+                            out_sharding, "reduce_sum")
 
 
 _F16_TYPES = (np.dtype(np.float16), dtypes.bfloat16)
@@ -438,7 +441,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
     weak, dtype = aval.weak_type, aval.dtype
   else:
     weak, dtype = False, dtypes.canonicalize_dtype(dtype)
-  return broadcast(_scalar_of(fill_value, dtype, weak), shape)
+  return broadcast(_scalar_of(fill_value, dtype, weak), shape, out_sharding=sharding)
 
 
 def _scalar_of(value, dtype, weak):
@@ -482,7 +485,7 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   if get_aval(fill_value).ndim != 0:
     raise TypeError(f"full_like: fill_value must be a scalar, got shape "
                     f"{get_aval(fill_value).shape}")
-  out = broadcast(_scalar_of(fill_value, dtype, weak), fill_shape)
+  out = broadcast(_scalar_of(fill_value, dtype, weak), fill_shape, out_sharding=sharding)
   if sharding is None:
     # As JAX: like an array committed to a device, the result is made there.
     device = committed_device(x)

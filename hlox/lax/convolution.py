@@ -21,6 +21,7 @@ from hlox.lax.base import convert_element_type, full
 from hlox.lax.dot import (DotAlgorithm, DotAlgorithmPreset, Precision, _needs_operand_conversion,
                           canonicalize_precision, dot_general)
 from hlox.lax.utils import shape_str, standard_primitive
+from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.windowed import padtype_to_pads
 
 from jaxlib.mlir import ir
@@ -451,7 +452,8 @@ def _canonicalize_conv_precision(precision):
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+                         batch_group_count=1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
   """General N-d convolution (cross-correlation, as in XLA) with strides, padding, input and
   kernel dilation, feature and batch groups.
 
@@ -499,12 +501,13 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
       raise ValueError(f"conv_general_dilated: padding {padding} must have {n_sp} pairs")
   preferred = (None if preferred_element_type is None
                else dtypes.canonicalize_dtype(np.dtype(preferred_element_type)))
-  return conv_general_dilated_p.bind(
+  out = conv_general_dilated_p.bind(
       lhs, rhs, window_strides=window_strides, padding=pads, lhs_dilation=lhs_dilation,
       rhs_dilation=rhs_dilation, dimension_numbers=dn,
       feature_group_count=operator.index(feature_group_count),
       batch_group_count=operator.index(batch_group_count),
       precision=_canonicalize_conv_precision(precision), preferred_element_type=preferred)
+  return apply_out_sharding(out, out_sharding, "conv_general_dilated")
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):

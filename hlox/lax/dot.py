@@ -18,6 +18,7 @@ from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.base import convert_element_type, transpose
+from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir import ir
@@ -567,11 +568,12 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   or a pair of them; ``preferred_element_type`` sets (and widens) the result dtype.
   """
   dimension_numbers = _canonicalize_dimension_numbers(dimension_numbers)
-  return dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers,
-                            precision=canonicalize_precision(precision),
-                            preferred_element_type=_canonicalize_preferred(
-                                preferred_element_type),
-                            out_sharding=None)
+  out = dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers,
+                           precision=canonicalize_precision(precision),
+                           preferred_element_type=_canonicalize_preferred(
+                               preferred_element_type),
+                           out_sharding=None)
+  return apply_out_sharding(out, out_sharding, "dot_general")
 
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
@@ -587,7 +589,7 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
                       f"shape {rhs_shape}; pass dimension_numbers for other contractions")
     dimension_numbers = (((len(lhs_shape) - 1,), (0,)), ((), ()))
   return dot_general(lhs, rhs, dimension_numbers, precision=precision,
-                     preferred_element_type=preferred_element_type)
+                     preferred_element_type=preferred_element_type, out_sharding=out_sharding)
 
 
 def batch_matmul(lhs, rhs, precision=None):

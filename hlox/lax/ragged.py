@@ -21,6 +21,7 @@ from hlox.lax import shapes as _shapes
 from hlox.lax.base import convert_element_type
 from hlox.lax.cumulative import cumsum
 from hlox.lax.dot import canonicalize_precision, dot_general
+from hlox.lax.sharding_constraint import apply_out_sharding
 
 __all__ = ["RaggedDotDimensionNumbers", "ragged_dot", "ragged_dot_general"]
 
@@ -111,6 +112,13 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers,
   ``group_sizes`` (see the module docstring for the three modes). The result is
   ``dot_general``'s, with a leading group dimension when the ragged dimension is
   contracted."""
+  out = _ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision,
+                            preferred_element_type, group_offset)
+  return apply_out_sharding(out, out_sharding, "ragged_dot_general")
+
+
+def _ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision,
+                        preferred_element_type, group_offset):
   if group_offset is not None:
     raise NotImplementedError("ragged_dot_general: group_offset is not supported (nor in "
                               "JAX)")
@@ -189,4 +197,4 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
   the last group are zero."""
   return ragged_dot_general(lhs, rhs, group_sizes, _BASIC, precision=precision,
                             preferred_element_type=preferred_element_type,
-                            group_offset=group_offset)
+                            group_offset=group_offset, out_sharding=out_sharding)

@@ -30,6 +30,7 @@ from hlox.lax.reducer_util import (
     _is_number, _keep_weak, _kept_dims, _max_identity, _min_identity, _one, _reduce_shape_rule,
     _reducer, _strip_weak, _zero, add_region, defreducer, lower_region, max_hlo, min_hlo,
     reduce_lowering, scalar_body, shift_axes_for_batch)  # noqa: F401  (re-exported)
+from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -114,7 +115,8 @@ def reduce_max(operand, axes, *, out_sharding=None):
   """Maximum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
 
   An empty reduction gives the dtype's smallest value (-inf for floats)."""
-  return reduce_max_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+  return apply_out_sharding(reduce_max_p.bind(operand, axes=_axes_param(axes),
+                                              out_sharding=None), out_sharding, "reduce_max")
 
 
 reduce_min_p = _reducer("reduce_min", _any_dtype, "bool, integer, floating or complex types",
@@ -128,7 +130,8 @@ def reduce_min(operand, axes, *, out_sharding=None):
   """Minimum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
 
   An empty reduction gives the dtype's largest value (+inf for floats)."""
-  return reduce_min_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+  return apply_out_sharding(reduce_min_p.bind(operand, axes=_axes_param(axes),
+                                              out_sharding=None), out_sharding, "reduce_min")
 
 
 reduce_and_p = _reducer("reduce_and", _is_bool_or_int, "bool or integer types", _strip_weak,
@@ -490,7 +493,7 @@ _monoid_fns = {"sum": lambda x, a: reduce_sum(x, a), "prod": reduce_prod,
                "and": reduce_and, "or": reduce_or, "xor": reduce_xor}
 
 
-def reduce(operands, init_values, computation, dimensions):
+def reduce(operands, init_values, computation, dimensions, out_sharding=None):
   """Reduce ``operands`` (an array or a tree of equally shaped arrays) over ``dimensions``
   with ``computation(xs, ys) -> zs`` on scalars, starting from ``init_values``.
 
@@ -514,9 +517,10 @@ def reduce(operands, init_values, computation, dimensions):
       if get_aval(out).weak_type and not init_weak[0]:
         # As for the generic reduce: weak only when operand and init value both are.
         out = _ew.convert_element_type(out, aval.dtype, weak_type=False)
-      return tree_util.tree_unflatten(treedef, [out])
+      return tree_util.tree_unflatten(treedef, [apply_out_sharding(out, out_sharding, "reduce")])
   init_avals = tuple(ShapedArray((), get_aval(v).dtype) for v in flat_inits)
   jaxpr = computation_jaxpr("reduce", computation, init_avals, treedef)
   out = reduce_p.bind(*flat_operands, *flat_inits, computation=computation, jaxpr=jaxpr,
                       dimensions=dimensions)
-  return tree_util.tree_unflatten(treedef, out)
+  return tree_util.tree_unflatten(treedef, [apply_out_sharding(o, out_sharding, "reduce")
+                                            for o in out])

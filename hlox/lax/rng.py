@@ -20,6 +20,7 @@ from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax import base
 from hlox.lax import shapes as _shapes
+from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.utils import shape_str
 
 from jaxlib.mlir import ir
@@ -123,7 +124,8 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
   if dtypes.canonicalize_dtype(dtype) != dtype:
     raise TypeError(f"rng_bit_generator: dtype {dtype.name} requires x64 (enable_x64)")
   algorithm = RandomAlgorithm(algorithm)
-  return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm))
+  new_key, bits = rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm)
+  return new_key, apply_out_sharding(bits, out_sharding, "rng_bit_generator")
 
 
 # --- rng_uniform -------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from hlox.lax.base import (_check_shapelike, _is_array, _keep_dtype, _keep_weak,
                            convert_element_type, full, full_like, reduce_sum, reshape,
                            reshape_p, transpose, transpose_p)
 from hlox.lax.elementwise import _operands, select, sub
+from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.utils import shape_str, standard_primitive
 
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -89,7 +90,8 @@ def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
   except TypeError:
     raise TypeError(f"broadcasted_iota: dimension must be a static integer, got "
                     f"{dimension!r}") from None
-  return iota_p.bind(dtype=dtype, shape=shape, dimension=dimension, sharding=None)
+  return apply_out_sharding(iota_p.bind(dtype=dtype, shape=shape, dimension=dimension,
+                                        sharding=None), out_sharding, "broadcasted_iota")
 
 
 # --- squeeze / expand_dims ---------------------------------------------------------------
@@ -771,7 +773,7 @@ def broadcast_like(arr, like_arr):
 
 def empty(shape, dtype, *, out_sharding=None):
   """An array of ``shape`` and ``dtype`` whose contents do not matter (zeros, here)."""
-  return full(shape, 0, dtypes.canonicalize_dtype(dtype))
+  return full(shape, 0, dtypes.canonicalize_dtype(dtype), sharding=out_sharding)
 
 
 def shape_as_value(shape):

@@ -17,7 +17,7 @@ from hlox.runtime.array import device_put
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-__all__ = ["with_sharding_constraint", "sharding_constraint_p"]
+__all__ = ["with_sharding_constraint", "sharding_constraint_p", "apply_out_sharding"]
 
 sharding_constraint_p = Primitive("sharding_constraint")
 sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)
@@ -49,21 +49,34 @@ def _batch(vals, dims, *, sharding):
 batching.primitive_batchers[sharding_constraint_p] = _batch
 
 
-def _resolve(s, ndim: int):
+def _resolve(s, ndim: int, name: str = "with_sharding_constraint"):
   if isinstance(s, sharding_lib.PartitionSpec) or s is None:
     mesh = sharding_lib.current_mesh()
     if mesh is None:
       raise ValueError(
-          "One of with_sharding_constraint arguments was given a PartitionSpec "
-          f"{s!r} without a mesh: use a NamedSharding, or call inside `with mesh:` / "
-          "`hlox.sharding.set_mesh(mesh)`")
+          f"{name} was given a PartitionSpec {s!r} without a mesh: use a NamedSharding, "
+          "or call inside `with mesh:` / `hlox.sharding.set_mesh(mesh)`")
     s = sharding_lib.NamedSharding(mesh, s if s is not None else sharding_lib.PartitionSpec())
   if not isinstance(s, sharding_lib.Sharding):
-    raise TypeError(f"with_sharding_constraint: expected a Sharding or a PartitionSpec, got "
+    raise TypeError(f"{name}: expected a Sharding or a PartitionSpec, got "
                     f"{s!r} of type {type(s).__name__}")
   if isinstance(s, sharding_lib.NamedSharding):
-    s.check_rank(ndim, "with_sharding_constraint")
+    s.check_rank(ndim, name)
   return s
+
+
+def apply_out_sharding(x, out_sharding, name: str):
+  """``x``, the result of operation ``name``, laid out as its ``out_sharding=`` asks (a
+  ``Sharding``, or a ``PartitionSpec`` over the current mesh): a sharding constraint inside
+  ``jit``, a transfer outside. ``None`` leaves ``x`` as it is.
+
+  hlox lets XLA propagate every mesh axis (JAX's ``Auto`` mode), so this sets the layout
+  and never changes a value.
+  """
+  if out_sharding is None:
+    return x
+  ndim = len(getattr(x, "shape", ()))
+  return sharding_constraint_p.bind(x, sharding=_resolve(out_sharding, ndim, name))
 
 
 def with_sharding_constraint(x, shardings):

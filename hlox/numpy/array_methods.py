@@ -103,7 +103,8 @@ def _methods():
   methods["real"] = property(ufuncs.real)
   methods["imag"] = property(ufuncs.imag)
   methods["astype"] = _astype_method
-  methods["flatten"] = lambda x, order="C": shapes.ravel(x, order)
+  methods["flatten"] = lambda x, order="C", *, out_sharding=None: shapes.ravel(
+      x, order, out_sharding=out_sharding)
   methods["at"] = property(_at_property)
   methods["view"] = _view
   methods["byteswap"] = _byteswap
@@ -114,10 +115,10 @@ def _methods():
   return methods
 
 
-def _reshape_method(x, *shape, order="C"):
+def _reshape_method(x, *shape, order="C", out_sharding=None):
   if len(shape) == 1 and not isinstance(shape[0], int) and hasattr(shape[0], "__iter__"):
     shape = tuple(shape[0])
-  return shapes.reshape(x, shape, order=order)
+  return shapes.reshape(x, shape, order=order, out_sharding=out_sharding)
 
 
 def _transpose_method(x, *axes):

@@ -16,6 +16,7 @@ from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer
 from hlox.runtime.array import Array, device_put
+from hlox.runtime.sharding import Sharding
 
 __all__ = ["array", "asarray"]
 
@@ -37,11 +38,24 @@ def _user_dtype(dtype, name: str):
     raise TypeError(f"{name}: invalid dtype {dtype!r}: {e}") from None
 
 
-def _put(x, device):
-  return x if device is None or isinstance(x, Tracer) else device_put(x, device)
+def _put(x, device, out_sharding=None, name: str = "array"):
+  """``x`` placed as the caller's ``device=`` (a device or a sharding) or ``out_sharding=``
+  (a sharding or a ``PartitionSpec`` over the current mesh) asks; JAX takes only one."""
+  if out_sharding is not None:
+    if device is not None:
+      raise ValueError(f"{name}: only one of `device` or `out_sharding` can be set, got "
+                       f"device={device!r} and out_sharding={out_sharding!r}")
+    return lax.apply_out_sharding(x, out_sharding, name)
+  if device is None:
+    return x
+  if isinstance(x, Tracer):
+    # A device means nothing inside a trace; a sharding lays the value out, as in JAX.
+    return lax.apply_out_sharding(x, device, name) if isinstance(device, Sharding) else x
+  return device_put(x, device)
 
 
-def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, device=None):
+def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, device=None,
+          out_sharding=None):
   """Convert ``object`` to an Array.
 
   Accepts Arrays, tracers, NumPy arrays, Python scalars and nested lists/tuples of these.
@@ -89,7 +103,7 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
     out = _host_array(object, dtype, weak)
   if ndmin > out.ndim:
     out = lax.expand_dims(out, tuple(range(ndmin - out.ndim)))
-  return _put(out, device)
+  return _put(out, device, out_sharding, "array")
 
 
 def _positional_options(args, copy, order, ndmin):
@@ -190,6 +204,7 @@ def _assemble(tree, dtype):
   return lax.concatenate(rows, 0)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
   """Convert ``a`` to an Array, without copying when it already is one of ``dtype``."""
-  return array(a, dtype=dtype, copy=bool(copy), order=order or "K", device=device)
+  return array(a, dtype=dtype, copy=bool(copy), order=order or "K", device=device,
+               out_sharding=out_sharding)

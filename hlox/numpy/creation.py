@@ -115,28 +115,28 @@ def _full(shape, fill_value, dtype, name):
                   if not isinstance(fill_value, (Array, Tracer)) else fill_value, dtype)
 
 
-def zeros(shape, dtype=None, *, device=None):
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
   """An array of zeros (float32 by default)."""
   _check_forgot_shape_tuple("zeros", shape, dtype)
   dtype = _user_dtype(dtype, "zeros") or dtypes.default_float_dtype()
-  return _put(_full(shape, 0, dtype, "zeros"), device)
+  return _put(_full(shape, 0, dtype, "zeros"), device, out_sharding, "zeros")
 
 
-def ones(shape, dtype=None, *, device=None):
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
   """An array of ones (float32 by default)."""
   _check_forgot_shape_tuple("ones", shape, dtype)
   dtype = _user_dtype(dtype, "ones") or dtypes.default_float_dtype()
-  return _put(_full(shape, 1, dtype, "ones"), device)
+  return _put(_full(shape, 1, dtype, "ones"), device, out_sharding, "ones")
 
 
-def empty(shape, dtype=None, *, device=None):
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
   """An "uninitialized" array: hlox fills it with zeros."""
   _check_forgot_shape_tuple("empty", shape, dtype)
   dtype = _user_dtype(dtype, "empty") or dtypes.default_float_dtype()
-  return _put(_full(shape, 0, dtype, "empty"), device)
+  return _put(_full(shape, 0, dtype, "empty"), device, out_sharding, "empty")
 
 
-def full(shape, fill_value, dtype=None, *, device=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
   """An array of ``shape`` filled with ``fill_value`` (broadcast if it is an array).
 
   Without ``dtype`` the result takes ``fill_value``'s dtype (and weak type).
@@ -153,40 +153,41 @@ def full(shape, fill_value, dtype=None, *, device=None):
     except ValueError:
       raise ValueError(f"full: fill_value of shape {value.shape} cannot be broadcast to "
                        f"shape {shape}") from None
-  return _put(out, device)
+  return _put(out, device, out_sharding, "full")
 
 
-def _like(name, a, fill_value, dtype, shape, device):
+def _like(name, a, fill_value, dtype, shape, device, out_sharding=None):
   if not util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
     # Duck typing (as JAX): anything with a shape and a dtype, e.g. a ShapeDtypeStruct.
     dtype = _user_dtype(dtype, name) or dtypes.canonicalize_dtype(np.dtype(a.dtype))
     shape = _shape(a.shape if shape is None else shape, name)
-    return _put(lax.full(shape, fill_value, dtype), device)
+    return _put(lax.full(shape, fill_value, dtype), device, out_sharding, name)
   util.check_arraylike(name, a)
   dtype = _user_dtype(dtype, name)
   shape = None if shape is None else _shape(shape, name)
-  return _put(lax.full_like(a, fill_value, dtype, shape), device)  # a's device by default
+  out = lax.full_like(a, fill_value, dtype, shape)  # on a's device by default
+  return _put(out, device, out_sharding, name)
 
 
-def zeros_like(a, dtype=None, shape=None, *, device=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Zeros with the shape and dtype of ``a`` (``dtype``/``shape`` override them)."""
-  return _like("zeros_like", a, 0, dtype, shape, device)
+  return _like("zeros_like", a, 0, dtype, shape, device, out_sharding)
 
 
-def ones_like(a, dtype=None, shape=None, *, device=None):
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Ones with the shape and dtype of ``a`` (``dtype``/``shape`` override them)."""
-  return _like("ones_like", a, 1, dtype, shape, device)
+  return _like("ones_like", a, 1, dtype, shape, device, out_sharding)
 
 
-def empty_like(prototype, dtype=None, shape=None, *, device=None):
+def empty_like(prototype, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Like ``zeros_like`` (hlox has no uninitialized memory)."""
-  return _like("empty_like", prototype, 0, dtype, shape, device)
+  return _like("empty_like", prototype, 0, dtype, shape, device, out_sharding)
 
 
-def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
   """``fill_value`` with the shape and dtype of ``a``; an array ``fill_value`` broadcasts."""
   if get_aval(fill_value).ndim == 0:
-    return _like("full_like", a, fill_value, dtype, shape, device)
+    return _like("full_like", a, fill_value, dtype, shape, device, out_sharding)
   util.check_arraylike("full_like", a, fill_value)
   aval = get_aval(a)
   dtype = _user_dtype(dtype, "full_like") or aval.dtype
@@ -197,12 +198,12 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
   except ValueError:
     raise ValueError(f"full_like: fill_value of shape {value.shape} cannot be broadcast to "
                      f"shape {shape}") from None
-  return _put(out, device)
+  return _put(out, device, out_sharding, "full_like")
 
 
 # --- ranges ------------------------------------------------------------------------------
 
-def arange(start, stop=None, step=None, dtype=None, *, device=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
   """Evenly spaced values in ``[start, stop)``, like ``numpy.arange``.
 
   The bounds must be concrete (they fix the length). Integer arguments give the default
@@ -235,7 +236,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     raise ValueError("arange: step must not be zero")
   if dtypes.is_complex(dtype):
     # A real range with a complex dtype: NumPy decides on the host.
-    return _put(asarray(np.arange(start, stop, step).astype(dtype)), device)
+    out = asarray(np.arange(start, stop, step).astype(dtype))
+    return _put(out, device, out_sharding, "arange")
   all_int = all(isinstance(x, (int, bool)) for x in (start, stop, step))
   if all_int:
     size = len(range(int(start), int(stop), int(step)))
@@ -244,7 +246,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
   if dtypes.is_int(dtype) or dtype == dtypes.bool_:
     if not all_int:
       # NumPy's integer arange of float bounds steps by int(start + step) - int(start).
-      return _put(asarray(np.arange(start, stop, step, dtype=dtype)), device)
+      out = asarray(np.arange(start, stop, step, dtype=dtype))
+      return _put(out, device, out_sharding, "arange")
     out = _int_range(start, step, size, dtype)
   else:
     compute = dtype if dtype in (dtypes.float32, dtypes.float64) else \
@@ -255,7 +258,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     if start != 0:
       out = lax.add(out, np.asarray(start, compute))
     out = lax.convert_element_type(out, dtype)
-  return _put(out, device)
+  return _put(out, device, out_sharding, "arange")
 
 
 def _int_range(start, step, size, dtype):

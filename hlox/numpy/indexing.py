@@ -600,33 +600,35 @@ class _IndexUpdateRef:
     return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
   def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          fill_value=None, wrap_negative_indices=True):
+          fill_value=None, wrap_negative_indices=True, out_sharding=None):
     """``x[idx]``; with ``mode='fill'`` out-of-bounds reads give ``fill_value``."""
-    return _rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
-                           unique_indices=unique_indices, mode=mode, fill_value=fill_value,
-                           normalize=wrap_negative_indices)
+    out = _rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
+                          unique_indices=unique_indices, mode=mode, fill_value=fill_value,
+                          normalize=wrap_negative_indices)
+    return lax.apply_out_sharding(out, out_sharding, "at[].get")
 
   def _update(self, values, fn, indices_are_sorted, unique_indices, mode,
-              wrap_negative_indices):
-    return _scatter_update(self.array, self.index, values, fn,
-                           indices_are_sorted=indices_are_sorted,
-                           unique_indices=unique_indices, mode=mode,
-                           normalize=wrap_negative_indices)
+              wrap_negative_indices, out_sharding=None, name="at[].update"):
+    out = _scatter_update(self.array, self.index, values, fn,
+                          indices_are_sorted=indices_are_sorted,
+                          unique_indices=unique_indices, mode=mode,
+                          normalize=wrap_negative_indices)
+    return lax.apply_out_sharding(out, out_sharding, name)
 
   def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          wrap_negative_indices=True):
+          wrap_negative_indices=True, out_sharding=None):
     """``x[idx] = values``."""
     return self._update(values, lax.scatter, indices_are_sorted, unique_indices, mode,
-                        wrap_negative_indices)
+                        wrap_negative_indices, out_sharding, "at[].set")
 
   def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          wrap_negative_indices=True):
+          wrap_negative_indices=True, out_sharding=None):
     """``x[idx] += values`` (every repeated index adds)."""
     return self._update(values, lax.scatter_add, indices_are_sorted, unique_indices, mode,
-                        wrap_negative_indices)
+                        wrap_negative_indices, out_sharding, "at[].add")
 
   def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               wrap_negative_indices=True):
+               wrap_negative_indices=True, out_sharding=None):
     """``x[idx] -= values``."""
     values = _as_update(values, get_aval(self.array).dtype)
     if isinstance(values, (Array, Tracer)):
@@ -636,29 +638,31 @@ class _IndexUpdateRef:
     else:  # a Python scalar stays weakly typed
       negated = -values
     return self._update(negated, lax.scatter_add, indices_are_sorted, unique_indices, mode,
-                        wrap_negative_indices)
+                        wrap_negative_indices, out_sharding, "at[].subtract")
 
   def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-               wrap_negative_indices=True):
+               wrap_negative_indices=True, out_sharding=None):
     """``x[idx] *= values``."""
     return self._update(values, lax.scatter_mul, indices_are_sorted, unique_indices, mode,
-                        wrap_negative_indices)
+                        wrap_negative_indices, out_sharding, "at[].multiply")
 
   mul = multiply
 
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-             wrap_negative_indices=True):
+             wrap_negative_indices=True, out_sharding=None):
     """``x[idx] /= values`` (true division, so integer arrays give floats, as in JAX)."""
-    return ufuncs.true_divide(self.array, self._ones_times(values, indices_are_sorted,
-                                                           unique_indices, mode,
-                                                           wrap_negative_indices))
+    out = ufuncs.true_divide(self.array, self._ones_times(values, indices_are_sorted,
+                                                          unique_indices, mode,
+                                                          wrap_negative_indices))
+    return lax.apply_out_sharding(out, out_sharding, "at[].divide")
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            wrap_negative_indices=True):
+            wrap_negative_indices=True, out_sharding=None):
     """``x[idx] **= values``."""
-    return ufuncs.power(self.array, self._ones_times(values, indices_are_sorted,
-                                                     unique_indices, mode,
-                                                     wrap_negative_indices))
+    out = ufuncs.power(self.array, self._ones_times(values, indices_are_sorted,
+                                                    unique_indices, mode,
+                                                    wrap_negative_indices))
+    return lax.apply_out_sharding(out, out_sharding, "at[].power")
 
   def _ones_times(self, values, indices_are_sorted, unique_indices, mode,
                   wrap_negative_indices):
@@ -670,16 +674,16 @@ class _IndexUpdateRef:
                            normalize=wrap_negative_indices)
 
   def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          wrap_negative_indices=True):
+          wrap_negative_indices=True, out_sharding=None):
     """``x[idx] = minimum(x[idx], values)``."""
     return self._update(values, lax.scatter_min, indices_are_sorted, unique_indices, mode,
-                        wrap_negative_indices)
+                        wrap_negative_indices, out_sharding, "at[].min")
 
   def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
-          wrap_negative_indices=True):
+          wrap_negative_indices=True, out_sharding=None):
     """``x[idx] = maximum(x[idx], values)``."""
     return self._update(values, lax.scatter_max, indices_are_sorted, unique_indices, mode,
-                        wrap_negative_indices)
+                        wrap_negative_indices, out_sharding, "at[].max")
 
   def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True):

@@ -115,7 +115,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
     contract = ((a_ndim - 1,), (b_ndim - 2,))
   _check_contraction("dot", a, b, contract)
   out = _contract(a, b, (contract, ((), ())), precision, dtype)
-  return _finish(out, dtype, weak)
+  return lax.apply_out_sharding(_finish(out, dtype, weak), out_sharding, "dot")
 
 
 def _check_contraction(name, a, b, contract):
@@ -197,7 +197,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
   out_shape = tuple(out_batch) + ((a_aval.shape[-2],) if a_mat else ()) + \
       ((b_aval.shape[-1],) if b_mat else ())
   out = _reshape(out, out_shape)
-  return _finish(out, dtype, weak)
+  return lax.apply_out_sharding(_finish(out, dtype, weak), out_sharding, "matmul")
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
@@ -282,7 +282,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
                     f"lists/tuples of ints, got {axes!r}")
   _check_contraction("tensordot", a, b, contract)
   out = _contract(a, b, (contract, ((), ())), precision, dtype)
-  return _finish(out, dtype, weak)
+  return lax.apply_out_sharding(_finish(out, dtype, weak), out_sharding, "tensordot")
 
 
 def _is_int(x) -> bool:
@@ -535,7 +535,7 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         [c for c in y_labels if c not in shared]
 
   x = _transpose(x, [labels.index(c) for c in out_labels])
-  return _finish(x, dtype, weak)
+  return lax.apply_out_sharding(_finish(x, dtype, weak), out_sharding, "einsum")
 
 
 def _shape_stand_in(x):

@@ -108,7 +108,7 @@ def _is_scalar_int(x) -> bool:
 
 # --- reshaping ---------------------------------------------------------------------------
 
-def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
+def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sharding=None):
   """``a`` with a new ``shape`` (one entry may be -1); ``order`` 'C' (row-major) or 'F'."""
   if newshape is not None:
     if shape is not None:
@@ -119,12 +119,13 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
   a = _array("reshape", a)
   shape = _infer_shape(a.shape, a.size, shape)
   if order == "C":
-    return lax.reshape(a, shape)
+    return lax.reshape(a, shape, out_sharding=out_sharding)
   if order == "F":
     # Column-major: reverse the axes, reshape row-major to the reversed shape, reverse back.
     flipped = lax.transpose(a, tuple(reversed(range(a.ndim))))
     out = lax.reshape(flipped, tuple(reversed(shape)))
-    return lax.transpose(out, tuple(reversed(range(len(shape)))))
+    out = lax.transpose(out, tuple(reversed(range(len(shape)))))
+    return lax.apply_out_sharding(out, out_sharding, "reshape")
   if order == "A":
     raise NotImplementedError("reshape: order='A' is not supported (use 'C' or 'F')")
   raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
@@ -152,10 +153,10 @@ def _infer_shape(old_shape, size, shape) -> tuple:
   return shape
 
 
-def ravel(a, order: str = "C"):
+def ravel(a, order: str = "C", *, out_sharding=None):
   """``a`` flattened to 1-d (``order`` 'C' or 'F')."""
   a = _array("ravel", a)
-  return reshape(a, (a.size,), order=order)
+  return reshape(a, (a.size,), order=order, out_sharding=out_sharding)
 
 
 def transpose(a, axes=None):
@@ -238,7 +239,7 @@ def broadcast_shapes(*shapes) -> tuple:
                      f"{', '.join(map(str, shapes))}") from None
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape, *, out_sharding=None):
   """``array`` broadcast (NumPy rules) to ``shape``."""
   a = _array("broadcast_to", array)
   shape = _static_ints(shape, "broadcast_to", "shape")
@@ -248,10 +249,11 @@ def broadcast_to(array, shape):
     raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={a.shape} "
                      f"shape={shape} (broadcast_to)")
   try:
-    return util.broadcast_to_shape(a, shape)
+    out = util.broadcast_to_shape(a, shape)
   except ValueError:
     raise ValueError(f"Incompatible shapes for broadcasting: {a.shape} and requested shape "
                      f"{shape} (broadcast_to)") from None
+  return lax.apply_out_sharding(out, out_sharding, "broadcast_to")
 
 
 def broadcast_arrays(*args):
@@ -454,7 +456,8 @@ def tile(A, reps):
   return lax.reshape(out, tuple(r * d for r, d in zip(reps, shape)))
 
 
-def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
+def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None,
+           out_sharding=None):
   """Repeat each element of ``a`` ``repeats`` times (an int, or one concrete count per
   element along ``axis``; ``a`` is flattened when ``axis`` is None)."""
   a = _array("repeat", a)
@@ -464,7 +467,8 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
   n = a.shape[axis]
   if total_repeat_length is not None and _is_traced(repeats):
     # Counts known only at run time: the static total fixes the result's length.
-    return _repeat_traced(a, repeats, axis, operator.index(total_repeat_length))
+    out = _repeat_traced(a, repeats, axis, operator.index(total_repeat_length))
+    return lax.apply_out_sharding(out, out_sharding, "repeat")
   counts = _static_ints(repeats, "repeat", "repeats")
   if any(c < 0 for c in counts):
     raise ValueError(f"repeat: repeats may not contain negative values, got {counts}")
@@ -483,7 +487,7 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
         lax.slice_in_dim(a, 0, 0, 1, axis)
   if total_repeat_length is not None:
     out = _fit_length(out, operator.index(total_repeat_length), axis)
-  return out
+  return lax.apply_out_sharding(out, out_sharding, "repeat")
 
 
 def _is_traced(x) -> bool:

@@ -20,7 +20,7 @@ __all__ = ["bincount", "histogram", "histogram_bin_edges", "cov", "corrcoef", "q
            "percentile", "nanquantile", "nanpercentile", "nanmedian"]
 
 
-def bincount(x, weights=None, minlength=0, *, length=None):
+def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
   """Counts (or summed ``weights``) of each non-negative integer in ``x``.
 
   The output length is ``max(max(x) + 1, minlength)``, which needs concrete ``x``; under jit
@@ -47,7 +47,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     if get_aval(weights).dtype == np.bool_:
       weights = weights.astype(util.index_dtype())
   idx = ufuncs.clip(x, 0, None)  # negative entries count toward bin 0, as in JAX
-  return creation.zeros(length, get_aval(weights).dtype).at[idx].add(weights, mode="drop")
+  return creation.zeros(length, get_aval(weights).dtype).at[idx].add(
+      weights, mode="drop", out_sharding=out_sharding)
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
@@ -267,12 +268,13 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, interpolation=None):
+               keepdims=False, *, interpolation=None, out_sharding=None):
   """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` along ``axis``."""
   _check_quantile_args("percentile", out, overwrite_input, interpolation)
   util.check_arraylike("percentile", a, q)
   q = ufuncs.true_divide(q, 100.0)
-  return _quantile("percentile", a, q, axis, method, keepdims, False)
+  out = _quantile("percentile", a, q, axis, method, keepdims, False)
+  return lax.apply_out_sharding(out, out_sharding, "percentile")
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
