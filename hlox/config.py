@@ -1,8 +1,10 @@
 """Global switches: 64-bit mode, device count, caches, checks (NaN/inf), compile logs, disk cache,
 NumPy promotion rules, matmul precision, transfer guards, tracing/execution bans.
 
-Values come from ``HLOX_*`` environment variables at import time and can be changed with
-``hlox.config.update(name, value)`` (JAX's ``jax_`` spellings accepted). Options that take a
+Values come from ``HLOX_*`` environment variables at import time, or, where one is unset, from
+JAX's ``JAX_*`` spelling of it (so a script written for JAX that sets ``JAX_ENABLE_X64=1``
+gets the same numbers); they can be changed with ``hlox.config.update(name, value)`` (JAX's
+``jax_`` spellings accepted). Options that take a
 fixed set of values are validated with JAX's messages. Each option JAX exposes at top level
 is here too, as a context manager and decorator with ``.value`` (``hlox.numpy_rank_promotion
 ('raise')``). Options that shape the runtime (``num_cpu_devices``) only take effect before
@@ -126,13 +128,23 @@ _validators = {
 # Options whose stored value is an enum member even at start-up.
 _DERIVED = ("numpy_dtype_promotion", "legacy_prng_key")
 
+def _set_spelling(env: str) -> str:
+  """``HLOX_X`` if it is set, else JAX's ``JAX_X`` if that is, else ``HLOX_X``."""
+  if os.environ.get(env) in (None, ""):
+    jax_env = "JAX_" + env[len("HLOX_"):]
+    if os.environ.get(jax_env) not in (None, ""):
+      return jax_env
+  return env
+
+
 class Config:
   """Holds hlox's options; read them as attributes, change them with ``update``."""
 
   _options = {
       # name: (environment variable, parser, default)
       "enable_x64": ("HLOX_ENABLE_X64", _env_bool, False),
-      "num_cpu_devices": ("HLOX_NUM_CPU_DEVICES", _env_int, 1),
+      # -1: as many as XLA makes (one, or XLA_FLAGS=--xla_force_host_platform_device_count=N)
+      "num_cpu_devices": ("HLOX_NUM_CPU_DEVICES", _env_int, -1),
       "enable_checks": ("HLOX_ENABLE_CHECKS", _env_bool, False),
       "cache_size": ("HLOX_CACHE_SIZE", _env_int, 4096),
       "explain_cache_misses": ("HLOX_EXPLAIN_CACHE_MISSES", _env_bool, False),
@@ -205,6 +217,7 @@ class Config:
   def __init__(self):
     self._values = {}
     for name, (env, parse, default) in self._options.items():
+      env = _set_spelling(env)
       value = parse(env, default)
       check = _validators.get(name)
       if check is not None and (value != default or name in _DERIVED):
@@ -216,7 +229,7 @@ class Config:
       self._values[name] = value
     if self._values["transfer_guard"] is not None:
       for name in _TRANSFER_GUARDS:
-        if os.environ.get(self._options[name][0]) in (None, ""):
+        if os.environ.get(_set_spelling(self._options[name][0])) in (None, ""):
           self._values[name] = self._values["transfer_guard"]
     self._watchers = []
 

@@ -112,12 +112,32 @@ def test_device_put_rejects_objects():
     hlox.device_put(np.array([object()]))
 
 
-def test_num_cpu_devices_env_var():
-  code = "import hlox; print(hlox.device_count())"
-  env = dict(os.environ, HLOX_NUM_CPU_DEVICES="3")
+def _run_with_env(code, **env_vars):
+  env = {k: v for k, v in os.environ.items() if not k.startswith(("HLOX_", "JAX_"))}
+  env.pop("XLA_FLAGS", None)
+  env.update(env_vars)
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        check=True)
-  assert out.stdout.strip() == "3"
+  return out.stdout.strip()
+
+
+@pytest.mark.parametrize("env_vars, expected", [
+    ({}, "1"),
+    ({"HLOX_NUM_CPU_DEVICES": "3"}, "3"),
+    ({"JAX_NUM_CPU_DEVICES": "5"}, "5"),  # JAX's spelling, read when HLOX_'s is unset
+    ({"HLOX_NUM_CPU_DEVICES": "2", "JAX_NUM_CPU_DEVICES": "5"}, "2"),
+    ({"XLA_FLAGS": "--xla_force_host_platform_device_count=6"}, "6"),  # as JAX's tutorials do
+])
+def test_num_cpu_devices_from_the_environment(env_vars, expected):
+  assert _run_with_env("import hlox; print(hlox.device_count())", **env_vars) == expected
+
+
+def test_jax_spelling_of_environment_options():
+  code = ("import hlox, hlox.numpy as jnp; "
+          "print(jnp.arange(2.).dtype, hlox.config.numpy_rank_promotion)")
+  assert _run_with_env(code, JAX_ENABLE_X64="1",
+                       JAX_NUMPY_RANK_PROMOTION="raise") == "float64 raise"
+  assert _run_with_env(code, JAX_ENABLE_X64="1", HLOX_ENABLE_X64="0") == "float32 allow"
 
 
 NO_JAX_SCRIPT = textwrap.dedent("""

@@ -61,9 +61,11 @@ def get_client():
     with _client_lock:
       if _client is None:
         n = int(config.num_cpu_devices)
-        if n < 1:
-          raise ValueError(f"num_cpu_devices must be >= 1, got {n}")
+        if n == 0 or n < -1:
+          raise ValueError(f"num_cpu_devices must be >= 1 (or -1 for XLA's default), got {n}")
         _set_cpp_log_level()
+        # None lets XLA decide: one device, or what XLA_FLAGS' device count asks for.
+        n = None if n == -1 else n
         if _distributed is None:
           client = _xc().make_cpu_client(num_devices=n)
         else:
