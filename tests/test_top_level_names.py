@@ -259,6 +259,10 @@ def test_typeof():
   seen = []
   hlox.jit(lambda v: seen.append(hlox.typeof(v)) or v)(np.zeros(4, np.float32))
   assert seen[0].shape == (4,) and seen[0].dtype == np.float32
+  # printed as JAX prints a type; jaxprs keep the short names
+  assert (str(t), str(w), repr(w)) == ("int32[2,3]", "~float32[]",
+                                       "ShapedArray(float32[], weak_type=True)")
+  assert "a:f32[4]" in str(hlox.make_jaxpr(lambda v: v * 2)(np.zeros(4, np.float32)))
   with pytest.raises(TypeError, match="typeof: Value 'abc'"):
     hlox.typeof("abc")
 

@@ -93,7 +93,8 @@ class ShapedArray:
     weak = ", weak_type=True" if self.weak_type else ""
     return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
-  __str__ = str_short
+  def __str__(self):  # as JAX prints a type: full dtype name, ``~`` marking a weak type
+    return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
 
 
 def raise_to_shaped(aval):
