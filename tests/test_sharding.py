@@ -463,3 +463,65 @@ def test_out_sharding_partition_spec_needs_a_mesh(mesh):
     hlox.jit(lambda a: jnp.dot(a, a, out_sharding=NamedSharding(mesh, P("x", "y"))))(X[0])
   with pytest.raises(TypeError, match="dot: expected a Sharding or a PartitionSpec"):
     jnp.dot(X, X.T, out_sharding="x")
+
+
+# --- shard_map manual over part of the mesh (axis_names) ---------------------------------
+
+def _partial_manual(mesh24):
+  def body(a, w):
+    return lax.psum(a @ w, "x") * (lax.axis_index("x") + 1), jnp.sum(a, keepdims=True)
+  return hlox.shard_map(body, mesh=mesh24, in_specs=(P("x"), P()),
+                        out_specs=(P("x"), P("x")), axis_names={"x"}, check_vma=False)
+
+
+def _partial_manual_reference(x, w):
+  s = x[:4] @ w + x[4:] @ w  # the psum over the two 'x' blocks
+  return np.concatenate([s, 2 * s]), np.array([[x[:4].sum()], [x[4:].sum()]])
+
+
+@pytest.fixture(scope="module")
+def mesh24():
+  return hlox.make_mesh((2, 4), ("x", "y"))
+
+
+XW = (np.arange(96, dtype=np.float32).reshape(8, 12) / 10,
+      np.arange(48, dtype=np.float32).reshape(12, 4) / 100)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_shard_map_over_part_of_the_mesh(mesh24, jitted):
+  f = _partial_manual(mesh24)
+  f = hlox.jit(f) if jitted else f
+  want = _partial_manual_reference(*XW)
+  for x in (XW[0], hlox.device_put(XW[0], NamedSharding(mesh24, P("x", "y")))):
+    out = f(x, XW[1])
+    for o, r in zip(out, want):
+      np.testing.assert_allclose(np.asarray(o), r, rtol=1e-5)
+  text = hlox.jit(f).lower(*XW).as_text()
+  assert 'manual_axes={"x"}' in text  # 'y' stays with XLA's partitioner
+
+
+def test_shard_map_over_part_of_the_mesh_grad_and_vmap(mesh24):
+  f = _partial_manual(mesh24)
+  loss = lambda x, w: jnp.sum(f(x, w)[0] ** 2) + jnp.sum(f(x, w)[1])
+  ref = lambda x, w: jnp.sum(jnp.concatenate([x[:4] @ w + x[4:] @ w,
+                                              2 * (x[:4] @ w + x[4:] @ w)]) ** 2) + jnp.sum(x)
+  for g, r in zip(hlox.grad(loss, (0, 1))(*XW), hlox.grad(ref, (0, 1))(*XW)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-4)
+  xs = np.stack([XW[0], XW[0] + 1])
+  out = hlox.jit(hlox.vmap(lambda x: f(x, XW[1])[0]))(xs)
+  for i in range(2):
+    np.testing.assert_allclose(np.asarray(out[i]), _partial_manual_reference(xs[i], XW[1])[0],
+                               rtol=1e-5)
+
+
+def test_shard_map_axis_names_errors(mesh24):
+  with pytest.raises(NameError, match="unbound axis name: y"):  # 'y' is not manual
+    hlox.shard_map(lambda a: lax.psum(a, "y"), mesh=mesh24, in_specs=P("x"),
+                   out_specs=P("x"), axis_names={"x"})(XW[0])
+  with pytest.raises(ValueError, match="names the axis 'y', which is not one of the manual"):
+    hlox.shard_map(lambda a: a, mesh=mesh24, in_specs=P("y"), out_specs=P("y"),
+                   axis_names={"x"})(XW[0])
+  with pytest.raises(ValueError, match=r"axis_names \['z'\] are not axes of the mesh"):
+    hlox.shard_map(lambda a: a, mesh=mesh24, in_specs=P("x"), out_specs=P("x"),
+                   axis_names={"z"})(XW[0])

@@ -104,6 +104,8 @@ class ModuleContext:
     # Inside a ``shard_map`` body: the named axes are the mesh's, the "replicas" of the
     # collectives are the program's partitions (``spmd_collective``).
     self.manual = False
+    # ... and the mesh axes that body is not manual over (a shard_map with axis_names).
+    self.auto_axes = ()
     self._channels = 0
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
@@ -240,6 +242,8 @@ def spmd_collective(mctx: ModuleContext, op, global_ids: bool = True) -> None:
 def axis_index_hlo(mctx: ModuleContext, name) -> ir.Value:
   """The position of this replica along pmap axis ``name`` (an int32 scalar)."""
   size, stride, _ = _axis_strides(mctx, name)
+  if mctx.manual and mctx.auto_axes:
+    return _axis_index_all_manual(mctx, name)
   i32 = ShapedArray((), dtypes.int32)
   rid = hlo.convert(aval_to_ir_type(i32),
                     hlo.partition_id() if mctx.manual else hlo.replica_id())
@@ -248,6 +252,27 @@ def axis_index_hlo(mctx: ModuleContext, name) -> ir.Value:
   if size * stride != mctx.num_replicas:
     rid = hlo.remainder(rid, ir_constant(np.int32(size)))
   return rid
+
+
+def _axis_index_all_manual(mctx: ModuleContext, name) -> ir.Value:
+  """``axis_index`` in a body that is manual over part of the mesh. XLA's partitioner
+  refuses ``partition_id`` there (which copy would it be?), so, as JAX does, the index is
+  computed in a nested region manual over the remaining axes, and is the same along them."""
+  from jaxlib.mlir.dialects import sdy
+  i32 = aval_to_ir_type(ShapedArray((), dtypes.int32))
+  names = ", ".join(f'"{a}"' for a in mctx.auto_axes)
+  op = sdy.ManualComputationOp(
+      [i32], [], ir.Attribute.parse("#sdy.sharding_per_value<[]>"),
+      ir.Attribute.parse("#sdy.sharding_per_value<[<@mesh, []>]>"),
+      ir.Attribute.parse(f"#sdy<manual_axes{{{names}}}>"))
+  block = op.body.blocks.append()
+  saved, mctx.auto_axes = mctx.auto_axes, ()
+  try:
+    with ir.InsertionPoint(block):
+      sdy.ReturnOp([axis_index_hlo(mctx, name)])
+  finally:
+    mctx.auto_axes = saved
+  return op.results[0]
 
 
 # --- types and constants -----------------------------------------------------------------

@@ -54,9 +54,11 @@ def _split_count(mesh, spec, dim: int) -> int:
   return math.prod(mesh.shape[a] for a in spec.axes_of(dim))
 
 
-def _unmentioned(mesh, spec) -> tuple:
+def _unmentioned(manual_axes, spec) -> tuple:
+  """The manual axes ``spec`` does not split along: every device along them holds the same
+  block."""
   used = {a for d in range(len(spec)) for a in spec.axes_of(d)}
-  return tuple(a for a in mesh.axis_names if a not in used)
+  return tuple(a for a in manual_axes if a not in used)
 
 
 def _local_aval(aval, mesh, spec, what: str):
@@ -80,7 +82,7 @@ def _global_aval(aval, mesh, spec):
   return aval.update(shape=tuple(shape))
 
 
-def _check_spec(mesh, spec, what: str):
+def _check_spec(mesh, manual_axes, spec, what: str):
   if not isinstance(spec, P):
     raise TypeError(f"shard_map: {what} must be a PartitionSpec, got {spec!r}")
   for d in range(len(spec)):
@@ -88,6 +90,10 @@ def _check_spec(mesh, spec, what: str):
       if a not in mesh.shape:
         raise ValueError(f"shard_map: {what} {spec} names the axis {a!r}, which is not in "
                          f"the mesh {mesh} (axes {mesh.axis_names})")
+      if a not in manual_axes:
+        raise ValueError(f"shard_map: {what} {spec} names the axis {a!r}, which is not one "
+                         f"of the manual axes axis_names={set(manual_axes)}: specs may "
+                         "only split over those")
 
 
 def _is_spec(s) -> bool:
@@ -107,24 +113,30 @@ def _flat_specs(specs, value, what: str, of: str, tree) -> list:
   return [P() if s is None else s for s in flat]
 
 
-def _spec_of(x, mesh):
-  """An argument's own layout over ``mesh`` as a spec (P() when it has none there)."""
+def _spec_of(x, mesh, manual_axes):
+  """An argument's own layout over ``mesh`` along the manual axes, as a spec (P() when it
+  has none there)."""
   s = getattr(x, "sharding", None)  # traced values have none (AttributeError)
-  if isinstance(s, sharding_lib.NamedSharding) and s.mesh == mesh:
-    return s.spec
-  return P()
+  if not (isinstance(s, sharding_lib.NamedSharding) and s.mesh == mesh):
+    return P()
+  entries = []
+  for d in range(len(s.spec)):
+    kept = tuple(a for a in s.spec.axes_of(d) if a in manual_axes)
+    entries.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+  return P(*entries)
 
 
 @contextlib.contextmanager
-def _mesh_axes(mesh):
+def _mesh_axes(mesh, manual_axes):
+  """Binds the manual axes' names (the body's collectives may name only those)."""
   with contextlib.ExitStack() as stack:
-    for name, size in mesh.shape.items():
-      stack.enter_context(extend_axis_env(name, size))
+    for name in manual_axes:
+      stack.enter_context(extend_axis_env(name, mesh.shape[name]))
     yield
 
 
-def _trace_body(fun: Callable, local_avals, mesh, name: str):
-  with _mesh_axes(mesh):
+def _trace_body(fun: Callable, local_avals, mesh, manual_axes, name: str):
+  with _mesh_axes(mesh, manual_axes):
     closed = trace_to_jaxpr(fun, list(local_avals), f"shard_map {name}", "shard_map")
   return convert_constvars(closed)
 
@@ -159,11 +171,11 @@ def _varying(jaxpr, in_vary) -> list:
   return [read(v) for v in jaxpr.outvars]
 
 
-def _check_replication(name, mesh, body, in_specs, out_specs):
+def _check_replication(name, mesh, manual_axes, body, in_specs, out_specs):
   in_vary = [{a for d in range(len(s)) for a in s.axes_of(d)} for s in in_specs]
   problems = []
   for i, (vary, spec) in enumerate(zip(_varying(body.jaxpr, in_vary), out_specs)):
-    missing = [a for a in _unmentioned(mesh, spec) if a in vary]
+    missing = [a for a in _unmentioned(manual_axes, spec) if a in vary]
     if missing:
       problems.append(f"* out_specs[{i}] is {spec} which implies that the corresponding "
                       f"output value is replicated across mesh axis "
@@ -224,7 +236,9 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
     check_vma: check that an output ``out_specs`` says is the same on every device along an
       axis it leaves out cannot differ along it (a conservative analysis of the body, as
       JAX's; a ``ValueError`` if it can). ``check_rep`` is its old name.
-    axis_names: the mesh axes ``f`` is manual over (all of them; subsets are not built).
+    axis_names: the mesh axes ``f`` is manual over (a set; default all of them). Over the
+      others the body is ordinary global code that XLA partitions (specs may not name
+      them, and collectives may not run over them).
   """
   if f is None:
     return lambda g: shard_map(g, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
@@ -239,19 +253,17 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
     mesh = given_mesh if given_mesh is not None else sharding_lib.current_mesh()
     if mesh is None:  # as JAX: the mesh current when the function is called
       raise ValueError("shard_map: no mesh given and none set (`hlox.sharding.set_mesh`)")
-    if axis_names is not None and set(axis_names) != set(mesh.axis_names):
-      raise NotImplementedError("shard_map: axis_names covering part of the mesh (auto "
-                                "axes) are not supported in hlox yet; omit axis_names")
+    manual_axes = _manual_axes(mesh, axis_names)
     leaves, in_tree = tree_util.tree_flatten(args)
     if in_specs is None:
-      flat_in = [_spec_of(x, mesh) for x in leaves]
+      flat_in = [_spec_of(x, mesh, manual_axes) for x in leaves]
     else:
       specs = tuple(in_specs) if isinstance(in_specs, list) else in_specs
       flat_in = _flat_specs(specs if isinstance(specs, (tuple, P)) else (specs,), args,
                             f"shard_map {name}: in_specs", "arguments", in_tree)
     avals = []
     for i, (x, s) in enumerate(zip(leaves, flat_in)):
-      _check_spec(mesh, s, f"in_specs[{i}]")
+      _check_spec(mesh, manual_axes, s, f"in_specs[{i}]")
       avals.append(_local_aval(get_aval(x), mesh, s, f"argument {i}"))
     out_tree_box = []
 
@@ -260,28 +272,40 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
       out_leaves, out_tree = tree_util.tree_flatten(out)
       out_tree_box.append((out, out_tree))
       return out_leaves
-    body, consts = _trace_body(flat_fun, avals, mesh, name)
+    body, consts = _trace_body(flat_fun, avals, mesh, manual_axes, name)
     out, out_tree = out_tree_box[0]
     flat_out = _flat_specs(out_specs, out, f"shard_map {name}: out_specs", "outputs",
                            out_tree)
     for i, (s, a) in enumerate(zip(flat_out, body.out_avals)):
-      _check_spec(mesh, s, f"out_specs[{i}]")
+      _check_spec(mesh, manual_axes, s, f"out_specs[{i}]")
       if len(s) > a.ndim:
         raise ValueError(f"shard_map {name}: output {i} has rank {a.ndim} but its out_spec "
                          f"{s} names {len(s)} dimensions")
     all_in = (P(),) * len(consts) + tuple(flat_in)
     if check_vma and (check_rep is None or check_rep):
-      _check_replication(name, mesh, body, all_in, flat_out)
-    outs = shard_map_p.bind(*consts, *leaves, jaxpr=body, mesh=mesh,
-                            in_specs=all_in,
-                            out_specs=tuple(flat_out), check_vma=bool(check_vma))
+      _check_replication(name, mesh, manual_axes, body, all_in, flat_out)
+    outs = shard_map_p.bind(*consts, *leaves, jaxpr=body,
+                            **_params(mesh, manual_axes, all_in, flat_out, check_vma))
     return out_tree.unflatten(outs)
   return mapped
 
 
+def _manual_axes(mesh, axis_names) -> tuple:
+  """The mesh axes the body is manual over, in the mesh's order."""
+  if axis_names is None or (isinstance(axis_names, (set, frozenset)) and not axis_names):
+    return tuple(mesh.axis_names)
+  names = {axis_names} if isinstance(axis_names, str) else set(axis_names)
+  unknown = sorted(str(a) for a in names if a not in mesh.shape)
+  if unknown:
+    raise ValueError(f"shard_map: axis_names {unknown} are not axes of the mesh {mesh} "
+                     f"(axes {mesh.axis_names})")
+  return tuple(a for a in mesh.axis_names if a in names)
+
+
 # --- rules -------------------------------------------------------------------------------
 
-def _abstract_eval(*avals, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _abstract_eval(*avals, jaxpr, mesh, manual_axes, in_specs,
+                   out_specs, check_vma):
   return [_global_aval(a, mesh, s) for a, s in zip(jaxpr.out_avals, out_specs)]
 
 shard_map_p.def_abstract_eval(_abstract_eval)
@@ -305,15 +329,16 @@ def _impl(*args, **params):
 shard_map_p.def_impl(_impl)
 
 
-def _sdy_shardings(mesh, specs, avals) -> ir.Attribute:
+def _sdy_shardings(mesh, specs, avals, open_dims: bool) -> ir.Attribute:
   parts = []
   for s, a in zip(specs, avals):
-    text = sharding_lib.NamedSharding(mesh, s).sdy_text(a.ndim)
+    text = sharding_lib.NamedSharding(mesh, s).sdy_text(a.ndim, open_dims=open_dims)
     parts.append(text[len("#sdy.sharding"):])
   return ir.Attribute.parse(f"#sdy.sharding_per_value<[{', '.join(parts)}]>")
 
 
-def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _lowering(ctx, *args, jaxpr, mesh, manual_axes, in_specs,
+              out_specs, check_vma):
   mctx = ctx.module_context
   if mctx.mesh is None:
     raise NotImplementedError("shard_map inside a pmap (or another program that is not "
@@ -321,74 +346,82 @@ def _lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
   if mctx.mesh._flat_devices_tuple != mesh._flat_devices_tuple:
     raise ValueError(f"shard_map over {mesh} inside a program over another mesh "
                      f"({mctx.mesh})")
-  names = ", ".join(f'"{a}"' for a in mesh.axis_names)
+  names = ", ".join(f'"{a}"' for a in manual_axes)
+  # Over the other (auto) axes the body's values are laid out as XLA chooses: open dims.
+  auto = len(manual_axes) < len(mesh.axis_names)
   op = sdy.ManualComputationOp(
       [xla.aval_to_ir_type(a) for a in ctx.avals_out], list(args),
-      _sdy_shardings(mesh, in_specs, ctx.avals_in),
-      _sdy_shardings(mesh, out_specs, ctx.avals_out),
+      _sdy_shardings(mesh, in_specs, ctx.avals_in, auto),
+      _sdy_shardings(mesh, out_specs, ctx.avals_out, auto),
       ir.Attribute.parse(f"#sdy<manual_axes{{{names}}}>"))
   block = op.body.blocks.append(*[xla.aval_to_ir_type(a) for a in jaxpr.in_avals])
-  saved = (mctx.axis_env, mctx.num_replicas, mctx.manual)
+  saved = (mctx.axis_env, mctx.num_replicas, mctx.manual, mctx.auto_axes)
+  # All the mesh's axes, manual or not: collectives' groups and axis_index are positions
+  # in the whole mesh (global device ids), as JAX lowers them.
   mctx.axis_env = tuple(mesh.shape.items())
   mctx.num_replicas = mesh.size
   mctx.manual = True
+  mctx.auto_axes = tuple(a for a in mesh.axis_names if a not in manual_axes)
   try:
     with ir.InsertionPoint(block):
       outs = xla.lower_jaxpr(mctx, jaxpr.jaxpr, [], list(block.arguments))
       sdy.ReturnOp(outs)
   finally:
-    mctx.axis_env, mctx.num_replicas, mctx.manual = saved
+    mctx.axis_env, mctx.num_replicas, mctx.manual, mctx.auto_axes = saved
   return list(op.results)
 
 xla.register_lowering(shard_map_p, _lowering)
 
 
-def _params(mesh, in_specs, out_specs, check_vma):
-  return dict(mesh=mesh, in_specs=tuple(in_specs), out_specs=tuple(out_specs),
-              check_vma=check_vma)
+def _params(mesh, manual_axes, in_specs, out_specs, check_vma):
+  return dict(mesh=mesh, manual_axes=tuple(manual_axes), in_specs=tuple(in_specs),
+              out_specs=tuple(out_specs), check_vma=bool(check_vma))
 
 
-def _jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _jvp(primals, tangents, *, jaxpr, mesh, manual_axes, in_specs,
+         out_specs, check_vma):
   nonzeros = [type(t) is not ad.Zero for t in tangents]
-  with _mesh_axes(mesh):
+  with _mesh_axes(mesh, manual_axes):
     jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
   jvp_closed, consts = convert_constvars(jvp_closed)
   nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
   specs = [P()] * len(consts) + list(in_specs) + [s for s, nz in zip(in_specs, nonzeros) if nz]
   outs_specs = list(out_specs) + [s for s, nz in zip(out_specs, out_nz) if nz]
   outs = shard_map_p.bind(*consts, *primals, *nz_tangents, jaxpr=jvp_closed,
-                          **_params(mesh, specs, outs_specs, check_vma))
+                          **_params(mesh, manual_axes, specs, outs_specs, check_vma))
   n = len(out_specs)
   it = iter(outs[n:])
-  avals = _abstract_eval(jaxpr=jaxpr, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                         check_vma=check_vma)
+  avals = _abstract_eval(jaxpr=jaxpr, mesh=mesh, manual_axes=manual_axes, in_specs=in_specs,
+                         out_specs=out_specs, check_vma=check_vma)
   return outs[:n], [next(it) if nz else ad.Zero(a.to_tangent_aval())
                     for a, nz in zip(avals, out_nz)]
 
 ad.primitive_jvps[shard_map_p] = _jvp
 
 
-def _partial_eval(trace, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _partial_eval(trace, *args, jaxpr, mesh, manual_axes, in_specs,
+                  out_specs, check_vma):
   unknowns = [trace.is_unknown(x) for x in args]
-  with _mesh_axes(mesh):
+  with _mesh_axes(mesh, manual_axes):
     known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
   n_known_out = len(known.out_avals) - num_res
   res_avals = known.out_avals[n_known_out:]
-  stacked = P(tuple(mesh.axis_names))  # one block per device along a new leading dim
+  stacked = P(tuple(manual_axes))  # one block per device along a new leading dim
 
   def known_stacked(*xs):  # the residuals with a leading block dimension of 1
     outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
     res = [reshape(r, (1, *r.shape)) for r in outs[n_known_out:]]
     return [*outs[:n_known_out], *res]
   known_in = [a for a, u in zip(jaxpr.in_avals, unknowns) if not u]
-  known_body, known_consts = _trace_body(known_stacked, known_in, mesh, "known")
+  known_body, known_consts = _trace_body(known_stacked, known_in, mesh, manual_axes,
+                                         "known")
   known_args = [x for x, u in zip(args, unknowns) if not u]
   known_specs = [s for s, u in zip(in_specs, unknowns) if not u]
   known_out_specs = [s for s, u in zip(out_specs, out_unknowns) if not u]
   with set_current_trace(trace.parent):
     known_outs = shard_map_p.bind(
         *known_consts, *known_args, jaxpr=known_body,
-        **_params(mesh, [P()] * len(known_consts) + known_specs,
+        **_params(mesh, manual_axes, [P()] * len(known_consts) + known_specs,
                   known_out_specs + [stacked] * num_res, check_vma))
   residuals = known_outs[n_known_out:]
 
@@ -397,20 +430,23 @@ def _partial_eval(trace, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
     return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
   unknown_in = [ShapedArray((1, *a.shape), a.dtype, a.weak_type) for a in res_avals] + \
       [a for a, u in zip(jaxpr.in_avals, unknowns) if u]
-  unknown_body, unknown_consts = _trace_body(unknown_unstacked, unknown_in, mesh, "unknown")
+  unknown_body, unknown_consts = _trace_body(unknown_unstacked, unknown_in, mesh,
+                                             manual_axes, "unknown")
   unknown_args = [*unknown_consts, *residuals, *[x for x, u in zip(args, unknowns) if u]]
   unknown_specs = [P()] * len(unknown_consts) + [stacked] * num_res + \
       [s for s, u in zip(in_specs, unknowns) if u]
   unknown_out_specs = [s for s, u in zip(out_specs, out_unknowns) if u]
   unknown_outs = trace.record(shard_map_p, unknown_args, dict(
-      jaxpr=unknown_body, **_params(mesh, unknown_specs, unknown_out_specs, check_vma)))
+      jaxpr=unknown_body,
+      **_params(mesh, manual_axes, unknown_specs, unknown_out_specs, check_vma)))
   known_it, unknown_it = iter(known_outs[:n_known_out]), iter(unknown_outs)
   return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
 
 pe.partial_eval_rules[shard_map_p] = _partial_eval
 
 
-def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
+               out_specs, check_vma):
   undefined = [ad.is_undefined_primal(x) for x in args]
   defined_args = [x for x, u in zip(args, undefined) if not u]
   ct_nonzero = [type(ct) is not ad.Zero for ct in cts]
@@ -427,7 +463,7 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
         full_cts.append(ad.Zero(a.to_tangent_aval()))
         continue
       ct = next(local_cts)
-      copies = math.prod(mesh.shape[n] for n in _unmentioned(mesh, spec))
+      copies = math.prod(mesh.shape[n] for n in _unmentioned(manual_axes, spec))
       full_cts.append(div(ct, full_like(ct, copies)) if copies > 1 else ct)
     cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full_args, full_cts)
     out = []
@@ -435,7 +471,7 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
       if not u:
         continue
       ct = ad.instantiate_zeros(ct) if type(ct) is ad.Zero else ct
-      axes = _unmentioned(mesh, spec)
+      axes = _unmentioned(manual_axes, spec)
       out.append(psum(ct, axes) if axes else ct)
     return out
 
@@ -443,28 +479,29 @@ def _transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, check_vma):
               for x, s, u in zip(args, in_specs, undefined) if not u]
   local_in += [_local_aval(get_aval(ct), mesh, s, "cotangent")
                for ct, s, nz in zip(cts, out_specs, ct_nonzero) if nz]
-  t_body, consts = _trace_body(body, local_in, mesh, "transpose")
+  t_body, consts = _trace_body(body, local_in, mesh, manual_axes, "transpose")
   specs = [P()] * len(consts) + [s for s, u in zip(in_specs, undefined) if not u] + \
       [s for s, nz in zip(out_specs, ct_nonzero) if nz]
   out_specs_t = [s for s, u in zip(in_specs, undefined) if u]
   outs = iter(shard_map_p.bind(*consts, *defined_args, *nz_cts, jaxpr=t_body,
-                               **_params(mesh, specs, out_specs_t, check_vma)))
+                               **_params(mesh, manual_axes, specs, out_specs_t, check_vma)))
   return [next(outs) if u else None for u in undefined]
 
 ad.primitive_transposes[shard_map_p] = _transpose
 
 
-def _batch(axis_data, vals, dims, *, jaxpr, mesh, in_specs, out_specs, check_vma):
+def _batch(axis_data, vals, dims, *, jaxpr, mesh, manual_axes, in_specs,
+           out_specs, check_vma):
   vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
   in_dims = [None if d is None else 0 for d in dims]
-  with _mesh_axes(mesh):
+  with _mesh_axes(mesh, manual_axes):
     batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, in_dims, instantiate=True)
   batched, consts = convert_constvars(batched)
   specs = [P()] * len(consts) + [s if d is None else P(None, *s)
                                  for s, d in zip(in_specs, in_dims)]
   outs_specs = [P(None, *s) for s in out_specs]
   outs = shard_map_p.bind(*consts, *vals, jaxpr=batched,
-                          **_params(mesh, specs, outs_specs, check_vma))
+                          **_params(mesh, manual_axes, specs, outs_specs, check_vma))
   return outs, [0] * len(outs)
 
 batching.axis_primitive_batchers[shard_map_p] = _batch

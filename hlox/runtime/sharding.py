@@ -440,8 +440,11 @@ class NamedSharding(Sharding):
     return xc.HloSharding.from_string(
         f"{{devices=[{','.join(map(str, dims))}]{','.join(map(str, ids))}{last}}}")
 
-  def sdy_text(self, ndim: int, mesh_symbol: str = "mesh", closed: bool = True) -> str:
-    """The Shardy attribute of this layout (``#sdy.sharding<@mesh, [{"x"}, {}]>``)."""
+  def sdy_text(self, ndim: int, mesh_symbol: str = "mesh", closed: bool = True,
+               open_dims: bool = False) -> str:
+    """The Shardy attribute of this layout (``#sdy.sharding<@mesh, [{"x"}, {}]>``).
+    ``closed=False`` leaves the unsplit dimensions open (``{?}``: XLA chooses);
+    ``open_dims`` leaves every dimension open to further axes (``{"x", ?}``)."""
     dims = []
     for d in range(ndim):
       entry = self.spec[d] if d < len(self.spec) else None
@@ -449,7 +452,10 @@ class NamedSharding(Sharding):
         dims.append("{?}")
         continue
       axes = ", ".join(f'"{a}"' for a in self.spec.axes_of(d))
-      dims.append("{" + axes + "}" if closed or axes else "{?}")
+      if open_dims:
+        dims.append("{" + axes + ", ?}" if axes else "{?}")
+      else:
+        dims.append("{" + axes + "}" if closed or axes else "{?}")
     return f"#sdy.sharding<@{mesh_symbol}, [{', '.join(dims)}]>"
 
   def __eq__(self, other):
