@@ -914,7 +914,9 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   if out_shardings is not None:
     @functools.wraps(fun)
     def constrained(*args, **kwargs):
-      return with_sharding_constraint(fun(*args, **kwargs), out_shardings)
+      out = fun(*args, **kwargs)
+      _check_out_shardings(out, out_shardings)
+      return with_sharding_constraint(out, out_shardings)
   else:
     constrained = fun
   inner = jit(constrained, **jit_kwargs)
@@ -925,6 +927,7 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
     positions = [i for i in range(len(args))
                  if i not in static and i - len(args) not in static]
     dyn = tuple(args[i] for i in positions)
+    paths = _argument_paths(fun, args, {}, set(range(len(args))) - set(positions), ())
     if _is_sharding_leaf(in_shardings):
       per_leaf = [in_shardings] * len(tree_util.tree_leaves(dyn))
     else:
@@ -936,7 +939,7 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
                          f"positional arguments (got {len(dyn)} of them)") from None
     leaves, tree = tree_util.tree_flatten(dyn)
     placed = []
-    for leaf, s in zip(leaves, per_leaf):
+    for leaf, s, path in zip(leaves, per_leaf, paths):
       if s is None:
         placed.append(leaf)
       elif isinstance(leaf, Tracer):
@@ -950,7 +953,7 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
             raise ValueError(f"jit in_shardings: the PartitionSpec {s!r} needs a mesh: use a "
                              "NamedSharding or `hlox.sharding.set_mesh(mesh)`")
           s = sharding_lib.NamedSharding(mesh, s)
-        placed.append(placement.device_put(leaf, s))
+        placed.append(_place_argument(leaf, s, path))
     out = list(args)
     for i, v in zip(positions, tree.unflatten(placed)):
       out[i] = v
@@ -970,6 +973,39 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   call.clear_cache = inner.clear_cache
   call._jit = inner._jit
   return call
+
+
+def _place_argument(x, sharding, path: str):
+  """Argument ``x`` (at ``path``) of a jit with ``in_shardings`` laid out as ``sharding``.
+  As JAX: an Array committed to devices (placed there on purpose) is not moved to another
+  layout, that is a ValueError; other values are copied over."""
+  if isinstance(sharding, sharding_lib.NamedSharding):
+    sharding.check_shape(np.shape(x), f"jit argument {path}")
+  if isinstance(x, Array) and x._committed:
+    own = x.sharding
+    if own != sharding and not own.is_equivalent_to(sharding, x.ndim):
+      raise ValueError(
+          f"Sharding passed to jit does not match the sharding on the respective arg. Got "
+          f"jit sharding: {sharding},\narg sharding: {own} for arg {path} of type "
+          f"{x.aval.str_short(short_dtypes=False)}")
+  return placement.device_put(x, sharding)
+
+
+def _check_out_shardings(out, out_shardings) -> None:
+  """A jit's outputs must fit its ``out_shardings`` (rank, evenly divided dimensions)."""
+  if _is_sharding_leaf(out_shardings):
+    per_leaf = [out_shardings] * len(tree_util.tree_leaves(out))
+  else:
+    try:
+      per_leaf = tree_util.broadcast_prefix(out_shardings, out, is_leaf=_is_sharding_leaf)
+    except (ValueError, TypeError):
+      return  # the constraint reports a structure mismatch itself
+  mesh = sharding_lib.current_mesh()
+  for (path, leaf), s in zip(tree_util.tree_flatten_with_path(out)[0], per_leaf):
+    if isinstance(s, sharding_lib.PartitionSpec) and mesh is not None:
+      s = sharding_lib.NamedSharding(mesh, s)
+    if isinstance(s, sharding_lib.NamedSharding):
+      s.check_shape(np.shape(leaf), f"jit output {tree_util.keystr(path) or 'result'}")
 
 
 def eager_fused(fun: Callable | None = None, *, static_argnames=()) -> Callable:

@@ -525,3 +525,36 @@ def test_shard_map_axis_names_errors(mesh24):
   with pytest.raises(ValueError, match=r"axis_names \['z'\] are not axes of the mesh"):
     hlox.shard_map(lambda a: a, mesh=mesh24, in_specs=P("x"), out_specs=P("x"),
                    axis_names={"z"})(XW[0])
+
+
+def test_bad_layouts_name_the_array_path(mesh24):
+  from hlox.runtime.sharding import IndivisibleError
+  by_y = NamedSharding(mesh24, P("y"))
+  params = {"w": np.ones((6, 8), np.float32)}
+  f = lambda params, scale: params["w"] * scale  # noqa: E731
+  with pytest.raises(IndivisibleError, match=r"jit argument params\['w'\] .*dimension 0 is "
+                     r"split 4 ways .* size 6"):
+    hlox.jit(f, in_shardings=({"w": by_y}, None))(params, 2.0)
+  with pytest.raises(ValueError, match=r"jit argument params\['w'\] .*rank of at least 3"):
+    hlox.jit(f, in_shardings=({"w": NamedSharding(mesh24, P("x", "y", None))}, None))(
+        params, 2.0)
+  with pytest.raises(IndivisibleError, match=r"jit output \['o'\] .*dimension 0 is split 4"):
+    hlox.jit(lambda a: {"o": a[:6]}, out_shardings={"o": by_y})(np.ones((8, 8), np.float32))
+  with pytest.raises(ValueError, match=r"argument args\[0\]\['w'\] of shape \(6, 8\)"):
+    hlox.shard_map(lambda a: a, mesh=mesh24, in_specs=({"w": P("y")},),
+                   out_specs=P("y"))(params)
+  assert issubclass(IndivisibleError, ValueError)
+
+
+def test_jit_in_shardings_do_not_move_committed_arrays(mesh24):
+  on_x = hlox.device_put(XW[0], NamedSharding(mesh24, P("x")))
+  with pytest.raises(ValueError, match=r"(?s)does not match the sharding on the respective arg.*"
+                     r"for arg p of type float32\[8,12\]"):
+    hlox.jit(lambda p: p, in_shardings=NamedSharding(mesh24, P("y")))(on_x)
+  one = hlox.device_put(XW[0], hlox.devices()[3])
+  with pytest.raises(ValueError, match="SingleDeviceSharding"):
+    hlox.jit(lambda p: p, in_shardings=NamedSharding(mesh24, P("x")))(one)
+  # the same layout, host values and uncommitted arrays are laid out as asked
+  for arg in (on_x, XW[0], jnp.asarray(XW[0])):
+    out = hlox.jit(lambda p: p * 2, in_shardings=NamedSharding(mesh24, P("x")))(arg)
+    np.testing.assert_array_equal(np.asarray(out), 2 * XW[0])

@@ -262,9 +262,10 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
       flat_in = _flat_specs(specs if isinstance(specs, (tuple, P)) else (specs,), args,
                             f"shard_map {name}: in_specs", "arguments", in_tree)
     avals = []
-    for i, (x, s) in enumerate(zip(leaves, flat_in)):
-      _check_spec(mesh, manual_axes, s, f"in_specs[{i}]")
-      avals.append(_local_aval(get_aval(x), mesh, s, f"argument {i}"))
+    paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(args)[0]]
+    for i, (x, s, path) in enumerate(zip(leaves, flat_in, paths)):
+      _check_spec(mesh, manual_axes, s, f"in_specs for args{path}")
+      avals.append(_local_aval(get_aval(x), mesh, s, f"argument args{path}"))
     out_tree_box = []
 
     def flat_fun(*xs):
@@ -276,11 +277,12 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
     out, out_tree = out_tree_box[0]
     flat_out = _flat_specs(out_specs, out, f"shard_map {name}: out_specs", "outputs",
                            out_tree)
-    for i, (s, a) in enumerate(zip(flat_out, body.out_avals)):
-      _check_spec(mesh, manual_axes, s, f"out_specs[{i}]")
+    out_paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(out)[0]]
+    for s, a, path in zip(flat_out, body.out_avals, out_paths):
+      _check_spec(mesh, manual_axes, s, f"out_specs for output{path}")
       if len(s) > a.ndim:
-        raise ValueError(f"shard_map {name}: output {i} has rank {a.ndim} but its out_spec "
-                         f"{s} names {len(s)} dimensions")
+        raise ValueError(f"shard_map {name}: output{path} has rank {a.ndim} but its "
+                         f"out_spec {s} names {len(s)} dimensions")
     all_in = (P(),) * len(consts) + tuple(flat_in)
     if check_vma and (check_rep is None or check_rep):
       _check_replication(name, mesh, manual_axes, body, all_in, flat_out)

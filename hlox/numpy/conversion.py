@@ -15,8 +15,7 @@ import numpy as np
 from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer
-from hlox.runtime.array import Array, device_put
-from hlox.runtime.sharding import Sharding
+from hlox.runtime.array import Array, Sharding, device_put
 
 __all__ = ["array", "asarray"]
 

@@ -14,6 +14,9 @@ from hlox import tree_util
 from hlox.runtime import client, spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
 
+# Libraries (hlox.numpy) see the runtime only through this module.
+Sharding = sharding_lib.Sharding
+
 
 _buffer_protocol_dtypes = frozenset(
     np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
@@ -420,7 +423,7 @@ def copy_array(x: Array) -> Array:
       x._sig) is tuple else None)
 
 
-def put_with_sharding(x, sharding) -> Array:
+def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Array:
   """``x`` (an Array or host value) laid out by ``sharding`` (a multi-device one)."""
   if isinstance(x, Array):
     if x._multi is not None and x._multi._sharding is sharding_lib.internal(sharding, x.ndim):
@@ -432,17 +435,7 @@ def put_with_sharding(x, sharding) -> Array:
     array = device_put(x)  # dtype rules and errors of a plain put
     value, aval = array._value(), array.aval
   if isinstance(sharding, sharding_lib.NamedSharding):
-    sharding.check_rank(aval.ndim)
-    for d, n in enumerate(aval.shape):
-      axes = sharding.spec.axes_of(d)
-      parts = 1
-      for a in axes:
-        parts *= sharding.mesh.shape[a]
-      if n % parts:
-        raise ValueError(
-            f"One of device_put args was given the sharding of {sharding}, which implies "
-            f"that the global size of its dimension {d} should be divisible by {parts}, "
-            f"but it is equal to {n} (full shape: {tuple(aval.shape)})")
+    sharding.check_shape(aval.shape, what)
   internal = sharding_lib.internal(sharding, aval.ndim)
   if config._values["transfer_guard_host_to_device"] is not None:
     transfer_guard.check("host-to-device", aval, internal)

@@ -310,6 +310,10 @@ def indices_of(hlo, shape, n_positions: int) -> list:
 
 # --- shardings ---------------------------------------------------------------------------
 
+class IndivisibleError(ValueError):
+  """A sharding splits a dimension into parts that do not evenly divide it."""
+
+
 class Sharding:
   """Base class of hlox's shardings: which devices hold which part of an array."""
 
@@ -413,6 +417,23 @@ class NamedSharding(Sharding):
       raise ValueError(f"One of the arguments ({what}) was given the sharding of {self}, "
                        f"which implies that it has a rank of at least {len(self.spec)}, but "
                        f"it is {ndim}")
+
+  def check_shape(self, shape, what: str) -> None:
+    """Raise if this layout cannot hold an array of ``shape``: a spec longer than its rank
+    (``ValueError``), or a dimension its mesh axes do not evenly divide
+    (``IndivisibleError``). ``what`` names the array (``jit argument params['w']``)."""
+    shape = tuple(shape)
+    if len(self.spec) > len(shape):
+      raise ValueError(f"{what} was given the sharding {self}, which implies that it has a "
+                       f"rank of at least {len(self.spec)}, but its shape is {shape}")
+    for d, n in enumerate(shape):
+      axes = self.spec.axes_of(d)
+      parts = math.prod(self.mesh.shape[a] for a in axes)
+      if n % parts:
+        raise IndivisibleError(
+            f"{what} was given the sharding {self}, which implies that its dimension {d} "
+            f"is split {parts} ways (mesh axes {axes}), but that dimension has size {n}, "
+            f"not divisible by {parts} (full shape {shape})")
 
   def hlo(self, ndim: int):
     hlo = self._hlo_cache.get(ndim)
