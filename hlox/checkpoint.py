@@ -281,17 +281,15 @@ def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
   unknowns = [trace.is_unknown(x) for x in args]
   known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr_custom(
       jaxpr, unknowns, policy or nothing_saveable, is_saved)
-  known, known_consts = convert_constvars(known)
-  known_params, unknown_params = params, params
+  unknown_params = params
   if isinstance(params["prevent_cse"], tuple):
-    flags = params["prevent_cse"]
-    known_params = dict(params, prevent_cse=(True,) * len(known_consts)
-                        + tuple(f for f, u in zip(flags, unknowns) if not u))
-    unknown_params = dict(params, prevent_cse=(True,) * num_res
-                          + tuple(f for f, u in zip(flags, unknowns) if u))
+    unknown_params = dict(params, prevent_cse=(True,) * num_res + tuple(
+        f for f, u in zip(params["prevent_cse"], unknowns) if u))
+  # The known part is the forward pass: it runs inline (as JAX hoists it out of the
+  # checkpoint), so residuals that are inputs are the inputs themselves, not copies.
   with set_current_trace(trace.parent):
-    known_outs = checkpoint_p.bind(*known_consts, *[x for x, u in zip(args, unknowns) if not u],
-                                   jaxpr=known, policy=policy, **known_params)
+    known_outs = eval_jaxpr(known.jaxpr, known.consts,
+                            *[x for x, u in zip(args, unknowns) if not u])
   n_known = len(known_outs) - num_res
   residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
   unknown_outs = trace.record(checkpoint_p,
