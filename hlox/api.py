@@ -493,7 +493,9 @@ class JitWrapped:
     device = compiled.device if compiled.device_key is not None else None
     const_arrays = [c if type(c) is Array else _device_const(c, device) for c in consts]
     with_host = host_outputs(compiled, out_avals)
-    if with_host is not compiled:  # called as a whole, its float0s and tokens made on the host
+    if with_host is not compiled or compiled.moves:
+      # called as a whole: its float0s and tokens made on the host, or its uncommitted
+      # arguments moved to its device
       self._call_cache.put(key, (None, None, compiled.out_avals, None, const_arrays, None,
                                  out_tree, False, with_host))
       return
@@ -1199,6 +1201,8 @@ def copy_to_host_async(x):
 def typeof(x):
   """The abstract value of ``x`` (JAX's ``jax.typeof``): a ``ShapedArray`` with its shape,
   dtype and weak type, for Arrays, tracers, NumPy values and Python scalars alike."""
+  if not isinstance(x, Tracer) and dtypes.is_extended(getattr(x, "dtype", None)):
+    return ShapedArray(x.shape, x.dtype)  # a typed key array: ``key<fry>[...]``
   try:
     return get_aval(x)
   except TypeError as e:

@@ -265,6 +265,13 @@ def test_typeof():
   assert "a:f32[4]" in str(hlox.make_jaxpr(lambda v: v * 2)(np.zeros(4, np.float32)))
   with pytest.raises(TypeError, match="typeof: Value 'abc'"):
     hlox.typeof("abc")
+  # typed keys: their key dtype, eagerly and under jit; raw uint32 keys are plain arrays
+  keys = hlox.random.split(hlox.random.key(0), 3)
+  key_types = [hlox.typeof(keys)]
+  hlox.jit(lambda k: key_types.append(hlox.typeof(k[0])) or k)(keys)
+  assert [str(t) for t in key_types] == ["key<fry>[3]", "key<fry>[]"]
+  assert key_types[0].shape == (3,) and key_types[0].dtype == keys.dtype
+  assert str(hlox.typeof(hlox.random.PRNGKey(0))) == "uint32[2]"
 
 
 def test_custom_gradient_uses_the_rule():

@@ -17,6 +17,8 @@ _short_names = {
 
 
 def short_dtype_name(dtype) -> str:
+  if dtypes.is_extended(dtype):  # a typed key's ``key<fry>``
+    return str(dtype)
   name = np.dtype(dtype).name
   if dtype == dtypes.float0:
     return "float0"
@@ -41,7 +43,7 @@ class ShapedArray:
     except (KeyError, TypeError):
       pass
     shape = tuple(int(d) for d in shape)
-    dtype = np.dtype(dtype)
+    dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
     weak_type = bool(weak_type)
     canonical = (shape, dtype, weak_type)
     self = cls._interned.get(canonical)

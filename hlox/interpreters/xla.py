@@ -26,7 +26,8 @@ from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_ja
 from hlox.config import config
 from hlox.interpreters import nan_checks
 from hlox.runtime import client
-from hlox.runtime.array import SCALAR_TYPES, Array, check_not_deleted, device_put, scalar_argument
+from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
+                                moved_buffers, scalar_argument)
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
@@ -796,10 +797,12 @@ config.add_watcher(_on_config_change)
 
 
 class _EagerEntry:
-  __slots__ = ("execute", "handlers", "out_avals", "out_aval", "device_key", "multiple_results")
+  __slots__ = ("execute", "handlers", "out_avals", "out_aval", "device_key", "multiple_results",
+               "moves")
 
-  def __init__(self, executable, out_avals, device_key, multiple_results):
+  def __init__(self, executable, out_avals, device_key, multiple_results, moves=False):
     self.execute = executable.loaded.execute_sharded
+    self.moves = moves  # uncommitted arguments to copy to ``device_key`` first
     self.handlers = executable.handlers
     self.out_avals = out_avals
     self.out_aval = out_avals[0] if out_avals else None
@@ -841,7 +844,8 @@ def apply_primitive(primitive, *args, **params):
     outs = entry(args)
     return outs if primitive.multiple_results else outs[0]
   try:
-    outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
+    bufs = moved_buffers(args, entry.device_key) if entry.moves else list(map(_get_buf, args))
+    outs = entry.execute(bufs).consume_with_handlers(entry.handlers)
   except Exception:  # a deleted (or donated) argument: JAX's error, not jaxlib's
     check_not_deleted(args)
     raise
@@ -897,15 +901,24 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
                          primitive.name, tuple(in_avals), (device or client.default_device(),))
   lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), primitive.name)
   executable = compile_lowered(lowered, device)
-  entry = _EagerEntry(executable, out_avals, device, primitive.multiple_results)
+  entry = _EagerEntry(executable, out_avals, device, primitive.multiple_results,
+                      needs_moves(sigs, device))
   if nan_checks.enabled:  # a callable entry: ``apply_primitive`` calls it instead
     return nan_checks.CheckedEager(partial(_run_eager, entry), primitive.name)
   return entry
 
 
+def needs_moves(sigs, device) -> bool:
+  """Whether a program for ``device`` gets uncommitted arguments (on the default device)
+  that must be copied to it first."""
+  return (device is not None and device != client.default_device()
+          and any(type(s) is not tuple for s in sigs))
+
+
 def _run_eager(entry: _EagerEntry, args) -> list:
   try:
-    outs = entry.execute(list(map(_get_buf, args))).consume_with_handlers(entry.handlers)
+    bufs = moved_buffers(args, entry.device_key) if entry.moves else list(map(_get_buf, args))
+    outs = entry.execute(bufs).consume_with_handlers(entry.handlers)
   except Exception:  # a deleted (or donated) argument, as in ``apply_primitive``
     check_not_deleted(args)
     raise

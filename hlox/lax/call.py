@@ -27,7 +27,7 @@ from hlox.interpreters.pmap import jaxpr_replicas
 from hlox.interpreters.replicated import compile_replicated_jaxpr
 from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
-                                scalar_argument)
+                                moved_buffers, scalar_argument)
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr", "host_outputs"]
 
@@ -67,9 +67,9 @@ class CompiledCall:
   """
 
   __slots__ = ("run", "kept", "out_avals", "device", "device_key", "executable", "n_args",
-               "fast")
+               "fast", "moves")
 
-  def __init__(self, executable, lowered, device_key):
+  def __init__(self, executable, lowered, device_key, moves=False):
     self.executable = executable
     self.run = executable.run
     n = len(lowered.in_avals)
@@ -78,7 +78,8 @@ class CompiledCall:
     self.out_avals = lowered.out_avals
     self.device = executable.device
     self.device_key = device_key
-    self.fast = self._make_fast()
+    self.moves = moves  # uncommitted arguments to copy to ``device`` first: the slow call
+    self.fast = self.__call__ if moves else self._make_fast()
 
   def _make_fast(self):
     """The cache-hit path: flat Arrays in, flat Arrays out, nothing else (falls back to
@@ -140,14 +141,14 @@ def host_outputs(call, out_avals):
 
 
 def argument_buffers(args, device) -> list:
-  """The device buffers of flat arguments: Arrays' own, scalars' from the shared scalar
-  buffers, other host values transferred to ``device`` (None: the default device)."""
-  bufs = []
-  for x in args:
-    if type(x) is not Array:
-      x = scalar_argument(x, device) if type(x) in SCALAR_TYPES else device_put(x, device)
-    bufs.append(x._buf)
-  return bufs
+  """The device buffers of flat arguments: Arrays' own (uncommitted ones copied to
+  ``device``), scalars' from the shared scalar buffers, other host values transferred to
+  ``device`` (None: the default device)."""
+  arrays = [x if type(x) is Array else scalar_argument(x, device) if type(x) in SCALAR_TYPES
+            else device_put(x, device) for x in args]
+  if device is None:
+    return [x._buf for x in arrays]
+  return moved_buffers(arrays, device)
 
 
 _compile_cache = LRUCache()
@@ -190,7 +191,7 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
                                      module_name):
       lowered = xla.lower_jaxpr_to_module(closed, module_name, donated_invars, keep_unused)
     executable = xla.compile_lowered(lowered, device)
-    entry = CompiledCall(executable, lowered, device)
+    entry = CompiledCall(executable, lowered, device, xla.needs_moves(sigs, device))
     _compile_cache.put(key, entry)
   if nan_checks.enabled and type(entry) is CompiledCall:
     return nan_checks.CheckedCall(entry, closed, name)

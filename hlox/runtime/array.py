@@ -87,8 +87,8 @@ class Array:
     self.aval = aval
     self._npy = None
     self._multi = None  # (a slot store is cheaper than ``__getattr__`` on every read)
-    # The jit fast path keys its cache on ``_sig``: the aval for arrays on the default
-    # device, (aval, device) otherwise.
+    # The jit fast path keys its cache on ``_sig``: the aval for uncommitted arrays (on the
+    # default device), (aval, device) for arrays committed to a device.
     self._sig = aval if device is None else (aval, device)
 
   def __getattr__(self, name):
@@ -139,10 +139,13 @@ class Array:
     return self.aval.size * self.aval.dtype.itemsize
 
   @property
-  def _committed(self) -> bool:
-    """Whether the array was placed on a device on purpose (JAX's flag: results computed
-    from it stay there). Here: it lives off the default device, or on several devices."""
+  def committed(self) -> bool:
+    """Whether the array was placed on its device(s) on purpose (``device_put`` to a device
+    or sharding, or computed from such arrays): it stays there, and uncommitted operands
+    of a computation with it move to it. Arrays made without a placement are not."""
     return self._sig is not self.aval or self._multi is not None
+
+  _committed = committed
 
   @property
   def sharding(self):
@@ -444,13 +447,21 @@ def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Arra
 
 # --- putting values on devices -----------------------------------------------------------
 
-def _device_key(device):
-  return None if device is None or device == client.default_device() else device
+def moved_buffers(args, device) -> list:
+  """The buffers of the Arrays ``args`` for a program that runs on ``device``: an
+  uncommitted Array living elsewhere (on the default device) is copied there, as JAX moves
+  uncommitted values to where committed ones are."""
+  bufs = []
+  for x in args:
+    if x._sig is x.aval and x._multi is None and client.buffer_device(x._buf) != device:
+      x = device_put(x, device)
+    bufs.append(x._buf)
+  return bufs
 
 
 def committed_device(x):
-  """The device a single-device Array ``x`` was committed to off the default device (where
-  values made "like" it go too), else None."""
+  """The device a single-device Array ``x`` is committed to (where values made "like" it
+  go too), else None."""
   if type(x) is Array and x._sig is not x.aval and x._multi is None:
     return x._sig[1]
   return None
@@ -478,16 +489,22 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
     if sharding_device is None:
       raise TypeError(f"device_put: {device!r} is not a device")
     device = sharding_device
+  # A device named here commits the result to it (its signature carries the device, so
+  # computations on it run there and their results are committed too), as in JAX.
   if isinstance(x, Array):
     x.check_alive()
-    if device is None or device == x.device:
+    if device is None:
       return x
+    if device == x.device:
+      # The same buffer; an uncommitted Array gets a committed twin.
+      return x if x._sig is not x.aval or x._multi is not None else Array(x._buf, x.aval,
+                                                                          device)
     if x._multi is not None or x.aval.dtype not in _buffer_protocol_dtypes:
       # bfloat16, float8, int4...: the buffer protocol cannot describe them, so the copy goes
       # through the host value (read as hlox reads it).
-      return Array(client.put_buffer(x._value(), x.aval, device), x.aval, _device_key(device))
+      return Array(client.put_buffer(x._value(), x.aval, device), x.aval, device)
     buf = client.copy_buffer_to_device(x._buf, x.aval, device)
-    return Array(buf, x.aval, _device_key(device))
+    return Array(buf, x.aval, device)
   if type(x) in (int, float, complex, bool):
     dtype = dtypes.python_scalar_dtype(x)
     value = np.asarray(x, dtype=dtype)
@@ -510,7 +527,7 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   aval = ShapedArray(value.shape, dtype, weak)
   target = device if device is not None else client.default_device()
   buf = client.put_buffer(value, aval, target)
-  return Array(buf, aval, _device_key(device))
+  return Array(buf, aval, device)
 
 
 # Device buffers of recently used Python and NumPy scalars, for the arguments an operation
