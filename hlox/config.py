@@ -104,6 +104,13 @@ MATMUL_PRECISIONS = (
     "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
     "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
 
+def _str_option(name, value, optional=False):
+  if (value is None and optional) or isinstance(value, str):
+    return value
+  raise TypeError(f"jax_{name} must be a string{' or None' if optional else ''}, got "
+                  f"{value!r}")
+
+
 def _int_option(name):
   def check(value):
     if isinstance(value, bool):
@@ -123,6 +130,10 @@ _validators = {
     "default_device": _check_default_device,
     "transfer_guard": _enum(_TRANSFER_GUARD_LEVELS, optional=True),
     "random_seed_offset": _int_option("random_seed_offset"),
+    "cpu_collectives_implementation": _enum(("gloo", "mpi", "megascale"), optional=True),
+    "logging_level": _enum(("NOTSET", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
+    "platforms": lambda v: _str_option("platforms", v, optional=True),
+    "platform_name": lambda v: _str_option("platform_name", v),
     **{name: _enum(_TRANSFER_GUARD_LEVELS, optional=True) for name in _TRANSFER_GUARDS},
 }
 # Options whose stored value is an enum member even at start-up.
@@ -212,6 +223,26 @@ class Config:
       "legacy_prng_key": ("HLOX_LEGACY_PRNG_KEY", _env_str, "allow"),
       "enable_custom_prng": ("HLOX_ENABLE_CUSTOM_PRNG", _env_bool, False),
       "allow_f16_reductions": ("HLOX_ALLOW_F16_REDUCTIONS", _env_bool, True),
+      # Implementation switches of JAX's (its upgrade flags, partitioner and CPU dispatch
+      # choices), stored for scripts that set them: hlox has one implementation of each
+      # (Shardy partitioning, gloo collectives across processes, asynchronous dispatch).
+      "use_shardy_partitioner": ("HLOX_USE_SHARDY_PARTITIONER", _env_bool, True),
+      "cpu_collectives_implementation":
+          ("HLOX_CPU_COLLECTIVES_IMPLEMENTATION", _env_str, "gloo"),
+      "cpu_enable_async_dispatch": ("HLOX_CPU_ENABLE_ASYNC_DISPATCH", _env_bool, True),
+      "remat3": ("HLOX_REMAT3", _env_bool, False),
+      "custom_vjp3": ("HLOX_CUSTOM_VJP3", _env_bool, False),
+      "scan3": ("HLOX_SCAN3", _env_bool, False),
+      "use_direct_linearize": ("HLOX_USE_DIRECT_LINEARIZE", _env_bool, True),
+      "pprint_use_color": ("HLOX_PPRINT_USE_COLOR", _env_bool, True),
+      # The platforms hlox may use, comma-separated in order of preference (JAX's
+      # ``jax_platforms``; ``platform_name`` is its older one-name spelling). Read when the
+      # first device is used: naming none that hlox has is a RuntimeError then.
+      "platforms": ("HLOX_PLATFORMS", _env_str, None),
+      "platform_name": ("HLOX_PLATFORM_NAME", _env_str, ""),
+      # The level of the "hlox" logger (and a stderr handler for it unless it is NOTSET),
+      # as JAX's ``jax_logging_level`` sets its loggers' (hlox/monitoring.py).
+      "logging_level": ("HLOX_LOGGING_LEVEL", _env_str, "NOTSET"),
   }
 
   def __init__(self):

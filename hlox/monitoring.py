@@ -14,6 +14,29 @@ _lock = threading.Lock()
 logger = logging.getLogger("hlox")
 # Traces and compiles (``config.log_compiles``), as JAX logs them from its dispatch module.
 compile_logger = logging.getLogger("hlox.compile")
+_level_handler = None
+
+
+def _set_logging_level(name, value) -> None:
+  """``logging_level``: the "hlox" logger's level, with a stderr handler of its own for
+  any level but NOTSET (which leaves the logger to the application's configuration)."""
+  global _level_handler
+  if name != "logging_level":
+    return
+  if value == "NOTSET":
+    if _level_handler is not None:
+      logger.removeHandler(_level_handler)
+      _level_handler = None
+    logger.setLevel(logging.NOTSET)
+    return
+  if _level_handler is None:
+    _level_handler = logging.StreamHandler()
+    logger.addHandler(_level_handler)
+  logger.setLevel(value)
+
+
+config.add_watcher(_set_logging_level)
+_set_logging_level("logging_level", config.logging_level)  # HLOX_/JAX_LOGGING_LEVEL
 
 
 def record_event(event: str, **info) -> None:

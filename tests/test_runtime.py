@@ -140,6 +140,51 @@ def test_jax_spelling_of_environment_options():
   assert _run_with_env(code, JAX_ENABLE_X64="1", HLOX_ENABLE_X64="0") == "float32 allow"
 
 
+def test_platforms_option():
+  # JAX's spellings: a list that allows the CPU runs; one naming only absent platforms
+  # fails at the first device use, naming what is available
+  code = "import hlox; print(hlox.devices()[0].platform)"
+  assert _run_with_env(code, JAX_PLATFORMS="cuda,cpu") == "cpu"
+  assert _run_with_env(code, HLOX_PLATFORMS="cpu", JAX_PLATFORMS="tpu") == "cpu"
+  code = ("import hlox\ntry:\n  hlox.devices()\nexcept RuntimeError as e:\n  print(e)")
+  out = _run_with_env(code, JAX_PLATFORMS="tpu")
+  assert "Unable to initialize backend 'tpu'" in out and "available: 'cpu'" in out
+  code = ("import hlox\nhlox.config.update('jax_platform_name', 'gpu')\ntry:\n"
+          "  hlox.devices()\nexcept RuntimeError as e:\n  print(e)")
+  assert "Unable to initialize backend 'gpu'" in _run_with_env(code)
+  with pytest.raises(TypeError, match="jax_platforms must be a string or None"):
+    hlox.config.update("jax_platforms", 3)
+
+
+def test_logging_level_option():
+  code = ("import logging, hlox\nhlox.config.update('jax_logging_level', 'DEBUG')\n"
+          "hlox.jit(lambda x: x + 1)(1.0)\n"
+          "print(logging.getLogger('hlox').level == logging.DEBUG)\n"
+          "hlox.config.update('jax_logging_level', 'NOTSET')\n"
+          "print(logging.getLogger('hlox').level, len(logging.getLogger('hlox').handlers))")
+  env = {k: v for k, v in os.environ.items() if not k.startswith(("HLOX_", "JAX_"))}
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=env)
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.split() == ["True", "0", "0"]
+  assert "Finished XLA compilation of jit(<lambda>)" in out.stderr  # the DEBUG line
+  with pytest.raises(ValueError, match="new enum value must be in"):
+    hlox.config.update("jax_logging_level", "LOUD")
+
+
+def test_jax_implementation_switches_are_accepted():
+  # Scripts set JAX's upgrade flags and implementation choices; hlox keeps the values.
+  for name, value in [("jax_use_shardy_partitioner", True), ("jax_remat3", False),
+                      ("jax_cpu_collectives_implementation", "gloo"),
+                      ("jax_cpu_enable_async_dispatch", True)]:
+    old = getattr(hlox.config, name[4:])
+    hlox.config.update(name, value)
+    assert getattr(hlox.config, name[4:]) == value
+    hlox.config.update(name, old)
+  with pytest.raises(ValueError, match="new enum value must be None or in"):
+    hlox.config.update("jax_cpu_collectives_implementation", "tcp")
+
+
 NO_JAX_SCRIPT = textwrap.dedent("""
     import sys
     attempts = []

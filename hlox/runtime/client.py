@@ -60,6 +60,7 @@ def get_client():
   if _client is None:
     with _client_lock:
       if _client is None:
+        _check_platforms()
         n = int(config.num_cpu_devices)
         if n == 0 or n < -1:
           raise ValueError(f"num_cpu_devices must be >= 1 (or -1 for XLA's default), got {n}")
@@ -75,6 +76,23 @@ def get_client():
         _default_device = client.local_devices()[0]
         _client = client
   return _client
+
+
+# Names ``platforms`` may give for the one platform hlox drives.
+_CPU_NAMES = ("cpu", "host")
+
+
+def _check_platforms() -> None:
+  """``platforms`` (or the older ``platform_name``) must allow the CPU, the one platform of
+  this build; as JAX, a list naming none that is available fails at first device use."""
+  wanted = config.platforms or config.platform_name
+  if not wanted:
+    return
+  names = [p.strip().lower() for p in wanted.split(",") if p.strip()]
+  if names and not any(p in _CPU_NAMES for p in names):
+    raise RuntimeError(f"Unable to initialize backend {names[0]!r}: hlox has no such "
+                       f"platform in this build (platforms requested: {wanted!r}; available: "
+                       "'cpu'). Set HLOX_PLATFORMS=cpu (or JAX_PLATFORMS=cpu) to use the CPU.")
 
 
 def _make_distributed_client(num_devices, dist_client, node_id, num_nodes):
