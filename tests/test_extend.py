@@ -96,3 +96,33 @@ def test_primitives_by_jax_names_and_backend():
   assert set(backend.backends()) == {"cpu"}
   with pytest.raises(RuntimeError, match="cpu"):
     backend.get_backend("tpu")
+
+
+def test_prng_implementation_defined_outside_hlox():
+  from hlox.extend import random as xrandom
+
+  def split(data, shape):
+    return jnp.broadcast_to(data + 1, (*shape, *data.shape)).astype(jnp.uint32)
+
+  spec = xrandom.define_prng_impl(
+      key_shape=(3,), seed=lambda s: jnp.full((3,), s, jnp.uint32) * 2, split=split,
+      fold_in=lambda data, d: data + d, random_bits=lambda data, width, shape: jnp.full(
+          shape, data[0], jnp.uint32), tag="toy")
+  k = hlox.random.key(21, impl=spec)
+  assert (k.shape, str(k.dtype)) == ((), "key<toy>")
+  assert hlox.random.key_impl(k) == spec and repr(spec) == "PRNGSpec('<unnamed>')"
+  np.testing.assert_array_equal(np.asarray(hlox.random.key_data(k)), [42, 42, 42])
+  traced = hlox.jit(lambda s: hlox.random.key_data(hlox.random.key(s, impl=spec)))(5)
+  np.testing.assert_array_equal(np.asarray(traced), [10, 10, 10])
+  np.testing.assert_array_equal(
+      np.asarray(hlox.random.key_data(hlox.random.split(k, 2))), [[43] * 3] * 2)
+  np.testing.assert_array_equal(
+      np.asarray(hlox.random.key_data(hlox.random.fold_in(k, 3))), [45, 45, 45])
+  # a second implementation of the same (default) name is a different one
+  other = xrandom.define_prng_impl(key_shape=(2,), seed=lambda s: jnp.zeros(2, jnp.uint32),
+                                   split=split, fold_in=None, random_bits=None)
+  assert hlox.random.key_data(hlox.random.key(21, impl=other)).shape == (2,)
+  assert hlox.random.key_impl(hlox.random.key(0)) == "threefry2x32"
+  wrapped = hlox.random.wrap_key_data(jnp.ones((4, 3), jnp.uint32),
+                                      dtype=hlox.random.key_dtype(spec))
+  assert wrapped.shape == (4,) and hlox.random.key_impl(wrapped) == spec

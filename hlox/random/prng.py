@@ -306,6 +306,28 @@ class PRNGImpl:
     return self.name
 
 
+class PRNGSpec:
+  """A PRNG implementation as the public API hands it out (``key_impl`` of keys whose
+  implementation is not registered by name, ``hlox.extend.random.define_prng_impl``);
+  ``impl=`` takes it. Printed ``PRNGSpec('name')``."""
+  __slots__ = ("_impl",)
+
+  def __init__(self, impl: PRNGImpl):
+    self._impl = impl
+
+  def __repr__(self):
+    return f"PRNGSpec({self._impl.name!r})"
+
+  def __str__(self):
+    return str(self._impl)
+
+  def __hash__(self):
+    return hash(self._impl)
+
+  def __eq__(self, other):
+    return isinstance(other, PRNGSpec) and self._impl is other._impl
+
+
 def _partitionable() -> bool:
   return config.threefry_partitionable
 
@@ -435,6 +457,8 @@ def resolve_impl(spec) -> PRNGImpl:
     return default_impl()
   if isinstance(spec, PRNGImpl):
     return spec
+  if isinstance(spec, PRNGSpec):
+    return spec._impl
   if isinstance(spec, KeyDtype):
     return spec._impl
   if isinstance(spec, str):
@@ -890,13 +914,13 @@ def _seed_key_data(name, seed, impl):
     # A concrete seed is hashed by a compiled program, its constants inside it: no implicit
     # transfer (as JAX, under ``transfer_guard('disallow')``).
     _check_seed_aval(name, get_aval(seed))  # its messages, before compiling
-    return _eager_jit(("seed", name, impl.name), _seed_traced, name, impl)(seed)
+    return _eager_jit(("seed", name, impl), _seed_traced, name, impl)(seed)
   data = _seed_data(name, seed)
   if not isinstance(data, np.ndarray):
     return impl.seed(data)
   if impl.host_seed:
     return _device_array(impl.seed(data))
-  return _eager_jit(("hash_seed", impl.name), impl.seed)(data)
+  return _eager_jit(("hash_seed", impl), impl.seed)(data)
 
 
 def _seed_traced(name, impl, seed):
@@ -986,9 +1010,11 @@ def key_dtype(impl=None) -> KeyDtype:
   return _key_dtype_of(resolve_impl(impl))
 
 
-def key_impl(keys) -> str:
-  """The name of the PRNG implementation behind ``keys`` (typed, or raw: the default)."""
-  return _check_key("key_impl", keys, allow_batched=True)[0]._impl.name
+def key_impl(keys):
+  """The PRNG implementation behind ``keys`` (typed, or raw: the default): its name when
+  it is registered under it, else a ``PRNGSpec``."""
+  impl = _check_key("key_impl", keys, allow_batched=True)[0]._impl
+  return impl.name if prngs.get(impl.name) is impl else PRNGSpec(impl)
 
 
 def clone(key):
@@ -1008,8 +1034,8 @@ def _split_data(data, shape):
 def split_keys(keys: PRNGKeyArray, shape) -> PRNGKeyArray:
   """Typed keys of ``shape`` split from one typed key (any implementation)."""
   impl, base, shape = keys._impl, keys._base, tuple(shape)
-  if isinstance(base, Array) and _used_again(("split", impl.name, shape)):
-    return PRNGKeyArray(_eager_jit(("split", impl.name, shape), _split_base, impl, shape)(base),
+  if isinstance(base, Array) and _used_again(("split", impl, shape)):
+    return PRNGKeyArray(_eager_jit(("split", impl, shape), _split_base, impl, shape)(base),
                         impl)
   return PRNGKeyArray(impl.split(base, shape), impl)
 
@@ -1062,8 +1088,8 @@ def fold_in(key, data):
     d = lax.convert_element_type(data, _u32)
   impl, base = keys._impl, keys._base
   if (isinstance(base, Array) and not isinstance(d, Tracer)
-      and _used_again(("fold_in", impl.name))):
-    out = _eager_jit(("fold_in", impl.name), _fold_in_base, impl)(base, d)
+      and _used_again(("fold_in", impl))):
+    out = _eager_jit(("fold_in", impl), _fold_in_base, impl)(base, d)
   else:
     out = impl.fold_in(base, d)
   return _return_keys(raw, PRNGKeyArray(out, impl))
