@@ -983,7 +983,7 @@ def _place_argument(x, sharding, path: str):
   layout, that is a ValueError; other values are copied over."""
   if isinstance(sharding, sharding_lib.NamedSharding):
     sharding.check_shape(np.shape(x), f"jit argument {path}")
-  if isinstance(x, Array) and x._committed:
+  if isinstance(x, Array) and x.committed:
     own = x.sharding
     if own != sharding and not own.is_equivalent_to(sharding, x.ndim):
       raise ValueError(

@@ -27,7 +27,7 @@ from hlox.config import config
 from hlox.interpreters import nan_checks
 from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
-                                moved_buffers, scalar_argument)
+                                moved_buffers, needs_moves, scalar_argument)
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
@@ -906,13 +906,6 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
   if nan_checks.enabled:  # a callable entry: ``apply_primitive`` calls it instead
     return nan_checks.CheckedEager(partial(_run_eager, entry), primitive.name)
   return entry
-
-
-def needs_moves(sigs, device) -> bool:
-  """Whether a program for ``device`` gets uncommitted arguments (on the default device)
-  that must be copied to it first."""
-  return (device is not None and device != client.default_device()
-          and any(type(s) is not tuple for s in sigs))
 
 
 def _run_eager(entry: _EagerEntry, args) -> list:

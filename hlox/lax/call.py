@@ -27,7 +27,7 @@ from hlox.interpreters.pmap import jaxpr_replicas
 from hlox.interpreters.replicated import compile_replicated_jaxpr
 from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
-                                moved_buffers, scalar_argument)
+                                moved_buffers, needs_moves, scalar_argument)
 
 __all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr", "host_outputs"]
 
@@ -191,7 +191,7 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
                                      module_name):
       lowered = xla.lower_jaxpr_to_module(closed, module_name, donated_invars, keep_unused)
     executable = xla.compile_lowered(lowered, device)
-    entry = CompiledCall(executable, lowered, device, xla.needs_moves(sigs, device))
+    entry = CompiledCall(executable, lowered, device, needs_moves(sigs, device))
     _compile_cache.put(key, entry)
   if nan_checks.enabled and type(entry) is CompiledCall:
     return nan_checks.CheckedCall(entry, closed, name)

@@ -145,8 +145,6 @@ class Array:
     of a computation with it move to it. Arrays made without a placement are not."""
     return self._sig is not self.aval or self._multi is not None
 
-  _committed = committed
-
   @property
   def sharding(self):
     multi = self._multi
@@ -446,6 +444,13 @@ def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Arra
 
 
 # --- putting values on devices -----------------------------------------------------------
+
+def needs_moves(sigs, device) -> bool:
+  """Whether a program for ``device`` with arguments of signatures ``sigs`` gets
+  uncommitted arguments (on the default device) that ``moved_buffers`` must copy to it."""
+  return (device is not None and device != client.default_device()
+          and any(type(s) is not tuple for s in sigs))
+
 
 def moved_buffers(args, device) -> list:
   """The buffers of the Arrays ``args`` for a program that runs on ``device``: an
