@@ -13,6 +13,7 @@ import itertools
 import operator
 import threading
 import types
+import warnings
 import weakref
 from typing import Callable
 
@@ -876,8 +877,10 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
   """
   in_shardings = unsupported.pop("in_shardings", None)
   out_shardings = unsupported.pop("out_shardings", None)
+  device = unsupported.pop("device", None)
+  backend = unsupported.pop("backend", None)
   if unsupported:
-    ignored = {"backend", "device", "abstracted_axes", "compiler_options"}
+    ignored = {"abstracted_axes", "compiler_options"}
     bad = set(unsupported) - ignored
     if bad:
       raise TypeError(f"jit() got unexpected keyword arguments {sorted(bad)}")
@@ -886,7 +889,14 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
                              static_argnames=static_argnames, donate_argnums=donate_argnums,
                              donate_argnames=donate_argnames, keep_unused=keep_unused,
                              inline=inline, in_shardings=in_shardings,
-                             out_shardings=out_shardings)
+                             out_shardings=out_shardings,
+                             **({} if device is None else {"device": device}),
+                             **({} if backend is None else {"backend": backend}))
+  if device is not None or backend is not None:
+    return _jit_on_device(fun, device, backend, in_shardings, out_shardings, dict(
+        static_argnums=static_argnums, static_argnames=static_argnames,
+        donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+        keep_unused=keep_unused, inline=inline))
   if in_shardings is not None or out_shardings is not None:
     return _jit_with_shardings(fun, in_shardings, out_shardings, dict(
         static_argnums=static_argnums, static_argnames=static_argnames,
@@ -970,6 +980,46 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   def lower(*args, **kwargs):
     return inner.lower(*(place(args) if in_shardings is not None else args), **kwargs)
   call.lower = lower
+  call.trace = inner.trace
+  call.eval_shape = inner.eval_shape
+  call.clear_cache = inner.clear_cache
+  call._jit = inner._jit
+  return call
+
+
+def _jit_on_device(fun, device, backend, in_shardings, out_shardings, jit_kwargs):
+  """JAX's deprecated ``jit(f, device=d)`` / ``jit(f, backend='cpu')``: the arguments are
+  copied to that device (or the backend's first), wherever they are, as ``device_put`` would,
+  so the program runs there and its results stay there."""
+  warnings.warn("backend and device argument on jit is deprecated. You can use "
+                "`hlox.device_put(..., hlox.local_devices(backend=\"cpu\")[0])` on the inputs "
+                "to the jitted function to get the same behavior.", DeprecationWarning,
+                stacklevel=3)
+  if device is not None and backend is not None:
+    raise ValueError("can't specify both a device and a backend for jit, got "
+                     f"device={device!r} and backend={backend!r}")
+  for name, value in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
+    if value is not None:
+      raise ValueError(f"If backend or device is specified on jit, then {name} should not "
+                       "be specified.")
+  if device is not None and not hasattr(device, "platform"):
+    raise TypeError(f"jit: device= expects a device (e.g. hlox.devices()[0]), got {device!r}")
+  inner = jit(fun, **jit_kwargs)
+  static = jit_kwargs["static_argnums"]
+  static = () if static is None else (static,) if isinstance(static, int) else tuple(static)
+
+  def place(args):
+    target = device if device is not None else client.local_devices(backend=backend)[0]
+    return [a if i in static or i - len(args) in static else tree_util.tree_map(
+        lambda x: placement.device_put(x, target) if isinstance(
+            x, (Array, np.ndarray, np.generic, int, float, complex, bool)) else x, a)
+        for i, a in enumerate(args)]
+
+  @functools.wraps(fun)
+  def call(*args, **kwargs):
+    return inner(*place(args), **kwargs)
+
+  call.lower = lambda *args, **kwargs: inner.lower(*place(args), **kwargs)
   call.trace = inner.trace
   call.eval_shape = inner.eval_shape
   call.clear_cache = inner.clear_cache
@@ -1579,8 +1629,10 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   """
   if not callable(fun):
     raise TypeError(f"pmap: expected a callable, got {fun!r}")
-  if backend not in (None, "cpu"):
-    raise ValueError(f"pmap: unknown backend {backend!r}")
+  if backend is not None:
+    client.client_of(backend)  # JAX's "Unknown backend" RuntimeError
+    if devices is None and client.client_of(backend) is not client.get_client():
+      devices = client.local_devices(backend=backend)
   if global_arg_shapes is not None:
     raise NotImplementedError("pmap: global_arg_shapes is not supported")
   if isinstance(static_broadcasted_argnums, int):

@@ -9,14 +9,12 @@ def get_backend(platform=None):
   the available platforms when there is no such one. A client passed in is returned."""
   if platform is not None and not isinstance(platform, str):
     return platform  # already a client, as JAX accepts
-  _client.devices(platform)  # the unknown-platform error
-  return _client.get_client()
+  return _client.get_client(platform)
 
 
 def backends() -> dict:
   """The initialised clients by platform name."""
-  client = _client.get_client()
-  return {client.platform: client}
+  return _client.clients()
 
 
 def get_default_device():

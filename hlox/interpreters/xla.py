@@ -598,7 +598,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
                           donated_invars: Sequence[bool] = (), keep_unused: bool = True,
                           num_replicas: int = 1, axis_env=None, *, body: Callable = None,
                           arg_avals=None, result_avals=None, mesh=None, arg_shardings=None,
-                          result_shardings=None) -> Lowered:
+                          result_shardings=None, platform: str | None = None) -> Lowered:
   """Lower a closed jaxpr to a module whose public ``main`` takes its invars.
 
   With ``keep_unused=False`` the arguments the jaxpr does not use are dropped from ``main``
@@ -612,6 +612,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   A program partitioned over a ``mesh`` (``partitioned.py``) declares it as ``@mesh`` and
   gives ``main``'s arguments (one sharding per invar) and, where not None, its results
   Shardy sharding attributes.
+
+  ``platform`` picks the per-platform lowering rules ("cpu", "cuda"); by default the default
+  device's.
   """
   monitoring.record_event("lower")
   if config.enable_checks:
@@ -636,7 +639,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
     # Every module says how many replicas and partitions it is compiled for (as JAX's do).
     module.operation.attributes["mhlo.num_replicas"] = i32_attr(num_replicas)
     module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
-    mctx = ModuleContext(ctx, module, axis_env=axis_env, num_replicas=num_replicas)
+    if platform is None:
+      platform = client.lowering_platform(client.default_device())
+    mctx = ModuleContext(ctx, module, platform, axis_env=axis_env, num_replicas=num_replicas)
     if mesh is not None:
       _declare_mesh(module, mesh)
       mctx.mesh = mesh
@@ -754,7 +759,7 @@ def compile_lowered(lowered: Lowered, device=None,
   # the cache would hold it for as long as the executable. Two independent hashes and the
   # length (about 96 bits) make a collision negligible; hashlib is avoided because it loads
   # OpenSSL (3 MB of resident memory) into every process.
-  key = (hash(text), zlib.crc32(text.encode()), len(text), device.id,
+  key = (hash(text), zlib.crc32(text.encode()), len(text), device,
          tuple(lowered.out_avals))
   if lowered.host_callbacks:  # the text names callbacks by position only
     key += (lowered.host_callbacks,)
@@ -899,7 +904,9 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
       return replicated
   monitoring.log_compile("Compiling %s with global shapes and types %s. Argument mapping: %s.",
                          primitive.name, tuple(in_avals), (device or client.default_device(),))
-  lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), primitive.name)
+  lowered = lower_jaxpr_to_module(ClosedJaxpr(jaxpr, []), primitive.name,
+                                  platform=client.lowering_platform(device or
+                                                                    client.default_device()))
   executable = compile_lowered(lowered, device)
   entry = _EagerEntry(executable, out_avals, device, primitive.multiple_results,
                       needs_moves(sigs, device))

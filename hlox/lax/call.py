@@ -189,7 +189,9 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
         tuple(s[1] if type(s) is tuple else client.default_device() for s in sigs))
     with monitoring.log_elapsed_time("Finished jaxpr to MLIR module conversion %s in %.9f sec",
                                      module_name):
-      lowered = xla.lower_jaxpr_to_module(closed, module_name, donated_invars, keep_unused)
+      lowered = xla.lower_jaxpr_to_module(
+          closed, module_name, donated_invars, keep_unused,
+          platform=client.lowering_platform(device or client.default_device()))
     executable = xla.compile_lowered(lowered, device)
     entry = CompiledCall(executable, lowered, device, needs_moves(sigs, device))
     _compile_cache.put(key, entry)

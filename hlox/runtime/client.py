@@ -16,7 +16,9 @@ from hlox.core import dtypes
 from hlox.core.avals import abstract_token
 from hlox.runtime import callbacks, compilation_cache, transfer_guard
 
-_client = None
+_client = None  # the default platform's client (the hot paths read it directly)
+_clients: dict = {}  # platform ("cpu", "gpu", "tpu") -> client, the default first
+_lowering_platforms: dict = {}  # platform -> the name lowering rules use ("cpu", "cuda")
 _client_lock = threading.Lock()
 _default_device = None
 # (distributed runtime client, node id, node count) once hlox.distributed.initialize ran.
@@ -50,49 +52,144 @@ def _set_cpp_log_level() -> None:
   utils.absl_set_min_log_level(_CPP_LOG_LEVELS[level])
 
 
-def get_client():
-  """The process's PJRT CPU client, created on first use (``num_cpu_devices`` devices).
+def get_client(backend: str | None = None):
+  """The PJRT client of ``backend`` ("cpu", "gpu", "tpu"; default: the default platform).
 
-  After ``hlox.distributed.initialize`` it is a multi-process client: its devices are
+  Clients are made at first device use: the CPU's, and one per installed PJRT plugin
+  (``runtime/plugins.py``) that ``platforms`` allows; the default platform is the first of
+  ``platforms`` that came up, else a GPU or TPU when there is one, as in JAX. After
+  ``hlox.distributed.initialize`` the CPU client is a multi-process client: its devices are
   those of every process, and collectives between processes go over gloo TCP.
   """
-  global _client, _default_device
   if _client is None:
     with _client_lock:
       if _client is None:
-        _check_platforms()
-        n = int(config.num_cpu_devices)
-        if n == 0 or n < -1:
-          raise ValueError(f"num_cpu_devices must be >= 1 (or -1 for XLA's default), got {n}")
-        _set_cpp_log_level()
-        # None lets XLA decide: one device, or what XLA_FLAGS' device count asks for.
-        n = None if n == -1 else n
-        if _distributed is None:
-          client = _xc().make_cpu_client(num_devices=n)
-        else:
-          if _distributed_failure is not None:  # its key-value store would block for good
-            _distributed_failure()
-          client = _make_distributed_client(n, *_distributed)
-        _default_device = client.local_devices()[0]
-        _client = client
-  return _client
+        _make_clients()
+  if backend is None:
+    return _client
+  return client_of(backend)
 
 
-# Names ``platforms`` may give for the one platform hlox drives.
+def _make_clients() -> None:
+  global _client, _default_device
+  requested = _requested_platforms()
+  _set_cpp_log_level()
+  clients, lowering = {}, {}
+  for spec in _plugins().discover():
+    platform = _plugins().PLATFORM_OF_PLUGIN.get(spec.name, spec.name)
+    explicit = bool(requested) and (spec.name in requested or platform in requested)
+    if requested and not explicit:
+      continue
+    client = _plugin_client(spec, explicit)
+    if client is not None:
+      clients[platform] = client
+      lowering[platform] = spec.name
+  if not requested or any(p in _CPU_NAMES for p in requested):
+    clients["cpu"] = _make_cpu_client()
+    lowering["cpu"] = "cpu"
+  if not clients:  # what was asked for is not here; the CPU always is
+    _check_platforms(available=("cpu",))
+  order = [_canonical(p) for p in requested] + ["gpu", "tpu", "cpu"]
+  default = min(clients, key=lambda p: order.index(p) if p in order else len(order))
+  _clients.clear()
+  _clients.update(sorted(clients.items(), key=lambda kv: kv[0] != default))
+  _lowering_platforms.update(lowering)
+  _default_device = clients[default].local_devices()[0]
+  _client = clients[default]
+
+
+def _plugins():
+  from hlox.runtime import plugins
+  return plugins
+
+
+def _plugin_client(spec, explicit: bool):
+  """The client of plugin ``spec``, or None (with one warning) when it cannot be used; a
+  platform named in ``platforms`` that fails is an error, as in JAX."""
+  import warnings
+  import jaxlib
+  mismatch = _plugins().version_mismatch(spec, jaxlib.__version__)
+  if mismatch is not None:
+    warnings.warn(f"hlox: {mismatch}", RuntimeWarning, stacklevel=4)
+    return None
+  try:
+    return _plugins().make_client(spec)
+  except Exception as err:  # jaxlib's errors: a missing library, driver or device
+    if explicit:
+      raise RuntimeError(f"Unable to initialize backend {spec.name!r}: {err} (set "
+                         "HLOX_PLATFORMS=cpu to use the CPU instead)") from err
+    reason = str(err).rstrip(". ")
+    warnings.warn(f"hlox: unable to initialize backend {spec.name!r} ({spec.library}): "
+                  f"{reason}. Falling back to cpu (set HLOX_PLATFORMS=cpu to skip this backend).",
+                  RuntimeWarning, stacklevel=4)
+    return None
+
+
+def _make_cpu_client():
+  n = int(config.num_cpu_devices)
+  if n == 0 or n < -1:
+    raise ValueError(f"num_cpu_devices must be >= 1 (or -1 for XLA's default), got {n}")
+  # None lets XLA decide: one device, or what XLA_FLAGS' device count asks for.
+  n = None if n == -1 else n
+  if _distributed is None:
+    return _xc().make_cpu_client(num_devices=n)
+  if _distributed_failure is not None:  # its key-value store would block for good
+    _distributed_failure()
+  return _make_distributed_client(n, *_distributed)
+
+
+# Names ``platforms`` and ``backend=`` may give for each platform.
 _CPU_NAMES = ("cpu", "host")
+_PLATFORM_ALIASES = {"host": "cpu", "cuda": "gpu", "rocm": "gpu"}
 
 
-def _check_platforms() -> None:
-  """``platforms`` (or the older ``platform_name``) must allow the CPU, the one platform of
-  this build; as JAX, a list naming none that is available fails at first device use."""
+def _canonical(name: str) -> str:
+  return _PLATFORM_ALIASES.get(name, name)
+
+
+def _requested_platforms() -> list:
   wanted = config.platforms or config.platform_name
   if not wanted:
+    return []
+  return [p.strip().lower() for p in wanted.split(",") if p.strip()]
+
+
+def _check_platforms(available=("cpu",)) -> None:
+  """As JAX, a ``platforms`` list (or the older ``platform_name``) naming nothing that is
+  available fails at first device use, naming what is."""
+  names = _requested_platforms()
+  if not names:
     return
-  names = [p.strip().lower() for p in wanted.split(",") if p.strip()]
-  if names and not any(p in _CPU_NAMES for p in names):
-    raise RuntimeError(f"Unable to initialize backend {names[0]!r}: hlox has no such "
-                       f"platform in this build (platforms requested: {wanted!r}; available: "
-                       "'cpu'). Set HLOX_PLATFORMS=cpu (or JAX_PLATFORMS=cpu) to use the CPU.")
+  if not any(_canonical(n) in available for n in names):
+    listed = ", ".join(repr(p) for p in available)
+    raise RuntimeError(f"Unable to initialize backend {names[0]!r}: no such platform is "
+                       f"installed or usable (platforms requested: {','.join(names)!r}; "
+                       f"available: {listed}). Set HLOX_PLATFORMS=cpu (or JAX_PLATFORMS=cpu)"
+                       " to use the CPU.")
+
+
+def client_of(backend):
+  """The client of platform ``backend`` ("cpu", "gpu", "cuda", "tpu"); a RuntimeError names
+  the platforms present when there is none (JAX's text)."""
+  get_client()
+  client = _clients.get(_canonical(backend.lower())) if isinstance(backend, str) else None
+  if client is None:
+    raise RuntimeError(f"Unknown backend: {backend!r} requested, but no platforms that are "
+                       f"instances of {backend} are present. Platforms present are: "
+                       f"{','.join(_clients)}")
+  return client
+
+
+def clients() -> dict:
+  """The clients made, by platform, the default first."""
+  get_client()
+  return dict(_clients)
+
+
+def lowering_platform(device) -> str:
+  """The platform name lowering rules are registered under for ``device`` ("cpu", "cuda")."""
+  platform = _canonical(device.platform)
+  return _lowering_platforms.get(platform, platform)
 
 
 def _make_distributed_client(num_devices, dist_client, node_id, num_nodes):
@@ -126,8 +223,8 @@ def forget_distributed_runtime() -> None:
 
 
 def _check_device_count_change(name, value):
-  if name == "num_cpu_devices" and _client is not None and \
-      int(value) != len(_client.local_devices()):
+  cpu = _clients.get("cpu")
+  if name == "num_cpu_devices" and cpu is not None and int(value) != len(cpu.local_devices()):
     raise RuntimeError("num_cpu_devices must be set before hlox first uses a device "
                        "(or via HLOX_NUM_CPU_DEVICES before starting Python)")
 
@@ -136,23 +233,23 @@ config.add_watcher(_check_device_count_change)
 
 
 def _check_backend(backend):
-  if backend not in (None, "cpu"):
-    raise RuntimeError(f"Unknown backend {backend!r}; hlox runs on 'cpu' in this build")
+  """Raise JAX's "Unknown backend" RuntimeError unless ``backend`` is None or present."""
+  if backend is not None:
+    client_of(backend)
 
 
 def devices(backend: str | None = None) -> list:
-  """All devices of the (only) backend, CPU, in every process of a multi-process run."""
-  _check_backend(backend)
-  return list(get_client().devices())
+  """All devices of ``backend`` (default: the default platform), in every process of a
+  multi-process run."""
+  return list(get_client(backend).devices())
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
   """The devices of process ``process_index`` (default: this process)."""
-  _check_backend(backend)
-  client = get_client()
+  client = get_client(backend)
   if process_index is None:
     return list(client.local_devices())
-  count = process_count()
+  count = process_count(backend)
   if not 0 <= process_index < count:
     raise ValueError(f"local_devices: unknown process_index {process_index}; there are "
                      f"{count} processes")
@@ -161,30 +258,27 @@ def local_devices(process_index: int | None = None, backend: str | None = None) 
 
 def device_count(backend: str | None = None) -> int:
   """How many devices there are, in all processes together."""
-  _check_backend(backend)
-  return get_client().device_count()
+  return get_client(backend).device_count()
 
 
 def local_device_count(backend: str | None = None) -> int:
   """How many devices this process drives."""
-  _check_backend(backend)
-  return get_client().local_device_count()
+  return get_client(backend).local_device_count()
 
 
 def default_backend() -> str:
-  return get_client().platform
+  """The default platform's name: "gpu" when a GPU came up, else "tpu" or "cpu"."""
+  return _canonical(get_client().platform)
 
 
 def process_index(backend: str | None = None) -> int:
   """This process's index in a multi-process run (0 when there is one process)."""
-  _check_backend(backend)
-  return get_client().process_index()
+  return get_client(backend).process_index()
 
 
 def process_count(backend: str | None = None) -> int:
   """How many processes take part (1 unless ``hlox.distributed.initialize`` said more)."""
-  _check_backend(backend)
-  return max((d.process_index for d in get_client().devices()), default=0) + 1
+  return max((d.process_index for d in get_client(backend).devices()), default=0) + 1
 
 
 def _renamed(old: str, new: str) -> None:
@@ -355,7 +449,7 @@ def compile_mlir(mlir_text: str, device, out_avals, host_callbacks=(),
   options by name (``{"xla_embed_ir_in_executable": True}``), as JAX's; XLA rejects unknown
   names and ill-typed values when it compiles."""
   xc = _xc()
-  client = get_client()
+  client = device.client
   options = xc.CompileOptions()
   if compiler_options:
     options.env_option_overrides = [(k, option_value(v)) for k, v in compiler_options.items()]

@@ -341,10 +341,10 @@ def compile_partitioned(mlir_text: str, devices, host_callbacks=(), module=None)
   build.device_assignment = xc.DeviceAssignment.create(np.array([[d.id for d in devices]]))
   device_list = xc.DeviceList(tuple(devices))
   if host_callbacks:
-    loaded = callbacks.compile_with_callbacks(client.get_client(), module, device_list,
+    loaded = callbacks.compile_with_callbacks(devices[0].client, module, device_list,
                                               options, host_callbacks)
   else:
-    loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text, device_list,
+    loaded = compilation_cache.compile_and_load(devices[0].client, mlir_text, device_list,
                                                 options)
   shardings = loaded.get_output_shardings()  # None for a mesh of one device
   out = None if shardings is None else [xc.HloSharding.from_proto(s) for s in shardings]
@@ -367,11 +367,11 @@ def compile_replicated(mlir_text: str, devices, out_avals, out_shardings, host_c
   build.device_assignment = xc.DeviceAssignment.create(
       np.array([[d.id] for d in devices]))
   if host_callbacks:
-    loaded = callbacks.compile_with_callbacks(client.get_client(), module,
+    loaded = callbacks.compile_with_callbacks(devices[0].client, module,
                                               xc.DeviceList(tuple(devices)), options,
                                               host_callbacks)
   else:
-    loaded = compilation_cache.compile_and_load(client.get_client(), mlir_text,
+    loaded = compilation_cache.compile_and_load(devices[0].client, mlir_text,
                                                 xc.DeviceList(tuple(devices)), options)
   return Replicated(client.guard_execution(loaded, mlir_text), devices, out_avals,
                     out_shardings)
