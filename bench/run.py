@@ -34,11 +34,18 @@ TARGETS = {  # ratio hlox/JAX the Foundation issue asks for (None: no JAX compar
     "vae_epoch_first_call": 1.0, "vae_epoch_step": 1.05,
     "vae_eval_first_call": 1.0, "vae_eval_step": 1.05, "convnet_step": 1.05,
     "sharded_dp_mlp_step_8": 1.1, "sharded_dp_mp_step_2x4": 1.1, "shard_map_psum_8": 1.1,
+    # On a GPU (bench/gpu.sh, --platform cuda), issue 18's targets:
+    "gpu_random_normal_1e7": 1.05, "gpu_solve_2048": 1.05, "gpu_cholesky_2048": 1.05,
+    "gpu_batched_matmul_64x512": 1.05,
 }
 
 
+# The platform the workers run on (``--platform``): JAX reads JAX_PLATFORMS, hlox too.
+PLATFORM = {"name": "cpu"}
+
+
 def run_worker(lib: str, bench: str) -> float:
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS=PLATFORM["name"])
   out = subprocess.run([sys.executable, os.path.join(HERE, "worker.py"), "--lib", lib,
                         "--bench", bench], capture_output=True, text=True, env=env)
   if out.returncode != 0:
@@ -57,8 +64,12 @@ def fmt(seconds: float, bench: str = "") -> str:
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rounds", type=int, default=5)
-  parser.add_argument("--bench", nargs="*", default=sorted(BENCHES))
+  parser.add_argument("--bench", nargs="*", default=sorted(
+      b for b in BENCHES if not b.startswith("gpu_")))
+  parser.add_argument("--platform", default="cpu",
+                      help="where the workers run: cpu (default) or cuda (bench/gpu.sh)")
   args = parser.parse_args()
+  PLATFORM["name"] = args.platform
   have_jax = importlib.util.find_spec("jax") is not None
   libs = ["hlox", "jax"] if have_jax else ["hlox"]
   results = {b: {lib: [] for lib in libs} for b in args.bench}

@@ -454,7 +454,7 @@ def bench_fastmath_numpy_normal_1m(lib):
   return best_per_call(lambda: mod.block_until_ready(f(key)), 5, repeats=5)
 
 
-def _linalg_bench(lib, name, shape):
+def _linalg_bench(lib, name, shape, calls=50):
   mod, jnp, _ = load(lib)
   import numpy as np
   rng = np.random.default_rng(0)
@@ -471,7 +471,38 @@ def _linalg_bench(lib, name, shape):
     f = mod.jit(getattr(jnp.linalg, name))
     call = lambda: f(x)
   mod.block_until_ready(call())
-  return best_per_call(lambda: mod.block_until_ready(call()), 50)
+  return best_per_call(lambda: mod.block_until_ready(call()), calls)
+
+
+# GPU-sized workloads (bench/gpu.sh runs them with --platform cuda): too slow for the CPU runs.
+def _best_of_few(mod, call) -> float:
+  mod.block_until_ready(call())
+  return best_per_call(lambda: mod.block_until_ready(call()), 10, repeats=5)
+
+
+def bench_gpu_random_normal_1e7(lib):
+  mod, jnp, _ = load(lib)
+  key = mod.random.PRNGKey(0)
+  f = mod.jit(lambda k: mod.random.normal(k, (10_000_000,)))
+  return _best_of_few(mod, lambda: f(key))
+
+
+def bench_gpu_solve_2048(lib):
+  return _linalg_bench(lib, "solve", (2048, 2048), calls=10)
+
+
+def bench_gpu_cholesky_2048(lib):
+  return _linalg_bench(lib, "cholesky", (2048, 2048), calls=10)
+
+
+def bench_gpu_batched_matmul_64x512(lib):
+  mod, jnp, _ = load(lib)
+  import numpy as np
+  rng = np.random.default_rng(0)
+  a = jnp.asarray(rng.standard_normal((64, 512, 512)).astype(np.float32))
+  b = jnp.asarray(rng.standard_normal((64, 512, 512)).astype(np.float32))
+  f = mod.jit(jnp.matmul)
+  return _best_of_few(mod, lambda: f(a, b))
 
 
 def bench_cholesky_256(lib):

@@ -10,6 +10,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.numpy import conversion
+from hlox.runtime.array import array_from_dlpack
 
 __all__ = ["frombuffer", "fromstring", "fromiter", "fromfile", "load", "save", "savez",
            "from_dlpack"]
@@ -71,16 +72,8 @@ def load(file, *args, **kwargs):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-  """An Array from any object that implements the DLPack protocol (``__dlpack__``):
-  a NumPy array, a PyTorch or CuPy tensor on the host, ....
-
-  hlox goes through ``numpy.from_dlpack`` (a zero-copy host view) and then copies that
-  view to ``device`` (the default device when None) with ``asarray``, so the result never
-  shares memory with ``x`` and ``copy=False`` cannot be honoured. Device-resident
-  producers must first move their data to the host.
-  """
-  if copy is False:
-    raise ValueError("from_dlpack: hlox always copies the data to the device, so "
-                     "copy=False cannot be honoured")
-  host = np.from_dlpack(x)
-  return conversion.array(host, device=device)
+  """An Array from any object that implements the DLPack protocol (``__dlpack__`` and
+  ``__dlpack_device__``): a NumPy array, a PyTorch or CuPy tensor, on the host or a GPU
+  hlox drives. The memory is shared, not copied, where it can be (see
+  ``hlox.dlpack.from_dlpack``)."""
+  return array_from_dlpack(x, device=device, copy=copy)

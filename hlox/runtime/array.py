@@ -69,6 +69,10 @@ class DeletedBuffer:
     raise DeletedArrayError(deleted_message(self.aval))
 
 
+# DLPack's device types (``DLDeviceType``) by the platform a device reports.
+_DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
+
+
 class Array:
   """A device-resident array (the result of every hlox computation).
 
@@ -235,6 +239,32 @@ class Array:
     if copy:
       return value.copy()
     return value
+
+  # --- DLPack (zero-copy exchange with NumPy, PyTorch, CuPy, ...) ---
+  def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """A DLPack capsule viewing this array's device buffer (no copy unless ``copy``).
+    ``stream`` is the consumer's stream on a GPU (None on the CPU)."""
+    if self._multi is not None and len(self.devices()) > 1:
+      raise BufferError("__dlpack__: the array spans several devices; take one of its "
+                        "addressable_shards first")
+    buf = self._buf
+    if buf.is_deleted():
+      raise DeletedArrayError(deleted_message(self.aval))
+    if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+      raise BufferError(f"__dlpack__: the array is on {self.__dlpack_device__()}, not on "
+                        f"the requested DLPack device {tuple(dl_device)}")
+    if copy:
+      buf = client.copy_buffer_to_device(buf, self.aval, client.buffer_device(buf))
+    from jaxlib import _jax
+    return _jax.buffer_to_dlpack_managed_tensor(buf, stream=stream)
+
+  def __dlpack_device__(self) -> tuple:
+    """(DLPack device type, device id): (1, 0) for the CPU, (2, n) for CUDA device n."""
+    device = client.buffer_device(self._buf)
+    kind = _DLPACK_DEVICE_TYPES.get(device.platform)
+    if kind is None:
+      raise BufferError(f"__dlpack_device__: DLPack has no device type for {device}")
+    return kind, (device.local_hardware_id if kind != 1 else 0) or 0
 
   def tolist(self):
     return self._value().tolist()
@@ -470,6 +500,61 @@ def committed_device(x):
   if type(x) is Array and x._sig is not x.aval and x._multi is None:
     return x._sig[1]
   return None
+
+
+# DLPack device types (``__dlpack_device__()[0]``) -> the platform holding such memory.
+_DLPACK_PLATFORMS = {1: "cpu", 2: "gpu", 3: "gpu", 10: "gpu", 11: "gpu"}
+
+
+def array_from_dlpack(external, device=None, copy=None) -> Array:
+  """An Array viewing the memory of ``external`` (anything with ``__dlpack__`` and
+  ``__dlpack_device__``: a NumPy array, a PyTorch or CuPy tensor, another Array) without a
+  copy where it can: memory on a device hlox drives, suitably aligned. ``copy=True`` always
+  copies, ``copy=False`` raises where a copy would be needed. ``device`` moves the result
+  (a copy, unless it is already there)."""
+  if not hasattr(external, "__dlpack__") or not hasattr(external, "__dlpack_device__"):
+    raise TypeError("The array passed to from_dlpack must have __dlpack__ and "
+                    "__dlpack_device__ methods.")
+  kind, device_id = external.__dlpack_device__()
+  platform = _DLPACK_PLATFORMS.get(int(kind))
+  if platform is None:
+    raise TypeError(f"Array passed to from_dlpack is on unsupported device type "
+                    f"(DLDeviceType: {kind}, array: {type(external).__name__})")
+  source = client.client_of(platform).device_from_local_hardware_id(int(device_id))
+  if device is not None and device != source and copy is False:
+    raise ValueError(f"Specified device={device!r} which requires a copy since the source "
+                     f"device is {source!r}, however copy=False. Set copy=True or copy=None.")
+  stream = None
+  if int(kind) in (2, 10):  # the consumer's stream, which the producer waits for
+    try:
+      stream = source.get_stream_for_external_ready_events()
+    except Exception:  # platforms without external streams
+      stream = None
+  capsule = external.__dlpack__(stream=stream) if stream is not None else external.__dlpack__()
+  from jaxlib import _jax
+  try:
+    # (``copy=True`` is done below: jaxlib's CPU path would still share the memory.)
+    buf = _jax.dlpack_managed_tensor_to_buffer(capsule, source, stream, copy and None,
+                                               int(kind))
+  except Exception as err:
+    if "is not aligned to" in str(err) and copy is False:
+      raise ValueError(f"from_dlpack: the source buffer needs a copy ({err}), but "
+                       "copy=False. Set copy=True or copy=None.") from None
+    if "is not aligned to" not in str(err):
+      raise
+    capsule = external.__dlpack__()  # a capsule is consumed once: ask again, then copy
+    buf = _jax.dlpack_managed_tensor_to_buffer(capsule, source, stream, True, int(kind))
+  aval = ShapedArray(tuple(buf.shape), np.dtype(buf.dtype))
+  committed = source if source != client.default_device() else None
+  out = Array(buf, aval, committed)
+  canonical = dtypes.canonicalize_dtype(aval.dtype)
+  if canonical != aval.dtype:  # float64 without x64, as JAX's asarray would make it
+    out = device_put(np.asarray(out).astype(canonical), committed)
+  elif copy:
+    out = copy_array(out)
+  if device is not None and device != source:
+    out = device_put(out, device)
+  return out
 
 
 def wrap_buffer(buf, aval, device=None) -> Array:

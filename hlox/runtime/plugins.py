@@ -154,10 +154,48 @@ def gpu_client_options(environ=None) -> dict:
   return options
 
 
+# CUDA's libraries as the ``nvidia-*-cu12`` wheels install them: (package, libraries).
+_NVIDIA_LIBRARIES = (
+    ("nvidia.cuda_runtime", ("libcudart.so.12",)),
+    ("nvidia.cuda_nvrtc", ("libnvrtc.so.12",)),
+    ("nvidia.cublas", ("libcublas.so.12", "libcublasLt.so.12")),
+    ("nvidia.nccl", ("libnccl.so.2",)),
+    ("nvidia.cuda_cupti", ("libcupti.so.12",)),
+    ("nvidia.cusparse", ("libcusparse.so.12",)),
+    ("nvidia.cusolver", ("libcusolver.so.11",)),
+    ("nvidia.cufft", ("libcufft.so.11",)),
+    ("nvidia.nvshmem", ("libnvshmem_host.so.3",)),
+    ("nvidia.cudnn", ("libcudnn.so.9",)),
+)
+
+
+def preload_cuda_libraries() -> list:
+  """Load the CUDA libraries of the ``nvidia-*`` wheels (``hlox[cuda12]`` installs them), so
+  that the plugin, which finds them by name, gets these copies rather than none; libraries
+  not installed are left to the system's search path. Returns the paths loaded."""
+  import ctypes
+  loaded = []
+  for package, libraries in _NVIDIA_LIBRARIES:
+    directory = _package_directory(package)
+    if directory is None:
+      continue
+    for library in libraries:
+      path = os.path.join(directory, "lib", library)
+      if os.path.exists(path):
+        try:
+          ctypes.CDLL(path)
+          loaded.append(path)
+        except OSError:  # a broken copy: the plugin reports what it lacks
+          pass
+  return loaded
+
+
 def make_client(spec: PluginSpec):
   """Load ``spec``'s library and make its client (raises what jaxlib raises when the library
   or the hardware is not usable)."""
   from jaxlib import xla_client
+  if spec.name == "cuda":
+    preload_cuda_libraries()
   c_api = xla_client.load_pjrt_plugin_dynamically(spec.name, spec.library)
   options = gpu_client_options() if spec.name == "cuda" else {}
   client = xla_client.make_c_api_client(spec.name, options)

@@ -1,0 +1,79 @@
+"""DLPack exchange: NumPy (and PyTorch when installed) to hlox and back, sharing memory where
+the buffer allows, copying where asked or needed, with JAX's errors."""
+import numpy as np
+import pytest
+
+import hlox
+import hlox.numpy as jnp
+
+
+def _aligned(n, dtype=np.float32, alignment=64):
+  raw = np.zeros(n + alignment, dtype)
+  start = (-raw.ctypes.data % alignment) // raw.itemsize
+  return raw[start:start + n]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.bool_, np.complex64,
+                                   np.float16])
+def test_round_trip_values(dtype):
+  host = (np.arange(24) % 5).astype(dtype).reshape(2, 3, 4)
+  x = hlox.dlpack.from_dlpack(host)
+  assert x.dtype == host.dtype and x.shape == host.shape
+  np.testing.assert_array_equal(np.asarray(x), host)
+  back = np.from_dlpack(x + x if dtype != np.bool_ else x)
+  np.testing.assert_array_equal(back, host + host if dtype != np.bool_ else host)
+  assert hlox.dlpack.is_supported_dtype(dtype)
+
+
+def test_aligned_memory_is_shared_not_copied():
+  host = _aligned(256)
+  x = jnp.from_dlpack(host)
+  assert x._buf.unsafe_buffer_pointer() == host.ctypes.data
+  host[3] = 5.0  # the Array sees the producer's memory
+  assert float(x[3]) == 5.0
+  out = np.from_dlpack(x)  # and NumPy sees the Array's
+  assert out.ctypes.data == host.ctypes.data
+
+
+def test_copies_when_asked_or_needed():
+  host = _aligned(256)
+  copied = hlox.dlpack.from_dlpack(host, copy=True)
+  host[0] = 7.0
+  assert float(copied[0]) == 0.0
+  unaligned = _aligned(257)[1:]
+  x = hlox.dlpack.from_dlpack(unaligned)  # copied: XLA needs 64-byte aligned buffers
+  np.testing.assert_array_equal(np.asarray(x), unaligned)
+  with pytest.raises(ValueError, match="copy=False"):
+    hlox.dlpack.from_dlpack(unaligned, copy=False)
+
+
+def test_bad_input_and_devices():
+  with pytest.raises(TypeError, match="must have __dlpack__ and __dlpack_device__"):
+    hlox.dlpack.from_dlpack([1.0, 2.0])
+  x = jnp.arange(4.0)
+  assert x.__dlpack_device__() == (1, 0)
+  assert np.asarray(hlox.dlpack.from_dlpack(x)).tolist() == [0.0, 1.0, 2.0, 3.0]
+  bf16 = jnp.arange(3.0, dtype=jnp.bfloat16)  # NumPy cannot export bfloat16; hlox can
+  assert hlox.dlpack.from_dlpack(bf16).dtype == jnp.bfloat16
+  wide = hlox.dlpack.from_dlpack(np.arange(3.0))  # float64 without x64: float32, as JAX
+  assert wide.dtype == np.float32
+  devices = hlox.devices()
+  if len(devices) > 1:
+    moved = hlox.dlpack.from_dlpack(np.ones(3, np.float32), device=devices[1])
+    assert moved.devices() == {devices[1]}
+    with pytest.raises(BufferError, match="not on the requested DLPack device"):
+      x.__dlpack__(dl_device=(2, 0))
+  donated = hlox.jit(lambda v: v + 1, donate_argnums=0)
+  y = jnp.arange(3.0) + 0
+  donated(y)
+  with pytest.raises(RuntimeError, match="deleted"):
+    y.__dlpack__()
+
+
+def test_torch_round_trip():
+  torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+  t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+  x = hlox.dlpack.from_dlpack(t)
+  np.testing.assert_array_equal(np.asarray(x), t.numpy())
+  back = torch.from_dlpack(x * 2)
+  np.testing.assert_array_equal(back.numpy(), t.numpy() * 2)
