@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.metadata
+import importlib
 import importlib.util
 import os
 import warnings
@@ -86,6 +86,7 @@ def _package_directory(package: str) -> str | None:
 
 
 def _distribution_version(distribution: str) -> str | None:
+  import importlib.metadata  # only once a plugin is found: it costs ~10 ms to load
   try:
     return importlib.metadata.version(distribution)
   except importlib.metadata.PackageNotFoundError:
