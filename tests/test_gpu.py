@@ -52,7 +52,7 @@ def test_transfers_between_cpu_and_gpu(gpu, cpu):
 
 
 FUNCTIONS = {
-    "elementwise": lambda x: jnp.tanh(x) * jnp.exp(-x ** 2) + jnp.sin(3 * x),
+    "elementwise": lambda x: jnp.sum(jnp.tanh(x) * jnp.exp(-x ** 2) + jnp.sin(3 * x)),
     "reductions": lambda x: jnp.sum(jnp.cumsum(x, axis=0) ** 2) / jnp.max(jnp.abs(x) + 1),
     "matmul": lambda x: jnp.sum(jnp.tanh(x @ x.T)),
     "scan": lambda x: lax.scan(lambda c, r: (jnp.sin(c) + r, c.sum()), x[0], x)[0].sum(),
