@@ -595,28 +595,35 @@ class JitWrapped:
   # --- ahead-of-time ---
   def lower(self, *args, **kwargs) -> "Lowered":
     """Trace and lower for these arguments (arrays or ShapeDtypeStructs)."""
-    dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
-    leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-    traced = self._get_traced(in_tree, leaves, statics, args, kwargs)
+    return self.trace(*args, **kwargs).lower()
+
+  def _lower(self, traced, in_tree, leaves, args, kwargs, dyn_args, dyn_kwargs,
+             platform: str | None = None) -> "Lowered":
     donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
         self.donate_argnums or self.donate_argnames) else ()
     donated_invars = (False,) * len(traced.consts) + donated if any(donated) else ()
-    lowered = replicated.lower_replicated(traced.jaxpr, self.name, donated_invars,
-                                           self.keep_unused)
+    lowered = None
+    if platform is None:  # pmaps inside: one replicated program for this process's devices
+      lowered = replicated.lower_replicated(traced.jaxpr, self.name, donated_invars,
+                                             self.keep_unused)
     if lowered is None:
       sigs = [_lowering_signature(x) for x in (*traced.consts, *leaves)]
       lowered = partitioned.lower_partitioned(traced.jaxpr, sigs, self.name, donated_invars,
-                                              self.keep_unused)
+                                              self.keep_unused, platform=platform)
     if lowered is None:
       lowered = xla.lower_jaxpr_to_module(traced.jaxpr, f"jit({self.name})", donated_invars,
-                                          self.keep_unused)
+                                          self.keep_unused, platform=platform)
     return Lowered(lowered, traced, in_tree, donated_invars, self.name,
-                   tuple(sorted(self.donate_argnums)), (self.fun, self.static_argnums))
+                   tuple(sorted(self.donate_argnums)), (self.fun, self.static_argnums),
+                   platform=platform)
 
-  def trace(self, *args, **kwargs):
+  def trace(self, *args, **kwargs) -> "Traced":
+    """Trace for these arguments (arrays or ShapeDtypeStructs): the ``Traced`` stage, whose
+    ``jaxpr`` shows the program and whose ``lower()`` lowers it (for another platform too)."""
     dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-    return self._get_traced(in_tree, leaves, statics, args, kwargs)
+    traced = self._get_traced(in_tree, leaves, statics, args, kwargs)
+    return Traced(self, traced, in_tree, leaves, args, kwargs, dyn_args, dyn_kwargs)
 
   def eval_shape(self, *args, **kwargs):
     return eval_shape(self, *args, **kwargs)
@@ -669,14 +676,75 @@ class ArgInfo:
     return f"ArgInfo(shape={self.shape}, dtype={self.dtype}, donated={self.donated})"
 
 
+# The platforms a module can be lowered for, by the names JAX's ``lowering_platforms`` takes.
+_LOWERING_PLATFORMS = {"cpu": "cpu", "cuda": "cuda", "gpu": "cuda", "rocm": "rocm",
+                       "tpu": "tpu"}
+
+
+class Traced:
+  """A jitted function traced for one signature (JAX's ``jit(f).trace(*args)``): ``jaxpr``
+  is the program, ``lower()`` lowers it, ``lower(lowering_platforms=("cuda",))`` for another
+  platform than this process's (to read or export; it compiles only where it can run)."""
+
+  def __init__(self, wrapped, traced, in_tree, leaves, args, kwargs, dyn_args, dyn_kwargs):
+    self._wrapped = wrapped
+    self._traced = traced
+    self._call = (in_tree, leaves, args, kwargs, dyn_args, dyn_kwargs)
+    self.in_tree = in_tree
+    self.out_tree = traced.out_tree
+
+  @property
+  def jaxpr(self):
+    return self._traced.jaxpr
+
+  @property
+  def consts(self):
+    return self._traced.consts
+
+  @property
+  def in_avals(self):
+    return self._traced.in_avals
+
+  @property
+  def fun_name(self) -> str:
+    return self._wrapped.name
+
+  @property
+  def out_info(self):
+    """The outputs' ``ShapeDtypeStruct``s, in the output tree."""
+    return self.out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                    for a in self._traced.jaxpr.out_avals])
+
+  def lower(self, *, lowering_platforms: tuple | None = None) -> "Lowered":
+    """Lower to StableHLO, for this process's default platform or for
+    ``lowering_platforms`` (one of ``"cpu"``, ``"cuda"``, ``"rocm"``, ``"tpu"``): each
+    primitive takes that platform's lowering rule (its library calls: LAPACK on the CPU,
+    cuSOLVER on CUDA, ...)."""
+    platform = None
+    if lowering_platforms is not None:
+      platforms = tuple(lowering_platforms)
+      unknown = [p for p in platforms if p not in _LOWERING_PLATFORMS]
+      if unknown or not platforms:
+        raise ValueError(f"lower: unknown lowering platform(s) {unknown or platforms}; "
+                         f"expected some of {sorted(set(_LOWERING_PLATFORMS))}")
+      if len(platforms) > 1:
+        raise NotImplementedError(
+            f"lower: hlox lowers for one platform at a time, got {platforms}")
+      platform = _LOWERING_PLATFORMS[platforms[0]]
+      if platform == client.lowering_platform(client.default_device()):
+        platform = None  # this process's own: the ordinary lowering
+    return self._wrapped._lower(self._traced, *self._call, platform=platform)
+
+
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
 
   _no_kwargs = False  # JAX's flag for stages that cannot take keyword arguments
 
   def __init__(self, lowered, traced, in_tree, donated_invars, name, donate_argnums=(),
-               fun_and_statics=(None, ())):
+               fun_and_statics=(None, ()), platform: str | None = None):
     self._fun_and_statics = fun_and_statics
+    self._platform = platform  # lowered for another platform than this process's default
     self._lowered = lowered
     self._traced = traced
     self.in_tree = in_tree
@@ -740,6 +808,12 @@ class Lowered:
   def compile(self, compiler_options: dict | None = None) -> "Compiled":
     """Compile with XLA; ``compiler_options`` are XLA's options by name, as JAX's
     (``{"xla_embed_ir_in_executable": True}``)."""
+    if self._platform is not None:
+      raise RuntimeError(
+          f"compile: this program was lowered for {self._platform!r}, which this process "
+          f"does not compile for (its default platform is "
+          f"{client.lowering_platform(client.default_device())!r}; platforms present: "
+          f"{', '.join(client.clients())})")
     if self._lowered.partitioned is not None:  # over a mesh
       closed, sigs = self._lowered.partitioned
       call = partitioned.compile_partitioned(closed, sigs, self._name,

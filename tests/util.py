@@ -162,3 +162,81 @@ def check_against_jax_modules(programs, rtol=2e-5, atol=2e-5):
                            rtol=rtol, atol=atol, equal_nan=True):
         mismatches.append(f"{name}: values differ\n{got}\nvs\n{np.asarray(want['value'])}")
   assert not mismatches, "\n".join(mismatches)
+
+
+# --- lowering for a platform, compared with JAX's -----------------------------------------
+
+def custom_calls(module_text: str) -> list:
+  """The ``stablehlo.custom_call`` ops of a module's text, in program order, each as a dict
+  that two lowerings of the same call agree on: the target, the operand and result types,
+  layouts, operand aliases, side effect, and the handler's attributes. (JAX writes a typed-FFI
+  call's attributes as ``mhlo.backend_config`` with API version 1, hlox as ``backend_config``
+  with version 4; XLA hands both to the handler as the same attribute dictionary.)"""
+  from jaxlib.mlir import ir
+  from hlox.interpreters import xla
+  ctx = xla.make_ir_context()
+  ctx.allow_unregistered_dialects = True
+  with ctx:
+    module = ir.Module.parse(module_text)
+    calls = []
+
+    def attr(op, name):
+      return op.attributes[name] if name in op.attributes else None
+
+    def visit(op):
+      if op.name == "stablehlo.custom_call":
+        config = attr(op, "backend_config")
+        if not isinstance(config, ir.DictAttr):
+          config = attr(op, "mhlo.backend_config")
+        side = attr(op, "has_side_effect")
+        calls.append({
+            "target": ir.StringAttr(attr(op, "call_target_name")).value,
+            "operands": [str(v.type) for v in op.operands],
+            "results": [str(r.type) for r in op.results],
+            "operand_layouts": str(attr(op, "operand_layouts")),
+            "result_layouts": str(attr(op, "result_layouts")),
+            "aliases": str(attr(op, "output_operand_aliases")),
+            "side_effect": bool(side is not None and ir.BoolAttr(side).value),
+            "attributes": {} if config is None else
+                          {a.name: str(a.attr) for a in ir.DictAttr(config)},
+        })
+      for region in op.regions:
+        for block in region.blocks:
+          for inner in block.operations:
+            visit(inner.operation)
+
+    visit(module.operation)
+  return calls
+
+
+# Lowers JAX programs for a platform: each program is (platform, body, args), ``body`` a
+# lambda's source over ``jax``, ``jnp``, ``lax`` and ``np``, ``args`` a list of
+# (shape, dtype) of its arguments; prints each program's StableHLO text (or the error's class
+# and message, for rules JAX does not have).
+LOWERING_RUNNER = """
+import json, sys
+import numpy as np
+import jax, jax.numpy as jnp
+from jax import lax
+jax.config.update("jax_enable_x64", True)
+programs = json.loads(sys.stdin.read())
+out = {}
+for name, (platform, body, args) in programs.items():
+  f = eval(body)
+  specs = [jax.ShapeDtypeStruct(tuple(s), np.dtype(d)) for s, d in args]
+  try:
+    out[name] = {"text": jax.jit(f).trace(*specs).lower(
+        lowering_platforms=(platform,)).as_text()}
+  except Exception as e:
+    out[name] = {"error": type(e).__name__, "message": str(e)}
+print(json.dumps(out))
+"""
+
+
+def lower_in_hlox(platform: str, body: str, args) -> str:
+  """hlox's StableHLO text of ``body`` (as in LOWERING_RUNNER) lowered for ``platform``."""
+  import hlox.numpy as jnp
+  from hlox import lax
+  f = eval(body, {"jax": hlox, "jnp": jnp, "lax": lax, "np": np})
+  specs = [hlox.ShapeDtypeStruct(tuple(s), np.dtype(d)) for s, d in args]
+  return hlox.jit(f).trace(*specs).lower(lowering_platforms=(platform,)).as_text()

@@ -161,14 +161,15 @@ def _module_name(name: str) -> str:
 
 
 def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_invars=(),
-                      keep_unused: bool = False):
+                      keep_unused: bool = False, platform: str | None = None):
   """The partitioned module of ``closed`` (for ``Lowered``), or None when nothing in the
   arguments' signatures or in the jaxpr is sharded."""
   mesh = program_mesh(closed, sigs)
   if mesh is None:
     return None
   lowered = xla.lower_jaxpr_to_module(closed, _module_name(name), donated_invars, keep_unused,
-                                      mesh=mesh, arg_shardings=_in_shardings(mesh, sigs))
+                                      mesh=mesh, arg_shardings=_in_shardings(mesh, sigs),
+                                      platform=platform)
   lowered.partitioned = (closed, tuple(sigs))
   return lowered
 

@@ -120,9 +120,10 @@ def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool
                        ordered: bool = False):
   mctx = ctx.module_context
   name = ctx.primitive.name
-  if mctx.platform != "cpu":
-    raise NotImplementedError(f"{name}: host callbacks are lowered for CPU only, not "
-                              f"{mctx.platform!r}")
+  target = runtime_callbacks.CALLBACK_TARGETS.get(mctx.platform)
+  if target is None:  # TPUs take host callbacks through send/recv, which hlox does not emit
+    raise NotImplementedError(f"{name}: host callbacks are lowered for CPU and GPU "
+                              f"(cuda, rocm), not {mctx.platform!r}")
   index = mctx.add_host_callback(callback, result_avals, with_token=ordered)
   result_types = [xla.aval_to_ir_type(a) for a in result_avals]
   operands, layouts_in, layouts_out = list(args), list(ctx.avals_in), list(result_avals)
@@ -133,7 +134,7 @@ def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool
     operands, result_types = [token, *operands], [hlo.TokenType.get(), *result_types]
     layouts_in, layouts_out = [_TOKEN, *layouts_in], [_TOKEN, *layouts_out]
   attrs = {
-      "call_target_name": ir.StringAttr.get(runtime_callbacks.CPU_CALLBACK_TARGET),
+      "call_target_name": ir.StringAttr.get(target),
       "has_side_effect": ir.BoolAttr.get(has_side_effect),
       "api_version": xla.i32_attr(4),  # typed FFI: the backend config is a dictionary
       "backend_config": ir.DictAttr.get(

@@ -22,6 +22,10 @@ from hlox import monitoring
 from hlox.core.dtypes import canonicalize_dtype
 
 CPU_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
+# The same handler on a GPU (``cuda_plugin_extension.ffi_handlers()`` registers it): it copies
+# the operands to the host, runs the callable of ``index`` and copies the results back.
+CALLBACK_TARGETS = {"cpu": CPU_CALLBACK_TARGET, "cuda": "xla_ffi_python_gpu_callback",
+                    "rocm": "xla_ffi_python_gpu_callback"}
 
 # The exception the last failing callback raised. Not thread-local: the replicas of a
 # pmapped program call their callbacks from XLA's threads.

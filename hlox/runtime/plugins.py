@@ -237,9 +237,15 @@ def _register_kernels(spec: PluginSpec, c_api) -> None:
     if registrations is None:
       continue
     for name, value in registrations().items():
-      # Typed-FFI handlers end in ``_ffi`` (JAX's convention); the rest use the old ABI.
-      api_version = 1 if name.endswith("_ffi") else 0
+      # Typed-FFI handlers end in ``_ffi`` (JAX's convention) and the rest use the old ABI,
+      # except in the linalg and hybrid modules, whose handlers are all typed FFI
+      # (``cu_lu_pivots_to_permutation``, ``cuhybrid_eig_real``), as jaxlib registers them.
+      api_version = 1 if name.endswith("_ffi") or module in ("_linalg", "_hybrid") else 0
       if isinstance(value, (list, tuple)):  # (api_version, capsule) in some modules
         api_version, value = value
       xla_client.register_custom_call_target(name, value, platform=xla_platform,
                                              api_version=api_version)
+    if module == "_hybrid":
+      # The hybrid kernels (eig, pivoted QR: LAPACK on the host, MAGMA when present) are
+      # handed jaxlib's LAPACK routines here (``jaxlib.cpu._lapack``; no JAX import).
+      kernels.initialize()
