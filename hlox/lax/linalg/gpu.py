@@ -1,0 +1,34 @@
+"""Lowering the linear-algebra primitives to the GPU kernels of jaxlib's CUDA (and ROCm)
+plugins, as JAX does: cuSOLVER / hipSOLVER typed-FFI handlers (``cusolver_getrf_ffi``...),
+cuSPARSE's tridiagonal solver, the plugin's own kernels (``cu_lu_pivots_to_permutation``) and
+the hybrid ones that run LAPACK on the host (``cuhybrid_eig_real``).
+
+The calls are emitted with :func:`hlox.lax.linalg.lapack.ffi_call`, as the CPU's LAPACK calls
+are; only the target names and some attributes differ. The kernels are registered when the
+plugin's client is made (``runtime/plugins.py``). A rule is written once with a
+``target_name_prefix`` argument and registered for each GPU platform by
+:func:`register_gpu_lowering`.
+"""
+from __future__ import annotations
+
+import functools
+
+from hlox.interpreters import xla
+
+# The prefix of a platform's kernel names (JAX's): ``cusolver_...`` on CUDA, ``hipsolver_...``
+# on ROCm.
+GPU_PREFIXES = {"cuda": "cu", "rocm": "hip"}
+
+
+def register_gpu_lowering(primitive, rule, platforms=("cuda", "rocm")) -> None:
+  """Register ``rule(ctx, *args, target_name_prefix, **params)`` for each GPU platform."""
+  for platform in platforms:
+    xla.register_lowering(
+        primitive, functools.partial(rule, target_name_prefix=GPU_PREFIXES[platform]),
+        platform=platform)
+
+
+def solver_target(prefix: str, routine: str) -> str:
+  """A dense solver kernel's name: ``solver_target("cu", "getrf") == "cusolver_getrf_ffi"``
+  (one handler serves every dtype; the operands' types pick the routine)."""
+  return f"{prefix}solver_{routine}_ffi"
