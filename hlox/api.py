@@ -38,7 +38,7 @@ from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr,
 from hlox.runtime import client, introspection, placement
 from hlox.runtime import sharding as sharding_lib
 from hlox.lax.sharding_constraint import with_sharding_constraint
-from hlox.runtime.array import Array, device_put
+from hlox.runtime.array import SCALAR_TYPES, Array, device_put
 
 flatten_fast = tree_util.flatten_fast
 _get_sig = operator.attrgetter("_sig")
@@ -303,6 +303,32 @@ class _HashableStatic:
     return self._hash
 
 
+# Leaf types a jitted call's positional arguments may have for the shortest cache-hit path:
+# Arrays, and the host values whose signature is their type's (scalars) or their own aval.
+_FLAT_HOST_TYPES = SCALAR_TYPES | {np.ndarray}
+_HOST_ARGUMENTS = object()  # marks the flat keys of calls with host values among the leaves
+
+
+def _flat_kind(args):
+  """``"arrays"`` if every argument is an Array, ``"host"`` if every one is an Array or a
+  host leaf (scalar, NumPy array), else None (pytrees, other types)."""
+  types = set(map(type, args))
+  if types <= {Array}:
+    return "arrays"
+  return "host" if types <= _FLAT_HOST_TYPES | {Array} else None
+
+
+class _FlatEntry(tuple):
+  """A cache-hit entry for positional leaf arguments (see ``JitWrapped._remember_fast``):
+  ``(execute, handlers, out_avals, device_keys, out_tree, single, compiled, device)``. A
+  tuple, so the hot path unpacks it at C speed; its own type, so counting entries can skip
+  it."""
+  __slots__ = ()
+
+  def __new__(cls, *fields):
+    return tuple.__new__(cls, fields)
+
+
 class _Traced:
   """A traced jitted function: the jaxpr (consts turned into leading args) and its output tree."""
 
@@ -438,7 +464,9 @@ class JitWrapped:
         key = self._general_key(args, kwargs)[0]
       else:
         key = (flatten_fast(args)[1], *sigs)
-      self._remember_fast(key, compiled, consts, traced.out_tree, traced.jaxpr.out_avals)
+      flat = _flat_kind(args) if not kwargs and self._simple else None
+      self._remember_fast(key, compiled, consts, traced.out_tree, traced.jaxpr.out_avals,
+                          flat)
     outs = host_outputs(compiled, traced.jaxpr.out_avals)(consts + leaves)
     if donated_invars:
       _forget_donated(leaves, donated)
@@ -476,8 +504,15 @@ class JitWrapped:
       key = (tree, *statics, *map(signature, leaves))
     return key, leaves
 
-  def _remember_fast(self, key, compiled, consts, out_tree, out_avals):
-    """Store what the cache-hit path needs, flat: consts already on the device."""
+  def _remember_fast(self, key, compiled, consts, out_tree, out_avals, flat=None):
+    """Store what the cache-hit path needs, flat: consts already on the device.
+
+    With ``flat`` (positional arguments that are all leaves: ``"arrays"``, or ``"host"``
+    with scalars or NumPy arrays among them; see ``_flat_kind``), a plain program (no
+    consts, every argument used, nothing moved or made on the host) is also stored under
+    the arguments' signatures alone, ``(sig, ...)`` (``(_HOST_ARGUMENTS, sig, ...)``): the
+    shortest path in ``_make_jitted`` needs no flattening then. (Such a key never equals a
+    general one, whose first element is a PyTreeDef.)"""
     n_out = len(compiled.out_avals)
     if type(compiled) is nan_checks.CheckedCall:  # the checks on: called as a whole
       device = compiled.device if compiled.device_key is not None else None
@@ -504,6 +539,12 @@ class JitWrapped:
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,
              out_tree, out_tree.num_nodes == 1 and n_out == 1, compiled)
     self._call_cache.put(key, entry)
+    if flat and not const_arrays and compiled.kept is None and type(compiled) is CompiledCall:
+      # Scalars or NumPy arrays among the arguments: keys of their own (a scalar's signature
+      # can equal an Array's), and their buffers made by ``argument_buffers``.
+      sigs = key[1:]
+      flat_key = sigs if flat == "arrays" else (_HOST_ARGUMENTS, *sigs)
+      self._call_cache.put(flat_key, _FlatEntry(*entry[:4], *entry[6:], device))
 
   def _get_traced(self, in_tree, leaves, statics, args, kwargs) -> _Traced:
     try:
@@ -635,7 +676,7 @@ class JitWrapped:
   def _cache_size(self) -> int:
     """How many argument signatures the cache-hit path holds for this function (JAX's
     ``_cache_size``: shared, as the cache is, by every ``jit`` of the same function)."""
-    return len(self._call_cache._data)
+    return sum(type(v) is not _FlatEntry for v in list(self._call_cache._data.values()))
 
 
 def _lowering_signature(x):
@@ -1220,6 +1261,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   get_buf = operator.attrgetter("_buf")
   get_sig = _get_sig
   new_array = Array
+  flat_host_types = _FLAT_HOST_TYPES | {Array}
   general_key = wrapped._general_key
   donating = bool(wrapped.donate_argnums or wrapped.donate_argnames)
   options = config._values
@@ -1249,6 +1291,35 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
     # nothing until an exception: then the frames of this wrapper leave its traceback.)
     try:
       if ctx.trace is eval_trace and not options["disable_jit"]:
+        if not kwargs:
+          # The shortest path: positional Arrays, keyed on their signatures alone.
+          host = False
+          try:
+            key = tuple(map(get_sig, args))
+          except AttributeError:  # a leaf that is no Array: a host value, or a pytree
+            key = None
+            if set(map(type, args)) <= flat_host_types:
+              host = True
+              try:
+                key = (_HOST_ARGUMENTS, *map(signature, args))
+              except Exception:  # a value with no signature: the general path says so
+                key = None
+          entry = cache_get(key) if key is not None else None
+          if entry is not None:
+            if len(cache) * 2 > options["cache_size"]:  # near eviction: keep LRU order
+              touch(key)
+            execute, handlers, out_avals, device_keys, out_tree, single, compiled, device = \
+                entry
+            try:
+              bufs = argument_buffers(args, device) if host else list(map(get_buf, args))
+              outs = execute(bufs).consume_with_handlers(handlers)
+            except DistributedRuntimeError:
+              raise
+            except Exception:  # a deleted buffer: the slow call says so
+              return out_tree.unflatten(compiled(list(args)))
+            if single:
+              return new_array(outs[0], out_avals[0], device_keys[0])
+            return out_tree.unflatten(list(map(new_array, outs, out_avals, device_keys)))
         host = False  # scalars or NumPy arrays among the arguments (no ``_buf`` to take)
         try:
           if simple and not kwargs:

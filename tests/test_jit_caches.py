@@ -138,3 +138,48 @@ def test_toggling_x64_keeps_each_settings_executables():
   assert len(traces) == 2
   # g and sin, once per setting (sin may run as a jitted function or an eager kernel)
   assert counts["compile"] + counts["eager_compile"] <= 4
+
+
+# --- the shortest cache-hit path: positional leaves keyed on their signatures alone -------
+
+def _count_slow_calls(monkeypatch):
+  calls = []
+  slow = hlox.api.JitWrapped._call_slow
+
+  def counted(self, args, kwargs):
+    calls.append(args)
+    return slow(self, args, kwargs)
+  monkeypatch.setattr(hlox.api.JitWrapped, "_call_slow", counted)
+  return calls
+
+
+def test_positional_leaves_hit_without_the_slow_path(monkeypatch):
+  calls = _count_slow_calls(monkeypatch)
+  f = hlox.jit(lambda a, b, c: (a * b + c, a - c))
+  x, y = _x(), _x() + 1
+  ref = f(x, y, 2.0)  # the miss
+  assert len(calls) == 1
+  for value in (2.0, 3.5, -0.0):  # Python scalars of new values: the same program
+    out = f(x, y, value)
+    np.testing.assert_allclose(out[0], np.asarray(x) * np.asarray(y) + value)
+  out = f(x, y, np.float32(3.0))  # a NumPy scalar is another signature: one more miss
+  np.testing.assert_allclose(out[1], np.asarray(x) - 3.0)
+  for _ in range(3):
+    f(x, y, np.float32(1.0))
+    f(x, y, np.ones(4, np.float32))
+  assert len(calls) == 3 and f._cache_size() == 3
+  np.testing.assert_allclose(ref[0], np.asarray(x) * np.asarray(y) + 2.0)
+
+
+def test_shortest_path_keeps_structure_and_errors():
+  f = hlox.jit(lambda a: hlox.tree_util.tree_map(lambda v: v * 2, a))
+  f(np.ones(2, np.float32))  # cached for a NumPy array...
+  out = f([np.float32(1.0), np.float32(2.0)])  # ...a list of the same length is a pytree
+  assert isinstance(out, list) and [float(v) for v in out] == [2.0, 4.0]
+  x = _x()
+  f(x)
+  x.delete()
+  with np.testing.assert_raises_regex(RuntimeError, "deleted"):
+    f(x)
+  with np.testing.assert_raises_regex(TypeError, "as an abstract array"):
+    f("text")
