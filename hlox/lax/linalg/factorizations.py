@@ -2,9 +2,13 @@
 (geqrf, householder_product), tridiagonal_solve.
 
 Each primitive has its rules beside it: abstract evaluation over batch dimensions, JVP
-(transpose where linear), batching, and a CPU lowering to jaxlib's LAPACK FFI kernels (see
-``lapack.py``). Where JAX lowers a primitive by composition (``lu_pivots_to_permutation``,
-``qr``) that composition is the platform-less default, so every platform has it.
+(transpose where linear), batching, and lowerings as JAX's: on CPU to jaxlib's LAPACK FFI
+kernels (see ``lapack.py``), on CUDA and ROCm to cuSOLVER/hipSOLVER, cuSPARSE and the GPU
+plugins' own kernels (see ``gpu.py``), and on TPU to the custom calls XLA implements there
+(``LuDecomposition``, ``Qr``, ``ProductOfElementaryHouseholderReflectors``). Where JAX lowers a
+primitive by composition (``lu_pivots_to_permutation``, ``qr``, ``tridiagonal_solve`` on TPU)
+that composition is the platform-less default, so every platform has it. Where JAX has no
+rule for a platform (``geqp3`` on TPU) there is none here either.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax import control_flow, elementwise as ew, indexing, reductions, shapes, sorting
 from hlox.lax.linalg import lapack
+from hlox.lax.linalg.gpu import magma_attr, register_gpu_lowering, solver_target
 from hlox.lax.linalg.common import (H, T, check_dtypes, eye_like, linalg_primitive, matmul,
                                     symmetrize, tril, triu)
 
@@ -27,6 +32,18 @@ __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "lu
            "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p",
            "geqrf_p", "geqp3_p", "householder_product_p", "tridiagonal_solve",
            "tridiagonal_solve_p"]
+
+
+def _xla_library_call(target: str, operands, avals_out, api_version: int = 1) -> list:
+  """A custom call that XLA implements itself (on TPU: ``Qr``, ``LuDecomposition``...), as
+  JAX emits it: no layouts, aliases or attributes, only the operands and result types."""
+  op = hlo.CustomCallOp.build_generic(
+      results=[xla.aval_to_ir_type(a) for a in avals_out], operands=list(operands),
+      attributes={"call_target_name": ir.StringAttr.get(target),
+                  "has_side_effect": ir.BoolAttr.get(False),
+                  "api_version": xla.i32_attr(api_version),
+                  "backend_config": ir.StringAttr.get("")})
+  return list(op.results)
 
 
 # --- cholesky ------------------------------------------------------------------------------
@@ -74,22 +91,31 @@ def _cholesky_jvp(primals, tangents):
 ad.primitive_jvps[cholesky_p] = _cholesky_jvp
 
 
-def _cholesky_cpu_lowering(ctx, x):
+def _potrf(ctx, x, target: str, **attributes):
+  """A potrf kernel's lower factor, NaN for the matrices that are not positive definite."""
   aval, = ctx.avals_in
   batch = aval.shape[:-2]
-  result, info = lapack.ffi_call(
-      lapack.lapack_target("potrf", aval.dtype), [x], [aval],
-      [aval, lapack.info_aval(batch)], operand_output_aliases={0: 0},
-      uplo=lapack.uplo_attr(True))
+  result, info = lapack.ffi_call(target, [x], [aval], [aval, lapack.info_aval(batch)],
+                                 operand_output_aliases={0: 0}, **attributes)
   ok = lapack.info_ok(info, batch)
   return lapack.replace_not_ok_with_nan(result, ok, ctx.avals_out[0], batch)
 
 
+def _cholesky_cpu_lowering(ctx, x):
+  return _potrf(ctx, x, lapack.lapack_target("potrf", ctx.avals_in[0].dtype),
+                uplo=lapack.uplo_attr(True))
+
+
+def _cholesky_gpu_lowering(ctx, x, *, target_name_prefix):
+  return _potrf(ctx, x, solver_target(target_name_prefix, "potrf"), lower=True)
+
+
 xla.register_lowering(cholesky_p, _cholesky_cpu_lowering, platform="cpu")
+register_gpu_lowering(cholesky_p, _cholesky_gpu_lowering)
 
 
 def _cholesky_lowering(ctx, x):
-  # The portable default (XLA expands it on platforms without a library call).
+  # The portable default, TPU's (XLA expands it on platforms without a library call).
   return hlo.cholesky(x, lower=ir.BoolAttr.get(True))
 
 
@@ -236,6 +262,7 @@ def _triangular_solve_cpu_lowering(ctx, a, b, *, left_side, lower, transpose_a, 
   return out
 
 
+# On GPU and TPU, as in JAX, the default: XLA's own triangular solve (cuBLAS trsm on GPU).
 xla.register_lowering(triangular_solve_p, _triangular_solve_lowering)
 xla.register_lowering(triangular_solve_p, _triangular_solve_cpu_lowering, platform="cpu")
 
@@ -312,24 +339,43 @@ def _lu_jvp(primals, tangents):
 ad.primitive_jvps[lu_p] = _lu_jvp
 
 
-def _lu_cpu_lowering(ctx, x):
+def _getrf(ctx, x, target: str, to_permutation):
+  """A getrf kernel's ``(lu, pivots, permutation)``: both LAPACK and cuSOLVER return 1-based
+  pivots, made 0-based here; ``to_permutation(pivots, m)`` builds the permutation."""
   aval, = ctx.avals_in
   lu_aval, pivots_aval, perm_aval = ctx.avals_out
   batch = aval.shape[:-2]
   m = aval.shape[-2]
   lu_, pivots, info = lapack.ffi_call(
-      lapack.lapack_target("getrf", aval.dtype), [x], [aval],
-      [lu_aval, pivots_aval, lapack.info_aval(batch)], operand_output_aliases={0: 0})
+      target, [x], [aval], [lu_aval, pivots_aval, lapack.info_aval(batch)],
+      operand_output_aliases={0: 0})
   pivots = hlo.subtract(pivots, xla.full_like_aval(1, pivots_aval))  # 1-based -> 0-based
   # info > 0 (an exactly zero pivot) still gives a valid factorization, as in JAX.
   ok = lapack.info_ok(info, batch, "GE")
   lu_ = lapack.replace_not_ok_with_nan(lu_, ok, lu_aval, batch)
-  perm_rule = xla.lower_fun(lambda p: _pivots_to_permutation(p, m), multiple_results=False)
+  perm_rule = xla.lower_fun(lambda p: to_permutation(p, m), multiple_results=False)
   perm = perm_rule(ctx.replace(avals_in=[pivots_aval], avals_out=[perm_aval]), pivots)
   return [lu_, pivots, perm]
 
 
+def _lu_cpu_lowering(ctx, x):
+  return _getrf(ctx, x, lapack.lapack_target("getrf", ctx.avals_in[0].dtype),
+                _pivots_to_permutation)
+
+
+def _lu_gpu_lowering(ctx, x, *, target_name_prefix):
+  # The permutation through the primitive, so that the GPU's kernel builds it (as in JAX).
+  return _getrf(ctx, x, solver_target(target_name_prefix, "getrf"), lu_pivots_to_permutation)
+
+
+def _lu_tpu_lowering(ctx, x):
+  # XLA's TPU LU returns the (0-based) pivots and the permutation itself.
+  return _xla_library_call("LuDecomposition", [x], ctx.avals_out, api_version=2)
+
+
 xla.register_lowering(lu_p, _lu_cpu_lowering, platform="cpu")
+register_gpu_lowering(lu_p, _lu_gpu_lowering)
+xla.register_lowering(lu_p, _lu_tpu_lowering, platform="tpu")
 
 
 def lu_pivots_to_permutation(pivots, permutation_size: int):
@@ -401,6 +447,17 @@ xla.register_lowering(lu_pivots_to_permutation_p, xla.lower_fun(
     multiple_results=False))
 
 
+def _lu_pivots_to_permutation_gpu_lowering(ctx, pivots, *, permutation_size,
+                                           target_name_prefix):
+  # The kernel reads the permutation's size from its result's shape; all row-major.
+  out, = lapack.ffi_call(f"{target_name_prefix}_lu_pivots_to_permutation", [pivots],
+                         ctx.avals_in, ctx.avals_out, column_major=False)
+  return out
+
+
+register_gpu_lowering(lu_pivots_to_permutation_p, _lu_pivots_to_permutation_gpu_lowering)
+
+
 
 # --- qr: geqrf / geqp3 + householder_product -----------------------------------------------
 
@@ -425,24 +482,37 @@ def _geqrf_cpu_lowering(ctx, a):
                          ctx.avals_out, operand_output_aliases={0: 0})
 
 
+def _geqrf_gpu_lowering(ctx, a, *, target_name_prefix):
+  return lapack.ffi_call(solver_target(target_name_prefix, "geqrf"), [a], ctx.avals_in,
+                         ctx.avals_out, operand_output_aliases={0: 0})
+
+
+def _geqrf_lowering(ctx, a):
+  # The default (TPU's): XLA's own Householder QR, same outputs as LAPACK's geqrf.
+  return _xla_library_call("Qr", [a], ctx.avals_out)
+
+
+xla.register_lowering(geqrf_p, _geqrf_lowering)
 xla.register_lowering(geqrf_p, _geqrf_cpu_lowering, platform="cpu")
+register_gpu_lowering(geqrf_p, _geqrf_gpu_lowering)
 
 
-def geqp3(a, jpvt):
+def geqp3(a, jpvt, *, use_magma=None):
   """Column-pivoted Householder QR: ``(a_out, jpvt_out, taus)`` with
   ``a[..., jpvt_out - 1] = Q @ R`` (LAPACK's 1-based pivots; a zero in ``jpvt`` marks a
-  free column)."""
-  return tuple(geqp3_p.bind(a, jpvt))
+  free column). ``use_magma`` picks MAGMA (``True``) or LAPACK on the host (``False``) for
+  the GPU kernel; ``None`` leaves the choice to it. Ignored on CPU."""
+  return tuple(geqp3_p.bind(a, jpvt, use_magma=use_magma))
 
 
-def _geqp3_core_shape(a_shape, jpvt_shape):
+def _geqp3_core_shape(a_shape, jpvt_shape, **_):
   m, n = a_shape
   if jpvt_shape != (n,):
     raise ValueError(f"geqp3: jpvt must have shape [..., {n}], got [..., {jpvt_shape}]")
   return [a_shape, jpvt_shape, (min(m, n),)]
 
 
-def _geqp3_dtype_rule(a, jpvt):
+def _geqp3_dtype_rule(a, jpvt, **_):
   check_dtypes("geqp3", (a,))
   if jpvt.dtype != dtypes.int32:
     raise TypeError(f"geqp3: jpvt must be int32, got {jpvt.dtype.name}")
@@ -453,13 +523,22 @@ geqp3_p = linalg_primitive("geqp3", (2, 1), _geqp3_core_shape, _geqp3_dtype_rule
                            multiple_results=True)
 
 
-def _geqp3_cpu_lowering(ctx, a, jpvt):
+def _geqp3_cpu_lowering(ctx, a, jpvt, *, use_magma):
   aval, _ = ctx.avals_in
   return lapack.ffi_call(lapack.lapack_target("geqp3", aval.dtype), [a, jpvt], ctx.avals_in,
                          ctx.avals_out, operand_output_aliases={0: 0, 1: 1})
 
 
+def _geqp3_gpu_lowering(ctx, a, jpvt, *, use_magma, target_name_prefix):
+  # cuSOLVER has no pivoted QR: the plugin's hybrid kernel runs MAGMA's or LAPACK's.
+  return lapack.ffi_call(f"{target_name_prefix}hybrid_geqp3", [a, jpvt], ctx.avals_in,
+                         ctx.avals_out, operand_output_aliases={0: 0, 1: 1},
+                         magma=magma_attr(use_magma))
+
+
+# No default: JAX has no geqp3 on TPU (nor does XLA), so pivoted QR does not lower there.
 xla.register_lowering(geqp3_p, _geqp3_cpu_lowering, platform="cpu")
+register_gpu_lowering(geqp3_p, _geqp3_gpu_lowering)
 
 
 def householder_product(a, taus):
@@ -491,8 +570,24 @@ def _householder_product_cpu_lowering(ctx, a, taus):
   return out
 
 
+def _householder_product_gpu_lowering(ctx, a, taus, *, target_name_prefix):
+  # One handler for every dtype (orgqr or ungqr by the operands' type).
+  out, = lapack.ffi_call(solver_target(target_name_prefix, "orgqr"), [a, taus], ctx.avals_in,
+                         ctx.avals_out, operand_output_aliases={0: 0})
+  return out
+
+
+def _householder_product_lowering(ctx, a, taus):
+  # The default (TPU's): XLA's own kernel.
+  out, = _xla_library_call("ProductOfElementaryHouseholderReflectors", [a, taus],
+                           ctx.avals_out)
+  return out
+
+
+xla.register_lowering(householder_product_p, _householder_product_lowering)
 xla.register_lowering(householder_product_p, _householder_product_cpu_lowering,
                       platform="cpu")
+register_gpu_lowering(householder_product_p, _householder_product_gpu_lowering)
 
 
 def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
@@ -500,20 +595,21 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
 
   ``Q`` is ``[..., m, m]`` (``full_matrices``) or ``[..., m, min(m, n)]``, ``R`` is
   ``[..., m, n]`` or ``[..., min(m, n), n]``. With ``pivoting`` also returns the column
-  permutation ``p`` (int32, ``[..., n]``) with ``x[..., p] = Q @ R``. ``use_magma`` is
-  accepted for JAX compatibility (GPU only; ignored).
+  permutation ``p`` (int32, ``[..., n]``) with ``x[..., p] = Q @ R``. ``use_magma`` goes to
+  the GPU's pivoted QR (see :func:`geqp3`).
   """
-  outs = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices))
+  outs = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices),
+                   use_magma=use_magma)
   return tuple(outs)
 
 
-def _qr_core_shape(shape, *, pivoting, full_matrices):
+def _qr_core_shape(shape, *, pivoting, full_matrices, **_):
   m, n = shape
   k = m if full_matrices else min(m, n)
   return [(m, k), (k, n), (n,)] if pivoting else [(m, k), (k, n)]
 
 
-def _qr_dtype_rule(x, *, pivoting, full_matrices):
+def _qr_dtype_rule(x, *, pivoting, full_matrices, **_):
   check_dtypes("qr", (x,))
   return [x.dtype, x.dtype, dtypes.int32] if pivoting else [x.dtype, x.dtype]
 
@@ -521,7 +617,7 @@ def _qr_dtype_rule(x, *, pivoting, full_matrices):
 qr_p = linalg_primitive("qr", (2,), _qr_core_shape, _qr_dtype_rule, multiple_results=True)
 
 
-def _qr_composition(a, *, pivoting, full_matrices):
+def _qr_composition(a, *, pivoting, full_matrices, use_magma):
   shape = get_aval(a).shape
   batch, (m, n) = shape[:-2], shape[-2:]
   nb = len(batch)
@@ -535,7 +631,7 @@ def _qr_composition(a, *, pivoting, full_matrices):
     return [q, r]
   p = None
   if pivoting:
-    r, p, taus = geqp3(a, shapes.full(batch + (n,), 0, dtypes.int32))
+    r, p, taus = geqp3(a, shapes.full(batch + (n,), 0, dtypes.int32), use_magma=use_magma)
     p = ew.sub(p, shapes.full_like(p, 1))  # 1-based -> 0-based
   else:
     r, taus = geqrf(a)
@@ -572,10 +668,10 @@ def _thin_qr_jvp(q, r, dx):
   return dq, dr
 
 
-def _qr_jvp(primals, tangents, *, pivoting, full_matrices):
+def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
   x, = primals
   dx = ad.instantiate_zeros(tangents[0])
-  outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
+  outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices, use_magma=use_magma)
   q, r = outs[0], outs[1]
   shape = get_aval(x).shape
   batch, (m, n) = shape[:-2], shape[-2:]
@@ -753,4 +849,71 @@ def _tridiagonal_solve_cpu_lowering(ctx, dl, d, du, b, *, perturb_singular):
   return lapack.replace_not_ok_with_nan(x, lapack.info_ok(info, batch), b_aval, batch)
 
 
+def _thomas_solve(dl, d, du, b):
+  """Thomas's algorithm (elimination without pivoting), as JAX's generic rule: a forward scan
+  over the rows computes the modified super-diagonal ``cp`` and right-hand sides ``dp``, a
+  backward one substitutes."""
+  shape = get_aval(b).shape
+  nb, m = len(shape) - 2, shape[-2]
+  if m == 0:
+    return b
+  rows_axis = (nb,) + tuple(range(nb))  # rows first, for the scans
+  dl, d, du = (shapes.transpose(v, rows_axis) for v in (dl, d, du))
+  b = shapes.transpose(b, rows_axis + (nb + 1,))
+  row_shape = get_aval(b).shape[1:]  # batch + (n,)
+
+  def per_row(v):  # one value per matrix, broadcast over the right-hand sides
+    return shapes.broadcast_in_dim(v, row_shape, tuple(range(nb)))
+
+  def forward(carry, row):
+    cp, dp = carry
+    lower, diag, upper, rhs = row
+    denom = ew.sub(diag, ew.mul(lower, cp))
+    dp_next = ew.div(ew.sub(rhs, ew.mul(per_row(lower), dp)), per_row(denom))
+    return (ew.div(upper, denom), dp_next), (cp, dp)
+
+  def first(v):
+    return shapes.index_in_dim(v, 0, 0, keepdims=False)
+
+  def rest(v):
+    return shapes.slice_in_dim(v, 1, m, axis=0)
+
+  init = (ew.div(first(du), first(d)), ew.div(first(b), per_row(first(d))))
+  (_, last), (cps, dps) = control_flow.scan(forward, init, tuple(map(rest, (dl, d, du, b))),
+                                            unroll=32)
+
+  def backward(x_next, row):
+    cp, dp = row
+    return ew.sub(dp, ew.mul(per_row(cp), x_next)), x_next
+
+  x0, xs = control_flow.scan(backward, last, (cps, dps), reverse=True, unroll=32)
+  x = shapes.concatenate([shapes.expand_dims(x0, (0,)), xs], 0)
+  return shapes.transpose(x, tuple(range(1, nb + 1)) + (0, nb + 1))
+
+
+def _tridiagonal_solve_lowering(ctx, dl, d, du, b, *, perturb_singular):
+  # The default (TPU's, and the GPU's for m <= 2), as in JAX.
+  if perturb_singular:
+    raise NotImplementedError("tridiagonal_solve: perturb_singular=True is not supported on "
+                              f"platform {ctx.module_context.platform!r}")
+  return xla.lower_fun(_thomas_solve, multiple_results=False)(ctx, dl, d, du, b)
+
+
+def _tridiagonal_solve_gpu_lowering(ctx, dl, d, du, b, *, perturb_singular,
+                                    target_name_prefix):
+  b_aval = ctx.avals_in[-1]
+  if perturb_singular:
+    out, = lapack.ffi_call(f"{target_name_prefix}_tridiagonal_solve_perturbed",
+                           [dl, d, du, b], ctx.avals_in, [b_aval])
+    return out
+  if b_aval.shape[-2] <= 2:  # cuSPARSE's gtsv2 needs at least 3 rows
+    return _tridiagonal_solve_lowering(ctx, dl, d, du, b, perturb_singular=False)
+  # gtsv2 has no info output (a singular system is not detected), so no NaN masking here.
+  out, = lapack.ffi_call(f"{target_name_prefix}sparse_gtsv2_ffi", [dl, d, du, b],
+                         ctx.avals_in, [b_aval], operand_output_aliases={3: 0})
+  return out
+
+
+xla.register_lowering(tridiagonal_solve_p, _tridiagonal_solve_lowering)
 xla.register_lowering(tridiagonal_solve_p, _tridiagonal_solve_cpu_lowering, platform="cpu")
+register_gpu_lowering(tridiagonal_solve_p, _tridiagonal_solve_gpu_lowering)

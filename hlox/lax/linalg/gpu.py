@@ -32,3 +32,12 @@ def solver_target(prefix: str, routine: str) -> str:
   """A dense solver kernel's name: ``solver_target("cu", "getrf") == "cusolver_getrf_ffi"``
   (one handler serves every dtype; the operands' types pick the routine)."""
   return f"{prefix}solver_{routine}_ffi"
+
+
+def magma_attr(use_magma) -> str:
+  """The ``magma`` attribute of the hybrid kernels (``cuhybrid_geqp3``...): ``"on"`` or
+  ``"off"`` when the caller chose, else JAX's ``jax_use_magma`` default, ``"auto"`` (MAGMA
+  where its library is found and the matrix is large enough)."""
+  if use_magma is None:
+    return "auto"
+  return "on" if use_magma else "off"

@@ -2,10 +2,10 @@
 Householder QR without forming it), ``symmetric_product`` (``alpha A A^T + beta C``) and
 ``cholesky_update`` (a rank-1 update of a Cholesky factor).
 
-``ormqr`` lowers to LAPACK's ``?ormqr``/``?unmqr`` on CPU and, elsewhere, to a loop that
-applies the reflectors one by one; the other two are compositions of other primitives
-everywhere (a GPU backend may register a library call per platform, as JAX does with
-cuSOLVER's ``syrk``).
+As in JAX: ``ormqr`` lowers to LAPACK's ``?ormqr``/``?unmqr`` on CPU, cuSOLVER's (hipSOLVER's)
+``ormqr`` on GPU and, elsewhere, to a loop that applies the reflectors one by one;
+``symmetric_product`` to cuSOLVER's ``syrk`` on CUDA and ``cholesky_update`` to the CUDA
+plugin's own kernel, both compositions of other primitives elsewhere.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from hlox.lax import control_flow, elementwise as ew, indexing, shapes
 from hlox.lax.dot import Precision, dot_general
 from hlox.lax.linalg import lapack
 from hlox.lax.linalg.common import T, eye_like, linalg_primitive, matmul, tril
+from hlox.lax.linalg.gpu import GPU_PREFIXES, register_gpu_lowering, solver_target
 from hlox.lax.linalg.factorizations import triangular_solve
 
 __all__ = ["ormqr", "ormqr_p", "symmetric_product", "symmetric_product_p", "cholesky_update",
@@ -106,7 +107,16 @@ def _ormqr_cpu_lowering(ctx, a, taus, c, *, left, transpose):
   return out
 
 
+def _ormqr_gpu_lowering(ctx, a, taus, c, *, left, transpose, target_name_prefix):
+  # One handler for every dtype (ormqr or unmqr by the operands' type).
+  out, = lapack.ffi_call(solver_target(target_name_prefix, "ormqr"), [a, taus, c],
+                         ctx.avals_in, ctx.avals_out, operand_output_aliases={2: 0},
+                         left=bool(left), transpose=bool(transpose))
+  return out
+
+
 xla.register_lowering(ormqr_p, _ormqr_cpu_lowering, platform="cpu")
+register_gpu_lowering(ormqr_p, _ormqr_gpu_lowering)
 
 
 def _ormqr_jvp(primals, tangents, *, left, transpose):
@@ -173,8 +183,21 @@ def _symmetric_product_composition(a, c, *, alpha, beta):
   return ew.add(_scaled(matmul(a, T(a)), alpha), _scaled(c, beta))
 
 
+def _symmetric_product_cuda_lowering(ctx, a, c, *, alpha, beta):
+  # cuSOLVER's syrk takes alpha and beta as scalar operands; all operands row-major.
+  a_aval, c_aval = ctx.avals_in
+  scalar = a_aval.update(shape=())
+  alpha, beta = xla.full_like_aval(alpha, scalar), xla.full_like_aval(beta, scalar)
+  out, = lapack.ffi_call(solver_target(GPU_PREFIXES["cuda"], "syrk"), [a, c, alpha, beta],
+                         [a_aval, c_aval, scalar, scalar], ctx.avals_out, column_major=False,
+                         operand_output_aliases={1: 0}, transpose=False)
+  return out
+
+
 xla.register_lowering(symmetric_product_p,
                       xla.lower_fun(_symmetric_product_composition, multiple_results=False))
+xla.register_lowering(symmetric_product_p, _symmetric_product_cuda_lowering,
+                      platform="cuda")
 
 
 def _symmetric_product_jvp(primals, tangents, *, alpha, beta):
@@ -242,8 +265,24 @@ def _take(v, k):
   return shapes.index_in_dim(v, k, get_aval(v).ndim - 1, keepdims=False)
 
 
-xla.register_lowering(cholesky_update_p,
-                      xla.lower_fun(_cholesky_update_composition, multiple_results=False))
+_cholesky_update_lowering = xla.lower_fun(_cholesky_update_composition,
+                                          multiple_results=False)
+
+
+def _cholesky_update_cuda_lowering(ctx, r, w):
+  # The kernel updates R and w in place (both row-major) and returns both; only R is ours.
+  # It handles one matrix (JAX's primitive has no batch dimensions; the kernel's own batch
+  # loop would update the first matrix again and again), so batches take the composition.
+  if ctx.avals_in[0].ndim > 2:
+    return _cholesky_update_lowering(ctx, r, w)
+  r_out, _ = lapack.ffi_call(f"{GPU_PREFIXES['cuda']}_cholesky_update_ffi", [r, w],
+                             ctx.avals_in, ctx.avals_in, column_major=False,
+                             operand_output_aliases={0: 0, 1: 1})
+  return r_out
+
+
+xla.register_lowering(cholesky_update_p, _cholesky_update_lowering)
+xla.register_lowering(cholesky_update_p, _cholesky_update_cuda_lowering, platform="cuda")
 
 
 def _cholesky_update_jvp(primals, tangents):
