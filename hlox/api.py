@@ -307,6 +307,7 @@ class _HashableStatic:
 # Arrays, and the host values whose signature is their type's (scalars) or their own aval.
 _FLAT_HOST_TYPES = SCALAR_TYPES | {np.ndarray}
 _HOST_ARGUMENTS = object()  # marks the flat keys of calls with host values among the leaves
+_STATIC_ARGUMENTS = object()  # in a flat key, before the static arguments
 
 
 def _flat_kind(args):
@@ -386,6 +387,9 @@ class JitWrapped:
     self.name = _fun_name(fun)
     self._simple = not (self.static_argnums or self.static_argnames or self.donate_argnums
                         or self.donate_argnames)
+    self._static_positions = frozenset(self.static_argnums)
+    # Calls with fewer positional arguments pass no static one (the shortest path's test).
+    self._first_static = min(self.static_argnums, default=1 << 30)
     settings = (self.static_argnums, self.static_argnames, self.donate_argnums,
                 self.donate_argnames, keep_unused, inline)
     # The trace cache, and (in_tree, *signatures) -> (fast call, consts, out_tree), read
@@ -464,13 +468,45 @@ class JitWrapped:
         key = self._general_key(args, kwargs)[0]
       else:
         key = (flatten_fast(args)[1], *sigs)
-      flat = _flat_kind(args) if not kwargs and self._simple else None
+      flat_key = None
+      if not kwargs and not (self.donate_argnums or self.donate_argnames):
+        flat_key = self._flat_key(args)[0]
       self._remember_fast(key, compiled, consts, traced.out_tree, traced.jaxpr.out_avals,
-                          flat)
+                          flat_key)
     outs = host_outputs(compiled, traced.jaxpr.out_avals)(consts + leaves)
     if donated_invars:
       _forget_donated(leaves, donated)
     return traced.out_tree.unflatten(outs)
+
+  def _flat_key(self, args):
+    """``(key, dynamic arguments)`` of a call with positional arguments only on the shortest
+    cache-hit path, or ``(None, None)`` when its dynamic arguments are not all leaves
+    (Arrays, scalars, NumPy arrays) or a static one is unhashable. The key is the dynamic
+    arguments' signatures (after ``_HOST_ARGUMENTS`` when some are host values: a scalar's
+    signature can equal an Array's), then ``_STATIC_ARGUMENTS`` and each static argument
+    with its type (as ``_HashableStatic`` compares them) when there are any. It never equals
+    a general key, whose first element is a PyTreeDef."""
+    static_pos = self._static_positions
+    if static_pos and len(args) > self._first_static:
+      dyn, statics = [], [_STATIC_ARGUMENTS]
+      for i, a in enumerate(args):
+        if i in static_pos:
+          statics += (a, type(a))
+        else:
+          dyn.append(a)
+    else:
+      dyn, statics = args, ()
+    kind = _flat_kind(dyn)
+    if kind is None:
+      return None, None
+    try:
+      sigs = tuple(map(_get_sig, dyn)) if kind == "arrays" else (_HOST_ARGUMENTS,
+                                                                   *map(signature, dyn))
+      key = (*sigs, *statics)
+      hash(key)
+    except Exception:  # no signature, or an unhashable static value: the general path
+      return None, None
+    return key, dyn
 
   def _general_key(self, args, kwargs):
     """``(fast-cache key, dynamic leaves)`` for a call with static arguments or keywords
@@ -504,15 +540,13 @@ class JitWrapped:
       key = (tree, *statics, *map(signature, leaves))
     return key, leaves
 
-  def _remember_fast(self, key, compiled, consts, out_tree, out_avals, flat=None):
+  def _remember_fast(self, key, compiled, consts, out_tree, out_avals, flat_key=None):
     """Store what the cache-hit path needs, flat: consts already on the device.
 
-    With ``flat`` (positional arguments that are all leaves: ``"arrays"``, or ``"host"``
-    with scalars or NumPy arrays among them; see ``_flat_kind``), a plain program (no
-    consts, every argument used, nothing moved or made on the host) is also stored under
-    the arguments' signatures alone, ``(sig, ...)`` (``(_HOST_ARGUMENTS, sig, ...)``): the
-    shortest path in ``_make_jitted`` needs no flattening then. (Such a key never equals a
-    general one, whose first element is a PyTreeDef.)"""
+    With ``flat_key`` (positional arguments only, the dynamic ones all leaves: see
+    ``_flat_key``), a plain program (no consts, every argument used, nothing moved or made
+    on the host) is also stored under that key: the shortest path in ``_make_jitted``
+    needs no flattening then."""
     n_out = len(compiled.out_avals)
     if type(compiled) is nan_checks.CheckedCall:  # the checks on: called as a whole
       device = compiled.device if compiled.device_key is not None else None
@@ -539,11 +573,8 @@ class JitWrapped:
              compiled.out_avals, [compiled.device_key] * n_out, const_arrays, compiled.kept,
              out_tree, out_tree.num_nodes == 1 and n_out == 1, compiled)
     self._call_cache.put(key, entry)
-    if flat and not const_arrays and compiled.kept is None and type(compiled) is CompiledCall:
-      # Scalars or NumPy arrays among the arguments: keys of their own (a scalar's signature
-      # can equal an Array's), and their buffers made by ``argument_buffers``.
-      sigs = key[1:]
-      flat_key = sigs if flat == "arrays" else (_HOST_ARGUMENTS, *sigs)
+    if flat_key is not None and not const_arrays and compiled.kept is None and \
+        type(compiled) is CompiledCall:
       self._call_cache.put(flat_key, _FlatEntry(*entry[:4], *entry[6:], device))
 
   def _get_traced(self, in_tree, leaves, statics, args, kwargs) -> _Traced:
@@ -1262,6 +1293,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   get_sig = _get_sig
   new_array = Array
   flat_host_types = _FLAT_HOST_TYPES | {Array}
+  flat_key = wrapped._flat_key
+  first_static = wrapped._first_static
   general_key = wrapped._general_key
   donating = bool(wrapped.donate_argnums or wrapped.donate_argnames)
   options = config._values
@@ -1291,19 +1324,24 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
     # nothing until an exception: then the frames of this wrapper leave its traceback.)
     try:
       if ctx.trace is eval_trace and not options["disable_jit"]:
-        if not kwargs:
-          # The shortest path: positional Arrays, keyed on their signatures alone.
-          host = False
-          try:
-            key = tuple(map(get_sig, args))
-          except AttributeError:  # a leaf that is no Array: a host value, or a pytree
-            key = None
-            if set(map(type, args)) <= flat_host_types:
-              host = True
-              try:
-                key = (_HOST_ARGUMENTS, *map(signature, args))
-              except Exception:  # a value with no signature: the general path says so
-                key = None
+        if not kwargs and not donating:
+          # The shortest path: positional leaves, keyed on their signatures (``_flat_key``).
+          if len(args) > first_static:  # static arguments among them
+            key, dyn = flat_key(args)
+            host = key is not None and key[0] is _HOST_ARGUMENTS
+          else:
+            dyn = args
+            host = False
+            try:
+              key = tuple(map(get_sig, args))
+            except AttributeError:  # a leaf that is no Array: a host value, or a pytree
+              key = None
+              if set(map(type, args)) <= flat_host_types:
+                host = True
+                try:
+                  key = (_HOST_ARGUMENTS, *map(signature, args))
+                except Exception:  # a value with no signature: the general path says so
+                  key = None
           entry = cache_get(key) if key is not None else None
           if entry is not None:
             if len(cache) * 2 > options["cache_size"]:  # near eviction: keep LRU order
@@ -1311,12 +1349,12 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
             execute, handlers, out_avals, device_keys, out_tree, single, compiled, device = \
                 entry
             try:
-              bufs = argument_buffers(args, device) if host else list(map(get_buf, args))
+              bufs = argument_buffers(dyn, device) if host else list(map(get_buf, dyn))
               outs = execute(bufs).consume_with_handlers(handlers)
             except DistributedRuntimeError:
               raise
             except Exception:  # a deleted buffer: the slow call says so
-              return out_tree.unflatten(compiled(list(args)))
+              return out_tree.unflatten(compiled(list(dyn)))
             if single:
               return new_array(outs[0], out_avals[0], device_keys[0])
             return out_tree.unflatten(list(map(new_array, outs, out_avals, device_keys)))

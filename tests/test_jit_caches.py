@@ -183,3 +183,24 @@ def test_shortest_path_keeps_structure_and_errors():
     f(x)
   with np.testing.assert_raises_regex(TypeError, "as an abstract array"):
     f("text")
+
+
+def test_shortest_path_with_static_arguments(monkeypatch):
+  calls = _count_slow_calls(monkeypatch)
+  f = hlox.jit(lambda x, n, y: x * n + y, static_argnums=(1,))
+  x = _x()
+  assert float(f(x, 2, 1.0)[1]) == 3.0
+  assert float(f(x, 2, 5.0)[1]) == 7.0  # a new scalar value: a hit
+  assert len(calls) == 1
+  out = f(x, 2.0, 1.0)  # 2.0 is another static value than 2 (type and value, as JAX)
+  assert out.dtype == np.float32 and len(calls) == 2
+  assert float(f(x, True, 1.0)[1]) == 2.0 and len(calls) == 3
+  f(x, 3, 1.0)
+  f(x, 3, 1.0)
+  assert len(calls) == 4 and f._cache_size() == 4
+  with np.testing.assert_raises_regex(ValueError, "Non-hashable static arguments"):
+    f(x, [2], 1.0)
+  # The wrapper's own default for a static argument not passed: no static in the key.
+  g = hlox.jit(lambda x, axis=0: x.sum(axis), static_argnums=(1,))
+  m = jnp.ones((2, 3))
+  assert g(m).shape == (3,) and g(m, 1).shape == (2,) and g(m).shape == (3,)
