@@ -12,6 +12,7 @@ plugin's client is made (``runtime/plugins.py``). A rule is written once with a
 from __future__ import annotations
 
 import functools
+import importlib
 
 from hlox.interpreters import xla
 
@@ -32,3 +33,17 @@ def solver_target(prefix: str, routine: str) -> str:
   """A dense solver kernel's name: ``solver_target("cu", "getrf") == "cusolver_getrf_ffi"``
   (one handler serves every dtype; the operands' types pick the routine)."""
   return f"{prefix}solver_{routine}_ffi"
+
+
+@functools.lru_cache(maxsize=None)
+def cusolver_version() -> int | None:
+  """The cuSOLVER version of the installed CUDA kernels package (``11701`` for 11.7.1), or
+  None without one. JAX picks some kernels by it (``geev`` exists from 11.7.1 on), looking
+  for the packages in this order."""
+  for package in ("jax_cuda13_plugin", "jax_cuda12_plugin", "jaxlib.cuda"):
+    try:
+      versions = importlib.import_module(f"{package}._versions")
+    except ImportError:
+      continue
+    return versions.cusolver_get_version()
+  return None

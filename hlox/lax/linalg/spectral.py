@@ -21,8 +21,11 @@ from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax import elementwise as ew, reductions, shapes
+from hlox.lax.cumulative import cumsum
 from hlox.lax.dot import Precision, dot_general
 from hlox.lax.linalg import lapack
+from hlox.lax.linalg import gpu
+from hlox.lax.linalg.gpu import register_gpu_lowering, solver_target
 from hlox.lax.linalg.common import H as _H, T as _T, diagonal as _extract_diagonal
 from hlox.lax.linalg.common import linalg_batch_rule, split_batch, symmetrize
 from hlox.lax.linalg.factorizations import lu, lu_solve
@@ -282,6 +285,32 @@ def _eigh_cpu_lowering(ctx, operand, *, lower, sort_eigenvalues, subset_by_index
 _register_cpu(eigh_p, _eigh_cpu_lowering)
 
 
+def _eigh_gpu_lowering(ctx, operand, *, lower, sort_eigenvalues, subset_by_index, algorithm,
+                       target_name_prefix):
+  del sort_eigenvalues  # cuSOLVER always sorts (ascending).
+  operand_aval, = ctx.avals_in
+  v_aval, w_aval = ctx.avals_out
+  n = operand_aval.shape[-1]
+  if not (subset_by_index is None or subset_by_index == (0, n)):
+    raise NotImplementedError("subset_by_index not supported on CPU and GPU")
+  if algorithm == EighImplementation.QDWH:
+    raise NotImplementedError("QDWH implementation is only supported on TPU")
+  batch_dims = operand_aval.shape[:-2]
+  # The kernel's algorithm code: 0 lets it choose (syevj for small matrices, syevd
+  # otherwise), 1 forces syevd (QR), 2 syevj (Jacobi).
+  algo = 0 if algorithm is None else 2 if algorithm == EighImplementation.JACOBI else 1
+  v, w, info = lapack.ffi_call(
+      solver_target(target_name_prefix, "syevd"), [operand], [operand_aval],
+      [v_aval, w_aval, lapack.info_aval(batch_dims)], operand_output_aliases={0: 0},
+      lower=bool(lower), algorithm=lapack.enum_attr(algo))
+  ok = _info_ok(info, batch_dims)
+  return [_replace_not_ok_with_nan(ok, v, v_aval, batch_dims),
+          _replace_not_ok_with_nan(ok, w, w_aval, batch_dims)]
+
+
+register_gpu_lowering(eigh_p, _eigh_gpu_lowering)
+
+
 # --- svd -----------------------------------------------------------------------------------
 
 def _svd_shape_rule(m, n, *, full_matrices, compute_uv, subset_by_index, **_):
@@ -442,6 +471,85 @@ def _svd_cpu_lowering(ctx, operand, *, full_matrices, compute_uv, subset_by_inde
 _register_cpu(svd_p, _svd_cpu_lowering)
 
 
+def _gpu_svd_routine(prefix, algorithm, m, n):
+  """The cuSOLVER/hipSOLVER routine JAX picks: the requested one, else Jacobi (gesvdj) up to
+  1024x1024 and QR-based gesvd above (Jacobi is the faster of the two on small matrices)."""
+  if algorithm in (None, SvdAlgorithm.DEFAULT):
+    return "gesvdj" if m <= 1024 and n <= 1024 else "gesvd"
+  if algorithm == SvdAlgorithm.DIVIDE_AND_CONQUER:
+    if prefix != "hip":
+      raise NotImplementedError(
+          "Divide-and-conquer SVD (SvdAlgorithm.DIVIDE_AND_CONQUER) is only supported on AMD "
+          "(ROCm) GPUs, not on NVIDIA CUDA.")
+    return "gesdd"
+  return {SvdAlgorithm.QR: "gesvd", SvdAlgorithm.JACOBI: "gesvdj",
+          SvdAlgorithm.POLAR: "gesvdp"}[algorithm]
+
+
+def _svd_gpu_lowering(ctx, operand, *, full_matrices, compute_uv, subset_by_index,
+                      target_name_prefix, algorithm=None):
+  operand_aval, = ctx.avals_in
+  m, n = operand_aval.shape[-2:]
+  k = min(m, n)
+  if not (subset_by_index is None or subset_by_index == (0, k)):
+    raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
+  if m == 0 or n == 0:
+    return xla.lower_fun(_empty_svd, multiple_results=True)(
+        ctx, operand, full_matrices=full_matrices, compute_uv=compute_uv)
+  batch_dims = operand_aval.shape[:-2]
+  nb = len(batch_dims)
+  dtype = operand_aval.dtype
+  s_aval = ctx.avals_out[0]
+  routine = _gpu_svd_routine(target_name_prefix, algorithm, m, n)
+  econ = not full_matrices
+  column_major = True
+  extra = {}
+  if routine in ("gesvdj", "gesvdp"):
+    if routine == "gesvdj":
+      # The batched Jacobi kernel (used up to 32x32) has no economic mode.
+      econ = not full_matrices and m > 32 and n > 32
+    # These kernels return V (not V^H) and always need room for U and V.
+    u_aval = ShapedArray(batch_dims + (m, k if econ else m), dtype)
+    v_aval = ShapedArray(batch_dims + (n, k if econ else n), dtype)
+    vecs = [u_aval, v_aval]
+  else:
+    u_aval = ShapedArray(batch_dims + (m, m if full_matrices else k), dtype)
+    vt_aval = ShapedArray(batch_dims + (n if full_matrices else k, n), dtype)
+    if not compute_uv:  # unused placeholders, as JAX allocates them
+      u_aval = vt_aval = ShapedArray((), dtype)
+    # gesvd needs m >= n: a wide matrix is factored as its (row-major, hence transposed)
+    # self, and U and V^H swap roles.
+    transposed = routine == "gesvd" and m < n
+    column_major = not transposed
+    extra["transposed"] = transposed
+    vecs = [vt_aval, u_aval] if transposed else [u_aval, vt_aval]
+  _, s, u, vt, info = lapack.ffi_call(
+      solver_target(target_name_prefix, routine), [operand], [operand_aval],
+      [operand_aval, s_aval, *vecs, lapack.info_aval(batch_dims)],
+      column_major=column_major, operand_output_aliases={0: 0},
+      full_matrices=not econ, compute_uv=bool(compute_uv), **extra)
+  if extra.get("transposed"):
+    u, vt = vt, u
+  if routine in ("gesvdj", "gesvdp") and compute_uv:
+    # V -> V^H, and cut the full U, V down when the kernel could not be asked for the
+    # reduced ones.
+    vt = hlo.transpose(vt, xla.dense_i64(tuple(range(nb)) + (nb + 1, nb)))
+    if dtypes.is_complex(dtype):
+      vt = hlo.complex(hlo.real(vt), hlo.negate(hlo.imag(vt)))
+    if not full_matrices and not econ:
+      u = _slice_last(u, u_aval, ctx.avals_out[1])
+      vt = _slice_last(vt, ShapedArray(batch_dims + (n, n), dtype), ctx.avals_out[2])
+  ok = _info_ok(info, batch_dims)
+  outs = [_replace_not_ok_with_nan(ok, s, s_aval, batch_dims)]
+  if compute_uv:
+    outs += [_replace_not_ok_with_nan(ok, u, ctx.avals_out[1], batch_dims),
+             _replace_not_ok_with_nan(ok, vt, ctx.avals_out[2], batch_dims)]
+  return outs
+
+
+register_gpu_lowering(svd_p, _svd_gpu_lowering)
+
+
 # --- eig: general eigendecomposition -------------------------------------------------------
 
 def _eig_shape_rule(m, n, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
@@ -569,6 +677,90 @@ def _eig_cpu_lowering(ctx, operand, *, compute_left_eigenvectors, compute_right_
 
 
 _register_cpu(eig_p, _eig_cpu_lowering)
+
+
+def _unpack_conjugate_pairs(w, vr):
+  """Complex eigenvectors from the packed real ones of ``geev`` (as LAPACK's): a conjugate
+  pair ``w[j], w[j+1]`` shares columns ``j`` (real part) and ``j+1`` (imaginary part)."""
+  vr_aval = get_aval(vr)
+  nd = vr_aval.ndim
+  if vr_aval.size == 0:
+    return ew.complex(vr, shapes.full_like(vr, 0))
+  is_real = ew.eq(ew.imag(w), shapes.full((), 0, get_aval(vr).dtype))
+  # A complex eigenvalue starts a pair when it is the odd-numbered complex one so far.
+  count = cumsum(_cast(ew.bitwise_not(is_real), np.int32), axis=nd - 2)
+  pair_start = ew.eq(ew.rem(count, shapes.full((), 2, np.int32)),
+                     shapes.full((), 1, np.int32))
+  zero = shapes.full((), 0, vr_aval.dtype)
+  no_pad = [(0, 0, 0)] * (nd - 1)
+  next_col = shapes.pad(vr, zero, no_pad + [(-1, 1, 0)])  # column j+1 at j
+  prev_col = shapes.pad(vr, zero, no_pad + [(1, -1, 0)])  # column j-1 at j
+  dims = tuple(range(nd - 2)) + (nd - 1,)
+  is_real = shapes.broadcast_in_dim(is_real, vr_aval.shape, dims)
+  pair_start = shapes.broadcast_in_dim(pair_start, vr_aval.shape, dims)
+  re = ew.select(ew.bitwise_or(is_real, pair_start), vr, prev_col)
+  im = ew.select(pair_start, next_col, ew.neg(vr))
+  im = ew.select(is_real, shapes.full_like(vr, 0), im)
+  return ew.complex(re, im)
+
+
+def _eig_gpu_lowering(ctx, operand, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                      enable_eigvec_derivs, implementation, target_name_prefix):
+  del enable_eigvec_derivs
+  operand_aval, = ctx.avals_in
+  batch_dims = operand_aval.shape[:-2]
+  n = operand_aval.shape[-1]
+  dtype = np.dtype(operand_aval.dtype)
+  if not _is_lapack_dtype(dtype):
+    raise ValueError(f"Unsupported dtype: {dtype}")
+  real = not dtypes.is_complex(dtype)
+  complex_dtype = _complex_dtype(dtype)
+  vec_aval = ShapedArray(batch_dims + (n, n), complex_dtype)
+  # As JAX: cuSOLVER's geev (11.7.1 on) unless left eigenvectors are asked for; otherwise
+  # the hybrid kernel (LAPACK on the host, or MAGMA).
+  have_geev = target_name_prefix == "cu" and (gpu.cusolver_version() or 0) >= 11701
+  if ((implementation is None and have_geev and not compute_left_eigenvectors)
+      or implementation == EigImplementation.CUSOLVER):
+    if not have_geev:
+      raise RuntimeError("Nonsymmetric eigendecomposition requires cusolver 11.7.1 or newer")
+    if compute_left_eigenvectors:
+      raise NotImplementedError("Left eigenvectors are not supported by cusolver")
+    mat_aval = ShapedArray(batch_dims + (n, n), dtype)
+    w_aval = ShapedArray(batch_dims + (n,), complex_dtype)
+    _, w, vl, vr, info = lapack.ffi_call(
+        solver_target(target_name_prefix, "geev"), [operand], [operand_aval],
+        [mat_aval, w_aval, mat_aval, mat_aval, lapack.info_aval(batch_dims)],
+        left=bool(compute_left_eigenvectors), right=bool(compute_right_eigenvectors))
+    if real and compute_right_eigenvectors:
+      sub_ctx = ctx.replace(primitive=None, avals_in=[w_aval, mat_aval], avals_out=[vec_aval])
+      vr = xla.lower_fun(_unpack_conjugate_pairs, multiple_results=False)(sub_ctx, w, vr)
+  else:
+    # 'auto' (JAX's default gpu_use_magma) lets the kernel use MAGMA for large matrices
+    # when it is installed.
+    magma = "auto"
+    if implementation is not None:
+      magma = "on" if implementation == EigImplementation.MAGMA else "off"
+    w_aval = ShapedArray(batch_dims + (n,), dtype)
+    avals_out = [w_aval, vec_aval, vec_aval, lapack.info_aval(batch_dims)]
+    if real:  # real and imaginary parts of the eigenvalues come separately
+      avals_out = [w_aval] + avals_out
+    kind = "real" if real else "comp"
+    *w, vl, vr, info = lapack.ffi_call(
+        f"{target_name_prefix}hybrid_eig_{kind}", [operand], [operand_aval], avals_out,
+        magma=magma, left=bool(compute_left_eigenvectors),
+        right=bool(compute_right_eigenvectors))
+    w = hlo.complex(*w) if real else w[0]
+  ok = _info_ok(info, batch_dims)
+  out = [_replace_not_ok_with_nan(ok, w, ShapedArray(batch_dims + (n,), complex_dtype),
+                                  batch_dims)]
+  if compute_left_eigenvectors:
+    out.append(_replace_not_ok_with_nan(ok, vl, vec_aval, batch_dims))
+  if compute_right_eigenvectors:
+    out.append(_replace_not_ok_with_nan(ok, vr, vec_aval, batch_dims))
+  return out
+
+
+register_gpu_lowering(eig_p, _eig_gpu_lowering)
 
 
 # --- schur ---------------------------------------------------------------------------------
@@ -714,3 +906,19 @@ def _tridiagonal_cpu_lowering(ctx, a, *, lower):
 
 
 _register_cpu(tridiagonal_p, _tridiagonal_cpu_lowering)
+
+
+def _tridiagonal_gpu_lowering(ctx, a, *, lower, target_name_prefix):
+  a_aval, = ctx.avals_in
+  batch_dims = a_aval.shape[:-2]
+  # One cuSOLVER handler for every dtype (sytrd, or hetrd for complex input).
+  *outs, info = lapack.ffi_call(
+      solver_target(target_name_prefix, "sytrd"), [a], [a_aval],
+      [*ctx.avals_out, lapack.info_aval(batch_dims)], operand_output_aliases={0: 0},
+      lower=bool(lower))
+  ok = _info_ok(info, batch_dims)
+  return [_replace_not_ok_with_nan(ok, x, aval, batch_dims)
+          for x, aval in zip(outs, ctx.avals_out)]
+
+
+register_gpu_lowering(tridiagonal_p, _tridiagonal_gpu_lowering)
