@@ -19,7 +19,7 @@ from hlox.lax.linalg import gpu
 
 from util import LOWERING_RUNNER, custom_calls, lower_in_hlox, run_in_jax
 
-PLATFORMS = ("cuda", "rocm")
+PLATFORMS = ("cuda", "rocm", "tpu")
 FLOATS = ("float32", "float64", "complex64", "complex128")
 
 # name -> (body, [(shape, dtype)]): lowered for every platform in PLATFORMS. The bodies see
@@ -97,7 +97,9 @@ _case("jnp_matrix_rank", "lambda a: jnp.linalg.matrix_rank(a)", (4, 3), "float64
 _case("jnp_norm2", "lambda a: jnp.linalg.norm(a, ord=2)", (3, 3), "complex64")
 
 PROGRAMS = {f"{platform}:{name}": (platform, body, args)
-            for name, (body, args) in CASES.items() for platform in PLATFORMS}
+            for name, (body, args) in CASES.items() for platform in PLATFORMS
+            if not (platform == "tpu" and "svd" in name or "jnp_" in name and platform == "tpu"
+                    and name not in ("jnp_eigh", "jnp_eigvalsh", "jnp_eig", "jnp_eigvals"))}
 
 
 def hlox_lowering(platform, body, args):
@@ -195,6 +197,43 @@ def test_gpu_eig_uses_cusolver_geev_when_available(monkeypatch):
       "cuhybrid_eig_real"]
   monkeypatch.setattr(gpu, "cusolver_version", lambda: 11600)
   assert _targets("cuda", right, (3, 3), "float32") == ["cuhybrid_eig_real"]
+
+
+def test_tpu_eigh_is_the_eigh_custom_call():
+  text = lower_in_hlox("tpu", "lambda a: lax.linalg.eigh(a, lower=False)", [((2, 3, 3),
+                                                                                "float32")])
+  calls = calls_with_configs(text)
+  assert [(c["target"], c["opaque_config"]) for c in calls] == [("Eigh", "0,1,100,1e-6")]
+
+
+def test_tpu_eigh_subset_and_large():
+  # subset_by_index: the sorted full decomposition of each matrix (in a map), sliced.
+  text = lower_in_hlox("tpu", "lambda a: lax.linalg.eigh(a, subset_by_index=(1, 3))",
+                       [((2, 4, 4), "float32")])
+  calls = calls_with_configs(text)
+  assert [(c["target"], c["operands"], c["opaque_config"]) for c in calls] == [
+      ("Eigh", ["tensor<4x4xf32>"], "1,1,100,1e-6")]
+  # Above 256x256 JAX runs a QDWH divide-and-conquer that hlox does not have; Jacobi works.
+  with pytest.raises(NotImplementedError, match="QDWH"):
+    lower_in_hlox("tpu", "lambda a: lax.linalg.eigh(a)", [((300, 300), "float32")])
+  jacobi = "lambda a: lax.linalg.eigh(a, implementation=lax.linalg.EighImplementation.JACOBI)"
+  assert _targets("tpu", jacobi, (300, 300), "float32") == ["Eigh"]
+
+
+def test_unpack_conjugate_pairs():
+  # cuSOLVER's geev packs a conjugate pair's eigenvector as (real part, imaginary part)
+  # columns, as LAPACK does; the unpacking runs on any backend.
+  from hlox.lax.linalg.spectral import _unpack_conjugate_pairs
+  rng = np.random.default_rng(0)
+  a = rng.standard_normal((3, 5, 5))
+  w, v = np.linalg.eig(a)
+  packed = v.real.copy()
+  for b in range(a.shape[0]):
+    for j in range(4):
+      if w[b, j].imag > 0:  # numpy puts the positive imaginary part first
+        packed[b, :, j + 1] = v[b, :, j].imag
+  got = hlox.jit(_unpack_conjugate_pairs)(w.astype(np.complex64), packed.astype(np.float32))
+  np.testing.assert_allclose(np.asarray(got), v, atol=1e-6)
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

@@ -20,7 +20,7 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
-from hlox.lax import elementwise as ew, reductions, shapes
+from hlox.lax import control_flow, elementwise as ew, reductions, shapes
 from hlox.lax.cumulative import cumsum
 from hlox.lax.dot import Precision, dot_general
 from hlox.lax.linalg import lapack
@@ -309,6 +309,84 @@ def _eigh_gpu_lowering(ctx, operand, *, lower, sort_eigenvalues, subset_by_index
 
 
 register_gpu_lowering(eigh_p, _eigh_gpu_lowering)
+
+
+# TPU: JAX's default (QDWH) runs the TPU's own Jacobi solver (the ``Eigh`` custom call) on
+# matrices up to this size, and a QDWH-based spectral divide-and-conquer above it.
+_TPU_EIGH_TERMINATION_SIZE = 256
+
+
+def _eigh_tpu_jacobi(ctx, operand, lower, sort_eigenvalues):
+  """The TPU's ``Eigh`` call: an opaque backend config "lower,sort,max sweeps,tolerance"."""
+  operand_aval, = ctx.avals_in
+  if operand_aval.shape[-1] == 0:
+    w_shape = ShapedArray(operand_aval.shape[:-1], operand_aval.dtype)
+    return [operand, hlo.real(hlo.reshape(xla.aval_to_ir_type(w_shape), operand))]
+  attrs = {
+      "call_target_name": ir.StringAttr.get("Eigh"),
+      "has_side_effect": ir.BoolAttr.get(False),
+      "api_version": xla.i32_attr(1),
+      "backend_config": ir.StringAttr.get(f"{int(lower)},{int(sort_eigenvalues)},100,1e-6"),
+  }
+  op = hlo.CustomCallOp.build_generic(
+      results=[xla.aval_to_ir_type(a) for a in ctx.avals_out], operands=[operand],
+      attributes=attrs)
+  return list(op.results)
+
+
+def _reflect_triangle(x, lower):
+  """The Hermitian matrix whose ``lower`` (or upper) triangle is that of ``x``; the diagonal's
+  imaginary part is dropped."""
+  n = get_aval(x).shape[-1]
+  rows = shapes.broadcasted_iota(np.int32, (n, n), 0)
+  cols = shapes.broadcasted_iota(np.int32, (n, n), 1)
+  on_or_below = lambda k: ew.ge(ew.add(rows, shapes.full((n, n), k, np.int32)), cols)  # noqa: E731
+  keep = on_or_below(0) if lower else ew.bitwise_not(on_or_below(-1))
+  if not dtypes.is_complex(get_aval(x).dtype):
+    return ew.select(keep, x, _T(x))
+  strict = on_or_below(-1) if lower else ew.bitwise_not(on_or_below(0))
+  re = ew.select(keep, ew.real(x), _T(ew.real(x)))
+  im = ew.select(strict, ew.imag(x), shapes.full_like(ew.imag(x), 0))
+  im = ew.select(keep, im, ew.neg(_T(im)))
+  return ew.complex(re, im)
+
+
+def _eigh_tpu_default(x, *, lower, sort_eigenvalues, subset_by_index):
+  """JAX's default TPU eigh, for the sizes the Jacobi solver ends: one ``Eigh`` call, with
+  ``subset_by_index`` taken from the sorted full decomposition, matrix by matrix."""
+  n = get_aval(x).shape[-1]
+  if n <= _TPU_EIGH_TERMINATION_SIZE and subset_by_index in (None, (0, n)):
+    return eigh_p.bind(x, lower=lower, sort_eigenvalues=sort_eigenvalues,
+                       subset_by_index=None, algorithm=EighImplementation.JACOBI)
+  if n > _TPU_EIGH_TERMINATION_SIZE:
+    raise NotImplementedError(
+        f"eigh on TPU: matrices larger than {_TPU_EIGH_TERMINATION_SIZE}x"
+        f"{_TPU_EIGH_TERMINATION_SIZE} need JAX's QDWH spectral divide-and-conquer, which "
+        "hlox does not implement; pass implementation=EighImplementation.JACOBI")
+  start, stop = subset_by_index
+  if start >= stop:
+    raise ValueError("Got empty index range in subset_by_index.")
+
+  def one(a):
+    if get_aval(a).ndim > 2:
+      return control_flow.map(one, a)
+    v, w = eigh_p.bind(_reflect_triangle(a, lower), lower=True, sort_eigenvalues=True,
+                       subset_by_index=None, algorithm=EighImplementation.JACOBI)
+    return shapes.slice_in_dim(v, start, stop, axis=1), shapes.slice_in_dim(w, start, stop)
+  return one(x)
+
+
+def _eigh_tpu_lowering(ctx, operand, *, lower, sort_eigenvalues, subset_by_index, algorithm):
+  if algorithm == EighImplementation.QR:
+    raise NotImplementedError("QR algorithm is not supported on TPU")
+  if algorithm == EighImplementation.JACOBI:
+    return _eigh_tpu_jacobi(ctx, operand, lower, sort_eigenvalues)
+  return xla.lower_fun(_eigh_tpu_default, multiple_results=True)(
+      ctx, operand, lower=lower, sort_eigenvalues=sort_eigenvalues,
+      subset_by_index=subset_by_index)
+
+
+xla.register_lowering(eigh_p, _eigh_tpu_lowering, platform="tpu")
 
 
 # --- svd -----------------------------------------------------------------------------------
