@@ -20,15 +20,17 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
-from hlox.lax import control_flow, elementwise as ew, reductions, shapes
+from hlox.lax import control_flow, elementwise as ew, indexing, reductions, shapes
 from hlox.lax.cumulative import cumsum
+from hlox.lax.sorting import sort_key_val
 from hlox.lax.dot import Precision, dot_general
 from hlox.lax.linalg import lapack
 from hlox.lax.linalg import gpu
 from hlox.lax.linalg.gpu import register_gpu_lowering, solver_target
 from hlox.lax.linalg.common import H as _H, T as _T, diagonal as _extract_diagonal
 from hlox.lax.linalg.common import linalg_batch_rule, split_batch, symmetrize
-from hlox.lax.linalg.factorizations import lu, lu_solve
+from hlox.lax.linalg.factorizations import lu, lu_solve, qr
+from hlox.lax.linalg.qdwh import qdwh
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -626,6 +628,115 @@ def _svd_gpu_lowering(ctx, operand, *, full_matrices, compute_uv, subset_by_inde
 
 
 register_gpu_lowering(svd_p, _svd_gpu_lowering)
+
+
+# TPU: JAX's SVD there is an algorithm on other primitives: a polar decomposition a = u_p h by
+# QDWH, then the eigendecomposition h = v diag(s) v^H, so that a = (u_p v) diag(s) v^H
+# (Nakatsukasa & Higham, SIAM J. Sci. Comput. 35(3), 2013).
+
+def _svd_polar_tall(a, compute_uv, subset_by_index):
+  """The SVD of one ``[m, n]`` matrix with ``m >= n``: ``(u [m, k], s [k], v [n, k])``
+  (``v``, not ``v^H``), or ``s`` alone; ``subset_by_index`` counts eigenvalues of h
+  (ascending)."""
+  n = get_aval(a).shape[1]
+  u_p, h, _, _ = qdwh(a, max_iterations=10)
+  v, s = eigh(h, subset_by_index=subset_by_index, sort_eigenvalues=False)
+  s = ew.max(s, shapes.full_like(s, 0))  # eigh may return tiny negative values
+  # Descending singular values, and the eigenvectors in the same order.
+  k = get_aval(s).shape[0]
+  neg_s, perm = sort_key_val(ew.neg(s), shapes.broadcasted_iota(np.int32, (k,), 0))
+  s = ew.neg(neg_s)
+  if not compute_uv:
+    return s
+  v = _T(indexing.index_take(_T(v), [perm], (0,)))
+  u = _matmul(u_p, v)
+
+  # If a is (nearly) rank deficient, u_p v need not have orthonormal columns: re-orthonormalize
+  # them once by QR, keeping each column's sign (ibid., section 5.5).
+  def fix_columns(state):
+    u, _ = state
+    q, r = qr(u, full_matrices=False)
+    d = _extract_diagonal(r)
+    zero = shapes.full((k,), 0, _real_dtype(get_aval(d).dtype))
+    if dtypes.is_complex(get_aval(d).dtype):  # d >= 0 as NumPy orders complex numbers
+      nonneg = ew.select(ew.eq(ew.real(d), zero), ew.ge(ew.imag(d), zero),
+                         ew.ge(ew.real(d), zero))
+    else:
+      nonneg = ew.ge(d, zero)
+    signs = ew.select(nonneg, shapes.full((k,), 1, get_aval(q).dtype),
+                      shapes.full((k,), -1, get_aval(q).dtype))
+    return ew.mul(q, _row(signs)), shapes.full((), False, np.bool_)
+
+  eps = float(np.finfo(np.dtype(get_aval(a).dtype)).eps)
+  entry = lambda i: shapes.reshape(shapes.slice_in_dim(s, i, i + 1), ())  # noqa: E731
+  deficient = ew.le(entry(k - 1), ew.mul(shapes.full((), n * eps, get_aval(s).dtype), entry(0)))
+  u, _ = control_flow.while_loop(lambda state: state[1], fix_columns, (u, deficient))
+  return u, s, v
+
+
+def _svd_polar(a, *, full_matrices, compute_uv, subset_by_index):
+  """JAX's TPU SVD of one matrix: ``(u, s, vh)`` or ``s``."""
+  m, n = get_aval(a).shape
+  k = min(m, n)
+  if subset_by_index is not None:
+    if subset_by_index[0] >= subset_by_index[1]:
+      raise ValueError("Got empty index range in subset_by_index.")
+    # Singular values are numbered in descending order, the eigenvalues of h ascending.
+    subset_by_index = (k - subset_by_index[1], k - subset_by_index[0])
+  flip = m < n
+  if flip:  # factor a^H instead, and swap the roles of u and v
+    a = _H(a)
+    m, n = n, m
+  q = u_null = None
+  if full_matrices and m > n:
+    # Reduce to the square factor of a full QR; its extra columns complete u.
+    q_full, r = qr(a, full_matrices=True)
+    q = shapes.slice_in_dim(q_full, 0, n, axis=1)
+    u_null = shapes.slice_in_dim(q_full, n, m, axis=1)
+    a = shapes.slice_in_dim(r, 0, n, axis=0)
+  elif m > 1.15 * n:  # QR first pays off for clearly tall matrices (Nakatsukasa's choice)
+    q, a = qr(a, full_matrices=False)
+  if not compute_uv:
+    return _svd_polar_tall(a, False, subset_by_index)
+  u, s, v = _svd_polar_tall(a, True, subset_by_index)
+  if q is not None:
+    u = _matmul(q, u)
+  if u_null is not None:
+    u = shapes.concatenate([u, u_null], 1)
+  # Non-finite input: every result is NaN.
+  if dtypes.is_complex(get_aval(a).dtype):
+    finite = ew.bitwise_and(ew.is_finite(ew.real(a)), ew.is_finite(ew.imag(a)))
+  else:
+    finite = ew.is_finite(a)
+  finite = reductions.reduce_and(finite, (0, 1))
+  u, s, v = (ew.select(shapes.broadcast_in_dim(finite, get_aval(x).shape, ()), x,
+                       shapes.full_like(x, np.nan)) for x in (u, s, v))
+  return (v, s, _H(u)) if flip else (u, s, _H(v))
+
+
+def _svd_tpu(a, *, full_matrices, compute_uv, subset_by_index):
+  fn = partial(_svd_polar, full_matrices=full_matrices, compute_uv=compute_uv,
+               subset_by_index=subset_by_index)
+  for _ in range(get_aval(a).ndim - 2):  # vmapped over the batch dimensions, as JAX
+    fn = batching.map_leading_axis(fn)
+  if compute_uv:
+    u, s, vh = fn(a)
+    return [s, u, vh]
+  return [fn(a)]
+
+
+def _svd_tpu_lowering(ctx, operand, *, full_matrices, compute_uv, subset_by_index,
+                      algorithm=None):
+  if algorithm not in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.POLAR):
+    raise NotImplementedError(
+        "Only the POLAR (which is also DEFAULT on TPU) SVD algorithm is supported on TPU.")
+  m, n = ctx.avals_in[0].shape[-2:]
+  fun = _empty_svd if m == 0 or n == 0 else partial(_svd_tpu, subset_by_index=subset_by_index)
+  return xla.lower_fun(fun, multiple_results=True)(
+      ctx, operand, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+xla.register_lowering(svd_p, _svd_tpu_lowering, platform="tpu")
 
 
 # --- eig: general eigendecomposition -------------------------------------------------------
