@@ -210,6 +210,30 @@ def test_gpu_only_options():
                     [((3, 3), "float32")])
 
 
+# JAX's runner, as if the CUDA plugin had cuSOLVER 11.7.1 (JAX then lowers eig to geev).
+GEEV_RUNNER = LOWERING_RUNNER.replace(
+    "from jax import lax\n", "from jax import lax\nimport types, jax._src.lax.linalg as _l\n"
+    "_l.cuda_versions = types.SimpleNamespace(cusolver_get_version=lambda: 11701)\n")
+
+
+@pytest.mark.jax_oracle
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_gpu_eig_geev_matches_jax(monkeypatch):
+  assert GEEV_RUNNER != LOWERING_RUNNER
+  programs = {f"{name}{i}": ("cuda", body, [(shape, dtype)])
+              for name, body in [("right", CASES["eig_right0"][0]),
+                                 ("values", CASES["eigvals0"][0]),
+                                 ("both", CASES["eig0"][0])]
+              for i, (shape, dtype) in enumerate([((2, 3, 3), "float32"),
+                                                  ((3, 3), "complex128")])}
+  want = run_in_jax(GEEV_RUNNER, programs)
+  assert "cusolver_geev_ffi" in want["right0"]["text"]
+  monkeypatch.setattr(gpu, "cusolver_version", lambda: 11701)
+  for name, program in programs.items():
+    got = hlox_lowering(*program)
+    assert calls_with_configs(got["text"]) == calls_with_configs(want[name]["text"]), name
+
+
 def test_gpu_eig_uses_cusolver_geev_when_available(monkeypatch):
   # JAX uses cuSOLVER's geev (11.7.1 on) when no left eigenvectors are asked for; the
   # packed real eigenvectors are unpacked into complex ones after the call.
