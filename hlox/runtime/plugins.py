@@ -249,3 +249,17 @@ def _register_kernels(spec: PluginSpec, c_api) -> None:
       # The hybrid kernels (eig, pivoted QR: LAPACK on the host, MAGMA when present) are
       # handed jaxlib's LAPACK routines here (``jaxlib.cpu._lapack``; no JAX import).
       kernels.initialize()
+
+
+@functools.lru_cache(maxsize=None)
+def cusolver_version() -> int | None:
+  """The cuSOLVER version of the installed CUDA kernels package (``11701`` for 11.7.1), or
+  None without one. JAX picks some kernels by it (``geev`` exists from 11.7.1 on), looking
+  for the packages in this order."""
+  for package in ("jax_cuda13_plugin", "jax_cuda12_plugin", "jaxlib.cuda"):
+    try:
+      versions = importlib.import_module(f"{package}._versions")
+      return versions.cusolver_get_version()
+    except Exception:  # not installed, or its CUDA libraries not loadable here
+      continue
+  return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 
 from hlox.interpreters import xla
+from hlox.runtime.plugins import cusolver_version  # noqa: F401 (the rules' kernel choice)
 
 # The prefix of a platform's kernel names (JAX's): ``cusolver_...`` on CUDA, ``hipsolver_...``
 # on ROCm.

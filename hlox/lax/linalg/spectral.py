@@ -20,12 +20,17 @@ from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
-from hlox.lax import elementwise as ew, reductions, shapes
+from hlox.lax import control_flow, elementwise as ew, indexing, reductions, shapes
+from hlox.lax.cumulative import cumsum
+from hlox.lax.sorting import sort_key_val
 from hlox.lax.dot import Precision, dot_general
 from hlox.lax.linalg import lapack
+from hlox.lax.linalg import gpu
+from hlox.lax.linalg.gpu import register_gpu_lowering, solver_target
 from hlox.lax.linalg.common import H as _H, T as _T, diagonal as _extract_diagonal
 from hlox.lax.linalg.common import linalg_batch_rule, split_batch, symmetrize
-from hlox.lax.linalg.factorizations import lu, lu_solve
+from hlox.lax.linalg.factorizations import lu, lu_solve, qr
+from hlox.lax.linalg.qdwh import qdwh
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
@@ -282,6 +287,110 @@ def _eigh_cpu_lowering(ctx, operand, *, lower, sort_eigenvalues, subset_by_index
 _register_cpu(eigh_p, _eigh_cpu_lowering)
 
 
+def _eigh_gpu_lowering(ctx, operand, *, lower, sort_eigenvalues, subset_by_index, algorithm,
+                       target_name_prefix):
+  del sort_eigenvalues  # cuSOLVER always sorts (ascending).
+  operand_aval, = ctx.avals_in
+  v_aval, w_aval = ctx.avals_out
+  n = operand_aval.shape[-1]
+  if not (subset_by_index is None or subset_by_index == (0, n)):
+    raise NotImplementedError("subset_by_index not supported on CPU and GPU")
+  if algorithm == EighImplementation.QDWH:
+    raise NotImplementedError("QDWH implementation is only supported on TPU")
+  batch_dims = operand_aval.shape[:-2]
+  # The kernel's algorithm code: 0 lets it choose (syevj for small matrices, syevd
+  # otherwise), 1 forces syevd (QR), 2 syevj (Jacobi).
+  algo = 0 if algorithm is None else 2 if algorithm == EighImplementation.JACOBI else 1
+  v, w, info = lapack.ffi_call(
+      solver_target(target_name_prefix, "syevd"), [operand], [operand_aval],
+      [v_aval, w_aval, lapack.info_aval(batch_dims)], operand_output_aliases={0: 0},
+      lower=bool(lower), algorithm=lapack.enum_attr(algo))
+  ok = _info_ok(info, batch_dims)
+  return [_replace_not_ok_with_nan(ok, v, v_aval, batch_dims),
+          _replace_not_ok_with_nan(ok, w, w_aval, batch_dims)]
+
+
+register_gpu_lowering(eigh_p, _eigh_gpu_lowering)
+
+
+# TPU: JAX's default (QDWH) runs the TPU's own Jacobi solver (the ``Eigh`` custom call) on
+# matrices up to this size, and a QDWH-based spectral divide-and-conquer above it.
+_TPU_EIGH_TERMINATION_SIZE = 256
+
+
+def _eigh_tpu_jacobi(ctx, operand, lower, sort_eigenvalues):
+  """The TPU's ``Eigh`` call: an opaque backend config "lower,sort,max sweeps,tolerance"."""
+  operand_aval, = ctx.avals_in
+  if operand_aval.shape[-1] == 0:
+    w_shape = ShapedArray(operand_aval.shape[:-1], operand_aval.dtype)
+    return [operand, hlo.real(hlo.reshape(xla.aval_to_ir_type(w_shape), operand))]
+  attrs = {
+      "call_target_name": ir.StringAttr.get("Eigh"),
+      "has_side_effect": ir.BoolAttr.get(False),
+      "api_version": xla.i32_attr(1),
+      "backend_config": ir.StringAttr.get(f"{int(lower)},{int(sort_eigenvalues)},100,1e-6"),
+  }
+  op = hlo.CustomCallOp.build_generic(
+      results=[xla.aval_to_ir_type(a) for a in ctx.avals_out], operands=[operand],
+      attributes=attrs)
+  return list(op.results)
+
+
+def _reflect_triangle(x, lower):
+  """The Hermitian matrix whose ``lower`` (or upper) triangle is that of ``x``; the diagonal's
+  imaginary part is dropped."""
+  n = get_aval(x).shape[-1]
+  rows = shapes.broadcasted_iota(np.int32, (n, n), 0)
+  cols = shapes.broadcasted_iota(np.int32, (n, n), 1)
+  on_or_below = lambda k: ew.ge(ew.add(rows, shapes.full((n, n), k, np.int32)), cols)  # noqa: E731
+  keep = on_or_below(0) if lower else ew.bitwise_not(on_or_below(-1))
+  if not dtypes.is_complex(get_aval(x).dtype):
+    return ew.select(keep, x, _T(x))
+  strict = on_or_below(-1) if lower else ew.bitwise_not(on_or_below(0))
+  re = ew.select(keep, ew.real(x), _T(ew.real(x)))
+  im = ew.select(strict, ew.imag(x), shapes.full_like(ew.imag(x), 0))
+  im = ew.select(keep, im, ew.neg(_T(im)))
+  return ew.complex(re, im)
+
+
+def _eigh_tpu_default(x, *, lower, sort_eigenvalues, subset_by_index):
+  """JAX's default TPU eigh, for the sizes the Jacobi solver ends: one ``Eigh`` call, with
+  ``subset_by_index`` taken from the sorted full decomposition, matrix by matrix."""
+  n = get_aval(x).shape[-1]
+  if n <= _TPU_EIGH_TERMINATION_SIZE and subset_by_index in (None, (0, n)):
+    return eigh_p.bind(x, lower=lower, sort_eigenvalues=sort_eigenvalues,
+                       subset_by_index=None, algorithm=EighImplementation.JACOBI)
+  if n > _TPU_EIGH_TERMINATION_SIZE:
+    raise NotImplementedError(
+        f"eigh on TPU: matrices larger than {_TPU_EIGH_TERMINATION_SIZE}x"
+        f"{_TPU_EIGH_TERMINATION_SIZE} need JAX's QDWH spectral divide-and-conquer, which "
+        "hlox does not implement; pass implementation=EighImplementation.JACOBI")
+  start, stop = subset_by_index
+  if start >= stop:
+    raise ValueError("Got empty index range in subset_by_index.")
+
+  def one(a):
+    if get_aval(a).ndim > 2:
+      return control_flow.map(one, a)
+    v, w = eigh_p.bind(_reflect_triangle(a, lower), lower=True, sort_eigenvalues=True,
+                       subset_by_index=None, algorithm=EighImplementation.JACOBI)
+    return shapes.slice_in_dim(v, start, stop, axis=1), shapes.slice_in_dim(w, start, stop)
+  return one(x)
+
+
+def _eigh_tpu_lowering(ctx, operand, *, lower, sort_eigenvalues, subset_by_index, algorithm):
+  if algorithm == EighImplementation.QR:
+    raise NotImplementedError("QR algorithm is not supported on TPU")
+  if algorithm == EighImplementation.JACOBI:
+    return _eigh_tpu_jacobi(ctx, operand, lower, sort_eigenvalues)
+  return xla.lower_fun(_eigh_tpu_default, multiple_results=True)(
+      ctx, operand, lower=lower, sort_eigenvalues=sort_eigenvalues,
+      subset_by_index=subset_by_index)
+
+
+xla.register_lowering(eigh_p, _eigh_tpu_lowering, platform="tpu")
+
+
 # --- svd -----------------------------------------------------------------------------------
 
 def _svd_shape_rule(m, n, *, full_matrices, compute_uv, subset_by_index, **_):
@@ -442,6 +551,194 @@ def _svd_cpu_lowering(ctx, operand, *, full_matrices, compute_uv, subset_by_inde
 _register_cpu(svd_p, _svd_cpu_lowering)
 
 
+def _gpu_svd_routine(prefix, algorithm, m, n):
+  """The cuSOLVER/hipSOLVER routine JAX picks: the requested one, else Jacobi (gesvdj) up to
+  1024x1024 and QR-based gesvd above (Jacobi is the faster of the two on small matrices)."""
+  if algorithm in (None, SvdAlgorithm.DEFAULT):
+    return "gesvdj" if m <= 1024 and n <= 1024 else "gesvd"
+  if algorithm == SvdAlgorithm.DIVIDE_AND_CONQUER:
+    if prefix != "hip":
+      raise NotImplementedError(
+          "Divide-and-conquer SVD (SvdAlgorithm.DIVIDE_AND_CONQUER) is only supported on AMD "
+          "(ROCm) GPUs, not on NVIDIA CUDA.")
+    return "gesdd"
+  return {SvdAlgorithm.QR: "gesvd", SvdAlgorithm.JACOBI: "gesvdj",
+          SvdAlgorithm.POLAR: "gesvdp"}[algorithm]
+
+
+def _svd_gpu_lowering(ctx, operand, *, full_matrices, compute_uv, subset_by_index,
+                      target_name_prefix, algorithm=None):
+  operand_aval, = ctx.avals_in
+  m, n = operand_aval.shape[-2:]
+  k = min(m, n)
+  if not (subset_by_index is None or subset_by_index == (0, k)):
+    raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
+  if m == 0 or n == 0:
+    return xla.lower_fun(_empty_svd, multiple_results=True)(
+        ctx, operand, full_matrices=full_matrices, compute_uv=compute_uv)
+  batch_dims = operand_aval.shape[:-2]
+  nb = len(batch_dims)
+  dtype = operand_aval.dtype
+  s_aval = ctx.avals_out[0]
+  routine = _gpu_svd_routine(target_name_prefix, algorithm, m, n)
+  econ = not full_matrices
+  column_major = True
+  extra = {}
+  if routine in ("gesvdj", "gesvdp"):
+    if routine == "gesvdj":
+      # The batched Jacobi kernel (used up to 32x32) has no economic mode.
+      econ = not full_matrices and m > 32 and n > 32
+    # These kernels return V (not V^H) and always need room for U and V.
+    u_aval = ShapedArray(batch_dims + (m, k if econ else m), dtype)
+    v_aval = ShapedArray(batch_dims + (n, k if econ else n), dtype)
+    vecs = [u_aval, v_aval]
+  else:
+    u_aval = ShapedArray(batch_dims + (m, m if full_matrices else k), dtype)
+    vt_aval = ShapedArray(batch_dims + (n if full_matrices else k, n), dtype)
+    if not compute_uv:  # unused placeholders, as JAX allocates them
+      u_aval = vt_aval = ShapedArray((), dtype)
+    # gesvd needs m >= n: a wide matrix is factored as its (row-major, hence transposed)
+    # self, and U and V^H swap roles.
+    transposed = routine == "gesvd" and m < n
+    column_major = not transposed
+    extra["transposed"] = transposed
+    vecs = [vt_aval, u_aval] if transposed else [u_aval, vt_aval]
+  _, s, u, vt, info = lapack.ffi_call(
+      solver_target(target_name_prefix, routine), [operand], [operand_aval],
+      [operand_aval, s_aval, *vecs, lapack.info_aval(batch_dims)],
+      column_major=column_major, operand_output_aliases={0: 0},
+      full_matrices=not econ, compute_uv=bool(compute_uv), **extra)
+  if extra.get("transposed"):
+    u, vt = vt, u
+  if routine in ("gesvdj", "gesvdp") and compute_uv:
+    # V -> V^H, and cut the full U, V down when the kernel could not be asked for the
+    # reduced ones.
+    vt = hlo.transpose(vt, xla.dense_i64(tuple(range(nb)) + (nb + 1, nb)))
+    if dtypes.is_complex(dtype):
+      vt = hlo.complex(hlo.real(vt), hlo.negate(hlo.imag(vt)))
+    if not full_matrices and not econ:
+      u = _slice_last(u, u_aval, ctx.avals_out[1])
+      vt = _slice_last(vt, ShapedArray(batch_dims + (n, n), dtype), ctx.avals_out[2])
+  ok = _info_ok(info, batch_dims)
+  outs = [_replace_not_ok_with_nan(ok, s, s_aval, batch_dims)]
+  if compute_uv:
+    outs += [_replace_not_ok_with_nan(ok, u, ctx.avals_out[1], batch_dims),
+             _replace_not_ok_with_nan(ok, vt, ctx.avals_out[2], batch_dims)]
+  return outs
+
+
+register_gpu_lowering(svd_p, _svd_gpu_lowering)
+
+
+# TPU: JAX's SVD there is an algorithm on other primitives: a polar decomposition a = u_p h by
+# QDWH, then the eigendecomposition h = v diag(s) v^H, so that a = (u_p v) diag(s) v^H
+# (Nakatsukasa & Higham, SIAM J. Sci. Comput. 35(3), 2013).
+
+def _svd_polar_tall(a, compute_uv, subset_by_index):
+  """The SVD of one ``[m, n]`` matrix with ``m >= n``: ``(u [m, k], s [k], v [n, k])``
+  (``v``, not ``v^H``), or ``s`` alone; ``subset_by_index`` counts eigenvalues of h
+  (ascending)."""
+  n = get_aval(a).shape[1]
+  u_p, h, _, _ = qdwh(a, max_iterations=10)
+  v, s = eigh(h, subset_by_index=subset_by_index, sort_eigenvalues=False)
+  s = ew.max(s, shapes.full_like(s, 0))  # eigh may return tiny negative values
+  # Descending singular values, and the eigenvectors in the same order.
+  k = get_aval(s).shape[0]
+  neg_s, perm = sort_key_val(ew.neg(s), shapes.broadcasted_iota(np.int32, (k,), 0))
+  s = ew.neg(neg_s)
+  if not compute_uv:
+    return s
+  v = _T(indexing.index_take(_T(v), [perm], (0,)))
+  u = _matmul(u_p, v)
+
+  # If a is (nearly) rank deficient, u_p v need not have orthonormal columns: re-orthonormalize
+  # them once by QR, keeping each column's sign (ibid., section 5.5).
+  def fix_columns(state):
+    u, _ = state
+    q, r = qr(u, full_matrices=False)
+    d = _extract_diagonal(r)
+    zero = shapes.full((k,), 0, _real_dtype(get_aval(d).dtype))
+    if dtypes.is_complex(get_aval(d).dtype):  # d >= 0 as NumPy orders complex numbers
+      nonneg = ew.select(ew.eq(ew.real(d), zero), ew.ge(ew.imag(d), zero),
+                         ew.ge(ew.real(d), zero))
+    else:
+      nonneg = ew.ge(d, zero)
+    signs = ew.select(nonneg, shapes.full((k,), 1, get_aval(q).dtype),
+                      shapes.full((k,), -1, get_aval(q).dtype))
+    return ew.mul(q, _row(signs)), shapes.full((), False, np.bool_)
+
+  eps = float(np.finfo(np.dtype(get_aval(a).dtype)).eps)
+  entry = lambda i: shapes.reshape(shapes.slice_in_dim(s, i, i + 1), ())  # noqa: E731
+  deficient = ew.le(entry(k - 1), ew.mul(shapes.full((), n * eps, get_aval(s).dtype), entry(0)))
+  u, _ = control_flow.while_loop(lambda state: state[1], fix_columns, (u, deficient))
+  return u, s, v
+
+
+def _svd_polar(a, *, full_matrices, compute_uv, subset_by_index):
+  """JAX's TPU SVD of one matrix: ``(u, s, vh)`` or ``s``."""
+  m, n = get_aval(a).shape
+  k = min(m, n)
+  if subset_by_index is not None:
+    if subset_by_index[0] >= subset_by_index[1]:
+      raise ValueError("Got empty index range in subset_by_index.")
+    # Singular values are numbered in descending order, the eigenvalues of h ascending.
+    subset_by_index = (k - subset_by_index[1], k - subset_by_index[0])
+  flip = m < n
+  if flip:  # factor a^H instead, and swap the roles of u and v
+    a = _H(a)
+    m, n = n, m
+  q = u_null = None
+  if full_matrices and m > n:
+    # Reduce to the square factor of a full QR; its extra columns complete u.
+    q_full, r = qr(a, full_matrices=True)
+    q = shapes.slice_in_dim(q_full, 0, n, axis=1)
+    u_null = shapes.slice_in_dim(q_full, n, m, axis=1)
+    a = shapes.slice_in_dim(r, 0, n, axis=0)
+  elif m > 1.15 * n:  # QR first pays off for clearly tall matrices (Nakatsukasa's choice)
+    q, a = qr(a, full_matrices=False)
+  if not compute_uv:
+    return _svd_polar_tall(a, False, subset_by_index)
+  u, s, v = _svd_polar_tall(a, True, subset_by_index)
+  if q is not None:
+    u = _matmul(q, u)
+  if u_null is not None:
+    u = shapes.concatenate([u, u_null], 1)
+  # Non-finite input: every result is NaN.
+  if dtypes.is_complex(get_aval(a).dtype):
+    finite = ew.bitwise_and(ew.is_finite(ew.real(a)), ew.is_finite(ew.imag(a)))
+  else:
+    finite = ew.is_finite(a)
+  finite = reductions.reduce_and(finite, (0, 1))
+  u, s, v = (ew.select(shapes.broadcast_in_dim(finite, get_aval(x).shape, ()), x,
+                       shapes.full_like(x, np.nan)) for x in (u, s, v))
+  return (v, s, _H(u)) if flip else (u, s, _H(v))
+
+
+def _svd_tpu(a, *, full_matrices, compute_uv, subset_by_index):
+  fn = partial(_svd_polar, full_matrices=full_matrices, compute_uv=compute_uv,
+               subset_by_index=subset_by_index)
+  for _ in range(get_aval(a).ndim - 2):  # vmapped over the batch dimensions, as JAX
+    fn = batching.map_leading_axis(fn)
+  if compute_uv:
+    u, s, vh = fn(a)
+    return [s, u, vh]
+  return [fn(a)]
+
+
+def _svd_tpu_lowering(ctx, operand, *, full_matrices, compute_uv, subset_by_index,
+                      algorithm=None):
+  if algorithm not in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.POLAR):
+    raise NotImplementedError(
+        "Only the POLAR (which is also DEFAULT on TPU) SVD algorithm is supported on TPU.")
+  m, n = ctx.avals_in[0].shape[-2:]
+  fun = _empty_svd if m == 0 or n == 0 else partial(_svd_tpu, subset_by_index=subset_by_index)
+  return xla.lower_fun(fun, multiple_results=True)(
+      ctx, operand, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+xla.register_lowering(svd_p, _svd_tpu_lowering, platform="tpu")
+
+
 # --- eig: general eigendecomposition -------------------------------------------------------
 
 def _eig_shape_rule(m, n, *, compute_left_eigenvectors, compute_right_eigenvectors, **_):
@@ -569,6 +866,90 @@ def _eig_cpu_lowering(ctx, operand, *, compute_left_eigenvectors, compute_right_
 
 
 _register_cpu(eig_p, _eig_cpu_lowering)
+
+
+def _unpack_conjugate_pairs(w, vr):
+  """Complex eigenvectors from the packed real ones of ``geev`` (as LAPACK's): a conjugate
+  pair ``w[j], w[j+1]`` shares columns ``j`` (real part) and ``j+1`` (imaginary part)."""
+  vr_aval = get_aval(vr)
+  nd = vr_aval.ndim
+  if vr_aval.size == 0:
+    return ew.complex(vr, shapes.full_like(vr, 0))
+  is_real = ew.eq(ew.imag(w), shapes.full((), 0, get_aval(vr).dtype))
+  # A complex eigenvalue starts a pair when it is the odd-numbered complex one so far.
+  count = cumsum(_cast(ew.bitwise_not(is_real), np.int32), axis=nd - 2)
+  pair_start = ew.eq(ew.rem(count, shapes.full((), 2, np.int32)),
+                     shapes.full((), 1, np.int32))
+  zero = shapes.full((), 0, vr_aval.dtype)
+  no_pad = [(0, 0, 0)] * (nd - 1)
+  next_col = shapes.pad(vr, zero, no_pad + [(-1, 1, 0)])  # column j+1 at j
+  prev_col = shapes.pad(vr, zero, no_pad + [(1, -1, 0)])  # column j-1 at j
+  dims = tuple(range(nd - 2)) + (nd - 1,)
+  is_real = shapes.broadcast_in_dim(is_real, vr_aval.shape, dims)
+  pair_start = shapes.broadcast_in_dim(pair_start, vr_aval.shape, dims)
+  re = ew.select(ew.bitwise_or(is_real, pair_start), vr, prev_col)
+  im = ew.select(pair_start, next_col, ew.neg(vr))
+  im = ew.select(is_real, shapes.full_like(vr, 0), im)
+  return ew.complex(re, im)
+
+
+def _eig_gpu_lowering(ctx, operand, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                      enable_eigvec_derivs, implementation, target_name_prefix):
+  del enable_eigvec_derivs
+  operand_aval, = ctx.avals_in
+  batch_dims = operand_aval.shape[:-2]
+  n = operand_aval.shape[-1]
+  dtype = np.dtype(operand_aval.dtype)
+  if not _is_lapack_dtype(dtype):
+    raise ValueError(f"Unsupported dtype: {dtype}")
+  real = not dtypes.is_complex(dtype)
+  complex_dtype = _complex_dtype(dtype)
+  vec_aval = ShapedArray(batch_dims + (n, n), complex_dtype)
+  # As JAX: cuSOLVER's geev (11.7.1 on) unless left eigenvectors are asked for; otherwise
+  # the hybrid kernel (LAPACK on the host, or MAGMA).
+  have_geev = target_name_prefix == "cu" and (gpu.cusolver_version() or 0) >= 11701
+  if ((implementation is None and have_geev and not compute_left_eigenvectors)
+      or implementation == EigImplementation.CUSOLVER):
+    if not have_geev:
+      raise RuntimeError("Nonsymmetric eigendecomposition requires cusolver 11.7.1 or newer")
+    if compute_left_eigenvectors:
+      raise NotImplementedError("Left eigenvectors are not supported by cusolver")
+    mat_aval = ShapedArray(batch_dims + (n, n), dtype)
+    w_aval = ShapedArray(batch_dims + (n,), complex_dtype)
+    _, w, vl, vr, info = lapack.ffi_call(
+        solver_target(target_name_prefix, "geev"), [operand], [operand_aval],
+        [mat_aval, w_aval, mat_aval, mat_aval, lapack.info_aval(batch_dims)],
+        left=bool(compute_left_eigenvectors), right=bool(compute_right_eigenvectors))
+    if real and compute_right_eigenvectors:
+      sub_ctx = ctx.replace(primitive=None, avals_in=[w_aval, mat_aval], avals_out=[vec_aval])
+      vr = xla.lower_fun(_unpack_conjugate_pairs, multiple_results=False)(sub_ctx, w, vr)
+  else:
+    # 'auto' (JAX's default gpu_use_magma) lets the kernel use MAGMA for large matrices
+    # when it is installed.
+    magma = "auto"
+    if implementation is not None:
+      magma = "on" if implementation == EigImplementation.MAGMA else "off"
+    w_aval = ShapedArray(batch_dims + (n,), dtype)
+    avals_out = [w_aval, vec_aval, vec_aval, lapack.info_aval(batch_dims)]
+    if real:  # real and imaginary parts of the eigenvalues come separately
+      avals_out = [w_aval] + avals_out
+    kind = "real" if real else "comp"
+    *w, vl, vr, info = lapack.ffi_call(
+        f"{target_name_prefix}hybrid_eig_{kind}", [operand], [operand_aval], avals_out,
+        magma=magma, left=bool(compute_left_eigenvectors),
+        right=bool(compute_right_eigenvectors))
+    w = hlo.complex(*w) if real else w[0]
+  ok = _info_ok(info, batch_dims)
+  out = [_replace_not_ok_with_nan(ok, w, ShapedArray(batch_dims + (n,), complex_dtype),
+                                  batch_dims)]
+  if compute_left_eigenvectors:
+    out.append(_replace_not_ok_with_nan(ok, vl, vec_aval, batch_dims))
+  if compute_right_eigenvectors:
+    out.append(_replace_not_ok_with_nan(ok, vr, vec_aval, batch_dims))
+  return out
+
+
+register_gpu_lowering(eig_p, _eig_gpu_lowering)
 
 
 # --- schur ---------------------------------------------------------------------------------
@@ -714,3 +1095,19 @@ def _tridiagonal_cpu_lowering(ctx, a, *, lower):
 
 
 _register_cpu(tridiagonal_p, _tridiagonal_cpu_lowering)
+
+
+def _tridiagonal_gpu_lowering(ctx, a, *, lower, target_name_prefix):
+  a_aval, = ctx.avals_in
+  batch_dims = a_aval.shape[:-2]
+  # One cuSOLVER handler for every dtype (sytrd, or hetrd for complex input).
+  *outs, info = lapack.ffi_call(
+      solver_target(target_name_prefix, "sytrd"), [a], [a_aval],
+      [*ctx.avals_out, lapack.info_aval(batch_dims)], operand_output_aliases={0: 0},
+      lower=bool(lower))
+  ok = _info_ok(info, batch_dims)
+  return [_replace_not_ok_with_nan(ok, x, aval, batch_dims)
+          for x, aval in zip(outs, ctx.avals_out)]
+
+
+register_gpu_lowering(tridiagonal_p, _tridiagonal_gpu_lowering)
