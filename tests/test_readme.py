@@ -58,3 +58,14 @@ def test_readme_sharding_example_runs():
   assert out.returncode == 0, out.stderr[-2000:]
   assert "P(None, 'model')" in out.stdout and "CPU 0,4" in out.stdout, out.stdout
   assert "[32. 32. 32." in out.stdout, out.stdout
+
+
+def test_readme_lowering_for_another_platform_runs():
+  text = open(README).read()
+  code = next(b for b in text.split("```python")[1:]
+              if "lowering_platforms" in b).split("```")[0]
+  setup = "import hlox\nimport hlox.numpy as jnp\n"
+  out = subprocess.run([sys.executable, "-c", setup + code], capture_output=True, text=True,
+                       timeout=300)
+  assert out.returncode == 0, out.stderr[-2000:]
+  assert "stablehlo.custom_call @cusolver_getrf_ffi" in out.stdout
