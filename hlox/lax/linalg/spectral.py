@@ -852,12 +852,16 @@ def _eig_cpu_lowering(ctx, operand, *, compute_left_eigenvectors, compute_right_
       compute_left=compute(compute_left_eigenvectors),
       compute_right=compute(compute_right_eigenvectors))
   w = hlo.complex(w[0], w[1]) if real else w[0]
-  ok = _info_ok(info, batch_dims)
-  out = [_replace_not_ok_with_nan(ok, w, ctx.avals_out[0], batch_dims)]
-  if compute_left_eigenvectors:
-    out.append(_replace_not_ok_with_nan(ok, vl, vec_aval, batch_dims))
-  if compute_right_eigenvectors:
-    out.append(_replace_not_ok_with_nan(ok, vr, vec_aval, batch_dims))
+  return _eig_outputs(_info_ok(info, batch_dims), batch_dims, w, ctx.avals_out[0],
+                      vl if compute_left_eigenvectors else None,
+                      vr if compute_right_eigenvectors else None, vec_aval)
+
+
+def _eig_outputs(ok, batch_dims, w, w_aval, vl, vr, vec_aval) -> list:
+  """eig's results (the eigenvectors asked for: not None), NaN for failed matrices."""
+  out = [_replace_not_ok_with_nan(ok, w, w_aval, batch_dims)]
+  out += [_replace_not_ok_with_nan(ok, v, vec_aval, batch_dims) for v in (vl, vr)
+          if v is not None]
   return out
 
 
@@ -935,14 +939,10 @@ def _eig_gpu_lowering(ctx, operand, *, compute_left_eigenvectors, compute_right_
         magma=magma, left=bool(compute_left_eigenvectors),
         right=bool(compute_right_eigenvectors))
     w = hlo.complex(*w) if real else w[0]
-  ok = _info_ok(info, batch_dims)
-  out = [_replace_not_ok_with_nan(ok, w, ShapedArray(batch_dims + (n,), complex_dtype),
-                                  batch_dims)]
-  if compute_left_eigenvectors:
-    out.append(_replace_not_ok_with_nan(ok, vl, vec_aval, batch_dims))
-  if compute_right_eigenvectors:
-    out.append(_replace_not_ok_with_nan(ok, vr, vec_aval, batch_dims))
-  return out
+  return _eig_outputs(_info_ok(info, batch_dims), batch_dims, w,
+                      ShapedArray(batch_dims + (n,), complex_dtype),
+                      vl if compute_left_eigenvectors else None,
+                      vr if compute_right_eigenvectors else None, vec_aval)
 
 
 register_gpu_lowering(eig_p, _eig_gpu_lowering)
