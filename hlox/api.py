@@ -1295,6 +1295,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   flat_host_types = _FLAT_HOST_TYPES | {Array}
   flat_key = wrapped._flat_key
   first_static = wrapped._first_static
+  pytree_calls = [False]  # the last positional call had pytrees among its arguments
   general_key = wrapped._general_key
   donating = bool(wrapped.donate_argnums or wrapped.donate_argnames)
   options = config._values
@@ -1324,7 +1325,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
     # nothing until an exception: then the frames of this wrapper leave its traceback.)
     try:
       if ctx.trace is eval_trace and not options["disable_jit"]:
-        if not kwargs and not donating:
+        if not kwargs and not donating and not pytree_calls[0]:
           # The shortest path: positional leaves, keyed on their signatures (``_flat_key``).
           if len(args) > first_static:  # static arguments among them
             key, dyn = flat_key(args)
@@ -1342,6 +1343,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
                   key = (_HOST_ARGUMENTS, *map(signature, args))
                 except Exception:  # a value with no signature: the general path says so
                   key = None
+              else:  # pytrees: skip this attempt (an exception costs ~1 us) until leaves again
+                pytree_calls[0] = True
           entry = cache_get(key) if key is not None else None
           if entry is not None:
             if len(cache) * 2 > options["cache_size"]:  # near eviction: keep LRU order
@@ -1362,6 +1365,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         try:
           if simple and not kwargs:
             leaves, in_tree = flatten_fast(args)
+            if pytree_calls[0] and in_tree.num_leaves == len(args) == in_tree.num_nodes - 1:
+              pytree_calls[0] = False  # positional leaves again: the shortest path next time
             try:
               key = (in_tree, *map(get_sig, leaves))
             except AttributeError:
@@ -1376,7 +1381,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
           return fallback(args, kwargs)
         if entry is None:
           return miss(key, args, kwargs)
-        touch(key)
+        if len(cache) * 2 > options["cache_size"]:  # near eviction: keep LRU order
+          touch(key)
         execute, handlers, out_avals, device_keys, consts, kept, out_tree, single, compiled = \
             entry
         if consts:

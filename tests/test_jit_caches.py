@@ -204,3 +204,18 @@ def test_shortest_path_with_static_arguments(monkeypatch):
   g = hlox.jit(lambda x, axis=0: x.sum(axis), static_argnums=(1,))
   m = jnp.ones((2, 3))
   assert g(m).shape == (3,) and g(m, 1).shape == (2,) and g(m).shape == (3,)
+
+
+def test_pytree_and_leaf_calls_alternate_on_the_cache_hit_paths(monkeypatch):
+  calls = _count_slow_calls(monkeypatch)
+  f = hlox.jit(lambda a, b: hlox.tree_util.tree_map(lambda v: v + b, a))
+  x = _x()
+  for _ in range(3):
+    tree = f({"w": x, "v": [x, x]}, 1.0)  # pytrees: the general cache-hit path
+    leaf = f(x, 2.0)                      # leaves: the shortest one again
+    none = f((x, None), 3.0)
+    np.testing.assert_allclose(tree["v"][1], np.asarray(x) + 1.0)
+    np.testing.assert_allclose(leaf, np.asarray(x) + 2.0)
+    assert none[1] is None
+    np.testing.assert_allclose(none[0], np.asarray(x) + 3.0)
+  assert len(calls) == 3
