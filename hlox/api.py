@@ -1295,7 +1295,11 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   flat_host_types = _FLAT_HOST_TYPES | {Array}
   flat_key = wrapped._flat_key
   first_static = wrapped._first_static
-  pytree_calls = [False]  # the last positional call had pytrees among its arguments
+  # What the last positional call's arguments were (Arrays, Arrays and host values, or
+  # pytrees): the shortest path tries the likeliest key first.
+  ARRAYS, HOST_VALUES, PYTREES = "arrays", "host values", "pytrees"
+  arguments = [ARRAYS]
+  array_type = {Array}
   general_key = wrapped._general_key
   donating = bool(wrapped.donate_argnums or wrapped.donate_argnames)
   options = config._values
@@ -1325,7 +1329,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
     # nothing until an exception: then the frames of this wrapper leave its traceback.)
     try:
       if ctx.trace is eval_trace and not options["disable_jit"]:
-        if not kwargs and not donating and not pytree_calls[0]:
+        if not kwargs and not donating and arguments[0] is not PYTREES:
           # The shortest path: positional leaves, keyed on their signatures (``_flat_key``).
           if len(args) > first_static:  # static arguments among them
             key, dyn = flat_key(args)
@@ -1333,18 +1337,26 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
           else:
             dyn = args
             host = False
-            try:
-              key = tuple(map(get_sig, args))
-            except AttributeError:  # a leaf that is no Array: a host value, or a pytree
-              key = None
-              if set(map(type, args)) <= flat_host_types:
+            key = None
+            if arguments[0] is ARRAYS:
+              try:
+                key = tuple(map(get_sig, args))
+              except AttributeError:  # a host value, or a pytree: look at the types below
+                pass
+            if key is None:  # (the types first, as an exception costs ~1 us)
+              types = set(map(type, args))
+              if types <= array_type:
+                arguments[0] = ARRAYS
+                key = tuple(map(get_sig, args))
+              elif types <= flat_host_types:
+                arguments[0] = HOST_VALUES
                 host = True
                 try:
                   key = (_HOST_ARGUMENTS, *map(signature, args))
                 except Exception:  # a value with no signature: the general path says so
                   key = None
-              else:  # pytrees: skip this attempt (an exception costs ~1 us) until leaves again
-                pytree_calls[0] = True
+              else:  # pytrees: skip this path until leaves come again
+                arguments[0] = PYTREES
           entry = cache_get(key) if key is not None else None
           if entry is not None:
             if len(cache) * 2 > options["cache_size"]:  # near eviction: keep LRU order
@@ -1365,8 +1377,9 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         try:
           if simple and not kwargs:
             leaves, in_tree = flatten_fast(args)
-            if pytree_calls[0] and in_tree.num_leaves == len(args) == in_tree.num_nodes - 1:
-              pytree_calls[0] = False  # positional leaves again: the shortest path next time
+            if arguments[0] is PYTREES and \
+                in_tree.num_leaves == len(args) == in_tree.num_nodes - 1:
+              arguments[0] = HOST_VALUES  # positional leaves again: the shortest path next
             try:
               key = (in_tree, *map(get_sig, leaves))
             except AttributeError:
