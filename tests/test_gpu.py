@@ -116,7 +116,8 @@ def test_dlpack_round_trip_on_the_gpu(gpu):
 
 
 @pytest.mark.parametrize("name", ["cholesky", "solve", "triangular_solve", "lu", "qr", "eigh",
-                                  "svd"])
+                                  "svd", "qr_pivoting", "eigvals", "tridiagonal", "schur",
+                                  "hessenberg", "inv", "det", "tridiagonal_solve"])
 def test_linear_algebra_on_the_gpu(name, gpu, cpu):
   rng = np.random.default_rng(1)
   a = rng.standard_normal((64, 64)).astype(np.float32)
@@ -131,6 +132,15 @@ def test_linear_algebra_on_the_gpu(name, gpu, cpu):
       "qr": (lambda m: jnp.abs(jnp.linalg.qr(m)[1]), (a,)),
       "eigh": (lambda m: jnp.linalg.eigh(m)[0], (spd,)),
       "svd": (lambda m: jnp.linalg.svd(m, compute_uv=False), (a,)),
+      "qr_pivoting": (lambda m: jnp.abs(hlox.scipy.linalg.qr(m, pivoting=True)[1]), (a,)),
+      "eigvals": (lambda m: jnp.sort_complex(jnp.linalg.eigvals(m)), (a,)),
+      "tridiagonal": (lambda m: lax.linalg.tridiagonal(m)[1], (spd,)),
+      "schur": (lambda m: hlox.scipy.linalg.schur(m)[0], (spd,)),
+      "hessenberg": (lambda m: jnp.abs(hlox.scipy.linalg.hessenberg(m)), (a,)),
+      "inv": (jnp.linalg.inv, (spd,)),
+      "det": (lambda m: jnp.linalg.slogdet(m)[1], (spd,)),
+      "tridiagonal_solve": (lambda m, v: lax.linalg.tridiagonal_solve(
+          m[0].at[0].set(0.0), m[1] + 8, m[2].at[-1].set(0.0), v), (a[:3], b)),
   }
   fn, args = calls[name]
   want = np.asarray(hlox.jit(fn)(*(hlox.device_put(v, cpu) for v in args)))

@@ -157,6 +157,11 @@ def _tpu_qr_missing():
 def test_custom_calls_match_jax(name, jax_lowerings):
   want = jax_lowerings[name]
   got = hlox_lowering(*PROGRAMS[name])
+  if name.split(":")[-1].startswith(("schur", "hessenberg")) and PROGRAMS[name][0] != "tpu":
+    # JAX has no GPU rule; hlox runs the CPU's LAPACK routine in a host callback there.
+    assert want["error"] == "NotImplementedError", want
+    assert [c["target"] for c in custom_calls(got["text"])] == ["xla_ffi_python_gpu_callback"]
+    return
   if "error" in want:
     assert got.get("error") == want["error"], (want, got.get("text", got))
     return
@@ -286,10 +291,31 @@ def test_unpack_conjugate_pairs():
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_no_rule_where_jax_has_none(platform):
-  missing = ["schur", "hessenberg"] + (["eig", "tridiagonal"] if platform == "tpu" else [])
+  # (schur and hessenberg lower on GPUs through a host callback: see the next test.)
+  missing = ["schur", "hessenberg", "eig", "tridiagonal"] if platform == "tpu" else []
   for name in missing:
     with pytest.raises(NotImplementedError, match=f"{name}.*{platform}"):
       lower_in_hlox(platform, f"lambda a: lax.linalg.{name}(a)", [((3, 3), "float32")])
+
+
+@pytest.mark.parametrize("name", ["schur", "hessenberg"])
+def test_schur_and_hessenberg_on_gpus_run_lapack_on_the_host(name):
+  from hlox.lax.linalg import gpu, spectral
+  a = np.random.default_rng(1).standard_normal((2, 5, 5)).astype(np.float32)
+  for platform in ("cuda", "rocm"):
+    text = lower_in_hlox(platform, f"lambda a: lax.linalg.{name}(a)", [((2, 5, 5), "float32")])
+    calls = custom_calls(text)
+    assert [c["target"] for c in calls] == ["xla_ffi_python_gpu_callback"]
+    assert calls[0]["operands"] == ["tensor<2x5x5xf32>"]
+  # What the callback runs: the primitive on this process's CPU, as eager code gets it.
+  prim = getattr(spectral, f"{name}_p")
+  params = dict(compute_schur_vectors=True, sort_eig_vals=False, select_callable=None) \
+      if name == "schur" else {}
+  got = gpu.on_host_cpu(prim, params)(a)
+  want = getattr(hlox.lax.linalg, name)(a)
+  for g, w in zip(got, want):
+    assert isinstance(g, np.ndarray)
+    np.testing.assert_array_equal(g, np.asarray(w))
 
 
 # --- the TPU's SVD, run on CPU ---------------------------------------------------------------

@@ -181,9 +181,9 @@ def test_lowering_rules_per_platform():
   assert "stablehlo.add" in cpu_text and "stablehlo.multiply" not in cpu_text
   assert "stablehlo.multiply" in cuda_text and "stablehlo.add" not in cuda_text
   assert client.lowering_platform(hlox.devices()[0]) == "cpu"
-  # A CPU-only LAPACK rule (schur: JAX has none elsewhere either) is not offered to another
-  # platform: a clear error, not XLA's.
-  schur = hlox.make_jaxpr(hlox.lax.linalg.schur)(np.eye(2, dtype=np.float32))
+  # A rule for some platforms only (tridiagonal: CPU and GPU, as JAX) is not offered to
+  # another platform: a clear error, not XLA's.
+  tri = hlox.make_jaxpr(hlox.lax.linalg.tridiagonal)(np.eye(2, dtype=np.float32))
   with pytest.raises(NotImplementedError,
-                     match="schur has no lowering rule for platform 'cuda'"):
-    xla.lower_jaxpr_to_module(schur, platform="cuda")
+                     match="tridiagonal has no lowering rule for platform 'tpu'"):
+    xla.lower_jaxpr_to_module(tri, platform="tpu")

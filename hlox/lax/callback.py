@@ -152,6 +152,9 @@ def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool
   return results
 
 
+# For rules that run part of a program on the host (``lax/linalg/gpu.host_lowering``).
+host_callback_lowering = _callback_lowering
+
 _TOKEN = ShapedArray((), np.dtype(np.bool_))  # stands for the token: a rank-0 layout
 
 

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from hlox.interpreters import xla
+from hlox.lax.callback import host_callback_lowering
+from hlox.runtime import client
+from hlox.runtime.array import device_put
 from hlox.runtime.plugins import cusolver_version  # noqa: F401 (the rules' kernel choice)
 
 # The prefix of a platform's kernel names (JAX's): ``cusolver_...`` on CUDA, ``hipsolver_...``
@@ -42,3 +47,24 @@ def magma_attr(use_magma) -> str:
   if use_magma is None:
     return "auto"
   return "on" if use_magma else "off"
+
+
+def on_host_cpu(primitive, params):
+  """``f(*numpy_arrays) -> [numpy arrays]``: ``primitive`` with ``params`` run eagerly on this
+  process's CPU (its LAPACK lowering there)."""
+  def run(*arrays):
+    cpu = client.devices("cpu")[0]
+    outs = primitive.bind(*[device_put(a, cpu) for a in arrays], **params)
+    return [np.asarray(o) for o in (outs if primitive.multiple_results else [outs])]
+  return run
+
+
+def host_lowering(primitive):
+  """A GPU rule for a primitive that has no GPU kernel (``schur``, ``hessenberg``: JAX lowers
+  them on the CPU only): the operands go to the host, where the CPU's LAPACK routine runs
+  in a host callback, and the results come back, as the hybrid kernels do for ``eig``."""
+  def rule(ctx, *args, **params):
+    return host_callback_lowering(ctx, *args, callback=on_host_cpu(primitive, params),
+                                  result_avals=list(ctx.avals_out), has_side_effect=False)
+  return rule
+
