@@ -351,3 +351,20 @@ def test_unsupported_groups_under_vmap():
   with pytest.raises(NotImplementedError, match="all_to_all: axis_index_groups"):
     vmap(lambda x: lax.all_to_all(x, "i", 0, 0, axis_index_groups=[[0, 1], [2, 3]]))(
         np.ones((N, 2), np.float32))
+
+
+def test_collectives_inside_jaxprs_of_unbatched_equations_under_vmap():
+  # A jitted call, loop or branch whose operands do not depend on the vmapped axis still
+  # needs the batching rule when its jaxprs use that axis (axis_index, psum).
+  def climb(x):
+    return lax.while_loop(lambda x: x < lax.axis_index("i"), lambda x: x + 2, x)
+  zeros = np.zeros(4, np.int32)
+  for f in (climb, hlox.jit(climb)):
+    np.testing.assert_array_equal(hlox.vmap(f, axis_name="i")(zeros), [0, 2, 2, 4])
+    np.testing.assert_array_equal(
+        hlox.vmap(lambda _, x: f(x), axis_name="i", in_axes=(0, None))(zeros, 0), [0, 2, 2, 4])
+  total = hlox.vmap(lambda _: hlox.jit(lambda: lax.psum(1, "i"))(), axis_name="i")(np.zeros(3))
+  np.testing.assert_array_equal(total, [3, 3, 3])
+  index = hlox.vmap(lambda _: lax.cond(True, lambda: lax.axis_index("i"), lambda: 0),
+                    axis_name="i")(np.zeros(3))
+  np.testing.assert_array_equal(index, [0, 1, 2])

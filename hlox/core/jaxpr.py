@@ -340,6 +340,16 @@ def pp_jaxpr_annotated(jaxpr: Jaxpr, source_info: bool = False,
 
 # --- evaluation, checking, DCE -----------------------------------------------------------
 
+def subjaxprs(params):
+  """The jaxprs among an equation's parameters (bodies of loops, branches, calls)."""
+  for v in params.values():
+    for item in (v if isinstance(v, (tuple, list)) else (v,)):
+      if isinstance(item, ClosedJaxpr):
+        yield item.jaxpr
+      elif isinstance(item, Jaxpr):
+        yield item
+
+
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
   """Run ``jaxpr`` by binding each equation's primitive on the current trace."""
   env = {}

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 from hlox import tree_util
 from hlox.core.avals import ShapedArray
-from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, trace_to_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, subjaxprs, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, extend_axis_env, get_aval,
                               set_current_trace)
 
@@ -88,17 +88,28 @@ class BatchTrace(Trace):
     return self.maybe_tracer(out, out_dims)
 
   def _binds_my_axis(self, primitive, params) -> bool:
-    """A collective over this trace's named axis needs its rule even with unbatched inputs."""
-    if self.axis_data.name is None or primitive not in axis_primitive_batchers:
-      return False
-    axes = params.get("axes", params.get("axis_name"))
-    axes = axes if isinstance(axes, tuple) else (axes,)
-    return self.axis_data.name in axes
+    """A collective over this trace's named axis needs its rule even with unbatched inputs,
+    and so does an equation whose jaxprs (a jitted call, a loop body...) hold one."""
+    name = self.axis_data.name
+    return name is not None and _binds_axis(primitive, params, name)
 
   def maybe_tracer(self, val, dim):
     if dim is None:
       return val
     return BatchTracer(self, val, dim)
+
+
+def _names_axis(params, name) -> bool:
+  axes = params.get("axes", params.get("axis_name"))
+  return name in (axes if isinstance(axes, tuple) else (axes,))
+
+
+def _binds_axis(primitive, params, name) -> bool:
+  """Whether an equation is a collective over the axis ``name`` or holds one in its jaxprs."""
+  if primitive in axis_primitive_batchers and _names_axis(params, name):
+    return True
+  return any(_binds_axis(eqn.primitive, eqn.params, name)
+             for jaxpr in subjaxprs(params) for eqn in jaxpr.eqns)
 
 
 def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData):

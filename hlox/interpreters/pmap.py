@@ -23,7 +23,7 @@ import numpy as np
 from hlox import monitoring
 from hlox.cache import LRUCache, memoize_derived
 from hlox.core import dtypes
-from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr,
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr, subjaxprs,
                              trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, extend_axis_env, get_aval, set_current_trace
@@ -70,16 +70,6 @@ def _pmap_abstract_eval(*avals, jaxpr, axis_size, in_axes, out_axes, name, **_):
   return [_insert_axis(a, ax, axis_size) for a, ax in zip(jaxpr.out_avals, out_axes)]
 
 xla_pmap_p.def_abstract_eval(_pmap_abstract_eval)
-
-
-def subjaxprs(params):
-  """The jaxprs among an equation's parameters (bodies of loops, branches, calls)."""
-  for v in params.values():
-    for item in (v if isinstance(v, (tuple, list)) else (v,)):
-      if isinstance(item, ClosedJaxpr):
-        yield item.jaxpr
-      elif isinstance(item, Jaxpr):
-        yield item
 
 
 def jaxpr_replicas(jaxpr: Jaxpr) -> int:
