@@ -951,9 +951,51 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     types = ", ".join(f"ShapedArray({a.str_short(short_dtypes=False)})" for a in pred)
     raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got output "
                     f"type(s) [{types}].")
-  outs = while_p.bind(*cconsts, *bconsts, *leaves, cond_jaxpr=cond_j, body_jaxpr=body,
+  # As JAX: a carry that the body returns unchanged and the cond does not read is a body
+  # const instead (vmap with a batched predicate then leaves it unbatched).
+  moved = _read_only_carries(body, len(bconsts), cond_j, len(cconsts))
+  if any(moved):
+    cond_j, body = _carries_to_body_consts(cond_j, len(cconsts), body, len(bconsts), moved)
+    kept = [x for x, m in zip(leaves, moved) if not m]
+    bconsts = [x for x, m in zip(leaves, moved) if m] + list(bconsts)
+  else:
+    kept = leaves
+  outs = while_p.bind(*cconsts, *bconsts, *kept, cond_jaxpr=cond_j, body_jaxpr=body,
                       cond_nconsts=len(cconsts), body_nconsts=len(bconsts))
+  if any(moved):
+    outs = iter(outs)
+    outs = [x if m else next(outs) for x, m in zip(leaves, moved)]
   return tree_util.tree_unflatten(carry_tree, outs)
+
+
+def _read_only_carries(body, body_nconsts, cond_j, cond_nconsts) -> list:
+  """Per carry: whether the body returns it unchanged and the cond does not read it."""
+  body_in = body.jaxpr.invars[body_nconsts:]
+  cond_in = cond_j.jaxpr.invars[cond_nconsts:]
+  read = {id(v) for eqn in cond_j.jaxpr.eqns for v in eqn.invars}
+  read |= {id(v) for v in cond_j.jaxpr.outvars}
+  return [out is v and id(c) not in read
+          for v, out, c in zip(body_in, body.jaxpr.outvars, cond_in)]
+
+
+def _carries_to_body_consts(cond_j, cond_nconsts, body, body_nconsts, moved):
+  """The loop's jaxprs with the ``moved`` carries taken out of the carry: the body takes them
+  as its first consts, the cond (which does not read them) not at all."""
+  def split(invars, n):
+    carries = invars[n:]
+    return ([v for v, m in zip(carries, moved) if m],
+            [v for v, m in zip(carries, moved) if not m])
+
+  j = cond_j.jaxpr
+  _, kept = split(j.invars, cond_nconsts)
+  cond_j = ClosedJaxpr(Jaxpr(j.constvars, j.invars[:cond_nconsts] + kept, j.outvars, j.eqns,
+                             j.debug_info), cond_j.consts)
+  j = body.jaxpr
+  consts, kept = split(j.invars, body_nconsts)
+  outs = [o for o, m in zip(j.outvars, moved) if not m]
+  body = ClosedJaxpr(Jaxpr(j.constvars, consts + j.invars[:body_nconsts] + kept, outs, j.eqns,
+                           j.debug_info), body.consts)
+  return cond_j, body
 
 
 # --- scan --------------------------------------------------------------------------------
