@@ -8,7 +8,7 @@ import hlox.numpy as jnp
 from hlox import lax
 from hlox.config import enable_x64
 
-from tests.check_grads import check_grads
+from tests.check_grads import check_grads, check_grads_x64
 from tests.util import assert_close, check_eager_and_jit
 
 rng = np.random.default_rng(0)
@@ -491,3 +491,39 @@ def test_eager_grad_of_cond_reuses_compiled_programs():
     out = g(1.0)
   assert counts.get("compile", 0) == 0, counts
   np.testing.assert_allclose(float(out), np.cos(1.0), rtol=1e-6)
+
+
+def test_pass_through_values_leave_the_loops_and_branches_as_in_jax():
+  # A carry the body returns unchanged, a branch output that is an operand: JAX takes them
+  # out of the primitive (vmap then leaves an unbatched one unbatched, out_axes=None works).
+  def climb(w, x, limit):
+    _, x, w = lax.while_loop(lambda v: v[0] < limit, lambda v: (v[0] + 1, v[1] @ v[2], v[2]),
+                             (0, x, w))
+    return w, x
+  w = jnp.ones((2, 2))
+  w2, x2 = hlox.vmap(climb, in_axes=(None, 0, 0), out_axes=(None, 0))(
+      w, jnp.ones((4, 2)), jnp.arange(4))
+  np.testing.assert_array_equal(w2, w)
+  np.testing.assert_array_equal(x2, [[1, 1], [2, 2], [4, 4], [8, 8]])
+  jaxpr = hlox.make_jaxpr(climb)(w, jnp.ones(2), 3)
+  assert "body_nconsts=1" in str(jaxpr)
+  # jvp through the moved carry (now a const of the body)
+  loss = lambda w: (climb(w, jnp.arange(2.0), 3)[1] * w[0]).sum()
+  check_grads_x64(loss, (np.full((2, 2), 0.5),), order=1, modes=("fwd",))
+
+  def pick(x, y):
+    return lax.cond(x < 3, lambda x, y: (x * 2, y), lambda x, y: (x * 3, y), x, y)
+  y = jnp.array(3.0)
+  x2, y2 = hlox.vmap(pick, in_axes=(0, None), out_axes=(0, None))(jnp.arange(3), y)
+  assert y2 is y
+  np.testing.assert_array_equal(x2, [0, 2, 4])
+
+  def nested(x, y):
+    def h(_, y):
+      return lax.scan(lambda y, _: (y, None), y, None, length=1)[0]
+    return lax.cond(x < 0, h, h, x, y)
+  assert float(hlox.vmap(nested, (0, None), None)(jnp.arange(3.0), 3.0)) == 3.0
+  f = lambda w, c, xs: lax.scan(lambda c, x: ((c[0] + x @ w, c[1]), x * 2), c, xs)
+  (total, kept), ys = f(jnp.ones((2, 2)), (jnp.ones(2), 5.0), jnp.ones((3, 2)))
+  assert kept == 5.0
+  np.testing.assert_array_equal(total, [7, 7])

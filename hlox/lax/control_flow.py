@@ -39,7 +39,7 @@ from hlox.lax import indexing as _ix
 from hlox.lax.call import jit_p as _jit_p
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
-from hlox.runtime.array import device_put
+from hlox.runtime.array import Array, device_put
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -598,8 +598,40 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
       "cond", [true_fun, false_fun], ["true_fun", "false_fun"], operands)
   # Index 0 is the false branch (as in JAX); every branch takes all consts, so reordering
   # the jaxprs keeps their signatures.
-  outs = cond_p.bind(index, *consts, *leaves, branches=branches[::-1])
+  outs = _bind_cond(index, branches[::-1], consts, leaves)
   return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _bind_cond(index, branches, consts, leaves) -> list:
+  """``cond_p`` of ``branches``, except for the outputs that every branch passes through
+  from the same operand: as JAX, those are that operand itself (no copy, and under vmap an
+  unbatched operand stays unbatched)."""
+  inputs = [*consts, *leaves]
+  forwarded = _forwarded_outputs(branches)
+  if not any(f is not None for f in forwarded):
+    return cond_p.bind(index, *inputs, branches=branches)
+  pruned = _memo(_prune_forwarded, branches, tuple(forwarded))
+  outs = iter(cond_p.bind(index, *inputs, branches=pruned))
+  return [next(outs) if f is None else _forwarded_value(inputs[f]) for f in forwarded]
+
+
+def _forwarded_outputs(branches) -> list:
+  """Per output: the index of the input every branch returns there unchanged, or None."""
+  def sources(closed):
+    position = {id(v): i for i, v in enumerate(closed.jaxpr.invars)}
+    return [position.get(id(o)) for o in closed.jaxpr.outvars]
+  per_branch = [sources(b) for b in branches]
+  return [s[0] if len(set(s)) == 1 else None for s in zip(*per_branch)]
+
+
+def _prune_forwarded(branches, forwarded):
+  return tuple(_closed(b.jaxpr.invars, [o for o, f in zip(b.jaxpr.outvars, forwarded)
+                                        if f is None], b.jaxpr.eqns) for b in branches)
+
+
+def _forwarded_value(x):
+  # JAX's ``lax.asarray``: Arrays and tracers as they are, host values made arrays.
+  return x if isinstance(x, (Array, Tracer)) else device_put(x)
 
 
 @api_boundary
@@ -636,7 +668,7 @@ def _switch(index, branches, operands):
   """``switch`` of an int32 ``index`` already in range."""
   names = ["branch 0"] + [f"branch{i}" for i in range(1, len(branches))]  # JAX's names
   jaxprs, consts, leaves, out_tree = _trace_branches("switch", branches, names, operands)
-  outs = cond_p.bind(index, *consts, *leaves, branches=jaxprs)
+  outs = _bind_cond(index, jaxprs, consts, leaves)
   return tree_util.tree_unflatten(out_tree, outs)
 
 
@@ -955,7 +987,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   # const instead (vmap with a batched predicate then leaves it unbatched).
   moved = _read_only_carries(body, len(bconsts), cond_j, len(cconsts))
   if any(moved):
-    cond_j, body = _carries_to_body_consts(cond_j, len(cconsts), body, len(bconsts), moved)
+    cond_j, body = _memo(_carries_to_body_consts, cond_j, len(cconsts), body, len(bconsts),
+                         tuple(moved))
     kept = [x for x, m in zip(leaves, moved) if not m]
     bconsts = [x for x, m in zip(leaves, moved) if m] + list(bconsts)
   else:
@@ -1431,17 +1464,50 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
       break
   carry_avals = [get_aval(x) for x in init_leaves]
   _check_carry("scan body", f, carry_tree, carry_avals, children[0], body.out_avals[:n_carry])
+  # As JAX: a carry the body returns unchanged is read-only, a const of the loop (under vmap
+  # an unbatched one stays unbatched), and the final carry is the initial value.
+  moved = _forwarded_carries(body, len(consts), n_carry)
+  carried = init_leaves
+  if any(moved):
+    body = _memo(_carries_to_consts, body, len(consts), n_carry, moved)
+    consts = [x for x, m in zip(init_leaves, moved) if m] + list(consts)
+    carried = [x for x, m in zip(init_leaves, moved) if not m]
+  n_carried = len(carried)
   # A y that is the body's x is the stacked xs itself: it is forwarded, not scanned (as JAX).
-  body, fwd = _memo(_forward_xs_to_ys, body, len(consts), n_carry)
-  outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=body, num_consts=len(consts),
-                     num_carry=n_carry, length=length, reverse=bool(reverse),
+  body, fwd = _memo(_forward_xs_to_ys, body, len(consts), n_carried)
+  outs = scan_p.bind(*consts, *carried, *xs_leaves, jaxpr=body, num_consts=len(consts),
+                     num_carry=n_carried, length=length, reverse=bool(reverse),
                      unroll=int(unroll))
   if any(k is not None for k in fwd):
-    rest = iter(outs[n_carry:])
-    outs = outs[:n_carry] + [next(rest) if k is None else xs_leaves[k] for k in fwd]
+    rest = iter(outs[n_carried:])
+    outs = outs[:n_carried] + [next(rest) if k is None else xs_leaves[k] for k in fwd]
+  if any(moved):
+    final = iter(outs[:n_carried])
+    outs = [x if m else next(final) for x, m in zip(init_leaves, moved)] + outs[n_carried:]
   carry = tree_util.tree_unflatten(carry_tree, outs[:n_carry])
   ys = tree_util.tree_unflatten(children[1], outs[n_carry:])
   return carry, ys
+
+
+def _forwarded_carries(body, num_consts, n_carry) -> tuple:
+  """Per carry: whether the body returns it unchanged (the same variable, same position)."""
+  jaxpr = body.jaxpr
+  carries = jaxpr.invars[num_consts:num_consts + n_carry]
+  return tuple(out is v for v, out in zip(carries, jaxpr.outvars[:n_carry]))
+
+
+def _carries_to_consts(body, num_consts, n_carry, moved):
+  """``body`` with the ``moved`` carries taken as its first consts instead (and no longer
+  returned)."""
+  jaxpr = body.jaxpr
+  consts = jaxpr.invars[:num_consts]
+  carries = jaxpr.invars[num_consts:num_consts + n_carry]
+  invars = ([v for v, m in zip(carries, moved) if m] + consts +
+            [v for v, m in zip(carries, moved) if not m] + jaxpr.invars[num_consts + n_carry:])
+  outvars = ([o for o, m in zip(jaxpr.outvars[:n_carry], moved) if not m] +
+             jaxpr.outvars[n_carry:])
+  return ClosedJaxpr(Jaxpr(jaxpr.constvars, invars, outvars, jaxpr.eqns, jaxpr.debug_info),
+                     body.consts)
 
 
 def _forward_xs_to_ys(body, num_consts, n_carry):
