@@ -1389,6 +1389,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
             return slow(args, kwargs)
           else:
             key, leaves = general_key(args, kwargs)
+            if arguments[0] is PYTREES and not kwargs:
+              arguments[0] = HOST_VALUES  # (its flatten is not at hand: try leaves next time)
           entry = cache_get(key)
         except TypeError:  # an unhashable static argument, or a leaf that is not an array
           return fallback(args, kwargs)
