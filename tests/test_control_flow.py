@@ -527,3 +527,15 @@ def test_pass_through_values_leave_the_loops_and_branches_as_in_jax():
   (total, kept), ys = f(jnp.ones((2, 2)), (jnp.ones(2), 5.0), jnp.ones((3, 2)))
   assert kept == 5.0
   np.testing.assert_array_equal(total, [7, 7])
+
+
+def test_gradient_of_vmapped_cond_ignores_the_branch_not_taken():
+  # sqrt's derivative at 0 is inf; examples that take the other branch must not see it (as
+  # JAX: the untaken branch's operands are constants for those examples).
+  eps = 1e-3
+  safe = lambda x: lax.cond(x < eps, lambda _: eps, lambda _: jnp.sqrt(x), ())
+  x = np.array([0.0, 1.0, 4.0], np.float32)
+  grads = hlox.grad(lambda x: hlox.vmap(safe)(x).sum())(x)
+  np.testing.assert_allclose(grads, [0.0, 0.5, 0.25])
+  np.testing.assert_allclose(np.diag(hlox.jacfwd(hlox.vmap(safe))(x)), [0.0, 0.5, 0.25])
+  np.testing.assert_allclose(hlox.vmap(safe)(x), [eps, 1.0, 2.0], rtol=1e-6)

@@ -36,6 +36,7 @@ from hlox.interpreters import ad, batching, cost, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
+from hlox.lax.ad_util import stop_gradient
 from hlox.lax.call import jit_p as _jit_p
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
@@ -497,10 +498,16 @@ def _cond_batch(axis_data, vals, dims, *, branches):
   if idim is not None:
     # A batched predicate: every branch runs on the whole batch and ``select_n`` picks.
     index = batching.moveaxis(index, idim, 0)
+    ops = [batching.bdim_at_front(x, d, size) for x, d in zip(ops, odims)]
     results = []
-    for br in branches:
-      bj, _ = _memo(_batch_jaxpr, br, size, axis_data.name, tuple(odims), True)
-      results.append(eval_jaxpr(bj.jaxpr, bj.consts, *ops))
+    for i, br in enumerate(branches):
+      bj, _ = _memo(_batch_jaxpr, br, size, axis_data.name, (0,) * len(ops), True)
+      # As JAX: the examples that do not take this branch see its operands as constants, so
+      # that no derivative flows through the branch they did not take (a NaN or inf there,
+      # sqrt at 0 say, would otherwise poison the gradient).
+      taken = _ew.eq(index, np.int32(i))
+      guarded = [_select_batched(taken, x, stop_gradient(x)) for x in ops]
+      results.append(eval_jaxpr(bj.jaxpr, bj.consts, *guarded))
     outs = []
     for k in range(len(branches[0].out_avals)):
       cases = [r[k] for r in results]
@@ -519,6 +526,14 @@ def _cond_batch(axis_data, vals, dims, *, branches):
   bjs, consts = _memo(_hoist_tuple, bjs)
   outs = cond_p.bind(index, *consts, *ops, branches=bjs)
   return outs, [0 if b else None for b in out_bat]
+
+
+def _select_batched(pred, on_true, on_false):
+  """``select`` by a per-example ``pred`` (batch dimension first) of batched operands."""
+  if not dtypes.is_inexact(get_aval(on_true).dtype):
+    return on_true  # (integers carry no derivative)
+  shape = get_aval(on_true).shape
+  return _ew.select_n(_shapes.broadcast_in_dim(pred, shape, (0,)), on_false, on_true)
 
 
 def _batch_jaxpr(closed, size, name, dims, instantiate):
