@@ -63,3 +63,16 @@ def test_host_callbacks_on_tpu_are_refused_by_name():
   f = lambda x: hlox.pure_callback(np.sin, hlox.ShapeDtypeStruct(x.shape, x.dtype), x)
   with pytest.raises(NotImplementedError, match="pure_callback.*'tpu'"):
     hlox.jit(f).trace(jnp.ones(3)).lower(lowering_platforms=("tpu",))
+
+
+def test_every_primitive_with_a_cpu_rule_lowers_on_gpus():
+  # The rule: what lowers on the CPU lowers on a GPU (by its own rule or the default).
+  # On a TPU, as in JAX, a few LAPACK-only primitives have none.
+  import hlox.scipy.linalg  # noqa: F401 (registers its primitives)
+  from hlox.interpreters import xla
+  cpu = xla.platform_lowering_rules["cpu"]
+  assert len(cpu) > 10
+  for platform in ("cuda", "rocm"):
+    assert [p.name for p in cpu if xla.get_lowering_rule(p, platform) is None] == []
+  assert sorted(p.name for p in cpu if xla.get_lowering_rule(p, "tpu") is None) == [
+      "eig", "geqp3", "hessenberg", "schur", "tridiagonal"]
