@@ -305,18 +305,10 @@ class _HashableStatic:
 
 # Leaf types a jitted call's positional arguments may have for the shortest cache-hit path:
 # Arrays, and the host values whose signature is their type's (scalars) or their own aval.
-_FLAT_HOST_TYPES = SCALAR_TYPES | {np.ndarray}
+_ARRAY_TYPE = frozenset((Array,))
+_FLAT_LEAF_TYPES = SCALAR_TYPES | {np.ndarray, Array}
 _HOST_ARGUMENTS = object()  # marks the flat keys of calls with host values among the leaves
 _STATIC_ARGUMENTS = object()  # in a flat key, before the static arguments
-
-
-def _flat_kind(args):
-  """``"arrays"`` if every argument is an Array, ``"host"`` if every one is an Array or a
-  host leaf (scalar, NumPy array), else None (pytrees, other types)."""
-  types = set(map(type, args))
-  if types <= {Array}:
-    return "arrays"
-  return "host" if types <= _FLAT_HOST_TYPES | {Array} else None
 
 
 class _FlatEntry(tuple):
@@ -496,14 +488,16 @@ class JitWrapped:
           dyn.append(a)
     else:
       dyn, statics = args, ()
-    kind = _flat_kind(dyn)
-    if kind is None:
-      return None, None
+    types = set(map(type, dyn))
     try:
-      sigs = tuple(map(_get_sig, dyn)) if kind == "arrays" else (_HOST_ARGUMENTS,
-                                                                   *map(signature, dyn))
-      key = (*sigs, *statics)
-      hash(key)
+      if types <= _ARRAY_TYPE:
+        key = (*map(_get_sig, dyn), *statics)
+      elif types <= _FLAT_LEAF_TYPES:
+        key = (_HOST_ARGUMENTS, *map(signature, dyn), *statics)
+      else:  # pytrees, or leaves of other types
+        return None, None
+      if statics:
+        hash(key)
     except Exception:  # no signature, or an unhashable static value: the general path
       return None, None
     return key, dyn
@@ -1292,14 +1286,12 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   get_buf = operator.attrgetter("_buf")
   get_sig = _get_sig
   new_array = Array
-  flat_host_types = _FLAT_HOST_TYPES | {Array}
   flat_key = wrapped._flat_key
   first_static = wrapped._first_static
   # What the last positional call's arguments were (Arrays, Arrays and host values, or
   # pytrees): the shortest path tries the likeliest key first.
   ARRAYS, HOST_VALUES, PYTREES = "arrays", "host values", "pytrees"
   arguments = [ARRAYS]
-  array_type = {Array}
   general_key = wrapped._general_key
   donating = bool(wrapped.donate_argnums or wrapped.donate_argnames)
   options = config._values
@@ -1329,34 +1321,20 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
     # nothing until an exception: then the frames of this wrapper leave its traceback.)
     try:
       if ctx.trace is eval_trace and not options["disable_jit"]:
-        if not kwargs and not donating and arguments[0] is not PYTREES:
+        if not kwargs and not donating and (arguments[0] is not PYTREES or not simple):
           # The shortest path: positional leaves, keyed on their signatures (``_flat_key``).
-          if len(args) > first_static:  # static arguments among them
+          # Arrays alone are keyed inline; when the last call had other leaves (host values:
+          # an exception costs ~1 us) or static arguments, ``_flat_key`` does it.
+          key = None
+          if arguments[0] is ARRAYS and len(args) <= first_static:
+            try:
+              key, dyn, host = tuple(map(get_sig, args)), args, False
+            except AttributeError:
+              pass
+          if key is None:
             key, dyn = flat_key(args)
-            host = key is not None and key[0] is _HOST_ARGUMENTS
-          else:
-            dyn = args
-            host = False
-            key = None
-            if arguments[0] is ARRAYS:
-              try:
-                key = tuple(map(get_sig, args))
-              except AttributeError:  # a host value, or a pytree: look at the types below
-                pass
-            if key is None:  # (the types first, as an exception costs ~1 us)
-              types = set(map(type, args))
-              if types <= array_type:
-                arguments[0] = ARRAYS
-                key = tuple(map(get_sig, args))
-              elif types <= flat_host_types:
-                arguments[0] = HOST_VALUES
-                host = True
-                try:
-                  key = (_HOST_ARGUMENTS, *map(signature, args))
-                except Exception:  # a value with no signature: the general path says so
-                  key = None
-              else:  # pytrees: skip this path until leaves come again
-                arguments[0] = PYTREES
+            host = key is not None and key[:1] == (_HOST_ARGUMENTS,)
+            arguments[0] = PYTREES if key is None else HOST_VALUES if host else ARRAYS
           entry = cache_get(key) if key is not None else None
           if entry is not None:
             if len(cache) * 2 > options["cache_size"]:  # near eviction: keep LRU order
@@ -1389,8 +1367,6 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
             return slow(args, kwargs)
           else:
             key, leaves = general_key(args, kwargs)
-            if arguments[0] is PYTREES and not kwargs:
-              arguments[0] = HOST_VALUES  # (its flatten is not at hand: try leaves next time)
           entry = cache_get(key)
         except TypeError:  # an unhashable static argument, or a leaf that is not an array
           return fallback(args, kwargs)

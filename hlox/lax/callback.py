@@ -116,8 +116,11 @@ def _host_values(args):
 
 # --- the lowering, shared -----------------------------------------------------------------
 
-def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool,
-                       ordered: bool = False):
+def host_callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool,
+                           ordered: bool = False):
+  """A ``stablehlo.custom_call`` of the platform's host-callback handler running
+  ``callback(*numpy_operands)`` (also used by rules that run part of a program on the host,
+  ``lax/linalg/gpu.host_lowering``)."""
   mctx = ctx.module_context
   name = ctx.primitive.name
   target = runtime_callbacks.CALLBACK_TARGETS.get(mctx.platform)
@@ -151,9 +154,6 @@ def _callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool
     mctx.set_ordered_token(results.pop(0))
   return results
 
-
-# For rules that run part of a program on the host (``lax/linalg/gpu.host_lowering``).
-host_callback_lowering = _callback_lowering
 
 _TOKEN = ShapedArray((), np.dtype(np.bool_))  # stands for the token: a rank-0 layout
 
@@ -198,7 +198,7 @@ pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_
 pure_callback_p.def_impl(_returning_impl)
 xla.register_lowering(
     pure_callback_p,
-    lambda ctx, *args, callback, result_avals, vmap_method: _callback_lowering(
+    lambda ctx, *args, callback, result_avals, vmap_method: host_callback_lowering(
         ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=False))
 
 
@@ -246,7 +246,7 @@ effectful_primitives.add(io_callback_p)
 xla.ordered_effects[io_callback_p] = lambda params: params["ordered"]
 xla.register_lowering(
     io_callback_p,
-    lambda ctx, *args, callback, result_avals, ordered: _callback_lowering(
+    lambda ctx, *args, callback, result_avals, ordered: host_callback_lowering(
         ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=True,
         ordered=ordered))
 
@@ -281,7 +281,7 @@ def _debug_callback_impl(*args, callback, ordered):
 
 xla.register_lowering(
     debug_callback_p,
-    lambda ctx, *args, callback, ordered: _callback_lowering(
+    lambda ctx, *args, callback, ordered: host_callback_lowering(
         ctx, *args, callback=callback, result_avals=(), has_side_effect=True,
         ordered=ordered))
 

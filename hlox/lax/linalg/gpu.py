@@ -63,7 +63,8 @@ def host_lowering(primitive):
   """A GPU rule for a primitive that has no GPU kernel (``schur``, ``hessenberg``: JAX lowers
   them on the CPU only): the operands go to the host, where the CPU's LAPACK routine runs
   in a host callback, and the results come back, as the hybrid kernels do for ``eig``."""
-  def rule(ctx, *args, **params):
+  def rule(ctx, *args, target_name_prefix, **params):
+    del target_name_prefix  # (the same host routine on every GPU platform)
     return host_callback_lowering(ctx, *args, callback=on_host_cpu(primitive, params),
                                   result_avals=list(ctx.avals_out), has_side_effect=False)
   return rule

@@ -1003,8 +1003,8 @@ def _schur_cpu_lowering(ctx, operand, *, compute_schur_vectors, sort_eig_vals,
 
 
 _register_cpu(schur_p, _schur_cpu_lowering)
-for _platform in gpu.GPU_PREFIXES:  # no GPU kernel (JAX has no GPU rule): LAPACK on the host
-  xla.register_lowering(schur_p, gpu.host_lowering(schur_p), platform=_platform)
+# No GPU kernel (JAX has no GPU rule): LAPACK on the host.
+register_gpu_lowering(schur_p, gpu.host_lowering(schur_p))
 
 
 # --- hessenberg ----------------------------------------------------------------------------
@@ -1048,8 +1048,7 @@ def _hessenberg_cpu_lowering(ctx, a):
 
 
 _register_cpu(hessenberg_p, _hessenberg_cpu_lowering)
-for _platform in gpu.GPU_PREFIXES:
-  xla.register_lowering(hessenberg_p, gpu.host_lowering(hessenberg_p), platform=_platform)
+register_gpu_lowering(hessenberg_p, gpu.host_lowering(hessenberg_p))
 
 
 # --- tridiagonal ---------------------------------------------------------------------------
