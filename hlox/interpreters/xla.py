@@ -150,11 +150,18 @@ class ModuleContext:
   def set_ordered_token(self, token: ir.Value, block=None) -> None:
     self.ordered_tokens[block if block is not None else ir.InsertionPoint.current.block] = token
 
-  def add_host_callback(self, callback, result_avals, with_token: bool = False) -> int:
+  def add_host_callback(self, callback, result_avals, with_token: bool = False,
+                        transfer=None) -> int:
     """Register a Python host callback of this program; returns the index its custom call
-    names it by (``runtime/callbacks.py``)."""
-    self.host_callbacks.append((callback, tuple(result_avals), bool(with_token)))
+    names it by (``runtime/callbacks.py``). A callback reached through host send/recv (on a
+    TPU) gives its ``callbacks.HostTransfer`` instead of a position."""
+    self.host_callbacks.append((callback, tuple(result_avals), bool(with_token), transfer))
     return len(self.host_callbacks) - 1
+
+  def new_channel(self) -> int:
+    """A channel id no other collective or host transfer of this program uses."""
+    self._channels += 1
+    return self._channels
 
   def unique_name(self, base: str) -> str:
     name, i = base, 0
@@ -233,9 +240,8 @@ def spmd_collective(mctx: ModuleContext, op, global_ids: bool = True) -> None:
   own and (``global_ids``) groups read as global device ids, i.e. positions in the mesh."""
   if not mctx.manual:
     return
-  mctx._channels += 1
   op.attributes["channel_handle"] = ir.Attribute.parse(
-      f"#stablehlo.channel_handle<handle = {mctx._channels}, type = 1>")
+      f"#stablehlo.channel_handle<handle = {mctx.new_channel()}, type = 1>")
   if global_ids:
     op.attributes["use_global_device_ids"] = ir.UnitAttr.get()
 
@@ -579,7 +585,8 @@ class Lowered:
     self.donated_invars = tuple(donated_invars)
     self.replicas = None  # set for programs with pmaps (``pmap.lower_replicated``)
     self.partitioned = None  # (jaxpr, signatures) of programs over a mesh (``partitioned``)
-    self.host_callbacks = ()  # (callback, result avals, takes a token) per host callback
+    # (callback, result avals, takes a token, HostTransfer or None) per host callback
+    self.host_callbacks = ()
     self.name = "main"  # what compile logs call it: "jit(f)", or an eager primitive's name
     self._text = None
 
@@ -975,7 +982,7 @@ def _read_via_bitcast(buf, aval) -> np.ndarray:
     out_aval = ShapedArray(aval.shape, _carrier(aval.dtype)[0])
     executable = client.compile_mlir(_bitcast_module(aval), device, [out_aval])
     _bitcast_readers.put(key, executable)
-  return _decoder(aval.dtype)(np.asarray(executable.run([buf])[0]))
+  return _decoder(aval.dtype)(client.buffer_to_numpy(executable.run([buf])[0]))
 
 
 def _multi_device_carrier(buf, dtype):

@@ -123,10 +123,12 @@ def host_callback_lowering(ctx, *args, callback, result_avals, has_side_effect: 
   ``lax/linalg/gpu.host_lowering``)."""
   mctx = ctx.module_context
   name = ctx.primitive.name
+  if mctx.platform in SEND_RECV_PLATFORMS:
+    return _send_recv_lowering(ctx, args, callback, result_avals, ordered)
   target = runtime_callbacks.CALLBACK_TARGETS.get(mctx.platform)
-  if target is None:  # TPUs take host callbacks through send/recv, which hlox does not emit
-    raise NotImplementedError(f"{name}: host callbacks are lowered for CPU and GPU "
-                              f"(cuda, rocm), not {mctx.platform!r}")
+  if target is None:
+    raise NotImplementedError(f"{name}: host callbacks are lowered for CPU, GPU (cuda, rocm) "
+                              f"and TPU, not {mctx.platform!r}")
   index = mctx.add_host_callback(callback, result_avals, with_token=ordered)
   result_types = [xla.aval_to_ir_type(a) for a in result_avals]
   operands, layouts_in, layouts_out = list(args), list(ctx.avals_in), list(result_avals)
@@ -156,6 +158,55 @@ def host_callback_lowering(ctx, *args, callback, result_avals, has_side_effect: 
 
 
 _TOKEN = ShapedArray((), np.dtype(np.bool_))  # stands for the token: a rank-0 layout
+
+# Platforms whose programs reach the host through send/recv ops rather than a custom call.
+SEND_RECV_PLATFORMS = {"tpu"}
+_SEND_TO_HOST, _RECV_FROM_HOST = 2, 3  # stablehlo's channel types
+
+
+def _host_transfer_attributes(channel: int) -> ir.Attribute:
+  # PJRT hands transfers of this handler to the callbacks ``make_python_callback_from_host_
+  # send_and_recv`` made, matched by channel.
+  return ir.DictAttr.get({
+      "_xla_host_transfer_handler_name": ir.StringAttr.get("pjrt_rendezvous"),
+      "_xla_host_transfer_rendezvous": ir.StringAttr.get(str(channel))})
+
+
+def _send_recv_lowering(ctx, args, callback, result_avals, ordered):
+  """A host callback as a TPU program calls it: each operand sent to the host, each
+  non-empty result received from it, chained by one token (``runtime.callbacks.HostTransfer``
+  says what JAX adds for callbacks without operands or results)."""
+  mctx = ctx.module_context
+  token = mctx.ordered_token() if ordered else hlo.create_token()
+  sends = list(args) or [xla.ir_constant(np.zeros(1, np.float32))]
+  send_channels = []
+  for operand in sends:
+    channel = mctx.new_channel()
+    op = hlo.SendOp([operand], token, hlo.ChannelHandle.get(channel, _SEND_TO_HOST),
+                    is_host_transfer=ir.BoolAttr.get(True))
+    op.attributes["mhlo.frontend_attributes"] = _host_transfer_attributes(channel)
+    token = op.result
+    send_channels.append(channel)
+  received = tuple(bool(np.prod(a.shape) != 0) for a in result_avals)
+  receives = [a for a, keep in zip(result_avals, received) if keep]
+  recv_channels, values = [], []
+  for aval in receives or [ShapedArray((), np.dtype(np.float32))]:
+    channel = mctx.new_channel()
+    op = hlo.RecvOp([xla.aval_to_ir_type(aval), hlo.TokenType.get()], token,
+                    hlo.ChannelHandle.get(channel, _RECV_FROM_HOST),
+                    is_host_transfer=ir.BoolAttr.get(True))
+    op.attributes["mhlo.frontend_attributes"] = _host_transfer_attributes(channel)
+    value, token = op.results
+    values.append(value)
+    recv_channels.append(channel)
+  transfer = runtime_callbacks.HostTransfer(tuple(ctx.avals_in), tuple(send_channels),
+                                            tuple(recv_channels), received)
+  mctx.add_host_callback(callback, result_avals, transfer=transfer)
+  if ordered:
+    mctx.set_ordered_token(token)
+  it = iter(values)
+  return [next(it) if keep else xla.ir_constant(np.zeros(a.shape, a.dtype))
+          for a, keep in zip(result_avals, received)]
 
 
 

@@ -224,7 +224,7 @@ class Array:
         # As JAX: reading a CPU buffer is no transfer, so the guard does not apply there.
         transfer_guard.check("device-to-host", self.aval, self._buf._sharding)
       if self.aval.dtype in _buffer_protocol_dtypes:
-        value = np.asarray(self._buf)
+        value = client.buffer_to_numpy(self._buf)
       elif self.aval.dtype == dtypes.float0:  # on the device as booleans; zeros by definition
         value = np.zeros(self.aval.shape, dtypes.float0)
       else:  # bfloat16, float8, int4...: the buffer protocol cannot describe them

@@ -15,11 +15,12 @@ class and message their function raised.
 from __future__ import annotations
 
 import types
+from typing import NamedTuple
 
 import numpy as np
 
 from hlox import monitoring
-from hlox.core.dtypes import canonicalize_dtype
+from hlox.core.dtypes import canonicalize_dtype, float0
 
 CPU_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 # The same handler on a GPU (``cuda_plugin_extension.ffi_handlers()`` registers it): it copies
@@ -105,12 +106,56 @@ class LoadedWithCallbacks:
     return getattr(self._loaded, name)
 
 
+class HostTransfer(NamedTuple):
+  """How a callback reached through host send/recv ops (a TPU's way) meets its program: the
+  channels of its operands (sent to the host) and of its results (received from it). As
+  in JAX, a callback with no operands is sent one dummy ``f32[1]``, one with no results
+  returns a dummy ``f32[]`` (so the program waits for it), and empty results are not
+  received (the TPU cannot): the program makes them itself."""
+  operand_avals: tuple
+  send_channels: tuple
+  recv_channels: tuple
+  received: tuple  # per result: whether it travels (False for an empty array)
+
+
+_DUMMY_SEND = np.dtype(np.float32), (1,)
+_DUMMY_RECV = np.dtype(np.float32), ()
+
+
+def _host_transfer_callable(client, callback, result_avals, transfer: HostTransfer):
+  from jaxlib import xla_client as xc
+  run = host_callable(callback, result_avals)
+
+  def wrapped(*args):
+    outs = run(*(args if transfer.operand_avals else ()))
+    kept = tuple(o for o, keep in zip(outs, transfer.received) if keep)
+    return kept if any(transfer.received) else (np.zeros(*_DUMMY_RECV[::-1]),)
+
+  def shape(dtype, dims):
+    return xc.Shape.array_shape(np.dtype(np.bool_) if dtype == float0 else dtype, dims)
+
+  sent = [(a.dtype, a.shape) for a in transfer.operand_avals] or [_DUMMY_SEND]
+  received = ([(a.dtype, a.shape) for a, keep in zip(result_avals, transfer.received) if keep]
+              or [_DUMMY_RECV])
+  return client.make_python_callback_from_host_send_and_recv(
+      wrapped, [shape(*s) for s in sent], [shape(*r) for r in received],
+      list(transfer.send_channels), list(transfer.recv_channels), _unserializable)
+
+
+def _unserializable(callback):
+  # jaxlib asks for a serializer (for executables saved to disk); these never are.
+  raise TypeError("a program with Python host callbacks cannot be serialized")
+
+
 def compile_with_callbacks(client, module, device_list, options, callbacks):
   """Compile ``module`` (an ``ir.Module``) with ``callbacks`` (``(callback, result avals,
-  takes a token)`` each, in the order the custom calls number them) as its host callbacks.
-  Never cached on disk: the program refers to Python objects of this process."""
+  takes a token, HostTransfer or None)`` each, in the order the custom calls number them) as
+  its host callbacks. Never cached on disk: the program refers to Python objects of this
+  process."""
   monitoring.record_event("backend_compile")
-  host = [host_callable(*spec) for spec in callbacks]
+  host = [host_callable(callback, avals, token) if transfer is None
+          else _host_transfer_callable(client, callback, avals, transfer)
+          for callback, avals, token, transfer in callbacks]
   loaded = client.compile_and_load(module, executable_devices=device_list,
                                    compile_options=options, host_callbacks=host)
   return LoadedWithCallbacks(loaded, host)

@@ -395,12 +395,45 @@ def float0_carrier(value, aval):
   return np.zeros(np.shape(value), np.bool_), aval.update(dtype=dtypes.bool_, weak_type=False)
 
 
+def on_host(buf):
+  """``buf`` itself when it is on a CPU device, else a copy of it on the CPU (a GPU's or
+  TPU's buffer is read this way: NumPy's buffer protocol and DLPack see CPU memory only, and
+  jaxlib's own readers, ``_single_device_array_to_np_array_did_copy`` among them, import JAX)."""
+  if buffer_device(buf).platform == "cpu":
+    return buf
+  from jaxlib import _jax
+  cpu = _host_device()
+  return _jax.batched_copy_array_to_devices_with_sharding(
+      [buf], [_jax.DeviceList((cpu,))], [single_device_sharding(cpu)],
+      [_jax.ArrayCopySemantics.ALWAYS_COPY])[0]
+
+
+_private_cpu_client = []
+
+
+def _host_device():
+  """A CPU device to copy buffers to: the CPU platform's, or, when ``platforms`` left the
+  CPU out, the first of a private CPU client made for this."""
+  get_client()
+  if "cpu" in _clients:
+    return _clients["cpu"].local_devices()[0]
+  if not _private_cpu_client:
+    _private_cpu_client.append(_xc().make_cpu_client())
+  return _private_cpu_client[0].local_devices()[0]
+
+
+def buffer_to_numpy(buf) -> np.ndarray:
+  """The value of a one-device buffer of a NumPy dtype, from any platform: a read-only view
+  of a CPU buffer, a copy of another's."""
+  return np.asarray(on_host(buf))
+
+
 def copy_buffer_to_device(buf, aval, device):
   """Move a device buffer to another device."""
   sharding = single_device_sharding(device)
   if config._values["transfer_guard_device_to_device"] is not None:
     transfer_guard.check("device-to-device", aval, sharding)
-  return _put(_xc(), np.asarray(buf), aval, sharding, device)
+  return _put(_xc(), buffer_to_numpy(buf), aval, sharding, device)
 
 
 def buffer_device(buf):

@@ -197,12 +197,32 @@ def make_client(spec: PluginSpec):
   from jaxlib import xla_client
   if spec.name == "cuda":
     preload_cuda_libraries()
-  c_api = xla_client.load_pjrt_plugin_dynamically(spec.name, spec.library)
+  if spec.name == "tpu":
+    prepare_tpu_environment()
+  if xla_client.pjrt_plugin_loaded(spec.name):
+    c_api = None  # loaded once per process (another client, or JAX in the same process)
+  else:
+    c_api = xla_client.load_pjrt_plugin_dynamically(spec.name, spec.library)
+  # PJRT_Plugin_Initialize must run before a client is made: libtpu aborts the process
+  # ("InitGoogle() has not finished yet") when its client is created without it.
+  if not xla_client.pjrt_plugin_initialized(spec.name):
+    xla_client.initialize_pjrt_plugin(spec.name)
   options = gpu_client_options() if spec.name == "cuda" else {}
   client = xla_client.make_c_api_client(spec.name, options)
-  if spec.kernels:
+  if spec.kernels and c_api is not None:
     _register_kernels(spec, c_api)
   return client
+
+
+def prepare_tpu_environment(environ=None) -> None:
+  """The environment libtpu reads when its client starts, set as JAX sets it on a Cloud TPU
+  VM (values the user set are kept): quiet gRPC logs, and the launch barrier that keeps
+  the chips of a multi-host slice in step."""
+  environ = os.environ if environ is None else environ
+  environ.setdefault("GRPC_VERBOSITY", "ERROR")
+  flags = environ.get("LIBTPU_INIT_ARGS", "")
+  if "--xla_tpu_use_enhanced_launch_barrier" not in flags:
+    environ["LIBTPU_INIT_ARGS"] = (flags + " --xla_tpu_use_enhanced_launch_barrier=true").strip()
 
 
 def _register_kernels(spec: PluginSpec, c_api) -> None:
