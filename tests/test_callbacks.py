@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import re
 import textwrap
 
 import numpy as np
@@ -479,3 +480,30 @@ def test_vmap_methods_match_jax(method):
   ref, ref_seen = run(jax)
   assert_close(ours, ref, np.float32)
   assert ours_seen == ref_seen
+
+
+def test_callbacks_lower_to_host_send_and_recv_for_a_tpu():
+  # As JAX on a TPU: each operand sent to the host, each non-empty result received, one token
+  # chain; a callback with no operands sends a dummy f32[1], one with no results receives a
+  # dummy f32[] (run on a TPU by tests/test_tpu.py).
+  def f(v):
+    y, empty = hlox.pure_callback(
+        lambda a: (np.sin(a), np.zeros((0,), np.float32)),
+        (hlox.ShapeDtypeStruct((2, 3), jnp.float32), hlox.ShapeDtypeStruct((0,), jnp.float32)),
+        v)
+    hlox.experimental.io_callback(lambda: None, None, ordered=True)
+    return y * 2, empty
+  lowered = hlox.jit(f).trace(jnp.ones((2, 3))).lower(lowering_platforms=("tpu",))
+  text = lowered.as_text()
+  sends = re.findall(r'"stablehlo\.send"\((%[\w#]+), .*handle = (\d+), type = 2>.*'
+                     r'_xla_host_transfer_rendezvous = "(\d+)".*: \((tensor<[^>]*>)', text)
+  recvs = re.findall(r'"stablehlo\.recv".*handle = (\d+), type = 3>.*'
+                     r'_xla_host_transfer_rendezvous = "(\d+)".*-> \((tensor<[^>]*>)', text)
+  assert [(s[1] == s[2], s[3]) for s in sends] == [(True, "tensor<2x3xf32>"),
+                                                   (True, "tensor<1xf32>")]
+  assert [(r[0] == r[1], r[2]) for r in recvs] == [(True, "tensor<2x3xf32>"),
+                                                   (True, "tensor<f32>")]
+  assert len({s[1] for s in sends} | {r[0] for r in recvs}) == 4  # one channel each
+  assert "xla_ffi_python" not in text
+  with pytest.raises(RuntimeError):
+    lowered.compile()  # not for this machine's platform
