@@ -22,7 +22,7 @@ import numpy as np
 from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
 from hlox.config import TRACED_OPTIONS, config
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
@@ -580,9 +580,15 @@ class JitWrapped:
                             self.static_argnames, leaves, bad) from None
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
+    # Arguments split over Explicit mesh axes give their tracers types that say so.
+    splits = tuple(map(_type_sharding, leaves))
+    if not any(s is not None for s in splits):
+      splits = None
+    else:
+      key += (splits,)
     traced = self._trace_cache.get(key)
     if traced is None:
-      traced = self._trace(in_tree, avals, statics, args, kwargs)
+      traced = self._trace(in_tree, avals, statics, args, kwargs, splits)
       # A trace that closed over outer tracers is only valid inside that outer trace.
       if not any(isinstance(c, Tracer) for c in traced.consts):
         self._trace_cache.put(key, traced)
@@ -630,7 +636,7 @@ class JitWrapped:
                          for name, a, b in zip(TRACED_OPTIONS, now, state) if a != b)
     return ""
 
-  def _trace(self, in_tree, avals, statics, args, kwargs) -> _Traced:
+  def _trace(self, in_tree, avals, statics, args, kwargs, splits=None) -> _Traced:
     if config._values["no_tracing"]:
       raise RuntimeError(f"re-tracing function {self.name} for `jit`, but 'no_tracing' is set")
     monitoring.record_event("jit_trace", name=self.name)
@@ -654,7 +660,7 @@ class JitWrapped:
       return out_leaves
 
     with monitoring.log_elapsed_time("Finished tracing %s for jit in %.9f sec", self.name):
-      closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name)
+      closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name, in_shardings=splits)
     jaxpr, consts = convert_constvars(closed)
     return _Traced(jaxpr, consts, out_tree_box[0], avals)
 
@@ -1430,13 +1436,30 @@ def copy_to_host_async(x):
 
 def typeof(x):
   """The abstract value of ``x`` (JAX's ``jax.typeof``): a ``ShapedArray`` with its shape,
-  dtype and weak type, for Arrays, tracers, NumPy values and Python scalars alike."""
+  dtype and weak type, for Arrays, tracers, NumPy values and Python scalars alike; for a
+  value split over Explicit mesh axes, also its ``sharding`` (printed ``float32[8@X,4]``)."""
   if not isinstance(x, Tracer) and dtypes.is_extended(getattr(x, "dtype", None)):
     return ShapedArray(x.shape, x.dtype)  # a typed key array: ``key<fry>[...]``
   try:
-    return get_aval(x)
+    aval = get_aval(x)
   except TypeError as e:
     raise TypeError(f"typeof: {e}") from None
+  split = _type_sharding(x)
+  if split is None:
+    return aval
+  return aval.update(sharding=sharding_lib.named_of_type(split))
+
+
+def _type_sharding(x):
+  """How ``x`` (an Array or a tracer) is split over Explicit mesh axes
+  (``core/sharding_types.py``), or None."""
+  if isinstance(x, Tracer):
+    return getattr(x, "type_sharding", None)
+  if type(x) is Array and x._multi is not None:
+    s = x.sharding
+    if isinstance(s, sharding_lib.NamedSharding):
+      return sharding_types.of_named(s, x.ndim)
+  return None
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
@@ -1484,8 +1507,10 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
     with contextlib.ExitStack() as stack:
       for name, size in (axis_env or ()):  # named axes to trace collectives against
         stack.enter_context(extend_axis_env(name, size))
+      splits = [_type_sharding(x) for x in leaves]
       closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun),
-                              trace_name="make_jaxpr")
+                              trace_name="make_jaxpr",
+                              in_shardings=splits if any(splits) else None)
     if return_shape:
       shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
       return closed, out_tree_box[0].unflatten(shapes)

@@ -100,3 +100,11 @@ class DistributedRuntimeError(RuntimeError):
 # RuntimeError, as ``jax.errors.JaxRuntimeError`` is. This module may not import jaxlib, so
 # ``hlox.runtime`` puts jaxlib's class here when it is imported (``import hlox`` does).
 JaxRuntimeError: type = RuntimeError
+
+
+class ShardingTypeError(Exception):
+  """An operation whose operands' shardings (over a mesh's Explicit axes) give no valid
+  sharding for its result, as JAX's ``ShardingTypeError``: e.g. two operands split along one
+  dimension by different axes, one mesh axis splitting two dimensions of a result, or a
+  matrix product whose contracting dimensions are split on both sides (pass
+  ``out_sharding=``, or ``reshard`` an operand first)."""

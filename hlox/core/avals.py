@@ -32,11 +32,13 @@ class ShapedArray:
   (which the jit and eager caches do on every call) costs an identity check.
   """
 
-  __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
+  __slots__ = ("shape", "dtype", "weak_type", "_sharding", "__weakref__")
   array_abstraction_level = 1
   _interned: dict = {}
 
-  def __new__(cls, shape, dtype, weak_type: bool = False):
+  def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None):
+    if sharding is not None:
+      return cls._with_sharding(shape, dtype, weak_type, sharding)
     key = (tuple(shape), dtype, weak_type)
     try:
       return cls._interned[key]
@@ -52,6 +54,7 @@ class ShapedArray:
       object.__setattr__(self, "shape", shape)
       object.__setattr__(self, "dtype", dtype)
       object.__setattr__(self, "weak_type", weak_type)
+      object.__setattr__(self, "_sharding", None)
       self = cls._interned.setdefault(canonical, self)
     try:
       cls._interned[key] = self
@@ -59,11 +62,31 @@ class ShapedArray:
       pass
     return self
 
+  @classmethod
+  def _with_sharding(cls, shape, dtype, weak_type, sharding):
+    """A type that also says how the value is laid out (what ``typeof`` gives for a value
+    split over Explicit mesh axes): ``sharding`` is a NamedSharding."""
+    base = cls(shape, dtype, weak_type)
+    key = (base, sharding)
+    self = cls._interned.get(key)
+    if self is None:
+      self = object.__new__(cls)
+      for name in ("shape", "dtype", "weak_type"):
+        object.__setattr__(self, name, getattr(base, name))
+      object.__setattr__(self, "_sharding", sharding)
+      self = cls._interned.setdefault(key, self)
+    return self
+
+  @property
+  def sharding(self):
+    """The layout this type records (a NamedSharding), or None."""
+    return self._sharding
+
   def __setattr__(self, name, value):
     raise AttributeError("ShapedArray is immutable; use .update(...)")
 
   def __reduce__(self):
-    return (ShapedArray, (self.shape, self.dtype, self.weak_type))
+    return (ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding))
 
   @property
   def ndim(self) -> int:
@@ -73,16 +96,22 @@ class ShapedArray:
   def size(self) -> int:
     return int(math.prod(self.shape))
 
-  def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+  def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> "ShapedArray":
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
-                       self.weak_type if weak_type is None else weak_type)
+                       self.weak_type if weak_type is None else weak_type,
+                       sharding if sharding is not None
+                       else self._sharding if shape is None else None)
 
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
 
   def str_short(self, short_dtypes: bool = True, mesh_axis_types: bool = False) -> str:
     name = short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
+    if self._sharding is not None:
+      from hlox.core import sharding_types
+      split = sharding_types.of_named(self._sharding, len(self.shape))
+      return f"{name}[{sharding_types.dims_string(self.shape, split)}]"
     return f"{name}[{','.join(str(d) for d in self.shape)}]"
 
   def to_tangent_aval(self) -> "ShapedArray":

@@ -18,6 +18,7 @@ import numpy as np
 from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray, abstract_token
+from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.tracer import Trace, Tracer, eval_trace, get_aval, set_current_trace
 
@@ -25,13 +26,24 @@ from hlox.core.tracer import Trace, Tracer, eval_trace, get_aval, set_current_tr
 class Var:
   """A variable of a jaxpr; it is its own identity (names are made up by the printer)."""
 
-  __slots__ = ("aval",)
+  # ``sharding``: how the value is split over a mesh's Explicit axes (a
+  # ``sharding_types.TypeSharding``), None when it is not (``core/sharding_types.py``).
+  __slots__ = ("aval", "sharding")
 
-  def __init__(self, aval):
+  def __init__(self, aval, sharding=None):
     self.aval = aval
+    self.sharding = sharding
 
   def __repr__(self):
-    return f"Var({self.aval.str_short()})"
+    return f"Var({type_string(self)})"
+
+
+def type_string(v) -> str:
+  """A variable's (or literal's) type as a printed jaxpr shows it: ``f32[8@X,4]``."""
+  sharding = getattr(v, "sharding", None)
+  if sharding is None:
+    return v.aval.str_short()
+  return f"{sharding_types.short(v.aval)}[{sharding_types.dims_string(v.aval.shape, sharding)}]"
 
 
 class Literal:
@@ -207,8 +219,8 @@ def _encode(n: int) -> str:
 
 def _binder(names, v, used=None) -> str:
   if used is not None and v not in used:
-    return f"_:{v.aval.str_short()}"  # as JAX prints a value nothing reads (a DropVar)
-  return f"{names(v)}:{v.aval.str_short()}"
+    return f"_:{type_string(v)}"  # as JAX prints a value nothing reads (a DropVar)
+  return f"{names(v)}:{type_string(v)}"
 
 
 def _suggest_names(names, for_vars, like_vars, skip=None):
@@ -471,6 +483,11 @@ class JaxprTracer(Tracer):
     self.var = var
     self._src = src
 
+  @property
+  def type_sharding(self):
+    """How this value is split over Explicit mesh axes (``core/sharding_types.py``)."""
+    return getattr(self.var, "sharding", None)
+
 
 class JaxprTrace(Trace):
   """Records every primitive applied to its tracers as an equation.
@@ -492,8 +509,8 @@ class JaxprTrace(Trace):
     self.consts = []
     self._const_tracers = {}  # id(value) -> (tracer, value): keeps value alive so ids stay valid
 
-  def new_arg(self, aval) -> JaxprTracer:
-    var = Var(aval)
+  def new_arg(self, aval, sharding=None) -> JaxprTracer:
+    var = Var(aval, sharding)
     self.invars.append(var)
     return JaxprTracer(self, aval, var)
 
@@ -529,12 +546,19 @@ class JaxprTrace(Trace):
       with set_current_trace(eval_trace):
         return primitive.bind(*args, **params)
     tracers = [self.to_tracer(x) for x in args]
-    out = primitive.abstract_eval(*[t.aval for t in tracers], **params)
+    in_avals = [t.aval for t in tracers]
+    out = primitive.abstract_eval(*in_avals, **params)
     src = source_info_lib.current()
-    if primitive.multiple_results:
-      outs = [JaxprTracer(self, a, Var(a), src) for a in out]
+    out_avals = out if primitive.multiple_results else [out]
+    in_shardings = [getattr(t.var, "sharding", None) for t in tracers] if \
+        sharding_types.active[0] else ()
+    if sharding_types.active[0] and (any(s is not None for s in in_shardings)
+                                     or primitive in sharding_types.sources):
+      shardings = sharding_types.output_shardings(primitive, in_avals, in_shardings,
+                                                  out_avals, params)
+      outs = [JaxprTracer(self, a, Var(a, s), src) for a, s in zip(out_avals, shardings)]
     else:
-      outs = [JaxprTracer(self, out, Var(out), src)]
+      outs = [JaxprTracer(self, a, Var(a), src) for a in out_avals]
     self.eqns.append(JaxprEqn([t.var for t in tracers], [t.var for t in outs], primitive,
                               params, src))
     return outs if primitive.multiple_results else outs[0]
@@ -559,14 +583,17 @@ def _literal_value(x, aval):
 
 
 def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "",
-                   trace_name: str = "jit") -> ClosedJaxpr:
+                   trace_name: str = "jit", in_shardings=None) -> ClosedJaxpr:
   """Trace ``fun(*flat_tracers) -> flat outputs`` into a ClosedJaxpr.
 
   The consts may include tracers of enclosing transformations (closures over outer traced
   values); callers that bind a call primitive pass them as arguments (see ``convert_constvars``).
   """
   trace = JaxprTrace(debug_info, trace_name)
-  in_tracers = [trace.new_arg(a) for a in in_avals]
+  if in_shardings is None:
+    in_tracers = [trace.new_arg(a) for a in in_avals]
+  else:  # how each argument is split over Explicit mesh axes (``core/sharding_types.py``)
+    in_tracers = [trace.new_arg(a, s) for a, s in zip(in_avals, in_shardings)]
   # The equations of a traced function record their names relative to it and their own
   # source lines, whatever equation's rule asked for the trace.
   context = source_info_lib._context

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, get_aval, set_current_trace)
@@ -308,10 +308,26 @@ def _transpose_eqns(linear_eqns, jaxpr, cts_out, linear, read_primal, context) -
                                 f"'{eqn.primitive.name}' not implemented")
     invals = [read_primal(v) for v in eqn.invars]
     context.eqn = eqn.source_info
-    ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *invals, **eqn.params)
+    if sharding_types.active[0]:
+      ct_in = _transpose_with_types(rule, eqn, cts, invals)
+    else:
+      ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *invals, **eqn.params)
     for v, ct in zip(eqn.invars, ct_in):
       write_ct(v, ct)
   return ct_env
+
+
+def _transpose_with_types(rule, eqn, cts, invals):
+  """A transpose rule under sharding in types: each operand's cotangent is split as the
+  operand is (as JAX's rules pass the operand's sharding as ``out_sharding``), so a rule
+  never has to guess (a matrix product's cotangent contracts the split dimension)."""
+  with sharding_types.result_sharding_given():
+    ct_in = rule(cts if eqn.primitive.multiple_results else cts[0], *invals, **eqn.params)
+  split = [getattr(v, "sharding", None) for v in eqn.invars]
+  if not any(s is not None for s in split):
+    return ct_in
+  return [ct if s is None or ct is None or type(ct) is Zero else sharding_types.constrain(ct, s)
+          for ct, s in zip(ct_in, split)]
 
 
 def vjp(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None):

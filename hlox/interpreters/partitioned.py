@@ -182,6 +182,8 @@ def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_in
   if mesh is None:
     return None
   in_shardings = _in_shardings(mesh, sigs)
+  if out_shardings is None:
+    out_shardings = _typed_out_shardings(closed, mesh)
   key = (closed, tuple(in_shardings), tuple(donated_invars), keep_unused,
          None if out_shardings is None else tuple(out_shardings))
   call = _calls.get(key)
@@ -190,6 +192,16 @@ def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_in
                            keep_unused, out_shardings)
     _calls.put(key, call)
   return call
+
+
+def _typed_out_shardings(closed: ClosedJaxpr, mesh):
+  """Results whose types are split over Explicit mesh axes (``core/sharding_types.py``) are
+  laid out as their types say, as in JAX; the others as XLA chooses (None when none is)."""
+  splits = [getattr(v, "sharding", None) for v in closed.jaxpr.outvars]
+  if not any(s is not None and s.mesh == mesh for s in splits):
+    return None
+  return [None if s is None or s.mesh != mesh else sharding_lib.named_of_type(s)
+          for s in splits]
 
 
 def _eager_partitioned(closed: ClosedJaxpr, sigs, name: str):

@@ -16,6 +16,7 @@ import numpy as np
 
 from hlox.config import config
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
 from hlox.interpreters import ad, batching, cost, xla
@@ -23,7 +24,8 @@ from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer, _zero,
                                    defreducer)
 from hlox.lax.utils import defvectorized, standard_primitive
-from hlox.runtime.array import committed_device, device_put
+from hlox.runtime.array import Array, committed_device, device_put
+from hlox.runtime import sharding as sharding_lib
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -239,7 +241,8 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
       operand = transpose(operand, dimensions)
   aval = get_aval(operand)
   if aval.shape != new_sizes or not _is_array(operand):
-    operand = reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
+    with sharding_types.result_sharding_given(out_sharding is not None):
+      operand = reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
   return apply_out_sharding(operand, out_sharding, "reshape")
 
 
@@ -485,6 +488,9 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   if get_aval(fill_value).ndim != 0:
     raise TypeError(f"full_like: fill_value must be a scalar, got shape "
                     f"{get_aval(fill_value).shape}")
+  if sharding is None and shape is None:
+    # As JAX: a value split over Explicit mesh axes gives its split to the new one.
+    sharding = _named_type_sharding(x)
   out = broadcast(_scalar_of(fill_value, dtype, weak), fill_shape, out_sharding=sharding)
   if sharding is None:
     # As JAX: like an array committed to a device, the result is made there.
@@ -492,6 +498,14 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     if device is not None and type(out) is type(x):
       out = device_put(out, device)
   return out
+
+
+def _named_type_sharding(x):
+  """``x``'s split over Explicit mesh axes as a NamedSharding (None when it has none)."""
+  split = getattr(x, "type_sharding", None)
+  if split is None and isinstance(x, Array) and x._multi is not None:
+    split = sharding_types.of_named(x.sharding, x.ndim)
+  return None if split is None else sharding_lib.named_of_type(split)
 
 
 # --- batching registrars -----------------------------------------------------------------
@@ -556,3 +570,11 @@ batching.register_batching_ops(moveaxis, broadcast_batched)
 for _p in (broadcast_in_dim_p, reshape_p, transpose_p):
   cost.register_cost(_p, cost.data_movement_cost)
 del _p
+
+
+sharding_types.sharding_rules.update({
+    broadcast_in_dim_p: sharding_types.broadcast_in_dim_rule,
+    reshape_p: sharding_types.reshape_rule,
+    transpose_p: sharding_types.transpose_rule,
+    reduce_sum_p: sharding_types.reduction_rule,
+})

@@ -15,6 +15,7 @@ from hlox import monitoring
 from hlox.config import config
 from hlox.cache import LRUCache, memoize_derived
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.avals import Token, abstract_token
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
@@ -349,3 +350,7 @@ def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
   return outs, out_dims
 
 batching.axis_primitive_batchers[jit_p] = _jit_batch
+
+
+sharding_types.sharding_rules[jit_p] = sharding_types.call_rule("jaxpr")
+sharding_types.sources.add(jit_p)

@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax import elementwise as _ew
@@ -286,3 +287,7 @@ def cummin(operand, axis: int = 0, reverse: bool = False):
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
   """Cumulative ``log(sum(exp(x)))`` along ``axis``, computed stably (no overflow)."""
   return _bind_cumulative(cumlogsumexp_p, operand, axis, reverse)
+
+
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+  sharding_types.sharding_rules[_p] = sharding_types.cumulative_rule

@@ -15,6 +15,7 @@ import numpy as np
 
 from hlox.config import config
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.base import convert_element_type, transpose
@@ -568,11 +569,14 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   or a pair of them; ``preferred_element_type`` sets (and widens) the result dtype.
   """
   dimension_numbers = _canonicalize_dimension_numbers(dimension_numbers)
-  out = dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers,
-                           precision=canonicalize_precision(precision),
-                           preferred_element_type=_canonicalize_preferred(
-                               preferred_element_type),
-                           out_sharding=None)
+  # With ``out_sharding`` the result's split is the one asked for (the constraint below), so
+  # operands split along their contracting dimensions are no error.
+  with sharding_types.result_sharding_given(out_sharding is not None):
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dimension_numbers,
+                             precision=canonicalize_precision(precision),
+                             preferred_element_type=_canonicalize_preferred(
+                                 preferred_element_type),
+                             out_sharding=None)
   return apply_out_sharding(out, out_sharding, "dot_general")
 
 
@@ -604,3 +608,6 @@ def batch_matmul(lhs, rhs, precision=None):
   batch = tuple(range(lhs_aval.ndim - 2))
   return dot_general(lhs, rhs, (((lhs_aval.ndim - 1,), (rhs_aval.ndim - 2,)), (batch, batch)),
                      precision=precision)
+
+
+sharding_types.sharding_rules[dot_general_p] = sharding_types.dot_general_rule

@@ -17,6 +17,7 @@ import operator
 import numpy as np
 
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
 from hlox.lax.base import (_PY_SCALARS, broadcast_in_dim, convert_element_type,
@@ -1550,3 +1551,10 @@ def mulhi(x, y):
 __all__ += ["eq_to_p", "le_to_p", "lt_to_p", "mulhi", "mulhi_p"]
 
 __all__ += ["AccuracyMode", "Tolerance"]
+
+
+# Sharding in types: every elementwise primitive splits its result as its operands are split.
+for _name in __all__:
+  if _name.endswith("_p"):
+    sharding_types.sharding_rules[globals()[_name]] = sharding_types.broadcasting_rule(
+        _name[:-2])

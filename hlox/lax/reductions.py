@@ -16,6 +16,7 @@ import numpy as np
 
 from hlox import tree_util
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.jaxpr import eval_jaxpr, trace_to_jaxpr
@@ -524,3 +525,8 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
                       dimensions=dimensions)
   return tree_util.tree_unflatten(treedef, [apply_out_sharding(o, out_sharding, "reduce")
                                             for o in out])
+
+
+for _p in (reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, reduce_xor_p,
+           argmax_p, argmin_p):
+  sharding_types.sharding_rules[_p] = sharding_types.reduction_rule

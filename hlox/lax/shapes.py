@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.base import (_check_shapelike, _is_array, _keep_dtype, _keep_weak, _shape_tuple,
@@ -797,3 +798,12 @@ for _p in (squeeze_p, rev_p, pad_p, concatenate_p, slice_p, split_p, stack_p, un
            tile_p):
   cost.register_cost(_p, cost.data_movement_cost)
 del _p
+
+
+sharding_types.sharding_rules.update({
+    squeeze_p: sharding_types.squeeze_rule,
+    rev_p: sharding_types.same_as_operand_rule,
+    pad_p: sharding_types.varying_shape_rule("padding"),
+    slice_p: sharding_types.varying_shape_rule("slicing"),
+    concatenate_p: sharding_types.concatenate_rule,
+})

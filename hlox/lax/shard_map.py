@@ -21,6 +21,7 @@ import math
 from typing import Callable
 
 from hlox import tree_util
+from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
@@ -116,7 +117,13 @@ def _flat_specs(specs, value, what: str, of: str, tree) -> list:
 def _spec_of(x, mesh, manual_axes):
   """An argument's own layout over ``mesh`` along the manual axes, as a spec (P() when it
   has none there)."""
-  s = getattr(x, "sharding", None)  # traced values have none (AttributeError)
+  split = getattr(x, "type_sharding", None)  # a traced value split over Explicit axes
+  if split is not None:
+    if split.mesh != mesh:
+      return P()
+    return P(*[None if e is None or not (kept := tuple(a for a in e if a in manual_axes))
+               else kept[0] if len(kept) == 1 else kept for e in split.entries])
+  s = getattr(x, "sharding", None)  # other traced values have none (AttributeError)
   if not (isinstance(s, sharding_lib.NamedSharding) and s.mesh == mesh):
     return P()
   entries = []
@@ -507,3 +514,12 @@ def _batch(axis_data, vals, dims, *, jaxpr, mesh, manual_axes, in_specs,
   return outs, [0] * len(outs)
 
 batching.axis_primitive_batchers[shard_map_p] = _batch
+
+
+def _sharding_rule(in_avals, in_shardings, out_avals, *, mesh, out_specs, **params):
+  """The results are split as ``out_specs`` say, over the mesh's Explicit axes."""
+  return [sharding_types.of_named(sharding_lib.NamedSharding(mesh, s), a.ndim)
+          for a, s in zip(out_avals, out_specs)]
+
+sharding_types.sharding_rules[shard_map_p] = _sharding_rule
+sharding_types.sources.add(shard_map_p)

@@ -9,6 +9,7 @@ dimension is left unsplit.
 from __future__ import annotations
 
 from hlox import tree_util
+from hlox.core import sharding_types
 from hlox.core.primitive import Primitive
 from hlox.interpreters import ad, batching, partitioned, xla
 from hlox.runtime import sharding as sharding_lib
@@ -94,3 +95,9 @@ def with_sharding_constraint(x, shardings):
     ndim = len(getattr(leaf, "shape", ()))
     out.append(sharding_constraint_p.bind(leaf, sharding=_resolve(s, ndim)))
   return tree.unflatten(out)
+
+
+sharding_types.sharding_rules[sharding_constraint_p] = sharding_types.constraint_rule
+sharding_types.sources.add(sharding_constraint_p)
+sharding_types.constrain = lambda x, split: sharding_constraint_p.bind(
+    x, sharding=sharding_lib.named_of_type(split))

@@ -8,6 +8,8 @@ dtype), and the result is given the promoted weak type afterwards.
 """
 from __future__ import annotations
 
+import functools
+
 import operator
 import string
 from typing import Sequence
@@ -15,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from hlox import lax
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.tracer import get_aval
 from hlox.lax.dot import _type_rank
 from hlox.numpy import creation, shapes, ufuncs, util
@@ -101,6 +103,18 @@ def _diagonal_mask(x, axis1, axis2, offset=0):
 
 # --- dot, matmul -------------------------------------------------------------------------
 
+
+def _out_sharding_sets_the_split(fn):
+  """With ``out_sharding=``, the result's split over Explicit mesh axes is the one asked
+  for, so operands split along contracting dimensions are no error (as in JAX)."""
+  @functools.wraps(fn)
+  def wrapper(*args, **kwargs):
+    with sharding_types.result_sharding_given(kwargs.get("out_sharding") is not None):
+      return fn(*args, **kwargs)
+  return wrapper
+
+
+@_out_sharding_sets_the_split
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
   """NumPy's ``dot``: a scalar operand multiplies; otherwise contract the last axis of ``a``
   with ``b``'s only axis (1-d) or its second-to-last (stacking the other axes)."""
@@ -129,6 +143,7 @@ def _check_contraction(name, a, b, contract):
                     f"and {b_aval.shape} are not aligned.")
 
 
+@_out_sharding_sets_the_split
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
   """NumPy's ``matmul`` (``@``): matrix products over the trailing two axes, broadcasting the
   leading (batch) axes; a 1-d operand is a vector whose axis is removed from the result."""
@@ -251,6 +266,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
                    preferred_element_type=preferred_element_type)
 
 
+@_out_sharding_sets_the_split
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
               out_sharding=None):
   """Contract ``a`` and ``b`` over ``axes``: an int ``n`` (last ``n`` of ``a`` with the
@@ -466,6 +482,7 @@ def _take_diagonals(x, labels, dtype):
   return x, labels
 
 
+@_out_sharding_sets_the_split
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None, _dot_general=None, out_sharding=None):
   """Einstein summation: ``einsum('ij,jk->ik', a, b)``.

@@ -700,3 +700,10 @@ def public(jaxlib_sharding):
       p = _single_device[device] = SingleDeviceSharding(device)
     return p
   return jaxlib_sharding
+
+
+def named_of_type(split) -> "NamedSharding":
+  """The NamedSharding a ``core.sharding_types.TypeSharding`` stands for (its spec lists
+  only the Explicit axes that split each dimension)."""
+  return NamedSharding(split.mesh, PartitionSpec(
+      *[None if e is None else e[0] if len(e) == 1 else e for e in split.entries]))

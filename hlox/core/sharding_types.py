@@ -1,0 +1,403 @@
+"""Sharding in types (JAX's explicit axes): how a traced value is split over the Explicit
+axes of a mesh, carried by the jaxpr variable it is bound to (``Var.sharding``) and worked
+out for each equation by its primitive's rule, as JAX does when ``make_mesh`` gives Explicit
+axes (its default). Printed types show it (``f32[8@X,4]``) and ``typeof`` returns it.
+
+Only the type is computed here: the program still leaves layouts to XLA's partitioner,
+which the arguments' (and ``reshard``'s) shardings steer. Axes of type Auto never appear.
+
+A rule is ``rule(in_avals, in_shardings, out_avals, **params)`` returning the output's
+``TypeSharding`` (a list of them for primitives with several results), where the inputs'
+are ``TypeSharding``s or None (not split); it may raise ``ShardingTypeError``. A primitive
+without a rule gives unsplit results.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from hlox.errors import ShardingTypeError
+
+sharding_rules: dict = {}
+# True once any value was split over an Explicit axis in this process: until then tracing
+# skips the rules altogether (one list lookup per equation).
+active = [False]
+# ``constrain(x, split)``: ``x`` with its type split as ``split`` (set by ``lax``: a sharding
+# constraint).
+constrain = None
+# Primitives whose results may be split although no operand is (``reshard``, a call of a
+# jaxpr that splits its results): their rules run for every equation.
+sources: set = set()
+
+
+class TypeSharding:
+  """``mesh`` (a ``Mesh``) and, per dimension, the tuple of Explicit mesh axes that split it
+  (None when none does)."""
+
+  __slots__ = ("mesh", "entries")
+
+  def __init__(self, mesh, entries):
+    self.mesh = mesh
+    self.entries = tuple(None if not e else tuple(e) for e in entries)
+    active[0] = True
+
+  def __eq__(self, other):
+    return (isinstance(other, TypeSharding) and self.entries == other.entries
+            and self.mesh == other.mesh)
+
+  def __hash__(self):
+    return hash(self.entries)
+
+  def __repr__(self):
+    return f"TypeSharding({self.entries})"
+
+  def is_split(self) -> bool:
+    return any(e is not None for e in self.entries)
+
+
+def explicit_axes(mesh) -> frozenset:
+  names = getattr(mesh, "axis_names", ())
+  types = getattr(mesh, "axis_types", ())
+  return frozenset(n for n, t in zip(names, types) if getattr(t, "name", None) == "Explicit")
+
+
+def of_named(sharding, ndim: int) -> TypeSharding | None:
+  """The type sharding of a value laid out by ``sharding`` (a NamedSharding): its spec
+  restricted to the mesh's Explicit axes, or None when none of them splits it."""
+  mesh = getattr(sharding, "mesh", None)
+  spec = getattr(sharding, "spec", None)
+  if mesh is None or spec is None:
+    return None
+  explicit = explicit_axes(mesh)
+  if not explicit:
+    return None
+  entries = []
+  for i in range(ndim):
+    e = spec[i] if i < len(spec) else None
+    names = (e,) if isinstance(e, str) else tuple(e) if isinstance(e, tuple) else ()
+    kept = tuple(n for n in names if n in explicit)
+    entries.append(kept or None)
+  result = TypeSharding(mesh, entries)
+  return result if result.is_split() else None
+
+
+def dims_string(shape, sharding: TypeSharding | None) -> str:
+  """``8@X,4`` (``8@(X,Y)`` for a dimension split by two axes), as JAX prints a type."""
+  entries = sharding.entries if sharding is not None else (None,) * len(shape)
+  parts = []
+  for d, e in zip(shape, entries):
+    if e is None:
+      parts.append(str(d))
+    elif len(e) == 1:
+      parts.append(f"{d}@{e[0]}")
+    else:
+      parts.append(f"{d}@({','.join(e)})")
+  return ",".join(parts)
+
+
+def output_shardings(primitive, in_avals, in_shardings, out_avals, params):
+  """The type shardings of an equation's results (a list), from its primitive's rule."""
+  n = len(out_avals)
+  rule = sharding_rules.get(primitive)
+  if rule is None:
+    return [None] * n
+  out = rule(in_avals, in_shardings, out_avals, **params)
+  outs = list(out) if primitive.multiple_results else [out]
+  for aval, s in zip(out_avals, outs):
+    if s is not None:
+      _check_no_axis_twice(primitive, in_avals, in_shardings, aval, s)
+  return [s if s is not None and s.is_split() else None for s in outs]
+
+
+def _check_no_axis_twice(primitive, in_avals, in_shardings, aval, s: TypeSharding):
+  seen = set()
+  for e in s.entries:
+    for name in e or ():
+      if name in seen:
+        inputs = ", ".join(f"{short(a)}[{dims_string(a.shape, t)}]"
+                           for a, t in zip(in_avals, in_shardings))
+        raise ShardingTypeError(
+            f"{primitive} operation with inputs: {inputs} produces an illegally sharded "
+            f"result: {short(aval)}[{dims_string(aval.shape, s)}]")
+      seen.add(name)
+
+
+def short(aval) -> str:
+  return aval.str_short().split("[", 1)[0]
+
+
+def mesh_of(shardings):
+  """The one mesh of the split operands (None when none is split); two meshes are an
+  error."""
+  mesh = None
+  for s in shardings:
+    if s is not None:
+      if mesh is not None and s.mesh != mesh:
+        raise ShardingTypeError(f"Mesh for all inputs should be equal. Got one mesh: {mesh} "
+                                f"and another mesh: {s.mesh}")
+      mesh = s.mesh
+  return mesh
+
+
+def entries_of(s: TypeSharding | None, ndim: int) -> tuple:
+  return s.entries if s is not None else (None,) * ndim
+
+
+# --- generic rules (registered beside each primitive in ``lax``) ---------------------------
+
+def _spec_str(entries) -> str:
+  return "(" + ", ".join("None" if e is None else repr(e[0]) if len(e) == 1 else repr(e)
+                         for e in entries) + ("," if len(entries) == 1 else "") + ")"
+
+
+def broadcasting_rule(name):
+  """Elementwise operations: each dimension is split as the operands that are not of size 1
+  there split it; two different splits of one dimension are an error."""
+  def rule(in_avals, in_shardings, out_avals, **params):
+    mesh = mesh_of(in_shardings)
+    if mesh is None:
+      return [None] * len(out_avals) if len(out_avals) > 1 else None
+    out_ndim = len(out_avals[0].shape)
+    ranked = [(a, entries_of(s, len(a.shape))) for a, s in zip(in_avals, in_shardings)
+              if len(a.shape) == out_ndim and out_ndim]
+    result = []
+    for i in range(out_ndim):
+      chosen = None
+      for a, entries in ranked:
+        e = entries[i]
+        if e is None:
+          continue
+        if chosen is not None and chosen != e:
+          raise ShardingTypeError(
+              f"{name} got incompatible shardings for broadcasting: "
+              f"{', '.join(_spec_str(entries) for _, entries in ranked)}.")
+        chosen = e
+      result.append(chosen)
+    out = TypeSharding(mesh, result)
+    return [out] * len(out_avals) if len(out_avals) > 1 else out
+  return rule
+
+
+def same_as_operand_rule(in_avals, in_shardings, out_avals, **params):
+  """Operations whose result is laid out as their first operand (cumulative sums, sorts
+  along an axis, copies)."""
+  s = in_shardings[0]
+  return [s] * len(out_avals) if len(out_avals) > 1 else s
+
+
+def reduction_rule(in_avals, in_shardings, out_avals, *, axes, **params):
+  s = in_shardings[0]
+  if s is None:
+    return None
+  return TypeSharding(s.mesh, [e for i, e in enumerate(s.entries) if i not in set(axes)])
+
+
+def transpose_rule(in_avals, in_shardings, out_avals, *, permutation, **params):
+  s = in_shardings[0]
+  return None if s is None else TypeSharding(s.mesh, [s.entries[p] for p in permutation])
+
+
+def broadcast_in_dim_rule(in_avals, in_shardings, out_avals, *, shape, broadcast_dimensions,
+                          **params):
+  s = in_shardings[0]
+  if s is None:
+    return None
+  out = [None] * len(shape)
+  for i, d in enumerate(broadcast_dimensions):
+    if in_avals[0].shape[i] == shape[d]:
+      out[d] = s.entries[i]
+  return TypeSharding(s.mesh, out)
+
+
+def squeeze_rule(in_avals, in_shardings, out_avals, *, dimensions, **params):
+  s = in_shardings[0]
+  if s is None:
+    return None
+  return TypeSharding(s.mesh, [e for i, e in enumerate(s.entries) if i not in set(dimensions)])
+
+
+def varying_shape_rule(name):
+  """Slices, pads, reversals: the operand's split, which a dimension of another size keeps
+  only when the split still divides it evenly (as JAX, which has no uneven splits)."""
+  def rule(in_avals, in_shardings, out_avals, **params):
+    s = in_shardings[0]
+    if s is None:
+      return None
+    in_shape, out_shape = in_avals[0].shape, out_avals[0].shape
+    if all(d == 1 for d in out_shape):
+      return None
+    for e, a, b in zip(s.entries, in_shape, out_shape):
+      if a != b and e is not None and b % _axes_size(s.mesh, e):
+        raise ShardingTypeError(
+            f"{name} on sharded dims where out dim ({b}) is not divisible by mesh axes "
+            f"({_axes_size(s.mesh, e)}) with spec ({_entry_str(e)}) is not implemented. Got "
+            f"input type={short(in_avals[0])}[{dims_string(in_shape, s)}] and output "
+            f"shape={tuple(out_shape)}")
+    return s
+  return rule
+
+
+def cumulative_rule(in_avals, in_shardings, out_avals, *, axis, **params):
+  s = in_shardings[0]
+  if s is not None and s.entries[axis] is not None:
+    raise ShardingTypeError(f"Input should be unsharded over the axis being reduced. Got "
+                            f"input type={type_str(in_avals[0], s)} and axis={axis}")
+  return s
+
+
+def _axes_size(mesh, entry) -> int:
+  return _prod(mesh.shape[name] for name in entry)
+
+
+def _entry_str(entry) -> str:
+  return entry[0] if len(entry) == 1 else repr(entry)
+
+
+def type_str(aval, s) -> str:
+  """``float32[8@X,4@Y]``: a type with its full dtype name, as JAX's errors print it."""
+  return f"{aval.dtype.name}[{dims_string(aval.shape, s)}]"
+
+
+def reshape_rule(in_avals, in_shardings, out_avals, **params):
+  """A reshape of a split array, as JAX allows it: dimensions of size 1 come and go freely;
+  a split dimension broken into several hands its mesh axes to them from the first (each
+  taking axes while its size stays divisible); several merged into one give it their axes
+  in order (the unsplit ones last). Anything else needs ``out_sharding=``."""
+  s = in_shardings[0]
+  if s is None:
+    return None
+  in_shape, out_shape = tuple(in_avals[0].shape), tuple(out_avals[0].shape)
+
+  def fail():
+    if getattr(_given, "value", False):
+      return None  # ``out_sharding=`` sets the split
+    raise ShardingTypeError(
+        "This reshape is not supported. Please specify the sharding of the output via the "
+        "`out_sharding` argument of jax.lax.reshape. Got operand type: "
+        f"{type_str(in_avals[0], s)}, new sizes: {out_shape}")
+
+  ins = [(d, e) for d, e in zip(in_shape, s.entries) if d != 1]
+  outs = [d for d in out_shape if d != 1]
+  out_entries, i, j = [], 0, 0
+  while i < len(ins) or j < len(outs):
+    # the smallest run of dimensions on each side holding the same number of elements
+    gi, gj = [ins[i]] if i < len(ins) else [], [outs[j]] if j < len(outs) else []
+    if not gi or not gj:
+      return fail()
+    while _prod(d for d, _ in gi) != _prod(gj):
+      if _prod(d for d, _ in gi) < _prod(gj):
+        if i + len(gi) >= len(ins):
+          return fail()
+        gi.append(ins[i + len(gi)])
+      else:
+        if j + len(gj) >= len(outs):
+          return fail()
+        gj.append(outs[j + len(gj)])
+    i, j = i + len(gi), j + len(gj)
+    axes = [a for _, e in gi for a in (e or ())]
+    if not axes:
+      out_entries += [None] * len(gj)
+      continue
+    if len(gi) > 1:  # a merge: only the trailing dimensions may be unsplit
+      seen_unsplit = False
+      for _, e in gi:
+        if e is None:
+          seen_unsplit = True
+        elif seen_unsplit:
+          return fail()
+      if len(gj) > 1:
+        return fail()
+    remaining = list(axes)
+    for size in gj:
+      taken = []
+      while size > 1 and remaining:
+        size, rest = divmod(size, s.mesh.shape[remaining[0]])
+        if rest:
+          return fail()
+        taken.append(remaining.pop(0))
+      out_entries.append(tuple(taken) or None)
+    if remaining:
+      return fail()
+  it = iter(out_entries)
+  return TypeSharding(s.mesh, [None if d == 1 else next(it) for d in out_shape])
+
+
+def _prod(xs) -> int:
+  n = 1
+  for x in xs:
+    n *= x
+  return n
+
+
+_given = threading.local()
+
+
+@contextlib.contextmanager
+def result_sharding_given(given: bool = True):
+  """While active, the operation being bound has an ``out_sharding=`` that sets its
+  result's split right after: rules skip the errors that ask for one."""
+  before = getattr(_given, "value", False)
+  _given.value = before or given
+  try:
+    yield
+  finally:
+    _given.value = before
+
+
+def dot_general_rule(in_avals, in_shardings, out_avals, *, dimension_numbers,
+                     out_sharding=None, **params):
+  if out_sharding is not None:
+    return of_named(out_sharding, len(out_avals[0].shape))
+  if getattr(_given, "value", False):
+    return None
+  lhs_s, rhs_s = in_shardings
+  mesh = mesh_of(in_shardings)
+  if mesh is None:
+    return None
+  lhs = entries_of(lhs_s, len(in_avals[0].shape))
+  rhs = entries_of(rhs_s, len(in_avals[1].shape))
+  (lc, rc), (lb, rb) = dimension_numbers
+  lb_spec, rb_spec = tuple(lhs[i] for i in lb), tuple(rhs[i] for i in rb)
+  if lb_spec != rb_spec:
+    raise ShardingTypeError(
+        "dot_general requires lhs batch dimensions and rhs batch dimensions to have the same "
+        f"sharding, got {_spec_str(lb_spec)} and {_spec_str(rb_spec)}.")
+  lc_spec, rc_spec = tuple(lhs[i] for i in lc), tuple(rhs[i] for i in rc)
+  if any(a is not None and b is not None for a, b in zip(lc_spec, rc_spec)):
+    raise ShardingTypeError(
+        "Contracting dimensions are sharded and it is ambiguous how the output should be "
+        "sharded. Please specify the output sharding via the `out_sharding` parameter. Got "
+        f"lhs_contracting_spec={_spec_str(lc_spec)} and rhs_contracting_spec="
+        f"{_spec_str(rc_spec)}")
+  lhs_free = [e for i, e in enumerate(lhs) if i not in set(lc) | set(lb)]
+  rhs_free = [e for i, e in enumerate(rhs) if i not in set(rc) | set(rb)]
+  return TypeSharding(mesh, list(lb_spec) + lhs_free + rhs_free)
+
+
+def constraint_rule(in_avals, in_shardings, out_avals, *, sharding, **params):
+  """``reshard`` / ``with_sharding_constraint`` / ``out_sharding=``: the result is split as
+  asked over Explicit axes."""
+  return of_named(sharding, len(out_avals[0].shape))
+
+
+def call_rule(jaxpr_param: str):
+  """A call of a jaxpr (jit, custom rules): results are split as the jaxpr's outputs."""
+  def rule(in_avals, in_shardings, out_avals, **params):
+    jaxpr = params[jaxpr_param]
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    return [getattr(v, "sharding", None) for v in jaxpr.outvars]
+  return rule
+
+
+def concatenate_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
+  """Operands joined along ``dimension`` must be split alike; the result is split as they
+  are."""
+  mesh = mesh_of(in_shardings)
+  if mesh is None:
+    return None
+  all_entries = [entries_of(s, len(a.shape)) for a, s in zip(in_avals, in_shardings)]
+  if any(e != all_entries[0] for e in all_entries[1:]):
+    raise ShardingTypeError(
+        "All operands should have the same sharding for concatenate. Got "
+        f"{', '.join(_spec_str(e) for e in all_entries)}")
+  return TypeSharding(mesh, all_entries[0])
