@@ -132,3 +132,50 @@ def test_matches_jax():
   run = lambda lib: subprocess.run([sys.executable, "-c", _ORACLE, lib], capture_output=True,
                                    text=True, check=True, env=dict(os.environ)).stdout
   assert run("hlox") == run("jax")
+
+
+def test_visualize_layout(mesh, capsys):
+  x = hlox.device_put(np.zeros((8, 4), np.float32), NamedSharding(mesh, P("X", "Y")))
+  hlox.debug.visualize_array_sharding(x, use_color=False)
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0] == "┌" + "─" * 7 + "┬" + "─" * 7 + "┐"
+  assert lines[1] == "│ CPU 0 │ CPU 1 │"
+  assert len(lines) == 9
+  v = hlox.device_put(np.zeros(16, np.float32), NamedSharding(mesh, P()))
+  hlox.debug.visualize_array_sharding(v)
+  assert capsys.readouterr().out.splitlines()[1] == "│CPU 0,1,2,3,4,5,6,7│"
+
+
+_VISUALIZE = r"""
+import os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+import numpy as np
+if sys.argv[1] == "hlox":
+  import hlox as jax
+  from hlox.sharding import NamedSharding, PartitionSpec as P
+else:
+  import jax
+  from jax.sharding import NamedSharding, PartitionSpec as P
+m, m2, m8 = (jax.make_mesh(s, n) for s, n in [((4, 2), ("X", "Y")), ((2, 4), ("x", "y")), ((8,), ("a",))])
+for shape, mesh, spec in [((8, 4), m, P("X", "Y")), ((8, 4), m, P("Y", "X")), ((8, 4), m, P("X")),
+                          ((8, 4), m, P()), ((8, 8), m2, P("x", "y")), ((16,), m8, P("a")),
+                          ((16,), m, P("X")), ((32, 8), m2, P("y", "x"))]:
+  x = jax.device_put(np.zeros(shape, np.float32), NamedSharding(mesh, spec))
+  jax.debug.visualize_array_sharding(x, use_color=False)
+"""
+
+
+@pytest.mark.jax_oracle
+def test_visualize_matches_jax():
+  pytest.importorskip("jax")
+  rich = "/tmp/survey19/pylib"
+  env = dict(os.environ)
+  try:
+    import rich as _  # noqa: F401
+  except ImportError:
+    if not os.path.isdir(os.path.join(rich, "rich")):
+      pytest.skip("JAX draws these tables with rich, which is not installed")
+    env["PYTHONPATH"] = os.pathsep.join([env.get("PYTHONPATH", ""), rich])
+  run = lambda lib: subprocess.run([sys.executable, "-c", _VISUALIZE, lib], capture_output=True,
+                                   text=True, check=True, env=env).stdout
+  assert run("hlox") == run("jax")
