@@ -83,7 +83,15 @@ class AbstractMesh:
 
   def __repr__(self):
     shape = ", ".join(f"'{n}': {v}" for n, v in self.shape_tuple) or "()"
-    return f"AbstractMesh({shape}, axis_types={self.axis_types})"
+    # JAX's abstract mesh of a concrete one names its devices' kind; hlox's does not keep
+    # them, so they are read off the current mesh when it is the one described.
+    mesh = get_mesh()
+    device = ""
+    if mesh is not None and self.shape_tuple and mesh.shape_tuple == self.shape_tuple:
+      d = mesh.devices.flat[0]
+      device = (f", device_kind={d.device_kind}, num_cores={getattr(d, 'num_cores', None)}, "
+                f"platform={d.platform}")
+    return f"AbstractMesh({shape}, axis_types={self.axis_types}{device})"
 
 
 def get_abstract_mesh() -> AbstractMesh:

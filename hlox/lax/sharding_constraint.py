@@ -42,7 +42,7 @@ def _batch(vals, dims, *, sharding):
   (x,), (d,) = vals, dims
   if d is batching.not_mapped or not isinstance(sharding, sharding_lib.NamedSharding):
     return sharding_constraint_p.bind(x, sharding=sharding), d
-  spec = list(sharding.spec) + [None] * max(0, x.ndim - 1 - len(sharding.spec))
+  spec = list(sharding.spec.partitions) + [None] * max(0, x.ndim - 1 - len(sharding.spec))
   spec.insert(d, None)
   batched = sharding_lib.NamedSharding(sharding.mesh, sharding_lib.PartitionSpec(*spec))
   return sharding_constraint_p.bind(x, sharding=batched), d

@@ -212,6 +212,9 @@ class Array:
       multi = self._multi
       if multi is not None:
         self._check_multi_alive(multi)
+        if _is_unreduced(sharding_lib.public(multi._sharding)):
+          raise NotImplementedError("device_indices_map doesn't work with unreduced. Please "
+                                    "file a bug at https://github.com/jax-ml/jax/issues")
         value = (np.zeros(self.aval.shape, dtypes.float0) if self.aval.dtype == dtypes.float0
                  else spmd.gather_to_host(multi, self.aval.dtype))
         value.flags.writeable = False
@@ -317,6 +320,8 @@ class Array:
 
   def __repr__(self):
     prefix = "Array("
+    if self._multi is not None and _is_unreduced(self.sharding):  # as JAX: no value to show
+      return f"Array(shape={self.shape}, dtype={self.dtype.name}, sharding={self.sharding})"
     value = self._value()
     if value.dtype == dtypes.float0:
       body = f"float0[{','.join(map(str, self.shape))}]"
@@ -328,6 +333,8 @@ class Array:
     return f"{prefix}{body}, dtype={self.dtype.name}{weak})"
 
   def __str__(self):
+    if self._multi is not None and _is_unreduced(self.sharding):
+      return repr(self)
     return str(self._value())
 
   def __format__(self, spec):
@@ -457,9 +464,14 @@ def copy_array(x: Array) -> Array:
 
 def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Array:
   """``x`` (an Array or host value) laid out by ``sharding`` (a multi-device one)."""
+  source = None
   if isinstance(x, Array):
     if x._multi is not None and x._multi._sharding is sharding_lib.internal(sharding, x.ndim):
       return x
+    source = x.sharding
+    if _is_unreduced(source):
+      raise NotImplementedError("device_put: hlox cannot re-lay-out an array with unreduced "
+                                f"axes ({source})")
     with transfer_guard.explicit():
       value = x._value()
     aval = x.aval
@@ -471,7 +483,50 @@ def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Arra
   internal = sharding_lib.internal(sharding, aval.ndim)
   if config._values["transfer_guard_host_to_device"] is not None:
     transfer_guard.check("host-to-device", aval, internal)
+  if _is_unreduced(sharding):
+    if internal._hlo.is_replicated():  # JAX fails here too (for host and replicated values)
+      raise NotImplementedError("device_indices_map doesn't work with unreduced. Please file "
+                                "a bug at https://github.com/jax-ml/jax/issues")
+    blocks = _unreduced_blocks(np.asarray(value), source, sharding, internal)
+    return wrap_partitioned(spmd.put_blocks(blocks, aval, internal), aval)
   return wrap_partitioned(spmd.put_partitioned(np.asarray(value), aval, internal), aval)
+
+
+def _is_unreduced(sharding) -> bool:
+  return isinstance(sharding, sharding_lib.NamedSharding) and bool(sharding.spec.unreduced)
+
+
+def _unreduced_blocks(value, source, sharding, internal) -> list:
+  """This process's blocks of ``value`` laid out by ``sharding``, whose spec has unreduced
+  axes: the devices along those axes hold pieces that sum to their block, as JAX's
+  device_put makes them. An unreduced axis that split a dimension of the source layout
+  (``source``, when the target only drops it from that dimension) leaves each device its
+  own piece (zeros elsewhere: nothing moves); over any other unreduced axis the device at
+  index 0 holds the whole block and the others zeros."""
+  mesh, spec = sharding.mesh, sharding.spec
+  kept = set()  # unreduced axes whose pieces stay where the source had them
+  if isinstance(source, sharding_lib.NamedSharding) and source.mesh == mesh:
+    for d in range(value.ndim):
+      axes = source.spec.axes_of(d)
+      rest = tuple(a for a in axes if a not in spec.unreduced)
+      if rest == spec.axes_of(d):
+        kept.update(a for a in axes if a in spec.unreduced)
+  owner_axes = [mesh.axis_names.index(a) for a in spec.unreduced if a not in kept]
+  held = source.devices_indices_map(value.shape) if kept else None
+  indices = sharding_lib.indices_of(internal._hlo, value.shape, len(internal._devs))
+  blocks = []
+  for p, device in zip(internal.local_positions, internal.local_devices):
+    coords = np.unravel_index(p, mesh.devices.shape)
+    if any(coords[a] for a in owner_axes):
+      blocks.append(np.zeros_like(value[indices[p]]))
+      continue
+    if held is None:
+      blocks.append(value[indices[p]])
+      continue
+    piece = np.zeros_like(value)
+    piece[held[device]] = value[held[device]]
+    blocks.append(piece[indices[p]])
+  return blocks
 
 
 # --- putting values on devices -----------------------------------------------------------

@@ -58,26 +58,66 @@ class PartitionSpec(tuple):
   UNCONSTRAINED = _Unconstrained()
 
   def __new__(cls, *entries, unreduced=frozenset(), reduced=frozenset()):
-    # ``unreduced`` / ``reduced`` (mesh axes a value is a partial sum over) are accepted as
-    # JAX's; hlox's layouts do not use them.
     for e in entries:
       names = e if isinstance(e, tuple) else (e,)
       for n in names:
         if n is not None and n is not _Unconstrained() and not isinstance(n, str):
           raise TypeError(f"PartitionSpec entries must be mesh axis names (str), tuples of "
                           f"them, None or PartitionSpec.UNCONSTRAINED; got {e!r}")
-    return super().__new__(cls, entries)
+    # As JAX stores them: a one-name tuple is the name, an empty one None.
+    entries = tuple(None if e == () else e[0] if type(e) is tuple and len(e) == 1 else e
+                    for e in entries)
+    unreduced = _axis_set("unreduced", unreduced)
+    reduced = _axis_set("reduced", reduced)
+    _check_partial_axes(entries, unreduced, reduced)
+    self = super().__new__(cls, entries)
+    # ``unreduced``: mesh axes over which the value is a sum of the devices' pieces (each
+    # holds a partial sum); ``reduced``: axes over which it is already summed.
+    self.unreduced = unreduced
+    self.reduced = reduced
+    return self
 
-  def __repr__(self):  # as JAX prints it: P('x',), P(None, 'y'), P()
-    return f"P{tuple(self)!r}"
+  @property
+  def partitions(self) -> tuple:
+    """The per-dimension entries (read these, not ``spec[i]``, when ``unreduced`` or
+    ``reduced`` is set)."""
+    return tuple(tuple.__iter__(self))
+
+  # As JAX, indexing or unpacking a spec with unreduced/reduced axes is an error: it would
+  # silently drop them.
+  def __getitem__(self, i):
+    if self.unreduced or self.reduced:
+      raise ValueError("Using pspec[...] is dangerous when PartitionSpec has non-empty "
+                       "unreduced/reduced set. Please use spec.partitions[...]")
+    return tuple.__getitem__(self, i)
+
+  def __iter__(self):
+    if self.unreduced or self.reduced:
+      raise ValueError("Using *pspec is dangerous when PartitionSpec has non-empty "
+                       "unreduced/reduced set. Please use *spec.partitions")
+    return tuple.__iter__(self)
+
+  def __repr__(self):  # as JAX: P('x',), P(None, 'y'), P(), P('x', unreduced={'y'})
+    inner = repr(self.partitions)[1:-1]
+    extra = []
+    if self.unreduced:
+      extra.append(f"unreduced={set(self.unreduced)!r}")
+    if self.reduced:
+      extra.append(f"reduced={set(self.reduced)!r}")
+    if not extra:
+      return f"P({inner})"
+    sep = "" if not inner else " " if inner.endswith(",") else ", "
+    return f"P({inner}{sep}{', '.join(extra)})"
+
+  __str__ = __repr__
 
   def _normalized(self) -> tuple:
-    entries = [tuple(e) if isinstance(e, tuple) else e for e in self]
+    entries = [tuple(e) if isinstance(e, tuple) else e for e in self.partitions]
     entries = [None if e == () else (e[0] if type(e) is tuple and len(e) == 1 else e)
                for e in entries]
     while entries and entries[-1] is None:
       entries.pop()
-    return tuple(entries)
+    return tuple(entries), self.unreduced, self.reduced
 
   def __eq__(self, other):
     if isinstance(other, PartitionSpec):
@@ -94,16 +134,53 @@ class PartitionSpec(tuple):
     return hash(self._normalized())
 
   def __reduce__(self):
-    return (PartitionSpec, tuple(self))
+    return (_make_spec, (self.partitions, self.unreduced, self.reduced))
+
+  def update(self, partitions=None, unreduced=None, reduced=None):
+    """This spec with its entries, ``unreduced`` or ``reduced`` axes replaced."""
+    return PartitionSpec(*(self.partitions if partitions is None else partitions),
+                         unreduced=self.unreduced if unreduced is None else unreduced,
+                         reduced=self.reduced if reduced is None else reduced)
 
   def axes_of(self, dim: int) -> tuple:
     """The mesh axes splitting dimension ``dim`` (empty: not split)."""
     if dim >= len(self):
       return ()
-    e = self[dim]
+    e = tuple.__getitem__(self, dim)
     if e is None or e is _Unconstrained():
       return ()
     return tuple(e) if isinstance(e, tuple) else (e,)
+
+
+def _axis_set(what, axes) -> frozenset:
+  if isinstance(axes, frozenset):
+    return axes
+  if not isinstance(axes, set):
+    raise TypeError(f"{what} argument of PartitionSpec should of type `frozenset` or `set`. "
+                    f"Got type {axes}")
+  return frozenset(axes)
+
+
+def _check_partial_axes(entries, unreduced, reduced):
+  """JAX's checks of ``unreduced`` / ``reduced``: mesh axis names, disjoint from each other
+  and from the axes that split dimensions."""
+  for what, axes in (("unreduced", unreduced), ("reduced", reduced)):
+    if None in axes:
+      raise ValueError(f"{what} cannot contain None. All elements in {what} should refer to "
+                       "the mesh axes.")
+  if unreduced & reduced:
+    raise ValueError("`unreduced` and `reduced` argument to PartitionSpec cannot overlap. "
+                     f"Got unreduced: {unreduced} and reduced: {reduced}")
+  for e in entries:
+    for name in (e if isinstance(e, tuple) else (e,)):
+      for what, axes in (("unreduced", unreduced), ("reduced", reduced)):
+        if name in axes:
+          raise ValueError(f"partitions cannot overlap with {what} axes passed to "
+                           f"PartitionSpec. Got partitions: {entries} and {what} axes: {axes}")
+
+
+def _make_spec(partitions, unreduced, reduced):  # unpickling
+  return PartitionSpec(*partitions, unreduced=unreduced, reduced=reduced)
 
 
 # --- meshes ------------------------------------------------------------------------------
@@ -397,8 +474,10 @@ class NamedSharding(Sharding):
                            f"axis to at most one positional dimension, but {spec} has "
                            f"duplicate entries for `{name}`")
         seen.add(name)
+    _check_partial_axes_in(mesh, spec)
     self.mesh = mesh
     self.spec = spec
+    self.memory_kind = memory_kind or "device"
     self._hlo_cache = {}
     self._hash = hash((mesh, spec))  # part of every sharded argument's jit cache key
 
@@ -408,6 +487,8 @@ class NamedSharding(Sharding):
 
   @property
   def is_fully_replicated(self) -> bool:
+    if self.spec.unreduced and self.mesh.size > 1:  # each device holds a partial sum
+      return False
     return all(not self.spec.axes_of(d) or
                math.prod(self.mesh.shape[n] for n in self.spec.axes_of(d)) == 1
                for d in range(len(self.spec)))
@@ -468,7 +549,7 @@ class NamedSharding(Sharding):
     ``open_dims`` leaves every dimension open to further axes (``{"x", ?}``)."""
     dims = []
     for d in range(ndim):
-      entry = self.spec[d] if d < len(self.spec) else None
+      entry = self.spec.partitions[d] if d < len(self.spec) else None
       if entry is _Unconstrained():
         dims.append("{?}")
         continue
@@ -487,10 +568,30 @@ class NamedSharding(Sharding):
     return self._hash
 
   def __repr__(self):
-    return f"NamedSharding(mesh={self.mesh!s}, spec={self.spec!r})"
+    return (f"NamedSharding(mesh={self.mesh!s}, spec={self.spec!r}, "
+            f"memory_kind={self.memory_kind})")
+
+  def devices_indices_map(self, global_shape) -> dict:
+    if self.spec.unreduced:  # as JAX: no device holds a slice of the value
+      raise NotImplementedError("device_indices_map doesn't work with unreduced. Please file "
+                                "a bug at https://github.com/jax-ml/jax/issues")
+    return super().devices_indices_map(global_shape)
 
   def __reduce__(self):
     return (NamedSharding, (self.mesh, self.spec))
+
+
+def _check_partial_axes_in(mesh, spec):
+  """As JAX: ``unreduced`` / ``reduced`` axes must be ``Explicit`` axes of ``mesh``."""
+  types = dict(zip(mesh.axis_names, mesh.axis_types))
+  for what, axes in (("Unreduced", spec.unreduced), ("Reduced", spec.reduced)):
+    for u in axes:
+      if u not in types:
+        raise ValueError(f"{what} axes {u} is not found in mesh.axis_names="
+                         f"{mesh.axis_names!r}. Got pspec={spec!r}")
+      if types[u] in (AxisType.Auto, AxisType.Manual):
+        raise ValueError(f"{what} axes can only refer to mesh axes that is of type "
+                         f"`Explicit`. Got {what.lower()} axes: {axes} and mesh: {mesh}")
 
 
 class SingleDeviceSharding(Sharding):
@@ -500,6 +601,7 @@ class SingleDeviceSharding(Sharding):
     if not hasattr(device, "platform"):
       raise TypeError(f"SingleDeviceSharding: expected a device, got {device!r}")
     self._device = device
+    self.memory_kind = memory_kind or "device"
 
   @property
   def _device_assignment(self) -> tuple:
@@ -525,7 +627,8 @@ class SingleDeviceSharding(Sharding):
     return self._device
 
   def __repr__(self):
-    return f"SingleDeviceSharding(device={self._device!r})"
+    return (f"SingleDeviceSharding(device={self._device!r}, "
+            f"memory_kind={self.memory_kind})")
 
 
 class GSPMDSharding(Sharding):
