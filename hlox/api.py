@@ -22,7 +22,7 @@ import numpy as np
 from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
 from hlox.config import TRACED_OPTIONS, config
-from hlox.core import dtypes, sharding_types
+from hlox.core import dtypes
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
@@ -39,6 +39,7 @@ from hlox.runtime import client, introspection, placement
 from hlox.runtime import sharding as sharding_lib
 from hlox.lax.sharding_constraint import with_sharding_constraint
 from hlox.runtime.array import SCALAR_TYPES, Array, device_put
+from hlox.runtime.array import type_sharding as array_type_sharding
 
 flatten_fast = tree_util.flatten_fast
 _get_sig = operator.attrgetter("_sig")
@@ -1451,15 +1452,8 @@ def typeof(x):
 
 
 def _type_sharding(x):
-  """How ``x`` (an Array or a tracer) is split over Explicit mesh axes
-  (``core/sharding_types.py``), or None."""
-  if isinstance(x, Tracer):
-    return getattr(x, "type_sharding", None)
-  if type(x) is Array and x._multi is not None:
-    s = x.sharding
-    if isinstance(s, sharding_lib.NamedSharding):
-      return sharding_types.of_named(s, x.ndim)
-  return None
+  """How ``x`` (an Array or a tracer) is split over Explicit mesh axes, or None."""
+  return array_type_sharding(x)
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:

@@ -11,6 +11,7 @@ import types
 from typing import Callable, Sequence
 
 from hlox import tree_util
+from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
@@ -416,3 +417,7 @@ def _trace(fun, args, statics, in_tree, avals):
 
 
 remat = checkpoint
+
+
+# Sharding in types: a checkpointed call is split as its function's results.
+sharding_types.sharding_rules[checkpoint_p] = sharding_types.call_rule("jaxpr")

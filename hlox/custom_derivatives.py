@@ -22,6 +22,7 @@ import numpy as np
 
 from hlox import lax, tree_util
 from hlox.cache import LRUCache
+from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
@@ -687,3 +688,9 @@ def closure_convert(fun: Callable, *example_args):
     return tree_util.tree_unflatten(out_tree, out)
   converted.__name__ = f"closure_converted_{name}"
   return converted, hoisted
+
+
+# Sharding in types: a call of a function with custom rules is split as the function's
+# results (``core/sharding_types.py``).
+for _p in (custom_jvp_call_p, custom_vjp_call_p):
+  sharding_types.sharding_rules[_p] = sharding_types.call_rule("call_jaxpr")

@@ -522,7 +522,7 @@ class JaxprTrace(Trace):
       return entry[0]
     if isinstance(x, Tracer):
       self.check_tracer(x)
-      var = Var(x.aval)
+      var = Var(x.aval, getattr(x, "type_sharding", None))
       self.constvars.append(var)
       self.consts.append(x)
       tracer = JaxprTracer(self, x.aval, var)
@@ -532,7 +532,7 @@ class JaxprTrace(Trace):
         value = _literal_value(x, aval)
         tracer = JaxprTracer(self, aval, Literal(value, aval))
       else:
-        var = Var(aval)
+        var = Var(aval, sharding_types.value_split(x) if sharding_types.active[0] else None)
         self.constvars.append(var)
         self.consts.append(x)
         tracer = JaxprTracer(self, aval, var)

@@ -22,6 +22,8 @@ sharding_rules: dict = {}
 # True once any value was split over an Explicit axis in this process: until then tracing
 # skips the rules altogether (one list lookup per equation).
 active = [False]
+# ``value_split(x)``: the split of a concrete value (an Array), set by the runtime.
+value_split = lambda x: None  # noqa: E731
 # ``constrain(x, split)``: ``x`` with its type split as ``split`` (set by ``lax``: a sharding
 # constraint).
 constrain = None
@@ -381,12 +383,39 @@ def constraint_rule(in_avals, in_shardings, out_avals, *, sharding, **params):
 
 
 def call_rule(jaxpr_param: str):
-  """A call of a jaxpr (jit, custom rules): results are split as the jaxpr's outputs."""
+  """A call of a jaxpr (jit, checkpoint, custom rules): results are split as the jaxpr's
+  outputs are, given the operands' splits (when the jaxpr was traced without them, they
+  are worked out by running the rules over its equations)."""
   def rule(in_avals, in_shardings, out_avals, **params):
     jaxpr = params[jaxpr_param]
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
-    return [getattr(v, "sharding", None) for v in jaxpr.outvars]
+    own = [getattr(v, "sharding", None) for v in jaxpr.outvars]
+    if any(s is not None for s in own) or not any(s is not None for s in in_shardings):
+      return own
+    return jaxpr_out_splits(jaxpr, in_shardings)
   return rule
+
+
+def jaxpr_out_splits(jaxpr, in_splits) -> list:
+  """The splits of ``jaxpr``'s outputs when its inputs are split as ``in_splits``: each
+  equation's rule applied in order (nothing is traced again)."""
+  env = {}
+
+  def read(v):
+    if v in env:
+      return env[v]
+    return getattr(v, "sharding", None)
+
+  for v, s in zip(jaxpr.invars, in_splits):
+    env[v] = s
+  for eqn in jaxpr.eqns:
+    ins = [read(v) if hasattr(v, "sharding") else None for v in eqn.invars]
+    if any(s is not None for s in ins) or eqn.primitive in sources:
+      outs = output_shardings(eqn.primitive, [v.aval for v in eqn.invars], ins,
+                              [v.aval for v in eqn.outvars], eqn.params)
+      for v, s in zip(eqn.outvars, outs):
+        env[v] = s
+  return [read(v) if hasattr(v, "sharding") else None for v in jaxpr.outvars]
 
 
 def concatenate_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
@@ -401,3 +430,88 @@ def concatenate_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
         "All operands should have the same sharding for concatenate. Got "
         f"{', '.join(_spec_str(e) for e in all_entries)}")
   return TypeSharding(mesh, all_entries[0])
+
+
+def _given_or_raise(message: str):
+  if getattr(_given, "value", False):
+    return None  # ``out_sharding=`` sets the split
+  raise ShardingTypeError(message)
+
+
+def _aval_repr(aval, s) -> str:
+  return f"ShapedArray({type_str(aval, s)})"
+
+
+def gather_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, slice_sizes,
+                **params):
+  """A gather's result keeps the operand's split on the dimensions it takes whole and the
+  indices' split on the dimensions they index by; gathering from a split dimension (or with
+  split index vectors) needs ``out_sharding=``, as in JAX."""
+  mesh = mesh_of(in_shardings)
+  if mesh is None:
+    return None
+  (operand, indices), (op_s, ix_s) = in_avals, in_shardings
+  op = list(entries_of(op_s, len(operand.shape)))
+  ix = list(entries_of(ix_s, len(indices.shape)))
+  dn = dimension_numbers
+  ob, ib = tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)
+  ok = (all(slice_sizes[d] == operand.shape[d] or op[d] is None for d in dn.start_index_map)
+        and all(ix[i] == op[o] or ix[i] is None or op[o] is None for o, i in zip(ob, ib))
+        and all(e is None for i, e in enumerate(ix) if i not in ib))
+  if not ok:
+    return _given_or_raise(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={_aval_repr(operand, op_s)}, "
+        f"indices={_aval_repr(indices, ix_s)}")
+  for o, i in zip(ob, ib):
+    ix[i] = ix[i] or op[o]
+  kept = [d for d in range(len(operand.shape))
+          if d not in dn.collapsed_slice_dims and d not in ob]
+  kept_iter, ix_iter = iter(kept), iter(ix[:-1] if ix else [])
+  out = [op[next(kept_iter)] if d in dn.offset_dims else next(ix_iter, None)
+         for d in range(len(out_avals[0].shape))]
+  return TypeSharding(mesh, out)
+
+
+def scatter_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, **params):
+  """A scatter's result is split as its operand, when the dimensions it writes windows into
+  are whole (or unsplit) and the indices are not split; otherwise ``out_sharding=``."""
+  mesh = mesh_of(in_shardings[:3])
+  if mesh is None:
+    return None
+  operand, indices, updates = in_avals[:3]
+  op_s, ix_s, up_s = in_shardings[:3]
+  op = entries_of(op_s, len(operand.shape))
+  window = _scatter_window_sizes(operand, updates, dimension_numbers)
+  ok = (all(window[d] == operand.shape[d] or op[d] is None
+            for d in dimension_numbers.scatter_dims_to_operand_dims)
+        and (ix_s is None or not ix_s.is_split()))
+  if not ok:
+    return _given_or_raise(
+        "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
+        "the scatter update as out sharding could not be resolved unambiguously (or would "
+        f"require collectives on inputs). Got operand={_aval_repr(operand, op_s)}, "
+        f"indices={_aval_repr(indices, ix_s)}, updates={_aval_repr(updates, up_s)}")
+  return op_s if op_s is not None else None
+
+
+def _scatter_window_sizes(operand, updates, dn) -> list:
+  """The size of the window each update writes, per operand dimension (1 for inserted and
+  batching dimensions)."""
+  windows = iter(updates.shape[d] for d in dn.update_window_dims)
+  return [1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
+          else next(windows, 1) for d in range(len(operand.shape))]
+
+
+def sort_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
+  for a, s in zip(in_avals, in_shardings):
+    if s is not None and s.entries[dimension] is not None:
+      raise ShardingTypeError(
+          "Arguments to sort must be unsharded over the sorting dimension. Got arg "
+          f"sharding={type_str(a, s)} and sorting dimension={dimension}")
+  mesh = mesh_of(in_shardings)
+  if mesh is None:
+    return [None] * len(out_avals)
+  first = next(s for s in in_shardings if s is not None)
+  return [first] * len(out_avals)

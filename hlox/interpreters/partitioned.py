@@ -18,6 +18,7 @@ import numpy as np
 
 from hlox import monitoring
 from hlox.cache import LRUCache
+from hlox.core import sharding_types
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr
 from hlox.errors import DeletedArrayError
 from hlox.interpreters import xla
@@ -208,7 +209,23 @@ def _eager_partitioned(closed: ClosedJaxpr, sigs, name: str):
   """One primitive on sharded arrays: a partitioned program (the result stays sharded)."""
   if not any(type(s) is tuple and _is_sharding(s[1]) for s in sigs):
     return None
-  return compile_partitioned(closed, sigs, name, keep_unused=True)
+  return compile_partitioned(closed, sigs, name, keep_unused=True,
+                             out_shardings=_eager_out_shardings(closed, sigs))
+
+
+def _eager_out_shardings(closed: ClosedJaxpr, sigs):
+  """Sharding in types, eagerly: the primitive's rule checks its operands' splits over
+  Explicit mesh axes (raising ``ShardingTypeError`` as under ``jit``) and its results are
+  laid out as the rule says. None when no operand is split over an Explicit axis."""
+  splits = [sharding_types.of_named(s[1], s[0].ndim)
+            if type(s) is tuple and isinstance(s[1], sharding_lib.NamedSharding) else None
+            for s in sigs]
+  if not any(s is not None for s in splits):
+    return None
+  outs = sharding_types.jaxpr_out_splits(closed.jaxpr, splits)
+  if not any(s is not None for s in outs):
+    return None
+  return [None if s is None else sharding_lib.named_of_type(s) for s in outs]
 
 
 xla.partitioned_compiler = _eager_partitioned

@@ -24,7 +24,7 @@ from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer, _zero,
                                    defreducer)
 from hlox.lax.utils import defvectorized, standard_primitive
-from hlox.runtime.array import Array, committed_device, device_put
+from hlox.runtime.array import committed_device, device_put, type_sharding
 from hlox.runtime import sharding as sharding_lib
 
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -502,9 +502,7 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
 
 def _named_type_sharding(x):
   """``x``'s split over Explicit mesh axes as a NamedSharding (None when it has none)."""
-  split = getattr(x, "type_sharding", None)
-  if split is None and isinstance(x, Array) and x._multi is not None:
-    split = sharding_types.of_named(x.sharding, x.ndim)
+  split = type_sharding(x)
   return None if split is None else sharding_lib.named_of_type(split)
 
 

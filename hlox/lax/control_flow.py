@@ -24,7 +24,7 @@ import numpy as np
 
 from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert_constvars, dce_jaxpr,
                              effectful_primitives, eval_jaxpr, trace_to_jaxpr)
@@ -40,7 +40,8 @@ from hlox.lax.ad_util import stop_gradient
 from hlox.lax.call import jit_p as _jit_p
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
-from hlox.runtime.array import Array, device_put
+from hlox.runtime.array import Array, device_put, type_sharding
+from hlox.runtime import sharding as sharding_lib
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -56,7 +57,7 @@ _map = builtins.map  # ``map`` below is lax.map
 _trace_cache = LRUCache()
 
 
-def _trace_fun(fun: Callable, in_tree, in_avals, what: str):
+def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
   """Trace ``fun(*tree_unflatten(in_tree, flat))`` to a const-free ClosedJaxpr.
 
   Returns ``(closed, consts, out_tree)``: ``closed`` takes ``consts`` as its leading
@@ -65,6 +66,11 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str):
   """
   # The named axes in scope shape collectives in the body (their sizes, their names).
   key = (fun, in_tree, tuple(in_avals), tuple(trace_ctx.axis_env))
+  # Operands split over Explicit mesh axes give the body's parameters types that say so.
+  if splits is not None and any(s is not None for s in splits):
+    key += (tuple(splits),)
+  else:
+    splits = None
   try:
     hit = _trace_cache.get(key)
   except TypeError:  # an unhashable callable
@@ -81,7 +87,7 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str):
 
   name = getattr(fun, "__name__", what)
   monitoring.record_event("control_flow_trace", fun=name)
-  closed = trace_to_jaxpr(flat, list(in_avals), f"{what} {name}", what)
+  closed = trace_to_jaxpr(flat, list(in_avals), f"{what} {name}", what, in_shardings=splits)
   closed, consts = convert_constvars(closed)
   result = (closed, consts, out_tree_box[0])
   if key is not None and not any(isinstance(c, Tracer) for c in consts):
@@ -183,6 +189,8 @@ def _type_diff(a, b) -> str:
     mismatches.append("the dtypes do not match")
   if a.shape != b.shape:
     mismatches.append("the shapes do not match")
+  if not mismatches and getattr(a, "sharding", None) != getattr(b, "sharding", None):
+    return "the shardings do not match"
   if not mismatches:
     return "the weak types do not match"
   return mismatches[0] if len(mismatches) == 1 else \
@@ -241,7 +249,32 @@ def _check_branch_outputs(api, name1, name2, f1, f2, tree1, avals1, tree2, avals
 
 
 def _typematch(a, b) -> bool:
-  return a.shape == b.shape and a.dtype == b.dtype
+  return (a.shape == b.shape and a.dtype == b.dtype
+          and getattr(a, "sharding", None) == getattr(b, "sharding", None))
+
+
+# --- sharding in types (``core/sharding_types.py``) ----------------------------------------
+
+def _splits(leaves):
+  """The operands' splits over Explicit mesh axes (None when no operand is split)."""
+  if not sharding_types.active[0]:
+    return None
+  splits = [type_sharding(x) for x in leaves]
+  return splits if any(s is not None for s in splits) else None
+
+
+def _typed(aval, split):
+  """``aval`` with its split in its type (what error messages print and compare)."""
+  return aval if split is None else aval.update(sharding=sharding_lib.named_of_type(split))
+
+
+def _typed_outs(closed, start: int = 0, stop=None):
+  outvars = closed.jaxpr.outvars[start:stop]
+  return [_typed(v.aval, getattr(v, "sharding", None)) for v in outvars]
+
+
+def _out_splits(closed, start: int = 0, stop=None):
+  return [getattr(v, "sharding", None) for v in closed.jaxpr.outvars[start:stop]]
 
 
 # --- cond / switch -----------------------------------------------------------------------
@@ -547,12 +580,13 @@ batching.axis_primitive_batchers[cond_p] = _cond_batch
 def _trace_branches(api, funs, names, operands):
   leaves, in_tree = tree_util.tree_flatten(tuple(operands))
   avals = [get_aval(x) for x in leaves]
-  traced = [_trace_fun(f, in_tree, avals, api) for f in funs]
+  splits = _splits(leaves)
+  traced = [_trace_fun(f, in_tree, avals, api, splits) for f in funs]
   out_tree0 = traced[0][2]
-  out_avals0 = traced[0][0].out_avals
+  out_avals0 = _typed_outs(traced[0][0])
   for (closed, _, out_tree), name, fun in zip(traced[1:], names[1:], funs[1:]):
     _check_branch_outputs(api, names[0], name, funs[0], fun, out_tree0, out_avals0,
-                          out_tree, closed.out_avals)
+                          out_tree, _typed_outs(closed))
   # A value several branches close over is passed once (as JAX does): each branch's consts
   # are mapped to slots of one shared, deduplicated list.
   consts, slot_of, slots = [], {}, []
@@ -979,17 +1013,20 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
                     f"{type(cond_fun).__name__} and {type(body_fun).__name__}")
   leaves, in_tree = tree_util.tree_flatten((init_val,))
   carry_tree = tree_util.tree_structure(init_val)
+  splits = _splits(leaves)
   for _ in range(2):
     avals = [get_aval(x) for x in leaves]
-    body, bconsts, out_tree = _trace_fun(body_fun, in_tree, avals, "while_loop")
+    body, bconsts, out_tree = _trace_fun(body_fun, in_tree, avals, "while_loop", splits)
     if out_tree != carry_tree:
       break
     leaves, changed = _promote_weak(leaves, avals, body.out_avals[:])
     if not changed:
       break
   avals = [get_aval(x) for x in leaves]
-  _check_carry("while_loop body", body_fun, carry_tree, avals, out_tree, body.out_avals)
-  cond_j, cconsts, cond_tree = _trace_fun(cond_fun, in_tree, avals, "while_loop")
+  _check_carry("while_loop body", body_fun, carry_tree,
+               [_typed(a, s) for a, s in zip(avals, splits or [None] * len(avals))],
+               out_tree, _typed_outs(body) if splits else body.out_avals)
+  cond_j, cconsts, cond_tree = _trace_fun(cond_fun, in_tree, avals, "while_loop", splits)
   pred = cond_j.out_avals
   if len(pred) != 1 or pred[0].shape != () or pred[0].dtype != dtypes.bool_:
     if not tree_util.treedef_is_leaf(cond_tree):
@@ -1462,9 +1499,13 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   xs_leaves = leaves[n_carry:]
   x_avals = [get_aval(x) for x in xs_leaves]
   x_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
+  splits = _splits(leaves)
+  if splits is not None:  # the body sees one slice of each xs: its leading dimension goes
+    splits = splits[:n_carry] + [None if s is None else sharding_types.TypeSharding(
+        s.mesh, s.entries[1:]) for s in splits[n_carry:]]
   for _ in range(2):
     avals = [get_aval(x) for x in init_leaves] + x_avals
-    body, consts, out_tree = _trace_fun(f, in_tree, avals, "scan")
+    body, consts, out_tree = _trace_fun(f, in_tree, avals, "scan", splits)
     children = tree_util.treedef_children(out_tree)
     if (len(children) != 2 or out_tree != tree_util.treedef_tuple(children)):
       got = (body.out_avals[0].str_short(short_dtypes=False)
@@ -1478,7 +1519,13 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     if not changed:
       break
   carry_avals = [get_aval(x) for x in init_leaves]
-  _check_carry("scan body", f, carry_tree, carry_avals, children[0], body.out_avals[:n_carry])
+  if splits is not None:
+    _check_carry("scan body", f, carry_tree, [_typed(a, s) for a, s in
+                                              zip(carry_avals, splits[:n_carry])],
+                 children[0], _typed_outs(body, 0, n_carry))
+  else:
+    _check_carry("scan body", f, carry_tree, carry_avals, children[0],
+                 body.out_avals[:n_carry])
   # As JAX: a carry the body returns unchanged is read-only, a const of the loop (under vmap
   # an unbatched one stays unbatched), and the final carry is the initial value.
   moved = _forwarded_carries(body, len(consts), n_carry)
@@ -1774,3 +1821,21 @@ def _cond_cost(avals_in, avals_out, *, branches, **_):
 cost.register_cost(scan_p, _scan_cost)
 cost.register_cost(while_p, _while_cost)
 cost.register_cost(cond_p, _cond_cost)
+
+
+# Sharding in types: a loop's or a conditional's results are split as its body's (or first
+# branch's) results are; a scan's stacked ys are not split along their new dimension.
+def _scan_sharding_rule(in_avals, in_shardings, out_avals, *, jaxpr, num_carry, **params):
+  outs = _out_splits(jaxpr)
+  return outs[:num_carry] + [None if s is None else sharding_types.TypeSharding(
+      s.mesh, (None,) + s.entries) for s in outs[num_carry:]]
+
+
+sharding_types.sharding_rules.update({
+    cond_p: lambda in_avals, in_shardings, out_avals, *, branches, **params:
+        _out_splits(branches[0]),
+    while_p: lambda in_avals, in_shardings, out_avals, *, body_jaxpr, **params:
+        _out_splits(body_jaxpr),
+    scan_p: _scan_sharding_rule,
+})
+sharding_types.sources.update({cond_p, while_p, scan_p})

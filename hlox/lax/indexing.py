@@ -22,7 +22,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import trace_to_jaxpr
 from hlox.core.tracer import Tracer, get_aval
@@ -1434,3 +1434,11 @@ __all__ += ["index_take"]
 for _p in (dynamic_slice_p, dynamic_update_slice_p, gather_p):
   cost.register_cost(_p, cost.data_movement_cost)
 del _p
+
+
+sharding_types.sharding_rules[gather_p] = sharding_types.gather_rule
+sharding_types.sharding_rules[dynamic_slice_p] = sharding_types.varying_shape_rule(
+    "dynamic_slice")
+for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p,
+           scatter_apply_p, scatter_sub_p):
+  sharding_types.sharding_rules[_p] = sharding_types.scatter_rule

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, xla
@@ -400,3 +400,6 @@ def approx_min_k(operand, k: int, reduction_dimension: int = -1,
 
 
 __all__ += ["approx_max_k", "approx_min_k", "approx_top_k_p"]
+
+
+sharding_types.sharding_rules[sort_p] = sharding_types.sort_rule

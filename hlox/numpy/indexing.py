@@ -34,7 +34,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.config import config
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import HloxTypeError, NonConcreteBooleanIndexError
 from hlox.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
@@ -602,17 +602,20 @@ class _IndexUpdateRef:
   def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
           fill_value=None, wrap_negative_indices=True, out_sharding=None):
     """``x[idx]``; with ``mode='fill'`` out-of-bounds reads give ``fill_value``."""
-    out = _rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
-                          unique_indices=unique_indices, mode=mode, fill_value=fill_value,
-                          normalize=wrap_negative_indices)
+    # ``out_sharding`` sets the split of the result, so the gather need not work one out.
+    with sharding_types.result_sharding_given(out_sharding is not None):
+      out = _rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices, mode=mode, fill_value=fill_value,
+                            normalize=wrap_negative_indices)
     return lax.apply_out_sharding(out, out_sharding, "at[].get")
 
   def _update(self, values, fn, indices_are_sorted, unique_indices, mode,
               wrap_negative_indices, out_sharding=None, name="at[].update"):
-    out = _scatter_update(self.array, self.index, values, fn,
-                          indices_are_sorted=indices_are_sorted,
-                          unique_indices=unique_indices, mode=mode,
-                          normalize=wrap_negative_indices)
+    with sharding_types.result_sharding_given(out_sharding is not None):
+      out = _scatter_update(self.array, self.index, values, fn,
+                            indices_are_sorted=indices_are_sorted,
+                            unique_indices=unique_indices, mode=mode,
+                            normalize=wrap_negative_indices)
     return lax.apply_out_sharding(out, out_sharding, name)
 
   def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
@@ -651,17 +654,17 @@ class _IndexUpdateRef:
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
              wrap_negative_indices=True, out_sharding=None):
     """``x[idx] /= values`` (true division, so integer arrays give floats, as in JAX)."""
-    out = ufuncs.true_divide(self.array, self._ones_times(values, indices_are_sorted,
-                                                          unique_indices, mode,
-                                                          wrap_negative_indices))
+    with sharding_types.result_sharding_given(out_sharding is not None):
+      out = ufuncs.true_divide(self.array, self._ones_times(
+          values, indices_are_sorted, unique_indices, mode, wrap_negative_indices))
     return lax.apply_out_sharding(out, out_sharding, "at[].divide")
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True, out_sharding=None):
     """``x[idx] **= values``."""
-    out = ufuncs.power(self.array, self._ones_times(values, indices_are_sorted,
-                                                    unique_indices, mode,
-                                                    wrap_negative_indices))
+    with sharding_types.result_sharding_given(out_sharding is not None):
+      out = ufuncs.power(self.array, self._ones_times(
+          values, indices_are_sorted, unique_indices, mode, wrap_negative_indices))
     return lax.apply_out_sharding(out, out_sharding, "at[].power")
 
   def _ones_times(self, values, indices_are_sorted, unique_indices, mode,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlox.core import basearray
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.config import config
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import Tracer
@@ -23,6 +23,18 @@ _buffer_protocol_dtypes = frozenset(
     np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
                           np.uint16, np.uint32, np.uint64, np.float16, np.float32,
                           np.float64, np.complex64, np.complex128))
+
+
+def type_sharding(x):
+  """How ``x`` (an Array or a tracer) is split over Explicit mesh axes, as its type says
+  (``core/sharding_types.py``), or None."""
+  if isinstance(x, Tracer):
+    return getattr(x, "type_sharding", None)
+  if type(x) is Array and x._multi is not None:
+    s = x.sharding
+    if isinstance(s, sharding_lib.NamedSharding):
+      return sharding_types.of_named(s, x.ndim)
+  return None
 
 
 def _no_reader(buf, aval):
@@ -787,3 +799,6 @@ def _shards_of_partitioned(buf, aval) -> list:
 
 # Device arrays are instances of the public ``hlox.Array`` type (tracers are, too).
 basearray.Array.register(Array)
+
+
+sharding_types.value_split = type_sharding
