@@ -1445,6 +1445,9 @@ def typeof(x):
     aval = get_aval(x)
   except TypeError as e:
     raise TypeError(f"typeof: {e}") from None
+  vma = getattr(x, "vma_in_mesh_order", None)  # a value of an eager shard_map body
+  if vma is not None:
+    aval = aval.update(vma=vma())
   split = _type_sharding(x)
   if split is None:
     return aval

@@ -32,13 +32,13 @@ class ShapedArray:
   (which the jit and eager caches do on every call) costs an identity check.
   """
 
-  __slots__ = ("shape", "dtype", "weak_type", "_sharding", "__weakref__")
+  __slots__ = ("shape", "dtype", "weak_type", "_sharding", "_vma", "__weakref__")
   array_abstraction_level = 1
   _interned: dict = {}
 
-  def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None):
-    if sharding is not None:
-      return cls._with_sharding(shape, dtype, weak_type, sharding)
+  def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=()):
+    if sharding is not None or vma:
+      return cls._with_sharding(shape, dtype, weak_type, sharding, tuple(vma))
     key = (tuple(shape), dtype, weak_type)
     try:
       return cls._interned[key]
@@ -55,6 +55,7 @@ class ShapedArray:
       object.__setattr__(self, "dtype", dtype)
       object.__setattr__(self, "weak_type", weak_type)
       object.__setattr__(self, "_sharding", None)
+      object.__setattr__(self, "_vma", ())
       self = cls._interned.setdefault(canonical, self)
     try:
       cls._interned[key] = self
@@ -63,17 +64,20 @@ class ShapedArray:
     return self
 
   @classmethod
-  def _with_sharding(cls, shape, dtype, weak_type, sharding):
+  def _with_sharding(cls, shape, dtype, weak_type, sharding, vma=()):
     """A type that also says how the value is laid out (what ``typeof`` gives for a value
-    split over Explicit mesh axes): ``sharding`` is a NamedSharding."""
+    split over Explicit mesh axes): ``sharding`` is a NamedSharding; or, inside a
+    ``shard_map``, the manual mesh axes along which the value may differ between devices
+    (``vma``, in the mesh's order)."""
     base = cls(shape, dtype, weak_type)
-    key = (base, sharding)
+    key = (base, sharding, vma)
     self = cls._interned.get(key)
     if self is None:
       self = object.__new__(cls)
       for name in ("shape", "dtype", "weak_type"):
         object.__setattr__(self, name, getattr(base, name))
       object.__setattr__(self, "_sharding", sharding)
+      object.__setattr__(self, "_vma", vma)
       self = cls._interned.setdefault(key, self)
     return self
 
@@ -86,7 +90,7 @@ class ShapedArray:
     raise AttributeError("ShapedArray is immutable; use .update(...)")
 
   def __reduce__(self):
-    return (ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding))
+    return (ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding, self._vma))
 
   @property
   def ndim(self) -> int:
@@ -96,12 +100,23 @@ class ShapedArray:
   def size(self) -> int:
     return int(math.prod(self.shape))
 
-  def update(self, shape=None, dtype=None, weak_type=None, sharding=None) -> "ShapedArray":
+  @property
+  def vma(self) -> frozenset:
+    """The manual mesh axes along which the value may vary (inside a ``shard_map``)."""
+    return frozenset(self._vma)
+
+  @property
+  def manual_axis_type(self) -> "ManualAxisType":
+    return ManualAxisType(self.vma)
+
+  def update(self, shape=None, dtype=None, weak_type=None, sharding=None,
+             vma=None) -> "ShapedArray":
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
                        self.weak_type if weak_type is None else weak_type,
                        sharding if sharding is not None
-                       else self._sharding if shape is None else None)
+                       else self._sharding if shape is None else None,
+                       self._vma if vma is None else tuple(vma))
 
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
@@ -111,8 +126,14 @@ class ShapedArray:
     if self._sharding is not None:
       from hlox.core import sharding_types
       split = sharding_types.of_named(self._sharding, len(self.shape))
-      return f"{name}[{sharding_types.dims_string(self.shape, split)}]"
-    return f"{name}[{','.join(str(d) for d in self.shape)}]"
+      return f"{name}[{sharding_types.dims_string(self.shape, split)}]{self._vma_str()}"
+    return f"{name}[{','.join(str(d) for d in self.shape)}]{self._vma_str()}"
+
+  def _vma_str(self) -> str:  # as JAX: ``{V:i}``, ``{V:(i,j)}``
+    if not self._vma:
+      return ""
+    names = ",".join(map(str, self._vma))
+    return f"{{V:{names if len(self._vma) == 1 else f'({names})'}}}"
 
   def to_tangent_aval(self) -> "ShapedArray":
     """The aval of a tangent: float0 for integer and boolean values (as in JAX)."""
@@ -126,6 +147,30 @@ class ShapedArray:
 
   def __str__(self):  # as JAX prints a type: full dtype name, ``~`` marking a weak type
     return ("~" if self.weak_type else "") + self.str_short(short_dtypes=False)
+
+
+class ManualAxisType:
+  """How a value inside a ``shard_map`` relates to the devices along the manual axes:
+  ``varying`` holds the axes along which it may differ (JAX's ``manual_axis_type``)."""
+
+  __slots__ = ("varying", "unreduced", "reduced")
+
+  def __init__(self, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+    self.varying = frozenset(varying)
+    self.unreduced = frozenset(unreduced)
+    self.reduced = frozenset(reduced)
+
+  def __eq__(self, other):
+    return isinstance(other, ManualAxisType) and (
+        self.varying, self.unreduced, self.reduced) == (
+            other.varying, other.unreduced, other.reduced)
+
+  def __hash__(self):
+    return hash((self.varying, self.unreduced, self.reduced))
+
+  def __repr__(self):
+    return (f"ManualAxisType(varying={set(self.varying) or '{}'}, unreduced="
+            f"{set(self.unreduced) or '{}'}, reduced={set(self.reduced) or '{}'})")
 
 
 def raise_to_shaped(aval):

@@ -63,6 +63,15 @@ def explicit_axes(mesh) -> frozenset:
   return frozenset(n for n, t in zip(names, types) if getattr(t, "name", None) == "Explicit")
 
 
+def split_of(x) -> TypeSharding | None:
+  """How the value ``x`` (a tracer, or an Array laid out over a mesh) is split over
+  Explicit axes by its type, or None."""
+  split = getattr(x, "type_sharding", None)
+  if split is not None or getattr(x, "_multi", None) is None:
+    return split
+  return of_named(x.sharding, len(x.shape))
+
+
 def of_named(sharding, ndim: int) -> TypeSharding | None:
   """The type sharding of a value laid out by ``sharding`` (a NamedSharding): its spec
   restricted to the mesh's Explicit axes, or None when none of them splits it."""

@@ -100,6 +100,11 @@ class JVPTracer(Tracer):
   def aval(self):
     return get_aval(self.primal)
 
+  @property
+  def type_sharding(self):
+    """The primal's split over Explicit mesh axes (a tangent is split as its primal)."""
+    return sharding_types.split_of(self.primal)
+
   def to_concrete_value(self):
     p = self.primal
     if isinstance(p, Tracer):

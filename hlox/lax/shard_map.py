@@ -25,11 +25,13 @@ from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import extend_axis_env, get_aval, set_current_trace
+from hlox.core.tracer import (Tracer, current_trace, eval_trace, extend_axis_env, get_aval,
+                              set_current_trace)
 from hlox.interpreters import ad, batching, partitioned, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.base import full_like, reshape
 from hlox.lax.elementwise import div, eq, select_n
+from hlox.lax import shard_map_eager
 from hlox.lax.parallel import axis_index
 from hlox.lax.parallel import all_gather_p, axis_index_p, pmax_p, pmin_p, psum, psum_p
 from hlox.runtime import sharding as sharding_lib
@@ -178,24 +180,58 @@ def _varying(jaxpr, in_vary) -> list:
   return [read(v) for v in jaxpr.outvars]
 
 
-def _check_replication(name, mesh, manual_axes, body, in_specs, out_specs):
+def _check_replication(name, mesh, manual_axes, body, in_specs, out_specs, spec_keys):
   in_vary = [{a for d in range(len(s)) for a in s.axes_of(d)} for s in in_specs]
-  problems = []
-  for i, (vary, spec) in enumerate(zip(_varying(body.jaxpr, in_vary), out_specs)):
-    missing = [a for a in _unmentioned(manual_axes, spec) if a in vary]
-    if missing:
-      problems.append(f"* out_specs[{i}] is {spec} which implies that the corresponding "
-                      f"output value is replicated across mesh axis "
-                      f"{', '.join(repr(a) for a in missing)}, but it may vary across it")
-  if problems:
-    raise ValueError(
-        f"shard_map applied to the function '{name}' was given out_specs which require "
-        f"replication which can't be statically inferred given the mesh:\n\nThe mesh given "
-        f"has shape {tuple(mesh.shape.values())} with corresponding axis names "
-        f"{mesh.axis_names}.\n\n" + "\n\n".join(problems) + "\n\nCheck if these output "
-        "values are meant to be replicated over those mesh axes. If not, consider revising "
-        "the corresponding out_specs entries. If so, consider disabling the check by passing "
-        "the check_vma=False argument to `hlox.shard_map`.")
+  fails = [(key, spec, vary) for key, spec, vary
+           in zip(spec_keys, out_specs, _varying(body.jaxpr, in_vary))
+           if any(a in vary for a in _unmentioned(manual_axes, spec))]
+  if fails:
+    raise ValueError(_replication_message(name, mesh, fails))
+
+
+def _replication_message(name, mesh, fails) -> str:
+  """JAX's message for outputs that ``out_specs`` say are the same along mesh axes they
+  may vary along; ``fails`` holds ``(key of the spec in out_specs, spec, varying axes)``."""
+  in_order = lambda axes: ",".join(str(a) for a in mesh.axis_names if a in axes)
+  msgs = []
+  for key, spec, vary in fails:
+    unmentioned = _unmentioned(mesh.axis_names, spec)
+    if len(unmentioned) > 1:
+      msgs.append(
+          f"* out_specs{key} is {spec} which implies that the corresponding output value "
+          f"is only varying across mesh axes {{{in_order(_used_axes(spec))}}} and not "
+          f"{{{in_order([a for a in unmentioned if a in vary])}}}, but it was inferred to "
+          f"be possibly varying over {{{in_order(vary)}}}")
+    else:
+      msgs.append(
+          f"* out_specs{key} is {spec} which implies that the corresponding output value "
+          f"is replicated across mesh axis '{unmentioned[0]}', but could not infer "
+          "replication over any axes")
+  if len(msgs) == 1:
+    msgs = [msgs[0][2:]]  # as JAX: no bullet for a single problem
+  return (f"shard_map applied to the function '{name}' was given out_specs which require "
+          "replication which can't be statically inferred given the mesh:\n\nThe mesh "
+          f"given has shape {tuple(mesh.shape.values())} with corresponding axis names "
+          f"{mesh.axis_names}.\n\n" + "\n\n".join(msgs) + "\n\nCheck if these output "
+          "values are meant to be replicated over those mesh axes. If not, consider "
+          "revising the corresponding out_specs entries. If so, consider disabling the "
+          "check by passing the check_vma=False argument to `jax.shard_map`.")
+
+
+def _used_axes(spec) -> set:
+  return {a for d in range(len(spec)) for a in spec.axes_of(d)}
+
+
+def _spec_keys(out_specs, out, n: int) -> list:
+  """Per output leaf, the path (``keystr``) of its spec within ``out_specs``."""
+  if isinstance(out_specs, P):
+    return [""] * n
+  keyed = tree_util.tree_map_with_path(lambda p, s: tree_util.keystr(p), out_specs,
+                                       is_leaf=_is_spec)
+  try:
+    return list(tree_util.broadcast_prefix(keyed, out, is_leaf=lambda x: x is None))
+  except (ValueError, TypeError):
+    return [""] * n
 
 
 # --- marking values varying, broadcasting one device's ----------------------------------
@@ -211,6 +247,15 @@ def pcast(x, axis_name, *, to: str):
     raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
   if to not in _PCAST_TO:
     raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TO)}")
+  if to == "varying":  # an eager body's values record it (what typeof shows)
+    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+    return tree_util.tree_map(lambda v: _mark_varying(v, names), x)
+  return x
+
+
+def _mark_varying(x, names):
+  if isinstance(x, shard_map_eager.ShardMapTracer):
+    return shard_map_eager.ShardMapTracer(x._trace, x.val, x.vma | set(names))
   return x
 
 
@@ -273,6 +318,7 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
     for i, (x, s, path) in enumerate(zip(leaves, flat_in, paths)):
       _check_spec(mesh, manual_axes, s, f"in_specs for args{path}")
       avals.append(_local_aval(get_aval(x), mesh, s, f"argument args{path}"))
+    _check_against_types(mesh, manual_axes, leaves, flat_in, in_specs is None)
     out_tree_box = []
 
     def flat_fun(*xs):
@@ -280,23 +326,88 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
       out_leaves, out_tree = tree_util.tree_flatten(out)
       out_tree_box.append((out, out_tree))
       return out_leaves
+    checked = check_vma and (check_rep is None or check_rep)
+    if _eager(leaves):
+      outs = shard_map_eager.run(flat_fun, leaves, mesh, manual_axes, flat_in, checked,
+                                 current_trace())
+      out, out_tree = out_tree_box[0]
+      flat_out = _out_specs(name, mesh, manual_axes, out_specs, out, out_tree,
+                            [get_aval(v).ndim - len(manual_axes) for v, _ in outs])
+      return out_tree.unflatten(_eager_results(mesh, manual_axes, outs, flat_out, checked))
     body, consts = _trace_body(flat_fun, avals, mesh, manual_axes, name)
     out, out_tree = out_tree_box[0]
-    flat_out = _flat_specs(out_specs, out, f"shard_map {name}: out_specs", "outputs",
-                           out_tree)
-    out_paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(out)[0]]
-    for s, a, path in zip(flat_out, body.out_avals, out_paths):
-      _check_spec(mesh, manual_axes, s, f"out_specs for output{path}")
-      if len(s) > a.ndim:
-        raise ValueError(f"shard_map {name}: output{path} has rank {a.ndim} but its "
-                         f"out_spec {s} names {len(s)} dimensions")
+    flat_out = _out_specs(name, mesh, manual_axes, out_specs, out, out_tree,
+                          [a.ndim for a in body.out_avals])
     all_in = (P(),) * len(consts) + tuple(flat_in)
-    if check_vma and (check_rep is None or check_rep):
-      _check_replication(name, mesh, manual_axes, body, all_in, flat_out)
+    if checked:
+      _check_replication(name, mesh, manual_axes, body, all_in, flat_out,
+                         _spec_keys(out_specs, out, len(flat_out)))
     outs = shard_map_p.bind(*consts, *leaves, jaxpr=body,
                             **_params(mesh, manual_axes, all_in, flat_out, check_vma))
     return out_tree.unflatten(outs)
   return mapped
+
+
+def _out_specs(name, mesh, manual_axes, out_specs, out, out_tree, ranks) -> list:
+  """One checked spec per output leaf (of rank ``ranks[i]`` in the body)."""
+  flat_out = _flat_specs(out_specs, out, f"shard_map {name}: out_specs", "outputs",
+                         out_tree)
+  out_paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(out)[0]]
+  for s, ndim, path in zip(flat_out, ranks, out_paths):
+    _check_spec(mesh, manual_axes, s, f"out_specs for output{path}")
+    if len(s) > ndim:
+      raise ValueError(f"shard_map {name}: output{path} has rank {ndim} but its "
+                       f"out_spec {s} names {len(s)} dimensions")
+  return flat_out
+
+
+def _eager(leaves) -> bool:
+  """Whether a call runs eagerly: outside any transformation, on concrete arguments."""
+  return current_trace() is eval_trace and not any(isinstance(x, Tracer) for x in leaves)
+
+
+def _eager_results(mesh, manual_axes, outs, flat_out, checked) -> list:
+  results = []
+  for (stack, vma), spec in zip(outs, flat_out):
+    if checked and any(a in vma for a in _unmentioned(manual_axes, spec)):
+      # As JAX, whose eager path reports it from the helper joining the blocks.
+      raise ValueError(_replication_message("_rem_singleton", mesh, [("", spec, vma)]))
+    results.append(shard_map_eager.join(stack, mesh, manual_axes, spec))
+  return results
+
+
+def _check_against_types(mesh, manual_axes, leaves, flat_in, inferred: bool):
+  """As JAX: over a mesh all of whose axes are manual and Explicit, the arguments' types
+  already say how they are split, and explicit ``in_specs`` must agree with them."""
+  if inferred or set(manual_axes) != set(mesh.axis_names):
+    return
+  if not all(t == sharding_lib.AxisType.Explicit for t in mesh.axis_types):
+    return
+  for x, spec in zip(leaves, flat_in):
+    aval = get_aval(x)
+    want = P(*spec, *[None] * (aval.ndim - len(spec)), unreduced=spec.unreduced,
+             reduced=spec.reduced)
+    split = _type_split(x)
+    have = P(*[None if e is None else e[0] if len(e) == 1 else e for e in split.entries]) \
+        if split is not None and split.mesh == mesh else P(*[None] * aval.ndim)
+    if _normal(want) != _normal(have):
+      typ = aval if split is None else aval.update(
+          sharding=sharding_lib.named_of_type(split))
+      raise ValueError(
+          f"in_specs passed to shard_map: {want} does not match the specs of the input: "
+          f"{have} for arg: {typ}. `in_specs` is an optional argument so you can omit "
+          "specifying it and shard_map will infer the in_specs from the arguments. If you "
+          "want to reshard your inputs, you can use `jax.reshard` on the arguments and "
+          "then pass those args to shard_map.")
+
+
+def _normal(spec) -> tuple:
+  return tuple(spec.axes_of(d) for d in range(len(spec))), spec.unreduced, spec.reduced
+
+
+def _type_split(x):
+  """How ``x`` is split over Explicit axes by its type (a TypeSharding), or None."""
+  return sharding_types.split_of(x)
 
 
 def _manual_axes(mesh, axis_names) -> tuple:
