@@ -67,9 +67,7 @@ def split_of(x) -> TypeSharding | None:
   """How the value ``x`` (a tracer, or an Array laid out over a mesh) is split over
   Explicit axes by its type, or None."""
   split = getattr(x, "type_sharding", None)
-  if split is not None or getattr(x, "_multi", None) is None:
-    return split
-  return of_named(x.sharding, len(x.shape))
+  return split if split is not None else value_split(x)
 
 
 def of_named(sharding, ndim: int) -> TypeSharding | None:
