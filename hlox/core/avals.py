@@ -109,6 +109,8 @@ class ShapedArray:
   def manual_axis_type(self) -> "ManualAxisType":
     return ManualAxisType(self.vma)
 
+  mat = manual_axis_type  # JAX's shorter name for it
+
   def update(self, shape=None, dtype=None, weak_type=None, sharding=None,
              vma=None) -> "ShapedArray":
     return ShapedArray(self.shape if shape is None else shape,
