@@ -580,6 +580,10 @@ class JitWrapped:
                             self.static_argnames, leaves, bad) from None
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
+    # PartitionSpecs and types inside are resolved against the mesh in effect.
+    mesh = sharding_lib.current_mesh()
+    if mesh is not None:
+      key += (mesh,)
     # Arguments split over Explicit mesh axes give their tracers types that say so.
     splits = tuple(map(_type_sharding, leaves))
     if not any(s is not None for s in splits):
@@ -1445,9 +1449,19 @@ def typeof(x):
   except TypeError as e:
     raise TypeError(f"typeof: {e}") from None
   split = _type_sharding(x)
-  if split is None:
-    return aval
-  return aval.update(sharding=sharding_lib.named_of_type(split))
+  if split is not None:
+    return aval.update(sharding=sharding_lib.named_of_type(split, abstract=True))
+  # Unsplit: replicated over the mesh of its layout, or the mesh in effect (as JAX, whose
+  # types always name a mesh; host values have none).
+  if type(x) is Array and x._multi is not None and isinstance(x.sharding,
+                                                              sharding_lib.NamedSharding):
+    mesh = x.sharding.mesh.abstract_mesh
+  elif isinstance(x, (Tracer, Array)):
+    mesh = sharding_lib.get_abstract_mesh()
+  else:
+    mesh = sharding_lib.EMPTY_ABSTRACT_MESH
+  return aval.update(sharding=sharding_lib.NamedSharding(
+      mesh, sharding_lib.PartitionSpec(*[None] * len(aval.shape))))
 
 
 def _type_sharding(x):

@@ -30,6 +30,8 @@ def _lowering(ctx, x, *, sharding):
   mesh = ctx.module_context.mesh
   if mesh is None or not isinstance(sharding, sharding_lib.NamedSharding):
     return x  # a one-device (or replicated-pmap) program: nothing to partition
+  if sharding.mesh.shape_tuple != mesh.shape_tuple:  # (``use_abstract_mesh``'s other view)
+    sharding = sharding_lib.onto_mesh(sharding, mesh)
   attr = ir.Attribute.parse(sharding.sdy_text(ctx.avals_in[0].ndim))
   return sdy.ShardingConstraintOp(x, attr).result
 
@@ -63,6 +65,8 @@ def _resolve(s, ndim: int, name: str = "with_sharding_constraint"):
                     f"{s!r} of type {type(s).__name__}")
   if isinstance(s, sharding_lib.NamedSharding):
     s.check_rank(ndim, name)
+    if sharding_types.explicit_axes(s.mesh):
+      sharding_types.active[0] = True  # types may be split from here on: run the rules
   return s
 
 
