@@ -37,7 +37,7 @@ from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr,
                            jit_p, signature)
 from hlox.runtime import client, introspection, placement
 from hlox.runtime import sharding as sharding_lib
-from hlox.lax.sharding_constraint import with_sharding_constraint
+from hlox.lax.sharding_constraint import constrain as with_sharding_constraint
 from hlox.runtime.array import SCALAR_TYPES, Array, device_put
 
 flatten_fast = tree_util.flatten_fast

@@ -5,7 +5,7 @@ import functools
 from hlox import tree_util
 from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
-from hlox.lax.sharding_constraint import with_sharding_constraint
+from hlox.lax.sharding_constraint import constrain as _constrain, with_sharding_constraint  # noqa: F401,E501
 from hlox.runtime import placement
 from hlox.runtime.array import Array
 from hlox.runtime.sharding import (AbstractMesh, AxisType, GSPMDSharding, Mesh,  # noqa: F401
@@ -37,14 +37,14 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   if device is None or hasattr(device, "platform") or isinstance(device,
                                                                  SingleDeviceSharding):
     return x
-  return with_sharding_constraint(x, device)
+  return _constrain(x, device)
 
 
 def reshard(x, out_shardings):
   """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
   inside it."""
   if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(x)):
-    return with_sharding_constraint(x, out_shardings)
+    return _constrain(x, out_shardings)
   if isinstance(out_shardings, PartitionSpec):
     mesh = current_mesh()
     if mesh is None:
@@ -124,7 +124,7 @@ def _retype_leaf(leaf, mesh):
     spec = [tuple(a for a in e if a in explicit) if e else () for e in split.entries]
     spec = [(e[0] if len(e) == 1 else e) if e else PartitionSpec.UNCONSTRAINED
             for e in spec]
-    return with_sharding_constraint(leaf, NamedSharding(mesh, PartitionSpec(*spec)))
+    return _constrain(leaf, NamedSharding(mesh, PartitionSpec(*spec)))
   s = getattr(leaf, "sharding", None) if isinstance(leaf, Array) else None
   if (isinstance(s, NamedSharding) and s.mesh != mesh
       and s.mesh.shape_tuple == mesh.shape_tuple):

@@ -139,6 +139,29 @@ print(repr(jax.typeof(np.ones((2, 3))).sharding))
 """,
 }
 
+SCENARIOS.update({
+    "with_sharding_constraint_asserts": """
+print(jax.typeof(jax.lax.with_sharding_constraint(x, P('X', 'Y'))))
+for spec in (P('Y', 'X'), P('X'), P()):
+  try:
+    jax.jit(lambda a: jax.lax.with_sharding_constraint(a, spec))(x)
+  except Exception as e:
+    print(type(e).__name__, e)
+""",
+    "with_sharding_constraint_explicit_axes_without_mesh": """
+with jax.set_mesh(None):
+  try:
+    jax.jit(lambda a: jax.lax.with_sharding_constraint(
+        a, sh.NamedSharding(mesh, P('Y', 'X'))))(np.ones((8, 8)))
+  except Exception as e:
+    print(type(e).__name__, e)
+  r = jax.jit(lambda a: jax.lax.with_sharding_constraint(
+      a, sh.NamedSharding(mesh, P())))(x)
+  print(jax.typeof(r))
+""",
+})
+
+
 PRELUDE = """
 mesh = jax.make_mesh((2, 4), ('X', 'Y'))
 with jax.set_mesh(mesh):
@@ -215,3 +238,4 @@ def test_agrees_with_jax(name):
                                  PRELUDE],
                     extra_env={"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
   assert run_scenario(SCENARIOS[name]) == normalize(want[name])
+
