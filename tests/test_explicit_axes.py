@@ -159,6 +159,34 @@ with jax.set_mesh(None):
       a, sh.NamedSharding(mesh, P())))(x)
   print(jax.typeof(r))
 """,
+    "shape_dtype_struct_specs": """
+s = jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=P('X'))
+print(s, s.sharding)
+print(jax.eval_shape(lambda a: a * 2, x))
+print(jax.eval_shape(lambda a: a.sum(0), s))
+print(jax.eval_shape(lambda a: a * 2, 1.0))
+f = jax.jit(lambda a: a.T)
+print(f.trace(s).jaxpr)
+print(f.trace(s).out_info)
+print(f.lower(s).out_info)
+with jax.set_mesh(None):
+  print(jax.eval_shape(lambda a: a * 2, np.ones(3)))
+  try:
+    jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=P('X')).sharding
+  except Exception as e:
+    print(type(e).__name__, e)
+""",
+    "creation_out_sharding": """
+print(jax.typeof(jnp.zeros((8, 4), out_sharding=P('X'))),
+      jax.typeof(jnp.ones((8, 4), out_sharding=P(None, 'Y'))),
+      jax.typeof(jnp.full((8, 4), 2., out_sharding=P('X'))),
+      jax.typeof(jnp.arange(8., out_sharding=P('X'))),
+      jax.typeof(jnp.empty((8, 4), out_sharding=P('X', 'Y'))))
+k = jax.random.key(0)
+print(jax.typeof(jax.random.normal(k, (8, 4), out_sharding=P('X'))),
+      jax.typeof(jax.random.uniform(k, (8, 4), out_sharding=P(None, 'Y'))))
+print(jax.typeof(jax.jit(lambda: jnp.zeros((8, 4), out_sharding=P('X')) + 1)()))
+""",
 })
 
 

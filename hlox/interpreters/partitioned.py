@@ -114,8 +114,8 @@ class PartitionedCall:
       out_hlos = [whole.hlo(a.ndim) for a in self.out_avals]
     self.out_shardings = [sharding_lib.from_hlo(h, mesh, a.ndim)
                           for h, a in zip(out_hlos, self.out_avals)]
-    for i, s in enumerate(reported or ()):  # results typed over another view of the mesh
-      if isinstance(s, sharding_lib.NamedSharding) and s.mesh.shape_tuple != mesh.shape_tuple:
+    for i, s in enumerate(reported or ()):  # typed results: laid out as their types say
+      if isinstance(s, sharding_lib.NamedSharding):
         self.out_shardings[i] = s
     internal_out = [sharding_lib.internal(s, a.ndim)
                     for s, a in zip(self.out_shardings, self.out_avals)]
