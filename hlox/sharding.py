@@ -8,17 +8,36 @@ from hlox.core.tracer import Tracer
 from hlox.lax.sharding_constraint import constrain as _constrain, with_sharding_constraint  # noqa: F401,E501
 from hlox.runtime import placement
 from hlox.runtime.array import Array
+from hlox.core.tracer import eval_trace, trace_ctx
 from hlox.runtime.sharding import (AbstractMesh, AxisType, GSPMDSharding, Mesh,  # noqa: F401
                                    NamedSharding, PartitionSpec, Sharding,
                                    SingleDeviceSharding, current_mesh, get_abstract_mesh,
-                                   make_mesh, set_mesh, use_abstract_mesh)
+                                   make_mesh, use_abstract_mesh)
 from hlox.runtime import sharding as sharding_lib
+
+
+class set_mesh(sharding_lib.set_mesh):
+  """Make ``mesh`` (a ``Mesh``, or None for none) the current mesh: for the rest of the
+  program, or, used as a context manager, inside the ``with`` block. Only outside traced
+  functions (inside, ``use_abstract_mesh`` sets the mesh they are traced for)."""
+
+  __slots__ = ()
+
+  def __init__(self, mesh):
+    if trace_ctx.trace is not eval_trace:
+      raise ValueError("`set_mesh` can only be used outside of `hlox.jit`.")
+    super().__init__(mesh)
+
 
 use_mesh = set_mesh
 
 
 def get_mesh():
-  """The concrete mesh set by ``set_mesh`` (None when none is)."""
+  """The concrete mesh set by ``set_mesh`` (None when none is); only outside traced
+  functions (inside, see ``get_abstract_mesh``)."""
+  if trace_ctx.trace is not eval_trace:
+    raise ValueError("`get_mesh` can only be used outside of `hlox.jit`. Maybe you want "
+                     "`hlox.sharding.get_abstract_mesh()`?")
   return sharding_lib.concrete_mesh()
 
 

@@ -159,6 +159,22 @@ with jax.set_mesh(None):
       a, sh.NamedSharding(mesh, P())))(x)
   print(jax.typeof(r))
 """,
+    "meshes_only_outside_jit": """
+@jax.jit
+def f(a):
+  for call in (lambda: jax.set_mesh(mesh), sh.get_mesh):
+    try:
+      call()
+    except Exception as e:
+      print(type(e).__name__, e)
+  return a
+f(1.)
+print(sh.get_mesh())
+try:
+  jax.set_mesh('X')
+except Exception as e:
+  print(type(e).__name__, e)
+""",
     "shape_dtype_struct_specs": """
 s = jax.ShapeDtypeStruct((8, 4), jnp.float32, sharding=P('X'))
 print(s, s.sharding)

@@ -349,7 +349,7 @@ def test_current_mesh_specs_and_inferred_in_specs():
 
   @hlox.shard_map(out_specs=P())   # the mesh current at the call, specs from the arguments
   def total(block):
-    return lax.psum(block.sum(), hlox.sharding.get_mesh().axis_names)
+    return lax.psum(block.sum(), hlox.sharding.get_abstract_mesh().axis_names)
   with hlox.sharding.set_mesh(mesh):
     a = hlox.device_put(X, P("i", "j"))
     assert a.sharding == NamedSharding(mesh, P("i", "j"))
