@@ -22,7 +22,7 @@ import numpy as np
 from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
 from hlox.config import TRACED_OPTIONS, config
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
@@ -37,7 +37,7 @@ from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr,
                            jit_p, signature)
 from hlox.runtime import client, introspection, placement
 from hlox.runtime import sharding as sharding_lib
-from hlox.lax.sharding_constraint import with_sharding_constraint
+from hlox.lax.sharding_constraint import constrain as with_sharding_constraint
 from hlox.runtime.array import SCALAR_TYPES, Array, device_put
 from hlox.runtime.array import type_sharding as array_type_sharding
 
@@ -51,7 +51,7 @@ __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit",
 class ShapeDtypeStruct:
   """A shape and dtype standing in for an array (e.g. the results of ``eval_shape``)."""
 
-  __slots__ = ("shape", "dtype", "weak_type", "sharding")
+  __slots__ = ("shape", "dtype", "weak_type", "_sharding")
 
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
     self.shape = tuple(shape)
@@ -59,7 +59,24 @@ class ShapeDtypeStruct:
       raise ValueError("ShapeDtypeStruct: dtype must be specified.")
     self.dtype = np.dtype(dtype)
     self.weak_type = weak_type
-    self.sharding = sharding
+    if sharding is not None and not isinstance(
+        sharding, (sharding_lib.Sharding, sharding_lib.PartitionSpec)):
+      raise ValueError("sharding should be an instance of `hlox.sharding.Sharding` or "
+                       f"`hlox.sharding.PartitionSpec`. Got {sharding} of type "
+                       f"{type(sharding)}.")
+    self._sharding = sharding
+
+  @property
+  def sharding(self):
+    """The sharding given; a PartitionSpec is read over the current mesh (as JAX)."""
+    if isinstance(self._sharding, sharding_lib.PartitionSpec):
+      mesh = sharding_lib.concrete_mesh()
+      if mesh is None:
+        raise TypeError("When specifying PartitionSpec to `ShapeDtypeStruct`, the context "
+                        "mesh cannot be empty. Please use `hlox.set_mesh` to set the mesh "
+                        "context.")
+      return sharding_lib.NamedSharding(mesh, self._sharding)
+    return self._sharding
 
   @property
   def ndim(self):
@@ -99,8 +116,10 @@ class ShapeDtypeStruct:
                             sharding=kwargs.get("sharding", self.sharding))
 
   def __repr__(self):
+    sharding = self.sharding
+    split = f", sharding={sharding}" if sharding is not None else ""
     weak = ", weak_type=True" if self.weak_type else ""
-    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{split}{weak})"
 
   def __eq__(self, other):
     return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
@@ -581,6 +600,10 @@ class JitWrapped:
                             self.static_argnames, leaves, bad) from None
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
+    # PartitionSpecs and types inside are resolved against the mesh in effect.
+    mesh = sharding_lib.current_mesh()
+    if mesh is not None:
+      key += (mesh,)
     # Arguments split over Explicit mesh axes give their tracers types that say so.
     splits = tuple(map(_type_sharding, leaves))
     if not any(s is not None for s in splits):
@@ -784,9 +807,9 @@ class Traced:
 
   @property
   def out_info(self):
-    """The outputs' ``ShapeDtypeStruct``s, in the output tree."""
-    return self.out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-                                    for a in self._traced.jaxpr.out_avals])
+    """The outputs' ``ShapeDtypeStruct``s, in the output tree (with their types'
+    shardings over the abstract mesh)."""
+    return _out_info(self._traced.jaxpr, self.out_tree)
 
   def lower(self, *, lowering_platforms: tuple | None = None) -> "Lowered":
     """Lower to StableHLO, for this process's default platform or for
@@ -809,8 +832,31 @@ class Traced:
     return self._wrapped._lower(self._traced, *self._call, platform=platform)
 
 
+def _out_info(closed, out_tree, abstract: bool = True):
+  """The ShapeDtypeStructs of ``closed``'s results; their shardings those of their types
+  (over the concrete mesh unless ``abstract``)."""
+  out = []
+  for a, v in zip(closed.out_avals, closed.jaxpr.outvars):
+    split = getattr(v, "sharding", None)
+    if abstract:
+      s = _result_type_sharding(a, split)
+    else:
+      mesh = split.mesh if split is not None else sharding_lib.current_mesh()
+      s = None if mesh is None else sharding_lib.NamedSharding(
+          mesh, sharding_lib.named_of_type(split).spec if split is not None else
+          sharding_lib.PartitionSpec(*[None] * len(a.shape)))
+    out.append(ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type, sharding=s))
+  return out_tree.unflatten(out)
+
+
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
+
+  @property
+  def out_info(self):
+    """The outputs' ``ShapeDtypeStruct``s, in the output tree, with the shardings of their
+    types over the mesh."""
+    return _out_info(self._traced.jaxpr, self.out_tree, abstract=False)
 
   _no_kwargs = False  # JAX's flag for stages that cannot take keyword arguments
 
@@ -1449,13 +1495,29 @@ def typeof(x):
   if vma is not None:
     aval = aval.update(vma=vma())
   split = _type_sharding(x)
-  if split is None:
-    return aval
-  return aval.update(sharding=sharding_lib.named_of_type(split))
+  if split is not None:
+    return aval.update(sharding=sharding_lib.named_of_type(split, abstract=True))
+  # Unsplit: replicated over the mesh of its layout, or the mesh in effect (as JAX, whose
+  # types always name a mesh; host values have none).
+  if type(x) is Array and x._multi is not None and isinstance(x.sharding,
+                                                              sharding_lib.NamedSharding):
+    mesh = x.sharding.mesh.abstract_mesh
+  elif isinstance(x, (Tracer, Array)):
+    mesh = sharding_lib.get_abstract_mesh()
+  else:
+    mesh = sharding_lib.EMPTY_ABSTRACT_MESH
+  return aval.update(sharding=sharding_lib.NamedSharding(
+      mesh, sharding_lib.PartitionSpec(*[None] * len(aval.shape))))
 
 
 def _type_sharding(x):
-  """How ``x`` (an Array or a tracer) is split over Explicit mesh axes, or None."""
+  """How ``x`` (an Array, a tracer or a ShapeDtypeStruct) is split over Explicit mesh axes
+  (``core/sharding_types.py``), or None."""
+  if type(x) is ShapeDtypeStruct:
+    s = x.sharding
+    if isinstance(s, sharding_lib.NamedSharding) and isinstance(s.mesh, sharding_lib.Mesh):
+      return sharding_types.of_named(s, len(x.shape))
+    return None
   return array_type_sharding(x)
 
 
@@ -1530,9 +1592,24 @@ def eval_shape(fun: Callable, *args, **kwargs):
     out_tree_box.append(out_tree)
     return out_leaves
 
-  closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun), trace_name="eval_shape")
-  shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+  splits = [_type_sharding(x) for x in leaves]
+  closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun), trace_name="eval_shape",
+                          in_shardings=splits if any(splits) else None)
+  shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type,
+                             sharding=_result_type_sharding(a, getattr(v, "sharding", None)))
+            for a, v in zip(closed.out_avals, closed.jaxpr.outvars)]
   return out_tree_box[0].unflatten(shapes)
+
+
+def _result_type_sharding(aval, split):
+  """The sharding of a result's type, as ``eval_shape`` reports it: over the abstract mesh
+  (None when no mesh is in effect and the result is not split)."""
+  if split is not None:
+    return sharding_lib.named_of_type(split, abstract=True)
+  mesh = sharding_lib.get_abstract_mesh()
+  if mesh.empty:
+    return None
+  return sharding_lib.NamedSharding(mesh, sharding_lib.PartitionSpec(*[None] * len(aval.shape)))
 
 
 # --- vmap ----------------------------------------------------------------------------------

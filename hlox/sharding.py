@@ -1,14 +1,45 @@
 """``hlox.sharding`` (JAX's ``jax.sharding``): meshes of devices, partition specs and the
 shardings that lay arrays out over them. See ``hlox/runtime/sharding.py``."""
+import functools
+
 from hlox import tree_util
+from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
-from hlox.lax.sharding_constraint import with_sharding_constraint
+from hlox.lax.sharding_constraint import constrain as _constrain, with_sharding_constraint  # noqa: F401,E501
 from hlox.runtime import placement
-from hlox.runtime.sharding import (AxisType, GSPMDSharding, Mesh, NamedSharding,  # noqa: F401
-                                   PartitionSpec, Sharding, SingleDeviceSharding,
-                                   current_mesh as get_mesh, make_mesh, set_mesh)
+from hlox.runtime.array import Array
+from hlox.core.tracer import eval_trace, trace_ctx
+from hlox.runtime.sharding import (AbstractMesh, AxisType, GSPMDSharding, Mesh,  # noqa: F401
+                                   NamedSharding, PartitionSpec, Sharding,
+                                   SingleDeviceSharding, current_mesh, get_abstract_mesh,
+                                   make_mesh, use_abstract_mesh)
+from hlox.runtime import sharding as sharding_lib
+
+
+class set_mesh(sharding_lib.set_mesh):
+  """Make ``mesh`` (a ``Mesh``, or None for none) the current mesh: for the rest of the
+  program, or, used as a context manager, inside the ``with`` block. Only outside traced
+  functions (inside, ``use_abstract_mesh`` sets the mesh they are traced for)."""
+
+  __slots__ = ()
+
+  def __init__(self, mesh):
+    if trace_ctx.trace is not eval_trace:
+      raise ValueError("`set_mesh` can only be used outside of `hlox.jit`.")
+    super().__init__(mesh)
+
 
 use_mesh = set_mesh
+
+
+def get_mesh():
+  """The concrete mesh set by ``set_mesh`` (None when none is); only outside traced
+  functions (inside, see ``get_abstract_mesh``)."""
+  if trace_ctx.trace is not eval_trace:
+    raise ValueError("`get_mesh` can only be used outside of `hlox.jit`. Maybe you want "
+                     "`hlox.sharding.get_abstract_mesh()`?")
+  return sharding_lib.concrete_mesh()
+
 
 __all__ = ["AxisType", "GSPMDSharding", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
            "SingleDeviceSharding", "get_mesh", "make_mesh", "reshard", "set_mesh", "use_mesh"]
@@ -25,16 +56,16 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   if device is None or hasattr(device, "platform") or isinstance(device,
                                                                  SingleDeviceSharding):
     return x
-  return with_sharding_constraint(x, device)
+  return _constrain(x, device)
 
 
 def reshard(x, out_shardings):
   """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
   inside it."""
   if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(x)):
-    return with_sharding_constraint(x, out_shardings)
+    return _constrain(x, out_shardings)
   if isinstance(out_shardings, PartitionSpec):
-    mesh = get_mesh()
+    mesh = current_mesh()
     if mesh is None:
       raise ValueError(f"reshard: the PartitionSpec {out_shardings!r} needs a mesh: use a "
                        "NamedSharding or `hlox.sharding.set_mesh(mesh)`")
@@ -42,106 +73,142 @@ def reshard(x, out_shardings):
   return placement.device_put(x, out_shardings)
 
 
-class AbstractMesh:
-  """A mesh's shape and axis names without its devices (JAX's ``AbstractMesh``)."""
+# --- switching axis types: auto_axes / explicit_axes ----------------------------------------
 
-  def __init__(self, axis_sizes, axis_names, axis_types=None):
-    self.axis_sizes = tuple(int(s) for s in axis_sizes)
-    self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
-    if len(self.axis_sizes) != len(self.axis_names):
-      raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for "
-                       f"{len(self.axis_names)} axis names")
-    if axis_types is None:
-      axis_types = (AxisType.Auto,) * len(self.axis_names)
-    self.axis_types = tuple(axis_types)
-
-  @property
-  def shape(self) -> dict:
-    return dict(zip(self.axis_names, self.axis_sizes))
-
-  @property
-  def shape_tuple(self) -> tuple:
-    return tuple(zip(self.axis_names, self.axis_sizes))
-
-  @property
-  def size(self) -> int:
-    n = 1
-    for s in self.axis_sizes:
-      n *= s
-    return n
-
-  @property
-  def empty(self) -> bool:
-    return not self.axis_names
-
-  def __eq__(self, other):
-    return isinstance(other, AbstractMesh) and (self.shape_tuple, self.axis_types) == (
-        other.shape_tuple, other.axis_types)
-
-  def __hash__(self):
-    return hash((self.shape_tuple, self.axis_types))
-
-  def __repr__(self):
-    shape = ", ".join(f"'{n}': {v}" for n, v in self.shape_tuple) or "()"
-    # JAX's abstract mesh of a concrete one names its devices' kind; hlox's does not keep
-    # them, so they are read off the current mesh when it is the one described.
-    mesh = get_mesh()
-    device = ""
-    if mesh is not None and self.shape_tuple and mesh.shape_tuple == self.shape_tuple:
-      d = mesh.devices.flat[0]
-      device = (f", device_kind={d.device_kind}, num_cores={getattr(d, 'num_cores', None)}, "
-                f"platform={d.platform}")
-    return f"AbstractMesh({shape}, axis_types={self.axis_types}{device})"
+def _is_sharding_leaf(s) -> bool:
+  return isinstance(s, (Sharding, PartitionSpec)) or s is None
 
 
-def get_abstract_mesh() -> AbstractMesh:
-  """The current mesh's ``AbstractMesh`` (an empty one when none is set)."""
-  mesh = get_mesh()
-  if mesh is None:
-    return AbstractMesh((), ())
-  return AbstractMesh(mesh.axis_sizes, mesh.axis_names, mesh.axis_types)
+def _switched_mesh(axes, axis_type, name, shardings=None):
+  """``(concrete mesh, abstract mesh now, abstract mesh with ``axes`` of ``axis_type``,
+  axes)`` for ``auto_axes``/``explicit_axes``: the context mesh's, or that of the
+  NamedShardings given when no mesh is set; None when there is neither."""
+  current = get_abstract_mesh()
+  concrete = sharding_lib.concrete_mesh()
+  given = None
+  for s in tree_util.tree_leaves(shardings, is_leaf=_is_sharding_leaf):
+    if isinstance(s, NamedSharding):
+      if given is not None and given != s.mesh.abstract_mesh:
+        raise ValueError(f"Shardings passed to {name} should have the same mesh. Got one "
+                         f"mesh {given} and another {s.mesh}")
+      given = s.mesh.abstract_mesh
+      if current.empty:
+        concrete = s.mesh
+  if given is None and current.empty:
+    return None
+  if given is not None and not current.empty and given != current:
+    raise ValueError(f"Context mesh {current} must match the mesh passed to shardings "
+                     f"{given}. Recommended approach is to use `hlox.set_mesh` context "
+                     "manager.")
+  mesh = current if not current.empty else given
+  axes = mesh.axis_names if axes is None else axes if isinstance(axes, tuple) else (axes,)
+  for a in axes:
+    if mesh._name_to_type[a] == AxisType.Manual:
+      raise NotImplementedError(
+          "Going from `Manual` AxisType to `Auto` or `Explicit` AxisType is not allowed. "
+          "Please file a bug at https://github.com/jax-ml/jax/issues with your use case")
+  return concrete, mesh, mesh.update_axis_types({a: axis_type for a in axes}), axes
 
 
-def _axes_decorator(name):
-  def decorator(fun=None, *, axes=None, out_sharding=None):
-    """Run ``fun`` with the mesh axes ``axes`` of another type (hlox lets XLA propagate
-    every axis's layout), its results laid out as ``out_sharding`` when given (here or as
-    a keyword of the call), its arguments first as a call's ``in_sharding``."""
-    if fun is None:
-      return lambda f: decorator(f, axes=axes, out_sharding=out_sharding)
+class _in_mesh:
+  """Inside: ``concrete`` as the concrete mesh and ``abstract`` as the abstract one."""
 
-    def wrapped(*args, out_sharding=out_sharding, in_sharding=None, **kwargs):
-      if in_sharding is not None:  # the arguments laid out first (explicit_axes)
-        args = reshard(args, in_sharding if isinstance(in_sharding, tuple) and not
-                       isinstance(in_sharding, PartitionSpec) else (in_sharding,) * len(args))
-      out = fun(*args, **kwargs)
-      return out if out_sharding is None else reshard(out, out_sharding)
-    wrapped.__name__ = getattr(fun, "__name__", name)
-    wrapped.__doc__ = getattr(fun, "__doc__", None)
-    return wrapped
-  decorator.__name__ = name
-  return decorator
-
-
-class use_abstract_mesh:
-  """Trace with ``mesh`` (an ``AbstractMesh``) as the abstract mesh. hlox's layouts are
-  decided by XLA at compile time, so this only checks its argument."""
-
-  def __init__(self, mesh):
-    if not isinstance(mesh, AbstractMesh):
-      raise ValueError("Expected mesh of type `hlox.sharding.AbstractMesh`. Got type: "
-                       f"{type(mesh)}")
-    self.mesh = mesh
+  def __init__(self, concrete, abstract):
+    self.concrete, self.abstract = concrete, abstract
 
   def __enter__(self):
-    return self.mesh
+    self.prev = sharding_lib._swap(self.concrete, self.abstract)
 
   def __exit__(self, *exc):
+    sharding_lib._restore(self.prev)
     return False
 
 
-auto_axes = _axes_decorator("auto_axes")
-explicit_axes = _axes_decorator("explicit_axes")
+def _retyped(x):
+  """``x`` (a pytree) seen on the mesh in effect, whose axis types differ from those its
+  leaves were split over: each leaf keeps its layout, and its type keeps only the axes that
+  are Explicit now (JAX's reshard into ``auto_axes``/out of ``explicit_axes``)."""
+  mesh = current_mesh()
+  return tree_util.tree_map(lambda leaf: _retype_leaf(leaf, mesh), x)
+
+
+def _retype_leaf(leaf, mesh):
+  if mesh is None:
+    return leaf
+  if isinstance(leaf, Tracer):
+    split = getattr(leaf, "type_sharding", None)
+    if split is None or split.mesh == mesh:
+      return leaf
+    explicit = sharding_types.explicit_axes(mesh)
+    spec = [tuple(a for a in e if a in explicit) if e else () for e in split.entries]
+    spec = [(e[0] if len(e) == 1 else e) if e else PartitionSpec.UNCONSTRAINED
+            for e in spec]
+    return _constrain(leaf, NamedSharding(mesh, PartitionSpec(*spec)))
+  s = getattr(leaf, "sharding", None) if isinstance(leaf, Array) else None
+  if (isinstance(s, NamedSharding) and s.mesh != mesh
+      and s.mesh.shape_tuple == mesh.shape_tuple):
+    return placement.device_put(leaf, NamedSharding(mesh, s.spec))
+  return leaf
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+  """``f`` run with the mesh axes ``axes`` (default: all) of type Auto: inside, values are
+  not split over them in their types and XLA lays them out; the results are then laid out
+  as ``out_sharding`` (given here or as a keyword of each call). Usable as a decorator,
+  with or without arguments."""
+  if f is None:
+    return lambda g: _auto_axes(g, axes, out_sharding)
+  return _auto_axes(f, axes, out_sharding)
+
+
+def _auto_axes(fun, axes, out_sharding):
+  @functools.wraps(fun)
+  def wrapped(*args, **kwargs):
+    out_s = out_sharding
+    if out_s is None:
+      if "out_sharding" not in kwargs:
+        raise TypeError("Missing required keyword argument: 'out_sharding'")
+      out_s = kwargs.pop("out_sharding")
+    switched = _switched_mesh(axes, AxisType.Auto, "auto_axes", out_s)
+    if switched is None:
+      return fun(*args, **kwargs)
+    concrete, before, after, names = switched
+    if set(before.auto_axes) == set(names):  # nothing to switch
+      return fun(*args, **kwargs)
+    with _in_mesh(concrete, after):
+      out = fun(*_retyped(args), **kwargs)
+    return reshard(out, out_s)
+  return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+  """``f`` run with the mesh axes ``axes`` (default: all) of type Explicit: its arguments
+  are first laid out as ``in_sharding`` (given here or as a keyword of each call), which
+  their types then show inside; its results come out with types over the axes outside.
+  Usable as a decorator, with or without arguments."""
+  if f is None:
+    return lambda g: _explicit_axes(g, axes, in_sharding)
+  return _explicit_axes(f, axes, in_sharding)
+
+
+def _explicit_axes(fun, axes, in_sharding):
+  @functools.wraps(fun)
+  def wrapped(*args, **kwargs):
+    in_s = in_sharding
+    if in_s is None:
+      if "in_sharding" not in kwargs:
+        raise TypeError("Missing required keyword argument: 'in_sharding'")
+      in_s = kwargs.pop("in_sharding")
+    switched = _switched_mesh(axes, AxisType.Explicit, "explicit_axes")
+    if switched is None:
+      raise ValueError("Context mesh cannot be empty. Please use `hlox.set_mesh` API to "
+                       "enter into a mesh context when using `explicit_axes` API.")
+    concrete, _, after, _ = switched
+    with _in_mesh(concrete, after):
+      out = fun(*reshard(args, in_s), **kwargs)
+    return _retyped(out)
+  return wrapped
+
 
 __all__ += ["AbstractMesh", "get_abstract_mesh", "auto_axes", "explicit_axes",
             "use_abstract_mesh"]

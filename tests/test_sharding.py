@@ -85,6 +85,9 @@ def test_data_parallel_training_step_matches_unsharded(mesh):
 
 
 def test_sharding_constraint_in_jit_grad_and_vmap(mesh):
+  # Auto axes: over Explicit ones with_sharding_constraint only asserts (as in JAX; see
+  # tests/test_explicit_axes.py)
+  mesh = hlox.make_mesh((4, 2), ("x", "y"), axis_types=(hlox.sharding.AxisType.Auto,) * 2)
   s = NamedSharding(mesh, P("y", "x"))
   r = hlox.jit(lambda v: lax.with_sharding_constraint(jnp.cos(v), s) + 1)(X)
   np.testing.assert_allclose(np.asarray(r), np.cos(X) + 1, rtol=1e-6)
@@ -359,7 +362,7 @@ def test_current_mesh_specs_and_inferred_in_specs():
 
   @hlox.shard_map(out_specs=P())   # the mesh current at the call, specs from the arguments
   def total(block):
-    return lax.psum(block.sum(), hlox.sharding.get_mesh().axis_names)
+    return lax.psum(block.sum(), hlox.sharding.get_abstract_mesh().axis_names)
   with hlox.sharding.set_mesh(mesh):
     a = hlox.device_put(X, P("i", "j"))
     assert a.sharding == NamedSharding(mesh, P("i", "j"))

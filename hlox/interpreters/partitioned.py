@@ -68,7 +68,8 @@ def program_mesh(closed: ClosedJaxpr, sigs) -> sharding_lib.Mesh | None:
           "Received incompatible devices for jitted computation. Got meshes over devices "
           f"{[d.id for d in first._flat_devices_tuple]} and "
           f"{[d.id for d in m._flat_devices_tuple]}")
-    if m.devices.shape != first.devices.shape or m.axis_names != first.axis_names:
+    if (m.devices.shape != first.devices.shape or m.axis_names != first.axis_names) and (
+        sharding_lib.axis_map(m, first) is None):  # (another view of the same devices)
       raise ValueError(f"jit: the arguments and constraints use different meshes over the "
                        f"same devices ({first} and {m}); use one mesh")
   return first
@@ -92,7 +93,7 @@ class PartitionedCall:
   device_key = None
 
   def __init__(self, closed: ClosedJaxpr, in_shardings, mesh, name, donated_invars,
-               keep_unused, out_shardings=None):
+               keep_unused, out_shardings=None, reported=None):
     self.mesh = mesh
     self.in_shardings = list(in_shardings)
     self.in_avals = closed.in_avals
@@ -114,6 +115,9 @@ class PartitionedCall:
       out_hlos = [whole.hlo(a.ndim) for a in self.out_avals]
     self.out_shardings = [sharding_lib.from_hlo(h, mesh, a.ndim)
                           for h, a in zip(out_hlos, self.out_avals)]
+    for i, s in enumerate(reported or ()):  # typed results: laid out as their types say
+      if isinstance(s, sharding_lib.NamedSharding):
+        self.out_shardings[i] = s
     internal_out = [sharding_lib.internal(s, a.ndim)
                     for s, a in zip(self.out_shardings, self.out_avals)]
     self.executable = spmd.Replicated(loaded, mesh._flat_devices_tuple, self.out_avals,
@@ -185,12 +189,16 @@ def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_in
   in_shardings = _in_shardings(mesh, sigs)
   if out_shardings is None:
     out_shardings = _typed_out_shardings(closed, mesh)
+  lowered_out = out_shardings
+  if out_shardings is not None:  # types over another view of the mesh: lowered over this one
+    lowered_out = [s if not isinstance(s, sharding_lib.NamedSharding) else
+                   sharding_lib.onto_mesh(s, mesh) for s in out_shardings]
   key = (closed, tuple(in_shardings), tuple(donated_invars), keep_unused,
          None if out_shardings is None else tuple(out_shardings))
   call = _calls.get(key)
   if call is None:
     call = PartitionedCall(closed, in_shardings, mesh, _module_name(name), donated_invars,
-                           keep_unused, out_shardings)
+                           keep_unused, lowered_out, reported=out_shardings)
     _calls.put(key, call)
   return call
 
@@ -199,10 +207,11 @@ def _typed_out_shardings(closed: ClosedJaxpr, mesh):
   """Results whose types are split over Explicit mesh axes (``core/sharding_types.py``) are
   laid out as their types say, as in JAX; the others as XLA chooses (None when none is)."""
   splits = [getattr(v, "sharding", None) for v in closed.jaxpr.outvars]
-  if not any(s is not None and s.mesh == mesh for s in splits):
+  same = lambda s: (s is not None and s.mesh._flat_devices_tuple == mesh._flat_devices_tuple
+                    and sharding_lib.axis_map(s.mesh, mesh) is not None)
+  if not any(map(same, splits)):
     return None
-  return [None if s is None or s.mesh != mesh else sharding_lib.named_of_type(s)
-          for s in splits]
+  return [sharding_lib.named_of_type(s) if same(s) else None for s in splits]
 
 
 def _eager_partitioned(closed: ClosedJaxpr, sigs, name: str):

@@ -18,7 +18,8 @@ from hlox.runtime.array import device_put
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-__all__ = ["with_sharding_constraint", "sharding_constraint_p", "apply_out_sharding"]
+__all__ = ["with_sharding_constraint", "sharding_constraint_p", "apply_out_sharding",
+           "constrain"]
 
 sharding_constraint_p = Primitive("sharding_constraint")
 sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)
@@ -30,6 +31,8 @@ def _lowering(ctx, x, *, sharding):
   mesh = ctx.module_context.mesh
   if mesh is None or not isinstance(sharding, sharding_lib.NamedSharding):
     return x  # a one-device (or replicated-pmap) program: nothing to partition
+  if sharding.mesh.shape_tuple != mesh.shape_tuple:  # (``use_abstract_mesh``'s other view)
+    sharding = sharding_lib.onto_mesh(sharding, mesh)
   attr = ir.Attribute.parse(sharding.sdy_text(ctx.avals_in[0].ndim))
   return sdy.ShardingConstraintOp(x, attr).result
 
@@ -63,6 +66,8 @@ def _resolve(s, ndim: int, name: str = "with_sharding_constraint"):
                     f"{s!r} of type {type(s).__name__}")
   if isinstance(s, sharding_lib.NamedSharding):
     s.check_rank(ndim, name)
+    if sharding_types.explicit_axes(s.mesh):
+      sharding_types.active[0] = True  # types may be split from here on: run the rules
   return s
 
 
@@ -80,21 +85,88 @@ def apply_out_sharding(x, out_sharding, name: str):
   return sharding_constraint_p.bind(x, sharding=_resolve(out_sharding, ndim, name))
 
 
-def with_sharding_constraint(x, shardings):
-  """Constrain every array in the pytree ``x`` to be laid out as ``shardings`` (one
-  ``Sharding`` or ``PartitionSpec`` for all, or a tree prefix of ``x`` giving one per
-  subtree). Returns ``x`` unchanged in value."""
+def _per_leaf(x, shardings):
   leaves, tree = tree_util.tree_flatten(x)
   is_leaf = lambda s: isinstance(s, (sharding_lib.Sharding, sharding_lib.PartitionSpec))
   if is_leaf(shardings) or shardings is None:
     per_leaf = [shardings] * len(leaves)
   else:
     per_leaf = tree_util.broadcast_prefix(shardings, x, is_leaf=is_leaf)
+  resolved = [_resolve(s, len(getattr(leaf, "shape", ()))) for leaf, s in zip(leaves, per_leaf)]
+  return leaves, tree, resolved
+
+
+def constrain(x, shardings):
+  """Every array in the pytree ``x`` laid out as ``shardings`` (one for all, or a tree
+  prefix of ``x``), its type split as they say over Explicit axes: what ``reshard``,
+  ``device_put`` under a trace and jit's ``in/out_shardings`` do."""
+  leaves, tree, resolved = _per_leaf(x, shardings)
+  return tree.unflatten([sharding_constraint_p.bind(leaf, sharding=s)
+                         for leaf, s in zip(leaves, resolved)])
+
+
+def with_sharding_constraint(x, shardings):
+  """Constrain every array in the pytree ``x`` to be laid out as ``shardings`` (one
+  ``Sharding`` or ``PartitionSpec`` for all, or a tree prefix of ``x`` giving one per
+  subtree). Returns ``x`` unchanged in value.
+
+  As in JAX, it never changes a type: where every axis of the mesh in effect is Explicit
+  it only checks that each array is split as asked (an AssertionError otherwise), and
+  elsewhere its specs may name only Auto axes (``reshard`` changes types)."""
+  leaves, tree, resolved = _per_leaf(x, shardings)
+  context = sharding_lib.get_abstract_mesh()
+  all_explicit = bool(context.axis_types) and all(
+      t == sharding_lib.AxisType.Explicit for t in context.axis_types)
   out = []
-  for leaf, s in zip(leaves, per_leaf):
-    ndim = len(getattr(leaf, "shape", ()))
-    out.append(sharding_constraint_p.bind(leaf, sharding=_resolve(s, ndim)))
+  for leaf, s in zip(leaves, resolved):
+    if all_explicit and isinstance(s, sharding_lib.NamedSharding):
+      _assert_split_as(leaf, s)
+      out.append(leaf)
+    else:
+      _check_auto_only(s)
+      if _type_spec(leaf, len(getattr(leaf, "shape", ()))) != sharding_lib.PartitionSpec(
+          *[None] * len(getattr(leaf, "shape", ()))):
+        out.append(leaf)  # split by its type, which a constraint over Auto axes keeps
+      else:
+        out.append(sharding_constraint_p.bind(leaf, sharding=s))
   return tree.unflatten(out)
+
+
+def _type_spec(leaf, ndim: int) -> sharding_lib.PartitionSpec:
+  """The spec of ``leaf``'s type (how it is split over Explicit axes)."""
+  split = getattr(leaf, "type_sharding", None)
+  if split is None and isinstance(getattr(leaf, "sharding", None), sharding_lib.NamedSharding):
+    split = sharding_types.of_named(leaf.sharding, ndim)
+  if split is None:
+    return sharding_lib.PartitionSpec(*[None] * ndim)
+  return sharding_lib.named_of_type(split).spec
+
+
+def _assert_split_as(leaf, s) -> None:
+  ndim = len(getattr(leaf, "shape", ()))
+  have = _type_spec(leaf, ndim)
+  asked = [None if e is sharding_lib.PartitionSpec.UNCONSTRAINED else e
+           for e in s.spec.partitions]
+  asked = sharding_lib.PartitionSpec(*asked, *[None] * (ndim - len(asked)))
+  for d in range(ndim):
+    if have.axes_of(d) != asked.axes_of(d):
+      raise AssertionError(
+          "`with_sharding_constraint` acts as an assert when all axes of mesh are of type "
+          f"`Explicit`. The array sharding: {have} did not match the sharding provided: "
+          f"{asked}. Please use `hlox.sharding.reshard` to shard your input to the sharding "
+          "you want.")
+
+
+def _check_auto_only(s) -> None:
+  if not isinstance(s, sharding_lib.NamedSharding):
+    return
+  types = dict(zip(s.mesh.axis_names, s.mesh.axis_types))
+  if any(types[a] != sharding_lib.AxisType.Auto
+         for d in range(len(s.spec)) for a in s.spec.axes_of(d)):
+    raise ValueError(
+        "The spec of NamedSharding passed to with_sharding_constraint can only refer to Auto "
+        f"axes of the mesh. Got spec={s.spec} and mesh={s.mesh.abstract_mesh!r}. You "
+        "probably meant to use `reshard` API?")
 
 
 sharding_types.sharding_rules[sharding_constraint_p] = sharding_types.constraint_rule

@@ -25,7 +25,10 @@ def _with_out_sharding(sampler):
   @functools.wraps(sampler)
   def sample(*args, out_sharding=None, **kwargs):
     out = sampler(*args, **kwargs)
-    return out if out_sharding is None else lax.with_sharding_constraint(out, out_sharding)
+    if out_sharding is None:
+      return out
+    from hlox.lax.sharding_constraint import constrain
+    return constrain(out, out_sharding)
   try:
     signature = inspect.signature(sampler)
     params = list(signature.parameters.values())

@@ -340,9 +340,13 @@ class Array:
     elif value.size == 0 and value.ndim > 1:
       body = f"[], shape={self.shape}"
     else:
-      body = np.array2string(value, separator=", ", prefix=prefix)
-    weak = ", weak_type=True" if self.aval.weak_type else ""
-    return f"{prefix}{body}, dtype={self.dtype.name}{weak})"
+      body = np.array2string(value, separator=", ", prefix=prefix, suffix=",")
+    dtype = f"dtype={self.dtype.name}" + (", weak_type=True" if self.aval.weak_type else "")
+    # As JAX: a dtype that would overflow the last line is set apart by the prefix's width
+    # (on that same line).
+    last = len(body) - body.rfind("\n") + 1
+    sep = " " * len(prefix) if last + len(dtype) + 2 > np.get_printoptions()["linewidth"] else " "
+    return f"{prefix}{body},{sep}{dtype})"
 
   def __str__(self):
     if self._multi is not None and _is_unreduced(self.sharding):

@@ -280,48 +280,248 @@ class Mesh:
   def __reduce__(self):
     return (Mesh, (self.devices, self.axis_names, self.axis_types))
 
+  @property
+  def abstract_mesh(self) -> "AbstractMesh":
+    """This mesh without its devices (their kind kept for printing)."""
+    d = self._flat_devices_tuple[0] if self._flat_devices_tuple else None
+    device = None if d is None else (d.device_kind, getattr(d, "num_cores", None),
+                                     d.platform)
+    return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types,
+                        _device=device)
+
   # --- the current mesh ---
   def __enter__(self):
-    stack = _mesh_stack()
-    stack.append(self)
+    _saved().append(_swap(self, None))
     return self
 
   def __exit__(self, *exc):
-    _mesh_stack().pop()
+    _restore(_saved().pop())
     return False
 
 
-def _mesh_stack() -> list:
-  stack = getattr(_mesh_state, "stack", None)
-  if stack is None:
-    stack = _mesh_state.stack = []
-  return stack
+class AbstractMesh:
+  """A mesh's axis names, sizes and types without its devices (JAX's ``AbstractMesh``):
+  what tracing needs to know of a mesh."""
+
+  def __init__(self, axis_sizes, axis_names, axis_types=None, *, abstract_device=None,
+               _device=None):
+    self.axis_sizes = tuple(int(s) for s in axis_sizes)
+    self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    if len(self.axis_sizes) != len(self.axis_names):
+      raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for "
+                       f"{len(self.axis_names)} axis names")
+    if axis_types is None:
+      axis_types = (AxisType.Auto,) * len(self.axis_names)
+    elif isinstance(axis_types, AxisType):
+      axis_types = (axis_types,) * len(self.axis_names)
+    self.axis_types = tuple(axis_types)
+    if len(self.axis_types) != len(self.axis_names):
+      raise ValueError("Number of axis names should match the number of axis_types. Got "
+                       f"axis_names={self.axis_names} and axis_types={self.axis_types}")
+    if abstract_device is not None:
+      _device = (abstract_device.device_kind, abstract_device.num_cores,
+                 abstract_device.platform)
+    self._device = _device  # (kind, cores, platform) of a concrete mesh's devices, for repr
+
+  @property
+  def shape(self) -> dict:
+    return dict(zip(self.axis_names, self.axis_sizes))
+
+  @property
+  def shape_tuple(self) -> tuple:
+    return tuple(zip(self.axis_names, self.axis_sizes))
+
+  @property
+  def size(self) -> int:
+    return math.prod(self.axis_sizes)
+
+  @property
+  def empty(self) -> bool:
+    return not self.axis_names
+
+  @property
+  def _name_to_type(self) -> dict:
+    return dict(zip(self.axis_names, self.axis_types))
+
+  def _axes_of_type(self, kind) -> tuple:
+    return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t == kind)
+
+  @property
+  def auto_axes(self) -> tuple:
+    return self._axes_of_type(AxisType.Auto)
+
+  @property
+  def explicit_axes(self) -> tuple:
+    return self._axes_of_type(AxisType.Explicit)
+
+  @property
+  def manual_axes(self) -> tuple:
+    return self._axes_of_type(AxisType.Manual)
+
+  @property
+  def abstract_mesh(self) -> "AbstractMesh":
+    return self
+
+  def update_axis_types(self, name_to_type: dict) -> "AbstractMesh":
+    """This mesh with the axes named in ``name_to_type`` of the given types."""
+    for name in name_to_type:
+      if name not in self.axis_names:
+        raise KeyError(name)
+    types = tuple(name_to_type.get(n, t) for n, t in zip(self.axis_names, self.axis_types))
+    return AbstractMesh(self.axis_sizes, self.axis_names, types, _device=self._device)
+
+  def __eq__(self, other):
+    return isinstance(other, AbstractMesh) and (self.shape_tuple, self.axis_types) == (
+        other.shape_tuple, other.axis_types)
+
+  def __hash__(self):
+    return hash((self.shape_tuple, self.axis_types))
+
+  def __repr__(self):
+    shape = ", ".join(f"'{n}': {v}" for n, v in self.shape_tuple) or "()"
+    device = ""
+    if self._device is not None:
+      kind, cores, platform = self._device
+      device = f", device_kind={kind}, num_cores={cores}, platform={platform}"
+    return f"AbstractMesh({shape}, axis_types={self.axis_types}{device})"
+
+
+EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+# The mesh context of this thread: the concrete mesh of ``set_mesh`` (None when none) and
+# the abstract mesh of ``use_abstract_mesh`` / ``auto_axes`` (None: the concrete mesh's).
+def _state():
+  s = _mesh_state
+  if not hasattr(s, "concrete"):
+    s.concrete, s.abstract, s.saved = None, None, []
+  return s
+
+
+def _saved() -> list:
+  return _state().saved
+
+
+def _swap(concrete, abstract) -> tuple:
+  s = _state()
+  before = (s.concrete, s.abstract)
+  s.concrete, s.abstract = concrete, abstract
+  return before
+
+
+def _restore(before) -> None:
+  s = _state()
+  s.concrete, s.abstract = before
+
+
+def concrete_mesh():
+  """The mesh of ``set_mesh`` / ``with mesh:`` on this thread (None if none)."""
+  return _state().concrete
+
+
+def context_abstract_mesh():
+  """The abstract mesh set by ``use_abstract_mesh`` (None when none is: the concrete
+  mesh's applies)."""
+  return _state().abstract
+
+
+_derived_meshes: dict = {}
 
 
 def current_mesh():
-  """The innermost mesh of ``with mesh:`` / ``set_mesh`` on this thread (None if none)."""
-  stack = _mesh_stack()
-  return stack[-1] if stack else None
+  """The mesh in effect on this thread (None if none): the concrete mesh of ``set_mesh``,
+  with the shape and axis types of the abstract mesh in effect when one is set (inside
+  ``auto_axes``, ``explicit_axes``, ``use_abstract_mesh``). PartitionSpecs and types are
+  resolved against it."""
+  s = _state()
+  if s.abstract is None:
+    return s.concrete
+  if s.abstract.empty:
+    return None
+  key = (s.concrete, s.abstract)
+  mesh = _derived_meshes.get(key)
+  if mesh is None:
+    mesh = _derived_meshes[key] = _realize(s.concrete, s.abstract)
+  return mesh
+
+
+def _realize(concrete, abstract) -> Mesh:
+  """A concrete mesh of ``abstract``'s shape and axis types: over ``concrete``'s devices in
+  their order when it has as many (the same devices, seen through other axes), else over
+  the first devices of the default backend."""
+  if concrete is not None and concrete.size == abstract.size:
+    devices = concrete.devices.reshape(abstract.axis_sizes)
+  else:
+    flat = client.devices()
+    if len(flat) < abstract.size:
+      raise ValueError(f"{abstract} needs {abstract.size} devices; there are {len(flat)}")
+    devices = np.empty(abstract.size, dtype=object)
+    devices[:] = flat[:abstract.size]
+    devices = devices.reshape(abstract.axis_sizes)
+  return Mesh(devices, abstract.axis_names, abstract.axis_types)
 
 
 class set_mesh:
-  """Make ``mesh`` the current mesh: for the rest of the program, or, used as a context
-  manager, inside the ``with`` block."""
+  """Make ``mesh`` (a ``Mesh``, or None for none) the current mesh: for the rest of the
+  program, or, used as a context manager, inside the ``with`` block (after which the mesh
+  before it is current again). Also sets the abstract mesh to ``mesh``'s."""
+
+  __slots__ = ("prev",)
 
   def __init__(self, mesh):
-    if not isinstance(mesh, Mesh):
-      raise TypeError(f"set_mesh: expected a Mesh, got {type(mesh).__name__}")
-    self.mesh = mesh
-    _mesh_stack().append(mesh)
+    if mesh is not None and not isinstance(mesh, Mesh):
+      raise ValueError(f"Expected mesh of type `hlox.sharding.Mesh`. Got {type(mesh)}")
+    if mesh is not None and AxisType.Manual in mesh.axis_types:
+      raise ValueError(
+          f"mesh {mesh} contains manual axes which is not allowed when using "
+          "`hlox.set_mesh`. Please use `hlox.shard_map` to enter into `Manual` mode instead.")
+    self.prev = _swap(mesh, None)
 
   def __enter__(self):
-    return self.mesh
+    return None
 
   def __exit__(self, *exc):
-    stack = _mesh_stack()
-    if stack and stack[-1] is self.mesh:
-      stack.pop()
+    _restore(self.prev)
     return False
+
+
+class use_abstract_mesh:
+  """Trace with ``mesh`` (an ``AbstractMesh``) as the mesh in effect, inside a ``with``
+  block: PartitionSpecs name its axes and types are split over its Explicit axes. Its
+  devices are the current mesh's (it may view them through other axes, never change their
+  number)."""
+
+  __slots__ = ("mesh", "prev")
+
+  def __init__(self, mesh):
+    if not isinstance(mesh, AbstractMesh):
+      raise ValueError("Expected mesh of type `hlox.sharding.AbstractMesh`. Got type: "
+                       f"{type(mesh)}")
+    self.mesh = mesh
+
+  def __enter__(self):
+    s = _state()
+    before = s.abstract if s.abstract is not None else (
+        s.concrete.abstract_mesh if s.concrete is not None else None)
+    if (before is not None and not before.empty and not self.mesh.empty
+        and before.size != self.mesh.size):
+      raise ValueError(
+          f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: {self.mesh} "
+          f"with size={self.mesh.size} and prev mesh: {before} with size={before.size}")
+    self.prev = _swap(s.concrete, self.mesh)
+
+  def __exit__(self, *exc):
+    _restore(self.prev)
+    return False
+
+
+def get_abstract_mesh() -> AbstractMesh:
+  """The abstract mesh in effect: ``use_abstract_mesh``'s (as ``auto_axes`` and
+  ``explicit_axes`` set it), else the current mesh's, else an empty one."""
+  s = _state()
+  if s.abstract is not None:
+    return s.abstract
+  return s.concrete.abstract_mesh if s.concrete is not None else EMPTY_ABSTRACT_MESH
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
@@ -454,7 +654,7 @@ class NamedSharding(Sharding):
   an array is split over the mesh axes ``spec[i]``; it is copied over the other axes."""
 
   def __init__(self, mesh, spec=None, *, memory_kind=None):
-    if not isinstance(mesh, Mesh):
+    if not isinstance(mesh, (Mesh, AbstractMesh)):
       raise TypeError(f"NamedSharding: mesh must be a Mesh, got {type(mesh).__name__}")
     if spec is None:
       spec = PartitionSpec()
@@ -568,6 +768,8 @@ class NamedSharding(Sharding):
     return self._hash
 
   def __repr__(self):
+    if isinstance(self.mesh, AbstractMesh):  # a type's sharding (``typeof``)
+      return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
     return (f"NamedSharding(mesh={self.mesh!s}, spec={self.spec!r}, "
             f"memory_kind={self.memory_kind})")
 
@@ -805,8 +1007,50 @@ def public(jaxlib_sharding):
   return jaxlib_sharding
 
 
-def named_of_type(split) -> "NamedSharding":
+def axis_map(src, dst) -> dict | None:
+  """For meshes over the same devices in the same order: each axis of ``src`` as the run of
+  consecutive axes of ``dst`` that it stands for (``'A': 8`` as ``('X', 'Y')`` of a 4x2
+  mesh), or None when ``src``'s axes do not fall on ``dst``'s boundaries."""
+  if src._flat_devices_tuple != dst._flat_devices_tuple:
+    return None
+  result, j = {}, 0
+  for name, size in zip(src.axis_names, src.axis_sizes):
+    run = []
+    while size > 1 and j < len(dst.axis_sizes):
+      if size % dst.axis_sizes[j]:
+        return None
+      size //= dst.axis_sizes[j]
+      run.append(dst.axis_names[j])
+      j += 1
+    if size != 1:
+      return None
+    result[name] = tuple(run)
+  return result
+
+
+def onto_mesh(sharding, mesh):
+  """``sharding`` (a NamedSharding) as the same layout over ``mesh`` (same devices, other
+  axes), or None when ``mesh``'s axes cannot describe it."""
+  if sharding.mesh.shape_tuple == mesh.shape_tuple:
+    return sharding if sharding.mesh == mesh else NamedSharding(mesh, sharding.spec)
+  names = axis_map(sharding.mesh, mesh)
+  if names is None:
+    return None
+  dims = []
+  for d in range(len(sharding.spec)):
+    entry = sharding.spec.partitions[d]
+    if entry is PartitionSpec.UNCONSTRAINED:
+      dims.append(entry)
+      continue
+    axes = tuple(a for n in sharding.spec.axes_of(d) for a in names[n])
+    dims.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+  return NamedSharding(mesh, PartitionSpec(*dims))
+
+
+def named_of_type(split, abstract: bool = False) -> "NamedSharding":
   """The NamedSharding a ``core.sharding_types.TypeSharding`` stands for (its spec lists
-  only the Explicit axes that split each dimension)."""
-  return NamedSharding(split.mesh, PartitionSpec(
+  only the Explicit axes that split each dimension); over the mesh's ``AbstractMesh`` when
+  ``abstract`` (as a type shows it)."""
+  mesh = split.mesh.abstract_mesh if abstract else split.mesh
+  return NamedSharding(mesh, PartitionSpec(
       *[None if e is None else e[0] if len(e) == 1 else e for e in split.entries]))
