@@ -229,8 +229,8 @@ print(json.dumps(out))
 
 def _run_here(src) -> str:
   from hlox.runtime import sharding as sharding_lib
-  stack = sharding_lib._mesh_stack()
-  depth = len(stack)  # the programs' set_mesh lasts only for the program
+  before = sharding_lib._swap(sharding_lib.concrete_mesh(),
+                              sharding_lib.context_abstract_mesh())
   buf = io.StringIO()
   try:
     with contextlib.redirect_stdout(buf):
@@ -238,7 +238,7 @@ def _run_here(src) -> str:
   except Exception as e:
     print(f"!!! {type(e).__name__}: {e}", file=buf)
   finally:
-    del stack[depth:]
+    sharding_lib._restore(before)  # the programs' set_mesh lasts only for the program
   return buf.getvalue()
 
 
