@@ -27,6 +27,7 @@ ARGS = {
     "y4": ("jnp.ones(4)", "P('Y')"),
     "s": ("jnp.arange(24.0).reshape(3, 8)", "P(None, 'X')"),
     "c": ("jnp.ones(8)", "P('X')"),
+    "sq": ("jnp.ones((8, 8))", "P('X', 'Y')"),
 }
 PROGRAMS = [
     ("arg", "x", "x"),
@@ -41,6 +42,7 @@ PROGRAMS = [
     ("matmul_free", "x wy", "x @ wy"),
     ("einsum_out", "x w", "jnp.einsum('ij,jk->ik', x, w, out_sharding=P('X', 'Y'))"),
     ("vector_dot", "v", "v @ v"),
+    ("dot_inconsistent", "sq", "jnp.dot(sq, sq)"),
     ("illegal_add", "rows cols", "rows + cols"),
     ("incompatible", "x xc", "x + xc"),
     ("reshard", "x", "reshard(x, P(None, 'X'))"),
@@ -206,7 +208,8 @@ def test_loops_and_branches_must_keep_their_types(hlox_results, name):
   assert kind == "TypeError" and "must have equal" in message
 EXPECTED_ERRORS = ["dot_ambiguous", "vector_dot", "illegal_add", "incompatible", "reshape_bad",
                    "merge_unsplit_major", "split_indivisible", "cumsum_split_axis", "slice_odd",
-                   "take_split_rows", "take_split_cols", "scatter_split", "sort_split_dim"]
+                   "take_split_rows", "take_split_cols", "scatter_split", "sort_split_dim",
+                   "dot_inconsistent"]
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_TYPES))

@@ -353,6 +353,11 @@ def result_sharding_given(given: bool = True):
     _given.value = before
 
 
+def _conflicting(lhs_spec, rhs_spec) -> bool:
+  """Two dimensions paired by a product, split by different mesh axes."""
+  return any(a is not None and b is not None and a != b for a, b in zip(lhs_spec, rhs_spec))
+
+
 def dot_general_rule(in_avals, in_shardings, out_avals, *, dimension_numbers,
                      out_sharding=None, **params):
   if out_sharding is not None:
@@ -367,11 +372,15 @@ def dot_general_rule(in_avals, in_shardings, out_avals, *, dimension_numbers,
   rhs = entries_of(rhs_s, len(in_avals[1].shape))
   (lc, rc), (lb, rb) = dimension_numbers
   lb_spec, rb_spec = tuple(lhs[i] for i in lb), tuple(rhs[i] for i in rb)
-  if lb_spec != rb_spec:
+  if _conflicting(lb_spec, rb_spec):
     raise ShardingTypeError(
-        "dot_general requires lhs batch dimensions and rhs batch dimensions to have the same "
-        f"sharding, got {_spec_str(lb_spec)} and {_spec_str(rb_spec)}.")
+        "dot_general requires lhs batch dimensions and rhs batch dimensions to have the "
+        f"consistent sharding, got {_spec_str(lb_spec)} and {_spec_str(rb_spec)}.")
   lc_spec, rc_spec = tuple(lhs[i] for i in lc), tuple(rhs[i] for i in rc)
+  if _conflicting(lc_spec, rc_spec):
+    raise ShardingTypeError(
+        "dot_general requires contracting dimensions to have consistent sharding, got "
+        f"{_spec_str(lc_spec)} and {_spec_str(rc_spec)}.")
   if any(a is not None and b is not None for a, b in zip(lc_spec, rc_spec)):
     raise ShardingTypeError(
         "Contracting dimensions are sharded and it is ambiguous how the output should be "
