@@ -288,3 +288,16 @@ def test_an_error_names_the_class_jax_raises():
     with pytest.raises(ShardingTypeError, match="illegally sharded"):
       hlox.jit(lambda p, q: p + q)(a, b)
     assert not issubclass(ShardingTypeError, (TypeError, ValueError))  # as JAX's
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "int4", "float8_e4m3fn"])
+@pytest.mark.parametrize("spec", [P("X"), P("X", "Y"), P(None, "Y"), P()])
+def test_split_arrays_of_dtypes_numpy_cannot_describe_read_back(dtype, spec):
+  # Their blocks go through an on-device bitcast (NumPy's buffer protocol has no bfloat16):
+  # a partitioned layout has no single split axis, its blocks are read as laid out.
+  mesh = hlox.make_mesh((4, 2), ("X", "Y"))
+  host = (np.arange(32) % 7).reshape(8, 4).astype(dtype)
+  x = hlox.device_put(host, hlox.sharding.NamedSharding(mesh, spec))
+  np.testing.assert_array_equal(np.asarray(x), host)
+  for shard in x.addressable_shards:
+    np.testing.assert_array_equal(np.asarray(shard.data), host[shard.index])

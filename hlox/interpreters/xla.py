@@ -994,7 +994,11 @@ def _multi_device_carrier(buf, dtype):
   executable = _bitcast_readers.get(key)
   if executable is None:
     shape = list(glob.shape)
-    if sharding.axis is not None:
+    if not hasattr(sharding, "axis"):  # partitioned: each device holds one even block
+      from hlox.runtime import sharding as sharding_lib
+      block = sharding_lib.indices_of(sharding._hlo, glob.shape, len(sharding._devs))[0]
+      shape = [len(range(*s.indices(d))) for s, d in zip(block, glob.shape)]
+    elif sharding.axis is not None:
       shape[sharding.axis] = 1
     piece = ShapedArray(tuple(shape), dtype)
     out_glob = ShapedArray(glob.shape, _carrier(dtype)[0])

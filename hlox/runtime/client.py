@@ -408,18 +408,37 @@ def on_host(buf):
       [_jax.ArrayCopySemantics.ALWAYS_COPY])[0]
 
 
-_private_cpu_client = []
+def spread_on_host(buf):
+  """A copy on CPU devices of a buffer spread over GPU or TPU devices, laid out alike (one
+  CPU device per device, the same HLO sharding), so that its shards can be read (DLPack and
+  the buffer protocol see CPU memory only)."""
+  from jaxlib import _jax
+  devices = tuple(buf._sharding._internal_device_list)
+  cpus = _host_devices(len(devices))
+  sharding = _xc().GSPMDSharding(_jax.DeviceList(tuple(cpus)), buf._sharding._hlo_sharding)
+  return _jax.batched_copy_array_to_devices_with_sharding(
+      [buf], [_jax.DeviceList(tuple(cpus))], [sharding],
+      [_jax.ArrayCopySemantics.ALWAYS_COPY])[0]
+
+
+_private_cpu_clients: dict = {}  # number of devices -> a CPU client of hlox's own
 
 
 def _host_device():
-  """A CPU device to copy buffers to: the CPU platform's, or, when ``platforms`` left the
-  CPU out, the first of a private CPU client made for this."""
+  return _host_devices(1)[0]
+
+
+def _host_devices(n: int) -> list:
+  """``n`` CPU devices to copy buffers to: the CPU platform's when it has as many, else
+  those of a private CPU client made for this."""
   get_client()
-  if "cpu" in _clients:
-    return _clients["cpu"].local_devices()[0]
-  if not _private_cpu_client:
-    _private_cpu_client.append(_xc().make_cpu_client())
-  return _private_cpu_client[0].local_devices()[0]
+  cpu = _clients.get("cpu")
+  if cpu is not None and len(cpu.local_devices()) >= n:
+    return cpu.local_devices()[:n]
+  client = _private_cpu_clients.get(n)
+  if client is None:
+    client = _private_cpu_clients[n] = _xc().make_cpu_client(num_devices=n)
+  return client.local_devices()[:n]
 
 
 def buffer_to_numpy(buf) -> np.ndarray:

@@ -115,6 +115,8 @@ _buffer_protocol_kinds = frozenset("biufc")
 
 
 def _first_shard_to_numpy(buf) -> np.ndarray:
+  if buf._sharding._internal_device_list[0].platform != "cpu":  # DLPack: CPU memory only
+    buf = client.spread_on_host(buf)
   return np.array(np.from_dlpack(_DLPackView(_jax.buffer_to_dlpack_managed_tensor(buf))),
                   copy=True)
 
