@@ -151,6 +151,16 @@ def _retype_leaf(leaf, mesh):
   return leaf
 
 
+def _given_or_keyword(given, kwargs, name: str):
+  """The sharding given to the decorator, else the call's keyword ``name`` (taken out of
+  ``kwargs``); JAX's TypeError when neither is."""
+  if given is not None:
+    return given
+  if name not in kwargs:
+    raise TypeError(f"Missing required keyword argument: '{name}'")
+  return kwargs.pop(name)
+
+
 def auto_axes(f=None, /, *, axes=None, out_sharding=None):
   """``f`` run with the mesh axes ``axes`` (default: all) of type Auto: inside, values are
   not split over them in their types and XLA lays them out; the results are then laid out
@@ -164,11 +174,7 @@ def auto_axes(f=None, /, *, axes=None, out_sharding=None):
 def _auto_axes(fun, axes, out_sharding):
   @functools.wraps(fun)
   def wrapped(*args, **kwargs):
-    out_s = out_sharding
-    if out_s is None:
-      if "out_sharding" not in kwargs:
-        raise TypeError("Missing required keyword argument: 'out_sharding'")
-      out_s = kwargs.pop("out_sharding")
+    out_s = _given_or_keyword(out_sharding, kwargs, "out_sharding")
     switched = _switched_mesh(axes, AxisType.Auto, "auto_axes", out_s)
     if switched is None:
       return fun(*args, **kwargs)
@@ -194,11 +200,7 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
 def _explicit_axes(fun, axes, in_sharding):
   @functools.wraps(fun)
   def wrapped(*args, **kwargs):
-    in_s = in_sharding
-    if in_s is None:
-      if "in_sharding" not in kwargs:
-        raise TypeError("Missing required keyword argument: 'in_sharding'")
-      in_s = kwargs.pop("in_sharding")
+    in_s = _given_or_keyword(in_sharding, kwargs, "in_sharding")
     switched = _switched_mesh(axes, AxisType.Explicit, "explicit_axes")
     if switched is None:
       raise ValueError("Context mesh cannot be empty. Please use `hlox.set_mesh` API to "
