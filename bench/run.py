@@ -34,6 +34,7 @@ TARGETS = {  # ratio hlox/JAX the Foundation issue asks for (None: no JAX compar
     "vae_epoch_first_call": 1.0, "vae_epoch_step": 1.05,
     "vae_eval_first_call": 1.0, "vae_eval_step": 1.05, "convnet_step": 1.05,
     "sharded_dp_mlp_step_8": 1.1, "sharded_dp_mp_step_2x4": 1.1, "shard_map_psum_8": 1.1,
+    "explicit_dp_mlp_step_8": 1.1,
     # On a GPU (bench/gpu.sh, --platform cuda), issue 18's targets:
     "gpu_random_normal_1e7": 1.05, "gpu_solve_2048": 1.05, "gpu_cholesky_2048": 1.05,
     "gpu_batched_matmul_64x512": 1.05,

@@ -614,9 +614,9 @@ def bench_jit_of_pmap_8(lib):
 
 # --- sharded arrays (issue 19): 8 CPU devices, programs partitioned by XLA ---------------
 
-def _mesh(mod, shape, names):
-  auto = (mod.sharding.AxisType.Auto,) * len(shape)
-  return mod.make_mesh(shape, names, axis_types=auto)
+def _mesh(mod, shape, names, axis_type="Auto"):
+  types = (getattr(mod.sharding.AxisType, axis_type),) * len(shape)
+  return mod.make_mesh(shape, names, axis_types=types)
 
 
 def _eight_devices():
@@ -625,12 +625,12 @@ def _eight_devices():
   os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 
 
-def _mlp_sharded_step(lib, mesh_shape, names, batch_spec, w1_spec, w2_spec):
+def _mlp_sharded_step(lib, mesh_shape, names, batch_spec, w1_spec, w2_spec, axis_type="Auto"):
   _eight_devices()
   mod, jnp, _ = load(lib)
   import numpy as np
   NS, P = mod.sharding.NamedSharding, mod.sharding.PartitionSpec
-  mesh = _mesh(mod, mesh_shape, names)
+  mesh = _mesh(mod, mesh_shape, names, axis_type)
   rng = np.random.default_rng(0)
   put = lambda v, spec: mod.device_put(v.astype(np.float32), NS(mesh, P(*spec)))
   params = (put(rng.standard_normal((256, 512)) / 16, w1_spec),
@@ -659,6 +659,13 @@ def bench_sharded_dp_mlp_step_8(lib):
   """A data-parallel MLP training step (256-512-10, batch 512 split over 8 devices, weights
   replicated), its result fed back."""
   return _mlp_sharded_step(lib, (8,), ("data",), ("data",), (), ())
+
+
+def bench_explicit_dp_mlp_step_8(lib):
+  """The data-parallel step on a mesh of Explicit axes (make_mesh's default): the split is
+  part of every value's type (sharding in types); the gradients' products contract the split
+  batch dimension, typed by the transpose rules."""
+  return _mlp_sharded_step(lib, (8,), ("data",), ("data",), (), (), axis_type="Explicit")
 
 
 def bench_sharded_dp_mp_step_2x4(lib):
