@@ -61,7 +61,10 @@ class LRUCache:
       if self._data:
         if stash is None:
           stash = self._stash = {}
-        stash[old_state] = self._data.copy()
+        # ``dict.items`` reads the table without looking keys up again, so a snapshot
+        # cannot fail on a key whose lookup would (OrderedDict.copy re-looks up every key
+        # and raised KeyError in a full test run).
+        stash[old_state] = collections.OrderedDict(list(dict.items(self._data)))
         while len(stash) > _MAX_STASHED_STATES:
           del stash[next(iter(stash))]
         self._data.clear()

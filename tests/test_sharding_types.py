@@ -301,3 +301,30 @@ def test_split_arrays_of_dtypes_numpy_cannot_describe_read_back(dtype, spec):
   np.testing.assert_array_equal(np.asarray(x), host)
   for shard in x.addressable_shards:
     np.testing.assert_array_equal(np.asarray(shard.data), host[shard.index])
+
+
+def test_traced_values_types_record_their_split_as_jax_avals_do():
+  # ``x.aval.sharding.spec`` inside jit (and of a gradient's tracers), as JAX's types give it;
+  # an unsplit value's type is replicated over the mesh in effect.
+  mesh = hlox.make_mesh((4, 2), ("X", "Y"))
+  seen = {}
+  with hlox.sharding.set_mesh(mesh):
+    x = hlox.device_put(jnp.ones((8, 4)), P("X", "Y"))
+
+    @hlox.jit
+    def f(x):
+      seen["x"] = x.aval.sharding.spec
+      y = jnp.sin(x).sum(0)
+      seen["y"] = y.aval.sharding.spec
+      z = jnp.ones((3,))
+      seen["z"] = (z.aval.sharding.spec, z.aval.sharding.mesh)
+      seen["grad"] = hlox.grad(lambda v: (v * 2).sum())(x).aval.sharding.spec
+      return y
+
+    out = f(x)
+  assert seen["x"] == P("X", "Y") and seen["y"] == P("Y")
+  assert seen["z"] == (P(None), mesh.abstract_mesh)
+  assert seen["grad"] == P("X", "Y")
+  assert out.sharding.spec == P("Y")
+  assert jnp.ones(3).aval.sharding.spec == P(None)  # no mesh: the empty one
+  assert jnp.ones(3).aval.sharding.mesh.empty

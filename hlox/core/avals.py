@@ -25,6 +25,11 @@ def short_dtype_name(dtype) -> str:
   return _short_names.get(name, name.replace("float8_", "f8_"))
 
 
+# ``unsplit_sharding(ndim)``: the NamedSharding of a type that records no layout (set by the
+# runtime, which knows meshes).
+unsplit_sharding = None
+
+
 class ShapedArray:
   """An array known only by its shape, dtype and weak-typedness.
 
@@ -83,8 +88,18 @@ class ShapedArray:
 
   @property
   def sharding(self):
-    """The layout this type records (a NamedSharding), or None."""
+    """The layout this type records (a NamedSharding). A type that records none is, as in
+    JAX, replicated over the mesh in effect (``P(None, ...)`` over it, or over the empty
+    mesh); internal code that must tell the two apart reads ``_sharding``."""
+    if self._sharding is None and unsplit_sharding is not None:
+      return unsplit_sharding(len(self.shape))
     return self._sharding
+
+  def strip_sharding(self) -> "ShapedArray":
+    """This type without the layout it records (the vma is kept)."""
+    if self._sharding is None:
+      return self
+    return ShapedArray(self.shape, self.dtype, self.weak_type, None, self._vma)
 
   def __setattr__(self, name, value):
     raise AttributeError("ShapedArray is immutable; use .update(...)")

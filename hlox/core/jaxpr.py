@@ -31,6 +31,12 @@ class Var:
   __slots__ = ("aval", "sharding")
 
   def __init__(self, aval, sharding=None):
+    if sharding_types.active[0]:
+      typed = getattr(aval, "_sharding", None)
+      if typed is not None:  # a type that records a split (a tracer's ``.aval``): keep it
+        if sharding is None:
+          sharding = sharding_types.split_of_named(typed, len(aval.shape))
+        aval = aval.strip_sharding()
     self.aval = aval
     self.sharding = sharding
 
@@ -475,13 +481,25 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
 _options = config._values  # read directly per traced equation (config's getattr is slower)
 
 class JaxprTracer(Tracer):
-  __slots__ = ("aval", "var", "_src")
+  __slots__ = ("_aval", "var", "_src")
 
   def __init__(self, trace, aval, var, src=None):
     self._trace = trace
-    self.aval = aval
+    if sharding_types.active[0] and getattr(aval, "_sharding", None) is not None:
+      aval = aval.strip_sharding()  # the split lives on ``var`` (the typed view below)
+    self._aval = aval
     self.var = var
     self._src = src
+
+  @property
+  def aval(self):
+    """The value's type; for a value split over Explicit mesh axes it records the split
+    (``x.aval.sharding.spec``), as JAX's types do. Tracing itself works with the plain
+    type (``_aval``) and keeps the split on the variable."""
+    split = getattr(self.var, "sharding", None)
+    if split is None:
+      return self._aval
+    return self._aval.update(sharding=sharding_types.named_of_split(split))
 
   @property
   def type_sharding(self):
@@ -546,7 +564,7 @@ class JaxprTrace(Trace):
       with set_current_trace(eval_trace):
         return primitive.bind(*args, **params)
     tracers = [self.to_tracer(x) for x in args]
-    in_avals = [t.aval for t in tracers]
+    in_avals = [t._aval for t in tracers]
     out = primitive.abstract_eval(*in_avals, **params)
     src = source_info_lib.current()
     out_avals = out if primitive.multiple_results else [out]

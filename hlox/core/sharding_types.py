@@ -27,6 +27,9 @@ value_split = lambda x: None  # noqa: E731
 # ``constrain(x, split)``: ``x`` with its type split as ``split`` (set by ``lax``: a sharding
 # constraint).
 constrain = None
+# ``named_of_split(split)``: the NamedSharding (over the abstract mesh) a split stands for, as
+# a type shows it (set by the runtime).
+named_of_split = None
 # Primitives whose results may be split although no operand is (``reshard``, a call of a
 # jaxpr that splits its results): their rules run for every equation.
 sources: set = set()
@@ -88,6 +91,13 @@ def of_named(sharding, ndim: int) -> TypeSharding | None:
     entries.append(kept or None)
   result = TypeSharding(mesh, entries)
   return result if result.is_split() else None
+
+
+def split_of_named(sharding, ndim: int) -> TypeSharding | None:
+  """The split a type's NamedSharding records: the one it was made from (``named_of_split``
+  keeps it, as its abstract mesh no longer names devices), else read off its spec."""
+  split = getattr(sharding, "_type_split", None)
+  return split if split is not None else of_named(sharding, ndim)
 
 
 def dims_string(shape, sharding: TypeSharding | None) -> str:

@@ -15,12 +15,15 @@ order), as XLA's tile assignments and device assignments use them.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import threading
 
 import numpy as np
 
 from hlox.runtime import client
+from hlox.core import avals as avals_lib
+from hlox.core import sharding_types
 
 
 class AxisType(enum.Enum):
@@ -1054,3 +1057,18 @@ def named_of_type(split, abstract: bool = False) -> "NamedSharding":
   mesh = split.mesh.abstract_mesh if abstract else split.mesh
   return NamedSharding(mesh, PartitionSpec(
       *[None if e is None else e[0] if len(e) == 1 else e for e in split.entries]))
+
+
+def _unsplit_sharding(ndim: int) -> "NamedSharding":
+  return NamedSharding(get_abstract_mesh(), PartitionSpec(*[None] * ndim))
+
+
+avals_lib.unsplit_sharding = _unsplit_sharding
+@functools.lru_cache(maxsize=4096)
+def _named_of_split(split) -> "NamedSharding":
+  named = named_of_type(split, abstract=True)
+  named._type_split = split  # what a Var made from the type reads back
+  return named
+
+
+sharding_types.named_of_split = _named_of_split
