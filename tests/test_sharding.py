@@ -164,8 +164,10 @@ def test_shard_map_collectives(auto_mesh):
   index = hlox.shard_map(lambda b: b * lax.axis_index("x"), mesh=mesh, in_specs=P("x"),
                          out_specs=P("x"))
   np.testing.assert_allclose(np.asarray(index(X)), X * np.repeat(np.arange(4), 2)[:, None])
+  # As JAX 0.10.2: all_gather's result still varies along 'x' by its type, so claiming it
+  # replicated (out_specs=P()) needs check_vma=False.
   gather = hlox.shard_map(lambda b: lax.all_gather(b, "x", tiled=True), mesh=mesh,
-                          in_specs=P("x"), out_specs=P())
+                          in_specs=P("x"), out_specs=P(), check_vma=False)
   np.testing.assert_allclose(np.asarray(gather(X)), X)
   shift = hlox.shard_map(lambda b: lax.ppermute(b, "x", [(i, (i + 1) % 4) for i in range(4)]),
                          mesh=mesh, in_specs=P("x"), out_specs=P("x"))

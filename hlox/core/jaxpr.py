@@ -19,6 +19,7 @@ from hlox.config import config
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core import sharding_types
+from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
 from hlox.core.tracer import Trace, Tracer, eval_trace, get_aval, set_current_trace
 
@@ -564,6 +565,11 @@ class JaxprTrace(Trace):
       with set_current_trace(eval_trace):
         return primitive.bind(*args, **params)
     tracers = [self.to_tracer(x) for x in args]
+    if vma_lib.active[0]:  # inside a check_vma shard_map body (``core/vma.py``)
+      return vma_lib.process(self, primitive, tracers, params, self._record)
+    return self._record(primitive, tracers, params)
+
+  def _record(self, primitive, tracers, params):
     in_avals = [t._aval for t in tracers]
     out = primitive.abstract_eval(*in_avals, **params)
     src = source_info_lib.current()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from hlox.core import dtypes, sharding_types
+from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, get_aval, set_current_trace)
@@ -70,12 +71,14 @@ def register_tangent_ops(zeros_like_aval: Callable, add: Callable) -> None:
 
 
 def zeros_like_aval(aval):
-  return _zeros_like_aval(aval)
+  z = _zeros_like_aval(aval)
+  # In a check_vma shard_map body the zeros vary along what the aval says (``core/vma``).
+  return vma_lib.raise_to(z, aval._vma) if vma_lib.active[0] and getattr(aval, "_vma", ()) else z
 
 
 def instantiate_zeros(t):
   """A real array for a tangent that may be a symbolic Zero."""
-  return _zeros_like_aval(t.aval) if type(t) is Zero else t
+  return zeros_like_aval(t.aval) if type(t) is Zero else t
 
 
 def add_tangents(x, y):

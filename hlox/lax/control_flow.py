@@ -25,6 +25,7 @@ import numpy as np
 from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
 from hlox.core import dtypes, sharding_types
+from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert_constvars, dce_jaxpr,
                              effectful_primitives, eval_jaxpr, trace_to_jaxpr)
@@ -587,6 +588,10 @@ def _trace_branches(api, funs, names, operands):
   for (closed, _, out_tree), name, fun in zip(traced[1:], names[1:], funs[1:]):
     _check_branch_outputs(api, names[0], name, funs[0], fun, out_tree0, out_avals0,
                           out_tree, _typed_outs(closed))
+  joined = vma_lib.branch_outputs_joined([c.out_avals for c, _, _ in traced])
+  if joined is not None:  # in a check_vma shard_map body: outputs pvary-ed to agree (JAX)
+    traced = [_trace_fun(_outputs_varying(f, joined), in_tree, avals, api, splits)
+              for f in funs]
   # A value several branches close over is passed once (as JAX does): each branch's consts
   # are mapped to slots of one shared, deduplicated list.
   consts, slot_of, slots = [], {}, []
@@ -603,6 +608,17 @@ def _trace_branches(api, funs, names, operands):
   branches = _memo(_join_shared_consts, tuple(c for c, _, _ in traced), tuple(slots),
                    tuple(get_aval(x) for x in consts))
   return branches, consts, leaves, out_tree0
+
+
+def _outputs_varying(fun, vmas):
+  def varying(*args):
+    leaves, tree = tree_util.tree_flatten(fun(*args))
+    if len(leaves) != len(vmas):  # other structures: the branch check reports them
+      return tree_util.tree_unflatten(tree, leaves)
+    return tree_util.tree_unflatten(tree, [vma_lib.raise_to(x, v)
+                                           for x, v in zip(leaves, vmas)])
+  varying.__name__ = getattr(fun, "__name__", "branch")
+  return varying
 
 
 def _join_shared_consts(closeds, slots, const_avals):
@@ -1020,7 +1036,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if out_tree != carry_tree:
       break
     leaves, changed = _promote_weak(leaves, avals, body.out_avals[:])
-    if not changed:
+    leaves, varied = vma_lib.promote_carries(leaves, avals, body.out_avals)
+    if not (changed or varied):
       break
   avals = [get_aval(x) for x in leaves]
   _check_carry("while_loop body", body_fun, carry_tree,
@@ -1516,7 +1533,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
       break
     init_leaves, changed = _promote_weak(init_leaves, avals[:n_carry],
                                          body.out_avals[:n_carry])
-    if not changed:
+    init_leaves, varied = vma_lib.promote_carries(init_leaves, avals[:n_carry],
+                                                  body.out_avals[:n_carry])
+    if not (changed or varied):
       break
   carry_avals = [get_aval(x) for x in init_leaves]
   if splits is not None:

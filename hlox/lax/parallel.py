@@ -23,6 +23,7 @@ import numpy as np
 
 from hlox import tree_util
 from hlox.core import dtypes
+from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval, trace_ctx
@@ -305,6 +306,9 @@ def _reduce_tree(name, prim, x, axis_name, axis_index_groups, constant_fn):
                                   "mapped) with axis_index_groups of different sizes")
       # Not mapped: every position holds the same value (and the result is concrete).
       return constant_fn(leaf, n)
+    if vma_lib.active[0] and groups is None and prim in vma_lib.invariant_binders and \
+        set(axes) <= set(vma_lib.manual_axes()):  # in a check_vma shard_map body
+      return vma_lib.invariant_binders[prim](leaf, axes)
     return prim.bind(leaf, axes=axes, axis_index_groups=groups)
   return tree_util.tree_map(one, x)
 

@@ -7,12 +7,17 @@ axis names.
 ``sdy.manual_computation`` in a program partitioned over the mesh (eagerly it runs as one),
 its collectives across the program's partitions.
 
-Autodiff follows JAX's shard_map without replication checks: the transpose divides the
+With ``check_vma`` (the default) the body's values carry in their types the manual axes
+they vary along (``core/vma.py``; ``pvary`` and ``psum_invariant`` in ``lax/varying.py``):
+an output varying along an axis its out_spec leaves out is JAX's error, and autodiff needs
+nothing more (a transposed ``pvary`` sums cotangents, a transposed ``psum`` is a ``pvary``).
+Without it, autodiff follows JAX's unchecked shard_map: the transpose divides the
 cotangent of an output by the number of devices that hold copies of each of its blocks
 (the mesh axes its spec leaves out), transposes the body per device, and sums an input's
 cotangent over the axes its spec leaves out (every such device used the same block).
 Partial evaluation passes the body's residuals between the known and unknown halves as one
-block per device, stacked along a new leading dimension split over all mesh axes.
+block per device, stacked along a new leading dimension split over the mesh axes it may
+vary along (all of them without check_vma).
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from typing import Callable
 
 from hlox import tree_util
 from hlox.core import sharding_types
+from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
@@ -33,7 +39,8 @@ from hlox.lax.base import full_like, reshape
 from hlox.lax.elementwise import div, eq, select_n
 from hlox.lax import shard_map_eager
 from hlox.lax.parallel import axis_index
-from hlox.lax.parallel import all_gather_p, axis_index_p, pmax_p, pmin_p, psum, psum_p
+from hlox.lax.parallel import psum
+from hlox.lax.varying import pvary_p
 from hlox.runtime import sharding as sharding_lib
 
 from jaxlib.mlir import ir
@@ -46,6 +53,19 @@ P = sharding_lib.PartitionSpec
 
 class _ShardMap(Primitive):
   multiple_results = True
+
+  def params_for_printing(self, params):
+    """As JAX prints them: the manual axes as ``newly_manual_axes=frozenset({...})``."""
+    shown = {k: v for k, v in params.items() if k != "manual_axes"}
+    shown["newly_manual_axes"] = _AxisSet(params["manual_axes"])
+    return dict(sorted(shown.items()))
+
+
+class _AxisSet(tuple):
+  """Axis names printed as the frozenset JAX holds (in the mesh's order, to be stable)."""
+
+  def __str__(self):
+    return f"frozenset({{{', '.join(repr(a) for a in self)}}})" if self else "frozenset()"
 
 
 shard_map_p = _ShardMap("shard_map")
@@ -82,7 +102,7 @@ def _local_aval(aval, mesh, spec, what: str):
 
 def _global_aval(aval, mesh, spec):
   shape = [n * _split_count(mesh, spec, d) for d, n in enumerate(aval.shape)]
-  return aval.update(shape=tuple(shape))
+  return aval.update(shape=tuple(shape), vma=())  # a body's vma stays inside it
 
 
 def _check_spec(mesh, manual_axes, spec, what: str):
@@ -144,47 +164,61 @@ def _mesh_axes(mesh, manual_axes):
     yield
 
 
-def _trace_body(fun: Callable, local_avals, mesh, manual_axes, name: str):
-  with _mesh_axes(mesh, manual_axes):
+def _trace_body(fun: Callable, local_avals, mesh, manual_axes, name: str,
+                check_vma: bool = False, in_specs=None, out_specs=None):
+  """The body traced on blocks of ``local_avals``. With ``check_vma`` its values' types say
+  along which manual axes they vary (``core/vma.py``): the inputs along those their
+  ``in_specs`` split over (else as ``local_avals`` say), and the outputs are ``pvary``-ed to
+  the axes of ``out_specs`` (as JAX's, so that transposes sum what the specs split)."""
+  if check_vma and in_specs is not None:
+    local_avals = [_block_type(a, s, manual_axes) for a, s in zip(local_avals, in_specs)]
+  if check_vma and out_specs is not None:
+    fun = _outputs_like_specs(fun, out_specs, manual_axes)
+  with _body_context(mesh, manual_axes, check_vma):
     closed = trace_to_jaxpr(fun, list(local_avals), f"shard_map {name}", "shard_map")
   return convert_constvars(closed)
 
 
 # --- which values vary across devices (check_vma) ---------------------------------------
 
-def _names(param) -> set:
-  return set(param) if isinstance(param, (tuple, list)) else {param}
+@contextlib.contextmanager
+def _body_context(mesh, manual_axes, check_vma: bool):
+  """The manual axes bound, and the body's values typed with their vma (or not at all)."""
+  with _mesh_axes(mesh, manual_axes), \
+      (vma_lib.tracking(manual_axes) if check_vma else vma_lib.suspended()):
+    yield
 
 
-def _varying(jaxpr, in_vary) -> list:
-  """Per output of ``jaxpr``, the mesh axes along which its value may differ between devices,
-  given those of its inputs: a reduction over an axis (``psum``, ``pmax``, ``all_gather``)
-  makes a value the same along it; ``axis_index`` differs along its axis; anything else
-  differs along every axis any of its inputs does."""
-  env = {v: set(a) for v, a in zip(jaxpr.invars, in_vary)}
-  for v in jaxpr.constvars:
-    env[v] = set()
-  read = lambda v: env.get(v, set()) if hasattr(v, "aval") and not hasattr(v, "val") else set()
-  for eqn in jaxpr.eqns:
-    inputs = set().union(*[read(v) for v in eqn.invars]) if eqn.invars else set()
-    if eqn.primitive in (psum_p, pmax_p, pmin_p):
-      out = inputs - _names(eqn.params["axes"])
-    elif eqn.primitive is all_gather_p:
-      out = inputs - _names(eqn.params["axis_name"])
-    elif eqn.primitive is axis_index_p:
-      out = _names(eqn.params["axis_name"])
-    else:
-      out = inputs
-    for v in eqn.outvars:
-      env[v] = set(out)
-  return [read(v) for v in jaxpr.outvars]
+def _block_type(aval, spec, manual_axes):
+  """A block's type: varying along the manual axes ``spec`` splits over."""
+  used = _used_axes(spec)
+  return aval.update(vma=tuple(a for a in manual_axes if a in used))
 
 
-def _check_replication(name, mesh, manual_axes, body, in_specs, out_specs, spec_keys):
-  in_vary = [{a for d in range(len(s)) for a in s.axes_of(d)} for s in in_specs]
-  fails = [(key, spec, vary) for key, spec, vary
-           in zip(spec_keys, out_specs, _varying(body.jaxpr, in_vary))
-           if any(a in vary for a in _unmentioned(manual_axes, spec))]
+def _outputs_like_specs(fun, out_specs, manual_axes):
+  def fun_out(*xs):
+    return _match_out_vma(fun(*xs), out_specs, manual_axes)
+  return fun_out
+
+
+def _match_out_vma(outs, specs, manual_axes) -> list:
+  """Outputs ``pvary``-ed along the manual axes their specs split over that they do not
+  vary along yet."""
+  result = []
+  for o, spec in zip(outs, specs):
+    used = _used_axes(spec)
+    missing = tuple(a for a in manual_axes if a in used and a not in get_aval(o).vma)
+    result.append(pvary_p.bind(o, axes=missing) if missing else o)
+  return result
+
+
+def _check_out_vma(name, mesh, manual_axes, outs, out_specs, spec_keys):
+  """JAX's error for an output varying along a manual axis its out_spec leaves out."""
+  fails = []
+  for o, key, spec in zip(outs, spec_keys, out_specs):
+    vary = get_aval(o).vma
+    if any(a in vary for a in _unmentioned(manual_axes, spec)):
+      fails.append((key, spec, vary))
   if fails:
     raise ValueError(_replication_message(name, mesh, fails))
 
@@ -240,9 +274,9 @@ _PCAST_TO = ("unreduced", "reduced", "varying")
 
 
 def pcast(x, axis_name, *, to: str):
-  """Declare ``x`` varying (``to='varying'``) along ``axis_name``, as JAX's check_vma needs
-  before mixing it with varying values. hlox's replication check is conservative and needs
-  no declaration, so the value is returned as it is."""
+  """Declare ``x`` varying (``to='varying'``) along ``axis_name``: in a ``check_vma`` body
+  its type then says so (a ``pvary`` equation, the identity on values); elsewhere (no
+  check, or outside shard_map) the value is returned as it is."""
   if isinstance(axis_name, (set, frozenset)):
     raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
   if to not in _PCAST_TO:
@@ -254,9 +288,30 @@ def pcast(x, axis_name, *, to: str):
 
 
 def _mark_varying(x, names):
+  if vma_lib.active[0]:
+    return _bind_pvary(x, names)
   if isinstance(x, shard_map_eager.ShardMapTracer):
     return shard_map_eager.ShardMapTracer(x._trace, x.val, x.vma | set(names))
   return x
+
+
+def _bind_pvary(x, names):
+  """``pvary`` in a traced check_vma body, with JAX's errors."""
+  manual = vma_lib.manual_axes()
+  for a in names:
+    if a not in manual:  # JAX asserts it
+      raise AssertionError(f"pcast: axis {a!r} is not a manual axis of the enclosing "
+                           f"shard_map (its manual axes: {manual})")
+  aval = get_aval(x)
+  have = [a for a in names if a in aval.vma]
+  if have and len(have) == len(names):
+    raise ValueError("Unsupported pcast from=varying, to='varying'")
+  if have:
+    raise ValueError(
+        "jax.lax.pcast can only accept axis_name which corresponds to one of varying, "
+        f"unreduced, reduced or invarying state of the input. Got input type: {aval}, "
+        f"axes: {tuple(names)} and input state: {{'varying', 'invarying'}}")
+  return pvary_p.bind(x, axes=tuple(names))
 
 
 def pvary(x, axis_name):
@@ -334,14 +389,21 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
       flat_out = _out_specs(name, mesh, manual_axes, out_specs, out, out_tree,
                             [get_aval(v).ndim - len(manual_axes) for v, _ in outs])
       return out_tree.unflatten(_eager_results(mesh, manual_axes, outs, flat_out, checked))
-    body, consts = _trace_body(flat_fun, avals, mesh, manual_axes, name)
+
+    def typed_fun(*xs):  # check_vma: the outputs' types against out_specs (as JAX)
+      outs = flat_fun(*xs)
+      out, out_tree = out_tree_box[-1]
+      flat_out = _out_specs(name, mesh, manual_axes, out_specs, out, out_tree,
+                            [get_aval(o).ndim for o in outs])
+      _check_out_vma(name, mesh, manual_axes, outs, flat_out,
+                     _spec_keys(out_specs, out, len(flat_out)))
+      return _match_out_vma(outs, flat_out, manual_axes)
+    body, consts = _trace_body(typed_fun if checked else flat_fun, avals, mesh, manual_axes,
+                               name, checked, flat_in)
     out, out_tree = out_tree_box[0]
     flat_out = _out_specs(name, mesh, manual_axes, out_specs, out, out_tree,
                           [a.ndim for a in body.out_avals])
     all_in = (P(),) * len(consts) + tuple(flat_in)
-    if checked:
-      _check_replication(name, mesh, manual_axes, body, all_in, flat_out,
-                         _spec_keys(out_specs, out, len(flat_out)))
     outs = shard_map_p.bind(*consts, *leaves, jaxpr=body,
                             **_params(mesh, manual_axes, all_in, flat_out, check_vma))
     return out_tree.unflatten(outs)
@@ -501,7 +563,7 @@ def _params(mesh, manual_axes, in_specs, out_specs, check_vma):
 def _jvp(primals, tangents, *, jaxpr, mesh, manual_axes, in_specs,
          out_specs, check_vma):
   nonzeros = [type(t) is not ad.Zero for t in tangents]
-  with _mesh_axes(mesh, manual_axes):
+  with _body_context(mesh, manual_axes, check_vma):
     jvp_closed, out_nz = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
   jvp_closed, consts = convert_constvars(jvp_closed)
   nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
@@ -522,40 +584,44 @@ ad.primitive_jvps[shard_map_p] = _jvp
 def _partial_eval(trace, *args, jaxpr, mesh, manual_axes, in_specs,
                   out_specs, check_vma):
   unknowns = [trace.is_unknown(x) for x in args]
-  with _mesh_axes(mesh, manual_axes):
+  with _body_context(mesh, manual_axes, check_vma):
     known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
   n_known_out = len(known.out_avals) - num_res
   res_avals = known.out_avals[n_known_out:]
-  stacked = P(tuple(manual_axes))  # one block per device along a new leading dim
+  # One block per device along a new leading dim, split over the axes a residual may vary
+  # along (all manual axes without check_vma; with it, its type says which).
+  res_specs = [_residual_spec(a, manual_axes, check_vma) for a in res_avals]
 
   def known_stacked(*xs):  # the residuals with a leading block dimension of 1
     outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
     res = [reshape(r, (1, *r.shape)) for r in outs[n_known_out:]]
     return [*outs[:n_known_out], *res]
   known_in = [a for a, u in zip(jaxpr.in_avals, unknowns) if not u]
-  known_body, known_consts = _trace_body(known_stacked, known_in, mesh, manual_axes,
-                                         "known")
+  known_out_specs = [s for s, u in zip(out_specs, out_unknowns) if not u]
+  known_body, known_consts = _trace_body(
+      known_stacked, known_in, mesh, manual_axes, "known", check_vma,
+      out_specs=known_out_specs + res_specs)
   known_args = [x for x, u in zip(args, unknowns) if not u]
   known_specs = [s for s, u in zip(in_specs, unknowns) if not u]
-  known_out_specs = [s for s, u in zip(out_specs, out_unknowns) if not u]
   with set_current_trace(trace.parent):
     known_outs = shard_map_p.bind(
         *known_consts, *known_args, jaxpr=known_body,
         **_params(mesh, manual_axes, [P()] * len(known_consts) + known_specs,
-                  known_out_specs + [stacked] * num_res, check_vma))
+                  known_out_specs + res_specs, check_vma))
   residuals = known_outs[n_known_out:]
 
   def unknown_unstacked(*xs):
     res = [reshape(r, r.shape[1:]) for r in xs[:num_res]]
     return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[num_res:])
-  unknown_in = [ShapedArray((1, *a.shape), a.dtype, a.weak_type) for a in res_avals] + \
+  unknown_in = [a.update(shape=(1, *a.shape)) for a in res_avals] + \
       [a for a, u in zip(jaxpr.in_avals, unknowns) if u]
-  unknown_body, unknown_consts = _trace_body(unknown_unstacked, unknown_in, mesh,
-                                             manual_axes, "unknown")
-  unknown_args = [*unknown_consts, *residuals, *[x for x, u in zip(args, unknowns) if u]]
-  unknown_specs = [P()] * len(unknown_consts) + [stacked] * num_res + \
-      [s for s, u in zip(in_specs, unknowns) if u]
   unknown_out_specs = [s for s, u in zip(out_specs, out_unknowns) if u]
+  unknown_body, unknown_consts = _trace_body(unknown_unstacked, unknown_in, mesh,
+                                             manual_axes, "unknown", check_vma,
+                                             out_specs=unknown_out_specs)
+  unknown_args = [*unknown_consts, *residuals, *[x for x, u in zip(args, unknowns) if u]]
+  unknown_specs = [P()] * len(unknown_consts) + res_specs + \
+      [s for s, u in zip(in_specs, unknowns) if u]
   unknown_outs = trace.record(shard_map_p, unknown_args, dict(
       jaxpr=unknown_body,
       **_params(mesh, manual_axes, unknown_specs, unknown_out_specs, check_vma)))
@@ -563,6 +629,11 @@ def _partial_eval(trace, *args, jaxpr, mesh, manual_axes, in_specs,
   return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
 
 pe.partial_eval_rules[shard_map_p] = _partial_eval
+
+
+def _residual_spec(aval, manual_axes, check_vma):
+  axes = tuple(a for a in manual_axes if not check_vma or a in aval.vma)
+  return P(axes) if axes else P()
 
 
 def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
@@ -583,7 +654,9 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
         full_cts.append(ad.Zero(a.to_tangent_aval()))
         continue
       ct = next(local_cts)
-      copies = math.prod(mesh.shape[n] for n in _unmentioned(manual_axes, spec))
+      # With check_vma the types say it all: a transposed pvary sums what must be summed.
+      copies = 1 if check_vma else math.prod(
+          mesh.shape[n] for n in _unmentioned(manual_axes, spec))
       full_cts.append(div(ct, full_like(ct, copies)) if copies > 1 else ct)
     cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full_args, full_cts)
     out = []
@@ -591,7 +664,7 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
       if not u:
         continue
       ct = ad.instantiate_zeros(ct) if type(ct) is ad.Zero else ct
-      axes = _unmentioned(manual_axes, spec)
+      axes = () if check_vma else _unmentioned(manual_axes, spec)
       out.append(psum(ct, axes) if axes else ct)
     return out
 
@@ -599,10 +672,12 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
               for x, s, u in zip(args, in_specs, undefined) if not u]
   local_in += [_local_aval(get_aval(ct), mesh, s, "cotangent")
                for ct, s, nz in zip(cts, out_specs, ct_nonzero) if nz]
-  t_body, consts = _trace_body(body, local_in, mesh, manual_axes, "transpose")
-  specs = [P()] * len(consts) + [s for s, u in zip(in_specs, undefined) if not u] + \
+  local_specs = [s for s, u in zip(in_specs, undefined) if not u] + \
       [s for s, nz in zip(out_specs, ct_nonzero) if nz]
   out_specs_t = [s for s, u in zip(in_specs, undefined) if u]
+  t_body, consts = _trace_body(body, local_in, mesh, manual_axes, "transpose", check_vma,
+                               local_specs, out_specs_t)
+  specs = [P()] * len(consts) + local_specs
   outs = iter(shard_map_p.bind(*consts, *defined_args, *nz_cts, jaxpr=t_body,
                                **_params(mesh, manual_axes, specs, out_specs_t, check_vma)))
   return [next(outs) if u else None for u in undefined]
@@ -614,7 +689,7 @@ def _batch(axis_data, vals, dims, *, jaxpr, mesh, manual_axes, in_specs,
            out_specs, check_vma):
   vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
   in_dims = [None if d is None else 0 for d in dims]
-  with _mesh_axes(mesh, manual_axes):
+  with _body_context(mesh, manual_axes, check_vma):
     batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, in_dims, instantiate=True)
   batched, consts = convert_constvars(batched)
   specs = [P()] * len(consts) + [s if d is None else P(None, *s)

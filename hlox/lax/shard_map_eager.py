@@ -17,12 +17,15 @@ import numpy as np
 
 from hlox.core.tracer import Trace, Tracer, extend_axis_env, get_aval, set_current_trace
 from hlox.interpreters import batching
-from hlox.lax.parallel import (all_gather_p, axis_index_p, pmax_p, pmin_p, psum_p)
+from hlox.lax.parallel import (all_gather_p, all_to_all_p, axis_index_p, pmax_p, pmin_p,
+                               ppermute_p, psum_p, reduce_scatter_p)
 from hlox.runtime import array as array_lib
 from hlox.runtime import sharding as sharding_lib
 
-# Collectives after which a value is the same along the axes they reduce over.
-_REDUCING = {psum_p: "axes", pmax_p: "axes", pmin_p: "axes", all_gather_p: "axis_name"}
+# Collectives after which a value is the same along the axes they reduce over, and those
+# after which it varies along their axes (as in traced bodies, ``lax/varying.py``).
+_REDUCING = {psum_p: "axes", pmax_p: "axes", pmin_p: "axes"}
+_VARYING = (all_gather_p, reduce_scatter_p, ppermute_p, all_to_all_p)
 
 
 def _names(param) -> frozenset:
@@ -34,7 +37,7 @@ def out_vma(prim, params, in_vmas) -> frozenset:
   vma = frozenset().union(*in_vmas)
   if prim in _REDUCING:
     return vma - _names(params[_REDUCING[prim]])
-  if prim is axis_index_p:
+  if prim is axis_index_p or prim in _VARYING:
     return vma | _names(params["axis_name"])
   return vma
 
