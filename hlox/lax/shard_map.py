@@ -120,9 +120,13 @@ def _spec_of(x, mesh, manual_axes):
   """An argument's own layout over ``mesh`` along the manual axes, as a spec (P() when it
   has none there)."""
   split = getattr(x, "type_sharding", None)  # a traced value split over Explicit axes
+  if split is None and not isinstance(x, Tracer) and _type_split(x) is not None:
+    if _type_split(x).mesh == mesh:
+      shard_map_types.check_manual_major(_type_split(x), manual_axes)
   if split is not None:
     if split.mesh != mesh:
       return P()
+    shard_map_types.check_manual_major(split, manual_axes)
     return P(*[None if e is None or not (kept := tuple(a for a in e if a in manual_axes))
                else kept[0] if len(kept) == 1 else kept for e in split.entries])
   s = getattr(x, "sharding", None)  # other traced values have none (AttributeError)
@@ -393,7 +397,7 @@ def _check_against_types(mesh, manual_axes, leaves, flat_in, inferred: bool,
   """As JAX: over a mesh all of whose axes are manual and Explicit (but those a vmap maps
   over), the arguments' (per-example) types already say how they are split, and explicit
   ``in_specs`` must agree with them."""
-  rest = set(mesh.axis_names) - set(vmapped) - set(shard_map_types.already_manual(mesh))
+  rest = set(mesh.axis_names) - set(vmapped)  # (an enclosing shard_map's axes count)
   if inferred or set(manual_axes) != rest:
     return
   if not all(t == sharding_lib.AxisType.Explicit for a, t in zip(mesh.axis_names,

@@ -120,3 +120,13 @@ def keep_batch_split(outs, vals, in_dims) -> list:
     result.append(sharding_types.constrain(
         o, sharding_types.TypeSharding(split.mesh, [axes, *rest])))
   return result
+
+
+def check_manual_major(split, manual_axes):
+  """As JAX: a dimension split over a manual axis after another (``P(('x', 'y'))`` with
+  only ``'y'`` manual) has no per-device block the body could be given."""
+  for e in split.entries:
+    kept = [a in manual_axes for a in (e or ())]
+    if True in kept and False in kept[:len(kept) - kept[::-1].index(True)]:
+      spec = sharding_lib.named_of_type(split).spec
+      raise ValueError(f"Invalid spec: {spec}")
