@@ -65,6 +65,7 @@ from hlox.sharding import NamedSharding, device_put, make_mesh, reshard, set_mes
 from hlox.sharding import PartitionSpec as P
 from hlox.runtime.array import Shard
 from hlox.lax.shard_map import shard_map
+from hlox.lax.smap import smap
 from hlox.debug.callbacks import effects_barrier, pure_callback
 
 

@@ -102,8 +102,10 @@ class ShapeDtypeStruct:
     if isinstance(x, ShapeDtypeStruct):
       return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
     aval = _abstractify(x)
+    # As JAX: an array placed on purpose (committed) keeps its sharding, else none.
+    keep = not isinstance(x, Tracer) and getattr(x, "committed", True)
     return cls(aval.shape, aval.dtype, weak_type=aval.weak_type,
-               sharding=getattr(x, "sharding", None) if not isinstance(x, Tracer) else None)
+               sharding=getattr(x, "sharding", None) if keep else None)
 
   def update(self, **kwargs) -> "ShapeDtypeStruct":
     """A copy with the given fields (``shape``, ``dtype``, ``weak_type``, ``sharding``)
@@ -121,12 +123,19 @@ class ShapeDtypeStruct:
     weak = ", weak_type=True" if self.weak_type else ""
     return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{split}{weak})"
 
+  def _compared(self) -> tuple:
+    # As JAX: the sharding counts (a PartitionSpec as read over the current mesh).
+    try:
+      sharding = self.sharding
+    except TypeError:  # a PartitionSpec and no mesh
+      sharding = self._sharding
+    return (self.shape, self.dtype, sharding, self.weak_type)
+
   def __eq__(self, other):
-    return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-            and self.dtype == other.dtype and self.weak_type == other.weak_type)
+    return isinstance(other, ShapeDtypeStruct) and self._compared() == other._compared()
 
   def __hash__(self):
-    return hash((self.shape, self.dtype, self.weak_type))
+    return hash(self._compared())
 
 
 def _abstractify(x):

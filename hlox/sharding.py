@@ -2,6 +2,8 @@
 shardings that lay arrays out over them. See ``hlox/runtime/sharding.py``."""
 import functools
 
+import numpy as np
+
 from hlox import tree_util
 from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
@@ -33,12 +35,18 @@ use_mesh = set_mesh
 
 
 def get_mesh():
-  """The concrete mesh set by ``set_mesh`` (None when none is); only outside traced
-  functions (inside, see ``get_abstract_mesh``)."""
+  """The concrete mesh set by ``set_mesh`` (as JAX, the empty ``Mesh()`` when none is);
+  only outside traced functions (inside, see ``get_abstract_mesh``)."""
   if trace_ctx.trace is not eval_trace:
     raise ValueError("`get_mesh` can only be used outside of `hlox.jit`. Maybe you want "
                      "`hlox.sharding.get_abstract_mesh()`?")
-  return sharding_lib.concrete_mesh()
+  mesh = sharding_lib.concrete_mesh()
+  return mesh if mesh is not None else _empty_mesh()
+
+
+@functools.lru_cache(maxsize=1)
+def _empty_mesh():
+  return Mesh(np.empty((), dtype=object), ())
 
 
 __all__ = ["AxisType", "GSPMDSharding", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",

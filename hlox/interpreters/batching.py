@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from hlox import tree_util
+from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, subjaxprs, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, extend_axis_env, get_aval,
@@ -51,6 +52,25 @@ class BatchTracer(Tracer):
       return aval
     shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
     return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+  @property
+  def type_sharding(self):
+    """How one example is split over Explicit mesh axes (``core/sharding_types.py``): the
+    batched value's split without its batch dimension (as JAX's per-example type)."""
+    split = sharding_types.split_of(self.val)
+    if split is None or self.batch_dim is None:
+      return split
+    entries = list(split.entries)
+    del entries[self.batch_dim]
+    split = sharding_types.TypeSharding(split.mesh, entries)
+    return split if split.is_split() else None
+
+  def batch_axes(self) -> tuple:
+    """The Explicit mesh axes splitting the batch dimension (those a vmap maps over)."""
+    split = sharding_types.split_of(self.val)
+    if split is None or self.batch_dim is None:
+      return ()
+    return split.entries[self.batch_dim] or ()
 
 
 class BatchTrace(Trace):

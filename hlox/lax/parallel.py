@@ -63,8 +63,12 @@ def _check_axes(name: str, axes: tuple) -> list:
   for a in axes:
     if a not in bound:
       names = ", ".join(repr(n) for n in bound) or "none"
-      raise NameError(f"unbound axis name: {a} ({name}; axis names bound by enclosing "
-                      f"vmap(axis_name=...) or pmap: {names})")
+      # JAX's sentence first (its tests match it), then which names are bound here.
+      raise NameError(f"Found an unbound axis name: {a}. To fix this, please call {name} "
+                      "under `jax.shard_map` (`hlox.shard_map`), or under a vmap or pmap "
+                      f"naming it. Details: unbound axis name: {a} ({name}; axis names "
+                      f"bound by enclosing vmap(axis_name=...), pmap or shard_map: "
+                      f"{names})")
   return [bound[a] for a in axes]
 
 
@@ -871,8 +875,9 @@ def ppermute(x, axis_name, perm):
   axes = _as_axes(axis_name)
   n = math.prod(_check_axes("ppermute", axes))
   if not isinstance(perm, (list, tuple)):
-    raise TypeError(f"ppermute: perm must be a list or tuple of (source, destination) pairs, "
-                    f"got {type(perm).__name__}")
+    raise TypeError("`perm` passed to `jax.lax.ppermute` must be a "
+                    "list or a tuple of (source, destination) pairs. Got perm of type "
+                    f"{type(perm)}")
   pairs = []
   for pair in perm:
     try:

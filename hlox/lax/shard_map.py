@@ -37,7 +37,7 @@ from hlox.interpreters import ad, batching, partitioned, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.base import full_like, reshape
 from hlox.lax.elementwise import div, eq, select_n
-from hlox.lax import shard_map_eager
+from hlox.lax import shard_map_eager, shard_map_types
 from hlox.lax.parallel import axis_index
 from hlox.lax.parallel import psum
 from hlox.lax.varying import pvary_p
@@ -140,9 +140,13 @@ def _spec_of(x, mesh, manual_axes):
   """An argument's own layout over ``mesh`` along the manual axes, as a spec (P() when it
   has none there)."""
   split = getattr(x, "type_sharding", None)  # a traced value split over Explicit axes
+  if split is None and not isinstance(x, Tracer) and _type_split(x) is not None:
+    if _type_split(x).mesh == mesh:
+      shard_map_types.check_manual_major(_type_split(x), manual_axes)
   if split is not None:
     if split.mesh != mesh:
       return P()
+    shard_map_types.check_manual_major(split, manual_axes)
     return P(*[None if e is None or not (kept := tuple(a for a in e if a in manual_axes))
                else kept[0] if len(kept) == 1 else kept for e in split.entries])
   s = getattr(x, "sharding", None)  # other traced values have none (AttributeError)
@@ -157,25 +161,29 @@ def _spec_of(x, mesh, manual_axes):
 
 @contextlib.contextmanager
 def _mesh_axes(mesh, manual_axes):
-  """Binds the manual axes' names (the body's collectives may name only those)."""
+  """Binds the manual axes' names (the body's collectives may name only those) and makes
+  them Manual in the mesh in effect (``shard_map_types``)."""
   with contextlib.ExitStack() as stack:
+    stack.enter_context(shard_map_types.manual_mesh(mesh, manual_axes))
     for name in manual_axes:
       stack.enter_context(extend_axis_env(name, mesh.shape[name]))
     yield
 
 
 def _trace_body(fun: Callable, local_avals, mesh, manual_axes, name: str,
-                check_vma: bool = False, in_specs=None, out_specs=None):
-  """The body traced on blocks of ``local_avals``. With ``check_vma`` its values' types say
-  along which manual axes they vary (``core/vma.py``): the inputs along those their
-  ``in_specs`` split over (else as ``local_avals`` say), and the outputs are ``pvary``-ed to
-  the axes of ``out_specs`` (as JAX's, so that transposes sum what the specs split)."""
+                check_vma: bool = False, in_specs=None, out_specs=None, in_splits=None):
+  """The body traced on blocks of ``local_avals`` (split over the mesh's other Explicit
+  axes as ``in_splits`` say). With ``check_vma`` its values' types say along which manual
+  axes they vary (``core/vma.py``): the inputs along those their ``in_specs`` split over
+  (else as ``local_avals`` say), and the outputs are ``pvary``-ed to the axes of
+  ``out_specs`` (as JAX's, so that transposes sum what the specs split)."""
   if check_vma and in_specs is not None:
     local_avals = [_block_type(a, s, manual_axes) for a, s in zip(local_avals, in_specs)]
   if check_vma and out_specs is not None:
     fun = _outputs_like_specs(fun, out_specs, manual_axes)
   with _body_context(mesh, manual_axes, check_vma):
-    closed = trace_to_jaxpr(fun, list(local_avals), f"shard_map {name}", "shard_map")
+    closed = trace_to_jaxpr(fun, list(local_avals), f"shard_map {name}", "shard_map",
+                            in_shardings=in_splits)
   return convert_constvars(closed)
 
 
@@ -359,9 +367,13 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
   def mapped(*args):
     mesh = given_mesh if given_mesh is not None else sharding_lib.current_mesh()
     if mesh is None:  # as JAX: the mesh current when the function is called
-      raise ValueError("shard_map: no mesh given and none set (`hlox.sharding.set_mesh`)")
-    manual_axes = _manual_axes(mesh, axis_names)
+      raise ValueError("The context mesh cannot be empty. Use `hlox.set_mesh(mesh)` to "
+                       "enter into a mesh context (shard_map was given no mesh)")
+    mesh = shard_map_types.in_context(mesh)
     leaves, in_tree = tree_util.tree_flatten(args)
+    # As JAX: Explicit axes a vmap maps over are not the body's to go manual over.
+    vmapped = shard_map_types.vmapped_axes(leaves)
+    manual_axes = _manual_axes(mesh, axis_names, vmapped)
     if in_specs is None:
       flat_in = [_spec_of(x, mesh, manual_axes) for x in leaves]
     else:
@@ -373,7 +385,7 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
     for i, (x, s, path) in enumerate(zip(leaves, flat_in, paths)):
       _check_spec(mesh, manual_axes, s, f"in_specs for args{path}")
       avals.append(_local_aval(get_aval(x), mesh, s, f"argument args{path}"))
-    _check_against_types(mesh, manual_axes, leaves, flat_in, in_specs is None)
+    _check_against_types(mesh, manual_axes, leaves, flat_in, in_specs is None, vmapped)
     out_tree_box = []
 
     def flat_fun(*xs):
@@ -382,9 +394,10 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
       out_tree_box.append((out, out_tree))
       return out_leaves
     checked = check_vma and (check_rep is None or check_rep)
-    if _eager(leaves):
-      outs = shard_map_eager.run(flat_fun, leaves, mesh, manual_axes, flat_in, checked,
-                                 current_trace())
+    if _eager(leaves) and not shard_map_types.explicit_rest(mesh, manual_axes):
+      with shard_map_types.manual_mesh(mesh, manual_axes):
+        outs = shard_map_eager.run(flat_fun, leaves, mesh, manual_axes, flat_in, checked,
+                                   current_trace())
       out, out_tree = out_tree_box[0]
       flat_out = _out_specs(name, mesh, manual_axes, out_specs, out, out_tree,
                             [get_aval(v).ndim - len(manual_axes) for v, _ in outs])
@@ -398,8 +411,11 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
       _check_out_vma(name, mesh, manual_axes, outs, flat_out,
                      _spec_keys(out_specs, out, len(flat_out)))
       return _match_out_vma(outs, flat_out, manual_axes)
+    splits = [shard_map_types.body_in_split(_type_split(x), mesh, manual_axes, a.ndim)
+              for x, a in zip(leaves, avals)]
     body, consts = _trace_body(typed_fun if checked else flat_fun, avals, mesh, manual_axes,
-                               name, checked, flat_in)
+                               name, checked, flat_in,
+                               in_splits=splits if any(s is not None for s in splits) else None)
     out, out_tree = out_tree_box[0]
     flat_out = _out_specs(name, mesh, manual_axes, out_specs, out, out_tree,
                           [a.ndim for a in body.out_avals])
@@ -438,12 +454,17 @@ def _eager_results(mesh, manual_axes, outs, flat_out, checked) -> list:
   return results
 
 
-def _check_against_types(mesh, manual_axes, leaves, flat_in, inferred: bool):
-  """As JAX: over a mesh all of whose axes are manual and Explicit, the arguments' types
-  already say how they are split, and explicit ``in_specs`` must agree with them."""
-  if inferred or set(manual_axes) != set(mesh.axis_names):
+def _check_against_types(mesh, manual_axes, leaves, flat_in, inferred: bool,
+                         vmapped=()):
+  """As JAX: over a mesh all of whose axes are manual and Explicit (but those a vmap maps
+  over), the arguments' (per-example) types already say how they are split, and explicit
+  ``in_specs`` must agree with them."""
+  rest = set(mesh.axis_names) - set(vmapped)  # (an enclosing shard_map's axes count)
+  if inferred or set(manual_axes) != rest:
     return
-  if not all(t == sharding_lib.AxisType.Explicit for t in mesh.axis_types):
+  if not all(t == sharding_lib.AxisType.Explicit for a, t in zip(mesh.axis_names,
+                                                                 mesh.axis_types)
+             if a in rest):
     return
   for x, spec in zip(leaves, flat_in):
     aval = get_aval(x)
@@ -472,16 +493,18 @@ def _type_split(x):
   return sharding_types.split_of(x)
 
 
-def _manual_axes(mesh, axis_names) -> tuple:
+def _manual_axes(mesh, axis_names, vmapped=()) -> tuple:
   """The mesh axes the body is manual over, in the mesh's order."""
+  # Those an enclosing shard_map is manual over, or a vmap maps over.
+  outer = shard_map_types.already_manual(mesh) + tuple(vmapped)
   if axis_names is None or (isinstance(axis_names, (set, frozenset)) and not axis_names):
-    return tuple(mesh.axis_names)
+    return tuple(a for a in mesh.axis_names if a not in outer)
   names = {axis_names} if isinstance(axis_names, str) else set(axis_names)
   unknown = sorted(str(a) for a in names if a not in mesh.shape)
   if unknown:
     raise ValueError(f"shard_map: axis_names {unknown} are not axes of the mesh {mesh} "
                      f"(axes {mesh.axis_names})")
-  return tuple(a for a in mesh.axis_names if a in names)
+  return tuple(a for a in mesh.axis_names if a in names and a not in outer)
 
 
 # --- rules -------------------------------------------------------------------------------
@@ -500,8 +523,11 @@ def _impl(*args, **params):
   from hlox.core.jaxpr import Jaxpr, JaxprEqn, Var
   in_avals = [get_aval(x) for x in args]
   out_avals = _abstract_eval(*in_avals, **params)
-  invars = [Var(a) for a in in_avals]
-  outvars = [Var(a) for a in out_avals]
+  invars = [Var(a, _type_split(x)) for x, a in zip(args, in_avals)]
+  # The results' layouts as their types say (the rule, over the arguments' splits).
+  out_splits = sharding_types.output_shardings(
+      shard_map_p, in_avals, [v.sharding for v in invars], out_avals, params)
+  outvars = [Var(a, s) for a, s in zip(out_avals, out_splits)]
   jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, shard_map_p, params)])
   sigs = [x._sig if hasattr(x, "_sig") else a for x, a in zip(args, in_avals)]
   call = partitioned.compile_partitioned(ClosedJaxpr(jaxpr, []), sigs, "shard_map",
@@ -530,7 +556,11 @@ def _lowering(ctx, *args, jaxpr, mesh, manual_axes, in_specs,
                      f"({mctx.mesh})")
   names = ", ".join(f'"{a}"' for a in manual_axes)
   # Over the other (auto) axes the body's values are laid out as XLA chooses: open dims.
-  auto = len(manual_axes) < len(mesh.axis_names)
+  # Axes an enclosing shard_map's lowering is manual over are neither.
+  enclosing = set(mesh.axis_names) - set(mctx.auto_axes) if mctx.manual else set()
+  auto_axes = tuple(a for a in mesh.axis_names
+                    if a not in manual_axes and a not in enclosing)
+  auto = bool(auto_axes)
   op = sdy.ManualComputationOp(
       [xla.aval_to_ir_type(a) for a in ctx.avals_out], list(args),
       _sdy_shardings(mesh, in_specs, ctx.avals_in, auto),
@@ -543,7 +573,7 @@ def _lowering(ctx, *args, jaxpr, mesh, manual_axes, in_specs,
   mctx.axis_env = tuple(mesh.shape.items())
   mctx.num_replicas = mesh.size
   mctx.manual = True
-  mctx.auto_axes = tuple(a for a in mesh.axis_names if a not in manual_axes)
+  mctx.auto_axes = auto_axes
   try:
     with ir.InsertionPoint(block):
       outs = xla.lower_jaxpr(mctx, jaxpr.jaxpr, [], list(block.arguments))
@@ -697,15 +727,18 @@ def _batch(axis_data, vals, dims, *, jaxpr, mesh, manual_axes, in_specs,
   outs_specs = [P(None, *s) for s in out_specs]
   outs = shard_map_p.bind(*consts, *vals, jaxpr=batched,
                           **_params(mesh, manual_axes, specs, outs_specs, check_vma))
-  return outs, [0] * len(outs)
+  return shard_map_types.keep_batch_split(outs, vals, in_dims), [0] * len(outs)
 
 batching.axis_primitive_batchers[shard_map_p] = _batch
 
 
-def _sharding_rule(in_avals, in_shardings, out_avals, *, mesh, out_specs, **params):
-  """The results are split as ``out_specs`` say, over the mesh's Explicit axes."""
-  return [sharding_types.of_named(sharding_lib.NamedSharding(mesh, s), a.ndim)
-          for a, s in zip(out_avals, out_specs)]
+def _sharding_rule(in_avals, in_shardings, out_avals, *, mesh, manual_axes, out_specs,
+                   jaxpr, **params):
+  """The results are split as ``out_specs`` say over the mesh's Explicit axes, and over
+  the Explicit axes the body is not manual over as the body's results are."""
+  body = [getattr(v, "sharding", None) for v in jaxpr.jaxpr.outvars]
+  return [shard_map_types.out_split(mesh, manual_axes, s, b, a.ndim)
+          for a, s, b in zip(out_avals, out_specs, body)]
 
 sharding_types.sharding_rules[shard_map_p] = _sharding_rule
 sharding_types.sources.add(shard_map_p)

@@ -219,7 +219,7 @@ class Mesh:
     if len(axis_types) != len(axis_names):
       raise ValueError("Number of axis names should match the number of axis_types. Got "
                        f"axis_names={axis_names} and axis_types={axis_types}")
-    flat = tuple(devices.flat)
+    flat = tuple(devices.flat) if axis_names else ()  # ``Mesh(np.empty((), object), ())``
     if len(set(flat)) != len(flat):
       raise ValueError(f"Mesh devices must be distinct, got {list(flat)}")
     self.devices = devices
@@ -244,11 +244,11 @@ class Mesh:
 
   @property
   def size(self) -> int:
-    return self.devices.size
+    return len(self._flat_devices_tuple)
 
   @property
   def empty(self) -> bool:
-    return self.devices.size == 0
+    return not self._flat_devices_tuple
 
   @property
   def device_ids(self) -> np.ndarray:
@@ -273,10 +273,14 @@ class Mesh:
     return self._hash
 
   def __repr__(self):
+    if not self.axis_names:  # as JAX prints the empty mesh
+      return "Mesh(axis_sizes=(), axis_names=())"
     return (f"Mesh(axis_sizes={self.devices.shape}, axis_names={self.axis_names!r}, "
             f"axis_types={self.axis_types})")
 
   def __str__(self):
+    if not self.axis_names:
+      return "Mesh()"
     shape = ", ".join(f"'{k}': {v}" for k, v in self.shape.items())
     return f"Mesh({shape}, axis_types={self.axis_types})"
 
