@@ -142,8 +142,11 @@ class ShapedArray:
     name = short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
     if self._sharding is not None:
       from hlox.core import sharding_types
-      split = sharding_types.of_named(self._sharding, len(self.shape))
-      return f"{name}[{sharding_types.dims_string(self.shape, split)}]{self._vma_str()}"
+      split = sharding_types.split_of_named(self._sharding, len(self.shape))
+      if split is not None:
+        return (f"{name}[{sharding_types.dims_string(self.shape, split)}]" +
+                sharding_types.partial_axes_str(split.mesh, self._vma, split.unreduced,
+                                                split.reduced))
     return f"{name}[{','.join(str(d) for d in self.shape)}]{self._vma_str()}"
 
   def _vma_str(self) -> str:  # as JAX: ``{V:i}``, ``{V:(i,j)}``

@@ -50,7 +50,10 @@ def type_string(v) -> str:
   sharding = getattr(v, "sharding", None)
   if sharding is None:
     return v.aval.str_short()
-  return f"{sharding_types.short(v.aval)}[{sharding_types.dims_string(v.aval.shape, sharding)}]"
+  vma = getattr(v.aval, "_vma", ())
+  return (f"{sharding_types.short(v.aval)}[{sharding_types.dims_string(v.aval.shape, sharding)}]"
+          + sharding_types.partial_axes_str(sharding.mesh, vma, sharding.unreduced,
+                                            sharding.reduced))
 
 
 class Literal:

@@ -37,27 +37,55 @@ sources: set = set()
 
 class TypeSharding:
   """``mesh`` (a ``Mesh``) and, per dimension, the tuple of Explicit mesh axes that split it
-  (None when none does)."""
+  (None when none does); ``unreduced``: the Explicit axes over which each device holds a
+  partial sum of the value (printed ``{U:x}``), ``reduced``: those over which the value is
+  the same on every device but its cotangent will be a partial sum (``{R:x}``)."""
 
-  __slots__ = ("mesh", "entries")
+  __slots__ = ("mesh", "entries", "unreduced", "reduced")
 
-  def __init__(self, mesh, entries):
+  def __init__(self, mesh, entries, unreduced=frozenset(), reduced=frozenset()):
     self.mesh = mesh
     self.entries = tuple(None if not e else tuple(e) for e in entries)
+    self.unreduced = frozenset(unreduced)
+    self.reduced = frozenset(reduced)
     active[0] = True
 
   def __eq__(self, other):
     return (isinstance(other, TypeSharding) and self.entries == other.entries
+            and self.unreduced == other.unreduced and self.reduced == other.reduced
             and self.mesh == other.mesh)
 
   def __hash__(self):
-    return hash(self.entries)
+    return hash((self.entries, self.unreduced, self.reduced))
 
   def __repr__(self):
-    return f"TypeSharding({self.entries})"
+    extra = "".join(f", {n}={set(v)}" for n, v in (("unreduced", self.unreduced),
+                                                    ("reduced", self.reduced)) if v)
+    return f"TypeSharding({self.entries}{extra})"
 
   def is_split(self) -> bool:
-    return any(e is not None for e in self.entries)
+    return (any(e is not None for e in self.entries) or bool(self.unreduced)
+            or bool(self.reduced))
+
+  def with_entries(self, entries) -> "TypeSharding":
+    """The same mesh and unreduced/reduced axes over new per-dimension entries."""
+    return TypeSharding(self.mesh, entries, self.unreduced, self.reduced)
+
+  def suffix(self) -> str:
+    """``{U:x}``, ``{R:(x,y)}``... as JAX prints the partial axes after a type's shape."""
+    return partial_axes_str(self.mesh, (), self.unreduced, self.reduced)
+
+
+def partial_axes_str(mesh, vma, unreduced, reduced) -> str:
+  """``{V:i, U:x, R:y}`` (the parts present, each in the mesh's axis order), or ''."""
+  order = tuple(getattr(mesh, "axis_names", ()))
+  parts = []
+  for prefix, axes in (("V", vma), ("U", unreduced), ("R", reduced)):
+    if axes:
+      names = [a for a in order if a in axes] + sorted(str(a) for a in axes if a not in order)
+      joined = ",".join(map(str, names))
+      parts.append(f"{prefix}:{joined if len(names) == 1 else f'({joined})'}")
+  return "{" + ", ".join(parts) + "}" if parts else ""
 
 
 def explicit_axes(mesh) -> frozenset:
@@ -75,7 +103,8 @@ def split_of(x) -> TypeSharding | None:
 
 def of_named(sharding, ndim: int) -> TypeSharding | None:
   """The type sharding of a value laid out by ``sharding`` (a NamedSharding): its spec
-  restricted to the mesh's Explicit axes, or None when none of them splits it."""
+  restricted to the mesh's Explicit axes, or None when none of them splits it (nor holds
+  it unreduced or reduced)."""
   mesh = getattr(sharding, "mesh", None)
   spec = getattr(sharding, "spec", None)
   if mesh is None or spec is None:
@@ -85,11 +114,11 @@ def of_named(sharding, ndim: int) -> TypeSharding | None:
     return None
   entries = []
   for i in range(ndim):
-    e = spec[i] if i < len(spec) else None
-    names = (e,) if isinstance(e, str) else tuple(e) if isinstance(e, tuple) else ()
+    names = spec.axes_of(i) if i < len(spec) else ()
     kept = tuple(n for n in names if n in explicit)
     entries.append(kept or None)
-  result = TypeSharding(mesh, entries)
+  result = TypeSharding(mesh, entries, frozenset(getattr(spec, "unreduced", ())) & explicit,
+                        frozenset(getattr(spec, "reduced", ())) & explicit)
   return result if result.is_split() else None
 
 
@@ -171,7 +200,8 @@ def _spec_str(entries) -> str:
 
 def broadcasting_rule(name):
   """Elementwise operations: each dimension is split as the operands that are not of size 1
-  there split it; two different splits of one dimension are an error."""
+  there split it; two different splits of one dimension are an error. Unreduced and reduced
+  axes follow JAX's rules (``_partial_axes``)."""
   def rule(in_avals, in_shardings, out_avals, **params):
     mesh = mesh_of(in_shardings)
     if mesh is None:
@@ -192,9 +222,63 @@ def broadcasting_rule(name):
               f"{', '.join(_spec_str(entries) for _, entries in ranked)}.")
         chosen = e
       result.append(chosen)
-    out = TypeSharding(mesh, result)
+    unreduced, reduced = _partial_axes(name, in_avals, in_shardings)
+    out = TypeSharding(mesh, result, unreduced, reduced)
     return [out] * len(out_avals) if len(out_avals) > 1 else out
   return rule
+
+
+# Elementwise operations linear in each operand, which may take unreduced operands (as JAX:
+# the rest raise). ``mul`` is linear in one operand at a time: the other must be reduced.
+_UNREDUCED_LINEAR = frozenset({"add", "add_any", "convert_element_type", "copy"})
+
+
+def _partial_axes(name, in_avals, in_shardings) -> tuple:
+  """The unreduced and reduced axes of an elementwise result, with JAX's errors."""
+  unreduced = [s.unreduced if s is not None else frozenset() for s in in_shardings]
+  reduced = [s.reduced if s is not None else frozenset() for s in in_shardings]
+  if not any(unreduced) and not any(reduced):
+    return frozenset(), frozenset()
+  types = [type_str(a, s) + (s.suffix() if s is not None else "")
+           for a, s in zip(in_avals, in_shardings)]
+  out_unreduced = frozenset()
+  if any(unreduced):
+    if name == "mul" and len(unreduced) == 2:
+      for me, other, side, other_side in ((0, 1, "LHS", "RHS"), (1, 0, "RHS", "LHS")):
+        if unreduced[me] and not unreduced[me] <= reduced[other]:
+          raise ShardingTypeError(
+              f"{other_side} should be reduced along the same axes {side} is unreduced on. "
+              f"Got lhs={types[0]} and rhs={types[1]}")
+      out_unreduced = unreduced[0] | unreduced[1]
+      # the reduced axes the product consumed are not reduced in the result
+      reduced = [r - out_unreduced for r in reduced]
+    elif name in _UNREDUCED_LINEAR:
+      if len(unreduced) == 2 and unreduced[0] != unreduced[1]:
+        side, other = ("lhs", "rhs") if unreduced[0] else ("rhs", "lhs")
+        raise ShardingTypeError(
+            f"{side} is unreduced while {other} is not. `{name}` operation does not allow "
+            f"this because there will be implicit communication. Please reduce {side} via "
+            f"`reshard` before calling `{name}`.")
+      out_unreduced = unreduced[0]
+    else:
+      raise NotImplementedError(f"unreduced rule for {name} is not implemented. Please file "
+                                "an issue at https://github.com/jax-ml/jax/issues")
+  out_reduced = frozenset().union(*reduced)
+  if out_reduced:
+    for a, s, r, t in zip(in_avals, in_shardings, reduced, types):
+      if not a.shape or out_reduced <= r:
+        continue  # scalars (Python numbers) go with anything
+      split_axes = {n for e in entries_of(s, len(a.shape)) for n in (e or ())}
+      if (out_reduced - r) & split_axes:
+        raise ShardingTypeError(
+            "Inputs cannot be sharded/varying on the same axes that another input is reduced "
+            "on. Reshard the input which is reduced to be sharded on the mesh axes it is "
+            "reduced on via `jax.sharding.reshard(inp, jax.P(...))`. Got input type: "
+            f"{t} and reduced spec: {out_reduced}")
+      raise ShardingTypeError(
+          "Inputs cannot be replicated on the same axes that another input is reduced on. "
+          f"Got input type: {t} and reduced spec: {out_reduced}")
+  return out_unreduced, out_reduced
 
 
 def same_as_operand_rule(in_avals, in_shardings, out_avals, **params):
@@ -208,12 +292,24 @@ def reduction_rule(in_avals, in_shardings, out_avals, *, axes, **params):
   s = in_shardings[0]
   if s is None:
     return None
-  return TypeSharding(s.mesh, [e for i, e in enumerate(s.entries) if i not in set(axes)])
+  return s.with_entries([e for i, e in enumerate(s.entries) if i not in set(axes)])
+
+
+def nonlinear_reduction_rule(name):
+  """Reductions other than sums: as ``reduction_rule``, but a partial sum (unreduced) cannot
+  be reduced this way."""
+  def rule(in_avals, in_shardings, out_avals, **params):
+    s = in_shardings[0]
+    if s is not None and s.unreduced:
+      raise NotImplementedError(f"unreduced rule for {name} is not implemented. Please file "
+                                "an issue at https://github.com/jax-ml/jax/issues")
+    return reduction_rule(in_avals, in_shardings, out_avals, **params)
+  return rule
 
 
 def transpose_rule(in_avals, in_shardings, out_avals, *, permutation, **params):
   s = in_shardings[0]
-  return None if s is None else TypeSharding(s.mesh, [s.entries[p] for p in permutation])
+  return None if s is None else s.with_entries([s.entries[p] for p in permutation])
 
 
 def broadcast_in_dim_rule(in_avals, in_shardings, out_avals, *, shape, broadcast_dimensions,
@@ -225,14 +321,14 @@ def broadcast_in_dim_rule(in_avals, in_shardings, out_avals, *, shape, broadcast
   for i, d in enumerate(broadcast_dimensions):
     if in_avals[0].shape[i] == shape[d]:
       out[d] = s.entries[i]
-  return TypeSharding(s.mesh, out)
+  return s.with_entries(out)
 
 
 def squeeze_rule(in_avals, in_shardings, out_avals, *, dimensions, **params):
   s = in_shardings[0]
   if s is None:
     return None
-  return TypeSharding(s.mesh, [e for i, e in enumerate(s.entries) if i not in set(dimensions)])
+  return s.with_entries([e for i, e in enumerate(s.entries) if i not in set(dimensions)])
 
 
 def varying_shape_rule(name):
@@ -244,7 +340,7 @@ def varying_shape_rule(name):
       return None
     in_shape, out_shape = in_avals[0].shape, out_avals[0].shape
     if all(d == 1 for d in out_shape):
-      return None
+      return s.with_entries([None] * len(out_shape))
     for e, a, b in zip(s.entries, in_shape, out_shape):
       if a != b and e is not None and b % _axes_size(s.mesh, e):
         raise ShardingTypeError(
@@ -338,7 +434,7 @@ def reshape_rule(in_avals, in_shardings, out_avals, **params):
     if remaining:
       return fail()
   it = iter(out_entries)
-  return TypeSharding(s.mesh, [None if d == 1 else next(it) for d in out_shape])
+  return s.with_entries([None if d == 1 else next(it) for d in out_shape])
 
 
 def _prod(xs) -> int:
@@ -378,6 +474,10 @@ def dot_general_rule(in_avals, in_shardings, out_avals, *, dimension_numbers,
   mesh = mesh_of(in_shardings)
   if mesh is None:
     return None
+  if any(s is not None and s.unreduced for s in in_shardings):
+    raise ShardingTypeError(
+        "lhs or rhs passed to dot_general cannot be unreduced. Got "
+        f"lhs={_aval_repr(in_avals[0], lhs_s)} and rhs={_aval_repr(in_avals[1], rhs_s)}")
   lhs = entries_of(lhs_s, len(in_avals[0].shape))
   rhs = entries_of(rhs_s, len(in_avals[1].shape))
   (lc, rc), (lb, rb) = dimension_numbers
@@ -465,7 +565,7 @@ def _given_or_raise(message: str):
 
 
 def _aval_repr(aval, s) -> str:
-  return f"ShapedArray({type_str(aval, s)})"
+  return f"ShapedArray({type_str(aval, s)}{s.suffix() if s is not None else ''})"
 
 
 def gather_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, slice_sizes,

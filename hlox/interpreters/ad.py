@@ -334,6 +334,11 @@ def _transpose_with_types(rule, eqn, cts, invals):
   split = [getattr(v, "sharding", None) for v in eqn.invars]
   if not any(s is not None for s in split):
     return ct_in
+  # The cotangent of a reduced operand is unreduced (a partial sum per device), and of an
+  # unreduced one reduced, as in JAX.
+  split = [s if s is None or not (s.reduced or s.unreduced) else
+           sharding_types.TypeSharding(s.mesh, s.entries, s.reduced, s.unreduced)
+           for s in split]
   return [ct if s is None or ct is None or type(ct) is Zero else sharding_types.constrain(ct, s)
           for ct, s in zip(ct_in, split)]
 

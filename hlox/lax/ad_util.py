@@ -5,6 +5,7 @@ import numpy as np
 
 from hlox import tree_util
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
@@ -28,6 +29,8 @@ def _same_aval_shape_rule(x, y):
 # Sums tangents/cotangents of the same type (no broadcasting, no promotion). JAX calls the
 # equivalent primitive ``add_any`` too, which is how it shows up in printed gradients.
 add_any_p = standard_primitive(_same_aval_shape_rule, lambda x, y: x.dtype, "add_any")
+# Sums of cotangents: split (and unreduced) as the operands are.
+sharding_types.sharding_rules[add_any_p] = sharding_types.broadcasting_rule("add_any")
 xla.register_lowering(add_any_p, lambda ctx, x, y: hlo.add(x, y))
 ad.deflinear(add_any_p, lambda ct, x, y: [ct, ct])
 

@@ -529,4 +529,4 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
 
 for _p in (reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, reduce_xor_p,
            argmax_p, argmin_p):
-  sharding_types.sharding_rules[_p] = sharding_types.reduction_rule
+  sharding_types.sharding_rules[_p] = sharding_types.nonlinear_reduction_rule(_p.name)

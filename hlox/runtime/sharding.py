@@ -765,7 +765,13 @@ class NamedSharding(Sharding):
         dims.append("{" + axes + ", ?}" if axes else "{?}")
       else:
         dims.append("{" + axes + "}" if closed or axes else "{?}")
-    return f"#sdy.sharding<@{mesh_symbol}, [{', '.join(dims)}]>"
+    # Partial sums over ``unreduced`` axes (XLA all-reduces them where a constraint or a
+    # result asks for a value without them); ``reduced`` is a type-level promise only.
+    unreduced = ""
+    if self.spec.unreduced:
+      names = [a for a in self.mesh.axis_names if a in self.spec.unreduced]
+      unreduced = ", unreduced={" + ", ".join(f'"{a}"' for a in names) + "}"
+    return f"#sdy.sharding<@{mesh_symbol}, [{', '.join(dims)}]{unreduced}>"
 
   def __eq__(self, other):
     return (isinstance(other, NamedSharding) and self.mesh == other.mesh
@@ -1060,7 +1066,8 @@ def named_of_type(split, abstract: bool = False) -> "NamedSharding":
   ``abstract`` (as a type shows it)."""
   mesh = split.mesh.abstract_mesh if abstract else split.mesh
   return NamedSharding(mesh, PartitionSpec(
-      *[None if e is None else e[0] if len(e) == 1 else e for e in split.entries]))
+      *[None if e is None else e[0] if len(e) == 1 else e for e in split.entries],
+      unreduced=split.unreduced, reduced=split.reduced))
 
 
 def _unsplit_sharding(ndim: int) -> "NamedSharding":
