@@ -171,6 +171,8 @@ class Array:
   @property
   def sharding(self):
     multi = self._multi
+    if multi is not None and spmd.is_multi_device(multi):  # pmap's layout, as JAX shows it
+      return multi._sharding.named()
     return sharding_lib.public((multi if multi is not None else self._buf)._sharding)
 
   @property
@@ -200,7 +202,7 @@ class Array:
     """The device holding this array (its sharding when it spans several devices)."""
     multi = self._multi
     if multi is not None:
-      return sharding_lib.public(multi._sharding)
+      return self.sharding
     return client.buffer_device(self._buf)
 
   @property
