@@ -262,3 +262,46 @@ def test_broadcast_one_to_all_single_process():
   np.testing.assert_array_equal(out, np.arange(8, dtype=np.uint8))
   multihost_utils.sync_global_devices("test")
   multihost_utils.assert_equal({"a": x})
+
+
+# --- AOT shardings and ShapeDtypeStruct.like --------------------------------------------------
+
+def test_compiled_input_and_output_shardings():
+  mesh = hlox.make_mesh((8,), ("x",))
+  s = NamedSharding(mesh, P("x"))
+  sds = hlox.ShapeDtypeStruct((16,), jnp.float32, sharding=s)
+  compiled = hlox.jit(lambda x: x * 2).lower(sds).compile()
+  (args, kwargs), out = compiled.input_shardings, compiled.output_shardings
+  assert kwargs == {} and len(args) == 1
+  assert args[0] == s and out == s
+  assert out._to_xla_hlo_sharding(1) == s._to_xla_hlo_sharding(1)
+  x = hlox.device_put(np.arange(16.0, dtype=np.float32), s)
+  np.testing.assert_array_equal(compiled(x), np.arange(16.0) * 2)
+  # an unused argument keeps its place
+  unused = hlox.jit(lambda x, y: x).lower(np.arange(8), np.arange(8)).compile()
+  (args, _), out = unused.input_shardings, unused.output_shardings
+  one = hlox.sharding.SingleDeviceSharding(hlox.devices()[0])
+  assert args == (one, one) and out == one
+
+
+def test_shape_dtype_struct_like_keeps_committed_shardings_only():
+  S = hlox.ShapeDtypeStruct
+  assert S.like(jnp.array(1.0)).sharding is None and S.like(jnp.array(1.0)).weak_type
+  assert not S.like(np.array(1.0)).weak_type
+  one = hlox.sharding.SingleDeviceSharding(hlox.devices()[0])
+  assert S.like(hlox.device_put(jnp.arange(8), one)).sharding == one
+  mesh = hlox.make_mesh((2,), ("x",))
+  x = hlox.device_put(jnp.arange(8), NamedSharding(mesh, P("x")))
+  assert S.like(x).sharding == NamedSharding(mesh, P("x"))
+  specs = []
+
+  @hlox.jit
+  def f(a):
+    sds = S.like(a)
+    specs.append(sds.sharding.spec)
+    return jnp.ones(sds.shape, sds.dtype, out_sharding=sds.sharding)
+  with hlox.sharding.set_mesh(mesh):
+    out = f(x)
+  assert specs == [P("x")]
+  assert out.sharding.spec == P("x")
+  np.testing.assert_array_equal(out, np.ones(8))
