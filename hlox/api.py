@@ -102,10 +102,16 @@ class ShapeDtypeStruct:
     if isinstance(x, ShapeDtypeStruct):
       return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
     aval = _abstractify(x)
-    # As JAX: an array placed on purpose (committed) keeps its sharding, else none.
-    keep = not isinstance(x, Tracer) and getattr(x, "committed", True)
-    return cls(aval.shape, aval.dtype, weak_type=aval.weak_type,
-               sharding=getattr(x, "sharding", None) if keep else None)
+    if isinstance(x, Tracer):  # as its type says (split over Explicit mesh axes), if it is
+      # (over the concrete mesh, where JAX's is over the abstract one: hlox's creation
+      # functions take concrete shardings)
+      split = getattr(x, "type_sharding", None)
+      sharding = None if split is None else sharding_lib.named_of_type(split)
+    elif isinstance(x, Array):  # as JAX: uncommitted arrays have no sharding to keep
+      sharding = x.sharding if x.committed else None
+    else:
+      sharding = getattr(x, "sharding", None)
+    return cls(aval.shape, aval.dtype, weak_type=aval.weak_type, sharding=sharding)
 
   def update(self, **kwargs) -> "ShapeDtypeStruct":
     """A copy with the given fields (``shape``, ``dtype``, ``weak_type``, ``sharding``)
@@ -1005,6 +1011,29 @@ class Compiled:
 
   def _host_outputs(self, call):
     return host_outputs(call, self._traced.jaxpr.out_avals)
+
+  def _flat_shardings(self, which: str) -> list:
+    call = self._call
+    avals = self._traced.jaxpr.in_avals if which == "in" else self._traced.jaxpr.out_avals
+    shardings = getattr(call, f"{which}_shardings", None)
+    if isinstance(call, partitioned.PartitionedCall):
+      return list(shardings)
+    device = getattr(call, "device", None) or client.default_device()
+    if shardings is not None or getattr(call, "replicated", False):
+      raise NotImplementedError(f"Compiled.{which}put_shardings of a program with pmaps")
+    return [sharding_lib.SingleDeviceSharding(device)] * len(avals)
+
+  @property
+  def input_shardings(self):
+    """The arguments' shardings as the program takes them, in the tree of
+    ``(args, kwargs)`` (arguments the program does not use included)."""
+    flat = self._flat_shardings("in")
+    return self.in_tree.unflatten(flat[len(self._traced.consts):])
+
+  @property
+  def output_shardings(self):
+    """The results' shardings as the program lays them out, in the results' tree."""
+    return self.out_tree.unflatten(self._flat_shardings("out"))
 
   def _argument_names(self, args, kwargs) -> list:
     """The flat arguments' names in errors: by parameter name (x, x[0]...) where the

@@ -11,7 +11,7 @@ from hlox.lax.sharding_constraint import constrain as _constrain, with_sharding_
 from hlox.runtime import placement
 from hlox.runtime.array import Array
 from hlox.core.tracer import eval_trace, trace_ctx
-from hlox.runtime.sharding import (AbstractMesh, AxisType, GSPMDSharding, Mesh,  # noqa: F401
+from hlox.runtime.sharding import (AbstractDevice, AbstractMesh, AxisType, GSPMDSharding, Mesh,  # noqa: F401
                                    NamedSharding, PartitionSpec, Sharding,
                                    SingleDeviceSharding, current_mesh, get_abstract_mesh,
                                    make_mesh, use_abstract_mesh)
@@ -49,7 +49,7 @@ def _empty_mesh():
   return Mesh(np.empty((), dtype=object), ())
 
 
-__all__ = ["AxisType", "GSPMDSharding", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
+__all__ = ["AbstractDevice", "AxisType", "GSPMDSharding", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
            "SingleDeviceSharding", "get_mesh", "make_mesh", "reshard", "set_mesh", "use_mesh"]
 
 

@@ -5,6 +5,6 @@ Belongs here: thin re-exports and small wrappers of APIs whose home is elsewhere
 (``hlox.debug``, ``hlox.lax``); may import the rooms of its layer and below, never jaxlib.
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
-from hlox.experimental import mesh_utils, shard_map  # noqa: F401
+from hlox.experimental import mesh_utils, multihost_utils, shard_map  # noqa: F401
 
-__all__ = ["io_callback", "mesh_utils", "shard_map"]
+__all__ = ["io_callback", "mesh_utils", "multihost_utils", "shard_map"]

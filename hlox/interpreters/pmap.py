@@ -134,7 +134,7 @@ class PmapLowering:
     self.out_avals = [_insert_axis(a, ax, axis_size) for a, ax in zip(jaxpr.out_avals, out_axes)]
     self.out_global = [_insert_axis(a, ax, global_axis_size)
                        for a, ax in zip(jaxpr.out_avals, out_axes)]
-    self.out_shardings = [spmd.pmap_sharding(devs, ax, a.ndim, inner)
+    self.out_shardings = [spmd.pmap_sharding(devs, ax, a.ndim, inner, axis_name)
                           for a, ax in zip(self.out_global, out_axes)]
     body = _replica_body(jaxpr, in_avals, in_axes, out_axes, axis_name, global_axis_size)
     self.lowered = xla.lower_jaxpr_to_module(
@@ -178,7 +178,7 @@ class CompiledPmap:
                                        self.in_shardings):
       if type(x) is Array:
         multi = x._multi
-        if multi is not None and multi._sharding is sharding:
+        if multi is not None and getattr(multi._sharding, "base", None) is sharding:
           x._check_multi_alive(multi)  # jaxlib aborts on a donated multi-device buffer
           bufs.append(multi)
           continue

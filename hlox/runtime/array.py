@@ -2,6 +2,8 @@
 moving values to and from devices."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from hlox.core import basearray
@@ -163,8 +165,14 @@ class Array:
     return self._sig is not self.aval or self._multi is not None
 
   @property
+  def _committed(self) -> bool:  # JAX's name
+    return self.committed
+
+  @property
   def sharding(self):
     multi = self._multi
+    if multi is not None and spmd.is_multi_device(multi):  # pmap's layout, as JAX shows it
+      return multi._sharding.named()
     return sharding_lib.public((multi if multi is not None else self._buf)._sharding)
 
   @property
@@ -194,7 +202,7 @@ class Array:
     """The device holding this array (its sharding when it spans several devices)."""
     multi = self._multi
     if multi is not None:
-      return sharding_lib.public(multi._sharding)
+      return self.sharding
     return client.buffer_device(self._buf)
 
   @property
@@ -426,6 +434,43 @@ class Array:
   def check_alive(self):
     if self.is_deleted():
       raise DeletedArrayError(deleted_message(self.aval))
+
+  _check_if_deleted = check_alive  # JAX's name
+
+  def is_ready(self) -> bool:
+    """Whether the value has been computed (``block_until_ready`` would not wait)."""
+    self.check_alive()
+    multi = self._multi
+    return (multi if multi is not None else self._buf).is_ready()
+
+  @property
+  def _npy_value(self):
+    """The host copy of the value, if one was made (None after ``delete``)."""
+    return self._npy
+
+  @property
+  def _arrays(self):
+    """The single-device Arrays holding this array's pieces (None once deleted)."""
+    if self.is_deleted():
+      return None
+    if self._multi is None:
+      return [self]
+    return [shard.data for shard in self.addressable_shards]
+
+  def to_device(self, device, *, stream=None):
+    """The Array API standard's ``x.to_device(device)``: this array on ``device`` (a device
+    or a sharding), as ``device_put`` places it."""
+    if stream is not None:
+      raise NotImplementedError("to_device: the `stream` argument is not supported")
+    return device_put(self, device)
+
+  @property
+  def __numpy_dtype__(self):
+    # NumPy >= 2.4 reads this for ``np.dtype(x)``; JAX 0.10.2 deprecates that conversion.
+    warnings.warn("Implicit conversion of an array to a dtype is deprecated; rather than "
+                  "dtype=arr use dtype=arr.dtype. In the future this will result in an "
+                  "error.", DeprecationWarning, stacklevel=2)
+    return self.aval.dtype
 
 
 def _reconstruct(value, weak_type):

@@ -230,10 +230,30 @@ def _from_process_local_data(sharding, local_data, global_shape):
   return array_lib.wrap_partitioned(buf, aval)
 
 
+def _check_single_device_arrays(arrays, dtype):
+  """JAX's checks of ``make_array_from_single_device_arrays``'s ``arrays``."""
+  name = "jax.make_array_from_single_device_arrays"
+  if not isinstance(arrays, (list, tuple)):
+    raise TypeError(f"{name} `arrays` argument must be a list or tuple, but got "
+                    f"{type(arrays)}.")
+  if any(isinstance(a, Tracer) for a in arrays):
+    raise ValueError(f"{name} requires a list of concrete arrays as input, but got types "
+                     f"{set(map(type, arrays))}")
+  if not arrays and dtype is None:
+    raise ValueError("If the Array has no addressable shards, `dtype` must be provided via "
+                     f"the `dtype` argument to `{name}`.")
+  for a in arrays:
+    if isinstance(a, Array) and a._multi is not None and len(a.devices()) != 1:
+      raise ValueError("When making an array from single-device arrays the input arrays "
+                       "must have one shard each. An argument array had "
+                       f"{len(a.devices())} shard(s).")
+
+
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
   """The Array of global ``shape`` whose pieces are ``arrays`` (one Array per device of
   ``sharding``, each already on its device), without copying where they already lie."""
   shape = tuple(shape)
+  _check_single_device_arrays(arrays, dtype)
   if isinstance(sharding, sharding_lib.NamedSharding):
     return _from_single_device_arrays(shape, sharding, list(arrays), dtype)
   device = _sharding_device("make_array_from_single_device_arrays", sharding)
@@ -285,9 +305,34 @@ def _from_single_device_arrays(shape, sharding, arrays, dtype):
   return array_lib.wrap_partitioned(spmd.put_blocks(blocks, aval, internal), aval)
 
 
+def _is_shape(s) -> bool:
+  return isinstance(s, tuple) and all(isinstance(n, (int, np.integer)) for n in s)
+
+
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
-  """The Array laid out by ``sharding`` from this process's data: in one process (hlox's
-  single-device shardings) the local data is the whole array."""
+  """The Array laid out by ``sharding`` from this process's data (or a tree of them, each
+  leaf laid out alike): in one process the local data is the whole array. ``sharding`` may
+  be a ``PartitionSpec`` over the current mesh; ``global_shape`` one shape for every leaf or
+  a tree of them."""
+  if isinstance(sharding, sharding_lib.PartitionSpec):
+    mesh = sharding_lib.current_mesh()
+    if mesh is None or mesh.empty:
+      raise ValueError("make_array_from_process_local_data: a PartitionSpec sharding "
+                       f"({sharding!r}) needs a mesh: use a NamedSharding or set one with "
+                       "`set_mesh`")
+    sharding = sharding_lib.NamedSharding(mesh, sharding)
+  leaves, treedef = tree_util.tree_flatten(local_data)
+  if treedef.num_nodes == 1 and treedef.num_leaves == 1:  # one array
+    return _array_from_process_local_data(sharding, local_data, global_shape)
+  if global_shape is None or _is_shape(global_shape):
+    shapes = [global_shape] * len(leaves)
+  else:
+    shapes = treedef.flatten_up_to(global_shape)
+  return treedef.unflatten([_array_from_process_local_data(sharding, leaf, shape)
+                            for leaf, shape in zip(leaves, shapes)])
+
+
+def _array_from_process_local_data(sharding, local_data, global_shape):
   if isinstance(sharding, sharding_lib.NamedSharding):
     return _from_process_local_data(sharding, local_data, global_shape)
   device = _sharding_device("make_array_from_process_local_data", sharding)

@@ -14,6 +14,7 @@ order), as XLA's tile assignments and device assignments use them.
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import math
@@ -61,24 +62,29 @@ class PartitionSpec(tuple):
   UNCONSTRAINED = _Unconstrained()
 
   def __new__(cls, *entries, unreduced=frozenset(), reduced=frozenset()):
-    for e in entries:
-      names = e if isinstance(e, tuple) else (e,)
-      for n in names:
-        if n is not None and n is not _Unconstrained() and not isinstance(n, str):
-          raise TypeError(f"PartitionSpec entries must be mesh axis names (str), tuples of "
-                          f"them, None or PartitionSpec.UNCONSTRAINED; got {e!r}")
-    # As JAX stores them: a one-name tuple is the name, an empty one None.
-    entries = tuple(None if e == () else e[0] if type(e) is tuple and len(e) == 1 else e
-                    for e in entries)
+    entries = tuple(_entry(e) for e in entries)
     unreduced = _axis_set("unreduced", unreduced)
     reduced = _axis_set("reduced", reduced)
+    # Specs are interned (as JAX's): equal entries give the same object, so comparing
+    # layouts in caches is mostly an identity check.
+    key = (entries, unreduced, reduced)
+    self = _interned_specs.get(key)
+    if self is not None:
+      return self
     _check_partial_axes(entries, unreduced, reduced)
     self = super().__new__(cls, entries)
     # ``unreduced``: mesh axes over which the value is a sum of the devices' pieces (each
     # holds a partial sum); ``reduced``: axes over which it is already summed.
     self.unreduced = unreduced
     self.reduced = reduced
+    if len(_interned_specs) >= _INTERNED_SPECS_MAX:
+      _interned_specs.clear()
+    _interned_specs[key] = self
     return self
+
+  def __init_subclass__(cls, **kwargs):
+    raise TypeError("Subclassing `jax.P` is prohibited: hlox's PartitionSpec (hlox.P) is "
+                    "final, as JAX's is.")
 
   @property
   def partitions(self) -> tuple:
@@ -155,6 +161,30 @@ class PartitionSpec(tuple):
     return tuple(e) if isinstance(e, tuple) else (e,)
 
 
+_interned_specs: dict = {}
+_INTERNED_SPECS_MAX = 4096
+
+
+def _entry(e):
+  """One entry of a PartitionSpec as JAX stores it: a list is a tuple, a one-name tuple is
+  the name and an empty one None; anything but axis names, None and UNCONSTRAINED raises."""
+  if isinstance(e, list):
+    e = tuple(e)
+  if isinstance(e, tuple):
+    for n in e:
+      if isinstance(n, (tuple, list)):
+        raise ValueError("A tuple inside PartitionSpec cannot contain a nested tuple. Got "
+                         f"partition: {e} and the nested tuple: {n}")
+      if not (n is None or n is _Unconstrained() or isinstance(n, str)):
+        raise TypeError("PartitionSpec entries must be mesh axis names (str), tuples of "
+                        f"them, None or PartitionSpec.UNCONSTRAINED; got {e!r}")
+    return None if not e else e[0] if len(e) == 1 else e
+  if e is None or e is _Unconstrained() or isinstance(e, str):
+    return e
+  raise TypeError("PartitionSpec entries must be mesh axis names (str), tuples of them, "
+                  f"None or PartitionSpec.UNCONSTRAINED; got {e!r}")
+
+
 def _axis_set(what, axes) -> frozenset:
   if isinstance(axes, frozenset):
     return axes
@@ -189,6 +219,8 @@ def _make_spec(partitions, unreduced, reduced):  # unpickling
 # --- meshes ------------------------------------------------------------------------------
 
 _mesh_state = threading.local()
+_meshes: dict = {}  # every Mesh made, by devices, shape, axis names and types
+_MESHES_MAX = 1024
 
 
 class Mesh:
@@ -197,37 +229,67 @@ class Mesh:
   Usable as a context manager (``with mesh:``): code inside sees it as the current mesh
   (``PartitionSpec`` arguments to ``with_sharding_constraint`` are resolved against it)."""
 
-  def __init__(self, devices, axis_names, axis_types=None):
+  def __new__(cls, devices, axis_names, axis_types=None):
     if isinstance(axis_names, str):
       axis_names = (axis_names,)
     axis_names = tuple(axis_names)
-    if any(n is None for n in axis_names):
-      raise ValueError(f"Mesh axis names cannot be None. Got: {axis_names}")
-    if len(set(axis_names)) != len(axis_names):
-      raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
     devices = np.asarray(devices, dtype=object)
-    if devices.ndim != len(axis_names):
-      raise ValueError(
-          "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
-          f"its second argument (`axis_names`), but got devices.ndim == {devices.ndim} and "
-          f"len(axis_names) == {len(axis_names)}.")
     if axis_types is None:
       axis_types = (AxisType.Auto,) * len(axis_names)
     elif isinstance(axis_types, AxisType):
       axis_types = (axis_types,) * len(axis_names)
     axis_types = tuple(axis_types)
+    # An empty mesh (``Mesh(np.empty((), dtype=object), ())``) has no devices.
+    flat = tuple(devices.flat) if devices.ndim else ()
+    # As JAX, building the same mesh twice gives the same object.
+    key = (flat, devices.shape, axis_names, axis_types)
+    try:
+      self = _meshes.get(key)
+    except TypeError:  # unhashable "devices": reported below
+      self, key = None, None
+    if self is not None:
+      return self
+    if any(n is None for n in axis_names):
+      raise ValueError(f"Mesh axis names cannot be None. Got: {axis_names}")
+    if len(set(axis_names)) != len(axis_names):
+      raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
+    if devices.ndim != len(axis_names):
+      raise ValueError(
+          "Mesh requires the ndim of its first argument (`devices`) to equal the length of "
+          f"its second argument (`axis_names`), but got devices.ndim == {devices.ndim} and "
+          f"len(axis_names) == {len(axis_names)}.")
     if len(axis_types) != len(axis_names):
       raise ValueError("Number of axis names should match the number of axis_types. Got "
                        f"axis_names={axis_names} and axis_types={axis_types}")
-    flat = tuple(devices.flat) if axis_names else ()  # ``Mesh(np.empty((), object), ())``
     if len(set(flat)) != len(flat):
       raise ValueError(f"Mesh devices must be distinct, got {list(flat)}")
+    if key is None:
+      raise TypeError(f"Mesh: devices must be devices, got {list(devices.flat)}")
+    self = super().__new__(cls)
     self.devices = devices
     self.axis_names = axis_names
     self.axis_types = axis_types
     self._flat_devices_tuple = flat
     self._key = (tuple(d.id for d in flat), devices.shape, axis_names, axis_types)
     self._hash = hash(self._key)  # hashed per call in jit's cache keys: once is enough
+    if len(_meshes) >= _MESHES_MAX:
+      _meshes.clear()
+    _meshes[key] = self
+    return self
+
+  def update(self, devices=None, axis_names=None, axis_types=None) -> "Mesh":
+    """This mesh with its devices, axis names or axis types replaced."""
+    return Mesh(self.devices if devices is None else devices,
+                self.axis_names if axis_names is None else axis_names,
+                self.axis_types if axis_types is None else axis_types)
+
+  def __call__(self, fun):
+    """``@mesh``: run ``fun`` with this mesh current (as ``with mesh:``)."""
+    @functools.wraps(fun)
+    def inside(*args, **kwargs):
+      with self:
+        return fun(*args, **kwargs)
+    return inside
 
   # --- description ---
   @property
@@ -340,7 +402,7 @@ class AbstractMesh:
 
   @property
   def size(self) -> int:
-    return math.prod(self.axis_sizes)
+    return math.prod(self.axis_sizes) if self.axis_names else 0
 
   @property
   def empty(self) -> bool:
@@ -369,6 +431,14 @@ class AbstractMesh:
   def abstract_mesh(self) -> "AbstractMesh":
     return self
 
+  def update(self, axis_sizes=None, axis_names=None, axis_types=None, **kwargs):
+    """This mesh with its axis sizes, names or types replaced."""
+    if "abstract_device" not in kwargs:
+      kwargs["_device"] = self._device
+    return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                        self.axis_names if axis_names is None else axis_names,
+                        self.axis_types if axis_types is None else axis_types, **kwargs)
+
   def update_axis_types(self, name_to_type: dict) -> "AbstractMesh":
     """This mesh with the axes named in ``name_to_type`` of the given types."""
     for name in name_to_type:
@@ -394,6 +464,14 @@ class AbstractMesh:
 
 
 EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+@dataclasses.dataclass(frozen=True)
+class AbstractDevice:
+  """What an ``AbstractMesh`` knows of its devices: their kind, cores and platform."""
+  device_kind: str
+  num_cores: int | None
+  platform: str
 
 
 # The mesh context of this thread: the concrete mesh of ``set_mesh`` (None when none) and
@@ -631,6 +709,13 @@ class Sharding:
   def is_fully_replicated_for(self, ndim: int) -> bool:
     return self.hlo(ndim).is_replicated()
 
+  def _to_xla_hlo_sharding(self, ndim: int):  # JAX's name for ``hlo``
+    return self.hlo(ndim)
+
+  def check_compatible_aval(self, aval_shape) -> None:
+    """Raise ``ValueError`` if this layout cannot hold a value of shape ``aval_shape``
+    (one of too small a rank); shardings of one device hold any."""
+
   def devices_indices_map(self, global_shape) -> dict:
     """{device: tuple of slices of ``global_shape`` it holds}."""
     shape = tuple(global_shape)
@@ -699,6 +784,13 @@ class NamedSharding(Sharding):
     return all(not self.spec.axes_of(d) or
                math.prod(self.mesh.shape[n] for n in self.spec.axes_of(d)) == 1
                for d in range(len(self.spec)))
+
+  def check_compatible_aval(self, aval_shape) -> None:
+    if len(aval_shape) < len(self.spec):
+      extra = " For scalars the PartitionSpec should be P()" if not len(aval_shape) else ""
+      raise ValueError(f"Sharding {self} is only valid for values of rank at least "
+                       f"{len(self.spec)}, but was applied to a value of rank "
+                       f"{len(aval_shape)}.{extra}")
 
   def check_rank(self, ndim: int, what: str = "an array"):
     if len(self.spec) > ndim:
@@ -874,6 +966,12 @@ class GSPMDSharding(Sharding):
 
   def __repr__(self):
     return f"GSPMDSharding({self._hlo!r})"
+
+  def check_compatible_aval(self, aval_shape) -> None:
+    dims, _ = _tiles(self._hlo, len(self._devices))
+    if dims is not None and len(aval_shape) < len(dims):
+      raise ValueError(f"Sharding {self} is only valid for values of rank at least "
+                       f"{len(dims)}, but was applied to a value of rank {len(aval_shape)}")
 
 
 def from_hlo(hlo, mesh: Mesh, ndim: int) -> Sharding:

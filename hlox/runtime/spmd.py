@@ -40,7 +40,7 @@ def _make_sharding_class():
     """``devices`` hold a value split along ``axis`` (None: copied to all) in pieces of
     size 1, each piece on ``groups`` consecutive devices."""
 
-    def __init__(self, devices, axis, ndim, groups):
+    def __init__(self, devices, axis, ndim, groups, name=None):
       dims = [1] * ndim
       n_pieces = len(devices) // groups
       if axis is None:
@@ -65,6 +65,25 @@ def _make_sharding_class():
                               if getattr(d, "process_index", 0) == me]
       self.local_devices = [devices[p] for p in self.local_positions]
       self.local_pieces = sorted({p // groups for p in self.local_positions})
+      self.axis_name = name if isinstance(name, str) else _PMAP_AXIS
+      self._named = None
+      # The same layout without a name (``self`` when unnamed): what pmap's inputs use, so
+      # a result of one pmap goes into the next without a copy, whatever their axis names.
+      self.base = self if name is None else pmap_sharding(devices, axis, ndim, groups)
+
+    def named(self):
+      """This layout as JAX 0.10.2 reports a pmap result's ``.sharding``: a NamedSharding
+      over a one-axis mesh of the devices, named after pmap's axis, splitting ``axis``
+      (none: replicated). Nested pmaps' layouts (several devices per piece) stay as
+      they are."""
+      if self.groups != 1:
+        return self
+      if self._named is None:
+        mesh = sharding_lib.Mesh(np.array(self._devs, dtype=object), (self.axis_name,))
+        spec = (sharding_lib.PartitionSpec() if self.axis is None else
+                sharding_lib.PartitionSpec(*(None,) * self.axis, self.axis_name))
+        self._named = sharding_lib.NamedSharding(mesh, spec)
+      return self._named
 
     def __repr__(self):
       where = "replicated" if self.axis is None else f"split along axis {self.axis}"
@@ -74,12 +93,19 @@ def _make_sharding_class():
   return PmapSharding
 
 
-def pmap_sharding(devices, axis, ndim: int, groups: int = 1):
-  """The (cached, so comparable by identity) sharding for this layout."""
-  key = (tuple(devices), axis, ndim, groups)
+# The mesh axis name of a pmap without ``axis_name`` (as JAX names it).
+_PMAP_AXIS = "_internal_pmap_axis_name"
+
+
+def pmap_sharding(devices, axis, ndim: int, groups: int = 1, name=None):
+  """The (cached, so comparable by identity) sharding for this layout; ``name`` (pmap's
+  axis name) only names the mesh axis of its public view (``named``)."""
+  name = name if isinstance(name, str) else None
+  key = (tuple(devices), axis, ndim, groups, name)
   sharding = _sharding_cache.get(key)
   if sharding is None:
-    sharding = _sharding_cache[key] = _make_sharding_class()(tuple(devices), axis, ndim, groups)
+    sharding = _sharding_cache[key] = _make_sharding_class()(tuple(devices), axis, ndim, groups,
+                                                             name)
   return sharding
 
 
@@ -218,7 +244,8 @@ def local_pieces(buf) -> list:
   for p in local[1:]:
     order = list(devices)
     order[local[0]], order[p] = order[p], order[local[0]]
-    swapped = pmap_sharding(order, sharding.axis, sharding.ndim, sharding.groups)
+    swapped = pmap_sharding(order, sharding.axis, sharding.ndim, sharding.groups,
+                            sharding.axis_name)
     moved = xc.reorder_shards(buf, swapped, _jax.ArrayCopySemantics.REUSE_INPUT)
     pieces.append(_first_shard_to_numpy(moved))
   return pieces
