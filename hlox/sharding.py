@@ -8,6 +8,7 @@ from hlox import tree_util
 from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
 from hlox.lax.sharding_constraint import constrain as _constrain, with_sharding_constraint  # noqa: F401,E501
+from hlox.lax.sharding_constraint import has_partial_axes
 from hlox.runtime import placement
 from hlox.runtime.array import Array
 from hlox.core.tracer import eval_trace, trace_ctx
@@ -60,6 +61,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   as in JAX."""
   leaves = tree_util.tree_leaves(x)
   if not any(isinstance(leaf, Tracer) for leaf in leaves):
+    if _moves_partial_sums(leaves, device):
+      return _constrain(x, device)  # a program over the mesh (``sharding_constraint``)
     return placement.device_put(x, device, src=src, donate=donate, may_alias=may_alias)
   if device is None or hasattr(device, "platform") or isinstance(device,
                                                                  SingleDeviceSharding):
@@ -78,7 +81,19 @@ def reshard(x, out_shardings):
       raise ValueError(f"reshard: the PartitionSpec {out_shardings!r} needs a mesh: use a "
                        "NamedSharding or `hlox.sharding.set_mesh(mesh)`")
     out_shardings = NamedSharding(mesh, out_shardings)
+  if _moves_partial_sums(tree_util.tree_leaves(x), out_shardings):
+    return _constrain(x, out_shardings)
   return placement.device_put(x, out_shardings)
+
+
+def _moves_partial_sums(leaves, target) -> bool:
+  """Whether a transfer goes to or from unreduced axes (partial sums)."""
+  targets = tree_util.tree_leaves(target, is_leaf=_is_sharding_leaf)
+  if any(isinstance(t, PartitionSpec) and t.unreduced for t in targets):
+    return True
+  return (any(has_partial_axes(t) for t in targets)
+          or any(isinstance(leaf, Array) and leaf._multi is not None
+                 and has_partial_axes(leaf.sharding) for leaf in leaves))
 
 
 # --- switching axis types: auto_axes / explicit_axes ----------------------------------------

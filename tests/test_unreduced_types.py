@@ -207,3 +207,33 @@ def test_reduced_values_compute_as_replicated_ones():
     out = hlox.jit(lambda r: jnp.sin(r) * 2)(r)
     assert out.sharding.spec == P(None, None, reduced={"x"})
     np.testing.assert_allclose(np.asarray(out), np.sin(host) * 2, rtol=1e-6)
+
+
+def test_operations_on_unreduced_arguments_keep_the_partial_sums():
+  # An ``add`` of unreduced values stays local: XLA must not all-reduce its operands (each
+  # device would then hold the whole sum, and the pieces would add up to twice the value).
+  lhs, rhs = np.arange(8.).reshape(2, 4), np.arange(12.).reshape(4, 3)
+  with hlox.sharding.set_mesh(_mesh()):
+    a = hlox.device_put(lhs, P(None, "x"))
+    b = hlox.device_put(rhs, P("x", None))
+    u = hlox.jit(lambda a, b: jnp.dot(a, b, out_sharding=P(None, None, unreduced={"x"})))(a, b)
+    for doubled in (hlox.jit(lambda v: v + v)(u), u + u):
+      assert doubled.sharding.spec == P(None, None, unreduced={"x"})
+      pieces = [np.asarray(s.data) for s in doubled.addressable_shards]
+      np.testing.assert_allclose(pieces[0], 2 * lhs[:, :2] @ rhs[:2])
+      np.testing.assert_allclose(sum(pieces), 2 * lhs @ rhs)
+
+
+def test_eager_transfers_to_and_from_unreduced_axes():
+  value = np.array([[1, 2], [3, 4]])
+  with hlox.sharding.set_mesh(_mesh()):
+    for out in (jnp.array(jnp.asarray(value), out_sharding=P(unreduced={"x"})),
+                hlox.device_put(jnp.asarray(value), P(unreduced={"x"}))):
+      assert out.sharding.spec.unreduced == {"x"}
+      pieces = [np.asarray(s.data) for s in out.addressable_shards]
+      np.testing.assert_array_equal(pieces[0], value)  # one device holds it, others zeros
+      np.testing.assert_array_equal(pieces[1], np.zeros_like(value))
+      np.testing.assert_array_equal(np.asarray(reshard(out, P())), value)
+      split = reshard(out, P("x"))
+      assert split.sharding.spec == P("x")
+      np.testing.assert_array_equal(np.asarray(split), value)

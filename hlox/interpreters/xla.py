@@ -20,6 +20,7 @@ import numpy as np
 from hlox import monitoring
 from hlox.cache import LRUCache
 from hlox.core import dtypes
+from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core.tracer import check_no_tracers
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
@@ -449,11 +450,30 @@ def lower_jaxpr(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
 
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
+  typed = mctx.mesh is not None and not mctx.manual and sharding_types.active[0]
   for eqn in jaxpr.eqns:
     outs = lower_eqn(mctx, eqn, [read(v) for v in eqn.invars], [_aval(v) for v in eqn.invars],
                      [v.aval for v in eqn.outvars])
+    if typed:
+      outs = [_keep_unreduced(mctx, v, o) for v, o in zip(eqn.outvars, outs)]
     env.update(zip(eqn.outvars, outs))
   return [read(v) for v in jaxpr.outvars]
+
+
+def _keep_unreduced(mctx: ModuleContext, var, value):
+  """A result whose type is unreduced over mesh axes (partial sums) is constrained so, as
+  JAX lowers every typed result: XLA otherwise sums the operands' pieces first (an
+  ``add`` of unreduced values would all-reduce them, and the pieces of its result would
+  no longer add up to the value)."""
+  split = getattr(var, "sharding", None)
+  if split is None or not split.unreduced:
+    return value
+  from hlox.runtime import sharding as sharding_lib
+  named = sharding_lib.onto_mesh(sharding_lib.named_of_type(split), mctx.mesh)
+  if named is None:
+    return value
+  attr = ir.Attribute.parse(named.sdy_text(var.aval.ndim))
+  return sdy.ShardingConstraintOp(value, attr).result
 
 
 def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> list:

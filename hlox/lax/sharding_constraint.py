@@ -13,7 +13,9 @@ from hlox.core import sharding_types
 from hlox.core.primitive import Primitive
 from hlox.interpreters import ad, batching, partitioned, xla
 from hlox.runtime import sharding as sharding_lib
-from hlox.runtime.array import device_put
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from hlox.core.tracer import get_aval
+from hlox.runtime.array import Array, device_put
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
@@ -23,7 +25,36 @@ __all__ = ["with_sharding_constraint", "sharding_constraint_p", "apply_out_shard
 
 sharding_constraint_p = Primitive("sharding_constraint")
 sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)
-sharding_constraint_p.def_impl(lambda x, *, sharding: device_put(x, sharding))
+
+
+def has_partial_axes(sharding) -> bool:
+  """Whether ``sharding`` holds values unreduced (partial sums) over some mesh axes."""
+  return isinstance(sharding, sharding_lib.NamedSharding) and bool(sharding.spec.unreduced)
+
+
+def _impl(x, *, sharding):
+  if has_partial_axes(sharding) or has_partial_axes(getattr(x, "sharding", None)):
+    return _partial_sums_moved(x, sharding)
+  return device_put(x, sharding)
+
+
+def _partial_sums_moved(x, sharding):
+  """Eagerly, to or from unreduced axes: partial sums are added up (all-reduced) or made
+  (the value on one device along the axes, zeros on the others) by a program over the mesh,
+  as JAX's ``device_put`` runs one; no host copy could say which device holds what."""
+  x = device_put(x) if not isinstance(x, Array) else x  # a host value: on a device first
+  aval = get_aval(x)
+  source = sharding_types.split_of(x)
+  target = sharding_types.of_named(sharding, aval.ndim)
+  invar, outvar = Var(aval, source), Var(aval, target)
+  jaxpr = Jaxpr([], [invar], [outvar], [JaxprEqn([invar], [outvar], sharding_constraint_p,
+                                                 {"sharding": sharding})])
+  call = partitioned.compile_partitioned(ClosedJaxpr(jaxpr, []), [x._sig], "reshard",
+                                         keep_unused=True)
+  return call([x])[0]
+
+
+sharding_constraint_p.def_impl(_impl)
 partitioned.sharding_params[sharding_constraint_p] = lambda params: params["sharding"]
 
 
@@ -47,7 +78,8 @@ def _batch(vals, dims, *, sharding):
     return sharding_constraint_p.bind(x, sharding=sharding), d
   spec = list(sharding.spec.partitions) + [None] * max(0, x.ndim - 1 - len(sharding.spec))
   spec.insert(d, None)
-  batched = sharding_lib.NamedSharding(sharding.mesh, sharding_lib.PartitionSpec(*spec))
+  batched = sharding_lib.NamedSharding(sharding.mesh, sharding_lib.PartitionSpec(
+      *spec, unreduced=sharding.spec.unreduced, reduced=sharding.spec.reduced))
   return sharding_constraint_p.bind(x, sharding=batched), d
 
 batching.primitive_batchers[sharding_constraint_p] = _batch

@@ -1155,7 +1155,9 @@ def onto_mesh(sharding, mesh):
       continue
     axes = tuple(a for n in sharding.spec.axes_of(d) for a in names[n])
     dims.append(None if not axes else axes[0] if len(axes) == 1 else axes)
-  return NamedSharding(mesh, PartitionSpec(*dims))
+  moved = lambda axes: frozenset(a for n in axes for a in names[n])  # noqa: E731
+  return NamedSharding(mesh, PartitionSpec(*dims, unreduced=moved(sharding.spec.unreduced),
+                                           reduced=moved(sharding.spec.reduced)))
 
 
 def named_of_type(split, abstract: bool = False) -> "NamedSharding":
