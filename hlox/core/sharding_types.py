@@ -290,8 +290,8 @@ def same_as_operand_rule(in_avals, in_shardings, out_avals, **params):
 
 def reduction_rule(in_avals, in_shardings, out_avals, *, axes, **params):
   s = in_shardings[0]
-  if s is None:
-    return None
+  if s is None or getattr(_given, "value", False):
+    return None  # (with ``out_sharding=``, the constraint that follows types the result)
   return s.with_entries([e for i, e in enumerate(s.entries) if i not in set(axes)])
 
 
@@ -504,8 +504,19 @@ def dot_general_rule(in_avals, in_shardings, out_avals, *, dimension_numbers,
 
 def constraint_rule(in_avals, in_shardings, out_avals, *, sharding, **params):
   """``reshard`` / ``with_sharding_constraint`` / ``out_sharding=``: the result is split as
-  asked over Explicit axes."""
-  return of_named(sharding, len(out_avals[0].shape))
+  asked over Explicit axes. Partial sums over some axes can be summed (fewer unreduced axes)
+  or made (more), not both at once: XLA's partitioner aborts the process on that, so it is
+  an error here."""
+  out = of_named(sharding, len(out_avals[0].shape))
+  source = in_shardings[0]
+  was = source.unreduced if source is not None else frozenset()
+  now = out.unreduced if out is not None else frozenset()
+  if was - now and now - was:
+    raise ShardingTypeError(
+        f"Cannot reshard a value unreduced over {set(was)} to one unreduced over {set(now)}: "
+        f"reshard it to unreduced over {set(was & now) or 'none'} first. Got input type "
+        f"{type_str(in_avals[0], source)}{source.suffix()} and sharding {sharding}")
+  return out
 
 
 def call_rule(jaxpr_param: str):

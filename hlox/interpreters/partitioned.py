@@ -113,11 +113,12 @@ class PartitionedCall:
     if out_hlos is None:  # one device: every result is whole
       whole = sharding_lib.NamedSharding(mesh, sharding_lib.PartitionSpec())
       out_hlos = [whole.hlo(a.ndim) for a in self.out_avals]
-    self.out_shardings = [sharding_lib.from_hlo(h, mesh, a.ndim)
-                          for h, a in zip(out_hlos, self.out_avals)]
-    for i, s in enumerate(reported or ()):  # typed results: laid out as their types say
-      if isinstance(s, sharding_lib.NamedSharding):
-        self.out_shardings[i] = s
+    # Typed results are laid out as their types say (XLA's HloSharding of an unreduced
+    # result names no mesh axes to read back); the others as XLA chose.
+    typed = list(reported or ()) + [None] * (len(self.out_avals) - len(reported or ()))
+    self.out_shardings = [s if isinstance(s, sharding_lib.NamedSharding)
+                          else sharding_lib.from_hlo(h, mesh, a.ndim)
+                          for s, h, a in zip(typed, out_hlos, self.out_avals)]
     internal_out = [sharding_lib.internal(s, a.ndim)
                     for s, a in zip(self.out_shardings, self.out_avals)]
     self.executable = spmd.Replicated(loaded, mesh._flat_devices_tuple, self.out_avals,

@@ -312,8 +312,12 @@ def reduce_sum(operand, axes, *, out_sharding=None):
     if aval.dtype in _F16_TYPES and any(aval.shape[d] != 1 for d in axes):
       raise ValueError(f"reduce_sum on operand {aval.str_short()} is not allowed when "
                        "jax_allow_f16_reductions=False.")
-  return apply_out_sharding(reduce_sum_p.bind(operand, axes=axes, out_sharding=None),
-                            out_sharding, "reduce_sum")
+  # With ``out_sharding`` the result's type is the one asked for (the constraint below):
+  # no type of its own, which would constrain the sum in between (partial sums over one
+  # set of axes cannot become partial sums over another).
+  with sharding_types.result_sharding_given(out_sharding is not None):
+    out = reduce_sum_p.bind(operand, axes=axes, out_sharding=None)
+  return apply_out_sharding(out, out_sharding, "reduce_sum")
 
 
 _F16_TYPES = (np.dtype(np.float16), dtypes.bfloat16)

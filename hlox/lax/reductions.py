@@ -116,8 +116,9 @@ def reduce_max(operand, axes, *, out_sharding=None):
   """Maximum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
 
   An empty reduction gives the dtype's smallest value (-inf for floats)."""
-  return apply_out_sharding(reduce_max_p.bind(operand, axes=_axes_param(axes),
-                                              out_sharding=None), out_sharding, "reduce_max")
+  with sharding_types.result_sharding_given(out_sharding is not None):
+    out = reduce_max_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+  return apply_out_sharding(out, out_sharding, "reduce_max")
 
 
 reduce_min_p = _reducer("reduce_min", _any_dtype, "bool, integer, floating or complex types",
@@ -131,8 +132,9 @@ def reduce_min(operand, axes, *, out_sharding=None):
   """Minimum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
 
   An empty reduction gives the dtype's largest value (+inf for floats)."""
-  return apply_out_sharding(reduce_min_p.bind(operand, axes=_axes_param(axes),
-                                              out_sharding=None), out_sharding, "reduce_min")
+  with sharding_types.result_sharding_given(out_sharding is not None):
+    out = reduce_min_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+  return apply_out_sharding(out, out_sharding, "reduce_min")
 
 
 reduce_and_p = _reducer("reduce_and", _is_bool_or_int, "bool or integer types", _strip_weak,
