@@ -29,7 +29,7 @@ def _names(param) -> frozenset:
 
 def _manual(param) -> frozenset:
   """The manual axes among a collective's axis names (others are vmap's, batched away)."""
-  return _names(param) & frozenset(vma_lib.manual_axes())
+  return (_names(param) & frozenset(vma_lib.manual_axes())) - vma_lib.dropped()
 
 
 # --- pvary -------------------------------------------------------------------------------
