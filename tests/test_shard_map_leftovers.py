@@ -285,3 +285,35 @@ def test_as_jax():
     if name == "eager_callbacks":  # (JAX's devices print in any order)
       got, want[name] = sorted(got.splitlines()), sorted(want[name].splitlines())
     assert got == want[name], name
+
+
+def test_custom_vjp_optimize_remat_in_shard_map():
+  """``optimize_remat=True`` is accepted; with a fwd whose output is ``fun``'s (the
+  custom_vjp contract) values and gradients are the plain custom_vjp's."""
+  mesh = hlox.make_mesh((4,), ("x",), axis_types=(hlox.sharding.AxisType.Auto,))
+  x = np.arange(4.0, dtype=np.float32)
+  grads = []
+  for opt in (False, True):
+    @hlox.custom_vjp
+    def f(x):
+      return jnp.tan(x)
+
+    def f_fwd(x):
+      return jnp.tan(x), (jnp.cos(x),)
+
+    def f_bwd(res, g):
+      return (g / (res[0] * res[0]),)
+    f.defvjp(f_fwd, f_bwd, optimize_remat=opt)
+
+    @hlox.jit
+    @hlox.shard_map(mesh=mesh, in_specs=P(), out_specs=P())
+    def temp(x):
+      return hlox.remat(f)(x) ** 2
+    grads.append(np.asarray(hlox.grad(lambda x: temp(x).sum())(x)))
+  np.testing.assert_allclose(grads[0], 2 * np.tan(x) / np.cos(x) ** 2, rtol=1e-5)
+  np.testing.assert_array_equal(grads[0], grads[1])
+
+  g = hlox.custom_vjp(lambda x: x)
+  with pytest.raises(NotImplementedError, match="does not support symbolic zeros"):
+    g.defvjp(lambda x: (x, None), lambda r, c: (c,), symbolic_zeros=True,
+             optimize_remat=True)

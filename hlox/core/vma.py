@@ -113,7 +113,7 @@ def typed(aval, vma):
   return aval.update(vma=in_order(vma))
 
 
-def standard_rule(in_avals, **params):
+def standard_rule(in_avals, /, **params):
   union = frozenset().union(*[of(a) for a in in_avals])
   return [union] * len(in_avals), union
 
