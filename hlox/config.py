@@ -243,6 +243,12 @@ class Config:
       # The level of the "hlox" logger (and a stderr handler for it unless it is NOTSET),
       # as JAX's ``jax_logging_level`` sets its loggers' (hlox/monitoring.py).
       "logging_level": ("HLOX_LOGGING_LEVEL", _env_str, "NOTSET"),
+      # shard_map bodies (core/vma.py): operands of an operation that vary along fewer
+      # manual axes than the others are ``pvary``-ed to match (off: JAX's error instead);
+      # mesh axes of size 1 are left out of the varying axes (JAX's names and defaults).
+      "auto_pcast": ("HLOX_AUTO_PCAST", _env_bool, True),
+      "remove_size_one_mesh_axis_from_type":
+          ("HLOX_REMOVE_SIZE_ONE_MESH_AXIS_FROM_TYPE", _env_bool, False),
   }
 
   def __init__(self):
@@ -416,6 +422,8 @@ enable_custom_prng = _BoolOption("enable_custom_prng")
 allow_f16_reductions = _BoolOption("allow_f16_reductions")
 no_tracing = _BoolOption("no_tracing")
 no_execution = _BoolOption("no_execution")
+auto_pcast = _BoolOption("auto_pcast")
+remove_size_one_mesh_axis_from_type = _BoolOption("remove_size_one_mesh_axis_from_type")
 
 
 def transfer_guard(new_val: str) -> _OptionScope:
@@ -436,4 +444,5 @@ def transfer_guard(new_val: str) -> _OptionScope:
 # explanations name them.
 TRACED_OPTIONS = ("enable_x64", "default_prng_impl", "threefry_partitionable",
                   "random_seed_offset", "check_static_indices", "numpy_rank_promotion",
-                  "numpy_dtype_promotion", "default_matmul_precision", "no_execution")
+                  "numpy_dtype_promotion", "default_matmul_precision", "no_execution",
+                  "auto_pcast", "remove_size_one_mesh_axis_from_type")

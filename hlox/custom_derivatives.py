@@ -335,8 +335,18 @@ class custom_vjp:
   def __get__(self, obj, objtype=None):
     return self if obj is None else functools.partial(self, obj)
 
-  def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False):
+  def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+             optimize_remat: bool = False):
+    """Set the forward (``fwd(*args) -> (out, residuals)``) and backward
+    (``bwd(residuals, ct_out) -> ct_args``) rules. ``optimize_remat`` (JAX's experimental
+    flag) only changes what ``remat`` recomputes in JAX (the primal output from ``fun``,
+    the residuals from ``fwd`` in the backward pass); hlox runs ``fwd`` as usual, which
+    gives the same values and gradients."""
+    if symbolic_zeros and optimize_remat:
+      raise NotImplementedError(
+          "remat optimization for custom_vjp does not support symbolic zeros")
     self.fwd, self.bwd = fwd, bwd
+    self.optimize_remat = bool(optimize_remat)
 
   def __call__(self, *args, **kwargs):
     name = getattr(self.fun, "__name__", "custom_vjp")

@@ -171,7 +171,8 @@ class ShapedArray:
 
 class ManualAxisType:
   """How a value inside a ``shard_map`` relates to the devices along the manual axes:
-  ``varying`` holds the axes along which it may differ (JAX's ``manual_axis_type``)."""
+  ``varying`` holds the axes along which it may differ (JAX's ``manual_axis_type``);
+  ``invarying(mesh)`` the manual axes of ``mesh`` along which it is the same."""
 
   __slots__ = ("varying", "unreduced", "reduced")
 
@@ -179,6 +180,34 @@ class ManualAxisType:
     self.varying = frozenset(varying)
     self.unreduced = frozenset(unreduced)
     self.reduced = frozenset(reduced)
+    if self.varying & self.unreduced:
+      raise ValueError("varying and unreduced cannot have common mesh axes. Got "
+                       f"varying={self.varying} and unreduced={self.unreduced}")
+    if self.varying & self.reduced:
+      raise ValueError("varying and reduced cannot have common mesh axes. Got "
+                       f"varying={self.varying} and reduced={self.reduced}")
+
+  @property
+  def vur(self) -> frozenset:
+    """The axes along which the value is varying, unreduced or reduced."""
+    return self.varying | self.unreduced | self.reduced
+
+  @property
+  def empty(self) -> bool:
+    return not self.vur
+
+  def invarying(self, mesh) -> frozenset:
+    """The manual axes of ``mesh`` along which the value is the same on every device."""
+    return frozenset(mesh.manual_axes) - self.vur
+
+  def update(self, **kwargs) -> "ManualAxisType":
+    return ManualAxisType(kwargs.get("varying", self.varying),
+                          kwargs.get("unreduced", self.unreduced),
+                          kwargs.get("reduced", self.reduced))
+
+  def to_ct_mat(self) -> "ManualAxisType":
+    """The type of a cotangent: unreduced and reduced swapped."""
+    return self.update(unreduced=self.reduced, reduced=self.unreduced)
 
   def __eq__(self, other):
     return isinstance(other, ManualAxisType) and (
@@ -188,9 +217,9 @@ class ManualAxisType:
   def __hash__(self):
     return hash((self.varying, self.unreduced, self.reduced))
 
-  def __repr__(self):
-    return (f"ManualAxisType(varying={set(self.varying) or '{}'}, unreduced="
-            f"{set(self.unreduced) or '{}'}, reduced={set(self.reduced) or '{}'})")
+  def __repr__(self):  # as JAX's
+    return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
+            f"reduced={self.reduced})")
 
 
 def raise_to_shaped(aval):

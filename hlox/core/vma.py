@@ -21,12 +21,17 @@ vmas of its results:
   operands and its abstract evaluation's result types, which come from the traced body;
 * collectives say what they do to the axes they run over (``psum`` removes them...).
 
+With ``config.auto_pcast`` off, operands of the standard rule must already agree (JAX's
+error otherwise). With ``config.remove_size_one_mesh_axis_from_type`` on, manual axes of
+size 1 are never in a vma (a value cannot differ along an axis with one device).
+
 Outside a body ``active[0]`` is False and tracing pays one list lookup per equation.
 """
 from __future__ import annotations
 
 import contextlib
 
+from hlox.config import config
 from hlox.core.tracer import get_aval
 
 # ``rule(in_avals, **params) -> (wanted_in_vmas, out_vma)``: frozensets; ``out_vma`` one for
@@ -39,33 +44,48 @@ pvary_p = None
 # ``psum_invariant``, whose transpose is a ``pvary``), set by ``lax.varying``.
 invariant_binders: dict = {}
 _bodies: list = []  # the manual axes (in mesh order) of the bodies being traced, innermost last
+# The manual axes left out of every vma (size 1, ``config.remove_size_one_mesh_axis_from_type``)
+# of each body being traced, innermost last.
+_dropped: list = []
 _holds_jaxpr: dict = {}  # primitive -> whether its params hold jaxprs (call-like)
 
 
 @contextlib.contextmanager
-def tracking(manual_axes):
+def tracking(manual_axes, size_one=()):
   """Work out vmas for everything traced inside (a ``check_vma`` body over
-  ``manual_axes``, in the mesh's order)."""
+  ``manual_axes``, in the mesh's order: those of the enclosing bodies too); ``size_one``:
+  the axes of size 1, left out of every vma when ``config.remove_size_one_mesh_axis_from_type``
+  is on."""
   _bodies.append(tuple(manual_axes))
+  _dropped.append(frozenset(size_one) if config.remove_size_one_mesh_axis_from_type
+                  else frozenset())
   active[0] = True
   try:
     yield
   finally:
     _bodies.pop()
+    _dropped.pop()
     active[0] = bool(_bodies)
 
 
 @contextlib.contextmanager
 def suspended():
   """No vma tracking inside (e.g. a body of a shard_map with ``check_vma=False``)."""
-  saved = list(_bodies)
+  saved, saved_dropped = list(_bodies), list(_dropped)
   _bodies.clear()
+  _dropped.clear()
   active[0] = False
   try:
     yield
   finally:
     _bodies[:] = saved
+    _dropped[:] = saved_dropped
     active[0] = bool(_bodies)
+
+
+def dropped() -> frozenset:
+  """The manual axes no vma holds in the innermost body (size 1, when so configured)."""
+  return _dropped[-1] if _dropped else frozenset()
 
 
 def manual_axes() -> tuple:
@@ -86,12 +106,14 @@ def of(aval) -> frozenset:
 
 def typed(aval, vma):
   """``aval`` varying along ``vma`` (other types are returned as they are)."""
+  if _dropped and _dropped[-1]:
+    vma = frozenset(vma) - _dropped[-1]
   if not hasattr(aval, "_vma") or of(aval) == vma:
     return aval
   return aval.update(vma=in_order(vma))
 
 
-def standard_rule(in_avals, **params):
+def standard_rule(in_avals, /, **params):
   union = frozenset().union(*[of(a) for a in in_avals])
   return [union] * len(in_avals), union
 
@@ -118,7 +140,11 @@ def process(trace, primitive, tracers, params, record):
   else:
     rule = rules.get(primitive, standard_rule)
   in_vmas = [of(t._aval) for t in tracers]
+  if rule is standard_rule and not config.auto_pcast:
+    check_agree(primitive, [t._aval for t in tracers])
   wanted, out_vma = rule([t._aval for t in tracers], **params)
+  if _dropped[-1]:
+    wanted = [w - _dropped[-1] for w in wanted]
   tracers = [t if w <= v else _pvary(trace, t, w - v, record)
              for t, v, w in zip(tracers, in_vmas, wanted)]
   outs = record(primitive, tracers, params)
@@ -132,6 +158,16 @@ def process(trace, primitive, tracers, params, record):
   return outs
 
 
+def check_agree(primitive, in_avals):
+  """JAX's error (``config.auto_pcast`` off) for operands varying along different axes."""
+  vmas = [of(a) for a in in_avals if hasattr(a, "_vma")]
+  if any(v != vmas[0] for v in vmas[1:]):
+    raise ValueError(
+        f"Primitive {primitive.name} requires varying manual axes to match, but got "
+        f"{vmas}. Please open an issue at https://github.com/jax-ml/jax/issues and as a "
+        "temporary workaround pass the check_vma=False argument to `jax.shard_map`")
+
+
 def _pvary(trace, tracer, axes, record):
   out = record(pvary_p, [tracer], {"axes": in_order(axes)})
   out._aval = out.var.aval = typed(out._aval, of(tracer._aval) | axes)
@@ -142,7 +178,7 @@ def _pvary(trace, tracer, axes, record):
 
 def raise_to(x, vma):
   """``x``, ``pvary``-ed along the axes of ``vma`` it does not vary along yet."""
-  missing = frozenset(vma) - of(get_aval(x))
+  missing = frozenset(vma) - of(get_aval(x)) - dropped()
   return pvary_p.bind(x, axes=in_order(missing)) if missing else x
 
 

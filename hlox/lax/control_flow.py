@@ -192,6 +192,8 @@ def _type_diff(a, b) -> str:
     mismatches.append("the shapes do not match")
   if not mismatches and getattr(a, "sharding", None) != getattr(b, "sharding", None):
     return "the shardings do not match"
+  if not mismatches and _vma(a) != _vma(b):
+    return "the manual axis types do not match"
   if not mismatches:
     return "the weak types do not match"
   return mismatches[0] if len(mismatches) == 1 else \
@@ -242,16 +244,22 @@ def _check_branch_outputs(api, name1, name2, f1, f2, tree1, avals1, tree2, avals
   diffs = [f"the output of {name1}{component(p)} has type {a.str_short(short_dtypes=False)} "
            f"but the corresponding output of {name2} has type "
            f"{b.str_short(short_dtypes=False)}, so {_type_diff(a, b)}"
-           for p, a, b in zip(_leaf_paths(tree1), avals1, avals2) if not _typematch(a, b)]
+           for p, a, b in zip(_leaf_paths(tree1), avals1, avals2)
+           if not _typematch(a, b, vma=False)]  # (branches' vmas are joined)
   if diffs:
     raise TypeError(f"{api} branches must have equal output types but they differ.\n\n"
                     f"{where}{_listed(diffs, compact=True)}\nRevise {name1} and/or {name2} so that "
                     "all output types match.")
 
 
-def _typematch(a, b) -> bool:
+def _typematch(a, b, vma: bool = True) -> bool:
   return (a.shape == b.shape and a.dtype == b.dtype
-          and getattr(a, "sharding", None) == getattr(b, "sharding", None))
+          and getattr(a, "sharding", None) == getattr(b, "sharding", None)
+          and (not vma or _vma(a) == _vma(b)))
+
+
+def _vma(aval) -> frozenset:
+  return frozenset(getattr(aval, "_vma", ()))
 
 
 # --- sharding in types (``core/sharding_types.py``) ----------------------------------------
@@ -993,7 +1001,9 @@ def _check_carry(api, body_fun, tree, in_avals, out_tree, out_avals):
   diffs = [f"{component(p)} has type {a.str_short(short_dtypes=False)} but the corresponding "
            f"output carry component has type {b.str_short(short_dtypes=False)}, so "
            f"{_type_diff(a, b)}"
-           for p, a, b in zip(_leaf_paths(tree), in_avals, out_avals) if not _typematch(a, b)]
+           for p, a, b in zip(_leaf_paths(tree), in_avals, out_avals)
+           # (vmas only where they are worked out: in a check_vma shard_map body)
+           if not _typematch(a, b, vma=vma_lib.active[0])]
   if diffs:
     raise TypeError(f"{api} function carry input and carry output must have equal types, but "
                     f"they differ:\n\n{_listed(diffs)}\nRevise the function so that all "
@@ -1611,15 +1621,15 @@ def _forward_xs_to_ys(body, num_consts, n_carry):
 # --- fori_loop and map -------------------------------------------------------------------
 
 def _fori_scan_body(body_fun):
-  def scanned(carry, _):
-    i, x = carry
+  def scanned(loop_carry, _):  # (JAX's name, in carry type errors)
+    i, x = loop_carry
     return (_ew.add(i, _ew._const(i, 1)), body_fun(i, x)), None
   return scanned
 
 
 def _fori_while_body(body_fun):
-  def body(carry):
-    i, upper, x = carry
+  def body(loop_carry):
+    i, upper, x = loop_carry
     return _ew.add(i, _ew._const(i, 1)), upper, body_fun(i, x)
   return body
 

@@ -100,9 +100,11 @@ def _local_aval(aval, mesh, spec, what: str):
   return aval.update(shape=tuple(shape))
 
 
-def _global_aval(aval, mesh, spec):
+def _global_aval(aval, mesh, spec, manual_axes=()):
   shape = [n * _split_count(mesh, spec, d) for d, n in enumerate(aval.shape)]
-  return aval.update(shape=tuple(shape), vma=())  # a body's vma stays inside it
+  # The body's manual axes stay inside it (an enclosing body's remain).
+  return aval.update(shape=tuple(shape),
+                     vma=tuple(a for a in aval._vma if a not in manual_axes))
 
 
 def _check_spec(mesh, manual_axes, spec, what: str):
@@ -177,11 +179,11 @@ def _trace_body(fun: Callable, local_avals, mesh, manual_axes, name: str,
   axes they vary (``core/vma.py``): the inputs along those their ``in_specs`` split over
   (else as ``local_avals`` say), and the outputs are ``pvary``-ed to the axes of
   ``out_specs`` (as JAX's, so that transposes sum what the specs split)."""
-  if check_vma and in_specs is not None:
-    local_avals = [_block_type(a, s, manual_axes) for a, s in zip(local_avals, in_specs)]
   if check_vma and out_specs is not None:
     fun = _outputs_like_specs(fun, out_specs, manual_axes)
   with _body_context(mesh, manual_axes, check_vma):
+    if check_vma and in_specs is not None:  # (typed in the body: size-1 axes left out)
+      local_avals = [_block_type(a, s, manual_axes) for a, s in zip(local_avals, in_specs)]
     closed = trace_to_jaxpr(fun, list(local_avals), f"shard_map {name}", "shard_map",
                             in_shardings=in_splits)
   return convert_constvars(closed)
@@ -191,16 +193,22 @@ def _trace_body(fun: Callable, local_avals, mesh, manual_axes, name: str,
 
 @contextlib.contextmanager
 def _body_context(mesh, manual_axes, check_vma: bool):
-  """The manual axes bound, and the body's values typed with their vma (or not at all)."""
-  with _mesh_axes(mesh, manual_axes), \
-      (vma_lib.tracking(manual_axes) if check_vma else vma_lib.suspended()):
+  """The manual axes bound, and the body's values typed with their vma (or not at all);
+  the manual axes of an enclosing check_vma body stay manual in a nested one."""
+  if check_vma:
+    inner = set(manual_axes) | set(vma_lib.manual_axes())
+    axes = [a for a in mesh.axis_names if a in inner]
+    axes += [a for a in inner if a not in mesh.shape]  # (a vmap's, say)
+    types = vma_lib.tracking(axes, [a for a in axes if mesh.shape.get(a) == 1])
+  with _mesh_axes(mesh, manual_axes), (types if check_vma else vma_lib.suspended()):
     yield
 
 
 def _block_type(aval, spec, manual_axes):
-  """A block's type: varying along the manual axes ``spec`` splits over."""
-  used = _used_axes(spec)
-  return aval.update(vma=tuple(a for a in manual_axes if a in used))
+  """A block's type: varying along the manual axes ``spec`` splits over (and, in a nested
+  body, those along which the argument varies in the enclosing one)."""
+  vma = aval.vma | (_used_axes(spec) & set(manual_axes))
+  return vma_lib.typed(aval.update(vma=()), vma)
 
 
 def _outputs_like_specs(fun, out_specs, manual_axes):
@@ -215,7 +223,8 @@ def _match_out_vma(outs, specs, manual_axes) -> list:
   result = []
   for o, spec in zip(outs, specs):
     used = _used_axes(spec)
-    missing = tuple(a for a in manual_axes if a in used and a not in get_aval(o).vma)
+    missing = tuple(a for a in manual_axes if a in used and a not in get_aval(o).vma
+                    and a not in vma_lib.dropped())
     result.append(pvary_p.bind(o, axes=missing) if missing else o)
   return result
 
@@ -296,10 +305,10 @@ def pcast(x, axis_name, *, to: str):
 
 
 def _mark_varying(x, names):
-  if vma_lib.active[0]:
-    return _bind_pvary(x, names)
   if isinstance(x, shard_map_eager.ShardMapTracer):
     return shard_map_eager.ShardMapTracer(x._trace, x.val, x.vma | set(names))
+  if vma_lib.active[0]:
+    return _bind_pvary(x, names)
   return x
 
 
@@ -310,6 +319,9 @@ def _bind_pvary(x, names):
     if a not in manual:  # JAX asserts it
       raise AssertionError(f"pcast: axis {a!r} is not a manual axis of the enclosing "
                            f"shard_map (its manual axes: {manual})")
+  names = tuple(a for a in names if a not in vma_lib.dropped())
+  if not names:  # only axes of size 1 (config.remove_size_one_mesh_axis_from_type)
+    return x
   aval = get_aval(x)
   have = [a for a in names if a in aval.vma]
   if have and len(have) == len(names):
@@ -511,7 +523,7 @@ def _manual_axes(mesh, axis_names, vmapped=()) -> tuple:
 
 def _abstract_eval(*avals, jaxpr, mesh, manual_axes, in_specs,
                    out_specs, check_vma):
-  return [_global_aval(a, mesh, s) for a, s in zip(jaxpr.out_avals, out_specs)]
+  return [_global_aval(a, mesh, s, manual_axes) for a, s in zip(jaxpr.out_avals, out_specs)]
 
 shard_map_p.def_abstract_eval(_abstract_eval)
 partitioned.sharding_params[shard_map_p] = lambda params: sharding_lib.NamedSharding(

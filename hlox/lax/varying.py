@@ -29,7 +29,7 @@ def _names(param) -> frozenset:
 
 def _manual(param) -> frozenset:
   """The manual axes among a collective's axis names (others are vmap's, batched away)."""
-  return _names(param) & frozenset(vma_lib.manual_axes())
+  return (_names(param) & frozenset(vma_lib.manual_axes())) - vma_lib.dropped()
 
 
 # --- pvary -------------------------------------------------------------------------------
@@ -80,7 +80,7 @@ _STATES = "{'varying', 'invarying'}"
 
 
 def _reduction_rule(name, param="axes"):
-  def rule(in_avals, **params):
+  def rule(in_avals, /, **params):
     vma = vma_lib.of(in_avals[0])
     axes = _manual(params[param])
     if not axes & vma:  # invariant along all: each device contributes its (equal) copy
@@ -100,7 +100,7 @@ for _prim, _name in ((psum_invariant_p, "psum"), (parallel.psum_p, "psum"),
   vma_lib.rules[_prim] = _reduction_rule(_name)
 
 
-def _varying_rule(in_avals, *, axis_name, **params):
+def _varying_rule(in_avals, /, *, axis_name, **params):
   vma = vma_lib.of(in_avals[0]) | _manual(axis_name)
   return [vma], vma
 

@@ -328,6 +328,24 @@ class Mesh:
   def axis_size(self, name) -> int:
     return self.shape[name]
 
+  @property
+  def _name_to_type(self) -> dict:
+    return dict(zip(self.axis_names, self.axis_types))
+
+  @property
+  def auto_axes(self) -> tuple:
+    return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t == AxisType.Auto)
+
+  @property
+  def explicit_axes(self) -> tuple:
+    return tuple(n for n, t in zip(self.axis_names, self.axis_types)
+                 if t == AxisType.Explicit)
+
+  @property
+  def manual_axes(self) -> tuple:
+    return tuple(n for n, t in zip(self.axis_names, self.axis_types)
+                 if t == AxisType.Manual)
+
   def __eq__(self, other):
     return isinstance(other, Mesh) and self._key == other._key
 
