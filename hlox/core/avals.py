@@ -37,13 +37,13 @@ class ShapedArray:
   (which the jit and eager caches do on every call) costs an identity check.
   """
 
-  __slots__ = ("shape", "dtype", "weak_type", "_sharding", "_vma", "__weakref__")
+  __slots__ = ("shape", "dtype", "weak_type", "_sharding", "_vma", "_ur", "__weakref__")
   array_abstraction_level = 1
   _interned: dict = {}
 
-  def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=()):
-    if sharding is not None or vma:
-      return cls._with_sharding(shape, dtype, weak_type, sharding, tuple(vma))
+  def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=(), ur=()):
+    if sharding is not None or vma or ur:
+      return cls._with_sharding(shape, dtype, weak_type, sharding, tuple(vma), _ur_key(ur))
     key = (tuple(shape), dtype, weak_type)
     try:
       return cls._interned[key]
@@ -61,6 +61,7 @@ class ShapedArray:
       object.__setattr__(self, "weak_type", weak_type)
       object.__setattr__(self, "_sharding", None)
       object.__setattr__(self, "_vma", ())
+      object.__setattr__(self, "_ur", ())
       self = cls._interned.setdefault(canonical, self)
     try:
       cls._interned[key] = self
@@ -69,13 +70,14 @@ class ShapedArray:
     return self
 
   @classmethod
-  def _with_sharding(cls, shape, dtype, weak_type, sharding, vma=()):
+  def _with_sharding(cls, shape, dtype, weak_type, sharding, vma=(), ur=()):
     """A type that also says how the value is laid out (what ``typeof`` gives for a value
     split over Explicit mesh axes): ``sharding`` is a NamedSharding; or, inside a
     ``shard_map``, the manual mesh axes along which the value may differ between devices
-    (``vma``, in the mesh's order)."""
+    (``vma``, in the mesh's order), and ``ur``: ``(unreduced, reduced)`` manual axes
+    (frozensets; ``()`` for none)."""
     base = cls(shape, dtype, weak_type)
-    key = (base, sharding, vma)
+    key = (base, sharding, vma, ur)
     self = cls._interned.get(key)
     if self is None:
       self = object.__new__(cls)
@@ -83,6 +85,7 @@ class ShapedArray:
         object.__setattr__(self, name, getattr(base, name))
       object.__setattr__(self, "_sharding", sharding)
       object.__setattr__(self, "_vma", vma)
+      object.__setattr__(self, "_ur", ur)
       self = cls._interned.setdefault(key, self)
     return self
 
@@ -99,13 +102,14 @@ class ShapedArray:
     """This type without the layout it records (the vma is kept)."""
     if self._sharding is None:
       return self
-    return ShapedArray(self.shape, self.dtype, self.weak_type, None, self._vma)
+    return ShapedArray(self.shape, self.dtype, self.weak_type, None, self._vma, self._ur)
 
   def __setattr__(self, name, value):
     raise AttributeError("ShapedArray is immutable; use .update(...)")
 
   def __reduce__(self):
-    return (ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding, self._vma))
+    return (ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding, self._vma,
+                          self._ur))
 
   @property
   def ndim(self) -> int:
@@ -121,19 +125,36 @@ class ShapedArray:
     return frozenset(self._vma)
 
   @property
+  def unreduced(self) -> frozenset:
+    """The manual mesh axes over which each device holds a partial sum of the value."""
+    return self._ur[0] if self._ur else frozenset()
+
+  @property
+  def reduced(self) -> frozenset:
+    """The manual mesh axes over which the value is the same everywhere but its cotangent
+    will be a partial sum."""
+    return self._ur[1] if self._ur else frozenset()
+
+  @property
   def manual_axis_type(self) -> "ManualAxisType":
-    return ManualAxisType(self.vma)
+    if not self._ur:
+      return ManualAxisType(self.vma)
+    return ManualAxisType(self.vma, self._ur[0], self._ur[1])
 
   mat = manual_axis_type  # JAX's shorter name for it
 
   def update(self, shape=None, dtype=None, weak_type=None, sharding=None,
-             vma=None) -> "ShapedArray":
+             vma=None, unreduced=None, reduced=None) -> "ShapedArray":
+    ur = self._ur
+    if unreduced is not None or reduced is not None:
+      ur = (self.unreduced if unreduced is None else unreduced,
+            self.reduced if reduced is None else reduced)
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
                        self.weak_type if weak_type is None else weak_type,
                        sharding if sharding is not None
                        else self._sharding if shape is None else None,
-                       self._vma if vma is None else tuple(vma))
+                       self._vma if vma is None else tuple(vma), ur)
 
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
@@ -149,7 +170,10 @@ class ShapedArray:
                                                 split.reduced))
     return f"{name}[{','.join(str(d) for d in self.shape)}]{self._vma_str()}"
 
-  def _vma_str(self) -> str:  # as JAX: ``{V:i}``, ``{V:(i,j)}``
+  def _vma_str(self) -> str:  # as JAX: ``{V:i}``, ``{V:(i,j)}``, ``{V:i, R:j}``
+    if self._ur:
+      from hlox.core import sharding_types
+      return sharding_types.partial_axes_str(None, self._vma, *self._ur)
     if not self._vma:
       return ""
     names = ",".join(map(str, self._vma))
@@ -220,6 +244,13 @@ class ManualAxisType:
   def __repr__(self):  # as JAX's
     return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
             f"reduced={self.reduced})")
+
+
+def _ur_key(ur) -> tuple:
+  """``(unreduced, reduced)`` as frozensets, or ``()`` when both are empty."""
+  if not ur or not (ur[0] or ur[1]):
+    return ()
+  return (frozenset(ur[0]), frozenset(ur[1]))
 
 
 def raise_to_shaped(aval):

@@ -652,3 +652,40 @@ def sort_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
     return [None] * len(out_avals)
   first = next(s for s in in_shardings if s is not None)
   return [first] * len(out_avals)
+
+
+# --- unreduced/reduced manual axes (a shard_map body's ``mat``) ------------------------------
+
+class _ManualAxesMesh:
+  """The manual axes of a body seen as a mesh by the Explicit-axis rules, so that a body's
+  unreduced and reduced axes follow the same rules (and errors) as JAX's ``ur_rule``s."""
+
+  __slots__ = ("axis_names", "shape")
+
+  def __init__(self, axis_names):
+    self.axis_names = tuple(axis_names)
+    self.shape = {a: 1 for a in self.axis_names}
+
+
+def manual_partial_axes(primitive, in_avals, out_avals, params, manual_axes) -> list:
+  """Per result of ``primitive`` in a shard_map body, its ``(unreduced, reduced)`` manual
+  axes, from the operands' (``ShapedArray.unreduced``/``reduced``) by the primitive's
+  sharding rule, as JAX's unreduced/reduced rules run in Manual mode."""
+  rule = sharding_rules.get(primitive)
+  if rule is None and not any(getattr(a, "unreduced", None) for a in in_avals):
+    # Only reduced operands: a value the same on every device, typed so no longer.
+    return [(frozenset(), frozenset())] * len(out_avals)
+  if rule is None:
+    raise NotImplementedError(
+        f"unreduced/reduced rule for {primitive.name} is not implemented. Please file an "
+        "issue at https://github.com/jax-ml/jax/issues")
+  mesh = _ManualAxesMesh(manual_axes)
+  was_active = active[0]
+  ins = [TypeSharding(mesh, (None,) * len(getattr(a, "shape", ())),
+                      getattr(a, "unreduced", frozenset()), getattr(a, "reduced", frozenset()))
+         for a in in_avals]
+  active[0] = was_active  # (these are not Explicit-axis splits)
+  out = rule(in_avals, [s if s.is_split() else None for s in ins], out_avals, **params)
+  outs = list(out) if primitive.multiple_results else [out]
+  return [(s.unreduced, s.reduced) if s is not None else (frozenset(), frozenset())
+          for s in outs]

@@ -180,6 +180,12 @@ class Tracer:
     return self.aval.weak_type
 
   @property
+  def mat(self):
+    """How the value relates to the devices along a shard_map's manual axes (JAX's
+    ``manual_axis_type``: varying, unreduced and reduced axes)."""
+    return self.aval.mat
+
+  @property
   def sharding(self):
     # JAX's answer: a traced value's layout is decided when the program is compiled.
     raise AttributeError(

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 
 from hlox.config import config
+from hlox.core import sharding_types
 from hlox.core.tracer import get_aval
 
 # ``rule(in_avals, **params) -> (wanted_in_vmas, out_vma)``: frozensets; ``out_vma`` one for
@@ -48,6 +49,16 @@ _bodies: list = []  # the manual axes (in mesh order) of the bodies being traced
 # of each body being traced, innermost last.
 _dropped: list = []
 _holds_jaxpr: dict = {}  # primitive -> whether its params hold jaxprs (call-like)
+# Unreduced/reduced manual axes (``ShapedArray.unreduced``/``reduced``, JAX's ``mat``):
+# ``ur_rules[prim](in_avals, **params) -> (unreduced, reduced)`` (a list of pairs for
+# several results) for the primitives that change them (the casts and collectives of
+# ``lax.varying``); the others follow their Explicit-axis rule
+# (``sharding_types.manual_partial_axes``).
+ur_rules: dict = {}
+# The primitives whose rule runs even when no operand is unreduced or reduced (the casts).
+ur_sources: set = set()
+# The no-op cast from reduced to varying (JAX's ``reduced_vary_cast``), set by ``lax``.
+reduced_vary_cast_p = None
 
 
 @contextlib.contextmanager
@@ -147,15 +158,39 @@ def process(trace, primitive, tracers, params, record):
     wanted = [w - _dropped[-1] for w in wanted]
   tracers = [t if w <= v else _pvary(trace, t, w - v, record)
              for t, v, w in zip(tracers, in_vmas, wanted)]
+  partial = primitive in ur_sources or any(getattr(t._aval, "_ur", ()) for t in tracers)
   outs = record(primitive, tracers, params)
-  if out_vma is None:
+  if partial:
+    out_ur = _out_partial_axes(primitive, [t._aval for t in tracers],
+                               [t._aval for t in (outs if primitive.multiple_results
+                                                  else [outs])], params)
+  if out_vma is None and not partial:
     return outs
   many = primitive.multiple_results
-  if many and isinstance(out_vma, frozenset):
-    out_vma = [out_vma] * len(outs)
-  for t, v in zip(outs if many else [outs], out_vma if many else [out_vma]):
-    t._aval = t.var.aval = typed(t._aval, v)
+  out_list = outs if many else [outs]
+  if out_vma is None:
+    out_vma = [of(t._aval) for t in out_list]
+  elif isinstance(out_vma, frozenset):
+    out_vma = [out_vma] * len(out_list)
+  elif not many:
+    out_vma = [out_vma]
+  for i, (t, v) in enumerate(zip(out_list, out_vma)):
+    aval = typed(t._aval, v)
+    if partial or getattr(aval, "_ur", ()):
+      u, r = out_ur[i] if partial else (frozenset(), frozenset())
+      aval = aval.update(unreduced=u, reduced=r)
+    t._aval = t.var.aval = aval
   return outs
+
+
+def _out_partial_axes(primitive, in_avals, out_avals, params) -> list:
+  """Per result, its unreduced and reduced manual axes."""
+  rule = ur_rules.get(primitive)
+  if rule is not None:
+    out = rule(in_avals, **params)
+    return list(out) if primitive.multiple_results else [out]
+  return sharding_types.manual_partial_axes(primitive, in_avals, out_avals, params,
+                                            manual_axes())
 
 
 def check_agree(primitive, in_avals):
@@ -169,6 +204,14 @@ def check_agree(primitive, in_avals):
 
 
 def _pvary(trace, tracer, axes, record):
+  aval = tracer._aval
+  if getattr(aval, "_ur", ()) and aval.reduced == axes:
+    # As JAX: a value reduced along exactly those axes is cast to varying (its cotangent
+    # stays a partial sum there rather than being summed).
+    out = record(reduced_vary_cast_p, [tracer], {"axes": in_order(axes)})
+    out._aval = out.var.aval = typed(aval, of(aval) | axes).update(
+        unreduced=aval.unreduced, reduced=aval.reduced - axes)
+    return out
   out = record(pvary_p, [tracer], {"axes": in_order(axes)})
   out._aval = out.var.aval = typed(out._aval, of(tracer._aval) | axes)
   return out

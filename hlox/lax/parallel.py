@@ -475,12 +475,26 @@ ad.deflinear(all_gather_p, _all_gather_transpose)
 batching.axis_primitive_batchers[all_gather_p] = _all_gather_batch
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bool = False):
+# ``{to: bind(leaf, **all_gather params)}``: gathers whose result is ``to='reduced'`` (or
+# another type than varying) in a shard_map body, set by ``lax.varying``.
+gather_to: dict = {}
+_GATHER_TO = ("varying", "reduced", "invarying")
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bool = False,
+               to: str = "varying"):
   """Gather ``x`` from every position of the mapped axis ``axis_name``.
 
   Without ``tiled`` the values are stacked in a new dimension at ``axis``; with it they are
-  concatenated along the existing dimension ``axis``.
+  concatenated along the existing dimension ``axis``. In a ``shard_map`` body the result
+  varies along ``axis_name`` (``to='varying'``), or is reduced along it (``to='reduced'``:
+  the same everywhere, with a cotangent of partial sums).
   """
+  if to not in _GATHER_TO:
+    raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
+                     f"values are: {set(_GATHER_TO)}")
+  if to != "varying" and axis_index_groups is not None:
+    raise NotImplementedError
   axes = _as_axes(axis_name)
   sizes = _check_axes("all_gather", axes)
   groups = _canonical_groups("all_gather", axis_index_groups, math.prod(sizes))
@@ -493,8 +507,13 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
       raise ValueError(f"all_gather: axis {axis} is out of bounds for "
                        f"{'tiled ' if tiled else ''}gathering an operand of shape "
                        f"{aval.shape}")
-    return all_gather_p.bind(leaf, all_gather_dimension=int(axis) % rank, axis_name=axes,
-                             axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
+    params = dict(all_gather_dimension=int(axis) % rank, axis_name=axes,
+                  axis_index_groups=groups, axis_size=n, tiled=bool(tiled))
+    if to != "varying":
+      if to not in gather_to:
+        raise NotImplementedError(f"all_gather(to={to!r}) is not supported in hlox")
+      return gather_to[to](leaf, **params)
+    return all_gather_p.bind(leaf, **params)
   return tree_util.tree_map(gather, x)
 
 

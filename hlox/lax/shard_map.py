@@ -40,6 +40,7 @@ from hlox.lax.elementwise import div, eq, select_n
 from hlox.lax import shard_map_eager, shard_map_types
 from hlox.lax.parallel import axis_index
 from hlox.lax.parallel import psum
+from hlox.lax import varying
 from hlox.lax.varying import pvary_p
 from hlox.runtime import sharding as sharding_lib
 
@@ -104,7 +105,9 @@ def _global_aval(aval, mesh, spec, manual_axes=()):
   shape = [n * _split_count(mesh, spec, d) for d, n in enumerate(aval.shape)]
   # The body's manual axes stay inside it (an enclosing body's remain).
   return aval.update(shape=tuple(shape),
-                     vma=tuple(a for a in aval._vma if a not in manual_axes))
+                     vma=tuple(a for a in aval._vma if a not in manual_axes),
+                     unreduced=aval.unreduced - set(manual_axes),
+                     reduced=aval.reduced - set(manual_axes))
 
 
 def _check_spec(mesh, manual_axes, spec, what: str):
@@ -150,7 +153,9 @@ def _spec_of(x, mesh, manual_axes):
       return P()
     shard_map_types.check_manual_major(split, manual_axes)
     return P(*[None if e is None or not (kept := tuple(a for a in e if a in manual_axes))
-               else kept[0] if len(kept) == 1 else kept for e in split.entries])
+               else kept[0] if len(kept) == 1 else kept for e in split.entries],
+             unreduced=split.unreduced & set(manual_axes),
+             reduced=split.reduced & set(manual_axes))
   s = getattr(x, "sharding", None)  # other traced values have none (AttributeError)
   if not (isinstance(s, sharding_lib.NamedSharding) and s.mesh == mesh):
     return P()
@@ -158,7 +163,8 @@ def _spec_of(x, mesh, manual_axes):
   for d in range(len(s.spec)):
     kept = tuple(a for a in s.spec.axes_of(d) if a in manual_axes)
     entries.append(None if not kept else kept[0] if len(kept) == 1 else kept)
-  return P(*entries)
+  return P(*entries, unreduced=s.spec.unreduced & set(manual_axes),
+           reduced=s.spec.reduced & set(manual_axes))
 
 
 @contextlib.contextmanager
@@ -208,7 +214,9 @@ def _block_type(aval, spec, manual_axes):
   """A block's type: varying along the manual axes ``spec`` splits over (and, in a nested
   body, those along which the argument varies in the enclosing one)."""
   vma = aval.vma | (_used_axes(spec) & set(manual_axes))
-  return vma_lib.typed(aval.update(vma=()), vma)
+  return vma_lib.typed(aval.update(vma=()), vma).update(
+      unreduced=aval.unreduced | (spec.unreduced & set(manual_axes)),
+      reduced=aval.reduced | (spec.reduced & set(manual_axes)))
 
 
 def _outputs_like_specs(fun, out_specs, manual_axes):
@@ -219,21 +227,39 @@ def _outputs_like_specs(fun, out_specs, manual_axes):
 
 def _match_out_vma(outs, specs, manual_axes) -> list:
   """Outputs ``pvary``-ed along the manual axes their specs split over that they do not
-  vary along yet."""
+  vary along yet, and cast to partial sums along those their specs say are unreduced
+  (as JAX's)."""
   result = []
   for o, spec in zip(outs, specs):
     used = _used_axes(spec)
     missing = tuple(a for a in manual_axes if a in used and a not in get_aval(o).vma
                     and a not in vma_lib.dropped())
-    result.append(pvary_p.bind(o, axes=missing) if missing else o)
+    o = pvary_p.bind(o, axes=missing) if missing else o
+    unreduced = spec.unreduced & set(manual_axes)
+    if unreduced - get_aval(o).unreduced:
+      o = varying.vary_unreduced_cast(o, tuple(unreduced - get_aval(o).unreduced))
+    result.append(o)
   return result
+
+
+def _check_out_partial(outs, specs):
+  """JAX's error for an output whose unreduced or reduced axes differ from its out_spec's."""
+  for o, spec in zip(outs, specs):
+    aval = get_aval(o)
+    for kind in ("unreduced", "reduced"):
+      if getattr(spec, kind) != getattr(aval, kind):
+        raise ValueError(
+            f"out_specs passed to shard_map should be equal to the {kind} present on the "
+            f"out_aval. Got out_specs={spec} and out_aval={aval.str_short(True)}")
 
 
 def _check_out_vma(name, mesh, manual_axes, outs, out_specs, spec_keys):
   """JAX's error for an output varying along a manual axis its out_spec leaves out."""
   fails = []
   for o, key, spec in zip(outs, spec_keys, out_specs):
-    vary = get_aval(o).vma
+    aval = get_aval(o)
+    # (as JAX: unreduced or reduced along an axis is not the same on every device there)
+    vary = aval.vma | (aval.unreduced - spec.unreduced) | (aval.reduced - spec.reduced)
     if any(a in vary for a in _unmentioned(manual_axes, spec)):
       fails.append((key, spec, vary))
   if fails:
@@ -298,10 +324,28 @@ def pcast(x, axis_name, *, to: str):
     raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
   if to not in _PCAST_TO:
     raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {set(_PCAST_TO)}")
-  if to == "varying":  # an eager body's values record it (what typeof shows)
-    names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
-    return tree_util.tree_map(lambda v: _mark_varying(v, names), x)
-  return x
+  names = (axis_name,) if isinstance(axis_name, str) else tuple(axis_name)
+  if not names:
+    return x
+  def leaf(v):
+    if to == "varying" and (isinstance(v, shard_map_eager.ShardMapTracer)
+                            or not vma_lib.active[0]):
+      return _mark_varying(v, names)  # (an eager body's values record it)
+    return _pcast_leaf(v, names, to) if vma_lib.active[0] else v
+  return tree_util.tree_map(leaf, x)
+
+
+def _pcast_leaf(x, names, to: str):
+  """A cast between the states a value may be in along manual axes (JAX's four)."""
+  frm = varying.state_of(get_aval(x), names, "jax.lax.pcast")
+  if (frm, to) == ("invarying", "varying"):
+    return _bind_pvary(x, names)
+  cast = {("invarying", "reduced"): varying.preduced,
+          ("varying", "unreduced"): varying.vary_unreduced_cast,
+          ("reduced", "varying"): varying.reduced_vary_cast}.get((frm, to))
+  if cast is None:
+    raise ValueError(f"Unsupported pcast from={frm}, to={to!r}")
+  return cast(x, names)
 
 
 def _mark_varying(x, names):
@@ -420,9 +464,11 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
       out, out_tree = out_tree_box[-1]
       flat_out = _out_specs(name, mesh, manual_axes, out_specs, out, out_tree,
                             [get_aval(o).ndim for o in outs])
+      outs = _match_out_vma(outs, flat_out, manual_axes)
       _check_out_vma(name, mesh, manual_axes, outs, flat_out,
                      _spec_keys(out_specs, out, len(flat_out)))
-      return _match_out_vma(outs, flat_out, manual_axes)
+      _check_out_partial(outs, flat_out)
+      return outs
     splits = [shard_map_types.body_in_split(_type_split(x), mesh, manual_axes, a.ndim)
               for x, a in zip(leaves, avals)]
     body, consts = _trace_body(typed_fun if checked else flat_fun, avals, mesh, manual_axes,
@@ -480,10 +526,11 @@ def _check_against_types(mesh, manual_axes, leaves, flat_in, inferred: bool,
     return
   for x, spec in zip(leaves, flat_in):
     aval = get_aval(x)
-    want = P(*spec, *[None] * (aval.ndim - len(spec)), unreduced=spec.unreduced,
+    want = P(*spec.partitions, *[None] * (aval.ndim - len(spec)), unreduced=spec.unreduced,
              reduced=spec.reduced)
     split = _type_split(x)
-    have = P(*[None if e is None else e[0] if len(e) == 1 else e for e in split.entries]) \
+    have = P(*[None if e is None else e[0] if len(e) == 1 else e for e in split.entries],
+             unreduced=split.unreduced, reduced=split.reduced) \
         if split is not None and split.mesh == mesh else P(*[None] * aval.ndim)
     if _normal(want) != _normal(have):
       typ = aval if split is None else aval.update(
@@ -675,7 +722,8 @@ pe.partial_eval_rules[shard_map_p] = _partial_eval
 
 def _residual_spec(aval, manual_axes, check_vma):
   axes = tuple(a for a in manual_axes if not check_vma or a in aval.vma)
-  return P(axes) if axes else P()
+  partial = dict(unreduced=aval.unreduced, reduced=aval.reduced) if check_vma else {}
+  return P(axes, **partial) if axes else P(**partial)
 
 
 def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
@@ -698,15 +746,17 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
       ct = next(local_cts)
       # With check_vma the types say it all: a transposed pvary sums what must be summed.
       copies = 1 if check_vma else math.prod(
-          mesh.shape[n] for n in _unmentioned(manual_axes, spec))
+          mesh.shape[n] for n in _unmentioned(manual_axes, _ct_spec(spec))
+          if n not in _ct_spec(spec).unreduced)
       full_cts.append(div(ct, full_like(ct, copies)) if copies > 1 else ct)
     cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full_args, full_cts)
     out = []
     for ct, u, spec, a in zip(cts_in, undefined, in_specs, jaxpr.in_avals):
       if not u:
         continue
-      ct = ad.instantiate_zeros(ct) if type(ct) is ad.Zero else ct
-      axes = () if check_vma else _unmentioned(manual_axes, spec)
+      ct = _instantiate_ct(ct, _ct_spec(spec)) if type(ct) is ad.Zero else ct
+      axes = () if check_vma else tuple(a for a in _unmentioned(manual_axes, _ct_spec(spec))
+                                        if a not in _ct_spec(spec).unreduced)
       out.append(psum(ct, axes) if axes else ct)
     return out
 
@@ -715,8 +765,8 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
   local_in += [_local_aval(get_aval(ct), mesh, s, "cotangent")
                for ct, s, nz in zip(cts, out_specs, ct_nonzero) if nz]
   local_specs = [s for s, u in zip(in_specs, undefined) if not u] + \
-      [s for s, nz in zip(out_specs, ct_nonzero) if nz]
-  out_specs_t = [s for s, u in zip(in_specs, undefined) if u]
+      [_ct_spec(s) for s, nz in zip(out_specs, ct_nonzero) if nz]
+  out_specs_t = [_ct_spec(s) for s, u in zip(in_specs, undefined) if u]
   t_body, consts = _trace_body(body, local_in, mesh, manual_axes, "transpose", check_vma,
                                local_specs, out_specs_t)
   specs = [P()] * len(consts) + local_specs
@@ -725,6 +775,25 @@ def _transpose(cts, *args, jaxpr, mesh, manual_axes, in_specs,
   return [next(outs) if u else None for u in undefined]
 
 ad.primitive_transposes[shard_map_p] = _transpose
+
+
+def _ct_spec(spec):
+  """The spec of a cotangent: unreduced and reduced axes swapped (a reduced value's
+  cotangent is a partial sum, an unreduced one's is reduced)."""
+  if not spec.unreduced and not spec.reduced:
+    return spec
+  return spec.update(unreduced=spec.reduced, reduced=spec.unreduced)
+
+
+def _instantiate_ct(ct, spec):
+  """A zero cotangent made concrete, of the partial-sum type ``spec`` asks for (zeros are
+  a valid partial sum)."""
+  z = ad.instantiate_zeros(ct)
+  if vma_lib.active[0] and spec.unreduced:
+    missing = tuple(a for a in spec.unreduced if a not in get_aval(z).vma
+                    and a not in get_aval(z).unreduced)
+    z = pvary_p.bind(z, axes=vma_lib.in_order(missing)) if missing else z
+  return z
 
 
 def _batch(axis_data, vals, dims, *, jaxpr, mesh, manual_axes, in_specs,

@@ -85,7 +85,8 @@ def out_split(mesh, manual_axes, spec, body_split, ndim: int):
     axes = tuple(a for a in (spec.axes_of(d) if d < len(spec) else ()) if a in explicit)
     axes += tuple(a for a in (body[d] or ()) if a in explicit and a not in axes)
     entries.append(axes or None)
-  split = sharding_types.TypeSharding(mesh, entries)
+  split = sharding_types.TypeSharding(mesh, entries, spec.unreduced & explicit,
+                                      spec.reduced & explicit)
   return split if split.is_split() else None
 
 

@@ -14,7 +14,7 @@ from hlox.core.primitive import Primitive
 from hlox.interpreters import ad, batching, partitioned, xla
 from hlox.runtime import sharding as sharding_lib
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
-from hlox.core.tracer import get_aval
+from hlox.core.tracer import Tracer, get_aval
 from hlox.runtime.array import Array, device_put
 
 from jaxlib.mlir import ir
@@ -68,6 +68,21 @@ def _lowering(ctx, x, *, sharding):
   return sdy.ShardingConstraintOp(x, attr).result
 
 xla.register_lowering(sharding_constraint_p, _lowering)
+
+
+def _bind(x, sharding):
+  """A constraint of ``x`` to ``sharding``. A traced value made a partial sum over axes it
+  is not one over yet is first constrained closed without them (as JAX lowers it): XLA's
+  partitioner would otherwise carry the partial-sum layout back to where the value was
+  replicated and every device would hold all of it (the pieces would add up to a multiple
+  of the value) instead of one device holding it and the others zeros."""
+  if has_partial_axes(sharding) and isinstance(x, Tracer):
+    source = sharding_types.split_of(x)
+    had = source.unreduced if source is not None else frozenset()
+    if sharding.spec.unreduced - had:
+      x = sharding_constraint_p.bind(x, sharding=sharding_lib.NamedSharding(
+          sharding.mesh, sharding.spec.update(unreduced=sharding.spec.unreduced & had)))
+  return sharding_constraint_p.bind(x, sharding=sharding)
 ad.deflinear(sharding_constraint_p,
              lambda ct, x, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
 
@@ -114,6 +129,7 @@ def apply_out_sharding(x, out_sharding, name: str):
   if out_sharding is None:
     return x
   ndim = len(getattr(x, "shape", ()))
+  # (no closed constraint first: an operation asked for partial sums computes them)
   return sharding_constraint_p.bind(x, sharding=_resolve(out_sharding, ndim, name))
 
 
@@ -133,8 +149,7 @@ def constrain(x, shardings):
   prefix of ``x``), its type split as they say over Explicit axes: what ``reshard``,
   ``device_put`` under a trace and jit's ``in/out_shardings`` do."""
   leaves, tree, resolved = _per_leaf(x, shardings)
-  return tree.unflatten([sharding_constraint_p.bind(leaf, sharding=s)
-                         for leaf, s in zip(leaves, resolved)])
+  return tree.unflatten([_bind(leaf, s) for leaf, s in zip(leaves, resolved)])
 
 
 def with_sharding_constraint(x, shardings):
@@ -203,5 +218,4 @@ def _check_auto_only(s) -> None:
 
 sharding_types.sharding_rules[sharding_constraint_p] = sharding_types.constraint_rule
 sharding_types.sources.add(sharding_constraint_p)
-sharding_types.constrain = lambda x, split: sharding_constraint_p.bind(
-    x, sharding=sharding_lib.named_of_type(split))
+sharding_types.constrain = lambda x, split: _bind(x, sharding_lib.named_of_type(split))
