@@ -305,3 +305,12 @@ def test_shape_dtype_struct_like_keeps_committed_shardings_only():
   assert specs == [P("x")]
   assert out.sharding.spec == P("x")
   np.testing.assert_array_equal(out, np.ones(8))
+
+
+def test_mesh_axis_types_must_be_axis_types():
+  # As JAX: a TypeError naming the bad axis types (not a mesh that silently has none).
+  with pytest.raises(TypeError, match="axis_types passed to Mesh must be of type"):
+    hlox.make_mesh((1,), ("x",), axis_types=("Explicit",))
+  with pytest.raises(TypeError, match="axis_types passed to AbstractMesh must be of type"):
+    hlox.sharding.AbstractMesh((1,), ("x",), axis_types=(1,))
+  assert hlox.make_mesh((1,), ("x",)).axis_types == (hlox.sharding.AxisType.Explicit,)

@@ -223,6 +223,13 @@ _meshes: dict = {}  # every Mesh made, by devices, shape, axis names and types
 _MESHES_MAX = 1024
 
 
+def _checked_axis_types(axis_types: tuple, what: str) -> tuple:
+  if not all(isinstance(t, AxisType) for t in axis_types):
+    raise TypeError(f"axis_types passed to {what} must be of type `hlox.sharding.AxisType`. "
+                    f"Got {axis_types} of type {tuple(type(t) for t in axis_types)}")
+  return axis_types
+
+
 class Mesh:
   """An n-dimensional array of devices with a name per axis (``Mesh(devices, ('x', 'y'))``).
 
@@ -238,7 +245,7 @@ class Mesh:
       axis_types = (AxisType.Auto,) * len(axis_names)
     elif isinstance(axis_types, AxisType):
       axis_types = (axis_types,) * len(axis_names)
-    axis_types = tuple(axis_types)
+    axis_types = _checked_axis_types(tuple(axis_types), "Mesh")
     # An empty mesh (``Mesh(np.empty((), dtype=object), ())``) has no devices.
     flat = tuple(devices.flat) if devices.ndim else ()
     # As JAX, building the same mesh twice gives the same object.
@@ -401,7 +408,7 @@ class AbstractMesh:
       axis_types = (AxisType.Auto,) * len(self.axis_names)
     elif isinstance(axis_types, AxisType):
       axis_types = (axis_types,) * len(self.axis_names)
-    self.axis_types = tuple(axis_types)
+    self.axis_types = _checked_axis_types(tuple(axis_types), "AbstractMesh")
     if len(self.axis_types) != len(self.axis_names):
       raise ValueError("Number of axis names should match the number of axis_types. Got "
                        f"axis_names={self.axis_names} and axis_types={self.axis_types}")
