@@ -20,11 +20,22 @@ from hlox.runtime.array import Array, device_put
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
-__all__ = ["with_sharding_constraint", "sharding_constraint_p", "apply_out_sharding",
+__all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p", "apply_out_sharding",
            "constrain"]
 
 sharding_constraint_p = Primitive("sharding_constraint")
-sharding_constraint_p.def_abstract_eval(lambda aval, *, sharding: aval)
+
+
+class _Reshard(Primitive):
+  """``reshard`` (and the constraints hlox adds itself: transposes' cotangents, device_put
+  inside a trace): the same rules as ``sharding_constraint``; printed as JAX prints it, by
+  name alone."""
+
+  def params_for_printing(self, params):
+    return {}
+
+
+reshard_p = _Reshard("reshard")
 
 
 def has_partial_axes(sharding) -> bool:
@@ -47,15 +58,13 @@ def _partial_sums_moved(x, sharding):
   source = sharding_types.split_of(x)
   target = sharding_types.of_named(sharding, aval.ndim)
   invar, outvar = Var(aval, source), Var(aval, target)
-  jaxpr = Jaxpr([], [invar], [outvar], [JaxprEqn([invar], [outvar], sharding_constraint_p,
+  jaxpr = Jaxpr([], [invar], [outvar], [JaxprEqn([invar], [outvar], reshard_p,
                                                  {"sharding": sharding})])
   call = partitioned.compile_partitioned(ClosedJaxpr(jaxpr, []), [x._sig], "reshard",
                                          keep_unused=True)
   return call([x])[0]
 
 
-sharding_constraint_p.def_impl(_impl)
-partitioned.sharding_params[sharding_constraint_p] = lambda params: params["sharding"]
 
 
 def _lowering(ctx, x, *, sharding):
@@ -67,7 +76,6 @@ def _lowering(ctx, x, *, sharding):
   attr = ir.Attribute.parse(sharding.sdy_text(ctx.avals_in[0].ndim))
   return sdy.ShardingConstraintOp(x, attr).result
 
-xla.register_lowering(sharding_constraint_p, _lowering)
 
 
 def _bind(x, sharding):
@@ -80,24 +88,34 @@ def _bind(x, sharding):
     source = sharding_types.split_of(x)
     had = source.unreduced if source is not None else frozenset()
     if sharding.spec.unreduced - had:
-      x = sharding_constraint_p.bind(x, sharding=sharding_lib.NamedSharding(
+      x = reshard_p.bind(x, sharding=sharding_lib.NamedSharding(
           sharding.mesh, sharding.spec.update(unreduced=sharding.spec.unreduced & had)))
-  return sharding_constraint_p.bind(x, sharding=sharding)
-ad.deflinear(sharding_constraint_p,
-             lambda ct, x, *, sharding: [sharding_constraint_p.bind(ct, sharding=sharding)])
+  return reshard_p.bind(x, sharding=sharding)
 
 
-def _batch(vals, dims, *, sharding):
-  (x,), (d,) = vals, dims
-  if d is batching.not_mapped or not isinstance(sharding, sharding_lib.NamedSharding):
-    return sharding_constraint_p.bind(x, sharding=sharding), d
-  spec = list(sharding.spec.partitions) + [None] * max(0, x.ndim - 1 - len(sharding.spec))
-  spec.insert(d, None)
-  batched = sharding_lib.NamedSharding(sharding.mesh, sharding_lib.PartitionSpec(
-      *spec, unreduced=sharding.spec.unreduced, reduced=sharding.spec.reduced))
-  return sharding_constraint_p.bind(x, sharding=batched), d
+def _batch_rule(prim):
+  def batch(vals, dims, *, sharding):
+    (x,), (d,) = vals, dims
+    if d is batching.not_mapped or not isinstance(sharding, sharding_lib.NamedSharding):
+      return prim.bind(x, sharding=sharding), d
+    spec = list(sharding.spec.partitions) + [None] * max(0, x.ndim - 1 - len(sharding.spec))
+    spec.insert(d, None)
+    batched = sharding_lib.NamedSharding(sharding.mesh, sharding_lib.PartitionSpec(
+        *spec, unreduced=sharding.spec.unreduced, reduced=sharding.spec.reduced))
+    return prim.bind(x, sharding=batched), d
+  return batch
 
-batching.primitive_batchers[sharding_constraint_p] = _batch
+
+for _p in (sharding_constraint_p, reshard_p):
+  _p.def_abstract_eval(lambda aval, *, sharding: aval)
+  _p.def_impl(_impl)
+  partitioned.sharding_params[_p] = lambda params: params["sharding"]
+  xla.register_lowering(_p, _lowering)
+  ad.deflinear(_p, lambda ct, x, *, sharding, _p=_p: [_p.bind(ct, sharding=sharding)])
+  batching.primitive_batchers[_p] = _batch_rule(_p)
+  sharding_types.sharding_rules[_p] = sharding_types.constraint_rule
+  sharding_types.sources.add(_p)
+del _p
 
 
 def _resolve(s, ndim: int, name: str = "with_sharding_constraint"):
@@ -216,6 +234,4 @@ def _check_auto_only(s) -> None:
         "probably meant to use `reshard` API?")
 
 
-sharding_types.sharding_rules[sharding_constraint_p] = sharding_types.constraint_rule
-sharding_types.sources.add(sharding_constraint_p)
 sharding_types.constrain = lambda x, split: _bind(x, sharding_lib.named_of_type(split))
