@@ -30,6 +30,9 @@ constrain = None
 # ``named_of_split(split)``: the NamedSharding (over the abstract mesh) a split stands for, as
 # a type shows it (set by the runtime).
 named_of_split = None
+# ``concrete_mesh(mesh)``: a concrete ``Mesh`` for an ``AbstractMesh`` (over the devices of
+# the mesh in effect), a concrete one as it is (set by the runtime).
+concrete_mesh = lambda mesh: mesh  # noqa: E731
 # Primitives whose results may be split although no operand is (``reshard``, a call of a
 # jaxpr that splits its results): their rules run for every equation.
 sources: set = set()
@@ -152,8 +155,11 @@ def mesh_of(shardings):
   for s in shardings:
     if s is not None:
       if mesh is not None and s.mesh != mesh:
-        raise ShardingTypeError(f"Mesh for all inputs should be equal. Got one mesh: {mesh} "
-                                f"and another mesh: {s.mesh}")
+        if s.mesh.abstract_mesh != mesh.abstract_mesh:
+          raise ShardingTypeError(f"Mesh for all inputs should be equal. Got one mesh: "
+                                  f"{mesh} and another mesh: {s.mesh}")
+        if hasattr(mesh, "devices"):  # the same mesh, one seen without its devices
+          continue
       mesh = s.mesh
   return mesh
 
@@ -405,7 +411,10 @@ def dot_general_rule(in_avals, in_shardings, out_avals, *, dimension_numbers,
 def constraint_rule(in_avals, in_shardings, out_avals, *, sharding, **params):
   """``reshard`` / ``with_sharding_constraint`` / ``out_sharding=``: the result is split as
   asked over Explicit axes."""
-  return of_named(sharding, len(out_avals[0].shape))
+  split = of_named(sharding, len(out_avals[0].shape))
+  if split is not None and not hasattr(split.mesh, "devices"):  # over an AbstractMesh
+    split = TypeSharding(concrete_mesh(split.mesh), split.entries)
+  return split
 
 
 def call_rule(jaxpr_param: str):
@@ -501,33 +510,64 @@ def gather_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, slice_s
 
 
 def scatter_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, **params):
-  """A scatter's result is split as its operand, when the dimensions it writes windows into
-  are whole (or unsplit) and the indices are not split; otherwise ``out_sharding=``."""
+  """A scatter writes windows of ``updates`` into ``operand`` at ``indices``; its result is
+  split as the operand, where each dimension's split is unambiguous without moving data:
+  - paired batch dimensions of operand, indices and updates are split by at most one axis
+    set (the result takes it);
+  - an operand window dimension and its updates dimension are split alike over a whole
+    window, or both unsplit (the result takes the split);
+  - dimensions that only the indices and updates range over (queries that may write to the
+    same place), inserted window dimensions and the index vector are unsplit.
+  Otherwise it needs ``out_sharding=``, as in JAX."""
   mesh = mesh_of(in_shardings[:3])
   if mesh is None:
     return None
   operand, indices, updates = in_avals[:3]
   op_s, ix_s, up_s = in_shardings[:3]
-  op = entries_of(op_s, len(operand.shape))
-  window = _scatter_window_sizes(operand, updates, dimension_numbers)
-  ok = (all(window[d] == operand.shape[d] or op[d] is None
-            for d in dimension_numbers.scatter_dims_to_operand_dims)
-        and (ix_s is None or not ix_s.is_split()))
-  if not ok:
+  op = list(entries_of(op_s, len(operand.shape)))
+  ix = entries_of(ix_s, len(indices.shape))
+  up = entries_of(up_s, len(updates.shape))
+  dn = dimension_numbers
+  ob, ib = tuple(dn.operand_batching_dims), tuple(dn.scatter_indices_batching_dims)
+  window_dims = tuple(dn.update_window_dims)
+  # the updates dimension of each indices batch dimension (update dims that are not window
+  # dims run over the indices' dimensions in order, the index vector left out)
+  query_dims = [d for d in range(len(updates.shape)) if d not in window_dims]
+  ub = tuple(query_dims[i] for i in ib)
+  operand_windows = [d for d in range(len(operand.shape))
+                     if d not in dn.inserted_window_dims and d not in ob]
+  batch_ok = all(len({e for e in (op[o], ix[i], up[u]) if e is not None}) <= 1
+                 for o, i, u in zip(ob, ib, ub))
+  windows_ok = all((updates.shape[u] == operand.shape[o] and up[u] == op[o])
+                   or (up[u] is None and op[o] is None)
+                   for u, o in zip(window_dims, operand_windows))
+  inserted_ok = all(op[d] is None for d in dn.inserted_window_dims)
+  queries_ok = (all(up[d] is None for d in query_dims if d not in ub)
+                and all(ix[d] is None for d in range(len(indices.shape) - 1) if d not in ib)
+                and (not indices.shape or ix[-1] is None))
+  if not (batch_ok and windows_ok and inserted_ok and queries_ok):
     return _given_or_raise(
         "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
         "the scatter update as out sharding could not be resolved unambiguously (or would "
         f"require collectives on inputs). Got operand={_aval_repr(operand, op_s)}, "
         f"indices={_aval_repr(indices, ix_s)}, updates={_aval_repr(updates, up_s)}")
+  for o, i, u in zip(ob, ib, ub):
+    op[o] = op[o] or ix[i] or up[u]
+  for u, o in zip(window_dims, operand_windows):
+    op[o] = op[o] or up[u]
+  return TypeSharding(mesh, op)
+
+
+def dynamic_update_slice_rule(in_avals, in_shardings, out_avals, **params):
+  """The update is written in place: it must be split as the operand is."""
+  (operand, update), (op_s, up_s) = in_avals[:2], in_shardings[:2]
+  op = entries_of(op_s, len(operand.shape))
+  if op != entries_of(up_s, len(update.shape)):
+    return _given_or_raise(
+        "dynamic_update_slice operand sharding must be equal to update sharding, got "
+        f"operand sharding {short(operand)}[{dims_string(operand.shape, op_s)}] and update "
+        f"sharding {short(update)}[{dims_string(update.shape, up_s)}].")
   return op_s if op_s is not None else None
-
-
-def _scatter_window_sizes(operand, updates, dn) -> list:
-  """The size of the window each update writes, per operand dimension (1 for inserted and
-  batching dimensions)."""
-  windows = iter(updates.shape[d] for d in dn.update_window_dims)
-  return [1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
-          else next(windows, 1) for d in range(len(operand.shape))]
 
 
 def sort_rule(in_avals, in_shardings, out_avals, *, dimension, **params):

@@ -1076,3 +1076,15 @@ def _named_of_split(split) -> "NamedSharding":
 
 
 sharding_types.named_of_split = _named_of_split
+
+
+def _concrete_mesh(mesh):
+  if not isinstance(mesh, AbstractMesh):
+    return mesh
+  concrete = concrete_mesh()
+  if concrete is not None and concrete.abstract_mesh == mesh:
+    return concrete
+  return _realize(concrete, mesh)
+
+
+sharding_types.concrete_mesh = _concrete_mesh

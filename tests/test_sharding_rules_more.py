@@ -1,0 +1,162 @@
+"""More sharding-in-types rules (JAX's Explicit mesh axes), found by JAX's own pjit tests:
+scatters (``.at[].set/add/...``, batched dynamic updates) on split operands and their
+gradients, and the split each further primitive's rule works out. Each program runs under
+``jit`` (and its gradient outside it) on a 2x2 mesh with Explicit axes x, y; the types and
+layouts are compared with JAX 0.10.2's (in a subprocess) when it is installed, and with
+JAX's answers recorded below otherwise."""
+import numpy as np
+import pytest
+
+import hlox
+import hlox.numpy as jnp
+
+from util import run_in_jax
+
+# name -> (arguments: (value, spec) by name, body of a function of them, grad argnums or
+# None). Each argument is device_put with its spec.
+SCATTER_ARGS = {
+    "operand": ("jnp.arange(160.0).reshape(2, 10, 8)", "P('x', None, 'y')"),
+    "operand_x": ("jnp.arange(160.0).reshape(2, 10, 8)", "P('x', None, None)"),
+    "indices": ("jnp.array([2, 3], dtype=jnp.int32)", "P('x')"),
+    "updates": ("jnp.arange(16.0).reshape(2, 8) + 1", "P('x', 'y')"),
+    "updates_x": ("jnp.arange(16.0).reshape(2, 8) + 1", "P('x', None)"),
+    "v": ("jnp.arange(16.0)", "P('x')"),
+    "u": ("jnp.arange(8.0) + 1", "P('x')"),
+    "xc": ("jnp.ones((8, 4))", "P(None, 'x')"),
+}
+PROGRAMS = [
+    ("vmap_set", "operand indices updates", "vmap(lambda x, i, y: x.at[i].set(y))"),
+    ("vmap_add", "operand indices updates", "vmap(lambda x, i, y: x.at[i].add(y))"),
+    ("vmap_mul", "operand indices updates", "vmap(lambda x, i, y: x.at[i].mul(y))"),
+    ("vmap_min", "operand_x indices updates_x", "vmap(lambda x, i, y: x.at[i].min(y))"),
+    ("vmap_max", "operand_x indices updates_x", "vmap(lambda x, i, y: x.at[i].max(y))"),
+    ("vmap_dus", "operand indices updates",
+     "vmap(lambda x, i, y: lax.dynamic_update_slice_in_dim(x, y[None], i, axis=0))"),
+    ("dus", "v u", "lambda a, b: lax.dynamic_update_slice(a, b, (3,))"),
+    ("dus_mismatch", "v u", "lambda a, b: lax.dynamic_update_slice(a, reshard(b, P()), (3,))"),
+    ("scatter_scalar_updates", "xc", "lambda a: a.at[jnp.array([1, 2])].add(1.0)"),
+]
+
+PROGRAM_RUNNER = r'''
+def run_programs(m, jnp, args, programs):
+  P = m.sharding.PartitionSpec
+  mesh = m.make_mesh((2, 2), ("x", "y"))
+  scope = dict(jnp=jnp, P=P, lax=m.lax, vmap=m.vmap, reshard=m.sharding.reshard)
+  results = {}
+  with m.sharding.set_mesh(mesh):
+    made = {k: m.device_put(eval(value, scope), eval(spec, scope))
+            for k, (value, spec) in args.items()}
+    for name, arg_names, body in programs:
+      f = eval(body, scope)
+      xs = [made[n] for n in arg_names.split()]
+      seen = []
+      def traced(*a, f=f):
+        out = f(*a)
+        seen.append(str(m.typeof(out)))
+        return out
+      try:
+        out = m.jit(traced)(*xs)
+        floats = [i for i, x in enumerate(xs) if x.dtype == jnp.float32]
+        grads = m.grad(lambda *a: m.jit(f)(*a).sum(), argnums=tuple(floats))(*xs)
+        results[name] = [seen[0], str(out.sharding.spec),
+                         [str(g.sharding.spec) for g in grads],
+                         np.asarray(out).round(3).tolist(),
+                         [np.asarray(g).round(3).tolist() for g in grads]]
+      except Exception as e:
+        results[name] = [type(e).__name__, str(e).split("\n")[0]]
+  return results
+'''
+
+JAX_SCRIPT = r'''
+import json, os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+import numpy as np
+import jax, jax.numpy as jnp
+''' + PROGRAM_RUNNER + r'''
+programs = json.loads(sys.stdin.read())
+print(json.dumps(run_programs(jax, jnp, *programs)))
+'''
+
+# JAX 0.10.2's types inside jit and the results' layouts, so that a run without JAX
+# checks them too.
+EXPECTED = {
+    "vmap_set": ("float32[2@x,10,8@y]", "P('x', None, 'y')", ["P('x', None, 'y')", "P('x', 'y')"]),
+    "vmap_add": ("float32[2@x,10,8@y]", "P('x', None, 'y')", ["P('x', None, 'y')", "P('x', 'y')"]),
+    "vmap_mul": ("float32[2@x,10,8@y]", "P('x', None, 'y')", ["P('x', None, 'y')", "P('x', 'y')"]),
+    "vmap_min": ("float32[2@x,10,8]", "P('x',)", ["P('x',)", "P('x',)"]),
+    "vmap_max": ("float32[2@x,10,8]", "P('x',)", ["P('x',)", "P('x',)"]),
+    "vmap_dus": ("float32[2@x,10,8@y]", "P('x', None, 'y')", ["P('x', None, 'y')", "P('x', 'y')"]),
+    "dus": ("float32[16@x]", "P('x',)", ["P('x',)", "P('x',)"]),
+    "scatter_scalar_updates": ("float32[8,4@x]", "P(None, 'x')", ["P(None, 'x')"]),
+}
+
+
+def _drop_trailing_none(spec: str) -> str:
+  while ", None)" in spec:
+    spec = spec.replace(", None)", ")")
+  return spec.replace("P('x')", "P('x',)")
+
+
+@pytest.fixture(scope="module")
+def hlox_results():
+  scope = {"np": np}
+  exec(PROGRAM_RUNNER, scope)
+  return scope["run_programs"](hlox, jnp, SCATTER_ARGS, PROGRAMS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_scatter_types_and_layouts(hlox_results, name):
+  got = hlox_results[name]
+  assert len(got) == 5, got
+  inside, layout, grad_layouts = EXPECTED[name]
+  assert got[0] == inside
+  assert _drop_trailing_none(got[1]) == _drop_trailing_none(layout)
+  assert [_drop_trailing_none(g) for g in got[2]] == [_drop_trailing_none(g)
+                                                       for g in grad_layouts]
+
+
+def test_scatter_values_are_right(hlox_results):
+  operand = np.arange(160.0, dtype=np.float32).reshape(2, 10, 8)
+  updates = np.arange(16.0, dtype=np.float32).reshape(2, 8) + 1
+  want = operand.copy()
+  want[0, 2] = updates[0]
+  want[1, 3] = updates[1]
+  np.testing.assert_array_equal(np.asarray(hlox_results["vmap_set"][3]), want)
+  np.testing.assert_array_equal(np.asarray(hlox_results["vmap_dus"][3]), want)
+  want_add = operand.copy()
+  want_add[0, 2] += updates[0]
+  want_add[1, 3] += updates[1]
+  np.testing.assert_array_equal(np.asarray(hlox_results["vmap_add"][3]), want_add)
+  # d/d operand of sum(x.at[i].set(y)): zero where overwritten; d/d updates: ones
+  g_op = np.ones_like(operand)
+  g_op[0, 2] = g_op[1, 3] = 0
+  np.testing.assert_array_equal(np.asarray(hlox_results["vmap_set"][4][0]), g_op)
+  np.testing.assert_array_equal(np.asarray(hlox_results["vmap_set"][4][1]), np.ones((2, 8)))
+  v = np.arange(16.0)
+  v[3:11] = np.arange(8.0) + 1
+  np.testing.assert_array_equal(np.asarray(hlox_results["dus"][3]), v)
+
+
+def test_an_update_split_unlike_its_operand_is_an_error(hlox_results):
+  kind, message = hlox_results["dus_mismatch"]
+  assert kind == "ShardingTypeError"
+  assert message.startswith("dynamic_update_slice operand sharding must be equal to update "
+                            "sharding")
+
+
+@pytest.mark.jax_oracle
+def test_agrees_with_jax(hlox_results):
+  pytest.importorskip("jax", reason="JAX is not installed (the oracle)")
+  want = run_in_jax(JAX_SCRIPT, [SCATTER_ARGS, PROGRAMS])
+  for name, *_ in PROGRAMS:
+    got = hlox_results[name]
+    if len(want[name]) == 2:  # an error
+      assert got[0] == want[name][0], (name, got)
+      continue
+    assert got[0] == want[name][0], (name, got, want[name])
+    assert _drop_trailing_none(got[1]) == _drop_trailing_none(want[name][1]), name
+    assert [_drop_trailing_none(g) for g in got[2]] == [_drop_trailing_none(g)
+                                                         for g in want[name][2]], name
+    np.testing.assert_allclose(np.asarray(got[3]), np.asarray(want[name][3]), rtol=1e-6)
+    for a, b in zip(got[4], want[name][4]):
+      np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
