@@ -23,6 +23,9 @@ SCATTER_ARGS = {
     "v": ("jnp.arange(16.0)", "P('x')"),
     "u": ("jnp.arange(8.0) + 1", "P('x')"),
     "xc": ("jnp.ones((8, 4))", "P(None, 'x')"),
+    "img": ("jnp.arange(128.0).reshape(4, 8, 4)", "P('x', 'y', None)"),
+    "img_f": ("jnp.arange(128.0).reshape(4, 8, 4)", "P('x', None, 'y')"),
+    "row": ("jnp.arange(32.0).reshape(1, 32)", "P(None, 'y')"),
 }
 PROGRAMS = [
     ("vmap_set", "operand indices updates", "vmap(lambda x, i, y: x.at[i].set(y))"),
@@ -35,13 +38,25 @@ PROGRAMS = [
     ("dus", "v u", "lambda a, b: lax.dynamic_update_slice(a, b, (3,))"),
     ("dus_mismatch", "v u", "lambda a, b: lax.dynamic_update_slice(a, reshard(b, P()), (3,))"),
     ("scatter_scalar_updates", "xc", "lambda a: a.at[jnp.array([1, 2])].add(1.0)"),
+    ("reduce_window_max", "img", "lambda a: lax.reduce_window(a, -np.inf, lax.max, (1, 2, 1), "
+     "(1, 2, 1), 'SAME')"),
+    ("reduce_window_sum", "img", "lambda a: lax.reduce_window(a, 0.0, lax.add, (1, 1, 2), "
+     "(1, 1, 2), 'VALID')"),
+    ("conv", "img", "lambda a: lax.conv_general_dilated(a, jnp.ones((3, 4, 5)), (1,), 'SAME', "
+     "dimension_numbers=('NWC', 'WIO', 'NWC'))"),
+    ("conv_split_features", "img_f", "lambda a: lax.conv_general_dilated(a, jnp.ones((3, 4, 5)), "
+     "(1,), 'SAME', dimension_numbers=('NWC', 'WIO', 'NWC'))"),
+    ("top_k", "img", "lambda a: lax.top_k(a, 2)[0]"),
+    ("top_k_split_axis", "img_f", "lambda a: lax.top_k(a, 2)[0]"),
+    ("reshape_size_one", "row", "lambda a: a.reshape(1, 4, 8)"),
+    ("map_one_batch", "img", "lambda a: lax.map(lambda r: r * 2, a, batch_size=10)"),
 ]
 
 PROGRAM_RUNNER = r'''
 def run_programs(m, jnp, args, programs):
   P = m.sharding.PartitionSpec
   mesh = m.make_mesh((2, 2), ("x", "y"))
-  scope = dict(jnp=jnp, P=P, lax=m.lax, vmap=m.vmap, reshard=m.sharding.reshard)
+  scope = dict(jnp=jnp, np=np, P=P, lax=m.lax, vmap=m.vmap, reshard=m.sharding.reshard)
   results = {}
   with m.sharding.set_mesh(mesh):
     made = {k: m.device_put(eval(value, scope), eval(spec, scope))
@@ -88,6 +103,12 @@ EXPECTED = {
     "vmap_dus": ("float32[2@x,10,8@y]", "P('x', None, 'y')", ["P('x', None, 'y')", "P('x', 'y')"]),
     "dus": ("float32[16@x]", "P('x',)", ["P('x',)", "P('x',)"]),
     "scatter_scalar_updates": ("float32[8,4@x]", "P(None, 'x')", ["P(None, 'x')"]),
+    "reduce_window_max": ("float32[4@x,4@y,4]", "P('x', 'y')", ["P('x', 'y')"]),
+    "reduce_window_sum": ("float32[4@x,8@y,2]", "P('x', 'y')", ["P('x', 'y')"]),
+    "conv": ("float32[4@x,8@y,5]", "P('x', 'y')", ["P('x', 'y')"]),
+    "top_k": ("float32[4@x,8@y,2]", "P('x', 'y')", ["P('x', 'y')"]),
+    "reshape_size_one": ("float32[1,4@y,8]", "P(None, 'y')", ["P(None, 'y')"]),
+    "map_one_batch": ("float32[4@x,8@y,4]", "P('x', 'y')", ["P('x', 'y')"]),
 }
 
 
@@ -135,6 +156,41 @@ def test_scatter_values_are_right(hlox_results):
   v = np.arange(16.0)
   v[3:11] = np.arange(8.0) + 1
   np.testing.assert_array_equal(np.asarray(hlox_results["dus"][3]), v)
+
+
+@pytest.mark.parametrize("name", ["conv_split_features", "top_k_split_axis"])
+def test_a_split_the_rule_cannot_resolve_is_an_error(hlox_results, name):
+  assert hlox_results[name][0] == "ShardingTypeError", hlox_results[name]
+
+
+def test_window_reductions_and_convolutions_compute_the_right_values(hlox_results):
+  img = np.arange(128.0, dtype=np.float32).reshape(4, 8, 4)
+  np.testing.assert_array_equal(np.asarray(hlox_results["reduce_window_max"][3]),
+                                img.reshape(4, 4, 2, 4).max(2))
+  np.testing.assert_array_equal(np.asarray(hlox_results["reduce_window_sum"][3]),
+                                img.reshape(4, 8, 2, 2).sum(3))
+  padded = np.pad(img, ((0, 0), (1, 1), (0, 0)))
+  want = sum(padded[:, i:i + 8] for i in range(3)).sum(-1, keepdims=True).repeat(5, -1)
+  np.testing.assert_allclose(np.asarray(hlox_results["conv"][3]), want, rtol=1e-6)
+  np.testing.assert_array_equal(np.asarray(hlox_results["top_k"][3]), img[..., ::-1][..., :2])
+  np.testing.assert_array_equal(np.asarray(hlox_results["map_one_batch"][3]), img * 2)
+
+
+def test_split_results_are_constrained_in_the_lowered_program_as_jax_does():
+  mesh = hlox.make_mesh((2, 2), ("x", "y"))
+  P = hlox.sharding.PartitionSpec
+  with hlox.sharding.set_mesh(mesh):
+    x = hlox.device_put(np.arange(16.0, dtype=np.float32).reshape(8, 2), P("x", "y"))
+    text = hlox.jit(lambda a: jnp.sin(a * 2).sum(0)).lower(x).as_text()
+    # the broadcast scalar (an operand of the product), the product, the sine, the sum (and
+    # the argument's own annotation)
+    assert text.count("sdy.sharding_constraint") == 4
+    assert text.count('<@mesh, [{"x"}, {"y"}]>') == 4 and '<@mesh, [{"y"}]>' in text
+    out = hlox.jit(lambda a: jnp.sin(a * 2).sum(0))(x)
+    np.testing.assert_allclose(np.asarray(out), np.sin(np.arange(16.0).reshape(8, 2) * 2).sum(0),
+                               rtol=1e-5)
+    unsplit = hlox.device_put(np.ones((8, 2), np.float32), P())
+    assert "sdy.sharding_constraint" not in hlox.jit(lambda a: a * 2).lower(unsplit).as_text()
 
 
 def test_an_update_split_unlike_its_operand_is_an_error(hlox_results):

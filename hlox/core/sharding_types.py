@@ -344,7 +344,13 @@ def reshape_rule(in_avals, in_shardings, out_avals, **params):
     if remaining:
       return fail()
   it = iter(out_entries)
-  return TypeSharding(s.mesh, [None if d == 1 else next(it) for d in out_shape])
+  # a dimension of size 1 keeps the split of the operand's dimension of size 1 at its place
+  # (as JAX, when the reshape splits or merges dimensions)
+  keep_ones = len(ins) != len(outs) or any(d != e for (d, _), e in zip(ins, outs))
+  return TypeSharding(s.mesh, [
+      next(it) if d != 1 else s.entries[i]
+      if keep_ones and i < len(in_shape) and in_shape[i] == 1 else None
+      for i, d in enumerate(out_shape)])
 
 
 def _prod(xs) -> int:
@@ -581,3 +587,66 @@ def sort_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
     return [None] * len(out_avals)
   first = next(s for s in in_shardings if s is not None)
   return [first] * len(out_avals)
+
+
+def windowed_rule(name):
+  """Window reductions (one result per operand): each result split as the first operand,
+  as a slice is (a dimension whose size changes keeps its split only when the split still
+  divides it)."""
+  varying = varying_shape_rule(name)
+
+  def rule(in_avals, in_shardings, out_avals, **params):
+    n = len(out_avals)
+    s = varying(in_avals[:1], in_shardings[:1], out_avals[:1])
+    return [s] * n if n > 1 else s
+  return rule
+
+
+def top_k_rule(in_avals, in_shardings, out_avals, *, axis=-1, **params):
+  """The values and their indices are split as the operand, which must not be split along
+  the axis the largest values are taken from."""
+  s = in_shardings[0]
+  if s is None:
+    return [None, None]
+  if s.entries[axis] is not None:
+    raise ShardingTypeError(
+        "The input should be unsharded over the axis along which to compute the top_k "
+        f"values. Got input type={_aval_repr(in_avals[0], s)} and "
+        f"axis={axis % len(s.entries)}")
+  return [s, s]
+
+
+def conv_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, **params):
+  """A convolution of an unsplit kernel with an input unsplit along its features is split
+  as its input (a spatial dimension whose size changes keeps its split only when the split
+  still divides it); anything else needs the output's split from the caller, as in JAX."""
+  (lhs_s, rhs_s) = in_shardings[:2]
+  if lhs_s is None and rhs_s is None:
+    return None
+  feature = dimension_numbers.lhs_spec[1] if dimension_numbers is not None else 1
+  if (rhs_s is None or not rhs_s.is_split()) and (
+      lhs_s is None or lhs_s.entries[feature] is None):
+    if lhs_s is None:
+      return None
+    return varying_shape_rule("conv_general_dilated")(in_avals[:1], [lhs_s], out_avals)
+  return _given_or_raise("Please specify the output sharding via `out_sharding` parameter of "
+                         "`conv_general_dilated`")
+
+
+def rng_bit_generator_rule(in_avals, in_shardings, out_avals, **params):
+  """The new key is split as the key; the bits are not split (``out_sharding=`` splits
+  them)."""
+  return [in_shardings[0], None]
+
+
+_broadcasting: dict = {}
+
+
+def is_broadcasting(primitive) -> bool:
+  """Whether ``primitive`` is elementwise (its rule is a ``broadcasting_rule``)."""
+  known = _broadcasting.get(primitive)
+  if known is None:
+    rule = sharding_rules.get(primitive)
+    known = _broadcasting[primitive] = getattr(rule, "__qualname__", "").startswith(
+        "broadcasting_rule.")
+  return known
