@@ -7,7 +7,7 @@ import numpy as np
 from hlox import tree_util
 from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
-from hlox.lax.sharding_constraint import constrain as _constrain, with_sharding_constraint  # noqa: F401,E501
+from hlox.lax.sharding_constraint import constrain as _constrain, trim_spec, with_sharding_constraint  # noqa: F401,E501
 from hlox.runtime import placement
 from hlox.runtime.array import Array
 from hlox.core.tracer import eval_trace, trace_ctx
@@ -71,6 +71,8 @@ def reshard(x, out_shardings):
   """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
   inside it."""
   if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(x)):
+    if isinstance(x, Tracer):
+      out_shardings = trim_spec(out_shardings, x.ndim)
     return _constrain(x, out_shardings)
   if isinstance(out_shardings, PartitionSpec):
     mesh = current_mesh()

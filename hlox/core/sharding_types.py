@@ -253,7 +253,7 @@ def varying_shape_rule(name):
       return None
     for e, a, b in zip(s.entries, in_shape, out_shape):
       if a != b and e is not None and b % _axes_size(s.mesh, e):
-        raise ShardingTypeError(
+        return _given_or_raise(
             f"{name} on sharded dims where out dim ({b}) is not divisible by mesh axes "
             f"({_axes_size(s.mesh, e)}) with spec ({_entry_str(e)}) is not implemented. Got "
             f"input type={short(in_avals[0])}[{dims_string(in_shape, s)}] and output "
@@ -373,6 +373,11 @@ def result_sharding_given(given: bool = True):
     yield
   finally:
     _given.value = before
+
+
+def result_sharding_is_given() -> bool:
+  """Whether the operation being bound has its result's split set by an ``out_sharding=``."""
+  return getattr(_given, "value", False)
 
 
 def _conflicting(lhs_spec, rhs_spec) -> bool:
@@ -565,10 +570,12 @@ def scatter_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, **para
 
 
 def dynamic_update_slice_rule(in_avals, in_shardings, out_avals, **params):
-  """The update is written in place: it must be split as the operand is."""
+  """The update is written in place: a split operand's update must be split as it is (an
+  unsplit operand, such as a buffer hlox's own loops stack results into, gives an unsplit
+  result)."""
   (operand, update), (op_s, up_s) = in_avals[:2], in_shardings[:2]
   op = entries_of(op_s, len(operand.shape))
-  if op != entries_of(up_s, len(update.shape)):
+  if op_s is not None and op != entries_of(up_s, len(update.shape)):
     return _given_or_raise(
         "dynamic_update_slice operand sharding must be equal to update sharding, got "
         f"operand sharding {short(operand)}[{dims_string(operand.shape, op_s)}] and update "

@@ -45,7 +45,8 @@ def jaxpr_meshes(jaxpr: Jaxpr) -> list:
     if get is not None:
       s = get(eqn.params)
       if isinstance(s, sharding_lib.NamedSharding):
-        found.append(s.mesh)
+        # (one over an AbstractMesh, as a type's is, runs over the mesh in effect)
+        found.append(sharding_lib.concrete_mesh_of(s.mesh))
     for sub in subjaxprs(eqn.params):
       found += jaxpr_meshes(sub)
   return found
@@ -211,7 +212,13 @@ def _typed_out_shardings(closed: ClosedJaxpr, mesh):
                     and sharding_lib.axis_map(s.mesh, mesh) is not None)
   if not any(map(same, splits)):
     return None
-  return [sharding_lib.named_of_type(s) if same(s) else None for s in splits]
+  # over a mesh of Explicit axes only, an unsplit type is a replicated layout (as in JAX)
+  explicit = all(t == sharding_lib.AxisType.Explicit for t in mesh.axis_types)
+  replicated = lambda v: sharding_lib.NamedSharding(  # noqa: E731
+      mesh, sharding_lib.PartitionSpec(*[None] * len(v.aval.shape)))
+  return [sharding_lib.named_of_type(s) if same(s)
+          else replicated(v) if s is None and explicit else None
+          for v, s in zip(closed.jaxpr.outvars, splits)]
 
 
 def _eager_partitioned(closed: ClosedJaxpr, sigs, name: str):

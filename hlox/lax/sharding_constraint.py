@@ -82,7 +82,22 @@ def apply_out_sharding(x, out_sharding, name: str):
   if out_sharding is None:
     return x
   ndim = len(getattr(x, "shape", ()))
+  out_sharding = trim_spec(out_sharding, ndim)
   return sharding_constraint_p.bind(x, sharding=_resolve(out_sharding, ndim, name))
+
+
+def trim_spec(s, ndim: int):
+  """``s`` (a PartitionSpec or NamedSharding) without the unsplit entries past ``ndim``
+  (a type's spec may be longer than an operation's result is deep, as JAX allows for
+  ``out_sharding=`` and ``reshard``)."""
+  spec = s.spec if isinstance(s, sharding_lib.NamedSharding) else s
+  if not isinstance(spec, sharding_lib.PartitionSpec) or len(spec) <= ndim or any(
+      e is not None for e in spec.partitions[ndim:]):
+    return s
+  trimmed = sharding_lib.PartitionSpec(*spec.partitions[:ndim])
+  if isinstance(s, sharding_lib.NamedSharding):
+    return sharding_lib.NamedSharding(s.mesh, trimmed)
+  return trimmed
 
 
 def _per_leaf(x, shardings):

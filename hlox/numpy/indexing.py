@@ -557,6 +557,9 @@ def _split_updates(x, indices, y, dnums):
   queries = iter(ix_entries[:-1])
   want = [x_entries[next(windows)] if d in dnums.update_window_dims else next(queries, None)
           for d in range(get_aval(y).ndim)]
+  axes = [a for e in want for a in (e or ())]
+  if len(axes) != len(set(axes)):  # no one split: the scatter's rule says what is wrong
+    return y
   split = sharding_types.TypeSharding(mesh, want)
   have = sharding_types.split_of(y)
   if (have.entries if have is not None else (None,) * len(want)) == split.entries:
@@ -581,7 +584,7 @@ def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted=False,
                                   inserted_window_dims=plan.dnums.collapsed_slice_dims,
                                   scatter_dims_to_operand_dims=plan.dnums.start_index_map)
   xp = _reshape(xp, plan.x_shape)
-  if sharding_types.active[0]:
+  if sharding_types.active[0] and not sharding_types.result_sharding_is_given():
     yp = _split_updates(xp, plan.indices, yp, dnums)
   out = scatter_fn(xp, plan.indices, yp, dnums,
                    indices_are_sorted=indices_are_sorted or plan.indices_are_sorted,

@@ -1078,7 +1078,9 @@ def _named_of_split(split) -> "NamedSharding":
 sharding_types.named_of_split = _named_of_split
 
 
-def _concrete_mesh(mesh):
+def concrete_mesh_of(mesh):
+  """``mesh`` when it is a concrete Mesh; for an AbstractMesh, the mesh in effect when it
+  is of that shape, else one over the first devices."""
   if not isinstance(mesh, AbstractMesh):
     return mesh
   concrete = concrete_mesh()
@@ -1087,4 +1089,4 @@ def _concrete_mesh(mesh):
   return _realize(concrete, mesh)
 
 
-sharding_types.concrete_mesh = _concrete_mesh
+sharding_types.concrete_mesh = concrete_mesh_of
