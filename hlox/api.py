@@ -1530,6 +1530,36 @@ def _type_sharding(x):
   return array_type_sharding(x)
 
 
+def _check_vmap_splits(leaves, dims):
+  """Under sharding in types, as JAX: the mapped dimensions of the inputs must be split
+  alike, and the unmapped inputs not split over the mesh axes that split them."""
+  def spec_str(entry):
+    return "None" if entry is None else repr(entry[0]) if len(entry) == 1 else repr(entry)
+
+  mapped, seen = None, False
+  for x, d in zip(leaves, dims):
+    if d is None:
+      continue
+    split = sharding_types.split_of(x)
+    entry = split.entries[d] if split is not None and d < len(split.entries) else None
+    if seen and entry != mapped:
+      raise ValueError("Mapped away dimension of inputs passed to vmap should be sharded the "
+                       f"same. Got inconsistent axis specs: {spec_str(mapped)} vs "
+                       f"{spec_str(entry)}")
+    mapped, seen = entry, True
+  if not mapped:
+    return
+  for x, d in zip(leaves, dims):
+    if d is not None:
+      continue
+    split = sharding_types.split_of(x)
+    if split is not None and any(a in mapped for e in split.entries for a in (e or ())):
+      raise ValueError(
+          "Unmapped values passed to vmap cannot be sharded along the mesh axis you are "
+          f"vmapping over. Got type: {sharding_types.type_str(get_aval(x), split)}, in_axes: "
+          f"{d} and vmapped mesh axis: {mapped}")
+
+
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
   """``fun`` with its equations named ``name`` (default: ``fun.__name__``) in printed jaxprs'
   name stacks and in the lowered program's op names, as ``jax.named_call``."""
@@ -1759,6 +1789,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     avals = [None if d is None else _abstractify(x) for x, d in zip(leaves, dims)]
     dims, size = mapped_axis_size("vmap", avals, dims, axis_size,
                                   lambda: _argument_names(fun, args, kwargs))
+    if sharding_types.active[0]:
+      _check_vmap_splits(leaves, dims)
     out_tree_box = []
 
     def flat_fun(*flat):

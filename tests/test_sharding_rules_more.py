@@ -28,6 +28,8 @@ SCATTER_ARGS = {
     "row": ("jnp.arange(32.0).reshape(1, 32)", "P(None, 'y')"),
     "shifts": ("jnp.arange(8, dtype=jnp.int32).reshape(4, 2)", "P('x', None)"),
     "xs": ("jnp.arange(16.0).reshape(2, 8)", "P()"),
+    "rows_y": ("jnp.ones((4, 8))", "P(None, 'y')"),
+    "img_y": ("jnp.ones((4, 8, 4))", "P(('x', 'y'), None, None)"),
     "ys": ("jnp.arange(6.0).reshape(2, 3)", "P()"),
     "zs": ("jnp.arange(16.0).reshape(2, 8)", "P(None, 'x')"),
 }
@@ -57,6 +59,10 @@ PROGRAMS = [
     ("roll_batched_shift", "img shifts", "vmap(lambda a, s: jnp.roll(a, s[0], axis=1))"),
     ("roll_split_axis", "img_f", "vmap(lambda a: jnp.roll(a, 1, axis=1))"),
     ("get_out_sharding_longer_spec", "xs", "lambda a: a.at[1, 2].get(out_sharding=P(None))"),
+    ("percentile_out_sharding", "v", "lambda a: jnp.percentile(a, 50, axis=0, out_sharding=P())"),
+    ("vmap_mapped_split_differs", "img rows_y", "vmap(lambda a, b: a.sum() + b.sum())"),
+    ("vmap_unmapped_split_over_mapped_axis", "rows_y img_y",
+     "vmap(lambda a, b: a.sum() + b.sum(), in_axes=(None, 0))"),
     ("dus_vmap_update_slice", "xs ys zs", "vmap(lambda a, b, c: (lax.dynamic_update_slice("
      "a, b, (1,)) + c))"),
 ]
@@ -120,6 +126,7 @@ EXPECTED = {
     "map_one_batch": ("float32[4@x,8@y,4]", "P('x', 'y')", ["P('x', 'y')"]),
     "roll_batched_shift": ("float32[4@x,8@y,4]", "P('x', 'y')", ["P('x', 'y')"]),
     "get_out_sharding_longer_spec": ("float32[]", "P()", ["P()"]),
+    "percentile_out_sharding": ("float32[]", "P()", ["P('x',)"]),
     # an unsplit type is a replicated layout; the cotangent of the update is unsplit
     "dus_vmap_update_slice": ("float32[2,8@x]", "P(None, 'x')", ["P()", "P()", "P(None, 'x')"]),
 }
@@ -209,6 +216,21 @@ def test_split_results_are_constrained_in_the_lowered_program_as_jax_does():
                                rtol=1e-5)
     unsplit = hlox.device_put(np.ones((8, 2), np.float32), P())
     assert "sdy.sharding_constraint" not in hlox.jit(lambda a: a * 2).lower(unsplit).as_text()
+
+
+def test_vmap_inputs_split_inconsistently_are_jax_errors(hlox_results):
+  kind, message = hlox_results["vmap_mapped_split_differs"]
+  assert kind == "ValueError" and message == (
+      "Mapped away dimension of inputs passed to vmap should be sharded the same. Got "
+      "inconsistent axis specs: 'x' vs None")
+  kind, message = hlox_results["vmap_unmapped_split_over_mapped_axis"]
+  assert kind == "ValueError" and message.startswith(
+      "Unmapped values passed to vmap cannot be sharded along the mesh axis you are vmapping "
+      "over. Got type: float32[4,8@y]")
+
+
+def test_percentile_with_out_sharding_sorts_a_split_dimension(hlox_results):
+  assert hlox_results["percentile_out_sharding"][3] == 7.5
 
 
 def test_an_update_split_unlike_its_operand_is_an_error(hlox_results):
