@@ -808,7 +808,8 @@ class Traced:
 
   @property
   def in_avals(self):
-    return self._traced.in_avals
+    """The arguments' types as JAX gives them: ``(positional, keyword)``."""
+    return self.in_tree.unflatten(list(self._traced.in_avals))
 
   @property
   def fun_name(self) -> str:

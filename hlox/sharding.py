@@ -70,9 +70,15 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 def reshard(x, out_shardings):
   """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
   inside it."""
+  if isinstance(out_shardings, (PartitionSpec, NamedSharding)) and hasattr(x, "shape"):
+    out_shardings = trim_spec(out_shardings, len(x.shape))
+    spec = out_shardings.spec if isinstance(out_shardings, NamedSharding) else out_shardings
+    if len(spec) > len(x.shape):
+      raise ValueError(
+          f"Length of sharding.spec ({len(spec)}) must be equal to aval's ndim "
+          f"({len(x.shape)}). Got sharding.spec {spec}, aval.ndim {len(x.shape)} and "
+          f"sharding {out_shardings}")
   if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(x)):
-    if isinstance(x, Tracer):
-      out_shardings = trim_spec(out_shardings, x.ndim)
     return _constrain(x, out_shardings)
   if isinstance(out_shardings, PartitionSpec):
     mesh = current_mesh()

@@ -256,3 +256,45 @@ def test_agrees_with_jax(hlox_results):
     np.testing.assert_allclose(np.asarray(got[3]), np.asarray(want[name][3]), rtol=1e-6)
     for a, b in zip(got[4], want[name][4]):
       np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+# --- JAX's errors and reports around shardings ----------------------------------------------
+
+def test_jax_texts_for_placement_errors():
+  P = hlox.sharding.PartitionSpec
+  with pytest.raises(ValueError, match="Please set a mesh via `jax.set_mesh` if a "
+                                       "PartitionSpec is passed to device_put"):
+    hlox.device_put(np.arange(8), P("x"))
+  with hlox.sharding.set_mesh(hlox.make_mesh((2,), ("x",))):
+    with pytest.raises(ValueError, match=r"Length of sharding.spec \(4\) must be equal to "
+                                         r"aval's ndim \(3\)"):
+      hlox.sharding.reshard(np.zeros((8, 4, 2)), P(None, None, None, "x"))
+    # unsplit entries past the rank are dropped, as JAX does
+    out = hlox.sharding.reshard(np.arange(8.0), P("x", None))
+    assert out.sharding.spec == P("x")
+    np.testing.assert_array_equal(np.asarray(out), np.arange(8.0))
+  a = hlox.device_put(np.arange(8), hlox.devices()[0])
+  b = hlox.device_put(np.arange(8), hlox.devices()[1])
+  with pytest.raises(ValueError, match=r"Received incompatible devices for jitted computation"
+                                       r"\. Got argument.*of concatenate with shape int32\[8\]"):
+    jnp.concatenate([a, b])
+  with pytest.raises(ValueError, match="Received incompatible devices"):
+    jnp.array(a, device=hlox.devices()[1])
+  np.testing.assert_array_equal(np.asarray(jnp.array(a, device=hlox.devices()[0])),
+                                np.arange(8))
+
+
+def test_eager_results_laid_out_as_an_operand_report_its_sharding():
+  P, NS = hlox.sharding.PartitionSpec, hlox.sharding.NamedSharding
+  mesh = hlox.make_mesh((1, 8, 1), ("x", "y", "z"),
+                        axis_types=(hlox.sharding.AxisType.Auto,) * 3)
+  x = hlox.device_put(jnp.arange(32).reshape(1, -1, 1), NS(mesh, P("x", "y", "z")))
+  y = x + 1
+  assert y.sharding == x.sharding
+  np.testing.assert_array_equal(np.asarray(y), np.arange(32).reshape(1, -1, 1) + 1)
+
+
+def test_traced_in_avals_are_positional_and_keyword():
+  traced = hlox.jit(lambda x, y=1: x * y).trace(jnp.arange(8, dtype=jnp.int32), y=2)
+  args, kwargs = traced.in_avals
+  assert len(args) == 1 and args[0].shape == (8,) and set(kwargs) == {"y"}

@@ -114,7 +114,7 @@ class PartitionedCall:
     if out_hlos is None:  # one device: every result is whole
       whole = sharding_lib.NamedSharding(mesh, sharding_lib.PartitionSpec())
       out_hlos = [whole.hlo(a.ndim) for a in self.out_avals]
-    self.out_shardings = [sharding_lib.from_hlo(h, mesh, a.ndim)
+    self.out_shardings = [_from_hlo(h, mesh, a.ndim, self.in_shardings, self.in_avals)
                           for h, a in zip(out_hlos, self.out_avals)]
     for i, s in enumerate(reported or ()):  # typed results: laid out as their types say
       if isinstance(s, sharding_lib.NamedSharding):
@@ -202,6 +202,18 @@ def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_in
                            keep_unused, lowered_out, reported=out_shardings)
     _calls.put(key, call)
   return call
+
+
+def _from_hlo(hlo, mesh, ndim: int, in_shardings, in_avals):
+  """A result's sharding from its layout: an argument's NamedSharding when the result is
+  laid out as that argument of its rank is (as JAX reports it: ``x + 1`` keeps ``x``'s
+  spec, size-1 mesh axes included), else the one ``from_hlo`` reads off."""
+  for s, a in zip(in_shardings, in_avals):
+    if (isinstance(s, sharding_lib.NamedSharding) and a.ndim == ndim
+        and s.mesh._flat_devices_tuple == mesh._flat_devices_tuple
+        and sharding_lib.same_layout(s.hlo(ndim), hlo, mesh.size)):
+      return s
+  return sharding_lib.from_hlo(hlo, mesh, ndim)
 
 
 def _typed_out_shardings(closed: ClosedJaxpr, mesh):

@@ -903,12 +903,13 @@ def from_hlo(hlo, mesh: Mesh, ndim: int) -> Sharding:
   while entries and entries[-1] is None:  # as JAX reports them: P('x',), not P('x', None)
     entries.pop()
   candidate = NamedSharding(mesh, PartitionSpec(*entries))
-  if _same_layout(candidate.hlo(ndim), hlo, mesh.size):
+  if same_layout(candidate.hlo(ndim), hlo, mesh.size):
     return candidate
   return GSPMDSharding(mesh._flat_devices_tuple, hlo)
 
 
-def _same_layout(a, b, n: int) -> bool:
+def same_layout(a, b, n: int) -> bool:
+  """Whether the HLO shardings ``a`` and ``b`` lay an array out alike over ``n`` devices."""
   if a == b:
     return True
   da, wa = _tiles(a, n)
