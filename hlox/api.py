@@ -47,6 +47,8 @@ _get_sig = operator.attrgetter("_sig")
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit", "vmap", "pmap",
            "named_call", "named_scope", "copy_to_host_async"]
 
+sharding_types.drop_size_one_axes = lambda: config._values["remove_size_one_mesh_axis_from_type"]
+
 
 class ShapeDtypeStruct:
   """A shape and dtype standing in for an array (e.g. the results of ``eval_shape``)."""

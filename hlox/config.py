@@ -201,6 +201,10 @@ class Config:
       # promotion between different strong dtypes (core/dtypes.py).
       "numpy_rank_promotion": ("HLOX_NUMPY_RANK_PROMOTION", _env_str, "allow"),
       "numpy_dtype_promotion": ("HLOX_NUMPY_DTYPE_PROMOTION", _env_str, "standard"),
+      # Mesh axes of size 1 left out of types' splits (JAX's option of this name, off by
+      # default; core/sharding_types.py).
+      "remove_size_one_mesh_axis_from_type":
+          ("HLOX_REMOVE_SIZE_ONE_MESH_AXIS_FROM_TYPE", _env_bool, False),
       # The precision ``dot_general`` and convolutions record when given none (lax/dot.py).
       "default_matmul_precision": ("HLOX_DEFAULT_MATMUL_PRECISION", _env_str, None),
       # Transfer guards (runtime/client.py): None means 'allow'. ``transfer_guard`` is
@@ -416,6 +420,7 @@ enable_custom_prng = _BoolOption("enable_custom_prng")
 allow_f16_reductions = _BoolOption("allow_f16_reductions")
 no_tracing = _BoolOption("no_tracing")
 no_execution = _BoolOption("no_execution")
+remove_size_one_mesh_axis_from_type = _BoolOption("remove_size_one_mesh_axis_from_type")
 
 
 def transfer_guard(new_val: str) -> _OptionScope:
@@ -436,4 +441,5 @@ def transfer_guard(new_val: str) -> _OptionScope:
 # explanations name them.
 TRACED_OPTIONS = ("enable_x64", "default_prng_impl", "threefry_partitionable",
                   "random_seed_offset", "check_static_indices", "numpy_rank_promotion",
-                  "numpy_dtype_promotion", "default_matmul_precision", "no_execution")
+                  "numpy_dtype_promotion", "default_matmul_precision", "no_execution",
+                  "remove_size_one_mesh_axis_from_type")

@@ -298,3 +298,28 @@ def test_traced_in_avals_are_positional_and_keyword():
   traced = hlox.jit(lambda x, y=1: x * y).trace(jnp.arange(8, dtype=jnp.int32), y=2)
   args, kwargs = traced.in_avals
   assert len(args) == 1 and args[0].shape == (8,) and set(kwargs) == {"y"}
+
+
+@pytest.mark.parametrize("arr_spec, type_spec", [(("x", "y"), ("x", None)),
+                                                 ((("x", "y"),), ("x", None)),
+                                                 (("y",), (None, None))])
+def test_size_one_mesh_axes_left_out_of_types_when_asked(arr_spec, type_spec):
+  from hlox.config import remove_size_one_mesh_axis_from_type
+  P = hlox.sharding.PartitionSpec
+  mesh = hlox.make_mesh((2, 1), ("x", "y"))
+  host = np.arange(16).reshape(8, 2)
+  with hlox.sharding.set_mesh(mesh), remove_size_one_mesh_axis_from_type(True):
+    arr = hlox.device_put(host, P(*arr_spec))
+    seen = []
+
+    def f(x):
+      seen.append((x.aval.sharding.spec, (x * 2).aval.sharding.spec))
+      # an assert under all-Explicit axes, comparing types without the size-1 axis
+      return hlox.lax.with_sharding_constraint(x * 2, P(*arr_spec))
+    out = hlox.jit(f)(arr)
+  assert seen == [(P(*type_spec), P(*type_spec))]
+  assert out.sharding == hlox.sharding.NamedSharding(mesh, P(*type_spec))
+  np.testing.assert_array_equal(np.asarray(out), host * 2)
+  # off by default: the size-1 axis stays in the type
+  with hlox.sharding.set_mesh(mesh):
+    assert str(hlox.typeof(hlox.device_put(host, P("x", "y")))) == "int32[8@x,2@y]"

@@ -33,6 +33,9 @@ named_of_split = None
 # ``concrete_mesh(mesh)``: a concrete ``Mesh`` for an ``AbstractMesh`` (over the devices of
 # the mesh in effect), a concrete one as it is (set by the runtime).
 concrete_mesh = lambda mesh: mesh  # noqa: E731
+# ``drop_size_one_axes()``: whether mesh axes of size 1 are left out of types (the option
+# ``remove_size_one_mesh_axis_from_type``; set by the API).
+drop_size_one_axes = lambda: False  # noqa: E731
 # Primitives whose results may be split although no operand is (``reshard``, a call of a
 # jaxpr that splits its results): their rules run for every equation.
 sources: set = set()
@@ -91,6 +94,8 @@ def of_named(sharding, ndim: int) -> TypeSharding | None:
     e = spec[i] if i < len(spec) else None
     names = (e,) if isinstance(e, str) else tuple(e) if isinstance(e, tuple) else ()
     kept = tuple(n for n in names if n in explicit)
+    if kept and drop_size_one_axes():
+      kept = tuple(n for n in kept if mesh.shape[n] != 1)
     entries.append(kept or None)
   result = TypeSharding(mesh, entries)
   return result if result.is_split() else None

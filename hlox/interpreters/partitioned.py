@@ -222,10 +222,11 @@ def _typed_out_shardings(closed: ClosedJaxpr, mesh):
   splits = [getattr(v, "sharding", None) for v in closed.jaxpr.outvars]
   same = lambda s: (s is not None and s.mesh._flat_devices_tuple == mesh._flat_devices_tuple
                     and sharding_lib.axis_map(s.mesh, mesh) is not None)
-  if not any(map(same, splits)):
-    return None
   # over a mesh of Explicit axes only, an unsplit type is a replicated layout (as in JAX)
-  explicit = all(t == sharding_lib.AxisType.Explicit for t in mesh.axis_types)
+  explicit = bool(mesh.axis_types) and all(
+      t == sharding_lib.AxisType.Explicit for t in mesh.axis_types)
+  if not explicit and not any(map(same, splits)):
+    return None
   replicated = lambda v: sharding_lib.NamedSharding(  # noqa: E731
       mesh, sharding_lib.PartitionSpec(*[None] * len(v.aval.shape)))
   return [sharding_lib.named_of_type(s) if same(s)
