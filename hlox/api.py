@@ -143,6 +143,8 @@ class ShapeDtypeStruct:
 def _abstractify(x):
   if isinstance(x, ShapeDtypeStruct):
     return x.aval
+  if type(x) is ShapedArray:  # a type itself (``jit(f).lower(core.ShapedArray(...))``)
+    return x.strip_sharding() if x._sharding is not None else x
   try:
     return get_aval(x)
   except TypeError:
@@ -750,6 +752,8 @@ def _lowering_signature(x):
   if type(x) is Array:
     return x._sig
   aval = _abstractify(x)
+  if type(x) is ShapedArray:  # a type says no layout over devices
+    return aval
   s = getattr(x, "sharding", None)
   return (aval, s) if isinstance(s, sharding_lib.NamedSharding) else aval
 

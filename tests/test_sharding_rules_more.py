@@ -323,3 +323,22 @@ def test_size_one_mesh_axes_left_out_of_types_when_asked(arr_spec, type_spec):
   # off by default: the size-1 axis stays in the type
   with hlox.sharding.set_mesh(mesh):
     assert str(hlox.typeof(hlox.device_put(host, P("x", "y")))) == "int32[8@x,2@y]"
+
+
+def test_lowering_takes_types_and_the_abstract_mesh_in_effect():
+  from hlox.core.avals import ShapedArray
+  aval = ShapedArray((8,), np.int32)
+  text = hlox.jit(lambda x, y: x * y).lower(aval, aval).as_text()
+  assert "mhlo.sharding" not in text and "sdy.sharding" not in text
+  explicit = hlox.sharding.AbstractMesh((2,), ("x",), (hlox.sharding.AxisType.Explicit,))
+  P, NS = hlox.sharding.PartitionSpec, hlox.sharding.NamedSharding
+  f = hlox.jit(lambda x: x * 2)
+  for inp in (hlox.ShapeDtypeStruct((8, 2), np.float32),
+              hlox.ShapeDtypeStruct((8, 2), np.float32, sharding=NS(explicit, P("x")))):
+    with hlox.sharding.use_abstract_mesh(explicit):
+      lowered = f.trace(inp).lower(lowering_platforms=("tpu",))
+    assert "mhlo.num_partitions = 2" in lowered.as_text()
+  # and a program lowered so still computes: over the devices realizing the mesh
+  with hlox.sharding.set_mesh(hlox.make_mesh((2,), ("x",))):
+    out = f(hlox.device_put(np.ones((8, 2), np.float32), P("x")))
+  np.testing.assert_array_equal(np.asarray(out), np.full((8, 2), 2.0))

@@ -78,7 +78,7 @@ def program_mesh(closed: ClosedJaxpr, sigs) -> sharding_lib.Mesh | None:
 
 def _mesh_of(sharding) -> sharding_lib.Mesh:
   if isinstance(sharding, sharding_lib.NamedSharding):
-    return sharding.mesh
+    return sharding_lib.concrete_mesh_of(sharding.mesh)
   # A layout XLA chose that no spec described: a one-axis mesh of its devices.
   devices = np.empty(len(sharding._device_assignment), dtype=object)
   devices[:] = sharding._device_assignment
@@ -158,8 +158,17 @@ _calls = LRUCache()
 def _in_shardings(mesh, sigs) -> list:
   """Each argument's layout: its own (a NamedSharding), else copied to every device."""
   replicated = sharding_lib.NamedSharding(mesh, sharding_lib.PartitionSpec())
-  return [s[1] if type(s) is tuple and isinstance(s[1], sharding_lib.NamedSharding)
+  return [_concrete(s[1]) if type(s) is tuple and isinstance(s[1], sharding_lib.NamedSharding)
           else replicated for s in sigs]
+
+
+def _concrete(sharding):
+  """A NamedSharding over a concrete mesh (one over an AbstractMesh, as a
+  ``ShapeDtypeStruct`` may give, over the mesh that realizes it)."""
+  if isinstance(sharding.mesh, sharding_lib.AbstractMesh):
+    return sharding_lib.NamedSharding(sharding_lib.concrete_mesh_of(sharding.mesh),
+                                      sharding.spec)
+  return sharding
 
 
 def _module_name(name: str) -> str:
@@ -172,7 +181,11 @@ def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_inva
   arguments' signatures or in the jaxpr is sharded."""
   mesh = program_mesh(closed, sigs)
   if mesh is None:
-    return None
+    # under ``use_abstract_mesh`` (as JAX): a program over that mesh's devices
+    abstract = sharding_lib.context_abstract_mesh()
+    if abstract is None or abstract.empty or abstract.size == 1:
+      return None
+    mesh = sharding_lib.concrete_mesh_of(abstract)
   lowered = xla.lower_jaxpr_to_module(closed, _module_name(name), donated_invars, keep_unused,
                                       mesh=mesh, arg_shardings=_in_shardings(mesh, sigs),
                                       platform=platform)
