@@ -1260,7 +1260,15 @@ def _check_out_shardings(out, out_shardings) -> None:
     try:
       per_leaf = tree_util.broadcast_prefix(out_shardings, out, is_leaf=_is_sharding_leaf)
     except (ValueError, TypeError):
-      return  # the constraint reports a structure mismatch itself
+      errors = tree_util.prefix_errors(out_shardings, out, "pjit out_shardings",
+                                       is_leaf=_is_sharding_leaf)
+      if not errors:
+        return  # the constraint reports a structure mismatch itself
+      details = "\n  ".join(errors)
+      raise ValueError("pjit out_shardings specification must be a tree prefix of the "
+                       "corresponding value; got pjit out_shardings specification "
+                       f"{out_shardings!r}.\n  Mismatch details ({len(errors)} found):\n  "
+                       f"{details}") from None
   mesh = sharding_lib.current_mesh()
   for (path, leaf), s in zip(tree_util.tree_flatten_with_path(out)[0], per_leaf):
     if isinstance(s, sharding_lib.PartitionSpec) and mesh is not None:

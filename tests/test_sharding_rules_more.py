@@ -342,3 +342,14 @@ def test_lowering_takes_types_and_the_abstract_mesh_in_effect():
   with hlox.sharding.set_mesh(hlox.make_mesh((2,), ("x",))):
     out = f(hlox.device_put(np.ones((8, 2), np.float32), P("x")))
   np.testing.assert_array_equal(np.asarray(out), np.full((8, 2), 2.0))
+
+
+def test_out_shardings_not_a_prefix_of_the_results_lists_every_mismatch():
+  x = jnp.ones([])
+  mesh = hlox.sharding.Mesh(np.array(hlox.devices()[:2]), ("x",))
+  with mesh, pytest.raises(ValueError, match=r"Mismatch details \(2 found\)"):
+    hlox.jit(lambda v: v, out_shardings={"a": [None, None], "b": (None, None)})(
+        {"a": x, "b": x})
+  with mesh:
+    out = hlox.jit(lambda v: v, out_shardings={"a": None, "b": None})({"a": x, "b": x * 2})
+  assert float(out["b"]) == 2.0
