@@ -350,6 +350,6 @@ def test_out_shardings_not_a_prefix_of_the_results_lists_every_mismatch():
   with mesh, pytest.raises(ValueError, match=r"Mismatch details \(2 found\)"):
     hlox.jit(lambda v: v, out_shardings={"a": [None, None], "b": (None, None)})(
         {"a": x, "b": x})
-  with mesh:
-    out = hlox.jit(lambda v: v, out_shardings={"a": None, "b": None})({"a": x, "b": x * 2})
-  assert float(out["b"]) == 2.0
+  whole = hlox.sharding.NamedSharding(mesh, hlox.sharding.PartitionSpec())
+  out = hlox.jit(lambda v: v, out_shardings={"a": whole, "b": whole})({"a": x, "b": x * 2})
+  assert float(out["b"]) == 2.0 and out["a"].sharding == whole
