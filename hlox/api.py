@@ -47,6 +47,8 @@ _get_sig = operator.attrgetter("_sig")
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit", "vmap", "pmap",
            "named_call", "named_scope", "copy_to_host_async"]
 
+sharding_types.drop_size_one_axes = lambda: config._values["remove_size_one_mesh_axis_from_type"]
+
 
 class ShapeDtypeStruct:
   """A shape and dtype standing in for an array (e.g. the results of ``eval_shape``)."""
@@ -147,6 +149,8 @@ class ShapeDtypeStruct:
 def _abstractify(x):
   if isinstance(x, ShapeDtypeStruct):
     return x.aval
+  if type(x) is ShapedArray:  # a type itself (``jit(f).lower(core.ShapedArray(...))``)
+    return x.strip_sharding() if x._sharding is not None else x
   try:
     return get_aval(x)
   except TypeError:
@@ -754,6 +758,8 @@ def _lowering_signature(x):
   if type(x) is Array:
     return x._sig
   aval = _abstractify(x)
+  if type(x) is ShapedArray:  # a type says no layout over devices
+    return aval
   s = getattr(x, "sharding", None)
   return (aval, s) if isinstance(s, sharding_lib.NamedSharding) else aval
 
@@ -814,7 +820,8 @@ class Traced:
 
   @property
   def in_avals(self):
-    return self._traced.in_avals
+    """The arguments' types as JAX gives them: ``(positional, keyword)``."""
+    return self.in_tree.unflatten(list(self._traced.in_avals))
 
   @property
   def fun_name(self) -> str:
@@ -1282,7 +1289,15 @@ def _check_out_shardings(out, out_shardings) -> None:
     try:
       per_leaf = tree_util.broadcast_prefix(out_shardings, out, is_leaf=_is_sharding_leaf)
     except (ValueError, TypeError):
-      return  # the constraint reports a structure mismatch itself
+      errors = tree_util.prefix_errors(out_shardings, out, "pjit out_shardings",
+                                       is_leaf=_is_sharding_leaf)
+      if not errors:
+        return  # the constraint reports a structure mismatch itself
+      details = "\n  ".join(errors)
+      raise ValueError("pjit out_shardings specification must be a tree prefix of the "
+                       "corresponding value; got pjit out_shardings specification "
+                       f"{out_shardings!r}.\n  Mismatch details ({len(errors)} found):\n  "
+                       f"{details}") from None
   mesh = sharding_lib.current_mesh()
   for (path, leaf), s in zip(tree_util.tree_flatten_with_path(out)[0], per_leaf):
     if isinstance(s, sharding_lib.PartitionSpec) and mesh is not None:
@@ -1559,6 +1574,36 @@ def _type_sharding(x):
   return array_type_sharding(x)
 
 
+def _check_vmap_splits(leaves, dims):
+  """Under sharding in types, as JAX: the mapped dimensions of the inputs must be split
+  alike, and the unmapped inputs not split over the mesh axes that split them."""
+  def spec_str(entry):
+    return "None" if entry is None else repr(entry[0]) if len(entry) == 1 else repr(entry)
+
+  mapped, seen = None, False
+  for x, d in zip(leaves, dims):
+    if d is None:
+      continue
+    split = sharding_types.split_of(x)
+    entry = split.entries[d] if split is not None and d < len(split.entries) else None
+    if seen and entry != mapped:
+      raise ValueError("Mapped away dimension of inputs passed to vmap should be sharded the "
+                       f"same. Got inconsistent axis specs: {spec_str(mapped)} vs "
+                       f"{spec_str(entry)}")
+    mapped, seen = entry, True
+  if not mapped:
+    return
+  for x, d in zip(leaves, dims):
+    if d is not None:
+      continue
+    split = sharding_types.split_of(x)
+    if split is not None and any(a in mapped for e in split.entries for a in (e or ())):
+      raise ValueError(
+          "Unmapped values passed to vmap cannot be sharded along the mesh axis you are "
+          f"vmapping over. Got type: {sharding_types.type_str(get_aval(x), split)}, in_axes: "
+          f"{d} and vmapped mesh axis: {mapped}")
+
+
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
   """``fun`` with its equations named ``name`` (default: ``fun.__name__``) in printed jaxprs'
   name stacks and in the lowered program's op names, as ``jax.named_call``."""
@@ -1788,6 +1833,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     avals = [None if d is None else _abstractify(x) for x, d in zip(leaves, dims)]
     dims, size = mapped_axis_size("vmap", avals, dims, axis_size,
                                   lambda: _argument_names(fun, args, kwargs))
+    if sharding_types.active[0]:
+      _check_vmap_splits(leaves, dims)
     out_tree_box = []
 
     def flat_fun(*flat):

@@ -201,6 +201,10 @@ class Config:
       # promotion between different strong dtypes (core/dtypes.py).
       "numpy_rank_promotion": ("HLOX_NUMPY_RANK_PROMOTION", _env_str, "allow"),
       "numpy_dtype_promotion": ("HLOX_NUMPY_DTYPE_PROMOTION", _env_str, "standard"),
+      # Mesh axes of size 1 left out of types' splits (JAX's option of this name, off by
+      # default; core/sharding_types.py).
+      "remove_size_one_mesh_axis_from_type":
+          ("HLOX_REMOVE_SIZE_ONE_MESH_AXIS_FROM_TYPE", _env_bool, False),
       # The precision ``dot_general`` and convolutions record when given none (lax/dot.py).
       "default_matmul_precision": ("HLOX_DEFAULT_MATMUL_PRECISION", _env_str, None),
       # Transfer guards (runtime/client.py): None means 'allow'. ``transfer_guard`` is

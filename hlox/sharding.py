@@ -7,7 +7,7 @@ import numpy as np
 from hlox import tree_util
 from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
-from hlox.lax.sharding_constraint import constrain as _constrain, with_sharding_constraint  # noqa: F401,E501
+from hlox.lax.sharding_constraint import constrain as _constrain, trim_spec, with_sharding_constraint  # noqa: F401,E501
 from hlox.lax.sharding_constraint import has_partial_axes
 from hlox.runtime import placement
 from hlox.runtime.array import Array
@@ -73,6 +73,14 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 def reshard(x, out_shardings):
   """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
   inside it."""
+  if isinstance(out_shardings, (PartitionSpec, NamedSharding)) and hasattr(x, "shape"):
+    out_shardings = trim_spec(out_shardings, len(x.shape))
+    spec = out_shardings.spec if isinstance(out_shardings, NamedSharding) else out_shardings
+    if len(spec) > len(x.shape):
+      raise ValueError(
+          f"Length of sharding.spec ({len(spec)}) must be equal to aval's ndim "
+          f"({len(x.shape)}). Got sharding.spec {spec}, aval.ndim {len(x.shape)} and "
+          f"sharding {out_shardings}")
   if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(x)):
     return _constrain(x, out_shardings)
   if isinstance(out_shardings, PartitionSpec):

@@ -30,6 +30,12 @@ constrain = None
 # ``named_of_split(split)``: the NamedSharding (over the abstract mesh) a split stands for, as
 # a type shows it (set by the runtime).
 named_of_split = None
+# ``concrete_mesh(mesh)``: a concrete ``Mesh`` for an ``AbstractMesh`` (over the devices of
+# the mesh in effect), a concrete one as it is (set by the runtime).
+concrete_mesh = lambda mesh: mesh  # noqa: E731
+# ``drop_size_one_axes()``: whether mesh axes of size 1 are left out of types (the option
+# ``remove_size_one_mesh_axis_from_type``; set by the API).
+drop_size_one_axes = lambda: False  # noqa: E731
 # Primitives whose results may be split although no operand is (``reshard``, a call of a
 # jaxpr that splits its results): their rules run for every equation.
 sources: set = set()
@@ -116,6 +122,8 @@ def of_named(sharding, ndim: int) -> TypeSharding | None:
   for i in range(ndim):
     names = spec.axes_of(i) if i < len(spec) else ()
     kept = tuple(n for n in names if n in explicit)
+    if kept and drop_size_one_axes():
+      kept = tuple(n for n in kept if mesh.shape[n] != 1)
     entries.append(kept or None)
   result = TypeSharding(mesh, entries, frozenset(getattr(spec, "unreduced", ())) & explicit,
                         frozenset(getattr(spec, "reduced", ())) & explicit)
@@ -181,8 +189,11 @@ def mesh_of(shardings):
   for s in shardings:
     if s is not None:
       if mesh is not None and s.mesh != mesh:
-        raise ShardingTypeError(f"Mesh for all inputs should be equal. Got one mesh: {mesh} "
-                                f"and another mesh: {s.mesh}")
+        if s.mesh.abstract_mesh != mesh.abstract_mesh:
+          raise ShardingTypeError(f"Mesh for all inputs should be equal. Got one mesh: "
+                                  f"{mesh} and another mesh: {s.mesh}")
+        if hasattr(mesh, "devices"):  # the same mesh, one seen without its devices
+          continue
       mesh = s.mesh
   return mesh
 
@@ -343,7 +354,7 @@ def varying_shape_rule(name):
       return s.with_entries([None] * len(out_shape))
     for e, a, b in zip(s.entries, in_shape, out_shape):
       if a != b and e is not None and b % _axes_size(s.mesh, e):
-        raise ShardingTypeError(
+        return _given_or_raise(
             f"{name} on sharded dims where out dim ({b}) is not divisible by mesh axes "
             f"({_axes_size(s.mesh, e)}) with spec ({_entry_str(e)}) is not implemented. Got "
             f"input type={short(in_avals[0])}[{dims_string(in_shape, s)}] and output "
@@ -434,7 +445,13 @@ def reshape_rule(in_avals, in_shardings, out_avals, **params):
     if remaining:
       return fail()
   it = iter(out_entries)
-  return s.with_entries([None if d == 1 else next(it) for d in out_shape])
+  # a dimension of size 1 keeps the split of the operand's dimension of size 1 at its place
+  # (as JAX, when the reshape splits or merges dimensions)
+  keep_ones = len(ins) != len(outs) or any(d != e for (d, _), e in zip(ins, outs))
+  return s.with_entries([
+      next(it) if d != 1 else s.entries[i]
+      if keep_ones and i < len(in_shape) and in_shape[i] == 1 else None
+      for i, d in enumerate(out_shape)])
 
 
 def _prod(xs) -> int:
@@ -457,6 +474,11 @@ def result_sharding_given(given: bool = True):
     yield
   finally:
     _given.value = before
+
+
+def result_sharding_is_given() -> bool:
+  """Whether the operation being bound has its result's split set by an ``out_sharding=``."""
+  return getattr(_given, "value", False)
 
 
 def _conflicting(lhs_spec, rhs_spec) -> bool:
@@ -508,6 +530,8 @@ def constraint_rule(in_avals, in_shardings, out_avals, *, sharding, **params):
   or made (more), not both at once: XLA's partitioner aborts the process on that, so it is
   an error here."""
   out = of_named(sharding, len(out_avals[0].shape))
+  if out is not None and not hasattr(out.mesh, "devices"):  # over an AbstractMesh
+    out = TypeSharding(concrete_mesh(out.mesh), out.entries, out.unreduced, out.reduced)
   source = in_shardings[0]
   was = source.unreduced if source is not None else frozenset()
   now = out.unreduced if out is not None else frozenset()
@@ -612,33 +636,66 @@ def gather_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, slice_s
 
 
 def scatter_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, **params):
-  """A scatter's result is split as its operand, when the dimensions it writes windows into
-  are whole (or unsplit) and the indices are not split; otherwise ``out_sharding=``."""
+  """A scatter writes windows of ``updates`` into ``operand`` at ``indices``; its result is
+  split as the operand, where each dimension's split is unambiguous without moving data:
+  - paired batch dimensions of operand, indices and updates are split by at most one axis
+    set (the result takes it);
+  - an operand window dimension and its updates dimension are split alike over a whole
+    window, or both unsplit (the result takes the split);
+  - dimensions that only the indices and updates range over (queries that may write to the
+    same place), inserted window dimensions and the index vector are unsplit.
+  Otherwise it needs ``out_sharding=``, as in JAX."""
   mesh = mesh_of(in_shardings[:3])
   if mesh is None:
     return None
   operand, indices, updates = in_avals[:3]
   op_s, ix_s, up_s = in_shardings[:3]
-  op = entries_of(op_s, len(operand.shape))
-  window = _scatter_window_sizes(operand, updates, dimension_numbers)
-  ok = (all(window[d] == operand.shape[d] or op[d] is None
-            for d in dimension_numbers.scatter_dims_to_operand_dims)
-        and (ix_s is None or not ix_s.is_split()))
-  if not ok:
+  op = list(entries_of(op_s, len(operand.shape)))
+  ix = entries_of(ix_s, len(indices.shape))
+  up = entries_of(up_s, len(updates.shape))
+  dn = dimension_numbers
+  ob, ib = tuple(dn.operand_batching_dims), tuple(dn.scatter_indices_batching_dims)
+  window_dims = tuple(dn.update_window_dims)
+  # the updates dimension of each indices batch dimension (update dims that are not window
+  # dims run over the indices' dimensions in order, the index vector left out)
+  query_dims = [d for d in range(len(updates.shape)) if d not in window_dims]
+  ub = tuple(query_dims[i] for i in ib)
+  operand_windows = [d for d in range(len(operand.shape))
+                     if d not in dn.inserted_window_dims and d not in ob]
+  batch_ok = all(len({e for e in (op[o], ix[i], up[u]) if e is not None}) <= 1
+                 for o, i, u in zip(ob, ib, ub))
+  windows_ok = all((updates.shape[u] == operand.shape[o] and up[u] == op[o])
+                   or (up[u] is None and op[o] is None)
+                   for u, o in zip(window_dims, operand_windows))
+  inserted_ok = all(op[d] is None for d in dn.inserted_window_dims)
+  queries_ok = (all(up[d] is None for d in query_dims if d not in ub)
+                and all(ix[d] is None for d in range(len(indices.shape) - 1) if d not in ib)
+                and (not indices.shape or ix[-1] is None))
+  if not (batch_ok and windows_ok and inserted_ok and queries_ok):
     return _given_or_raise(
         "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
         "the scatter update as out sharding could not be resolved unambiguously (or would "
         f"require collectives on inputs). Got operand={_aval_repr(operand, op_s)}, "
         f"indices={_aval_repr(indices, ix_s)}, updates={_aval_repr(updates, up_s)}")
+  for o, i, u in zip(ob, ib, ub):
+    op[o] = op[o] or ix[i] or up[u]
+  for u, o in zip(window_dims, operand_windows):
+    op[o] = op[o] or up[u]
+  return TypeSharding(mesh, op)
+
+
+def dynamic_update_slice_rule(in_avals, in_shardings, out_avals, **params):
+  """The update is written in place: a split operand's update must be split as it is (an
+  unsplit operand, such as a buffer hlox's own loops stack results into, gives an unsplit
+  result)."""
+  (operand, update), (op_s, up_s) = in_avals[:2], in_shardings[:2]
+  op = entries_of(op_s, len(operand.shape))
+  if op_s is not None and op != entries_of(up_s, len(update.shape)):
+    return _given_or_raise(
+        "dynamic_update_slice operand sharding must be equal to update sharding, got "
+        f"operand sharding {short(operand)}[{dims_string(operand.shape, op_s)}] and update "
+        f"sharding {short(update)}[{dims_string(update.shape, up_s)}].")
   return op_s if op_s is not None else None
-
-
-def _scatter_window_sizes(operand, updates, dn) -> list:
-  """The size of the window each update writes, per operand dimension (1 for inserted and
-  batching dimensions)."""
-  windows = iter(updates.shape[d] for d in dn.update_window_dims)
-  return [1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
-          else next(windows, 1) for d in range(len(operand.shape))]
 
 
 def sort_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
@@ -689,3 +746,66 @@ def manual_partial_axes(primitive, in_avals, out_avals, params, manual_axes) -> 
   outs = list(out) if primitive.multiple_results else [out]
   return [(s.unreduced, s.reduced) if s is not None else (frozenset(), frozenset())
           for s in outs]
+
+
+def windowed_rule(name):
+  """Window reductions (one result per operand): each result split as the first operand,
+  as a slice is (a dimension whose size changes keeps its split only when the split still
+  divides it)."""
+  varying = varying_shape_rule(name)
+
+  def rule(in_avals, in_shardings, out_avals, **params):
+    n = len(out_avals)
+    s = varying(in_avals[:1], in_shardings[:1], out_avals[:1])
+    return [s] * n if n > 1 else s
+  return rule
+
+
+def top_k_rule(in_avals, in_shardings, out_avals, *, axis=-1, **params):
+  """The values and their indices are split as the operand, which must not be split along
+  the axis the largest values are taken from."""
+  s = in_shardings[0]
+  if s is None:
+    return [None, None]
+  if s.entries[axis] is not None:
+    raise ShardingTypeError(
+        "The input should be unsharded over the axis along which to compute the top_k "
+        f"values. Got input type={_aval_repr(in_avals[0], s)} and "
+        f"axis={axis % len(s.entries)}")
+  return [s, s]
+
+
+def conv_rule(in_avals, in_shardings, out_avals, *, dimension_numbers, **params):
+  """A convolution of an unsplit kernel with an input unsplit along its features is split
+  as its input (a spatial dimension whose size changes keeps its split only when the split
+  still divides it); anything else needs the output's split from the caller, as in JAX."""
+  (lhs_s, rhs_s) = in_shardings[:2]
+  if lhs_s is None and rhs_s is None:
+    return None
+  feature = dimension_numbers.lhs_spec[1] if dimension_numbers is not None else 1
+  if (rhs_s is None or not rhs_s.is_split()) and (
+      lhs_s is None or lhs_s.entries[feature] is None):
+    if lhs_s is None:
+      return None
+    return varying_shape_rule("conv_general_dilated")(in_avals[:1], [lhs_s], out_avals)
+  return _given_or_raise("Please specify the output sharding via `out_sharding` parameter of "
+                         "`conv_general_dilated`")
+
+
+def rng_bit_generator_rule(in_avals, in_shardings, out_avals, **params):
+  """The new key is split as the key; the bits are not split (``out_sharding=`` splits
+  them)."""
+  return [in_shardings[0], None]
+
+
+_broadcasting: dict = {}
+
+
+def is_broadcasting(primitive) -> bool:
+  """Whether ``primitive`` is elementwise (its rule is a ``broadcasting_rule``)."""
+  known = _broadcasting.get(primitive)
+  if known is None:
+    rule = sharding_rules.get(primitive)
+    known = _broadcasting[primitive] = getattr(rule, "__qualname__", "").startswith(
+        "broadcasting_rule.")
+  return known

@@ -70,8 +70,21 @@ def register_tangent_ops(zeros_like_aval: Callable, add: Callable) -> None:
   _add_tangents = add
 
 
+def _typed_aval(v):
+  """``v``'s aval, recording its split over Explicit mesh axes when it has one (so that a
+  transpose rule's zeros and cotangents can be split as the primal is)."""
+  split = getattr(v, "sharding", None)
+  if split is None or not sharding_types.active[0]:
+    return v.aval
+  return v.aval.update(sharding=sharding_types.named_of_split(split))
+
+
 def zeros_like_aval(aval):
   z = _zeros_like_aval(aval)
+  if sharding_types.active[0] and getattr(aval, "_sharding", None) is not None:
+    split = sharding_types.split_of_named(aval._sharding, len(aval.shape))
+    if split is not None and sharding_types.split_of(z) != split:
+      z = sharding_types.constrain(z, split)
   # In a check_vma shard_map body the zeros vary along what the aval says (``core/vma``).
   return vma_lib.raise_to(z, aval._vma) if vma_lib.active[0] and getattr(aval, "_vma", ()) else z
 
@@ -189,7 +202,13 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate: bool |
     out_nz_box.append([type(t) is not Zero for t in outs_t])
     return list(outs_p) + [t for t in outs_t if type(t) is not Zero]
 
-  new = trace_to_jaxpr(fun, list(closed.in_avals) + tangent_avals, "jvp", "jvp")
+  splits = None
+  if sharding_types.active[0]:  # the traced arguments (and their tangents) keep their splits
+    in_splits = [getattr(v, "sharding", None) for v in closed.jaxpr.invars]
+    if any(s is not None for s in in_splits):
+      splits = in_splits + [s for s, nz in zip(in_splits, nonzeros) if nz]
+  new = trace_to_jaxpr(fun, list(closed.in_avals) + tangent_avals, "jvp", "jvp",
+                       in_shardings=splits)
   return new, out_nz_box[0]
 
 
@@ -228,7 +247,11 @@ def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None 
   parent = current_trace()
   pe = PartialEvalTrace(parent, "linearize")
   in_avals = [get_aval(p).to_tangent_aval() for p, nz in zip(primals, nonzeros) if nz]
-  tangent_args = iter([pe.new_arg(a) for a in in_avals])
+  if sharding_types.active[0]:  # a tangent is split as its primal
+    splits = [sharding_types.split_of(p) for p, nz in zip(primals, nonzeros) if nz]
+    tangent_args = iter([pe.new_arg(a, s) for a, s in zip(in_avals, splits)])
+  else:
+    tangent_args = iter([pe.new_arg(a) for a in in_avals])
   tangents = [next(tangent_args) if nz else Zero.from_primal_value(p)
               for p, nz in zip(primals, nonzeros)]
   try:
@@ -261,7 +284,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
     if type(v) is Literal:
       return v.val
     if v in linear:
-      return UndefinedPrimal(v.aval)
+      return UndefinedPrimal(_typed_aval(v))
     return primal_env[v]
 
   for v, c in zip(jaxpr.constvars, consts):

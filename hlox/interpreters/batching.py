@@ -51,6 +51,11 @@ class BatchTracer(Tracer):
     if self.batch_dim is None:
       return aval
     shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
+    if sharding_types.active[0]:  # one example's type records its split, as JAX's does
+      split = self.type_sharding
+      if split is not None:
+        return ShapedArray(shape, aval.dtype, aval.weak_type,
+                           sharding=sharding_types.named_of_split(split))
     return ShapedArray(shape, aval.dtype, aval.weak_type)
 
   @property
@@ -290,7 +295,7 @@ def bdim_at_front(x, bdim, size: int):
 
 
 def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData, in_dims: Sequence,
-                instantiate: bool | Sequence[bool] = False):
+                instantiate: bool | Sequence[bool] = False, in_splits=None):
   """A jaxpr computing the batched outputs of ``closed`` from batched inputs.
 
   Batched inputs of the new jaxpr carry their batch dimension at ``in_dims``; batched outputs
@@ -322,5 +327,6 @@ def batch_jaxpr(closed: ClosedJaxpr, axis_data: AxisData, in_dims: Sequence,
     out_dims_box.append(final_dims)
     return result
 
-  new = trace_to_jaxpr(fun, in_avals, "vmap", "vmap")
+  # ``in_splits``: how the batched inputs are split over Explicit mesh axes, if known
+  new = trace_to_jaxpr(fun, in_avals, "vmap", "vmap", in_shardings=in_splits)
   return new, out_dims_box[0]

@@ -62,10 +62,14 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
   if isinstance(instantiate, bool):
     instantiate = [instantiate] * len(closed.out_avals)
   known_trace = JaxprTrace("known")
-  known_in = [known_trace.new_arg(a) for a, u in zip(closed.in_avals, in_unknowns) if not u]
+  # the inputs keep their splits over Explicit mesh axes (``core/sharding_types.py``)
+  splits = [getattr(v, "sharding", None) for v in closed.jaxpr.invars]
+  known_in = [known_trace.new_arg(a, s)
+              for a, s, u in zip(closed.in_avals, splits, in_unknowns) if not u]
   with set_current_trace(known_trace):
     pe = PartialEvalTrace(known_trace, "unknown")
-    unknown_in = [pe.new_arg(a) for a, u in zip(closed.in_avals, in_unknowns) if u]
+    unknown_in = [pe.new_arg(a, s) for a, s, u in zip(closed.in_avals, splits, in_unknowns)
+                  if u]
     known_it, unknown_it = iter(known_in), iter(unknown_in)
     args = [next(unknown_it) if u else next(known_it) for u in in_unknowns]
     try:
@@ -226,6 +230,8 @@ def _trace_known_side(closed, known_invars, outvars, unknown_set, mixed):
         env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
     return [read(v) for v in outvars]
 
-  traced = trace_to_jaxpr(known_fun, [v.aval for v in known_invars], "known", "known")
+  splits = [getattr(v, "sharding", None) for v in known_invars]
+  traced = trace_to_jaxpr(known_fun, [v.aval for v in known_invars], "known", "known",
+                          in_shardings=splits if any(s is not None for s in splits) else None)
   dced, _ = dce_jaxpr(traced.jaxpr)
   return ClosedJaxpr(dced, traced.consts)

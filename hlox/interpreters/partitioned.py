@@ -45,7 +45,8 @@ def jaxpr_meshes(jaxpr: Jaxpr) -> list:
     if get is not None:
       s = get(eqn.params)
       if isinstance(s, sharding_lib.NamedSharding):
-        found.append(s.mesh)
+        # (one over an AbstractMesh, as a type's is, runs over the mesh in effect)
+        found.append(sharding_lib.concrete_mesh_of(s.mesh))
     for sub in subjaxprs(eqn.params):
       found += jaxpr_meshes(sub)
   return found
@@ -77,7 +78,7 @@ def program_mesh(closed: ClosedJaxpr, sigs) -> sharding_lib.Mesh | None:
 
 def _mesh_of(sharding) -> sharding_lib.Mesh:
   if isinstance(sharding, sharding_lib.NamedSharding):
-    return sharding.mesh
+    return sharding_lib.concrete_mesh_of(sharding.mesh)
   # A layout XLA chose that no spec described: a one-axis mesh of its devices.
   devices = np.empty(len(sharding._device_assignment), dtype=object)
   devices[:] = sharding._device_assignment
@@ -117,7 +118,7 @@ class PartitionedCall:
     # result names no mesh axes to read back); the others as XLA chose.
     typed = list(reported or ()) + [None] * (len(self.out_avals) - len(reported or ()))
     self.out_shardings = [s if isinstance(s, sharding_lib.NamedSharding)
-                          else sharding_lib.from_hlo(h, mesh, a.ndim)
+                          else _from_hlo(h, mesh, a.ndim, self.in_shardings, self.in_avals)
                           for s, h, a in zip(typed, out_hlos, self.out_avals)]
     internal_out = [sharding_lib.internal(s, a.ndim)
                     for s, a in zip(self.out_shardings, self.out_avals)]
@@ -158,8 +159,17 @@ _calls = LRUCache()
 def _in_shardings(mesh, sigs) -> list:
   """Each argument's layout: its own (a NamedSharding), else copied to every device."""
   replicated = sharding_lib.NamedSharding(mesh, sharding_lib.PartitionSpec())
-  return [s[1] if type(s) is tuple and isinstance(s[1], sharding_lib.NamedSharding)
+  return [_concrete(s[1]) if type(s) is tuple and isinstance(s[1], sharding_lib.NamedSharding)
           else replicated for s in sigs]
+
+
+def _concrete(sharding):
+  """A NamedSharding over a concrete mesh (one over an AbstractMesh, as a
+  ``ShapeDtypeStruct`` may give, over the mesh that realizes it)."""
+  if isinstance(sharding.mesh, sharding_lib.AbstractMesh):
+    return sharding_lib.NamedSharding(sharding_lib.concrete_mesh_of(sharding.mesh),
+                                      sharding.spec)
+  return sharding
 
 
 def _module_name(name: str) -> str:
@@ -172,7 +182,11 @@ def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_inva
   arguments' signatures or in the jaxpr is sharded."""
   mesh = program_mesh(closed, sigs)
   if mesh is None:
-    return None
+    # under ``use_abstract_mesh`` (as JAX): a program over that mesh's devices
+    abstract = sharding_lib.context_abstract_mesh()
+    if abstract is None or abstract.empty or abstract.size == 1:
+      return None
+    mesh = sharding_lib.concrete_mesh_of(abstract)
   lowered = xla.lower_jaxpr_to_module(closed, _module_name(name), donated_invars, keep_unused,
                                       mesh=mesh, arg_shardings=_in_shardings(mesh, sigs),
                                       platform=platform)
@@ -204,15 +218,34 @@ def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_in
   return call
 
 
+def _from_hlo(hlo, mesh, ndim: int, in_shardings, in_avals):
+  """A result's sharding from its layout: an argument's NamedSharding when the result is
+  laid out as that argument of its rank is (as JAX reports it: ``x + 1`` keeps ``x``'s
+  spec, size-1 mesh axes included), else the one ``from_hlo`` reads off."""
+  for s, a in zip(in_shardings, in_avals):
+    if (isinstance(s, sharding_lib.NamedSharding) and a.ndim == ndim
+        and s.mesh._flat_devices_tuple == mesh._flat_devices_tuple
+        and sharding_lib.same_layout(s.hlo(ndim), hlo, mesh.size)):
+      return s
+  return sharding_lib.from_hlo(hlo, mesh, ndim)
+
+
 def _typed_out_shardings(closed: ClosedJaxpr, mesh):
   """Results whose types are split over Explicit mesh axes (``core/sharding_types.py``) are
   laid out as their types say, as in JAX; the others as XLA chooses (None when none is)."""
   splits = [getattr(v, "sharding", None) for v in closed.jaxpr.outvars]
   same = lambda s: (s is not None and s.mesh._flat_devices_tuple == mesh._flat_devices_tuple
                     and sharding_lib.axis_map(s.mesh, mesh) is not None)
-  if not any(map(same, splits)):
+  # over a mesh of Explicit axes only, an unsplit type is a replicated layout (as in JAX)
+  explicit = bool(mesh.axis_types) and all(
+      t == sharding_lib.AxisType.Explicit for t in mesh.axis_types)
+  if not explicit and not any(map(same, splits)):
     return None
-  return [sharding_lib.named_of_type(s) if same(s) else None for s in splits]
+  replicated = lambda v: sharding_lib.NamedSharding(  # noqa: E731
+      mesh, sharding_lib.PartitionSpec(*[None] * len(v.aval.shape)))
+  return [sharding_lib.named_of_type(s) if same(s)
+          else replicated(v) if s is None and explicit else None
+          for v, s in zip(closed.jaxpr.outvars, splits)]
 
 
 def _eager_partitioned(closed: ClosedJaxpr, sigs, name: str):

@@ -19,8 +19,7 @@ import numpy as np
 
 from hlox import monitoring
 from hlox.cache import LRUCache
-from hlox.core import dtypes
-from hlox.core import sharding_types
+from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core.tracer import check_no_tracers
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
@@ -452,28 +451,74 @@ def lower_jaxpr(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
   env.update(zip(jaxpr.invars, args))
   typed = mctx.mesh is not None and not mctx.manual and sharding_types.active[0]
   for eqn in jaxpr.eqns:
-    outs = lower_eqn(mctx, eqn, [read(v) for v in eqn.invars], [_aval(v) for v in eqn.invars],
-                     [v.aval for v in eqn.outvars])
     if typed:
-      outs = [_keep_unreduced(mctx, v, o) for v, o in zip(eqn.outvars, outs)]
+      outs = _lower_typed_eqn(mctx, eqn, read)
+    else:
+      outs = lower_eqn(mctx, eqn, [read(v) for v in eqn.invars],
+                       [_aval(v) for v in eqn.invars], [v.aval for v in eqn.outvars])
     env.update(zip(eqn.outvars, outs))
   return [read(v) for v in jaxpr.outvars]
 
 
-def _keep_unreduced(mctx: ModuleContext, var, value):
-  """A result whose type is unreduced over mesh axes (partial sums) is constrained so, as
-  JAX lowers every typed result: XLA otherwise sums the operands' pieces first (an
-  ``add`` of unreduced values would all-reduce them, and the pieces of its result would
-  no longer add up to the value)."""
-  split = getattr(var, "sharding", None)
-  if split is None or not split.unreduced:
-    return value
-  from hlox.runtime import sharding as sharding_lib
-  named = sharding_lib.onto_mesh(sharding_lib.named_of_type(split), mctx.mesh)
-  if named is None:
-    return value
-  attr = ir.Attribute.parse(named.sdy_text(var.aval.ndim))
-  return sdy.ShardingConstraintOp(value, attr).result
+def _lower_typed_eqn(mctx: ModuleContext, eqn: JaxprEqn, read) -> list:
+  """An equation of a program whose types are split over Explicit mesh axes, lowered as
+  JAX does: each split result is constrained to its type, and an elementwise operation's
+  operands that are not split as its result (scalars broadcast first) are constrained to
+  the result's split, so the partitioner lays everything out as the types say."""
+  args, avals_in = [read(v) for v in eqn.invars], [_aval(v) for v in eqn.invars]
+  avals_out = [v.aval for v in eqn.outvars]
+  split = getattr(eqn.outvars[0], "sharding", None) if eqn.outvars else None
+  if split is not None and sharding_types.is_broadcasting(eqn.primitive):
+    shape = avals_out[0].shape
+    for i, (v, a) in enumerate(zip(eqn.invars, avals_in)):
+      if getattr(v, "sharding", None) == split:
+        continue
+      if a.shape != shape:
+        if a.shape != ():
+          continue
+        a = ShapedArray(shape, a.dtype, a.weak_type)
+        args[i] = hlo.broadcast_in_dim(aval_to_ir_type(a), args[i], dense_i64(()))
+        avals_in[i] = a
+      # (an operand's partial-sum axes are its own: only the result's split is asked)
+      args[i] = _constrain(mctx, split, args[i], unreduced=False)
+  outs = lower_eqn(mctx, eqn, args, avals_in, avals_out)
+  if eqn.primitive.name in ("sharding_constraint", "reshard"):
+    return outs
+  return [_constrain_to_type(mctx, v, x) for v, x in zip(eqn.outvars, outs)]
+
+
+def _constrain_to_type(mctx: ModuleContext, v, x):
+  """A result whose type is split over Explicit mesh axes, constrained so (as JAX lowers
+  every such result): the partitioner then lays it out as its type says. Axes of other
+  types stay open to the partitioner."""
+  split = getattr(v, "sharding", None)
+  if split is None or not hasattr(x, "type"):
+    return x
+  return _constrain(mctx, split, x)
+
+
+def _constrain(mctx: ModuleContext, split, x, unreduced: bool = True):
+  """``x`` constrained to ``split``; with its unreduced axes (partial sums: XLA would
+  otherwise all-reduce the operands of an operation on them) unless ``unreduced`` is
+  False."""
+  mesh = mctx.mesh
+  names = set(mesh.axis_names)
+  if any(a not in names for e in split.entries for a in (e or ())):
+    return x
+  is_open = any(getattr(t, "name", None) != "Explicit" for t in mesh.axis_types)
+  dims = []
+  for e in split.entries:
+    axes = ", ".join(f'"{a}"' for a in (e or ()))
+    if is_open:
+      dims.append("{" + axes + ", ?}" if axes else "{?}")
+    else:
+      dims.append("{" + axes + "}")
+  partial = ""
+  if unreduced and split.unreduced:
+    partial = ", unreduced={" + ", ".join(
+        f'"{a}"' for a in mesh.axis_names if a in split.unreduced) + "}"
+  attr = ir.Attribute.parse(f"#sdy.sharding<@mesh, [{', '.join(dims)}]{partial}>")
+  return sdy.ShardingConstraintOp(x, attr).result
 
 
 def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> list:
@@ -917,8 +962,14 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
     jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, primitive, params)])
     return partitioned_compiler(ClosedJaxpr(jaxpr, []), sigs, primitive.name)
   if len(devices) > 1:
-    raise ValueError(f"{primitive.name}: arguments are on different devices {devices}; "
-                     "move them with device_put first")
+    placed = [(i, s) for i, s in enumerate(sigs) if type(s) is tuple]
+    first = placed[0]
+    second = next(p for p in placed if p[1][1] != first[1][1])
+    described = [f"argument args[{i}] of {primitive.name} with shape {sharding_types.type_str(sig[0], None)} and "
+                 f"device ids [{sig[1].id}] on platform {sig[1].platform.upper()}"
+                 for i, sig in (first, second)]
+    raise ValueError("Received incompatible devices for jitted computation. Got "
+                     f"{described[0]} and {described[1]}")
   device = devices.pop() if devices else None
   out = primitive.abstract_eval(*in_avals, **params)
   out_avals = list(out) if primitive.multiple_results else [out]

@@ -340,11 +340,17 @@ ad.primitive_transposes[jit_p] = _jit_transpose
 # --- batching ----------------------------------------------------------------------------
 
 def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
+  splits = None
+  if sharding_types.active[0]:  # the batched jaxpr's inputs are split as the values are
+    splits = tuple(sharding_types.split_of(v) for v in vals)
+    if not any(s is not None for s in splits):
+      splits = None
+
   def make():
-    batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
+    batched, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims, in_splits=splits)
     return out_dims, *convert_constvars(batched)
   out_dims, batched, consts = memoize_derived(
-      ("batch", jaxpr, axis_data.size, axis_data.name, tuple(dims)), make)
+      ("batch", jaxpr, axis_data.size, axis_data.name, tuple(dims), splits), make)
   args = [*consts, *vals]
   outs = jit_p.bind(*args, jaxpr=batched, **_jit_params(params, len(args)))
   return outs, out_dims

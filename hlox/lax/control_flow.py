@@ -1742,9 +1742,11 @@ def map(f: Callable, xs, *, batch_size: int | None = None):
   if batch_size <= 0:
     raise ValueError(f"map: batch_size must be positive, got {batch_size}")
   n_full, rem = divmod(n, batch_size)
+  vf = _cached_wrapper("vmap", f, batching.map_leading_axis)
+  if n_full == 0:  # fewer elements than a batch: one vmap over them all (no empty scan)
+    return vf(xs)
   main = [_shapes.reshape(_shapes.slice_in_dim(x, 0, n_full * batch_size),
                           (n_full, batch_size) + get_aval(x).shape[1:]) for x in leaves]
-  vf = _cached_wrapper("vmap", f, batching.map_leading_axis)
   _, ys = scan(_cached_wrapper("map", vf, _map_body), (), tree_util.tree_unflatten(tree, main))
   ys = tree_util.tree_map(
       lambda y: _shapes.reshape(y, (n_full * batch_size,) + get_aval(y).shape[2:]), ys)

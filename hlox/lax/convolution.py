@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax import elementwise, shapes
@@ -726,3 +726,6 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
   rest = iter(src)
   perm = [next(rest) if p is None else p for p in perm]
   return shapes.transpose(out, tuple(perm))
+
+
+sharding_types.sharding_rules[conv_general_dilated_p] = sharding_types.conv_rule

@@ -156,9 +156,11 @@ def _check_start_avals(name, operand, start_avals):
 
 # --- autodiff helpers -------------------------------------------------------------------
 
-def _zeros(shape, dtype):
-  """Zeros to scatter or update cotangents into."""
-  return ad.zeros_like_aval(ShapedArray(tuple(shape), np.dtype(dtype)))
+def _zeros(shape, dtype, like=None):
+  """Zeros to scatter or update cotangents into (split as the aval ``like`` when it records
+  a split over Explicit mesh axes)."""
+  sharding = getattr(like, "_sharding", None)
+  return ad.zeros_like_aval(ShapedArray(tuple(shape), np.dtype(dtype), sharding=sharding))
 
 
 def _aval_of(x):
@@ -201,7 +203,7 @@ def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
   if type(ct) is ad.Zero:
     return [ad.Zero(operand.aval)] + [None] * len(starts)
   # The update is clamped exactly as the slice was, so the cotangent lands where it was read.
-  zeros = _zeros(operand.aval.shape, get_aval(ct).dtype)
+  zeros = _zeros(operand.aval.shape, get_aval(ct).dtype, operand.aval)
   return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
 
 ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
@@ -212,6 +214,13 @@ def _batched_start_indices(starts, dims):
   size = next(get_aval(s).shape[0] for s, d in zip(starts, dims) if d is not None)
   columns = [broadcast_in_dim(s, (size, 1), () if d is None else (0,))
              for s, d in zip(starts, dims)]
+  if sharding_types.active[0]:
+    # the columns of unbatched starts are split as the batched ones (along the batch)
+    split = next((sharding_types.split_of(c) for c, d in zip(columns, dims)
+                  if d is not None and sharding_types.split_of(c) is not None), None)
+    if split is not None:
+      columns = [c if d is not None else sharding_types.constrain(c, split)
+                 for c, d in zip(columns, dims)]
   return concatenate(columns, 1)
 
 
@@ -329,7 +338,7 @@ def _dynamic_update_slice_transpose(ct, operand, update, *starts):
   ct_operand = ct_update = None
   if ad.is_undefined_primal(operand):
     # The overwritten block does not reach the output: its cotangent is zero.
-    zeros = _zeros(update_shape, get_aval(ct).dtype)
+    zeros = _zeros(update_shape, get_aval(ct).dtype, _aval_of(update))
     ct_operand = dynamic_update_slice_p.bind(ct, zeros, *starts)
   if ad.is_undefined_primal(update):
     ct_update = dynamic_slice_p.bind(ct, *starts, slice_sizes=tuple(update_shape))
@@ -724,7 +733,7 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes,
       scatter_dims_to_operand_dims=dn.start_index_map,
       operand_batching_dims=dn.operand_batching_dims,
       scatter_indices_batching_dims=dn.start_indices_batching_dims)
-  zeros = _zeros(operand.aval.shape, get_aval(ct).dtype)
+  zeros = _zeros(operand.aval.shape, get_aval(ct).dtype, operand.aval)
   return [scatter_add_p.bind(zeros, indices, ct, dimension_numbers=scatter_dn,
                              indices_are_sorted=indices_are_sorted,
                              unique_indices=unique_indices, mode=mode), None]
@@ -1068,7 +1077,7 @@ def _scatter_mul_jvp_updates(g, operand, indices, updates, **params):
   else:
     others = _scatter_mul_other_products(operand, indices, updates, params)
   contribution = g if others is None else ew.mul(g, others)
-  zeros = _zeros(get_aval(operand).shape, get_aval(g).dtype)
+  zeros = _zeros(get_aval(operand).shape, get_aval(g).dtype, get_aval(operand))
   return ew.mul(operand, scatter_add_p.bind(zeros, indices, contribution, **params))
 
 
@@ -1225,7 +1234,7 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
   ct_operand = ct_updates = None
   if ad.is_undefined_primal(operand):
     # Overwritten elements do not reach the output.
-    zeros = _zeros(updates_shape, get_aval(ct).dtype)
+    zeros = _zeros(updates_shape, get_aval(ct).dtype, _aval_of(updates))
     ct_operand = scatter_p.bind(ct, indices, zeros, **params)
   if ad.is_undefined_primal(updates):
     ct_updates = _scatter_windows(ct, indices, dimension_numbers, updates_shape, mode)
@@ -1236,7 +1245,8 @@ def _scatter_transpose(ct, operand, indices, updates, *, dimension_numbers,
       # which holds for a deterministic backend such as CPU.)
       won, _ = _winning_updates(operand.aval.shape if ad.is_undefined_primal(operand)
                                 else get_aval(operand).shape, indices, updates_shape, params)
-      ct_updates = ew.select(won, ct_updates, _zeros(updates_shape, get_aval(ct).dtype))
+      ct_updates = ew.select(won, ct_updates, _zeros(updates_shape, get_aval(ct).dtype,
+                                                         _aval_of(updates)))
   return [ct_operand, None, ct_updates]
 
 ad.primitive_transposes[scatter_p] = _scatter_transpose
@@ -1439,6 +1449,8 @@ del _p
 sharding_types.sharding_rules[gather_p] = sharding_types.gather_rule
 sharding_types.sharding_rules[dynamic_slice_p] = sharding_types.varying_shape_rule(
     "dynamic_slice")
+sharding_types.sharding_rules[dynamic_update_slice_p] = \
+    sharding_types.dynamic_update_slice_rule
 for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p,
            scatter_apply_p, scatter_sub_p):
   sharding_types.sharding_rules[_p] = sharding_types.scatter_rule

@@ -13,7 +13,7 @@ from functools import partial
 
 import numpy as np
 
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval
@@ -158,3 +158,6 @@ def rng_uniform(a, b, shape):
   """Stateful uniform random numbers in ``[a, b)`` (scalars of one dtype) from XLA's RNG
   op. Its stream is up to the backend; prefer ``hlox.random``."""
   return rng_uniform_p.bind(a, b, shape=base._shape_tuple("rng_uniform", shape))
+
+
+sharding_types.sharding_rules[rng_bit_generator_p] = sharding_types.rng_bit_generator_rule

@@ -528,6 +528,8 @@ def _check_against_types(mesh, manual_axes, leaves, flat_in, inferred: bool,
     aval = get_aval(x)
     want = P(*spec.partitions, *[None] * (aval.ndim - len(spec)), unreduced=spec.unreduced,
              reduced=spec.reduced)
+    if sharding_types.drop_size_one_axes():  # as types, specs leave size-1 axes out
+      want = _without_size_one_axes(want, mesh)
     split = _type_split(x)
     have = P(*[None if e is None else e[0] if len(e) == 1 else e for e in split.entries],
              unreduced=split.unreduced, reduced=split.reduced) \
@@ -541,6 +543,13 @@ def _check_against_types(mesh, manual_axes, leaves, flat_in, inferred: bool,
           "specifying it and shard_map will infer the in_specs from the arguments. If you "
           "want to reshard your inputs, you can use `jax.reshard` on the arguments and "
           "then pass those args to shard_map.")
+
+
+def _without_size_one_axes(spec, mesh):
+  kept = lambda axes: tuple(a for a in axes if mesh.shape[a] != 1)  # noqa: E731
+  return P(*[None if not (k := kept(spec.axes_of(d))) else k[0] if len(k) == 1 else k
+             for d in range(len(spec))],
+           unreduced=frozenset(kept(spec.unreduced)), reduced=frozenset(kept(spec.reduced)))
 
 
 def _normal(spec) -> tuple:

@@ -148,7 +148,22 @@ def apply_out_sharding(x, out_sharding, name: str):
     return x
   ndim = len(getattr(x, "shape", ()))
   # (no closed constraint first: an operation asked for partial sums computes them)
+  out_sharding = trim_spec(out_sharding, ndim)
   return sharding_constraint_p.bind(x, sharding=_resolve(out_sharding, ndim, name))
+
+
+def trim_spec(s, ndim: int):
+  """``s`` (a PartitionSpec or NamedSharding) without the unsplit entries past ``ndim``
+  (a type's spec may be longer than an operation's result is deep, as JAX allows for
+  ``out_sharding=`` and ``reshard``)."""
+  spec = s.spec if isinstance(s, sharding_lib.NamedSharding) else s
+  if not isinstance(spec, sharding_lib.PartitionSpec) or len(spec) <= ndim or any(
+      e is not None for e in spec.partitions[ndim:]):
+    return s
+  trimmed = sharding_lib.PartitionSpec(*spec.partitions[:ndim])
+  if isinstance(s, sharding_lib.NamedSharding):
+    return sharding_lib.NamedSharding(s.mesh, trimmed)
+  return trimmed
 
 
 def _per_leaf(x, shardings):
@@ -213,6 +228,10 @@ def _assert_split_as(leaf, s) -> None:
   asked = [None if e is sharding_lib.PartitionSpec.UNCONSTRAINED else e
            for e in s.spec.partitions]
   asked = sharding_lib.PartitionSpec(*asked, *[None] * (ndim - len(asked)))
+  if sharding_types.drop_size_one_axes():  # compared as types are: size-1 axes left out
+    split = sharding_types.of_named(sharding_lib.NamedSharding(s.mesh, asked), ndim)
+    asked = (sharding_lib.named_of_type(split).spec if split is not None
+             else sharding_lib.PartitionSpec(*[None] * ndim))
   for d in range(ndim):
     if have.axes_of(d) != asked.axes_of(d):
       raise AssertionError(

@@ -403,3 +403,6 @@ __all__ += ["approx_max_k", "approx_min_k", "approx_top_k_p"]
 
 
 sharding_types.sharding_rules[sort_p] = sharding_types.sort_rule
+
+
+sharding_types.sharding_rules[top_k_p] = sharding_types.top_k_rule

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from hlox import tree_util
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
@@ -530,3 +530,12 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
 
 
 __all__ += ["reduce_window_shape_tuple", "select_and_gather_add_p", "select_and_scatter_add_p"]
+
+
+for _p in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p, reduce_window_p,
+           select_and_gather_add_p):
+  sharding_types.sharding_rules[_p] = sharding_types.windowed_rule("reduce_window")
+del _p
+# (source, operand) -> a result of the operand's shape, split as it
+sharding_types.sharding_rules[select_and_scatter_add_p] = (
+    lambda in_avals, in_shardings, out_avals, **params: in_shardings[1])

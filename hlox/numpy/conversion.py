@@ -50,6 +50,16 @@ def _put(x, device, out_sharding=None, name: str = "array"):
   if isinstance(x, Tracer):
     # A device means nothing inside a trace; a sharding lays the value out, as in JAX.
     return lax.apply_out_sharding(x, device, name) if isinstance(device, Sharding) else x
+  if isinstance(x, Array) and x.committed and hasattr(device, "platform"):
+    # as JAX (a conversion computed on ``x``'s device asked to give its result on another)
+    here = x.sharding.device_set
+    if device not in here:
+      ids = sorted(d.id for d in here)
+      raise ValueError(
+          "Received incompatible devices for jitted computation. Got argument x of "
+          f"convert_element_type with shape {x.dtype.name}{list(x.shape)} and device ids "
+          f"{ids} on platform {device.platform.upper()} and device ids [{device.id}] on "
+          f"platform {device.platform.upper()}")
   return device_put(x, device)
 
 

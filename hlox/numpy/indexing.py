@@ -543,6 +543,30 @@ def _broadcast_updates(y, shape, index):
                      f"indexed shape {tuple(shape)}") from None
 
 
+def _split_updates(x, indices, y, dnums):
+  """Under sharding in types, the updates split as the windows they write (as ``x`` is)
+  and, along the dimensions the indices range over, as the indices are (JAX reshards the
+  updates so, whatever their own split)."""
+  x_split, ix_split = sharding_types.split_of(x), sharding_types.split_of(indices)
+  if x_split is None and ix_split is None:
+    return y
+  mesh = (x_split or ix_split).mesh
+  x_entries = sharding_types.entries_of(x_split, get_aval(x).ndim)
+  ix_entries = sharding_types.entries_of(ix_split, get_aval(indices).ndim)
+  windows = iter(d for d in range(len(x_entries)) if d not in dnums.inserted_window_dims)
+  queries = iter(ix_entries[:-1])
+  want = [x_entries[next(windows)] if d in dnums.update_window_dims else next(queries, None)
+          for d in range(get_aval(y).ndim)]
+  axes = [a for e in want for a in (e or ())]
+  if len(axes) != len(set(axes)):  # no one split: the scatter's rule says what is wrong
+    return y
+  split = sharding_types.TypeSharding(mesh, want)
+  have = sharding_types.split_of(y)
+  if (have.entries if have is not None else (None,) * len(want)) == split.entries:
+    return y
+  return sharding_types.constrain(y, split)
+
+
 def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted=False,
                     unique_indices=False, mode=None, normalize=True):
   """``x[idx] (op)= y`` as a scatter, returning a new array of ``x``'s dtype."""
@@ -559,7 +583,10 @@ def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted=False,
   dnums = ScatterDimensionNumbers(update_window_dims=plan.dnums.offset_dims,
                                   inserted_window_dims=plan.dnums.collapsed_slice_dims,
                                   scatter_dims_to_operand_dims=plan.dnums.start_index_map)
-  out = scatter_fn(_reshape(xp, plan.x_shape), plan.indices, yp, dnums,
+  xp = _reshape(xp, plan.x_shape)
+  if sharding_types.active[0] and not sharding_types.result_sharding_is_given():
+    yp = _split_updates(xp, plan.indices, yp, dnums)
+  out = scatter_fn(xp, plan.indices, yp, dnums,
                    indices_are_sorted=indices_are_sorted or plan.indices_are_sorted,
                    unique_indices=unique_indices or plan.unique_indices, mode=smode)
   out = _reshape(out, aval.shape)

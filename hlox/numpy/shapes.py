@@ -15,9 +15,9 @@ import warnings
 import numpy as np
 
 from hlox import lax
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.tracer import Tracer, get_aval
-from hlox.errors import ConcretizationTypeError, HloxTypeError
+from hlox.errors import ConcretizationTypeError, HloxTypeError, ShardingTypeError
 from hlox.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from hlox.numpy import creation, reductions, util
 from hlox.numpy.conversion import _put as _put_on
@@ -608,6 +608,13 @@ def roll(a, shift, axis=None):
   if axis is None:
     return lax.reshape(roll(ravel(a), shift, 0), a.shape)
   axes = tuple(_axis(ax, a.ndim, "roll") for ax in _static_ints(axis, "roll", "axis"))
+  if sharding_types.active[0]:
+    split = sharding_types.split_of(a)
+    if split is not None and any(split.entries[ax] is not None for ax in axes):
+      raise ShardingTypeError(
+          "`a` cannot be sharded on the axis being rolled over. Got arr type="
+          f"{sharding_types.short(a.aval)}[{sharding_types.dims_string(a.shape, split)}] "
+          f"and axis={axes}")
   if isinstance(shift, Tracer) and shift.to_concrete_value() is None:
     return _roll_traced(a, shift, axes)
   shifts = _static_ints(shift, "roll", "shift")

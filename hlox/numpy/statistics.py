@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 from hlox import lax
-from hlox.core import dtypes
+from hlox.core import dtypes, sharding_types
 from hlox.core.tracer import Tracer, get_aval
 from hlox.numpy import (calculus, creation, indexing, products, reductions, searching, shapes,
                         sorting, ufuncs, util)
@@ -273,6 +273,13 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
   _check_quantile_args("percentile", out, overwrite_input, interpolation)
   util.check_arraylike("percentile", a, q)
   q = ufuncs.true_divide(q, 100.0)
+  if out_sharding is not None and sharding_types.active[0]:
+    # as JAX's (which computes it over Auto axes): the data is gathered whole first, so the
+    # sorts see no split dimension
+    split = sharding_types.split_of(a)
+    if split is not None:
+      a = sharding_types.constrain(
+          a, sharding_types.TypeSharding(split.mesh, [None] * len(split.entries)))
   out = _quantile("percentile", a, q, axis, method, keepdims, False)
   return lax.apply_out_sharding(out, out_sharding, "percentile")
 

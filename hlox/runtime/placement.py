@@ -32,8 +32,8 @@ def _resolve_specs(device):
       return d
     mesh = sharding_lib.current_mesh()
     if mesh is None:
-      raise ValueError(f"device_put: got the PartitionSpec {d!r} but no mesh is set: use a "
-                       "NamedSharding, or set one with `hlox.set_mesh(mesh)`")
+      raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed "
+                       "to device_put")
     return sharding_lib.NamedSharding(mesh, d)
   if is_spec(device):
     return resolve(device)

@@ -1032,12 +1032,13 @@ def from_hlo(hlo, mesh: Mesh, ndim: int) -> Sharding:
   while entries and entries[-1] is None:  # as JAX reports them: P('x',), not P('x', None)
     entries.pop()
   candidate = NamedSharding(mesh, PartitionSpec(*entries))
-  if _same_layout(candidate.hlo(ndim), hlo, mesh.size):
+  if same_layout(candidate.hlo(ndim), hlo, mesh.size):
     return candidate
   return GSPMDSharding(mesh._flat_devices_tuple, hlo)
 
 
-def _same_layout(a, b, n: int) -> bool:
+def same_layout(a, b, n: int) -> bool:
+  """Whether the HLO shardings ``a`` and ``b`` lay an array out alike over ``n`` devices."""
   if a == b:
     return True
   da, wa = _tiles(a, n)
@@ -1208,3 +1209,17 @@ def _named_of_split(split) -> "NamedSharding":
 
 
 sharding_types.named_of_split = _named_of_split
+
+
+def concrete_mesh_of(mesh):
+  """``mesh`` when it is a concrete Mesh; for an AbstractMesh, the mesh in effect when it
+  is of that shape, else one over the first devices."""
+  if not isinstance(mesh, AbstractMesh):
+    return mesh
+  concrete = concrete_mesh()
+  if concrete is not None and concrete.abstract_mesh == mesh:
+    return concrete
+  return _realize(concrete, mesh)
+
+
+sharding_types.concrete_mesh = concrete_mesh_of
