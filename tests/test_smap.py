@@ -1,9 +1,7 @@
 """``hlox.smap`` (JAX's ``jax.smap``): shard_map manual over one mesh axis, with vmap-style
 ``in_axes``/``out_axes``; nested smaps each take one axis. Values are checked against NumPy
 and, where JAX is installed, results and layouts against JAX's."""
-import contextlib
 import importlib.util
-import io
 
 import numpy as np
 import pytest
@@ -12,7 +10,7 @@ import hlox
 import hlox.numpy as jnp
 from hlox.sharding import AxisType, NamedSharding, PartitionSpec as P
 
-from util import run_in_jax
+from util import printed_here, printed_in_jax
 
 
 def _auto_mesh(shape, names):
@@ -146,42 +144,8 @@ for kw in (dict(out_axes=0, axis_name='x'), dict(in_axes=[0], out_axes=0, axis_n
 """,
 }
 
-ORACLE = """
-import contextlib, io, json, sys
-import numpy as np
-import jax, jax.numpy as jnp
-from jax.sharding import PartitionSpec as P, AxisType
-out = {}
-for name, src in json.load(sys.stdin).items():
-  buf = io.StringIO()
-  try:
-    with contextlib.redirect_stdout(buf):
-      exec(src, {"m": jax, "jnp": jnp, "P": P, "np": np, "AxisType": AxisType})
-  except Exception as e:
-    print(f"!!! {type(e).__name__}: {e}", file=buf)
-  out[name] = buf.getvalue()
-print(json.dumps(out))
-"""
-
-
-def _run_here(src) -> str:
-  from hlox.runtime import sharding as sharding_lib
-  before = sharding_lib._swap(sharding_lib.concrete_mesh(),
-                              sharding_lib.context_abstract_mesh())
-  buf = io.StringIO()
-  try:
-    with contextlib.redirect_stdout(buf):
-      exec(src, {"m": hlox, "jnp": jnp, "P": P, "np": np, "AxisType": AxisType})
-  except Exception as e:
-    print(f"!!! {type(e).__name__}: {e}", file=buf)
-  finally:
-    sharding_lib._restore(before)  # the programs' set_mesh lasts only for the program
-  return buf.getvalue()
-
-
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX not installed")
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_same_output_as_jax(name):
-  want = run_in_jax(ORACLE, PROGRAMS, extra_env={
-      "XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
-  assert _run_here(PROGRAMS[name]) == want[name]
+  want = printed_in_jax(PROGRAMS)
+  assert printed_here(PROGRAMS[name]) == want[name]

@@ -240,3 +240,59 @@ def lower_in_hlox(platform: str, body: str, args) -> str:
   f = eval(body, {"jax": hlox, "jnp": jnp, "lax": lax, "np": np})
   specs = [hlox.ShapeDtypeStruct(tuple(s), np.dtype(d)) for s, d in args]
   return hlox.jit(f).trace(*specs).lower(lowering_platforms=(platform,)).as_text()
+
+
+# Programs compared by what they print: each is source text written against ``m`` (``jax``
+# in the oracle, ``hlox`` here), ``jnp``, ``P``, ``np`` and ``AxisType``, run after an
+# optional ``prelude`` (more names, written against ``m`` too); an exception ends a
+# program's output with ``!!! <class>: <message>``.
+PRINTING_ORACLE = """
+import contextlib, io, json, sys
+import numpy as np
+import jax, jax.numpy as jnp
+from jax.sharding import AxisType, PartitionSpec as P
+given = json.load(sys.stdin)
+out = {}
+for name, src in given["programs"].items():
+  buf = io.StringIO()
+  scope = {"m": jax, "jnp": jnp, "P": P, "np": np, "AxisType": AxisType}
+  try:
+    with contextlib.redirect_stdout(buf):
+      exec(given["prelude"], scope)
+      exec(src, scope)
+  except Exception as e:
+    print(f"!!! {type(e).__name__}: {e}", file=buf)
+  out[name] = buf.getvalue()
+print(json.dumps(out))
+"""
+
+
+def printed_in_jax(programs: dict, prelude: str = "") -> dict:
+  """What each program prints with JAX on 8 CPU devices (computed once per test run)."""
+  return run_in_jax(PRINTING_ORACLE, {"programs": programs, "prelude": prelude},
+                    extra_env={"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
+
+
+def printed_here(src: str, prelude: str = "") -> str:
+  """What ``src`` prints with hlox (as ``printed_in_jax``); a mesh the program sets lasts
+  only for the program, and its host callbacks have run when it returns."""
+  import contextlib
+  import io
+  import hlox
+  import hlox.numpy as jnp
+  from hlox.runtime import sharding as sharding_lib
+  from hlox.sharding import AxisType, PartitionSpec
+  before = sharding_lib._swap(sharding_lib.concrete_mesh(),
+                              sharding_lib.context_abstract_mesh())
+  buf = io.StringIO()
+  scope = {"m": hlox, "jnp": jnp, "P": PartitionSpec, "np": np, "AxisType": AxisType}
+  try:
+    with contextlib.redirect_stdout(buf):
+      exec(prelude, scope)
+      exec(src, scope)
+      hlox.effects_barrier()
+  except Exception as e:
+    print(f"!!! {type(e).__name__}: {e}", file=buf)
+  finally:
+    sharding_lib._restore(before)
+  return buf.getvalue()
