@@ -86,7 +86,7 @@ def test_device_put_across_four_devices_and_compute_there():
   b = hlox.device_put(a, hlox.devices()[3])
   assert b.devices() == {hlox.devices()[3]}
   np.testing.assert_array_equal(np.asarray(b), data)
-  with pytest.raises(ValueError, match="different devices"):
+  with pytest.raises(ValueError, match="incompatible devices"):
     lax.add(a, b)
 
 

@@ -70,9 +70,11 @@ def _elementwise_layout(eqn, layouts):
 
 
 def _plan(jaxpr: Jaxpr, in_layouts, n: int):
-  """How each equation runs ("pmap", a split layout, or None: whole) and the outputs'
-  layouts, given the arguments'."""
+  """How each equation runs ("pmap", a split layout, or None: whole), the outputs'
+  layouts, given the arguments', and the outputs' axis names (the pmap's whose split they
+  keep, as JAX names their mesh axis; None for the others)."""
   layouts = dict(zip(jaxpr.invars, in_layouts))
+  names = {}
 
   def get(v):
     return None if type(v) is Literal else layouts.get(v)
@@ -81,12 +83,18 @@ def _plan(jaxpr: Jaxpr, in_layouts, n: int):
     if _spans(eqn, n):
       mode, size = "pmap", eqn.params["global_axis_size"]
       outs = [None if ax is None else (ax, size) for ax in eqn.params["out_axes"]]
+      name = eqn.params.get("axis_name")
     else:
       mode = _elementwise_layout(eqn, [get(v) for v in eqn.invars])
       outs = [mode] * len(eqn.outvars)
+      name = next((names[v] for v in eqn.invars
+                   if type(v) is not Literal and v in names and get(v) == mode), None)
     modes.append(mode)
     layouts.update(zip(eqn.outvars, outs))
-  return modes, [get(v) for v in jaxpr.outvars]
+    if name is not None:
+      names.update((v, name) for v, layout in zip(eqn.outvars, outs) if layout is not None)
+  out_names = [None if type(v) is Literal else names.get(v) for v in jaxpr.outvars]
+  return modes, [get(v) for v in jaxpr.outvars], out_names
 
 
 def _preferred_layouts(jaxpr: Jaxpr, n: int) -> list:
@@ -197,14 +205,15 @@ class _Replicas:
   """What a replicated module was lowered from and for (``xla.Lowered.replicas``)."""
 
   __slots__ = ("closed", "name", "donated_invars", "keep_unused", "devices", "in_layouts",
-               "out_layouts")
+               "out_layouts", "out_names")
 
   def __init__(self, closed, name, donated_invars, keep_unused, devices, in_layouts,
-               out_layouts):
+               out_layouts, out_names):
     self.closed, self.name = closed, name
     self.donated_invars, self.keep_unused = tuple(donated_invars), keep_unused
     self.devices = devices
     self.in_layouts, self.out_layouts = tuple(in_layouts), tuple(out_layouts)
+    self.out_names = tuple(out_names)
 
 
 def _replica_devices(jaxpr: Jaxpr, n_replicas: int):
@@ -238,7 +247,7 @@ def lower_replicated(closed: ClosedJaxpr, name: str = "jit", donated_invars=(),
   devices = _replica_devices(jaxpr, n) or pmap_devices(None, n)
   if in_layouts is None:
     in_layouts = _preferred_layouts(jaxpr, n)
-  modes, out_layouts = _plan(jaxpr, in_layouts, n)
+  modes, out_layouts, out_names = _plan(jaxpr, in_layouts, n)
 
   def body(mctx, jaxpr, consts, args):
     return _lower_split(mctx, jaxpr, consts, args, in_layouts, modes, n)
@@ -247,7 +256,7 @@ def lower_replicated(closed: ClosedJaxpr, name: str = "jit", donated_invars=(),
       arg_avals=[_piece_aval(a, l) for a, l in zip(jaxpr.in_avals, in_layouts)],
       result_avals=[_piece_aval(a, l) for a, l in zip(jaxpr.out_avals, out_layouts)])
   lowered.replicas = _Replicas(closed, name, donated_invars, keep_unused, devices, in_layouts,
-                               out_layouts)
+                               out_layouts, out_names)
   return lowered
 
 
@@ -285,21 +294,23 @@ class ReplicatedCall:
     self.executable = self._compile(lowered)
     self.fast = self.__call__
 
-  def _sharding(self, aval, layout):
+  def _sharding(self, aval, layout, name=None):
     if layout is None:
       return spmd.pmap_sharding(self.devices, None, aval.ndim)
     ax, size = layout
-    return spmd.pmap_sharding(self.devices, ax, aval.ndim, self.n // size)
+    return spmd.pmap_sharding(self.devices, ax, aval.ndim, self.n // size, name)
 
   def _compile(self, lowered) -> spmd.Replicated:
     info = lowered.replicas
-    key = (lowered.as_text(), tuple(d.id for d in self.devices))
+    # (the results' axis names only name their shardings, which the executable carries)
+    key = (lowered.as_text(), tuple(d.id for d in self.devices), info.out_names)
     if lowered.host_callbacks:  # the text names callbacks by position only
       key += (lowered.host_callbacks,)
     executable = _executables.get(key)
     if executable is None:
       monitoring.record_event("compile")
-      out_shardings = [self._sharding(a, l) for a, l in zip(self.out_avals, info.out_layouts)]
+      out_shardings = [self._sharding(a, l, name) for a, l, name
+                       in zip(self.out_avals, info.out_layouts, info.out_names)]
       with lowered.context:
         executable = spmd.compile_replicated(lowered.as_text(), self.devices, self.out_avals,
                                              out_shardings, lowered.host_callbacks,

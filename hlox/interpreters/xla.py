@@ -965,9 +965,9 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
     placed = [(i, s) for i, s in enumerate(sigs) if type(s) is tuple]
     first = placed[0]
     second = next(p for p in placed if p[1][1] != first[1][1])
-    described = [f"argument args[{i}] of {primitive.name} with shape {sharding_types.type_str(sig[0], None)} and "
-                 f"device ids [{sig[1].id}] on platform {sig[1].platform.upper()}"
-                 for i, sig in (first, second)]
+    described = [f"argument args[{i}] of {primitive.name} with shape "
+                 f"{sharding_types.type_str(sig[0], None)} and with device ids [{sig[1].id}] "
+                 f"on platform {sig[1].platform.upper()}" for i, sig in (first, second)]
     raise ValueError("Received incompatible devices for jitted computation. Got "
                      f"{described[0]} and {described[1]}")
   device = devices.pop() if devices else None
