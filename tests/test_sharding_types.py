@@ -328,3 +328,24 @@ def test_traced_values_types_record_their_split_as_jax_avals_do():
   assert out.sharding.spec == P("Y")
   assert jnp.ones(3).aval.sharding.spec == P(None)  # no mesh: the empty one
   assert jnp.ones(3).aval.sharding.mesh.empty
+
+
+def test_the_cotangent_of_a_reshard_goes_back_to_the_operands_type():
+  # (as JAX: under vmap the batch dimension keeps its split, and a gradient through a
+  # reshard is laid out as the primal was)
+  mesh = hlox.make_mesh((2, 2), ("x", "y"))
+  host = np.arange(6 * 24, dtype=np.float32).reshape(6, 24)
+  with hlox.sharding.set_mesh(mesh):
+    arr = hlox.device_put(host, P("x", None))
+
+    def g(v):
+      v = reshard(v, P("y"))
+      out = hlox.shard_map(jnp.cos, in_specs=P("y"), out_specs=P("y"))(v)
+      return out.sum()
+    out = hlox.jit(hlox.vmap(hlox.grad(g)))(arr)
+    assert out.sharding.spec == P("x", None)
+    np.testing.assert_allclose(np.asarray(out), -np.sin(host), rtol=1e-5, atol=1e-5)
+    x = hlox.device_put(np.arange(8.0), P("x"))
+    grad = hlox.jit(hlox.grad(lambda v: (reshard(v, P("y")) ** 2).sum()))(x)
+    assert grad.sharding.spec == P("x")
+    np.testing.assert_allclose(np.asarray(grad), 2 * np.arange(8.0))

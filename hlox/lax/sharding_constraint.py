@@ -99,19 +99,43 @@ def _batch_rule(prim):
     if d is batching.not_mapped or not isinstance(sharding, sharding_lib.NamedSharding):
       return prim.bind(x, sharding=sharding), d
     spec = list(sharding.spec.partitions) + [None] * max(0, x.ndim - 1 - len(sharding.spec))
-    spec.insert(d, None)
+    # The batch dimension keeps the split its type has (vmap over a split dimension).
+    split = sharding_types.split_of(x)
+    spec.insert(d, None if split is None or split.mesh != sharding.mesh
+                else _entry(split.entries[d]))
     batched = sharding_lib.NamedSharding(sharding.mesh, sharding_lib.PartitionSpec(
         *spec, unreduced=sharding.spec.unreduced, reduced=sharding.spec.reduced))
     return prim.bind(x, sharding=batched), d
   return batch
 
 
+def _entry(axes):
+  return None if not axes else axes[0] if len(axes) == 1 else tuple(axes)
+
+
+def _reshard_transpose(ct, x, *, sharding):
+  """The cotangent of a reshard over Explicit axes goes back to the operand's type (its
+  split, or unsplit), as JAX's; a constraint over Auto axes transposes to itself."""
+  if not (isinstance(sharding, sharding_lib.NamedSharding)
+          and sharding_types.explicit_axes(sharding.mesh)):
+    return [reshard_p.bind(ct, sharding=sharding)]
+  aval = x.aval
+  typed = getattr(aval, "_sharding", None)
+  split = sharding_types.split_of_named(typed, aval.ndim) if typed is not None else None
+  entries = split.entries if split is not None and split.mesh == sharding.mesh else ()
+  target = sharding_lib.NamedSharding(sharding.mesh, sharding_lib.PartitionSpec(
+      *map(_entry, entries)))
+  return [reshard_p.bind(ct, sharding=target)]
+
+
+ad.deflinear(sharding_constraint_p, lambda ct, x, *, sharding: [
+    sharding_constraint_p.bind(ct, sharding=sharding)])
+ad.deflinear(reshard_p, _reshard_transpose)
 for _p in (sharding_constraint_p, reshard_p):
   _p.def_abstract_eval(lambda aval, *, sharding: aval)
   _p.def_impl(_impl)
   partitioned.sharding_params[_p] = lambda params: params["sharding"]
   xla.register_lowering(_p, _lowering)
-  ad.deflinear(_p, lambda ct, x, *, sharding, _p=_p: [_p.bind(ct, sharding=sharding)])
   batching.primitive_batchers[_p] = _batch_rule(_p)
   sharding_types.sharding_rules[_p] = sharding_types.constraint_rule
   sharding_types.sources.add(_p)
