@@ -592,6 +592,11 @@ class JitWrapped:
       entry = (None, None, compiled.out_avals, None, const_arrays, None, out_tree,
                out_tree.num_nodes == 1 and n_out == 1, compiled)
       self._call_cache.put(key, entry)
+      if flat_key is not None and not const_arrays and \
+          type(compiled) is partitioned.PartitionedCall:
+        # a program over a mesh places its own arguments: the shortest path calls it whole
+        self._call_cache.put(flat_key, _FlatEntry(None, None, compiled.out_avals, None,
+                                                  out_tree, False, compiled, None))
       return
     device = compiled.device if compiled.device_key is not None else None
     const_arrays = [c if type(c) is Array else _device_const(c, device) for c in consts]
@@ -1447,6 +1452,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
               touch(key)
             execute, handlers, out_avals, device_keys, out_tree, single, compiled, device = \
                 entry
+            if execute is None:  # a program over a mesh: it takes the arguments as they are
+              return out_tree.unflatten(compiled(list(dyn)))
             try:
               bufs = argument_buffers(dyn, device) if host else list(map(get_buf, dyn))
               outs = execute(bufs).consume_with_handlers(handlers)

@@ -5,6 +5,7 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 
 import hlox
 import hlox.numpy as jnp
@@ -219,3 +220,26 @@ def test_pytree_and_leaf_calls_alternate_on_the_cache_hit_paths(monkeypatch):
     assert none[1] is None
     np.testing.assert_allclose(none[0], np.asarray(x) + 3.0)
   assert len(calls) == 3
+
+
+def test_programs_over_a_mesh_take_the_shortest_path(monkeypatch):
+  # A program partitioned over a mesh is called whole from the positional-leaves path (no
+  # flattening, no second lookup); deleted arguments still raise as the slow path would.
+  calls = _count_slow_calls(monkeypatch)
+  P = hlox.sharding.PartitionSpec
+  mesh = hlox.sharding.Mesh(np.array(hlox.devices()[:4]), ("i",))
+  f = hlox.jit(hlox.shard_map(lambda v: hlox.lax.psum(v, "i"), mesh=mesh, in_specs=P("i"),
+                              out_specs=P("i")))
+  x = hlox.device_put(np.ones((4, 8), np.float32), hlox.sharding.NamedSharding(mesh, P("i")))
+  y = f(f(x))  # (the result's layout may be another signature than the argument's)
+  warm = len(calls)
+  flattened = []
+  real = hlox.api.flatten_fast
+  monkeypatch.setattr(hlox.api, "flatten_fast", lambda t: flattened.append(t) or real(t))
+  for _ in range(3):
+    y = f(y)
+  np.testing.assert_allclose(np.asarray(y), np.full((4, 8), 4.0 ** 5))
+  assert len(calls) == warm and not flattened
+  y.delete()
+  with pytest.raises(hlox.errors.DeletedArrayError, match="deleted"):
+    f(y)
