@@ -36,6 +36,9 @@ concrete_mesh = lambda mesh: mesh  # noqa: E731
 # ``drop_size_one_axes()``: whether mesh axes of size 1 are left out of types (the option
 # ``remove_size_one_mesh_axis_from_type``; set by the API).
 drop_size_one_axes = lambda: False  # noqa: E731
+# The sharding-constraint primitives (``sharding_constraint``, ``reshard``; set by ``lax``):
+# their lowering is the constraint itself.
+constraints: set = set()
 # Primitives whose results may be split although no operand is (``reshard``, a call of a
 # jaxpr that splits its results): their rules run for every equation.
 sources: set = set()
@@ -76,6 +79,12 @@ class TypeSharding:
   def with_entries(self, entries) -> "TypeSharding":
     """The same mesh and unreduced/reduced axes over new per-dimension entries."""
     return TypeSharding(self.mesh, entries, self.unreduced, self.reduced)
+
+  def transposed(self) -> "TypeSharding":
+    """The type of a cotangent: reduced axes become unreduced and unreduced ones reduced."""
+    if not (self.reduced or self.unreduced):
+      return self
+    return TypeSharding(self.mesh, self.entries, self.reduced, self.unreduced)
 
   def suffix(self) -> str:
     """``{U:x}``, ``{R:(x,y)}``... as JAX prints the partial axes after a type's shape."""
@@ -236,6 +245,7 @@ def broadcasting_rule(name):
     unreduced, reduced = _partial_axes(name, in_avals, in_shardings)
     out = TypeSharding(mesh, result, unreduced, reduced)
     return [out] * len(out_avals) if len(out_avals) > 1 else out
+  rule.elementwise = True  # (lowering constrains elementwise operands to the result's split)
   return rule
 
 
@@ -796,16 +806,3 @@ def rng_bit_generator_rule(in_avals, in_shardings, out_avals, **params):
   """The new key is split as the key; the bits are not split (``out_sharding=`` splits
   them)."""
   return [in_shardings[0], None]
-
-
-_broadcasting: dict = {}
-
-
-def is_broadcasting(primitive) -> bool:
-  """Whether ``primitive`` is elementwise (its rule is a ``broadcasting_rule``)."""
-  known = _broadcasting.get(primitive)
-  if known is None:
-    rule = sharding_rules.get(primitive)
-    known = _broadcasting[primitive] = getattr(rule, "__qualname__", "").startswith(
-        "broadcasting_rule.")
-  return known

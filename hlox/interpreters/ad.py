@@ -359,9 +359,7 @@ def _transpose_with_types(rule, eqn, cts, invals):
     return ct_in
   # The cotangent of a reduced operand is unreduced (a partial sum per device), and of an
   # unreduced one reduced, as in JAX.
-  split = [s if s is None or not (s.reduced or s.unreduced) else
-           sharding_types.TypeSharding(s.mesh, s.entries, s.reduced, s.unreduced)
-           for s in split]
+  split = [None if s is None else s.transposed() for s in split]
   return [ct if s is None or ct is None or type(ct) is Zero else sharding_types.constrain(ct, s)
           for ct, s in zip(ct_in, split)]
 

@@ -468,7 +468,7 @@ def _lower_typed_eqn(mctx: ModuleContext, eqn: JaxprEqn, read) -> list:
   args, avals_in = [read(v) for v in eqn.invars], [_aval(v) for v in eqn.invars]
   avals_out = [v.aval for v in eqn.outvars]
   split = getattr(eqn.outvars[0], "sharding", None) if eqn.outvars else None
-  if split is not None and sharding_types.is_broadcasting(eqn.primitive):
+  if split is not None and getattr(sharding_types.sharding_rules.get(eqn.primitive), "elementwise", False):
     shape = avals_out[0].shape
     for i, (v, a) in enumerate(zip(eqn.invars, avals_in)):
       if getattr(v, "sharding", None) == split:
@@ -482,7 +482,7 @@ def _lower_typed_eqn(mctx: ModuleContext, eqn: JaxprEqn, read) -> list:
       # (an operand's partial-sum axes are its own: only the result's split is asked)
       args[i] = _constrain(mctx, split, args[i], unreduced=False)
   outs = lower_eqn(mctx, eqn, args, avals_in, avals_out)
-  if eqn.primitive.name in ("sharding_constraint", "reshard"):
+  if eqn.primitive in sharding_types.constraints:  # (its lowering is the constraint)
     return outs
   return [_constrain_to_type(mctx, v, x) for v, x in zip(eqn.outvars, outs)]
 
@@ -500,25 +500,19 @@ def _constrain_to_type(mctx: ModuleContext, v, x):
 def _constrain(mctx: ModuleContext, split, x, unreduced: bool = True):
   """``x`` constrained to ``split``; with its unreduced axes (partial sums: XLA would
   otherwise all-reduce the operands of an operation on them) unless ``unreduced`` is
-  False."""
+  False. Over a mesh with Auto axes every dimension stays open to them."""
+  from hlox.runtime import sharding as sharding_lib
   mesh = mctx.mesh
   names = set(mesh.axis_names)
   if any(a not in names for e in split.entries for a in (e or ())):
     return x
+  spec = sharding_lib.PartitionSpec(
+      *[None if not e else e[0] if len(e) == 1 else e for e in split.entries],
+      unreduced=split.unreduced & names if unreduced else frozenset())
   is_open = any(getattr(t, "name", None) != "Explicit" for t in mesh.axis_types)
-  dims = []
-  for e in split.entries:
-    axes = ", ".join(f'"{a}"' for a in (e or ()))
-    if is_open:
-      dims.append("{" + axes + ", ?}" if axes else "{?}")
-    else:
-      dims.append("{" + axes + "}")
-  partial = ""
-  if unreduced and split.unreduced:
-    partial = ", unreduced={" + ", ".join(
-        f'"{a}"' for a in mesh.axis_names if a in split.unreduced) + "}"
-  attr = ir.Attribute.parse(f"#sdy.sharding<@mesh, [{', '.join(dims)}]{partial}>")
-  return sdy.ShardingConstraintOp(x, attr).result
+  text = sharding_lib.NamedSharding(mesh, spec).sdy_text(len(split.entries),
+                                                          open_dims=is_open)
+  return sdy.ShardingConstraintOp(x, ir.Attribute.parse(text)).result
 
 
 def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> list:

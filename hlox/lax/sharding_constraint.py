@@ -139,6 +139,7 @@ for _p in (sharding_constraint_p, reshard_p):
   batching.primitive_batchers[_p] = _batch_rule(_p)
   sharding_types.sharding_rules[_p] = sharding_types.constraint_rule
   sharding_types.sources.add(_p)
+  sharding_types.constraints.add(_p)
 del _p
 
 
