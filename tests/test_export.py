@@ -213,8 +213,8 @@ def test_bad_calls_raise_jax_errors():
     exp.call(np.ones(3, f32))
   with pytest.raises(ValueError, match="must be the result of `jit`"):
     export.export(lambda x: x)
-  with pytest.raises(ValueError, match="unknown platform"):
-    export.export(hlox.jit(jnp.sin), platforms=["quantum"])(1.0)
+  with pytest.raises(ValueError, match="platforms must be a non-empty sequence"):
+    export.export(hlox.jit(jnp.sin), platforms=[])(1.0)
 
 
 def test_export_for_other_platforms():
@@ -353,3 +353,12 @@ def test_matches_jax_export():
     assert list(exp.module_kept_var_idx) == expected[name]["kept"], name
     for r, e in zip(res, expected[name]["res"]):
       np.testing.assert_allclose(np.asarray(r, np.float64), e, rtol=1e-3)
+
+
+def test_shape_polymorphism_is_refused_by_name():
+  assert not export.is_symbolic_dim(3)
+  with pytest.raises(NotImplementedError, match=r"symbolic_shape\('b, 4'\): shape "
+                                                "polymorphism"):
+    export.symbolic_shape("b, 4")
+  with pytest.raises(NotImplementedError, match="symbolic_args_specs"):
+    export.symbolic_args_specs(np.ones(3), "b")

@@ -214,11 +214,12 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None,
     if platforms is None:
       targets = (default_export_platform(),)
     else:
-      unknown = [p for p in platforms if p not in _PLATFORMS]
-      if unknown or not platforms:
-        raise ValueError(f"export: unknown platform(s) {unknown or list(platforms)}; "
-                         f"expected some of {sorted(set(_PLATFORMS))}")
-      targets = tuple(_PLATFORMS[p] for p in platforms)
+      if isinstance(platforms, str) or not platforms:
+        raise ValueError("export: platforms must be a non-empty sequence of platform names, "
+                         f"got {platforms!r}")
+      # JAX's set of platforms is open: a name hlox has no rules for lowers with the
+      # rules every platform shares.
+      targets = tuple(_PLATFORMS.get(p, p) for p in platforms)
     traced = fun_jit.trace(*args_specs, **kwargs_specs)
     return _export_traced(traced, targets, disabled_checks)
   return do_export
@@ -236,7 +237,7 @@ def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported
         f"{maximum_supported_calling_convention_version}]")
   inner = traced._traced  # the jaxpr (constants as leading arguments) and its types
   n_consts = len(inner.consts)
-  lowereds = [traced.lower(lowering_platforms=(p,))._lowered for p in platforms]
+  lowereds = [_lower_for(traced, p) for p in platforms]
   first = lowereds[0]
   if first.replicas is not None:
     raise NotImplementedError("export of a function containing pmap is not supported")
@@ -275,6 +276,14 @@ def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported
       _get_vjp=get_vjp)
 
 
+def _lower_for(traced, platform: str):
+  """``traced`` lowered for ``platform`` (hlox's lowering of this process's own platform
+  for that one, so that it is the very program a call here would run)."""
+  if platform in _PLATFORMS:
+    return traced.lower(lowering_platforms=(platform,))._lowered
+  return traced._wrapped._lower(traced._traced, *traced._call, platform=platform)._lowered
+
+
 def _check_custom_calls(module, disabled_checks) -> None:
   allowed = set(_STABLE_TARGETS)
   allowed.update(t for t in (c.is_custom_call() for c in disabled_checks) if t is not None)
@@ -293,14 +302,14 @@ def _shardings(lowered, traced, n_consts):
   """The arguments' and results' shardings (NamedShardings over the abstract mesh; None
   where unspecified) and the number of devices the module is lowered for."""
   n_in, n_out = len(traced._traced.in_avals), len(traced._traced.jaxpr.out_avals)
+  nr_devices = exported_module.device_count(lowered.module)
   if lowered.partitioned is None:
-    return (None,) * n_in, (None,) * n_out, 1
+    return (None,) * n_in, (None,) * n_out, nr_devices
   _, sigs = lowered.partitioned
   in_shardings = tuple(_abstract_named(s[1]) if isinstance(s, tuple) else None
                        for s in sigs[n_consts:])
-  mesh = next(s.mesh for s in in_shardings if s is not None)
-  out_shardings = tuple(_result_sharding(v, mesh) for v in traced._traced.jaxpr.jaxpr.outvars)
-  return in_shardings, out_shardings, mesh.size
+  out_shardings = tuple(_result_sharding(v) for v in traced._traced.jaxpr.jaxpr.outvars)
+  return in_shardings, out_shardings, nr_devices
 
 
 def _abstract_named(s):
@@ -310,7 +319,7 @@ def _abstract_named(s):
   return sharding_lib.NamedSharding(mesh, s.spec)
 
 
-def _result_sharding(var, mesh):
+def _result_sharding(var):
   split = getattr(var, "sharding", None)
   if split is None:
     return None

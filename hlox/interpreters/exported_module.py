@@ -72,6 +72,17 @@ def custom_call_targets(module: ir.Module) -> list:
   return found
 
 
+def device_count(module: ir.Module) -> int:
+  """How many devices ``module`` runs on: its replicas times its partitions."""
+  with module.context:
+    attrs = module.operation.attributes
+    count = 1
+    for name in ("mhlo.num_replicas", "mhlo.num_partitions"):
+      if name in attrs:
+        count *= ir.IntegerAttr(attrs[name]).value
+  return count
+
+
 def _symbol(op) -> str | None:
   if "sym_name" not in op.attributes:
     return None
@@ -235,5 +246,5 @@ def _unused(name: str, existing: set) -> str:
   return candidate
 
 
-__all__ = ["to_portable", "from_portable", "module_text", "custom_call_targets",
+__all__ = ["to_portable", "from_portable", "module_text", "custom_call_targets", "device_count",
            "splice_module", "call_spliced", "build_export_module"]
