@@ -362,3 +362,24 @@ def test_shape_polymorphism_is_refused_by_name():
     export.symbolic_shape("b, 4")
   with pytest.raises(NotImplementedError, match="symbolic_args_specs"):
     export.symbolic_args_specs(np.ones(3), "b")
+
+
+def test_sharded_export_runs_on_other_devices_and_meshes():
+  from hlox.sharding import Mesh, NamedSharding, PartitionSpec as P
+  devices = hlox.devices()[:2]
+  mesh = Mesh(devices, ("x",))
+  a = np.arange(16 * 4, dtype=f32).reshape(16, 4)
+  f = hlox.jit(lambda b: b * 2.0, in_shardings=(NamedSharding(mesh, P("x", None)),))
+  exp = export.export(f)(a)
+  assert exp.nr_devices == 2
+  assert exp.in_shardings_jax(mesh)[0].spec == P("x", None)
+  back = export.deserialize(exp.serialize())
+  assert back.nr_devices == 2 and back._in_named_shardings == exp._in_named_shardings
+  with pytest.raises(ValueError, match="was exported for 2 devices and is called in a "
+                                       "context with 1 devices"):
+    exp.call(a)
+  run_mesh = Mesh(devices[::-1], ("y",))  # other devices, another axis name
+  arg = hlox.device_put(a, NamedSharding(run_mesh, P()))
+  np.testing.assert_allclose(back.call(arg), 2 * a)
+  with pytest.raises(ValueError, match="does not match the mesh used for export"):
+    exp.in_shardings_jax(Mesh(devices, ("z",)))

@@ -91,9 +91,8 @@ def _symbol(op) -> str | None:
 
 def _move_symbols(sub: ir.Module, dest: ir.Module, new_name, existing: set) -> dict:
   """Move every top-level symbol of ``sub`` into ``dest`` (same context), renaming each
-  function by ``new_name(old)``; a mesh named as one ``dest`` already has is dropped (the
-  callee's shardings then refer to the caller's mesh of that name). Returns old -> new
-  function names."""
+  function by ``new_name(old)``; another symbol (a mesh) named as one of ``dest``'s is
+  dropped when it is the same, else renamed. Returns old -> new function names."""
   renamed = {}
   ops = list(sub.body.operations)
   for op in ops:
@@ -106,11 +105,19 @@ def _move_symbols(sub: ir.Module, dest: ir.Module, new_name, existing: set) -> d
       ir.SymbolTable.set_symbol_name(op.operation, new)
     op.operation.attributes["sym_visibility"] = ir.StringAttr.get("private")
     renamed[name] = new
+  dest_ops = {_symbol(op.operation): op for op in dest.body.operations}
   for op in ops:
     name = _symbol(op.operation)
     if op.operation.name != "func.func" and name in existing:
-      op.operation.erase()
-      continue
+      same = dest_ops.get(name)
+      if same is not None and str(same.operation) == str(op.operation):
+        op.operation.erase()  # e.g. the same mesh: the callee's shardings refer to it
+        continue
+      # Another definition under that name (a mesh with other axes): renamed, uses too.
+      new = _unused(name, existing)
+      ir.SymbolTable.replace_all_symbol_uses(name, new, sub.operation)
+      ir.SymbolTable.set_symbol_name(op.operation, new)
+      name = new
     if name is not None:
       existing.add(name)
     dest.body.append(op.operation.detach_from_parent())
