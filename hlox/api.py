@@ -1178,7 +1178,7 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   static = jit_kwargs["static_argnums"]
   static = () if static is None else (static,) if isinstance(static, int) else tuple(static)
 
-  def place(args):
+  def place(args, as_specs=False):
     positions = [i for i in range(len(args))
                  if i not in static and i - len(args) not in static]
     dyn = tuple(args[i] for i in positions)
@@ -1199,7 +1199,8 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
         placed.append(leaf)
       elif isinstance(leaf, Tracer):
         placed.append(with_sharding_constraint(leaf, s))
-      elif not isinstance(leaf, (Array, np.ndarray, np.generic, int, float, complex, bool)):
+      elif not as_specs and not isinstance(leaf, (Array, np.ndarray, np.generic, int, float,
+                                                  complex, bool)):
         placed.append(leaf)  # ShapeDtypeStructs given to ``lower``
       else:
         if isinstance(s, sharding_lib.PartitionSpec):
@@ -1208,7 +1209,12 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
             raise ValueError(f"jit in_shardings: the PartitionSpec {s!r} needs a mesh: use a "
                              "NamedSharding or `hlox.sharding.set_mesh(mesh)`")
           s = sharding_lib.NamedSharding(mesh, s)
-        placed.append(_place_argument(leaf, s, path))
+        if as_specs:  # tracing only: the type with its layout, no transfer
+          aval = _abstractify(leaf)
+          placed.append(ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type,
+                                         sharding=s))
+        else:
+          placed.append(_place_argument(leaf, s, path))
     out = list(args)
     for i, v in zip(positions, tree.unflatten(placed)):
       out[i] = v
@@ -1222,8 +1228,10 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
 
   def lower(*args, **kwargs):
     return inner.lower(*(place(args) if in_shardings is not None else args), **kwargs)
+  def trace(*args, **kwargs):
+    return inner.trace(*(place(args, True) if in_shardings is not None else args), **kwargs)
   call.lower = lower
-  call.trace = inner.trace
+  call.trace = trace
   call.eval_shape = inner.eval_shape
   call.clear_cache = inner.clear_cache
   call._jit = inner._jit

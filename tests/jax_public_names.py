@@ -328,4 +328,10 @@ PUBLIC_NAMES = {
     'hlox.scipy.stats.wrapcauchy': (
         'logpdf', 'pdf',
     ),
+    'hlox.export': (
+        'DisabledSafetyCheck', 'Exported', 'SymbolicScope', 'default_export_platform',
+        'deserialize', 'export', 'is_symbolic_dim', 'maximum_supported_calling_convention_version',
+        'minimum_supported_calling_convention_version', 'register_namedtuple_serialization',
+        'register_pytree_node_serialization', 'symbolic_args_specs', 'symbolic_shape',
+    ),
 }

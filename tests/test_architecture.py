@@ -23,6 +23,7 @@ LAYERS = [
     ["hlox", "hlox.__main__", "hlox.distributed"],            # the public package
     ["hlox.nn", "hlox.scipy", "hlox.image", "hlox.flatten_util", "hlox.test_util",
      "hlox.debug", "hlox.profiler", "hlox.viz", "hlox.sharding", "hlox.experimental",
+     "hlox.export",
      "hlox.dtypes", "hlox.ops", "hlox.extend", "hlox.dlpack"],
     ["hlox.random"],                                         # PRNG and distributions
     ["hlox.numpy"],                                          # the NumPy API on lax

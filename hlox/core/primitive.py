@@ -34,6 +34,16 @@ class Primitive:
     self.abstract_eval = rule
     return rule
 
+  def def_effectful_abstract_eval(self, rule):
+    """JAX's form for primitives with effects: ``rule(*avals, **params)`` returns
+    ``(output aval(s), effects)``. hlox keeps no effect sets in its jaxprs, so the effects
+    are dropped; a primitive that must not be removed as dead code is listed in
+    ``core.jaxpr.effectful_primitives``."""
+    def abstract_eval(*avals, **params):
+      return rule(*avals, **params)[0]
+    self.abstract_eval = abstract_eval
+    return rule
+
   def _missing_impl(self, *args, **params):
     raise NotImplementedError(f"primitive {self.name} has no eager implementation")
 

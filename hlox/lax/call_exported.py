@@ -1,0 +1,94 @@
+"""``call_exported_p``: calling an exported function (``hlox.export.Exported.call``).
+
+Its one parameter, ``exported``, is the ``Exported`` (read here only through its attributes:
+``in_avals``, ``out_avals``, ``in_tree``, ``fun_name``, ``platforms``, ``nr_devices``,
+``disabled_safety_checks``, ``module_kept_var_idx``, ``mlir_module_serialized``). Its
+abstract evaluation checks the arguments against the exported types; its lowering splices
+the exported module into the program being lowered and calls its ``main``, so a jitted
+function calling an ``Exported`` is still one program. Eagerly it runs as a one-equation
+program. Differentiation goes through ``Exported.call``'s ``custom_vjp`` (the exported VJP);
+there is no batching rule, as in JAX.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hlox import tree_util
+from hlox.core.primitive import Primitive
+from hlox.interpreters import xla
+from hlox.interpreters.exported_module import call_spliced, splice_module
+
+__all__ = ["call_exported_p"]
+
+call_exported_p = Primitive("call_exported")
+call_exported_p.multiple_results = True
+
+
+def argument_names(in_tree) -> list:
+  """The flat arguments' names as JAX writes them in errors: ``args[0]``, ``kwargs['x']``."""
+  example = in_tree.unflatten(list(range(in_tree.num_leaves)))
+  names = [None] * in_tree.num_leaves
+  for path, i in tree_util.tree_flatten_with_path(example)[0]:
+    head = "args" if path[0].idx == 0 else "kwargs"
+    names[i] = head + tree_util.keystr(path[1:])
+  return names
+
+
+def _call_exported_abstract_eval(*avals, exported):
+  expected = exported.in_avals
+  if len(avals) != len(expected):
+    raise ValueError(f"Function '{exported.fun_name}' was exported with {len(expected)} "
+                     f"array arguments and is called with {len(avals)}")
+  names = None
+  for i, (want, got) in enumerate(zip(expected, avals)):
+    if want.shape == got.shape and want.dtype == got.dtype:
+      continue
+    names = names or argument_names(exported.in_tree)
+    if len(want.shape) != len(got.shape):
+      raise ValueError(f"Rank mismatch for {names[i]}: expected {want.shape} and called "
+                       f"with {got.shape}")
+    if want.dtype != got.dtype:
+      raise ValueError(f"Dtype mismatch for {names[i]}: expected {want.dtype} and called "
+                       f"with {got.dtype}")
+    dim = next(d for d, (a, b) in enumerate(zip(want.shape, got.shape)) if a != b)
+    raise ValueError(f"Shape mismatch for {names[i]}.shape[{dim}] (expected same constant): "
+                     f"expected {want.shape} and called with {got.shape}")
+  return list(exported.out_avals)
+
+call_exported_p.def_abstract_eval(_call_exported_abstract_eval)
+
+
+def _call_exported_impl(*args, exported):
+  return xla.apply_primitive(call_exported_p, *args, exported=exported)
+
+call_exported_p.def_impl(_call_exported_impl)
+
+
+def _platform_index(exported, platform: str) -> int:
+  """Which of the exported lowerings serves ``platform`` (JAX's platform check: an
+  ``Exported`` runs only where it was exported for, unless that check was disabled, and
+  then its first lowering serves)."""
+  if platform in exported.platforms:
+    return exported.platforms.index(platform)
+  if any(str(c) == "platform" for c in exported.disabled_safety_checks):
+    return 0
+  raise ValueError(f"Function '{exported.fun_name}' was exported for platforms "
+                   f"'{tuple(exported.platforms)}' but it is used on '{(platform,)}'.")
+
+
+def _call_exported_lowering(ctx, *args, exported):
+  mctx = ctx.module_context
+  index = _platform_index(exported, mctx.platform)
+  devices = mctx.mesh.size if mctx.mesh is not None else mctx.num_replicas
+  if exported.nr_devices != 1 and devices != exported.nr_devices:
+    raise ValueError(f"Function {exported.fun_name} was exported for {exported.nr_devices} "
+                     f"devices and is called in a context with {devices} devices, which is "
+                     "not allowed.")
+  name, fn_type = splice_module(mctx, exported.mlir_module_serialized,
+                                xla.module_symbol(f"call_exported_{exported.fun_name}"))
+  operands = [args[i] for i in exported.module_kept_var_idx]
+  if len(exported.platforms) > 1:  # the module's first argument picks its lowering
+    operands.insert(0, xla.ir_constant(np.int32(index)))
+  return call_spliced(name, fn_type, operands)
+
+xla.register_lowering(call_exported_p, _call_exported_lowering)
