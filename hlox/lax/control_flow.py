@@ -87,7 +87,7 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
     return leaves
 
   name = getattr(fun, "__name__", what)
-  monitoring.record_event("control_flow_trace", fun=name)
+  monitoring.test_event("control_flow_trace", fun=name)
   closed = trace_to_jaxpr(flat, list(in_avals), f"{what} {name}", what, in_shardings=splits)
   closed, consts = convert_constvars(closed)
   result = (closed, consts, out_tree_box[0])
