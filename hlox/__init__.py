@@ -40,6 +40,7 @@ from hlox import dtypes
 from hlox.core.dtypes import float0
 from hlox.tree_util import Partial
 from hlox.custom_derivatives import custom_jvp, custom_vjp
+from hlox import custom_batching
 from hlox.checkpoint import checkpoint, checkpoint_policies, remat
 from hlox import ad_checkpoint
 from hlox import distributed
@@ -60,7 +61,7 @@ Device = _device_class()  # jaxlib's device class, for isinstance checks (``jax.
 from hlox import flatten_util, image, ops, test_util
 from hlox import viz
 from hlox import debug, dlpack, experimental, export, extend
-from hlox import sharding
+from hlox import sharding, stages
 from hlox.sharding import NamedSharding, device_put, make_mesh, reshard, set_mesh
 from hlox.sharding import PartitionSpec as P
 from hlox.runtime.array import Shard

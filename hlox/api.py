@@ -687,7 +687,7 @@ class JitWrapped:
   def _trace(self, in_tree, avals, statics, args, kwargs, splits=None) -> _Traced:
     if config._values["no_tracing"]:
       raise RuntimeError(f"re-tracing function {self.name} for `jit`, but 'no_tracing' is set")
-    monitoring.record_event("jit_trace", name=self.name)
+    monitoring.test_event("jit_trace", name=self.name)
     if config.explain_cache_misses:
       monitoring.logger.warning("jit %s: tracing for %s%s", self.name,
                                 ", ".join(a.str_short() for a in avals),
@@ -707,7 +707,8 @@ class JitWrapped:
       out_tree_box.append(out_tree)
       return out_leaves
 
-    with monitoring.log_elapsed_time("Finished tracing %s for jit in %.9f sec", self.name):
+    with monitoring.log_elapsed_time("Finished tracing %s for jit in %.9f sec", self.name,
+                                     monitoring.TRACE_EVENT):
       closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name, in_shardings=splits)
     jaxpr, consts = convert_constvars(closed)
     return _Traced(jaxpr, consts, out_tree_box[0], avals)

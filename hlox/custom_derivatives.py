@@ -210,6 +210,13 @@ class custom_jvp:
     self.jvp = None
     self.symbolic_zeros = False
 
+  def __getattr__(self, name):
+    # Another custom decorator's methods (``custom_vjp(custom_vmap(f)).def_vmap``) reach the
+    # function it wraps, as in JAX.
+    if name == "fun":
+      raise AttributeError(name)
+    return getattr(self.fun, name)
+
   def __get__(self, obj, objtype=None):
     return self if obj is None else functools.partial(self, obj)
 
@@ -331,6 +338,13 @@ class custom_vjp:
     self.fun = fun
     self.nondiff_argnums = tuple(nondiff_argnums)
     self.fwd = self.bwd = None
+
+  def __getattr__(self, name):
+    # Another custom decorator's methods (``custom_vjp(custom_vmap(f)).def_vmap``) reach the
+    # function it wraps, as in JAX.
+    if name == "fun":
+      raise AttributeError(name)
+    return getattr(self.fun, name)
 
   def __get__(self, obj, objtype=None):
     return self if obj is None else functools.partial(self, obj)
@@ -529,6 +543,12 @@ class _BatchedVJPRule:
     self.rule, self.axis_data, self.in_dims = rule, axis_data, list(in_dims)
     self.num_new_consts = num_new_consts
     self.name = rule.name
+
+  @property
+  def num_consts(self):
+    # What the JVP of a batched call skips before the arguments: the batched jaxpr's new
+    # constants, then the original call's.
+    return self.num_new_consts + self.rule.num_consts
 
   def fwd(self, primals):
     primals = primals[self.num_new_consts:]

@@ -2,8 +2,18 @@
 from __future__ import annotations
 
 
-class HloxTypeError(TypeError):
-  """Base class of errors raised when a traced value is used where a concrete one is needed."""
+class JAXTypeError(TypeError):
+  """hlox's (and JAX's) own ``TypeError``: the base of the errors raised when a traced value
+  is used where a concrete one is needed, of ``UnexpectedTracerError`` and of
+  ``KeyReuseError``, so one ``except`` clause catches them all."""
+
+
+class JAXIndexError(IndexError):
+  """hlox's (and JAX's) own ``IndexError``: the base of ``NonConcreteBooleanIndexError``."""
+
+
+# hlox's older name of the tracer errors' base class.
+HloxTypeError = JAXTypeError
 
 
 class ConcretizationTypeError(HloxTypeError):
@@ -48,9 +58,9 @@ class TracerIntegerConversionError(HloxTypeError):
         "`hlox.numpy`/`lax.dynamic_slice` instead of a Python container.")
 
 
-class NonConcreteBooleanIndexError(HloxTypeError, IndexError):
+class NonConcreteBooleanIndexError(HloxTypeError, JAXIndexError):
   """A boolean mask used as an index was traced: the result's shape would depend on it.
-  (An IndexError, as JAX's, and a TypeError, as hlox's other tracer errors.)"""
+  (A ``JAXIndexError``, as JAX's, and a TypeError, as hlox's other tracer errors.)"""
 
   def __init__(self, aval):
     super().__init__(
@@ -64,12 +74,31 @@ class TracerBoolConversionError(ConcretizationTypeError):
   """``bool()`` of a traced value (for example in ``if x > 0:``)."""
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(JAXTypeError):
   """A tracer was used after the transformation that created it had finished.
 
   This usually means a traced value leaked out of a transformed function, e.g. stored in a
   global, a closure or an object attribute. Return the value from the function instead.
+  (A ``JAXTypeError``, so a ``TypeError``, as JAX's.)
   """
+
+
+class KeyReuseError(JAXTypeError):
+  """A PRNG key was used again after a random function consumed it (JAX raises it when
+  ``debug_key_reuse`` is on). Split keys (``random.split``) so each draw has its own.
+  hlox does not check keys for reuse yet: the class exists so that code catching it runs."""
+
+
+class JaxprTypeError(TypeError):
+  """A jaxpr is ill-typed (``check_jaxpr``): a variable defined twice or used before it is
+  defined, or an equation whose outputs do not have the types its primitive's rule gives.
+  A bug in a transformation or a rule, not in user code."""
+
+
+class InconclusiveDimensionOperation(Exception):
+  """A comparison or arithmetic on symbolic dimensions whose answer depends on the values
+  the dimensions take (JAX's shape polymorphism). hlox's shapes are always concrete, so it
+  never raises this; the class is exported for code that catches it."""
 
 
 class InvalidInputError(ValueError):

@@ -1,4 +1,5 @@
-"""Named events (trace, lower, compile, cache misses) that tests and users can count."""
+"""Events: hlox's own (trace, lower, compile, cache misses), which tests count, and JAX's
+monitoring API (``jax.monitoring``: listeners of events, durations, time spans and scalars)."""
 from __future__ import annotations
 
 import collections
@@ -9,7 +10,7 @@ import time
 from hlox.config import config
 
 event_counts: collections.Counter = collections.Counter()
-_listeners: list = []
+_test_listeners: list = []  # count_events blocks
 _lock = threading.Lock()
 logger = logging.getLogger("hlox")
 # Traces and compiles (``config.log_compiles``), as JAX logs them from its dispatch module.
@@ -39,23 +40,23 @@ config.add_watcher(_set_logging_level)
 _set_logging_level("logging_level", config.logging_level)  # HLOX_/JAX_LOGGING_LEVEL
 
 
-def record_event(event: str, **info) -> None:
+# --- hlox's own events, for tests ------------------------------------------------------
+#
+# Traces, lowerings and compiles say so by name ('jit_trace', 'lower', 'compile', ...), as
+# JAX's ``test_event``s do: counted in ``event_counts`` and seen by ``count_events``. They do
+# not reach the listeners of JAX's monitoring API below, which see JAX's own event names.
+
+def test_event(event: str, **info) -> None:
+  """Count one of hlox's internal events (and tell ``count_events`` blocks)."""
   with _lock:
     event_counts[event] += 1
-  for listener in _listeners:
+  for listener in _test_listeners:
     listener(event, info)
 
 
-def register_event_listener(fn) -> None:
-  """Call ``fn(name, info)`` on every event: 'jit_trace', 'lower', 'compile', ..."""
-  _listeners.append(fn)
-
-
-def unregister_event_listener(fn) -> None:
-  _listeners.remove(fn)
-
-
 def count(name: str) -> int:
+  """How many times the event ``name`` happened in this process (internal events and
+  ``record_event`` ones)."""
   return event_counts[name]
 
 
@@ -65,11 +66,132 @@ class count_events:
   def __enter__(self):
     self.counts = collections.Counter()
     self._fn = lambda name, info: self.counts.update([name])
-    register_event_listener(self._fn)
+    _test_listeners.append(self._fn)
     return self.counts
 
   def __exit__(self, *exc):
-    unregister_event_listener(self._fn)
+    _test_listeners.remove(self._fn)
+
+
+# --- JAX's monitoring API (``jax.monitoring``) ---------------------------------------------
+#
+# Four kinds of records, each with its own listeners: events (``callback(event, **kw)``),
+# durations (``callback(event, seconds, **kw)``), time spans (``callback(event, start, end,
+# **kw)``) and scalars (``callback(event, value, **kw)``). hlox records JAX's names where it
+# does what JAX does: '/jax/core/compile/{jaxpr_trace,jaxpr_to_mlir_module,backend_compile}
+# _duration' around tracing, lowering and compiling a jitted function, and the persistent
+# cache's '/jax/compilation_cache/...' events.
+
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+_event_listeners: list = []
+_duration_listeners: list = []
+_time_span_listeners: list = []
+_scalar_listeners: list = []
+
+
+def record_event(event: str, **kwargs) -> None:
+  """Record that ``event`` happened: every event listener is called with
+  ``(event, **kwargs)`` (pass the same keywords, in the same order, for one event)."""
+  test_event(event, **kwargs)
+  for callback in tuple(_event_listeners):
+    callback(event, **kwargs)
+
+
+def record_event_duration_secs(event: str, duration: float, **kwargs) -> None:
+  """Record that ``event`` took ``duration`` seconds (to the duration listeners)."""
+  for callback in tuple(_duration_listeners):
+    callback(event, duration, **kwargs)
+
+
+def record_event_time_span(event: str, start_time: float, end_time: float, **kwargs) -> None:
+  """Record that ``event`` ran from ``start_time`` to ``end_time`` (seconds since the
+  epoch, as ``time.time()``), to the time-span listeners."""
+  for callback in tuple(_time_span_listeners):
+    callback(event, start_time, end_time, **kwargs)
+
+
+def record_scalar(event: str, value: float | int, **kwargs) -> None:
+  """Record a number for ``event`` (to the scalar listeners)."""
+  for callback in tuple(_scalar_listeners):
+    callback(event, value, **kwargs)
+
+
+def register_event_listener(callback) -> None:
+  """Call ``callback(event, **kwargs)`` on every ``record_event``."""
+  _event_listeners.append(callback)
+
+
+def register_event_duration_secs_listener(callback) -> None:
+  """Call ``callback(event, duration_secs, **kwargs)`` on every
+  ``record_event_duration_secs``."""
+  _duration_listeners.append(callback)
+
+
+def register_event_time_span_listener(callback) -> None:
+  """Call ``callback(event, start_time, end_time, **kwargs)`` on every
+  ``record_event_time_span``."""
+  _time_span_listeners.append(callback)
+
+
+def register_scalar_listener(callback) -> None:
+  """Call ``callback(event, value, **kwargs)`` on every ``record_scalar``."""
+  _scalar_listeners.append(callback)
+
+
+def _unregister(listeners: list, callback, kind: str) -> None:
+  # An AssertionError for a callback that was never registered, as JAX's.
+  assert callback in listeners, f"{callback!r} is not a registered {kind} listener"
+  listeners.remove(callback)
+
+
+def unregister_event_listener(callback) -> None:
+  """Remove an event listener (``AssertionError`` if it is not registered)."""
+  _unregister(_event_listeners, callback, "event")
+
+
+def unregister_event_duration_listener(callback) -> None:
+  """Remove an event duration listener (``AssertionError`` if it is not registered)."""
+  _unregister(_duration_listeners, callback, "event duration")
+
+
+def unregister_event_time_span_listener(callback) -> None:
+  """Remove a time-span listener (``AssertionError`` if it is not registered)."""
+  _unregister(_time_span_listeners, callback, "time span")
+
+
+def unregister_scalar_listener(callback) -> None:
+  """Remove a scalar listener (``AssertionError`` if it is not registered)."""
+  _unregister(_scalar_listeners, callback, "scalar")
+
+
+def get_event_listeners() -> list:
+  """A copy of the event listeners."""
+  return list(_event_listeners)
+
+
+def get_event_duration_listeners() -> list:
+  """A copy of the event duration listeners."""
+  return list(_duration_listeners)
+
+
+def get_event_time_span_listeners() -> list:
+  """A copy of the time-span listeners."""
+  return list(_time_span_listeners)
+
+
+def get_scalar_listeners() -> list:
+  """A copy of the scalar listeners."""
+  return list(_scalar_listeners)
+
+
+def clear_event_listeners() -> None:
+  """Remove every listener of the four kinds."""
+  for listeners in (_event_listeners, _duration_listeners, _time_span_listeners,
+                    _scalar_listeners):
+    listeners.clear()
 
 
 def log_compile(fmt: str, *args) -> None:
@@ -82,18 +204,29 @@ def log_compile(fmt: str, *args) -> None:
 
 class log_elapsed_time:
   """Context manager: on exit, ``log_compile(fmt, name, seconds)`` (``fmt`` takes a name and
-  a float, e.g. ``"Finished XLA compilation of %s in %.9f sec"``)."""
+  a float, e.g. ``"Finished XLA compilation of %s in %.9f sec"``). With ``event`` (one of
+  the ``/jax/core/compile/...`` names), also JAX's records of it: the start time as a scalar
+  on entry, the duration and the time span on exit, each with ``fun_name=name``."""
 
-  __slots__ = ("fmt", "name", "start")
+  __slots__ = ("fmt", "name", "event", "start", "wall_start")
 
-  def __init__(self, fmt: str, name: str):
+  def __init__(self, fmt: str, name: str, event: str | None = None):
     self.fmt = fmt
     self.name = name
+    self.event = event
 
   def __enter__(self):
     self.start = time.perf_counter()
+    if self.event is not None:
+      self.wall_start = time.time()
+      record_scalar(self.event, self.wall_start, fun_name=self.name)
     return self
 
   def __exit__(self, exc_type, *exc):
     if exc_type is None:  # a failed trace or compile says so itself
-      log_compile(self.fmt, self.name, time.perf_counter() - self.start)
+      elapsed = time.perf_counter() - self.start
+      log_compile(self.fmt, self.name, elapsed)
+      if self.event is not None:
+        record_event_duration_secs(self.event, elapsed, fun_name=self.name)
+        record_event_time_span(self.event, self.wall_start, self.wall_start + elapsed,
+                               fun_name=self.name)

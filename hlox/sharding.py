@@ -245,3 +245,16 @@ def _explicit_axes(fun, axes, in_sharding):
 
 __all__ += ["AbstractMesh", "get_abstract_mesh", "auto_axes", "explicit_axes",
             "use_abstract_mesh"]
+
+
+def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceSharding:
+  """The sharding that puts a whole array on ``device`` (in ``memory_kind``, default the
+  device's own memory)."""
+  return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+# How a value inside a ``shard_map`` body varies along the manual axes (the type's
+# ``varying``/``unreduced``/``reduced`` axis sets), as ``jax.sharding`` exports it.
+from hlox.core.avals import ManualAxisType  # noqa: E402
+
+__all__ += ["ManualAxisType", "make_single_device_sharding"]

@@ -1,12 +1,14 @@
 """Regenerate tests/jax_public_names.py from an installed JAX: ``python tests/gen_jax_public_names.py > tests/jax_public_names.py`` (when the reference JAX version changes)."""
 import importlib, pkgutil, pprint, sys
-import jax, jax.scipy.stats
+import jax, jax.scipy.stats, jax.experimental.compilation_cache.compilation_cache
 mods = ["jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.lax", "jax.lax.linalg",
         "jax.scipy.linalg", "jax.scipy.special", "jax.scipy.stats", "jax.scipy.signal",
         "jax.scipy.optimize", "jax.scipy.integrate", "jax.scipy.ndimage", "jax.scipy.cluster.vq",
         "jax.scipy.fft", "jax.scipy.interpolate", "jax.scipy.spatial.transform",
         "jax.scipy.sparse.linalg", "jax.nn", "jax.nn.initializers", "jax.random", "jax.tree_util",
-        "jax.tree", "jax.image", "jax.flatten_util", "jax.dtypes", "jax.test_util", "jax.typing"]
+        "jax.tree", "jax.image", "jax.flatten_util", "jax.dtypes", "jax.test_util", "jax.typing",
+        "jax.custom_batching", "jax.stages", "jax.monitoring", "jax.errors", "jax.debug",
+        "jax.sharding", "jax.core", "jax.experimental.compilation_cache.compilation_cache"]
 stats = [f"jax.scipy.stats.{n}" for n in dir(jax.scipy.stats)
          if not n.startswith("_") and type(getattr(jax.scipy.stats, n)).__name__ == "module"]
 out = {}

@@ -250,6 +250,42 @@ PUBLIC_NAMES = {
     'hlox.typing': (
         'ArrayLike', 'DTypeLike',
     ),
+    'hlox.custom_batching': (
+        'custom_vmap', 'sequential_vmap',
+    ),
+    'hlox.stages': (
+        'ArgInfo', 'Compiled', 'CompilerOptions', 'Lowered', 'Traced', 'Wrapped',
+    ),
+    'hlox.monitoring': (
+        'clear_event_listeners', 'record_event', 'record_event_duration_secs',
+        'record_event_time_span', 'record_scalar', 'register_event_duration_secs_listener',
+        'register_event_listener', 'register_event_time_span_listener', 'register_scalar_listener',
+        'unregister_event_duration_listener', 'unregister_event_listener',
+        'unregister_event_time_span_listener', 'unregister_scalar_listener',
+    ),
+    'hlox.errors': (
+        'ConcretizationTypeError', 'InconclusiveDimensionOperation', 'JAXIndexError',
+        'JAXTypeError', 'JaxRuntimeError', 'JaxprTypeError', 'KeyReuseError',
+        'NonConcreteBooleanIndexError', 'TracerArrayConversionError', 'TracerBoolConversionError',
+        'TracerIntegerConversionError', 'UnexpectedTracerError',
+    ),
+    'hlox.debug': (
+        'DebugEffect', 'OrderedDebugEffect', 'breakpoint', 'callback', 'inspect_array_sharding',
+        'log', 'print', 'visualize_array_sharding', 'visualize_sharding',
+    ),
+    'hlox.sharding': (
+        'AbstractDevice', 'AbstractMesh', 'AxisType', 'ManualAxisType', 'Mesh', 'NamedSharding',
+        'PartitionSpec', 'Sharding', 'SingleDeviceSharding', 'auto_axes', 'explicit_axes',
+        'get_abstract_mesh', 'get_mesh', 'make_single_device_sharding', 'reshard', 'set_mesh',
+        'use_abstract_mesh',
+    ),
+    'hlox.core': (
+        'AbstractValue', 'Atom', 'ParamDict', 'ShapedArray', 'Trace', 'Tracer', 'Value',
+        'ensure_compile_time_eval', 'eval_context', 'eval_jaxpr', 'max_dim', 'min_dim',
+    ),
+    'hlox.experimental.compilation_cache.compilation_cache': (
+        'reset_cache', 'set_cache_dir',
+    ),
     'hlox.scipy.stats.bernoulli': (
         'cdf', 'logpmf', 'pmf', 'ppf',
     ),

@@ -24,11 +24,11 @@ LAYERS = [
     ["hlox.nn", "hlox.scipy", "hlox.image", "hlox.flatten_util", "hlox.test_util",
      "hlox.debug", "hlox.profiler", "hlox.viz", "hlox.sharding", "hlox.experimental",
      "hlox.export",
-     "hlox.dtypes", "hlox.ops", "hlox.extend", "hlox.dlpack"],
+     "hlox.dtypes", "hlox.ops", "hlox.extend", "hlox.dlpack", "hlox.stages"],
     ["hlox.random"],                                         # PRNG and distributions
     ["hlox.numpy"],                                          # the NumPy API on lax
     ["hlox.api", "hlox.autodiff", "hlox.custom_derivatives",  # user-facing transformations
-     "hlox.checkpoint", "hlox.ad_checkpoint", "hlox.typing"],
+     "hlox.custom_batching", "hlox.checkpoint", "hlox.ad_checkpoint", "hlox.typing"],
     ["hlox.lax"],                                            # every primitive with its rules
     ["hlox.interpreters"],                                   # generic machines, rule tables
     ["hlox.runtime"],                                        # PJRT client, devices, Array

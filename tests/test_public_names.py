@@ -11,6 +11,14 @@ from tests.jax_public_names import JAX_VERSION, PUBLIC_NAMES
 # module -> {name: why hlox does not have it}
 _SHARDING = "sharded arrays and shard_map (issue 19: sharding) are not built yet"
 EXCLUDED = {
+    "hlox.debug": {
+        "DebugEffect": ("hlox's callbacks carry an ordered flag, not effect objects: jaxprs "
+                        "have no effect sets to put them in"),
+        "OrderedDebugEffect": "as DebugEffect",
+        "breakpoint": "an interactive debugger inside traced programs: not built",
+        "inspect_array_sharding": ("its callback needs the sharding XLA chooses while "
+                                   "compiling, which hlox's lowering cannot see yet"),
+    },
     "hlox.lax": {
         "device_put_p": _SHARDING,
         "precv": _SHARDING, "psend": _SHARDING, "ragged_all_to_all": _SHARDING,

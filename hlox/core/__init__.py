@@ -5,10 +5,50 @@ device (``ShapedArray``, the dtype lattice, ``Primitive``/``bind``, the trace co
 building, printing, checking and evaluation). May import only ``hlox.config`` and
 ``hlox.errors``; everything else in hlox sits above it.
 """
-from hlox.core.avals import ShapedArray, short_dtype_name
+from hlox.core.avals import ManualAxisType, ShapedArray, short_dtype_name
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import (EvalTrace, Trace, Tracer, current_trace, eval_trace,
                               get_aval, is_tracer, set_current_trace, trace_ctx)
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, JaxprTrace, JaxprTracer,
                              JaxprTypeError, Literal, Var, check_jaxpr, convert_constvars,
                              dce_jaxpr, eval_jaxpr, jaxpr_as_fun, pp_jaxpr, trace_to_jaxpr)
+
+
+# JAX's ``jax.core`` names for what hlox has under its own.
+import abc as _abc
+import contextlib as _contextlib
+from typing import Any as _Any, Union as _Union
+
+from hlox.config import ensure_compile_time_eval  # noqa: E402,F401
+from hlox.core.avals import AbstractToken as _AbstractToken  # noqa: E402
+
+
+class AbstractValue(_abc.ABC):
+  """The type of a value as tracing sees it (its aval): ``ShapedArray`` for arrays,
+  ``AbstractToken`` for tokens. An abstract base: both register with it."""
+
+
+AbstractValue.register(ShapedArray)
+AbstractValue.register(_AbstractToken)
+Atom = _Union[Var, Literal]  # an equation's operand
+Value = _Any
+ParamDict = dict[str, _Any]
+
+
+@_contextlib.contextmanager
+def eval_context():
+  """Inside the block, operations run eagerly (on the eval trace), whatever transformation
+  is tracing around it: for computing concrete values while tracing."""
+  with set_current_trace(eval_trace):
+    yield
+
+
+def max_dim(d1, d2):
+  """The larger of two dimension sizes (JAX's helper, which also takes symbolic sizes;
+  hlox's sizes are always integers)."""
+  return max(d1, d2)
+
+
+def min_dim(d1, d2):
+  """The smaller of two dimension sizes (see ``max_dim``)."""
+  return min(d1, d2)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from hlox.config import config
+from hlox.errors import JaxprTypeError
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core import sharding_types
@@ -402,10 +403,6 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
 
 def jaxpr_as_fun(closed: ClosedJaxpr) -> Callable:
   return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)
-
-
-class JaxprTypeError(TypeError):
-  """A jaxpr is ill-typed (a bug in a transformation or a rule, not in user code)."""
 
 
 def _typematch(a, b) -> bool:

@@ -1,4 +1,4 @@
-"""``hlox.debug``: seeing inside traced programs (JAX's ``jax.debug``): ``print`` and
+"""``hlox.debug``: seeing inside traced programs (JAX's ``jax.debug``): ``print``, ``log`` and
 ``callback``, which run on the host with the values as the program computes them, eagerly and
 under ``jit``, ``vmap``, ``grad`` and control flow.
 
@@ -7,7 +7,7 @@ primitives of ``hlox.lax.callback`` (``callbacks.py`` also holds ``pure_callback
 ``io_callback``, re-exported by ``hlox`` and ``hlox.experimental``). May import ``lax``,
 ``numpy``, the transformations, ``core`` and the runtime's ``Array``; never jaxlib directly.
 """
-from hlox.debug.callbacks import callback, print  # noqa: F401,A004
+from hlox.debug.callbacks import callback, log, print  # noqa: F401,A004
 from hlox.debug.visualize import visualize_array_sharding, visualize_sharding  # noqa: F401
 
-__all__ = ["callback", "print", "visualize_array_sharding", "visualize_sharding"]
+__all__ = ["callback", "log", "print", "visualize_array_sharding", "visualize_sharding"]

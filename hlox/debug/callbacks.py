@@ -1,5 +1,5 @@
 """The user-facing host callbacks: ``pure_callback``, ``io_callback``, ``debug.callback`` and
-``debug.print``, written on the primitives of ``hlox.lax.callback``.
+``debug.print``/``debug.log``, written on the primitives of ``hlox.lax.callback``.
 
 Each flattens its arguments (arrays become operands, other leaves such as strings stay on the
 host side of the call), binds its primitive and rebuilds the declared result pytree. The
@@ -7,12 +7,14 @@ callback receives NumPy arrays, eagerly and compiled alike.
 """
 from __future__ import annotations
 
+import logging
 import string
 import sys
 
 import numpy as np
 
 from hlox import tree_util
+from hlox.core import source_info
 from hlox.core.dtypes import canonicalize_dtype
 from hlox.core.tracer import Tracer
 from hlox.lax.callback import (VMAP_METHODS, FlatCallback, debug_callback_p, io_callback_p,
@@ -20,7 +22,7 @@ from hlox.lax.callback import (VMAP_METHODS, FlatCallback, debug_callback_p, io_
 from hlox.runtime import spmd
 from hlox.runtime.array import Array
 
-__all__ = ["pure_callback", "io_callback", "callback", "print", "effects_barrier"]
+__all__ = ["pure_callback", "io_callback", "callback", "print", "log", "effects_barrier"]
 
 _ARRAY_LEAVES = (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)
 
@@ -88,16 +90,23 @@ def callback(callback, *args, ordered: bool = False, partitioned: bool = False, 
   debug_callback_p.bind(*operands, callback=flat, ordered=bool(ordered))
 
 
+# ``debug.log``'s messages go here (under the "hlox" logger, so ``logging_level`` applies).
+logger = logging.getLogger("hlox.debug")
+
+
 class _Printer:
   """Formats and prints one ``debug.print`` call's values on the host (a hashable primitive
-  parameter: equal for equal format strings and print options)."""
+  parameter: equal for equal format strings and print options). With ``where`` (the user's
+  (file, line) of a ``debug.log`` call) the message is logged at INFO instead, as a record
+  from that line."""
 
-  __slots__ = ("fmt", "np_printoptions", "has_placeholders")
+  __slots__ = ("fmt", "np_printoptions", "has_placeholders", "where")
 
-  def __init__(self, fmt, np_printoptions, has_placeholders):
+  def __init__(self, fmt, np_printoptions, has_placeholders, where=None):
     self.fmt = fmt
     self.np_printoptions = np_printoptions
     self.has_placeholders = has_placeholders
+    self.where = where
 
   def __call__(self, *args, **kwargs):
     with np.printoptions(**dict(self.np_printoptions)):
@@ -105,10 +114,14 @@ class _Printer:
         msg = self.fmt.format(*args, **kwargs)
       else:
         msg = " ".join((self.fmt, *(str(a) for a in args)))
-    sys.stdout.write(msg + "\n")
+    if self.where is None:
+      sys.stdout.write(msg + "\n")
+    elif logger.isEnabledFor(logging.INFO):
+      file, line = self.where
+      logger.handle(logger.makeRecord(logger.name, logging.INFO, file, line, msg, (), None))
 
   def _key(self):
-    key = (self.fmt, self.np_printoptions, self.has_placeholders)
+    key = (self.fmt, self.np_printoptions, self.has_placeholders, self.where)
     try:
       hash(key)
     except TypeError:  # e.g. a ``formatter`` dict among the print options
@@ -151,19 +164,33 @@ def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A0
   ``jit``, ``vmap`` (once per example), ``grad`` (the primal values) and control flow.
   A format string without placeholders prints the values after it, separated by spaces.
   ``ordered=True`` keeps the program order among ordered callbacks."""
+  _print_or_log("print", fmt, args, kwargs, ordered, None)
+
+
+def log(fmt: str, *args, ordered: bool = False, **kwargs) -> None:
+  """``debug.print``, but the message goes to the ``hlox.debug`` logger at INFO, as a record
+  whose file and line are those of this call in the user's code (JAX's ``debug.log``).
+  Handlers see the values as the program computes them, eagerly or under transformations."""
+  info = source_info.current()
+  where = (info.file, info.line) if info is not None and info.file else ("(unknown file)", 0)
+  _print_or_log("log", fmt, args, kwargs, ordered, where)
+
+
+def _print_or_log(name, fmt, args, kwargs, ordered, where):
   if not isinstance(fmt, str):
-    raise TypeError(f"debug.print: the format string must be a str, got {type(fmt).__name__}")
+    raise TypeError(f"debug.{name}: the format string must be a str, got "
+                    f"{type(fmt).__name__}")
   has_placeholders = any(field is not None for _, field, _, _ in string.Formatter().parse(fmt))
   if has_placeholders:
     try:
       _format_checker.format(fmt, *args, **kwargs)
     except (IndexError, KeyError, ValueError, AttributeError, TypeError) as e:
-      raise type(e)(f"debug.print: format string {fmt!r} does not match its arguments "
+      raise type(e)(f"debug.{name}: format string {fmt!r} does not match its arguments "
                     f"({len(args)} positional, keywords {sorted(kwargs)}): {e}") from None
   elif kwargs:
-    raise ValueError(f"debug.print: format string {fmt!r} has no placeholders for keyword "
+    raise ValueError(f"debug.{name}: format string {fmt!r} has no placeholders for keyword "
                      f"arguments {sorted(kwargs)}")
-  printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders)
+  printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, where)
   callback(printer, *args, ordered=ordered, **kwargs)
 
 

@@ -5,6 +5,7 @@ Belongs here: thin re-exports and small wrappers of APIs whose home is elsewhere
 (``hlox.debug``, ``hlox.lax``); may import the rooms of its layer and below, never jaxlib.
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
-from hlox.experimental import mesh_utils, multihost_utils, shard_map  # noqa: F401
+from hlox.experimental import (compilation_cache, mesh_utils, multihost_utils,  # noqa: F401
+                               shard_map)
 
-__all__ = ["io_callback", "mesh_utils", "multihost_utils", "shard_map"]
+__all__ = ["compilation_cache", "io_callback", "mesh_utils", "multihost_utils", "shard_map"]

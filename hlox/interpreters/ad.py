@@ -259,8 +259,12 @@ def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None 
       out_primals, out_tangents = jvp(fun, primals, tangents)
       for p in out_primals:
         if pe.is_unknown(p):
-          raise RuntimeError("linearize: a primal output depends on a tangent (a JVP rule "
-                             "mixed primal and tangent computations)")
+          # JAX's class and text: an operation without reverse-mode support (a
+          # custom_vmap function, a JVP rule mixing primals and tangents) got here.
+          raise ValueError("Linearization failed to produce known values for all output "
+                           "primals. This is typically caused by attempting to differentiate "
+                           "a function uses an operation that does not support reverse-mode "
+                           "autodiff.")
       out_zeros = [type(t) is Zero for t in out_tangents]
       out_tracers = [pe.to_tracer(t) for t in out_tangents if type(t) is not Zero]
     jaxpr, consts = pe.to_jaxpr(out_tracers)

@@ -682,7 +682,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   ``platform`` picks the per-platform lowering rules ("cpu", "cuda"); by default the default
   device's.
   """
-  monitoring.record_event("lower")
+  monitoring.test_event("lower")
   if config.enable_checks:
     check_jaxpr(closed.jaxpr)
   jaxpr = closed.jaxpr
@@ -833,9 +833,9 @@ def compile_lowered(lowered: Lowered, device=None,
     key += (tuple(sorted((k, repr(v)) for k, v in compiler_options.items())),)
   executable = _executable_cache.get(key)
   if executable is None:
-    monitoring.record_event("compile")
+    monitoring.test_event("compile")
     with monitoring.log_elapsed_time("Finished XLA compilation of %s in %.9f sec",
-                                     lowered.name):
+                                     lowered.name, monitoring.BACKEND_COMPILE_EVENT):
       if lowered.host_callbacks:
         with lowered.context:
           executable = client.compile_mlir(text, device, lowered.out_avals,
@@ -946,7 +946,7 @@ def _to_array(x, primitive, device=None) -> Array:
 
 
 def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
-  monitoring.record_event("eager_compile", primitive=primitive.name)
+  monitoring.test_event("eager_compile", primitive=primitive.name)
   in_avals = [s if type(s) is ShapedArray else s[0] for s in sigs]
   devices = {s[1] for s in sigs if type(s) is tuple}
   if partitioned_compiler is not None and any(not hasattr(d, "platform") for d in devices):

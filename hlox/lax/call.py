@@ -189,7 +189,7 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
         tuple(s if type(s) is not tuple else s[0] for s in sigs),
         tuple(s[1] if type(s) is tuple else client.default_device() for s in sigs))
     with monitoring.log_elapsed_time("Finished jaxpr to MLIR module conversion %s in %.9f sec",
-                                     module_name):
+                                     module_name, monitoring.LOWER_EVENT):
       lowered = xla.lower_jaxpr_to_module(
           closed, module_name, donated_invars, keep_unused,
           platform=client.lowering_platform(device or client.default_device()))

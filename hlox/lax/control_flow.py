@@ -87,7 +87,7 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
     return leaves
 
   name = getattr(fun, "__name__", what)
-  monitoring.record_event("control_flow_trace", fun=name)
+  monitoring.test_event("control_flow_trace", fun=name)
   closed = trace_to_jaxpr(flat, list(in_avals), f"{what} {name}", what, in_shardings=splits)
   closed, consts = convert_constvars(closed)
   result = (closed, consts, out_tree_box[0])
@@ -1728,7 +1728,8 @@ def _map_body(f):
 @api_boundary
 def map(f: Callable, xs, *, batch_size: int | None = None):
   """``stack([f(x) for x in xs])`` over the leading axis of a pytree ``xs``, as a ``scan``
-  (``batch_size`` maps ``vmap(f)`` over chunks of that many elements)."""
+  (``batch_size`` maps ``vmap(f)`` over chunks of that many elements; 0 is one chunk of
+  all of them)."""
   if not callable(f):
     raise TypeError(f"lax.map: f argument should be callable, got {type(f).__name__}")
   if batch_size is None:
@@ -1739,10 +1740,12 @@ def map(f: Callable, xs, *, batch_size: int | None = None):
     raise ValueError("map: xs has no arrays to map over")
   n = get_aval(leaves[0]).shape[0]
   batch_size = int(batch_size)
-  if batch_size <= 0:
-    raise ValueError(f"map: batch_size must be positive, got {batch_size}")
-  n_full, rem = divmod(n, batch_size)
+  if batch_size < 0:
+    raise ValueError(f"map: batch_size must be non-negative, got {batch_size}")
   vf = _cached_wrapper("vmap", f, batching.map_leading_axis)
+  if batch_size == 0:  # as in JAX, one batch of everything: a vmap
+    return vf(xs)
+  n_full, rem = divmod(n, batch_size)
   if n_full == 0:  # fewer elements than a batch: one vmap over them all (no empty scan)
     return vf(xs)
   main = [_shapes.reshape(_shapes.slice_in_dim(x, 0, n_full * batch_size),

@@ -152,7 +152,7 @@ def compile_with_callbacks(client, module, device_list, options, callbacks):
   takes a token, HostTransfer or None)`` each, in the order the custom calls number them) as
   its host callbacks. Never cached on disk: the program refers to Python objects of this
   process."""
-  monitoring.record_event("backend_compile")
+  monitoring.test_event("backend_compile")
   host = [host_callable(callback, avals, token) if transfer is None
           else _host_transfer_callable(client, callback, avals, transfer)
           for callback, avals, token, transfer in callbacks]

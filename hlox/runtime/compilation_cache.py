@@ -39,7 +39,7 @@ import jaxlib
 from hlox import monitoring
 from hlox.config import config
 
-__all__ = ["compile_and_load", "cache_key", "is_enabled", "reset_warnings"]
+__all__ = ["compile_and_load", "cache_key", "is_enabled", "reset", "reset_warnings"]
 
 _MAGIC = b"HLOXXLA\x00"
 _FORMAT_VERSION = 1
@@ -70,6 +70,29 @@ def reset_warnings() -> None:
     _warned.clear()
 
 
+# Whether this process ("task") has said, once, if it uses the cache (JAX's adoption
+# events, reported at the first compile).
+_task_reported = [False]
+
+
+def _report_task_once() -> None:
+  with _lock:
+    if _task_reported[0]:
+      return
+    _task_reported[0] = True
+  monitoring.record_event("/jax/compilation_cache/tasks_using_cache" if is_enabled() else
+                          "/jax/compilation_cache/task_disabled_cache")
+
+
+def reset() -> None:
+  """Back to the state of a fresh process (JAX's ``reset_cache``): the next compile reports
+  again whether the cache is used, and unwritable or unreadable directories are tried
+  again. The directory setting itself is kept."""
+  with _lock:
+    _task_reported[0] = False
+  reset_warnings()
+
+
 def cache_key(client, mlir_text: str, devices, options) -> str:
   """The entry's file name: the module's name and the sha256 of everything that matters."""
   h = hashlib.sha256()
@@ -96,17 +119,26 @@ def compile_and_load(client, mlir_text: str, device_list, options,
                      key_text: str | None = None):
   """``client.compile_and_load``, going through the on-disk cache when it is on; the entry
   is keyed on ``key_text`` when given (the module without source locations)."""
+  _report_task_once()
   if not is_enabled() or _CALLBACK_TARGET.search(mlir_text):
     return _compile(client, mlir_text, device_list, options)[0]
+  monitoring.record_event("/jax/compilation_cache/compile_requests_use_cache")
   directory = os.path.expanduser(os.fspath(config._values["compilation_cache_dir"]))
   key = cache_key(client, key_text if key_text is not None else mlir_text,
                   list(device_list), options)
   path = os.path.join(directory, key)
-  loaded = _read(client, path, device_list, options)
+  start = time.monotonic()
+  loaded, saved_seconds = _read(client, path, device_list, options)
   if loaded is not None:
-    monitoring.record_event("persistent_cache_hit", key=key)
+    retrieval = time.monotonic() - start
+    monitoring.test_event("persistent_cache_hit", key=key)
+    monitoring.record_event("/jax/compilation_cache/cache_hits")
+    monitoring.record_event_duration_secs("/jax/compilation_cache/compile_time_saved_sec",
+                                          saved_seconds - retrieval)
+    monitoring.record_event_duration_secs("/jax/compilation_cache/cache_retrieval_time_sec",
+                                          retrieval)
     return loaded
-  monitoring.record_event("persistent_cache_miss", key=key)
+  monitoring.test_event("persistent_cache_miss", key=key)
   loaded, seconds = _compile(client, mlir_text, device_list, options)
   min_seconds = float(config._values["persistent_cache_min_compile_time_secs"])
   if seconds >= min_seconds:
@@ -123,7 +155,7 @@ def _explain(message):
 
 
 def _compile(client, mlir_text, device_list, options):
-  monitoring.record_event("backend_compile")
+  monitoring.test_event("backend_compile")
   start = time.perf_counter()
   loaded = client.compile_and_load(mlir_text, device_list, options)
   return loaded, time.perf_counter() - start
@@ -136,38 +168,39 @@ def _read(client, path, device_list, options):
     with open(path, "rb") as f:
       data = f.read()
   except (FileNotFoundError, NotADirectoryError):
-    return None
+    return None, 0.0
   except OSError as e:
     _warn_once(("read", os.path.dirname(path)), f"hlox persistent compilation cache: cannot "
                f"read {path} ({e}); compiling")
-    return None
-  payload = _check_entry(data)
-  if payload is None:
+    return None, 0.0
+  checked = _check_entry(data)
+  if checked is None:
     _drop(path, "is corrupt (bad header, length or checksum)")
-    return None
+    return None, 0.0
+  payload, seconds = checked
   try:
     loaded = client.deserialize_executable(payload, device_list, options)
   except Exception as e:  # jaxlib raises its own error types for what it cannot load
     _drop(path, f"could not be loaded ({type(e).__name__}: {str(e)[:200]})")
-    return None
+    return None, 0.0
   try:
     os.utime(path)  # recently used: last in line for eviction
   except OSError:
     pass
-  return loaded
+  return loaded, seconds
 
 
 def _check_entry(data: bytes):
-  """The payload of a well-formed entry, else None."""
+  """The payload of a well-formed entry and the seconds it took to compile, else None."""
   if len(data) < _HEADER.size:
     return None
-  magic, version, length, _, digest = _HEADER.unpack_from(data)
+  magic, version, length, seconds, digest = _HEADER.unpack_from(data)
   payload = data[_HEADER.size:]
   if magic != _MAGIC or version != _FORMAT_VERSION or length != len(payload):
     return None
   if hashlib.sha256(payload).digest() != digest:
     return None
-  return payload
+  return payload, seconds
 
 
 def _warn_once(what, message):
@@ -225,6 +258,8 @@ def _write(directory, path, loaded, seconds):
         os.remove(tmp)
       except OSError:
         pass
+  # JAX's name for a compile whose executable was written to the cache
+  monitoring.record_event("/jax/compilation_cache/cache_misses")
   if max_size >= 0:
     _evict(directory, max_size)
 
