@@ -62,16 +62,30 @@ def _to_array(x):
   return x if hasattr(x, "shape") and not isinstance(x, (bool, int, float)) else np.asarray(x)
 
 
+def _broadcast_trailing(x, shape):
+  """``x`` broadcast to ``shape`` as NumPy aligns shapes (from the last dimension)."""
+  xshape = get_aval(x).shape
+  if tuple(xshape) == tuple(shape):
+    return x
+  return _shapes.broadcast_in_dim(x, tuple(shape), tuple(range(len(shape) - len(xshape),
+                                                               len(shape))))
+
+
 def _logical_or(a, b):
-  return _ew.bitwise_or(_to_array(a), _to_array(b))
+  a, b = _to_array(a), _to_array(b)
+  shape = max(get_aval(a).shape, get_aval(b).shape, key=len)
+  return _ew.bitwise_or(_broadcast_trailing(a, shape), _broadcast_trailing(b, shape))
 
 
 def _select(pred, on_true, on_false):
-  on_true, on_false = _to_array(on_true), _to_array(on_false)
-  pred = _to_array(pred)
-  shape = get_aval(on_true).shape
-  if get_aval(pred).shape not in ((), shape):  # a batched flag over batched payloads
-    pred = _shapes.broadcast_in_dim(pred, shape, tuple(range(len(get_aval(pred).shape))))
+  # A batched error (from pmap) may meet an unbatched update: the cases broadcast as NumPy
+  # does, and a batched flag over batched payloads along their leading dimensions.
+  on_true, on_false, pred = _to_array(on_true), _to_array(on_false), _to_array(pred)
+  shape = max(get_aval(on_true).shape, get_aval(on_false).shape, key=len)
+  on_true, on_false = _broadcast_trailing(on_true, shape), _broadcast_trailing(on_false, shape)
+  pshape = get_aval(pred).shape
+  if pshape not in ((), tuple(shape)):
+    pred = _shapes.broadcast_in_dim(pred, tuple(shape), tuple(range(len(pshape))))
   return _ew.select_n(pred, on_false, on_true)
 
 

@@ -964,6 +964,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
   carry_avals = [get_aval(x) for x in init]
   cond_j, cj = convert_constvars(trace_to_jaxpr(new_cond, cc_avals + carry_avals,
                                                 "while cond", "vmap"))
+  _batched_predicates.put(cond_j, True)
   body_j, bj = convert_constvars(trace_to_jaxpr(new_body, cc_avals + bc_avals + carry_avals,
                                                 "while body", "vmap"))
   outs = while_p.bind(*cj, *cc, *bj, *cc, *bc, *init, cond_jaxpr=cond_j, body_jaxpr=body_j,
@@ -972,6 +973,11 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
 
 
 batching.axis_primitive_batchers[while_p] = _while_batch
+
+# The predicates of loops whose members finish at different iterations (a batched
+# predicate): checkify refuses them, as JAX does, since their bodies also run for finished
+# members, whose checks must not count.
+_batched_predicates = LRUCache()
 
 
 def _check_carry(api, body_fun, tree, in_avals, out_tree, out_avals):
@@ -1904,6 +1910,10 @@ checkify.error_checks[cond_p] = _cond_checkify
 
 def _while_checkify(error, enabled_errors, *args, cond_jaxpr, body_jaxpr, cond_nconsts,
                     body_nconsts):
+  if _batched_predicates.get(cond_jaxpr) is not None:
+    raise ValueError("Checkify does not support batched while-loops (checkify-of-vmap-of-"
+                     "while). \nHint: if possible, move the vmap to the outer level to get "
+                     "vmap-of-checkify-of-while.")
   cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
   n_cc, n_bc = len(cc), len(bc)
   # The first predicate's checks run before the loop; each later one at the end of the
