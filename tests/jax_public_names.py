@@ -328,4 +328,9 @@ PUBLIC_NAMES = {
     'hlox.scipy.stats.wrapcauchy': (
         'logpdf', 'pdf',
     ),
+    'hlox.experimental.checkify': (
+        'Error', 'ErrorCategory', 'JaxRuntimeError', 'all_checks', 'automatic_checks', 'check',
+        'check_error', 'checkify', 'debug_check', 'div_checks', 'float_checks', 'index_checks',
+        'init_error', 'nan_checks', 'user_checks',
+    ),
 }

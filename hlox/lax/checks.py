@@ -26,9 +26,9 @@ from hlox.core.jaxpr import effectful_primitives
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, checkify, xla
-from hlox.interpreters.checkify import (DivisionByZeroError, FailedCheckError, NaNError,
-                                        OOBError, JaxRuntimeError, assert_func, error_checks,
-                                        init_error, update_error)
+from hlox.interpreters.checkify import (DivisionByZeroError, JaxRuntimeError, NaNError,
+                                        OOBError, assert_func, error_checks, init_error,
+                                        update_error)
 from hlox.lax import base as _base
 from hlox.lax import cumulative as _cum
 from hlox.lax.dot import dot_general_p
@@ -55,7 +55,8 @@ def _full(shape, value, dtype):
 
 def _any(x):
   x = _to_array(x)
-  return _red.reduce_or(x, tuple(range(len(get_aval(x).shape))))
+  ndim = len(get_aval(x).shape)
+  return _red.reduce_or(x, tuple(range(ndim))) if ndim else x
 
 
 def _to_array(x):
