@@ -365,3 +365,17 @@ def test_messages_and_values_match_jax():
   expected = printed_in_jax(_PROGRAMS, _PRELUDE)
   for name, src in _PROGRAMS.items():
     assert printed_here(src, _PRELUDE) == expected[name], name
+
+
+def test_checkify_under_explicit_mesh_axes():
+  # The scatter had its split given by ``out_sharding=`` when traced; checkify binds it so.
+  from hlox.sharding import AxisType, PartitionSpec as P
+  mesh = hlox.make_mesh((2,), ("x",), axis_types=(AxisType.Explicit,))
+  with hlox.set_mesh(mesh):
+    x = jnp.ones((4,), out_sharding=P("x"))
+    f = hlox.jit(checkify.checkify(lambda x: x.at[:].set(2.0, out_sharding=P("x")),
+                                   errors=checkify.index_checks))
+    err, out = f(x)
+  assert err.get() is None
+  np.testing.assert_array_equal(out, [2.0] * 4)
+  assert out.sharding.spec == P("x")

@@ -25,9 +25,11 @@ import numpy as np
 
 from hlox import tree_util
 from hlox.cache import memoize_derived
+from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import ClosedJaxpr, Literal, trace_to_jaxpr
 from hlox.core.tracer import get_aval
+from hlox.errors import ShardingTypeError
 
 __all__ = ["JaxException", "JaxRuntimeError", "FailedCheckError", "NaNError", "OOBError",
            "DivisionByZeroError", "BatchedError", "ErrorEffect", "Error", "init_error",
@@ -347,11 +349,13 @@ def checkify_jaxpr(jaxpr, consts: Sequence, enabled_errors, error: Error,
     for eqn in jaxpr.eqns:
       invals = [read(v) for v in eqn.invars]
       context.eqn = eqn.source_info  # equations made by a rule point at the user's line
-      rule = error_checks.get(eqn.primitive)
-      if rule is None:
-        outs = eqn.primitive.bind(*invals, **eqn.params)
-      else:
-        error, outs = rule(error, enabled_errors, *invals, **eqn.params)
+      try:
+        error, outs = _apply(eqn, error, enabled_errors, invals)
+      except ShardingTypeError:
+        # The operation had its result's split set by an ``out_sharding=`` when it was
+        # traced (a constraint equation follows it): bind it so again.
+        with sharding_types.result_sharding_given():
+          error, outs = _apply(eqn, error, enabled_errors, invals)
       if eqn.primitive.multiple_results:
         env.update(zip(eqn.outvars, outs))
       else:
@@ -359,6 +363,13 @@ def checkify_jaxpr(jaxpr, consts: Sequence, enabled_errors, error: Error,
   finally:
     context.eqn = prev_eqn
   return error, [read(v) for v in jaxpr.outvars]
+
+
+def _apply(eqn, error, enabled_errors, invals):
+  rule = error_checks.get(eqn.primitive)
+  if rule is None:
+    return error, eqn.primitive.bind(*invals, **eqn.params)
+  return rule(error, enabled_errors, *invals, **eqn.params)
 
 
 def _aval_key(avals):
