@@ -18,7 +18,7 @@ from hlox.core.primitive import Primitive
 from hlox.cache import LRUCache
 from hlox.config import config
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, nan_checks, xla
+from hlox.interpreters import ad, batching, checkify, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.compiler_hints import optimization_barrier_p
 
@@ -417,6 +417,22 @@ def _trace(fun, args, statics, in_tree, avals):
 
 
 remat = checkpoint
+
+
+def _checkpoint_checkify(error, enabled_errors, *args, jaxpr, prevent_cse, **params):
+  # The error goes through the checkpointed body, which stays one checkpoint.
+  err_vals, err_tree, err_avals = checkify.error_avals(error)
+  checked, out_tree, _ = checkify.checkify_traced(jaxpr, enabled_errors, err_tree, err_avals,
+                                                  [get_aval(x) for x in args])
+  checked, consts = convert_constvars(checked)
+  if not isinstance(prevent_cse, bool):
+    prevent_cse = (True,) * (len(consts) + len(err_vals)) + tuple(prevent_cse)
+  outs = checkpoint_p.bind(*consts, *err_vals, *args, jaxpr=checked, prevent_cse=prevent_cse,
+                           **params)
+  n_err = out_tree.num_leaves
+  return tree_util.tree_unflatten(out_tree, outs[:n_err]), outs[n_err:]
+
+checkify.error_checks[checkpoint_p] = _checkpoint_checkify
 
 
 # Sharding in types: a checkpointed call is split as its function's results.

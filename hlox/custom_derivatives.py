@@ -27,7 +27,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, nan_checks, xla
+from hlox.interpreters import ad, batching, checkify, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
 
 __all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp"]
@@ -604,6 +604,63 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, vjp, num_consts
   return outs, [0] * len(outs)
 
 batching.axis_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+
+
+# --- checkify ----------------------------------------------------------------------------
+# The primal body is checked (its error threaded through the call); the user's rules are
+# not: under a JVP the rule runs and the input error passes through unchanged, as in JAX
+# (checkify of jvp checks the rule's computation instead).
+
+class _CheckifiedRule:
+  """A user's rule behind a call that also takes the error's leaves (after ``skip`` new
+  consts) and returns them first; ``used`` records that the rule ran."""
+
+  def __init__(self, rule, skip, err_avals, used):
+    self.rule, self.skip, self.err_avals, self.used = rule, skip, list(err_avals), used
+    self.name = rule.name
+    self.num_consts = skip + len(err_avals) + rule.num_consts
+
+  def _errors(self, primals):
+    self.used.append(True)
+    return list(primals[self.skip:self.skip + len(self.err_avals)])
+
+  def _zero_tangents(self):
+    return [ad.Zero(a.to_tangent_aval()) for a in self.err_avals]
+
+  def __call__(self, primals, tangents):  # custom_jvp
+    errs, n = self._errors(primals), self.skip + len(self.err_avals)
+    p_out, t_out = self.rule(primals[n:], tangents[n:])
+    return [*errs, *p_out], [*self._zero_tangents(), *t_out]
+
+  def fwd(self, primals):  # custom_vjp
+    errs, n = self._errors(primals), self.skip + len(self.err_avals)
+    p_out, res, res_tree = self.rule.fwd(primals[n:])
+    return [*errs, *p_out], res, res_tree
+
+  def bwd(self, res_tree, res, cts, in_avals):
+    return self.rule.bwd(res_tree, res, cts[len(self.err_avals):], in_avals)
+
+
+def _custom_call_checkify(prim, rule_param, error, enabled_errors, *args, call_jaxpr,
+                          num_consts, name, **params):
+  err_vals, err_tree, err_avals = checkify.error_avals(error)
+  checked, out_tree, _ = checkify.checkify_traced(call_jaxpr, enabled_errors, err_tree,
+                                                  err_avals, [get_aval(x) for x in args])
+  checked, consts = convert_constvars(checked)
+  used = []
+  rule = _CheckifiedRule(params[rule_param], len(consts), err_avals, used)
+  outs = prim.bind(*consts, *err_vals, *args, call_jaxpr=checked,
+                   num_consts=len(consts) + len(err_vals) + num_consts, name=name,
+                   **{rule_param: rule})
+  if used:  # the user's rule ran: the error passed through it unchanged
+    return tree_util.tree_unflatten(err_tree, outs[:len(err_vals)]), outs[len(err_vals):]
+  n_err = out_tree.num_leaves
+  return tree_util.tree_unflatten(out_tree, outs[:n_err]), outs[n_err:]
+
+checkify.error_checks[custom_jvp_call_p] = functools.partial(
+    _custom_call_checkify, custom_jvp_call_p, "jvp")
+checkify.error_checks[custom_vjp_call_p] = functools.partial(
+    _custom_call_checkify, custom_vjp_call_p, "vjp")
 
 
 # --- custom_gradient and closure_convert (JAX's conveniences on custom_vjp) -----------------

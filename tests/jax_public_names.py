@@ -370,4 +370,9 @@ PUBLIC_NAMES = {
         'minimum_supported_calling_convention_version', 'register_namedtuple_serialization',
         'register_pytree_node_serialization', 'symbolic_args_specs', 'symbolic_shape',
     ),
+    'hlox.experimental.checkify': (
+        'Error', 'ErrorCategory', 'JaxRuntimeError', 'all_checks', 'automatic_checks', 'check',
+        'check_error', 'checkify', 'debug_check', 'div_checks', 'float_checks', 'index_checks',
+        'init_error', 'nan_checks', 'user_checks',
+    ),
 }

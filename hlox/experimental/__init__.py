@@ -1,11 +1,12 @@
-"""``hlox.experimental``: APIs that JAX keeps under ``jax.experimental`` (today
-``io_callback``), re-exported from the rooms that implement them.
+"""``hlox.experimental``: APIs that JAX keeps under ``jax.experimental`` (``io_callback``,
+``checkify``), re-exported from the rooms that implement them.
 
 Belongs here: thin re-exports and small wrappers of APIs whose home is elsewhere in hlox
 (``hlox.debug``, ``hlox.lax``); may import the rooms of its layer and below, never jaxlib.
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
-from hlox.experimental import (compilation_cache, mesh_utils, multihost_utils,  # noqa: F401
-                               shard_map)
+from hlox.experimental import (checkify, compilation_cache, mesh_utils,  # noqa: F401
+                               multihost_utils, shard_map)
 
-__all__ = ["compilation_cache", "io_callback", "mesh_utils", "multihost_utils", "shard_map"]
+__all__ = ["checkify", "compilation_cache", "io_callback", "mesh_utils", "multihost_utils",
+           "shard_map"]

@@ -27,7 +27,8 @@ from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr, 
                              trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, extend_axis_env, get_aval, set_current_trace
-from hlox.interpreters import ad, batching, xla
+from hlox import tree_util
+from hlox.interpreters import ad, batching, checkify, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.runtime import client, spmd
 from hlox.runtime.array import Array, wrap_multi
@@ -476,3 +477,25 @@ def _pmap_batch(axis_data, vals, dims, *, jaxpr, **params):
   return outs, [None if d is None else 0 for d in out_dims]
 
 batching.axis_primitive_batchers[xla_pmap_p] = _pmap_batch
+
+
+# --- checkify (checkify of pmap) -----------------------------------------------------------
+
+def _pmap_checkify(error, enabled_errors, *args, jaxpr, **params):
+  # Every device starts from the same error and returns its own: the error comes out with
+  # a leading device axis (a batched error, reported per mapped index).
+  err_vals, err_tree, err_avals = checkify.error_avals(error)
+  with _axis_env(params):
+    checked, out_tree, _ = checkify.checkify_traced(jaxpr, enabled_errors, err_tree, err_avals,
+                                                    list(jaxpr.in_avals))
+  checked, consts = convert_constvars(checked)
+  n_err = out_tree.num_leaves
+  call_args = [*consts, *err_vals, *args]
+  new_in = (None,) * (len(consts) + len(err_vals)) + tuple(params["in_axes"])
+  new_out = (0,) * n_err + tuple(params["out_axes"])
+  outs = xla_pmap_p.bind(*call_args, jaxpr=checked, **_derived(
+      params, len(call_args), in_axes=new_in, out_axes=new_out))
+  return tree_util.tree_unflatten(out_tree, outs[:n_err]), outs[n_err:]
+
+checkify.error_checks[xla_pmap_p] = _pmap_checkify
+

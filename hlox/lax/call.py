@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hlox import monitoring
+from hlox import monitoring, tree_util
 from hlox.config import config
 from hlox.cache import LRUCache, memoize_derived
 from hlox.core import dtypes
@@ -21,7 +21,7 @@ from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
 from hlox.errors import DistributedRuntimeError
-from hlox.interpreters import ad, batching, nan_checks, xla
+from hlox.interpreters import ad, batching, checkify, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.interpreters.partitioned import compile_partitioned
 from hlox.interpreters.pmap import jaxpr_replicas
@@ -356,6 +356,22 @@ def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
   return outs, out_dims
 
 batching.axis_primitive_batchers[jit_p] = _jit_batch
+
+
+# --- checkify ----------------------------------------------------------------------------
+
+def _jit_checkify(error, enabled_errors, *args, jaxpr, **params):
+  # The error goes in and out of the call: the body stays one compiled unit.
+  err_vals, err_tree, err_avals = checkify.error_avals(error)
+  checked, out_tree, _ = checkify.checkify_traced(jaxpr, enabled_errors, err_tree, err_avals,
+                                                  [get_aval(x) for x in args])
+  checked, consts = convert_constvars(checked)
+  call_args = [*consts, *err_vals, *args]
+  outs = jit_p.bind(*call_args, jaxpr=checked, **_jit_params(params, len(call_args)))
+  n_err = out_tree.num_leaves
+  return tree_util.tree_unflatten(out_tree, outs[:n_err]), outs[n_err:]
+
+checkify.error_checks[jit_p] = _jit_checkify
 
 
 sharding_types.sharding_rules[jit_p] = sharding_types.call_rule("jaxpr")

@@ -33,7 +33,7 @@ from hlox.core.primitive import Primitive
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.errors import ConcretizationTypeError
-from hlox.interpreters import ad, batching, cost, nan_checks, xla
+from hlox.interpreters import ad, batching, checkify, cost, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
@@ -964,6 +964,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
   carry_avals = [get_aval(x) for x in init]
   cond_j, cj = convert_constvars(trace_to_jaxpr(new_cond, cc_avals + carry_avals,
                                                 "while cond", "vmap"))
+  _batched_predicates.put(cond_j, True)
   body_j, bj = convert_constvars(trace_to_jaxpr(new_body, cc_avals + bc_avals + carry_avals,
                                                 "while body", "vmap"))
   outs = while_p.bind(*cj, *cc, *bj, *cc, *bc, *init, cond_jaxpr=cond_j, body_jaxpr=body_j,
@@ -972,6 +973,11 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
 
 
 batching.axis_primitive_batchers[while_p] = _while_batch
+
+# The predicates of loops whose members finish at different iterations (a batched
+# predicate): checkify refuses them, as JAX does, since their bodies also run for finished
+# members, whose checks must not count.
+_batched_predicates = LRUCache()
 
 
 def _check_carry(api, body_fun, tree, in_avals, out_tree, out_avals):
@@ -1873,3 +1879,99 @@ sharding_types.sharding_rules.update({
     scan_p: _scan_sharding_rule,
 })
 sharding_types.sources.update({cond_p, while_p, scan_p})
+
+
+# --- checkify: the error threaded through branches and loop bodies ------------------------
+
+def _checkified_twice(error, trace):
+  """``trace(error)`` (which returns ``(closed, out_tree, effects)`` per body) once to learn
+  the kinds of error the bodies may set, then again on ``error`` widened with placeholders
+  for them, so that the error has one type in and out of every body."""
+  effects = frozenset().union(*(eff for _, _, eff in trace(error)))
+  error = error._add_placeholder_effects(effects)
+  return error, trace(error)
+
+
+def _cond_checkify(error, enabled_errors, index, *ops, branches):
+  op_avals = [get_aval(x) for x in ops]
+
+  def trace(err):
+    _, tree, avals = checkify.error_avals(err)
+    return [checkify.checkify_traced(br, enabled_errors, tree, avals, op_avals)
+            for br in branches]
+  error, results = _checkified_twice(error, trace)
+  err_vals = tree_util.tree_leaves(error)
+  new_branches, consts = _hoist([closed for closed, _, _ in results])
+  outs = cond_p.bind(index, *consts, *err_vals, *ops, branches=tuple(new_branches))
+  trees = [tree for _, tree, _ in results]
+  n_err = trees[0].num_leaves
+  errs = [tree_util.tree_unflatten(t, outs[:n_err]) for t in trees]
+  return checkify.merge_metadata(*errs), outs[n_err:]
+
+checkify.error_checks[cond_p] = _cond_checkify
+
+
+def _while_checkify(error, enabled_errors, *args, cond_jaxpr, body_jaxpr, cond_nconsts,
+                    body_nconsts):
+  if _batched_predicates.get(cond_jaxpr) is not None:
+    raise ValueError("Checkify does not support batched while-loops (checkify-of-vmap-of-"
+                     "while). \nHint: if possible, move the vmap to the outer level to get "
+                     "vmap-of-checkify-of-while.")
+  cc, bc, carry = _split(args, cond_nconsts, body_nconsts)
+  n_cc, n_bc = len(cc), len(bc)
+  # The first predicate's checks run before the loop; each later one at the end of the
+  # body that precedes it (the predicate itself cannot return an error).
+  error, _ = checkify.checkify_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, enabled_errors,
+                                     error, [*cc, *carry])
+
+  def body_then_cond(*flat):
+    cc_, bc_, carry_ = _split(flat, n_cc, n_bc)
+    out = eval_jaxpr(body_jaxpr.jaxpr, body_jaxpr.consts, *bc_, *carry_)
+    eval_jaxpr(cond_jaxpr.jaxpr, cond_jaxpr.consts, *cc_, *out)
+    return out
+  cc_avals, bc_avals = [get_aval(x) for x in cc], [get_aval(x) for x in bc]
+  carry_avals = list(body_jaxpr.in_avals[n_bc:])
+  step = trace_to_jaxpr(body_then_cond, cc_avals + bc_avals + carry_avals, "while body",
+                        "checkify")
+
+  def trace(err):
+    _, tree, avals = checkify.error_avals(err)
+    return [checkify.checkify_traced(step, enabled_errors, tree, avals,
+                                     cc_avals + bc_avals + carry_avals, err_at=n_cc + n_bc)]
+  error, [(body, out_tree, _)] = _checkified_twice(error, trace)
+  err_vals, err_tree, err_avals = checkify.error_avals(error)
+  n_err = len(err_vals)
+  checked_cond, _, _ = checkify.checkify_traced(cond_jaxpr, enabled_errors, err_tree,
+                                                err_avals, cc_avals + carry_avals, err_at=n_cc)
+  pred_only = ClosedJaxpr(Jaxpr(checked_cond.jaxpr.constvars, checked_cond.jaxpr.invars,
+                                checked_cond.jaxpr.outvars[n_err:], checked_cond.jaxpr.eqns),
+                          checked_cond.consts)
+  cond_j, cj = convert_constvars(pred_only)
+  body_j, bj = convert_constvars(body)
+  outs = while_p.bind(*cj, *cc, *bj, *cc, *bc, *err_vals, *carry, cond_jaxpr=cond_j,
+                      body_jaxpr=body_j, cond_nconsts=len(cj) + n_cc,
+                      body_nconsts=len(bj) + n_cc + n_bc)
+  return tree_util.tree_unflatten(out_tree, outs[:n_err]), outs[n_err:]
+
+checkify.error_checks[while_p] = _while_checkify
+
+
+def _scan_checkify(error, enabled_errors, *args, jaxpr, num_consts, num_carry, length,
+                   reverse, unroll):
+  consts, carry, xs = _split(args, num_consts, num_carry)
+  in_avals = list(jaxpr.in_avals)
+
+  def trace(err):
+    _, tree, avals = checkify.error_avals(err)
+    return [checkify.checkify_traced(jaxpr, enabled_errors, tree, avals, in_avals,
+                                     err_at=num_consts)]
+  error, [(body, out_tree, _)] = _checkified_twice(error, trace)
+  err_vals = tree_util.tree_leaves(error)
+  n_err = len(err_vals)
+  body, body_consts = convert_constvars(body)
+  outs = scan_p.bind(*body_consts, *consts, *err_vals, *carry, *xs, jaxpr=body,
+                     num_consts=len(body_consts) + num_consts, num_carry=n_err + num_carry,
+                     length=length, reverse=reverse, unroll=unroll)
+  return tree_util.tree_unflatten(out_tree, outs[:n_err]), outs[n_err:]
+
+checkify.error_checks[scan_p] = _scan_checkify

@@ -198,6 +198,11 @@ def _normalize_static_ints(entries, shape, normalize: bool, mode) -> list:
   return out
 
 
+def _static_ints_in_range(entries, shape) -> bool:
+  """Whether the static ints of ``entries`` (normalized) were in range before clamping."""
+  return all(0 <= e.value < shape[axis] for e, axis in _axes(entries) if e.kind == _INT)
+
+
 def _check_static_ints(entries, shape, normalize: bool) -> None:
   """IndexError for a static int index out of bounds (``config.check_static_indices``)."""
   for e, axis in _axes(entries):
@@ -290,7 +295,10 @@ def _dynamic_slice(arr, entries, shape, normalize: bool):
       out_shape.append(1)
     elif e.kind == _INT:
       squeezed.append(axis)
-      starts.append(np.asarray(e.value, dtype)[()])
+      # A normalized static int still negative was out of range: an array start, which
+      # dynamic_slice clamps (a negative static start would count from the end again).
+      starts.append(np.asarray(e.value, dtype)[()] if e.value >= 0
+                    else lax.full((), e.value, dtype))
       sizes.append(1)
     elif e.kind == _ARRAY:
       if shape[axis] == 0:
@@ -490,7 +498,13 @@ def _rewriting_take(arr, idx, *, indices_are_sorted=False, unique_indices=False,
   kinds = {e.kind for e in entries}
   sliceable = gmode is not GatherScatterMode.FILL_OR_DROP
   if sliceable and kinds <= {_NONE, _SLICE, _INT}:
-    return _static_slice(arr, entries, shape)
+    # As JAX: a static int out of range is a dynamic_slice start (clamped by XLA), which
+    # checkify's index checks see.
+    unclamped = _normalize_static_ints(parsed, shape, normalize, GatherScatterMode.FILL_OR_DROP)
+    if _static_ints_in_range(unclamped, shape) or not all(
+        e.value.step in (None, 1, -1) for e in entries if e.kind == _SLICE):
+      return _static_slice(arr, entries, shape)
+    return _dynamic_slice(arr, unclamped, shape, normalize)
   if sliceable and kinds <= {_NONE, _SLICE, _INT, _ARRAY} and all(
       get_aval(e.value).ndim == 0 for e in entries if e.kind == _ARRAY) and all(
       e.value.step in (None, 1, -1) for e in entries if e.kind == _SLICE):
