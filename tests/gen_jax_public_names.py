@@ -6,7 +6,9 @@ mods = ["jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.lax", "jax.lax.li
         "jax.scipy.optimize", "jax.scipy.integrate", "jax.scipy.ndimage", "jax.scipy.cluster.vq",
         "jax.scipy.fft", "jax.scipy.interpolate", "jax.scipy.spatial.transform",
         "jax.scipy.sparse.linalg", "jax.nn", "jax.nn.initializers", "jax.random", "jax.tree_util",
-        "jax.tree", "jax.image", "jax.flatten_util", "jax.dtypes", "jax.test_util", "jax.typing"]
+        "jax.tree", "jax.image", "jax.flatten_util", "jax.dtypes", "jax.test_util", "jax.typing",
+        "jax.example_libraries", "jax.example_libraries.stax",
+        "jax.example_libraries.optimizers", "jax.experimental.ode"]
 stats = [f"jax.scipy.stats.{n}" for n in dir(jax.scipy.stats)
          if not n.startswith("_") and type(getattr(jax.scipy.stats, n)).__name__ == "module"]
 out = {}

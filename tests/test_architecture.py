@@ -23,7 +23,7 @@ LAYERS = [
     ["hlox", "hlox.__main__", "hlox.distributed"],            # the public package
     ["hlox.nn", "hlox.scipy", "hlox.image", "hlox.flatten_util", "hlox.test_util",
      "hlox.debug", "hlox.profiler", "hlox.viz", "hlox.sharding", "hlox.experimental",
-     "hlox.dtypes", "hlox.ops", "hlox.extend", "hlox.dlpack"],
+     "hlox.dtypes", "hlox.ops", "hlox.extend", "hlox.dlpack", "hlox.example_libraries"],
     ["hlox.random"],                                         # PRNG and distributions
     ["hlox.numpy"],                                          # the NumPy API on lax
     ["hlox.api", "hlox.autodiff", "hlox.custom_derivatives",  # user-facing transformations
