@@ -530,6 +530,12 @@ class _BatchedVJPRule:
     self.num_new_consts = num_new_consts
     self.name = rule.name
 
+  @property
+  def num_consts(self):
+    # Leading operands of the batched call that are no arguments of the user's rule: the
+    # consts batching hoisted, then the wrapped rule's own.
+    return self.num_new_consts + self.rule.num_consts
+
   def fwd(self, primals):
     primals = primals[self.num_new_consts:]
     tree_box = []
