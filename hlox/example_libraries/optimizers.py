@@ -96,7 +96,8 @@ def optimizer(opt_maker: Callable[..., tuple[Callable, Callable, Callable]]
                         f"parameter tree {tree} and grad tree {grad_tree_def}.")
       states = _unflatten_states(subtrees, states_flat)
       _check_same_length(grad_flat, states)
-      new_states = [update(i, g, s) for g, s in zip(grad_flat, states)]
+      step = partial(update, i)
+      new_states = [step(g, s) for g, s in zip(grad_flat, states)]
       new_flat, new_subtrees = _flatten_states(new_states)
       for before, after in zip(subtrees, new_subtrees):
         if after != before:
