@@ -180,3 +180,17 @@ def test_matches_jax_odeint():
 def test_matches_jax_odeint_more():
   check_against_jax({k: v for k, v in ODE_PROGRAMS.items()
                      if k != "pendulum_values_and_grads"}, rtol=1e-6, atol=1e-6)
+
+
+def test_repeated_top_level_calls_reuse_the_converted_function():
+  from hlox.experimental import ode
+  f = lambda y, t: -2.0 * y
+  ts = jnp.linspace(0., 1., 3)
+  a, b = odeint(f, jnp.ones(2), ts), odeint(f, jnp.ones(2), ts)
+  np.testing.assert_array_equal(_np(a), _np(b))
+  assert len(ode._converted[f]) == 1  # one closure conversion, so one jit cache entry
+  odeint(f, jnp.ones(3), ts)
+  assert len(ode._converted[f]) == 2
+  # Under a transformation nothing is cached: closed-over tracers must be hoisted each time.
+  g = hlox.grad(lambda k: odeint(lambda y, t: -k * y, 1., ts)[-1])(2.0)
+  np.testing.assert_allclose(float(g), -np.exp(-2.0), rtol=1e-5)

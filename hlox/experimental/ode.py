@@ -14,6 +14,7 @@ therefore not available (a ``TypeError``, as in JAX). The arithmetic follows JAX
 step for step, so results agree with JAX's to float rounding.
 """
 import operator as op
+import weakref
 from collections.abc import Callable
 from functools import partial
 
@@ -22,11 +23,11 @@ from hlox import lax
 from hlox import numpy as jnp
 from hlox.api import jit, vmap
 from hlox.autodiff import vjp
-from hlox.config import default_matmul_precision
-from hlox.core.tracer import get_aval
+from hlox.config import default_matmul_precision, enable_x64
+from hlox.core.tracer import current_trace, eval_trace, get_aval
 from hlox.flatten_util import ravel_pytree
 from hlox.numpy.util import promote_dtypes_inexact
-from hlox.tree_util import tree_leaves, tree_map
+from hlox.tree_util import tree_flatten, tree_leaves, tree_map
 
 __all__ = ["odeint"]
 
@@ -181,10 +182,35 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=jnp.inf, hmax=jn
                       f"{arg}.") from None
   if not jnp.issubdtype(t.dtype, jnp.floating):
     raise TypeError(f"t must be an array of floats, but got {t}.")
-  # Values ``func`` closes over that carry derivatives become explicit arguments, so that
-  # the custom VJP below differentiates with respect to them too.
-  converted, hoisted = custom_derivatives.closure_convert(func, y0, t[0], *args)
+  converted, hoisted = _closure_converted(func, y0, t[0], args)
   return _odeint_wrapper(converted, rtol, atol, mxstep, hmax, y0, t, *args, *hoisted)
+
+
+# func -> {(argument structure and types, x64): its closure-converted form}, for calls made
+# outside any transformation (where nothing can be hoisted): the converted function is
+# ``_odeint_wrapper``'s static argument, so reusing it lets repeated calls hit jit's cache
+# instead of tracing again.
+_converted = weakref.WeakKeyDictionary()
+
+
+def _closure_converted(func, y0, t0, args):
+  """``closure_convert(func, y0, t0, *args)``: values ``func`` closes over that carry
+  derivatives become explicit arguments, so that the custom VJP differentiates with respect
+  to them too."""
+  if current_trace() is not eval_trace:
+    return custom_derivatives.closure_convert(func, y0, t0, *args)
+  leaves, tree = tree_flatten((y0, t0, args))
+  key = (tree, tuple(get_aval(x) for x in leaves), enable_x64.value)
+  try:
+    per_func = _converted.setdefault(func, {})
+  except TypeError:  # not weakly referenceable: no reuse
+    return custom_derivatives.closure_convert(func, y0, t0, *args)
+  if key not in per_func:
+    converted, hoisted = custom_derivatives.closure_convert(func, y0, t0, *args)
+    if hoisted:  # a tracer leaked into func's closure: let closure_convert deal with it
+      return converted, hoisted
+    per_func[key] = converted
+  return per_func[key], []
 
 
 @partial(jit, static_argnums=(0, 1, 2, 3, 4))
