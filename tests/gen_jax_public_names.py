@@ -8,7 +8,9 @@ mods = ["jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.lax", "jax.lax.li
         "jax.scipy.sparse.linalg", "jax.nn", "jax.nn.initializers", "jax.random", "jax.tree_util",
         "jax.tree", "jax.image", "jax.flatten_util", "jax.dtypes", "jax.test_util", "jax.typing",
         "jax.custom_batching", "jax.stages", "jax.monitoring", "jax.errors", "jax.debug",
-        "jax.sharding", "jax.core", "jax.experimental.compilation_cache.compilation_cache"]
+        "jax.sharding", "jax.core", "jax.experimental.compilation_cache.compilation_cache",
+        "jax.example_libraries", "jax.example_libraries.stax",
+        "jax.example_libraries.optimizers", "jax.experimental.ode"]
 stats = [f"jax.scipy.stats.{n}" for n in dir(jax.scipy.stats)
          if not n.startswith("_") and type(getattr(jax.scipy.stats, n)).__name__ == "module"]
 out = {}

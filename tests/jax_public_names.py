@@ -286,6 +286,33 @@ PUBLIC_NAMES = {
     'hlox.experimental.compilation_cache.compilation_cache': (
         'reset_cache', 'set_cache_dir',
     ),
+    'hlox.example_libraries': (
+    ),
+    'hlox.example_libraries.stax': (
+        'AvgPool', 'BatchNorm', 'Conv', 'Conv1DTranspose', 'ConvTranspose', 'Dense', 'Dropout',
+        'Elu', 'Exp', 'FanInConcat', 'FanInSum', 'FanOut', 'Flatten', 'Gelu', 'GeneralConv',
+        'GeneralConvTranspose', 'Identity', 'LeakyRelu', 'LogSoftmax', 'MaxPool', 'Relu', 'Selu',
+        'Sigmoid', 'Softmax', 'Softplus', 'SumPool', 'Tanh', 'elementwise', 'elu', 'functools',
+        'gelu', 'glorot', 'glorot_normal', 'jnp', 'lax', 'leaky_relu', 'log_softmax', 'logsoftmax',
+        'math', 'normal', 'ones', 'parallel', 'randn', 'random', 'relu', 'selu', 'serial',
+        'shape_dependent', 'sigmoid', 'softmax', 'softplus', 'standardize', 'zeros',
+    ),
+    'hlox.example_libraries.optimizers': (
+        'Any', 'Array', 'Callable', 'InitFn', 'JoinPoint', 'NamedTuple', 'Optimizer',
+        'OptimizerState', 'Params', 'ParamsFn', 'Schedule', 'State', 'Step', 'UpdateFn', 'Updates',
+        'adagrad', 'adam', 'adamax', 'annotations', 'clip_grads', 'constant', 'exponential_decay',
+        'functools', 'inverse_time_decay', 'jax', 'jnp', 'l2_norm', 'make_schedule', 'map',
+        'momentum', 'namedtuple', 'nesterov', 'optimizer', 'pack_optimizer_state', 'partial',
+        'piecewise_constant', 'polynomial_decay', 'rmsprop', 'rmsprop_momentum', 'safe_map',
+        'safe_zip', 'sgd', 'sm3', 'unpack_optimizer_state', 'unzip2', 'zip',
+    ),
+    'hlox.experimental.ode': (
+        'Callable', 'abs2', 'api_util', 'core', 'custom_derivatives', 'fit_4th_order_polynomial',
+        'initial_step_size', 'interp_fit_dopri', 'jax', 'jnp', 'lax', 'lu', 'map',
+        'mean_error_ratio', 'odeint', 'op', 'optimal_step_size', 'partial',
+        'promote_dtypes_inexact', 'ravel_first_arg', 'ravel_first_arg_', 'ravel_pytree',
+        'runge_kutta_step', 'safe_map', 'safe_zip', 'tree_leaves', 'tree_map', 'zip',
+    ),
     'hlox.scipy.stats.bernoulli': (
         'cdf', 'logpmf', 'pmf', 'ppf',
     ),

@@ -301,3 +301,22 @@ def test_zero_gradients_and_aux_are_arrays():
   assert isinstance(g, hlox.Array) and g.weak_type
   (v, aux), g = hlox.value_and_grad(lambda x: (x * x, {"x": x * 3.0}), has_aux=True)(2.0)
   assert isinstance(aux["x"], hlox.Array) and float(aux["x"]) == 6.0 and float(g) == 4.0
+
+
+def test_grad_of_vmapped_custom_vjp():
+  # vmap binds the custom_vjp call with a batched rule; differentiating it then needs the
+  # batched rule's count of leading non-argument operands (nested vmap too).
+  @hlox.custom_vjp
+  def f(x, y):
+    return jnp.sin(x) * y
+
+  f.defvjp(lambda x, y: (jnp.sin(x) * y, (x, y)),
+           lambda res, g: (2 * g * jnp.cos(res[0]) * res[1], g * jnp.sin(res[0])))
+  xs = jnp.arange(3.0)
+  gx = hlox.grad(lambda x: hlox.vmap(f, (0, None))(x, 3.0).sum())(xs)
+  np.testing.assert_allclose(np.asarray(gx), 6 * np.cos(np.arange(3.0)), rtol=1e-6)
+  gy = hlox.jit(hlox.grad(lambda y: hlox.vmap(f, (0, None))(xs, y).sum()))(3.0)
+  np.testing.assert_allclose(float(gy), np.sin(np.arange(3.0)).sum(), rtol=1e-6)
+  gxx = hlox.grad(lambda x: hlox.vmap(hlox.vmap(f, (0, None)), (0, None))(x, 3.0).sum())(
+      jnp.ones((2, 3)))
+  np.testing.assert_allclose(np.asarray(gxx), 6 * np.cos(1.0) * np.ones((2, 3)), rtol=1e-6)
