@@ -64,6 +64,45 @@ err(m.jit(lambda n: m.random.normal(m.random.key(0), (n,))), 3)
 err(m.jit(lambda n: jnp.eye(n)), 3)
 err(jnp.ones, (1.5,))
 """,
+  "texts": """
+import numpy as np
+err(m.lax.add, jnp.int32(1), jnp.float32(1))
+err(m.lax.mul, jnp.ones(2, 'int8'), jnp.ones(2, 'int16'))
+err(bool, jnp.ones(3))
+err(bool, jnp.ones(0))
+def assign(x):
+  x[0] = 1
+err(assign, jnp.zeros((3, 3)))
+err(jnp.sum, [1, 2, 3])
+err(jnp.multiply, jnp.ones(100), jnp.ones((100, 10)))
+err(jnp.broadcast_shapes, (3,), (4,))
+err(m.config.update, 'jax_pmap_shmap_merge', True)
+print(jnp.ones(3).__array_namespace__() is jnp)
+print(repr(m.random.key(0)))
+print(repr(m.random.split(m.random.key(1))))
+""",
+  "custom_vjp_eager": """
+@m.custom_vjp
+def f(x):
+  return jnp.sin(x)
+def f_fwd(x):
+  return f(x), jnp.cos(x)
+def f_bwd(cos_x, y_bar):
+  print(type(cos_x).__name__ == type(jnp.ones(())).__name__)
+  return (cos_x * y_bar,)
+f.defvjp(f_fwd, f_bwd)
+y, f_vjp = m.vjp(f, 3.)
+print(f_vjp(1.))
+err(m.jvp, f, (3.,), (1.,))
+""",
+  "complex_grad": """
+def f(z):
+  x, y = jnp.real(z), jnp.imag(z)
+  return x**2 + y**2
+print(repr(m.grad(f)(3. + 4j)))
+print(repr(m.vjp(jnp.real, 3. + 4j)[1](1.)))
+print(repr(m.vjp(jnp.imag, 3. + 4j)[1](1.)))
+""",
 }
 
 # --- tests
@@ -168,6 +207,39 @@ EXPECTED = {
     'concrete value was not available in Python because it depends on the value of the '
     'argument n.',
     'TypeError: Shapes must be 1D sequences of concrete values of integer type, got (1.5,).',
+  ),
+  'texts': _lines(
+    'TypeError: lax.add requires arguments to have the same dtypes, got int32, float32. '
+    '(Tip: jnp.add is a similar function that does automatic type promotion on inputs).',
+    'TypeError: lax.mul requires arguments to have the same dtypes, got int8, int16. (Tip: '
+    'jnp.multiply is a similar function that does automatic type promotion on inputs).',
+    'ValueError: The truth value of an array with more than one element is ambiguous. Use '
+    'a.any() or a.all()',
+    'ValueError: The truth value of an empty array is ambiguous. Use `array.size > 0` to '
+    'check that an array is not empty.',
+    'TypeError: JAX arrays are immutable and do not support in-place item assignment. '
+    'Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: '
+    'https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html',
+    "TypeError: sum requires ndarray or scalar arguments, got <class 'list'> at position 0.",
+    'ValueError: Incompatible shapes for broadcasting: shapes=[(100,), (100, 10)]',
+    'ValueError: Incompatible shapes for broadcasting: shapes=[(3,), (4,)]',
+    'AttributeError: Unrecognized config option: jax_pmap_shmap_merge',
+    'True',
+    'Array((), dtype=key<fry>) overlaying:',
+    '[0 0]',
+    'Array((2,), dtype=key<fry>) overlaying:',
+    '[[ 507451445 1853169794]',
+    ' [1948878966 4237131848]]',
+  ),
+  'custom_vjp_eager': _lines(
+    'True',
+    '(Array(-0.9899925, dtype=float32, weak_type=True),)',
+    "TypeError: can't apply forward-mode autodiff (jvp) to a custom_vjp function.",
+  ),
+  'complex_grad': _lines(
+    'Array(6.-8.j, dtype=complex64)',
+    '(Array(1.+0.j, dtype=complex64),)',
+    '(Array(0.-1.j, dtype=complex64),)',
   ),
 }
 

@@ -221,10 +221,10 @@ class Tracer:
     size = self.aval.size
     if size != 1:  # as for arrays, whatever the value: NumPy's ValueErrors
       if size == 0:
-        raise ValueError("The truth value of an empty array is ambiguous. Use a.size > 0 to "
-                         "check that an array is not empty.")
+        raise ValueError("The truth value of an empty array is ambiguous. Use "
+                         "`array.size > 0` to check that an array is not empty.")
       raise ValueError("The truth value of an array with more than one element is ambiguous. "
-                       f"Use a.any() or a.all() (bool() of a traced {self.aval.str_short()})")
+                       "Use a.any() or a.all()")
     return bool(self._concrete("bool"))
 
   def _check_scalar(self, what):

@@ -745,7 +745,7 @@ class PRNGKeyArray:
     return PRNGKeyArray(lax.select_n(which, *(c._base for c in cases)), self._impl)
 
   def __repr__(self):
-    return (f"PRNGKeyArray(shape={self.shape}, dtype={self.dtype}) overlaying:\n"
+    return (f"Array({self.shape}, dtype={self.dtype}) overlaying:\n"
             f"{self._base}")
 
 
