@@ -174,6 +174,18 @@ def _check_outputs(fun, what, out, out_leaves) -> None:
                       "valid JAX type")
 
 
+def fun_source_info(fun) -> str:
+  """``name at file:line`` of a function (through partials and ``functools.wraps``), as JAX's
+  messages name a traced function."""
+  while isinstance(fun, functools.partial):
+    fun = fun.func
+  fun = inspect.unwrap(fun)
+  code = getattr(fun, "__code__", None)
+  if code is None:
+    return _fun_name(fun)
+  return f"{_fun_name(fun)} at {code.co_filename}:{code.co_firstlineno}"
+
+
 def _is_abstractable(x) -> bool:
   try:
     _abstractify(x)
@@ -235,7 +247,7 @@ def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames
         f"argument to {fun_name} at path {path} (of type {type(x)}) is not an array. Register "
         "its type as a pytree, or call jnp.asarray on it before passing it.")
   return TypeError(
-      f"Error interpreting argument to {fun_name} as an abstract array. The problematic value "
+      f"Error interpreting argument to {fun} as an abstract array. The problematic value "
       f"is of type {type(x)} and was passed to the function at path {path}.\nThis typically "
       "means that a jit-wrapped function was called with a non-array argument, and this "
       "argument was not marked as static using the static_argnums or static_argnames "
@@ -707,9 +719,12 @@ class JitWrapped:
       out_tree_box.append(out_tree)
       return out_leaves
 
+    origin = (fun_source_info(self.fun), "jit", _argument_paths(
+        self.fun, args, kwargs, self.static_argnums, self.static_argnames))
     with monitoring.log_elapsed_time("Finished tracing %s for jit in %.9f sec", self.name,
                                      monitoring.TRACE_EVENT):
-      closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name, in_shardings=splits)
+      closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name, in_shardings=splits,
+                              origin=origin)
     jaxpr, consts = convert_constvars(closed)
     return _Traced(jaxpr, consts, out_tree_box[0], avals)
 
@@ -1666,9 +1681,11 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
       for name, size in (axis_env or ()):  # named axes to trace collectives against
         stack.enter_context(extend_axis_env(name, size))
       splits = [_type_sharding(x) for x in leaves]
+      origin = (fun_source_info(fun), "jit",
+                _argument_paths(fun, args, kwargs, static_argnums, ()))
       closed = trace_to_jaxpr(flat_fun, avals, debug_info=_fun_name(fun),
                               trace_name="make_jaxpr",
-                              in_shardings=splits if any(splits) else None)
+                              in_shardings=splits if any(splits) else None, origin=origin)
     if return_shape:
       shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
       return closed, out_tree_box[0].unflatten(shapes)

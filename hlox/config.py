@@ -284,10 +284,11 @@ class Config:
 
   def update(self, name: str, value) -> None:
     """Set option ``name`` (for example ``update('enable_x64', True)``)."""
+    given = name
     if name.startswith("jax_"):  # accept JAX's spelling of option names
       name = name[4:]
     if name not in self._values:
-      raise ValueError(f"hlox.config has no option {name!r}; options: {sorted(self._values)}")
+      raise AttributeError(f"Unrecognized config option: {given}")
     check = _validators.get(name)
     if check is not None:
       value = check(value)

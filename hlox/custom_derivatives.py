@@ -29,8 +29,12 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, checkify, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
+from hlox.runtime.array import device_put
 
 __all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp"]
+
+
+_PY_SCALARS = (int, float, complex, bool)
 
 
 def _resolve_args(fun, args, kwargs):
@@ -391,6 +395,10 @@ class _VJPRule(_Rule):
     return p_leaves, res_leaves, res_tree
 
   def bwd(self, res_tree, res_leaves, cts, in_avals):
+    if trace_ctx.trace is eval_trace:
+      # A scalar residual passed through the linear jaxpr comes back as a literal's Python
+      # number; eagerly the rule sees the Array its fwd made, as in JAX.
+      res_leaves = [device_put(r) if type(r) in _PY_SCALARS else r for r in res_leaves]
     res = tree_util.tree_unflatten(res_tree, res_leaves)
     ct = tree_util.tree_unflatten(self.out_tree, cts)
     result = self.f.bwd(*self._nondiff_values(), res, ct)
@@ -470,8 +478,8 @@ custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **params: list(out_aval
 
 
 def _custom_lin_impl(*args, name, **params):
-  raise TypeError(f"can't apply forward-mode autodiff (jvp) to a custom_vjp function "
-                  f"({name}); use reverse mode (grad/vjp) or define a custom_jvp instead")
+  # JAX's words; reverse mode (grad/vjp) or a custom_jvp is what works
+  raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
 custom_lin_p.def_impl(_custom_lin_impl)
 

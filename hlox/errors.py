@@ -16,6 +16,28 @@ class JAXIndexError(IndexError):
 HloxTypeError = JAXTypeError
 
 
+# JAX's errors page explains each tracer error at length; messages point there, as JAX's do.
+ERRORS_PAGE = "https://docs.jax.dev/en/latest/errors.html"
+
+
+def _see(cls) -> str:
+  return f"\nSee {ERRORS_PAGE}#jax.errors.{cls.__name__}"
+
+
+def _describe(tracer) -> str:
+  aval = getattr(tracer, "aval", None)
+  if aval is None:
+    return "traced value"
+  return f"traced array with shape {aval.str_short(short_dtypes=False)}"
+
+
+def _origin(tracer) -> str:
+  """Where the traced value came from (``Tracer._origin_msg``): the traced function and the
+  arguments it depends on, on a line of its own; empty when unknown."""
+  origin = getattr(tracer, "_origin_msg", None)
+  return origin() if origin is not None else ""
+
+
 class ConcretizationTypeError(HloxTypeError):
   """A traced (abstract) value was used where Python needs a concrete value.
 
@@ -26,52 +48,46 @@ class ConcretizationTypeError(HloxTypeError):
   """
 
   def __init__(self, tracer, context: str = ""):
-    what = f"{tracer.aval.str_short()}" if hasattr(tracer, "aval") else "value"
-    msg = (f"Abstract tracer value encountered where concrete value is expected: {what}"
-           f"{' (' + context + ')' if context else ''}.\n"
-           "The value depends on a traced argument, so its concrete value is unknown while "
-           "tracing. If the argument can be a compile-time constant, mark it static with "
-           "`static_argnums`/`static_argnames` in `jit`; for value-dependent control flow use "
-           "`lax.cond`, `lax.switch`, `lax.while_loop` or `hlox.numpy.where`.")
-    super().__init__(msg)
+    super().__init__(
+        "Abstract tracer value encountered where concrete value is expected: "
+        f"{_describe(tracer)}\n{context}{_origin(tracer)}\n" + _see(ConcretizationTypeError))
 
 
 class TracerArrayConversionError(HloxTypeError):
-  """``np.asarray`` (or ``__array__``) was called on a traced value."""
+  """``np.asarray`` (or ``__array__``) was called on a traced value: NumPy functions cannot
+  run on traced values; use the ``hlox.numpy`` function instead."""
 
   def __init__(self, tracer):
-    super().__init__(
-        f"The numpy.ndarray conversion method __array__() was called on traced array "
-        f"{tracer.aval.str_short()}. NumPy functions cannot run on traced values: use the "
-        "`hlox.numpy` function instead, or move the conversion outside the transformed "
-        "function.")
+    super().__init__("The numpy.ndarray conversion method __array__() was called on "
+                     f"{_describe(tracer)}{_origin(tracer)}" + _see(type(self)))
 
 
 class TracerIntegerConversionError(HloxTypeError):
-  """``__index__`` was called on a traced value (for example using it as a list index)."""
+  """``__index__`` was called on a traced value (for example using it as a list index): mark
+  the argument static, or index an array with ``hlox.numpy``/``lax.dynamic_slice``."""
 
   def __init__(self, tracer):
-    super().__init__(
-        f"The __index__() method was called on traced array {tracer.aval.str_short()}: it "
-        "was used as a Python integer index. Mark the argument static with `static_argnums`, "
-        "or index an array with "
-        "`hlox.numpy`/`lax.dynamic_slice` instead of a Python container.")
+    super().__init__(f"The __index__() method was called on {_describe(tracer)}"
+                     f"{_origin(tracer)}" + _see(type(self)))
 
 
 class NonConcreteBooleanIndexError(HloxTypeError, JAXIndexError):
-  """A boolean mask used as an index was traced: the result's shape would depend on it.
+  """A boolean mask used as an index was traced: the result's shape would depend on it. Use
+  ``jnp.where(mask, x, other)`` to select elementwise, or integer indices.
   (A ``JAXIndexError``, as JAX's, and a TypeError, as hlox's other tracer errors.)"""
 
   def __init__(self, aval):
-    super().__init__(
-        f"Array boolean indices must be concrete; got {aval.str_short()}. The number of True "
-        "values decides the shape of the result, and shapes must be known while tracing. "
-        "Use `jnp.where(mask, x, other)` to select elementwise, or `x.at[...]` with integer "
-        "indices, or move the mask out of the traced function.")
+    super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}\n" +
+                     _see(type(self)))
 
 
 class TracerBoolConversionError(ConcretizationTypeError):
-  """``bool()`` of a traced value (for example in ``if x > 0:``)."""
+  """``bool()`` of a traced value (for example in ``if x > 0:``): use ``lax.cond``,
+  ``jnp.where`` or a static argument."""
+
+  def __init__(self, tracer):
+    HloxTypeError.__init__(self, f"Attempted boolean conversion of {_describe(tracer)}."
+                           f"{_origin(tracer)}" + _see(type(self)))
 
 
 class UnexpectedTracerError(JAXTypeError):

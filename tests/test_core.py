@@ -78,25 +78,33 @@ def test_dce_removes_dead_equations():
   assert used_inputs == [True]
 
 
-def test_concretization_error_points_at_static_argnums():
+def test_concretization_error_names_the_argument():
+  # JAX's text: the traced function and the argument the value depends on, and the
+  # errors page that explains static_argnums and lax.cond
   @hlox.jit
   def f(x):
     if x > 0:
       return x
     return -x
-  with pytest.raises(hlox.ConcretizationTypeError, match="static_argnums"):
+  with pytest.raises(hlox.ConcretizationTypeError,
+                     match=r"(?s)Attempted boolean conversion of traced array with shape bool\[\]\."
+                     r"\nThe error occurred while tracing the function f at .*test_core.py:\d+ for "
+                     r"jit\. This concrete value was not available in Python because it depends "
+                     r"on the value of the argument x\.\nSee https://docs.jax.dev/en/latest/"
+                     r"errors.html#jax.errors.TracerBoolConversionError"):
     f(1.0)
 
 
 def test_int_and_index_of_tracer_raise():
-  with pytest.raises(hlox.ConcretizationTypeError, match="lax.cond"):
+  with pytest.raises(hlox.ConcretizationTypeError, match=r"try using `x.astype\(int\)`"):
     hlox.jit(lambda x: int(x))(1)
   with pytest.raises(hlox.TracerIntegerConversionError):
     hlox.jit(lambda x: [1, 2, 3][x])(1)
 
 
 def test_numpy_conversion_of_tracer_raises():
-  with pytest.raises(hlox.TracerArrayConversionError, match="hlox.numpy"):
+  with pytest.raises(hlox.TracerArrayConversionError,
+                     match=r"__array__\(\) was called on traced array with shape float32\[3\]"):
     hlox.jit(lambda x: np.sin(np.asarray(x)))(np.ones(3, np.float32))
 
 

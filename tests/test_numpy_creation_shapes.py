@@ -298,8 +298,9 @@ def test_eye_dtype_identity_and_traced_k():
   with pytest.raises(ValueError, match="N must be non-negative"):
     jnp.eye(-1)
   # JAX's TypeError for a traced dimension (its phrase, then where it arose).
-  with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values.*"
-                                      "eye's argument N"):
+  with pytest.raises(TypeError, match=r"(?s)Shapes must be 1D sequences of concrete values.*"
+                                      r"argument of 'N' jnp.eye\(\).*depends on the value "
+                                      "of the argument n"):
     hlox.jit(lambda n: jnp.eye(n))(2)
 
 
@@ -491,7 +492,8 @@ def test_broadcast_arrays_shapes_and_errors():
     assert_close(o, e, np.float32)
   assert jnp.broadcast_shapes((2, 1), (3,), ()) == (2, 3)
   assert jnp.broadcast_shapes(3, (2, 1)) == (2, 3)
-  with pytest.raises(ValueError, match="broadcast_shapes: incompatible shapes"):
+  with pytest.raises(ValueError,
+                     match=r"^Incompatible shapes for broadcasting: shapes=\[\(2,\), \(3,\)\]$"):
     jnp.broadcast_shapes((2,), (3,))
   with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting: \(3,\)"):
     jnp.broadcast_to(np.ones(3), (4,))

@@ -507,6 +507,39 @@ class JaxprTracer(Tracer):
     """How this value is split over Explicit mesh axes (``core/sharding_types.py``)."""
     return getattr(self.var, "sharding", None)
 
+  def _short_repr(self) -> str:
+    return f"JitTracer({self.aval})"
+
+  def _origin_msg(self) -> str:
+    """JAX's account of where a traced value came from: the traced function and the
+    arguments this value depends on, or else the operations that made it a tracer."""
+    trace = self._trace
+    origin = getattr(trace, "origin", None)
+    if origin is None:
+      return ""
+    src, traced_for, arg_names = origin
+    text = f"\nThe error occurred while tracing the function {src} for {traced_for}. "
+    positions, roots = _progenitors(trace, self.var)
+    if positions:
+      names = [arg_names[i] if i < len(arg_names) else "unknown" for i in positions]
+      if len(names) == 1:
+        which = f"the argument {names[0]}"
+      elif len(names) == 2:
+        which = f"the arguments {names[0]} and {names[1]}"
+      else:
+        which = f"the arguments {', '.join(names[:-1])}, and {names[-1]}"
+      text += ("This concrete value was not available in Python because it depends on the "
+               f"value{'s' if len(names) > 1 else ''} of {which}.")
+    elif roots:
+      names = _Names()
+      ops = [f"  operation {_pp_eqn(e, names, 0)}\n    from line {e.source_info}"
+             for e in roots[:5]]
+      text += ("This value became a tracer due to JAX operations on these lines:\n\n" +
+               "\n\n".join(ops))
+      if len(roots) > 5:
+        text += "\n\n(Additional originating lines are not shown.)"
+    return text
+
 
 class JaxprTrace(Trace):
   """Records every primitive applied to its tracers as an equation.
@@ -516,6 +549,7 @@ class JaxprTrace(Trace):
   """
 
   name = "jit"
+  origin = None  # (function, traced for, argument names) when known, for error messages
 
   def __init__(self, debug_info: str = "", name: str | None = None):
     super().__init__()
@@ -593,6 +627,25 @@ class JaxprTrace(Trace):
     return jaxpr, list(self.consts)
 
 
+def _progenitors(trace, var) -> tuple[list, list]:
+  """The positions of the trace's arguments that ``var`` depends on, and the equations it
+  depends on that read no traced value (their operands are all constants)."""
+  needed = {var}
+  roots = []
+  for eqn in reversed(trace.eqns):
+    if not any(v in needed for v in eqn.outvars):
+      continue
+    ins = [v for v in eqn.invars if type(v) is not Literal]
+    needed.update(ins)
+    roots.append(eqn)
+  made = {v for e in trace.eqns for v in e.outvars}
+  positions = [i for i, v in enumerate(trace.invars) if v in needed]
+  roots = [e for e in reversed(roots)
+           if not any(type(v) is not Literal and (v in made or v in trace.invars)
+                      for v in e.invars)]
+  return positions, roots
+
+
 def _literal_value(x, aval):
   if type(x) in (int, float, complex, bool):
     return x
@@ -607,13 +660,16 @@ def _literal_value(x, aval):
 
 
 def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: str = "",
-                   trace_name: str = "jit", in_shardings=None) -> ClosedJaxpr:
+                   trace_name: str = "jit", in_shardings=None, origin=None) -> ClosedJaxpr:
   """Trace ``fun(*flat_tracers) -> flat outputs`` into a ClosedJaxpr.
 
   The consts may include tracers of enclosing transformations (closures over outer traced
   values); callers that bind a call primitive pass them as arguments (see ``convert_constvars``).
+  ``origin``: ``(function description, traced for, argument names)`` for error messages
+  about the tracers (``JaxprTracer._origin_msg``).
   """
   trace = JaxprTrace(debug_info, trace_name)
+  trace.origin = origin
   if in_shardings is None:
     in_tracers = [trace.new_arg(a) for a in in_avals]
   else:  # how each argument is split over Explicit mesh axes (``core/sharding_types.py``)

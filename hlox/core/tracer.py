@@ -210,23 +210,21 @@ class Tracer:
     value = self.to_concrete_value()
     if value is None:
       if what == "bool":
-        raise TracerBoolConversionError(
-            self, f"Attempted boolean conversion of traced array with shape "
-            f"{self.aval.str_short()}. This happens e.g. in `if x:`")
+        raise TracerBoolConversionError(self)
       # As JAX says: a cast of a traced array is usually meant as a dtype conversion.
       raise ConcretizationTypeError(
-          self, f"{what}() of a traced array; if you want a dtype conversion, try using "
-          f"`x.astype({what})` instead")
+          self, f"The problem arose with the `{what}` function. If trying to convert the data "
+          f"type of a value, try using `x.astype({what})` or `jnp.array(x, {what})` instead.")
     return value
 
   def __bool__(self):
     size = self.aval.size
     if size != 1:  # as for arrays, whatever the value: NumPy's ValueErrors
       if size == 0:
-        raise ValueError("The truth value of an empty array is ambiguous. Use a.size > 0 to "
-                         "check that an array is not empty.")
+        raise ValueError("The truth value of an empty array is ambiguous. Use "
+                         "`array.size > 0` to check that an array is not empty.")
       raise ValueError("The truth value of an array with more than one element is ambiguous. "
-                       f"Use a.any() or a.all() (bool() of a traced {self.aval.str_short()})")
+                       "Use a.any() or a.all()")
     return bool(self._concrete("bool"))
 
   def _check_scalar(self, what):
@@ -260,7 +258,7 @@ class Tracer:
     """The value as a Python scalar: possible only where the trace knows it concretely."""
     value = self.to_concrete_value()
     if value is None:
-      raise ConcretizationTypeError(self, "item() of a traced array")
+      raise ConcretizationTypeError(self, "This occurred in the item() method of jax.Array")
     return np.asarray(value).item(*args)
 
   def __copy__(self):
@@ -273,8 +271,18 @@ class Tracer:
     raise TypeError(f"unhashable type: traced array {self.aval.str_short()}; traced values "
                     "cannot be static arguments or dictionary keys")
 
+  def _short_repr(self) -> str:
+    """The one-line description ``repr`` gives; each kind of tracer says what it holds
+    (``JitTracer(~float32[])``, ``VmapTracer(...)``, ``JVPTracer(...)``), as JAX prints."""
+    return f"{type(self).__name__}<{self.aval}>"
+
   def __repr__(self):
-    return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+    return self._short_repr()
+
+  def _origin_msg(self) -> str:
+    """Where this value came from, for error messages (a line of its own); empty here,
+    traces that know say more."""
+    return ""
 
   def __reduce__(self):
     raise ConcretizationTypeError(self, "pickling a traced array")

@@ -127,6 +127,18 @@ class JVPTracer(Tracer):
       return p.to_concrete_value()
     return p
 
+  def _short_repr(self) -> str:
+    primal = _short(self.primal)
+    tangent = self.tangent
+    if isinstance(tangent, Tracer) and tangent._trace.name == "partial_eval":
+      # under grad/vjp/linearize the tangent is being staged out: only its type is known
+      return f"GradTracer(primal={primal}, typeof(tangent)={tangent.aval.str_short()})"
+    return f"JVPTracer(primal={primal}, tangent={_short(tangent)})"
+
+
+def _short(x) -> str:
+  return x._short_repr() if isinstance(x, Tracer) else str(x)
+
 
 class JVPTrace(Trace):
   name = "jvp"

@@ -58,6 +58,9 @@ class BatchTracer(Tracer):
                            sharding=sharding_types.named_of_split(split))
     return ShapedArray(shape, aval.dtype, aval.weak_type)
 
+  def _short_repr(self) -> str:
+    return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
   @property
   def type_sharding(self):
     """How one example is split over Explicit mesh axes (``core/sharding_types.py``): the

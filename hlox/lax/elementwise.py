@@ -87,6 +87,11 @@ def _operands(name, *args):
   return args
 
 
+def _strong_zero(x):
+  """A zero NumPy scalar of ``x``'s dtype (not weakly typed)."""
+  return np.zeros((), get_aval(x).dtype)
+
+
 def _const(x, value):
   """``value`` as a scalar of ``x``'s dtype and weak type, to combine with ``x`` in ``lax``:
   a Python scalar where its default dtype is ``x``'s (a weak literal), else a NumPy scalar of
@@ -968,7 +973,9 @@ xla.register_lowering(real_p, nary_lowering(hlo.real))
 # Transposes of the complex-part primitives follow JAX's convention: the pairing of a
 # complex cotangent c with a tangent t is Re(c * t) (no conjugate), so real's transpose
 # embeds ct as a real part and imag's as -1j * ct.
-ad.deflinear(real_p, lambda ct, x: [complex(ct, _const(ct, 0))])
+# The zero imaginary (real) part is a strong scalar, so a cotangent of a real part is a
+# complex64, never weak, whatever the weak type of ``ct`` (as JAX's).
+ad.deflinear(real_p, lambda ct, x: [complex(ct, _strong_zero(ct))])
 defvectorized(real_p)
 
 def real(x):
@@ -978,7 +985,7 @@ def real(x):
 
 imag_p = unop(("complex",), "imag", result_dtype=_real_dtype)
 xla.register_lowering(imag_p, nary_lowering(hlo.imag))
-ad.deflinear(imag_p, lambda ct, x: [complex(_const(ct, 0), neg(ct))])
+ad.deflinear(imag_p, lambda ct, x: [complex(_strong_zero(ct), neg(ct))])
 defvectorized(imag_p)
 
 def imag(x):

@@ -84,6 +84,21 @@ _dtype_kinds = {
 }
 
 
+# The numpy function that does what a binary lax operation does, promoting its inputs, for
+# the tip in the dtype-mismatch error (as JAX's message gives it).
+_PROMOTING_EQUIVALENT = {
+    "abs": "fabs", "acos": "arccos", "acosh": "arccosh", "asin": "arcsin", "asinh": "arcsinh",
+    "atan": "arctan", "atan2": "arctan2", "atanh": "arctanh", "div": "divide", "eq": "equal",
+    "max": "maximum", "min": "minimum", "mul": "multiply", "ne": "not_equal", "neg": "negative",
+    "pow": "float_power", "select": "where", "shift_left": "left_shift",
+    "shift_right_logical": "right_shift", "shift_right_arithmetic": "right_shift",
+    "sub": "subtract"}
+_SAME_NAME_IN_NUMPY = frozenset(
+    "add bitwise_and bitwise_not bitwise_or bitwise_xor cbrt ceil concatenate cos cosh exp "
+    "expm1 floor greater greater_equal less less_equal log logical_and logical_not logical_or "
+    "logical_xor log1p nextafter round sign sin sinh sqrt tan tanh".split())
+
+
 def _accepts(kinds: Sequence[str], dtype) -> bool:
   return any(_dtype_kinds[k](dtype) for k in kinds)
 
@@ -97,9 +112,13 @@ def naryop_dtype_rule(name: str, kinds_per_arg: Sequence[Sequence[str]], *avals,
       raise TypeError(f"{name} does not accept dtype {aval.dtype.name} (argument {i}); "
                       f"accepted: {', '.join(kinds)} types")
   if require_same and len({a.dtype for a in avals}) > 1:
-    raise TypeError(f"{name} requires arguments to have the same dtypes, got "
-                    f"{shape_str(avals)} (convert with lax.convert_element_type or use "
-                    "hlox.numpy, which promotes)")
+    msg = (f"lax.{name} requires arguments to have the same dtypes, got "
+           f"{', '.join(a.dtype.name for a in avals)}.")
+    equivalent = _PROMOTING_EQUIVALENT.get(name, name if name in _SAME_NAME_IN_NUMPY else None)
+    if equivalent is not None:
+      msg += (f" (Tip: jnp.{equivalent} is a similar function that does automatic type "
+              "promotion on inputs).")
+    raise TypeError(msg)
   return avals[0].dtype
 
 

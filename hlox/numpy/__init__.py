@@ -6,7 +6,12 @@ install on ``Array``. May import ``hlox.lax``, ``hlox.core``, the transformation
 ``custom_derivatives``) and the runtime's ``Array`` type only; never jaxlib. Submodules import
 each other directly (never this package) and form no circle.
 """
+import sys as _sys
+
 import numpy as _np
+
+from hlox.core.tracer import Tracer as _Tracer
+from hlox.runtime.array import Array as _Array
 
 from hlox.numpy.ufuncs import *  # noqa: F401,F403
 from hlox.numpy.creation import *  # noqa: F401,F403
@@ -40,3 +45,17 @@ from hlox.core.basearray import Array as ndarray  # noqa: F401  (tracers are nda
 
 from hlox.numpy import array_methods as _array_methods
 _array_methods.install()
+
+__array_api_version__ = "2024.12"  # the Python array API standard's version JAX 0.10.2 names
+
+
+def _array_namespace(self, *, api_version=None):
+  """This module: the `Python array API <https://data-apis.org/array-api/>`_ namespace of
+  arrays (``x.__array_namespace__()``)."""
+  if api_version is not None and api_version != __array_api_version__:
+    raise ValueError(f"{api_version=!r} is not available; available versions are: "
+                     f"{[__array_api_version__]}")
+  return _sys.modules[__name__]
+
+
+_Array.__array_namespace__ = _Tracer.__array_namespace__ = _array_namespace

@@ -74,9 +74,9 @@ def _operators():
 
 
 def _setitem(x, idx, value):
-  raise TypeError(f"{type(x).__name__} {x.aval.str_short()} does not support item assignment: "
-                  "hlox arrays are immutable. Instead of ``x[idx] = y`` use "
-                  "``x = x.at[idx].set(y)`` (or another ``.at[idx]`` update).")
+  raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
+                  "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+                  "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
 
 
 def _methods():

@@ -59,13 +59,15 @@ def _check_forgot_shape_tuple(name, shape, dtype):
                     "as one tuple)")
 
 
-def _invalid_shape_error(shape, name: str):
-  """JAX's TypeError for a shape that is not a sequence of concrete ints."""
-  msg = (f"Shapes must be 1D sequences of concrete values of integer type, got {shape!r} "
-         f"(the shape of {name}).")
-  if any(isinstance(d, Tracer) for d in (shape if isinstance(shape, tuple) else (shape,))):
+def _invalid_shape_error(shape, name: str, context: str = ""):
+  """JAX's TypeError for a shape that is not a sequence of concrete ints (``context``: what
+  the shape was, after JAX's sentence)."""
+  msg = f"Shapes must be 1D sequences of concrete values of integer type, got {shape!r}.{context}"
+  tracers = [d for d in (shape if isinstance(shape, tuple) else (shape,))
+             if isinstance(d, Tracer)]
+  if tracers:  # JAX's advice, and where the first traced dimension came from
     msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "
-            "subfunctions: a traced value cannot be a dimension.")
+            "subfunctions." + tracers[0]._origin_msg())
   return TypeError(msg)
 
 
@@ -390,7 +392,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 
 def _static_dim(n, name: str, what: str) -> int:
   if isinstance(n, Tracer) and n.to_concrete_value() is None:
-    raise _invalid_shape_error((n,), f"{name}'s argument {what}")
+    raise _invalid_shape_error((n,), name, f" argument of '{what}' jnp.{name}().")
   n = _concrete_scalar(n, name, what)
   try:
     n = operator.index(n)

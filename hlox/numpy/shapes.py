@@ -235,8 +235,7 @@ def broadcast_shapes(*shapes) -> tuple:
   try:
     return util.broadcast_shapes(*shapes)
   except ValueError:
-    raise ValueError(f"broadcast_shapes: incompatible shapes for broadcasting: "
-                     f"{', '.join(map(str, shapes))}") from None
+    raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 
 
 def broadcast_to(array, shape, *, out_sharding=None):

@@ -30,8 +30,8 @@ def check_arraylike(name: str, *args) -> None:
     if not is_arraylike(x) and not hasattr(x, "__jax_array__"):
       if dtypes.extended_dtype_of(x) is not None:
         raise TypeError(_extended_dtype_message(name, args))
-      raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x).__name__} "
-                      f"at position {i}")
+      raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} "
+                      f"at position {i}.")
 
 
 # The lax primitives of the ufuncs whose names differ (JAX's messages name the primitive).
@@ -134,8 +134,8 @@ def promote_shapes(name: str, *args):
   try:
     result = broadcast_shapes(*shapes)
   except ValueError:
-    raise ValueError(f"{name}: incompatible shapes for broadcasting: "
-                     f"{', '.join(str(s) for s in shapes)}") from None
+    raise ValueError("Incompatible shapes for broadcasting: "
+                     f"shapes={[tuple(s) for s in shapes]}") from None
   ndim = len(result)
   out = []
   for x, s in zip(args, shapes):

@@ -745,7 +745,7 @@ class PRNGKeyArray:
     return PRNGKeyArray(lax.select_n(which, *(c._base for c in cases)), self._impl)
 
   def __repr__(self):
-    return (f"PRNGKeyArray(shape={self.shape}, dtype={self.dtype}) overlaying:\n"
+    return (f"Array({self.shape}, dtype={self.dtype}) overlaying:\n"
             f"{self._base}")
 
 
@@ -1056,10 +1056,12 @@ def keys_random_bits(keys: PRNGKeyArray, bit_width: int, shape):
 def _canonical_shape(name, shape):
   if isinstance(shape, (int, np.integer)):
     shape = (shape,)
-  if any(isinstance(d, Tracer) for d in (shape if isinstance(shape, (tuple, list)) else ())):
+  tracers = [d for d in (shape if isinstance(shape, (tuple, list)) else ())
+             if isinstance(d, Tracer)]
+  if tracers:  # JAX's text, with where the first traced dimension came from
     raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                    f"{tuple(shape)} ({name}). If using `jit`, try using `static_argnums` or "
-                    "applying `jit` to smaller subfunctions.")
+                    f"{tuple(shape)}.\nIf using `jit`, try using `static_argnums` or "
+                    "applying `jit` to smaller subfunctions." + tracers[0]._origin_msg())
   try:
     shape = tuple(int(d) for d in shape)
   except TypeError:

@@ -305,10 +305,10 @@ class Array:
   def __bool__(self):
     if self.aval.size != 1:  # NumPy's and JAX's ValueError, not a conversion TypeError
       if self.aval.size == 0:
-        raise ValueError("The truth value of an empty array is ambiguous. Use a.size > 0 to "
-                         "check that an array is not empty.")
+        raise ValueError("The truth value of an empty array is ambiguous. Use `array.size > 0` "
+                         "to check that an array is not empty.")
       raise ValueError("The truth value of an array with more than one element is ambiguous. "
-                       f"Use a.any() or a.all() (bool() of an array of shape {self.shape})")
+                       "Use a.any() or a.all()")
     return bool(self._value().reshape(()).item())
 
   def __int__(self):
