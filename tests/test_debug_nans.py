@@ -51,7 +51,7 @@ def test_jit_div_names_primitive_and_line():
       hlox.jit(f)(jnp.array(0.0))
   msg = str(info.value)
   assert msg.startswith("invalid value (nan) encountered in div at ")
-  assert re.search(re.escape(_line_of(f, "z = 0.0 / x")) + r"(:\d+)? \(f\)", msg)
+  assert re.search(re.escape(_line_of(f, "z = 0.0 / x")) + r"(:\d+)? \(test_jit_div_names_primitive_and_line\.<locals>\.f\)", msg)
 
 
 def test_nested_jit_says_where_it_was_called():

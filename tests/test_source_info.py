@@ -207,3 +207,22 @@ def test_remove_frames_mode_keeps_the_whole_traceback_as_cause():
   hlox_dir = hlox.__file__.rsplit("/", 1)[0]
   assert [f for f in traceback.extract_tb(cause.__traceback__)
           if f.filename.startswith(hlox_dir)]
+
+
+def test_functions_are_named_by_their_qualified_name():
+  # As JAX: a nested function is ``outer.<locals>.inner`` in source locations (saved
+  # residuals, lowered locations), so two functions named ``f`` can be told apart.
+  from hlox.ad_checkpoint import saved_residuals
+
+  def chain(n):
+    def f(x):
+      for _ in range(n):
+        x = jnp.sin(x)
+      return x
+    return f
+
+  where = [w for _, w in saved_residuals(chain(2), 3.0)]
+  assert any("(test_functions_are_named_by_their_qualified_name.<locals>.chain.<locals>.f)"
+             in w for w in where), where
+  text = hlox.jit(chain(1)).lower(1.0).as_text(debug_info=True)
+  assert "chain.<locals>.f" in text

@@ -71,7 +71,8 @@ class SourceInfo:
 
   @property
   def function(self) -> str | None:
-    return None if self.code is None else self.code.co_name
+    # The qualified name (``Outer.method.<locals>.inner``), as JAX shows functions.
+    return None if self.code is None else self.code.co_qualname
 
   @property
   def line(self) -> int | None:
