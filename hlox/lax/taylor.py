@@ -398,8 +398,15 @@ jet_rules[_ew.atan2_p] = _atan2_rule
 
 # --- piecewise: abs, select, max/min, reductions that choose -----------------------------
 
+def _complex_abs(z):
+  return _ew.sqrt(add(_ew.square(_ew.real(z)), _ew.square(_ew.imag(z))))
+
+
 def _abs_rule(primals, series):
   x, = primals
+  if np.issubdtype(get_aval(x).dtype, np.complexfloating):
+    _, terms = jet_of(_complex_abs, primals, series)
+    return _ew.abs(x), terms
   sign = _ew.select(_ew.lt(x, _const(x, 0)), _base.full_like(x, -1), _base.full_like(x, 1))
   return _ew.abs(x), [mul(sign, t) for t in series[0]]
 
