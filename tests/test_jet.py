@@ -184,6 +184,33 @@ def test_binary_against_nested_jvp(name):
   check_jet(fun, primals, series)
 
 
+def _scan(x):
+  def body(c, xi):
+    c = jnp.sin(c) * xi + c
+    return c, c * xi
+  c, ys = lax.scan(body, jnp.ones(()), x)
+  return jnp.concatenate([c[None], ys])
+
+
+CONTROL_FLOW = {  # beyond JAX, whose jet has no rules for loops and branches
+    "scan": _scan,
+    "scan_reverse_consts": lambda x: lax.scan(lambda c, xi: (c * jnp.cos(xi) + x[0], c),
+                                              x, x, reverse=True)[1],
+    "fori_loop": lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.tanh(c) * x + i, x),
+    "while_loop": lambda x: lax.while_loop(
+        lambda c: c[0] < 4, lambda c: (c[0] + 1, jnp.sin(c[1]) * x), (0, x))[1],
+    "cond": lambda x: lax.cond(jnp.sum(x) > 0, lambda y: jnp.sin(y) * x, lambda y: y ** 3, x),
+    "switch": lambda x: lax.switch(jnp.argmax(x), [jnp.sin, jnp.exp, lambda y: y * 0 + 1.0],
+                                   x),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_FLOW))
+def test_control_flow_against_nested_jvp(name):
+  primals, series = _inputs(7, 1, shape=(3,))
+  check_jet(CONTROL_FLOW[name], primals, series)
+
+
 def test_convolution_against_nested_jvp():
   rng = np.random.RandomState(2)
   x = rng.randn(1, 5, 5, 1).astype(np.float32)

@@ -10,8 +10,10 @@ series (not factorial-scaled) to the result's. Most rules are one of a few kinds
     (``def_deriv``), v' = f'(u) u' with f'(u)'s series from a nested jet;
   - the rest as compositions of primitives that have rules (``def_comp``).
 
-The call primitives' rules sit beside them (``call.py``, ``checkpoint.py``,
-``custom_derivatives.py``). Sits at the bottom of lax's rooms: it needs ``associative_scan``.
+Loops and branches (``scan``, ``while``, ``cond``; JAX's jet has no rules for them) carry
+their bodies' jets. The call primitives' rules sit beside them (``call.py``,
+``checkpoint.py``, ``custom_derivatives.py``). This room sits at the bottom of lax's: it
+needs ``associative_scan`` and the control-flow primitives.
 """
 from __future__ import annotations
 
@@ -20,9 +22,11 @@ from typing import Callable
 
 import numpy as np
 
+from hlox.cache import memoize_derived
+from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.tracer import get_aval
 from hlox.interpreters.jet import (deflinear, defzero, instantiate_series, jet_flat,
-                                   jet_rules, zero_series)
+                                   jet_jaxpr, jet_rules, zero_series)
 from hlox.lax import ad_util as _ad_util
 from hlox.lax import base as _base
 from hlox.lax import control_flow as _cf
@@ -481,3 +485,119 @@ jet_rules[_cum.cumprod_p] = _cumulative_rule(mul, _cum.cumprod)
 jet_rules[_cum.cummax_p] = _cumulative_rule(_ew.max, _cum.cummax)
 jet_rules[_cum.cummin_p] = _cumulative_rule(_ew.min, _cum.cummin)
 jet_rules[_cum.cumlogsumexp_p] = _cumulative_rule(_logaddexp, _cum.cumlogsumexp)
+
+
+# --- control flow (JAX's jet has no rules for these) -------------------------------------
+# A body's jet is traced once per loop or branch (``jet_jaxpr``: every coefficient
+# instantiated), so the loop carries each carried value's series beside it.
+
+def _series_avals(avals):
+  return tuple(a.update(weak_type=False) for a in avals)
+
+
+def _as_series_of(terms, aval):
+  # A series handed to a loop has its value's dtype (a select's boolean predicate may carry
+  # float terms, which no rule reads).
+  return [t if get_aval(t).dtype == aval.dtype else _base.convert_element_type(t, aval.dtype)
+          for t in terms]
+
+
+def _grouped_layout(groups, n: int, order: int) -> list:
+  """Positions in ``jet_jaxpr``'s layout (n primals, then each one's ``order`` terms) of
+  the layout that puts each group's terms right after the group's primals."""
+  idx, start = [], 0
+  for g in groups:
+    idx += list(range(start, start + g))
+    idx += [n + i * order + k for i in range(start, start + g) for k in range(order)]
+    start += g
+  return idx
+
+
+def _grouped_jet(closed, order, series_avals, in_groups, out_groups):
+  """The jet of ``closed`` with inputs and outputs in groups (consts, carry, xs...), each
+  group's terms after its primals; consts made leading invars: (jaxpr, consts)."""
+  jet = jet_jaxpr(closed, order, series_avals)
+  in_idx = _grouped_layout(in_groups, len(closed.in_avals), order)
+  out_idx = _grouped_layout(out_groups, len(closed.out_avals), order)
+
+  def fun(*args):
+    ordered = [None] * len(args)
+    for pos, i in enumerate(in_idx):
+      ordered[i] = args[pos]
+    outs = eval_jaxpr(jet.jaxpr, jet.consts, *ordered)
+    return [outs[i] for i in out_idx]
+  avals = [jet.in_avals[i] for i in in_idx]
+  return convert_constvars(trace_to_jaxpr(fun, avals, "jet", "jet"))
+
+
+def _with_terms(primals, series, avals) -> list:
+  """A group of operands followed by each one's terms (the grouped jets' layout)."""
+  return [*primals, *[t for s, a in zip(series, avals) for t in _as_series_of(s, a)]]
+
+
+def _scan_rule(primals, series, *, jaxpr, num_consts, num_carry, **params):
+  order = len(series[0])
+  n_xs = len(primals) - num_consts - num_carry
+  n_ys = len(jaxpr.out_avals) - num_carry
+  avals = _series_avals(jaxpr.in_avals)
+  body, consts = memoize_derived(
+      ("jet", jaxpr, order, avals, num_consts, num_carry),
+      lambda: _grouped_jet(jaxpr, order, avals, [num_consts, num_carry, n_xs],
+                           [num_carry, n_ys]))
+  groups = zip(_cf._split(primals, num_consts, num_carry), _cf._split(series, num_consts,
+                                                                      num_carry),
+               _cf._split(avals, num_consts, num_carry))
+  args = [x for ps, ss, avs in groups for x in _with_terms(ps, ss, avs)]
+  outs = _cf.scan_p.bind(*consts, *args, jaxpr=body,
+                         num_consts=len(consts) + num_consts * (1 + order),
+                         num_carry=num_carry * (1 + order), **params)
+  carry, carry_s, ys, ys_s = _cf._split(outs, num_carry, num_carry * order, n_ys)
+  terms = [carry_s[i * order:(i + 1) * order] for i in range(num_carry)]
+  terms += [ys_s[i * order:(i + 1) * order] for i in range(n_ys)]
+  return carry + ys, terms
+
+jet_rules[_cf.scan_p] = _scan_rule
+
+
+def _while_rule(primals, series, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+  # The predicate reads the primals only; the body carries the terms.
+  order = len(series[0])
+  _, bc, init = _cf._split(primals, cond_nconsts, body_nconsts)
+  _, bc_s, init_s = _cf._split(series, cond_nconsts, body_nconsts)
+  avals = _series_avals(body_jaxpr.in_avals)
+  n_carry = len(init)
+
+  def make():
+    body, consts = _grouped_jet(body_jaxpr, order, avals, [body_nconsts, n_carry], [n_carry])
+    extra = _cf._fresh([a for a in avals[body_nconsts:] for _ in range(order)])
+    cond = _cf._with_invars(cond_jaxpr, cond_jaxpr.jaxpr.invars + extra)
+    return body, consts, cond
+  body, consts, cond = memoize_derived(
+      ("jet", cond_jaxpr, body_jaxpr, order, avals, body_nconsts), make)
+  b_avals, c_avals = avals[:body_nconsts], avals[body_nconsts:]
+  outs = _cf.while_p.bind(*primals[:cond_nconsts], *consts, *_with_terms(bc, bc_s, b_avals),
+                          *_with_terms(init, init_s, c_avals), cond_jaxpr=cond,
+                          body_jaxpr=body, cond_nconsts=cond_nconsts,
+                          body_nconsts=len(consts) + body_nconsts * (1 + order))
+  flat = outs[n_carry:]
+  return outs[:n_carry], [flat[i * order:(i + 1) * order] for i in range(n_carry)]
+
+jet_rules[_cf.while_p] = _while_rule
+
+
+def _cond_rule(primals, series, *, branches):
+  # The branch index is locally constant; every branch gets the operands' terms.
+  index, *ops = primals
+  order = len(series[0])
+  avals = _series_avals(branches[0].in_avals)
+
+  def make():
+    return _cf._hoist_tuple(tuple(jet_jaxpr(br, order, avals) for br in branches))
+  new_branches, consts = memoize_derived(("jet", branches, order, avals), make)
+  n_out = len(branches[0].out_avals)
+  outs = _cf.cond_p.bind(index, *consts, *_with_terms(ops, series[1:], avals),
+                         branches=new_branches)
+  flat = outs[n_out:]
+  return outs[:n_out], [flat[i * order:(i + 1) * order] for i in range(n_out)]
+
+jet_rules[_cf.cond_p] = _cond_rule
