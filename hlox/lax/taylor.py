@@ -76,7 +76,7 @@ def _chain(c, u, v0):
 def _broadcast_to(x, shape):
   """``x`` at the broadcast ``shape`` of an elementwise operation (scalars and size-1
   dimensions expand, as lax's binary operations broadcast)."""
-  xshape = tuple(np.shape(x)) if not hasattr(x, "aval") else get_aval(x).shape
+  xshape = get_aval(x).shape
   if xshape == tuple(shape):
     return x
   dims = tuple(range(len(xshape))) if xshape else ()
