@@ -18,7 +18,7 @@ from hlox.core.primitive import Primitive
 from hlox.cache import LRUCache
 from hlox.config import config
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, checkify, nan_checks, xla
+from hlox.interpreters import ad, batching, checkify, jet, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.compiler_hints import optimization_barrier_p
 
@@ -71,6 +71,7 @@ ad.primitive_jvps[name_p] = lambda primals, tangents, *, name: (
 ad.primitive_transposes[name_p] = lambda ct, x, *, name: [ct]
 batching.primitive_batchers[name_p] = lambda vals, dims, *, name: (
     name_p.bind(vals[0], name=name), dims[0])
+jet.deflinear(name_p)
 
 
 def checkpoint_name(x, name):
@@ -344,6 +345,11 @@ def _checkpoint_batch(axis_data, vals, dims, *, jaxpr, **params):
   return checkpoint_p.bind(*consts, *vals, jaxpr=batched, **params), out_dims
 
 batching.axis_primitive_batchers[checkpoint_p] = _checkpoint_batch
+
+# Under jet the body is expanded in place: what to recompute matters only to a later
+# differentiation of the result, and jet's coefficients are no residuals.
+jet.jet_rules[checkpoint_p] = lambda primals, series, *, jaxpr, **params: jet.call_rule(
+    jaxpr, primals, series)
 
 
 def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,

@@ -27,7 +27,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, checkify, nan_checks, xla
+from hlox.interpreters import ad, batching, checkify, jet, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
 from hlox.runtime.array import device_put
 
@@ -145,8 +145,14 @@ def _call_deoptimized(*args, call_jaxpr, **params):
   return nan_checks.eval_deoptimized(call_jaxpr.jaxpr, call_jaxpr.consts, args)
 
 
+def _call_jet(primals, series, *, call_jaxpr, **params):
+  # As JAX's jet: the custom rule is set aside and the function's own body is expanded.
+  return jet.call_rule(call_jaxpr, primals, series)
+
+
 def _register_call(prim):
   prim.def_impl(_call_impl)
+  jet.jet_rules[prim] = _call_jet
   nan_checks.deoptimized_rules[prim] = _call_deoptimized
   prim.def_abstract_eval(_call_abstract_eval)
   xla.register_lowering(prim, _call_lowering)

@@ -397,6 +397,12 @@ PUBLIC_NAMES = {
         'minimum_supported_calling_convention_version', 'register_namedtuple_serialization',
         'register_pytree_node_serialization', 'symbolic_args_specs', 'symbolic_shape',
     ),
+    'hlox.experimental.jet': (
+        'JetTrace', 'JetTracer', 'ZeroSeries', 'ZeroTerm', 'call_param_updaters', 'def_comp',
+        'def_deriv', 'deflinear', 'defzero', 'deriv_prop', 'fact', 'jet', 'jet2', 'jet_fun',
+        'jet_rules', 'jet_subtrace', 'linear_prop', 'traceable', 'zero_prop', 'zero_series',
+        'zero_term',
+    ),
     'hlox.experimental.checkify': (
         'Error', 'ErrorCategory', 'JaxRuntimeError', 'all_checks', 'automatic_checks', 'check',
         'check_error', 'checkify', 'debug_check', 'div_checks', 'float_checks', 'index_checks',

@@ -24,6 +24,12 @@ EXCLUDED = {
         "inspect_array_sharding": ("its callback needs the sharding XLA chooses while "
                                    "compiling, which hlox's lowering cannot see yet"),
     },
+    "hlox.experimental.jet": {
+        "jet_fun": ("a transformation of JAX's linear_util (wrapped functions with stores); "
+                    "hlox's flat entry point is hlox.interpreters.jet.jet_flat"),
+        "jet_subtrace": "as jet_fun",
+        "traceable": "as jet_fun",
+    },
     "hlox.lax": {
         "device_put_p": _SHARDING,
         "precv": _SHARDING, "psend": _SHARDING, "ragged_all_to_all": _SHARDING,

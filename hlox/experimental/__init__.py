@@ -1,13 +1,13 @@
 """``hlox.experimental``: APIs that JAX keeps under ``jax.experimental`` (``io_callback``,
-``checkify``, ``ode``), re-exported from the rooms that implement them.
+``checkify``, ``jet``, ``ode``), re-exported from the rooms that implement them.
 
 Belongs here: thin re-exports and small wrappers of APIs whose home is elsewhere in hlox
 (``hlox.debug``, ``hlox.lax``), and JAX's small experimental libraries written on the public
 layers (``ode``: ``odeint``); may import the rooms of its layer and below, never jaxlib.
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
-from hlox.experimental import (checkify, compilation_cache, mesh_utils,  # noqa: F401
+from hlox.experimental import (checkify, compilation_cache, jet, mesh_utils,  # noqa: F401
                                multihost_utils, ode, shard_map)
 
-__all__ = ["checkify", "compilation_cache", "io_callback", "mesh_utils", "multihost_utils",
-           "ode", "shard_map"]
+__all__ = ["checkify", "compilation_cache", "io_callback", "jet", "mesh_utils",
+           "multihost_utils", "ode", "shard_map"]

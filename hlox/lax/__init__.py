@@ -32,4 +32,5 @@ from hlox.lax.ragged import *  # noqa: F401,F403
 from hlox.lax.scaled_dot import *  # noqa: F401,F403
 from hlox.lax.sharding_constraint import *  # noqa: F401,F403
 from hlox.lax import checks as _checks  # noqa: F401  (check_p, checkify's automatic checks)
+from hlox.lax import taylor as _taylor  # noqa: F401  (jet rules)
 from hlox.lax.shard_map import pbroadcast, pcast, pvary, shard_map_p  # noqa: F401

@@ -21,7 +21,7 @@ from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
 from hlox.errors import DistributedRuntimeError
-from hlox.interpreters import ad, batching, checkify, nan_checks, xla
+from hlox.interpreters import ad, batching, checkify, jet, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.interpreters.partitioned import compile_partitioned
 from hlox.interpreters.pmap import jaxpr_replicas
@@ -356,6 +356,25 @@ def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
   return outs, out_dims
 
 batching.axis_primitive_batchers[jit_p] = _jit_batch
+
+
+# --- jet (Taylor mode) -------------------------------------------------------------------
+
+def _jit_jet(primals, series, *, jaxpr, **params):
+  # The body's jet stays one jitted call, taking and returning every coefficient.
+  order = len(series[0])
+  series_avals = tuple(get_aval(s[0]) if s else get_aval(p) for p, s in zip(primals, series))
+
+  def make():
+    return convert_constvars(jet.jet_jaxpr(jaxpr, order, series_avals))
+  jet_closed, consts = memoize_derived(("jet", jaxpr, order, series_avals), make)
+  args = [*consts, *primals, *[t for terms in series for t in terms]]
+  outs = jit_p.bind(*args, jaxpr=jet_closed, **_jit_params(params, len(args)))
+  n_out = len(jaxpr.out_avals)
+  flat = outs[n_out:]
+  return outs[:n_out], [flat[i * order:(i + 1) * order] for i in range(n_out)]
+
+jet.jet_rules[jit_p] = _jit_jet
 
 
 # --- checkify ----------------------------------------------------------------------------
