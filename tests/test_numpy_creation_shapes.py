@@ -819,3 +819,13 @@ def test_asarray_of_ml_dtypes_numpy_arrays():
   assert cast.dtype == dtypes.bfloat16
   with pytest.raises(TypeError, match="cannot convert"):
     jnp.asarray(np.array([(1, 2)], dtype="i4,i4"))
+
+
+def test_concat_is_its_own_function():
+  # JAX's jnp.concat is the array API's spelling (axis by keyword), named ``concat``: code that
+  # keys tests or dispatch on ``__name__`` (JAX's array_extensibility_test) needs the two apart.
+  assert hlox.numpy.concat.__name__ == "concat"
+  a, b = np.arange(4.0).reshape(2, 2), np.ones((2, 1))
+  np.testing.assert_array_equal(hlox.numpy.concat([a, b], axis=1), np.concatenate([a, b], 1))
+  with pytest.raises(TypeError):
+    hlox.numpy.concat([a, b], 1)

@@ -308,7 +308,10 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
   return lax.concatenate(arrays, axis)
 
 
-concat = concatenate
+def concat(arrays, /, *, axis: int | None = 0):
+  """The array API's ``concatenate`` (``axis`` by keyword only): a function of its own, named
+  ``concat`` as JAX's, so code that keys on ``__name__`` tells the two apart."""
+  return concatenate(arrays, axis=axis)
 
 
 def stack(arrays, axis: int = 0, out=None, dtype=None):
