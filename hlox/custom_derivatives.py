@@ -28,6 +28,7 @@ from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
+from hlox.errors import UnexpectedTracerError
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, checkify, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
@@ -292,7 +293,10 @@ def _dispatch(f, args, name, prim, rule_param, rule_cls, differentiate):
   nondiff, diff = _split_nondiff(args, f.nondiff_argnums)
   leaves, in_tree = tree_util.tree_flatten(diff)
   trace = trace_ctx.trace
-  if trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
+  if ((trace is eval_trace or config.eager_constant_folding)
+      and not any(isinstance(x, Tracer) for x in leaves)):
+    # Eagerly (or inside ``ensure_compile_time_eval`` on concrete arguments) the function
+    # simply runs.
     return f.fun(*args)
   if type(trace) is PartialEvalTrace and not any(trace.is_unknown(x) for x in leaves):
     with set_current_trace(trace.parent):
@@ -538,6 +542,14 @@ class custom_vjp:
     if self.fwd is None:
       raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
     args = _resolve_args(self, args, kwargs, "custom_vjp")
+    for i in self.nondiff_argnums:
+      if any(isinstance(x, Tracer) for x in tree_util.tree_leaves(args[i])):
+        raise UnexpectedTracerError(
+            f"custom_vjp function {name} got a traced value (a JAX Tracer) at argument {i}, "
+            "which nondiff_argnums marks as non-differentiable. Tracers cannot be passed as "
+            "non-differentiable arguments of custom_vjp functions: use nondiff_argnums only "
+            "for arguments that cannot be or contain traced values (functions, static "
+            "settings), and pass arrays as ordinary arguments, ignoring their cotangents.")
     return _dispatch(self, args, name, custom_vjp_call_p, "vjp", _VJPRule,
                      _custom_vjp_rule_jvp)
 
@@ -688,6 +700,8 @@ def _custom_lin_impl(*args, name, **params):
                   f"({name}); use reverse mode (grad/vjp) or define a custom_jvp instead")
 
 custom_lin_p.def_impl(_custom_lin_impl)
+# Lowered (a jitted jvp of a custom_vjp function), it is the same error, raised while lowering.
+xla.register_lowering(custom_lin_p, lambda ctx, *args, name, **params: _custom_lin_impl(name=name))
 
 
 def _custom_lin_batch(axis_data, vals, dims, *, name, **params):
@@ -710,18 +724,66 @@ ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 # --- batching ----------------------------------------------------------------------------
 
 def _batched_call(prim, axis_data, vals, dims, call_jaxpr):
-  """The call jaxpr batched with every output at batch dimension 0."""
-  batched, _ = batching.batch_jaxpr(call_jaxpr, axis_data, dims, instantiate=True)
+  """The call jaxpr batched (batched outputs at dimension 0), its new constants and its
+  output batch dimensions.
+
+  Under a vmap without an axis name every output is batched, so that the rules may batch
+  any of them. Under a named one, an output that the function leaves unbatched (a ``psum``
+  over the axis, say) stays so, as in JAX; a rule then may not batch it (``_OutDims``)."""
+  batched, out_dims = batching.batch_jaxpr(call_jaxpr, axis_data, dims,
+                                           instantiate=axis_data.name is None)
   batched, consts = convert_constvars(batched)
-  return batched, consts
+  return batched, consts, list(out_dims)
+
+
+class _OutDims:
+  """The batch dimensions of a batched rule's outputs.
+
+  The call's outputs are batched as the function's (``primal``). A rule run while the call
+  is being bound (under a JVP of the vmap) reports its own (``ran``): an output that the
+  function leaves unbatched but the rule batches (its tangent depends on the mapped axis,
+  say) is batched then. A rule run later, from a jaxpr, must match the function's."""
+
+  def __init__(self, primal):
+    self.primal, self.ran, self.binding = list(primal), None, False
+
+  def conform(self, groups, size, name, kind):
+    """``groups``: per output, the (value, batch dimension) pairs that share its dimension
+    (its primal and tangent). Returns them moved to the output's dimension, and those
+    dimensions (0 or None)."""
+    moved, final = [], []
+    for p_dim, group in zip(self.primal, groups):
+      batched = p_dim is not None or any(d is not None for _, d in group)
+      if batched and p_dim is None and not self.binding:
+        raise ValueError(
+            f"the custom {kind} rule of {name} produced an output batched along the mapped "
+            "axis where the function's output is not; under vmap the batching of an "
+            "application is inferred from the function, so its rules' outputs may not "
+            "depend on the mapped axis more than the function's do")
+      final.append(0 if batched else None)
+      moved.append([batching.matchaxis(v, d, 0, size) if batched else v for v, d in group])
+    if self.binding:
+      self.ran = final
+    return moved, final
+
+  def bind(self, prim, *args, **params):
+    """Bind ``prim``; the output dimensions as the rule ran (if it did) or the function's."""
+    self.binding, self.ran = True, None
+    try:
+      outs = prim.bind(*args, **params)
+    finally:
+      self.binding = False
+    return outs, (self.ran if self.ran is not None else self.primal)
 
 
 class _BatchedJVPRule:
   """A custom JVP rule run under vmap: the user's rule sees per-example values."""
 
-  def __init__(self, rule, axis_data, in_dims, num_new_consts):
+  def __init__(self, rule, axis_data, in_dims, num_new_consts, out_dims):
     self.rule, self.axis_data, self.in_dims = rule, axis_data, list(in_dims)
     self.num_new_consts = num_new_consts
+    self.out_dims = out_dims  # an _OutDims
+    self.name = rule.name
 
   def __call__(self, primals, tangents):
     primals, tangents = primals[self.num_new_consts:], tangents[self.num_new_consts:]
@@ -744,19 +806,24 @@ class _BatchedJVPRule:
 
     outs, dims = batching.batch(flat, list(primals) + nz_tangents, self.in_dims + nz_dims,
                                 self.axis_data, shares_axis=True)
-    outs = [batching.matchaxis(o, d, 0, self.axis_data.size) for o, d in zip(outs, dims)]
-    p_out, nz_t_out = outs[:len(out_zero)], iter(outs[len(out_zero):])
-    t_out = [ad.Zero(get_aval(p).to_tangent_aval()) if z else next(nz_t_out)
-             for p, z in zip(p_out, out_zero)]
+    k = len(out_zero)
+    nz_t = iter(zip(outs[k:], dims[k:]))
+    groups = [[(p, pd)] if z else [(p, pd), next(nz_t)]
+              for p, pd, z in zip(outs[:k], dims[:k], out_zero)]
+    groups, _ = self.out_dims.conform(groups, self.axis_data.size, self.name, "JVP")
+    p_out = [g[0] for g in groups]
+    t_out = [ad.Zero(get_aval(g[0]).to_tangent_aval()) if z else g[1]
+             for g, z in zip(groups, out_zero)]
     return p_out, t_out
 
 
 def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts, name):
-  batched, consts = _batched_call(custom_jvp_call_p, axis_data, vals, dims, call_jaxpr)
-  rule = _BatchedJVPRule(jvp, axis_data, dims, len(consts))
-  outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=batched, jvp=rule,
-                                num_consts=num_consts + len(consts), name=name)
-  return outs, [0] * len(outs)
+  batched, consts, out_dims = _batched_call(custom_jvp_call_p, axis_data, vals, dims,
+                                            call_jaxpr)
+  box = _OutDims(out_dims)
+  rule = _BatchedJVPRule(jvp, axis_data, dims, len(consts), box)
+  return box.bind(custom_jvp_call_p, *consts, *vals, call_jaxpr=batched, jvp=rule,
+                  num_consts=num_consts + len(consts), name=name)
 
 batching.axis_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 
@@ -764,9 +831,10 @@ batching.axis_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 class _BatchedVJPRule:
   """A custom VJP (fwd, bwd) run under vmap."""
 
-  def __init__(self, rule, axis_data, in_dims, num_new_consts):
+  def __init__(self, rule, axis_data, in_dims, num_new_consts, out_dims):
     self.rule, self.axis_data, self.in_dims = rule, axis_data, list(in_dims)
     self.num_new_consts = num_new_consts
+    self.out_dims = out_dims  # an _OutDims
     self.name = rule.name
 
   @property
@@ -787,20 +855,30 @@ class _BatchedVJPRule:
 
     outs, dims = batching.batch(flat, list(primals), self.in_dims, self.axis_data,
                                 shares_axis=True)
-    outs = [batching.matchaxis(o, d, 0, self.axis_data.size) for o, d in zip(outs, dims)]
+    size = self.axis_data.size
     n_out, res_tree = tree_box[0]
-    return outs[:n_out], outs[n_out:], res_tree
+    groups, p_dims = self.out_dims.conform(
+        [[(o, d)] for o, d in zip(outs[:n_out], dims[:n_out])], size, self.name, "VJP fwd")
+    p_out = [g[0] for g in groups]
+    res = [batching.matchaxis(o, d, 0, size) for o, d in zip(outs[n_out:], dims[n_out:])]
+    # bwd needs the outputs' dimensions (their cotangents have them): they travel with the
+    # residuals' tree.
+    return p_out, res, (res_tree, tuple(p_dims))
 
   def bwd(self, res_tree, res, cts, in_avals):
+    res_tree, ct_dims = res_tree
     size = self.axis_data.size
     num_consts = self.rule.num_consts
     dims = self.in_dims[num_consts:]
     unbatched_avals = [_unbatched_aval(a, d) for a, d in zip(in_avals, dims)]
     nr = len(res)
-    # Zero cotangents stay symbolic: only the others are batched arguments.
+    # Zero cotangents stay symbolic: only the others are batched arguments (at their
+    # outputs' dimensions).
     ct_zero = [type(ct) is ad.Zero for ct in cts]
-    zero_avals = [_unbatched_aval(ct.aval, 0) if z else None for ct, z in zip(cts, ct_zero)]
+    zero_avals = [_unbatched_aval(ct.aval, d) if z else None
+                  for ct, z, d in zip(cts, ct_zero, ct_dims)]
     nz_cts = [ct for ct, z in zip(cts, ct_zero) if not z]
+    nz_ct_dims = [d for d, z in zip(ct_dims, ct_zero) if not z]
     out_zero = []
 
     def flat(*xs):
@@ -810,7 +888,7 @@ class _BatchedVJPRule:
       out_zero[:] = [type(c) is ad.Zero for c in cts_in]
       return [c for c in cts_in if type(c) is not ad.Zero]
 
-    outs, out_dims = batching.batch(flat, list(res) + nz_cts, [0] * (nr + len(nz_cts)),
+    outs, out_dims = batching.batch(flat, list(res) + nz_cts, [0] * nr + nz_ct_dims,
                                     self.axis_data, shares_axis=True)
     it = iter(zip(outs, out_dims))
     result = []
@@ -837,11 +915,12 @@ def _sum_axis(x, axis):
 
 
 def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, vjp, num_consts, name):
-  batched, consts = _batched_call(custom_vjp_call_p, axis_data, vals, dims, call_jaxpr)
-  rule = _BatchedVJPRule(vjp, axis_data, dims, len(consts))
-  outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=batched, vjp=rule,
-                                num_consts=num_consts + len(consts), name=name)
-  return outs, [0] * len(outs)
+  batched, consts, out_dims = _batched_call(custom_vjp_call_p, axis_data, vals, dims,
+                                            call_jaxpr)
+  box = _OutDims(out_dims)
+  rule = _BatchedVJPRule(vjp, axis_data, dims, len(consts), box)
+  return box.bind(custom_vjp_call_p, *consts, *vals, call_jaxpr=batched, vjp=rule,
+                  num_consts=num_consts + len(consts), name=name)
 
 batching.axis_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
 

@@ -233,3 +233,68 @@ def test_closure_convert_checks_the_argument_structure():
   assert [float(v) for v in pure(1.0, *aux)] == [3.0, 2.0]
   with pytest.raises(TypeError, match="The inputs to the closure produced by closure_convert"):
     pure(2.0, aux)
+
+
+def test_collectives_inside_custom_rules_stay_unbatched_under_a_named_vmap():
+  @hlox.custom_jvp
+  def total(x):
+    return lax.psum(x, "i")
+
+  total.defjvp(lambda p, t: (lax.psum(p[0], "i"), lax.psum(t[0], "i")))
+
+  @hlox.custom_vjp
+  def total2(x):
+    return lax.psum(x, "i")
+
+  total2.defvjp(lambda x: (total2(x), None), lambda _, g: (g,))
+  for fn in (total, total2):
+    out = hlox.vmap(lambda _, x: fn(x), axis_name="i", in_axes=(0, None),
+                    out_axes=None)(jnp.arange(4.0), 2.0)
+    assert float(out) == 8.0
+  _, t = hlox.jvp(hlox.vmap(total, axis_name="i"), (jnp.ones(3),), (jnp.arange(3.0),))
+  np.testing.assert_allclose(t, [3.0, 3.0, 3.0])
+  grads = hlox.grad(lambda x: hlox.vmap(total2, axis_name="i")(x).sum())(jnp.ones(3))
+  np.testing.assert_allclose(grads, [3.0, 3.0, 3.0])
+
+
+def test_rule_batching_an_output_the_function_does_not():
+  @hlox.custom_jvp
+  def second(x, y):
+    return y
+
+  second.defjvp(lambda p, t: (p[1], t[0] + t[1]))
+  f = hlox.vmap(second, in_axes=(0, None))
+  # Run while the vmapped call is bound: the tangent is batched, the primal broadcast.
+  out, t = hlox.jvp(f, (jnp.ones(3), 2.0), (jnp.arange(3.0), 1.0))
+  np.testing.assert_allclose(out, [2.0, 2.0, 2.0])
+  np.testing.assert_allclose(t, [1.0, 2.0, 3.0])
+
+
+def test_nondiff_tracers_and_forward_mode_of_custom_vjp_are_errors():
+  @partial(hlox.custom_vjp, nondiff_argnums=(0,))
+  def f(xs, y):
+    return xs[0] * y
+
+  f.defvjp(lambda xs, y: (f(xs, y), jnp.cos(y)), lambda xs, c, g: (c * g,))
+  assert float(f((2.0,), 3.0)) == 6.0
+  with pytest.raises(hlox.errors.UnexpectedTracerError, match="nondiff_argnums"):
+    hlox.jit(lambda x, y: f((x,), y))(2.0, 3.0)
+  with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a "
+                     "custom_vjp function"):
+    hlox.jvp(hlox.jit(lambda y: f((2.0,), y)), (3.0,), (1.0,))
+
+
+def test_ensure_compile_time_eval_runs_the_function_on_concrete_values():
+  @hlox.custom_jvp
+  def f(x):
+    assert x == 0.0  # a concrete value: compared in Python
+    return x + 1.0
+
+  f.defjvp(lambda p, t: (f(*p), t[0]))
+
+  @hlox.jit
+  def g():
+    with hlox.ensure_compile_time_eval():
+      return f(0.0)
+
+  assert float(g()) == 1.0
