@@ -446,6 +446,11 @@ class JitWrapped:
       return self
     return functools.partial(self, obj)
 
+  def __deepcopy__(self, memo):
+    # Like a Python function, a jitted function has no state of its own to copy: its caches
+    # are shared by every jit of the same function and settings anyway.
+    return self
+
   # --- the call path ---
   def __call__(self, *args, **kwargs):
     return self._call_slow(args, kwargs)

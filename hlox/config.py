@@ -234,6 +234,9 @@ class Config:
       "cpu_collectives_implementation":
           ("HLOX_CPU_COLLECTIVES_IMPLEMENTATION", _env_str, "gloo"),
       "cpu_enable_async_dispatch": ("HLOX_CPU_ENABLE_ASYNC_DISPATCH", _env_bool, True),
+      # Custom VJP bwd rules' cotangents are not checked against their inputs' shapes
+      # (JAX's escape hatch for old code; custom_derivatives.py).
+      "disable_bwd_checks": ("HLOX_DISABLE_BWD_CHECKS", _env_bool, False),
       "remat3": ("HLOX_REMAT3", _env_bool, False),
       "custom_vjp3": ("HLOX_CUSTOM_VJP3", _env_bool, False),
       "scan3": ("HLOX_SCAN3", _env_bool, False),

@@ -14,37 +14,152 @@ control flow on concrete values behave as they do in JAX.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from hlox import lax, tree_util
+from hlox.config import config
 from hlox.cache import LRUCache
-from hlox.core import sharding_types
+from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
+from hlox.errors import UnexpectedTracerError
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, checkify, jet, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
 from hlox.runtime.array import device_put
 
-__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp"]
+__all__ = ["CustomVJPPrimal", "SymbolicZero", "closure_convert", "custom_gradient",
+           "custom_jvp", "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p",
+           "custom_vjp_primal_tree_values", "zero_from_primal"]
 
 
 _PY_SCALARS = (int, float, complex, bool)
 
 
-def _resolve_args(fun, args, kwargs):
-  """Keyword arguments as positional ones (custom rules see positional arguments)."""
-  if not kwargs:
-    return args
-  sig = inspect.signature(fun)
-  bound = sig.bind(*args, **kwargs)
-  bound.apply_defaults()
+# --- what rules with ``symbolic_zeros=True`` see --------------------------------------------
+
+class SymbolicZero:
+  """A tangent or cotangent known to be zero, as a custom rule defined with
+  ``symbolic_zeros=True`` sees it (and may return it): it has the zero's type (``aval``,
+  ``shape``, ``dtype``, ...) but no data, so a rule can tell which inputs are not being
+  differentiated and skip work for them."""
+
+  def __init__(self, aval):
+    self.aval = aval
+
+  def __repr__(self):
+    return "SymbolicZero"
+
+  def __getattr__(self, name):
+    # Type queries (shape, dtype, ndim, size, weak_type, str_short) answer for the zero.
+    if name == "aval":
+      raise AttributeError(name)
+    try:
+      return getattr(self.aval, name)
+    except AttributeError:
+      raise AttributeError(f"SymbolicZero has no attribute {name}") from None
+
+  @staticmethod
+  def from_primal_value(val) -> "SymbolicZero":
+    """The zero tangent of ``val``."""
+    return SymbolicZero(get_aval(val).to_tangent_aval())
+
+
+def zero_from_primal(val, symbolic_zeros: bool = False):
+  """Zero tangents for the pytree ``val``: arrays of each leaf's tangent type (float0 for
+  integers), or ``SymbolicZero`` objects with ``symbolic_zeros=True``."""
+  def zero(x):
+    t_aval = get_aval(x).to_tangent_aval()
+    return SymbolicZero(t_aval) if symbolic_zeros else ad.zeros_like_aval(t_aval)
+  return tree_util.tree_map(zero, val)
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+  """An argument of a ``custom_vjp`` forward rule defined with ``symbolic_zeros=True``:
+  the primal ``value`` and whether it is ``perturbed`` (being differentiated)."""
+  value: Any
+  perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+  """``tree`` with each ``CustomVJPPrimal`` leaf (as a ``symbolic_zeros`` forward rule
+  receives its arguments) replaced by its value."""
+  def value(leaf):
+    if type(leaf) is not CustomVJPPrimal:
+      raise TypeError(f"unexpected leaf type {type(leaf)}")
+    return leaf.value
+  return tree_util.tree_map(value, tree)
+
+
+def _to_symbolic(t):
+  return SymbolicZero(t.aval) if type(t) is ad.Zero else t
+
+
+def _from_symbolic(t):
+  return ad.Zero(t.aval) if type(t) is SymbolicZero else t
+
+
+def _perturbed(t):
+  return type(t) is not ad.Zero and get_aval(t).dtype != dtypes.float0
+
+
+def _signature(f):
+  """The signature arguments are bound against, kept on the decorated object ``f``: a
+  ``functools.partial``'s is opaque (its keywords stay inside it), as in JAX."""
+  sig = f._signature
+  if sig is None:
+    if isinstance(f.fun, functools.partial):
+      sig = inspect.Signature([
+          inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+          inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
+    else:
+      try:
+        sig = inspect.signature(f.fun)
+      except (TypeError, ValueError):  # a builtin without one: take anything
+        sig = inspect.Signature([
+            inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL)])
+    f._signature = sig
+  return sig
+
+
+def _resolve_args(f, args, kwargs, kind):
+  """Keyword arguments as positional ones (custom rules see positional arguments).
+
+  As in JAX, a keyword that can only be passed by keyword is an error, and so is any
+  binding failure, named after the decorated function."""
+  try:
+    bound = _signature(f).bind(*args, **kwargs)
+    bound.apply_defaults()
+    passed = [k for k in bound.kwargs if k in kwargs]
+    if passed:
+      raise TypeError("The following keyword arguments could not be resolved to positions: "
+                      + ", ".join(passed))
+  except TypeError as e:
+    name = getattr(f.fun, "__name__", type(f.fun).__name__)
+    raise TypeError(f"The input arguments to the {kind}-decorated function {name} could not "
+                    "be resolved to positional-only arguments. Binding failed with the "
+                    f"error:\n{e}") from e
   return bound.args
+
+
+def _nondiff_argnums(fun, nondiff_argnums, nondiff_argnames):
+  """The sorted positions of the non-differentiable arguments, from numbers and names (a
+  name counts for an argument that can be passed by position)."""
+  nums = {int(i) for i in nondiff_argnums}
+  if isinstance(nondiff_argnames, str):
+    nondiff_argnames = (nondiff_argnames,)
+  if nondiff_argnames:
+    params = inspect.signature(fun).parameters
+    nums.update(i for i, (k, p) in enumerate(params.items())
+                if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD and k in nondiff_argnames)
+  return tuple(sorted(nums))
 
 
 def _split_nondiff(args, nondiff_argnums):
@@ -171,34 +286,37 @@ def _bind_custom(f, prim, rule_param, rule_cls, args, name):
   leaves, in_tree = tree_util.tree_flatten(diff)
   in_avals = [get_aval(x) for x in leaves]
   jaxpr, consts, out_tree = _trace_call(f.fun, nondiff, len(args), in_tree, in_avals, name)
-  rule = rule_cls(f, nondiff, len(args), in_tree, out_tree, len(consts), name)
+  rule = rule_cls(f, nondiff, len(args), in_tree, out_tree, len(consts), name,
+                  out_avals=jaxpr.out_avals)
   outs = prim.bind(*consts, *leaves, call_jaxpr=jaxpr, num_consts=len(consts), name=name,
                    **{rule_param: rule})
   return tree_util.tree_unflatten(out_tree, outs)
 
 
-def _dispatch(f, args, kwargs, name, prim, rule_param, rule_cls, differentiate):
+def _dispatch(f, args, name, prim, rule_param, rule_cls, differentiate):
   """Run a custom-derivative call on the current trace, as JAX's traces process one.
 
   Eagerly, the function runs; a partial evaluation with only known inputs hands the call to
   its parent; a JVP trace with nonzero tangents calls ``differentiate`` (the user's rule) on
   its parent, and with only zero tangents hands the call to its parent. Any other trace gets
   the traced body bound as ``prim``."""
-  args = _resolve_args(f.fun, args, kwargs)
   nondiff, diff = _split_nondiff(args, f.nondiff_argnums)
   leaves, in_tree = tree_util.tree_flatten(diff)
   trace = trace_ctx.trace
-  if trace is eval_trace and not any(isinstance(x, Tracer) for x in leaves):
+  if ((trace is eval_trace or config.eager_constant_folding)
+      and not any(isinstance(x, Tracer) for x in leaves)):
+    # Eagerly (or inside ``ensure_compile_time_eval`` on concrete arguments) the function
+    # simply runs.
     return f.fun(*args)
   if type(trace) is PartialEvalTrace and not any(trace.is_unknown(x) for x in leaves):
     with set_current_trace(trace.parent):
-      return _dispatch(f, args, {}, name, prim, rule_param, rule_cls, differentiate)
+      return _dispatch(f, args, name, prim, rule_param, rule_cls, differentiate)
   if type(trace) is ad.JVPTrace:
     primals, tangents = zip(*[trace.to_primal_tangent(x) for x in leaves]) if leaves else ((), ())
     with set_current_trace(trace.parent):
       if all(type(t) is ad.Zero for t in tangents):
         primal_args = _merge(nondiff, tree_util.tree_unflatten(in_tree, primals), len(args))
-        return _dispatch(f, primal_args, {}, name, prim, rule_param, rule_cls, differentiate)
+        return _dispatch(f, primal_args, name, prim, rule_param, rule_cls, differentiate)
       rule = rule_cls(f, nondiff, len(args), in_tree, None, 0, name)
       p_out, t_out = differentiate(list(primals), list(tangents), rule=rule, name=name)
     outs = [trace.maybe_tracer(p, t) for p, t in zip(p_out, t_out)]
@@ -213,10 +331,14 @@ _register_call(custom_jvp_call_p)
 class custom_jvp:
   """Give ``fun`` a custom JVP rule: ``f.defjvp(lambda primals, tangents: (out, t_out))``."""
 
-  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-    functools.update_wrapper(self, fun)
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+               nondiff_argnames: Sequence[str] = ()):
+    # The name and docstring only: other attributes of ``fun`` are reached through
+    # ``__getattr__`` (so a copy of this object copies no caches of a jitted ``fun``).
+    functools.update_wrapper(self, fun, updated=())
     self.fun = fun
-    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.nondiff_argnums = _nondiff_argnums(fun, nondiff_argnums, nondiff_argnames)
+    self._signature = None
     self.jvp = None
     self.symbolic_zeros = False
 
@@ -258,7 +380,8 @@ class custom_jvp:
     name = getattr(self.fun, "__name__", "custom_jvp")
     if self.jvp is None:
       raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-    return _dispatch(self, args, kwargs, name, custom_jvp_call_p, "jvp", _JVPRule,
+    args = _resolve_args(self, args, kwargs, "custom_jvp")
+    return _dispatch(self, args, name, custom_jvp_call_p, "jvp", _JVPRule,
                      _custom_jvp_rule_jvp)
 
 
@@ -268,9 +391,50 @@ class _Rule:
   Hashable by identity, so it can be a primitive parameter.
   """
 
-  def __init__(self, f, nondiff, n_args, in_tree, out_tree, num_consts, name):
+  def __init__(self, f, nondiff, n_args, in_tree, out_tree, num_consts, name, out_avals=None):
     self.f, self.nondiff, self.n_args = f, nondiff, n_args
     self.in_tree, self.out_tree, self.num_consts, self.name = in_tree, out_tree, num_consts, name
+    # The traced function's output types, when it was traced (the rule's are checked
+    # against them, as JAX does once the primal function has run).
+    self.out_avals = None if out_avals is None else list(out_avals)
+
+  def _check_primal_out(self, kind, rule_name, p_leaves, p_tree):
+    """The rule's primal output against the function's: JAX's errors when the structures or
+    the shapes/dtypes differ. ``kind`` is 'jvp' or 'fwd'."""
+    if self.out_tree is None:  # the body was not traced: the rule's output gives the tree
+      self.out_tree = p_tree
+      return
+    p_avals = [get_aval(p) for p in p_leaves]
+    if self.out_avals is None:
+      self.out_avals = p_avals
+    shown = lambda tree, avals: str(tree_util.tree_unflatten(
+        tree, [a.str_short(short_dtypes=False) for a in avals])).replace("'", "")
+    if kind == "jvp":
+      head = (f"Custom JVP rule {rule_name} for function {self.name} must produce a pair (list "
+              "or tuple of length two) where the first element represents the primal output "
+              "(equal in value to the output of the custom_jvp-decorated function "
+              f"{self.name}, ")
+      what, tail = "JVP rule", f"while the custom_jvp-decorated function {self.name} had output "
+      tree_part, type_part = ("and in particular of the same container/pytree structure), ",
+                              "and in particular with leaves of the same shape/dtype), ")
+    else:
+      head = (f"Custom VJP fwd rule {rule_name} for function {self.name} must produce a pair "
+              "(list or tuple of length two) where the first element represents the primal "
+              "output (equal to the output of the custom_vjp-decorated function "
+              f"{self.name}) and the second element represents residuals (i.e. values stored "
+              "from the forward pass for use on the backward pass), ")
+      what, tail = "fwd rule", f"while the custom_vjp-decorated function {self.name} had output "
+      tree_part = type_part = ""
+    if p_tree != self.out_tree:
+      raise TypeError(
+          f"{head}{tree_part}but instead the {what} output's first element had "
+          f"container/pytree structure:\n    {shown(p_tree, p_avals)}\n{tail}"
+          f"container/pytree structure:\n    {shown(self.out_tree, self.out_avals)}.")
+    if any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(p_avals, self.out_avals)):
+      raise TypeError(
+          f"{head}{type_part}but instead the {what} output's first element had shapes/dtypes "
+          f"of:\n    {shown(p_tree, p_avals)}\n{tail}"
+          f"shapes/dtypes of:\n    {shown(self.out_tree, self.out_avals)}")
 
   def _nondiff_values(self):
     return [self.nondiff[i] for i in sorted(self.nondiff)]
@@ -281,23 +445,27 @@ class _JVPRule(_Rule):
 
   def __call__(self, primals, tangents):
     primals, tangents = primals[self.num_consts:], tangents[self.num_consts:]
-    if not self.f.symbolic_zeros:
+    if self.f.symbolic_zeros:
+      tangents = [_to_symbolic(t) for t in tangents]
+    else:
       tangents = [ad.instantiate_zeros(t) for t in tangents]
     p_args = tree_util.tree_unflatten(self.in_tree, primals)
     t_args = tree_util.tree_unflatten(self.in_tree, tangents)
     out = self.f.jvp(*self._nondiff_values(), tuple(p_args), tuple(t_args))
+    jvp_name = getattr(self.f.jvp, "__name__", type(self.f.jvp).__name__)
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-      raise TypeError(f"Custom JVP rule of {self.name} must return a pair (primal_out, "
-                      f"tangent_out), got {type(out).__name__}")
+      raise TypeError(f"Custom JVP rule {jvp_name} for function {self.name} must produce a "
+                      "pair (list or tuple of length two) representing primal and tangent "
+                      f"outputs, but got {out}.")
     p_out, t_out = out
     p_leaves, p_tree = tree_util.tree_flatten(p_out)
     t_leaves, t_tree = tree_util.tree_flatten(t_out)
-    if self.out_tree is None:  # the body was not traced: the rule's output gives the tree
-      self.out_tree = p_tree
-    if p_tree != self.out_tree or t_tree != self.out_tree:
-      raise TypeError(f"Custom JVP rule of {self.name} must produce primal and tangent outputs "
-                      f"with the structure of the function's output {self.out_tree}; got "
-                      f"primal {p_tree} and tangent {t_tree}")
+    t_leaves = [_from_symbolic(t) for t in t_leaves]
+    if p_tree != t_tree:
+      raise TypeError(f"Custom JVP rule {jvp_name} for function {self.name} must produce "
+                      "primal and tangent outputs with equal container (pytree) structures, "
+                      f"but got {p_tree} and {t_tree} respectively.")
+    self._check_primal_out("jvp", jvp_name, p_leaves, p_tree)
     for p, t in zip(p_leaves, t_leaves):
       pa = get_aval(p).update(weak_type=False)
       ta = (t.aval if type(t) is ad.Zero else get_aval(t)).update(weak_type=False)
@@ -305,8 +473,8 @@ class _JVPRule(_Rule):
       if expected.shape != ta.shape or expected.dtype != ta.dtype:
         # JAX's error (a TypeError), for the rule of {self.name}.
         raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
-                        f"corresponding shapes and dtypes. Expected {expected.str_short()} "
-                        f"(tangent type of {pa.str_short()}) but got {ta.str_short()}.")
+                        f"corresponding shapes and dtypes. Expected {expected.str_short(short_dtypes=False)} "
+                        f"(tangent type of {pa.str_short(short_dtypes=False)}) but got {ta.str_short(short_dtypes=False)}.")
     return p_leaves, t_leaves
 
 
@@ -343,11 +511,17 @@ class custom_vjp:
   """Give ``fun`` a custom VJP: ``f.defvjp(fwd, bwd)`` with ``fwd(*args) -> (out, res)`` and
   ``bwd(res, g) -> tuple of cotangents, one per (differentiable) argument``."""
 
-  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
-    functools.update_wrapper(self, fun)
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+               nondiff_argnames: Sequence[str] = ()):
+    # The name and docstring only: other attributes of ``fun`` are reached through
+    # ``__getattr__`` (so a copy of this object copies no caches of a jitted ``fun``).
+    functools.update_wrapper(self, fun, updated=())
     self.fun = fun
-    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.nondiff_argnums = _nondiff_argnums(fun, nondiff_argnums, nondiff_argnames)
+    self._signature = None
     self.fwd = self.bwd = None
+    self.symbolic_zeros = False
+    self.optimize_remat = False
 
   def __getattr__(self, name):
     # Another custom decorator's methods (``custom_vjp(custom_vmap(f)).def_vmap``) reach the
@@ -370,66 +544,118 @@ class custom_vjp:
       raise NotImplementedError(
           "remat optimization for custom_vjp does not support symbolic zeros")
     self.fwd, self.bwd = fwd, bwd
+    self.symbolic_zeros = bool(symbolic_zeros)
     self.optimize_remat = bool(optimize_remat)
 
   def __call__(self, *args, **kwargs):
     name = getattr(self.fun, "__name__", "custom_vjp")
     if self.fwd is None:
       raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-    return _dispatch(self, args, kwargs, name, custom_vjp_call_p, "vjp", _VJPRule,
+    args = _resolve_args(self, args, kwargs, "custom_vjp")
+    for i in self.nondiff_argnums:
+      if any(isinstance(x, Tracer) for x in tree_util.tree_leaves(args[i])):
+        raise UnexpectedTracerError(
+            f"custom_vjp function {name} got a traced value (a JAX Tracer) at argument {i}, "
+            "which nondiff_argnums marks as non-differentiable. Tracers cannot be passed as "
+            "non-differentiable arguments of custom_vjp functions: use nondiff_argnums only "
+            "for arguments that cannot be or contain traced values (functions, static "
+            "settings), and pass arrays as ordinary arguments, ignoring their cotangents.")
+    return _dispatch(self, args, name, custom_vjp_call_p, "vjp", _VJPRule,
                      _custom_vjp_rule_jvp)
 
 
 class _VJPRule(_Rule):
   """The user's fwd and bwd."""
 
-  def fwd(self, primals):
-    """Run the user's fwd: flat outputs, flat residuals and the residuals' tree."""
-    diff = tree_util.tree_unflatten(self.in_tree, primals[self.num_consts:])
+  def fwd(self, primals, perturbed):
+    """Run the user's fwd: flat outputs, flat residuals and the residuals' tree.
+    ``perturbed`` says which primals have a (nonzero) tangent."""
+    leaves = primals[self.num_consts:]
+    if self.f.symbolic_zeros:
+      leaves = [CustomVJPPrimal(p, bool(z))
+                for p, z in zip(leaves, perturbed[self.num_consts:])]
+    diff = tree_util.tree_unflatten(self.in_tree, leaves)
     out = self.f.fwd(*_merge(self.nondiff, diff, self.n_args))
+    fwd_name = getattr(self.f.fwd, "__name__", type(self.f.fwd).__name__)
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-      raise TypeError(f"Custom VJP fwd rule of {self.name} must return a pair (output, "
-                      f"residuals), got {type(out).__name__}")
+      raise TypeError(
+          f"Custom VJP fwd rule {fwd_name} for function {self.name} must produce a pair (list "
+          "or tuple of length two) where the first element represents the primal output "
+          f"(equal to those of the custom_vjp-decorated function {self.name}) and the second "
+          "element represents residuals (i.e. values stored from the forward pass for use on "
+          f"the backward pass), but instead of a pair the fwd rule {fwd_name} produced {out}.")
     primal_out, res = out
     p_leaves, p_tree = tree_util.tree_flatten(primal_out)
-    if self.out_tree is None:  # the body was not traced: fwd's output gives the tree
-      self.out_tree = p_tree
-    if p_tree != self.out_tree:
-      raise TypeError(f"Custom VJP fwd rule of {self.name} must return an output with the "
-                      f"structure of the function's output {self.out_tree}, got {p_tree}")
+    self._check_primal_out("fwd", fwd_name, p_leaves, p_tree)
     res_leaves, res_tree = tree_util.tree_flatten(res)
     return p_leaves, res_leaves, res_tree
 
   def bwd(self, res_tree, res_leaves, cts, in_avals):
+    """Run the user's bwd on cotangents (``Zero`` where known to be zero): one cotangent per
+    differentiable input leaf, ``Zero`` where the rule gave None or a symbolic zero."""
     if trace_ctx.trace is eval_trace:
       # A scalar residual passed through the linear jaxpr comes back as a literal's Python
       # number; eagerly the rule sees the Array its fwd made, as in JAX.
       res_leaves = [device_put(r) if type(r) in _PY_SCALARS else r for r in res_leaves]
     res = tree_util.tree_unflatten(res_tree, res_leaves)
+    if self.f.symbolic_zeros:
+      cts = [_to_symbolic(ct) for ct in cts]
+    else:
+      cts = [ad.instantiate_zeros(ct) for ct in cts]
     ct = tree_util.tree_unflatten(self.out_tree, cts)
     result = self.f.bwd(*self._nondiff_values(), res, ct)
-    if not isinstance(result, (tuple, list)):
-      raise TypeError(f"Custom VJP bwd rule of {self.name} must return a tuple with one "
-                      f"cotangent per differentiable argument, got {type(result).__name__}")
+    if isinstance(result, list) and len(result) == len(tree_util.treedef_children(self.in_tree)):
+      result = tuple(result)
     is_none = lambda x: x is None  # None stands for a zero cotangent
-    leaves, got_tree = tree_util.tree_flatten(list(result), is_leaf=is_none)
-    if got_tree != self.in_tree:
-      leaves = self._expand_none_prefixes(list(result), leaves)
+    leaves = None
+    if isinstance(result, tuple):
+      leaves, got_tree = tree_util.tree_flatten(list(result), is_leaf=is_none)
+      if got_tree != self.in_tree:
+        leaves = self._expand_none_prefixes(list(result), leaves)
+    bwd_name = getattr(self.f.bwd, "__name__", type(self.f.bwd).__name__)
     if leaves is None:
       raise TypeError(
-          f"Custom VJP bwd rule of {self.name} must produce a tuple with the structure of the "
-          f"differentiable primal inputs {self.in_tree}, but it produced {got_tree}")
+          f"Custom VJP bwd rule {bwd_name} for function {self.name} must produce an output "
+          "with the same container (pytree) "
+          "structure as the args tuple of the primal function, and in particular must "
+          "produce a tuple of length equal to the number of arguments to the primal "
+          f"function, but got bwd output structure {tree_util.tree_structure(result)} for "
+          f"primal input structure {self.in_tree}.")
+    check = not config.disable_bwd_checks
     out = []
-    for ct_leaf, aval in zip(leaves, in_avals):
-      if ct_leaf is None:
-        out.append(ad.Zero(aval.to_tangent_aval()))
+    for i, (ct_leaf, aval) in enumerate(zip(leaves, in_avals)):
+      t_aval = aval.to_tangent_aval()
+      if ct_leaf is None or t_aval.dtype == dtypes.float0:
+        out.append(ad.Zero(t_aval))
+        continue
+      if type(ct_leaf) is SymbolicZero:
+        if (ct_leaf.aval.shape, ct_leaf.aval.dtype) != (t_aval.shape, t_aval.dtype):
+          raise ValueError(
+              "Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that does not "
+              "match the corresponding input tangent shape/dtype: at output"
+              f"{self._leaf_path(i)} the SymbolicZero had shape/dtype "
+              f"{ct_leaf.aval.str_short(short_dtypes=False)} while the corresponding input had shape/dtype "
+              f"{aval.str_short(short_dtypes=False)}. Consider just returning a None here instead of a "
+              "SymbolicZero object.")
+        out.append(ad.Zero(ct_leaf.aval))
         continue
       c_aval = get_aval(ct_leaf)
-      if c_aval.shape != aval.shape:
-        raise ValueError(f"Custom VJP bwd rule of {self.name} produced a cotangent of shape "
-                         f"{c_aval.shape} for an input of shape {aval.shape}")
+      if check and c_aval.shape != aval.shape:
+        extra = ("the dtypes do not match, and the shapes do not match"
+                 if c_aval.dtype != t_aval.dtype else "the shapes do not match")
+        raise ValueError(
+            "Custom VJP bwd rule must produce an output with the same type as the args tuple "
+            f"of the primal function, but at output{self._leaf_path(i)} the bwd rule "
+            f"attached to {self.name} ({bwd_name}) produced an output of type {c_aval.str_short(short_dtypes=False)} corresponding to an input of "
+            f"type {aval.str_short(short_dtypes=False)}, so {extra}")
       out.append(ct_leaf)
     return out
+
+  def _leaf_path(self, i):
+    """The key path (as ``[0]['a']``) of differentiable input leaf ``i`` in the args tuple."""
+    skeleton = tuple(tree_util.tree_unflatten(self.in_tree, [0] * self.in_tree.num_leaves))
+    paths = [p for p, _ in tree_util.tree_flatten_with_path(skeleton)[0]]
+    return tree_util.keystr(paths[i])
 
   def _expand_none_prefixes(self, result, leaves):
     """As JAX allows, a None in the bwd output stands for zero cotangents of the whole
@@ -457,7 +683,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, vjp, num_consts, name
 def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
   """fwd on the primals; the output tangent is a ``custom_lin`` of the input tangents."""
   vjp, num_consts = rule, rule.num_consts
-  p_out, res, res_tree = vjp.fwd(primals)
+  p_out, res, res_tree = vjp.fwd(primals, [_perturbed(t) for t in tangents])
   in_avals = [get_aval(p) for p in primals[num_consts:]]
   out_avals = [get_aval(p).to_tangent_aval() for p in p_out]
   nz = [type(t) is not ad.Zero for t in tangents[num_consts:]]
@@ -488,6 +714,8 @@ def _custom_lin_impl(*args, name, **params):
   raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
 custom_lin_p.def_impl(_custom_lin_impl)
+# Lowered (a jitted jvp of a custom_vjp function), it is the same error, raised while lowering.
+xla.register_lowering(custom_lin_p, lambda ctx, *args, name, **params: _custom_lin_impl(name=name))
 
 
 def _custom_lin_batch(axis_data, vals, dims, *, name, **params):
@@ -500,8 +728,7 @@ batching.axis_primitive_batchers[custom_lin_p] = _custom_lin_batch
 def _custom_lin_transpose(cts, *args, num_res, vjp, res_tree, in_avals, nonzeros, out_avals,
                           name):
   res = list(args[:num_res])
-  cts = [ad.instantiate_zeros(ct) for ct in cts]
-  cts_in = vjp.bwd(res_tree, res, cts, in_avals)
+  cts_in = vjp.bwd(res_tree, res, list(cts), in_avals)
   cts_nz = [ct for ct, nz in zip(cts_in, nonzeros) if nz]
   return [None] * num_res + cts_nz
 
@@ -511,41 +738,106 @@ ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 # --- batching ----------------------------------------------------------------------------
 
 def _batched_call(prim, axis_data, vals, dims, call_jaxpr):
-  """The call jaxpr batched with every output at batch dimension 0."""
-  batched, _ = batching.batch_jaxpr(call_jaxpr, axis_data, dims, instantiate=True)
+  """The call jaxpr batched (batched outputs at dimension 0), its new constants and its
+  output batch dimensions.
+
+  Under a vmap without an axis name every output is batched, so that the rules may batch
+  any of them. Under a named one, an output that the function leaves unbatched (a ``psum``
+  over the axis, say) stays so, as in JAX; a rule then may not batch it (``_OutDims``)."""
+  batched, out_dims = batching.batch_jaxpr(call_jaxpr, axis_data, dims,
+                                           instantiate=axis_data.name is None)
   batched, consts = convert_constvars(batched)
-  return batched, consts
+  return batched, consts, list(out_dims)
+
+
+class _OutDims:
+  """The batch dimensions of a batched rule's outputs.
+
+  The call's outputs are batched as the function's (``primal``). A rule run while the call
+  is being bound (under a JVP of the vmap) reports its own (``ran``): an output that the
+  function leaves unbatched but the rule batches (its tangent depends on the mapped axis,
+  say) is batched then. A rule run later, from a jaxpr, must match the function's."""
+
+  def __init__(self, primal):
+    self.primal, self.ran, self.binding = list(primal), None, False
+
+  def conform(self, groups, size, name, kind):
+    """``groups``: per output, the (value, batch dimension) pairs that share its dimension
+    (its primal and tangent). Returns them moved to the output's dimension, and those
+    dimensions (0 or None)."""
+    moved, final = [], []
+    for p_dim, group in zip(self.primal, groups):
+      batched = p_dim is not None or any(d is not None for _, d in group)
+      if batched and p_dim is None and not self.binding:
+        raise ValueError(
+            f"the custom {kind} rule of {name} produced an output batched along the mapped "
+            "axis where the function's output is not; under vmap the batching of an "
+            "application is inferred from the function, so its rules' outputs may not "
+            "depend on the mapped axis more than the function's do")
+      final.append(0 if batched else None)
+      moved.append([batching.matchaxis(v, d, 0, size) if batched else v for v, d in group])
+    if self.binding:
+      self.ran = final
+    return moved, final
+
+  def bind(self, prim, *args, **params):
+    """Bind ``prim``; the output dimensions as the rule ran (if it did) or the function's."""
+    self.binding, self.ran = True, None
+    try:
+      outs = prim.bind(*args, **params)
+    finally:
+      self.binding = False
+    return outs, (self.ran if self.ran is not None else self.primal)
 
 
 class _BatchedJVPRule:
   """A custom JVP rule run under vmap: the user's rule sees per-example values."""
 
-  def __init__(self, rule, axis_data, in_dims, num_new_consts):
+  def __init__(self, rule, axis_data, in_dims, num_new_consts, out_dims):
     self.rule, self.axis_data, self.in_dims = rule, axis_data, list(in_dims)
     self.num_new_consts = num_new_consts
+    self.out_dims = out_dims  # an _OutDims
+    self.name = rule.name
 
   def __call__(self, primals, tangents):
     primals, tangents = primals[self.num_new_consts:], tangents[self.num_new_consts:]
-    tangents = [ad.instantiate_zeros(t) for t in tangents]
+    # Zero tangents stay symbolic (a rule with symbolic_zeros sees them as such): only the
+    # others are batched arguments; a zero the rule returns stays one, batched.
+    t_zero = [type(t) is ad.Zero for t in tangents]
+    zero_avals = [_unbatched_aval(t.aval, d) if z else None
+                  for t, z, d in zip(tangents, t_zero, self.in_dims)]
+    nz_tangents = [t for t, z in zip(tangents, t_zero) if not z]
+    nz_dims = [d for d, z in zip(self.in_dims, t_zero) if not z]
     n = len(primals)
+    out_zero = []
 
     def flat(*xs):
-      p_out, t_out = self.rule(list(xs[:n]), list(xs[n:]))
-      return list(p_out) + [ad.instantiate_zeros(t) for t in t_out]
+      it = iter(xs[n:])
+      ts = [ad.Zero(a) if z else next(it) for z, a in zip(t_zero, zero_avals)]
+      p_out, t_out = self.rule(list(xs[:n]), ts)
+      out_zero[:] = [type(t) is ad.Zero for t in t_out]
+      return list(p_out) + [t for t in t_out if type(t) is not ad.Zero]
 
-    outs, dims = batching.batch(flat, list(primals) + tangents, self.in_dims * 2,
-                                self.axis_data)
-    outs = [batching.matchaxis(o, d, 0, self.axis_data.size) for o, d in zip(outs, dims)]
-    k = len(outs) // 2
-    return outs[:k], outs[k:]
+    outs, dims = batching.batch(flat, list(primals) + nz_tangents, self.in_dims + nz_dims,
+                                self.axis_data, shares_axis=True)
+    k = len(out_zero)
+    nz_t = iter(zip(outs[k:], dims[k:]))
+    groups = [[(p, pd)] if z else [(p, pd), next(nz_t)]
+              for p, pd, z in zip(outs[:k], dims[:k], out_zero)]
+    groups, _ = self.out_dims.conform(groups, self.axis_data.size, self.name, "JVP")
+    p_out = [g[0] for g in groups]
+    t_out = [ad.Zero(get_aval(g[0]).to_tangent_aval()) if z else g[1]
+             for g, z in zip(groups, out_zero)]
+    return p_out, t_out
 
 
 def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts, name):
-  batched, consts = _batched_call(custom_jvp_call_p, axis_data, vals, dims, call_jaxpr)
-  rule = _BatchedJVPRule(jvp, axis_data, dims, len(consts))
-  outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=batched, jvp=rule,
-                                num_consts=num_consts + len(consts), name=name)
-  return outs, [0] * len(outs)
+  batched, consts, out_dims = _batched_call(custom_jvp_call_p, axis_data, vals, dims,
+                                            call_jaxpr)
+  box = _OutDims(out_dims)
+  rule = _BatchedJVPRule(jvp, axis_data, dims, len(consts), box)
+  return box.bind(custom_jvp_call_p, *consts, *vals, call_jaxpr=batched, jvp=rule,
+                  num_consts=num_consts + len(consts), name=name)
 
 batching.axis_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 
@@ -553,9 +845,10 @@ batching.axis_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 class _BatchedVJPRule:
   """A custom VJP (fwd, bwd) run under vmap."""
 
-  def __init__(self, rule, axis_data, in_dims, num_new_consts):
+  def __init__(self, rule, axis_data, in_dims, num_new_consts, out_dims):
     self.rule, self.axis_data, self.in_dims = rule, axis_data, list(in_dims)
     self.num_new_consts = num_new_consts
+    self.out_dims = out_dims  # an _OutDims
     self.name = rule.name
 
   @property
@@ -564,35 +857,60 @@ class _BatchedVJPRule:
     # constants, then the original call's.
     return self.num_new_consts + self.rule.num_consts
 
-  def fwd(self, primals):
+  def fwd(self, primals, perturbed):
     primals = primals[self.num_new_consts:]
+    perturbed = perturbed[self.num_new_consts:]
     tree_box = []
 
     def flat(*xs):
-      p_out, res, res_tree = self.rule.fwd(list(xs))
+      p_out, res, res_tree = self.rule.fwd(list(xs), perturbed)
       tree_box.append((len(p_out), res_tree))
       return list(p_out) + list(res)
 
-    outs, dims = batching.batch(flat, list(primals), self.in_dims, self.axis_data)
-    outs = [batching.matchaxis(o, d, 0, self.axis_data.size) for o, d in zip(outs, dims)]
+    outs, dims = batching.batch(flat, list(primals), self.in_dims, self.axis_data,
+                                shares_axis=True)
+    size = self.axis_data.size
     n_out, res_tree = tree_box[0]
-    return outs[:n_out], outs[n_out:], res_tree
+    groups, p_dims = self.out_dims.conform(
+        [[(o, d)] for o, d in zip(outs[:n_out], dims[:n_out])], size, self.name, "VJP fwd")
+    p_out = [g[0] for g in groups]
+    res = [batching.matchaxis(o, d, 0, size) for o, d in zip(outs[n_out:], dims[n_out:])]
+    # bwd needs the outputs' dimensions (their cotangents have them): they travel with the
+    # residuals' tree.
+    return p_out, res, (res_tree, tuple(p_dims))
 
   def bwd(self, res_tree, res, cts, in_avals):
+    res_tree, ct_dims = res_tree
     size = self.axis_data.size
     num_consts = self.rule.num_consts
     dims = self.in_dims[num_consts:]
     unbatched_avals = [_unbatched_aval(a, d) for a, d in zip(in_avals, dims)]
     nr = len(res)
+    # Zero cotangents stay symbolic: only the others are batched arguments (at their
+    # outputs' dimensions).
+    ct_zero = [type(ct) is ad.Zero for ct in cts]
+    zero_avals = [_unbatched_aval(ct.aval, d) if z else None
+                  for ct, z, d in zip(cts, ct_zero, ct_dims)]
+    nz_cts = [ct for ct, z in zip(cts, ct_zero) if not z]
+    nz_ct_dims = [d for d, z in zip(ct_dims, ct_zero) if not z]
+    out_zero = []
 
     def flat(*xs):
-      cts_in = self.rule.bwd(res_tree, list(xs[:nr]), list(xs[nr:]), unbatched_avals)
-      return [ad.instantiate_zeros(c) for c in cts_in]
+      it = iter(xs[nr:])
+      cts_ = [ad.Zero(a) if z else next(it) for z, a in zip(ct_zero, zero_avals)]
+      cts_in = self.rule.bwd(res_tree, list(xs[:nr]), cts_, unbatched_avals)
+      out_zero[:] = [type(c) is ad.Zero for c in cts_in]
+      return [c for c in cts_in if type(c) is not ad.Zero]
 
-    outs, out_dims = batching.batch(flat, list(res) + list(cts), [0] * (nr + len(cts)),
-                                    self.axis_data)
+    outs, out_dims = batching.batch(flat, list(res) + nz_cts, [0] * nr + nz_ct_dims,
+                                    self.axis_data, shares_axis=True)
+    it = iter(zip(outs, out_dims))
     result = []
-    for o, od, d in zip(outs, out_dims, dims):
+    for z, a, d in zip(out_zero, in_avals, dims):
+      if z:
+        result.append(ad.Zero(a.to_tangent_aval()))
+        continue
+      o, od = next(it)
       if d is None:  # an unmapped input gets the sum over the mapped axis
         result.append(o if od is None else _sum_axis(o, od))
       else:
@@ -611,11 +929,12 @@ def _sum_axis(x, axis):
 
 
 def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, vjp, num_consts, name):
-  batched, consts = _batched_call(custom_vjp_call_p, axis_data, vals, dims, call_jaxpr)
-  rule = _BatchedVJPRule(vjp, axis_data, dims, len(consts))
-  outs = custom_vjp_call_p.bind(*consts, *vals, call_jaxpr=batched, vjp=rule,
-                                num_consts=num_consts + len(consts), name=name)
-  return outs, [0] * len(outs)
+  batched, consts, out_dims = _batched_call(custom_vjp_call_p, axis_data, vals, dims,
+                                            call_jaxpr)
+  box = _OutDims(out_dims)
+  rule = _BatchedVJPRule(vjp, axis_data, dims, len(consts), box)
+  return box.bind(custom_vjp_call_p, *consts, *vals, call_jaxpr=batched, vjp=rule,
+                  num_consts=num_consts + len(consts), name=name)
 
 batching.axis_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
 
@@ -646,9 +965,9 @@ class _CheckifiedRule:
     p_out, t_out = self.rule(primals[n:], tangents[n:])
     return [*errs, *p_out], [*self._zero_tangents(), *t_out]
 
-  def fwd(self, primals):  # custom_vjp
+  def fwd(self, primals, perturbed):  # custom_vjp
     errs, n = self._errors(primals), self.skip + len(self.err_avals)
-    p_out, res, res_tree = self.rule.fwd(primals[n:])
+    p_out, res, res_tree = self.rule.fwd(primals[n:], perturbed[n:])
     return [*errs, *p_out], res, res_tree
 
   def bwd(self, res_tree, res, cts, in_avals):
@@ -780,9 +1099,9 @@ def closure_convert(fun: Callable, *example_args):
     args, hoisted_vals = args_and_hoisted[:n_args], args_and_hoisted[n_args:]
     leaves, tree = tree_util.tree_flatten(tuple(args))
     if tree != in_tree:
-      raise TypeError("closure_convert: the inputs to the converted function must have the "
-                      "same pytree structure as the example arguments passed to "
-                      f"closure_convert; expected {in_tree}, got {tree}")
+      raise TypeError("The inputs to the closure produced by closure_convert must have the "
+                      "same Pytree structure as the example arguments passed when "
+                      f"closure_convert was called. Expected {in_tree}, but got {tree}")
     kept_it, hoisted_it = iter(kept), iter(hoisted_vals)
     all_consts = [next(hoisted_it) if h else next(kept_it) for h in hoisted_at]
     out = eval_jaxpr(jaxpr.jaxpr, [], *all_consts, *leaves)

@@ -253,6 +253,11 @@ PUBLIC_NAMES = {
     'hlox.custom_batching': (
         'custom_vmap', 'sequential_vmap',
     ),
+    'hlox.custom_derivatives': (
+        'CustomVJPPrimal', 'SymbolicZero', 'closure_convert', 'custom_gradient', 'custom_jvp',
+        'custom_jvp_call_p', 'custom_vjp', 'custom_vjp_call_p', 'custom_vjp_primal_tree_values',
+        'linear_call', 'remat_opt_p', 'zero_from_primal',
+    ),
     'hlox.stages': (
         'ArgInfo', 'Compiled', 'CompilerOptions', 'Lowered', 'Traced', 'Wrapped',
     ),

@@ -165,7 +165,7 @@ def test_custom_vjp_none_cotangent_for_a_whole_subtree():
   # A cotangent array where a subtree belongs is still an error.
   bad = hlox.custom_vjp(lambda s, x: x * 2.0)
   bad.defvjp(lambda s, x: (x * 2.0, None), lambda r, g: (g, g * 2.0))
-  with pytest.raises(TypeError, match="must produce a tuple with the structure"):
+  with pytest.raises(TypeError, match="must produce an output with the same container"):
     hlox.grad(lambda s, x: bad(s, x), argnums=(0, 1))(s, 3.0)
 
 

@@ -313,7 +313,7 @@ def test_closure_convert_hoists_traced_values():
   np.testing.assert_allclose(hlox.jit(outer)(0.5), np.sin(2.0) * 0.5, rtol=1e-6)
   converted, hoisted = hlox.closure_convert(lambda a, b: a * b + 1.0, 2.0, 3.0)
   assert hoisted == [] and float(converted(4.0, 5.0)) == 21.0
-  with pytest.raises(TypeError, match="same pytree structure"):
+  with pytest.raises(TypeError, match="same Pytree structure"):
     converted((4.0, 5.0))
 
 

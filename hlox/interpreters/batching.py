@@ -84,14 +84,22 @@ class BatchTracer(Tracer):
 class BatchTrace(Trace):
   name = "vmap"
 
-  def __init__(self, parent, axis_data: AxisData):
+  def __init__(self, parent, axis_data: AxisData, shares_axis: bool = False):
     super().__init__()
     self.parent = parent
     self.axis_data = axis_data
+    # A trace that runs a user's rule for another vmap of the same axis (a custom JVP or VJP
+    # rule batched by that vmap) takes that vmap's tracers, which the rule may close over,
+    # as its own (JAX reuses the trace's tag there).
+    self.shares_axis = shares_axis
 
   def to_batch_info(self, x):
-    if type(x) is BatchTracer and x._trace is self:
-      return x.val, x.batch_dim
+    if type(x) is BatchTracer:
+      if x._trace is self:
+        return x.val, x.batch_dim
+      if (self.shares_axis and x._trace.axis_data is self.axis_data
+          and not x._trace.invalid):
+        return x.val, x.batch_dim
     if isinstance(x, Tracer):
       self.check_tracer(x)
     return x, not_mapped
@@ -140,10 +148,13 @@ def _binds_axis(primitive, params, name) -> bool:
              for jaxpr in subjaxprs(params) for eqn in jaxpr.eqns)
 
 
-def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData):
+def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData,
+          shares_axis: bool = False):
   """Run ``fun`` on the stacks ``vals`` (mapped along ``in_dims``); returns the flat outputs
-  and their batch dimensions (None for outputs that do not depend on the mapped axis)."""
-  trace = BatchTrace(current_trace(), axis_data)
+  and their batch dimensions (None for outputs that do not depend on the mapped axis).
+  With ``shares_axis``, tracers of other vmaps of ``axis_data`` that ``fun`` closes over
+  count as mapped values of this one (see ``BatchTrace``)."""
+  trace = BatchTrace(current_trace(), axis_data, shares_axis)
   in_tracers = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
   try:
     with set_current_trace(trace), extend_axis_env(axis_data.name, axis_data.size):

@@ -146,10 +146,17 @@ def argument_buffers(args, device) -> list:
   ``device``), scalars' from the shared scalar buffers, other host values transferred to
   ``device`` (None: the default device)."""
   arrays = [x if type(x) is Array else scalar_argument(x, device) if type(x) in SCALAR_TYPES
-            else device_put(x, device) for x in args]
+            else _host_argument(x, device) for x in args]
   if device is None:
     return [x._buf for x in arrays]
   return moved_buffers(arrays, device)
+
+
+def _host_argument(x, device):
+  # A tracer reaching a compiled call's cache-hit path outside its transformation has
+  # escaped it (the slow path reports the same, before the signature is looked up).
+  check_no_tracers((x,))
+  return device_put(x, device)
 
 
 _compile_cache = LRUCache()
