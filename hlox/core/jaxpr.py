@@ -286,10 +286,11 @@ pp_rules: dict = {}
 
 
 class _BinderPrinter:
-  __slots__ = ("names", "used")
+  __slots__ = ("names", "used", "nested")
 
-  def __init__(self, names, used):
+  def __init__(self, names, used, nested=False):
     self.names, self.used = names, used
+    self.nested = nested  # inside another equation's jaxpr (JAX keeps its binders there)
 
   def __call__(self, v) -> str:
     return _binder(self.names, v, self.used)
@@ -301,7 +302,7 @@ class _BinderPrinter:
 def _pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
   rule = pp_rules.get(eqn.primitive)
   if rule is not None:
-    return rule(eqn, names, _BinderPrinter(names, used))
+    return rule(eqn, names, _BinderPrinter(names, used, indent > 4))
   params = eqn.primitive.params_for_printing(eqn.params)
   if eqn.primitive.name == "jit" and isinstance(params.get("jaxpr"), (Jaxpr, ClosedJaxpr)):
     inner = params["jaxpr"]

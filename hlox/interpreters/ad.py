@@ -263,11 +263,7 @@ class Linearized:
     """Cotangents of the inputs given cotangents of the outputs (Zero allowed)."""
     cts = [ct for ct, z in zip(cts_out, self.out_zeros) if not z]
     args = [UndefinedPrimal(a) for a in self.in_avals]
-    closed = self.jaxpr
-    if state_discharge.jaxpr_has_refs(closed.jaxpr):
-      # Tangent references (of a function using references inside) become plain values.
-      closed = state_discharge.discharge_jaxpr(closed)
-    return backward_pass(closed.jaxpr, closed.consts, args, cts)
+    return backward_pass(self.jaxpr.jaxpr, self.jaxpr.consts, args, cts)
 
 
 def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None
@@ -312,6 +308,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
   current trace); the others are transposed in reverse order. Returns one cotangent per
   undefined-primal argument (``Zero`` when nothing flows to it).
   """
+  if state_discharge.jaxpr_has_refs(jaxpr):
+    # Tangent references (of a function using references inside) become plain values.
+    pure = state_discharge.discharge_jaxpr(ClosedJaxpr(jaxpr, consts))
+    jaxpr, consts = pure.jaxpr, pure.consts
   primal_env = {}
   linear = set()
 

@@ -393,8 +393,9 @@ def _check_unbatched_indices(dims, what):
                               "yet; index with unbatched integers and slices")
 
 
-def _new_ref_batch(vals, dims, **params):
-  return new_ref_p.bind(vals[0], **params), dims[0]
+def _new_ref_batch(axis_data, vals, dims, **params):
+  x = batching.matchaxis(vals[0], dims[0], dims[0] or 0, axis_data.size)
+  return new_ref_p.bind(x, **params), dims[0] or 0
 
 
 def _freeze_batch(vals, dims):
@@ -440,7 +441,8 @@ def _addupdate_batch(axis_data, vals, dims, *, indexer):
   return [], []
 
 
-batching.primitive_batchers[new_ref_p] = _new_ref_batch
+batching.axis_primitive_batchers[new_ref_p] = _new_ref_batch
+batching.always_batched.add(new_ref_p)
 batching.primitive_batchers[freeze_p] = _freeze_batch
 batching.axis_primitive_batchers[get_p] = _get_batch
 batching.axis_primitive_batchers[swap_p] = _swap_batch
@@ -473,9 +475,11 @@ def _pp_get(eqn, names, binder):
 def _pp_swap(eqn, names, binder):
   ref, value, *dyn = eqn.invars
   where = _pp_index(ref, eqn.params["indexer"], dyn, names)
-  if binder.unused(eqn.outvars[0]):
+  if binder.unused(eqn.outvars[0]) and not binder.nested:
     return f"{where} <- {names(value)}"
-  return f"{binder(eqn.outvars[0])}, {where} <- {where}, {names(value)}"
+  out = eqn.outvars[0]
+  lhs = f"{names(out)}:{out.aval.str_short()}" if binder.nested else binder(out)
+  return f"{lhs}, {where} <- {where}, {names(value)}"
 
 
 def _pp_addupdate(eqn, names, binder):
@@ -509,11 +513,12 @@ def _value_for(ref_aval, indexer, dyn, value, name="swap"):
   if aval.shape != want.shape:
     raise ValueError(f"Invalid shape for `{name}`. Ref shape: {ref_aval.shape}. Expected "
                      f"shape: {want.shape}. Value shape: {aval.shape}.")
-  if aval.dtype != want.dtype or aval.weak_type != want.weak_type:
-    if not aval.weak_type and aval.dtype != want.dtype and not _is_python_scalar(value):
+  if aval.dtype != want.dtype or aval.weak_type:
+    if not aval.weak_type and not _is_python_scalar(value):
       raise ValueError(f"Invalid dtype for `{name}`. Ref dtype: {want.dtype}. Value dtype: "
                        f"{aval.dtype}. ")
-    value = convert_element_type(value, want.dtype, weak_type=want.weak_type)
+    # As JAX: what is stored is strongly typed, whatever the reference was made from.
+    value = convert_element_type(value, want.dtype, weak_type=False)
   return value
 
 
