@@ -68,6 +68,8 @@ from hlox.runtime.array import Shard
 from hlox.lax.shard_map import shard_map
 from hlox.lax.smap import smap
 from hlox.debug.callbacks import effects_barrier, pure_callback
+from hlox import ref
+from hlox.ref import Ref, empty_ref, free_ref, freeze, new_ref
 
 
 def __getattr__(name):

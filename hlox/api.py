@@ -27,14 +27,16 @@ from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
 from hlox.core.avals import ShapedArray, Token
-from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
+from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
+from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.errors import ConcretizationTypeError, DistributedRuntimeError
-from hlox.interpreters import batching, nan_checks, xla
+from hlox.interpreters import batching, nan_checks, state_discharge, xla
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
                            jit_p, signature)
+from hlox.lax import state as ref_lib
 from hlox.runtime import client, introspection, placement
 from hlox.runtime import sharding as sharding_lib
 from hlox.lax.sharding_constraint import constrain as with_sharding_constraint
@@ -376,13 +378,25 @@ class _FlatEntry(tuple):
 class _Traced:
   """A traced jitted function: the jaxpr (consts turned into leading args) and its output tree."""
 
-  __slots__ = ("jaxpr", "consts", "out_tree", "in_avals")
+  __slots__ = ("jaxpr", "consts", "out_tree", "in_avals", "ref_positions", "_discharged")
 
   def __init__(self, jaxpr, consts, out_tree, in_avals):
     self.jaxpr = jaxpr
     self.consts = consts
     self.out_tree = out_tree
     self.in_avals = in_avals
+    # Where the program's arguments (consts first) are array references: such a call runs
+    # the discharged program and writes the references' new values back.
+    self.ref_positions = tuple(i for i, v in enumerate(jaxpr.jaxpr.invars)
+                               if is_ref_aval(v.aval))
+    self._discharged = None
+
+  def discharged(self):
+    """``(pure jaxpr, its consts)``: references in, their final values out after the
+    outputs (``interpreters/state_discharge.py``)."""
+    if self._discharged is None:
+      self._discharged = convert_constvars(state_discharge.discharge_jaxpr(self.jaxpr))
+    return self._discharged
 
 
 # Device copies of big NumPy constants that jitted functions close over, shared by every
@@ -491,6 +505,8 @@ class JitWrapped:
     dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
     traced = self._get_traced(in_tree, leaves, statics, args, kwargs)
+    if traced.ref_positions:
+      return self._call_with_refs(traced, leaves, args, kwargs)
     # As JAX: no donation while NaN checks are on (a re-run needs the arguments).
     donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
         (self.donate_argnums or self.donate_argnames) and not nan_checks.enabled) else ()
@@ -525,6 +541,33 @@ class JitWrapped:
     if donated_invars:
       _forget_donated(leaves, donated)
     return traced.out_tree.unflatten(outs)
+
+  def _call_with_refs(self, traced, leaves, args, kwargs):
+    """A call whose program reads or writes array references (arguments or closed over):
+    the references' values go in, the discharged program runs as one ``jit`` (staged under
+    an outer trace), and their final values are written back."""
+    flat = list(traced.consts) + list(leaves)
+    n_consts = len(traced.consts)
+    refs = [flat[i] for i in traced.ref_positions]
+    _check_ref_aliasing(self.fun, refs, traced.ref_positions, n_consts, lambda: _argument_paths(
+        self.fun, args, kwargs, self.static_argnums, self.static_argnames))
+    if type(trace_ctx.trace) is JaxprTrace:
+      # Staged as JAX stages it: one ``jit`` equation on the references themselves (its
+      # discharge rule makes it pure when the enclosing program is lowered).
+      outs = jit_p.bind(*flat, jaxpr=traced.jaxpr, name=self.name,
+                        donated_invars=(False,) * len(flat), keep_unused=self.keep_unused,
+                        inline=self.inline)
+      return traced.out_tree.unflatten(outs)
+    jaxpr, consts = traced.discharged()
+    for i, r in zip(traced.ref_positions, refs):
+      flat[i] = ref_lib.get(r, ...)
+    outs = jit_p.bind(*consts, *flat, jaxpr=jaxpr, name=self.name,
+                      donated_invars=(False,) * (len(consts) + len(flat)),
+                      keep_unused=self.keep_unused, inline=self.inline)
+    n_out = len(outs) - len(refs)
+    for r, new in zip(refs, outs[n_out:]):
+      ref_lib.set(r, ..., new)
+    return traced.out_tree.unflatten(outs[:n_out])
 
   def _flat_key(self, args):
     """``(key, dynamic arguments)`` of a call with positional arguments only on the shortest
@@ -721,6 +764,7 @@ class JitWrapped:
       out = self.fun(*full_args, **dyn_kwargs, **static_kw)
       out_leaves, out_tree = tree_util.tree_flatten(out)
       _check_outputs(self.fun, "jit", out, out_leaves)
+      _check_no_ref_outputs(self.fun, out_leaves, flat_args, origin[2])
       out_tree_box.append(out_tree)
       return out_leaves
 
@@ -777,6 +821,37 @@ class JitWrapped:
     """How many argument signatures the cache-hit path holds for this function (JAX's
     ``_cache_size``: shared, as the cache is, by every ``jit`` of the same function)."""
     return sum(type(v) is not _FlatEntry for v in list(self._call_cache._data.values()))
+
+
+def _check_ref_aliasing(fun, refs, positions, n_consts, paths) -> None:
+  """JAX's errors for a reference passed twice, or passed and closed over, in one call."""
+  seen = {}
+  for r, i in zip(refs, positions):
+    if id(r) in seen:
+      j = seen[id(r)]
+      names = paths()
+      if j < n_consts:
+        raise ValueError(f"when tracing {fun_source_info(fun)} for jit, a mutable array "
+                         f"reference of type {get_aval(r)} was both closed over and passed as "
+                         f"the argument {names[i - n_consts]}")
+      raise ValueError("only one reference to a mutable array may be passed as an argument "
+                       f"to a function, but when tracing {fun_source_info(fun)} for jit the "
+                       f"mutable array reference of type {get_aval(r)} appeared at both "
+                       f"{names[j - n_consts]} and {names[i - n_consts]}.")
+    seen[id(r)] = i
+
+
+def _check_no_ref_outputs(fun, out_leaves, in_leaves, paths) -> None:
+  """JAX's error for a jitted function that returns an array reference."""
+  for leaf in out_leaves:
+    if is_ref_aval(getattr(leaf, "aval", None)):
+      text = (f"function {fun_source_info(fun)} traced for jit returned a mutable array "
+              f"reference of type {leaf.aval}, but mutable array references cannot be "
+              "returned.")
+      where = next((i for i, x in enumerate(in_leaves) if x is leaf), None)
+      if where is not None:
+        text += f"\n\nThe returned mutable array was passed in as the argument {paths[where]}."
+      raise ValueError(text)
 
 
 def _lowering_signature(x):

@@ -19,6 +19,7 @@ from hlox.config import config
 from hlox.errors import JaxprTypeError
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray, abstract_token
+from hlox.core.refs import AbstractRef
 from hlox.core import sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
@@ -278,7 +279,30 @@ def pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
   return text
 
 
+# primitive -> rule(eqn, names, binder) -> text: equations printed in a form of their own
+# (a reference's ``c:f32[3] <- b[...]``); ``binder(v)`` prints a binder, ``binder.unused(v)``
+# says whether nothing reads ``v``.
+pp_rules: dict = {}
+
+
+class _BinderPrinter:
+  __slots__ = ("names", "used", "nested")
+
+  def __init__(self, names, used, nested=False):
+    self.names, self.used = names, used
+    self.nested = nested  # inside another equation's jaxpr (JAX keeps its binders there)
+
+  def __call__(self, v) -> str:
+    return _binder(self.names, v, self.used)
+
+  def unused(self, v) -> bool:
+    return self.used is not None and v not in self.used
+
+
 def _pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
+  rule = pp_rules.get(eqn.primitive)
+  if rule is not None:
+    return rule(eqn, names, _BinderPrinter(names, used, indent > 4))
   params = eqn.primitive.params_for_printing(eqn.params)
   if eqn.primitive.name == "jit" and isinstance(params.get("jaxpr"), (Jaxpr, ClosedJaxpr)):
     inner = params["jaxpr"]
@@ -303,6 +327,8 @@ def _pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
     lines = [f"{pad}{k}={_pp_param(v, names, indent + 2, indent + 3 + len(k))}"
              for k, v in params.items()]
     head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
+  if not eqn.outvars:  # JAX prints an equation without results as its right side alone
+    return f"{head}{' ' + ins if ins else ''}"
   return f"{outs} = {head}{' ' + ins if ins else ''}"
 
 
@@ -581,7 +607,8 @@ class JaxprTrace(Trace):
       tracer = JaxprTracer(self, x.aval, var)
     else:
       aval = get_aval(x)
-      if aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token:
+      if (aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token
+          and type(aval) is not AbstractRef):
         value = _literal_value(x, aval)
         tracer = JaxprTracer(self, aval, Literal(value, aval))
       else:

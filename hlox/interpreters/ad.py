@@ -19,6 +19,7 @@ from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, get_aval, set_current_trace)
 from hlox.interpreters.partial_eval import PartialEvalTrace
+from hlox.interpreters import state_discharge
 
 primitive_jvps: dict = {}
 primitive_transposes: dict = {}
@@ -94,6 +95,20 @@ def instantiate_zeros(t):
   return zeros_like_aval(t.aval) if type(t) is Zero else t
 
 
+# Primitives whose JVP rule runs even when no input is perturbed: ``new_ref`` makes a
+# tangent reference that later writes may fill with differentiated values.
+always_differentiated: set = set()
+
+
+def staged_tangent(t, primal_aval):
+  """``t`` as a real array that, under a trace that stages (``linearize``'s partial
+  evaluation, a jit), is a value of that trace: a tangent reference made from it must be
+  staged with the linear program, not filled eagerly."""
+  t = zeros_like_aval(primal_aval.to_tangent_aval()) if type(t) is Zero else t
+  to_tracer = getattr(current_trace(), "to_tracer", None)
+  return t if to_tracer is None else to_tracer(t)
+
+
 def add_tangents(x, y):
   if type(x) is Zero:
     return y
@@ -156,7 +171,7 @@ class JVPTrace(Trace):
 
   def process_primitive(self, primitive, args, params):
     primals, tangents = zip(*[self.to_primal_tangent(x) for x in args]) if args else ((), ())
-    if all(type(t) is Zero for t in tangents):
+    if all(type(t) is Zero for t in tangents) and primitive not in always_differentiated:
       with set_current_trace(self.parent):
         return primitive.bind(*primals, **params)
     rule = primitive_jvps.get(primitive)
@@ -293,6 +308,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
   current trace); the others are transposed in reverse order. Returns one cotangent per
   undefined-primal argument (``Zero`` when nothing flows to it).
   """
+  if state_discharge.jaxpr_has_refs(jaxpr):
+    # Tangent references (of a function using references inside) become plain values.
+    pure = state_discharge.discharge_jaxpr(ClosedJaxpr(jaxpr, consts))
+    jaxpr, consts = pure.jaxpr, pure.consts
   primal_env = {}
   linear = set()
 

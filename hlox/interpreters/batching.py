@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 from hlox import tree_util
 from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray
+from hlox.core.refs import AbstractRef
 from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, subjaxprs, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, extend_axis_env, get_aval,
                               set_current_trace)
@@ -22,6 +23,9 @@ not_mapped = None
 primitive_batchers: dict = {}
 # rule(axis_data, vals, dims, **params): for rules that need the axis size or name
 axis_primitive_batchers: dict = {}
+# Primitives whose rule runs even on unbatched operands: a reference made inside a vmapped
+# function is batched from the start, since later writes may store batched values in it.
+always_batched: set = set()
 
 
 class AxisData:
@@ -50,6 +54,10 @@ class BatchTracer(Tracer):
     aval = get_aval(self.val)
     if self.batch_dim is None:
       return aval
+    if type(aval) is AbstractRef:  # a batched reference: one example's reference type
+      inner = aval.inner_aval
+      return AbstractRef(inner.update(shape=inner.shape[:self.batch_dim] +
+                                      inner.shape[self.batch_dim + 1:]))
     shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
     if sharding_types.active[0]:  # one example's type records its split, as JAX's does
       split = self.type_sharding
@@ -106,7 +114,8 @@ class BatchTrace(Trace):
 
   def process_primitive(self, primitive, args, params):
     vals, dims = zip(*[self.to_batch_info(x) for x in args]) if args else ((), ())
-    if all(d is None for d in dims) and not self._binds_my_axis(primitive, params):
+    if all(d is None for d in dims) and not self._binds_my_axis(primitive, params) and \
+        primitive not in always_batched:
       with set_current_trace(self.parent):
         return primitive.bind(*vals, **params)
     with set_current_trace(self.parent):

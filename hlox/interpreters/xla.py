@@ -24,7 +24,7 @@ from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core.tracer import check_no_tracers
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
 from hlox.config import config
-from hlox.interpreters import nan_checks
+from hlox.interpreters import nan_checks, state_discharge
 from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
                                 moved_buffers, needs_moves, scalar_argument)
@@ -440,6 +440,13 @@ def compare_hlo(x, y, direction: str, dtype) -> ir.Value:
 def lower_jaxpr(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
                 args: Sequence[ir.Value]) -> list:
   """Emit ``jaxpr``'s equations at the current insertion point; returns its outputs."""
+  if state_discharge.jaxpr_has_refs(jaxpr):
+    # References made and used inside: the pure program, their values threaded through.
+    whole = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns,
+                  jaxpr.debug_info)
+    pure = state_discharge.discharge_jaxpr(ClosedJaxpr(whole, []))
+    pure_consts = [ir_constant(np.asarray(c)) for c in pure.consts]
+    return lower_jaxpr(mctx, pure.jaxpr, pure_consts, [*consts, *args])
   env = {}
 
   def read(v):

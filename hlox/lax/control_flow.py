@@ -27,18 +27,20 @@ from hlox.cache import LRUCache
 from hlox.core import dtypes, sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray
+from hlox.core.refs import is_ref_aval
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert_constvars, dce_jaxpr,
                              effectful_primitives, eval_jaxpr, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.errors import ConcretizationTypeError
-from hlox.interpreters import ad, batching, checkify, cost, nan_checks, xla
+from hlox.interpreters import ad, batching, checkify, cost, nan_checks, state_discharge, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
 from hlox.lax.ad_util import stop_gradient
 from hlox.lax.call import jit_p as _jit_p
+from hlox.lax import state
 from hlox.lax import reductions as _red
 from hlox.lax import shapes as _shapes
 from hlox.runtime.array import Array, device_put, type_sharding
@@ -1068,6 +1070,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     types = ", ".join(f"ShapedArray({a.str_short(short_dtypes=False)})" for a in pred)
     raise TypeError(f"while_loop: cond_fun must return a boolean scalar, but got output "
                     f"type(s) [{types}].")
+  refs = []
+  if _ref_positions(bconsts) or _ref_positions(cconsts):
+    cond_j, cconsts, body, bconsts, refs = _while_refs_as_carries(cond_j, cconsts, body,
+                                                                  bconsts)
+    leaves = [state.get(r, ...) for r in refs] + list(leaves)
   # As JAX: a carry that the body returns unchanged and the cond does not read is a body
   # const instead (vmap with a batched predicate then leaves it unbatched).
   moved = _read_only_carries(body, len(bconsts), cond_j, len(cconsts))
@@ -1083,7 +1090,56 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   if any(moved):
     outs = iter(outs)
     outs = [x if m else next(outs) for x, m in zip(leaves, moved)]
+  if refs:
+    for r, v in zip(refs, outs):
+      state.set(r, ..., v)
+    outs = outs[len(refs):]
   return tree_util.tree_unflatten(carry_tree, outs)
+
+
+def _while_refs_as_carries(cond_j, cconsts, body, bconsts):
+  """A while loop whose cond or body closed over references: their values become leading
+  carries of both (the cond only reads them)."""
+  refs = []
+  for c in [bconsts[i] for i in _ref_positions(bconsts)] + \
+      [cconsts[i] for i in _ref_positions(cconsts)]:
+    if not any(c is r for r in refs):
+      refs.append(c)
+
+  def lift(closed, consts, keep_ref_outs):
+    # Make every reference an explicit leading argument, then discharge.
+    idx = [next((i for i, c in enumerate(consts) if c is r), None) for r in refs]
+    others = [i for i, c in enumerate(consts) if not any(c is r for r in refs)]
+    pure = state_discharge.discharge_jaxpr(closed)
+    n = len(consts)
+    avals = pure.in_avals
+    new_avals = ([avals[i] for i in others] + [r.aval.inner_aval for r in refs]
+                 + avals[n:len(closed.in_avals)])
+
+    def fun(*args):
+      full = [None] * n
+      for i, v in zip(others, args[:len(others)]):
+        full[i] = v
+      rvals = args[len(others):len(others) + len(refs)]
+      for i, v in zip(idx, rvals):
+        if i is not None:
+          full[i] = v
+      rest = args[len(others) + len(refs):]
+      outs = eval_jaxpr(pure.jaxpr, pure.consts, *full, *rest)
+      positions = sorted(i for i in idx if i is not None)
+      outs, finals = outs[:len(outs) - len(positions)], outs[len(outs) - len(positions):]
+      if not keep_ref_outs:
+        return outs
+      final_at = dict(zip(positions, finals))
+      return [final_at[i] if i is not None else v for i, v in zip(idx, rvals)] + outs
+
+    new, extra = convert_constvars(trace_to_jaxpr(fun, new_avals, "while_loop body",
+                                                  "while_loop"))
+    return new, list(extra) + [consts[i] for i in others]
+
+  body, bconsts = lift(body, bconsts, True)
+  cond_j, cconsts = lift(cond_j, cconsts, False)
+  return cond_j, cconsts, body, bconsts, refs
 
 
 def _read_only_carries(body, body_nconsts, cond_j, cond_nconsts) -> list:
@@ -1561,6 +1617,11 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   else:
     _check_carry("scan body", f, carry_tree, carry_avals, children[0],
                  body.out_avals[:n_carry])
+  # References the body writes are carried: their values in, their final values out.
+  body, consts, refs = _discharge_loop_refs(body, consts, "scan")
+  if refs:
+    init_leaves = [state.get(r, ...) for r in refs] + list(init_leaves)
+    n_carry += len(refs)
   # As JAX: a carry the body returns unchanged is read-only, a const of the loop (under vmap
   # an unbatched one stays unbatched), and the final carry is the initial value.
   moved = _forwarded_carries(body, len(consts), n_carry)
@@ -1581,9 +1642,50 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   if any(moved):
     final = iter(outs[:n_carried])
     outs = [x if m else next(final) for x, m in zip(init_leaves, moved)] + outs[n_carried:]
+  if refs:
+    for r, v in zip(refs, outs):
+      state.set(r, ..., v)
+    outs, n_carry = outs[len(refs):], n_carry - len(refs)
   carry = tree_util.tree_unflatten(carry_tree, outs[:n_carry])
   ys = tree_util.tree_unflatten(children[1], outs[n_carry:])
   return carry, ys
+
+
+def _ref_positions(consts) -> list:
+  """Positions of the array references among a loop body's consts."""
+  return [i for i, c in enumerate(consts) if is_ref_aval(getattr(c, "aval", None))]
+
+
+def _refs_as_carries(body, nconsts, ref_idx, what):
+  """A loop body that writes references it closed over, made pure: ``(consts, carry, ...)
+  -> (carry', ...)`` becomes ``(extra consts, other consts, ref values, carry, ...) ->
+  (final ref values, carry', ...)``; returns it and its extra consts."""
+  pure = state_discharge.discharge_jaxpr(body)
+  avals = pure.in_avals
+  others = [i for i in range(nconsts) if i not in ref_idx]
+  new_avals = [avals[i] for i in others] + [avals[i] for i in ref_idx] + avals[nconsts:]
+  k = len(ref_idx)
+
+  def fun(*args):
+    full = [None] * nconsts
+    for i, v in zip(others + ref_idx, args[:nconsts]):
+      full[i] = v
+    outs = eval_jaxpr(pure.jaxpr, pure.consts, *full, *args[nconsts:])
+    return outs[len(outs) - k:] + outs[:len(outs) - k]
+
+  return convert_constvars(trace_to_jaxpr(fun, new_avals, f"{what} body", what))
+
+
+def _discharge_loop_refs(body, consts, what):
+  """``(body, consts, refs)``: the references ``body`` closed over become leading carries
+  (``refs`` in order; none: everything unchanged)."""
+  ref_idx = _ref_positions(consts)
+  if not ref_idx:
+    return body, consts, []
+  refs = [consts[i] for i in ref_idx]
+  body, extra = _refs_as_carries(body, len(consts), ref_idx, what)
+  consts = list(extra) + [c for i, c in enumerate(consts) if i not in ref_idx]
+  return body, consts, refs
 
 
 def _forwarded_carries(body, num_consts, n_carry) -> tuple:

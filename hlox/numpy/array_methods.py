@@ -8,9 +8,12 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
+from hlox.core.refs import AbstractRef
 from hlox.core.tracer import Tracer
+from hlox.lax import state
 from hlox.errors import ConcretizationTypeError
-from hlox.numpy import (creation, indexing, products, reductions, searching, selection, shapes,
+from hlox.numpy import (conversion, creation, indexing, products, reductions, searching,
+                        selection, shapes,
                         sorting, ufuncs, util)
 from hlox.runtime.array import Array
 
@@ -250,6 +253,19 @@ def install():
   # Arrays and tracers are unhashable even though they define __eq__.
   Array.__hash__ = Array.__dict__.get("__hash__") or _unhashable
   Tracer.__hash__ = _unhashable
+  # A tracer that stands for an array reference is indexed by reading and writing it.
+  Tracer.__getitem__ = _ref_aware(Tracer.__getitem__, state.get)
+  Tracer.__setitem__ = _ref_aware(Tracer.__setitem__, state.set)
+  state.set_device_value(conversion.asarray)
+
+
+def _ref_aware(array_op, ref_op):
+  def op(x, *args):
+    if type(x.aval) is AbstractRef:
+      return ref_op(x, *args)
+    return array_op(x, *args)
+  op.__name__ = array_op.__name__
+  return op
 
 
 def _unhashable(self):

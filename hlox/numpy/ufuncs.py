@@ -88,8 +88,10 @@ _INEXACT = frozenset(d for d in dtypes.all_dtypes if dtypes.is_inexact(d))
 def _args_inexact(name, *args):
   if len(args) == 1:  # fast path: one array that is already inexact
     aval = getattr(args[0], "aval", None)
-    if aval is not None and aval.dtype in _INEXACT:
+    if aval is not None and aval.dtype in _INEXACT \
+        and not hasattr(aval, "inner_aval"):  # a reference is no array (checked below)
       return args
+  check_arraylike(name, *args)
   return _strong_scalars(promote_args_inexact(name, *args))
 
 

@@ -12,6 +12,7 @@ from hlox.core import dtypes, source_info
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError
 from hlox.numpy.conversion import asarray
+from hlox.core.refs import AbstractRef
 from hlox.runtime.array import Array
 
 
@@ -27,7 +28,8 @@ def check_arraylike(name: str, *args) -> None:
   """Arrays, NumPy values, Python scalars, or objects that turn themselves into arrays
   (``__jax_array__``, which ``ensure_array`` calls); a TypeError for anything else."""
   for i, x in enumerate(args):
-    if not is_arraylike(x) and not hasattr(x, "__jax_array__"):
+    if (not is_arraylike(x) and not hasattr(x, "__jax_array__")) or (
+        isinstance(x, Tracer) and type(x.aval) is AbstractRef):  # a reference is no array
       if dtypes.extended_dtype_of(x) is not None:
         raise TypeError(_extended_dtype_message(name, args))
       raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(x)} "

@@ -1,0 +1,109 @@
+"""Discharge: a jaxpr that mutates array references, made pure.
+
+``discharge_jaxpr`` turns a jaxpr whose inputs may be references (``AbstractRef``) into one
+that takes the references' *values* in their place and returns, after its own outputs, the
+final value of each reference input. References the jaxpr creates itself (``new_ref``) become
+plain values threaded from equation to equation. Lowering (``jit``), the control-flow
+primitives (a loop body that writes a closed-over reference threads its value as a carry) and
+reverse-mode autodiff (a linear jaxpr with tangent references is discharged, then transposed)
+all use it.
+
+The rule table ``discharge_rules`` is filled beside the primitives (``lax/state.py``); this
+interpreter knows none of them.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, trace_to_jaxpr
+from hlox.core.refs import is_ref_aval
+from hlox.core import source_info as source_info_lib
+
+# primitive -> rule(ref values (None where the operand is no reference), *operands, **params)
+#   -> (new values of the operands that are references (None: unchanged), outputs)
+discharge_rules: dict = {}
+_creators: set = set()  # primitives whose output is a new reference (its value: the output)
+
+
+def register(primitive, rule: Callable, creates: bool = False) -> None:
+  discharge_rules[primitive] = rule
+  if creates:
+    _creators.add(primitive)
+
+
+def jaxpr_has_refs(jaxpr: Jaxpr) -> bool:
+  """Whether ``jaxpr`` takes references or operates on them (its nested jaxprs are pure:
+  the primitives holding them discharge their bodies when bound)."""
+  if any(is_ref_aval(v.aval) for v in jaxpr.invars) or any(
+      is_ref_aval(v.aval) for v in jaxpr.constvars):
+    return True
+  return any(e.primitive in _creators or any(is_ref_aval(v.aval) for v in e.invars)
+             for e in jaxpr.eqns)
+
+
+def discharge_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
+  """The pure form of ``closed``: each reference input takes the reference's value, and the
+  final values of the reference inputs follow the outputs, in input order. Reference
+  consts are not allowed here (make them inputs first, ``convert_constvars``)."""
+  jaxpr = closed.jaxpr
+  if any(is_ref_aval(v.aval) for v in jaxpr.constvars):
+    raise ValueError("discharge_jaxpr: references among the consts; make them inputs first")
+  in_avals = [v.aval.inner_aval if is_ref_aval(v.aval) else v.aval for v in jaxpr.invars]
+  ref_positions = [i for i, v in enumerate(jaxpr.invars) if is_ref_aval(v.aval)]
+
+  def run(*args):
+    return eval_discharged(jaxpr, closed.consts, args, ref_positions)
+
+  return trace_to_jaxpr(run, in_avals, debug_info=jaxpr.debug_info or "")
+
+
+def eval_discharged(jaxpr: Jaxpr, consts, args, ref_positions) -> list:
+  """Evaluate ``jaxpr`` on the current trace with each reference replaced by its value:
+  returns the outputs, then the final values of the inputs at ``ref_positions``."""
+  env = {}
+  refs = {}  # reference variable -> its current value
+
+  def read(v):
+    if type(v) is Literal:
+      return v.val
+    if v in refs:
+      raise TypeError("a reference was used as an array operand (read it with ref[...] "
+                      "first)")
+    return env[v]
+
+  env.update(zip(jaxpr.constvars, consts))
+  ref_set = set(ref_positions)
+  for i, (v, a) in enumerate(zip(jaxpr.invars, args)):
+    if i in ref_set:
+      refs[v] = a
+    else:
+      env[v] = a
+  context = source_info_lib._context
+  prev = context.eqn
+  try:
+    for eqn in jaxpr.eqns:
+      context.eqn = eqn.source_info
+      rule = discharge_rules.get(eqn.primitive)
+      if rule is None:
+        if any(type(v) is not Literal and v in refs for v in eqn.invars):
+          raise NotImplementedError(f"discharging references through '{eqn.primitive.name}' "
+                                    "is not supported")
+        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+        continue
+      ins = [None if type(v) is Literal else v for v in eqn.invars]
+      ref_vals = [refs.get(v) if v is not None else None for v in ins]
+      operands = [ref_vals[k] if (v is not None and v in refs) else read(eqn.invars[k])
+                  for k, v in enumerate(ins)]
+      new_vals, outs = rule(ref_vals, *operands, **eqn.params)
+      for v, new in zip(ins, new_vals):
+        if new is not None:
+          refs[v] = new
+      if eqn.primitive in _creators:
+        refs[eqn.outvars[0]] = outs[0]
+      else:
+        env.update(zip(eqn.outvars, outs))
+  finally:
+    context.eqn = prev
+  outs = [read(v) for v in jaxpr.outvars]
+  return outs + [refs[jaxpr.invars[i]] for i in ref_positions]
