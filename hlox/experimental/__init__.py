@@ -1,5 +1,5 @@
 """``hlox.experimental``: APIs that JAX keeps under ``jax.experimental`` (``io_callback``,
-``checkify``, ``jet``, ``ode``), re-exported from the rooms that implement them.
+``checkify``, ``jet``, ``ode``, ``sparse``), re-exported from the rooms that implement them.
 
 Belongs here: thin re-exports and small wrappers of APIs whose home is elsewhere in hlox
 (``hlox.debug``, ``hlox.lax``), and JAX's small experimental libraries written on the public
@@ -7,7 +7,7 @@ layers (``ode``: ``odeint``); may import the rooms of its layer and below, never
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
 from hlox.experimental import (checkify, compilation_cache, jet, mesh_utils,  # noqa: F401
-                               multihost_utils, ode, shard_map)
+                               multihost_utils, ode, shard_map, sparse)
 
 __all__ = ["checkify", "compilation_cache", "io_callback", "jet", "mesh_utils",
-           "multihost_utils", "ode", "shard_map"]
+           "multihost_utils", "ode", "shard_map", "sparse"]

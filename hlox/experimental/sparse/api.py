@@ -1,0 +1,32 @@
+"""Format-generic constructors and conversions of ``hlox.experimental.sparse``
+(``sparse.empty``, ``sparse.eye``, ``sparse.todense``)."""
+from hlox.experimental.sparse._base import JAXSparse
+from hlox.experimental.sparse.bcoo import BCOO
+
+__all__ = ["empty", "eye", "todense"]
+
+_FORMATS = {"bcoo": BCOO}
+
+
+def _format(sparse_format: str):
+  try:
+    return _FORMATS[sparse_format]
+  except KeyError:
+    raise ValueError(f"sparse_format={sparse_format!r} not recognized; expected one of "
+                     f"{sorted(_FORMATS)}") from None
+
+
+def empty(shape, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
+  """An all-zero sparse array of ``shape`` (``nse=0`` unless ``nse=`` is given)."""
+  return _format(sparse_format)._empty(shape, dtype=dtype, index_dtype=index_dtype, **kwds)
+
+
+def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", **kwds):
+  """A sparse ``(N, M)`` array with ones on the ``k``-th diagonal, as ``jnp.eye``."""
+  return _format(sparse_format)._eye(N, N if M is None else M, k, dtype=dtype,
+                                     index_dtype=index_dtype, **kwds)
+
+
+def todense(arr):
+  """``arr`` as a dense array (dense arrays come back unchanged)."""
+  return arr.todense() if isinstance(arr, JAXSparse) else arr
