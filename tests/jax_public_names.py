@@ -413,4 +413,7 @@ PUBLIC_NAMES = {
         'check_error', 'checkify', 'debug_check', 'div_checks', 'float_checks', 'index_checks',
         'init_error', 'nan_checks', 'user_checks',
     ),
+    'hlox.experimental.random': (
+        'StatefulPRNG', 'stateful_rng',
+    ),
 }
