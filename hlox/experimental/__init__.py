@@ -7,7 +7,9 @@ layers (``ode``: ``odeint``); may import the rooms of its layer and below, never
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
 from hlox.experimental import (checkify, compilation_cache, jet, mesh_utils,  # noqa: F401
-                               multihost_utils, ode, shard_map, xla_metadata)
+                               multihost_utils, ode, shard_alike, shard_map,
+                               xla_metadata)
 
 __all__ = ["checkify", "compilation_cache", "io_callback", "jet", "mesh_utils",
-           "multihost_utils", "ode", "shard_map", "xla_metadata"]
+           "multihost_utils", "ode", "shard_alike", "shard_map",
+           "xla_metadata"]

@@ -109,6 +109,7 @@ class ModuleContext:
     # ... and the mesh axes that body is not manual over (a shard_map with axis_names).
     self.auto_axes = ()
     self._channels = 0
+    self.sharding_groups = 0  # ``sdy.sharding_group`` ids given out (``shard_alike``)
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
