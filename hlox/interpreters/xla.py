@@ -7,6 +7,7 @@ variable, and calls each primitive's rule from ``lowering_rules`` with a
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 import threading
@@ -529,10 +530,12 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
   label = _label(eqn)
   outer = mctx.scope
   metadata = info.xla_metadata if info is not None else ()
+  # Equations a rule traces (``lower_fun``) carry this equation's XLA metadata, so every op
+  # the rule emits is tagged with it, as JAX tags them.
+  block = (source_info_lib.xla_metadata(metadata, replace=True)
+           if metadata or source_info_lib._context.xla_metadata else _NO_BLOCK)
   try:
-    # Equations a rule traces (``lower_fun``) carry this equation's XLA metadata, so every
-    # op the rule emits is tagged with it, as JAX tags them.
-    with mctx.location(label, info), source_info_lib.xla_metadata(metadata, replace=True):
+    with mctx.location(label, info), block:
       # Ops of nested jaxprs (bodies, branches, callees) are named inside this equation.
       mctx.scope = (f"{outer}{info.scope()}/{label}/" if info is not None and info.name_stack
                     else f"{outer}{label}/")
@@ -552,6 +555,9 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
     for value in outs:
       attach_frontend_attributes(value, metadata)
   return outs
+
+
+_NO_BLOCK = contextlib.nullcontext()
 
 
 def attach_frontend_attributes(value, pairs) -> None:
