@@ -684,6 +684,10 @@ class JitWrapped:
                             self.static_argnames, leaves, bad) from None
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
+    # The equations record the XLA metadata in effect (``set_xla_metadata``).
+    metadata = source_info_lib.current_xla_metadata()
+    if metadata:
+      key += (metadata,)
     # PartitionSpecs and types inside are resolved against the mesh in effect.
     mesh = sharding_lib.current_mesh()
     if mesh is not None:
@@ -2223,7 +2227,8 @@ class _PmapFunction:
                          f"this process has {local} devices; each process passes one slice "
                          "per local device")
       global_size = size * client.process_count()
-    key = (in_tree, tuple(avals), axes, size, statics, tuple(trace_ctx.axis_env))
+    key = (in_tree, tuple(avals), axes, size, statics, tuple(trace_ctx.axis_env),
+           source_info_lib.current_xla_metadata())
     traced = self._trace_cache.get(key)
     if traced is not None:
       return traced, global_size

@@ -6,6 +6,7 @@ import threading
 import weakref
 
 from hlox.config import config
+from hlox.core.source_info import current_xla_metadata
 from hlox.core.tracer import Tracer, trace_ctx
 
 _all_caches: "weakref.WeakSet[LRUCache]" = weakref.WeakSet()
@@ -103,7 +104,7 @@ _derived_cache = LRUCache()
 
 
 def memoize_derived(key: tuple, make):
-  """``make()`` once per ``key`` and named axes in scope: for the jaxprs that transformation
+  """``make()`` once per ``key``, named axes in scope and XLA metadata in effect: for the jaxprs that transformation
   rules derive from a call primitive's jaxpr (its JVP, partial evaluation, transpose,
   batched form). Returning the same jaxpr objects on every call lets the compile caches,
   keyed on them, hit when e.g. an eager ``grad`` of a jitted function runs again.
@@ -111,7 +112,8 @@ def memoize_derived(key: tuple, make):
   ``make`` returns a tuple; results holding tracers of an enclosing transformation in one
   of its list entries (constants) are valid only there and are not remembered.
   """
-  key = (*key, tuple(trace_ctx.axis_env))
+  # The derived equations record the XLA metadata in effect (``set_xla_metadata``).
+  key = (*key, tuple(trace_ctx.axis_env), current_xla_metadata())
   hit = _derived_cache.get(key)
   if hit is None:
     hit = make()

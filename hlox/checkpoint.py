@@ -382,7 +382,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
     avals = [get_aval(x) for x in leaves]
     try:
       key = (in_tree, tuple((i, v, type(v)) for i, v in statics.items()), tuple(avals),
-             config.enable_x64, tuple(trace_ctx.axis_env))
+             config.enable_x64, tuple(trace_ctx.axis_env), source_info_lib.current_xla_metadata())
       hit = traces.get(key)
     except TypeError:  # unhashable static arguments: trace every time
       key = hit = None

@@ -29,6 +29,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.errors import UnexpectedTracerError
+from hlox.core.source_info import current_xla_metadata
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, checkify, jet, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
@@ -183,7 +184,7 @@ def _trace_call(fun, nondiff, n_args, in_tree, in_avals, name):
   closed over traced values."""
   try:
     key = (fun, in_tree, tuple(in_avals), tuple(sorted(nondiff.items())),
-           tuple(trace_ctx.axis_env))
+           tuple(trace_ctx.axis_env), current_xla_metadata())
     hash(key)
   except TypeError:
     key = None

@@ -89,6 +89,11 @@ class JaxprEqn:
     self.params = params
     self.source_info = source_info
 
+  @property
+  def ctx(self) -> "EqnContext":
+    """The context the equation was traced in (as JAX's ``eqn.ctx``): its XLA metadata."""
+    return EqnContext(self.source_info)
+
   def replace(self, **kwargs) -> "JaxprEqn":
     fields = {k: getattr(self, k) for k in self.__slots__}
     fields.update(kwargs)
@@ -96,6 +101,20 @@ class JaxprEqn:
 
   def __repr__(self):
     return pp_eqn(self, _Names(), 0)
+
+
+class EqnContext:
+  """What of the tracing context an equation keeps: ``xla_metadata``, a dict of the
+  ``set_xla_metadata`` pairs in effect when it was traced (``None`` when there were none)."""
+
+  __slots__ = ("xla_metadata",)
+
+  def __init__(self, info):
+    pairs = info.xla_metadata if info is not None else ()
+    self.xla_metadata = dict(pairs) if pairs else None
+
+  def __repr__(self):
+    return f"EqnContext(xla_metadata={self.xla_metadata})"
 
 
 class Jaxpr:
@@ -703,8 +722,10 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: s
     in_tracers = [trace.new_arg(a, s) for a, s in zip(in_avals, in_shardings)]
   # The equations of a traced function record their names relative to it and their own
   # source lines, whatever equation's rule asked for the trace.
+  # The XLA metadata in effect (an equation's being re-emitted included) stays in effect.
   context = source_info_lib._context
-  prev_stack, prev_eqn = context.name_stack, context.eqn
+  prev_stack, prev_eqn, prev_meta = context.name_stack, context.eqn, context.xla_metadata
+  context.xla_metadata = source_info_lib.current_xla_metadata()
   context.name_stack, context.eqn = (), None
   try:
     with set_current_trace(trace):
@@ -713,6 +734,7 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: s
     jaxpr, consts = trace.to_jaxpr(out_tracers)
   finally:
     context.name_stack, context.eqn = prev_stack, prev_eqn
+    context.xla_metadata = prev_meta
     trace.invalidate()
   return ClosedJaxpr(jaxpr, consts)
 

@@ -11,6 +11,12 @@ and column are worked out only when asked for. Interpreters that re-emit an equa
 transpose of a linear equation, a batched or differentiated jaxpr's equations) run the rules
 under ``current_eqn(eqn.source_info)``, so that what they emit points at the user's line of the
 original equation, not at the line that called ``grad`` or ``vmap``.
+
+The same record carries the XLA metadata (``set_xla_metadata``'s key/value pairs) in effect
+when the equation was traced; the lowering attaches it to the equation's ops as
+``mhlo.frontend_attributes``. Re-emitted equations keep theirs for the same reason they keep
+their line, and it stays in effect for jaxprs a rule traces while re-emitting (the body of a
+differentiated ``jit``).
 """
 from __future__ import annotations
 
@@ -21,7 +27,8 @@ import sysconfig
 import threading
 
 __all__ = ["SourceInfo", "current", "named_scope", "extend_name_stack", "current_eqn",
-           "name_stack", "reset_name_stack", "is_user_file"]
+           "name_stack", "reset_name_stack", "is_user_file", "xla_metadata",
+           "current_xla_metadata", "merge_metadata"]
 
 _hlox_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Python's own library: a frame there (contextlib, functools) is not the user's line.
@@ -40,16 +47,29 @@ def is_user_file(filename: str) -> bool:
   return True
 
 
+def merge_metadata(base: tuple, updates) -> tuple:
+  """``base`` (sorted ``(key, value)`` pairs) updated with ``updates`` (pairs or a dict);
+  a ``None`` value removes its key. Sorted pairs again, so equal metadata compares equal."""
+  items = updates.items() if isinstance(updates, dict) else updates
+  if not items:
+    return base
+  merged = dict(base)
+  merged.update(items)
+  return tuple(sorted((k, v) for k, v in merged.items() if v is not None))
+
+
 class SourceInfo:
-  """A user source position (``file``, ``line``, ``column``, ``function``, computed lazily)
-  and the ``name_stack`` (a tuple of scope names) of one equation."""
+  """A user source position (``file``, ``line``, ``column``, ``function``, computed lazily),
+  the ``name_stack`` (a tuple of scope names) and the ``xla_metadata`` (sorted key/value
+  pairs) of one equation."""
 
-  __slots__ = ("code", "lasti", "name_stack", "_position")
+  __slots__ = ("code", "lasti", "name_stack", "xla_metadata", "_position")
 
-  def __init__(self, code, lasti: int, name_stack: tuple = ()):
+  def __init__(self, code, lasti: int, name_stack: tuple = (), xla_metadata: tuple = ()):
     self.code = code
     self.lasti = lasti
     self.name_stack = name_stack
+    self.xla_metadata = xla_metadata
     self._position = None
 
   def _resolve(self):
@@ -86,7 +106,14 @@ class SourceInfo:
   def with_name_stack(self, name_stack: tuple) -> "SourceInfo":
     if name_stack == self.name_stack:
       return self
-    info = SourceInfo(self.code, self.lasti, name_stack)
+    info = SourceInfo(self.code, self.lasti, name_stack, self.xla_metadata)
+    info._position = self._position
+    return info
+
+  def with_xla_metadata(self, xla_metadata: tuple) -> "SourceInfo":
+    if xla_metadata == self.xla_metadata:
+      return self
+    info = SourceInfo(self.code, self.lasti, self.name_stack, xla_metadata)
     info._position = self._position
     return info
 
@@ -113,6 +140,7 @@ class _Context(threading.local):
   def __init__(self):
     self.name_stack = ()
     self.eqn = None  # the SourceInfo of the equation being re-emitted, if any
+    self.xla_metadata = ()  # the pairs ``set_xla_metadata`` blocks put in effect
 
 
 _context = _Context()
@@ -125,14 +153,52 @@ def current() -> SourceInfo | None:
   eqn = ctx.eqn
   if eqn is not None:
     stack = ctx.name_stack
-    return eqn if not stack else eqn.with_name_stack(stack + eqn.name_stack)
+    info = eqn if not stack else eqn.with_name_stack(stack + eqn.name_stack)
+    # The equation's own metadata wins over the blocks open around the re-emission.
+    return info.with_xla_metadata(merge_metadata(ctx.xla_metadata, eqn.xla_metadata))
   frame = sys._getframe(1)
   while frame is not None:
     code = frame.f_code
     if is_user_file(code.co_filename):
-      return SourceInfo(code, frame.f_lasti, ctx.name_stack)
+      return SourceInfo(code, frame.f_lasti, ctx.name_stack, ctx.xla_metadata)
     frame = frame.f_back
-  return SourceInfo(None, 0, ctx.name_stack) if ctx.name_stack else None
+  if ctx.name_stack or ctx.xla_metadata:
+    return SourceInfo(None, 0, ctx.name_stack, ctx.xla_metadata)
+  return None
+
+
+def current_xla_metadata() -> tuple:
+  """The XLA metadata an equation recorded now would carry (sorted key/value pairs); part
+  of the key of every cache of traced jaxprs, since the equations record it."""
+  ctx = _context
+  eqn = ctx.eqn
+  if eqn is not None and eqn.xla_metadata:
+    return merge_metadata(ctx.xla_metadata, eqn.xla_metadata)
+  return ctx.xla_metadata
+
+
+class xla_metadata:
+  """Context manager: equations recorded inside the block carry ``updates`` (a dict; a
+  ``None`` value removes the key) merged over the metadata already in effect. ``replace=True``
+  puts exactly ``updates`` in effect (the lowering of one equation)."""
+
+  __slots__ = ("updates", "replace", "prev")
+
+  def __init__(self, updates, replace: bool = False):
+    self.updates = updates
+    self.replace = replace
+
+  def __enter__(self):
+    ctx = _context
+    self.prev = ctx.xla_metadata
+    if self.replace:
+      ctx.xla_metadata = tuple(self.updates)
+    elif self.updates:
+      ctx.xla_metadata = merge_metadata(self.prev, self.updates)
+    return self
+
+  def __exit__(self, *exc):
+    _context.xla_metadata = self.prev
 
 
 def name_stack() -> tuple:

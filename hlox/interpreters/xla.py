@@ -7,6 +7,7 @@ variable, and calls each primitive's rule from ``lowering_rules`` with a
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 import threading
@@ -20,6 +21,7 @@ import numpy as np
 from hlox import monitoring
 from hlox.cache import LRUCache
 from hlox.core import dtypes, sharding_types
+from hlox.core import source_info as source_info_lib
 from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core.tracer import check_no_tracers
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
@@ -108,6 +110,7 @@ class ModuleContext:
     # ... and the mesh axes that body is not manual over (a shard_map with axis_names).
     self.auto_axes = ()
     self._channels = 0
+    self.sharding_groups = 0  # ``sdy.sharding_group`` ids given out (``shard_alike``)
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
@@ -533,8 +536,13 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
   info = eqn.source_info
   label = _label(eqn)
   outer = mctx.scope
+  metadata = info.xla_metadata if info is not None else ()
+  # Equations a rule traces (``lower_fun``) carry this equation's XLA metadata, so every op
+  # the rule emits is tagged with it, as JAX tags them.
+  block = (source_info_lib.xla_metadata(metadata, replace=True)
+           if metadata or source_info_lib._context.xla_metadata else _NO_BLOCK)
   try:
-    with mctx.location(label, info):
+    with mctx.location(label, info), block:
       # Ops of nested jaxprs (bodies, branches, callees) are named inside this equation.
       mctx.scope = (f"{outer}{info.scope()}/{label}/" if info is not None and info.name_stack
                     else f"{outer}{label}/")
@@ -550,7 +558,38 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
   if len(outs) != len(eqn.outvars):
     raise RuntimeError(f"lowering of {eqn.primitive.name} gave {len(outs)} results, "
                        f"expected {len(eqn.outvars)}")
+  if metadata:
+    for value in outs:
+      attach_frontend_attributes(value, metadata)
   return outs
+
+
+_NO_BLOCK = contextlib.nullcontext()
+
+
+def attach_frontend_attributes(value, pairs) -> None:
+  """Tag the op that produced ``value`` with ``pairs`` (key/value pairs; booleans written
+  ``true``/``false``) as ``mhlo.frontend_attributes``, which XLA keeps on the HLO
+  instruction. Attributes the op already has win: the innermost request (a tagged value
+  inside a tagged block) is the one that stands. A function argument has no op: untagged."""
+  if not isinstance(value, ir.Value):
+    return
+  op = value.owner
+  if isinstance(op, ir.Block):
+    return
+  op = op.operation if isinstance(op, ir.OpView) else op
+  # A sharding annotation stands for the op that computed the value it annotates.
+  while op.name == "sdy.sharding_constraint":
+    op = op.operands[0].owner
+    if isinstance(op, ir.Block):
+      return
+    op = op.operation if isinstance(op, ir.OpView) else op
+  attrs = {k: ir.StringAttr.get(str(v).lower() if isinstance(v, bool) else str(v))
+           for k, v in pairs}
+  if "mhlo.frontend_attributes" in op.attributes:
+    for named in ir.DictAttr(op.attributes["mhlo.frontend_attributes"]):
+      attrs[named.name] = named.attr
+  op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(attrs)
 
 
 def _aval(v):

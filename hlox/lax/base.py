@@ -24,7 +24,7 @@ from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer, _zero,
                                    defreducer)
 from hlox.lax.utils import defvectorized, standard_primitive
-from hlox.runtime.array import committed_device, device_put, type_sharding
+from hlox.runtime.array import Array, committed_device, device_put, type_sharding
 from hlox.runtime import sharding as sharding_lib
 
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -497,10 +497,14 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     sharding = _named_type_sharding(x)
   out = broadcast(_scalar_of(fill_value, dtype, weak), fill_shape, out_sharding=sharding)
   if sharding is None:
-    # As JAX: like an array committed to a device, the result is made there.
+    # As JAX: like an array committed to a device, the result is made there; like one laid
+    # out over a mesh, it is laid out the same way (a new shape only if x is replicated).
     device = committed_device(x)
     if device is not None and type(out) is type(x):
       out = device_put(out, device)
+    elif (type(x) is Array and type(out) is Array and x._multi is not None and x.committed
+          and (shape is None or x.sharding.is_fully_replicated)):
+      out = device_put(out, x.sharding)
   return out
 
 

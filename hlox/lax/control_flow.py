@@ -31,6 +31,7 @@ from hlox.core.refs import is_ref_aval
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert_constvars, dce_jaxpr,
                              effectful_primitives, eval_jaxpr, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
+from hlox.core.source_info import current_xla_metadata
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.errors import ConcretizationTypeError
@@ -68,7 +69,7 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
   enclosing transformation (those are only valid in that transformation).
   """
   # The named axes in scope shape collectives in the body (their sizes, their names).
-  key = (fun, in_tree, tuple(in_avals), tuple(trace_ctx.axis_env))
+  key = (fun, in_tree, tuple(in_avals), tuple(trace_ctx.axis_env), current_xla_metadata())
   # Operands split over Explicit mesh axes give the body's parameters types that say so.
   if splits is not None and any(s is not None for s in splits):
     key += (tuple(splits),)
@@ -120,7 +121,7 @@ _memo_cache = LRUCache()
 def _memo(fn, *key):
   """``fn(*key)`` memoized: derived jaxprs (JVP, batched, split) are built once per input
   jaxpr and options, so eager calls of transformed loops hit the executable cache."""
-  k = (fn, *key)
+  k = (fn, *key, current_xla_metadata())  # derived equations record the metadata in effect
   hit = _memo_cache.get(k)
   if hit is None:
     hit = fn(*key)
