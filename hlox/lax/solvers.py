@@ -71,7 +71,10 @@ linear_solve_p = _LinearSolvePrimitive("custom_linear_solve")
 
 
 def _linear_solve_abstract_eval(*avals, const_lengths, jaxprs):
-  return list(jaxprs.solve.out_avals)
+  # The solution has b's types, weak types included (however solve computed it); the
+  # auxiliary outputs keep solve's.
+  nb = len(avals) - sum(const_lengths)
+  return list(avals[len(avals) - nb:]) + list(jaxprs.solve.out_avals[nb:])
 
 linear_solve_p.def_abstract_eval(_linear_solve_abstract_eval)
 linear_solve_p.def_impl(partial(xla.apply_primitive, linear_solve_p))
