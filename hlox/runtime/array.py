@@ -737,6 +737,16 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   return Array(buf, aval, device)
 
 
+def put_exact(value: np.ndarray, weak_type: bool = False) -> Array:
+  """``value`` on the default device with its own dtype: a 64-bit dtype is kept even with
+  x64 off (as for values made inside ``enable_x64()``), where ``device_put`` would narrow it.
+  For values that must match an existing 64-bit type (a gradient's seed)."""
+  value = np.asarray(value)
+  aval = ShapedArray(value.shape, value.dtype, weak_type)
+  target = client.default_device()
+  return Array(client.put_buffer(value, aval, target, keep_64bit=True), aval, None)
+
+
 # Device buffers of recently used Python and NumPy scalars, for the arguments an operation
 # converts internally (``x * 1.5`` eagerly, a jitted function called with a Python float): a
 # transfer costs far more than the lookup, and a constant in a loop is the same value every
