@@ -19,7 +19,7 @@ import numpy as np
 
 from hlox.config import config
 from hlox.core import dtypes
-from hlox.core.jaxpr import Literal
+from hlox.core.jaxpr import Literal, literal_value
 
 __all__ = ["enabled", "find_invalid", "invalid_value_error", "eval_deoptimized",
            "deoptimized_rules", "CheckedCall", "CheckedEager"]
@@ -109,7 +109,7 @@ def eval_deoptimized(jaxpr, consts: Sequence, args: Sequence, host_args=()) -> l
              if i in host_args and find_invalid([args[i]]) is not None}
 
   def read(v):
-    return v.val if type(v) is Literal else env[v]
+    return literal_value(v) if type(v) is Literal else env[v]
 
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))

@@ -35,6 +35,7 @@ from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import ad, batching, checkify, cost, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
+from hlox.lax import base as _base
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
 from hlox.lax.ad_util import stop_gradient
@@ -1220,7 +1221,8 @@ def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll)
     stacked = [_shapes.concatenate(list(col), 0) for col in zip(*ys)]
     return carry + stacked
 
-  ys_init = [_shapes.full((length,) + a.shape, np.zeros((), a.dtype)[()], a.dtype)
+  # The outputs' dtypes as traced (64-bit ones too when the body ran inside enable_x64()).
+  ys_init = [_base.full_exact((length,) + a.shape, 0, a.dtype)
              for a in jaxpr.out_avals[num_carry:]]
 
   def step(t, carry, ys):

@@ -10,6 +10,7 @@ from hlox.core import basearray
 from hlox.core import dtypes, sharding_types
 from hlox.config import config
 from hlox.core.avals import ShapedArray
+from hlox.core import jaxpr as jaxpr_lib
 from hlox.core.tracer import Tracer
 from hlox.errors import DeletedArrayError, TracerArrayConversionError
 from hlox import tree_util
@@ -745,6 +746,13 @@ def put_exact(value: np.ndarray, weak_type: bool = False) -> Array:
   aval = ShapedArray(value.shape, value.dtype, weak_type)
   target = client.default_device()
   return Array(client.put_buffer(value, aval, target, keep_64bit=True), aval, None)
+
+
+def _exact_scalar(value, aval) -> Array:
+  return put_exact(np.asarray(value, aval.dtype), weak_type=aval.weak_type)
+
+
+jaxpr_lib.register_exact_scalar(_exact_scalar)
 
 
 # Device buffers of recently used Python and NumPy scalars, for the arguments an operation
