@@ -14,7 +14,7 @@ from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad
 from hlox.api import abstractify_spec, vmap
-from hlox.runtime.array import Array, device_put
+from hlox.runtime.array import Array, device_put, put_exact
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "jacobian",
            "hessian", "linear_transpose"]
@@ -310,7 +310,13 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
     # A weakly typed output gets a weakly typed seed (JAX's ``full_like(ans, 1)``), so the
     # gradients of weakly typed inputs stay weak.
     one = np.ones((), value_aval.dtype)
-    grads = f_vjp(device_put(one, weak_type=True) if value_aval.weak_type else one[()])
+    if dtypes.canonicalize_dtype(one.dtype) != one.dtype:
+      # A 64-bit output made inside ``enable_x64()`` while x64 is off here: its seed keeps
+      # that type (the cotangent must match the output's).
+      seed = put_exact(one, weak_type=value_aval.weak_type)
+    else:
+      seed = device_put(one, weak_type=True) if value_aval.weak_type else one[()]
+    grads = f_vjp(seed)
     g = grads[0] if single else tuple(grads)
     return ((value, aux), g) if has_aux else (value, g)
 

@@ -307,6 +307,14 @@ class Config:
       self._values[name] = old
       raise
 
+  def _read(self, name: str):
+    """The current value of option ``name`` (JAX's ``jax_`` spelling accepted), as JAX's
+    ``config._read`` gives it."""
+    key = name[4:] if name.startswith("jax_") else name
+    if key not in self._values:
+      raise AttributeError(f"Unrecognized config option: {name}")
+    return self._values[key]
+
   def add_watcher(self, fn) -> None:
     """Call ``fn(name, value)`` after every ``update`` (used to drop stale caches)."""
     self._watchers.append(fn)

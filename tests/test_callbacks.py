@@ -213,7 +213,7 @@ def test_debug_print_format_errors():
     hlox.debug.print("a {} b {}", x)
   with pytest.raises(KeyError, match="format string"):
     hlox.jit(lambda x: hlox.debug.print("{y}", x=x))(x)
-  with pytest.raises(ValueError, match=r"format string '\{\}'.*unused positional"):
+  with pytest.raises(ValueError, match=r"format string '\{\}'.*Unused positional"):
     hlox.debug.print("{}", x, x)
 
 

@@ -59,13 +59,20 @@ def type_string(v) -> str:
 
 
 class Literal:
-  """A scalar constant written inline in an equation (``2.0:f32[]``)."""
+  """A scalar constant written inline in an equation (``2.0:f32[]``).
 
-  __slots__ = ("val", "aval")
+  ``wide``: a strongly typed 64-bit value (traced inside ``enable_x64()``). Where x64 is off
+  its NumPy value would be read back as 32 bits, so evaluators read literals with
+  ``literal_value``, which gives such a one as a device scalar of its own type."""
+
+  __slots__ = ("val", "aval", "wide")
 
   def __init__(self, val, aval):
     self.val = val
     self.aval = aval
+    dtype = aval.dtype
+    self.wide = (dtype.itemsize >= 8 and dtype.kind in "fiuc" and not aval.weak_type
+                 and not hasattr(val, "aval"))
 
   def __repr__(self):
     return f"Literal({self.val})"
@@ -418,12 +425,31 @@ def subjaxprs(params):
         yield item
 
 
+# Set by the runtime (``register_exact_scalar``): (NumPy scalar, aval) -> a device scalar of
+# exactly ``aval``'s dtype, 64-bit ones included while x64 is off.
+_exact_scalar: list = [None]
+
+
+def register_exact_scalar(fn) -> None:
+  _exact_scalar[0] = fn
+
+
+def literal_value(v: Literal):
+  """The value to evaluate literal ``v`` with: its own, or for a 64-bit one read while x64
+  is off, a device scalar that keeps the 64-bit type the jaxpr was traced with."""
+  if v.wide and not config._values["enable_x64"] and _exact_scalar[0] is not None:
+    return _exact_scalar[0](v.val, v.aval)
+  return v.val
+
+
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args) -> list:
   """Run ``jaxpr`` by binding each equation's primitive on the current trace."""
   env = {}
 
   def read(v):
-    return v.val if type(v) is Literal else env[v]
+    if type(v) is Literal:
+      return v.val if not v.wide else literal_value(v)
+    return env[v]
 
   if len(args) != len(jaxpr.invars):
     raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")

@@ -81,13 +81,27 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bo
   return tree_util.tree_unflatten(out_tree, outs)
 
 
-def callback(callback, *args, ordered: bool = False, partitioned: bool = False, **kwargs):
+def callback(callback=None, *args, ordered: bool = False, partitioned: bool = False,
+             **kwargs):
   """Call ``callback(*args, **kwargs)`` on host NumPy values for its side effect; returns
   None. Under ``vmap`` it runs once per example, under ``jvp``/``grad`` on the primal values.
-  ``partitioned`` is accepted for JAX compatibility (one device only)."""
+  ``partitioned`` is accepted for JAX compatibility (one device only).
+
+  Two-call form: ``callback(ordered=True)(fn, *args, **kwargs)`` takes the options first and
+  returns the function that makes the call; its keywords then all go to ``fn``."""
   del partitioned
-  operands, flat = _flatten_callback_args("debug.callback", callback, args, kwargs, False)
-  debug_callback_p.bind(*operands, callback=flat, ordered=bool(ordered))
+  def call(fn, *c_args, **c_kwargs):
+    if not callable(fn):
+      raise TypeError("first argument to jax.debug.callback must be callable, but got an "
+                      f"object of type {type(fn)}")
+    operands, flat = _flatten_callback_args("debug.callback", fn, c_args, c_kwargs, False)
+    debug_callback_p.bind(*operands, callback=flat, ordered=bool(ordered))
+  if callback is not None:
+    return call(callback, *args, **kwargs)
+  if args or kwargs:
+    raise TypeError("debug_callback received unexpected arguments in the two-call form: "
+                    f"{args=} {kwargs=} (pass them in the second call)")
+  return call
 
 
 # ``debug.log``'s messages go here (under the "hlox" logger, so ``logging_level`` applies).
@@ -149,39 +163,55 @@ class _FormatChecker(string.Formatter):
     unused = [a for i, a in enumerate(args) if i not in used_args]
     unused_kw = [k for k in kwargs if k not in used_args]
     if unused:
-      raise ValueError(f"unused positional arguments: {unused}")
+      raise ValueError(f"Unused positional arguments to `jax.debug.print`: {unused}")
     if unused_kw:
-      raise ValueError(f"unused keyword arguments: {unused_kw} (an f-string passed as the "
-                       "format string formats too early: pass a plain string)")
+      raise ValueError(f"Unused keyword arguments to `jax.debug.print`: {unused_kw}. An "
+                       "f-string passed as the format string formats too early: pass a plain "
+                       "string.")
 
 
 _format_checker = _FormatChecker()
 
 
-def print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:  # noqa: A001
+def print(fmt: str | None = None, *args, ordered: bool = False,  # noqa: A001
+          partitioned: bool = False, skip_format_check: bool = False, **kwargs):
   """Print ``fmt.format(*args, **kwargs)`` with the values as they are when the program runs
   (on the host, with NumPy's print options at the time of this call), eagerly or inside
   ``jit``, ``vmap`` (once per example), ``grad`` (the primal values) and control flow.
   A format string without placeholders prints the values after it, separated by spaces.
-  ``ordered=True`` keeps the program order among ordered callbacks."""
-  _print_or_log("print", fmt, args, kwargs, ordered, None)
+  ``ordered=True`` keeps the program order among ordered callbacks.
+
+  Two-call form: ``print(ordered=True)(fmt, *args, **kwargs)`` takes the options first; the
+  second call's keywords are all formatting arguments."""
+  return _print_or_log("print", fmt, args, kwargs, ordered, skip_format_check, None)
 
 
-def log(fmt: str, *args, ordered: bool = False, **kwargs) -> None:
+def log(fmt: str | None = None, *args, ordered: bool = False, partitioned: bool = False,
+        skip_format_check: bool = False, **kwargs):
   """``debug.print``, but the message goes to the ``hlox.debug`` logger at INFO, as a record
   whose file and line are those of this call in the user's code (JAX's ``debug.log``).
   Handlers see the values as the program computes them, eagerly or under transformations."""
   info = source_info.current()
   where = (info.file, info.line) if info is not None and info.file else ("(unknown file)", 0)
-  _print_or_log("log", fmt, args, kwargs, ordered, where)
+  return _print_or_log("log", fmt, args, kwargs, ordered, skip_format_check, where)
 
 
-def _print_or_log(name, fmt, args, kwargs, ordered, where):
+def _print_or_log(name, fmt, args, kwargs, ordered, skip_format_check, where):
+  if fmt is None:
+    if args or kwargs:
+      raise TypeError(f"debug_{name} received unexpected arguments in the two-call form: "
+                      f"{args=} {kwargs=} (pass them in the second call)")
+    return lambda fmt, *a, **kw: _emit(name, fmt, a, kw, ordered, skip_format_check, where)
+  _emit(name, fmt, args, kwargs, ordered, skip_format_check, where)
+  return None
+
+
+def _emit(name, fmt, args, kwargs, ordered, skip_format_check, where):
   if not isinstance(fmt, str):
     raise TypeError(f"debug.{name}: the format string must be a str, got "
                     f"{type(fmt).__name__}")
   has_placeholders = any(field is not None for _, field, _, _ in string.Formatter().parse(fmt))
-  if has_placeholders:
+  if has_placeholders and not skip_format_check:
     try:
       _format_checker.format(fmt, *args, **kwargs)
     except (IndexError, KeyError, ValueError, AttributeError, TypeError) as e:
@@ -191,7 +221,8 @@ def _print_or_log(name, fmt, args, kwargs, ordered, where):
     raise ValueError(f"debug.{name}: format string {fmt!r} has no placeholders for keyword "
                      f"arguments {sorted(kwargs)}")
   printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, where)
-  callback(printer, *args, ordered=ordered, **kwargs)
+  # The two-call form: every keyword here is a formatting argument, none an option.
+  callback(ordered=ordered)(printer, *args, **kwargs)
 
 
 def effects_barrier() -> None:

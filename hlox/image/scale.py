@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import operator
 
 import numpy as np
 
@@ -160,7 +161,11 @@ def _scale_and_translate(x, shape, spatial_dims, scale, translation, kernel, ant
 
 
 def _check_shape(name, image, shape):
-  shape = tuple(int(s) for s in shape)
+  try:
+    shape = tuple(operator.index(s) for s in shape)
+  except TypeError:
+    # Fractional sizes are an error (as in JAX), not silently truncated.
+    raise TypeError(f"{name}: shape must be a sequence of integers, got {shape!r}") from None
   if len(shape) != np.ndim(image):
     raise ValueError(f"{name}: shape must have length equal to the number of dimensions of "
                      f"x; {shape} vs {tuple(np.shape(image))}")

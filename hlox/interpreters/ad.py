@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from hlox.core import dtypes, sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
-from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, trace_to_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, literal_value, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, get_aval, set_current_trace)
 from hlox.interpreters.partial_eval import PartialEvalTrace
 from hlox.interpreters import state_discharge
@@ -317,7 +317,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
 
   def read_primal(v):
     if type(v) is Literal:
-      return v.val
+      return literal_value(v)
     if v in linear:
       return UndefinedPrimal(_typed_aval(v))
     return primal_env[v]

@@ -27,7 +27,7 @@ from hlox import tree_util
 from hlox.cache import memoize_derived
 from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
-from hlox.core.jaxpr import ClosedJaxpr, Literal, trace_to_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, Literal, literal_value, trace_to_jaxpr
 from hlox.core.tracer import get_aval
 from hlox.errors import ShardingTypeError
 
@@ -339,7 +339,7 @@ def checkify_jaxpr(jaxpr, consts: Sequence, enabled_errors, error: Error,
   env = {}
 
   def read(v):
-    return v.val if type(v) is Literal else env[v]
+    return literal_value(v) if type(v) is Literal else env[v]
 
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))

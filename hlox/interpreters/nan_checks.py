@@ -19,7 +19,7 @@ import numpy as np
 
 from hlox.config import config
 from hlox.core import dtypes
-from hlox.core.jaxpr import Literal
+from hlox.core.jaxpr import Literal, literal_value
 
 __all__ = ["enabled", "find_invalid", "invalid_value_error", "eval_deoptimized",
            "deoptimized_rules", "CheckedCall", "CheckedEager"]
@@ -41,6 +41,11 @@ def _on_config_change(name, value):
 config.add_watcher(_on_config_change)
 
 
+# Above zero while the de-optimized re-run evaluates an operation whose inputs already hold
+# an invalid value: the eager checks let its outputs through.
+_unchecked = [0]
+
+
 def find_invalid(values: Sequence) -> str | None:
   """``"nan"`` or ``"inf"`` if one of ``values`` (arrays) holds one that the options check
   for (floating and complex dtypes only), else None."""
@@ -58,6 +63,14 @@ def find_invalid(values: Sequence) -> str | None:
     if infs and np.isinf(host).any():
       return "inf"
   return None
+
+
+def check_sharded(outs: Sequence) -> None:
+  """JAX's error when a computation over several devices (``pmap``, a sharded ``jit``)
+  gives an invalid value; there is no de-optimized re-run to name the operation."""
+  kind = find_invalid(outs)
+  if kind is not None:
+    raise FloatingPointError(f"Invalid value ({kind}) encountered in sharded computation.")
 
 
 def invalid_value_error(name: str, kind: str, where=None) -> FloatingPointError:
@@ -80,16 +93,23 @@ def _eqn_label(eqn) -> str:
   return f"{eqn.primitive.name}({name})" if isinstance(name, str) else eqn.primitive.name
 
 
-def eval_deoptimized(jaxpr, consts: Sequence, args: Sequence) -> list:
+def eval_deoptimized(jaxpr, consts: Sequence, args: Sequence, host_args=()) -> list:
   """Evaluate ``jaxpr`` equation by equation on eager primitives, checking every output;
   raises ``FloatingPointError`` at the first equation that produced an invalid value,
   naming its primitive and ``source_info``. Equations with a rule in ``deoptimized_rules``
   are opened (their inner equations evaluated the same way) and the error then says which
-  equation it was inside."""
+  equation it was inside.
+
+  ``host_args`` are the positions of arguments given as host values (Python or NumPy
+  scalars and arrays). An invalid value among them came in with the inputs: the function
+  without ``jit`` would have done its arithmetic on it in Python or NumPy, unchecked. So
+  the operations that depend on such a value run unchecked and are never blamed."""
   env = {}
+  tainted = {v for i, v in enumerate(jaxpr.invars)
+             if i in host_args and find_invalid([args[i]]) is not None}
 
   def read(v):
-    return v.val if type(v) is Literal else env[v]
+    return literal_value(v) if type(v) is Literal else env[v]
 
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
@@ -97,9 +117,19 @@ def eval_deoptimized(jaxpr, consts: Sequence, args: Sequence) -> list:
     invals = [read(v) for v in eqn.invars]
     rule = deoptimized_rules.get(eqn.primitive)
     where = str(eqn.source_info) if eqn.source_info is not None else None
+    passed_on = bool(tainted) and any(type(v) is not Literal and v in tainted
+                                      for v in eqn.invars)
+    if passed_on:
+      tainted.update(eqn.outvars)
     try:
-      if rule is not None:
+      if rule is not None and not passed_on:
         outs = rule(*invals, **eqn.params)
+      elif passed_on:
+        _unchecked[0] += 1
+        try:
+          outs = eqn.primitive.bind(*invals, **eqn.params)
+        finally:
+          _unchecked[0] -= 1
       else:
         outs = eqn.primitive.bind(*invals, **eqn.params)
     except FloatingPointError as e:
@@ -113,7 +143,7 @@ def eval_deoptimized(jaxpr, consts: Sequence, args: Sequence) -> list:
         raise err from None
       raise
     outs = list(outs) if eqn.primitive.multiple_results else [outs]
-    kind = find_invalid(outs)
+    kind = None if passed_on else find_invalid(outs)
     if kind is not None:
       raise invalid_value_error(eqn.primitive.name, kind, where)
     env.update(zip(eqn.outvars, outs))
@@ -156,7 +186,8 @@ class CheckedCall:
     if kind is None:
       return outs
     try:
-      eval_deoptimized(self.closed.jaxpr, self.closed.consts, list(args))
+      host = {i for i, x in enumerate(args) if not hasattr(x, "aval")}
+      eval_deoptimized(self.closed.jaxpr, self.closed.consts, list(args), host)
     except FloatingPointError as e:
       if not hasattr(e, "_hlox_where"):
         raise
@@ -178,6 +209,8 @@ class CheckedEager:
 
   def __call__(self, args: Sequence) -> list:
     outs = self.run(args)
+    if _unchecked[0]:
+      return outs
     kind = find_invalid(outs)
     if kind is not None:
       raise invalid_value_error(self.name, kind)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
-                             convert_constvars, eval_jaxpr)
+                             convert_constvars, eval_jaxpr, literal_value)
 from hlox.core.tracer import Tracer, set_current_trace
 
 # Primitives with their own partial-eval rule (call primitives and the like):
@@ -217,7 +217,7 @@ def _trace_known_side(closed, known_invars, outvars, unknown_set, mixed):
   def known_fun(*xs):
     env = dict(zip(jaxpr.constvars, closed.consts))
     env.update(zip(known_invars, xs))
-    read = lambda v: v.val if type(v) is Literal else env[v]
+    read = lambda v: literal_value(v) if type(v) is Literal else env[v]
     for eqn in jaxpr.eqns:
       if eqn in mixed:
         ins, known_one, num_res, out_uk, res_vars = mixed[eqn]

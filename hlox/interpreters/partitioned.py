@@ -21,7 +21,7 @@ from hlox.cache import LRUCache
 from hlox.core import sharding_types
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr
 from hlox.errors import DeletedArrayError
-from hlox.interpreters import xla
+from hlox.interpreters import nan_checks, xla
 from hlox.interpreters.pmap import subjaxprs
 from hlox.runtime import spmd
 from hlox.runtime import sharding as sharding_lib
@@ -150,7 +150,10 @@ class PartitionedCall:
       if multi.is_deleted():  # jaxlib crashes on deleted multi-device buffers
         raise DeletedArrayError(deleted_message(x.aval))
       bufs.append(multi)
-    return list(map(wrap_partitioned, self.executable.run(bufs), self.out_avals))
+    outs = list(map(wrap_partitioned, self.executable.run(bufs), self.out_avals))
+    if nan_checks.enabled:
+      nan_checks.check_sharded(outs)
+    return outs
 
 
 _calls = LRUCache()

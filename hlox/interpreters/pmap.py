@@ -28,7 +28,7 @@ from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr, 
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, extend_axis_env, get_aval, set_current_trace
 from hlox import tree_util
-from hlox.interpreters import ad, batching, checkify, xla
+from hlox.interpreters import ad, batching, checkify, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.runtime import client, spmd
 from hlox.runtime.array import Array, wrap_multi
@@ -195,6 +195,8 @@ class CompiledPmap:
     outs = [wrap_multi(b, a) for b, a in zip(outs, self.out_avals)]
     for i in self.float0_outs:
       outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
+    if nan_checks.enabled:
+      nan_checks.check_sharded(outs)
     return outs
 
 

@@ -451,6 +451,19 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
   return broadcast(_scalar_of(fill_value, dtype, weak), shape, out_sharding=sharding)
 
 
+def full_exact(shape, fill_value, dtype):
+  """``full``, with ``dtype`` kept as given even where ``full`` would narrow it (a 64-bit
+  dtype while x64 is off): for values whose type was fixed while ``enable_x64()`` was on
+  (a loop's outputs, say) and that are made again later."""
+  dtype = np.dtype(dtype)
+  canonical = dtypes.canonicalize_dtype(dtype)
+  value = _scalar_of(fill_value, canonical, False)
+  if canonical != dtype:
+    value = convert_element_type_p.bind(broadcast_in_dim(value, (), ()), new_dtype=dtype,
+                                        weak_type=False)
+  return broadcast(value, _shape_tuple("full", shape))
+
+
 def _scalar_of(value, dtype, weak):
   """``value`` (a scalar) as a ``dtype`` scalar, weakly typed when ``weak``.
 

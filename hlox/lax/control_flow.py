@@ -37,6 +37,7 @@ from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import ad, batching, checkify, cost, nan_checks, state_discharge, xla
 from hlox.interpreters import partial_eval as pe
+from hlox.lax import base as _base
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
 from hlox.lax.ad_util import stop_gradient
@@ -644,13 +645,28 @@ def _join_shared_consts(closeds, slots, const_avals):
   return tuple(new)
 
 
+_NO_OPERAND = object()
+
+
+def _operands_with_keyword(api, operands, operand):
+  # JAX's older spelling ``cond(pred, t, f, operand=x)``: one operand, passed by keyword.
+  if operand is _NO_OPERAND:
+    return operands
+  if operands:
+    raise TypeError(f"{api}: if 'operand' keyword is passed then no positional operands can "
+                    f"be passed, got {operand=} and positional operands {operands}")
+  return (operand,)
+
+
 @api_boundary
-def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
   """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one primitive.
 
   ``pred`` is a scalar bool (or number, compared with 0); both branches are traced and must
-  return the same pytree of identically typed arrays.
+  return the same pytree of identically typed arrays. ``operand=x`` (JAX's older form) is
+  the single operand ``x``.
   """
+  operands = _operands_with_keyword("cond", operands, operand)
   if not (callable(true_fun) and callable(false_fun)):
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable, got "
                     f"{type(true_fun).__name__} and {type(false_fun).__name__}")
@@ -711,8 +727,10 @@ def _forwarded_value(x):
 
 
 @api_boundary
-def switch(index, branches: Sequence[Callable], *operands):
-  """``branches[index](*operands)`` with ``index`` clamped to ``[0, len(branches) - 1]``."""
+def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
+  """``branches[index](*operands)`` with ``index`` clamped to ``[0, len(branches) - 1]``
+  (``operand=x``, JAX's older form, is the single operand ``x``)."""
+  operands = _operands_with_keyword("switch", operands, operand)
   branches = list(branches)
   if not branches:
     raise ValueError("switch: Empty branch sequence")
@@ -1260,7 +1278,8 @@ def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll)
     stacked = [_shapes.concatenate(list(col), 0) for col in zip(*ys)]
     return carry + stacked
 
-  ys_init = [_shapes.full((length,) + a.shape, np.zeros((), a.dtype)[()], a.dtype)
+  # The outputs' dtypes as traced (64-bit ones too when the body ran inside enable_x64()).
+  ys_init = [_base.full_exact((length,) + a.shape, 0, a.dtype)
              for a in jaxpr.out_avals[num_carry:]]
 
   def step(t, carry, ys):

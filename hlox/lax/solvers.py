@@ -51,14 +51,21 @@ def _flatten(params):
   return [x for group in params for x in group]
 
 
-def _check_tree(api, what, tree, avals, expected_tree, expected_avals):
+def _check_tree(what, expected_name, tree, avals, expected_tree, expected_avals):
+  """``what()``'s outputs must have the structure, shapes and dtypes of ``expected_name``
+  (JAX's texts, which people search for)."""
   if tree != expected_tree:
-    raise TypeError(f"{api}: {what} must return the same pytree structure as b, got {tree} "
-                    f"and {expected_tree}")
+    raise TypeError(f"{what}() output pytree structure must match {expected_name}, got "
+                    f"{tree} and {expected_tree}.")
+  shapes = [a.shape for a in avals]
+  expected_shapes = [e.shape for e in expected_avals]
+  if shapes != expected_shapes:
+    raise ValueError(f"{what}() output shapes must match {expected_name}, got {shapes} and "
+                     f"{expected_shapes}")
   for a, e in zip(avals, expected_avals):
-    if a.shape != e.shape or a.dtype != e.dtype:
-      raise TypeError(f"{api}: {what} must return values of the same shapes and dtypes as "
-                      f"b, got {a.str_short()} for {e.str_short()}")
+    if a.dtype != e.dtype:
+      raise TypeError(f"{what}() output dtypes must match {expected_name}, got "
+                      f"{a.str_short()} for {e.str_short()}")
 
 
 # --- linear_solve_p ----------------------------------------------------------------------
@@ -71,7 +78,10 @@ linear_solve_p = _LinearSolvePrimitive("custom_linear_solve")
 
 
 def _linear_solve_abstract_eval(*avals, const_lengths, jaxprs):
-  return list(jaxprs.solve.out_avals)
+  # The solution has b's types, weak types included (however solve computed it); the
+  # auxiliary outputs keep solve's.
+  nb = len(avals) - sum(const_lengths)
+  return list(avals[len(avals) - nb:]) + list(jaxprs.solve.out_avals[nb:])
 
 linear_solve_p.def_abstract_eval(_linear_solve_abstract_eval)
 linear_solve_p.def_impl(partial(xla.apply_primitive, linear_solve_p))
@@ -122,8 +132,9 @@ ad.primitive_jvps[linear_solve_p] = _linear_solve_jvp
 
 def _linear_solve_transpose(cts, *primals, const_lengths, jaxprs):
   if jaxprs.transpose_solve is None:
-    raise TypeError("custom_linear_solve: transpose_solve (or symmetric=True) is required "
-                    "for reverse-mode differentiation")
+    raise TypeError("transpose_solve required for backwards mode automatic differentiation "
+                    "of custom_linear_solve (pass transpose_solve=, or symmetric=True when "
+                    "matvec is symmetric)")
   params, b = _split_args(primals, const_lengths)
   if any(ad.is_undefined_primal(x) for x in _flatten(params)):
     raise NotImplementedError("custom_linear_solve: the transpose is linear in b only; the "
@@ -197,15 +208,15 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable,
   avals = [get_aval(x) for x in leaves]
   api = "custom_linear_solve"
   mv, mv_consts, mv_tree = _trace_fun(matvec, args_tree, avals, api)
-  _check_tree(api, "matvec", mv_tree, mv.out_avals, tree, avals)
+  _check_tree("matvec", "b", mv_tree, mv.out_avals, tree, avals)
 
   solve_fn = _cached_wrapper(("solve", matvec), solve, _bound_solve(matvec))
   sv, sv_consts, sv_tree = _trace_fun(solve_fn, args_tree, avals, api)
   if has_aux:
-    x_tree, aux_tree = _split_aux_tree(api, "solve", sv_tree)
+    x_tree, aux_tree = _split_aux_tree("solve", sv_tree)
   else:
     x_tree, aux_tree = sv_tree, None
-  _check_tree(api, "solve", x_tree, sv.out_avals[:len(leaves)], tree, avals)
+  _check_tree("solve", "b", x_tree, sv.out_avals[:len(leaves)], tree, avals)
 
   vm = tsv = None
   vm_consts, tsv_consts = [], []
@@ -221,8 +232,8 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable,
                              _bound_solve(vecmat))
     tsv, tsv_consts, tsv_tree = _trace_fun(tsv_fn, args_tree, avals, api)
     if has_aux:
-      tsv_tree, _ = _split_aux_tree(api, "transpose_solve", tsv_tree)
-    _check_tree(api, "transpose_solve", tsv_tree, tsv.out_avals[:len(leaves)], tree, avals)
+      tsv_tree, _ = _split_aux_tree("transpose_solve", tsv_tree)
+    _check_tree("transpose_solve", "b", tsv_tree, tsv.out_avals[:len(leaves)], tree, avals)
 
   jaxprs = _LinearSolveTuple(mv, vm, sv, tsv)
   const_lengths = _LinearSolveTuple(len(mv_consts), len(vm_consts), len(sv_consts),
@@ -235,10 +246,12 @@ def custom_linear_solve(matvec: Callable, b, solve: Callable,
   return x
 
 
-def _split_aux_tree(api, what, out_tree):
+def _split_aux_tree(what, out_tree):
   children = tree_util.treedef_children(out_tree) if out_tree.num_nodes > 1 else []
   if len(children) != 2:
-    raise TypeError(f"{api}: with has_aux=True, {what} must return a pair (solution, aux)")
+    raise ValueError(f"{what}() produced a pytree with structure {out_tree}, but a pair "
+                     "(solution, auxiliary output) was expected because has_aux was set to "
+                     "True.")
   return children[0], children[1]
 
 
@@ -359,19 +372,19 @@ def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Call
   avals = [get_aval(x) for x in leaves]
   api = "custom_root"
   fj, f_consts, f_tree = _trace_fun(f, args_tree, avals, api)
-  _check_tree(api, "f", f_tree, fj.out_avals, tree, avals)
+  _check_tree("f", "initial_guess", f_tree, fj.out_avals, tree, avals)
   solve_fn = _cached_wrapper(("root_solve", f), solve, _bound_root_solve(f))
   sv, sv_consts, sv_tree = _trace_fun(solve_fn, args_tree, avals, api)
   if has_aux:
-    x_tree, aux_tree = _split_aux_tree(api, "solve", sv_tree)
+    x_tree, aux_tree = _split_aux_tree("solve", sv_tree)
   else:
     x_tree, aux_tree = sv_tree, None
-  _check_tree(api, "solve", x_tree, sv.out_avals[:len(leaves)], tree, avals)
+  _check_tree("solve", "initial_guess", x_tree, sv.out_avals[:len(leaves)], tree, avals)
   pair = tree_util.tree_structure((initial_guess, initial_guess))
   ls_fn = _cached_wrapper(("root_l_and_s", f, tree), tangent_solve,
                           lambda ts: _linearize_and_solve(f, ts, tree))
   ls, ls_consts, ls_tree = _trace_fun(ls_fn, pair, avals + avals, api)
-  _check_tree(api, "tangent_solve", ls_tree, ls.out_avals, tree, avals)
+  _check_tree("tangent_solve", "initial_guess", ls_tree, ls.out_avals, tree, avals)
   outs = custom_root_p.bind(*f_consts, *sv_consts, *ls_consts, *leaves,
                             const_lengths=_RootTuple(len(f_consts), len(sv_consts),
                                                      len(ls_consts)),

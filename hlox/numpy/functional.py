@@ -6,9 +6,9 @@ from __future__ import annotations
 import builtins
 import operator
 import re
+import warnings
 
-
-from hlox import api
+from hlox import api, config
 from hlox.core.tracer import get_aval
 from hlox.numpy import creation, shapes, ufuncs, util
 
@@ -80,62 +80,161 @@ def apply_over_axes(func, a, axes):
 
 class vectorize:
   """NumPy's ``vectorize`` built on ``vmap``: ``pyfunc`` is mapped over the leading
-  (broadcast) dimensions of its array arguments; ``signature`` gives core dimensions."""
+  (broadcast) dimensions of its array arguments; ``signature`` gives core dimensions.
+
+  ``excluded`` names positional indices or keyword names passed to ``pyfunc`` unchanged; a
+  ``None`` argument is passed through unchanged too (it must have no core dimensions). With a
+  signature, the outputs are checked against its core dimensions.
+  """
 
   def __init__(self, pyfunc, *, excluded=frozenset(), signature=None):
+    if any(not isinstance(e, (str, int)) for e in excluded):
+      raise TypeError("jax.numpy.vectorize can only exclude integer or string arguments, "
+                      f"but excluded={excluded!r}")
+    if any(isinstance(e, int) and e < 0 for e in excluded):
+      raise ValueError(f"excluded={excluded!r} contains negative numbers")
     self.pyfunc = pyfunc
     self.excluded = excluded
     self.signature = signature
     self.__doc__ = getattr(pyfunc, "__doc__", None)
     self.__name__ = getattr(pyfunc, "__name__", "vectorized")
+    self.__wrapped__ = pyfunc
 
   def __call__(self, *args, **kwargs):
-    excluded = {i for i in self.excluded if isinstance(i, int)}
-    kw_excluded = {k for k in self.excluded if isinstance(k, str)}
-    static_kwargs = {k: v for k, v in kwargs.items() if k in kw_excluded}
-    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in kw_excluded}
-    if dyn_kwargs:
-      # Keyword arguments are mapped like positional ones.
-      names = list(dyn_kwargs)
-      n_pos = len(args)
-      def with_kwargs(*all_args):
-        return self.pyfunc(*all_args[:n_pos], **dict(zip(names, all_args[n_pos:])),
-                           **static_kwargs)
-      return vectorize(with_kwargs, excluded=self.excluded, signature=self.signature)(
-          *args, *dyn_kwargs.values())
-    dyn_idx = [i for i in builtins.range(len(args)) if i not in excluded]
-    dyn_args = [creation.asarray(args[i]) for i in dyn_idx]
+    context = (f"on vectorized function with excluded={self.excluded!r} and "
+               f"signature={self.signature!r}")
+    func, args, kwargs = _bind_excluded(self.pyfunc, self.excluded, args, kwargs)
+    if kwargs:
+      # Keyword arguments are mapped like positional ones, after them.
+      names, n_pos, inner = list(kwargs), len(args), func
+      func = lambda *a: inner(*a[:n_pos], **dict(zip(names, a[n_pos:])))
+      args = (*args, *kwargs.values())
     if self.signature is None:
-      core_in = [()] * len(dyn_args)
-      core_out = None
+      core_in, core_out = [()] * len(args), None
     else:
       core_in, core_out = _parse_signature(self.signature)
-      if len(core_in) != len(dyn_args):
-        raise TypeError(f"wrong number of positional arguments: expected {len(core_in)}, got "
-                        f"{len(dyn_args)}")
-    def call(*dyn):
-      full = list(args)
-      for i, v in zip(dyn_idx, dyn):
-        full[i] = v
-      return self.pyfunc(*full, **static_kwargs)
-    # Broadcast the loop dimensions of every argument together.
-    loop_shapes = []
-    for a, core in zip(dyn_args, core_in):
-      nd_core = len(core)
-      shape = get_aval(a).shape
-      if len(shape) < nd_core:
-        raise ValueError(f"input with shape {shape} does not have enough dimensions for "
-                         f"its core dimensions {core}")
-      loop_shapes.append(shape[:len(shape) - nd_core])
-    loop_shape = util.broadcast_shapes(*loop_shapes) if loop_shapes else ()
-    bargs = []
-    for a, core, ls in zip(dyn_args, core_in, loop_shapes):
-      core_shape = get_aval(a).shape[len(ls):]
-      bargs.append(shapes.broadcast_to(a, loop_shape + core_shape))
-    f = call
-    for _ in builtins.range(len(loop_shape)):
-      f = api.vmap(f)
-    return f(*bargs)
+    nones = {i for i, a in enumerate(args) if a is None}
+    if nones:
+      if any(i < len(core_in) and core_in[i] != () for i in nones):
+        raise ValueError(f"Cannot pass None at locations {nones} with "
+                         f"signature={self.signature!r}")
+      func, args, _ = _bind_excluded(func, nones, args, {})
+      core_in = [c for i, c in enumerate(core_in) if i not in nones]
+    args = [creation.asarray(a) for a in args]
+    loop_shape, dim_sizes = _input_dimensions(args, core_in, context)
+    if core_out is not None:
+      func = _checking_outputs(func, dim_sizes, core_out, context)
+    _check_rank_promotion(args, core_in, self.signature)
+    return _map_over_loop_dims(func, args, core_in, loop_shape)
+
+
+def _bind_excluded(func, excluded, args, kwargs):
+  """``func`` with the excluded positional and keyword arguments bound, and the rest."""
+  if not excluded:
+    return func, args, kwargs
+  fixed = [(i, args[i]) for i in sorted(e for e in excluded if isinstance(e, int))
+           if i < len(args)]
+  fixed_kw = {k: v for k, v in kwargs.items() if k in excluded}
+  def bound(*rest, **kw):
+    rest = list(rest)
+    for i, v in fixed:
+      rest.insert(i, v)
+    return func(*rest, **kw, **fixed_kw)
+  rest = [a for i, a in enumerate(args) if i not in excluded]
+  return bound, rest, {k: v for k, v in kwargs.items() if k not in excluded}
+
+
+def _check_core_dims(sizes, shape, core, context, *, is_input):
+  """Records the sizes of the named core dimensions of one shape, checking consistency."""
+  if is_input and len(shape) < len(core):
+    raise ValueError(f"input with shape {tuple(shape)!r} does not have enough dimensions for "
+                     f"all core dimensions {core!r} {context}")
+  if not is_input and len(shape) != len(core):
+    raise ValueError(f"output shape {tuple(shape)!r} does not match core dimensions "
+                     f"{core!r} {context}")
+  for name, size in zip(core, shape[len(shape) - len(core):]):
+    if sizes.setdefault(name, size) != size:
+      raise ValueError(f"inconsistent size for core dimension {name!r}: {size!r} vs "
+                       f"{sizes[name]!r} {context}")
+
+
+def _input_dimensions(args, core_in, context):
+  """The broadcast loop shape of the inputs and the sizes of their core dimensions."""
+  if len(args) != len(core_in):
+    raise TypeError(f"wrong number of positional arguments: expected {len(core_in)}, got "
+                    f"{len(args)} {context}")
+  sizes, loop_shapes = {}, []
+  for a, core in zip(args, core_in):
+    shape = get_aval(a).shape
+    _check_core_dims(sizes, shape, core, context, is_input=True)
+    loop_shapes.append(shape[:len(shape) - len(core)])
+  return util.broadcast_shapes(*loop_shapes), sizes
+
+
+def _checking_outputs(func, dim_sizes, core_out, context):
+  """``func`` whose outputs are checked against the signature's output core dimensions."""
+  def checked(*args):
+    out = func(*args)
+    outs = out if isinstance(out, tuple) else [out]
+    if len(core_out) > 1 and not isinstance(out, tuple):
+      raise TypeError(f"output must be a tuple when multiple outputs are expected, got: "
+                      f"{out!r}\n{context}")
+    if len(outs) != len(core_out):
+      raise TypeError(f"wrong number of output arguments: expected {len(core_out)}, got "
+                      f"{len(outs)} {context}")
+    sizes = dict(dim_sizes)
+    for o, core in zip(outs, core_out):
+      _check_core_dims(sizes, _shape_of(o), core, context, is_input=False)
+    return out
+  return checked
+
+
+def _shape_of(x):
+  aval = getattr(x, "aval", None)
+  return aval.shape if aval is not None else get_aval(creation.asarray(x)).shape
+
+
+def _check_rank_promotion(args, core_in, signature):
+  # Mapping arguments whose loop ranks differ is rank promotion (scalars excepted).
+  mode = config._values["numpy_rank_promotion"]
+  if mode == "allow":
+    return
+  ranks = {get_aval(a).ndim - len(core) for a, core in zip(args, core_in)
+           if get_aval(a).ndim}
+  if len(ranks) > 1:
+    msg = (f"operands with shapes {[get_aval(a).shape for a in args]} require rank "
+           f"promotion for jnp.vectorize function with signature {signature}. Set the "
+           "jax_numpy_rank_promotion config option to 'allow' to disable this message.")
+    if mode == "raise":
+      raise ValueError(msg)
+    warnings.warn(msg, stacklevel=3)
+
+
+def _map_over_loop_dims(func, args, core_in, loop_shape):
+  """``func`` applied with ``vmap`` over the loop dimensions; an argument of size 1 in a loop
+  dimension is not mapped there (in_axes None), and a loop dimension no argument maps is
+  added to the result afterwards, so nothing is broadcast to the full shape."""
+  squeezed, padded = [], []
+  for a, core in zip(args, core_in):
+    shape = get_aval(a).shape
+    loop = shape[:len(shape) - len(core)]
+    padded.append((1,) * (len(loop_shape) - len(loop)) + tuple(loop))
+    ones = tuple(i for i, d in enumerate(loop) if d == 1)
+    squeezed.append(shapes.squeeze(a, axis=ones) if ones else a)
+  f, unmapped = func, []
+  for axis in builtins.range(len(loop_shape) - 1, -1, -1):
+    in_axes = tuple(None if p[axis] == 1 else 0 for p in padded)
+    if all(i is None for i in in_axes):
+      unmapped.append(axis)
+    else:
+      f = api.vmap(f, in_axes=in_axes)
+  out = f(*squeezed)
+  if not unmapped:
+    return out
+  axes = tuple(sorted(unmapped))
+  if isinstance(out, tuple):
+    return tuple(shapes.expand_dims(o, axes) for o in out)
+  return shapes.expand_dims(out, axes)
 
 
 def _parse_signature(signature):

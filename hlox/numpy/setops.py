@@ -5,10 +5,12 @@ Results whose length depends on the values need concrete inputs unless ``size=``
 """
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 import numpy as np
 
+from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.numpy import creation, reductions, shapes, sorting, ufuncs, util
@@ -78,21 +80,101 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
 
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
                 fill_value=None):
-  """The sorted unique values in both arrays (computed on concrete values)."""
+  """The sorted unique values in both arrays; with ``return_indices`` also where each first
+  occurs in ``ar1`` and ``ar2``. With ``size`` the result has that static length (padded
+  with ``fill_value``, default the smallest common value; indices padded with the arrays'
+  sizes) and works under ``jit``; without it the inputs must be concrete."""
   util.check_arraylike("intersect1d", ar1, ar2)
-  a, b = util.concrete_value("intersect1d", ar1), util.concrete_value("intersect1d", ar2)
-  res = np.intersect1d(a, b, assume_unique=assume_unique, return_indices=True)
-  return _finish_set_op(res if return_indices else res[0], size, fill_value,
-                        dtypes.result_type(ar1, ar2))
+  a, b = (shapes.ravel(x) for x in util.promote_dtypes(creation.asarray(ar1),
+                                                      creation.asarray(ar2)))
+  if size is not None:
+    return _intersect1d_sized(a, b, assume_unique, return_indices, operator.index(size),
+                              fill_value)
+  a_np, b_np = util.concrete_value("intersect1d", a), util.concrete_value("intersect1d", b)
+  res = np.intersect1d(a_np, b_np, assume_unique=assume_unique, return_indices=True)
+  if not return_indices:
+    return creation.asarray(res[0].astype(get_aval(a).dtype))
+  return (creation.asarray(res[0].astype(get_aval(a).dtype)),
+          *(creation.asarray(i.astype(util.index_dtype())) for i in res[1:]))
+
+
+def _unique_1d(x, assume_unique):
+  """``(values, positions, valid)``: the distinct entries of 1-d ``x`` sorted to the front
+  (static length ``x.size``), where each first occurs in ``x``, and which entries are real
+  rather than padding."""
+  n = get_aval(x).shape[0]
+  if assume_unique:
+    values, pos = lax.sort((x, lax.iota(util.index_dtype(), n)), num_keys=1)
+    return values, pos, creation.ones((n,), bool)
+  values, pos, counts = sorting.unique(x, return_index=True, return_counts=True, size=n,
+                                       fill_value=0 if n == 0 else None)
+  return values, pos, counts > 0
+
+
+def _first_true(mask, size):
+  """Positions of the first ``size`` True entries of 1-d ``mask`` (clipped into range) and
+  which of them are real."""
+  n = get_aval(mask).shape[0]
+  pos, valid = ufuncs._nonzero_flat_positions(mask, size)
+  return ufuncs.minimum(pos, max(n - 1, 0)), valid
+
+
+def _fill_padding(values, valid, fill_value):
+  # JAX's default padding is the smallest result (the first, results being sorted), or 0.
+  if fill_value is None:
+    first = values[0] if get_aval(values).shape[0] else 0
+    fill_value = ufuncs.where(valid[0], first, 0) if get_aval(valid).shape[0] else 0
+  return ufuncs.where(valid, values, creation.asarray(fill_value, get_aval(values).dtype))
+
+
+def _intersect1d_sized(a, b, assume_unique, return_indices, size, fill_value):
+  n1, n2 = get_aval(a).shape[0], get_aval(b).shape[0]
+  idx = util.index_dtype()
+  if n1 == 0 or n2 == 0:
+    vals = creation.full((size,), 0 if fill_value is None else fill_value, get_aval(a).dtype)
+    if not return_indices:
+      return vals
+    return vals, creation.full((size,), n1, idx), creation.full((size,), n2, idx)
+  ua, ia, va = _unique_1d(a, assume_unique)
+  ub, ib, vb = _unique_1d(b, assume_unique)
+  equal = (ua[:, None] == ub[None, :]) & va[:, None] & vb[None, :]
+  pos, valid = _first_true(reductions.any(equal, axis=1), size)
+  vals = _fill_padding(ua[pos], valid, fill_value)
+  if not return_indices:
+    return vals
+  in_b = reductions.argmax(equal, axis=1)[pos]
+  return (vals, ufuncs.where(valid, ia[pos], n1).astype(idx),
+          ufuncs.where(valid, ib[in_b], n2).astype(idx))
 
 
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
-  """The sorted unique values of ``ar1`` that are not in ``ar2``."""
+  """The sorted unique values of ``ar1`` that are not in ``ar2``. With ``size`` the result
+  has that static length (padded with ``fill_value``, default 0) and works under ``jit``;
+  without it the inputs must be concrete."""
   util.check_arraylike("setdiff1d", ar1, ar2)
-  a, b = util.concrete_value("setdiff1d", ar1), util.concrete_value("setdiff1d", ar2)
-  return _finish_set_op(np.setdiff1d(a, b, assume_unique=assume_unique), size,
-                        0 if fill_value is None else fill_value,
-                        get_aval(creation.asarray(ar1)).dtype)
+  a, b = shapes.ravel(creation.asarray(ar1)), shapes.ravel(creation.asarray(ar2))
+  dtype = get_aval(a).dtype
+  fill = 0 if fill_value is None else fill_value
+  if size is not None:
+    size = operator.index(size)
+    if get_aval(a).shape[0] == 0:
+      return creation.full((size,), fill, dtype)
+    if assume_unique:  # NumPy keeps ar1's order when told its values are unique
+      ua, va = a, creation.ones(get_aval(a).shape, bool)
+    else:
+      ua, _, va = _unique_1d(a, False)
+    keep = va & ~_isin_1d(ua, b)
+    pos, valid = _first_true(keep, size)
+    return ufuncs.where(valid, ua[pos], creation.asarray(fill, dtype))
+  a_np, b_np = util.concrete_value("setdiff1d", a), util.concrete_value("setdiff1d", b)
+  return creation.asarray(np.setdiff1d(a_np, b_np, assume_unique=assume_unique).astype(dtype))
+
+
+def _isin_1d(x, test):
+  """Whether each entry of 1-d ``x`` occurs in 1-d ``test`` (False when ``test`` is empty)."""
+  if get_aval(test).shape[0] == 0:
+    return creation.zeros(get_aval(x).shape, bool)
+  return reductions.any(x[:, None] == test[None, :], axis=1)
 
 
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):

@@ -154,10 +154,10 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
 
   ``size`` pads (with ``fill_value``, default the smallest entry) or truncates the result.
   """
-  if isinstance(ar, Tracer) and size is not None and axis is None:
+  if isinstance(ar, Tracer) and size is not None:
     util.check_arraylike("unique", ar)
-    return _unique_sized(ar, size, fill_value, return_index, return_inverse, return_counts,
-                         equal_nan)
+    return _unique_sized(ar, axis, size, fill_value, return_index, return_inverse,
+                         return_counts, equal_nan)
   if isinstance(ar, Tracer):
     raise ConcretizationTypeError(ar, "unique needs concrete values to know its output "
                                   "size; call it outside jit")
@@ -167,18 +167,23 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
                   equal_nan=equal_nan)
   values, index, inverse, counts = res
   if size is not None:
-    n = len(values) if axis is None else values.shape[axis]
-    if axis not in (None, 0) and axis != -x.ndim:
-      raise NotImplementedError("unique: size is only supported with axis=None or 0")
+    # Pad or cut along the unique axis (moved to the front meanwhile).
+    ax = 0 if axis is None else canonicalize_axis(axis, x.ndim, "unique")
+    values = np.moveaxis(values, ax, 0)
+    n = len(values)
+    if n == 0 and size and fill_value is None:
+      raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                       "fill_value must be specified")
     if n >= size:
       values, index, counts = values[:size], index[:size], counts[:size]
     else:
       pad = size - n
-      fill = values[:1] if fill_value is None else np.full((1,) + values.shape[1:], fill_value,
-                                                            values.dtype)
+      fill = values[:1] if fill_value is None else np.broadcast_to(
+          np.asarray(fill_value, values.dtype), values.shape[1:])[None]
       values = np.concatenate([values, np.repeat(fill, pad, axis=0)])
       index = np.concatenate([index, np.full(pad, index[0] if len(index) else 0, index.dtype)])
       counts = np.concatenate([counts, np.zeros(pad, counts.dtype)])
+    values = np.moveaxis(values, 0, ax)
   int_dtype = dtypes.default_int_dtype()
   outs = [device_put(values.astype(dtypes.canonicalize_dtype(values.dtype)))]
   if return_index:
@@ -192,41 +197,59 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
   return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _unique_sized(ar, size, fill_value, return_index, return_inverse, return_counts,
+def _unique_sized(ar, axis, size, fill_value, return_index, return_inverse, return_counts,
                   equal_nan):
-  """``unique(ravel(ar))`` with a static result length: works on traced values."""
-  x = shapes.ravel(ar)
-  n = get_aval(x).shape[0]
+  """``unique`` with a static result length: works on traced values. Along ``axis`` the
+  unique entries are whole slices, ordered lexicographically."""
+  arr = creation.asarray(ar)
+  if axis is None:
+    x, axis, inverse_shape = shapes.ravel(arr), 0, get_aval(arr).shape
+  else:
+    axis = canonicalize_axis(axis, get_aval(arr).ndim, "unique")
+    x = shapes.moveaxis(arr, axis, 0)
+    inverse_shape = (get_aval(x).shape[0],)
+  n, rest = get_aval(x).shape[0], get_aval(x).shape[1:]
+  dtype = get_aval(x).dtype
   idx_dtype = util.index_dtype()
   size = operator.index(size)
   if n == 0:
+    if size and fill_value is None:
+      raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                       "fill_value must be specified")
     zeros = creation.zeros((size,), idx_dtype)
-    values = creation.full((size,), 0 if fill_value is None else fill_value, get_aval(x).dtype)
-    outs = [values] + [zeros] * (return_index + return_counts) + (
-        [creation.zeros(get_aval(creation.asarray(ar)).shape, idx_dtype)] if return_inverse
-        else [])
-    if return_inverse:  # keep NumPy's order: values, index, inverse, counts
-      outs = [values] + ([zeros] if return_index else []) + [outs[-1]] + (
-          [zeros] if return_counts else [])
+    values = creation.full((size, *rest), 0 if fill_value is None else fill_value, dtype)
+    outs = [shapes.moveaxis(values, 0, axis)] + ([zeros] if return_index else [])
+    outs += [creation.zeros(inverse_shape, idx_dtype)] if return_inverse else []
+    outs += [zeros] if return_counts else []
     return outs[0] if len(outs) == 1 else tuple(outs)
-  perm = argsort(x, stable=True).astype(idx_dtype)
-  sx = x[perm]
-  new = sx[1:] != sx[:-1]
-  if equal_nan and dtypes.is_inexact(get_aval(x).dtype):
-    new = new & ~(ufuncs.isnan(sx[1:]) & ufuncs.isnan(sx[:-1]))
-  new = shapes.concatenate([creation.ones((1,), bool), new])
+  m = int(np.prod(rest))
+  rows = lax.reshape(x, (n, m))
+  iota = lax.iota(idx_dtype, n)
+  if m == 0:
+    perm = iota  # every (empty) slice equals every other
+  else:
+    cols = [lax.reshape(lax.slice(rows, (0, j), (n, j + 1)), (n,)) for j in range(m)]
+    perm = lax.sort((*cols, iota), num_keys=m)[-1]
+  srows = rows[perm]
+  differ = srows[1:] != srows[:-1]
+  if equal_nan and dtypes.is_inexact(dtype):
+    differ = differ & ~(ufuncs.isnan(srows[1:]) & ufuncs.isnan(srows[:-1]))
+  new = shapes.concatenate([creation.ones((1,), bool), reductions.any(differ, axis=1)])
   pos, valid = ufuncs._nonzero_flat_positions(new, size)
   pos = ufuncs.minimum(pos, n - 1)
-  values = sx[pos]
-  fill = sx[0] if fill_value is None else creation.asarray(fill_value, get_aval(x).dtype)
-  values = ufuncs.where(valid, values, fill)
-  outs = [values]
+  values = srows[pos]
+  if fill_value is None:
+    fill = srows[0]
+  else:
+    fill = lax.reshape(shapes.broadcast_to(creation.asarray(fill_value, dtype), rest), (m,))
+  values = ufuncs.where(valid[:, None], values, fill)
+  outs = [shapes.moveaxis(lax.reshape(values, (size, *rest)), 0, axis)]
   if return_index:
     outs.append(ufuncs.where(valid, perm[pos], perm[0]))  # padding: the first's index, as JAX
   group = reductions.cumsum(new, dtype=idx_dtype) - 1  # group of each sorted entry
   if return_inverse:
     inverse = creation.zeros((n,), idx_dtype).at[perm].set(group)
-    outs.append(shapes.reshape(inverse, get_aval(creation.asarray(ar)).shape))
+    outs.append(shapes.reshape(inverse, inverse_shape))
   if return_counts:
     counts = creation.zeros((size,), idx_dtype).at[group].add(1, mode="drop")
     outs.append(counts)

@@ -10,6 +10,7 @@ from hlox.core import basearray
 from hlox.core import dtypes, sharding_types
 from hlox.config import config
 from hlox.core.avals import ShapedArray
+from hlox.core import jaxpr as jaxpr_lib
 from hlox.core.tracer import Tracer
 from hlox.errors import DeletedArrayError, TracerArrayConversionError
 from hlox import tree_util
@@ -735,6 +736,23 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   target = device if device is not None else client.default_device()
   buf = client.put_buffer(value, aval, target)
   return Array(buf, aval, device)
+
+
+def put_exact(value: np.ndarray, weak_type: bool = False) -> Array:
+  """``value`` on the default device with its own dtype: a 64-bit dtype is kept even with
+  x64 off (as for values made inside ``enable_x64()``), where ``device_put`` would narrow it.
+  For values that must match an existing 64-bit type (a gradient's seed)."""
+  value = np.asarray(value)
+  aval = ShapedArray(value.shape, value.dtype, weak_type)
+  target = client.default_device()
+  return Array(client.put_buffer(value, aval, target, keep_64bit=True), aval, None)
+
+
+def _exact_scalar(value, aval) -> Array:
+  return put_exact(np.asarray(value, aval.dtype), weak_type=aval.weak_type)
+
+
+jaxpr_lib.register_exact_scalar(_exact_scalar)
 
 
 # Device buffers of recently used Python and NumPy scalars, for the arguments an operation

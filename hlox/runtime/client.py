@@ -372,21 +372,22 @@ def _make_sharding_class():
 
 # --- transfer ----------------------------------------------------------------------------
 
-def put_buffer(value: np.ndarray, aval, device):
-  """Copy a host NumPy array (already of ``aval.dtype``) to ``device``; returns a buffer."""
+def put_buffer(value: np.ndarray, aval, device, *, keep_64bit: bool = False):
+  """Copy a host NumPy array (already of ``aval.dtype``) to ``device``; returns a buffer.
+  ``keep_64bit`` keeps a 64-bit value 64-bit with x64 off (jaxlib narrows it otherwise)."""
   xc = _xc()
   sharding = single_device_sharding(device)
   if config._values["transfer_guard_host_to_device"] is not None:
     transfer_guard.check("host-to-device", aval, sharding)
-  return _put(xc, value, aval, sharding, device)
+  return _put(xc, value, aval, sharding, device, keep_64bit)
 
 
-def _put(xc, value, aval, sharding, device):
+def _put(xc, value, aval, sharding, device, keep_64bit=False):
   if aval.dtype == dtypes.float0:  # no XLA type: a float0 array travels as boolean zeros
     value, aval = float0_carrier(value, aval)
   return xc.batched_device_put(aval, sharding, [value], [device], True, False,
                                xc.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL,
-                               bool(config._values["enable_x64"]))
+                               keep_64bit or bool(config._values["enable_x64"]))
 
 
 def float0_carrier(value, aval):

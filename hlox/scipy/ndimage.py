@@ -91,8 +91,8 @@ def map_coordinates(input, coordinates, order, mode="constant", cval=0.0):
     raise ValueError("map_coordinates: coordinates must be a sequence of length input.ndim, "
                      f"but {len(coordinates)} != {input.ndim}")
   if mode not in _INDEX_FIXERS:
-    raise NotImplementedError(f"map_coordinates does not support mode {mode!r}; supported "
-                              f"modes are {sorted(_INDEX_FIXERS)}")
+    raise NotImplementedError(f"jax.scipy.ndimage.map_coordinates does not yet support mode "
+                              f"{mode!r}; supported modes are {sorted(_INDEX_FIXERS)}")
   if order not in (0, 1):
     raise NotImplementedError(f"map_coordinates currently requires order<=1, got {order}")
   return _map_coordinates(input, coordinates, order, mode, cval)

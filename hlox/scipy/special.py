@@ -65,9 +65,38 @@ def gammaincc(a, x):
 
 
 def betaln(a, b):
-  """``log(|B(a, b)|)`` as ``gammaln(a) + gammaln(b) - gammaln(a + b)``."""
+  """``log(|B(a, b)|)``: ``gammaln(a) + gammaln(b) - gammaln(a + b)``, with the last two
+  terms taken together from Stirling's series when the larger argument is 8 or more (their
+  difference would otherwise cancel away, as for ``betaln(1e30, 1) = -log(1e30)``)."""
   a, b = promote_args_inexact("betaln", a, b)
-  return lax.sub(lax.add(lax.lgamma(a), lax.lgamma(b)), lax.lgamma(lax.add(a, b)))
+  a, b = jnp.minimum(a, b), jnp.maximum(a, b)
+  direct = lax.lgamma(a) + (lax.lgamma(b) - lax.lgamma(a + b))
+  return jnp.where(b < 8, direct, lax.lgamma(a) + _lgamma_difference(a, b))
+
+
+# Stirling's series: lgamma(x) = (x - 1/2) log x - x + log(2 pi) / 2 + R(x), with
+# R(x) = sum_k B_2k / (2k (2k - 1) x^(2k - 1)) (B_2k the Bernoulli numbers).
+_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360)
+
+
+def _stirling_remainder(x):
+  inv = 1 / x
+  t = inv * inv
+  acc = _STIRLING[-1]
+  for c in reversed(_STIRLING[:-1]):
+    acc = c + t * acc
+  return acc * inv
+
+
+def _lgamma_difference(a, b):
+  """``lgamma(b) - lgamma(a + b)`` for ``b >= 8`` and ``a <= b``, without forming the two
+  (huge, nearly equal) terms: by Stirling's series it is
+  ``R(b) - R(a + b) - a (log b - 1) - (a + b - 1/2) log1p(a / b)``."""
+  u = (a + b - 0.5) * jnp.log1p(a / b)
+  v = a * (jnp.log(b) - 1)
+  w = _stirling_remainder(b) - _stirling_remainder(a + b)
+  # Subtract the larger of u and v last, which keeps the rounding error smallest.
+  return jnp.where(u <= v, (w - u) - v, (w - v) - u)
 
 
 def betainc(a, b, x):
@@ -189,27 +218,38 @@ xlog1py.defjvp(_xlog1py_jvp)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
-  """``log(sum(b * exp(a), axis))`` computed stably (shifted by the maximum). With
-  ``return_sign`` the result is ``(log|s|, sign(s))``; otherwise a negative sum gives NaN."""
+  """``log(sum(b * exp(a), axis))`` computed stably (shifted by the maximum real part).
+
+  With ``return_sign`` the result is ``(log|s|, sign(s))`` (for complex input the sign is
+  ``s / |s|`` and the logarithm real); otherwise a negative real sum gives NaN and a complex
+  one its complex logarithm. Entries outside ``where`` take no part, nor any gradient."""
+  if where is not None:
+    a = jnp.where(where, a, 0)  # masked entries must not reach exp (inf * 0 in gradients)
   if b is not None:
     a, b = promote_args_inexact("logsumexp", a, b)
     a = jnp.where(b != 0, a, -jnp.inf)
   else:
     a, = promote_args_inexact("logsumexp", a)
-  amax = jnp.max(a, axis=axis, keepdims=True, where=where, initial=-jnp.inf)
+  a = jnp.asarray(a)
+  is_complex = jnp.iscomplexobj(a)
+  amax = jnp.max(jnp.real(a), axis=axis, keepdims=True, where=where, initial=-jnp.inf)
   # The shift only steadies the sum; it carries no gradient of its own.
   amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
-  exp_a = jnp.exp(a - amax)
+  exp_a = jnp.exp(a - amax.astype(a.dtype))
   if b is not None:
     exp_a = exp_a * b
   total = jnp.sum(exp_a, axis=axis, keepdims=keepdims, where=where)
   sign = jnp.sign(total)
   if not keepdims:
     amax = jnp.squeeze(amax, axis=axis)
-  out = jnp.log(jnp.abs(total)) + amax
+  if return_sign or not is_complex:
+    total = jnp.abs(total)
+  out = jnp.log(total) + amax.astype(total.dtype)
   if return_sign:
     return out, sign
-  return jnp.where(sign < 0, jnp.nan, out)
+  if b is None or is_complex:
+    return out
+  return jnp.where(sign < 0, jnp.array(np.nan, out.dtype), out)
 
 
 # The rest of jax.scipy.special's names live in their own module.

@@ -5,10 +5,11 @@
 JAX's algorithms step for step (so the iterates agree), stopping when the residual norm
 is below ``max(tol * |b|, atol)`` or after ``maxiter`` steps (default ``10 * size(b)``).
 
-Derivatives: the solution is differentiated implicitly (not through the loop), as JAX's
-``custom_linear_solve`` does, by a ``custom_vjp`` in ``b``: the cotangent of ``b`` is the
-same solver applied to ``A``'s transpose (``A`` itself for ``cg``, which assumes ``A`` is
-symmetric positive definite). ``A`` and ``M`` are treated as constants.
+Derivatives: the solution is differentiated implicitly (not through the loop) with
+``lax.custom_linear_solve``, in ``b`` and in whatever ``A`` closes over: derivatives solve
+again with the same solver, on ``A``'s transpose (``A`` itself for real ``cg``, which assumes
+``A`` is symmetric positive definite). ``M`` and ``x0`` are treated as constants; the
+solution has ``b``'s types, weak types included.
 """
 from __future__ import annotations
 
@@ -19,10 +20,8 @@ import numpy as np
 
 from hlox import lax
 from hlox import numpy as jnp
-from hlox.autodiff import linear_transpose
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer
-from hlox.custom_derivatives import custom_vjp
 from hlox.runtime.array import Array
 from hlox.scipy import linalg as jsp_linalg
 from hlox.tree_util import tree_leaves, tree_map, tree_structure
@@ -306,24 +305,7 @@ def _gmres_solve(A, M, b, x0, maxiter, atol, ptol, restart, cycle):
   return lax.while_loop(cond, body, (x0, 0, unit_residual, residual_norm))[0]
 
 
-# --- implicit differentiation and the public functions ------------------------------------
-
-def _implicit_solve(solve, transpose_solve, b, x0):
-  """``solve(b, x0)`` whose derivative in ``b`` is ``transpose_solve`` of the cotangent
-  (the loop itself is never differentiated); ``x0`` gets a zero cotangent."""
-  def f(b, x0):
-    return solve(b, x0)
-
-  def fwd(b, x0):
-    return solve(b, x0), x0
-
-  def bwd(x0, ct):
-    return transpose_solve(ct, tree_map(jnp.zeros_like, ct)), tree_map(jnp.zeros_like, x0)
-
-  g = custom_vjp(f)
-  g.defvjp(fwd, bwd)
-  return g(b, x0)
-
+# --- the public functions -----------------------------------------------------------------
 
 def _check_args(name, b, x0):
   if tree_structure(x0) != tree_structure(b):
@@ -343,25 +325,18 @@ def _prepare(name, A, b, x0, M):
   return A, b, x0, M
 
 
-def _transpose_operator(A, b):
-  """``A``'s transpose as a function (``A`` is linear; ``b`` shows its input's shape)."""
-  A_t = linear_transpose(A, b)
-  return lambda x: A_t(x)[0]
-
-
 def _isolve(name, solver, A, b, x0, tol, atol, maxiter, M, symmetric):
   A, b, x0, M = _prepare(name, A, b, x0, M)
   _check_args(name, b, x0)
   if maxiter is None:
     maxiter = 10 * sum(np.size(x) for x in tree_leaves(b))
   real = all(not jnp.iscomplexobj(x) for x in tree_leaves(b))
-  solve = lambda rhs, guess: solver(A, M, rhs, guess, maxiter, tol, atol)
-  if symmetric and real:
-    transpose_solve = solve
-  else:
-    A_t, M_t = _transpose_operator(A, b), M if M is _identity else _transpose_operator(M, b)
-    transpose_solve = lambda rhs, guess: solver(A_t, M_t, rhs, guess, maxiter, tol, atol)
-  return _implicit_solve(solve, transpose_solve, b, x0), None
+  # The solve is differentiated implicitly (custom_linear_solve), never through its loop:
+  # the same solver, handed the transposed operator, solves the transposed system.
+  solve = lambda matvec, rhs: solver(matvec, M, rhs, x0, maxiter, tol, atol)
+  x = lax.custom_linear_solve(A, b, solve=solve, transpose_solve=solve,
+                              symmetric=symmetric and real)
+  return x, None
 
 
 def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
@@ -395,16 +370,12 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
   restart = min(restart, size)
   cycle = _gmres_batched if solve_method == "batched" else _gmres_incremental
 
-  def make_solve(A, M):
-    def solve(rhs, guess):
-      rhs_norm = _norm(rhs)
-      tol_abs = jnp.maximum(tol * rhs_norm, atol)
-      ptol = _norm(M(rhs)) * jnp.minimum(1.0, tol_abs / rhs_norm)
-      return _gmres_solve(A, M, rhs, guess, maxiter, tol_abs, ptol, restart, cycle)
-    return solve
+  def solve(matvec, rhs):
+    rhs_norm = _norm(rhs)
+    tol_abs = jnp.maximum(tol * rhs_norm, atol)
+    ptol = _norm(M(rhs)) * jnp.minimum(1.0, tol_abs / rhs_norm)
+    return _gmres_solve(matvec, M, rhs, x0, maxiter, tol_abs, ptol, restart, cycle)
 
-  A_t = _transpose_operator(A, b)
-  M_t = M if M is _identity else _transpose_operator(M, b)
-  x = _implicit_solve(make_solve(A, M), make_solve(A_t, M_t), b, x0)
+  x = lax.custom_linear_solve(A, b, solve=solve, transpose_solve=solve)
   info = jnp.where(jnp.isnan(_norm(x)), -1, 0)
   return x, info
