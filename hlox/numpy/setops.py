@@ -80,6 +80,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
                 fill_value=None):
   """The sorted unique values in both arrays (computed on concrete values)."""
   util.check_arraylike("intersect1d", ar1, ar2)
+  ar1, ar2 = util.from_jax_array(ar1), util.from_jax_array(ar2)
   a, b = util.concrete_value("intersect1d", ar1), util.concrete_value("intersect1d", ar2)
   res = np.intersect1d(a, b, assume_unique=assume_unique, return_indices=True)
   return _finish_set_op(res if return_indices else res[0], size, fill_value,
@@ -89,6 +90,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
   """The sorted unique values of ``ar1`` that are not in ``ar2``."""
   util.check_arraylike("setdiff1d", ar1, ar2)
+  ar1, ar2 = util.from_jax_array(ar1), util.from_jax_array(ar2)
   a, b = util.concrete_value("setdiff1d", ar1), util.concrete_value("setdiff1d", ar2)
   return _finish_set_op(np.setdiff1d(a, b, assume_unique=assume_unique), size,
                         0 if fill_value is None else fill_value,
@@ -98,6 +100,7 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
   """The sorted unique values in exactly one of the arrays."""
   util.check_arraylike("setxor1d", ar1, ar2)
+  ar1, ar2 = util.from_jax_array(ar1), util.from_jax_array(ar2)
   a, b = util.concrete_value("setxor1d", ar1), util.concrete_value("setxor1d", ar2)
   return _finish_set_op(np.setxor1d(a, b, assume_unique=assume_unique), size, fill_value,
                         dtypes.result_type(ar1, ar2))
