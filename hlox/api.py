@@ -358,8 +358,23 @@ class _HashableStatic:
 # Arrays, and the host values whose signature is their type's (scalars) or their own aval.
 _ARRAY_TYPE = frozenset((Array,))
 _FLAT_LEAF_TYPES = SCALAR_TYPES | {np.ndarray, Array}
-_HOST_ARGUMENTS = object()  # marks the flat keys of calls with host values among the leaves
-_STATIC_ARGUMENTS = object()  # in a flat key, before the static arguments
+class _Marker:
+  """A unique object compared by identity; pickled by reference (its name in this module),
+  so that a pickled jitted function (cloudpickle) still recognizes it."""
+  __slots__ = ("_name",)
+
+  def __init__(self, name: str):
+    self._name = name
+
+  def __reduce__(self):
+    return self._name
+
+  def __repr__(self):
+    return self._name
+
+
+_HOST_ARGUMENTS = _Marker("_HOST_ARGUMENTS")  # marks flat keys of calls with host values
+_STATIC_ARGUMENTS = _Marker("_STATIC_ARGUMENTS")  # in a flat key, before the static ones
 
 
 class _FlatEntry(tuple):
