@@ -22,6 +22,7 @@ import numpy as np
 from hlox import monitoring, tree_util
 from hlox.cache import LRUCache
 from hlox.config import TRACED_OPTIONS, config
+from hlox.config import default_device as default_device_option
 from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
@@ -235,6 +236,23 @@ def _argument_paths(fun, args, kwargs, static_argnums, static_argnames) -> list:
   return paths
 
 
+def _check_committed_devices(wrapped, args, kwargs, sigs) -> None:
+  """JAX's error for arguments committed to different single devices, naming two of them
+  (a signature is a tuple ``(aval, device)`` for an Array committed to one device)."""
+  placed = [(i, s) for i, s in enumerate(sigs) if type(s) is tuple and hasattr(s[1], "platform")]
+  if len({s[1] for _, s in placed}) < 2:
+    return
+  first = placed[0]
+  second = next(p for p in placed if p[1][1] != first[1][1])
+  paths = _argument_paths(wrapped.fun, args, kwargs, wrapped.static_argnums,
+                          wrapped.static_argnames)
+  described = [f"argument {paths[i] if i < len(paths) else f'args[{i}]'} of {wrapped.name} "
+               f"with shape {sharding_types.type_str(sig[0], None)} and with device ids "
+               f"[{sig[1].id}] on platform {sig[1].platform.upper()}" for i, sig in (first, second)]
+  raise ValueError("Received incompatible devices for jitted computation. Got "
+                   f"{described[0]} and {described[1]}")
+
+
 def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames, leaves,
                     bad) -> Exception:
   """JAX's message for a jit argument that is not an array, naming its path."""
@@ -360,8 +378,23 @@ class _HashableStatic:
 # Arrays, and the host values whose signature is their type's (scalars) or their own aval.
 _ARRAY_TYPE = frozenset((Array,))
 _FLAT_LEAF_TYPES = SCALAR_TYPES | {np.ndarray, Array}
-_HOST_ARGUMENTS = object()  # marks the flat keys of calls with host values among the leaves
-_STATIC_ARGUMENTS = object()  # in a flat key, before the static arguments
+class _Marker:
+  """A unique object compared by identity; pickled by reference (its name in this module),
+  so that a pickled jitted function (cloudpickle) still recognizes it."""
+  __slots__ = ("_name",)
+
+  def __init__(self, name: str):
+    self._name = name
+
+  def __reduce__(self):
+    return self._name
+
+  def __repr__(self):
+    return self._name
+
+
+_HOST_ARGUMENTS = _Marker("_HOST_ARGUMENTS")  # marks flat keys of calls with host values
+_STATIC_ARGUMENTS = _Marker("_STATIC_ARGUMENTS")  # in a flat key, before the static ones
 
 
 class _FlatEntry(tuple):
@@ -519,6 +552,7 @@ class JitWrapped:
                         keep_unused=self.keep_unused, inline=self.inline)
       return traced.out_tree.unflatten(outs)
     sigs = tuple(signature(x) for x in leaves)
+    _check_committed_devices(self, args, kwargs, sigs)
     const_sigs = tuple(signature(c) for c in traced.consts)
     compiled = compile_closed_jaxpr(traced.jaxpr, const_sigs + sigs, self.name,
                                     donated_invars, self.keep_unused)
@@ -1360,15 +1394,22 @@ def _jit_on_device(fun, device, backend, in_shardings, out_shardings, jit_kwargs
   static = () if static is None else (static,) if isinstance(static, int) else tuple(static)
 
   def place(args):
+    # Implicit transfers (``device_put`` of the runtime, not the public, explicit one): the
+    # transfer guards judge them as JAX judges this jit's moves.
     target = device if device is not None else client.local_devices(backend=backend)[0]
     return [a if i in static or i - len(args) in static else tree_util.tree_map(
-        lambda x: placement.device_put(x, target) if isinstance(
+        lambda x: device_put(x, target) if isinstance(
             x, (Array, np.ndarray, np.generic, int, float, complex, bool)) else x, a)
         for i, a in enumerate(args)]
 
   @functools.wraps(fun)
   def call(*args, **kwargs):
-    return inner(*place(args), **kwargs)
+    target = device if device is not None else client.local_devices(backend=backend)[0]
+    # A program without array arguments runs there too; its results are committed to it.
+    with default_device_option(target):
+      out = inner(*place(args), **kwargs)
+    return tree_util.tree_map(
+        lambda x: device_put(x, target) if type(x) is Array else x, out)
 
   call.lower = lambda *args, **kwargs: inner.lower(*place(args), **kwargs)
   call.trace = inner.trace

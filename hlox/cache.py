@@ -12,6 +12,15 @@ from hlox.core.tracer import Tracer, trace_ctx
 _all_caches: "weakref.WeakSet[LRUCache]" = weakref.WeakSet()
 
 
+class _Entries(collections.OrderedDict):
+  """A cache's table. Pickled empty: its values (executables, jaxprs) belong to this process,
+  and a pickled jitted function (cloudpickle) holds its table directly; one pickle keeps one
+  table for all of its holders."""
+
+  def __reduce__(self):
+    return (_Entries, ())
+
+
 class LRUCache:
   """Maps keys to values, evicting the least recently used entry beyond ``maxsize``.
 
@@ -20,7 +29,7 @@ class LRUCache:
   """
 
   def __init__(self, maxsize: int | None = None):
-    self._data = collections.OrderedDict()
+    self._data = _Entries()
     self._lock = threading.Lock()
     self._maxsize = maxsize
     self._stash = None  # {options state: entries made under it}, see ``switch_caches``
@@ -74,6 +83,14 @@ class LRUCache:
 
   def __len__(self):
     return len(self._data)
+
+  def __getstate__(self):
+    # No lock and no stashed entries; the table itself pickles empty (``_Entries``).
+    return {"_data": self._data, "_maxsize": self._maxsize}
+
+  def __setstate__(self, state):
+    self.__dict__.update(state, _lock=threading.Lock(), _stash=None)
+    _all_caches.add(self)
 
   def __contains__(self, key):
     return key in self._data

@@ -148,6 +148,18 @@ def _set_spelling(env: str) -> str:
   return env
 
 
+class _Values(dict):
+  """The options' current values. Pickled by reference: a pickled jitted function that reads
+  them (cloudpickle) reads the live options of the process it is loaded in."""
+
+  def __reduce__(self):
+    return (_current_values, ())
+
+
+def _current_values():
+  return config._values
+
+
 class Config:
   """Holds hlox's options; read them as attributes, change them with ``update``."""
 
@@ -259,7 +271,7 @@ class Config:
   }
 
   def __init__(self):
-    self._values = {}
+    self._values = _Values()
     for name, (env, parse, default) in self._options.items():
       env = _set_spelling(env)
       value = parse(env, default)

@@ -27,6 +27,7 @@ Only functions of ``jaxlib._jax.pytree`` are used; nothing here imports ``jax``.
 
 from __future__ import annotations
 
+import copyreg
 import collections
 import dataclasses
 import functools
@@ -76,6 +77,16 @@ default_registry.__name__ = "default_registry"
 # C++ method itself rather than a Python wrapper around it, which saves a Python frame
 # (a few tens of nanoseconds) on every jitted call.
 flatten_fast = default_registry.flatten
+
+
+def _reduce_bound_method(method):
+  # jaxlib's (nanobind) bound methods do not pickle, Python's do as ``getattr(self, name)``:
+  # the same here, so that a function that holds ``flatten_fast`` (jit's fast path, pickled
+  # by value by cloudpickle) pickles; ``self`` (our registry) pickles by reference.
+  return getattr, (method.__self__, method.__name__)
+
+
+copyreg.pickle(type(flatten_fast), _reduce_bound_method)
 
 
 # ---------------------------------------------------------------------------------------

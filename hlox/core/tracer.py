@@ -59,6 +59,11 @@ class EvalTrace(Trace):
     # Implementations reject tracers themselves (see ``check_no_tracers``), off the hot path.
     return primitive.impl(*args, **params)
 
+  def __reduce__(self):
+    # The one eval trace, by reference: code compares traces by identity (``is eval_trace``),
+    # also in a pickled jitted function.
+    return "eval_trace"
+
 
 eval_trace = EvalTrace()
 
@@ -74,6 +79,10 @@ class TraceContext(threading.local):
   def __init__(self):
     self.trace = eval_trace
     self.axis_env = []  # [(name, size)] of the named axes in scope (vmap/pmap), innermost last
+
+  def __reduce__(self):
+    # The one context of the process, by reference (a pickled jitted function holds it).
+    return "trace_ctx"
 
 
 trace_ctx = TraceContext()

@@ -166,8 +166,9 @@ _compile_cache = LRUCache()
 def _device_of(sigs):
   devices = {s[1] for s in sigs if type(s) is tuple}
   if len(devices) > 1:
-    raise ValueError(f"jit: arguments are committed to different devices {devices}; move "
-                     "them to one device with device_put")
+    raise ValueError("Received incompatible devices for jitted computation. Got arguments "
+                     f"(or closed-over values) committed to the devices {sorted(devices, key=str)}"
+                     "; move them to one device with device_put")
   return devices.pop() if devices else None
 
 

@@ -159,8 +159,12 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
 
 
 def _like(name, a, fill_value, dtype, shape, device, out_sharding=None):
-  if not util.is_arraylike(a) and hasattr(a, "shape") and hasattr(a, "dtype"):
-    # Duck typing (as JAX): anything with a shape and a dtype, e.g. a ShapeDtypeStruct.
+  if not (hasattr(a, "shape") and hasattr(a, "dtype")):
+    a = util.from_jax_array(a)
+  elif not isinstance(a, (Array, Tracer, np.ndarray, np.generic)):
+    # Duck typing (as JAX): anything with a shape and a dtype, e.g. a ShapeDtypeStruct. They
+    # are read even when ``a`` could turn itself into an array (``__jax_array__``), which
+    # would cost a computation (or fail) to learn what the attributes already say.
     dtype = _user_dtype(dtype, name) or dtypes.canonicalize_dtype(np.dtype(a.dtype))
     shape = _shape(a.shape if shape is None else shape, name)
     return _put(lax.full(shape, fill_value, dtype), device, out_sharding, name)
@@ -188,12 +192,19 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None, out_sharding=N
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
   """``fill_value`` with the shape and dtype of ``a``; an array ``fill_value`` broadcasts."""
+  fill_value = util.from_jax_array(fill_value)
   if get_aval(fill_value).ndim == 0:
     return _like("full_like", a, fill_value, dtype, shape, device, out_sharding)
-  util.check_arraylike("full_like", a, fill_value)
-  aval = get_aval(a)
-  dtype = _user_dtype(dtype, "full_like") or aval.dtype
-  shape = aval.shape if shape is None else _shape(shape, "full_like")
+  if isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or not (
+      hasattr(a, "shape") and hasattr(a, "dtype")):
+    a = util.from_jax_array(a)
+    util.check_arraylike("full_like", a, fill_value)
+    a_shape, a_dtype = get_aval(a).shape, get_aval(a).dtype
+  else:  # duck typed, as in ``_like``
+    util.check_arraylike("full_like", fill_value)
+    a_shape, a_dtype = tuple(a.shape), dtypes.canonicalize_dtype(np.dtype(a.dtype))
+  dtype = _user_dtype(dtype, "full_like") or a_dtype
+  shape = a_shape if shape is None else _shape(shape, "full_like")
   value = asarray(fill_value, dtype=dtype)
   try:
     out = util.broadcast_to_shape(value, shape)

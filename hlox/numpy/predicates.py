@@ -64,6 +64,8 @@ def iscomplexobj(x):
     return False
   if isinstance(x, (list, tuple)):  # a nested sequence: complex if any element is
     return any(iscomplexobj(v) for v in x)
+  if not hasattr(x, "dtype"):
+    x = util.from_jax_array(x)
   try:
     dtype = x.dtype
   except AttributeError:

@@ -114,6 +114,7 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
   nd = get_aval(a).ndim
   axis = util.canonicalize_axis_tuple(axis, nd, "delete")[0]
   n = get_aval(a).shape[axis]
+  obj = util.from_jax_array(obj)
   if isinstance(obj, slice):
     keep = np.ones(n, bool)
     keep[obj] = False

@@ -180,6 +180,7 @@ def _isin_1d(x, test):
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
   """The sorted unique values in exactly one of the arrays."""
   util.check_arraylike("setxor1d", ar1, ar2)
+  ar1, ar2 = util.from_jax_array(ar1), util.from_jax_array(ar2)
   a, b = util.concrete_value("setxor1d", ar1), util.concrete_value("setxor1d", ar2)
   return _finish_set_op(np.setxor1d(a, b, assume_unique=assume_unique), size, fill_value,
                         dtypes.result_type(ar1, ar2))

@@ -81,6 +81,7 @@ def _static_int(x, name: str, what: str) -> int:
 
 def _static_ints(x, name: str, what: str) -> tuple:
   """A concrete int, or sequence or array of ints, as a tuple of Python ints."""
+  x = util.from_jax_array(x)
   if isinstance(x, Tracer):
     value = x.to_concrete_value()
     if value is None:
@@ -420,24 +421,24 @@ def array_split(ary, indices_or_sections, axis: int = 0):
 def hsplit(ary, indices_or_sections):
   """Split along axis 1 (axis 0 for 1-d arrays)."""
   a = _array("hsplit", ary)
-  if a.ndim == 0:
-    raise ValueError("hsplit: only works on arrays of 1 or more dimensions")
+  if a.ndim == 0:  # IndexError as JAX's: a scalar has no axis to split along
+    raise IndexError("hsplit: a 0-d array has no axis to split along")
   return split(a, indices_or_sections, axis=1 if a.ndim > 1 else 0)
 
 
 def vsplit(ary, indices_or_sections):
   """Split along axis 0 (arrays of 2 or more dimensions)."""
   a = _array("vsplit", ary)
-  if a.ndim < 2:
-    raise ValueError("vsplit: only works on arrays of 2 or more dimensions")
+  if a.ndim == 0:  # JAX splits 1-d arrays too (NumPy refuses them); a scalar has no axis 0
+    raise IndexError("vsplit: a 0-d array has no axis 0 to split along")
   return split(a, indices_or_sections, axis=0)
 
 
 def dsplit(ary, indices_or_sections):
   """Split along axis 2 (arrays of 3 or more dimensions)."""
   a = _array("dsplit", ary)
-  if a.ndim < 3:
-    raise ValueError("dsplit: only works on arrays of 3 or more dimensions")
+  if a.ndim < 3:  # IndexError as JAX's: there is no axis 2
+    raise IndexError(f"dsplit: a {a.ndim}-d array has no axis 2 to split along")
   return split(a, indices_or_sections, axis=2)
 
 
@@ -607,6 +608,7 @@ def roll(a, shift, axis=None):
   """Roll elements along ``axis`` by ``shift``, wrapping around; ``a`` is flattened when
   ``axis`` is None. A traced ``shift`` is rolled with a dynamic slice."""
   a = _array("roll", a)
+  shift = util.from_jax_array(shift)
   if axis is None:
     return lax.reshape(roll(ravel(a), shift, 0), a.shape)
   axes = tuple(_axis(ax, a.ndim, "roll") for ax in _static_ints(axis, "roll", "axis"))
@@ -727,6 +729,8 @@ def ndim(a) -> int:
 def size(a, axis=None) -> int:
   """The number of elements of ``a`` (along ``axis``, an int or a tuple of ints, if given)."""
   _warn_not_arraylike("size", a)
+  if not hasattr(a, "shape"):
+    a = util.from_jax_array(a)
   if axis is None and hasattr(a, "size") and not isinstance(a, (list, tuple)):
     return int(a.size)
   s = shape(a) if hasattr(a, "shape") else np.shape(a)
@@ -768,6 +772,7 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
 def insert(arr, obj, values, axis: int | None = None):
   """Insert ``values`` before the (concrete) index or indices ``obj`` along ``axis``."""
   a = _array("insert", arr)
+  obj = util.from_jax_array(obj)
   if axis is None:
     a, axis = ravel(a), 0
   axis = _axis(axis, a.ndim, "insert")

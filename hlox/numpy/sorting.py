@@ -154,6 +154,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
 
   ``size`` pads (with ``fill_value``, default the smallest entry) or truncates the result.
   """
+  ar = util.from_jax_array(ar)
   if isinstance(ar, Tracer) and size is not None:
     util.check_arraylike("unique", ar)
     return _unique_sized(ar, axis, size, fill_value, return_index, return_inverse,

@@ -56,14 +56,22 @@ def _extended_dtype_message(name, args) -> str:
   return f"{op} does not accept dtype {names[0]} at position 0."
 
 
+def from_jax_array(x):
+  """``x`` converted by ``asarray`` when it turns itself into an array (JAX's
+  ``__jax_array__`` protocol, which ``asarray`` checks the result of); anything else as it
+  is. For code that inspects an argument (its dtype, its concrete value, whether it is
+  traced) before converting it."""
+  if not isinstance(x, _ARRAYLIKE) and hasattr(x, "__jax_array__"):
+    return asarray(x)
+  return x
+
+
 def ensure_array(x):
   """``x`` as something ``lax`` accepts: Python scalars and NumPy values pass through."""
   if isinstance(x, (Array, Tracer)):
     return x
   if isinstance(x, (list, tuple)) or hasattr(x, "__jax_array__"):
     return asarray(x)
-  if not isinstance(x, _ARRAYLIKE) and hasattr(x, "__jax_array__"):
-    return x.__jax_array__()
   return x
 
 
@@ -244,6 +252,7 @@ def int_dtype_for_dim(n: int) -> np.dtype:
 
 def concrete_value(name, x):
   """The NumPy value of ``x``; an error naming ``name`` when it is traced."""
+  x = from_jax_array(x)
   if isinstance(x, Tracer):
     value = x.to_concrete_value()
     if value is None:
