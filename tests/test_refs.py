@@ -336,3 +336,37 @@ def test_cond_and_switch_write_references():
   lax.switch(2, [writer(0), writer(1), writer(2)])
   hlox.jit(lambda i: lax.switch(i, [writer(0), writer(1), writer(2)]))(1)
   np.testing.assert_array_equal(np.asarray(r[...]), [0, 1, 2])
+
+
+def test_views_through_remat_vmap_refused_and_use_after_free():
+  @hlox.jit
+  def f():
+    x_ref = hlox.new_ref(jnp.zeros(10))
+
+    def body(v):
+      v[...] += 1.
+      return v[...] * 2
+
+    out = hlox.remat(body)(x_ref.at[2:7])
+    return x_ref[...], out
+
+  x, out = f()
+  np.testing.assert_array_equal(np.asarray(x), [0, 0, 1, 1, 1, 1, 1, 0, 0, 0])
+  np.testing.assert_array_equal(np.asarray(out), [2.] * 5)
+
+  @hlox.jit
+  def g():
+    ref = hlox.new_ref(jnp.zeros(7))
+    hlox.vmap(lambda v: v[...])(ref.at[1:6])
+
+  with pytest.raises(TypeError, match="TransformedRefs are not allowed"):
+    g()
+
+  @hlox.jit
+  def h(x):
+    ref = hlox.new_ref(x)
+    hlox.ref.free_ref(ref)
+    return ref[...]
+
+  with pytest.raises(ValueError, match="used after it was invalidated"):
+    h(1.)

@@ -307,7 +307,7 @@ def _addupdate_discharge(refs, ref, value, *dyn, indexer):
 
 
 state_discharge.register(new_ref_p, _new_ref_discharge, creates=True)
-state_discharge.register(freeze_p, _freeze_discharge)
+state_discharge.register(freeze_p, _freeze_discharge, invalidates=True)
 state_discharge.register(get_p, _get_discharge)
 state_discharge.register(swap_p, _swap_discharge)
 state_discharge.register(addupdate_p, _addupdate_discharge)
