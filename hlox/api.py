@@ -37,6 +37,7 @@ from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
                            jit_p, signature)
+from hlox.lax import ref_view
 from hlox.lax import state as ref_lib
 from hlox.runtime import client, introspection, placement
 from hlox.runtime import sharding as sharding_lib
@@ -1947,6 +1948,14 @@ def _argument_names(fun, args, kwargs) -> list:
   return names
 
 
+def _reject_ref_views(name, args) -> None:
+  # As JAX: a view of a reference (``ref.at[idx]``) cannot be a vmapped argument.
+  for path, leaf in tree_util.tree_flatten_with_path(args, is_leaf=ref_view.is_ref_view)[0]:
+    if ref_view.is_ref_view(leaf):
+      raise TypeError(f"When tracing {name} for vmap, TransformedRefs are not allowed, but "
+                      f"got a TransformedRef with name {tree_util.keystr(path)}.")
+
+
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
          spmd_axis_name=None):
   """Vectorize ``fun`` over a leading (or ``in_axes``) axis of its arguments.
@@ -1974,6 +1983,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
   def vmapped(*args, **kwargs):
     if batching.vmappables:  # registered vmappable types: leaves with stacking of their own
       return _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size)
+    _reject_ref_views(getattr(fun, "__name__", "fun"), (args, kwargs))
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
       raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "

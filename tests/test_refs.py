@@ -238,3 +238,135 @@ def test_printed_as_jax_prints():
   expected = printed_in_jax(_PROGRAMS)
   for name, src in _PROGRAMS.items():
     assert _normalize(printed_here(src)) == _normalize(expected[name]), name
+
+
+def test_views_eager_and_jit():
+  r = hlox.new_ref(jnp.arange(12.).reshape(3, 4))
+  expected = np.arange(12.).reshape(3, 4)
+  r.at[1:3][0, 1:] = jnp.zeros(3)
+  expected[1, 1:] = 0
+  np.testing.assert_array_equal(np.asarray(r[...]), expected)
+  np.testing.assert_array_equal(np.asarray(r.at[2].get()), expected[2])
+  np.testing.assert_array_equal(np.asarray(r.at[0:3:2].at[1][1:3]), expected[2, 1:3])
+  assert r.at[1:3].shape == (2, 4) and r.at[1:3].at[0].dtype == np.float32
+
+  @hlox.jit
+  def f(x, i):
+    ref = hlox.new_ref(x)
+    view = ref.at[1:6]
+    view[...] += 17 * jnp.ones(5)
+    every_other = view.at[::2]
+    every_other[1] = -1.
+    ref.at[i].addupdate(100.)
+    return ref[...], every_other.get(), ref.at[jnp.array([0, 2])][1]
+
+  full, part, elem = f(jnp.zeros(7), 6)
+  np.testing.assert_array_equal(np.asarray(full), [0, 17, 17, -1, 17, 17, 100])
+  np.testing.assert_array_equal(np.asarray(part), [17, -1, 17])
+  assert float(elem) == 17.
+
+  @hlox.jit
+  def g(i):
+    ref = hlox.new_ref(jnp.zeros((3, 4)))
+    ref.at[i][1:] = jnp.ones(3)
+    ref.at[1:].at[i, 2].set(5.)
+    ref.at[jnp.array([0, 2])].at[1][3] = 7.
+    ref.at[jnp.array([0, 2])].at[0].addupdate(jnp.ones(4))
+    return ref[...]
+
+  np.testing.assert_array_equal(np.asarray(g(1)), [[1, 1, 1, 1], [0, 1, 1, 1], [0, 0, 5, 7]])
+
+
+def test_views_through_loops_and_jit_calls():
+  def in_scan(fn):
+    return lambda *a: lax.scan(lambda c, _: (fn(*a), None), None, None, length=1)[0]
+
+  def in_while(fn):
+    return lambda *a: lax.while_loop(lambda i: i < 1, lambda i: (fn(*a), i + 1)[1], 0)
+
+  for transform in (in_scan, in_while, hlox.jit):
+    @hlox.jit
+    def f():
+      x_ref = hlox.new_ref(jnp.zeros(7))
+
+      @transform
+      def inner(view):
+        view[...] += 17 * jnp.ones((5,))
+
+      inner(x_ref.at[1:6])
+      return x_ref[...]
+
+    np.testing.assert_array_equal(np.asarray(f()), [0, 17, 17, 17, 17, 17, 0])
+
+
+def test_cond_and_switch_write_references():
+  @hlox.jit
+  def f(pred):
+    x_ref = hlox.new_ref(jnp.zeros(7))
+    y_ref = hlox.new_ref(jnp.ones(2))
+
+    def true_fn(view):
+      view[...] += 17 * jnp.ones((5,))
+      y_ref[0] = 3.
+      return y_ref[1]
+
+    def false_fn(view):
+      view[...] += 5 * jnp.ones((5,))
+      return x_ref[0]
+
+    out = lax.cond(pred, true_fn, false_fn, x_ref.at[1:6])
+    return x_ref[...], y_ref[...], out
+
+  x, y, out = f(True)
+  np.testing.assert_array_equal(np.asarray(x), [0, 17, 17, 17, 17, 17, 0])
+  np.testing.assert_array_equal(np.asarray(y), [3, 1])
+  assert float(out) == 1.
+  x, y, out = f(False)
+  np.testing.assert_array_equal(np.asarray(x), [0, 5, 5, 5, 5, 5, 0])
+  np.testing.assert_array_equal(np.asarray(y), [1, 1])
+  assert float(out) == 0.
+
+  r = hlox.new_ref(jnp.zeros(3))
+
+  def writer(i):
+    def branch():
+      r[i] = 1. * i
+    return branch
+
+  lax.switch(2, [writer(0), writer(1), writer(2)])
+  hlox.jit(lambda i: lax.switch(i, [writer(0), writer(1), writer(2)]))(1)
+  np.testing.assert_array_equal(np.asarray(r[...]), [0, 1, 2])
+
+
+def test_views_through_remat_vmap_refused_and_use_after_free():
+  @hlox.jit
+  def f():
+    x_ref = hlox.new_ref(jnp.zeros(10))
+
+    def body(v):
+      v[...] += 1.
+      return v[...] * 2
+
+    out = hlox.remat(body)(x_ref.at[2:7])
+    return x_ref[...], out
+
+  x, out = f()
+  np.testing.assert_array_equal(np.asarray(x), [0, 0, 1, 1, 1, 1, 1, 0, 0, 0])
+  np.testing.assert_array_equal(np.asarray(out), [2.] * 5)
+
+  @hlox.jit
+  def g():
+    ref = hlox.new_ref(jnp.zeros(7))
+    hlox.vmap(lambda v: v[...])(ref.at[1:6])
+
+  with pytest.raises(TypeError, match="TransformedRefs are not allowed"):
+    g()
+
+  @hlox.jit
+  def h(x):
+    ref = hlox.new_ref(x)
+    hlox.ref.free_ref(ref)
+    return ref[...]
+
+  with pytest.raises(ValueError, match="used after it was invalidated"):
+    h(1.)

@@ -130,6 +130,11 @@ class Ref(metaclass=RefMeta):
   def freeze(self):
     return _ops["freeze"](self)
 
+  @property
+  def at(self):
+    """``ref.at[idx]``: a view of part of the reference, read and written like one."""
+    return _ops["at"](self)
+
   def unsafe_buffer_pointer(self):
     return self._value().unsafe_buffer_pointer()
 

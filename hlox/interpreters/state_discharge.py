@@ -23,12 +23,16 @@ from hlox.core import source_info as source_info_lib
 #   -> (new values of the operands that are references (None: unchanged), outputs)
 discharge_rules: dict = {}
 _creators: set = set()  # primitives whose output is a new reference (its value: the output)
+_invalidators: set = set()  # primitives after which their reference operand is dead (freeze)
 
 
-def register(primitive, rule: Callable, creates: bool = False) -> None:
+def register(primitive, rule: Callable, creates: bool = False,
+             invalidates: bool = False) -> None:
   discharge_rules[primitive] = rule
   if creates:
     _creators.add(primitive)
+  if invalidates:
+    _invalidators.add(primitive)
 
 
 def jaxpr_has_refs(jaxpr: Jaxpr) -> bool:
@@ -62,6 +66,7 @@ def eval_discharged(jaxpr: Jaxpr, consts, args, ref_positions) -> list:
   returns the outputs, then the final values of the inputs at ``ref_positions``."""
   env = {}
   refs = {}  # reference variable -> its current value
+  freed = set()  # references frozen or freed: any later use is an error
 
   def read(v):
     if type(v) is Literal:
@@ -92,6 +97,8 @@ def eval_discharged(jaxpr: Jaxpr, consts, args, ref_positions) -> list:
         env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
         continue
       ins = [None if type(v) is Literal else v for v in eqn.invars]
+      if any(v is not None and v in freed for v in ins):
+        raise ValueError("Ref was used after it was invalidated by freeze or free_ref.")
       ref_vals = [refs.get(v) if v is not None else None for v in ins]
       operands = [ref_vals[k] if (v is not None and v in refs) else read(eqn.invars[k])
                   for k, v in enumerate(ins)]
@@ -99,6 +106,8 @@ def eval_discharged(jaxpr: Jaxpr, consts, args, ref_positions) -> list:
       for v, new in zip(ins, new_vals):
         if new is not None:
           refs[v] = new
+      if eqn.primitive in _invalidators:
+        freed.update(v for v in ins if v is not None and v in refs)
       if eqn.primitive in _creators:
         refs[eqn.outvars[0]] = outs[0]
       else:

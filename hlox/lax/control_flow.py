@@ -699,12 +699,63 @@ def _bind_cond(index, branches, consts, leaves) -> list:
   from the same operand: as JAX, those are that operand itself (no copy, and under vmap an
   unbatched operand stays unbatched)."""
   inputs = [*consts, *leaves]
+  ref_pos = _ref_positions(inputs)
+  if ref_pos:  # branches that read or write references: discharged, the values written back
+    return _bind_cond_with_refs(index, branches, len(consts), inputs, ref_pos)
   forwarded = _forwarded_outputs(branches)
   if not any(f is not None for f in forwarded):
     return cond_p.bind(index, *inputs, branches=branches)
   pruned = _memo(_prune_forwarded, branches, tuple(forwarded))
   outs = iter(cond_p.bind(index, *inputs, branches=pruned))
   return [next(outs) if f is None else _forwarded_value(inputs[f]) for f in forwarded]
+
+
+def _bind_cond_with_refs(index, branches, nconsts, inputs, ref_pos) -> list:
+  """A cond whose inputs (consts or operands) hold references: each branch is made pure,
+  taking the references' values (one per distinct reference, however often it is passed)
+  and returning their final values after its outputs; the cond reads them before and
+  writes them back after."""
+  refs, groups = [], []
+  for i in ref_pos:
+    k = next((k for k, r in enumerate(refs) if r is inputs[i]), None)
+    if k is None:
+      k = len(refs)
+      refs.append(inputs[i])
+    groups.append(k)
+  pure = _memo(_discharge_branches, branches, tuple(ref_pos), tuple(groups))
+  others = [x for i, x in enumerate(inputs) if i not in ref_pos]
+  outs = _bind_cond(index, pure, [], others + [state.get(r, ...) for r in refs])
+  n = len(outs) - len(refs)
+  for r, v in zip(refs, outs[n:]):
+    state.set(r, ..., v)
+  return outs[:n]
+
+
+def _discharge_branches(branches, ref_pos, groups):
+  """Per branch ``(non-reference inputs, distinct reference values) -> (outputs, final
+  reference values)``: the references are made afresh inside (so aliases stay aliases),
+  then discharged."""
+  def pure(branch):
+    avals = branch.in_avals
+    others = [i for i in range(len(avals)) if i not in ref_pos]
+    ref_avals = {}
+    for i, k in zip(ref_pos, groups):
+      ref_avals.setdefault(k, avals[i].inner_aval)
+
+    def fun(*args):
+      refs = [state.new_ref(v) for v in args[len(others):]]
+      full = [None] * len(avals)
+      for i, v in zip(others, args):
+        full[i] = v
+      for i, k in zip(ref_pos, groups):
+        full[i] = refs[k]
+      outs = eval_jaxpr(branch.jaxpr, branch.consts, *full)
+      return list(outs) + [state.freeze(r) for r in refs]
+
+    in_avals = [avals[i] for i in others] + [ref_avals[k] for k in range(len(ref_avals))]
+    traced = trace_to_jaxpr(fun, in_avals, "cond branch", "cond")
+    return state_discharge.discharge_jaxpr(traced)
+  return tuple(pure(b) for b in branches)
 
 
 def _forwarded_outputs(branches) -> list:

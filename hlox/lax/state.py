@@ -307,7 +307,7 @@ def _addupdate_discharge(refs, ref, value, *dyn, indexer):
 
 
 state_discharge.register(new_ref_p, _new_ref_discharge, creates=True)
-state_discharge.register(freeze_p, _freeze_discharge)
+state_discharge.register(freeze_p, _freeze_discharge, invalidates=True)
 state_discharge.register(get_p, _get_discharge)
 state_discharge.register(swap_p, _swap_discharge)
 state_discharge.register(addupdate_p, _addupdate_discharge)
@@ -522,6 +522,10 @@ def _value_for(ref_aval, indexer, dyn, value, name="swap"):
   return value
 
 
+def _is_view(x) -> bool:
+  return getattr(type(x), "_is_ref_view", False)  # ``ref_view.RefView``, made by ``ref.at``
+
+
 def _is_python_scalar(x) -> bool:
   return type(x) in (int, float, complex, bool)
 
@@ -541,6 +545,8 @@ def freeze(ref):
 
 def get(ref, idx=None):
   """``ref[idx]``: the indexed part of the reference's current value."""
+  if _is_view(ref):
+    return ref.get(() if idx is None else idx)
   aval = _ref_aval(ref, "get")
   indexer, dyn = normalize_index(aval.shape, idx)
   return get_p.bind(ref, *dyn, indexer=indexer)
@@ -548,6 +554,8 @@ def get(ref, idx=None):
 
 def swap(ref, idx, value, _function_name="ref_swap"):
   """Store ``value`` at ``ref[idx]`` and return what was there."""
+  if _is_view(ref):
+    return ref.swap(value, idx)
   aval = _ref_aval(ref, "swap")
   indexer, dyn = normalize_index(aval.shape, idx)
   value = _value_for(aval, indexer, dyn, value)
@@ -561,6 +569,8 @@ def set(ref, idx, value):  # noqa: A001 (JAX's name)
 
 def addupdate(ref, idx, x):
   """``ref[idx] += x``, as one operation (its transpose is a read)."""
+  if _is_view(ref):
+    return ref.addupdate(x, idx)
   aval = _ref_aval(ref, "addupdate")
   indexer, dyn = normalize_index(aval.shape, idx)
   x = _value_for(aval, indexer, dyn, x, "addupdate")

@@ -10,7 +10,7 @@ from hlox import lax
 from hlox.core import dtypes
 from hlox.core.refs import AbstractRef
 from hlox.core.tracer import Tracer
-from hlox.lax import state
+from hlox.lax import ref_view, state
 from hlox.errors import ConcretizationTypeError
 from hlox.numpy import (conversion, creation, indexing, products, reductions, searching,
                         selection, shapes,
@@ -239,7 +239,27 @@ def _tolist(x):
 
 
 def _at_property(x):
+  if type(x.aval) is AbstractRef:  # a traced reference: ``x.at[idx]`` is a view of it
+    return ref_view.ref_at(x)
   return indexing._IndexUpdateHelper(x)
+
+
+# What a traced reference offers beyond indexing, as the eager ``Ref`` box does.
+_REF_METHODS = {
+    "get": lambda r: lambda idx=(): state.get(r, idx),
+    "set": lambda r: lambda value, idx=(): state.set(r, idx, value),
+    "swap": lambda r: lambda value, idx=(): state.swap(r, idx, value),
+    "addupdate": lambda r: lambda value, idx=(): state.addupdate(r, idx, value),
+    "freeze": lambda r: lambda: state.freeze(r),
+}
+
+
+def _tracer_getattr(x, name):
+  # Only reached when ordinary lookup fails (a missing ``aval`` fails here too: no loop).
+  if name in _REF_METHODS:
+    if type(getattr(x, "aval", None)) is AbstractRef:
+      return _REF_METHODS[name](x)
+  raise AttributeError(f"{type(x).__name__!r} object has no attribute {name!r}")
 
 
 def install():
@@ -257,6 +277,8 @@ def install():
   Tracer.__getitem__ = _ref_aware(Tracer.__getitem__, state.get)
   Tracer.__setitem__ = _ref_aware(Tracer.__setitem__, state.set)
   state.set_device_value(conversion.asarray)
+  if "__getattr__" not in Tracer.__dict__:
+    Tracer.__getattr__ = _tracer_getattr
 
 
 def _ref_aware(array_op, ref_op):
