@@ -977,8 +977,9 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
 
   def new_body(*flat):
     cc_, bc_, carry = _split(flat, n_cc, n_bc)
-    pred, = eval_jaxpr(cond_b.jaxpr, cond_b.consts, *cc_, *carry)
+    # The body's own equations first, as JAX's (its first equation is the user's).
     new = eval_jaxpr(body_b.jaxpr, body_b.consts, *bc_, *carry)
+    pred, = eval_jaxpr(cond_b.jaxpr, cond_b.consts, *cc_, *carry)
     outs = []
     for old, nw in zip(carry, new):
       which = _shapes.broadcast_in_dim(pred, get_aval(old).shape, (0,))
