@@ -90,7 +90,7 @@ lax = m.lax
 def names(f, *args, want):
   text = m.jit(f).lower(*args).as_text(debug_info=True)
   locs = set(re.findall(r'loc\\("([^"]*)"\\(', text))
-  print([w for w in want if w in locs])
+  print([w for w in want if any(l.startswith(w) for l in locs)])
 def stacks(f, *args):
   print(sorted({str(e.source_info.name_stack) for e in m.make_jaxpr(f)(*args).eqns}))
 def f(x):
