@@ -562,7 +562,7 @@ def _transposed(info, consts, out_cotangent):
       raise TypeError("cotangent type does not match function output, expected "
                       f"{a.str_short()} but got {c_aval.str_short()}")
   cts = ad.backward_pass(jaxpr, list(consts), [ad.UndefinedPrimal(a) for a in in_avals],
-                         ct_leaves)
+                         ct_leaves, transform_stack=True)
   result = [lax.full(a.shape, 0, a.dtype) if type(ct) is ad.Zero else ct
             for ct, a in zip(cts, in_avals)]
   return tuple(tree_util.tree_unflatten(in_tree, result))

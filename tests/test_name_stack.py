@@ -96,6 +96,9 @@ def stacks(f, *args):
 def f(x):
   with m.named_scope('foo'):
     return 2 * jnp.sin(x)
+def lin(x):
+  with m.named_scope('s'):
+    return 2.0 * x
 def c(x, y):
   with m.named_scope('foo'):
     return lax.cond(y, m.named_scope('t')(lambda x: x * x), m.named_scope('e')(lambda x: x / x), x)
@@ -112,6 +115,8 @@ _PROGRAMS = {
     "jvp_jit": "names(lambda x, t: m.jvp(m.jit(f), (x,), (t,)), 1.0, 1.0, "
                "want=['jit(<lambda>)/jvp(jit(f))', 'foo/sin', 'foo/cos'])",
     "linearize": "stacks(lambda x: m.linearize(f, x)[1](x), 1.0)",
+    "linear_transpose": "stacks(m.linear_transpose(lin, 1.0), 1.0)",
+    "vjp": "stacks(lambda x: m.vjp(lin, x)[1](x), 1.0)",
     "scan": "names(m.grad(lambda x: lax.scan(lambda c, y: (c * m.named_scope('s')(jnp.sin)(y), "
             "None), x, jnp.arange(3.0))[0]), 1.0, want=['jit(<lambda>)/jvp()/while/body', "
             "'jit(<lambda>)/transpose(jvp())/while/body', 'jit(<lambda>)/jvp()/while/cond/lt'])",
