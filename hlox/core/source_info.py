@@ -58,24 +58,23 @@ def merge_metadata(base: tuple, updates) -> tuple:
   return tuple(sorted((k, v) for k, v in merged.items() if v is not None))
 
 
-class Transform:
+class Transform(tuple):
   """A transformation's entry in a name stack (``jvp``, ``vmap``, ``transpose``): it wraps
-  the scope opened after it, so ``(foo, jvp, bar)`` reads ``foo/jvp(bar)``."""
+  the scope opened after it, so ``(foo, jvp, bar)`` reads ``foo/jvp(bar)``. A one-element
+  tuple: hashed and compared in C (name stacks key the lowering's caches), and never equal
+  to the scope of the same name, which prints differently."""
 
-  __slots__ = ("name",)
+  __slots__ = ()
 
-  def __init__(self, name: str):
-    self.name = name
+  def __new__(cls, name: str):
+    return tuple.__new__(cls, (name,))
 
-  def __eq__(self, other):
-    # Never equal to a scope of the same name: the two print differently.
-    return type(other) is Transform and other.name == self.name
-
-  def __hash__(self):
-    return hash((Transform, self.name))
+  @property
+  def name(self) -> str:
+    return self[0]
 
   def __repr__(self):
-    return f"Transform({self.name!r})"
+    return f"Transform({self[0]!r})"
 
 
 class NameStack(tuple):
@@ -113,9 +112,9 @@ class NameStack(tuple):
     for entry in reversed(self):
       if type(entry) is Transform:
         if parts:
-          parts[-1] = f"{entry.name}({parts[-1]})"
+          parts[-1] = f"{entry[0]}({parts[-1]})"
         else:
-          parts.append(f"{entry.name}()")
+          parts.append(f"{entry[0]}()")
       else:
         parts.append(entry)
     return "/".join(reversed(parts))

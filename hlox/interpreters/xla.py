@@ -118,6 +118,7 @@ class ModuleContext:
     # where the ops' equation is); each location is made once per module.
     self.scope = source_info_lib.EMPTY
     self._locations = {}
+    self.rule_scopes = {}  # (scope, equation's name stack, label) -> scope of its rule
 
   def location(self, label: str, info) -> ir.Location:
     """``loc("<scope>/<label>"("<function>"("<file>":line:col)))`` for an equation's ops,
@@ -584,9 +585,14 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
            if metadata or source_info_lib._context.xla_metadata else _NO_BLOCK)
   try:
     with mctx.location(label, info), block:
-      # Ops of nested jaxprs (bodies, branches, callees) are named inside this equation.
-      mctx.scope = _rule_scope(outer + info.name_stack if info is not None and info.name_stack
-                               else outer, label)
+      # Ops of nested jaxprs (bodies, branches, callees) are named inside this equation
+      # (worked out once per module for each stack and label: rendering text is slow).
+      names = info.name_stack if info is not None else None
+      key = (outer, names, label)
+      scope = mctx.rule_scopes.get(key)
+      if scope is None:
+        scope = mctx.rule_scopes[key] = _rule_scope(outer + names if names else outer, label)
+      mctx.scope = scope
       out = rule(ctx, *args, **eqn.params)
   except Exception as e:
     if eqn.source_info and not getattr(e, "_hlox_noted", False):
