@@ -3,8 +3,9 @@
 Every equation a trace records carries a ``SourceInfo``: the innermost stack frame outside
 hlox (and outside Python's standard library) at the moment the primitive was applied, and the
 name stack (the ``named_scope`` / ``named_call`` names open then, relative to the jaxpr being
-traced). Printed jaxprs (``pretty_print(source_info=True)``), MLIR locations of the lowered
-module (and so XLA's op metadata, dumps and profiles) and error messages read it.
+traced, with the transformations applied around them: ``jvp(foo)/bar``, as JAX's). Printed
+jaxprs (``pretty_print(source_info=True)``), MLIR locations of the lowered module (and so
+XLA's op metadata, dumps and profiles) and error messages read it.
 
 Recording is cheap: the frame's code object and instruction offset are kept, and file, line
 and column are worked out only when asked for. Interpreters that re-emit an equation (the
@@ -26,9 +27,9 @@ import sys
 import sysconfig
 import threading
 
-__all__ = ["SourceInfo", "NameStack", "Transform", "current", "transform_name_stack", "named_scope", "extend_name_stack", "current_eqn",
-           "name_stack", "reset_name_stack", "is_user_file", "xla_metadata",
-           "current_xla_metadata", "merge_metadata"]
+__all__ = ["SourceInfo", "NameStack", "Transform", "current", "transform_name_stack",
+           "named_scope", "extend_name_stack", "current_eqn", "name_stack", "reset_name_stack",
+           "is_user_file", "xla_metadata", "current_xla_metadata", "merge_metadata"]
 
 _hlox_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Python's own library: a frame there (contextlib, functools) is not the user's line.
@@ -128,7 +129,7 @@ EMPTY = NameStack()
 
 class SourceInfo:
   """A user source position (``file``, ``line``, ``column``, ``function``, computed lazily),
-  the ``name_stack`` (a tuple of scope names) and the ``xla_metadata`` (sorted key/value
+  the ``name_stack`` (a ``NameStack``) and the ``xla_metadata`` (sorted key/value
   pairs) of one equation."""
 
   __slots__ = ("code", "lasti", "name_stack", "xla_metadata", "_position")
