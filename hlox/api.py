@@ -2012,7 +2012,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
       return out_leaves
 
     axis_data = batching.AxisData(size, axis_name)
-    outs, out_dims = batching.batch(flat_fun, leaves, dims, axis_data)
+    outs, out_dims = batching.batch(flat_fun, leaves, dims, axis_data, transform_stack=True)
     out_tree = out_tree_box[0]
     spec = _flatten_axes("out_axes", out_tree, out_axes, len(outs))
     final = []

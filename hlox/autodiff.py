@@ -120,7 +120,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
                        f"shape {p_aval.shape} and tangent shape as {t_aval.shape}")
     tangents_in.append(ad.Zero(expected) if expected.dtype == dtypes.float0 else t)
   flat, box = _flat_fun(fun, p_tree, has_aux)
-  out_p, out_t = ad.jvp(flat, p_leaves, tangents_in)
+  out_p, out_t = ad.jvp(flat, p_leaves, tangents_in, transform_stack=True)
   out_p, aux = _split_aux(box, out_p)
   out_t = [_instantiate(t) for t in out_t[:len(out_p)]]
   out_tree = box["out_tree"]
@@ -135,7 +135,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   p_leaves, p_tree = tree_util.tree_flatten(primals)
   flat, box = _flat_fun(fun, p_tree, has_aux)
   nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in p_leaves]
-  out_p, lin = ad.linearize(flat, p_leaves, nonzeros)
+  out_p, lin = ad.linearize(flat, p_leaves, nonzeros, transform_stack=True)
   out_p, aux = _split_aux(box, out_p)
   n_out = len(out_p)
   # As JAX's, the linear function is a ``Partial`` of a ``functools.partial`` whose first
@@ -174,7 +174,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   p_leaves = _as_arrays(p_leaves)
   flat, box = _flat_fun(fun, p_tree, has_aux)
   nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in p_leaves]
-  out_p, lin = ad.linearize(flat, p_leaves, nonzeros)
+  out_p, lin = ad.linearize(flat, p_leaves, nonzeros, transform_stack=True)
   out_p, aux = _split_aux(box, out_p)
   n_aux = len(lin.out_avals) - len(out_p)
   out_tree = box["out_tree"]
@@ -233,7 +233,7 @@ def _vjp_pullback(info, residuals, *args):
   lin = ad.Linearized(ClosedJaxpr(info.jaxpr, list(residuals)), *info.lin_avals)
   n_aux = info.n_aux
   cts_in = iter(lin.transpose(list(ct_leaves) + [ad.Zero(a) for a in lin.out_avals[-n_aux:]]
-                              if n_aux else ct_leaves))
+                              if n_aux else ct_leaves, transform_stack=True))
   result = [_instantiate(next(cts_in)) if nz else _zeros_tangent(a)
             for a, nz in zip(info.in_avals, info.nonzeros)]
   return tuple(tree_util.tree_unflatten(info.p_tree, result))
@@ -562,7 +562,7 @@ def _transposed(info, consts, out_cotangent):
       raise TypeError("cotangent type does not match function output, expected "
                       f"{a.str_short()} but got {c_aval.str_short()}")
   cts = ad.backward_pass(jaxpr, list(consts), [ad.UndefinedPrimal(a) for a in in_avals],
-                         ct_leaves)
+                         ct_leaves, transform_stack=True)
   result = [lax.full(a.shape, 0, a.dtype) if type(ct) is ad.Zero else ct
             for ct, a in zip(cts, in_avals)]
   return tuple(tree_util.tree_unflatten(in_tree, result))

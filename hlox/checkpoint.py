@@ -10,6 +10,8 @@ import functools
 import types
 from typing import Callable, Sequence
 
+import numpy as np
+
 from hlox import tree_util
 from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
@@ -257,7 +259,12 @@ def _checkpoint_lowering(ctx, *args, jaxpr, prevent_cse, differentiated, **param
     barred = xla.lowering_rules[optimization_barrier_p](sub, *[args[i] for i in idx])
     for i, v in zip(idx, barred):
       args[i] = v
-  return xla.lower_call(ctx, jaxpr, args, name="checkpoint")
+  mctx = ctx.module_context
+  if not differentiated:  # as JAX: the body inline, its ops named under ``checkpoint``
+    with mctx.scoped("checkpoint"):
+      consts = [xla.ir_constant(np.asarray(c)) for c in jaxpr.consts]
+      return xla.lower_jaxpr(mctx, jaxpr.jaxpr, consts, args)
+  return xla.lower_call(ctx, jaxpr, args, name="checkpoint", scope=mctx.scope.extend("checkpoint"))
 
 xla.register_lowering(checkpoint_p, _checkpoint_lowering)
 
@@ -331,7 +338,9 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, **params):
   known, linear, _, num_res = pe.partial_eval_jaxpr(jaxpr, undefined)
 
   def bwd(*xs):
-    res = eval_jaxpr(known.jaxpr, known.consts, *xs[:len(defined)])
+    # Named as JAX's, so that profiles and dumps show the backward recomputation.
+    with source_info_lib.extend_name_stack("rematted_computation"):
+      res = eval_jaxpr(known.jaxpr, known.consts, *xs[:len(defined)])
     res = res[len(res) - num_res:]
     lin_args = [*res, *[ad.UndefinedPrimal(a) for a in lin_avals]]
     outs = ad.backward_pass(linear.jaxpr, linear.consts, lin_args, list(xs[len(defined):]))
@@ -346,10 +355,8 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, **params):
   if isinstance(prevent_cse, tuple):
     prevent_cse = ((True,) * len(consts) + tuple(f for f, u in zip(prevent_cse, undefined)
                                                   if not u) + (False,) * len(cts))
-  # Named as JAX's, so that profiles and dumps show the backward recomputation.
-  with source_info_lib.extend_name_stack("rematted_computation"):
-    outs = iter(checkpoint_p.bind(*consts, *defined, *cts, jaxpr=closed,
-                                  prevent_cse=prevent_cse, **dict(params, differentiated=True)))
+  outs = iter(checkpoint_p.bind(*consts, *defined, *cts, jaxpr=closed,
+                                prevent_cse=prevent_cse, **dict(params, differentiated=True)))
   return [next(outs) if u else None for u in undefined]
 
 ad.primitive_transposes[checkpoint_p] = _checkpoint_transpose

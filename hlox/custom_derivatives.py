@@ -253,7 +253,8 @@ def _call_abstract_eval(*avals, call_jaxpr, **params):
 
 
 def _call_lowering(ctx, *args, call_jaxpr, name, **params):
-  return xla.lower_call(ctx, call_jaxpr, args, name=name)
+  # JAX inlines the body at the equation: its ops are named under the equation's names.
+  return xla.lower_call(ctx, call_jaxpr, args, name=name, scope=ctx.module_context.scope)
 
 
 def _call_deoptimized(*args, call_jaxpr, **params):

@@ -152,6 +152,10 @@ def test_backward_pass_is_a_named_checkpoint():
   x = jnp.ones((3, 3)) * 0.2
   y, f_vjp = hlox.vjp(f, x)
   closed = hlox.make_jaxpr(f_vjp)(y)
-  assert closed.jaxpr.pretty_print(name_stack=True).count("rematted_computation") == 1
+  # As JAX's: the recomputed equations (dot_general, tanh, sub) carry the name, the
+  # linear ones do not.
+  body = closed.jaxpr.eqns[0].params["jaxpr"].jaxpr
+  assert [str(e.source_info.name_stack) for e in body.eqns][:4] == [
+      "rematted_computation"] * 3 + [""]
   np.testing.assert_allclose(f_vjp(1.)[0], hlox.grad(lambda x: jnp.sum(jnp.tanh(x @ x)))(x),
                              rtol=1e-6)

@@ -752,7 +752,7 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], debug_info: s
   context = source_info_lib._context
   prev_stack, prev_eqn, prev_meta = context.name_stack, context.eqn, context.xla_metadata
   context.xla_metadata = source_info_lib.current_xla_metadata()
-  context.name_stack, context.eqn = (), None
+  context.name_stack, context.eqn = source_info_lib.EMPTY, None
   try:
     with set_current_trace(trace):
       outs = fun(*in_tracers)

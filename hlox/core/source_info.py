@@ -3,8 +3,9 @@
 Every equation a trace records carries a ``SourceInfo``: the innermost stack frame outside
 hlox (and outside Python's standard library) at the moment the primitive was applied, and the
 name stack (the ``named_scope`` / ``named_call`` names open then, relative to the jaxpr being
-traced). Printed jaxprs (``pretty_print(source_info=True)``), MLIR locations of the lowered
-module (and so XLA's op metadata, dumps and profiles) and error messages read it.
+traced, with the transformations applied around them: ``jvp(foo)/bar``, as JAX's). Printed
+jaxprs (``pretty_print(source_info=True)``), MLIR locations of the lowered module (and so
+XLA's op metadata, dumps and profiles) and error messages read it.
 
 Recording is cheap: the frame's code object and instruction offset are kept, and file, line
 and column are worked out only when asked for. Interpreters that re-emit an equation (the
@@ -26,9 +27,9 @@ import sys
 import sysconfig
 import threading
 
-__all__ = ["SourceInfo", "current", "named_scope", "extend_name_stack", "current_eqn",
-           "name_stack", "reset_name_stack", "is_user_file", "xla_metadata",
-           "current_xla_metadata", "merge_metadata"]
+__all__ = ["SourceInfo", "NameStack", "Transform", "current", "transform_name_stack",
+           "named_scope", "extend_name_stack", "current_eqn", "name_stack", "reset_name_stack",
+           "is_user_file", "xla_metadata", "current_xla_metadata", "merge_metadata"]
 
 _hlox_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Python's own library: a frame there (contextlib, functools) is not the user's line.
@@ -58,14 +59,83 @@ def merge_metadata(base: tuple, updates) -> tuple:
   return tuple(sorted((k, v) for k, v in merged.items() if v is not None))
 
 
+class Transform(tuple):
+  """A transformation's entry in a name stack (``jvp``, ``vmap``, ``transpose``): it wraps
+  the scope opened after it, so ``(foo, jvp, bar)`` reads ``foo/jvp(bar)``. A one-element
+  tuple: hashed and compared in C (name stacks key the lowering's caches), and never equal
+  to the scope of the same name, which prints differently."""
+
+  __slots__ = ()
+
+  def __new__(cls, name: str):
+    return tuple.__new__(cls, (name,))
+
+  @property
+  def name(self) -> str:
+    return self[0]
+
+  def __repr__(self):
+    return f"Transform({self[0]!r})"
+
+
+class NameStack(tuple):
+  """The names an equation was traced under, outermost first: scope names (strings, from
+  ``named_scope``/``named_call``/``jit``) and ``Transform`` entries. ``str`` gives the text
+  JAX shows in op names: ``foo/vmap(jvp(bar))/baz``."""
+
+  __slots__ = ()
+
+  def __add__(self, other):
+    return NameStack(tuple.__add__(self, tuple(other)))
+
+  def __radd__(self, other):
+    return NameStack(tuple.__add__(tuple(other), self))
+
+  def __getitem__(self, index):
+    got = tuple.__getitem__(self, index)
+    return NameStack(got) if isinstance(index, slice) else got
+
+  def extend(self, name: str) -> "NameStack":
+    """This stack with scope ``name`` pushed."""
+    return NameStack(tuple.__add__(self, (name,)))
+
+  def transform(self, name: str) -> "NameStack":
+    """This stack with transformation ``name`` pushed."""
+    return NameStack(tuple.__add__(self, (Transform(name),)))
+
+  @property
+  def stack(self) -> tuple:
+    return tuple(self)
+
+  def __str__(self):
+    # Right to left: a transformation wraps the text of the part after it.
+    parts = []
+    for entry in reversed(self):
+      if type(entry) is Transform:
+        if parts:
+          parts[-1] = f"{entry[0]}({parts[-1]})"
+        else:
+          parts.append(f"{entry[0]}()")
+      else:
+        parts.append(entry)
+    return "/".join(reversed(parts))
+
+  def __repr__(self):
+    return f"NameStack({str(self)!r})"
+
+
+EMPTY = NameStack()
+
+
 class SourceInfo:
   """A user source position (``file``, ``line``, ``column``, ``function``, computed lazily),
-  the ``name_stack`` (a tuple of scope names) and the ``xla_metadata`` (sorted key/value
+  the ``name_stack`` (a ``NameStack``) and the ``xla_metadata`` (sorted key/value
   pairs) of one equation."""
 
   __slots__ = ("code", "lasti", "name_stack", "xla_metadata", "_position")
 
-  def __init__(self, code, lasti: int, name_stack: tuple = (), xla_metadata: tuple = ()):
+  def __init__(self, code, lasti: int, name_stack: NameStack = EMPTY,
+               xla_metadata: tuple = ()):
     self.code = code
     self.lasti = lasti
     self.name_stack = name_stack
@@ -118,8 +188,8 @@ class SourceInfo:
     return info
 
   def scope(self) -> str:
-    """The name stack as JAX prints it: ``outer/inner``."""
-    return "/".join(self.name_stack)
+    """The name stack as JAX prints it: ``outer/jvp(inner)``."""
+    return str(self.name_stack)
 
   def __str__(self):
     if self.code is None:
@@ -138,7 +208,7 @@ class SourceInfo:
 
 class _Context(threading.local):
   def __init__(self):
-    self.name_stack = ()
+    self.name_stack = EMPTY
     self.eqn = None  # the SourceInfo of the equation being re-emitted, if any
     self.xla_metadata = ()  # the pairs ``set_xla_metadata`` blocks put in effect
 
@@ -211,11 +281,30 @@ def extend_name_stack(name: str):
   """Push ``name`` onto the name stack inside the block."""
   ctx = _context
   prev = ctx.name_stack
-  ctx.name_stack = prev + (name,)
+  ctx.name_stack = prev.extend(name)
   try:
     yield
   finally:
     ctx.name_stack = prev
+
+
+class transform_name_stack:
+  """Context manager: equations recorded inside the block carry transformation ``name``
+  (``jvp``, ``vmap``, ``transpose``) around the scopes opened inside it, as JAX's."""
+
+  __slots__ = ("name", "prev")
+
+  def __init__(self, name: str):
+    self.name = name
+
+  def __enter__(self):
+    ctx = _context
+    self.prev = ctx.name_stack
+    ctx.name_stack = self.prev.transform(self.name)
+    return self
+
+  def __exit__(self, *exc):
+    _context.name_stack = self.prev
 
 
 @contextlib.contextmanager
@@ -224,7 +313,7 @@ def reset_name_stack():
   relative to the jaxpr being traced, not to where it was called from."""
   ctx = _context
   prev = ctx.name_stack
-  ctx.name_stack = ()
+  ctx.name_stack = EMPTY
   try:
     yield
   finally:

@@ -11,6 +11,8 @@ residuals. ``backward_pass`` transposes that jaxpr with ``primitive_transposes``
 """
 from __future__ import annotations
 
+import contextlib
+
 from typing import Callable, Sequence
 
 from hlox.core import dtypes, sharding_types
@@ -190,14 +192,19 @@ class JVPTrace(Trace):
     return JVPTracer(self, primal, tangent)
 
 
-def jvp(fun: Callable, primals: Sequence, tangents: Sequence) -> tuple[list, list]:
+def jvp(fun: Callable, primals: Sequence, tangents: Sequence,
+        transform_stack: bool = False) -> tuple[list, list]:
   """Evaluate ``fun(*primals)`` and its directional derivative along ``tangents`` (flat
-  lists; tangents may be ``Zero``). Returns (primal outputs, tangent outputs, maybe Zero)."""
+  lists; tangents may be ``Zero``). Returns (primal outputs, tangent outputs, maybe Zero).
+  ``transform_stack``: the equations record ``jvp`` in their name stacks (the user's
+  ``jvp``/``grad``; rules differentiating a body do not, as JAX's)."""
   trace = JVPTrace(current_trace())
   in_tracers = [p if type(t) is Zero else JVPTracer(trace, p, t)
                 for p, t in zip(primals, tangents)]
+  names = (source_info_lib.transform_name_stack("jvp") if transform_stack
+           else _NO_NAMES)
   try:
-    with set_current_trace(trace):
+    with set_current_trace(trace), names:
       outs = fun(*in_tracers)
     pairs = [trace.to_primal_tangent(o) for o in outs]
   finally:
@@ -239,6 +246,9 @@ def jvp_jaxpr(closed: ClosedJaxpr, nonzeros: Sequence[bool], instantiate: bool |
   return new, out_nz_box[0]
 
 
+_NO_NAMES = contextlib.nullcontext()
+
+
 # --- linearize and transpose -------------------------------------------------------------
 
 class Linearized:
@@ -259,19 +269,22 @@ class Linearized:
     outs = iter(eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *tangents))
     return [Zero(a) if z else next(outs) for a, z in zip(self.out_avals, self.out_zeros)]
 
-  def transpose(self, cts_out: Sequence) -> list:
-    """Cotangents of the inputs given cotangents of the outputs (Zero allowed)."""
+  def transpose(self, cts_out: Sequence, transform_stack: bool = False) -> list:
+    """Cotangents of the inputs given cotangents of the outputs (Zero allowed);
+    ``transform_stack``: the equations record ``transpose`` in their name stacks."""
     cts = [ct for ct, z in zip(cts_out, self.out_zeros) if not z]
     args = [UndefinedPrimal(a) for a in self.in_avals]
-    return backward_pass(self.jaxpr.jaxpr, self.jaxpr.consts, args, cts)
+    return backward_pass(self.jaxpr.jaxpr, self.jaxpr.consts, args, cts, transform_stack)
 
 
-def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None
-              ) -> tuple[list, Linearized]:
-  """Primal outputs of ``fun(*primals)`` and its linearization in the inputs marked nonzero."""
+def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None = None,
+              transform_stack: bool = False) -> tuple[list, Linearized]:
+  """Primal outputs of ``fun(*primals)`` and its linearization in the inputs marked nonzero
+  (``transform_stack``: as ``jvp``'s)."""
   if nonzeros is None:
     nonzeros = [True] * len(primals)
   parent = current_trace()
+  base_names = source_info_lib.name_stack()
   pe = PartialEvalTrace(parent, "linearize")
   in_avals = [get_aval(p).to_tangent_aval() for p, nz in zip(primals, nonzeros) if nz]
   if sharding_types.active[0]:  # a tangent is split as its primal
@@ -283,7 +296,7 @@ def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None 
               for p, nz in zip(primals, nonzeros)]
   try:
     with set_current_trace(pe):
-      out_primals, out_tangents = jvp(fun, primals, tangents)
+      out_primals, out_tangents = jvp(fun, primals, tangents, transform_stack)
       for p in out_primals:
         if pe.is_unknown(p):
           # JAX's class and text: an operation without reverse-mode support (a
@@ -297,11 +310,25 @@ def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None 
     jaxpr, consts = pe.to_jaxpr(out_tracers)
   finally:
     pe.invalidate()
+  if base_names:
+    _relative_names(jaxpr, base_names)
   out_avals = [get_aval(p).to_tangent_aval() for p in out_primals]
   return out_primals, Linearized(ClosedJaxpr(jaxpr, consts), in_avals, out_zeros, out_avals)
 
 
-def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence) -> list:
+def _relative_names(jaxpr: Jaxpr, base) -> None:
+  """Strip ``base`` (the names open where ``linearize`` was called) from the name stacks of
+  the linear jaxpr's equations: transposing re-emits them under the names open then, as a
+  traced jaxpr's equations are named relative to it."""
+  n = len(base)
+  for eqn in jaxpr.eqns:
+    info = eqn.source_info
+    if info is not None and info.name_stack[:n] == base:
+      eqn.source_info = info.with_name_stack(info.name_stack[n:])
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence,
+                  transform_stack: bool = False) -> list:
   """Transpose ``jaxpr`` in its ``UndefinedPrimal`` arguments.
 
   Equations that do not depend on an undefined primal are evaluated forward first (on the
@@ -343,7 +370,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
         outs = eqn.primitive.bind(*[read_primal(v) for v in eqn.invars], **eqn.params)
         primal_env.update(zip(eqn.outvars,
                               outs if eqn.primitive.multiple_results else [outs]))
-    ct_env = _transpose_eqns(linear_eqns, jaxpr, cts_out, linear, read_primal, context)
+    # The transposed equations (not the forward ones) record ``transpose``, as JAX's.
+    with (source_info_lib.transform_name_stack("transpose") if transform_stack
+          else _NO_NAMES):
+      ct_env = _transpose_eqns(linear_eqns, jaxpr, cts_out, linear, read_primal, context)
   finally:
     context.eqn = prev_eqn
   return [ct_env.pop(v, Zero(v.aval)) if type(a) is UndefinedPrimal else None

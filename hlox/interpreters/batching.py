@@ -7,10 +7,12 @@ its batch dimension; they move batch dimensions only when they need to.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Sequence
 
 from hlox import tree_util
 from hlox.core import sharding_types
+from hlox.core import source_info as source_info_lib
 from hlox.core.avals import ShapedArray
 from hlox.core.refs import AbstractRef
 from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, subjaxprs, trace_to_jaxpr
@@ -158,20 +160,25 @@ def _binds_axis(primitive, params, name) -> bool:
 
 
 def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData,
-          shares_axis: bool = False):
+          shares_axis: bool = False, transform_stack: bool = False):
   """Run ``fun`` on the stacks ``vals`` (mapped along ``in_dims``); returns the flat outputs
   and their batch dimensions (None for outputs that do not depend on the mapped axis).
   With ``shares_axis``, tracers of other vmaps of ``axis_data`` that ``fun`` closes over
-  count as mapped values of this one (see ``BatchTrace``)."""
+  count as mapped values of this one (see ``BatchTrace``). ``transform_stack``: the
+  equations record ``vmap`` in their name stacks (the user's ``vmap``, not a rule's)."""
   trace = BatchTrace(current_trace(), axis_data, shares_axis)
   in_tracers = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
   try:
-    with set_current_trace(trace), extend_axis_env(axis_data.name, axis_data.size):
+    with (set_current_trace(trace), extend_axis_env(axis_data.name, axis_data.size),
+          source_info_lib.transform_name_stack("vmap") if transform_stack else _NO_NAMES):
       outs = fun(*in_tracers)
     infos = [trace.to_batch_info(o) for o in outs]
   finally:
     trace.invalidate()
   return [v for v, _ in infos], [d for _, d in infos]
+
+
+_NO_NAMES = contextlib.nullcontext()
 
 
 # --- vmappable types (JAX's ``register_vmappable``) ---------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
                              convert_constvars, eval_jaxpr, literal_value)
 from hlox.core.tracer import Tracer, set_current_trace
@@ -73,7 +74,8 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
     known_it, unknown_it = iter(known_in), iter(unknown_in)
     args = [next(unknown_it) if u else next(known_it) for u in in_unknowns]
     try:
-      with set_current_trace(pe):
+      # Both sides are new jaxprs: their equations are named relative to them.
+      with set_current_trace(pe), source_info_lib.reset_name_stack():
         outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
         outs = [pe.to_tracer(o) if inst and not pe.is_unknown(o) else o
                 for o, inst in zip(outs, instantiate)]

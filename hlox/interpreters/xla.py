@@ -114,10 +114,11 @@ class ModuleContext:
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
-    # Op locations: ``scope`` prefixes the names (``jit(f)/scan/``: the equations the ops
-    # are inside); each location is made once per module.
-    self.scope = ""
+    # Op locations: ``scope`` (a name stack) prefixes the names (``jit(f)/while/body``:
+    # where the ops' equation is); each location is made once per module.
+    self.scope = source_info_lib.EMPTY
     self._locations = {}
+    self.rule_scopes = {}  # (scope, equation's name stack, label) -> scope of its rule
 
   def location(self, label: str, info) -> ir.Location:
     """``loc("<scope>/<label>"("<function>"("<file>":line:col)))`` for an equation's ops,
@@ -133,13 +134,18 @@ class ModuleContext:
     return loc
 
   def _make_location(self, label, info) -> ir.Location:
-    if info is not None and info.name_stack:
-      label = f"{info.scope()}/{label}"
+    stack = self.scope if info is None or not info.name_stack else self.scope + info.name_stack
+    name = _op_name(stack, label)
     if info is None or info.code is None:
-      return ir.Location.name(self.scope + label)
+      return ir.Location.name(name)
     position = ir.Location.name(
         info.function, childLoc=ir.Location.file(info.file, info.line, info.column or 0))
-    return ir.Location.name(self.scope + label, childLoc=position)
+    return ir.Location.name(name, childLoc=position)
+
+  def scoped(self, *names: str) -> "_Scoped":
+    """Context manager: ops emitted inside are named under ``names`` too (a rule's regions:
+    ``while/body``, ``cond/branch_0_fun``), as JAX's lowering rules name them."""
+    return _Scoped(self, names)
 
   def ordered_token(self) -> ir.Value:
     """The token after the current block's last ordered effect (a fresh one if none).
@@ -173,6 +179,42 @@ class ModuleContext:
       name = f"{base}_{i}"
     self._names.add(name)
     return name
+
+
+class _Scoped:
+  __slots__ = ("mctx", "names", "prev")
+
+  def __init__(self, mctx, names):
+    self.mctx = mctx
+    self.names = names
+
+  def __enter__(self):
+    self.prev = self.mctx.scope
+    self.mctx.scope = self.prev + self.names
+
+  def __exit__(self, *exc):
+    self.mctx.scope = self.prev
+
+
+def _op_name(stack, label: str) -> str:
+  """An op's location name: its equation's name stack then its label. A call's label is a
+  scope of the stack (``vmap(jit(f))``, as JAX names the call); a primitive's is appended
+  to the text (``vmap()/sin``)."""
+  if label.startswith("jit("):
+    return str(stack.extend(label))
+  return f"{stack}/{label}" if stack else label
+
+
+def _rule_scope(stack, label: str):
+  """The name stack a rule emits its ops under: a call's callee names continue the
+  structure (``jvp(jit(f))``); any other rule's regions (``cond``, ``while``) follow the
+  equation's text (``vmap()/cond``): JAX lowers those as separate functions inlined at the
+  equation's location, which prefixes the text."""
+  if label.startswith("jit("):
+    return stack.extend(label)
+  if any(type(e) is source_info_lib.Transform for e in stack):
+    return source_info_lib.NameStack((str(stack),))
+  return stack
 
 
 class LoweringRuleContext:
@@ -543,9 +585,14 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
            if metadata or source_info_lib._context.xla_metadata else _NO_BLOCK)
   try:
     with mctx.location(label, info), block:
-      # Ops of nested jaxprs (bodies, branches, callees) are named inside this equation.
-      mctx.scope = (f"{outer}{info.scope()}/{label}/" if info is not None and info.name_stack
-                    else f"{outer}{label}/")
+      # Ops of nested jaxprs (bodies, branches, callees) are named inside this equation
+      # (worked out once per module for each stack and label: rendering text is slow).
+      names = info.name_stack if info is not None else None
+      key = (outer, names, label)
+      scope = mctx.rule_scopes.get(key)
+      if scope is None:
+        scope = mctx.rule_scopes[key] = _rule_scope(outer + names if names else outer, label)
+      mctx.scope = scope
       out = rule(ctx, *args, **eqn.params)
   except Exception as e:
     if eqn.source_info and not getattr(e, "_hlox_noted", False):
@@ -626,11 +673,14 @@ def has_ordered_effect(jaxpr: Jaxpr) -> bool:
   return False
 
 
-def lower_call(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = "jit") -> list:
+def lower_call(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = "jit",
+               scope=None) -> list:
   """Lower ``closed`` as a private function (once per jaxpr per module) and call it.
 
   A body with ordered effects is inlined instead, so that its callbacks join the caller's
-  token chain (``lax/callback.py``) and keep their order against the caller's."""
+  token chain (``lax/callback.py``) and keep their order against the caller's. The
+  function's ops are named under ``scope`` (a name stack; by default none, as JAX names a
+  jitted function's ops relative to it); an inlined body's under the caller's."""
   mctx = ctx.module_context
   if ordered_effects and has_ordered_effect(closed.jaxpr):
     consts = [ir_constant(np.asarray(c)) for c in closed.consts]
@@ -645,10 +695,14 @@ def lower_call(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = 
       fn = func_dialect.FuncOp(fn_name, ir.FunctionType.get(in_types, out_types))
       fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
       block = fn.add_entry_block()
-      with ir.InsertionPoint(block):
-        consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-        outs = lower_jaxpr(mctx, closed.jaxpr, consts, list(block.arguments))
-        func_dialect.ReturnOp(outs)
+      outer, mctx.scope = mctx.scope, source_info_lib.EMPTY if scope is None else scope
+      try:
+        with ir.InsertionPoint(block):
+          consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+          outs = lower_jaxpr(mctx, closed.jaxpr, consts, list(block.arguments))
+          func_dialect.ReturnOp(outs)
+      finally:
+        mctx.scope = outer
     entry = mctx.lowered_calls[key] = (fn_name, out_types, closed)  # keep jaxpr alive
   fn_name, out_types, _ = entry
   call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(fn_name), list(args))
@@ -759,7 +813,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       mctx.mesh = mesh
     mctx.unique_name("main")
     if name.endswith(")"):  # "jit(f)", "pmap(f)": the root of the ops' location names
-      mctx.scope = f"{name}/"
+      mctx.scope = source_info_lib.NameStack((name,))
     main_in = list(arg_avals) if arg_avals is not None else in_avals
     main_out = list(result_avals) if result_avals is not None else jaxpr.out_avals
     token_outs = [i for i, a in enumerate(main_out) if a is abstract_token]

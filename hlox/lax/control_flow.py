@@ -339,9 +339,11 @@ def _cond_lowering(ctx, index, *ops, branches):
   if chosen is not None:
     # Only the branch a constant index picks is lowered (as JAX does for
     # platform_dependent): the others may use what this platform cannot lower.
-    br = branches[builtins.min(builtins.max(chosen, 0), len(branches) - 1)]
+    i = builtins.min(builtins.max(chosen, 0), len(branches) - 1)
+    br = branches[i]
     consts = [xla.ir_constant(np.asarray(c)) for c in br.consts]
-    return xla.lower_jaxpr(mctx, br.jaxpr, consts, list(ops))
+    with mctx.scoped("cond", f"branch_{i}_fun"):
+      return xla.lower_jaxpr(mctx, br.jaxpr, consts, list(ops))
   out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
   # Ordered callbacks in a branch continue the caller's token chain and hand it back.
   ordered = xla.ordered_effects and any(xla.has_ordered_effect(br.jaxpr) for br in branches)
@@ -354,7 +356,8 @@ def _cond_lowering(ctx, index, *ops, branches):
       if ordered:
         mctx.set_ordered_token(token)
       consts = [xla.ir_constant(np.asarray(c)) for c in br.consts]
-      outs = xla.lower_jaxpr(mctx, br.jaxpr, consts, list(ops))
+      with mctx.scoped("cond", f"branch_{i}_fun"):  # JAX's region names
+        outs = xla.lower_jaxpr(mctx, br.jaxpr, consts, list(ops))
       hlo.return_(outs + ([mctx.ordered_token()] if ordered else []))
   results = list(case.results)
   if ordered:
@@ -866,7 +869,8 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     if ordered:
       mctx.set_ordered_token(cond_block.arguments[len(types)])
     consts = [xla.ir_constant(np.asarray(c)) for c in cond_jaxpr.consts]
-    pred, = xla.lower_jaxpr(mctx, cond_jaxpr.jaxpr, consts, cc + carry)
+    with mctx.scoped("while", "cond"):  # JAX's region names
+      pred, = xla.lower_jaxpr(mctx, cond_jaxpr.jaxpr, consts, cc + carry)
     hlo.return_([pred])
   body_block = loop.regions[1].blocks.append(*types, *extra)
   with ir.InsertionPoint(body_block):
@@ -874,7 +878,8 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     if ordered:
       mctx.set_ordered_token(body_block.arguments[len(types)])
     consts = [xla.ir_constant(np.asarray(c)) for c in body_jaxpr.consts]
-    new = xla.lower_jaxpr(mctx, body_jaxpr.jaxpr, consts, bc + carry)
+    with mctx.scoped("while", "body"):
+      new = xla.lower_jaxpr(mctx, body_jaxpr.jaxpr, consts, bc + carry)
     hlo.return_(cc + bc + new + ([mctx.ordered_token()] if ordered else []))
   results = list(loop.results)
   if ordered:
@@ -1023,8 +1028,9 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
 
   def new_body(*flat):
     cc_, bc_, carry = _split(flat, n_cc, n_bc)
-    pred, = eval_jaxpr(cond_b.jaxpr, cond_b.consts, *cc_, *carry)
+    # The body's own equations first, as JAX's (its first equation is the user's).
     new = eval_jaxpr(body_b.jaxpr, body_b.consts, *bc_, *carry)
+    pred, = eval_jaxpr(cond_b.jaxpr, cond_b.consts, *cc_, *carry)
     outs = []
     for old, nw in zip(carry, new):
       which = _shapes.broadcast_in_dim(pred, get_aval(old).shape, (0,))

@@ -93,7 +93,8 @@ def _run(closed, consts, *args):
 
 def _linear_solve_lowering(ctx, *args, const_lengths, jaxprs):
   params, b = _split_args(args, const_lengths)
-  return xla.lower_call(ctx, jaxprs.solve, [*params.solve, *b], name="custom_linear_solve")
+  return xla.lower_call(ctx, jaxprs.solve, [*params.solve, *b], name="custom_linear_solve",
+                        scope=ctx.module_context.scope)
 
 xla.register_lowering(linear_solve_p, _linear_solve_lowering)
 
@@ -294,7 +295,8 @@ custom_root_p.def_impl(partial(xla.apply_primitive, custom_root_p))
 
 def _root_lowering(ctx, *args, const_lengths, jaxprs, num_x):
   params, guess = _split_root_args(args, const_lengths)
-  return xla.lower_call(ctx, jaxprs.solve, [*params.solve, *guess], name="custom_root")
+  return xla.lower_call(ctx, jaxprs.solve, [*params.solve, *guess], name="custom_root",
+                        scope=ctx.module_context.scope)
 
 xla.register_lowering(custom_root_p, _root_lowering)
 

@@ -67,7 +67,8 @@ xla_metadata_call_p.def_impl(_impl)
 
 
 def _lowering(ctx, *args, jaxpr, xla_metadata, ad_metadata):
-  outs = xla.lower_call(ctx, jaxpr, args, name="xla_metadata_call")
+  outs = xla.lower_call(ctx, jaxpr, args, name="xla_metadata_call",
+                        scope=ctx.module_context.scope)
   if xla_metadata and outs:
     xla.attach_frontend_attributes(outs[0], xla_metadata)
   return outs
