@@ -22,6 +22,9 @@ hlox must not see JAX's registrations (nor JAX ours) when both are imported in o
 e.g. in ``bench/``. Flattening a small tree costs well under a microsecond this way, which
 matters because ``jit`` flattens its arguments on every call (see ``flatten_fast``).
 
+A typed PRNG key array is a leaf here, as in JAX. hlox's own transformations flatten with
+a second registry, in which it is a node over its uint32 data (``hlox._tree_transform``).
+
 Only functions of ``jaxlib._jax.pytree`` are used; nothing here imports ``jax``.
 """
 
