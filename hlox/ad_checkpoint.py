@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.api import _argument_paths, make_jaxpr
 from hlox.autodiff import vjp
 from hlox.checkpoint import (Offloadable, Recompute, Saveable, checkpoint, checkpoint_name,

@@ -19,7 +19,9 @@ from typing import Callable
 
 import numpy as np
 
-from hlox import monitoring, tree_util
+from hlox import monitoring
+
+from hlox import _tree_transform as tree_util
 from hlox.cache import LRUCache
 from hlox.config import TRACED_OPTIONS, config
 from hlox.config import default_device as default_device_option

@@ -7,7 +7,9 @@ from typing import Callable
 
 import numpy as np
 
-from hlox import lax, tree_util
+from hlox import lax
+
+from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
 from hlox.core.jaxpr import ClosedJaxpr, trace_to_jaxpr
 from hlox.core.traceback_util import api_boundary

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr

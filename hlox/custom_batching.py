@@ -17,7 +17,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hlox import lax, tree_util
+from hlox import lax
+
+from hlox import _tree_transform as tree_util
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.traceback_util import api_boundary

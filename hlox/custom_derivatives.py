@@ -21,7 +21,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from hlox import lax, tree_util
+from hlox import lax
+
+from hlox import _tree_transform as tree_util
 from hlox.config import config
 from hlox.cache import LRUCache
 from hlox.core import dtypes, sharding_types

@@ -13,7 +13,7 @@ import numpy as np
 from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
-from hlox.tree_util import tree_flatten, tree_unflatten
+from hlox._tree_transform import tree_flatten, tree_unflatten
 
 __all__ = ["ravel_pytree"]
 

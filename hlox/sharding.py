@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
 from hlox.lax.sharding_constraint import constrain as _constrain, trim_spec, with_sharding_constraint  # noqa: F401,E501

@@ -16,7 +16,7 @@ import numpy as np
 
 from hlox import autodiff
 from hlox.core import dtypes
-from hlox.tree_util import tree_leaves, tree_map, tree_structure
+from hlox._tree_transform import tree_leaves, tree_map, tree_structure
 
 __all__ = ["check_grads", "check_jvp", "check_vjp"]
 

@@ -22,6 +22,9 @@ hlox must not see JAX's registrations (nor JAX ours) when both are imported in o
 e.g. in ``bench/``. Flattening a small tree costs well under a microsecond this way, which
 matters because ``jit`` flattens its arguments on every call (see ``flatten_fast``).
 
+A typed PRNG key array is a leaf here, as in JAX. hlox's own transformations flatten with
+a second registry, in which it is a node over its uint32 data (``hlox._tree_transform``).
+
 Only functions of ``jaxlib._jax.pytree`` are used; nothing here imports ``jax``.
 """
 
@@ -65,13 +68,26 @@ FlattenedIndexKey = _pytree.FlattenedIndexKey
 KeyEntry = TypeVar("KeyEntry", bound=Any)  # one of the key types above, or a custom one
 KeyPath = tuple[KeyEntry, ...]
 
-default_registry = _pytree.PyTreeRegistry(
-    enable_none=True, enable_tuple=True, enable_namedtuple=True,
-    enable_list=True, enable_dict=True)
-# A treedef pickles its registry by reference (module + name), so name ours; this makes
-# treedefs picklable, e.g. for a persistent compile cache.
-default_registry.__module__ = __name__
-default_registry.__name__ = "default_registry"
+
+def _new_registry(name: str) -> _pytree.PyTreeRegistry:
+  registry = _pytree.PyTreeRegistry(
+      enable_none=True, enable_tuple=True, enable_namedtuple=True,
+      enable_list=True, enable_dict=True)
+  # A treedef pickles its registry by reference (module + name), so name ours; this makes
+  # treedefs picklable, e.g. for a persistent compile cache.
+  registry.__module__ = __name__
+  registry.__name__ = name
+  return registry
+
+
+# Two registries. Users see `default_registry`, in which typed PRNG key arrays are leaves,
+# as in JAX. hlox's transformations flatten with `_transform_registry`, in which a key
+# array is also a node whose child is its uint32 data, so that tracing, batching and
+# differentiation only ever meet plain arrays (see `hlox._tree_transform`). Every type that
+# users register goes into both, so the two differ only by the key arrays.
+default_registry = _new_registry("default_registry")
+_transform_registry = _new_registry("_transform_registry")
+_REGISTRIES = (default_registry, _transform_registry)
 
 # The jit fast path: `flatten_fast(tree) -> (leaves, treedef)`, with no `is_leaf`. It is the
 # C++ method itself rather than a Python wrapper around it, which saves a Python frame
@@ -564,8 +580,8 @@ def register_pytree_node(
     flatten_with_keys_func: optional ``obj -> (((key, child), ...), aux_data)`` used by
       the ``*_with_path`` functions; without it children are keyed by position.
   """
-  default_registry.register_node(nodetype, flatten_func, unflatten_func,
-                                 flatten_with_keys_func)
+  for registry in _REGISTRIES:
+    registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
 def register_pytree_node_class(cls: Typ) -> Typ:
@@ -664,8 +680,8 @@ def register_dataclass(nodetype: Typ, data_fields: Sequence[str] | None = None,
           f"fields with ``init=True`` and only them (dataclass {nodetype.__name__}). "
           + ". ".join(problems) + ".")
 
-  default_registry.register_dataclass_node(nodetype, list(data_fields),
-                                           list(meta_fields))
+  for registry in _REGISTRIES:
+    registry.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
   return nodetype
 
 

@@ -33,7 +33,8 @@ LAYERS = [
     ["hlox.lax"],                                            # every primitive with its rules
     ["hlox.interpreters"],                                   # generic machines, rule tables
     ["hlox.runtime"],                                        # PJRT client, devices, Array
-    ["hlox.cache", "hlox.monitoring", "hlox.tree_util", "hlox.tree"],  # shared utilities
+    ["hlox.cache", "hlox.monitoring", "hlox.tree_util", "hlox._tree_transform",
+     "hlox.tree"],  # shared utilities
     ["hlox.core"],                                           # avals, dtypes, traces, jaxprs
     ["hlox.config", "hlox.errors", "hlox.version"],          # knows nothing of the rest
 ]

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import source_info
 from hlox.core.dtypes import canonicalize_dtype
 from hlox.core.tracer import Tracer

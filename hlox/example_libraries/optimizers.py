@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from hlox import numpy as jnp
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 
 # OptimizerState is a pytree node whose only child is ``packed_state`` (the list of each
 # parameter's flattened state); the two tree structures are static auxiliary data, so jit

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.basearray import Array
 from hlox.core.jaxpr import trace_to_jaxpr
 from hlox.core.traceback_util import api_boundary

@@ -17,7 +17,7 @@ import functools
 from typing import Callable
 
 from hlox import numpy as jnp
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.traceback_util import api_boundary
 from hlox.interpreters.jet import (JetTrace, JetTracer, ZeroSeries, ZeroTerm, deflinear,
                                    defzero, jet_flat, jet_rules, linear_prop, zero_prop,

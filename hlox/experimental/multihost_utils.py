@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.api import jit
 from hlox.runtime import client
 from hlox.runtime import placement

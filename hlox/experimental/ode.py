@@ -27,7 +27,7 @@ from hlox.config import default_matmul_precision, enable_x64
 from hlox.core.tracer import current_trace, eval_trace, get_aval
 from hlox.flatten_util import ravel_pytree
 from hlox.numpy.util import promote_dtypes_inexact
-from hlox.tree_util import tree_flatten, tree_leaves, tree_map
+from hlox._tree_transform import tree_flatten, tree_leaves, tree_map
 
 __all__ = ["odeint"]
 

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hlox import dtypes, random, ref, tree_util
+from hlox import dtypes, random, ref
+
+from hlox import _tree_transform as tree_util
 from hlox import numpy as jnp
 from hlox.core.basearray import Array
 from hlox.core.tracer import eval_trace, trace_ctx

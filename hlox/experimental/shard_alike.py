@@ -1,7 +1,7 @@
 """``hlox.experimental.shard_alike``: make two values be laid out alike over the mesh."""
 from __future__ import annotations
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.tracer import get_aval
 from hlox.lax.shard_alike import shard_alike_p
 

@@ -17,7 +17,7 @@ import contextlib
 import functools
 from collections.abc import Mapping
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import convert_constvars, trace_to_jaxpr
 from hlox.core.tracer import get_aval

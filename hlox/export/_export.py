@@ -14,7 +14,9 @@ import itertools
 import re
 from typing import Any, Callable, Sequence
 
-from hlox import autodiff, custom_derivatives, tree_util
+from hlox import autodiff, custom_derivatives
+
+from hlox import _tree_transform as tree_util
 from hlox.api import JitWrapped, ShapeDtypeStruct, jit
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import eval_jaxpr

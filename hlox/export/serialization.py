@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.export import _export

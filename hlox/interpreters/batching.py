@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Sequence
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.avals import ShapedArray

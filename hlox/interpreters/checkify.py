@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.cache import memoize_derived
 from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, trace_to_jaxpr
 from hlox.core.tracer import Trace, Tracer, current_trace, get_aval, set_current_trace
 from hlox.interpreters import ad

@@ -27,7 +27,7 @@ from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, convert_constvars, eval_jaxpr, 
                              trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, extend_axis_env, get_aval, set_current_trace
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.interpreters import ad, batching, checkify, nan_checks, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.runtime import client, spmd

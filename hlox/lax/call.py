@@ -11,7 +11,9 @@ from typing import Sequence
 
 import numpy as np
 
-from hlox import monitoring, tree_util
+from hlox import monitoring
+
+from hlox import _tree_transform as tree_util
 from hlox.config import config
 from hlox.cache import LRUCache, memoize_derived
 from hlox.core import dtypes

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.primitive import Primitive
 from hlox.interpreters import xla
 from hlox.interpreters.exported_module import call_spliced, splice_module

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.avals import ShapedArray
 from hlox.core.dtypes import canonicalize_dtype
 from hlox.core.jaxpr import effectful_primitives

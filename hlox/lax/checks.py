@@ -20,7 +20,7 @@ from functools import partial
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
 from hlox.core.jaxpr import effectful_primitives
 from hlox.core.primitive import Primitive

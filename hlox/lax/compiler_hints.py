@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.avals import ShapedArray, abstract_token, token
 from hlox.core.jaxpr import effectful_primitives
 from hlox.core.primitive import Primitive

@@ -22,7 +22,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from hlox import monitoring, tree_util
+from hlox import monitoring
+
+from hlox import _tree_transform as tree_util
 from hlox.cache import LRUCache
 from hlox.core import dtypes, sharding_types
 from hlox.core import vma as vma_lib

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
 from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray

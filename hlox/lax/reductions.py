@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
 from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray

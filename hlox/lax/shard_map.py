@@ -25,7 +25,7 @@ import contextlib
 import math
 from typing import Callable
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray

@@ -8,7 +8,7 @@ dimension is left unsplit.
 """
 from __future__ import annotations
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import sharding_types
 from hlox.core.primitive import Primitive
 from hlox.interpreters import ad, batching, partitioned, xla

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.tracer import get_aval
 from hlox.lax import shard_map as shard_map_lib
 from hlox.runtime import sharding as sharding_lib

@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, NamedTuple
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core.jaxpr import ClosedJaxpr, dce_jaxpr, eval_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval

@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import eval_jaxpr, trace_to_jaxpr

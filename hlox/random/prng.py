@@ -26,7 +26,7 @@ from hlox.interpreters import ad, batching, xla
 from hlox.lax.base import defbroadcasting
 from hlox.lax.utils import broadcasting_shape_rule, standard_primitive
 from hlox.runtime.array import Array
-from hlox.tree_util import register_pytree_node
+from hlox._tree_transform import register_transform_node
 
 __all__ = ["threefry2x32_p", "threefry_2x32", "PRNGKeyArray", "PRNGKey", "key", "key_data",
            "wrap_key_data", "split", "fold_in", "bits", "clone", "random_bits", "KeyDtype",
@@ -807,8 +807,10 @@ class _KeyIndexUpdateRef:
     return PRNGKeyArray(base, keys._impl)
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
-                     lambda impl, children: PRNGKeyArray(children[0], impl))
+# A leaf for users (as in JAX), but a node over its uint32 data for hlox's transformations,
+# whose tracers and rules handle plain arrays only.
+register_transform_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
+                        lambda impl, children: PRNGKeyArray(children[0], impl))
 basearray.Array.register(PRNGKeyArray)  # isinstance(key, hlox.Array), as in JAX
 
 

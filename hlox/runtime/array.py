@@ -13,7 +13,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core import jaxpr as jaxpr_lib
 from hlox.core.tracer import Tracer
 from hlox.errors import DeletedArrayError, TracerArrayConversionError
-from hlox import tree_util
+from hlox import _tree_transform as tree_util
 from hlox.runtime import client, spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
 from jaxlib._jax import batched_block_until_ready as _batched_block_until_ready

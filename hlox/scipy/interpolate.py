@@ -13,7 +13,7 @@ import numpy as np
 
 from hlox import numpy as jnp
 from hlox.numpy.util import check_arraylike, promote_dtypes_inexact
-from hlox.tree_util import register_pytree_node
+from hlox._tree_transform import register_pytree_node
 
 __all__ = ["RegularGridInterpolator"]
 

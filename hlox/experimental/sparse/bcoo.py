@@ -26,7 +26,7 @@ from hlox.errors import ConcretizationTypeError
 from hlox.core import dtypes
 from hlox.experimental.sparse._base import JAXSparse
 from hlox.experimental.sparse.util import SparseInfo, nfold_vmap
-from hlox.tree_util import register_pytree_node_class
+from hlox._tree_transform import register_pytree_node_class
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_extract", "bcoo_fromdense", "bcoo_multiply_dense",
            "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense",

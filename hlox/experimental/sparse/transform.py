@@ -14,7 +14,7 @@ from hlox.api import ShapeDtypeStruct, make_jaxpr
 from hlox.core.jaxpr import Literal
 from hlox.experimental.sparse._base import JAXSparse
 from hlox.experimental.sparse.bcoo import bcoo_dot_general, bcoo_reduce_sum, bcoo_transpose
-from hlox.tree_util import tree_flatten, tree_unflatten
+from hlox._tree_transform import tree_flatten, tree_unflatten
 
 __all__ = ["sparsify"]
 

@@ -24,7 +24,7 @@ from hlox.core import dtypes
 from hlox.core.tracer import Tracer
 from hlox.runtime.array import Array
 from hlox.scipy import linalg as jsp_linalg
-from hlox.tree_util import tree_leaves, tree_map, tree_structure
+from hlox._tree_transform import tree_leaves, tree_map, tree_structure
 
 __all__ = ["bicgstab", "cg", "gmres"]
 

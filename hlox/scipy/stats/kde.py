@@ -10,7 +10,7 @@ from hlox import random
 from hlox.core import dtypes
 from hlox.numpy.util import check_arraylike, promote_dtypes_inexact
 from hlox.scipy import special
-from hlox.tree_util import register_pytree_node_class
+from hlox._tree_transform import register_pytree_node_class
 
 __all__ = ["gaussian_kde"]
 
