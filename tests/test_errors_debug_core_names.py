@@ -76,7 +76,7 @@ def test_debug_log_logs_runtime_values_from_the_callers_line():
   assert all(r.levelno == logging.INFO for r in handler.records)
   first = handler.records[0]
   assert first.pathname == __file__ and first.lineno == f.__code__.co_firstlineno + 2
-  with pytest.raises(ValueError, match="unused"):
+  with pytest.raises(ValueError, match="Unused positional arguments"):
     hlox.debug.log("{}", 1, 2)
 
 
