@@ -317,7 +317,10 @@ def _jit_partial_eval(trace, *args, jaxpr, **params):
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
 
-def _jit_transpose(cts, *args, jaxpr, **params):
+def transpose_call(cts, args, jaxpr, bind):
+  """The transpose rule of a call primitive over the closed ``jaxpr``: its transposed jaxpr
+  (made once per undefined/zero pattern and types) is called by ``bind(operands, jaxpr)``,
+  which binds the primitive again; one cotangent per argument, None for defined ones."""
   undefined = [ad.is_undefined_primal(x) for x in args]
   defined_args = [x for x, u in zip(args, undefined) if not u]
   ct_nonzero = [type(ct) is not ad.Zero for ct in cts]
@@ -338,12 +341,16 @@ def _jit_transpose(cts, *args, jaxpr, **params):
     t_closed = trace_to_jaxpr(transposed, in_avals, "transpose", "transpose")
     return convert_constvars(t_closed)
   # The transposed jaxpr depends on the defined arguments only through their avals
-  # (``transposed`` receives them as arguments).
+  # (``transposed`` receives them as arguments), not on which primitive calls it.
   t_closed, consts = memoize_derived(
       ("transpose", jaxpr, tuple(undefined), tuple(ct_nonzero), tuple(in_avals)), make)
-  call_args = [*consts, *defined_args, *nz_cts]
-  outs = iter(jit_p.bind(*call_args, jaxpr=t_closed, **_jit_params(params, len(call_args))))
+  outs = iter(bind([*consts, *defined_args, *nz_cts], t_closed))
   return [next(outs) if u else None for u in undefined]
+
+
+def _jit_transpose(cts, *args, jaxpr, **params):
+  return transpose_call(cts, args, jaxpr, lambda operands, t_closed: jit_p.bind(
+      *operands, jaxpr=t_closed, **_jit_params(params, len(operands))))
 
 ad.primitive_transposes[jit_p] = _jit_transpose
 

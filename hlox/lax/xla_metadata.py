@@ -14,12 +14,13 @@ Metadata set by ``set_xla_metadata`` blocks needs no primitive: equations record
 """
 from __future__ import annotations
 
-from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, convert_constvars
 from hlox.core.primitive import Primitive
-from hlox.core.tracer import get_aval, set_current_trace
+from hlox.core.tracer import set_current_trace
 from hlox.cache import memoize_derived
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters import partial_eval as pe
+from hlox.lax import call
 from hlox.lax.call import jit_p
 
 __all__ = ["xla_metadata_value_p", "xla_metadata_call_p"]
@@ -123,31 +124,11 @@ pe.partial_eval_rules[xla_metadata_call_p] = _partial_eval
 
 
 def _transpose(cts, *args, jaxpr, xla_metadata, ad_metadata):
-  undefined = [ad.is_undefined_primal(x) for x in args]
-  defined_args = [x for x, u in zip(args, undefined) if not u]
-  ct_nonzero = [type(ct) is not ad.Zero for ct in cts]
-  nz_cts = [ct for ct in cts if type(ct) is not ad.Zero]
-
-  def transposed(*flat):
-    defined, cts_nz = flat[:len(defined_args)], flat[len(defined_args):]
-    it_def, it_ct = iter(defined), iter(cts_nz)
-    full_args = [x if u else next(it_def) for x, u in zip(args, undefined)]
-    full_cts = [next(it_ct) if nz else ad.Zero(a.to_tangent_aval())
-                for a, nz in zip(jaxpr.out_avals, ct_nonzero)]
-    cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full_args, full_cts)
-    return [ad.instantiate_zeros(ct) for ct, u in zip(cts_in, undefined) if u]
-
-  in_avals = [get_aval(x) for x in defined_args] + [get_aval(ct) for ct in nz_cts]
-
-  def make():
-    return convert_constvars(trace_to_jaxpr(transposed, in_avals, "transpose", "transpose"))
-  t_closed, consts = memoize_derived(
-      ("xla_metadata_transpose", jaxpr, tuple(undefined), tuple(ct_nonzero),
-       tuple(in_avals)), make)
-  outs = iter(xla_metadata_call_p.bind(
-      *consts, *defined_args, *nz_cts, jaxpr=t_closed,
-      xla_metadata=_derived_metadata(xla_metadata, ad_metadata), ad_metadata="same"))
-  return [next(outs) if u else None for u in undefined]
+  metadata = _derived_metadata(xla_metadata, ad_metadata)
+  return call.transpose_call(cts, args, jaxpr, lambda operands, t_closed:
+                             xla_metadata_call_p.bind(*operands, jaxpr=t_closed,
+                                                      xla_metadata=metadata,
+                                                      ad_metadata="same"))
 
 ad.primitive_transposes[xla_metadata_call_p] = _transpose
 
