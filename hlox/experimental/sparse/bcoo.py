@@ -235,7 +235,8 @@ def bcoo_transpose(mat: "BCOO", *, permutation) -> "BCOO":
 def bcoo_sort_indices(mat: "BCOO") -> "BCOO":
   """``mat`` with each batch element's entries in lexicographic order of their indices."""
   if mat.n_sparse == 0:
-    return mat
+    return BCOO((mat.data, mat.indices), shape=mat.shape, indices_sorted=True,
+                unique_indices=mat.unique_indices)
 
   def sort_one(indices):
     nse, n = indices.shape
@@ -582,10 +583,49 @@ class BCOO(JAXSparse):
 
   def __mul__(self, other):
     if isinstance(other, JAXSparse):
-      return bcoo_fromdense(self.todense() * other.todense())
+      from hlox.experimental.sparse.bcoo_products import bcoo_multiply_sparse
+      return bcoo_multiply_sparse(self, other)
     return self._with_data(bcoo_multiply_dense(self, other))
 
   __rmul__ = __mul__
+
+  def __add__(self, other):
+    if isinstance(other, BCOO):
+      return _add_sparse(self, other)
+    return NotImplemented
+
+  __radd__ = __add__
+
+  def __sub__(self, other):
+    if isinstance(other, BCOO):
+      return _add_sparse(self, -other)
+    return NotImplemented
+
+  def __getitem__(self, idx):
+    from hlox.experimental.sparse.bcoo_indexing import bcoo_getitem
+    return bcoo_getitem(self, idx)
+
+  def reshape(self, *args, **kwargs) -> "BCOO":
+    """The array with a new shape (``jnp.reshape``'s arguments; C order only)."""
+    order = kwargs.pop("order", "C")
+    shape = kwargs.pop("shape", kwargs.pop("newshape", None))
+    if kwargs or order != "C":
+      raise NotImplementedError(f"BCOO.reshape with {kwargs or {'order': order}}")
+    if shape is None:
+      shape = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+    shape = tuple(operator.index(s) for s in shape)
+    if shape.count(-1) == 1:
+      known = math.prod(s for s in shape if s != -1)
+      shape = tuple(self.size // known if s == -1 else s for s in shape)
+    from hlox.experimental.sparse.bcoo_layout import bcoo_reshape
+    return bcoo_reshape(self, new_sizes=shape)
+
+  def update_layout(self, *, n_batch=None, n_dense=None, on_inefficient="error") -> "BCOO":
+    """The array with ``n_batch`` batch and ``n_dense`` dense axes (see
+    ``bcoo_update_layout``)."""
+    from hlox.experimental.sparse.bcoo_layout import bcoo_update_layout
+    return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
+                              on_inefficient=on_inefficient)
 
   def __truediv__(self, other):
     if isinstance(other, JAXSparse) or jnp.ndim(other) != 0:
@@ -593,10 +633,12 @@ class BCOO(JAXSparse):
     return self._with_data(self.data / other)
 
   def __matmul__(self, other):
-    return _matmul(self, other)
+    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
+    return bcoo_matmul(self, other)
 
   def __rmatmul__(self, other):
-    return _matmul(other, self)
+    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
+    return bcoo_matmul(other, self)
 
   def tree_flatten(self):
     return (self.data, self.indices), self._info._asdict()
@@ -611,21 +653,40 @@ class BCOO(JAXSparse):
     return obj
 
 
+def _add_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
+  """``lhs + rhs`` for BCOO arrays of one shape and layout: the entries of both together."""
+  if lhs.shape != rhs.shape:
+    raise NotImplementedError(f"addition of sparse arrays of shapes {lhs.shape} and "
+                              f"{rhs.shape}")
+  if (lhs.n_batch, lhs.n_dense) != (rhs.n_batch, rhs.n_dense):
+    raise NotImplementedError("addition of sparse arrays with different layouts: "
+                              f"n_batch={lhs.n_batch, rhs.n_batch}, "
+                              f"n_dense={lhs.n_dense, rhs.n_dense}")
+  n_batch = lhs.n_batch
+  dtype = jnp.result_type(lhs.dtype, rhs.dtype)
+  batch = lhs.shape[:n_batch]
+  full = lambda x: jnp.broadcast_to(x, batch + x.shape[n_batch:])
+  data = jnp.concatenate([full(lhs.data).astype(dtype), full(rhs.data).astype(dtype)],
+                         axis=n_batch)
+  indices = jnp.concatenate([full(lhs.indices), full(rhs.indices)], axis=n_batch)
+  return BCOO((data, indices), shape=lhs.shape)
+
+
+def _bcoo_dot_general(lhs_data, lhs_indices, rhs, *, dimension_numbers,
+                      preferred_element_type=None, lhs_spinfo, out_sharding=None):
+  """``bcoo_dot_general`` of the BCOO array with buffers ``lhs_data``/``lhs_indices`` and
+  static part ``lhs_spinfo`` with a dense ``rhs``."""
+  lhs = BCOO((lhs_data, lhs_indices), shape=lhs_spinfo.shape,
+             indices_sorted=lhs_spinfo.indices_sorted,
+             unique_indices=lhs_spinfo.unique_indices)
+  return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                          preferred_element_type=preferred_element_type,
+                          out_sharding=out_sharding)
+
+
 def _dense_if_scalar(mat: BCOO):
   # A 0-d sum has nothing sparse left: it comes back as a dense scalar, as in JAX.
   return mat.data.sum() if mat.shape == () else mat
-
-
-def _matmul(lhs, rhs):
-  """``lhs @ rhs`` with NumPy's rules for 1-d operands (no broadcasting of batch axes)."""
-  ndim = lambda x: x.ndim if isinstance(x, JAXSparse) else jnp.ndim(x)
-  lhs_ndim, rhs_ndim = ndim(lhs), ndim(rhs)
-  if lhs_ndim == 0 or rhs_ndim == 0:
-    raise ValueError("matmul: operands must have at least one dimension (use * for scalars)")
-  if max(lhs_ndim, rhs_ndim) > 2:
-    raise NotImplementedError("matmul of sparse arrays with more than 2 dimensions")
-  contract = ((lhs_ndim - 1,), (0,))
-  return bcoo_dot_general(lhs, rhs, dimension_numbers=(contract, ((), ())))
 
 
 def _to_elt(cont, _, val, axis):

@@ -303,10 +303,17 @@ class BCSR(JAXSparse):
                 jnp.asarray(mat.indptr, index_dtype)), shape=mat.shape)
 
   def __matmul__(self, other):
-    return self.to_bcoo() @ other
+    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
+    return bcoo_matmul(self, other)
 
   def __rmatmul__(self, other):
-    return other @ self.to_bcoo()
+    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
+    return bcoo_matmul(other, self)
+
+  def __getitem__(self, idx):
+    from hlox.experimental.sparse.bcoo_indexing import bcoo_getitem
+    out = bcoo_getitem(self.to_bcoo(), idx)
+    return BCSR.from_bcoo(out) if isinstance(out, bcoo.BCOO) and out.n_sparse == 2 else out
 
 
 def _to_elt(cont, _, val, axis):
