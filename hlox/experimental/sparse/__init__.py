@@ -10,7 +10,7 @@ from hlox.experimental.sparse import linalg  # noqa: F401
 from hlox.experimental.sparse._base import JAXSparse  # noqa: F401
 from hlox.experimental.sparse.ad import (  # noqa: F401
     grad, jacfwd, jacobian, jacrev, value_and_grad)
-from hlox.experimental.sparse.api import empty, eye, todense  # noqa: F401
+from hlox.experimental.sparse.api import empty, eye, todense, todense_p  # noqa: F401
 from hlox.experimental.sparse.bcoo import (  # noqa: F401
     BCOO, bcoo_dot_general, bcoo_extract, bcoo_fromdense, bcoo_multiply_dense,
     bcoo_reduce_sum, bcoo_sort_indices, bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
@@ -42,4 +42,4 @@ __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JA
            "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense", "coo_fromdense",
            "coo_matmat", "coo_matvec", "coo_todense", "csr_fromdense", "csr_matmat",
            "csr_matvec", "csr_todense", "empty", "eye", "grad", "jacfwd", "jacobian", "jacrev",
-           "linalg", "random_bcoo", "sparsify", "todense", "value_and_grad"]
+           "linalg", "random_bcoo", "sparsify", "todense", "todense_p", "value_and_grad"]

@@ -583,8 +583,7 @@ class BCOO(JAXSparse):
 
   def __mul__(self, other):
     if isinstance(other, JAXSparse):
-      from hlox.experimental.sparse.bcoo_products import bcoo_multiply_sparse
-      return bcoo_multiply_sparse(self, other)
+      return NotImplemented  # bcoo_products installs the sparse-sparse product
     return self._with_data(bcoo_multiply_dense(self, other))
 
   __rmul__ = __mul__
@@ -601,44 +600,8 @@ class BCOO(JAXSparse):
       return _add_sparse(self, -other)
     return NotImplemented
 
-  def __getitem__(self, idx):
-    from hlox.experimental.sparse.bcoo_indexing import bcoo_getitem
-    return bcoo_getitem(self, idx)
-
-  def reshape(self, *args, **kwargs) -> "BCOO":
-    """The array with a new shape (``jnp.reshape``'s arguments; C order only)."""
-    order = kwargs.pop("order", "C")
-    shape = kwargs.pop("shape", kwargs.pop("newshape", None))
-    if kwargs or order != "C":
-      raise NotImplementedError(f"BCOO.reshape with {kwargs or {'order': order}}")
-    if shape is None:
-      shape = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
-    shape = tuple(operator.index(s) for s in shape)
-    if shape.count(-1) == 1:
-      known = math.prod(s for s in shape if s != -1)
-      shape = tuple(self.size // known if s == -1 else s for s in shape)
-    from hlox.experimental.sparse.bcoo_layout import bcoo_reshape
-    return bcoo_reshape(self, new_sizes=shape)
-
-  def update_layout(self, *, n_batch=None, n_dense=None, on_inefficient="error") -> "BCOO":
-    """The array with ``n_batch`` batch and ``n_dense`` dense axes (see
-    ``bcoo_update_layout``)."""
-    from hlox.experimental.sparse.bcoo_layout import bcoo_update_layout
-    return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
-                              on_inefficient=on_inefficient)
-
-  def __truediv__(self, other):
-    if isinstance(other, JAXSparse) or jnp.ndim(other) != 0:
-      raise NotImplementedError("BCOO division by an array; only scalars are supported")
-    return self._with_data(self.data / other)
-
-  def __matmul__(self, other):
-    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
-    return bcoo_matmul(self, other)
-
-  def __rmatmul__(self, other):
-    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
-    return bcoo_matmul(other, self)
+  # Indexing, reshape, update_layout and matmul are installed by bcoo_indexing,
+  # bcoo_layout and bcoo_products (they need operations built on this class).
 
   def tree_flatten(self):
     return (self.data, self.indices), self._info._asdict()
