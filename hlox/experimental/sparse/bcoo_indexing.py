@@ -1,13 +1,19 @@
-"""Basic NumPy indexing of BCOO arrays (``x[1, ::2, None]``): integers, slices (any step),
-``None`` and ``Ellipsis``, as compositions of ``bcoo_slice``, ``bcoo_rev``, ``bcoo_squeeze``
-and ``bcoo_broadcast_in_dim``. Indexing with arrays is not supported."""
+"""NumPy indexing of BCOO arrays. Basic indices (``x[1, ::2, None]``: integers, slices of
+any step, ``None``, ``Ellipsis``) are compositions of ``bcoo_slice``, ``bcoo_rev``,
+``bcoo_squeeze`` and ``bcoo_broadcast_in_dim`` and keep the layout. Indices with concrete
+integer or boolean arrays map every stored entry to the output positions that read it (NumPy
+computes that map on positions), so the result has only sparse axes."""
+import math
 import operator
 
 import numpy as np
 
+from hlox import numpy as jnp
+from hlox.core.tracer import Tracer
+from hlox.errors import ConcretizationTypeError
 from hlox.experimental.sparse.bcoo import BCOO
 from hlox.experimental.sparse.bcoo_layout import (
-    bcoo_broadcast_in_dim, bcoo_rev, bcoo_slice, bcoo_squeeze)
+    bcoo_broadcast_in_dim, bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_update_layout)
 
 __all__ = ["bcoo_getitem"]
 
@@ -27,9 +33,56 @@ def _expand(idx, ndim: int) -> list:
   return idx + [slice(None)] * (ndim - n_real)
 
 
+def _is_array_index(i) -> bool:
+  return isinstance(i, (np.ndarray, list, Tracer)) or (hasattr(i, "shape") and
+                                                       not isinstance(i, np.generic))
+
+
+def _advanced_getitem(mat: BCOO, idx) -> BCOO:
+  """``mat[idx]`` with array indices: each output position reads one input position, so a
+  stored entry at position ``q`` is copied to every output position reading ``q``."""
+  if mat.n_dense:
+    raise NotImplementedError("array indexing of BCOO arrays with dense dimensions")
+  if any(isinstance(i, Tracer) for i in (idx if isinstance(idx, tuple) else (idx,))):
+    raise ConcretizationTypeError(
+        "indexing a BCOO array with traced arrays: the index arrays must be concrete.")
+  idx = tuple(np.asarray(i) if _is_array_index(i) else i
+              for i in (idx if isinstance(idx, tuple) else (idx,)))
+  reads = np.arange(mat.size).reshape(mat.shape)[idx]  # input position of each output
+  out_shape = reads.shape
+  counts = np.bincount(reads.ravel(), minlength=mat.size)
+  copies = int(counts.max(initial=0))
+  # table[q, c]: the c-th output position reading q (out-of-range index where none is).
+  fill = math.prod(out_shape)
+  table = np.full((mat.size + 1, max(copies, 1)), fill, np.int64)
+  order = np.argsort(reads.ravel(), kind="stable")
+  starts = np.concatenate([[0], np.cumsum(counts)])
+  for q in np.nonzero(counts)[0]:
+    table[q, :counts[q]] = order[starts[q]:starts[q + 1]]
+  flat = bcoo_update_layout(mat, n_batch=0)
+  positions = jnp.ravel_multi_index(tuple(flat.indices[:, i] for i in range(flat.n_sparse)),
+                                    mat.shape, mode="clip") if mat.ndim else \
+      jnp.zeros(flat.nse, np.int32)
+  in_bounds = (flat.indices < jnp.array(mat.shape, flat.indices.dtype)).all(-1)
+  positions = jnp.where(in_bounds, positions, mat.size)
+  targets = jnp.asarray(table[:, :copies])[positions].reshape(-1)  # (nse * copies,)
+  data = jnp.repeat(flat.data, copies, axis=0)
+  valid = targets < fill
+  data = jnp.where(valid, data, jnp.zeros((), data.dtype))
+  if out_shape:
+    indices = jnp.stack(jnp.unravel_index(jnp.where(valid, targets, 0), out_shape), -1)
+    indices = jnp.where(valid[:, None], indices, jnp.array(out_shape))
+  else:
+    indices = jnp.zeros((targets.shape[0], 0), np.int32)
+  out = BCOO((data, indices.astype(mat.indices.dtype)), shape=out_shape)
+  return out.todense() if not out_shape else out
+
+
 def bcoo_getitem(mat: BCOO, idx):
-  """``mat[idx]`` for basic indices; the result keeps ``mat``'s kind of each axis, and new
-  axes are batch axes where they precede the sparse ones."""
+  """``mat[idx]``. With basic indices the result keeps ``mat``'s kind of each axis (new axes
+  are batch axes where they precede the sparse ones); with array indices it is all sparse."""
+  if any(_is_array_index(i) for i in (idx if isinstance(idx, tuple) else (idx,))):
+    return _advanced_getitem(mat, idx)
   idx = _expand(idx, mat.ndim)
   starts, limits, strides, reverse, squeeze, new_axes = [], [], [], [], [], []
   dim = out_dim = 0
@@ -55,8 +108,6 @@ def bcoo_getitem(mat: BCOO, idx):
       strides.append(step)
       out_dim += 1
     else:
-      if isinstance(i, (np.ndarray, list)) or hasattr(i, "shape") and np.ndim(i) > 0:
-        raise NotImplementedError("indexing BCOO arrays with arrays (advanced indexing)")
       try:
         k = operator.index(i)
       except TypeError:
