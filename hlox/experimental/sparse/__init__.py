@@ -1,10 +1,13 @@
 """``hlox.experimental.sparse``: sparse arrays (``jax.experimental.sparse``).
 
-Belongs here: the sparse formats (``bcoo``: batched COO), the format-generic constructors
-(``api``), ``sparsify`` (``transform``), and sparse linear algebra (``linalg``: LOBPCG). All of
-it is written on ``hlox.numpy`` and ``hlox.lax``: XLA on CPU has no sparse kernels, so sparse
-operations are dense gathers and scatter-adds on the stored buffers, and transformations
-come from the compositions.
+Belongs here: the sparse formats (``bcoo``: batched COO, with its layout operations in
+``bcoo_layout``, indexing in ``bcoo_indexing`` and products in ``bcoo_products``; ``bcsr``:
+batched CSR; ``coo``; ``csr``: CSR and CSC), the format-generic constructors and ``todense_p``
+(``api``), sparse-aware autodiff (``ad``), ``random_bcoo`` (``random``), ``sparsify``
+(``transform``), sparse linear algebra (``linalg``: LOBPCG, ``spsolve``), and the helpers of
+sparse test suites (``test_util``). All of it is written on ``hlox.numpy`` and ``hlox.lax``:
+XLA on CPU has no sparse kernels, so sparse operations are dense gathers and scatter-adds on
+the stored buffers, and transformations come from the compositions.
 """
 from hlox.experimental.sparse import linalg  # noqa: F401
 from hlox.experimental.sparse._base import JAXSparse  # noqa: F401
