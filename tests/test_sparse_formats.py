@@ -138,7 +138,7 @@ def _layout_ops(m, s):
   """Each layout operation on ``m``, densified (one compiled program for all of them)."""
   return [a.todense() for a in (
       sparse.bcoo_slice(m, start_indices=(0, 1, 0), limit_indices=(2, 3, 4), strides=(1, 1, 2)),
-      sparse.bcoo_dynamic_slice(m, (0, s, 1), (2, 2, 3)),
+      sparse.bcoo_dynamic_slice(m, (0, s, -3), (2, 2, 3)),
       sparse.bcoo_rev(m, (0, 1, 2)),
       sparse.bcoo_concatenate([m, m], dimension=1),
       m[:, None], m[1, ::-2],
@@ -150,7 +150,7 @@ def _layout_ops(m, s):
 def test_bcoo_layout_ops_against_numpy(n_batch, n_dense):
   m = sparse.BCOO.fromdense(X3, n_batch=n_batch, n_dense=n_dense)
   got = hlox.jit(_layout_ops)(m, 5)
-  # The dynamic start 5 is clamped so the slice fits, as in lax.dynamic_slice.
+  # Dynamic starts as in lax.dynamic_slice: 5 is clamped to fit, -3 counts from the end.
   want = [X3[:, 1:3, ::2], X3[:, 1:3, 1:4], X3[::-1, ::-1, ::-1], np.concatenate([X3, X3], 1),
           X3[:, None], X3[1, ::-2], X3[:, 0], X3]
   for g, w in zip(got, want):
@@ -174,6 +174,19 @@ def test_bcoo_reshape_broadcast_and_errors():
     sparse.bcoo_concatenate([sparse.BCOO.fromdense(X3, n_dense=1)] * 2, dimension=2)
   with pytest.raises(ValueError, match="size not equal to one"):
     sparse.bcoo_squeeze(m, dimensions=(1,))
+
+
+def test_bcoo_array_indexing_and_gather():
+  m = sparse.BCOO.fromdense(X2, n_batch=1)
+  idx = (np.array([[2], [0]]), np.array([True, False, True, True]))
+  np.testing.assert_array_equal(np.asarray(hlox.jit(lambda m: m[idx].todense())(m)), X2[idx])
+  np.testing.assert_array_equal(np.asarray(m[np.array([0, 0, 2])].todense()), X2[[0, 0, 2]])
+  dn = lax.GatherDimensionNumbers(offset_dims=(0,), collapsed_slice_dims=(1,),
+                                  start_index_map=(1,))
+  out = sparse.bcoo_gather(m, jnp.array([[3], [0]]), dn, (3, 1))
+  np.testing.assert_array_equal(np.asarray(out.todense()), X2[:, [3, 0]])
+  with pytest.raises(NotImplementedError, match="mode"):
+    sparse.bcoo_gather(m, jnp.array([[3]]), dn, (3, 1), mode="clip")
 
 
 def test_bcoo_products():

@@ -17,6 +17,7 @@ from hlox.experimental.sparse.api import empty, eye, todense, todense_p  # noqa:
 from hlox.experimental.sparse.bcoo import (  # noqa: F401
     BCOO, bcoo_dot_general, bcoo_extract, bcoo_fromdense, bcoo_multiply_dense,
     bcoo_reduce_sum, bcoo_sort_indices, bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
+from hlox.experimental.sparse.bcoo_indexing import bcoo_gather  # noqa: F401
 from hlox.experimental.sparse.bcoo_layout import (  # noqa: F401
     bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dynamic_slice, bcoo_reshape, bcoo_rev,
     bcoo_slice, bcoo_squeeze, bcoo_update_layout)
@@ -38,8 +39,8 @@ __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JA
            "SparseEfficiencyError", "SparseEfficiencyWarning", "bcoo_broadcast_in_dim",
            "bcoo_concatenate", "bcoo_conv_general_dilated", "bcoo_dot_general",
            "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_extract", "bcoo_fromdense",
-           "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
-           "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze",
+           "bcoo_gather", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
+           "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze",
            "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "bcoo_update_layout",
            "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general", "bcsr_extract",
            "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense", "coo_fromdense",

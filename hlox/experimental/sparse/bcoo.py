@@ -196,12 +196,14 @@ def _fromdense_buffers(mat, *, nse, n_batch, n_dense, index_dtype):
     find = lambda m: jnp.stack(jnp.nonzero(m, size=nse, fill_value=fill), axis=-1)
     indices = nfold_vmap(find, n_batch, broadcasted=False)(mask).astype(index_dtype)
   data = _bcoo_extract(indices, mat)
-  # Slots past the true count hold padding; keep them zero (n_sparse == 0 repeats blocks).
-  true_nse = mask.sum(tuple(range(n_batch, mask.ndim)))[..., None]
-  slot = lax.broadcasted_iota(true_nse.dtype, (1,) * n_batch + (nse,), n_batch)
-  valid = slot < true_nse
-  valid = valid.reshape(valid.shape + (1,) * n_dense)
-  return jnp.where(valid, data, jnp.zeros((), data.dtype)), indices
+  if n_sparse == 0:
+    # Each slot repeats the whole block: keep the first. The mask is by position, not by
+    # value, so the derivative reaches every element of the block (zero or not), as the
+    # derivative of JAX's bcoo_fromdense does. Padding slots of n_sparse > 0 need no mask:
+    # their out-of-bounds indices extract zeros.
+    first = (jnp.arange(nse) == 0).reshape((1,) * n_batch + (nse,) + (1,) * n_dense)
+    data = jnp.where(first, data, jnp.zeros((), data.dtype))
+  return data, indices
 
 
 # --- layout -------------------------------------------------------------------------------

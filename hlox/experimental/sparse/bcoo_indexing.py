@@ -8,14 +8,17 @@ import operator
 
 import numpy as np
 
+from hlox import lax
 from hlox import numpy as jnp
+from hlox.api import ShapeDtypeStruct, eval_shape, vmap
 from hlox.core.tracer import Tracer
 from hlox.errors import ConcretizationTypeError
-from hlox.experimental.sparse.bcoo import BCOO
+from hlox.experimental.sparse.bcoo import BCOO, bcoo_transpose
 from hlox.experimental.sparse.bcoo_layout import (
-    bcoo_broadcast_in_dim, bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_update_layout)
+    bcoo_broadcast_in_dim, bcoo_dynamic_slice, bcoo_reshape, bcoo_rev, bcoo_slice,
+    bcoo_squeeze, bcoo_update_layout)
 
-__all__ = ["bcoo_getitem"]
+__all__ = ["bcoo_gather", "bcoo_getitem"]
 
 
 def _expand(idx, ndim: int) -> list:
@@ -137,6 +140,46 @@ def bcoo_getitem(mat: BCOO, idx):
   if out.ndim == 0:
     return out.todense()
   return out
+
+
+def bcoo_gather(operand: BCOO, start_indices, dimension_numbers, slice_sizes, *,
+                unique_indices=False, indices_are_sorted=False, mode=None,
+                fill_value=None) -> BCOO:
+  """``lax.gather`` of a BCOO operand (``mode`` must promise in-bounds indices): one
+  ``bcoo_dynamic_slice`` per start index, mapped with ``vmap`` (its slices stack along a new
+  batch axis), then arranged as ``lax.gather`` arranges its output."""
+  if mode is not None and lax.GatherScatterMode.from_any(mode) != \
+      lax.GatherScatterMode.PROMISE_IN_BOUNDS:
+    raise NotImplementedError(f"bcoo_gather: {mode=} not yet supported.")
+  start_indices = jnp.asarray(start_indices)
+  out = eval_shape(lambda x, i: lax.gather(
+      x, i, dimension_numbers, slice_sizes, unique_indices=unique_indices,
+      indices_are_sorted=indices_are_sorted, mode=mode, fill_value=fill_value),
+      ShapeDtypeStruct(operand.shape, operand.dtype),
+      ShapeDtypeStruct(start_indices.shape, start_indices.dtype))
+  offset_dims = tuple(dimension_numbers.offset_dims)
+  starts = [jnp.zeros((), start_indices.dtype)] * operand.ndim
+  axes = [None] * operand.ndim
+  sizes = list(operand.shape)
+  for i, d in enumerate(dimension_numbers.start_index_map):
+    starts[d] = start_indices[..., i].ravel()
+    sizes[d] = slice_sizes[d]
+    axes[d] = 0
+
+  def one_slice(starts):
+    piece = bcoo_dynamic_slice(operand, starts, slice_sizes=sizes)
+    return bcoo_squeeze(piece, dimensions=dimension_numbers.collapsed_slice_dims)
+  result = vmap(one_slice, in_axes=(axes,))(starts)
+  result = bcoo_reshape(result, new_sizes=(*start_indices.shape[:-1], *result.shape[1:]))
+  if result.ndim:
+    # Gather's batch axes fill the output positions that are not offset dims.
+    batch = tuple(d for d in range(len(out.shape)) if d not in offset_dims)
+    perm = np.zeros(result.ndim, int)
+    perm[np.array(batch + offset_dims, int)] = np.arange(result.ndim)
+    if set(perm[:result.n_batch]) != set(range(result.n_batch)):
+      result = bcoo_update_layout(result, n_batch=0)
+    result = bcoo_transpose(result, permutation=tuple(int(p) for p in perm))
+  return bcoo_reshape(result, new_sizes=out.shape).astype(out.dtype)
 
 
 def _getitem_method(self, idx):

@@ -249,8 +249,8 @@ def bcoo_slice(mat: BCOO, *, start_indices, limit_indices, strides=None) -> BCOO
 
 
 def bcoo_dynamic_slice(mat: BCOO, start_indices, slice_sizes) -> BCOO:
-  """``lax.dynamic_slice`` of a BCOO array: starts may be traced, and are clamped so the
-  slice fits, as in ``lax.dynamic_slice``."""
+  """``lax.dynamic_slice`` of a BCOO array: starts may be traced; negative ones count from
+  the end, and all are clamped so the slice fits, as in ``lax.dynamic_slice``."""
   ndim = mat.ndim
   sizes = [operator.index(s) for s in slice_sizes]
   if len(start_indices) != ndim or len(sizes) != ndim:
@@ -258,8 +258,11 @@ def bcoo_dynamic_slice(mat: BCOO, start_indices, slice_sizes) -> BCOO:
                      f"length {ndim} for shape {mat.shape}")
   if any(not 0 <= s <= n for s, n in zip(sizes, mat.shape)):
     raise TypeError(f"slice_sizes {tuple(sizes)} must be within the shape {mat.shape}")
-  starts = [jnp.clip(jnp.asarray(s).astype(np.int32), 0, n - size)
-            for s, n, size in zip(start_indices, mat.shape, sizes)]
+  def normalize(start, n, size):
+    # As lax.dynamic_slice: a negative start counts from the end, then it is clamped.
+    start = jnp.asarray(start).astype(np.int32)
+    return jnp.clip(jnp.where(start < 0, start + n, start), 0, n - size)
+  starts = [normalize(s, n, size) for s, n, size in zip(start_indices, mat.shape, sizes)]
   n_batch, n_sparse = mat.n_batch, mat.n_sparse
 
   def batch_slice(buf):
