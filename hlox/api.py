@@ -29,7 +29,7 @@ from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
-from hlox.core.avals import ShapedArray, Token
+from hlox.core.avals import ShapedArray, Token, abstract_token
 from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
@@ -1703,6 +1703,8 @@ def typeof(x):
     aval = get_aval(x)
   except TypeError as e:
     raise TypeError(f"typeof: {e}") from None
+  if aval is abstract_token:
+    return aval
   vma = getattr(x, "vma_in_mesh_order", None)  # a value of an eager shard_map body
   if vma is not None:
     aval = aval.update(vma=vma())
