@@ -10,6 +10,7 @@ primitives of ``hlox.lax.callback`` (``callbacks.py`` also holds ``pure_callback
 """
 from hlox.debug.callbacks import callback, log, print  # noqa: F401,A004
 from hlox.debug.debugger import breakpoint  # noqa: F401,A004
+from hlox.debug import cli_debugger  # noqa: F401  (registers the "cli" debugger)
 from hlox.debug.visualize import visualize_array_sharding, visualize_sharding  # noqa: F401
 
 __all__ = ["breakpoint", "callback", "log", "print", "visualize_array_sharding",

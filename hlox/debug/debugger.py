@@ -170,6 +170,3 @@ def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noq
 
   token, traced = lax.stop_gradient((token, traced))
   return pure_callback(enter_then_pass, token, token, *traced)
-
-
-from hlox.debug import cli_debugger  # noqa: E402,F401  (registers the "cli" debugger)
