@@ -1668,6 +1668,12 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         return fun(*args, **kwargs)
       return slow(args, kwargs)
     except Exception as e:
+      if getattr(e, "_hlox_jit_output", None) and ctx.trace is eval_trace:
+        try:  # an invalid value came out (NaN checks): run ``fun`` itself, as JAX
+          return _call_deoptimized(fun, args, kwargs, e)
+        except Exception as found:
+          hide_wrapper_frames(found)
+          raise
       hide_wrapper_frames(e)
       raise
 
@@ -1681,6 +1687,23 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   jitted._call_cache = wrapped._call_cache
   jitted._fast_cache = wrapped._fast_cache
   return jitted
+
+
+@api_boundary
+def _call_deoptimized(fun, args, kwargs, error):
+  """JAX's answer to a NaN or inf in the output of a jitted call while ``debug_nans`` /
+  ``debug_infs`` is on: run the Python function itself (its nested jitted calls do the
+  same), so that the error comes from the operation that made the value, on the user's
+  line, with Python's own semantics for Python values (``0. / 0.`` is a
+  ZeroDivisionError). If the function runs clean, ``error`` (what the de-optimized jaxpr
+  showed) is raised."""
+  print(f"Invalid {error._hlox_jit_output} value encountered in the output of a jit "
+        "function. Calling the de-optimized version.")
+  try:
+    fun(*args, **kwargs)
+  except (FloatingPointError, ZeroDivisionError) as found:
+    raise found from None
+  raise error
 
 
 def copy_to_host_async(x):

@@ -1967,6 +1967,7 @@ def _as_array(x):
   return device_put(x)
 
 
+@api_boundary
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   """All prefix combinations ``fn(... fn(fn(x0, x1), x2) ..., xi)`` of ``elems`` along
   ``axis``, for an associative ``fn`` (of two pytrees like ``elems``, applied elementwise to
