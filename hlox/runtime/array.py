@@ -48,6 +48,12 @@ def _no_reader(buf, aval):
 host_value_reader = _no_reader
 
 
+def all_devices() -> list:
+  """The devices of every initialised platform, the default platform's first (for the array
+  API's ``devices()``)."""
+  return [d for c in client.clients().values() for d in c.devices()]
+
+
 def deleted_message(aval) -> str:
   """JAX's words for using an array whose buffer was deleted or donated."""
   return (f"Array has been deleted with shape={aval.str_short(short_dtypes=False)} (deleted "
