@@ -256,6 +256,14 @@ def _check_committed_devices(wrapped, args, kwargs, sigs) -> None:
                    f"{described[0]} and {described[1]}")
 
 
+def check_no_strings(leaves, avals) -> None:
+  """JAX's TypeError for a string array given to a transformation that computes (string
+  arrays can be stored, moved and vmapped over as they are, but no XLA program takes one)."""
+  for x, aval in zip(leaves, avals):
+    if getattr(aval.dtype, "kind", None) == "T":
+      raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type.")
+
+
 def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames, leaves,
                     bad) -> Exception:
   """JAX's message for a jit argument that is not an array, naming its path."""
@@ -719,6 +727,7 @@ class JitWrapped:
       bad = next(i for i, x in enumerate(leaves) if not _is_abstractable(x))
       raise _argument_error(self.name, self.fun, args, kwargs, self.static_argnums,
                             self.static_argnames, leaves, bad) from None
+    check_no_strings(leaves, avals)
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
     # The equations record the XLA metadata in effect (``set_xla_metadata``).

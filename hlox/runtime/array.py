@@ -548,6 +548,8 @@ def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Arra
     value, aval = array._value(), array.aval
   if isinstance(sharding, sharding_lib.NamedSharding):
     sharding.check_shape(aval.shape, what)
+  if aval.dtype.kind == "T":
+    _check_string_placement(sharding)
   internal = sharding_lib.internal(sharding, aval.ndim)
   if config._values["transfer_guard_host_to_device"] is not None:
     transfer_guard.check("host-to-device", aval, internal)
@@ -557,7 +559,10 @@ def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Arra
                                 "a bug at https://github.com/jax-ml/jax/issues")
     blocks = _unreduced_blocks(np.asarray(value), source, sharding, internal)
     return wrap_partitioned(spmd.put_blocks(blocks, aval, internal), aval)
-  return wrap_partitioned(spmd.put_partitioned(np.asarray(value), aval, internal), aval)
+  out = wrap_partitioned(spmd.put_partitioned(np.asarray(value), aval, internal), aval)
+  if aval.dtype.kind == "T":
+    out._npy = value
+  return out
 
 
 def _is_unreduced(sharding) -> bool:
@@ -713,6 +718,8 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
       # The same buffer; an uncommitted Array gets a committed twin.
       return x if x._sig is not x.aval or x._multi is not None else Array(x._buf, x.aval,
                                                                           device)
+    if x.aval.dtype.kind == "T":
+      return _put_strings(x._value(), device)
     if x._multi is not None or x.aval.dtype not in _buffer_protocol_dtypes:
       # bfloat16, float8, int4...: the buffer protocol cannot describe them, so the copy goes
       # through the host value (read as hlox reads it).
@@ -730,8 +737,10 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
     if value.dtype == object:
       raise TypeError(f"device_put: cannot convert a value of type {type(x).__name__} with "
                       "object elements to an array")
-    if value.dtype.kind in "SUMm":  # strings, bytes, dates: no XLA element type (bfloat16
+    if value.dtype.kind in "SUMmT":  # strings, bytes, dates: no XLA element type (bfloat16
       # and the other ml_dtypes are kind "V")
+      if value.dtype.kind == "T":  # NumPy 2's StringDType: jaxlib keeps it on CPU devices
+        return _put_strings(value, device)
       raise TypeError(f"device_put: hlox arrays hold numbers and booleans only, got a "
                       f"{type(x).__name__} of dtype {value.dtype} (shape {value.shape})")
     dtype = dtypes.canonicalize_dtype(value.dtype)
@@ -742,6 +751,30 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   target = device if device is not None else client.default_device()
   buf = client.put_buffer(value, aval, target)
   return Array(buf, aval, device)
+
+
+def _check_string_placement(where):
+  """String arrays live only on CPU devices (jaxlib keeps them as host strings); JAX's
+  TypeError for another placement."""
+  devices = ([where] if hasattr(where, "platform") else where._device_assignment
+             if where is not None else [client.default_device()])
+  if any(d.platform != "cpu" for d in devices):
+    raise TypeError("String arrays can only be sharded to CPU devices. Received unsupported "
+                    f"device or sharding: {where}")
+
+
+def _put_strings(value: np.ndarray, device) -> Array:
+  """A StringDType array on ``device`` (a CPU device, or None for the default one). jaxlib
+  holds it as strings, but reading it back through jaxlib would import JAX: the Array keeps
+  its host value, which is immutable as every Array is."""
+  _check_string_placement(device)
+  value = value.copy()
+  value.flags.writeable = False
+  aval = ShapedArray(value.shape, value.dtype)
+  target = device if device is not None else client.default_device()
+  out = Array(client.put_buffer(value, aval, target), aval, device)
+  out._npy = value
+  return out
 
 
 def put_exact(value: np.ndarray, weak_type: bool = False) -> Array:
