@@ -95,8 +95,9 @@ class DeletedBuffer:
 _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
 
 
-class Array:
-  """A device-resident array (the result of every hlox computation).
+class ArrayImpl:
+  """A device-resident array (the result of every hlox computation); the concrete class of
+  the public ``hlox.Array`` type, named as JAX's (``ArrayImpl``).
 
   Arithmetic operators and NumPy-style methods are installed by ``hlox.numpy``.
 
@@ -129,7 +130,7 @@ class Array:
         buf = client.put_buffer(self._value(), self.aval, client.default_device())
         self._buf = buf
         return buf
-    raise AttributeError(f"'Array' object has no attribute {name!r}")
+    raise AttributeError(f"'ArrayImpl' object has no attribute {name!r}")
 
   def _check_multi_alive(self, multi):
     if multi.is_deleted():
@@ -270,6 +271,19 @@ class Array:
     if copy:
       return value.copy()
     return value
+
+  # --- the buffer protocol (Python 3.12+ calls this for ``memoryview(x)``) ---
+  def __buffer__(self, flags: int) -> memoryview:
+    """A read-only view of a one-device CPU array's memory (jaxlib's buffer exports it; it
+    keeps the memory alive after ``delete()``, as in JAX). jaxlib's BufferError for dtypes
+    the protocol cannot describe (bfloat16...) and for other platforms."""
+    if self._multi is not None and len(self.devices()) > 1:
+      raise BufferError("memoryview: the array spans several devices; take one of its "
+                        "addressable_shards first")
+    try:
+      return memoryview(self._buf)
+    except (TypeError, DeletedArrayError):  # a deleted or donated buffer
+      raise BufferError(deleted_message(self.aval)) from None
 
   # --- DLPack (zero-copy exchange with NumPy, PyTorch, CuPy, ...) ---
   def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -478,6 +492,10 @@ class Array:
                   "dtype=arr use dtype=arr.dtype. In the future this will result in an "
                   "error.", DeprecationWarning, stacklevel=2)
     return self.aval.dtype
+
+
+# hlox's own name for it (what the rest of the package imports).
+Array = ArrayImpl
 
 
 def _reconstruct(value, weak_type):
