@@ -34,7 +34,7 @@ from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.errors import ConcretizationTypeError, DistributedRuntimeError
-from hlox.interpreters import batching, nan_checks, state_discharge, xla
+from hlox.interpreters import batching, captured_constants, nan_checks, state_discharge, xla
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
@@ -422,7 +422,8 @@ class _FlatEntry(tuple):
 class _Traced:
   """A traced jitted function: the jaxpr (consts turned into leading args) and its output tree."""
 
-  __slots__ = ("jaxpr", "consts", "out_tree", "in_avals", "ref_positions", "_discharged")
+  __slots__ = ("jaxpr", "consts", "out_tree", "in_avals", "ref_positions", "_discharged",
+               "lowered")
 
   def __init__(self, jaxpr, consts, out_tree, in_avals):
     self.jaxpr = jaxpr
@@ -434,6 +435,7 @@ class _Traced:
     self.ref_positions = tuple(i for i, v in enumerate(jaxpr.jaxpr.invars)
                                if is_ref_aval(v.aval))
     self._discharged = None
+    self.lowered = False  # compiled for a call once (the captured-constants check ran)
 
   def discharged(self):
     """``(pure jaxpr, its consts)``: references in, their final values out after the
@@ -565,6 +567,9 @@ class JitWrapped:
     sigs = tuple(signature(x) for x in leaves)
     _check_committed_devices(self, args, kwargs, sigs)
     const_sigs = tuple(signature(c) for c in traced.consts)
+    if not traced.lowered:
+      traced.lowered = True
+      captured_constants.warn_if_large(traced.jaxpr.jaxpr, traced.consts)
     compiled = compile_closed_jaxpr(traced.jaxpr, const_sigs + sigs, self.name,
                                     donated_invars, self.keep_unused)
     if getattr(compiled, "replicated", False):  # jit of pmap: it places its own consts
@@ -837,6 +842,7 @@ class JitWrapped:
     donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
         self.donate_argnums or self.donate_argnames) else ()
     donated_invars = (False,) * len(traced.consts) + donated if any(donated) else ()
+    captured_constants.warn_if_large(traced.jaxpr.jaxpr, traced.consts)
     lowered = None
     if platform is None:  # pmaps inside: one replicated program for this process's devices
       lowered = replicated.lower_replicated(traced.jaxpr, self.name, donated_invars,

@@ -262,6 +262,13 @@ class Config:
       # The level of the "hlox" logger (and a stderr handler for it unless it is NOTSET),
       # as JAX's ``jax_logging_level`` sets its loggers' (hlox/monitoring.py).
       "logging_level": ("HLOX_LOGGING_LEVEL", _env_str, "NOTSET"),
+      # A lowering whose captured constants (closed-over arrays) hold at least this many
+      # bytes warns (-1: never); a nonzero number of report frames lists where the largest
+      # are used (interpreters/captured_constants.py; JAX's names and defaults).
+      "captured_constants_warn_bytes": ("HLOX_CAPTURED_CONSTANTS_WARN_BYTES", _env_int,
+                                        2 * 10 ** 9),
+      "captured_constants_report_frames": ("HLOX_CAPTURED_CONSTANTS_REPORT_FRAMES", _env_int,
+                                           0),
       # shard_map bodies (core/vma.py): operands of an operation that vary along fewer
       # manual axes than the others are ``pvary``-ed to match (off: JAX's error instead);
       # mesh axes of size 1 are left out of the varying axes (JAX's names and defaults).

@@ -751,6 +751,10 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   else:
     if isinstance(x, (list, tuple)):
       x = _nested_sequence_to_numpy(x)
+    elif type(x) is not np.ndarray and isinstance(x, np.ma.MaskedArray):
+      raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
+                       "functions. Use arr.filled() to convert the value to a standard numpy "
+                       "array.")
     value = np.asarray(x)
     if value.dtype == object:
       raise TypeError(f"device_put: cannot convert a value of type {type(x).__name__} with "
