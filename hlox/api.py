@@ -260,7 +260,7 @@ def check_no_strings(leaves, avals) -> None:
   """JAX's TypeError for a string array given to a transformation that computes (string
   arrays can be stored, moved and vmapped over as they are, but no XLA program takes one)."""
   for x, aval in zip(leaves, avals):
-    if getattr(aval.dtype, "kind", None) == "T":
+    if getattr(getattr(aval, "dtype", None), "kind", None) == "T":  # (tokens have none)
       raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type.")
 
 

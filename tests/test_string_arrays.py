@@ -53,6 +53,18 @@ def test_multi_device_round_trip(asarray):
   np.testing.assert_array_equal(back, host)
 
 
+def test_shards_of_a_sharded_string_array():
+  host = _strings((4, 2))
+  mesh = Mesh(np.array(hlox.devices()[:4]).reshape(2, 2), ("x", "y"))
+  x = hlox.device_put(host, NamedSharding(mesh, P("x", None)))
+  shards = x.addressable_shards
+  assert [s.device for s in shards] == hlox.devices()[:4]
+  for s in shards:
+    assert s.data.dtype == STRING and s.data.devices() == {s.device}
+    np.testing.assert_array_equal(np.asarray(s.data), host[s.index])
+  assert [s.index[0] for s in shards] == [slice(0, 2), slice(0, 2), slice(2, 4), slice(2, 4)]
+
+
 def test_vmap_without_jit_passes_strings_through():
   x = hlox.device_put(_strings((3,)))
   out = hlox.vmap(lambda s: s)(x)

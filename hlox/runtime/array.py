@@ -219,6 +219,8 @@ class ArrayImpl:
     multi = self._multi
     if multi is None:
       return [Shard(self.device, (slice(None),) * self.ndim, self)]
+    if self.aval.dtype.kind == "T":  # strings: cut from the host value (jaxlib's blocks
+      return _string_shards(multi, self._value())  # cannot be read without JAX)
     if sharding_lib.is_partitioned(multi):
       return _shards_of_partitioned(multi, self.aval)
     return _shards_of_multi(multi, self.aval)
@@ -912,6 +914,14 @@ def _shards_of_multi(buf, aval) -> list:
     index = tuple(index)
     shards.append(Shard(device, index, device_put(whole[index], device)))
   return shards
+
+
+def _string_shards(buf, value) -> list:
+  sharding = buf._sharding
+  indices = sharding_lib.indices_of(sharding._hlo, value.shape, len(sharding._devs))
+  return [Shard(sharding._devs[p], indices[p], _put_strings(value[indices[p]],
+                                                            sharding._devs[p]))
+          for p in sharding.local_positions]
 
 
 def _shards_of_partitioned(buf, aval) -> list:
