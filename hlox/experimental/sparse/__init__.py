@@ -8,15 +8,15 @@ come from the compositions.
 """
 from hlox.experimental.sparse import linalg  # noqa: F401
 from hlox.experimental.sparse._base import JAXSparse  # noqa: F401
-from hlox.experimental.sparse.api import empty, eye, todense  # noqa: F401
+from hlox.experimental.sparse.api import empty, eye, todense, todense_p  # noqa: F401
 from hlox.experimental.sparse.bcoo import (  # noqa: F401
     BCOO, bcoo_dot_general, bcoo_extract, bcoo_fromdense, bcoo_multiply_dense,
     bcoo_reduce_sum, bcoo_sort_indices, bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
-from hlox.experimental.sparse.transform import sparsify  # noqa: F401
+from hlox.experimental.sparse.transform import SparseTracer, sparsify  # noqa: F401
 from hlox.experimental.sparse.util import (  # noqa: F401
     CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
 
 __all__ = ["BCOO", "CuSparseEfficiencyWarning", "JAXSparse", "SparseEfficiencyError",
-           "SparseEfficiencyWarning", "bcoo_dot_general", "bcoo_extract", "bcoo_fromdense",
+           "SparseEfficiencyWarning", "SparseTracer", "bcoo_dot_general", "bcoo_extract", "bcoo_fromdense",
            "bcoo_multiply_dense", "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates",
-           "bcoo_todense", "bcoo_transpose", "empty", "eye", "linalg", "sparsify", "todense"]
+           "bcoo_todense", "bcoo_transpose", "empty", "eye", "linalg", "sparsify", "todense", "todense_p"]

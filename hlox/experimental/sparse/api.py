@@ -1,9 +1,12 @@
 """Format-generic constructors and conversions of ``hlox.experimental.sparse``
 (``sparse.empty``, ``sparse.eye``, ``sparse.todense``)."""
+from hlox.core.tracer import Tracer
 from hlox.experimental.sparse._base import JAXSparse
 from hlox.experimental.sparse.bcoo import BCOO
+from hlox.interpreters import ad, xla
+from hlox.lax.utils import defvectorized, standard_primitive
 
-__all__ = ["empty", "eye", "todense"]
+__all__ = ["empty", "eye", "todense", "todense_p"]
 
 _FORMATS = {"bcoo": BCOO}
 
@@ -29,4 +32,18 @@ def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", *
 
 def todense(arr):
   """``arr`` as a dense array (dense arrays come back unchanged)."""
-  return arr.todense() if isinstance(arr, JAXSparse) else arr
+  if isinstance(arr, JAXSparse):
+    return arr.todense()
+  if isinstance(arr, Tracer):
+    # Traced, the value may stand for a sparse array (inside ``sparsify``): the primitive
+    # marks the conversion in the jaxpr so that sparsify can densify there.
+    return todense_p.bind(arr)
+  return arr
+
+
+# On a dense operand ``todense`` is the identity; ``sparsify`` gives it its sparse meaning.
+todense_p = standard_primitive(lambda x: x.shape, lambda x: x.dtype, "todense",
+                               weak_type_rule=lambda x: x.weak_type)
+xla.register_lowering(todense_p, lambda ctx, x: x)
+ad.deflinear(todense_p, lambda ct, x: [ct])
+defvectorized(todense_p)

@@ -399,7 +399,9 @@ class BCOO(JAXSparse):
 
   ``data`` has shape ``batch + (nse,) + dense`` and ``indices`` shape
   ``batch + (nse, n_sparse)``; entries with equal indices add up. It is a pytree (leaves
-  ``data`` and ``indices``), so it passes through ``jit``, ``vmap`` and ``grad``.
+  ``data`` and ``indices``), so it passes through ``jit``, ``vmap`` and ``grad``. Its
+  arithmetic methods (``+``, ``*``, ``**``, ``@``, ``sum``, ``reshape``...) are those of the
+  dense array under ``sparsify`` and are installed by ``transform``.
   """
 
   def __init__(self, args, *, shape, indices_sorted: bool = False,
@@ -523,47 +525,9 @@ class BCOO(JAXSparse):
       return bcoo_eliminate_zeros(self, nse=nse)
     return bcoo_sum_duplicates(self, nse=nse)
 
-  def sum(self, axis=None, dtype=None, keepdims=False):
-    """The sum over ``axis`` (all axes by default): a BCOO array, or a dense scalar when
-    every axis is summed."""
-    if dtype is not None or keepdims:
-      raise NotImplementedError("BCOO.sum with dtype or keepdims")
-    axes = range(self.ndim) if axis is None else (
-        (axis,) if isinstance(axis, int) else tuple(axis))
-    return _dense_if_scalar(bcoo_reduce_sum(self, axes=tuple(axes)))
-
-  def astype(self, dtype) -> "BCOO":
-    """A copy with ``data`` converted to ``dtype``."""
-    return BCOO((self.data.astype(dtype), self.indices), shape=self.shape,
-                indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
-
   def _with_data(self, data) -> "BCOO":
     return BCOO((data, self.indices), shape=self.shape, indices_sorted=self.indices_sorted,
                 unique_indices=self.unique_indices)
-
-  def __neg__(self):
-    return self._with_data(-self.data)
-
-  def __pos__(self):
-    return self
-
-  def __mul__(self, other):
-    if isinstance(other, JAXSparse):
-      return bcoo_fromdense(self.todense() * other.todense())
-    return self._with_data(bcoo_multiply_dense(self, other))
-
-  __rmul__ = __mul__
-
-  def __truediv__(self, other):
-    if isinstance(other, JAXSparse) or jnp.ndim(other) != 0:
-      raise NotImplementedError("BCOO division by an array; only scalars are supported")
-    return self._with_data(self.data / other)
-
-  def __matmul__(self, other):
-    return _matmul(self, other)
-
-  def __rmatmul__(self, other):
-    return _matmul(other, self)
 
   def tree_flatten(self):
     return (self.data, self.indices), self._info._asdict()
@@ -576,20 +540,3 @@ class BCOO(JAXSparse):
       raise ValueError(f"BCOO.tree_unflatten: invalid {aux_data=}")
     obj.__dict__.update(**aux_data)
     return obj
-
-
-def _dense_if_scalar(mat: BCOO):
-  # A 0-d sum has nothing sparse left: it comes back as a dense scalar, as in JAX.
-  return mat.data.sum() if mat.shape == () else mat
-
-
-def _matmul(lhs, rhs):
-  """``lhs @ rhs`` with NumPy's rules for 1-d operands (no broadcasting of batch axes)."""
-  ndim = lambda x: x.ndim if isinstance(x, JAXSparse) else jnp.ndim(x)
-  lhs_ndim, rhs_ndim = ndim(lhs), ndim(rhs)
-  if lhs_ndim == 0 or rhs_ndim == 0:
-    raise ValueError("matmul: operands must have at least one dimension (use * for scalars)")
-  if max(lhs_ndim, rhs_ndim) > 2:
-    raise NotImplementedError("matmul of sparse arrays with more than 2 dimensions")
-  contract = ((lhs_ndim - 1,), (0,))
-  return bcoo_dot_general(lhs, rhs, dimension_numbers=(contract, ((), ())))
