@@ -149,8 +149,14 @@ def _mul(spenv, x, y):
       data = lax.mul(spenv.data(x), spenv.data(y))
       return [spenv.sparse(x.shape, data, indices_ref=x.indices_ref,
                            indices_sorted=x.indices_sorted, unique_indices=True)]
-    out = _sparse_op("bcoo_multiply_sparse")(*spvalues_to_arrays(spenv, (x, y)))
-    return [spenv.sparse(out.shape, out.data, out.indices)]
+    if x.shape != y.shape:
+      raise NotImplementedError("Multiplication between sparse matrices of different shapes.")
+    # The product is zero wherever x is: it has x's entries, scaled by y's values there.
+    # Products distribute over x's duplicates, and y's are summed by densifying it.
+    x_arr, y_arr = spvalues_to_arrays(spenv, (x, y))
+    data = bcoo_multiply_dense(x_arr, y_arr.todense())
+    return [spenv.sparse(x.shape, data, indices_ref=x.indices_ref,
+                         indices_sorted=x.indices_sorted, unique_indices=x.unique_indices)]
   sp, dense = (x, y) if x.is_sparse() else (y, x)
   # Products distribute over duplicate entries: the indices stay as they are.
   data = bcoo_multiply_dense(spvalues_to_arrays(spenv, sp), spenv.data(dense))

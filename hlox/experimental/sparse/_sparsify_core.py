@@ -25,6 +25,7 @@ from hlox.core.jaxpr import Literal, literal_value, trace_to_jaxpr
 from hlox.core.tracer import get_aval
 from hlox.experimental.sparse._base import JAXSparse
 from hlox.experimental.sparse.bcoo import BCOO
+from hlox.experimental.sparse.bcsr import BCSR
 
 __all__ = ["SparsifyEnv", "SparsifyValue", "arrays_to_spvalues", "eval_sparse",
            "sparse_rules_bcoo", "sparse_rules_bcsr", "sparsify_raw", "spvalues_to_arrays",
@@ -48,15 +49,6 @@ def raise_unimplemented(primitive):
         "output. If this is your intent, use sparse.todense() to convert your arguments "
         "to dense matrices.")
   raise NotImplementedError(f"sparse rule for {primitive} is not implemented.")
-
-
-def _bcsr_type():
-  # BCSR is optional here: the format module may not be part of this build.
-  try:
-    from hlox.experimental.sparse.bcsr import BCSR
-  except ImportError:
-    return None
-  return BCSR
 
 
 class SparsifyEnv:
@@ -143,7 +135,7 @@ class SparsifyValue(NamedTuple):
 
 
 def is_sparse_obj(x) -> bool:
-  return isinstance(x, JAXSparse)
+  return isinstance(x, (BCOO, BCSR))
 
 
 def is_spvalue(x) -> bool:
@@ -157,10 +149,7 @@ def arrays_to_spvalues(spenv: SparsifyEnv, args: Any) -> Any:
     if isinstance(arg, BCOO):
       return spenv.sparse(arg.shape, arg.data, arg.indices, indices_sorted=arg.indices_sorted,
                           unique_indices=arg.unique_indices)
-    if isinstance(arg, JAXSparse):
-      if type(arg) is not _bcsr_type():
-        raise NotImplementedError(f"sparsify of {type(arg).__name__} arrays: only BCOO and "
-                                  "BCSR are supported")
+    if isinstance(arg, BCSR):
       return spenv.sparse(arg.shape, arg.data, arg.indices, arg.indptr,
                           indices_sorted=arg.indices_sorted, unique_indices=arg.unique_indices)
     return spenv.dense(arg)
@@ -174,8 +163,8 @@ def spvalues_to_arrays(spenv: SparsifyEnv, spvalues: Any) -> Any:
       return BCOO((spenv.data(spvalue), spenv.indices(spvalue)), shape=spvalue.shape,
                   indices_sorted=spvalue.indices_sorted, unique_indices=spvalue.unique_indices)
     if spvalue.is_bcsr():
-      return _bcsr_type()((spenv.data(spvalue), spenv.indices(spvalue), spenv.indptr(spvalue)),
-                          shape=spvalue.shape, indices_sorted=spvalue.indices_sorted,
+      return BCSR((spenv.data(spvalue), spenv.indices(spvalue), spenv.indptr(spvalue)),
+                  shape=spvalue.shape, indices_sorted=spvalue.indices_sorted,
                           unique_indices=spvalue.unique_indices)
     return spenv.data(spvalue)
   return tree_map(to_array, spvalues, is_leaf=is_spvalue)
