@@ -17,11 +17,11 @@ import functools
 from hlox import numpy as jnp
 from hlox._tree_transform import tree_flatten, tree_unflatten
 from hlox.core.tracer import Trace, Tracer, current_trace, set_current_trace
-from hlox.experimental.sparse import _sparse_rules  # noqa: F401  (registers the rules)
 from hlox.experimental.sparse._sparsify_core import (
     SparsifyEnv, SparsifyValue, apply_rule, arrays_to_spvalues, eval_sparse, is_sparse_obj,
-    sparse_rules_bcoo, sparse_rules_bcsr, sparsify_raw, spvalues_to_arrays,
-    spvalues_to_avals)
+    sparsify_raw, spvalues_to_arrays, spvalues_to_avals)
+# The tables, filled in by the module that defines the rules.
+from hlox.experimental.sparse._sparse_rules import sparse_rules_bcoo, sparse_rules_bcsr
 from hlox.experimental.sparse.bcoo import BCOO
 from hlox.numpy.indexing import _rewriting_take
 
