@@ -10,17 +10,20 @@ operands travel as pytrees.
 """
 import importlib
 
+import numpy as np
+
 from hlox import lax
 from hlox import numpy as jnp
 from hlox._tree_transform import tree_flatten, tree_structure
 from hlox.api import eval_shape, jit
+from hlox.core import dtypes
 from hlox.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p
 from hlox.experimental.sparse._base import JAXSparse
 from hlox.experimental.sparse._sparsify_core import (
     arrays_to_spvalues, eval_sparse, forget_index_flags, jaxpr_as_sparse_fun,
     sparse_rules_bcoo, sparse_rules_bcsr, spvalues_to_arrays)
 from hlox.experimental.sparse.api import todense_p
-from hlox.experimental.sparse.bcoo import (bcoo_dot_general, bcoo_multiply_dense,
+from hlox.experimental.sparse.bcoo import (bcoo_dot_general, bcoo_extract, bcoo_multiply_dense,
                                            bcoo_reduce_sum, bcoo_transpose)
 from hlox.lax.call import jit_p
 from hlox.lax.control_flow import cond_p, scan_p, switch, while_p
@@ -171,9 +174,18 @@ def _div(spenv, x, y):
         "output. If this is your intent, use sparse.todense() to convert your arguments to "
         "a dense array.")
   divisor = spenv.data(y)
-  data = bcoo_multiply_dense(spvalues_to_arrays(spenv, x),
-                             lax.div(lax.full_like(divisor, 1), divisor))
-  return [spenv.sparse(x.shape, data, indices_ref=x.indices_ref,
+  if not dtypes.issubdtype(divisor.dtype, np.inexact):
+    # Integer division does not distribute over duplicate entries.
+    x = ensure_unique_indices(spenv, x)
+  x_arr = spvalues_to_arrays(spenv, x)
+  if divisor.ndim:
+    if jnp.broadcast_shapes(divisor.shape, x.shape) != x.shape:
+      raise NotImplementedError(
+          "division of a sparse array by a dense one is only implemented where the output "
+          f"shape is the sparse array's; got {x.shape} / {divisor.shape}")
+    # The divisor where x stores entries (elsewhere the quotient is zero).
+    divisor = bcoo_extract(x_arr, jnp.broadcast_to(divisor, x.shape)).data
+  return [spenv.sparse(x.shape, lax.div(x_arr.data, divisor), indices_ref=x.indices_ref,
                        indices_sorted=x.indices_sorted, unique_indices=x.unique_indices)]
 
 
