@@ -8,8 +8,6 @@ share the operand's index buffers; those that are not linear first sum duplicate
 user-level function (``while_loop``, ``switch``, ``scan``, ``jit``), so their sparse
 operands travel as pytrees.
 """
-import importlib
-
 import numpy as np
 
 from hlox import lax
@@ -25,6 +23,13 @@ from hlox.experimental.sparse._sparsify_core import (
 from hlox.experimental.sparse.api import todense_p
 from hlox.experimental.sparse.bcoo import (bcoo_dot_general, bcoo_extract, bcoo_multiply_dense,
                                            bcoo_reduce_sum, bcoo_transpose)
+from hlox.experimental.sparse.bcoo_layout import (
+    bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dynamic_slice, bcoo_reshape, bcoo_rev,
+    bcoo_slice, bcoo_squeeze)
+from hlox.experimental.sparse.bcoo_products import (bcoo_conv_general_dilated,
+                                                    bcoo_multiply_sparse)
+from hlox.experimental.sparse.bcsr import (bcsr_broadcast_in_dim, bcsr_concatenate,
+                                           bcsr_dot_general)
 from hlox.lax.call import jit_p
 from hlox.lax.control_flow import cond_p, scan_p, switch, while_p
 
@@ -35,18 +40,6 @@ def _register(prims, rule, tables=_BOTH):
   for prim in prims:
     for table in tables:
       table[prim] = rule
-
-
-def _sparse_op(name):
-  """The function ``name`` of ``hlox.experimental.sparse`` (looked up when first used: the
-  formats' operations are defined after this module is imported)."""
-  def op(*args, **kwargs):
-    fn = getattr(importlib.import_module("hlox.experimental.sparse"), name, None)
-    if fn is None:
-      raise NotImplementedError(f"sparsify: {name} is not available in this build")
-    return fn(*args, **kwargs)
-  op.__name__ = name
-  return op
 
 
 # --- elementwise --------------------------------------------------------------------------
@@ -152,14 +145,8 @@ def _mul(spenv, x, y):
       data = lax.mul(spenv.data(x), spenv.data(y))
       return [spenv.sparse(x.shape, data, indices_ref=x.indices_ref,
                            indices_sorted=x.indices_sorted, unique_indices=True)]
-    if x.shape != y.shape:
-      raise NotImplementedError("Multiplication between sparse matrices of different shapes.")
-    # The product is zero wherever x is: it has x's entries, scaled by y's values there.
-    # Products distribute over x's duplicates, and y's are summed by densifying it.
-    x_arr, y_arr = spvalues_to_arrays(spenv, (x, y))
-    data = bcoo_multiply_dense(x_arr, y_arr.todense())
-    return [spenv.sparse(x.shape, data, indices_ref=x.indices_ref,
-                         indices_sorted=x.indices_sorted, unique_indices=x.unique_indices)]
+    out = bcoo_multiply_sparse(*spvalues_to_arrays(spenv, (x, y)))
+    return arrays_to_spvalues(spenv, [out])
   sp, dense = (x, y) if x.is_sparse() else (y, x)
   # Products distribute over duplicate entries: the indices stay as they are.
   data = bcoo_multiply_dense(spvalues_to_arrays(spenv, sp), spenv.data(dense))
@@ -227,10 +214,11 @@ def _reduce_sum(spenv, x, *, axes, **_):
   return [spenv.sparse(out.shape, out.data, out.indices)]
 
 
-def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None,
-                 **_):
-  return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
-                          preferred_element_type=preferred_element_type)
+def _dot_general(op):
+  def fn(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None, **_):
+    return op(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
+              preferred_element_type=preferred_element_type)
+  return fn
 
 
 def _broadcast_in_dim(op):
@@ -244,28 +232,11 @@ def _concatenate(op):
 
 
 def _reshape(x, *, new_sizes, dimensions=None, **_):
-  return _sparse_op("bcoo_reshape")(x, new_sizes=new_sizes, dimensions=dimensions)
-
-
-def _squeeze(x, *, dimensions):
-  return _sparse_op("bcoo_squeeze")(x, dimensions=dimensions)
-
-
-def _rev(x, *, dimensions):
-  return _sparse_op("bcoo_rev")(x, dimensions=dimensions)
-
-
-def _slice(x, *, start_indices, limit_indices, strides=None):
-  return _sparse_op("bcoo_slice")(x, start_indices=start_indices,
-                                  limit_indices=limit_indices, strides=strides)
+  return bcoo_reshape(x, new_sizes=new_sizes, dimensions=dimensions)
 
 
 def _dynamic_slice(x, *starts, slice_sizes):
-  return _sparse_op("bcoo_dynamic_slice")(x, starts, slice_sizes=slice_sizes)
-
-
-def _gather(operand, start_indices, **params):
-  return _sparse_op("bcoo_gather")(operand, start_indices, **params)
+  return bcoo_dynamic_slice(x, starts, slice_sizes=slice_sizes)
 
 
 def _stack(broadcast_in_dim, concatenate):
@@ -282,26 +253,23 @@ def _stack(broadcast_in_dim, concatenate):
 sparse_rules_bcoo.update({
     lax.transpose_p: _transpose,
     lax.reduce_sum_p: _reduce_sum,
-    lax.dot_general_p: _standard(_dot_general),
-    lax.broadcast_in_dim_p: _standard(_broadcast_in_dim(_sparse_op("bcoo_broadcast_in_dim"))),
-    lax.concatenate_p: _standard(_concatenate(_sparse_op("bcoo_concatenate"))),
+    lax.dot_general_p: _standard(_dot_general(bcoo_dot_general)),
+    lax.broadcast_in_dim_p: _standard(_broadcast_in_dim(bcoo_broadcast_in_dim)),
+    lax.concatenate_p: _standard(_concatenate(bcoo_concatenate)),
     lax.reshape_p: _standard(_reshape),
-    lax.squeeze_p: _standard(_squeeze),
-    lax.rev_p: _standard(_rev),
-    lax.slice_p: _standard(_slice),
+    lax.squeeze_p: _standard(bcoo_squeeze),
+    lax.rev_p: _standard(bcoo_rev),
+    lax.slice_p: _standard(bcoo_slice),
     lax.dynamic_slice_p: _standard(_dynamic_slice),
-    lax.gather_p: _standard(_gather),
-    lax.conv_general_dilated_p: _standard(_sparse_op("bcoo_conv_general_dilated")),
-    lax.stack_p: _stack(_sparse_op("bcoo_broadcast_in_dim"), _sparse_op("bcoo_concatenate")),
+    lax.conv_general_dilated_p: _standard(bcoo_conv_general_dilated),
+    lax.stack_p: _stack(bcoo_broadcast_in_dim, bcoo_concatenate),
 })
 
 sparse_rules_bcsr.update({
-    lax.dot_general_p: _standard(lambda lhs, rhs, **p: _sparse_op("bcsr_dot_general")(
-        lhs, rhs, dimension_numbers=p["dimension_numbers"], precision=p.get("precision"),
-        preferred_element_type=p.get("preferred_element_type"))),
-    lax.broadcast_in_dim_p: _standard(_broadcast_in_dim(_sparse_op("bcsr_broadcast_in_dim"))),
-    lax.concatenate_p: _standard(_concatenate(_sparse_op("bcsr_concatenate"))),
-    lax.stack_p: _stack(_sparse_op("bcsr_broadcast_in_dim"), _sparse_op("bcsr_concatenate")),
+    lax.dot_general_p: _standard(_dot_general(bcsr_dot_general)),
+    lax.broadcast_in_dim_p: _standard(_broadcast_in_dim(bcsr_broadcast_in_dim)),
+    lax.concatenate_p: _standard(_concatenate(bcsr_concatenate)),
+    lax.stack_p: _stack(bcsr_broadcast_in_dim, bcsr_concatenate),
 })
 
 

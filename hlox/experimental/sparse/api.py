@@ -5,10 +5,13 @@ from hlox.experimental.sparse._base import JAXSparse
 from hlox.experimental.sparse.bcoo import BCOO
 from hlox.interpreters import ad, xla
 from hlox.lax.utils import defvectorized, standard_primitive
+from hlox.experimental.sparse.bcsr import BCSR
+from hlox.experimental.sparse.coo import COO
+from hlox.experimental.sparse.csr import CSC, CSR
 
 __all__ = ["empty", "eye", "todense", "todense_p"]
 
-_FORMATS = {"bcoo": BCOO}
+_FORMATS = {"bcoo": BCOO, "bcsr": BCSR, "coo": COO, "csc": CSC, "csr": CSR}
 
 
 def _format(sparse_format: str):

@@ -25,7 +25,8 @@ from hlox.core.tracer import Tracer
 from hlox.errors import ConcretizationTypeError
 from hlox.core import dtypes
 from hlox.experimental.sparse._base import JAXSparse
-from hlox.experimental.sparse.util import SparseInfo, nfold_vmap
+from hlox.experimental.sparse.util import SparseInfo, _count_stored_elements, nfold_vmap
+from hlox.interpreters import batching
 from hlox._tree_transform import register_pytree_node_class
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_extract", "bcoo_fromdense", "bcoo_multiply_dense",
@@ -86,11 +87,16 @@ def _sparse_fill(indices, shape, props):
 
 def bcoo_todense(mat: "BCOO"):
   """The dense array that the BCOO array ``mat`` represents (duplicates summed)."""
-  return _bcoo_todense(jnp.asarray(mat.data), jnp.asarray(mat.indices), shape=mat.shape)
+  return _todense_buffers(jnp.asarray(mat.data), jnp.asarray(mat.indices), shape=mat.shape)
+
+
+def _bcoo_todense(data, indices, *, spinfo):
+  """The dense array of BCOO buffers ``data``/``indices`` for ``spinfo.shape``."""
+  return _todense_buffers(jnp.asarray(data), jnp.asarray(indices), shape=tuple(spinfo.shape))
 
 
 @partial(jit, static_argnames=("shape",))
-def _bcoo_todense(data, indices, *, shape):
+def _todense_buffers(data, indices, *, shape):
   data, indices = jnp.asarray(data), jnp.asarray(indices)
   props = _validate(data, indices, shape)
   if props.n_sparse == 0:
@@ -99,33 +105,60 @@ def _bcoo_todense(data, indices, *, shape):
   return jnp.zeros(shape, data.dtype).at[_coordinates(indices, shape, props)].add(data)
 
 
-def bcoo_extract(sparr: "BCOO", arr) -> "BCOO":
-  """A BCOO array with ``sparr``'s indices holding the values of the dense ``arr`` there."""
+def bcoo_extract(sparr: "BCOO", arr, *, assume_unique=None) -> "BCOO":
+  """A BCOO array with ``sparr``'s indices holding the values of the dense ``arr`` there.
+  Unless the indices are known unique (``assume_unique``, by default ``sparr``'s flag), only
+  the first of equal indices gets the value, so the result densifies back to ``arr``'s
+  values at those positions."""
+  if not isinstance(sparr, BCOO):
+    raise TypeError(f"First argument to bcoo_extract should be a BCOO array. Got {sparr=}")
   arr = jnp.asarray(arr)
   if tuple(arr.shape) != sparr.shape:
     raise ValueError(f"shape mismatch: {sparr.shape=} {arr.shape=}")
-  return BCOO((_bcoo_extract(sparr.indices, arr), sparr.indices), shape=sparr.shape,
-              indices_sorted=sparr.indices_sorted, unique_indices=sparr.unique_indices)
+  if assume_unique is None:
+    assume_unique = sparr.unique_indices
+  data = _bcoo_extract(sparr.indices, arr, assume_unique=assume_unique)
+  return BCOO((data, sparr.indices), shape=sparr.shape, indices_sorted=sparr.indices_sorted,
+              unique_indices=sparr.unique_indices)
 
 
-def _bcoo_extract(indices, arr):
+def _bcoo_extract(indices, arr, *, assume_unique=True):
+  """The values of the dense ``arr`` at BCOO ``indices`` (zero at padding entries)."""
+  indices, arr = jnp.asarray(indices), jnp.asarray(arr)
   props = _validate_indices(indices, arr.shape)
+  n_batch = props.n_batch
   if props.n_sparse == 0:
-    n_batch = props.n_batch
+    # Every stored block of a batch element is the whole element.
     out = lax.expand_dims(arr, (n_batch,))
-    # One stored block holds the whole batch element; the other slots stay zero.
-    keep = (jnp.arange(props.nse) == 0).reshape((1,) * n_batch + (props.nse,)
-                                                + (1,) * props.n_dense)
-    return jnp.where(keep, out, jnp.zeros((), arr.dtype))
-  return arr.at[_coordinates(indices, arr.shape, props)].get(mode="fill", fill_value=0)
+    out = jnp.broadcast_to(out, out.shape[:n_batch] + (props.nse,) + out.shape[n_batch + 1:])
+  else:
+    out = arr.at[_coordinates(indices, arr.shape, props)].get(mode="fill", fill_value=0)
+  if assume_unique:
+    return out
+  first = _first_occurrences(indices, props)
+  first = first.reshape(first.shape + (1,) * props.n_dense)
+  return jnp.where(first, out, jnp.zeros((), out.dtype))
 
 
-def _count_stored_elements(mat, n_batch, n_dense):
-  mask = mat != 0
-  if n_dense:
-    mask = mask.any(tuple(range(mat.ndim - n_dense, mat.ndim)))
-  counts = mask.sum(tuple(range(n_batch, mask.ndim)))
-  return counts.max() if counts.ndim else counts
+def _first_occurrences(indices, props):
+  """Whether each entry is the first with its index in its batch element."""
+  nse = props.nse
+  earlier = np.tril(np.ones((nse, nse), bool), -1)  # earlier[i, j]: j comes before i
+  if props.n_sparse == 0:
+    same = np.ones((nse, nse), bool)
+  else:
+    same = (indices[..., :, None, :] == indices[..., None, :, :]).all(-1)
+  return ~(same & earlier).any(-1)
+
+
+def _bcoo_fromdense(mat, *, nse, n_batch=0, n_dense=0, index_dtype=np.int32):
+  """``(data, indices)`` of the BCOO form of ``mat`` with ``nse`` entries per batch
+  element."""
+  mat = jnp.asarray(mat)
+  if min(n_batch, n_dense, mat.ndim - n_batch - n_dense) < 0:
+    raise ValueError(f"Invalid {n_batch=}, {n_dense=} for array of shape {mat.shape}")
+  return _fromdense_buffers(mat, nse=operator.index(nse), n_batch=n_batch, n_dense=n_dense,
+                            index_dtype=np.dtype(index_dtype))
 
 
 def bcoo_fromdense(mat, *, nse=None, n_batch: int = 0, n_dense: int = 0,
@@ -202,7 +235,8 @@ def bcoo_transpose(mat: "BCOO", *, permutation) -> "BCOO":
 def bcoo_sort_indices(mat: "BCOO") -> "BCOO":
   """``mat`` with each batch element's entries in lexicographic order of their indices."""
   if mat.n_sparse == 0:
-    return mat
+    return BCOO((mat.data, mat.indices), shape=mat.shape, indices_sorted=True,
+                unique_indices=mat.unique_indices)
 
   def sort_one(indices):
     nse, n = indices.shape
@@ -529,6 +563,17 @@ class BCOO(JAXSparse):
     return BCOO((data, self.indices), shape=self.shape, indices_sorted=self.indices_sorted,
                 unique_indices=self.unique_indices)
 
+  def __getitem__(self, idx):
+    from hlox.experimental.sparse.bcoo_indexing import bcoo_getitem
+    return bcoo_getitem(self, idx)
+
+  def update_layout(self, *, n_batch=None, n_dense=None, on_inefficient="error") -> "BCOO":
+    """The array with ``n_batch`` batch and ``n_dense`` dense axes (see
+    ``bcoo_update_layout``)."""
+    from hlox.experimental.sparse.bcoo_layout import bcoo_update_layout
+    return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
+                              on_inefficient=on_inefficient)
+
   def tree_flatten(self):
     return (self.data, self.indices), self._info._asdict()
 
@@ -540,3 +585,45 @@ class BCOO(JAXSparse):
       raise ValueError(f"BCOO.tree_unflatten: invalid {aux_data=}")
     obj.__dict__.update(**aux_data)
     return obj
+
+
+def _bcoo_dot_general(lhs_data, lhs_indices, rhs, *, dimension_numbers,
+                      preferred_element_type=None, lhs_spinfo, out_sharding=None):
+  """``bcoo_dot_general`` of the BCOO array with buffers ``lhs_data``/``lhs_indices`` and
+  static part ``lhs_spinfo`` with a dense ``rhs``."""
+  lhs = BCOO((lhs_data, lhs_indices), shape=lhs_spinfo.shape,
+             indices_sorted=lhs_spinfo.indices_sorted,
+             unique_indices=lhs_spinfo.unique_indices)
+  return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                          preferred_element_type=preferred_element_type,
+                          out_sharding=out_sharding)
+
+
+def _to_elt(cont, _, val, axis):
+  """The element ``vmap`` sees for a BCOO stack mapped along batch axis ``axis``."""
+  if axis is None:
+    return val
+  if not 0 <= axis < val.n_batch:
+    raise ValueError(f"Cannot map in_axis={axis} for BCOO array with n_batch={val.n_batch}. "
+                     "in_axes for batched BCOO operations must correspond to a batch "
+                     "dimension.")
+  return BCOO((cont(val.data, axis), cont(val.indices, axis)),
+              shape=val.shape[:axis] + val.shape[axis + 1:],
+              indices_sorted=val.indices_sorted, unique_indices=val.unique_indices)
+
+
+def _from_elt(cont, axis_size, elt, axis):
+  """The stack of ``vmap``'s BCOO outputs: the mapped axis becomes batch axis ``axis`` (so
+  the result's shape has it, which a plain pytree stacking would miss)."""
+  if axis is None:
+    return elt
+  if not 0 <= axis <= elt.n_batch:
+    raise ValueError(f"BCOO: cannot add out_axis={axis} for BCOO array with "
+                     f"n_batch={elt.n_batch}. BCOO batch axes must be a contiguous block of "
+                     "leading dimensions.")
+  return BCOO((cont(axis_size, elt.data, axis), cont(axis_size, elt.indices, axis)),
+              shape=elt.shape[:axis] + (axis_size,) + elt.shape[axis:],
+              indices_sorted=elt.indices_sorted, unique_indices=elt.unique_indices)
+
+
+batching.register_vmappable(BCOO, int, int, _to_elt, _from_elt, None)

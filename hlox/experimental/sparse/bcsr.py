@@ -16,7 +16,7 @@ from hlox.core.tracer import Tracer
 from hlox.errors import ConcretizationTypeError
 from hlox.experimental.sparse import bcoo
 from hlox.experimental.sparse._base import JAXSparse
-from hlox.experimental.sparse.util import SparseInfo, nfold_vmap
+from hlox.experimental.sparse.util import SparseInfo, _count_stored_elements, _csr_to_coo, nfold_vmap
 from hlox.interpreters import batching
 from hlox._tree_transform import register_pytree_node_class
 
@@ -59,17 +59,10 @@ def _validate(data, indices, indptr, shape):
   return n_batch, n_dense, nse
 
 
-def _csr_rows(indptr, nse: int):
-  """The row of each of ``nse`` entries given row pointers (``rows`` for padding)."""
-  # Each row boundary at or before entry j moves j one row down.
-  starts = jnp.zeros(nse, indptr.dtype).at[indptr[1:]].add(1, mode="drop")
-  return jnp.cumsum(starts).astype(indptr.dtype)
-
-
 def _bcsr_to_bcoo(indices, indptr, *, shape):
   """BCOO indices (``batch + (nse, 2)``) of the entries BCSR ``indices``/``indptr`` hold."""
-  n_batch, _, nse = _validate_indices(indices, indptr, shape)
-  to_coo = lambda i, p: jnp.stack([_csr_rows(p, nse), i], axis=-1)
+  n_batch, _, _ = _validate_indices(indices, indptr, shape)
+  to_coo = lambda i, p: jnp.stack(_csr_to_coo(i, p), axis=-1)
   return nfold_vmap(to_coo, n_batch)(indices, indptr)
 
 
@@ -99,7 +92,7 @@ def bcsr_fromdense(mat, *, nse=None, n_batch: int = 0, n_dense: int = 0,
   if mat.ndim - n_batch - n_dense != 2:
     raise ValueError("bcsr_fromdense: must have 2 sparse dimensions.")
   if nse is None:
-    nse = bcoo._count_stored_elements(mat, n_batch, n_dense)
+    nse = _count_stored_elements(mat, n_batch, n_dense)
   if isinstance(nse, Tracer):
     raise ConcretizationTypeError(
         "bcsr_fromdense needs a concrete nse (number of stored elements) to be used in "
@@ -128,7 +121,7 @@ def bcsr_todense(mat: "BCSR"):
 def _bcsr_todense(data, indices, indptr, *, spinfo):
   data, indices, indptr = map(jnp.asarray, (data, indices, indptr))
   coo = _bcsr_to_bcoo(indices, indptr, shape=spinfo.shape)
-  return bcoo._bcoo_todense(data, coo, shape=tuple(spinfo.shape))
+  return bcoo._todense_buffers(data, coo, shape=tuple(spinfo.shape))
 
 
 def bcsr_extract(indices, indptr, mat):
@@ -310,10 +303,17 @@ class BCSR(JAXSparse):
                 jnp.asarray(mat.indptr, index_dtype)), shape=mat.shape)
 
   def __matmul__(self, other):
-    return self.to_bcoo() @ other
+    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
+    return bcoo_matmul(self, other)
 
   def __rmatmul__(self, other):
-    return other @ self.to_bcoo()
+    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
+    return bcoo_matmul(other, self)
+
+  def __getitem__(self, idx):
+    from hlox.experimental.sparse.bcoo_indexing import bcoo_getitem
+    out = bcoo_getitem(self.to_bcoo(), idx)
+    return BCSR.from_bcoo(out) if isinstance(out, bcoo.BCOO) and out.n_sparse == 2 else out
 
 
 def _to_elt(cont, _, val, axis):
@@ -325,7 +325,8 @@ def _to_elt(cont, _, val, axis):
                      "in_axes for batched BCSR operations must correspond to a batched "
                      "dimension.")
   return BCSR((cont(val.data, axis), cont(val.indices, axis), cont(val.indptr, axis)),
-              shape=val.shape[:axis] + val.shape[axis + 1:])
+              shape=val.shape[:axis] + val.shape[axis + 1:],
+              indices_sorted=val.indices_sorted, unique_indices=val.unique_indices)
 
 
 def _from_elt(cont, axis_size, elt, axis):
@@ -338,7 +339,8 @@ def _from_elt(cont, axis_size, elt, axis):
                      "leading dimensions.")
   return BCSR((cont(axis_size, elt.data, axis), cont(axis_size, elt.indices, axis),
                cont(axis_size, elt.indptr, axis)),
-              shape=elt.shape[:axis] + (axis_size,) + elt.shape[axis:])
+              shape=elt.shape[:axis] + (axis_size,) + elt.shape[axis:],
+              indices_sorted=elt.indices_sorted, unique_indices=elt.unique_indices)
 
 
 batching.register_vmappable(BCSR, int, int, _to_elt, _from_elt, None)

@@ -117,9 +117,7 @@ class SparseTestCase(JaxTestCase):
                                    for a in args_maker()))
 
     def stack(values, bdim):
-      expand = sparse.sparsify(functools.partial(lax.expand_dims, dimensions=[bdim]))
-      concat = sparse.sparsify(functools.partial(lax.concatenate, dimension=bdim))
-      return concat([expand(v) for v in values])
+      return _concatenate([_expand_dims(v, bdim) for v in values], bdim)
 
     def batched_args():
       columns = list(zip(*(args_maker() for _ in range(batch_size))))
@@ -130,6 +128,25 @@ class SparseTestCase(JaxTestCase):
     self._CheckAgainstDense(vmap(dense_fun, bdims), vmap(sparse_fun, bdims), batched_args,
                             check_dtypes=check_dtypes, tol=tol, atol=atol, rtol=rtol,
                             check_jit=check_jit, canonicalize_dtypes=canonicalize_dtypes)
+
+
+def _expand_dims(x, dim):
+  """``x`` with a new axis of size 1 at ``dim`` (a batch axis of a sparse ``x``)."""
+  if isinstance(x, sparse.BCOO):
+    dims = [d if d < dim else d + 1 for d in range(x.ndim)]
+    shape = x.shape[:dim] + (1,) + x.shape[dim:]
+    return sparse.bcoo_broadcast_in_dim(x, shape=shape, broadcast_dimensions=dims)
+  if isinstance(x, sparse.BCSR):
+    return sparse.BCSR.from_bcoo(_expand_dims(x.to_bcoo(), dim))
+  return lax.expand_dims(x, [dim])
+
+
+def _concatenate(values, dim):
+  if isinstance(values[0], sparse.BCOO):
+    return sparse.bcoo_concatenate(values, dimension=dim)
+  if isinstance(values[0], sparse.BCSR):
+    return sparse.bcsr_concatenate(values, dimension=dim)
+  return lax.concatenate(values, dim)
 
 
 def _rand_sparse(shape, dtype, *, rng, rand_method, nse, n_batch, n_dense, sparse_format):

@@ -23,7 +23,6 @@ from hlox.experimental.sparse._sparsify_core import (
 # The tables, filled in by the module that defines the rules.
 from hlox.experimental.sparse._sparse_rules import sparse_rules_bcoo, sparse_rules_bcsr
 from hlox.experimental.sparse.bcoo import BCOO
-from hlox.numpy.indexing import _rewriting_take
 
 __all__ = ["SparseTrace", "SparseTracer", "SparsifyEnv", "SparsifyValue", "arrays_to_spvalues",
            "eval_sparse", "sparse_rules_bcoo", "sparse_rules_bcsr", "sparsify", "sparsify_raw",
@@ -139,13 +138,6 @@ def _sparse_iter(arr):
   return iter(arr[i] for i in range(arr.shape[0]))
 
 
-def _getitem(arr, idx):
-  out = sparsify(lambda x: _rewriting_take(x, idx))(arr)
-  if not isinstance(out, BCOO) and jnp.size(out) == 0:
-    out = BCOO.fromdense(out)
-  return out
-
-
 _BCOO_METHODS = {
     "astype": _method(lambda self, *a, **k: sparsify(lambda x: x.astype(*a, **k))(self),
                       "A copy with ``data`` converted to the given dtype."),
@@ -168,7 +160,6 @@ _BCOO_METHODS = {
     "__rsub__": sparsify(_swap(jnp.subtract)),
     "__pow__": lambda self, y: sparsify(lambda x: jnp.power(x, y))(self),
     "__rpow__": sparsify(_swap(jnp.power)),
-    "__getitem__": _getitem,
     "__iter__": _sparse_iter,
     "__gt__": sparsify(jnp.greater),
     "__ge__": sparsify(jnp.greater_equal),
