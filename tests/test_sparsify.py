@@ -191,3 +191,24 @@ def test_bcsr_unary_keeps_layout():
   assert isinstance(out, BCSR)
   np.testing.assert_allclose(dense(out), -np.sin(M), rtol=1e-6)
   np.testing.assert_array_equal(np.asarray(out.indptr), np.asarray(x.indptr))
+
+
+@both
+def test_layout_rules_call_the_format_operations(use_tracer):
+  sp = lambda f: sparsify(f, use_tracer=use_tracer)
+  x, y = BCOO.fromdense(M), BCOO.fromdense(2 * M)
+  cases = [
+      (lambda a, b: jnp.vstack([a, b]), (x, y)),
+      (lambda a, b: jnp.stack([a, b]), (x, y)),
+      (lambda a: a.reshape(2, 6), (x,)),
+      (lambda a: lax.squeeze(a[None], (0,)), (x,)),
+      (lambda a: lax.slice(a, (1, 1), (3, 4)), (x,)),
+      (lambda a: lax.rev(a, (1,)), (x,)),
+  ]
+  for f, args in cases:
+    out = sp(f)(*args)
+    assert isinstance(out, BCOO)
+    np.testing.assert_array_equal(dense(out), np.asarray(f(*map(dense, args))))
+  out = x.reshape(4, 3)
+  assert isinstance(out, BCOO) and out.shape == (4, 3)
+  np.testing.assert_array_equal(dense(out), M.reshape(4, 3))
