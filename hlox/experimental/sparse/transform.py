@@ -54,11 +54,12 @@ class SparseTracer(Tracer):
   """A value inside ``sparsify(f, use_tracer=True)``: a ``SparsifyValue`` of its trace's
   environment, dense or sparse."""
 
-  __slots__ = ("_spvalue",)
+  __slots__ = ("_spvalue", "_aval")
 
   def __init__(self, trace, *, spvalue: SparsifyValue):
     self._trace = trace
     self._spvalue = spvalue
+    self._aval = spvalues_to_avals(trace.spenv, spvalue)
 
   @property
   def spenv(self) -> SparsifyEnv:
@@ -66,7 +67,7 @@ class SparseTracer(Tracer):
 
   @property
   def aval(self):
-    return spvalues_to_avals(self._trace.spenv, self._spvalue)
+    return self._aval
 
 
 class SparseTrace(Trace):
