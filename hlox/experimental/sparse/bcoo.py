@@ -563,16 +563,16 @@ class BCOO(JAXSparse):
     return BCOO((data, self.indices), shape=self.shape, indices_sorted=self.indices_sorted,
                 unique_indices=self.unique_indices)
 
-  def __getitem__(self, idx):
-    from hlox.experimental.sparse.bcoo_indexing import bcoo_getitem
-    return bcoo_getitem(self, idx)
+  def __mul__(self, other):
+    if isinstance(other, JAXSparse):
+      return NotImplemented  # bcoo_products installs the sparse-sparse product
+    return self._with_data(bcoo_multiply_dense(self, other))
 
-  def update_layout(self, *, n_batch=None, n_dense=None, on_inefficient="error") -> "BCOO":
-    """The array with ``n_batch`` batch and ``n_dense`` dense axes (see
-    ``bcoo_update_layout``)."""
-    from hlox.experimental.sparse.bcoo_layout import bcoo_update_layout
-    return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
-                              on_inefficient=on_inefficient)
+  __rmul__ = __mul__
+
+  # Indexing, reshape and update_layout are installed by bcoo_indexing and bcoo_layout, the
+  # products by bcoo_products, and the other operators (the dense ones under sparsify, as
+  # in JAX) by transform.
 
   def tree_flatten(self):
     return (self.data, self.indices), self._info._asdict()

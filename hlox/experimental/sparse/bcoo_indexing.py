@@ -86,3 +86,11 @@ def bcoo_getitem(mat: BCOO, idx):
   if out.ndim == 0:
     return out.todense()
   return out
+
+
+def _getitem_method(self, idx):
+  return bcoo_getitem(self, idx)
+
+
+# Installed here: bcoo.py cannot import this module, which needs the class.
+BCOO.__getitem__ = _getitem_method

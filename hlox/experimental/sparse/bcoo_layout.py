@@ -363,3 +363,33 @@ def bcoo_update_layout(mat: BCOO, *, n_batch=None, n_dense=None,
                                      n_dense=n_dense, index_dtype=mat.indices.dtype)
   return BCOO((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
 
+
+
+# --- BCOO methods built on these operations (installed here: bcoo.py cannot import this
+# module, which needs the class) ---------------------------------------------------------------
+
+def _reshape_method(self, *args, **kwargs) -> BCOO:
+  """The array with a new shape (``jnp.reshape``'s arguments; C order only)."""
+  order = kwargs.pop("order", "C")
+  shape = kwargs.pop("shape", kwargs.pop("newshape", None))
+  if kwargs or order != "C":
+    raise NotImplementedError(f"BCOO.reshape with {kwargs or {'order': order}}")
+  if shape is None:
+    shape = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+  shape = tuple(operator.index(s) for s in shape)
+  if shape.count(-1) == 1:
+    known = math.prod(s for s in shape if s != -1)
+    shape = tuple(self.size // known if s == -1 else s for s in shape)
+  return bcoo_reshape(self, new_sizes=shape)
+
+
+def _update_layout_method(self, *, n_batch=None, n_dense=None,
+                          on_inefficient="error") -> BCOO:
+  """The array with ``n_batch`` batch and ``n_dense`` dense axes (see
+  ``bcoo_update_layout``)."""
+  return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
+                            on_inefficient=on_inefficient)
+
+
+BCOO.reshape = _reshape_method
+BCOO.update_layout = _update_layout_method

@@ -12,6 +12,7 @@ from hlox.api import ShapeDtypeStruct, eval_shape
 from hlox.experimental.sparse._base import JAXSparse
 from hlox.experimental.sparse.bcoo import (
     BCOO, _bcoo_extract, bcoo_dot_general, bcoo_transpose)
+from hlox.experimental.sparse.bcoo_layout import bcoo_update_layout
 
 __all__ = ["bcoo_conv_general_dilated", "bcoo_dot_general_sampled", "bcoo_multiply_sparse"]
 
@@ -66,7 +67,8 @@ def _dot(lhs, rhs, dn):
 
 def _move_free_axes(out, n_first: int, n_last: int):
   """``out`` with its first ``n_first`` axes moved after the next ``n_last``."""
-  perm = (*range(n_first, n_first + n_last), *range(n_first))
+  ndim = out.ndim
+  perm = (*range(n_first, n_first + n_last), *range(n_first), *range(n_first + n_last, ndim))
   if isinstance(out, BCOO):
     return bcoo_transpose(out, permutation=perm)
   return out.transpose(perm)
@@ -87,7 +89,7 @@ def bcoo_matmul(lhs, rhs):
     return _dot(lhs, rhs, (((la - 1,), (ra - 2,)), (batch, batch)))
   if lb == 0:  # rows of lhs lead the result; rhs's batch axes must come first
     out = _dot(lhs, rhs, (((1,), (ra - 2,)), ((), ())))
-    return _move_free_axes(out, 1, rb + 1)
+    return _move_free_axes(out, 1, rb)
   if rb == 0:
     return _dot(lhs, rhs, (((la - 1,), (0,)), ((), ())))
   raise NotImplementedError(f"matmul of sparse operands with shapes {lhs.shape} and "
@@ -99,7 +101,6 @@ def bcoo_matmul(lhs, rhs):
 def _conv_operand(x, index_dtype):
   """A 1-d BCOO array (entries and positions) from a ``(1, 1, n)`` operand."""
   if isinstance(x, BCOO):
-    from hlox.experimental.sparse.bcoo_layout import bcoo_update_layout
     x = bcoo_update_layout(x, n_batch=2, n_dense=0)
     data, indices = x.data[0, 0], x.indices[0, 0]
     data = jnp.where(indices[:, 0] < x.shape[-1], data, jnp.zeros((), data.dtype))
@@ -156,3 +157,20 @@ def bcoo_conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation
   data = jnp.where(valid, data, jnp.zeros((), dtype))
   pos = jnp.where(valid, pos, n_out).astype(index_dtype)
   return BCOO((data[None, None], pos[None, None, :, None]), shape=out.shape)
+
+
+# --- BCOO operators built on these products (installed here: bcoo.py cannot import this
+# module, which needs the class) ---------------------------------------------------------------
+
+_dense_mul = BCOO.__mul__
+
+
+def _mul_method(self, other):
+  if isinstance(other, BCOO):
+    return bcoo_multiply_sparse(self, other)
+  return _dense_mul(self, other)
+
+
+BCOO.__mul__ = BCOO.__rmul__ = _mul_method
+BCOO.__matmul__ = lambda self, other: bcoo_matmul(self, other)
+BCOO.__rmatmul__ = lambda self, other: bcoo_matmul(other, self)

@@ -16,6 +16,9 @@ from hlox.core.tracer import Tracer
 from hlox.errors import ConcretizationTypeError
 from hlox.experimental.sparse import bcoo
 from hlox.experimental.sparse._base import JAXSparse
+from hlox.experimental.sparse.bcoo_indexing import bcoo_getitem
+from hlox.experimental.sparse.bcoo_layout import bcoo_broadcast_in_dim, bcoo_concatenate
+from hlox.experimental.sparse.bcoo_products import bcoo_matmul
 from hlox.experimental.sparse.util import SparseInfo, _count_stored_elements, _csr_to_coo, nfold_vmap
 from hlox.interpreters import batching
 from hlox._tree_transform import register_pytree_node_class
@@ -158,15 +161,14 @@ def bcsr_eliminate_zeros(mat: "BCSR", nse=None) -> "BCSR":
 def bcsr_broadcast_in_dim(mat: "BCSR", *, shape, broadcast_dimensions, sharding=None):
   """``lax.broadcast_in_dim`` of a BCSR array (new axes must be batch axes)."""
   del sharding
-  out = bcoo.bcoo_broadcast_in_dim(mat.to_bcoo(), shape=shape,
+  out = bcoo_broadcast_in_dim(mat.to_bcoo(), shape=shape,
                                    broadcast_dimensions=broadcast_dimensions)
   return BCSR.from_bcoo(out)
 
 
 def bcsr_concatenate(operands, *, dimension: int) -> "BCSR":
   """``lax.concatenate`` of BCSR arrays of one layout along a batch or sparse axis."""
-  return BCSR.from_bcoo(bcoo.bcoo_concatenate([m.to_bcoo() for m in operands],
-                                              dimension=dimension))
+  return BCSR.from_bcoo(bcoo_concatenate([m.to_bcoo() for m in operands], dimension=dimension))
 
 
 # --- the array type -----------------------------------------------------------------------
@@ -303,15 +305,12 @@ class BCSR(JAXSparse):
                 jnp.asarray(mat.indptr, index_dtype)), shape=mat.shape)
 
   def __matmul__(self, other):
-    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
     return bcoo_matmul(self, other)
 
   def __rmatmul__(self, other):
-    from hlox.experimental.sparse.bcoo_products import bcoo_matmul
     return bcoo_matmul(other, self)
 
   def __getitem__(self, idx):
-    from hlox.experimental.sparse.bcoo_indexing import bcoo_getitem
     out = bcoo_getitem(self.to_bcoo(), idx)
     return BCSR.from_bcoo(out) if isinstance(out, bcoo.BCOO) and out.n_sparse == 2 else out
 

@@ -125,6 +125,8 @@ def _sparsify_with_tracer(f):
 
 
 # --- BCOO methods derived from sparsify ---------------------------------------------------
+# The operators whose meaning is the dense one under sparsify. Products and layout methods
+# (``*``, ``@``, ``reshape``, indexing) are installed by the modules that implement them.
 
 def _method(fn, doc):
   fn.__doc__ = doc
@@ -142,17 +144,11 @@ def _sparse_iter(arr):
 _BCOO_METHODS = {
     "astype": _method(lambda self, *a, **k: sparsify(lambda x: x.astype(*a, **k))(self),
                       "A copy with ``data`` converted to the given dtype."),
-    "reshape": _method(lambda self, *a, **k: sparsify(lambda x: x.reshape(*a, **k))(self),
-                       "The array with a new shape (``bcoo_reshape``)."),
     "sum": _method(lambda self, *a, **k: sparsify(lambda x: x.sum(*a, **k))(self),
                    "The sum over ``axis`` (all axes by default); a full sum is dense."),
     "__abs__": sparsify(jnp.abs),
     "__neg__": sparsify(jnp.negative),
     "__pos__": sparsify(jnp.positive),
-    "__matmul__": sparsify(jnp.matmul),
-    "__rmatmul__": sparsify(_swap(jnp.matmul)),
-    "__mul__": sparsify(jnp.multiply),
-    "__rmul__": sparsify(_swap(jnp.multiply)),
     "__truediv__": sparsify(jnp.divide),
     "__rtruediv__": sparsify(_swap(jnp.divide)),
     "__add__": sparsify(jnp.add),
