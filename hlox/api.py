@@ -2104,8 +2104,10 @@ def _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size):
                      f"value; got specification {in_axes!r} for value tree {in_tree}.") from None
   size = axis_size
   if size is None:  # from the arrays mapped along an int axis
-    mapped = [(_abstractify(x), s) for x, s in zip(leaves, specs)
-              if type(s) is int and not is_vmappable(x)]
+    # A vmappable value with a ``shape`` (sparse arrays) tells its size as an array does.
+    mapped = [(ShapeDtypeStruct(tuple(x.shape), np.float32) if is_vmappable(x)
+               else _abstractify(x), s) for x, s in zip(leaves, specs)
+              if type(s) is int and (not is_vmappable(x) or hasattr(x, "shape"))]
     if not mapped:
       raise ValueError("vmap: axis_size must be given when no array argument is mapped along "
                        "an integer axis (vmappable values cannot tell their size)")

@@ -47,7 +47,7 @@ def _axis_tuple(name, axis, ndim):
   """``axis`` (None, int or sequence; negative allowed) as a sorted tuple of dimensions."""
   if axis is None:
     return tuple(range(ndim))
-  axes = tuple(axis) if isinstance(axis, (tuple, list, np.ndarray)) else (axis,)
+  axes = tuple(axis) if isinstance(axis, (tuple, list, range, np.ndarray)) else (axis,)
   out = []
   for a in axes:
     try:

@@ -25,7 +25,8 @@ from hlox.core.tracer import Tracer
 from hlox.errors import ConcretizationTypeError
 from hlox.core import dtypes
 from hlox.experimental.sparse._base import JAXSparse
-from hlox.experimental.sparse.util import SparseInfo, nfold_vmap
+from hlox.experimental.sparse.util import SparseInfo, _count_stored_elements, nfold_vmap
+from hlox.interpreters import batching
 from hlox._tree_transform import register_pytree_node_class
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_extract", "bcoo_fromdense", "bcoo_multiply_dense",
@@ -86,11 +87,16 @@ def _sparse_fill(indices, shape, props):
 
 def bcoo_todense(mat: "BCOO"):
   """The dense array that the BCOO array ``mat`` represents (duplicates summed)."""
-  return _bcoo_todense(jnp.asarray(mat.data), jnp.asarray(mat.indices), shape=mat.shape)
+  return _todense_buffers(jnp.asarray(mat.data), jnp.asarray(mat.indices), shape=mat.shape)
+
+
+def _bcoo_todense(data, indices, *, spinfo):
+  """The dense array of BCOO buffers ``data``/``indices`` for ``spinfo.shape``."""
+  return _todense_buffers(jnp.asarray(data), jnp.asarray(indices), shape=tuple(spinfo.shape))
 
 
 @partial(jit, static_argnames=("shape",))
-def _bcoo_todense(data, indices, *, shape):
+def _todense_buffers(data, indices, *, shape):
   data, indices = jnp.asarray(data), jnp.asarray(indices)
   props = _validate(data, indices, shape)
   if props.n_sparse == 0:
@@ -99,33 +105,60 @@ def _bcoo_todense(data, indices, *, shape):
   return jnp.zeros(shape, data.dtype).at[_coordinates(indices, shape, props)].add(data)
 
 
-def bcoo_extract(sparr: "BCOO", arr) -> "BCOO":
-  """A BCOO array with ``sparr``'s indices holding the values of the dense ``arr`` there."""
+def bcoo_extract(sparr: "BCOO", arr, *, assume_unique=None) -> "BCOO":
+  """A BCOO array with ``sparr``'s indices holding the values of the dense ``arr`` there.
+  Unless the indices are known unique (``assume_unique``, by default ``sparr``'s flag), only
+  the first of equal indices gets the value, so the result densifies back to ``arr``'s
+  values at those positions."""
+  if not isinstance(sparr, BCOO):
+    raise TypeError(f"First argument to bcoo_extract should be a BCOO array. Got {sparr=}")
   arr = jnp.asarray(arr)
   if tuple(arr.shape) != sparr.shape:
     raise ValueError(f"shape mismatch: {sparr.shape=} {arr.shape=}")
-  return BCOO((_bcoo_extract(sparr.indices, arr), sparr.indices), shape=sparr.shape,
-              indices_sorted=sparr.indices_sorted, unique_indices=sparr.unique_indices)
+  if assume_unique is None:
+    assume_unique = sparr.unique_indices
+  data = _bcoo_extract(sparr.indices, arr, assume_unique=assume_unique)
+  return BCOO((data, sparr.indices), shape=sparr.shape, indices_sorted=sparr.indices_sorted,
+              unique_indices=sparr.unique_indices)
 
 
-def _bcoo_extract(indices, arr):
+def _bcoo_extract(indices, arr, *, assume_unique=True):
+  """The values of the dense ``arr`` at BCOO ``indices`` (zero at padding entries)."""
+  indices, arr = jnp.asarray(indices), jnp.asarray(arr)
   props = _validate_indices(indices, arr.shape)
+  n_batch = props.n_batch
   if props.n_sparse == 0:
-    n_batch = props.n_batch
+    # Every stored block of a batch element is the whole element.
     out = lax.expand_dims(arr, (n_batch,))
-    # One stored block holds the whole batch element; the other slots stay zero.
-    keep = (jnp.arange(props.nse) == 0).reshape((1,) * n_batch + (props.nse,)
-                                                + (1,) * props.n_dense)
-    return jnp.where(keep, out, jnp.zeros((), arr.dtype))
-  return arr.at[_coordinates(indices, arr.shape, props)].get(mode="fill", fill_value=0)
+    out = jnp.broadcast_to(out, out.shape[:n_batch] + (props.nse,) + out.shape[n_batch + 1:])
+  else:
+    out = arr.at[_coordinates(indices, arr.shape, props)].get(mode="fill", fill_value=0)
+  if assume_unique:
+    return out
+  first = _first_occurrences(indices, props)
+  first = first.reshape(first.shape + (1,) * props.n_dense)
+  return jnp.where(first, out, jnp.zeros((), out.dtype))
 
 
-def _count_stored_elements(mat, n_batch, n_dense):
-  mask = mat != 0
-  if n_dense:
-    mask = mask.any(tuple(range(mat.ndim - n_dense, mat.ndim)))
-  counts = mask.sum(tuple(range(n_batch, mask.ndim)))
-  return counts.max() if counts.ndim else counts
+def _first_occurrences(indices, props):
+  """Whether each entry is the first with its index in its batch element."""
+  nse = props.nse
+  earlier = np.tril(np.ones((nse, nse), bool), -1)  # earlier[i, j]: j comes before i
+  if props.n_sparse == 0:
+    same = np.ones((nse, nse), bool)
+  else:
+    same = (indices[..., :, None, :] == indices[..., None, :, :]).all(-1)
+  return ~(same & earlier).any(-1)
+
+
+def _bcoo_fromdense(mat, *, nse, n_batch=0, n_dense=0, index_dtype=np.int32):
+  """``(data, indices)`` of the BCOO form of ``mat`` with ``nse`` entries per batch
+  element."""
+  mat = jnp.asarray(mat)
+  if min(n_batch, n_dense, mat.ndim - n_batch - n_dense) < 0:
+    raise ValueError(f"Invalid {n_batch=}, {n_dense=} for array of shape {mat.shape}")
+  return _fromdense_buffers(mat, nse=operator.index(nse), n_batch=n_batch, n_dense=n_dense,
+                            index_dtype=np.dtype(index_dtype))
 
 
 def bcoo_fromdense(mat, *, nse=None, n_batch: int = 0, n_dense: int = 0,
@@ -202,7 +235,8 @@ def bcoo_transpose(mat: "BCOO", *, permutation) -> "BCOO":
 def bcoo_sort_indices(mat: "BCOO") -> "BCOO":
   """``mat`` with each batch element's entries in lexicographic order of their indices."""
   if mat.n_sparse == 0:
-    return mat
+    return BCOO((mat.data, mat.indices), shape=mat.shape, indices_sorted=True,
+                unique_indices=mat.unique_indices)
 
   def sort_one(indices):
     nse, n = indices.shape
@@ -399,7 +433,9 @@ class BCOO(JAXSparse):
 
   ``data`` has shape ``batch + (nse,) + dense`` and ``indices`` shape
   ``batch + (nse, n_sparse)``; entries with equal indices add up. It is a pytree (leaves
-  ``data`` and ``indices``), so it passes through ``jit``, ``vmap`` and ``grad``.
+  ``data`` and ``indices``), so it passes through ``jit``, ``vmap`` and ``grad``. Its
+  arithmetic methods (``+``, ``*``, ``**``, ``@``, ``sum``, ``reshape``...) are those of the
+  dense array under ``sparsify`` and are installed by ``transform``.
   """
 
   def __init__(self, args, *, shape, indices_sorted: bool = False,
@@ -523,47 +559,20 @@ class BCOO(JAXSparse):
       return bcoo_eliminate_zeros(self, nse=nse)
     return bcoo_sum_duplicates(self, nse=nse)
 
-  def sum(self, axis=None, dtype=None, keepdims=False):
-    """The sum over ``axis`` (all axes by default): a BCOO array, or a dense scalar when
-    every axis is summed."""
-    if dtype is not None or keepdims:
-      raise NotImplementedError("BCOO.sum with dtype or keepdims")
-    axes = range(self.ndim) if axis is None else (
-        (axis,) if isinstance(axis, int) else tuple(axis))
-    return _dense_if_scalar(bcoo_reduce_sum(self, axes=tuple(axes)))
-
-  def astype(self, dtype) -> "BCOO":
-    """A copy with ``data`` converted to ``dtype``."""
-    return BCOO((self.data.astype(dtype), self.indices), shape=self.shape,
-                indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
-
   def _with_data(self, data) -> "BCOO":
     return BCOO((data, self.indices), shape=self.shape, indices_sorted=self.indices_sorted,
                 unique_indices=self.unique_indices)
 
-  def __neg__(self):
-    return self._with_data(-self.data)
-
-  def __pos__(self):
-    return self
-
   def __mul__(self, other):
     if isinstance(other, JAXSparse):
-      return bcoo_fromdense(self.todense() * other.todense())
+      return NotImplemented  # bcoo_products installs the sparse-sparse product
     return self._with_data(bcoo_multiply_dense(self, other))
 
   __rmul__ = __mul__
 
-  def __truediv__(self, other):
-    if isinstance(other, JAXSparse) or jnp.ndim(other) != 0:
-      raise NotImplementedError("BCOO division by an array; only scalars are supported")
-    return self._with_data(self.data / other)
-
-  def __matmul__(self, other):
-    return _matmul(self, other)
-
-  def __rmatmul__(self, other):
-    return _matmul(other, self)
+  # Indexing, reshape and update_layout are installed by bcoo_indexing and bcoo_layout, the
+  # products by bcoo_products, and the other operators (the dense ones under sparsify, as
+  # in JAX) by transform.
 
   def tree_flatten(self):
     return (self.data, self.indices), self._info._asdict()
@@ -578,18 +587,43 @@ class BCOO(JAXSparse):
     return obj
 
 
-def _dense_if_scalar(mat: BCOO):
-  # A 0-d sum has nothing sparse left: it comes back as a dense scalar, as in JAX.
-  return mat.data.sum() if mat.shape == () else mat
+def _bcoo_dot_general(lhs_data, lhs_indices, rhs, *, dimension_numbers,
+                      preferred_element_type=None, lhs_spinfo, out_sharding=None):
+  """``bcoo_dot_general`` of the BCOO array with buffers ``lhs_data``/``lhs_indices`` and
+  static part ``lhs_spinfo`` with a dense ``rhs``."""
+  lhs = BCOO((lhs_data, lhs_indices), shape=lhs_spinfo.shape,
+             indices_sorted=lhs_spinfo.indices_sorted,
+             unique_indices=lhs_spinfo.unique_indices)
+  return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                          preferred_element_type=preferred_element_type,
+                          out_sharding=out_sharding)
 
 
-def _matmul(lhs, rhs):
-  """``lhs @ rhs`` with NumPy's rules for 1-d operands (no broadcasting of batch axes)."""
-  ndim = lambda x: x.ndim if isinstance(x, JAXSparse) else jnp.ndim(x)
-  lhs_ndim, rhs_ndim = ndim(lhs), ndim(rhs)
-  if lhs_ndim == 0 or rhs_ndim == 0:
-    raise ValueError("matmul: operands must have at least one dimension (use * for scalars)")
-  if max(lhs_ndim, rhs_ndim) > 2:
-    raise NotImplementedError("matmul of sparse arrays with more than 2 dimensions")
-  contract = ((lhs_ndim - 1,), (0,))
-  return bcoo_dot_general(lhs, rhs, dimension_numbers=(contract, ((), ())))
+def _to_elt(cont, _, val, axis):
+  """The element ``vmap`` sees for a BCOO stack mapped along batch axis ``axis``."""
+  if axis is None:
+    return val
+  if not 0 <= axis < val.n_batch:
+    raise ValueError(f"Cannot map in_axis={axis} for BCOO array with n_batch={val.n_batch}. "
+                     "in_axes for batched BCOO operations must correspond to a batch "
+                     "dimension.")
+  return BCOO((cont(val.data, axis), cont(val.indices, axis)),
+              shape=val.shape[:axis] + val.shape[axis + 1:],
+              indices_sorted=val.indices_sorted, unique_indices=val.unique_indices)
+
+
+def _from_elt(cont, axis_size, elt, axis):
+  """The stack of ``vmap``'s BCOO outputs: the mapped axis becomes batch axis ``axis`` (so
+  the result's shape has it, which a plain pytree stacking would miss)."""
+  if axis is None:
+    return elt
+  if not 0 <= axis <= elt.n_batch:
+    raise ValueError(f"BCOO: cannot add out_axis={axis} for BCOO array with "
+                     f"n_batch={elt.n_batch}. BCOO batch axes must be a contiguous block of "
+                     "leading dimensions.")
+  return BCOO((cont(axis_size, elt.data, axis), cont(axis_size, elt.indices, axis)),
+              shape=elt.shape[:axis] + (axis_size,) + elt.shape[axis:],
+              indices_sorted=elt.indices_sorted, unique_indices=elt.unique_indices)
+
+
+batching.register_vmappable(BCOO, int, int, _to_elt, _from_elt, None)

@@ -1,5 +1,5 @@
 """``hlox.experimental.sparse.linalg``: iterative eigensolvers for large Hermitian operators
-(``jax.experimental.sparse.linalg``).
+(``jax.experimental.sparse.linalg``), and ``spsolve`` (in ``_spsolve``).
 
 ``lobpcg_standard`` finds the top-k eigenpairs of ``A`` (a matrix, or a function applying it to
 an ``(n, k)`` block) by the Locally Optimal Block Preconditioned Conjugate Gradient method
@@ -18,8 +18,9 @@ from hlox import lax
 from hlox import numpy as jnp
 from hlox.api import jit
 from hlox.core.basearray import Array
+from hlox.experimental.sparse._spsolve import spsolve  # noqa: F401
 
-__all__ = ["lobpcg_standard"]
+__all__ = ["lobpcg_standard", "spsolve"]
 
 _HIGHEST = lax.Precision.HIGHEST
 

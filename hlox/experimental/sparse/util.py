@@ -2,6 +2,7 @@
 and small shape helpers the formats share."""
 from typing import NamedTuple
 
+from hlox import numpy as jnp
 from hlox.api import vmap
 
 
@@ -42,3 +43,25 @@ def _broadcasting_vmap(fun, in_axes):
                      for a, ax in zip(args, axes))
     return vmap(fun, in_axes=axes, axis_size=size)(*squeezed)
   return mapped
+
+
+def _count_stored_elements_per_batch(mat, n_batch: int = 0, n_dense: int = 0):
+  """How many entries (dense blocks with a nonzero) each batch element of ``mat`` needs."""
+  mask = jnp.asarray(mat) != 0
+  if n_dense:
+    mask = mask.any(tuple(range(mask.ndim - n_dense, mask.ndim)))
+  return mask.sum(tuple(range(n_batch, mask.ndim)))
+
+
+def _count_stored_elements(mat, n_batch: int = 0, n_dense: int = 0):
+  """The number of stored elements a sparse form of ``mat`` needs: the largest per-batch
+  count."""
+  return _count_stored_elements_per_batch(mat, n_batch, n_dense).max(initial=0)
+
+
+def _csr_to_coo(indices, indptr):
+  """``(row, col)`` of CSR entries: entry ``j`` lies in the row whose pointer range holds it
+  (rows past the last pointer, i.e. padding, get the row count)."""
+  indices, indptr = jnp.asarray(indices), jnp.asarray(indptr)
+  starts = jnp.zeros(indices.shape[-1], indices.dtype).at[indptr[1:]].add(1, mode="drop")
+  return jnp.cumsum(starts).astype(indices.dtype), indices
