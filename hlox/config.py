@@ -136,6 +136,7 @@ _validators = {
     "default_matmul_precision": _enum(MATMUL_PRECISIONS, optional=True),
     "default_device": _check_default_device,
     "transfer_guard": _enum(_TRANSFER_GUARD_LEVELS, optional=True),
+    "array_garbage_collection_guard": _enum(("allow", "log", "fatal"), optional=True),
     "random_seed_offset": _int_option("random_seed_offset"),
     "cpu_collectives_implementation": _enum(("gloo", "mpi", "megascale"), optional=True),
     "logging_level": _enum(("NOTSET", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
@@ -235,6 +236,10 @@ class Config:
           ("HLOX_TRANSFER_GUARD_DEVICE_TO_DEVICE", _env_str, None),
       "transfer_guard_device_to_host": ("HLOX_TRANSFER_GUARD_DEVICE_TO_HOST", _env_str, None),
       "transfer_guard": ("HLOX_TRANSFER_GUARD", _env_str, None),
+      # What happens to an Array freed by the cycle collector (runtime/gc_guard.py): None or
+      # 'allow' nothing, 'log' an error on stderr, 'fatal' an abort (JAX's values).
+      "array_garbage_collection_guard":
+          ("HLOX_ARRAY_GARBAGE_COLLECTION_GUARD", _env_str, None),
       # A Device or a platform name; stored and validated (see default_device below).
       "default_device": ("HLOX_DEFAULT_DEVICE", _env_str, None),
       # Tracing (jit, make_jaxpr, ...) or executing a compiled program raises RuntimeError.

@@ -106,7 +106,8 @@ class ArrayImpl:
   by gathering the pieces onto the default device (see ``__getattr__``).
   """
 
-  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "__weakref__")
+  # ``__dict__``: users may attach attributes to Arrays, as to JAX's (created only when used).
+  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "__weakref__", "__dict__")
   __array_priority__ = 100
 
   def __init__(self, buf, aval, device=None):
