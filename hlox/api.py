@@ -29,12 +29,12 @@ from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
-from hlox.core.avals import ShapedArray, Token
+from hlox.core.avals import ShapedArray, Token, abstract_token
 from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.errors import ConcretizationTypeError, DistributedRuntimeError
-from hlox.interpreters import batching, nan_checks, state_discharge, xla
+from hlox.interpreters import batching, captured_constants, nan_checks, state_discharge, xla
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
@@ -256,6 +256,14 @@ def _check_committed_devices(wrapped, args, kwargs, sigs) -> None:
                    f"{described[0]} and {described[1]}")
 
 
+def check_no_strings(leaves, avals) -> None:
+  """JAX's TypeError for a string array given to a transformation that computes (string
+  arrays can be stored, moved and vmapped over as they are, but no XLA program takes one)."""
+  for x, aval in zip(leaves, avals):
+    if getattr(getattr(aval, "dtype", None), "kind", None) == "T":  # (tokens have none)
+      raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type.")
+
+
 def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames, leaves,
                     bad) -> Exception:
   """JAX's message for a jit argument that is not an array, naming its path."""
@@ -414,7 +422,8 @@ class _FlatEntry(tuple):
 class _Traced:
   """A traced jitted function: the jaxpr (consts turned into leading args) and its output tree."""
 
-  __slots__ = ("jaxpr", "consts", "out_tree", "in_avals", "ref_positions", "_discharged")
+  __slots__ = ("jaxpr", "consts", "out_tree", "in_avals", "ref_positions", "_discharged",
+               "lowered")
 
   def __init__(self, jaxpr, consts, out_tree, in_avals):
     self.jaxpr = jaxpr
@@ -426,6 +435,7 @@ class _Traced:
     self.ref_positions = tuple(i for i, v in enumerate(jaxpr.jaxpr.invars)
                                if is_ref_aval(v.aval))
     self._discharged = None
+    self.lowered = False  # compiled for a call once (the captured-constants check ran)
 
   def discharged(self):
     """``(pure jaxpr, its consts)``: references in, their final values out after the
@@ -557,6 +567,9 @@ class JitWrapped:
     sigs = tuple(signature(x) for x in leaves)
     _check_committed_devices(self, args, kwargs, sigs)
     const_sigs = tuple(signature(c) for c in traced.consts)
+    if not traced.lowered:
+      traced.lowered = True
+      captured_constants.warn_if_large(traced.jaxpr.jaxpr, traced.consts)
     compiled = compile_closed_jaxpr(traced.jaxpr, const_sigs + sigs, self.name,
                                     donated_invars, self.keep_unused)
     if getattr(compiled, "replicated", False):  # jit of pmap: it places its own consts
@@ -719,6 +732,7 @@ class JitWrapped:
       bad = next(i for i, x in enumerate(leaves) if not _is_abstractable(x))
       raise _argument_error(self.name, self.fun, args, kwargs, self.static_argnums,
                             self.static_argnames, leaves, bad) from None
+    check_no_strings(leaves, avals)
     # Named axes in scope (vmap/pmap) change what collectives in ``fun`` trace to.
     key = (in_tree, avals, statics, tuple(trace_ctx.axis_env))
     # The equations record the XLA metadata in effect (``set_xla_metadata``).
@@ -828,6 +842,7 @@ class JitWrapped:
     donated = self._donated_leaves(args, kwargs, dyn_args, dyn_kwargs) if (
         self.donate_argnums or self.donate_argnames) else ()
     donated_invars = (False,) * len(traced.consts) + donated if any(donated) else ()
+    captured_constants.warn_if_large(traced.jaxpr.jaxpr, traced.consts)
     lowered = None
     if platform is None:  # pmaps inside: one replicated program for this process's devices
       lowered = replicated.lower_replicated(traced.jaxpr, self.name, donated_invars,
@@ -1668,6 +1683,12 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         return fun(*args, **kwargs)
       return slow(args, kwargs)
     except Exception as e:
+      if getattr(e, "_hlox_jit_output", None) and ctx.trace is eval_trace:
+        try:  # an invalid value came out (NaN checks): run ``fun`` itself, as JAX
+          return _call_deoptimized(fun, args, kwargs, e)
+        except Exception as found:
+          hide_wrapper_frames(found)
+          raise
       hide_wrapper_frames(e)
       raise
 
@@ -1681,6 +1702,23 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   jitted._call_cache = wrapped._call_cache
   jitted._fast_cache = wrapped._fast_cache
   return jitted
+
+
+@api_boundary
+def _call_deoptimized(fun, args, kwargs, error):
+  """JAX's answer to a NaN or inf in the output of a jitted call while ``debug_nans`` /
+  ``debug_infs`` is on: run the Python function itself (its nested jitted calls do the
+  same), so that the error comes from the operation that made the value, on the user's
+  line, with Python's own semantics for Python values (``0. / 0.`` is a
+  ZeroDivisionError). If the function runs clean, ``error`` (what the de-optimized jaxpr
+  showed) is raised."""
+  print(f"Invalid {error._hlox_jit_output} value encountered in the output of a jit "
+        "function. Calling the de-optimized version.")
+  try:
+    fun(*args, **kwargs)
+  except (FloatingPointError, ZeroDivisionError) as found:
+    raise found from None
+  raise error
 
 
 def copy_to_host_async(x):
@@ -1703,6 +1741,8 @@ def typeof(x):
     aval = get_aval(x)
   except TypeError as e:
     raise TypeError(f"typeof: {e}") from None
+  if aval is abstract_token:
+    return aval
   vma = getattr(x, "vma_in_mesh_order", None)  # a value of an eager shard_map body
   if vma is not None:
     aval = aval.update(vma=vma())

@@ -264,6 +264,8 @@ def _check_input_dtypes(name, x, argnum, holomorphic, allow_int):
       if not dtypes.is_complex(dtype):
         raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
                         f"but got {dtype} (argument {argnum})")
+    elif not dtypes.is_inexact(dtype) and getattr(dtype, "kind", None) == "T":
+      raise TypeError(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX type.")
     elif not dtypes.is_inexact(dtype) and not allow_int:
       raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
                       f"sub-dtype of np.inexact), but got {dtype} (argument {argnum}). "

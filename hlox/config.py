@@ -111,6 +111,13 @@ def _str_option(name, value, optional=False):
                   f"{value!r}")
 
 
+def _string_value(value):
+  if not isinstance(value, str):
+    raise TypeError(f"new string config value must be of type str, got {value} of type "
+                    f"{type(value)}.")
+  return value
+
+
 def _int_option(name):
   def check(value):
     if isinstance(value, bool):
@@ -129,9 +136,12 @@ _validators = {
     "default_matmul_precision": _enum(MATMUL_PRECISIONS, optional=True),
     "default_device": _check_default_device,
     "transfer_guard": _enum(_TRANSFER_GUARD_LEVELS, optional=True),
+    "array_garbage_collection_guard": _enum(("allow", "log", "fatal"), optional=True),
     "random_seed_offset": _int_option("random_seed_offset"),
     "cpu_collectives_implementation": _enum(("gloo", "mpi", "megascale"), optional=True),
-    "logging_level": _enum(("NOTSET", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
+    "logging_level": _enum(("NOTSET", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+                           optional=True),
+    "debug_log_modules": lambda v: _string_value(v),
     "platforms": lambda v: _str_option("platforms", v, optional=True),
     "platform_name": lambda v: _str_option("platform_name", v),
     **{name: _enum(_TRANSFER_GUARD_LEVELS, optional=True) for name in _TRANSFER_GUARDS},
@@ -226,6 +236,10 @@ class Config:
           ("HLOX_TRANSFER_GUARD_DEVICE_TO_DEVICE", _env_str, None),
       "transfer_guard_device_to_host": ("HLOX_TRANSFER_GUARD_DEVICE_TO_HOST", _env_str, None),
       "transfer_guard": ("HLOX_TRANSFER_GUARD", _env_str, None),
+      # What happens to an Array freed by the cycle collector (runtime/gc_guard.py): None or
+      # 'allow' nothing, 'log' an error on stderr, 'fatal' an abort (JAX's values).
+      "array_garbage_collection_guard":
+          ("HLOX_ARRAY_GARBAGE_COLLECTION_GUARD", _env_str, None),
       # A Device or a platform name; stored and validated (see default_device below).
       "default_device": ("HLOX_DEFAULT_DEVICE", _env_str, None),
       # Tracing (jit, make_jaxpr, ...) or executing a compiled program raises RuntimeError.
@@ -262,6 +276,17 @@ class Config:
       # The level of the "hlox" logger (and a stderr handler for it unless it is NOTSET),
       # as JAX's ``jax_logging_level`` sets its loggers' (hlox/monitoring.py).
       "logging_level": ("HLOX_LOGGING_LEVEL", _env_str, "NOTSET"),
+      # Comma-separated loggers that log everything (DEBUG) to stderr; JAX's module names
+      # ("jax", "jax._src.dispatch", ...) name hlox's loggers that log the same lines
+      # (hlox/monitoring.py).
+      "debug_log_modules": ("HLOX_DEBUG_LOG_MODULES", _env_str, ""),
+      # A lowering whose captured constants (closed-over arrays) hold at least this many
+      # bytes warns (-1: never); a nonzero number of report frames lists where the largest
+      # are used (interpreters/captured_constants.py; JAX's names and defaults).
+      "captured_constants_warn_bytes": ("HLOX_CAPTURED_CONSTANTS_WARN_BYTES", _env_int,
+                                        2 * 10 ** 9),
+      "captured_constants_report_frames": ("HLOX_CAPTURED_CONSTANTS_REPORT_FRAMES", _env_int,
+                                           0),
       # shard_map bodies (core/vma.py): operands of an operation that vary along fewer
       # manual axes than the others are ``pvary``-ed to match (off: JAX's error instead);
       # mesh axes of size 1 are left out of the varying axes (JAX's names and defaults).
@@ -295,6 +320,8 @@ class Config:
     try:
       return self.__dict__["_values"][name]
     except KeyError:
+      if name.startswith("jax_") and name[4:] in self.__dict__["_values"]:
+        return self.__dict__["_values"][name[4:]]  # JAX's spelling (config.jax_enable_x64)
       raise AttributeError(f"hlox.config has no option {name!r}") from None
 
   def update(self, name: str, value) -> None:

@@ -32,6 +32,7 @@ from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.errors import UnexpectedTracerError
 from hlox.core.source_info import current_xla_metadata
+from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, checkify, jet, nan_checks, xla
 from hlox.interpreters.partial_eval import PartialEvalTrace
@@ -380,6 +381,7 @@ class custom_jvp:
       return out, t_out
     self.defjvp(jvp)
 
+  @api_boundary
   def __call__(self, *args, **kwargs):
     name = getattr(self.fun, "__name__", "custom_jvp")
     if self.jvp is None:
@@ -551,6 +553,7 @@ class custom_vjp:
     self.symbolic_zeros = bool(symbolic_zeros)
     self.optimize_remat = bool(optimize_remat)
 
+  @api_boundary
   def __call__(self, *args, **kwargs):
     name = getattr(self.fun, "__name__", "custom_vjp")
     if self.fwd is None:

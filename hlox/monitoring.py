@@ -13,31 +13,80 @@ event_counts: collections.Counter = collections.Counter()
 _test_listeners: list = []  # count_events blocks
 _lock = threading.Lock()
 logger = logging.getLogger("hlox")
-# Traces and compiles (``config.log_compiles``), as JAX logs them from its dispatch module.
+# Traces and compiles (``config.log_compiles``): the lines timing each step (JAX logs them
+# from its dispatch module) and the "Compiling ..." lines (from JAX's pxla module).
 compile_logger = logging.getLogger("hlox.compile")
+timing_logger = logging.getLogger("hlox.compile.timing")
+programs_logger = logging.getLogger("hlox.compile.programs")
+
+# JAX's logger names that ``debug_log_modules`` accepts for hlox's loggers of the same lines.
+JAX_LOGGER_NAMES = {
+    "jax": "hlox",
+    "jax._src.dispatch": "hlox.compile.timing",
+    "jax._src.interpreters.pxla": "hlox.compile.programs",
+}
+
+# Lines on stderr look like JAX's: ``DEBUG:2025-01-01 12:00:00,000:hlox.compile.timing:42: ...``
+formatter = logging.Formatter("{levelname}:{asctime}:{name}:{lineno}: {message}", style="{")
 _level_handler = None
 
 
-def _set_logging_level(name, value) -> None:
+def _set_logging_level(value) -> None:
   """``logging_level``: the "hlox" logger's level, with a stderr handler of its own for
-  any level but NOTSET (which leaves the logger to the application's configuration)."""
+  any level but NOTSET (which leaves the logger to the application's configuration); None
+  takes the handler away and leaves the level as it is (JAX's meanings)."""
   global _level_handler
-  if name != "logging_level":
-    return
-  if value == "NOTSET":
+  if value is None or value == "NOTSET":
     if _level_handler is not None:
       logger.removeHandler(_level_handler)
       _level_handler = None
-    logger.setLevel(logging.NOTSET)
+    if value == "NOTSET":
+      logger.setLevel(logging.NOTSET)
     return
   if _level_handler is None:
     _level_handler = logging.StreamHandler()
+    _level_handler.setFormatter(formatter)
     logger.addHandler(_level_handler)
   logger.setLevel(value)
 
 
-config.add_watcher(_set_logging_level)
-_set_logging_level("logging_level", config.logging_level)  # HLOX_/JAX_LOGGING_LEVEL
+class _NotShownYet(logging.Filter):
+  """Passes a record unless the ``logging_level`` handler already shows it (no line twice)."""
+
+  def filter(self, record):
+    return _level_handler is None or logger.getEffectiveLevel() > record.levelno
+
+
+_debug_handler = logging.StreamHandler()
+_debug_handler.setLevel(logging.DEBUG)
+_debug_handler.setFormatter(formatter)
+_debug_handler.addFilter(_NotShownYet())
+_debug_loggers: list = []  # (logger, level before), to undo
+
+
+def _set_debug_log_modules(value: str) -> None:
+  """``debug_log_modules``: the named loggers (comma-separated) log at DEBUG to stderr."""
+  for named, before in _debug_loggers:
+    named.removeHandler(_debug_handler)
+    named.setLevel(before)
+  _debug_loggers.clear()
+  for name in filter(None, (n.strip() for n in value.split(","))):
+    named = logging.getLogger(JAX_LOGGER_NAMES.get(name, name))
+    _debug_loggers.append((named, named.level))
+    named.addHandler(_debug_handler)
+    named.setLevel(logging.DEBUG)
+
+
+def _on_update(name, value) -> None:
+  if name == "logging_level":
+    _set_logging_level(value)
+  elif name == "debug_log_modules":
+    _set_debug_log_modules(value)
+
+
+config.add_watcher(_on_update)
+_set_logging_level(config.logging_level)  # HLOX_/JAX_LOGGING_LEVEL
+_set_debug_log_modules(config.debug_log_modules)  # HLOX_/JAX_DEBUG_LOG_MODULES
 
 
 # --- hlox's own events, for tests ------------------------------------------------------
@@ -194,12 +243,13 @@ def clear_event_listeners() -> None:
     listeners.clear()
 
 
-def log_compile(fmt: str, *args) -> None:
-  """Log one line about a trace or compile: at WARNING with ``config.log_compiles`` (so it
-  shows without any logging setup, as in JAX), at DEBUG otherwise."""
+def log_compile(fmt: str, *args, to: logging.Logger = programs_logger) -> None:
+  """Log one line about a trace or compile (to ``programs_logger``, or ``to``): at WARNING
+  with ``config.log_compiles`` (so it shows without any logging setup, as in JAX), at DEBUG
+  otherwise."""
   level = logging.WARNING if config._values["log_compiles"] else logging.DEBUG
-  if compile_logger.isEnabledFor(level):
-    compile_logger.log(level, fmt, *args)
+  if to.isEnabledFor(level):
+    to.log(level, fmt, *args, stacklevel=2)
 
 
 class log_elapsed_time:
@@ -225,7 +275,7 @@ class log_elapsed_time:
   def __exit__(self, exc_type, *exc):
     if exc_type is None:  # a failed trace or compile says so itself
       elapsed = time.perf_counter() - self.start
-      log_compile(self.fmt, self.name, elapsed)
+      log_compile(self.fmt, self.name, elapsed, to=timing_logger)
       if self.event is not None:
         record_event_duration_secs(self.event, elapsed, fun_name=self.name)
         record_event_time_span(self.event, self.wall_start, self.wall_start + elapsed,

@@ -11,7 +11,7 @@ mods = ["jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.lax", "jax.lax.li
         "jax.sharding", "jax.core", "jax.experimental.compilation_cache.compilation_cache",
         "jax.example_libraries", "jax.example_libraries.stax",
         "jax.example_libraries.optimizers", "jax.experimental.ode", "jax.export",
-        "jax.experimental.checkify", "jax.experimental.random"]
+        "jax.experimental.checkify", "jax.experimental.random", "jax.ffi"]
 # jax.experimental.jet's dir() lists its many imports of JAX internals: its entry in
 # jax_public_names.py is kept by hand (the names it defines).
 stats = [f"jax.scipy.stats.{n}" for n in dir(jax.scipy.stats)

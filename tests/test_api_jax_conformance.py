@@ -158,7 +158,7 @@ def test_vmap_inconsistent_sizes_phrase():
       r"vmap got inconsistent sizes for array axes to be mapped:\n"
       r"  \* most axes \(2 of them\) had size 2, e.g. axis 1 of argument b\[0\] of type "
       r"float32\[10,2\];\n  \* one axis had size 10: axis 0 of argument a of type "
-      r"float32\[10,4\]$")):
+      r"float32\[10,4\](\n|$)")):
     hlox.vmap(h, in_axes=(0, 1))(x, [u, u])
   with pytest.raises(ValueError, match=r"the `axis_size` argument was 2;\n  \* one axis had "
                      r"size 8: axis 0 of kwargs\['y'\] of type int32\[8\]"):

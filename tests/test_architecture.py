@@ -24,7 +24,7 @@ LAYERS = [
     ["hlox.nn", "hlox.scipy", "hlox.image", "hlox.flatten_util", "hlox.test_util",
      "hlox.debug", "hlox.profiler", "hlox.viz", "hlox.sharding", "hlox.experimental",
      "hlox.export",
-     "hlox.dtypes", "hlox.ops", "hlox.ref", "hlox.extend", "hlox.dlpack", "hlox.stages",
+     "hlox.dtypes", "hlox.ops", "hlox.ref", "hlox.extend", "hlox.dlpack", "hlox.stages", "hlox.ffi",
      "hlox.example_libraries"],
     ["hlox.random"],                                         # PRNG and distributions
     ["hlox.numpy"],                                          # the NumPy API on lax

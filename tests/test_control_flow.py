@@ -417,9 +417,10 @@ def test_errors():
   with pytest.raises(TypeError, match=r"with pytree metadata \('t',\).*with pytree metadata "
                                       r"\('T',\)"):
     lax.fori_loop(0, 1, lambda i, x: {"T": x["t"]}, {"t": f32(1)})
-  with pytest.raises(ValueError, match=r"^scan got `length` argument of 5 which disagrees with "
-                                      r"leading axis sizes \[3\]\.$"):
+  with pytest.raises(ValueError) as info:
     lax.scan(lambda c, x: (c, x), f32(0), np.ones(3, f32), length=5)
+  assert str(info.value) == ("scan got `length` argument of 5 which disagrees with leading axis "
+                             "sizes [3].")
   with pytest.raises(hlox.errors.ConcretizationTypeError,
                      match="The `length` argument to `scan` expects a concrete `int` value"):
     hlox.jit(lambda n: lax.scan(lambda c, z: (c, z), f32(0), None, n))(3)

@@ -13,7 +13,7 @@ import hlox
 import hlox.numpy as jnp
 from hlox import lax
 
-from tests.check_grads import check_grads
+from tests.check_grads import check_grads, check_grads_x64
 from tests.util import assert_close, run_in_jax
 
 rng = np.random.default_rng(0)
@@ -225,3 +225,24 @@ def test_grads_match_jax():
     got = hlox.grad(switch_fn, argnums=(1, 2))(i, x, v)
     for a, b in zip(got, want["switch"][i]):
       assert_close(a, np.asarray(b, f32), rtol=2e-5, atol=2e-5)
+
+
+def test_jit_residuals_that_are_its_inputs_are_not_outputs():
+  """Linearizing a jitted function: a residual that is one of the jit's own (known) inputs
+  is passed to the tangent side directly, not returned by the known call (as in JAX)."""
+  x = jnp.arange(12.).reshape(3, 4)
+  y = jnp.arange(12.).reshape(4, 3)
+  g = hlox.jit(jnp.dot)
+
+  def f(y):
+    z, g_lin = hlox.linearize(lambda y: g(x, y), y)
+    return z, g_lin(y)
+
+  known_call, tangent_call = hlox.make_jaxpr(f)(y).eqns
+  assert [v.aval.shape for v in known_call.outvars] == [(3, 3)]  # the primal only
+  assert tangent_call.invars[0] is known_call.invars[0]  # x itself, forwarded
+  z, z_dot = f(y)
+  assert_close(z, np.asarray(x) @ np.asarray(y))
+  assert_close(z_dot, np.asarray(x) @ np.asarray(y))
+  xs = np.asarray(x, np.float64) / 10
+  check_grads_x64(lambda y: jnp.sum(g(xs, jnp.sin(y)) ** 2), (np.asarray(y, np.float64) / 10,))

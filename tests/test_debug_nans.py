@@ -40,7 +40,18 @@ def test_eager_primitive_nan_names_it():
     np.testing.assert_allclose(jnp.log(jnp.array(2.0)), np.log(np.float32(2.0)))
 
 
-def test_jit_div_names_primitive_and_line():
+def _traceback_lines(exc):
+  """``file:line`` of each frame of ``exc``'s traceback, outermost first."""
+  out, tb = [], exc.__traceback__
+  while tb is not None:
+    out.append(f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}")
+    tb = tb.tb_next
+  return out
+
+
+def test_jit_output_nan_reruns_the_function(capsys):
+  """As JAX: a NaN out of a jitted call runs the Python function itself (said on stdout), so
+  the error comes from the operation, raised on the user's line."""
   def f(x):
     y = x + 1.0
     z = 0.0 / x
@@ -49,12 +60,16 @@ def test_jit_div_names_primitive_and_line():
   with hlox.debug_nans(True):
     with pytest.raises(FloatingPointError) as info:
       hlox.jit(f)(jnp.array(0.0))
-  msg = str(info.value)
-  assert msg.startswith("invalid value (nan) encountered in div at ")
-  assert re.search(re.escape(_line_of(f, "z = 0.0 / x")) + r"(:\d+)? \(test_jit_div_names_primitive_and_line\.<locals>\.f\)", msg)
+  assert str(info.value) == "invalid value (nan) encountered in div"
+  assert _traceback_lines(info.value)[-1] == _line_of(f, "z = 0.0 / x")
+  assert "Calling the de-optimized version." in capsys.readouterr().out
+  # Python values keep Python's semantics in the re-run (JAX's behaviour)
+  with hlox.debug_nans(True):
+    with pytest.raises(ZeroDivisionError):
+      hlox.jit(lambda x: 0.0 / x)(0.0)
 
 
-def test_nested_jit_says_where_it_was_called():
+def test_nested_jit_error_passes_through_both_calls():
   @hlox.jit
   def inner(y):
     return jnp.sqrt(y - 2.0)
@@ -66,10 +81,9 @@ def test_nested_jit_says_where_it_was_called():
   with hlox.debug_nans(True):
     with pytest.raises(FloatingPointError) as info:
       outer(jnp.array(1.0))
-  msg = str(info.value)
-  assert msg.startswith("invalid value (nan) encountered in sqrt at ")
-  assert _line_of(inner, "jnp.sqrt") in msg
-  assert f"inside jit(inner) at {_line_of(outer, 'inner(x')}:" in msg
+  assert str(info.value) == "invalid value (nan) encountered in sqrt"
+  lines = _traceback_lines(info.value)
+  assert lines.index(_line_of(outer, "inner(x")) < lines.index(_line_of(inner, "jnp.sqrt"))
 
 
 def test_scan_body_nan_names_the_body_primitive():
@@ -118,7 +132,7 @@ def test_while_and_cond_bodies():
       branch(jnp.array(-3.0))
 
 
-def test_custom_jvp_and_checkpoint_bodies_are_opened():
+def test_custom_jvp_and_checkpoint_bodies_rerun_in_python():
   @hlox.custom_jvp
   def safe_log(x):
     return jnp.log(x)
@@ -131,10 +145,12 @@ def test_custom_jvp_and_checkpoint_bodies_are_opened():
   with hlox.debug_nans(True):
     with pytest.raises(FloatingPointError) as info:
       hlox.jit(lambda x: safe_log(x) * 2.0)(jnp.array(-1.0))
-    assert re.search(r"encountered in log at .*inside custom_jvp_call\(safe_log\) at ",
-                     str(info.value))
-    with pytest.raises(FloatingPointError, match=r"encountered in sqrt at .*inside remat2 at "):
+    assert str(info.value) == "invalid value (nan) encountered in log"
+    assert _traceback_lines(info.value)[-1] == _line_of(safe_log, "jnp.log(x)")
+    with pytest.raises(FloatingPointError) as info:
       f(jnp.array(-1.0))
+    assert str(info.value) == "invalid value (nan) encountered in sqrt"
+    assert _traceback_lines(info.value)[-1] == _line_of(f, "jnp.sqrt(y)")
 
 
 def test_nan_input_raises_at_first_primitive():
@@ -287,7 +303,7 @@ def test_off_adds_nothing_to_programs_or_cache_hit_path():
 # --- log_compiles -------------------------------------------------------------------------
 
 def _compile_records(caplog):
-  return [r for r in caplog.records if r.name == "hlox.compile"]
+  return [r for r in caplog.records if r.name.startswith("hlox.compile")]
 
 
 def test_log_compiles_records_trace_and_compile(caplog):

@@ -21,7 +21,6 @@ EXCLUDED = {
         "DebugEffect": ("hlox's callbacks carry an ordered flag, not effect objects: jaxprs "
                         "have no effect sets to put them in"),
         "OrderedDebugEffect": "as DebugEffect",
-        "breakpoint": "an interactive debugger inside traced programs: not built",
         "inspect_array_sharding": ("its callback needs the sharding XLA chooses while "
                                    "compiling, which hlox's lowering cannot see yet"),
     },

@@ -168,7 +168,7 @@ def test_logging_level_option():
   assert out.returncode == 0, out.stderr
   assert out.stdout.split() == ["True", "0", "0"]
   assert "Finished XLA compilation of jit(<lambda>)" in out.stderr  # the DEBUG line
-  with pytest.raises(ValueError, match="new enum value must be in"):
+  with pytest.raises(ValueError, match="new enum value must be None or in"):
     hlox.config.update("jax_logging_level", "LOUD")
 
 

@@ -201,15 +201,23 @@ class ManualAxisType:
   __slots__ = ("varying", "unreduced", "reduced")
 
   def __init__(self, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
-    self.varying = frozenset(varying)
-    self.unreduced = frozenset(unreduced)
-    self.reduced = frozenset(reduced)
+    # Frozen (a type is a value; avals and equations share it): fields set once, here.
+    object.__setattr__(self, "varying", frozenset(varying))
+    object.__setattr__(self, "unreduced", frozenset(unreduced))
+    object.__setattr__(self, "reduced", frozenset(reduced))
     if self.varying & self.unreduced:
       raise ValueError("varying and unreduced cannot have common mesh axes. Got "
                        f"varying={self.varying} and unreduced={self.unreduced}")
     if self.varying & self.reduced:
       raise ValueError("varying and reduced cannot have common mesh axes. Got "
                        f"varying={self.varying} and reduced={self.reduced}")
+
+  def __setattr__(self, name, value):
+    raise AttributeError(f"ManualAxisType is immutable: cannot set {name!r} (make a new one "
+                         "with .update())")
+
+  def __reduce__(self):  # copy and pickle build a new one (no setattr on a frozen object)
+    return ManualAxisType, (self.varying, self.unreduced, self.reduced)
 
   @property
   def vur(self) -> frozenset:

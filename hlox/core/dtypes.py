@@ -299,6 +299,9 @@ def _join(nodes: frozenset, x64):
   """The least upper bound of ``nodes``; ``x64`` is True/False (standard lattice) or
   'strict'."""
   ubs = _UBS[x64]
+  for n in nodes:
+    if n not in ubs:  # StringDType, object...: outside the lattice (JAX's ValueError)
+      raise ValueError(f"dtype={n!r} is not a valid dtype for JAX type promotion.")
   common = frozenset.intersection(*(ubs[n] for n in nodes))
   least = (common & nodes) or {c for c in common if common <= ubs[c]}
   if len(least) != 1:

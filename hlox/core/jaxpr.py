@@ -526,6 +526,17 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
 
 
 effectful_primitives: set = set()  # primitives DCE must keep even when their outputs are unused
+# Primitives effectful for some parameters only: primitive -> ``predicate(params)`` (an FFI
+# call declared with ``has_side_effect=True``).
+effectful_when: dict = {}
+
+
+def is_effectful(eqn) -> bool:
+  """Whether ``eqn`` must run even when its outputs are unused."""
+  if eqn.primitive in effectful_primitives:
+    return True
+  predicate = effectful_when.get(eqn.primitive)
+  return predicate is not None and predicate(eqn.params)
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
@@ -538,7 +549,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
   live = {v for v in outvars if type(v) is not Literal}
   kept = []
   for eqn in reversed(jaxpr.eqns):
-    if eqn.primitive in effectful_primitives or any(v in live for v in eqn.outvars):
+    if any(v in live for v in eqn.outvars) or is_effectful(eqn):
       kept.append(eqn)
       live.update(v for v in eqn.invars if type(v) is not Literal)
   kept.reverse()

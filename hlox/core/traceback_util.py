@@ -23,9 +23,10 @@ from hlox.core.source_info import is_user_file
 
 __all__ = ["api_boundary", "filter_traceback", "hide_wrapper_frames", "UnfilteredStackTrace"]
 
-_NOTE = ("--------------------\nhlox left its own frames out of this traceback, to show the "
-         "lines of your code that led to the error; set HLOX_TRACEBACK_FILTERING=off to see "
-         "every frame.")
+# The note of ``quiet_remove_frames`` (its opening words are JAX's, which tests look for).
+_NOTE = ("--------------------\nFor simplicity, hlox has removed its internal frames from the "
+         "traceback of the following exception, to show the lines of your code that led to "
+         "it. Set HLOX_TRACEBACK_FILTERING=off to include these.")
 
 
 class UnfilteredStackTrace(Exception):
@@ -95,10 +96,9 @@ def api_boundary(fun):
         raise
       if mode not in ("quiet_remove_frames", "remove_frames"):
         raise ValueError(f"HLOX_TRACEBACK_FILTERING={mode} is not a valid value.") from e
-      filtered = filter_traceback(tb)
-      if filtered is None:  # nothing of the user's on the way: keep everything
-        raise
-      e.with_traceback(filtered)
+      # Without user frames below the boundary the traceback restarts empty here: the
+      # user's frames above are added as the exception leaves them (as JAX does).
+      e.with_traceback(filter_traceback(tb))
       if mode == "quiet_remove_frames":
         if _NOTE not in getattr(e, "__notes__", ()):
           e.add_note(_NOTE)
@@ -108,7 +108,7 @@ def api_boundary(fun):
             "hlox's frames; the error follows with them left out)").with_traceback(tb)
         unfiltered.__cause__, unfiltered.__context__ = e.__cause__, e.__context__
         e.__cause__, e.__context__ = unfiltered, None
-      del tb, filtered
+      del tb
       raise
   return hlox_api_boundary
 
@@ -116,15 +116,18 @@ def api_boundary(fun):
 def hide_wrapper_frames(e: BaseException) -> None:
   """Drop the leading hlox frames of an exception a boundary below has filtered: a wrapper
   above the boundary (``jit``'s cache-hit path) calls this from its ``except`` clause, so
-  the traceback starts at the user's frame again."""
+  the traceback starts at the user's frame again. Under ``tracebackhide`` the wrapper's own
+  frames are marked hidden instead (the boundary marked the ones below it)."""
+  if _mode() == "tracebackhide":
+    _hide_internal_frames(e.__traceback__)
+    return
   if _NOTE not in getattr(e, "__notes__", ()) and \
       not isinstance(e.__cause__, UnfilteredStackTrace):
     return
   tb = e.__traceback__
   while tb is not None and not is_user_file(tb.tb_frame.f_code.co_filename):
     tb = tb.tb_next
-  if tb is not None:
-    e.with_traceback(tb)
+  e.with_traceback(tb)  # None: the user's frames above are added as it leaves them
 
 
 def _hide_internal_frames(tb) -> None:

@@ -1,12 +1,20 @@
 """``debug_nans`` / ``debug_infs``: NaN and inf checks on computed values, and the
-de-optimized re-run that names the operation that produced one.
+de-optimized re-runs that name the operation that produced one.
 
 With either option on, the eager dispatch (``xla.apply_primitive``) checks every primitive's
-outputs, and every jitted call checks its outputs. A jitted call that produced an invalid
-value is run again *de-optimized*: its jaxpr evaluated equation by equation with eager
-primitives, the outputs of each checked, nested jitted calls (and control flow, through
-``deoptimized_rules``) opened up the same way, so that the error names the first primitive
-that produced the value and the user's line that called it.
+outputs, and every jitted call checks its outputs. What happens on an invalid value:
+
+- out of a ``jit``-wrapped Python function called by the user: as in JAX, the function
+  itself runs again without ``jit`` (``api._call_deoptimized``); the error then comes from
+  the eager operation that made the value, on the user's line (or is Python's own, e.g.
+  ``ZeroDivisionError`` for Python floats);
+- out of a jitted call made from a jaxpr (a ``jit`` equation evaluated eagerly, as under
+  ``grad``): its jaxpr is evaluated equation by equation with eager primitives
+  (``eval_deoptimized``), the outputs of each checked, nested calls and control flow opened
+  the same way (``deoptimized_rules``), so that the error names the first primitive that
+  produced the value and the line that called it;
+- out of an eager primitive that holds jaxprs (a loop, a branch): that primitive is opened
+  the same way (``CheckedEager``).
 
 Nothing here runs while both options are off: the callers build checking entries for their
 caches only while ``enabled`` is set, and drop their caches when it changes.
@@ -19,6 +27,7 @@ import numpy as np
 
 from hlox.config import config
 from hlox.core import dtypes
+from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import Literal, literal_value
 
 __all__ = ["enabled", "find_invalid", "invalid_value_error", "eval_deoptimized",
@@ -104,6 +113,18 @@ def eval_deoptimized(jaxpr, consts: Sequence, args: Sequence, host_args=()) -> l
   scalars and arrays). An invalid value among them came in with the inputs: the function
   without ``jit`` would have done its arithmetic on it in Python or NumPy, unchecked. So
   the operations that depend on such a value run unchecked and are never blamed."""
+  _deoptimizing[0] += 1
+  try:
+    return _eval_deoptimized(jaxpr, consts, args, host_args)
+  finally:
+    _deoptimizing[0] -= 1
+
+
+# Above zero while ``eval_deoptimized`` runs: eager checks leave the line to it.
+_deoptimizing = [0]
+
+
+def _eval_deoptimized(jaxpr, consts, args, host_args):
   env = {}
   tainted = {v for i, v in enumerate(jaxpr.invars)
              if i in host_args and find_invalid([args[i]]) is not None}
@@ -165,7 +186,10 @@ def _no_invalid_in_deoptimized(name: str, kind: str) -> FloatingPointError:
 class CheckedCall:
   """A compiled jitted call that checks its outputs (stands in for a ``CompiledCall`` while
   the checks are on; same attributes). On an invalid value it re-runs the jaxpr
-  de-optimized and raises what that finds."""
+  de-optimized and raises what that finds, marked ``_hlox_jit_output`` (the kind, "nan" or
+  "inf"): a ``jit``-wrapped Python function called by the user then runs the function
+  itself de-optimized, as JAX does (``api._call_deoptimized``), and raises what that
+  finds instead.""" 
 
   replicated = False
 
@@ -193,19 +217,26 @@ class CheckedCall:
         raise
       err = FloatingPointError(str(e))  # afresh: without the re-run's frames
       err._hlox_where, err._hlox_name, err._hlox_kind = e._hlox_where, e._hlox_name, e._hlox_kind
+      err._hlox_jit_output = kind
       raise err from None
-    raise _no_invalid_in_deoptimized(self.name, kind)
+    err = _no_invalid_in_deoptimized(self.name, kind)
+    err._hlox_jit_output = kind
+    raise err
 
 
 class CheckedEager:
   """An eager primitive's cache entry that checks the primitive's outputs: ``run(args)``
-  gives the list of output Arrays."""
+  gives the list of output Arrays. The error names the primitive, as JAX's eager check does;
+  one that holds jaxprs (a loop, a branch, a custom rule) is opened first, de-optimized, so
+  the error names the operation inside that made the value, and its line."""
 
-  __slots__ = ("run", "name")
+  __slots__ = ("run", "name", "primitive", "params")
 
-  def __init__(self, run, name: str):
+  def __init__(self, run, name: str, primitive=None, params=None):
     self.run = run
     self.name = name
+    self.primitive = primitive
+    self.params = params
 
   def __call__(self, args: Sequence) -> list:
     outs = self.run(args)
@@ -213,5 +244,24 @@ class CheckedEager:
       return outs
     kind = find_invalid(outs)
     if kind is not None:
+      rule = deoptimized_rules.get(self.primitive)
+      if rule is not None and not _deoptimizing[0]:
+        self._open(rule, args)
       raise invalid_value_error(self.name, kind)
     return outs
+
+  def _open(self, rule, args):
+    """Re-run this primitive's jaxprs equation by equation; raises what that finds, said to
+    be inside this primitive at the user's line."""
+    where = source_info_lib.current()
+    _deoptimizing[0] += 1
+    try:
+      rule(*args, **self.params)
+    except FloatingPointError as e:
+      if getattr(e, "_hlox_where", None) is None:
+        raise
+      err = FloatingPointError(f"{e}, inside {self.name} at {where}" if where else str(e))
+      err._hlox_where, err._hlox_name, err._hlox_kind = e._hlox_where, e._hlox_name, e._hlox_kind
+      raise err from None
+    finally:
+      _deoptimizing[0] -= 1

@@ -1083,7 +1083,8 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
   entry = _EagerEntry(executable, out_avals, device, primitive.multiple_results,
                       needs_moves(sigs, device))
   if nan_checks.enabled:  # a callable entry: ``apply_primitive`` calls it instead
-    return nan_checks.CheckedEager(partial(_run_eager, entry), primitive.name)
+    return nan_checks.CheckedEager(partial(_run_eager, entry), primitive.name, primitive,
+                                   params)
   return entry
 
 

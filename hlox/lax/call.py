@@ -19,7 +19,7 @@ from hlox.cache import LRUCache, memoize_derived
 from hlox.core import dtypes
 from hlox.core import sharding_types
 from hlox.core.avals import Token, abstract_token
-from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, trace_to_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
@@ -300,14 +300,16 @@ def _jit_partial_eval(trace, *args, jaxpr, **params):
   def make():
     known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(jaxpr, unknowns)
     known, known_consts = convert_constvars(known)
-    return known, unknown, out_unknowns, num_res, known_consts
-  known, unknown, out_unknowns, num_res, known_consts = memoize_derived(
+    known, forwarded = _forward_input_residuals(known, num_res)
+    return known, unknown, out_unknowns, forwarded, known_consts
+  known, unknown, out_unknowns, forwarded, known_consts = memoize_derived(
       ("pe", jaxpr, tuple(unknowns)), make)
   known_args = [*known_consts, *[x for x, u in zip(args, unknowns) if not u]]
   with set_current_trace(trace.parent):
     known_outs = jit_p.bind(*known_args, jaxpr=known, **_jit_params(params, len(known_args)))
-  n_known = len(known_outs) - num_res
-  residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
+  n_known = len(known_outs) - sum(i is None for i in forwarded)
+  computed, known_outs = iter(known_outs[n_known:]), known_outs[:n_known]
+  residuals = [next(computed) if i is None else known_args[i] for i in forwarded]
   unknown_args = [*residuals, *[x for x, u in zip(args, unknowns) if u]]
   unknown_outs = trace.record(jit_p, unknown_args,
                               dict(jaxpr=unknown, **_jit_params(params, len(unknown_args))))
@@ -315,6 +317,23 @@ def _jit_partial_eval(trace, *args, jaxpr, **params):
   return [next(unknown_it) if u else next(known_it) for u in out_unknowns]
 
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
+
+
+def _forward_input_residuals(known: ClosedJaxpr, num_res: int):
+  """``known`` without the residual outputs that are just its inputs, and per residual the
+  index of the input it forwards (None: still an output). The caller passes those inputs to
+  the unknown side itself: no copy of them comes out of the known program (as in JAX)."""
+  jaxpr = known.jaxpr
+  position = {v: i for i, v in enumerate(jaxpr.invars)}
+  n_known = len(jaxpr.outvars) - num_res
+  forwarded = [None if type(v) is Literal else position.get(v)
+               for v in jaxpr.outvars[n_known:]]
+  if all(i is None for i in forwarded):
+    return known, forwarded
+  outvars = jaxpr.outvars[:n_known] + [v for v, i in zip(jaxpr.outvars[n_known:], forwarded)
+                                       if i is None]
+  trimmed = Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, jaxpr.eqns, jaxpr.debug_info)
+  return ClosedJaxpr(trimmed, known.consts), forwarded
 
 
 def transpose_call(cts, args, jaxpr, bind):

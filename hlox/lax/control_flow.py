@@ -31,7 +31,7 @@ from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray
 from hlox.core.refs import is_ref_aval
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert_constvars, dce_jaxpr,
-                             effectful_primitives, eval_jaxpr, trace_to_jaxpr)
+                             eval_jaxpr, is_effectful, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.source_info import current_xla_metadata
 from hlox.core.traceback_util import api_boundary
@@ -1467,8 +1467,7 @@ def _loop_variant(jaxpr: Jaxpr, n_consts: int) -> set:
   carry and xs inputs, and of effectful equations (which must run once per iteration)."""
   variant = set(jaxpr.invars[n_consts:])
   for eqn in jaxpr.eqns:
-    if eqn.primitive in effectful_primitives or any(
-        type(v) is not Literal and v in variant for v in eqn.invars):
+    if is_effectful(eqn) or any(type(v) is not Literal and v in variant for v in eqn.invars):
       variant.update(eqn.outvars)
   return variant
 
@@ -1968,6 +1967,7 @@ def _as_array(x):
   return device_put(x)
 
 
+@api_boundary
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   """All prefix combinations ``fn(... fn(fn(x0, x1), x2) ..., xi)`` of ``elems`` along
   ``axis``, for an associative ``fn`` (of two pytrees like ``elems``, applied elementwise to

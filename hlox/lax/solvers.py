@@ -22,6 +22,7 @@ from hlox import _tree_transform as tree_util
 from hlox.core.jaxpr import ClosedJaxpr, dce_jaxpr, eval_jaxpr
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import get_aval
+from hlox.core.traceback_util import api_boundary
 from hlox.interpreters import ad, batching, xla
 from hlox.lax import elementwise as _ew
 from hlox.lax.control_flow import _batch_jaxpr, _cached_wrapper, _memo, _trace_fun
@@ -193,6 +194,7 @@ def _dce_closed(closed):
   return ClosedJaxpr(dce_jaxpr(closed.jaxpr)[0], closed.consts)
 
 
+@api_boundary
 def custom_linear_solve(matvec: Callable, b, solve: Callable,
                         transpose_solve: Callable | None = None, symmetric: bool = False,
                         has_aux: bool = False):
@@ -360,6 +362,7 @@ def _linearize_and_solve(f, tangent_solve, tree):
   return l_and_s
 
 
+@api_boundary
 def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Callable,
                 has_aux: bool = False):
   """The root ``x`` of ``f(x) == 0`` found by ``solve(f, initial_guess)``, differentiated

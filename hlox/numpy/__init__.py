@@ -46,6 +46,8 @@ from hlox.core.basearray import Array as ndarray  # noqa: F401  (tracers are nda
 from hlox.numpy import array_methods as _array_methods
 _array_methods.install()
 
+from hlox.numpy.array_api_info import __array_namespace_info__  # noqa: F401
+
 __array_api_version__ = "2024.12"  # the Python array API standard's version JAX 0.10.2 names
 
 

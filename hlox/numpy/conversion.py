@@ -80,6 +80,8 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
     raise NotImplementedError("array: only order='K' is supported")
   dtype = _user_dtype(dtype, "array")
   ndmin = operator.index(ndmin)
+  if dtype is not None and dtype.kind == "T":
+    return _string_array(object, dtype, ndmin, device)
   if hasattr(object, "__jax_array__") and not isinstance(object, (Array, Tracer)):
     object = object.__jax_array__()
   weak = dtype is None and dtypes.is_weakly_typed(object)
@@ -109,10 +111,27 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
   else:
     if type(object) in _python_scalars:
       _check_scalar_fits(object, dtype)
+    elif type(object) is np.ndarray and object.dtype.kind == "T":
+      return _string_array(object, dtype, ndmin, device)
     out = _host_array(object, dtype, weak)
   if ndmin > out.ndim:
     out = lax.expand_dims(out, tuple(range(ndmin - out.ndim)))
   return _put(out, device, out_sharding, "array")
+
+
+def _string_array(object, dtype, ndmin, device):
+  """A NumPy StringDType array on a CPU device (no XLA type holds strings: such arrays are
+  only stored and read back); JAX's TypeErrors for anything else."""
+  if not isinstance(object, np.ndarray):
+    raise TypeError("Currently, string arrays can only be made from NumPy arrays. Got:  "
+                    f"{type(object)}.")
+  if dtype is not None and (object.dtype.kind == "T") != (dtype.kind == "T"):
+    raise TypeError(f"Cannot make an array with dtype {dtype} from an object with dtype "
+                    f"{object.dtype}.")
+  if ndmin > object.ndim:
+    raise TypeError(f"ndmin {ndmin} cannot be greater than object's ndims {object.ndim} for "
+                    "string arrays.")
+  return device_put(object, device)
 
 
 def _positional_options(args, copy, order, ndmin):

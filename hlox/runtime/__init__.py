@@ -13,6 +13,7 @@ from hlox.runtime.client import (default_backend, device_count, devices, get_cli
                                  local_device_count, local_devices, process_count,
                                  process_index)
 from hlox.runtime.array import Array, block_until_ready, device_get
+from hlox.runtime import gc_guard  # noqa: F401  (the array_garbage_collection_guard option)
 from hlox.runtime.placement import device_put, device_put_replicated, device_put_sharded
 
 _errors.JaxRuntimeError = _jaxlib_ext.JaxRuntimeError  # see hlox.errors.JaxRuntimeError

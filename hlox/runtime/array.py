@@ -48,6 +48,12 @@ def _no_reader(buf, aval):
 host_value_reader = _no_reader
 
 
+def all_devices() -> list:
+  """The devices of every initialised platform, the default platform's first (for the array
+  API's ``devices()``)."""
+  return [d for c in client.clients().values() for d in c.devices()]
+
+
 def deleted_message(aval) -> str:
   """JAX's words for using an array whose buffer was deleted or donated."""
   return (f"Array has been deleted with shape={aval.str_short(short_dtypes=False)} (deleted "
@@ -89,8 +95,9 @@ class DeletedBuffer:
 _DLPACK_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2, "rocm": 10}
 
 
-class Array:
-  """A device-resident array (the result of every hlox computation).
+class ArrayImpl:
+  """A device-resident array (the result of every hlox computation); the concrete class of
+  the public ``hlox.Array`` type, named as JAX's (``ArrayImpl``).
 
   Arithmetic operators and NumPy-style methods are installed by ``hlox.numpy``.
 
@@ -99,7 +106,8 @@ class Array:
   by gathering the pieces onto the default device (see ``__getattr__``).
   """
 
-  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "__weakref__")
+  # ``__dict__``: users may attach attributes to Arrays, as to JAX's (created only when used).
+  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "__weakref__", "__dict__")
   __array_priority__ = 100
 
   def __init__(self, buf, aval, device=None):
@@ -123,7 +131,7 @@ class Array:
         buf = client.put_buffer(self._value(), self.aval, client.default_device())
         self._buf = buf
         return buf
-    raise AttributeError(f"'Array' object has no attribute {name!r}")
+    raise AttributeError(f"'ArrayImpl' object has no attribute {name!r}")
 
   def _check_multi_alive(self, multi):
     if multi.is_deleted():
@@ -212,6 +220,8 @@ class Array:
     multi = self._multi
     if multi is None:
       return [Shard(self.device, (slice(None),) * self.ndim, self)]
+    if self.aval.dtype.kind == "T":  # strings: cut from the host value (jaxlib's blocks
+      return _string_shards(multi, self._value())  # cannot be read without JAX)
     if sharding_lib.is_partitioned(multi):
       return _shards_of_partitioned(multi, self.aval)
     return _shards_of_multi(multi, self.aval)
@@ -264,6 +274,19 @@ class Array:
     if copy:
       return value.copy()
     return value
+
+  # --- the buffer protocol (Python 3.12+ calls this for ``memoryview(x)``) ---
+  def __buffer__(self, flags: int) -> memoryview:
+    """A read-only view of a one-device CPU array's memory (jaxlib's buffer exports it; it
+    keeps the memory alive after ``delete()``, as in JAX). jaxlib's BufferError for dtypes
+    the protocol cannot describe (bfloat16...) and for other platforms."""
+    if self._multi is not None and len(self.devices()) > 1:
+      raise BufferError("memoryview: the array spans several devices; take one of its "
+                        "addressable_shards first")
+    try:
+      return memoryview(self._buf)
+    except (TypeError, DeletedArrayError):  # a deleted or donated buffer
+      raise BufferError(deleted_message(self.aval)) from None
 
   # --- DLPack (zero-copy exchange with NumPy, PyTorch, CuPy, ...) ---
   def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -474,6 +497,10 @@ class Array:
     return self.aval.dtype
 
 
+# hlox's own name for it (what the rest of the package imports).
+Array = ArrayImpl
+
+
 def _reconstruct(value, weak_type):
   return device_put(value, weak_type=weak_type)
 
@@ -542,6 +569,8 @@ def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Arra
     value, aval = array._value(), array.aval
   if isinstance(sharding, sharding_lib.NamedSharding):
     sharding.check_shape(aval.shape, what)
+  if aval.dtype.kind == "T":
+    _check_string_placement(sharding)
   internal = sharding_lib.internal(sharding, aval.ndim)
   if config._values["transfer_guard_host_to_device"] is not None:
     transfer_guard.check("host-to-device", aval, internal)
@@ -551,7 +580,10 @@ def put_with_sharding(x, sharding, what: str = "One of device_put args") -> Arra
                                 "a bug at https://github.com/jax-ml/jax/issues")
     blocks = _unreduced_blocks(np.asarray(value), source, sharding, internal)
     return wrap_partitioned(spmd.put_blocks(blocks, aval, internal), aval)
-  return wrap_partitioned(spmd.put_partitioned(np.asarray(value), aval, internal), aval)
+  out = wrap_partitioned(spmd.put_partitioned(np.asarray(value), aval, internal), aval)
+  if aval.dtype.kind == "T":
+    out._npy = value
+  return out
 
 
 def _is_unreduced(sharding) -> bool:
@@ -707,6 +739,8 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
       # The same buffer; an uncommitted Array gets a committed twin.
       return x if x._sig is not x.aval or x._multi is not None else Array(x._buf, x.aval,
                                                                           device)
+    if x.aval.dtype.kind == "T":
+      return _put_strings(x._value(), device)
     if x._multi is not None or x.aval.dtype not in _buffer_protocol_dtypes:
       # bfloat16, float8, int4...: the buffer protocol cannot describe them, so the copy goes
       # through the host value (read as hlox reads it).
@@ -720,12 +754,18 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   else:
     if isinstance(x, (list, tuple)):
       x = _nested_sequence_to_numpy(x)
+    elif type(x) is not np.ndarray and isinstance(x, np.ma.MaskedArray):
+      raise ValueError("numpy masked arrays are not supported as direct inputs to JAX "
+                       "functions. Use arr.filled() to convert the value to a standard numpy "
+                       "array.")
     value = np.asarray(x)
     if value.dtype == object:
       raise TypeError(f"device_put: cannot convert a value of type {type(x).__name__} with "
                       "object elements to an array")
-    if value.dtype.kind in "SUMm":  # strings, bytes, dates: no XLA element type (bfloat16
+    if value.dtype.kind in "SUMmT":  # strings, bytes, dates: no XLA element type (bfloat16
       # and the other ml_dtypes are kind "V")
+      if value.dtype.kind == "T":  # NumPy 2's StringDType: jaxlib keeps it on CPU devices
+        return _put_strings(value, device)
       raise TypeError(f"device_put: hlox arrays hold numbers and booleans only, got a "
                       f"{type(x).__name__} of dtype {value.dtype} (shape {value.shape})")
     dtype = dtypes.canonicalize_dtype(value.dtype)
@@ -736,6 +776,30 @@ def device_put(x, device=None, *, weak_type=None) -> Array:
   target = device if device is not None else client.default_device()
   buf = client.put_buffer(value, aval, target)
   return Array(buf, aval, device)
+
+
+def _check_string_placement(where):
+  """String arrays live only on CPU devices (jaxlib keeps them as host strings); JAX's
+  TypeError for another placement."""
+  devices = ([where] if hasattr(where, "platform") else where._device_assignment
+             if where is not None else [client.default_device()])
+  if any(d.platform != "cpu" for d in devices):
+    raise TypeError("String arrays can only be sharded to CPU devices. Received unsupported "
+                    f"device or sharding: {where}")
+
+
+def _put_strings(value: np.ndarray, device) -> Array:
+  """A StringDType array on ``device`` (a CPU device, or None for the default one). jaxlib
+  holds it as strings, but reading it back through jaxlib would import JAX: the Array keeps
+  its host value, which is immutable as every Array is."""
+  _check_string_placement(device)
+  value = value.copy()
+  value.flags.writeable = False
+  aval = ShapedArray(value.shape, value.dtype)
+  target = device if device is not None else client.default_device()
+  out = Array(client.put_buffer(value, aval, target), aval, device)
+  out._npy = value
+  return out
 
 
 def put_exact(value: np.ndarray, weak_type: bool = False) -> Array:
@@ -851,6 +915,14 @@ def _shards_of_multi(buf, aval) -> list:
     index = tuple(index)
     shards.append(Shard(device, index, device_put(whole[index], device)))
   return shards
+
+
+def _string_shards(buf, value) -> list:
+  sharding = buf._sharding
+  indices = sharding_lib.indices_of(sharding._hlo, value.shape, len(sharding._devs))
+  return [Shard(sharding._devs[p], indices[p], _put_strings(value[indices[p]],
+                                                            sharding._devs[p]))
+          for p in sharding.local_positions]
 
 
 def _shards_of_partitioned(buf, aval) -> list:

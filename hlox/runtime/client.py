@@ -39,10 +39,12 @@ _CPP_LOG_LEVELS = {"DEBUG": 0, "INFO": 0, "WARNING": 1, "WARN": 1, "ERROR": 2, "
 
 def _set_cpp_log_level() -> None:
   """Quiet jaxlib's C++ INFO lines (one per device when a client starts) unless asked for:
-  ``HLOX_LOG_LEVEL`` (e.g. INFO) sets the level; a ``TF_CPP_MIN_LOG_LEVEL`` the user set is
-  read by the C++ side itself and left alone."""
+  ``HLOX_LOG_LEVEL`` (e.g. INFO) or the ``logging_level`` option sets the level; a
+  ``TF_CPP_MIN_LOG_LEVEL`` the user set is read by the C++ side itself and left alone."""
   import os
   level = os.environ.get("HLOX_LOG_LEVEL")
+  if level is None and config.logging_level not in (None, "NOTSET"):
+    level = config.logging_level
   if level is None and "TF_CPP_MIN_LOG_LEVEL" in os.environ:
     return
   level = (level or "WARNING").upper()
@@ -50,6 +52,18 @@ def _set_cpp_log_level() -> None:
     raise ValueError(f"HLOX_LOG_LEVEL={level!r}: expected one of {sorted(_CPP_LOG_LEVELS)}")
   from jaxlib import utils
   utils.absl_set_min_log_level(_CPP_LOG_LEVELS[level])
+
+
+def _logging_level_to_cpp(name, value) -> None:
+  """``logging_level`` sets the C++ side's minimum level too (as JAX's does); None and
+  NOTSET leave it."""
+  if name == "logging_level" and value not in (None, "NOTSET"):
+    from jaxlib import utils
+    utils.absl_set_min_log_level(_CPP_LOG_LEVELS[value])
+
+
+config.add_watcher(_logging_level_to_cpp)
+_logging_level_to_cpp("logging_level", config.logging_level)  # HLOX_/JAX_LOGGING_LEVEL
 
 
 def get_client(backend: str | None = None):

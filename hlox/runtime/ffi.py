@@ -9,6 +9,7 @@ the module that calls it is compiled. A GPU backend adds its own targets the sam
 """
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -48,6 +49,46 @@ def ensure_lapack() -> None:
   _lapack.initialize()
   register_targets(_lapack.registrations(), platform="cpu", api_version=1)
   _lapack_ready = True
+
+
+def register_target(name: str, fn, platform: str = "cpu", api_version: int = 1,
+                    **kwargs) -> None:
+  """Register one target as the user gave it (``fn`` a capsule, or a dict of capsules per
+  FFI stage; ``kwargs`` such as ``traits`` go to jaxlib unchanged)."""
+  with _lock:
+    xla_client.register_custom_call_target(name, fn, platform, api_version, **kwargs)
+    _registered.setdefault(platform, set()).add(name)
+
+
+def register_type(name: str, type_registration, platform: str = "cpu") -> None:
+  """Register an FFI user type (``{"type_id": capsule, "type_info": capsule}``)."""
+  xla_client.register_custom_type(name, type_registration, platform=platform)
+
+
+def register_batch_partitionable(name: str) -> None:
+  """Let the SPMD partitioner split calls of ``name`` along their leading (batch)
+  dimensions, running the target on each shard."""
+  xla_client.register_custom_call_as_batch_partitionable(name)
+
+
+def include_dir() -> str:
+  """The directory of the C++ headers jaxlib ships (``xla/ffi/api/ffi.h``, ...)."""
+  import jaxlib
+  base = jaxlib.__file__ and os.path.dirname(os.path.abspath(jaxlib.__file__))
+  if base is None:  # a namespace package
+    paths = list(getattr(jaxlib, "__path__", ()))
+    if not paths:
+      raise RuntimeError("Cannot determine jaxlib directory: neither __file__ nor __path__ "
+                         "is available")
+    base = paths[0]
+  return os.path.join(base, "include")
+
+
+def ensure_known_target(name: str) -> None:
+  """Register ``name`` now if it is one of jaxlib's own CPU targets (the LAPACK kernels,
+  registered on first use); names registered by users are left to them."""
+  if not _lapack_ready and name.startswith("lapack_") and name in _lapack.registrations():
+    ensure_lapack()
 
 
 def lapack_target(fn_base: str, dtype) -> str:

@@ -243,8 +243,8 @@ class Mesh:
     devices = np.asarray(devices, dtype=object)
     if axis_types is None:
       axis_types = (AxisType.Auto,) * len(axis_names)
-    elif isinstance(axis_types, AxisType):
-      axis_types = (axis_types,) * len(axis_names)
+    elif isinstance(axis_types, (AxisType, str)):  # one type: for one axis (JAX's check)
+      axis_types = (axis_types,)
     axis_types = _checked_axis_types(tuple(axis_types), "Mesh")
     # An empty mesh (``Mesh(np.empty((), dtype=object), ())``) has no devices.
     flat = tuple(devices.flat) if devices.ndim else ()
@@ -406,8 +406,8 @@ class AbstractMesh:
                        f"{len(self.axis_names)} axis names")
     if axis_types is None:
       axis_types = (AxisType.Auto,) * len(self.axis_names)
-    elif isinstance(axis_types, AxisType):
-      axis_types = (axis_types,) * len(self.axis_names)
+    elif isinstance(axis_types, (AxisType, str)):  # one type: for one axis (JAX's check)
+      axis_types = (axis_types,)
     self.axis_types = _checked_axis_types(tuple(axis_types), "AbstractMesh")
     if len(self.axis_types) != len(self.axis_names):
       raise ValueError("Number of axis names should match the number of axis_types. Got "

@@ -31,12 +31,12 @@ from hlox.experimental.sparse.coo import (  # noqa: F401
 from hlox.experimental.sparse.csr import (  # noqa: F401
     CSC, CSR, csr_fromdense, csr_matmat, csr_matvec, csr_todense)
 from hlox.experimental.sparse.random import random_bcoo  # noqa: F401
-from hlox.experimental.sparse.transform import sparsify  # noqa: F401
+from hlox.experimental.sparse.transform import SparseTracer, sparsify  # noqa: F401
 from hlox.experimental.sparse.util import (  # noqa: F401
     CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
 
 __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JAXSparse",
-           "SparseEfficiencyError", "SparseEfficiencyWarning", "bcoo_broadcast_in_dim",
+           "SparseEfficiencyError", "SparseEfficiencyWarning", "SparseTracer", "bcoo_broadcast_in_dim",
            "bcoo_concatenate", "bcoo_conv_general_dilated", "bcoo_dot_general",
            "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_extract", "bcoo_fromdense",
            "bcoo_gather", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",

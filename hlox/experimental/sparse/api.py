@@ -5,8 +5,9 @@ from hlox import numpy as jnp
 from hlox.api import eval_shape, vmap
 from hlox.autodiff import vjp
 from hlox.core import Primitive, ShapedArray
+from hlox.core.tracer import Tracer
 from hlox.interpreters import ad, batching, xla
-from hlox._tree_transform import tree_unflatten
+from hlox._tree_transform import tree_structure, tree_unflatten
 from hlox.experimental.sparse._base import JAXSparse
 from hlox.experimental.sparse.bcoo import BCOO
 from hlox.experimental.sparse.bcsr import BCSR
@@ -39,7 +40,13 @@ def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", *
 
 def todense(arr):
   """``arr`` as a dense array (dense arrays come back unchanged)."""
-  return arr.todense() if isinstance(arr, JAXSparse) else arr
+  if isinstance(arr, JAXSparse):
+    return arr.todense()
+  if isinstance(arr, Tracer):
+    # Traced, the value may stand for a sparse array (inside ``sparsify``): the primitive
+    # marks the conversion in the jaxpr so that sparsify can densify there.
+    return todense_p.bind(arr, tree=tree_structure(arr))
+  return arr
 
 
 # --- todense_p ------------------------------------------------------------------------------
@@ -49,7 +56,8 @@ def todense(arr):
 # first buffer (``data``); derivatives with respect to the others (indices) are zero.
 
 def _todense_flat(*bufs, tree):
-  return todense(tree_unflatten(tree, bufs))
+  arr = tree_unflatten(tree, bufs)
+  return arr.todense() if isinstance(arr, JAXSparse) else arr
 
 
 todense_p = Primitive("todense")

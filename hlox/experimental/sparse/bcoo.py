@@ -435,7 +435,9 @@ class BCOO(JAXSparse):
 
   ``data`` has shape ``batch + (nse,) + dense`` and ``indices`` shape
   ``batch + (nse, n_sparse)``; entries with equal indices add up. It is a pytree (leaves
-  ``data`` and ``indices``), so it passes through ``jit``, ``vmap`` and ``grad``.
+  ``data`` and ``indices``), so it passes through ``jit``, ``vmap`` and ``grad``. Its
+  arithmetic methods (``+``, ``*``, ``**``, ``@``, ``sum``, ``reshape``...) are those of the
+  dense array under ``sparsify`` and are installed by ``transform``.
   """
 
   def __init__(self, args, *, shape, indices_sorted: bool = False,
@@ -559,29 +561,9 @@ class BCOO(JAXSparse):
       return bcoo_eliminate_zeros(self, nse=nse)
     return bcoo_sum_duplicates(self, nse=nse)
 
-  def sum(self, axis=None, dtype=None, keepdims=False):
-    """The sum over ``axis`` (all axes by default): a BCOO array, or a dense scalar when
-    every axis is summed."""
-    if dtype is not None or keepdims:
-      raise NotImplementedError("BCOO.sum with dtype or keepdims")
-    axes = range(self.ndim) if axis is None else (
-        (axis,) if isinstance(axis, int) else tuple(axis))
-    return _dense_if_scalar(bcoo_reduce_sum(self, axes=tuple(axes)))
-
-  def astype(self, dtype) -> "BCOO":
-    """A copy with ``data`` converted to ``dtype``."""
-    return BCOO((self.data.astype(dtype), self.indices), shape=self.shape,
-                indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
-
   def _with_data(self, data) -> "BCOO":
     return BCOO((data, self.indices), shape=self.shape, indices_sorted=self.indices_sorted,
                 unique_indices=self.unique_indices)
-
-  def __neg__(self):
-    return self._with_data(-self.data)
-
-  def __pos__(self):
-    return self
 
   def __mul__(self, other):
     if isinstance(other, JAXSparse):
@@ -590,20 +572,9 @@ class BCOO(JAXSparse):
 
   __rmul__ = __mul__
 
-  def __add__(self, other):
-    if isinstance(other, BCOO):
-      return _add_sparse(self, other)
-    return NotImplemented
-
-  __radd__ = __add__
-
-  def __sub__(self, other):
-    if isinstance(other, BCOO):
-      return _add_sparse(self, -other)
-    return NotImplemented
-
-  # Indexing, reshape, update_layout and matmul are installed by bcoo_indexing,
-  # bcoo_layout and bcoo_products (they need operations built on this class).
+  # Indexing, reshape and update_layout are installed by bcoo_indexing and bcoo_layout, the
+  # products by bcoo_products, and the other operators (the dense ones under sparsify, as
+  # in JAX) by transform.
 
   def tree_flatten(self):
     return (self.data, self.indices), self._info._asdict()
@@ -618,25 +589,6 @@ class BCOO(JAXSparse):
     return obj
 
 
-def _add_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
-  """``lhs + rhs`` for BCOO arrays of one shape and layout: the entries of both together."""
-  if lhs.shape != rhs.shape:
-    raise NotImplementedError(f"addition of sparse arrays of shapes {lhs.shape} and "
-                              f"{rhs.shape}")
-  if (lhs.n_batch, lhs.n_dense) != (rhs.n_batch, rhs.n_dense):
-    raise NotImplementedError("addition of sparse arrays with different layouts: "
-                              f"n_batch={lhs.n_batch, rhs.n_batch}, "
-                              f"n_dense={lhs.n_dense, rhs.n_dense}")
-  n_batch = lhs.n_batch
-  dtype = jnp.result_type(lhs.dtype, rhs.dtype)
-  batch = lhs.shape[:n_batch]
-  full = lambda x: jnp.broadcast_to(x, batch + x.shape[n_batch:])
-  data = jnp.concatenate([full(lhs.data).astype(dtype), full(rhs.data).astype(dtype)],
-                         axis=n_batch)
-  indices = jnp.concatenate([full(lhs.indices), full(rhs.indices)], axis=n_batch)
-  return BCOO((data, indices), shape=lhs.shape)
-
-
 def _bcoo_dot_general(lhs_data, lhs_indices, rhs, *, dimension_numbers,
                       preferred_element_type=None, lhs_spinfo, out_sharding=None):
   """``bcoo_dot_general`` of the BCOO array with buffers ``lhs_data``/``lhs_indices`` and
@@ -647,11 +599,6 @@ def _bcoo_dot_general(lhs_data, lhs_indices, rhs, *, dimension_numbers,
   return bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
                           preferred_element_type=preferred_element_type,
                           out_sharding=out_sharding)
-
-
-def _dense_if_scalar(mat: BCOO):
-  # A 0-d sum has nothing sparse left: it comes back as a dense scalar, as in JAX.
-  return mat.data.sum() if mat.shape == () else mat
 
 
 def _to_elt(cont, _, val, axis):
