@@ -19,6 +19,8 @@ from hlox.random.prng import (PRNGKeyArray, _canonical_shape, _check_key, keys_r
                               split_keys, threefry_prng_impl)
 from hlox.api import jit, vmap
 from hlox.interpreters import ad, batching, xla
+from hlox.interpreters.key_reuse import (KeyReuseSignature, Sink, key_reuse_signatures,
+                                         keyed_primitives)
 from hlox.lax.utils import standard_primitive
 from hlox.runtime.array import Array
 
@@ -607,6 +609,9 @@ def _random_gamma_batch_rule(vals, dims, *, log_space, impl):
 
 
 batching.primitive_batchers[random_gamma_p] = _random_gamma_batch_rule
+# For the key-reuse checker: the sampler consumes its keys (as JAX's random_gamma_p).
+key_reuse_signatures[random_gamma_p] = KeyReuseSignature(Sink(0))
+keyed_primitives.add(random_gamma_p)
 
 
 def _gamma_one(data, alpha, log_space):
