@@ -567,7 +567,9 @@ class JitWrapped:
       return traced.out_tree.unflatten(outs)
     after_keys = None
     if config.debug_key_reuse:  # JAX's eager key-reuse checks around the call
-      after_keys = key_reuse.jit_call_checks(traced.jaxpr, traced.consts, leaves)
+      untracked = {i for i, leaf in enumerate(tree_util._public.tree_leaves(
+          (dyn_args, dyn_kwargs))) if getattr(leaf, "_untracked_keys", False)}
+      after_keys = key_reuse.jit_call_checks(traced.jaxpr, traced.consts, leaves, untracked)
     sigs = tuple(signature(x) for x in leaves)
     _check_committed_devices(self, args, kwargs, sigs)
     const_sigs = tuple(signature(c) for c in traced.consts)

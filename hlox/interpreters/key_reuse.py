@@ -403,13 +403,15 @@ def update_call(sig: KeyReuseSignature, inputs, outputs, key_outputs=()) -> None
     set_consumed(outputs[f.out_idx], consumed(inputs[f.in_idx]))
 
 
-def jit_call_checks(closed, consts, leaves):
+def jit_call_checks(closed, consts, leaves, untracked=()):
   """Before an eager call of a jitted program (``closed`` takes ``consts`` then ``leaves``)
   while ``debug_key_reuse`` is on: ``KeyReuseError`` when the program reuses a key or is
   passed consumed key data (indices counted as JAX counts them: arguments, then captured
-  values). Returns ``after(outputs)``, which records what the call consumed and made."""
+  values). ``untracked``: positions of ``leaves`` that are no typed keys' data (raw keys
+  viewed as typed ones). Returns ``after(outputs)``, which records what the call consumed
+  and made."""
   sig = jaxpr_type_signature(closed)
-  flat = [*consts, *leaves]
+  flat = [*consts, *(None if i in untracked else x for i, x in enumerate(leaves))]
   n = len(consts)
   check_call(sig, flat, "jit-compiled function",
              lambda i: i - n if i >= n else len(leaves) + i)

@@ -891,7 +891,10 @@ def _check_key(name: str, key, allow_batched: bool = False):
           f"key, a uint32 array whose shape ends with {ks} from hlox.random.PRNGKey(seed) "
           f"(default implementation {impl.name}); got an array of {aval.str_short()} (JAX "
           f"encountered invalid PRNG key data: {jax_words})")
-    keys, raw = PRNGKeyArray(key, impl), True
+    if trace_ctx.trace is not eval_trace:
+      # As JAX wraps a raw key anew at each call, the key-reuse checker sees a fresh key.
+      key = key_reuse.markers["random_wrap"].bind(key)
+    keys, raw = _RawKeyView(key, impl), True
     if config._values["legacy_prng_key"] != "allow" or config._values["enable_custom_prng"]:
       _legacy_key_used(name)
   else:
@@ -901,6 +904,17 @@ def _check_key(name: str, key, allow_batched: bool = False):
     raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                      f"{keys.shape} != (). Use hlox.vmap for batching.")
   return keys, raw
+
+
+class _RawKeyView(PRNGKeyArray):
+  """A raw key seen as a typed key for one random call: eagerly the key-reuse checker does
+  not track it (JAX checks typed keys only), nor its data passed to a jitted sampler."""
+  __slots__ = ()
+  _untracked_keys = True  # read by ``api``'s eager key-reuse checks
+
+
+register_transform_node(_RawKeyView, lambda k: ((k._base,), k._impl),
+                        lambda impl, children: PRNGKeyArray(children[0], impl))
 
 
 def _legacy_key_used(name):
@@ -1102,7 +1116,8 @@ def _use(name, keys):
   """The data of ``keys`` for the random function's use ``name``: as it is, except where the
   key-reuse checker watches (a trace; ``debug_key_reuse`` on), which ``key_reuse.use``
   shows the use to."""
-  if trace_ctx.trace is eval_trace and not _options["debug_key_reuse"]:
+  if trace_ctx.trace is eval_trace and (not _options["debug_key_reuse"]
+                                        or type(keys) is _RawKeyView):
     return keys._base
   return key_reuse.use(name, keys._base)
 
