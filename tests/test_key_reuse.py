@@ -228,3 +228,33 @@ for name, (f, args) in cases.items():
   exec(program.replace("from jax.experimental.key_reuse import _core", ""), namespace)
   assert namespace["result"] == expected
   assert expected["reuse"].startswith("KeyReuseError: In random_bits")
+
+
+def test_raw_keys_are_not_tracked():
+  with hlox.debug_key_reuse(True):
+    raw = hlox.random.PRNGKey(0)
+    a = hlox.random.uniform(raw)
+    b = hlox.random.uniform(raw)  # JAX checks typed keys only
+    assert float(a) == float(b)
+    with hlox.disable_jit():
+      hlox.random.bits(raw), hlox.random.bits(raw)
+  _core.check_key_reuse(lambda k: hlox.random.bits(k) + hlox.random.bits(k), raw)
+
+
+def test_lax_shape_ops_on_key_arrays():
+  ks = hlox.random.split(key(), 4)
+  data = np.asarray(hlox.random.key_data(ks))
+  one = lax.dynamic_slice(ks, (2,), (1,))
+  np.testing.assert_array_equal(np.asarray(hlox.random.key_data(one)), data[2:3])
+  np.testing.assert_array_equal(np.asarray(hlox.random.key_data(lax.squeeze(one, (0,)))),
+                                data[2])
+  np.testing.assert_array_equal(np.asarray(hlox.random.key_data(jnp.squeeze(one))), data[2])
+  both = lax.concatenate([ks, one], 0)
+  np.testing.assert_array_equal(np.asarray(hlox.random.key_data(both)),
+                                np.concatenate([data, data[2:3]]))
+  upd = lax.dynamic_update_slice(ks, one, (0,))
+  np.testing.assert_array_equal(np.asarray(hlox.random.key_data(upd)),
+                                np.concatenate([data[2:3], data[1:]]))
+  assert _core.function_type_signature(
+      lambda a, b: lax.dynamic_update_slice(a, b, (0,)), ks, one) == \
+      KeyReuseSignature(Sink(1), Forward(0, 0))
