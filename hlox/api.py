@@ -1606,9 +1606,9 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
     # The fast path: a cache hit does no tracing and builds no IR. (The ``try`` costs
     # nothing until an exception: then the frames of this wrapper leave its traceback.)
     try:
-      # (``debug_key_reuse`` takes the slow path, which checks the keys passed.)
-      if ctx.trace is eval_trace and not options["disable_jit"] and \
-          not options["debug_key_reuse"]:
+      # (``debug_key_reuse`` takes the slow path, which checks the keys passed; one derived
+      # flag says it or ``disable_jit`` is on.)
+      if ctx.trace is eval_trace and not options["_jit_slow_path"]:
         if not kwargs and not donating and (arguments[0] is not PYTREES or not simple):
           # The shortest path: positional leaves, keyed on their signatures (``_flat_key``).
           # Arrays alone are keyed inline; when the last call had other leaves (host values:
