@@ -722,6 +722,11 @@ class PRNGKeyArray:
   def T(self):
     return self.transpose()
 
+  def take(self, indices, axis=None, **kwargs):
+    """``hlox.numpy.take`` of these keys (keys come back)."""
+    from hlox import numpy as jnp  # (numpy's key support is installed by this package)
+    return jnp.take(self, indices, axis=axis, **kwargs)
+
   def swapaxes(self, axis1, axis2):
     perm = list(range(self.ndim))
     a, b = axis1 % self.ndim, axis2 % self.ndim
