@@ -34,7 +34,8 @@ from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.errors import ConcretizationTypeError, DistributedRuntimeError
-from hlox.interpreters import batching, captured_constants, nan_checks, state_discharge, xla
+from hlox.interpreters import (batching, captured_constants, key_reuse, nan_checks,
+                               state_discharge, xla)
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
@@ -564,6 +565,11 @@ class JitWrapped:
                         donated_invars=donated_invars or (False,) * (n_consts + len(leaves)),
                         keep_unused=self.keep_unused, inline=self.inline)
       return traced.out_tree.unflatten(outs)
+    after_keys = None
+    if config.debug_key_reuse:  # JAX's eager key-reuse checks around the call
+      untracked = {i for i, leaf in enumerate(tree_util._public.tree_leaves(
+          (dyn_args, dyn_kwargs))) if getattr(leaf, "_untracked_keys", False)}
+      after_keys = key_reuse.jit_call_checks(traced.jaxpr, traced.consts, leaves, untracked)
     sigs = tuple(signature(x) for x in leaves)
     _check_committed_devices(self, args, kwargs, sigs)
     const_sigs = tuple(signature(c) for c in traced.consts)
@@ -590,6 +596,8 @@ class JitWrapped:
     outs = host_outputs(compiled, traced.jaxpr.out_avals)(consts + leaves)
     if donated_invars:
       _forget_donated(leaves, donated)
+    if after_keys is not None:
+      after_keys(outs)
     return traced.out_tree.unflatten(outs)
 
   def _call_with_refs(self, traced, leaves, args, kwargs):
@@ -1598,7 +1606,9 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
     # The fast path: a cache hit does no tracing and builds no IR. (The ``try`` costs
     # nothing until an exception: then the frames of this wrapper leave its traceback.)
     try:
-      if ctx.trace is eval_trace and not options["disable_jit"]:
+      # (``debug_key_reuse`` takes the slow path, which checks the keys passed; one derived
+      # flag says it or ``disable_jit`` is on.)
+      if ctx.trace is eval_trace and not options["_jit_slow_path"]:
         if not kwargs and not donating and (arguments[0] is not PYTREES or not simple):
           # The shortest path: positional leaves, keyed on their signatures (``_flat_key``).
           # Arrays alone are keyed inline; when the last call had other leaves (host values:

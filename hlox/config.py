@@ -312,7 +312,14 @@ class Config:
       for name in _TRANSFER_GUARDS:
         if os.environ.get(_set_spelling(self._options[name][0])) in (None, ""):
           self._values[name] = self._values["transfer_guard"]
+    self._derive()
     self._watchers = []
+
+  def _derive(self) -> None:
+    # One flag for ``jit``'s cache-hit path to test: calls go the slow way while jit is
+    # disabled or keys are checked for reuse (one dict read per call, whatever sets it).
+    self._values["_jit_slow_path"] = bool(self._values["disable_jit"]
+                                          or self._values["debug_key_reuse"])
 
   def __getattr__(self, name):
     if name.startswith("_"):
@@ -339,11 +346,13 @@ class Config:
         self.update(direction, value)
     old = self._values[name]
     self._values[name] = value
+    self._derive()
     try:
       for watcher in self._watchers:
         watcher(name, value)
     except Exception:
       self._values[name] = old
+      self._derive()
       raise
 
   def _read(self, name: str):

@@ -100,9 +100,10 @@ class UnexpectedTracerError(JAXTypeError):
 
 
 class KeyReuseError(JAXTypeError):
-  """A PRNG key was used again after a random function consumed it (JAX raises it when
-  ``debug_key_reuse`` is on). Split keys (``random.split``) so each draw has its own.
-  hlox does not check keys for reuse yet: the class exists so that code catching it runs."""
+  """A PRNG key was used again after a random function consumed it: raised when
+  ``debug_key_reuse`` is on (eagerly, and when a jitted function is traced) and by
+  ``hlox.experimental.key_reuse``'s static checks. Split keys (``random.split``) so each
+  draw has its own, or ``random.clone`` a key that is meant to be used twice."""
 
 
 class JaxprTypeError(TypeError):

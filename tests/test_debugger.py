@@ -96,6 +96,7 @@ except ValueError as e:
 
 @pytest.mark.jax_oracle
 def test_debugger_sessions_match_jax():
+  pytest.importorskip("jax")
   expected = printed_in_jax(_PROGRAMS, "import re\n" + _PRELUDE)
   for name, src in _PROGRAMS.items():
     got = printed_here(src, "import re\n" + _PRELUDE)

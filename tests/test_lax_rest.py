@@ -444,8 +444,14 @@ def test_approx_max_min_k():
   check_grads_x64(f, (x.astype(np.float64),), order=2)
   with pytest.raises(ValueError, match="k must be"):
     lax.approx_max_k(x, 10)
-  with pytest.raises(NotImplementedError, match="aggregate_to_topk"):
-    lax.approx_min_k(x, 2, aggregate_to_topk=False)
+  # without aggregation: XLA's partial-reduction size (here all 9), the best first
+  wide = _f32(3, 1024)
+  for fn in (lax.approx_min_k, lambda x, k, **kw: lax.approx_max_k(-x, k, **kw)):
+    vals, idx = check_eager_and_jit(lambda x: fn(x, 10, aggregate_to_topk=False), (wide,),
+                                    (np.sort(wide, 1)[:, :256] * (1 if fn is lax.approx_min_k
+                                                                  else -1),
+                                     np.argsort(wide, 1, kind="stable")[:, :256]))
+  assert lax.approx_min_k(x, 2, aggregate_to_topk=False)[0].shape == (4, 9)
 
 
 def test_index_take():

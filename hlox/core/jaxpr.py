@@ -31,7 +31,9 @@ class Var:
 
   # ``sharding``: how the value is split over a mesh's Explicit axes (a
   # ``sharding_types.TypeSharding``), None when it is not (``core/sharding_types.py``).
-  __slots__ = ("aval", "sharding")
+  # ``__weakref__``: the key-reuse checker keeps a weak set of the variables that hold keys
+  # (``interpreters/key_reuse.py``).
+  __slots__ = ("aval", "sharding", "__weakref__")
 
   def __init__(self, aval, sharding=None):
     if sharding_types.active[0]:

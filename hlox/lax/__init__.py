@@ -38,3 +38,13 @@ from hlox.lax.sharding_constraint import *  # noqa: F401,F403
 from hlox.lax import checks as _checks  # noqa: F401  (check_p, checkify's automatic checks)
 from hlox.lax import taylor as _taylor  # noqa: F401  (jet rules)
 from hlox.lax.shard_map import pbroadcast, pcast, pvary, shard_map_p  # noqa: F401
+
+# The structural operations also take typed key arrays, as JAX's do (their implementations
+# for keys: ``hlox.random.key_functions``).
+from hlox.core.extended_functions import accepting_extended as _accepting_extended  # noqa: E402
+ACCEPTING_KEYS = ("broadcast", "broadcast_in_dim", "reshape", "transpose", "expand_dims",
+                  "slice", "rev", "index_in_dim", "dynamic_index_in_dim", "slice_in_dim",
+                  "dynamic_slice_in_dim")
+for _name in ACCEPTING_KEYS:
+  globals()[_name] = _accepting_extended("hlox.lax", globals()[_name])
+del _name

@@ -255,7 +255,13 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
   ``allow_negative_indices`` is False); then, as in XLA, each start is clamped to
   ``[0, operand.shape[i] - slice_sizes[i]]`` so the slice always fits.
   """
-  shape = get_aval(operand).shape
+  try:
+    shape = get_aval(operand).shape
+  except TypeError:
+    if dtypes.extended_dtype_of(operand) is not None:  # typed keys slice their data
+      return operand._lax_op("dynamic_slice", start_indices, slice_sizes,
+                             allow_negative_indices)
+    raise
   starts = _canonical_starts("dynamic_slice", shape, start_indices, allow_negative_indices)
   return dynamic_slice_p.bind(operand, *starts,
                               slice_sizes=tuple(int(s) for s in slice_sizes))
@@ -382,7 +388,13 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
   Start indices are wrapped (negative) and clamped so the update fits, as in
   ``dynamic_slice``. ``update`` must have ``operand``'s dtype and rank.
   """
-  shape = get_aval(operand).shape
+  try:
+    shape = get_aval(operand).shape
+  except TypeError:
+    if dtypes.extended_dtype_of(operand) is not None:  # typed keys update their data
+      return operand._lax_op("dynamic_update_slice", update, start_indices,
+                             allow_negative_indices)
+    raise
   starts = _canonical_starts("dynamic_update_slice", shape, start_indices,
                              allow_negative_indices)
   return dynamic_update_slice_p.bind(operand, update, *starts)

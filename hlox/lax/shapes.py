@@ -132,7 +132,12 @@ batching.primitive_batchers[squeeze_p] = _squeeze_batch_rule
 
 def squeeze(array, dimensions):
   """Remove the size-1 ``dimensions`` (negative values count from the end)."""
-  ndim = get_aval(array).ndim
+  try:
+    ndim = get_aval(array).ndim
+  except TypeError:
+    if dtypes.extended_dtype_of(array) is not None:  # typed keys squeeze their data
+      return array._lax_op("squeeze", dimensions)
+    raise
   dims = []
   for d in _static_ints("squeeze", "dimensions", dimensions):
     if not -ndim <= d < ndim:
@@ -367,7 +372,13 @@ def concatenate(operands, dimension: int):
     aval = operands[0].aval
     _concatenate_shape_rule(aval, dimension=dimension)
     return operands[0]
-  return concatenate_p.bind(*operands, dimension=dimension)
+  try:
+    return concatenate_p.bind(*operands, dimension=dimension)
+  except TypeError:
+    keys = [o for o in operands if dtypes.extended_dtype_of(o) is not None]
+    if keys:  # typed keys join their data
+      return keys[0]._lax_op("concatenate", operands, dimension)
+    raise
 
 
 # --- slice -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from hlox.interpreters import ad, batching, xla
 from hlox.lax import indexing
 from hlox.lax.shapes import broadcast_in_dim, broadcasted_iota, expand_dims
 from hlox.lax.utils import canonicalize_axis, shape_str, standard_primitive
+from hlox.runtime import client
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, stablehlo as hlo
@@ -298,7 +299,9 @@ def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
 # --- approx_max_k / approx_min_k ---------------------------------------------------------
 # TPUs have an approximate top-k; elsewhere (as JAX's CPU fallback) the answer is the exact
 # one: a stable sort of (operand, iota) along the reduction dimension, then a slice. The
-# recall target is accepted and has nothing to trade off here.
+# recall target is accepted and has nothing to trade off here. With
+# ``aggregate_to_topk=False`` the result keeps the partial reduction's size (XLA's rule, for
+# a later exact top-k over several shards): the best of them, sorted.
 
 def _approx_top_k_shape_rule(operand, *, k, reduction_dimension, recall_target, is_max_k,
                              reduction_input_size_override, aggregate_to_topk):
@@ -311,7 +314,9 @@ def _approx_top_k_shape_rule(operand, *, k, reduction_dimension, recall_target, 
     raise ValueError(f"approx_top_k: k must be smaller than the size of reduction_dim "
                      f"{operand.shape[reduction_dimension]}, got {k}")
   shape = list(operand.shape)
-  shape[reduction_dimension] = k
+  shape[reduction_dimension] = k if aggregate_to_topk else client.approx_top_k_output_size(
+      shape[reduction_dimension], operand.ndim, k, recall_target, False,
+      reduction_input_size_override)
   return [tuple(shape)] * 2
 
 
@@ -335,7 +340,7 @@ def _approx_top_k_lowering(ctx, operand, *, k, reduction_dimension, is_max_k, **
   values, indices = _build_sort([operand, iota], [aval, iota_aval], axis, True, 1,
                                 direction="GT" if is_max_k else "LT")
   limit = list(aval.shape)
-  limit[axis] = k
+  limit[axis] = ctx.avals_out[0].shape[axis]  # k, or the partial reduction's size
   start, strides = [0] * aval.ndim, [1] * aval.ndim
   return [hlo.slice(x, xla.dense_i64(start), xla.dense_i64(limit), xla.dense_i64(strides))
           for x in (values, indices)]
@@ -365,10 +370,6 @@ batching.primitive_batchers[approx_top_k_p] = _approx_top_k_batch_rule
 
 def _approx_top_k(name, is_max_k, operand, k, reduction_dimension, recall_target,
                   reduction_input_size_override, aggregate_to_topk):
-  if not aggregate_to_topk:
-    raise NotImplementedError(f"{name}: aggregate_to_topk=False (the TPU partial-reduction "
-                              "output) is not implemented; the result is always the exact "
-                              "top k")
   if not 0 < recall_target <= 1:
     raise ValueError(f"{name}: recall_target must be in (0, 1], got {recall_target}")
   aval = get_aval(operand)
@@ -378,7 +379,7 @@ def _approx_top_k(name, is_max_k, operand, k, reduction_dimension, recall_target
   return tuple(approx_top_k_p.bind(
       operand, k=int(k), reduction_dimension=dim, recall_target=float(recall_target),
       is_max_k=is_max_k, reduction_input_size_override=int(reduction_input_size_override),
-      aggregate_to_topk=True))
+      aggregate_to_topk=bool(aggregate_to_topk)))
 
 
 def approx_max_k(operand, k: int, reduction_dimension: int = -1,

@@ -46,6 +46,18 @@ from hlox.core.basearray import Array as ndarray  # noqa: F401  (tracers are nda
 from hlox.numpy import array_methods as _array_methods
 _array_methods.install()
 
+# The functions that only move elements around also take typed key arrays, as JAX's do (their
+# implementations for keys: ``hlox.random.key_functions``).
+from hlox.core.extended_functions import accepting_extended as _accepting_extended
+ACCEPTING_KEYS = (
+    "broadcast_to", "concatenate", "stack", "hstack", "vstack", "expand_dims", "tile",
+    "where", "take", "transpose", "permute_dims", "flip", "roll", "repeat", "swapaxes",
+    "moveaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d", "copy", "split",
+    "append", "zeros_like", "empty_like", "full_like", "array_equal")
+for _name in ACCEPTING_KEYS:
+  globals()[_name] = _accepting_extended("hlox.numpy", globals()[_name])
+del _name
+
 from hlox.numpy.array_api_info import __array_namespace_info__  # noqa: F401
 
 __array_api_version__ = "2024.12"  # the Python array API standard's version JAX 0.10.2 names

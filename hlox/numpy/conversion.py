@@ -80,7 +80,7 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
     raise NotImplementedError("array: only order='K' is supported")
   dtype = _user_dtype(dtype, "array")
   ndmin = operator.index(ndmin)
-  if dtype is not None and dtype.kind == "T":
+  if dtype is not None and getattr(dtype, "kind", None) == "T":  # (key dtypes have none)
     return _string_array(object, dtype, ndmin, device)
   if hasattr(object, "__jax_array__") and not isinstance(object, (Array, Tracer)):
     object = object.__jax_array__()

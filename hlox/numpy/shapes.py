@@ -218,6 +218,8 @@ def expand_dims(a, axis):
 
 def squeeze(a, axis=None):
   """Remove size-1 axes (all of them, or those in ``axis``, which must have size 1)."""
+  if dtypes.extended_dtype_of(a) is not None:  # typed keys squeeze themselves (as in JAX)
+    return a.squeeze(axis)
   a = _array("squeeze", a)
   if axis is None:
     dims = tuple(i for i, d in enumerate(a.shape) if d == 1)

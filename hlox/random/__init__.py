@@ -12,6 +12,7 @@ from hlox.random.prng import (  # noqa: F401
     wrap_key_data)
 from hlox.random.prng import key_dtype, key_impl  # noqa: F401
 from hlox.random import philox, threefry4x32  # noqa: F401  (register their PRNGs)
+from hlox.random import key_functions  # noqa: F401  (jnp/lax structural functions on keys)
 from hlox.random.distributions import *  # noqa: F401,F403
 
 

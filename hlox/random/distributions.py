@@ -15,10 +15,12 @@ from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError
 from hlox.numpy.util import promote_dtypes_inexact
-from hlox.random.prng import (PRNGKeyArray, _canonical_shape, _check_key, keys_random_bits,
-                              split_keys, threefry_prng_impl)
+from hlox.random.prng import (PRNGKeyArray, _canonical_shape, _check_key, clone,
+                              keys_random_bits, split_keys, threefry_prng_impl)
 from hlox.api import jit, vmap
 from hlox.interpreters import ad, batching, xla
+from hlox.interpreters.key_reuse import (KeyReuseSignature, Sink, key_reuse_signatures,
+                                         keyed_primitives)
 from hlox.lax.utils import standard_primitive
 from hlox.runtime.array import Array
 
@@ -607,6 +609,9 @@ def _random_gamma_batch_rule(vals, dims, *, log_space, impl):
 
 
 batching.primitive_batchers[random_gamma_p] = _random_gamma_batch_rule
+# For the key-reuse checker: the sampler consumes its keys (as JAX's random_gamma_p).
+key_reuse_signatures[random_gamma_p] = KeyReuseSignature(Sink(0))
+keyed_primitives.add(random_gamma_p)
 
 
 def _gamma_one(data, alpha, log_space):
@@ -861,8 +866,10 @@ def _poisson_impl(data, lam, *, shape, dtype):
   lam_rej = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
   # JAX bounds the loops by the output dtype's max (never reached in practice).
   max_iters = np.int32(min(np.iinfo(dtype).max, np.iinfo(np.int32).max))
+  # As JAX, both algorithms draw from the one key (each element keeps one result): the
+  # clone (the same values) tells the key-reuse checker that this second use is meant.
   out = lax.select(use_knuth, _poisson_knuth(data, lam_knuth, shape, dtype, max_iters),
-                   _poisson_rejection(data, lam_rej, shape, dtype, max_iters))
+                   _poisson_rejection(clone(data), lam_rej, shape, dtype, max_iters))
   return lax.select(lax.eq(lam, np.array(0, f32)), lax.full_like(out, 0), out)
 
 

@@ -21,12 +21,14 @@ import numpy as np
 from hlox import lax
 from hlox.config import config
 from hlox.core import basearray, dtypes
-from hlox.core.tracer import Tracer, get_aval
+from hlox.core.tracer import Tracer, eval_trace, get_aval, trace_ctx
 from hlox.interpreters import ad, batching, xla
+from hlox.interpreters.key_reuse import consumed as _consumed_data, note_key, set_consumed
 from hlox.lax.base import defbroadcasting
 from hlox.lax.utils import broadcasting_shape_rule, standard_primitive
 from hlox.runtime.array import Array
 from hlox._tree_transform import register_transform_node
+from hlox.random import key_reuse
 
 __all__ = ["threefry2x32_p", "threefry_2x32", "PRNGKeyArray", "PRNGKey", "key", "key_data",
            "wrap_key_data", "split", "fold_in", "bits", "clone", "random_bits", "KeyDtype",
@@ -548,6 +550,18 @@ class PRNGKeyArray:
   def __init__(self, base, impl=None):
     self._base = base
     self._impl = threefry_prng_impl if impl is None else impl
+    if isinstance(base, Tracer):  # traced: the key-reuse checker learns this data is keys
+      note_key(base)
+
+  @property
+  def _consumed(self):
+    """Which of these (concrete) keys a random function has consumed while
+    ``debug_key_reuse`` was on (JAX's attribute): False, True or a mask of ``shape``."""
+    return _consumed_data(self._base)
+
+  @_consumed.setter
+  def _consumed(self, mask):
+    set_consumed(self._base, mask)
 
   @property
   def _base_array(self):
@@ -708,6 +722,11 @@ class PRNGKeyArray:
   def T(self):
     return self.transpose()
 
+  def take(self, indices, axis=None, **kwargs):
+    """``hlox.numpy.take`` of these keys (keys come back)."""
+    from hlox import numpy as jnp  # (numpy's key support is installed by this package)
+    return jnp.take(self, indices, axis=axis, **kwargs)
+
   def swapaxes(self, axis1, axis2):
     perm = list(range(self.ndim))
     a, b = axis1 % self.ndim, axis2 % self.ndim
@@ -743,6 +762,44 @@ class PRNGKeyArray:
                         f"{self.shape}, got {w_aval.shape}")
       which = lax.broadcast_in_dim(which, base_shape, tuple(range(w_aval.ndim)))
     return PRNGKeyArray(lax.select_n(which, *(c._base for c in cases)), self._impl)
+
+  def _lax_op(self, name, *args):
+    """``lax.squeeze``/``concatenate``/``dynamic_slice``/``dynamic_update_slice`` of key
+    arrays (``lax`` hands them here): the operation on the data, whose trailing key-data
+    axes stay whole."""
+    tail = self._impl.key_shape
+    if name == "squeeze":
+      dims = (args[0],) if isinstance(args[0], int) else tuple(args[0])
+      for d in dims:
+        if not -self.ndim <= d < self.ndim:
+          raise ValueError(f"squeeze: axis {d} is out of bounds for array of dimension "
+                           f"{self.ndim}")
+      return PRNGKeyArray(lax.squeeze(self._base, tuple(d % self.ndim for d in dims)),
+                          self._impl)
+    if name == "concatenate":
+      operands, dim = args
+      if not all(isinstance(o, PRNGKeyArray) and o._impl is self._impl for o in operands):
+        raise TypeError(f"concatenate: keys of dtype {self.dtype} can only be joined with "
+                        "keys of that dtype")
+      if not -self.ndim <= dim < max(self.ndim, 1):
+        raise ValueError(f"concatenate: dimension {dim} is out of bounds for keys of "
+                         f"dimension {self.ndim}")
+      return PRNGKeyArray(lax.concatenate([o._base for o in operands], dim % self.ndim),
+                          self._impl)
+    if name == "dynamic_slice":
+      starts, sizes, allow_negative = args
+      return PRNGKeyArray(lax.dynamic_slice(
+          self._base, (*starts, *(0,) * len(tail)), (*sizes, *tail),
+          allow_negative_indices=allow_negative), self._impl)
+    if name == "dynamic_update_slice":
+      update, starts, allow_negative = args
+      if not isinstance(update, PRNGKeyArray) or update._impl is not self._impl:
+        raise TypeError(f"dynamic_update_slice: keys of dtype {self.dtype} can only be "
+                        f"updated with keys of that dtype")
+      return PRNGKeyArray(lax.dynamic_update_slice(
+          self._base, update._base, (*starts, *(0,) * len(tail)),
+          allow_negative_indices=allow_negative), self._impl)
+    raise NotImplementedError(f"lax.{name} of key arrays")
 
   def __repr__(self):
     return (f"Array({self.shape}, dtype={self.dtype}) overlaying:\n"
@@ -839,7 +896,10 @@ def _check_key(name: str, key, allow_batched: bool = False):
           f"key, a uint32 array whose shape ends with {ks} from hlox.random.PRNGKey(seed) "
           f"(default implementation {impl.name}); got an array of {aval.str_short()} (JAX "
           f"encountered invalid PRNG key data: {jax_words})")
-    keys, raw = PRNGKeyArray(key, impl), True
+    if trace_ctx.trace is not eval_trace:
+      # As JAX wraps a raw key anew at each call, the key-reuse checker sees a fresh key.
+      key = key_reuse.markers["random_wrap"].bind(key)
+    keys, raw = _RawKeyView(key, impl), True
     if config._values["legacy_prng_key"] != "allow" or config._values["enable_custom_prng"]:
       _legacy_key_used(name)
   else:
@@ -849,6 +909,17 @@ def _check_key(name: str, key, allow_batched: bool = False):
     raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                      f"{keys.shape} != (). Use hlox.vmap for batching.")
   return keys, raw
+
+
+class _RawKeyView(PRNGKeyArray):
+  """A raw key seen as a typed key for one random call: eagerly the key-reuse checker does
+  not track it (JAX checks typed keys only), nor its data passed to a jitted sampler."""
+  __slots__ = ()
+  _untracked_keys = True  # read by ``api``'s eager key-reuse checks
+
+
+register_transform_node(_RawKeyView, lambda k: ((k._base,), k._impl),
+                        lambda impl, children: PRNGKeyArray(children[0], impl))
 
 
 def _legacy_key_used(name):
@@ -987,7 +1058,7 @@ def key(seed, *, impl=None, dtype=None) -> PRNGKeyArray:
 def key_data(keys):
   """The ``uint32`` data under typed keys (raw keys are returned as they are)."""
   if isinstance(keys, PRNGKeyArray):
-    return keys._base
+    return _use("random_unwrap", keys)
   return _check_key("key_data", keys, allow_batched=True)[0]._base
 
 
@@ -1004,6 +1075,8 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> PRNGKeyArray:
   if aval.dtype != _u32 or aval.ndim < len(ks) or tuple(aval.shape[aval.ndim - len(ks):]) != ks:
     raise TypeError(f"wrap_key_data: key data for {impl.name} must be a uint32 array whose "
                     f"shape ends with {ks}, got {aval.str_short()}")
+  if trace_ctx.trace is not eval_trace:  # traced data becomes fresh keys (key-reuse checker)
+    key_bits_array = key_reuse.markers["random_wrap"].bind(key_bits_array)
   return PRNGKeyArray(key_bits_array, impl)
 
 
@@ -1020,9 +1093,17 @@ def key_impl(keys):
 
 
 def clone(key):
-  """A copy of ``key`` (keys are immutable values here, so this is the identity)."""
-  _check_key("clone", key, allow_batched=True)
-  return key
+  """A copy of ``key`` that the key-reuse checker sees as a fresh, unconsumed key (its
+  values are the same)."""
+  keys, raw = _check_key("clone", key, allow_batched=True)
+  if raw:
+    return key
+  base = keys._base
+  if trace_ctx.trace is not eval_trace:
+    base = key_reuse.markers["random_clone"].bind(base)
+  elif _options["debug_key_reuse"] and isinstance(base, Array):
+    base = lax.copy_p.bind(base)  # its own data, so its own (fresh) consumption record
+  return PRNGKeyArray(base, keys._impl)
 
 
 def _split_data(data, shape):
@@ -1033,9 +1114,22 @@ def _split_data(data, shape):
                           lax.expand_dims(b2, (len(shape),))], len(shape))
 
 
+_options = config._values
+
+
+def _use(name, keys):
+  """The data of ``keys`` for the random function's use ``name``: as it is, except where the
+  key-reuse checker watches (a trace; ``debug_key_reuse`` on), which ``key_reuse.use``
+  shows the use to."""
+  if trace_ctx.trace is eval_trace and (not _options["debug_key_reuse"]
+                                        or type(keys) is _RawKeyView):
+    return keys._base
+  return key_reuse.use(name, keys._base)
+
+
 def split_keys(keys: PRNGKeyArray, shape) -> PRNGKeyArray:
   """Typed keys of ``shape`` split from one typed key (any implementation)."""
-  impl, base, shape = keys._impl, keys._base, tuple(shape)
+  impl, base, shape = keys._impl, _use("random_split", keys), tuple(shape)
   if isinstance(base, Array) and _used_again(("split", impl, shape)):
     return PRNGKeyArray(_eager_jit(("split", impl, shape), _split_base, impl, shape)(base),
                         impl)
@@ -1052,7 +1146,7 @@ def _fold_in_base(impl, data, d):
 
 def keys_random_bits(keys: PRNGKeyArray, bit_width: int, shape):
   """Random bits of ``bit_width`` and ``shape`` from one typed key."""
-  return keys._impl.random_bits(keys._base, bit_width, tuple(shape))
+  return keys._impl.random_bits(_use("random_bits", keys), bit_width, tuple(shape))
 
 
 def _canonical_shape(name, shape):
@@ -1090,7 +1184,7 @@ def fold_in(key, data):
     d = np.uint32(int(data) & 0xFFFFFFFF)
   else:
     d = lax.convert_element_type(data, _u32)
-  impl, base = keys._impl, keys._base
+  impl, base = keys._impl, _use("random_fold_in", keys)
   if (isinstance(base, Array) and not isinstance(d, Tracer)
       and _used_again(("fold_in", impl))):
     out = _eager_jit(("fold_in", impl), _fold_in_base, impl)(base, d)

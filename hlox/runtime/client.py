@@ -32,6 +32,15 @@ def _xc():
   return xla_client
 
 
+def approx_top_k_output_size(input_size: int, rank: int, k: int, recall_target: float,
+                             aggregate_to_topk: bool, input_size_override: int) -> int:
+  """The size of ``approx_top_k``'s reduced dimension (XLA's rule, as jaxlib computes it):
+  ``k``, or with ``aggregate_to_topk=False`` the partial reduction's output size."""
+  from jaxlib import _jax
+  return _jax.approx_top_k_reduction_output_size(input_size, rank, k, recall_target,
+                                                 aggregate_to_topk, input_size_override)[0]
+
+
 # hlox's log-level names (as JAX's ``jax_logging_level``) and the C++ (absl) minimum levels.
 _CPP_LOG_LEVELS = {"DEBUG": 0, "INFO": 0, "WARNING": 1, "WARN": 1, "ERROR": 2, "CRITICAL": 3,
                    "FATAL": 3}
