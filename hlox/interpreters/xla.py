@@ -111,6 +111,9 @@ class ModuleContext:
     self.auto_axes = ()
     self._channels = 0
     self.sharding_groups = 0  # ``sdy.sharding_group`` ids given out (``shard_alike``)
+    # Layouts asked for the entry function's arguments (position -> mode) and results
+    # ((value, mode) pairs) by ``entry_layout_p`` (``lax/entry_layout.py``).
+    self.entry_layouts = {"in": {}, "out": []}
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
@@ -832,11 +835,12 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
               arg_shardings[i].sdy_text(main_in[i].ndim))
       if any(arg_attrs):
         fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+      result_attrs = [{} for _ in main_out]
       if result_shardings is not None and any(s is not None for s in result_shardings):
-        fn.result_attrs = ir.ArrayAttr.get([
-            ir.DictAttr.get({} if s is None else {
-                "sdy.sharding": ir.Attribute.parse(s.sdy_text(a.ndim))})
-            for s, a in zip(result_shardings, main_out)])
+        for attrs, s, a in zip(result_attrs, result_shardings, main_out):
+          if s is not None:
+            attrs["sdy.sharding"] = ir.Attribute.parse(s.sdy_text(a.ndim))
+        fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
       block = fn.add_entry_block()
       with ir.InsertionPoint(block):
         args = [None] * len(in_avals)
@@ -850,12 +854,27 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         for i in token_outs:
           outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
         func_dialect.ReturnOp(outs)
+      if mctx.entry_layouts["in"] or mctx.entry_layouts["out"]:
+        _set_entry_layouts(fn, mctx.entry_layouts, arg_attrs, result_attrs, outs)
   out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
   lowered = Lowered(module, ctx, in_avals, out_avals, kept, donated)
   lowered.name = name
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
+
+
+def _set_entry_layouts(fn, layouts, arg_attrs, result_attrs, outs) -> None:
+  """``mhlo.layout_mode`` on the arguments and results of ``main`` that ``entry_layout_p``
+  asked a layout for (XLA compiles the entry computation for them)."""
+  for pos, mode in layouts["in"].items():
+    arg_attrs[pos]["mhlo.layout_mode"] = ir.StringAttr.get(mode)
+  for value, mode in layouts["out"]:
+    for attrs, out in zip(result_attrs, outs):
+      if out == value:
+        attrs["mhlo.layout_mode"] = ir.StringAttr.get(mode)
+  fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+  fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
 
 
 def _declare_mesh(module, mesh) -> None:

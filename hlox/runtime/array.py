@@ -16,6 +16,7 @@ from hlox.errors import DeletedArrayError, TracerArrayConversionError
 from hlox import _tree_transform as tree_util
 from hlox.runtime import client, spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
+from hlox.runtime import layout as layout_lib
 from jaxlib._jax import batched_block_until_ready as _batched_block_until_ready
 
 # Libraries (hlox.numpy) see the runtime only through this module.
@@ -106,7 +107,7 @@ class ArrayImpl:
   by gathering the pieces onto the default device (see ``__getattr__``).
   """
 
-  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "__weakref__")
+  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "_laid_out", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, buf, aval, device=None):
@@ -121,7 +122,7 @@ class ArrayImpl:
   def __getattr__(self, name):
     # Only reached for slots never set: ``_multi`` on single-device arrays, ``_buf`` on
     # multi-device ones until something needs it on one device.
-    if name == "_multi":
+    if name in ("_multi", "_laid_out"):
       return None
     if name == "_buf":
       multi = self._multi
@@ -182,6 +183,15 @@ class ArrayImpl:
     if multi is not None and spmd.is_multi_device(multi):  # pmap's layout, as JAX shows it
       return multi._sharding.named()
     return sharding_lib.public((multi if multi is not None else self._buf)._sharding)
+
+  @property
+  def format(self):
+    """The array's ``Format``: its device-local layout (each shard's) and its sharding."""
+    buf = self._laid_out
+    if buf is None:
+      multi = self._multi
+      buf = multi if multi is not None else self._buf
+    return layout_lib.Format(layout_lib.buffer_layout(buf, self.ndim), self.sharding)
 
   @property
   def is_fully_addressable(self) -> bool:
@@ -405,7 +415,7 @@ class ArrayImpl:
   # --- buffer lifetime ---
   def _buffers(self) -> list:
     """The device buffers that exist now (without gathering a multi-device array)."""
-    bufs = []
+    bufs = [] if self._laid_out is None else [self._laid_out]
     multi = self._multi
     if multi is not None:
       bufs.append(multi)
