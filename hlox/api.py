@@ -1118,7 +1118,7 @@ class Lowered:
     argument numbers, whatever was given by name)."""
     return self._donate_argnums
 
-  # (lay arguments out, give results default-layout copies) of a jit with Formats
+  # lays the arguments out as a jit with Formats takes them
   _formats = None
 
   def compile(self, compiler_options: dict | None = None) -> "Compiled":
@@ -1178,8 +1178,7 @@ class Compiled:
 
   def __call__(self, *args, **kwargs):
     if self._formats is not None:
-      lay_out, default_copy = self._formats
-      return tree_util.tree_map(default_copy, self._call_flat(lay_out(args), kwargs))
+      args = tuple(self._formats(args))
     return self._call_flat(args, kwargs)
 
   def _call_flat(self, args, kwargs):
@@ -1505,16 +1504,16 @@ def _is_layout_leaf(x) -> bool:
   return x is None or isinstance(x, (layout_lib.Layout, layout_lib.AutoLayout))
 
 
-def _per_leaf(layouts, tree, what: str) -> list:
+def _per_leaf(layouts, tree, what: str, is_leaf=_is_layout_leaf) -> list:
   """One layout (or None) per leaf of ``tree``, from ``layouts`` (a tree prefix of it)."""
   n = len(tree_util.tree_leaves(tree))
   if layouts is None:
     return [None] * n
-  if _is_layout_leaf(layouts):
+  if is_leaf(layouts):
     return [layouts] * n
   layouts = tuple(layouts) if isinstance(layouts, list) else layouts
   try:
-    return tree_util.broadcast_prefix(layouts, tree, is_leaf=_is_layout_leaf)
+    return tree_util.broadcast_prefix(layouts, tree, is_leaf=is_leaf)
   except (ValueError, TypeError):
     raise ValueError(f"jit {what} {layouts!r} must be a tree prefix of the "
                      f"{'positional arguments' if what == 'in_shardings' else 'outputs'}"
@@ -1536,53 +1535,18 @@ def _mark(leaves, layouts, role: str) -> list:
 _relayouts: dict = {}
 
 
-def _relayout(x, mode_in, mode_out):
-  """``x`` passed through an identity program taking it in layout ``mode_in`` and giving it
-  in ``mode_out`` (XLA copies the data between the two)."""
-  key = (mode_in, mode_out)
-  fn = _relayouts.get(key)
+def _relayout(x, mode_out):
+  """``x`` passed through an identity program giving it in layout ``mode_out``."""
+  fn = _relayouts.get(mode_out)
   if fn is None:
-    def identity(y):
-      if mode_in is not None:
-        y = entry_layout_p.bind(y, mode=mode_in, role="in")
-      if mode_out is not None:
-        y = entry_layout_p.bind(y, mode=mode_out, role="out")
-      return y
-    fn = _relayouts[key] = jit(identity)
+    fn = _relayouts[mode_out] = jit(
+        lambda y: entry_layout_p.bind(y, mode=mode_out, role="out"))
   return fn(x)
 
 
 def _buffer(x):
   multi = x._multi
   return multi if multi is not None else x._buf
-
-
-def _with_layout_buffer(x: Array, laid_out) -> Array:
-  """``x`` (in the default layout, what every other program reads) that also holds
-  ``laid_out``, the same value in another layout (reported by ``format`` and passed to
-  programs compiled for that layout)."""
-  out = Array.__new__(Array)
-  out.aval, out._npy, out._sig = x.aval, x._npy, x._sig
-  if x._multi is not None:
-    out._multi = x._multi
-  else:
-    out._buf = x._buf
-  out._laid_out = laid_out
-  return out
-
-
-def _default_copy(out: Array) -> Array:
-  """A result of a program with a layout: kept as it is when in the default layout, else
-  given a default-layout copy, so that programs compiled for the default layout (every one
-  without Formats) never read it in the wrong order."""
-  if type(out) is not Array:
-    return out
-  laid_out = _buffer(out)
-  layout = layout_lib.buffer_layout(laid_out, out.ndim)
-  if layout.is_default():
-    return out
-  default = _relayout(out, layout_lib.layout_mode(layout, out.ndim), None)
-  return _with_layout_buffer(default, laid_out)
 
 
 def _laid_out_view(x, layout, path: str):
@@ -1623,8 +1587,7 @@ def _put_laid_out(x, layout, sharding):
     x = device_put(x)
   if layout.is_default():
     return x
-  laid_out = _buffer(_relayout(x, None, layout_lib.layout_mode(layout, x.ndim)))
-  return _with_layout_buffer(x, laid_out)
+  return _relayout(x, layout_lib.layout_mode(layout, x.ndim))
 
 
 def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts, jit_kwargs):
@@ -1633,7 +1596,8 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
   or result (``entry_layout_p``), so XLA compiles the program for it."""
   static = jit_kwargs["static_argnums"]
   static = () if static is None else (static,) if isinstance(static, int) else tuple(static)
-  donating = bool(jit_kwargs["donate_argnums"] or jit_kwargs["donate_argnames"])
+  donating = jit_kwargs["donate_argnums"] not in (None, ()) or \
+      jit_kwargs["donate_argnames"] not in (None, ())
 
   def dynamic(args):
     return [i for i in range(len(args)) if i not in static and i - len(args) not in static]
@@ -1648,11 +1612,14 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
     for i, v in zip(positions, marked):
       args[i] = v
     out = fun(*args, **kwargs)
+    if out_shardings is not None:  # constrained first: the layouts are the results' own
+      _check_out_shardings(out, out_shardings)
+      out = with_sharding_constraint(out, out_shardings)
     out_leaves, out_tree = tree_util.tree_flatten(out)
     return out_tree.unflatten(_mark(out_leaves, _per_leaf(out_layouts, out, "out_shardings"),
                                     "out"))
 
-  inner = _jit_with_plain_shardings(with_layouts, in_shardings, out_shardings, jit_kwargs)
+  inner = _jit_with_plain_shardings(with_layouts, in_shardings, None, jit_kwargs)
   functools.update_wrapper(inner, fun)
 
   def laid_out(args):
@@ -1672,7 +1639,7 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
 
   @functools.wraps(fun)
   def call(*args, **kwargs):
-    _check_auto_donation(donating, in_layouts, out_layouts)
+    _check_auto_donation(donating, in_layouts, out_layouts, args)
     views = laid_out(args)
     out = inner(*views, **kwargs)
     if donating:  # the callers' Arrays, not only the views of them, are gone
@@ -1681,26 +1648,27 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
           for x, y in zip(tree_util.tree_leaves(a), tree_util.tree_leaves(v)):
             if type(x) is Array and type(y) is Array and y.is_deleted() and x is not y:
               x.delete()
-    return tree_util.tree_map(_default_copy, out)
+    return out
 
   def lower(*args, **kwargs):
-    _check_auto_donation(donating, in_layouts, out_layouts)
+    _check_auto_donation(donating, in_layouts, out_layouts, args)
     lowered = inner.lower(*args, **kwargs)
-    lowered._formats = (laid_out, _default_copy)
+    lowered._formats = laid_out
     return lowered
 
   def shapes(*args, **kwargs):
     out = inner.eval_shape(*args, **kwargs)
     out_leaves, out_tree = tree_util.tree_flatten(out)
     per_leaf = _per_leaf(out_layouts, out, "out_shardings")
+    shardings = _per_leaf(out_shardings, out, "out_shardings", _is_sharding_leaf)
     return out_tree.unflatten([
-        o.update(sharding=layout_lib.Format(l, o.sharding))
-        if isinstance(l, layout_lib.Layout) and o.sharding is not None else o
-        for o, l in zip(out_leaves, per_leaf)])
+        o.update(sharding=layout_lib.Format(l, o.sharding or s))
+        if isinstance(l, layout_lib.Layout) and (o.sharding or s) is not None else o
+        for o, l, s in zip(out_leaves, per_leaf, shardings)])
 
   call.lower = lower
   call.trace = inner.trace
-  call.eval_shape = shapes
+  call.eval_shape = call._formats_eval_shape = shapes
   call.clear_cache = inner.clear_cache
   call._jit = inner._jit
   return call
@@ -1744,10 +1712,17 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
   return _put_laid_out(out, layout, None)
 
 
-def _check_auto_donation(donating, in_layouts, out_layouts) -> None:
+def _check_auto_donation(donating, in_layouts, out_layouts, args=()) -> None:
   """As JAX: a donated argument laid out by XLA (AUTO) needs an AUTO output layout too, and
-  the other way round, since the two must agree for the buffer to be reused."""
+  the other way round, since the two must agree for the buffer to be reused. (JAX checks
+  this where it pairs donated arguments with results while lowering, which it has done
+  earlier for arguments of known sharding: committed Arrays are not checked.)"""
   if not donating:
+    return
+  placed = lambda x: (isinstance(x, Array) and x.committed) or (  # noqa: E731
+      isinstance(x, ShapeDtypeStruct) and x.sharding is not None)
+  leaves = tree_util.tree_leaves(args)
+  if leaves and all(map(placed, leaves)):
     return
   is_auto = lambda l: isinstance(l, layout_lib.AutoLayout)  # noqa: E731
   auto_in = any(map(is_auto, tree_util.tree_leaves(in_layouts, is_leaf=_is_layout_leaf)))
@@ -2236,6 +2211,9 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
 @api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
   """Shapes and dtypes of ``fun(*args, **kwargs)`` as ShapeDtypeStructs, without running it."""
+  with_formats = getattr(fun, "_formats_eval_shape", None)
+  if with_formats is not None:  # a jit with Formats: its results' Formats too
+    return with_formats(*args, **kwargs)
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
   avals = [abstractify_spec(x) for x in leaves]
   out_tree_box = []

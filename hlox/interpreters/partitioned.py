@@ -124,6 +124,7 @@ class PartitionedCall:
                     for s, a in zip(self.out_shardings, self.out_avals)]
     self.executable = spmd.Replicated(loaded, mesh._flat_devices_tuple, self.out_avals,
                                       internal_out)
+    self.relaid = lowered.result_layouts  # as ``CompiledCall.relaid``
     self.fast = self.__call__
 
   def place(self, x, i: int) -> Array:
@@ -153,7 +154,7 @@ class PartitionedCall:
     outs = list(map(wrap_partitioned, self.executable.run(bufs), self.out_avals))
     if nan_checks.enabled:
       nan_checks.check_sharded(outs)
-    return outs
+    return xla.relaid_results(outs, self.relaid) if self.relaid else outs
 
 
 _calls = LRUCache()

@@ -749,6 +749,10 @@ class Lowered:
     self.partitioned = None  # (jaxpr, signatures) of programs over a mesh (``partitioned``)
     # (callback, result avals, takes a token, HostTransfer or None) per host callback
     self.host_callbacks = ()
+    # {result position: mhlo.layout_mode} of results given in a layout XLA may make other
+    # than the default (``entry_layout_p``): whoever runs the program hands out
+    # default-layout copies of them (``lax/entry_layout.py``).
+    self.result_layouts = {}
     self.name = "main"  # what compile logs call it: "jit(f)", or an eager primitive's name
     self._text = None
 
@@ -854,27 +858,40 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         for i in token_outs:
           outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
         func_dialect.ReturnOp(outs)
+      result_layouts = {}
       if mctx.entry_layouts["in"] or mctx.entry_layouts["out"]:
-        _set_entry_layouts(fn, mctx.entry_layouts, arg_attrs, result_attrs, outs)
+        result_layouts = _set_entry_layouts(fn, mctx.entry_layouts, arg_attrs, result_attrs,
+                                            outs)
   out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
   lowered = Lowered(module, ctx, in_avals, out_avals, kept, donated)
   lowered.name = name
+  lowered.result_layouts = result_layouts
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
 
 
-def _set_entry_layouts(fn, layouts, arg_attrs, result_attrs, outs) -> None:
+def _set_entry_layouts(fn, layouts, arg_attrs, result_attrs, outs) -> dict:
   """``mhlo.layout_mode`` on the arguments and results of ``main`` that ``entry_layout_p``
-  asked a layout for (XLA compiles the entry computation for them)."""
+  asked a layout for (XLA compiles the entry computation for them); returns the results'
+  modes other than "default"."""
   for pos, mode in layouts["in"].items():
     arg_attrs[pos]["mhlo.layout_mode"] = ir.StringAttr.get(mode)
+  modes = {}
   for value, mode in layouts["out"]:
-    for attrs, out in zip(result_attrs, outs):
+    for j, (attrs, out) in enumerate(zip(result_attrs, outs)):
       if out == value:
         attrs["mhlo.layout_mode"] = ir.StringAttr.get(mode)
+        if mode != "default":
+          modes[j] = mode
   fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
   fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
+  return modes
+
+
+# Set by ``lax/entry_layout.py``: flat results of a program, with those whose positions a
+# ``Lowered.result_layouts`` names given default-layout copies (see there).
+relaid_results = None
 
 
 def _declare_mesh(module, mesh) -> None:

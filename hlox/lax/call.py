@@ -71,7 +71,7 @@ class CompiledCall:
   """
 
   __slots__ = ("run", "kept", "out_avals", "device", "device_key", "executable", "n_args",
-               "fast", "moves")
+               "fast", "moves", "relaid")
 
   def __init__(self, executable, lowered, device_key, moves=False):
     self.executable = executable
@@ -83,7 +83,10 @@ class CompiledCall:
     self.device = executable.device
     self.device_key = device_key
     self.moves = moves  # uncommitted arguments to copy to ``device`` first: the slow call
-    self.fast = self.__call__ if moves else self._make_fast()
+    # Results XLA may give in another layout than the default (``jit`` with Formats): they
+    # are copied to the default layout too, on ``__call__`` (never the fast path).
+    self.relaid = lowered.result_layouts
+    self.fast = self.__call__ if moves or self.relaid else self._make_fast()
 
   def _make_fast(self):
     """The cache-hit path: flat Arrays in, flat Arrays out, nothing else (falls back to
@@ -121,7 +124,8 @@ class CompiledCall:
       check_not_deleted(args)
       raise
     device_key = self.device_key
-    return [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]
+    outs = [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]
+    return xla.relaid_results(outs, self.relaid) if self.relaid else outs
 
 
 def host_outputs(call, out_avals):
