@@ -1549,7 +1549,7 @@ def _buffer(x):
   return multi if multi is not None else x._buf
 
 
-def _laid_out_view(x, layout, path: str):
+def _laid_out_view(x, layout, sharding, path: str):
   """Argument ``x`` as a program compiled for ``layout`` takes it: an Array whose buffer is
   in that layout. A committed Array in another layout is a ValueError, as in JAX; other
   values are laid out anew."""
@@ -1564,9 +1564,9 @@ def _laid_out_view(x, layout, path: str):
             "Layout passed to jit does not match the layout on the respective arg. Got jit "
             f"layout: {want},\\narg layout: {own} for arg {path} of type "
             f"{x.aval.str_short(short_dtypes=False)}")
-      x = _put_laid_out(x, want, x.sharding)
+      x = _put_laid_out(x, want, sharding if sharding is not None else x.sharding)
   else:
-    x = _put_laid_out(x, want, None)
+    x = _put_laid_out(x, want, sharding)
   if x._laid_out is None:
     return x
   view = Array.__new__(Array)
@@ -1576,6 +1576,14 @@ def _laid_out_view(x, layout, path: str):
   else:
     view._buf = x._laid_out
   return view
+
+
+def _named(s):
+  """A jit's sharding for an argument, a PartitionSpec read over the current mesh."""
+  if isinstance(s, sharding_lib.PartitionSpec):
+    mesh = sharding_lib.current_mesh()
+    return None if mesh is None else sharding_lib.NamedSharding(mesh, s)
+  return s
 
 
 def _put_laid_out(x, layout, sharding):
@@ -1630,8 +1638,9 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
     if all(not isinstance(l, layout_lib.Layout) for l in per_leaf):
       return args
     paths = _argument_paths(fun, args, {}, set(range(len(args))) - set(positions), ())
-    views = [x if isinstance(x, Tracer) else _laid_out_view(x, l, p)
-             for x, l, p in zip(leaves, per_leaf, paths)]
+    shardings = _per_leaf(in_shardings, dyn, "in_shardings", _is_sharding_leaf)
+    views = [x if isinstance(x, Tracer) else _laid_out_view(x, l, _named(s), p)
+             for x, l, s, p in zip(leaves, per_leaf, shardings, paths)]
     args = list(args)
     for i, v in zip(positions, tree.unflatten(views)):
       args[i] = v

@@ -28,6 +28,7 @@ from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_ja
 from hlox.config import config
 from hlox.interpreters import nan_checks, state_discharge
 from hlox.runtime import client
+from hlox.runtime import layout as layout_lib
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
                                 moved_buffers, needs_moves, scalar_argument)
 
@@ -753,6 +754,9 @@ class Lowered:
     # than the default (``entry_layout_p``): whoever runs the program hands out
     # default-layout copies of them (``lax/entry_layout.py``).
     self.result_layouts = {}
+    # {argument position among the kept ones: mhlo.layout_mode} of arguments taken in a
+    # layout other than the default: their buffers are checked before a run.
+    self.arg_layouts = {}
     self.name = "main"  # what compile logs call it: "jit(f)", or an eager primitive's name
     self._text = None
 
@@ -866,6 +870,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   lowered = Lowered(module, ctx, in_avals, out_avals, kept, donated)
   lowered.name = name
   lowered.result_layouts = result_layouts
+  lowered.arg_layouts = {pos: mode for pos, mode in mctx.entry_layouts["in"].items()
+                         if mode != "default"}
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
@@ -887,6 +893,28 @@ def _set_entry_layouts(fn, layouts, arg_attrs, result_attrs, outs) -> dict:
   fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
   fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
   return modes
+
+
+def expected_arg_layouts(loaded, modes: dict) -> dict:
+  """{position: Layout} the executable ``loaded`` takes the arguments ``modes`` names in
+  (what XLA compiled, AUTO resolved)."""
+  if not modes:
+    return {}
+  compiled = loaded.get_parameter_layouts()
+  return {pos: layout_lib.from_pjrt_layout(compiled[pos]) for pos in modes}
+
+
+def check_arg_layouts(bufs, expected: dict) -> None:
+  """ValueError unless each buffer in ``expected`` (position -> Layout) is in that layout.
+  (XLA reads a buffer in the layout it was compiled for, whatever the buffer's own: see
+  docs/RUNTIME_NOTES.md.)"""
+  for pos, want in expected.items():
+    buf = bufs[pos]
+    own = layout_lib.buffer_layout(buf, len(want.major_to_minor))
+    if own != want:
+      raise ValueError("Computation was compiled for input layouts that disagree with the "
+                       f"layouts of arguments passed to it: argument {pos} was compiled for "
+                       f"{want} and got a buffer in {own}.")
 
 
 # Set by ``lax/entry_layout.py``: flat results of a program, with those whose positions a
