@@ -1630,8 +1630,8 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
   inner = _jit_with_plain_shardings(with_layouts, in_shardings, None, jit_kwargs)
   functools.update_wrapper(inner, fun)
 
-  def laid_out(args):
-    positions = dynamic(args)
+  def laid_out(args, all_dynamic=False):
+    positions = list(range(len(args))) if all_dynamic else dynamic(args)
     dyn = tuple(args[i] for i in positions)
     leaves, tree = tree_util.tree_flatten(dyn)
     per_leaf = _per_leaf(in_layouts, dyn, "in_shardings")
@@ -1662,7 +1662,7 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
   def lower(*args, **kwargs):
     _check_auto_donation(donating, in_layouts, out_layouts, args)
     lowered = inner.lower(*args, **kwargs)
-    lowered._formats = laid_out
+    lowered._formats = functools.partial(laid_out, all_dynamic=True)  # static ones bound
     return lowered
 
   def shapes(*args, **kwargs):

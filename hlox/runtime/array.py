@@ -105,6 +105,11 @@ class ArrayImpl:
   An array made by ``pmap`` lives on several devices: its ``_multi`` holds that buffer and
   its single-device ``_buf`` (what jit and eager operations consume) is made on first use
   by gathering the pieces onto the default device (see ``__getattr__``).
+
+  An array a program gave in a non-default device-local layout (``jit`` with a ``Format``,
+  ``hlox.experimental.layout``) holds that buffer in ``_laid_out`` (what ``format`` reports
+  and programs compiled for that layout take); its ``_buf``/``_multi`` is a row-major copy,
+  what everything else reads (see ``hlox/lax/entry_layout.py``).
   """
 
   __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "_laid_out", "__weakref__")
