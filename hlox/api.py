@@ -44,6 +44,8 @@ from hlox.lax import ref_view
 from hlox.lax import state as ref_lib
 from hlox.runtime import client, introspection, placement
 from hlox.runtime import sharding as sharding_lib
+from hlox.runtime import layout as layout_lib
+from hlox.lax.entry_layout import entry_layout_p
 from hlox.lax.sharding_constraint import constrain as with_sharding_constraint
 from hlox.runtime.array import SCALAR_TYPES, Array, device_put
 from hlox.runtime.array import type_sharding as array_type_sharding
@@ -60,7 +62,7 @@ sharding_types.drop_size_one_axes = lambda: config._values["remove_size_one_mesh
 class ShapeDtypeStruct:
   """A shape and dtype standing in for an array (e.g. the results of ``eval_shape``)."""
 
-  __slots__ = ("shape", "dtype", "weak_type", "_sharding")
+  __slots__ = ("shape", "dtype", "weak_type", "_sharding", "_layout")
 
   def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
     self.shape = tuple(shape)
@@ -69,11 +71,23 @@ class ShapeDtypeStruct:
     self.dtype = np.dtype(dtype)
     self.weak_type = weak_type
     if sharding is not None and not isinstance(
-        sharding, (sharding_lib.Sharding, sharding_lib.PartitionSpec)):
-      raise ValueError("sharding should be an instance of `hlox.sharding.Sharding` or "
-                       f"`hlox.sharding.PartitionSpec`. Got {sharding} of type "
-                       f"{type(sharding)}.")
+        sharding, (sharding_lib.Sharding, sharding_lib.PartitionSpec, layout_lib.Format)):
+      raise ValueError("sharding should be an instance of `hlox.sharding.Sharding`, "
+                       "`hlox.sharding.PartitionSpec` or `hlox.experimental.layout.Format`. "
+                       f"Got {sharding} of type {type(sharding)}.")
+    self._layout = None  # a device-local layout, given in a Format
+    if isinstance(sharding, layout_lib.Format):
+      if isinstance(sharding.layout, layout_lib.AutoLayout):
+        raise TypeError("`Layout.AUTO` cannot be used in place of a device-local layout in "
+                        f"a `ShapeDtypeStruct`. Got {sharding}")
+      self._layout = sharding.layout
+      sharding = sharding.sharding
     self._sharding = sharding
+
+  @property
+  def format(self):
+    """The ``Format``: the device-local layout given (or None) and the sharding."""
+    return layout_lib.Format(self._layout, self.sharding)
 
   @property
   def sharding(self):
@@ -130,7 +144,8 @@ class ShapeDtypeStruct:
       raise TypeError(f"ShapeDtypeStruct.update got unexpected fields {sorted(unknown)}")
     return ShapeDtypeStruct(kwargs.get("shape", self.shape), kwargs.get("dtype", self.dtype),
                             weak_type=kwargs.get("weak_type", self.weak_type),
-                            sharding=kwargs.get("sharding", self.sharding))
+                            sharding=kwargs.get("sharding", self.sharding if self._layout is
+                                                None else self.format))
 
   def __repr__(self):
     sharding = self.sharding
@@ -144,7 +159,7 @@ class ShapeDtypeStruct:
       sharding = self.sharding
     except TypeError:  # a PartitionSpec and no mesh
       sharding = self._sharding
-    return (self.shape, self.dtype, sharding, self.weak_type)
+    return (self.shape, self.dtype, sharding, self.weak_type, self._layout)
 
   def __eq__(self, other):
     return isinstance(other, ShapeDtypeStruct) and self._compared() == other._compared()
@@ -1111,9 +1126,17 @@ class Lowered:
     argument numbers, whatever was given by name)."""
     return self._donate_argnums
 
+  # lays the arguments out as a jit with Formats takes them
+  _formats = None
+
   def compile(self, compiler_options: dict | None = None) -> "Compiled":
     """Compile with XLA; ``compiler_options`` are XLA's options by name, as JAX's
     (``{"xla_embed_ir_in_executable": True}``)."""
+    compiled = self._compile(compiler_options)
+    compiled._formats = self._formats
+    return compiled
+
+  def _compile(self, compiler_options):
     if self._platform is not None:
       raise RuntimeError(
           f"compile: this program was lowered for {self._platform!r}, which this process "
@@ -1159,7 +1182,14 @@ class Compiled:
     """The arguments' avals, in the tree of ``(args, kwargs)``."""
     return self.in_tree.unflatten(list(self._traced.in_avals))
 
+  _formats = None  # as ``Lowered._formats``
+
   def __call__(self, *args, **kwargs):
+    if self._formats is not None:
+      args = tuple(self._formats(args))
+    return self._call_flat(args, kwargs)
+
+  def _call_flat(self, args, kwargs):
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     if in_tree != self.in_tree:
       raise TypeError(f"Function compiled with input pytree does not match the input pytree it "
@@ -1206,6 +1236,45 @@ class Compiled:
   def output_shardings(self):
     """The results' shardings as the program lays them out, in the results' tree."""
     return self.out_tree.unflatten(self._flat_shardings("out"))
+
+  def _flat_layouts(self, which: str) -> list:
+    """The layouts the executable takes its arguments (every invar: consts, then the
+    arguments; an unused one in the default layout) or gives its results in."""
+    loaded = self.runtime_executable()
+    avals = self._traced.jaxpr.in_avals if which == "in" else self._traced.jaxpr.out_avals
+    try:
+      compiled = (loaded.get_parameter_layouts() if which == "in"
+                  else loaded.get_output_layouts())
+    except Exception:  # a platform without layouts: row-major everywhere
+      compiled = None
+    if compiled is None:
+      return [layout_lib.default_layout(a.ndim) for a in avals]
+    compiled = [layout_lib.from_pjrt_layout(l) for l in compiled]
+    if which == "out":
+      return compiled
+    kept = getattr(self._call, "kept", None)
+    kept = range(len(avals)) if kept is None else kept
+    flat = [layout_lib.default_layout(a.ndim) for a in avals]
+    for pos, i in enumerate(kept):
+      flat[i] = compiled[pos]
+    return flat
+
+  @property
+  def input_formats(self):
+    """``(args, kwargs)`` of ``Format``s: each argument's layout and sharding as the
+    program takes it."""
+    n_consts = len(self._traced.consts)
+    layouts = self._flat_layouts("in")[n_consts:]
+    shardings = self._flat_shardings("in")[n_consts:]
+    return self.in_tree.unflatten([layout_lib.Format(l, s)
+                                   for l, s in zip(layouts, shardings)])
+
+  @property
+  def output_formats(self):
+    """The results' ``Format``s (layout and sharding), in the results' tree."""
+    return self.out_tree.unflatten([
+        layout_lib.Format(l, s)
+        for l, s in zip(self._flat_layouts("out"), self._flat_shardings("out"))])
 
   def _argument_names(self, args, kwargs) -> list:
     """The flat arguments' names in errors: by parameter name (x, x[0]...) where the
@@ -1323,6 +1392,15 @@ def _is_sharding_leaf(s) -> bool:
 
 
 def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
+  in_shardings, in_layouts = _split_formats(in_shardings)
+  out_shardings, out_layouts = _split_formats(out_shardings)
+  if in_layouts is not None or out_layouts is not None:
+    return _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
+                             jit_kwargs)
+  return _jit_with_plain_shardings(fun, in_shardings, out_shardings, jit_kwargs)
+
+
+def _jit_with_plain_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   """``jit`` with ``in_shardings`` / ``out_shardings`` (a sharding or ``PartitionSpec`` for
   all, or a tree prefix of the positional arguments / the outputs; None: XLA decides):
   arguments are laid out before the call, outputs are constrained inside the program."""
@@ -1396,6 +1474,284 @@ def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   call.clear_cache = inner.clear_cache
   call._jit = inner._jit
   return call
+
+
+# --- jit with Formats (device-local layouts, ``hlox.experimental.layout``) ---------------
+
+def _is_format_leaf(x) -> bool:
+  return _is_sharding_leaf(x) or isinstance(x, (layout_lib.Format, layout_lib.Layout,
+                                                layout_lib.AutoLayout))
+
+
+def _split_formats(tree):
+  """``(shardings, layouts)`` of an in/out_shardings value: layouts is None when it holds
+  no ``Format``; else both are trees of its shape (a Format's sharding and layout)."""
+  if tree is None or _is_sharding_leaf(tree) and not isinstance(tree, layout_lib.Format):
+    return tree, None
+  leaves, treedef = tree_util.tree_flatten(tree, is_leaf=_is_format_leaf)
+  for leaf in leaves:
+    if isinstance(leaf, (layout_lib.Layout, layout_lib.AutoLayout)):
+      raise ValueError("`jax.jit` does not accept device-local layouts directly. Create a "
+                       "`Format` instance wrapping this device-local layout and pass that to "
+                       f"`jit` instead. Got {leaf}")
+  if not any(isinstance(x, layout_lib.Format) for x in leaves):
+    return tree, None
+  shardings = [x.sharding if isinstance(x, layout_lib.Format) else x for x in leaves]
+  layouts = [x.layout if isinstance(x, layout_lib.Format) else None for x in leaves]
+  if _is_format_leaf(tree):  # one Format for every leaf
+    unflat = lambda xs: xs[0]  # noqa: E731
+  else:
+    unflat = treedef.unflatten
+  shardings = unflat(shardings)
+  if all(s is None for s in tree_util.tree_leaves(shardings, is_leaf=lambda x: x is None)):
+    shardings = None
+  return shardings, unflat(layouts)
+
+
+def _is_layout_leaf(x) -> bool:
+  return x is None or isinstance(x, (layout_lib.Layout, layout_lib.AutoLayout))
+
+
+def _per_leaf(layouts, tree, what: str, is_leaf=_is_layout_leaf) -> list:
+  """One layout (or None) per leaf of ``tree``, from ``layouts`` (a tree prefix of it)."""
+  n = len(tree_util.tree_leaves(tree))
+  if layouts is None:
+    return [None] * n
+  if is_leaf(layouts):
+    return [layouts] * n
+  layouts = tuple(layouts) if isinstance(layouts, list) else layouts
+  try:
+    return tree_util.broadcast_prefix(layouts, tree, is_leaf=is_leaf)
+  except (ValueError, TypeError):
+    raise ValueError(f"jit {what} {layouts!r} must be a tree prefix of the "
+                     f"{'positional arguments' if what == 'in_shardings' else 'outputs'}"
+                     ) from None
+
+
+def _mode(layout, ndim: int):
+  """The ``mhlo.layout_mode`` for a leaf (None: no layout asked, XLA's default)."""
+  if layout is None:
+    return None
+  return layout_lib.layout_mode(layout, ndim)
+
+
+def _mark(leaves, layouts, role: str) -> list:
+  return [x if l is None else entry_layout_p.bind(x, mode=_mode(l, np.ndim(x)), role=role)
+          for x, l in zip(leaves, layouts)]
+
+
+_relayouts: dict = {}
+
+
+def _relayout(x, mode_out):
+  """``x`` passed through an identity program giving it in layout ``mode_out``."""
+  fn = _relayouts.get(mode_out)
+  if fn is None:
+    fn = _relayouts[mode_out] = jit(
+        lambda y: entry_layout_p.bind(y, mode=mode_out, role="out"))
+  return fn(x)
+
+
+def _buffer(x):
+  multi = x._multi
+  return multi if multi is not None else x._buf
+
+
+def _laid_out_view(x, layout, sharding, path: str):
+  """Argument ``x`` as a program compiled for ``layout`` takes it: an Array whose buffer is
+  in that layout. A committed Array in another layout is a ValueError, as in JAX; other
+  values are laid out anew."""
+  want = layout.update() if isinstance(layout, layout_lib.Layout) else None
+  if want is None:
+    return x
+  if isinstance(x, Array):
+    own = x.format.layout
+    if own != want:
+      if x.committed:
+        raise ValueError(
+            "Layout passed to jit does not match the layout on the respective arg. Got jit "
+            f"layout: {want},\\narg layout: {own} for arg {path} of type "
+            f"{x.aval.str_short(short_dtypes=False)}")
+      x = _put_laid_out(x, want, sharding if sharding is not None else x.sharding)
+  else:
+    x = _put_laid_out(x, want, sharding)
+  if x._laid_out is None:
+    return x
+  view = Array.__new__(Array)
+  view.aval, view._npy, view._sig = x.aval, None, x._sig
+  if x._multi is not None:
+    view._multi = x._laid_out
+  else:
+    view._buf = x._laid_out
+  return view
+
+
+def _named(s):
+  """A jit's sharding for an argument, a PartitionSpec read over the current mesh."""
+  if isinstance(s, sharding_lib.PartitionSpec):
+    mesh = sharding_lib.current_mesh()
+    return None if mesh is None else sharding_lib.NamedSharding(mesh, s)
+  return s
+
+
+def _put_laid_out(x, layout, sharding):
+  """``x`` placed by ``sharding`` (None: the default device) in ``layout``."""
+  layout.check_compatible_aval(np.shape(x))
+  if sharding is not None:
+    x = placement.device_put(x, sharding)
+  elif not isinstance(x, Array):
+    x = device_put(x)
+  if layout.is_default():
+    return x
+  return _relayout(x, layout_lib.layout_mode(layout, x.ndim))
+
+
+def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts, jit_kwargs):
+  """``jit`` whose in/out_shardings hold ``Format``s: the shardings as
+  ``_jit_with_plain_shardings`` treats them; each layout asked for is marked on its argument
+  or result (``entry_layout_p``), so XLA compiles the program for it."""
+  static = jit_kwargs["static_argnums"]
+  static = () if static is None else (static,) if isinstance(static, int) else tuple(static)
+  donating = jit_kwargs["donate_argnums"] not in (None, ()) or \
+      jit_kwargs["donate_argnames"] not in (None, ())
+
+  def dynamic(args):
+    return [i for i in range(len(args)) if i not in static and i - len(args) not in static]
+
+  @functools.wraps(fun)
+  def with_layouts(*args, **kwargs):
+    positions = dynamic(args)
+    dyn = tuple(args[i] for i in positions)
+    leaves, tree = tree_util.tree_flatten(dyn)
+    marked = tree.unflatten(_mark(leaves, _per_leaf(in_layouts, dyn, "in_shardings"), "in"))
+    args = list(args)
+    for i, v in zip(positions, marked):
+      args[i] = v
+    out = fun(*args, **kwargs)
+    if out_shardings is not None:  # constrained first: the layouts are the results' own
+      _check_out_shardings(out, out_shardings)
+      out = with_sharding_constraint(out, out_shardings)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    return out_tree.unflatten(_mark(out_leaves, _per_leaf(out_layouts, out, "out_shardings"),
+                                    "out"))
+
+  inner = _jit_with_plain_shardings(with_layouts, in_shardings, None, jit_kwargs)
+  functools.update_wrapper(inner, fun)
+
+  def laid_out(args, all_dynamic=False):
+    positions = list(range(len(args))) if all_dynamic else dynamic(args)
+    dyn = tuple(args[i] for i in positions)
+    leaves, tree = tree_util.tree_flatten(dyn)
+    per_leaf = _per_leaf(in_layouts, dyn, "in_shardings")
+    if all(not isinstance(l, layout_lib.Layout) for l in per_leaf):
+      return args
+    paths = _argument_paths(fun, args, {}, set(range(len(args))) - set(positions), ())
+    shardings = _per_leaf(in_shardings, dyn, "in_shardings", _is_sharding_leaf)
+    views = [x if isinstance(x, Tracer) else _laid_out_view(x, l, _named(s), p)
+             for x, l, s, p in zip(leaves, per_leaf, shardings, paths)]
+    args = list(args)
+    for i, v in zip(positions, tree.unflatten(views)):
+      args[i] = v
+    return args
+
+  @functools.wraps(fun)
+  def call(*args, **kwargs):
+    _check_auto_donation(donating, in_layouts, out_layouts, args)
+    views = laid_out(args)
+    out = inner(*views, **kwargs)
+    if donating:  # the callers' Arrays, not only the views of them, are gone
+      for a, v in zip(args, views):
+        if a is not v:
+          for x, y in zip(tree_util.tree_leaves(a), tree_util.tree_leaves(v)):
+            if type(x) is Array and type(y) is Array and y.is_deleted() and x is not y:
+              x.delete()
+    return out
+
+  def lower(*args, **kwargs):
+    _check_auto_donation(donating, in_layouts, out_layouts, args)
+    lowered = inner.lower(*args, **kwargs)
+    lowered._formats = functools.partial(laid_out, all_dynamic=True)  # static ones bound
+    return lowered
+
+  def shapes(*args, **kwargs):
+    out = inner.eval_shape(*args, **kwargs)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    per_leaf = _per_leaf(out_layouts, out, "out_shardings")
+    shardings = _per_leaf(out_shardings, out, "out_shardings", _is_sharding_leaf)
+    return out_tree.unflatten([
+        o.update(sharding=layout_lib.Format(l, o.sharding or s))
+        if isinstance(l, layout_lib.Layout) and (o.sharding or s) is not None else o
+        for o, l, s in zip(out_leaves, per_leaf, shardings)])
+
+  call.lower = lower
+  call.trace = inner.trace
+  call.eval_shape = call._formats_eval_shape = shapes
+  call.clear_cache = inner.clear_cache
+  call._jit = inner._jit
+  return call
+
+
+def put_with_format(x, fmt):
+  """``device_put(x, Format(layout, sharding))``: both must be concrete (a ``Layout`` or
+  None, and a ``Sharding``); the result is laid out so on each device."""
+  layout, sharding = fmt.layout, fmt.sharding
+  if layout is None and sharding is None:
+    return placement.device_put(x, None)
+  if not isinstance(sharding, sharding_lib.Sharding) or not isinstance(
+      layout, (layout_lib.Layout, type(None))):
+    aval = _abstractify(x)
+    raise ValueError("sharding and layout in `Layout` instance should be concrete. Got "
+                     f"layout: {fmt} for input {aval.str_short()}")
+  if layout is None:
+    return placement.device_put(x, sharding)
+  if isinstance(x, Array) and x.format == fmt:
+    return x
+  return _put_laid_out(x, layout, sharding)
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+  """The Array of global ``shape`` laid out by ``sharding`` (a ``Sharding``, or a ``Format``
+  with a concrete layout), each device's piece made by ``data_callback(index)`` (``index``
+  a tuple of slices into the global array)."""
+  layout = None
+  if isinstance(sharding, layout_lib.Format):
+    layout = sharding.layout
+    if isinstance(layout, layout_lib.AutoLayout):
+      raise TypeError("`Layout.AUTO` cannot be used in place of a device-local layout when "
+                      f"calling `jax.make_array_from_callback`. Got {sharding}")
+    sharding = sharding.sharding
+    if not isinstance(sharding, sharding_lib.Sharding):
+      raise TypeError(f"sharding should be an instance of `jax.sharding`. Got {sharding} of "
+                      f"type {type(sharding)}")
+  out = placement.make_array_from_callback(shape, sharding, data_callback, dtype)
+  if layout is None:
+    return out
+  return _put_laid_out(out, layout, None)
+
+
+def _check_auto_donation(donating, in_layouts, out_layouts, args=()) -> None:
+  """As JAX: a donated argument laid out by XLA (AUTO) needs an AUTO output layout too, and
+  the other way round, since the two must agree for the buffer to be reused. (JAX checks
+  this where it pairs donated arguments with results while lowering, which it has done
+  earlier for arguments of known sharding: committed Arrays are not checked.)"""
+  if not donating:
+    return
+  placed = lambda x: (isinstance(x, Array) and x.committed) or (  # noqa: E731
+      isinstance(x, ShapeDtypeStruct) and x.sharding is not None)
+  leaves = tree_util.tree_leaves(args)
+  if leaves and all(map(placed, leaves)):
+    return
+  is_auto = lambda l: isinstance(l, layout_lib.AutoLayout)  # noqa: E731
+  auto_in = any(map(is_auto, tree_util.tree_leaves(in_layouts, is_leaf=_is_layout_leaf)))
+  auto_out = any(map(is_auto, tree_util.tree_leaves(out_layouts, is_leaf=_is_layout_leaf)))
+  if auto_in and not auto_out:
+    raise ValueError("Donation with an input layout of `Layout.AUTO` needs the output layout "
+                     "chosen by the compiler too. Did you mean to set the output layout to "
+                     "`Layout.AUTO`?")
+  if auto_out and not auto_in:
+    raise ValueError("Donation with an output layout of `Layout.AUTO` needs the input layout "
+                     "chosen by the compiler too. Did you mean to set the input layout to "
+                     "`Layout.AUTO`?")
 
 
 def _jit_on_device(fun, device, backend, in_shardings, out_shardings, jit_kwargs):
@@ -1874,6 +2230,9 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
 @api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
   """Shapes and dtypes of ``fun(*args, **kwargs)`` as ShapeDtypeStructs, without running it."""
+  with_formats = getattr(fun, "_formats_eval_shape", None)
+  if with_formats is not None:  # a jit with Formats: its results' Formats too
+    return with_formats(*args, **kwargs)
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
   avals = [abstractify_spec(x) for x in leaves]
   out_tree_box = []

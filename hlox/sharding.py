@@ -9,7 +9,9 @@ from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
 from hlox.lax.sharding_constraint import constrain as _constrain, trim_spec, with_sharding_constraint  # noqa: F401,E501
 from hlox.lax.sharding_constraint import has_partial_axes
+from hlox.api import put_with_format
 from hlox.runtime import placement
+from hlox.runtime.layout import Format
 from hlox.runtime.array import Array
 from hlox.core.tracer import eval_trace, trace_ctx
 from hlox.runtime.sharding import (AbstractDevice, AbstractMesh, AxisType, GSPMDSharding, Mesh,  # noqa: F401
@@ -60,6 +62,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   a sharding becomes a sharding constraint and a device (or None) leaves the value as it is,
   as in JAX."""
   leaves = tree_util.tree_leaves(x)
+  if isinstance(device, Format) and not any(isinstance(leaf, Tracer) for leaf in leaves):
+    return tree_util.tree_map(lambda leaf: put_with_format(leaf, device), x)
   if not any(isinstance(leaf, Tracer) for leaf in leaves):
     if _moves_partial_sums(leaves, device):
       return _constrain(x, device)  # a program over the mesh (``sharding_constraint``)

@@ -416,6 +416,9 @@ PUBLIC_NAMES = {
     'hlox.experimental.random': (
         'StatefulPRNG', 'stateful_rng',
     ),
+    'hlox.experimental.layout': (
+        'Format', 'Layout', 'with_layout_constraint',
+    ),
     'hlox.ffi': (
         'build_ffi_lowering_function', 'ffi_call', 'ffi_lowering', 'include_dir', 'pycapsule',
         'register_ffi_target', 'register_ffi_target_as_batch_partitionable', 'register_ffi_type',

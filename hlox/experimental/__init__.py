@@ -6,9 +6,9 @@ Belongs here: thin re-exports and small wrappers of APIs whose home is elsewhere
 layers (``ode``: ``odeint``); may import the rooms of its layer and below, never jaxlib.
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
-from hlox.experimental import (checkify, compilation_cache, jet, mesh_utils,  # noqa: F401
+from hlox.experimental import (checkify, compilation_cache, jet, layout, mesh_utils,  # noqa: F401
                                multihost_utils, ode, shard_alike, shard_map, sparse,
                                xla_metadata)
 
-__all__ = ["checkify", "compilation_cache", "io_callback", "jet", "mesh_utils",
+__all__ = ["checkify", "compilation_cache", "io_callback", "jet", "layout", "mesh_utils",
            "multihost_utils", "ode", "shard_alike", "shard_map", "sparse", "xla_metadata"]

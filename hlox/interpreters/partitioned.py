@@ -124,6 +124,8 @@ class PartitionedCall:
                     for s, a in zip(self.out_shardings, self.out_avals)]
     self.executable = spmd.Replicated(loaded, mesh._flat_devices_tuple, self.out_avals,
                                       internal_out)
+    self.relaid = lowered.result_layouts  # as ``CompiledCall.relaid``
+    self.arg_layouts = xla.expected_arg_layouts(loaded, lowered.arg_layouts)
     self.fast = self.__call__
 
   def place(self, x, i: int) -> Array:
@@ -150,10 +152,12 @@ class PartitionedCall:
       if multi.is_deleted():  # jaxlib crashes on deleted multi-device buffers
         raise DeletedArrayError(deleted_message(x.aval))
       bufs.append(multi)
+    if self.arg_layouts:
+      xla.check_arg_layouts(bufs, self.arg_layouts)
     outs = list(map(wrap_partitioned, self.executable.run(bufs), self.out_avals))
     if nan_checks.enabled:
       nan_checks.check_sharded(outs)
-    return outs
+    return xla.relaid_results(outs, self.relaid) if self.relaid else outs
 
 
 _calls = LRUCache()

@@ -28,6 +28,7 @@ from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_ja
 from hlox.config import config
 from hlox.interpreters import nan_checks, state_discharge
 from hlox.runtime import client
+from hlox.runtime import layout as layout_lib
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
                                 moved_buffers, needs_moves, scalar_argument)
 
@@ -111,6 +112,9 @@ class ModuleContext:
     self.auto_axes = ()
     self._channels = 0
     self.sharding_groups = 0  # ``sdy.sharding_group`` ids given out (``shard_alike``)
+    # Layouts asked for the entry function's arguments (position -> mode) and results
+    # ((value, mode) pairs) by ``entry_layout_p`` (``lax/entry_layout.py``).
+    self.entry_layouts = {"in": {}, "out": []}
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
@@ -746,6 +750,13 @@ class Lowered:
     self.partitioned = None  # (jaxpr, signatures) of programs over a mesh (``partitioned``)
     # (callback, result avals, takes a token, HostTransfer or None) per host callback
     self.host_callbacks = ()
+    # {result position: mhlo.layout_mode} of results given in a layout XLA may make other
+    # than the default (``entry_layout_p``): whoever runs the program hands out
+    # default-layout copies of them (``lax/entry_layout.py``).
+    self.result_layouts = {}
+    # {argument position among the kept ones: mhlo.layout_mode} of arguments taken in a
+    # layout other than the default: their buffers are checked before a run.
+    self.arg_layouts = {}
     self.name = "main"  # what compile logs call it: "jit(f)", or an eager primitive's name
     self._text = None
 
@@ -832,11 +843,12 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
               arg_shardings[i].sdy_text(main_in[i].ndim))
       if any(arg_attrs):
         fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+      result_attrs = [{} for _ in main_out]
       if result_shardings is not None and any(s is not None for s in result_shardings):
-        fn.result_attrs = ir.ArrayAttr.get([
-            ir.DictAttr.get({} if s is None else {
-                "sdy.sharding": ir.Attribute.parse(s.sdy_text(a.ndim))})
-            for s, a in zip(result_shardings, main_out)])
+        for attrs, s, a in zip(result_attrs, result_shardings, main_out):
+          if s is not None:
+            attrs["sdy.sharding"] = ir.Attribute.parse(s.sdy_text(a.ndim))
+        fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
       block = fn.add_entry_block()
       with ir.InsertionPoint(block):
         args = [None] * len(in_avals)
@@ -850,12 +862,64 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         for i in token_outs:
           outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
         func_dialect.ReturnOp(outs)
+      result_layouts = {}
+      if mctx.entry_layouts["in"] or mctx.entry_layouts["out"]:
+        result_layouts = _set_entry_layouts(fn, mctx.entry_layouts, arg_attrs, result_attrs,
+                                            outs)
   out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
   lowered = Lowered(module, ctx, in_avals, out_avals, kept, donated)
   lowered.name = name
+  lowered.result_layouts = result_layouts
+  lowered.arg_layouts = {pos: mode for pos, mode in mctx.entry_layouts["in"].items()
+                         if mode != "default"}
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
+
+
+def _set_entry_layouts(fn, layouts, arg_attrs, result_attrs, outs) -> dict:
+  """``mhlo.layout_mode`` on the arguments and results of ``main`` that ``entry_layout_p``
+  asked a layout for (XLA compiles the entry computation for them); returns the results'
+  modes other than "default"."""
+  for pos, mode in layouts["in"].items():
+    arg_attrs[pos]["mhlo.layout_mode"] = ir.StringAttr.get(mode)
+  modes = {}
+  for value, mode in layouts["out"]:
+    for j, (attrs, out) in enumerate(zip(result_attrs, outs)):
+      if out == value:
+        attrs["mhlo.layout_mode"] = ir.StringAttr.get(mode)
+        if mode != "default":
+          modes[j] = mode
+  fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+  fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
+  return modes
+
+
+def expected_arg_layouts(loaded, modes: dict) -> dict:
+  """{position: Layout} the executable ``loaded`` takes the arguments ``modes`` names in
+  (what XLA compiled, AUTO resolved)."""
+  if not modes:
+    return {}
+  compiled = loaded.get_parameter_layouts()
+  return {pos: layout_lib.from_pjrt_layout(compiled[pos]) for pos in modes}
+
+
+def check_arg_layouts(bufs, expected: dict) -> None:
+  """ValueError unless each buffer in ``expected`` (position -> Layout) is in that layout.
+  (XLA reads a buffer in the layout it was compiled for, whatever the buffer's own: see
+  docs/RUNTIME_NOTES.md.)"""
+  for pos, want in expected.items():
+    buf = bufs[pos]
+    own = layout_lib.buffer_layout(buf, len(want.major_to_minor))
+    if own != want:
+      raise ValueError("Computation was compiled for input layouts that disagree with the "
+                       f"layouts of arguments passed to it: argument {pos} was compiled for "
+                       f"{want} and got a buffer in {own}.")
+
+
+# Set by ``lax/entry_layout.py``: flat results of a program, with those whose positions a
+# ``Lowered.result_layouts`` names given default-layout copies (see there).
+relaid_results = None
 
 
 def _declare_mesh(module, mesh) -> None:

@@ -71,7 +71,7 @@ class CompiledCall:
   """
 
   __slots__ = ("run", "kept", "out_avals", "device", "device_key", "executable", "n_args",
-               "fast", "moves")
+               "fast", "moves", "relaid", "arg_layouts")
 
   def __init__(self, executable, lowered, device_key, moves=False):
     self.executable = executable
@@ -83,7 +83,13 @@ class CompiledCall:
     self.device = executable.device
     self.device_key = device_key
     self.moves = moves  # uncommitted arguments to copy to ``device`` first: the slow call
-    self.fast = self.__call__ if moves else self._make_fast()
+    # Results XLA may give in another layout than the default (``jit`` with Formats): they
+    # are copied to the default layout too, on ``__call__`` (never the fast path).
+    self.relaid = lowered.result_layouts
+    # Arguments taken in another layout than the default: their buffers are checked.
+    self.arg_layouts = xla.expected_arg_layouts(executable.loaded, lowered.arg_layouts)
+    self.fast = (self.__call__ if moves or self.relaid or self.arg_layouts
+                 else self._make_fast())
 
   def _make_fast(self):
     """The cache-hit path: flat Arrays in, flat Arrays out, nothing else (falls back to
@@ -115,13 +121,16 @@ class CompiledCall:
     if self.kept is not None:
       args = [args[i] for i in self.kept]
     bufs = argument_buffers(args, self.device if self.device_key is not None else None)
+    if self.arg_layouts:
+      xla.check_arg_layouts(bufs, self.arg_layouts)
     try:
       outs = self.run(bufs)
     except Exception:  # a deleted (e.g. donated) input: say so in JAX's words
       check_not_deleted(args)
       raise
     device_key = self.device_key
-    return [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]
+    outs = [Array(b, a, device_key) for b, a in zip(outs, self.out_avals)]
+    return xla.relaid_results(outs, self.relaid) if self.relaid else outs
 
 
 def host_outputs(call, out_avals):

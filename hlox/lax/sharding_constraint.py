@@ -13,6 +13,8 @@ from hlox.core import sharding_types
 from hlox.core.primitive import Primitive
 from hlox.interpreters import ad, batching, partitioned, xla
 from hlox.runtime import sharding as sharding_lib
+from hlox.runtime import layout as layout_lib
+from hlox.lax.entry_layout import entry_layout_p
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from hlox.core.tracer import Tracer, get_aval
 from hlox.runtime.array import Array, device_put
@@ -217,7 +219,16 @@ def with_sharding_constraint(x, shardings):
 
   As in JAX, it never changes a type: where every axis of the mesh in effect is Explicit
   it only checks that each array is split as asked (an AssertionError otherwise), and
-  elsewhere its specs may name only Auto axes (``reshard`` changes types)."""
+  elsewhere its specs may name only Auto axes (``reshard`` changes types).
+
+  A ``Format`` (``hlox.experimental.layout``) constrains the sharding to its own and, where
+  the value is a result of the jitted program, its layout to its own."""
+  if isinstance(shardings, layout_lib.Format):
+    out = with_sharding_constraint(x, shardings.sharding)
+    if not isinstance(shardings.layout, layout_lib.Layout):
+      return out
+    return tree_util.tree_map(
+        lambda leaf: with_layout_constraint(leaf, shardings.layout), out)
   leaves, tree, resolved = _per_leaf(x, shardings)
   context = sharding_lib.get_abstract_mesh()
   all_explicit = bool(context.axis_types) and all(
@@ -279,3 +290,15 @@ def _check_auto_only(s) -> None:
 
 
 sharding_types.constrain = lambda x, split: _bind(x, sharding_lib.named_of_type(split))
+
+
+def with_layout_constraint(x, layout):
+  """``x`` (an array) whose device-local layout is ``layout`` (a ``Layout``) where it leaves
+  the jitted program as a result; a value used only inside the program is laid out as XLA
+  chooses (no result depends on it)."""
+  if not isinstance(layout, layout_lib.Layout):
+    raise TypeError("with_layout_constraint expects a `Layout` (not `Layout.AUTO` or a "
+                    f"`Format`); got {layout!r} of type {type(layout)}")
+  layout.check_compatible_aval(get_aval(x).shape)
+  return entry_layout_p.bind(x, mode=layout_lib.layout_mode(layout, len(get_aval(x).shape)),
+                             role="out")

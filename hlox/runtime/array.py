@@ -16,6 +16,7 @@ from hlox.errors import DeletedArrayError, TracerArrayConversionError
 from hlox import _tree_transform as tree_util
 from hlox.runtime import client, spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
+from hlox.runtime import layout as layout_lib
 from jaxlib._jax import batched_block_until_ready as _batched_block_until_ready
 
 # Libraries (hlox.numpy) see the runtime only through this module.
@@ -104,10 +105,16 @@ class ArrayImpl:
   An array made by ``pmap`` lives on several devices: its ``_multi`` holds that buffer and
   its single-device ``_buf`` (what jit and eager operations consume) is made on first use
   by gathering the pieces onto the default device (see ``__getattr__``).
+
+  An array a program gave in a non-default device-local layout (``jit`` with a ``Format``,
+  ``hlox.experimental.layout``) holds that buffer in ``_laid_out`` (what ``format`` reports
+  and programs compiled for that layout take); its ``_buf``/``_multi`` is a row-major copy,
+  what everything else reads (see ``hlox/lax/entry_layout.py``).
   """
 
   # ``__dict__``: users may attach attributes to Arrays, as to JAX's (created only when used).
-  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "__weakref__", "__dict__")
+  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "_laid_out", "__weakref__",
+               "__dict__")
   __array_priority__ = 100
 
   def __init__(self, buf, aval, device=None):
@@ -122,7 +129,7 @@ class ArrayImpl:
   def __getattr__(self, name):
     # Only reached for slots never set: ``_multi`` on single-device arrays, ``_buf`` on
     # multi-device ones until something needs it on one device.
-    if name == "_multi":
+    if name in ("_multi", "_laid_out"):
       return None
     if name == "_buf":
       multi = self._multi
@@ -183,6 +190,15 @@ class ArrayImpl:
     if multi is not None and spmd.is_multi_device(multi):  # pmap's layout, as JAX shows it
       return multi._sharding.named()
     return sharding_lib.public((multi if multi is not None else self._buf)._sharding)
+
+  @property
+  def format(self):
+    """The array's ``Format``: its device-local layout (each shard's) and its sharding."""
+    buf = self._laid_out
+    if buf is None:
+      multi = self._multi
+      buf = multi if multi is not None else self._buf
+    return layout_lib.Format(layout_lib.buffer_layout(buf, self.ndim), self.sharding)
 
   @property
   def is_fully_addressable(self) -> bool:
@@ -406,7 +422,7 @@ class ArrayImpl:
   # --- buffer lifetime ---
   def _buffers(self) -> list:
     """The device buffers that exist now (without gathering a multi-device array)."""
-    bufs = []
+    bufs = [] if self._laid_out is None else [self._laid_out]
     multi = self._multi
     if multi is not None:
       bufs.append(multi)

@@ -468,7 +468,28 @@ def _host_devices(n: int) -> list:
 def buffer_to_numpy(buf) -> np.ndarray:
   """The value of a one-device buffer of a NumPy dtype, from any platform: a read-only view
   of a CPU buffer, a copy of another's."""
-  return np.asarray(on_host(buf))
+  value = np.asarray(on_host(buf))
+  if value.dtype == object:
+    # The buffer protocol refuses a buffer in a non-default layout (``jit`` with a Format);
+    # DLPack describes it with strides.
+    from jaxlib import _jax
+    value = np.array(np.from_dlpack(_Capsule(_jax.buffer_to_dlpack_managed_tensor(
+        on_host(buf)))), copy=True)
+  return value
+
+
+class _Capsule:
+  """Hands NumPy a DLPack capsule of a CPU buffer."""
+  __slots__ = ("capsule",)
+
+  def __init__(self, capsule):
+    self.capsule = capsule
+
+  def __dlpack__(self, **kwargs):
+    return self.capsule
+
+  def __dlpack_device__(self):
+    return (1, 0)  # kDLCPU
 
 
 def copy_buffer_to_device(buf, aval, device):
