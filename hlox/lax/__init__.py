@@ -45,7 +45,8 @@ from hlox.lax.shard_map import pbroadcast, pcast, pvary, shard_map_p  # noqa: F4
 from hlox.core.extended_functions import accepting_extended as _accepting_extended  # noqa: E402
 ACCEPTING_KEYS = ("broadcast", "broadcast_in_dim", "reshape", "transpose", "expand_dims",
                   "slice", "rev", "index_in_dim", "dynamic_index_in_dim", "slice_in_dim",
-                  "dynamic_slice_in_dim")
+                  "dynamic_slice_in_dim", "dynamic_update_slice_in_dim",
+                  "dynamic_update_index_in_dim")
 for _name in ACCEPTING_KEYS:
   globals()[_name] = _accepting_extended("hlox.lax", globals()[_name])
 del _name

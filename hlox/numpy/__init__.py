@@ -53,7 +53,8 @@ ACCEPTING_KEYS = (
     "broadcast_to", "concatenate", "stack", "hstack", "vstack", "expand_dims", "tile",
     "where", "take", "transpose", "permute_dims", "flip", "roll", "repeat", "swapaxes",
     "moveaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d", "copy", "split",
-    "append", "zeros_like", "empty_like", "full_like", "array_equal")
+    "append", "zeros_like", "empty_like", "ones_like", "full_like", "zeros", "empty", "ones",
+    "full", "reshape", "broadcast_arrays", "array_equal")
 for _name in ACCEPTING_KEYS:
   globals()[_name] = _accepting_extended("hlox.numpy", globals()[_name])
 del _name

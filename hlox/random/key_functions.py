@@ -195,18 +195,66 @@ def _np_append(arr, values, axis=None):
   return _np_concatenate([arr, values], axis=axis)
 
 
-def _np_zeros_like(a, dtype=None, shape=None, **kwargs):
-  """Keys of all-zero data (JAX's ``zeros_like`` / ``empty_like`` of keys)."""
-  if dtype is not None and dtype != a.dtype:
-    raise TypeError(f"cannot make an array of dtype {dtype} like keys of dtype {a.dtype}")
-  shape = a.shape if shape is None else tuple(shape)
-  return PRNGKeyArray(jnp.zeros(shape + _tail(a), a._base.dtype), a._impl)
+def _shape(shape):
+  return (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+
+
+def _filled(shape, fill_value, impl):
+  """Keys of ``shape``: each a copy of key ``fill_value``, or all of whose data words are
+  ``fill_value`` (a number: JAX's ``zeros``/``ones``/``full`` with a key dtype)."""
+  if isinstance(fill_value, PRNGKeyArray):
+    if fill_value._impl is not impl:
+      raise TypeError(f"full: a key of dtype {fill_value.dtype} cannot fill keys of another "
+                      "implementation")
+    return _np_broadcast_to(fill_value, shape)
+  return PRNGKeyArray(jnp.full(shape + tuple(impl.key_shape), fill_value, np.uint32), impl)
+
+
+def _impl_of(dtype, like=None):
+  impl = getattr(dtype, "_impl", None)
+  if impl is None:
+    if like is None or dtype is not None:
+      raise TypeError(f"cannot make keys of dtype {dtype}")
+    impl = like._impl
+  return impl
+
+
+def _creation(fill):
+  def impl(shape, dtype=None, **kwargs):
+    return _filled(_shape(shape), fill, _impl_of(dtype))
+  return impl
+
+
+def _np_full(shape, fill_value, dtype=None, **kwargs):
+  if dtype is None:
+    (fill_value,), impl = _keys("full", (fill_value,))
+  else:
+    impl = _impl_of(dtype)
+  return _filled(_shape(shape), fill_value, impl)
+
+
+def _like(fill):
+  def impl(a, dtype=None, shape=None, **kwargs):
+    if not isinstance(a, PRNGKeyArray):
+      raise TypeError(f"cannot make keys like a value of type {type(a).__name__}")
+    return _filled(a.shape if shape is None else _shape(shape), fill,
+                   _impl_of(dtype, like=a) if dtype is not None else a._impl)
+  return impl
 
 
 def _np_full_like(a, fill_value, dtype=None, shape=None, **kwargs):
-  (fill_value,), _ = _keys("full_like", (fill_value,))
-  shape = a.shape if shape is None else tuple(shape)
-  return _np_broadcast_to(fill_value, shape)
+  impl = a._impl if dtype is None else _impl_of(dtype)
+  return _filled(a.shape if shape is None else _shape(shape), fill_value, impl)
+
+
+def _np_reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+  return a.reshape(shape if shape is not None else newshape)
+
+
+def _np_broadcast_arrays(*args):
+  keys, _ = _keys("broadcast_arrays", args)
+  shape = np.broadcast_shapes(*(k.shape for k in keys))
+  return [_np_broadcast_to(k, shape) for k in keys]
 
 
 def _np_array_equal(a1, a2, equal_nan=False):
@@ -225,7 +273,10 @@ _NUMPY = {
     "swapaxes": _np_swapaxes, "moveaxis": _np_moveaxis, "ravel": _np_ravel,
     "atleast_1d": _atleast(1), "atleast_2d": _atleast(2), "atleast_3d": _atleast(3),
     "copy": _np_copy, "split": _np_split, "append": _np_append,
-    "zeros_like": _np_zeros_like, "empty_like": _np_zeros_like, "full_like": _np_full_like,
+    "zeros_like": _like(0), "empty_like": _like(0), "ones_like": _like(1),
+    "full_like": _np_full_like, "zeros": _creation(0), "empty": _creation(0),
+    "ones": _creation(1), "full": _np_full, "reshape": _np_reshape,
+    "broadcast_arrays": _np_broadcast_arrays,
     "array_equal": _np_array_equal,
 }
 
@@ -281,6 +332,15 @@ def _lax_in_dim(fn):
   return impl
 
 
+def _lax_dynamic_update_in_dim(fn):
+  """``dynamic_update_slice_in_dim`` / ``dynamic_update_index_in_dim`` of keys by keys."""
+  def impl(operand, update, index, axis):
+    (operand, update), key_impl = _keys(fn.__name__, (operand, update))
+    return PRNGKeyArray(fn(operand._base, update._base, index,
+                           _axis(fn.__name__, axis, operand.ndim)), key_impl)
+  return impl
+
+
 _LAX = {
     "broadcast": _lax_broadcast, "broadcast_in_dim": _lax_broadcast_in_dim,
     "reshape": _lax_reshape, "transpose": _lax_transpose, "expand_dims": _lax_expand_dims,
@@ -289,6 +349,8 @@ _LAX = {
     "dynamic_index_in_dim": _lax_in_dim(lax.dynamic_index_in_dim),
     "slice_in_dim": _lax_in_dim(lax.slice_in_dim),
     "dynamic_slice_in_dim": _lax_in_dim(lax.dynamic_slice_in_dim),
+    "dynamic_update_slice_in_dim": _lax_dynamic_update_in_dim(lax.dynamic_update_slice_in_dim),
+    "dynamic_update_index_in_dim": _lax_dynamic_update_in_dim(lax.dynamic_update_index_in_dim),
 }
 
 for _name, _impl in _NUMPY.items():
