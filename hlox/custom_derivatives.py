@@ -34,7 +34,9 @@ from hlox.errors import UnexpectedTracerError
 from hlox.core.source_info import current_xla_metadata
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, checkify, jet, nan_checks, xla
+from hlox.core.refs import is_ref_aval
+from hlox.interpreters import ad, batching, checkify, jet, nan_checks, state_discharge, xla
+from hlox.lax import state
 from hlox.interpreters.partial_eval import PartialEvalTrace
 from hlox.runtime.array import device_put
 
@@ -692,6 +694,13 @@ def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
   vjp, num_consts = rule, rule.num_consts
   p_out, res, res_tree = vjp.fwd(primals, [_perturbed(t) for t in tangents])
   in_avals = [get_aval(p) for p in primals[num_consts:]]
+  if any(is_ref_aval(a) for a in in_avals):
+    # A differentiated reference argument: the linear map sees its tangent's contents (a
+    # read of the tangent reference), and bwd's cotangent for it is one for those contents.
+    in_avals = [a.inner_aval if is_ref_aval(a) else a for a in in_avals]
+    tangents = [*tangents[:num_consts], *[
+        state.get(t) if type(t) is not ad.Zero and is_ref_aval(get_aval(t)) else t
+        for t in tangents[num_consts:]]]
   out_avals = [get_aval(p).to_tangent_aval() for p in p_out]
   nz = [type(t) is not ad.Zero for t in tangents[num_consts:]]
   t_in = [t for t in tangents[num_consts:] if type(t) is not ad.Zero]
@@ -701,6 +710,23 @@ def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
   return p_out, t_out
 
 ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+def _custom_vjp_call_discharge(refs, *args, call_jaxpr, **params):
+  """With reference operands, the call is made pure by running the discharged primal
+  function in its place (as JAX falls back to it): a later derivative is that of the
+  primal, the custom rule applying to pure calls only."""
+  positions = [i for i, r in enumerate(refs) if r is not None]
+  if not positions:
+    return [None] * len(args), custom_vjp_call_p.bind(*args, call_jaxpr=call_jaxpr, **params)
+  outs = state_discharge.eval_discharged(call_jaxpr.jaxpr, call_jaxpr.consts, args, positions)
+  n_out = len(outs) - len(positions)
+  new_vals = [None] * len(args)
+  for i, v in zip(positions, outs[n_out:]):
+    new_vals[i] = v
+  return new_vals, outs[:n_out]
+
+state_discharge.register(custom_vjp_call_p, _custom_vjp_call_discharge)
 
 
 class _LinPrimitive(Primitive):

@@ -45,6 +45,32 @@ def jaxpr_has_refs(jaxpr: Jaxpr) -> bool:
              for e in jaxpr.eqns)
 
 
+def refs_made_unknown(jaxpr: Jaxpr, in_unknowns) -> set:
+  """The references ``jaxpr`` creates that partial evaluation must stage as unknown: those
+  an equation with an unknown operand touches (a write of an unknown value, a read at an
+  unknown index). Such a reference cannot live on the known side, since the unknown side
+  would need it as a residual; staging its creation (its initial value a residual) keeps
+  every use of it on one side. A fixpoint: an unknown reference makes its reads unknown."""
+  if not jaxpr_has_refs(jaxpr):
+    return set()
+  created = {e.outvars[0] for e in jaxpr.eqns if e.primitive in _creators}
+  forced: set = set()
+  while True:
+    unknown = {v for v, u in zip(jaxpr.invars, in_unknowns) if u} | forced
+    grew = False
+    for eqn in jaxpr.eqns:
+      ins = [v for v in eqn.invars if type(v) is not Literal]
+      if any(v in unknown for v in ins):
+        unknown.update(eqn.outvars)
+        for v in ins:
+          if v in created and v not in forced:
+            forced.add(v)
+            unknown.add(v)
+            grew = True
+    if not grew:
+      return forced
+
+
 def discharge_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
   """The pure form of ``closed``: each reference input takes the reference's value, and the
   final values of the reference inputs follow the outputs, in input order. Reference
