@@ -15,7 +15,7 @@ from typing import Sequence
 
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
-                             convert_constvars, eval_jaxpr, literal_value)
+                             convert_constvars, eval_jaxpr, is_effectful, literal_value)
 from hlox.core.tracer import Tracer, set_current_trace
 from hlox.interpreters import state_discharge
 
@@ -150,6 +150,9 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   if isinstance(instantiate, bool):
     instantiate = [instantiate] * len(jaxpr.outvars)
   unknown_vars = {v for v, u in zip(jaxpr.invars, in_unknowns) if u}
+  # References that unknown values touch are made on the unknown side (their initial value
+  # a residual); every equation on them follows, as each takes an unknown reference.
+  unknown_vars |= state_discharge.refs_made_unknown(jaxpr, in_unknowns)
   producer, mixed, replaced = {}, {}, {}
   forced_residuals = []
   for eqn in jaxpr.eqns:
@@ -194,7 +197,8 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
     eqn = producer.get(v)
     if eqn in unknown_set and eqn not in replaced:
       return  # a known output of a mixed equation, which the unknown side runs whole
-    if v in known_inputs or eqn is None or eqn in replaced or is_saved(
+    # (an effectful equation's results are saved: it runs once, on the known side)
+    if v in known_inputs or eqn is None or eqn in replaced or is_effectful(eqn) or is_saved(
         saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
       residuals.append(v)
       return
