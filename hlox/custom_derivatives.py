@@ -712,15 +712,39 @@ def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
 ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
 
 
-def _custom_vjp_call_discharge(refs, *args, call_jaxpr, **params):
-  """With reference operands, the call is made pure by running the discharged primal
-  function in its place (as JAX falls back to it): a later derivative is that of the
-  primal, the custom rule applying to pure calls only."""
+class _RefsFromValues:
+  """The rule of a custom_vjp call on references once they are passed by value
+  (discharged): the user's fwd gets fresh references holding the values, and the call's
+  outputs gain the references' final values (cotangents for those are not the user's
+  bwd's: it sees the function's own outputs' only)."""
+
+  def __init__(self, rule, positions, n_out):
+    self.rule, self.positions, self.n_out = rule, tuple(positions), n_out
+
+  def fwd(self, primals, perturbed):
+    refs = {i: state.new_ref(primals[i]) for i in self.positions}
+    primals = [refs.get(i, p) for i, p in enumerate(primals)]
+    p_out, res, res_tree = self.rule.fwd(primals, perturbed)
+    return [*p_out, *[state.freeze(refs[i]) for i in self.positions]], res, res_tree
+
+  def bwd(self, res_tree, res_leaves, cts, in_avals):
+    return self.rule.bwd(res_tree, res_leaves, list(cts)[:self.n_out], in_avals)
+
+  def __getattr__(self, name):
+    return getattr(self.rule, name)
+
+
+def _custom_vjp_call_discharge(refs, *args, call_jaxpr, vjp, **params):
+  """With reference operands, the call takes their values and returns their final values
+  after its outputs; its custom rule stays (run on fresh references holding the values)."""
   positions = [i for i, r in enumerate(refs) if r is not None]
   if not positions:
-    return [None] * len(args), custom_vjp_call_p.bind(*args, call_jaxpr=call_jaxpr, **params)
-  outs = state_discharge.eval_discharged(call_jaxpr.jaxpr, call_jaxpr.consts, args, positions)
-  n_out = len(outs) - len(positions)
+    return [None] * len(args), custom_vjp_call_p.bind(*args, call_jaxpr=call_jaxpr, vjp=vjp,
+                                                      **params)
+  pure = state_discharge.discharge_jaxpr(call_jaxpr)
+  n_out = len(pure.jaxpr.outvars) - len(positions)
+  outs = custom_vjp_call_p.bind(*args, call_jaxpr=pure,
+                                vjp=_RefsFromValues(vjp, positions, n_out), **params)
   new_vals = [None] * len(args)
   for i, v in zip(positions, outs[n_out:]):
     new_vals[i] = v
