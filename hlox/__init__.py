@@ -36,6 +36,11 @@ from hlox.api import (ShapeDtypeStruct, copy_to_host_async, disable_jit, eval_sh
                       make_jaxpr, named_call, named_scope, pmap, vmap)
 from hlox.autodiff import (grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
                            linearize, value_and_grad, vjp)
+from hlox import autodiff as _autodiff
+import types as _types
+# ``jax.ad``: the markers of ``f_vjp.with_refs`` (a namespace, as JAX's).
+ad = _types.SimpleNamespace(DontWant=_autodiff.DontWant, DidntWant=_autodiff.DidntWant,
+                            GradRef=_autodiff.GradRef, GradValue=_autodiff.GradValue)
 from hlox import dtypes
 from hlox.core.dtypes import float0
 from hlox.tree_util import Partial

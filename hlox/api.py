@@ -2392,9 +2392,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
 
   @functools.wraps(fun)
   def vmapped(*args, **kwargs):
+    _reject_ref_views(getattr(fun, "__name__", "fun"), (args, kwargs))
     if batching.vmappables:  # registered vmappable types: leaves with stacking of their own
       return _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size)
-    _reject_ref_views(getattr(fun, "__name__", "fun"), (args, kwargs))
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
       raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "

@@ -2,16 +2,19 @@
 jacrev, hessian. Argument handling only; the machinery is in ``interpreters/ad.py``."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Callable
 
 import numpy as np
 
 from hlox import lax
+from hlox.lax import state as lax_state
 
 from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
 from hlox.core.jaxpr import ClosedJaxpr, trace_to_jaxpr
+from hlox.core.refs import Ref
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad
@@ -186,10 +189,81 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   # As JAX's, the pullback is a ``Partial`` whose children are the residuals, so it can be
   # returned from and passed to jitted functions; everything else is static.
   info = _VJPInfo(_fun_name(fun), lin, p_tree, out_tree, out_avals, in_avals, nonzeros, n_aux)
-  f_vjp = tree_util.Partial(functools.partial(_vjp_pullback, info), list(lin.jaxpr.consts))
+  f_vjp = _Pullback(functools.partial(_vjp_pullback, info), list(lin.jaxpr.consts))
 
   out = tree_util.tree_unflatten(out_tree, out_p)
   return (out, f_vjp, aux) if has_aux else (out, f_vjp)
+
+
+# What ``f_vjp.with_refs`` takes per argument besides a ``Ref`` (accumulate the cotangent
+# into it): ``GradValue()`` (return the cotangent, the default) or ``DontWant()`` (skip it);
+# in the results, ``GradRef()`` and ``DidntWant()`` stand where no value is returned.
+@dataclasses.dataclass(frozen=True)
+class GradValue:
+  """``with_refs`` marker: return this argument's cotangent as a value."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DontWant:
+  """``with_refs`` marker: this argument's cotangent is not wanted."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GradRef:
+  """``with_refs`` result where the cotangent went into the given ``Ref``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DidntWant:
+  """``with_refs`` result for an argument marked ``DontWant``."""
+
+
+class _Pullback(tree_util.Partial):
+  """The pullback ``vjp`` returns: a ``Partial`` (a pytree whose children are the
+  residuals) with ``with_refs`` to accumulate cotangents into references in place."""
+
+  def with_refs(self, *accums):
+    """The pullback with ``accums``, one per primal argument leaf: a ``Ref`` gets the
+    leaf's cotangent added into it (``GradRef()`` is returned in its place), ``DontWant()``
+    drops it (``DidntWant()`` in its place); anything else returns it as a value."""
+    def apply(ct):
+      cts = self(ct)
+      ct_leaves, ct_tree = tree_util.tree_flatten(cts)
+      acc_leaves, acc_tree = tree_util.tree_flatten(accums)
+      if acc_tree != ct_tree:
+        raise ValueError("unexpected tree structure in the arguments to a VJP function's "
+                         f"`with_refs` method: got {acc_tree}, but the primal arguments of "
+                         f"the differentiated function have structure {ct_tree} (one Ref, "
+                         "GradValue() or DontWant() per array argument)")
+      out = []
+      for c, a in zip(ct_leaves, acc_leaves):
+        if isinstance(a, Ref):
+          want, got = get_aval(c), get_aval(a).inner_aval
+          if (want.shape, want.dtype) != (got.shape, got.dtype):
+            raise ValueError(
+                "unexpected JAX type (e.g. shape/dtype) for gradient ref passed to the VJP "
+                f"function's `with_refs` method: the given ref has type {get_aval(a).str_short()}, but "
+                f"accumulating this argument's gradient requires a ref of type "
+                f"Ref{{{want.str_short()}}}")
+          lax_state.addupdate(a, (), c)
+          out.append(GradRef())
+        elif isinstance(a, DontWant):
+          out.append(DidntWant())
+        else:
+          out.append(c)
+      return tree_util.tree_unflatten(ct_tree, out)
+    return apply
+
+
+# Results in place of a cotangent: pytrees with no leaves (so ``with_refs``'s results can
+# leave a jitted function).
+for _marker in (GradRef, DidntWant):
+  tree_util.register_pytree_node(_marker, lambda m: ((), None),
+                                 lambda _, __, cls=_marker: cls())
+
+tree_util.register_pytree_node(
+    _Pullback, lambda p: ((p.args, p.keywords), p.func),
+    lambda func, children: _Pullback(func, *children[0], **children[1]))
 
 
 class _VJPInfo:

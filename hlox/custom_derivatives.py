@@ -34,7 +34,9 @@ from hlox.errors import UnexpectedTracerError
 from hlox.core.source_info import current_xla_metadata
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
-from hlox.interpreters import ad, batching, checkify, jet, nan_checks, xla
+from hlox.core.refs import is_ref_aval
+from hlox.interpreters import ad, batching, checkify, jet, nan_checks, state_discharge, xla
+from hlox.lax import state
 from hlox.interpreters.partial_eval import PartialEvalTrace
 from hlox.runtime.array import device_put
 
@@ -692,6 +694,13 @@ def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
   vjp, num_consts = rule, rule.num_consts
   p_out, res, res_tree = vjp.fwd(primals, [_perturbed(t) for t in tangents])
   in_avals = [get_aval(p) for p in primals[num_consts:]]
+  if any(is_ref_aval(a) for a in in_avals):
+    # A differentiated reference argument: the linear map sees its tangent's contents (a
+    # read of the tangent reference), and bwd's cotangent for it is one for those contents.
+    in_avals = [a.inner_aval if is_ref_aval(a) else a for a in in_avals]
+    tangents = [*tangents[:num_consts], *[
+        state.get(t) if type(t) is not ad.Zero and is_ref_aval(get_aval(t)) else t
+        for t in tangents[num_consts:]]]
   out_avals = [get_aval(p).to_tangent_aval() for p in p_out]
   nz = [type(t) is not ad.Zero for t in tangents[num_consts:]]
   t_in = [t for t in tangents[num_consts:] if type(t) is not ad.Zero]
@@ -701,6 +710,47 @@ def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
   return p_out, t_out
 
 ad.primitive_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+class _RefsFromValues:
+  """The rule of a custom_vjp call on references once they are passed by value
+  (discharged): the user's fwd gets fresh references holding the values, and the call's
+  outputs gain the references' final values (cotangents for those are not the user's
+  bwd's: it sees the function's own outputs' only)."""
+
+  def __init__(self, rule, positions, n_out):
+    self.rule, self.positions, self.n_out = rule, tuple(positions), n_out
+
+  def fwd(self, primals, perturbed):
+    refs = {i: state.new_ref(primals[i]) for i in self.positions}
+    primals = [refs.get(i, p) for i, p in enumerate(primals)]
+    p_out, res, res_tree = self.rule.fwd(primals, perturbed)
+    return [*p_out, *[state.freeze(refs[i]) for i in self.positions]], res, res_tree
+
+  def bwd(self, res_tree, res_leaves, cts, in_avals):
+    return self.rule.bwd(res_tree, res_leaves, list(cts)[:self.n_out], in_avals)
+
+  def __getattr__(self, name):
+    return getattr(self.rule, name)
+
+
+def _custom_vjp_call_discharge(refs, *args, call_jaxpr, vjp, **params):
+  """With reference operands, the call takes their values and returns their final values
+  after its outputs; its custom rule stays (run on fresh references holding the values)."""
+  positions = [i for i, r in enumerate(refs) if r is not None]
+  if not positions:
+    return [None] * len(args), custom_vjp_call_p.bind(*args, call_jaxpr=call_jaxpr, vjp=vjp,
+                                                      **params)
+  pure = state_discharge.discharge_jaxpr(call_jaxpr)
+  n_out = len(pure.jaxpr.outvars) - len(positions)
+  outs = custom_vjp_call_p.bind(*args, call_jaxpr=pure,
+                                vjp=_RefsFromValues(vjp, positions, n_out), **params)
+  new_vals = [None] * len(args)
+  for i, v in zip(positions, outs[n_out:]):
+    new_vals[i] = v
+  return new_vals, outs[:n_out]
+
+state_discharge.register(custom_vjp_call_p, _custom_vjp_call_discharge)
 
 
 class _LinPrimitive(Primitive):

@@ -15,8 +15,9 @@ from typing import Sequence
 
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
-                             convert_constvars, eval_jaxpr, literal_value)
+                             convert_constvars, eval_jaxpr, is_effectful, literal_value)
 from hlox.core.tracer import Tracer, set_current_trace
+from hlox.interpreters import state_discharge
 
 # Primitives with their own partial-eval rule (call primitives and the like):
 # ``rule(trace, *args, **params) -> outputs``; args mix unknown tracers and known values.
@@ -76,7 +77,11 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
     try:
       # Both sides are new jaxprs: their equations are named relative to them.
       with set_current_trace(pe), source_info_lib.reset_name_stack():
-        outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        staged = state_discharge.refs_made_unknown(closed.jaxpr, in_unknowns)
+        if staged:
+          outs = _eval_staging_refs(closed.jaxpr, closed.consts, args, pe, staged)
+        else:
+          outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
         outs = [pe.to_tracer(o) if inst and not pe.is_unknown(o) else o
                 for o, inst in zip(outs, instantiate)]
     finally:
@@ -94,6 +99,28 @@ def partial_eval_jaxpr(closed: ClosedJaxpr, in_unknowns: Sequence[bool],
     known_trace.invalidate()
   known_closed = ClosedJaxpr(known_jaxpr, known_consts)
   return known_closed, unknown_closed, out_unknowns, len(residuals)
+
+
+def _eval_staging_refs(jaxpr: Jaxpr, consts, args, pe: PartialEvalTrace, staged) -> list:
+  """``eval_jaxpr`` on ``pe``, with the creations of the references in ``staged`` recorded
+  as unknown even where their initial value is known (see ``refs_made_unknown``)."""
+  env = dict(zip(jaxpr.constvars, consts))
+  env.update(zip(jaxpr.invars, args))
+  read = lambda v: literal_value(v) if type(v) is Literal else env[v]
+  context = source_info_lib._context
+  prev_eqn = context.eqn
+  try:
+    for eqn in jaxpr.eqns:
+      invals = [read(v) for v in eqn.invars]
+      context.eqn = eqn.source_info
+      if eqn.outvars and eqn.outvars[0] in staged:
+        outs = pe.record(eqn.primitive, invals, eqn.params)
+      else:
+        outs = eqn.primitive.bind(*invals, **eqn.params)
+      env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+  finally:
+    context.eqn = prev_eqn
+  return [read(v) for v in jaxpr.outvars]
 
 
 # Primitives that split under a checkpoint policy themselves (cond applies it inside its
@@ -123,6 +150,9 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   if isinstance(instantiate, bool):
     instantiate = [instantiate] * len(jaxpr.outvars)
   unknown_vars = {v for v, u in zip(jaxpr.invars, in_unknowns) if u}
+  # References that unknown values touch are made on the unknown side (their initial value
+  # a residual); every equation on them follows, as each takes an unknown reference.
+  unknown_vars |= state_discharge.refs_made_unknown(jaxpr, in_unknowns)
   producer, mixed, replaced = {}, {}, {}
   forced_residuals = []
   for eqn in jaxpr.eqns:
@@ -167,7 +197,8 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
     eqn = producer.get(v)
     if eqn in unknown_set and eqn not in replaced:
       return  # a known output of a mixed equation, which the unknown side runs whole
-    if v in known_inputs or eqn is None or eqn in replaced or is_saved(
+    # (an effectful equation's results are saved: it runs once, on the known side)
+    if v in known_inputs or eqn is None or eqn in replaced or is_effectful(eqn) or is_saved(
         saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
       residuals.append(v)
       return

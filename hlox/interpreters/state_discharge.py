@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, trace_to_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, is_effectful, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
 from hlox.core import source_info as source_info_lib
 
@@ -43,6 +43,57 @@ def jaxpr_has_refs(jaxpr: Jaxpr) -> bool:
     return True
   return any(e.primitive in _creators or any(is_ref_aval(v.aval) for v in e.invars)
              for e in jaxpr.eqns)
+
+
+def _nested_jaxprs(params):
+  for p in params.values():
+    for q in (p if isinstance(p, (tuple, list)) else (p,)):
+      if isinstance(q, ClosedJaxpr):
+        yield q.jaxpr
+      elif isinstance(q, Jaxpr):
+        yield q
+
+
+def effects_stay_inside(jaxpr: Jaxpr) -> bool:
+  """Whether running ``jaxpr`` has no effect but its outputs: its only effectful equations
+  (its nested programs' included) are operations on references it creates itself, which
+  nothing outside can see. A call of such a program whose outputs are unused may be
+  dropped (as JAX's DCE drops internal reference effects)."""
+  if any(is_ref_aval(v.aval) for v in jaxpr.invars) or any(
+      is_ref_aval(v.aval) for v in jaxpr.constvars):
+    return False
+  for eqn in jaxpr.eqns:
+    if is_effectful(eqn) and eqn.primitive not in discharge_rules:
+      return False
+    if not all(effects_stay_inside(j) for j in _nested_jaxprs(eqn.params)):
+      return False
+  return True
+
+
+def refs_made_unknown(jaxpr: Jaxpr, in_unknowns) -> set:
+  """The references ``jaxpr`` creates that partial evaluation must stage as unknown: those
+  an equation with an unknown operand touches (a write of an unknown value, a read at an
+  unknown index). Such a reference cannot live on the known side, since the unknown side
+  would need it as a residual; staging its creation (its initial value a residual) keeps
+  every use of it on one side. A fixpoint: an unknown reference makes its reads unknown."""
+  if not jaxpr_has_refs(jaxpr):
+    return set()
+  created = {e.outvars[0] for e in jaxpr.eqns if e.primitive in _creators}
+  forced: set = set()
+  while True:
+    unknown = {v for v, u in zip(jaxpr.invars, in_unknowns) if u} | forced
+    grew = False
+    for eqn in jaxpr.eqns:
+      ins = [v for v in eqn.invars if type(v) is not Literal]
+      if any(v in unknown for v in ins):
+        unknown.update(eqn.outvars)
+        for v in ins:
+          if v in created and v not in forced:
+            forced.add(v)
+            unknown.add(v)
+            grew = True
+    if not grew:
+      return forced
 
 
 def discharge_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:

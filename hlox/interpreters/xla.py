@@ -506,7 +506,10 @@ def lower_jaxpr(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
   env.update(zip(jaxpr.constvars, consts))
   env.update(zip(jaxpr.invars, args))
   typed = mctx.mesh is not None and not mctx.manual and sharding_types.active[0]
+  dead = _dead_calls(jaxpr)
   for eqn in jaxpr.eqns:
+    if dead and eqn in dead:
+      continue
     if typed:
       outs = _lower_typed_eqn(mctx, eqn, read)
     else:
@@ -514,6 +517,22 @@ def lower_jaxpr(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
                        [_aval(v) for v in eqn.invars], [v.aval for v in eqn.outvars])
     env.update(zip(eqn.outvars, outs))
   return [read(v) for v in jaxpr.outvars]
+
+
+# Call primitives (jit) whose equation is left out of the lowered program when none of its
+# outputs is used and its program has no effect outside (``effects_stay_inside``).
+droppable_calls: set = set()
+
+
+def _dead_calls(jaxpr: Jaxpr) -> set:
+  """The droppable call equations of ``jaxpr`` whose outputs nothing uses."""
+  calls = [e for e in jaxpr.eqns if e.primitive in droppable_calls]
+  if not calls:
+    return set()
+  used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+  used.update(v for v in jaxpr.outvars if type(v) is not Literal)
+  return {e for e in calls if not any(v in used for v in e.outvars)
+          and state_discharge.effects_stay_inside(e.params["jaxpr"].jaxpr)}
 
 
 def _lower_typed_eqn(mctx: ModuleContext, eqn: JaxprEqn, read) -> list:

@@ -274,6 +274,7 @@ def _jit_lowering(ctx, *args, jaxpr, name, donated_invars=(), keep_unused=False,
   return xla.lower_call(ctx, jaxpr, args, name=name)
 
 xla.register_lowering(jit_p, _jit_lowering)
+xla.droppable_calls.add(jit_p)
 
 
 # --- autodiff ----------------------------------------------------------------------------

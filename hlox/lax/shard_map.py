@@ -33,7 +33,8 @@ from hlox.core.jaxpr import ClosedJaxpr, convert_constvars, eval_jaxpr, trace_to
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import (Tracer, current_trace, eval_trace, extend_axis_env, get_aval,
                               set_current_trace)
-from hlox.interpreters import ad, batching, partitioned, xla
+from hlox.core.refs import AbstractRef, is_ref_aval
+from hlox.interpreters import ad, batching, partitioned, state_discharge, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.base import full_like, reshape
 from hlox.lax.elementwise import div, eq, select_n
@@ -86,6 +87,8 @@ def _unmentioned(manual_axes, spec) -> tuple:
 
 
 def _local_aval(aval, mesh, spec, what: str):
+  if is_ref_aval(aval):  # a reference: the body sees one to its block
+    return AbstractRef(_local_aval(aval.inner_aval, mesh, spec, what))
   shape = list(aval.shape)
   if len(spec) > len(shape):
     raise ValueError(f"shard_map: {what} has rank {len(shape)} but its spec {spec} names "
@@ -102,6 +105,8 @@ def _local_aval(aval, mesh, spec, what: str):
 
 
 def _global_aval(aval, mesh, spec, manual_axes=()):
+  if is_ref_aval(aval):
+    return AbstractRef(_global_aval(aval.inner_aval, mesh, spec, manual_axes))
   shape = [n * _split_count(mesh, spec, d) for d, n in enumerate(aval.shape)]
   # The body's manual axes stay inside it (an enclosing body's remain).
   return aval.update(shape=tuple(shape),
@@ -213,6 +218,8 @@ def _body_context(mesh, manual_axes, check_vma: bool):
 def _block_type(aval, spec, manual_axes):
   """A block's type: varying along the manual axes ``spec`` splits over (and, in a nested
   body, those along which the argument varies in the enclosing one)."""
+  if is_ref_aval(aval):
+    return AbstractRef(_block_type(aval.inner_aval, spec, manual_axes))
   vma = aval.vma | (_used_axes(spec) & set(manual_axes))
   return vma_lib.typed(aval.update(vma=()), vma).update(
       unreduced=aval.unreduced | (spec.unreduced & set(manual_axes)),
@@ -603,6 +610,24 @@ def _impl(*args, **params):
   return call(list(args))
 
 shard_map_p.def_impl(_impl)
+
+
+def _discharge(refs, *args, jaxpr, in_specs, out_specs, **params):
+  """On references: the body made pure takes each reference's block and hands back its
+  final block after the outputs, joined as the reference was split."""
+  positions = [i for i, v in enumerate(jaxpr.jaxpr.invars) if is_ref_aval(v.aval)]
+  pure, consts = convert_constvars(state_discharge.discharge_jaxpr(jaxpr))
+  specs = (P(),) * len(consts) + tuple(in_specs)
+  outs = shard_map_p.bind(*consts, *args, jaxpr=pure, in_specs=specs,
+                          out_specs=tuple(out_specs) + tuple(in_specs[i] for i in positions),
+                          **params)
+  n_out = len(outs) - len(positions)
+  new_vals = [None] * len(args)
+  for k, i in enumerate(positions):
+    new_vals[i] = outs[n_out + k]
+  return new_vals, outs[:n_out]
+
+state_discharge.register(shard_map_p, _discharge)
 
 
 def _sdy_shardings(mesh, specs, avals, open_dims: bool) -> ir.Attribute:

@@ -380,11 +380,29 @@ def _batched_indexer(indexer, bdim, size):
   return indexer[:bdim] + (_Slice(0, size, 1),) + indexer[bdim:]
 
 
-def _result_bdim(indexer, bdim, dyn_vals) -> int:
-  if any(get_aval(d).shape for d in dyn_vals):
-    raise NotImplementedError("vmap of an array reference indexed with integer arrays is not "
-                              "supported yet; index with integers and slices")
-  return sum(type(e) is _Slice for e in indexer[:bdim])
+def _result_bdim(ref, indexer, bdim, dyn_vals) -> int:
+  """Where the batch axis of a batched reference lands in the indexed result."""
+  dyn_shapes = tuple(get_aval(d).shape for d in dyn_vals)
+  if not any(dyn_shapes):
+    return sum(type(e) is _Slice for e in indexer[:bdim])
+  # Integer arrays: NumPy's rules may move the axes (advanced indices split by a slice go
+  # first), so index a dummy whose batch axis counts 0, 1 and see where that count lands.
+  return _advanced_bdim(get_aval(ref).shape, indexer, bdim, dyn_shapes)
+
+
+@functools.lru_cache(maxsize=256)
+def _advanced_bdim(shape, indexer, bdim, dyn_shapes) -> int:
+  shape = shape[:bdim] + (2,) + shape[bdim + 1:]
+  strides = [0] * len(shape)
+  strides[bdim] = np.dtype(np.int64).itemsize
+  dummy = np.lib.stride_tricks.as_strided(np.arange(2, dtype=np.int64), shape, strides)
+  dyn = [np.zeros(s, np.int32) for s in dyn_shapes]
+  idx = numpy_index(indexer, dyn)
+  out = dummy[idx[:bdim] + (slice(None),) + idx[bdim:]]
+  for k, n in enumerate(out.shape):
+    if n == 2 and out[(0,) * k + (1,) + (0,) * (out.ndim - k - 1)] == 1:
+      return k
+  raise AssertionError("batch axis lost in indexing")
 
 
 def _check_unbatched_indices(dims, what):
@@ -406,7 +424,7 @@ def _get_batch(axis_data, vals, dims, *, indexer):
   ref, *dyn = vals
   _check_unbatched_indices(dims[1:], "read")
   bdim = dims[0]
-  out_dim = _result_bdim(indexer, bdim, dyn)
+  out_dim = _result_bdim(ref, indexer, bdim, dyn)
   new = _batched_indexer(indexer, bdim, axis_data.size)
   return get_p.bind(ref, *dyn, indexer=new), out_dim
 
@@ -423,7 +441,7 @@ def _swap_batch(axis_data, vals, dims, *, indexer):
   if dims[0] is None:
     raise _unbatched_ref_error(ref)
   bdim = dims[0]
-  out_dim = _result_bdim(indexer, bdim, dyn)
+  out_dim = _result_bdim(ref, indexer, bdim, dyn)
   value = batching.matchaxis(value, dims[1], out_dim, axis_data.size)
   new = _batched_indexer(indexer, bdim, axis_data.size)
   return swap_p.bind(ref, value, *dyn, indexer=new), out_dim
@@ -435,7 +453,7 @@ def _addupdate_batch(axis_data, vals, dims, *, indexer):
   if dims[0] is None:
     raise _unbatched_ref_error(ref, "addupdate")
   bdim = dims[0]
-  out_dim = _result_bdim(indexer, bdim, dyn)
+  out_dim = _result_bdim(ref, indexer, bdim, dyn)
   value = batching.matchaxis(value, dims[1], out_dim, axis_data.size)
   addupdate_p.bind(ref, value, *dyn, indexer=_batched_indexer(indexer, bdim, axis_data.size))
   return [], []
