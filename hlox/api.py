@@ -2393,7 +2393,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
   @functools.wraps(fun)
   def vmapped(*args, **kwargs):
     _reject_ref_views(getattr(fun, "__name__", "fun"), (args, kwargs))
-    if batching.vmappables:  # registered vmappable types: leaves with stacking of their own
+    # Values of registered vmappable types (sparse arrays) among the arguments: leaves with
+    # stacking of their own. Only then: vmap's own path (its errors, name stacks) otherwise.
+    if batching.vmappables and _any_vmappable((args, kwargs)):
       return _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size)
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
@@ -2418,12 +2420,18 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
 
     def flat_fun(*flat):
       a, kw = tree_util.tree_unflatten(in_tree, flat)
-      out_leaves, out_tree = tree_util.tree_flatten(fun(*a, **kw))
+      out = fun(*a, **kw)
+      if batching.vmappables and _any_vmappable(out):
+        raise _VmappableOutputs  # stacked by their own rules: the other path, from the start
+      out_leaves, out_tree = tree_util.tree_flatten(out)
       out_tree_box.append(out_tree)
       return out_leaves
 
     axis_data = batching.AxisData(size, axis_name)
-    outs, out_dims = batching.batch(flat_fun, leaves, dims, axis_data, transform_stack=True)
+    try:
+      outs, out_dims = batching.batch(flat_fun, leaves, dims, axis_data, transform_stack=True)
+    except _VmappableOutputs:
+      return _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size)
     out_tree = out_tree_box[0]
     spec = _flatten_axes("out_axes", out_tree, out_axes, len(outs))
     final = []
@@ -2455,6 +2463,16 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     doc += "\n\nOriginal documentation:\n\n" + fun.__doc__
   vmapped.__doc__ = doc  # as JAX's
   return api_boundary(vmapped)
+
+
+class _VmappableOutputs(Exception):
+  """A function vmapped on plain arrays returned vmappable values (a sparse array built in
+  the body): ``vmap`` starts again on the path that stacks them by their own rules."""
+
+
+def _any_vmappable(tree) -> bool:
+  return any(map(batching.is_vmappable, tree_util.tree_leaves(tree,
+                                                              is_leaf=batching.is_vmappable)))
 
 
 def _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size):

@@ -315,7 +315,8 @@ def test_printoptions_apply_to_arrays():
   with jnp.printoptions(precision=2):
     assert repr(x) == "Array([0.33, 0.67], dtype=float32)"
     assert jnp.array_str(x) == "[0.33 0.67]"
-  assert jnp.array_repr(jnp.arange(3)) == "Array([0, 1, 2], dtype=int32)"
+  # NumPy's array_repr names the class, as with JAX's ArrayImpl
+  assert jnp.array_repr(jnp.arange(3)) == "ArrayImpl([0, 1, 2], dtype=int32)"
   old = jnp.get_printoptions()["precision"]
   jnp.set_printoptions(precision=3)
   try:
