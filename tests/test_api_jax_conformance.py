@@ -2,6 +2,7 @@
 checker, ensure_compile_time_eval, pullbacks that cross jit, linear_transpose on avals,
 duck-typed abstract arguments, AOT options and attributes, and JAX's error phrases."""
 import copy
+import re
 import types
 
 import numpy as np
@@ -342,3 +343,23 @@ def test_vmap_mapped_output_with_out_axes_none_names_the_axis():
   with pytest.raises(ValueError, match=r"vmap has mapped output.*axis_name=foo.*but out_axes "
                      r"is None"):
     hlox.vmap(lambda x: x, out_axes=None, axis_name="foo")(jnp.ones(2))
+
+
+def test_primitive_operand_that_is_no_jax_value():
+  for value in (np.array("hello"), "hello", object()):
+    message = (r"Error interpreting argument to add as a JAX value. The problematic value is "
+               rf"of type {re.escape(str(type(value)))} and was passed to add at position 1\.")
+    with pytest.raises(TypeError, match=message):
+      lax.add(jnp.array(7), value)
+    with pytest.raises(TypeError, match=message):
+      hlox.jit(lambda x: lax.add(x, value))(1)
+
+
+def test_jacobians_keep_the_signature_for_static_argnames():
+  for transform in (hlox.grad, hlox.jacfwd, hlox.jacrev):
+    f = hlox.jit(transform(lambda x, flag: x if flag else jnp.zeros_like(x)),
+                 static_argnames=["flag"])
+    assert float(f(1.0, False)) == 0.0 and float(f(1.0, True)) == 1.0
+  # The wrapper takes the signature, not the attributes, of a jitted function.
+  jitted = hlox.jit(lambda x: x * x)
+  assert hlox.jacfwd(jitted).__dict__.get("lower") is None

@@ -23,7 +23,8 @@ from hlox.core.refs import AbstractRef
 from hlox.core import sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
-from hlox.core.tracer import Trace, Tracer, eval_trace, get_aval, set_current_trace
+from hlox.core.tracer import (Trace, Tracer, eval_trace, get_aval, raise_for_invalid_operand,
+                              set_current_trace)
 
 
 class Var:
@@ -683,7 +684,11 @@ class JaxprTrace(Trace):
       # computed now, at trace time, and enters the jaxpr as a constant.
       with set_current_trace(eval_trace):
         return primitive.bind(*args, **params)
-    tracers = [self.to_tracer(x) for x in args]
+    try:
+      tracers = [self.to_tracer(x) for x in args]
+    except TypeError:  # an operand that is no JAX value: JAX's message naming its position
+      raise_for_invalid_operand(primitive.name, args)
+      raise
     if vma_lib.active[0]:  # inside a check_vma shard_map body (``core/vma.py``)
       return vma_lib.process(self, primitive, tracers, params, self._record)
     return self._record(primitive, tracers, params)
