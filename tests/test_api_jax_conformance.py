@@ -363,3 +363,12 @@ def test_jacobians_keep_the_signature_for_static_argnames():
   # The wrapper takes the signature, not the attributes, of a jitted function.
   jitted = hlox.jit(lambda x: x * x)
   assert hlox.jacfwd(jitted).__dict__.get("lower") is None
+
+
+def test_jvp_of_asarray_gives_arrays():
+  p, t = hlox.jvp(jnp.asarray, (1.,), (2.,))
+  assert isinstance(p, hlox.Array) and isinstance(t, hlox.Array)
+  assert (float(p), float(t)) == (1.0, 2.0) and p.weak_type and t.weak_type
+  # Where the primal is not known (under jit) asarray adds nothing to the program.
+  jaxpr = hlox.make_jaxpr(lambda x: hlox.jvp(jnp.asarray, (x,), (2.,)))(1.)
+  assert not jaxpr.eqns
