@@ -372,3 +372,39 @@ def test_jvp_of_asarray_gives_arrays():
   # Where the primal is not known (under jit) asarray adds nothing to the program.
   jaxpr = hlox.make_jaxpr(lambda x: hlox.jvp(jnp.asarray, (x,), (2.,)))(1.)
   assert not jaxpr.eqns
+
+
+def test_abstract_eval_result_must_match_multiple_results():
+  from hlox.core.primitive import Primitive
+  single = Primitive("single_listed")
+  single.def_abstract_eval(lambda x: [x])
+  single.def_impl(lambda x: x)
+  with pytest.raises(ValueError, match=r"single_listed.abstract_eval\(\) method should return "
+                     r"a tuple or a list iff single_listed.multiple_results\."):
+    hlox.jit(single.bind)(1.0)
+  multi = Primitive("multi_bare")
+  multi.multiple_results = True
+  multi.def_abstract_eval(lambda x: x)
+  multi.def_impl(lambda x: [x])
+  with pytest.raises(ValueError, match=r"multi_bare.abstract_eval\(\) method should return"):
+    hlox.jit(multi.bind)(1.0)
+
+
+def test_shape_dtype_struct_as_a_traced_operand():
+  inner = hlox.jit(lambda x: x + 1)
+  out = hlox.eval_shape(lambda: inner(hlox.ShapeDtypeStruct((), jnp.float32)))
+  assert (out.shape, out.dtype) == ((), np.float32)
+  jaxpr = hlox.make_jaxpr(lambda: jnp.sin(hlox.ShapeDtypeStruct((), jnp.float32)))()
+  assert [str(v.aval) for v in jaxpr.jaxpr.constvars] == ["float32[]"]
+
+
+def test_zero_length_scan_with_jit_disabled():
+  def zero_steps():
+    return lax.scan(lambda c, x: (c + x, x), 0., np.array([]))
+  carry, ys = zero_steps()
+  assert float(carry) == 0.0 and isinstance(ys, hlox.Array) and ys.dtype == np.float32
+  with hlox.disable_jit():
+    assert float(lax.fori_loop(0, 0, lambda i, x: x + i, 1.)) == 1.0
+    with pytest.raises(ValueError, match="zero-length scan is not supported in disable_jit"):
+      zero_steps()
+    assert float(lax.fori_loop(0, 3, lambda i, x: x + i, 1.)) == 4.0
