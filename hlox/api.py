@@ -2267,21 +2267,27 @@ def _result_type_sharding(aval, split):
 
 # --- vmap ----------------------------------------------------------------------------------
 
-def _flatten_axes(what: str, tree_def, axes, leaves_count: int):
+def _is_none(x) -> bool:
+  return x is None
+
+
+def _flatten_axes(what: str, tree_def, axes, leaves_count: int, is_leaf=_is_none):
   """Broadcast an axes spec (int/None, or a tree prefix of the arguments) to one entry per
-  leaf; a spec that is not a prefix raises ValueError naming ``what``."""
-  if axes is None or isinstance(axes, int):
+  leaf; a spec that is not a prefix raises ValueError naming ``what``. ``is_leaf`` tells the
+  spec's leaves (None, and specs of vmappable types where those are registered)."""
+  if axes is None or type(axes) is int or (is_leaf is not _is_none and is_leaf(axes)):
     return [axes] * leaves_count
   try:
     proxy = tree_util.tree_unflatten(tree_def, [object()] * leaves_count)
-    return tree_util.broadcast_prefix(axes, proxy, is_leaf=lambda x: x is None)
+    return tree_util.broadcast_prefix(axes, proxy, is_leaf=is_leaf)
   except (ValueError, TypeError) as e:
-    errors = tree_util.prefix_errors(axes, proxy, what, is_leaf=lambda x: x is None)
+    errors = tree_util.prefix_errors(axes, proxy, f"vmap {what}", is_leaf=is_leaf)
+    if not errors:  # a failure prefix_errors cannot explain: say what was compared
+      raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
+                       f"value; got specification {axes!r} for value tree {tree_def}.") from e
     details = "".join(f"\n  {m}" for m in errors)
     raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
-                     f"value; got specification {axes!r} for value tree {tree_def}."
-                     + (f"\n  Mismatch details ({len(errors)} found):{details}" if errors
-                        else "")) from e
+                     f"value; \n  Mismatch details ({len(errors)} found):{details}") from None
 
 
 def mapped_axis_size(what: str, avals, axes, axis_size=None, leaf_names=None):
@@ -2313,8 +2319,8 @@ def mapped_axis_size(what: str, avals, axes, axis_size=None, leaf_names=None):
     if what == "pmap":
       raise ValueError("pmap requires at least one argument with a mapped axis: in_axes must "
                        "have a non-None entry for an array argument")
-    raise ValueError(f"{what} must have at least one non-None value in in_axes (or be given "
-                     "axis_size)")
+    raise ValueError(f"{what} must have at least one non-None value in in_axes or axis_size "
+                     "must be specified")
   return axes, axis_size
 
 
@@ -2340,7 +2346,23 @@ def _inconsistent_sizes_message(what, avals, axes, sizes, axis_size, leaf_names)
   return f"{what} got inconsistent sizes for array axes to be mapped:\n" + ";\n".join(lines)
 
 
-def _argument_names(fun, args, kwargs) -> list:
+def _check_in_axes_length(in_axes, args) -> None:
+  # As JAX: a tuple in_axes has one entry per positional argument.
+  if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+    raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                     f"corresponding to the positional arguments passed to the function, but "
+                     f"got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+
+
+def _check_some_leaves(leaves, axis_size, args, kwargs) -> None:
+  # Without any leaf there is nothing to take the mapped size from.
+  if not leaves and axis_size is None:
+    raise ValueError("vmap wrapped function must be passed at least one argument containing "
+                     f"an array or axis_size must be specified, got empty *args={args} and "
+                     f"**kwargs={kwargs}")
+
+
+def _argument_names(fun, args, kwargs, is_leaf=None) -> list:
   """Each leaf of ``(args, kwargs)`` described as JAX's messages do: ``argument x``,
   ``argument b[0]`` (by the parameter's name where the signature gives one), ``kwargs['y']``."""
   try:
@@ -2349,7 +2371,7 @@ def _argument_names(fun, args, kwargs) -> list:
   except (TypeError, ValueError):
     params = []
   names = []
-  for path, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]:
+  for path, _ in tree_util.tree_flatten_with_path((args, kwargs), is_leaf=is_leaf)[0]:
     if path[0].idx == 0:
       i = path[1].idx
       head = f"argument {params[i]}" if i < len(params) else f"args[{i}]"
@@ -2398,18 +2420,12 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
     if batching.vmappables and _any_vmappable((args, kwargs)):
       return _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size)
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
-      raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
-                       f"corresponding to the positional arguments passed to the function, but "
-                       f"got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+    _check_in_axes_length(in_axes, args)
     args_tree = tree_util.tree_structure(args)
     n_arg_leaves = args_tree.num_leaves
     arg_axes = _flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves)
     dims = list(arg_axes) + [0] * (len(leaves) - n_arg_leaves)
-    if not leaves and axis_size is None:
-      raise ValueError("vmap wrapped function must be passed at least one argument containing "
-                       f"an array or axis_size must be specified, got empty *args={args} and "
-                       f"**kwargs={kwargs}")
+    _check_some_leaves(leaves, axis_size, args, kwargs)
     # Leaves that are not mapped pass through as they are (functions, objects ...).
     avals = [None if d is None else _abstractify(x) for x, d in zip(leaves, dims)]
     dims, size = mapped_axis_size("vmap", avals, dims, axis_size,
@@ -2440,9 +2456,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
         if d is not None:
           path = tree_util.keystr(tree_util.tree_flatten_with_path(
               out_tree.unflatten(list(range(len(outs)))))[0][i][0])
-          named = f" (axis_name={axis_name})" if axis_name is not None else ""
-          raise ValueError(f"vmap has mapped output{named} but out_axes is None, at vmap "
-                           f"out_axes{path} (output leaf {i})")
+          raise ValueError(batching.unmapped_output_message(axis_name, path, d))
         final.append(o)
         continue
       try:
@@ -2477,28 +2491,31 @@ def _any_vmappable(tree) -> bool:
 
 def _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size):
   """``vmap`` with values of registered vmappable types among the arguments or outputs
-  (``batching.register_vmappable``): they and their specs are leaves of the trees."""
+  (``batching.register_vmappable``): they and their specs are leaves of the trees. The
+  arguments are checked as on the plain path, with the same messages."""
   is_vmappable = batching.is_vmappable
 
   def is_spec(x):
     return x is None or type(x) in batching.spec_types
   leaves, in_tree = tree_util.tree_flatten((args, kwargs), is_leaf=is_vmappable)
-  proxy = tree_util.tree_unflatten(in_tree, [object()] * len(leaves))
-  try:
-    specs = tree_util.broadcast_prefix((in_axes, 0), proxy, is_leaf=is_spec)
-  except (ValueError, TypeError):
-    raise ValueError(f"vmap in_axes specification must be a tree prefix of the corresponding "
-                     f"value; got specification {in_axes!r} for value tree {in_tree}.") from None
-  size = axis_size
-  if size is None:  # from the arrays mapped along an int axis
-    # A vmappable value with a ``shape`` (sparse arrays) tells its size as an array does.
-    mapped = [(ShapeDtypeStruct(tuple(x.shape), np.float32) if is_vmappable(x)
-               else _abstractify(x), s) for x, s in zip(leaves, specs)
-              if type(s) is int and (not is_vmappable(x) or hasattr(x, "shape"))]
-    if not mapped:
-      raise ValueError("vmap: axis_size must be given when no array argument is mapped along "
-                       "an integer axis (vmappable values cannot tell their size)")
-    size = mapped_axis_size("vmap", [a for a, _ in mapped], [s for _, s in mapped])[1]
+  _check_in_axes_length(in_axes, args)
+  args_tree = tree_util.tree_structure(args, is_leaf=is_vmappable)
+  n_arg_leaves = args_tree.num_leaves
+  specs = (_flatten_axes("in_axes", args_tree, in_axes, n_arg_leaves, is_leaf=is_spec)
+           + [0] * (len(leaves) - n_arg_leaves))
+  _check_some_leaves(leaves, axis_size, args, kwargs)
+  # The size comes from what is mapped along an int axis: arrays, and vmappable values
+  # with a ``shape`` (sparse arrays), which tell their size as an array does.
+  sized = [type(s) is int and (not is_vmappable(x) or hasattr(x, "shape"))
+           for x, s in zip(leaves, specs)]
+  if axis_size is None and not any(sized) and any(s is not None for s in specs):
+    raise ValueError("vmap: axis_size must be given when no array argument is mapped along "
+                     "an integer axis (vmappable values cannot tell their size)")
+  avals = [None if not ok else ShapeDtypeStruct(tuple(x.shape), np.float32)
+           if is_vmappable(x) else _abstractify(x) for x, ok in zip(leaves, sized)]
+  _, size = mapped_axis_size(
+      "vmap", avals, [s if ok else None for s, ok in zip(specs, sized)], axis_size,
+      lambda: _argument_names(fun, args, kwargs, is_leaf=is_vmappable))
   out_tree_box = []
 
   def flat_fun(*flat):
@@ -2509,15 +2526,15 @@ def _vmap_vmappable(fun, args, kwargs, in_axes, out_axes, axis_name, axis_size):
 
   def out_specs():
     out_tree = out_tree_box[0]
-    proxy = tree_util.tree_unflatten(out_tree, [object()] * out_tree.num_leaves)
-    try:
-      return tree_util.broadcast_prefix(out_axes, proxy, is_leaf=is_spec)
-    except (ValueError, TypeError):
-      raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
-                       f"corresponding value; got specification {out_axes!r} for value tree "
-                       f"{out_tree}.") from None
+    return _flatten_axes("out_axes", out_tree, out_axes, out_tree.num_leaves, is_leaf=is_spec)
+
+  def out_where():
+    out_tree = out_tree_box[0]
+    paths = tree_util.tree_flatten_with_path(
+        out_tree.unflatten(list(range(out_tree.num_leaves))))[0]
+    return [tree_util.keystr(p) for p, _ in paths]
   outs = batching.batch_vmappable(flat_fun, leaves, specs, batching.AxisData(size, axis_name),
-                                  out_specs)
+                                  out_specs, out_where)
   return tree_util.tree_unflatten(out_tree_box[0], outs)
 
 

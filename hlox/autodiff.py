@@ -486,6 +486,8 @@ def _zeros_block(shape, example_aval):
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
   """Jacobian of ``fun`` by forward mode: a JVP per input element, vectorized with vmap."""
+  # fun's signature (jit's static_argnames look at it), not its attributes (a jit's lower).
+  @functools.wraps(fun, updated=())
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
     for i in nums:
@@ -544,6 +546,8 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
   """Jacobian of ``fun`` by reverse mode: a VJP per output element, vectorized with vmap."""
+  # fun's signature (jit's static_argnames look at it), not its attributes (a jit's lower).
+  @functools.wraps(fun, updated=())
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacrev")
     for i in nums:

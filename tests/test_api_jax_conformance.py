@@ -2,6 +2,7 @@
 checker, ensure_compile_time_eval, pullbacks that cross jit, linear_transpose on avals,
 duck-typed abstract arguments, AOT options and attributes, and JAX's error phrases."""
 import copy
+import re
 import types
 
 import numpy as np
@@ -342,3 +343,68 @@ def test_vmap_mapped_output_with_out_axes_none_names_the_axis():
   with pytest.raises(ValueError, match=r"vmap has mapped output.*axis_name=foo.*but out_axes "
                      r"is None"):
     hlox.vmap(lambda x: x, out_axes=None, axis_name="foo")(jnp.ones(2))
+
+
+def test_primitive_operand_that_is_no_jax_value():
+  for value in (np.array("hello"), "hello", object()):
+    message = (r"Error interpreting argument to add as a JAX value. The problematic value is "
+               rf"of type {re.escape(str(type(value)))} and was passed to add at position 1\.")
+    with pytest.raises(TypeError, match=message):
+      lax.add(jnp.array(7), value)
+    with pytest.raises(TypeError, match=message):
+      hlox.jit(lambda x: lax.add(x, value))(1)
+
+
+def test_jacobians_keep_the_signature_for_static_argnames():
+  for transform in (hlox.grad, hlox.jacfwd, hlox.jacrev):
+    f = hlox.jit(transform(lambda x, flag: x if flag else jnp.zeros_like(x)),
+                 static_argnames=["flag"])
+    assert float(f(1.0, False)) == 0.0 and float(f(1.0, True)) == 1.0
+  # The wrapper takes the signature, not the attributes, of a jitted function.
+  jitted = hlox.jit(lambda x: x * x)
+  assert hlox.jacfwd(jitted).__dict__.get("lower") is None
+
+
+def test_jvp_of_asarray_gives_arrays():
+  p, t = hlox.jvp(jnp.asarray, (1.,), (2.,))
+  assert isinstance(p, hlox.Array) and isinstance(t, hlox.Array)
+  assert (float(p), float(t)) == (1.0, 2.0) and p.weak_type and t.weak_type
+  # Where the primal is not known (under jit) asarray adds nothing to the program.
+  jaxpr = hlox.make_jaxpr(lambda x: hlox.jvp(jnp.asarray, (x,), (2.,)))(1.)
+  assert not jaxpr.eqns
+
+
+def test_abstract_eval_result_must_match_multiple_results():
+  from hlox.core.primitive import Primitive
+  single = Primitive("single_listed")
+  single.def_abstract_eval(lambda x: [x])
+  single.def_impl(lambda x: x)
+  with pytest.raises(ValueError, match=r"single_listed.abstract_eval\(\) method should return "
+                     r"a tuple or a list iff single_listed.multiple_results\."):
+    hlox.jit(single.bind)(1.0)
+  multi = Primitive("multi_bare")
+  multi.multiple_results = True
+  multi.def_abstract_eval(lambda x: x)
+  multi.def_impl(lambda x: [x])
+  with pytest.raises(ValueError, match=r"multi_bare.abstract_eval\(\) method should return"):
+    hlox.jit(multi.bind)(1.0)
+
+
+def test_shape_dtype_struct_as_a_traced_operand():
+  inner = hlox.jit(lambda x: x + 1)
+  out = hlox.eval_shape(lambda: inner(hlox.ShapeDtypeStruct((), jnp.float32)))
+  assert (out.shape, out.dtype) == ((), np.float32)
+  jaxpr = hlox.make_jaxpr(lambda: jnp.sin(hlox.ShapeDtypeStruct((), jnp.float32)))()
+  assert [str(v.aval) for v in jaxpr.jaxpr.constvars] == ["float32[]"]
+
+
+def test_zero_length_scan_with_jit_disabled():
+  def zero_steps():
+    return lax.scan(lambda c, x: (c + x, x), 0., np.array([]))
+  carry, ys = zero_steps()
+  assert float(carry) == 0.0 and isinstance(ys, hlox.Array) and ys.dtype == np.float32
+  with hlox.disable_jit():
+    assert float(lax.fori_loop(0, 0, lambda i, x: x + i, 1.)) == 1.0
+    with pytest.raises(ValueError, match="zero-length scan is not supported in disable_jit"):
+      zero_steps()
+    assert float(lax.fori_loop(0, 3, lambda i, x: x + i, 1.)) == 4.0

@@ -133,7 +133,7 @@ def test_in_axes_out_of_range_and_bad_tree():
 
 
 def test_out_axes_none_for_mapped_output():
-  with pytest.raises(ValueError, match="out_axes is None"):
+  with pytest.raises(ValueError, match="at vmap out_axes, got axis spec None but output was batched on axis 0"):
     hlox.vmap(lambda a: a, out_axes=None)(np.ones(3))
 
 

@@ -23,7 +23,8 @@ from hlox.core.refs import AbstractRef
 from hlox.core import sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
-from hlox.core.tracer import Trace, Tracer, eval_trace, get_aval, set_current_trace
+from hlox.core.tracer import (Trace, Tracer, eval_trace, get_aval, raise_for_invalid_operand,
+                              set_current_trace)
 
 
 class Var:
@@ -665,11 +666,16 @@ class JaxprTrace(Trace):
       tracer = JaxprTracer(self, x.aval, var)
     else:
       aval = get_aval(x)
+      value = _NO_VALUE
       if (aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token
           and type(aval) is not AbstractRef):
-        value = _literal_value(x, aval)
+        try:
+          value = _literal_value(x, aval)
+        except TypeError:  # a placeholder with a type and no value (a ShapeDtypeStruct)
+          pass
+      if value is not _NO_VALUE:
         tracer = JaxprTracer(self, aval, Literal(value, aval))
-      else:
+      else:  # as JAX, a placeholder becomes a constant of its type: tracing needs no value
         var = Var(aval, sharding_types.value_split(x) if sharding_types.active[0] else None)
         self.constvars.append(var)
         self.consts.append(x)
@@ -683,7 +689,11 @@ class JaxprTrace(Trace):
       # computed now, at trace time, and enters the jaxpr as a constant.
       with set_current_trace(eval_trace):
         return primitive.bind(*args, **params)
-    tracers = [self.to_tracer(x) for x in args]
+    try:
+      tracers = [self.to_tracer(x) for x in args]
+    except TypeError:  # an operand that is no JAX value: JAX's message naming its position
+      raise_for_invalid_operand(primitive.name, args)
+      raise
     if vma_lib.active[0]:  # inside a check_vma shard_map body (``core/vma.py``)
       return vma_lib.process(self, primitive, tracers, params, self._record)
     return self._record(primitive, tracers, params)
@@ -691,6 +701,9 @@ class JaxprTrace(Trace):
   def _record(self, primitive, tracers, params):
     in_avals = [t._aval for t in tracers]
     out = primitive.abstract_eval(*in_avals, **params)
+    if isinstance(out, (tuple, list)) != primitive.multiple_results:  # a user's rule
+      raise ValueError(f"{primitive}.abstract_eval() method should return a tuple or a list "
+                       f"iff {primitive}.multiple_results.")
     src = source_info_lib.current()
     out_avals = out if primitive.multiple_results else [out]
     in_shardings = [getattr(t.var, "sharding", None) for t in tracers] if \
@@ -729,6 +742,9 @@ def _progenitors(trace, var) -> tuple[list, list]:
            if not any(type(v) is not Literal and (v in made or v in trace.invars)
                       for v in e.invars)]
   return positions, roots
+
+
+_NO_VALUE = object()
 
 
 def _literal_value(x, aval):

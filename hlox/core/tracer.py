@@ -312,6 +312,25 @@ def get_aval(x):
   return _aval_of_concrete(x)
 
 
+def invalid_argument_error(primitive_name: str, position: int, x) -> TypeError:
+  """JAX's TypeError for an operand ``x`` of a primitive that is no JAX value."""
+  return TypeError(f"Error interpreting argument to {primitive_name} as a JAX value. The "
+                   f"problematic value is of type {type(x)} and was passed to "
+                   f"{primitive_name} at position {position}.")
+
+
+def raise_for_invalid_operand(primitive_name: str, args) -> None:
+  """Raise ``invalid_argument_error`` for the first of ``args`` that has no abstract value
+  (called once converting the operands has failed, so off the common path)."""
+  for i, x in enumerate(args):
+    if isinstance(x, Tracer):
+      continue
+    try:
+      get_aval(x)
+    except TypeError as e:
+      raise invalid_argument_error(primitive_name, i, x) from e
+
+
 def _aval_of_concrete(x):
   t = type(x)
   if t in (int, float, complex, bool):

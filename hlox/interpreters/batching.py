@@ -242,15 +242,24 @@ def to_elt(trace: "BatchTrace", x, spec):
   return BatchTracer(trace, x, _canonical_axis(spec, x, "in_axes"))
 
 
-def from_elt(trace: "BatchTrace", size: int, x, spec):
-  """The stack of the function's outputs ``x``, mapped as ``spec``."""
+def unmapped_output_message(axis_name, where: str, dim) -> str:
+  """JAX's words for an output mapped along ``dim`` whose out_axes entry (at key path
+  ``where``) is None."""
+  if axis_name is not None:
+    return f"vmap has mapped output (axis_name={axis_name}) but out_axes is None"
+  return f"at vmap out_axes{where}, got axis spec None but output was batched on axis {dim}"
+
+
+def from_elt(trace: "BatchTrace", size: int, x, spec, where: str = ""):
+  """The stack of the function's outputs ``x``, mapped as ``spec``; ``where`` is the
+  output's key path in the outputs, for error messages."""
   handler = from_elt_handlers.get(type(x))
   if handler is not None:
     return handler(lambda n, elt, s: from_elt(trace, n, elt, s), size, x, spec)
   val, dim = trace.to_batch_info(x)
   if spec is None:
     if dim is not None:
-      raise ValueError("vmap has mapped output but out_axes is None")
+      raise ValueError(unmapped_output_message(trace.axis_data.name, where, dim))
     return val
   ndim = len(get_aval(val).shape) + (dim is None)
   if not -ndim <= spec < ndim:
@@ -260,7 +269,7 @@ def from_elt(trace: "BatchTrace", size: int, x, spec):
 
 
 def batch_vmappable(fun: Callable, vals: Sequence, specs: Sequence, axis_data: AxisData,
-                    out_specs: Callable) -> list:
+                    out_specs: Callable, out_where: Callable | None = None) -> list:
   """``batch`` for arguments among which are vmappable values: ``specs`` are their in_axes
   entries; ``out_specs()`` (called once ``fun`` has run) gives the outputs' out_axes entries.
   Returns the outputs as stacks."""
@@ -269,7 +278,9 @@ def batch_vmappable(fun: Callable, vals: Sequence, specs: Sequence, axis_data: A
     elts = [to_elt(trace, v, s) for v, s in zip(vals, specs)]
     with set_current_trace(trace), extend_axis_env(axis_data.name, axis_data.size):
       outs = fun(*elts)
-      results = [from_elt(trace, axis_data.size, o, s) for o, s in zip(outs, out_specs())]
+      wheres = out_where() if out_where is not None else [""] * len(outs)
+      results = [from_elt(trace, axis_data.size, o, s, w)
+                 for o, s, w in zip(outs, out_specs(), wheres)]
   finally:
     trace.invalidate()
   return results

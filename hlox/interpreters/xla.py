@@ -23,7 +23,7 @@ from hlox.cache import LRUCache
 from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.avals import ShapedArray, abstract_token
-from hlox.core.tracer import check_no_tracers
+from hlox.core.tracer import check_no_tracers, invalid_argument_error
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
 from hlox.config import config
 from hlox.interpreters import nan_checks, state_discharge
@@ -1085,7 +1085,8 @@ def apply_primitive(primitive, *args, **params):
   except AttributeError:  # some arguments are not Arrays yet
     check_no_tracers(args)
     device = _committed_device(args)
-    args = [x if type(x) is Array else _to_array(x, primitive, device) for x in args]
+    args = [x if type(x) is Array else _to_array(x, primitive, device, i)
+            for i, x in enumerate(args)]
     return apply_primitive(primitive, *args, **params)
   except TypeError as e:
     raise TypeError(f"{primitive.name}: parameters must be hashable, got {params}") from e
@@ -1116,7 +1117,7 @@ def _committed_device(args):
   return None
 
 
-def _to_array(x, primitive, device=None) -> Array:
+def _to_array(x, primitive, device=None, position=0) -> Array:
   if isinstance(x, Array):
     return x
   if type(x) in SCALAR_TYPES:
@@ -1124,8 +1125,7 @@ def _to_array(x, primitive, device=None) -> Array:
   try:
     return device_put(x, device)
   except TypeError as e:
-    raise TypeError(f"{primitive.name}: argument {x!r} of type {type(x).__name__} is not an "
-                    "array") from e
+    raise invalid_argument_error(primitive.name, position, x) from e
 
 
 def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:

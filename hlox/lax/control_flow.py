@@ -26,6 +26,7 @@ from hlox import monitoring
 
 from hlox import _tree_transform as tree_util
 from hlox.cache import LRUCache
+from hlox.config import config
 from hlox.core import dtypes, sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray
@@ -1654,6 +1655,10 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     raise ValueError(f"scan got values with different leading axis sizes: {sizes}")
   else:
     length = lengths[0]
+  if length == 0 and config.disable_jit:
+    # As JAX, whose scan runs as a Python loop there: no step, so no output type to go by.
+    raise ValueError("zero-length scan is not supported in disable_jit() mode because the "
+                     "output type is unknown.")
   unroll = _concrete_arg(unroll, "The `unroll` argument to `scan` expects a concrete `int` or "
                                  "`bool` value")
   if isinstance(unroll, (bool, np.bool_)):
@@ -1716,7 +1721,8 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
                      unroll=int(unroll))
   if any(k is not None for k in fwd):
     rest = iter(outs[n_carried:])
-    outs = outs[:n_carried] + [next(rest) if k is None else xs_leaves[k] for k in fwd]
+    outs = outs[:n_carried] + [next(rest) if k is None else _forwarded_value(xs_leaves[k])
+                               for k in fwd]
   if any(moved):
     final = iter(outs[:n_carried])
     outs = [x if m else next(final) for x, m in zip(init_leaves, moved)] + outs[n_carried:]
@@ -1890,6 +1896,8 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
   lo, hi = _concrete_bound(lower), _concrete_bound(upper)
   if lo is not None and hi is not None:
     # Static bounds: a scan whose counter starts as a Python int (weakly typed, as JAX).
+    if hi <= lo and config.disable_jit:
+      return init_val  # as JAX: no step to run (scan refuses zero steps there)
     body = _cached_wrapper("fori_scan", body_fun, _fori_scan_body)
     (_, out), _ = scan(body, (lo, init_val), None, length=builtins.max(hi - lo, 0),
                        unroll=1 if unroll is None else unroll)

@@ -90,6 +90,12 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
     out = object
     if dtype is not None:
       out = lax.convert_element_type(out, dtype, weak_type=False)
+    elif (not copy and isinstance(out, Tracer) and dtypes.extended_dtype_of(out) is None
+          and out.to_concrete_value() is not None):
+      # As JAX: a traced value whose value is known (a JVP primal) is still converted, so that
+      # its transformations' results are Arrays (the tangent of jvp(asarray)).
+      out = lax.convert_element_type_p.bind(out, new_dtype=out.dtype,
+                                            weak_type=out.aval.weak_type)
     if copy and out is object:
       # A fresh buffer: the original may be donated (deleted) while the copy lives on. Traced
       # too, so that transformations (jvp, vjp, vmap) give copies of their values as well.
