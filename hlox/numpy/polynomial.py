@@ -54,7 +54,11 @@ def polysub(a1, a2):
 def polymul(a1, a2, *, trim_leading_zeros=False):
   """Product of two polynomials."""
   util.check_arraylike("polymul", a1, a2)
-  a1, a2 = util.promote_dtypes(shapes.atleast_1d(a1), shapes.atleast_1d(a2))
+  # The product is always inexact, as in JAX (integer inputs give floats).
+  a1, a2 = util.promote_dtypes_inexact(shapes.atleast_1d(a1), shapes.atleast_1d(a2))
+  if trim_leading_zeros and (get_aval(a1).shape[0] > 1 or get_aval(a2).shape[0] > 1):
+    # Needs concrete values: the trimmed length depends on the data, as in NumPy.
+    a1, a2 = shapes.trim_zeros(a1, trim="f"), shapes.trim_zeros(a2, trim="f")
   if get_aval(a1).shape[0] == 0:
     a1 = creation.zeros(1, a1.dtype)
   if get_aval(a2).shape[0] == 0:

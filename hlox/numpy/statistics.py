@@ -117,9 +117,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
   x = shapes.atleast_2d(m)
   if get_aval(x).ndim > 2:
     raise ValueError("m has more than 2 dimensions")
-  if get_aval(creation.asarray(m)).ndim == 1:
-    rowvar = True
-  if not rowvar and get_aval(x).shape[0] != 1:
+  # NumPy >= 2.2 transposes every 2-d ``m`` when ``rowvar`` is False, a single row
+  # included; only a 1-d ``m`` (always one variable) stays as it is.
+  if not rowvar and get_aval(creation.asarray(m)).ndim != 1:
     x = x.T
   if get_aval(x).shape[0] == 0:
     return creation.array([]).reshape(0, 0)
