@@ -60,3 +60,75 @@ def test_take_along_axis_is_nested_jit(wrap, want_dtype):
     np.testing.assert_array_equal(fun(idx), [1., 2., 197.])
   else:
     np.testing.assert_array_equal(fun(idx[:2]), [1., 2.])
+
+
+@pytest.mark.parametrize("shape", [(0, 2), (2, 0), (0, 0)])
+@pytest.mark.parametrize("ord", [1, 2, np.inf, "fro", "nuc"])
+def test_empty_matrix_norm_is_zero(shape, ord):
+  norm = jnp.linalg.matrix_norm(jnp.zeros(shape, jnp.float32), ord=ord)
+  assert norm.shape == () and float(norm) == 0.0
+
+
+def test_empty_vector_inf_norm_is_zero():
+  assert float(jnp.linalg.vector_norm(jnp.zeros(0), ord=np.inf)) == 0.0
+  np.testing.assert_allclose(jnp.linalg.norm(np.arange(6.).reshape(2, 3), ord=np.inf),
+                             np.linalg.norm(np.arange(6.).reshape(2, 3), ord=np.inf))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_categorical_accepts_array_axis(axis):
+  logits = hlox.random.normal(hlox.random.key(1), (8, 9))
+  n = logits.shape[axis]
+  other = 17 - n
+  out = hlox.random.categorical(hlox.random.key(0), logits, axis=jnp.array(axis),
+                                shape=(3, other), replace=False)
+  assert out.shape == (3, other)
+  out = np.asarray(out)
+  assert ((0 <= out) & (out < n)).all()
+  for col in out.T:  # without replacement: distinct draws per distribution
+    assert len(set(col.tolist())) == 3
+
+
+def test_cumulative_sum_rank_error_text():
+  with pytest.raises(ValueError, match=r"The input array has rank 2, however"):
+    jnp.cumulative_sum(jnp.ones((2, 3)))
+  with pytest.raises(ValueError, match=r"The input must be non-scalar"):
+    jnp.cumulative_prod(jnp.ones(()))
+
+
+@pytest.mark.parametrize("op", ["quantile", "nanquantile", "percentile", "nanpercentile"])
+@pytest.mark.parametrize("shape,axis,keepdims", [((10,), None, False), ((4, 3, 5), 0, True),
+                                                 ((2, 3, 4), (2, 0), False)])
+def test_weighted_quantile_matches_numpy(op, shape, axis, keepdims):
+  rng = np.random.default_rng(0)
+  a = rng.standard_normal(shape).astype(np.float32)
+  if "nan" in op:
+    a[rng.random(shape) < 0.2] = np.nan
+  w = rng.uniform(0.1, 3.0, shape).astype(np.float32)
+  q = np.array([0.1, 0.5, 0.9], np.float32) * (100 if "percentile" in op else 1)
+  kw = dict(axis=axis, method="inverted_cdf", keepdims=keepdims)
+  with np.errstate(all="ignore"):
+    want = getattr(np, op)(a, q, weights=w, **kw)
+    want_unweighted = getattr(np, op)(a, q, **kw)
+  got = getattr(jnp, op)(a, q, weights=w, **kw)
+  assert got.shape == want.shape and got.dtype == np.float32
+  np.testing.assert_allclose(got, want, equal_nan=True)
+  np.testing.assert_allclose(getattr(jnp, op)(a, q, **kw), want_unweighted, equal_nan=True)
+
+
+def test_weighted_quantile_errors_and_bad_weights():
+  x = np.arange(6.0).reshape(2, 3)
+  with pytest.raises(NotImplementedError, match="inverted_cdf"):
+    jnp.quantile(x, 0.5, weights=np.ones((2, 3)))
+  with pytest.raises(ValueError, match="axis is None"):
+    jnp.quantile(x, 0.5, weights=np.ones(3), method="inverted_cdf")
+  with pytest.raises(ValueError, match="must match reduction axes"):
+    jnp.quantile(x, 0.5, axis=1, weights=np.ones(2), method="inverted_cdf")
+  # One weight per position along the reduced axis, broadcast over the others.
+  got = jnp.quantile(x, 0.5, axis=1, weights=np.array([1.0, 0.5, 3.0]), method="inverted_cdf")
+  np.testing.assert_allclose(got, np.quantile(x, 0.5, axis=1, method="inverted_cdf",
+                                              weights=np.tile([1.0, 0.5, 3.0], (2, 1))))
+  # A negative weight makes that slice NaN (as JAX does).
+  got = jnp.quantile(x, 0.5, axis=1, weights=np.array([[1.0, -1, 1], [1, 1, 1]]),
+                     method="inverted_cdf")
+  assert np.isnan(got[0]) and got[1] == 4.0
