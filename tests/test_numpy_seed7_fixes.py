@@ -132,3 +132,23 @@ def test_weighted_quantile_errors_and_bad_weights():
   got = jnp.quantile(x, 0.5, axis=1, weights=np.array([[1.0, -1, 1], [1, 1, 1]]),
                      method="inverted_cdf")
   assert np.isnan(got[0]) and got[1] == 4.0
+
+
+def test_searchsorted_too_long_for_int32_without_x64():
+  v = hlox.ShapeDtypeStruct((), np.float32)
+  fits = hlox.ShapeDtypeStruct((np.iinfo(np.int32).max,), np.float32)
+  assert hlox.eval_shape(jnp.searchsorted, fits, v).dtype == np.int32
+  too_long = hlox.ShapeDtypeStruct((np.iinfo(np.int32).max + 1,), np.float32)
+  with pytest.warns(UserWarning, match="Explicitly requested dtype.*int64"):
+    with pytest.raises(OverflowError, match="Python integer 2147483648 out of bounds"):
+      hlox.eval_shape(jnp.searchsorted, too_long, v)
+
+
+def test_key_arrays_compare_equal():
+  k = hlox.random.key(0)
+  ks = hlox.random.split(k, 3)
+  assert bool(k == k) and not bool(k != k) and bool(jnp.isclose(k, k))
+  np.testing.assert_array_equal(ks != ks[::-1], [True, False, True])
+  np.testing.assert_array_equal(hlox.jit(jnp.equal)(ks, ks[1]), [False, True, False])
+  with pytest.raises(TypeError):
+    jnp.equal(k, 1)
