@@ -152,3 +152,17 @@ def test_key_arrays_compare_equal():
   np.testing.assert_array_equal(hlox.jit(jnp.equal)(ks, ks[1]), [False, True, False])
   with pytest.raises(TypeError):
     jnp.equal(k, 1)
+
+
+@pytest.mark.parametrize("op", ["convolve", "correlate"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_bfloat16_convolution_rounds_once(op, mode):
+  rng = np.random.default_rng(0)
+  x, y = (rng.standard_normal(12) * 5).astype(jnp.bfloat16), \
+      (rng.standard_normal(12) * 5).astype(jnp.bfloat16)
+  want = getattr(np, op)(x.astype(np.float64), y.astype(np.float64), mode=mode)
+  got = getattr(jnp, op)(x, y, mode=mode)
+  assert got.dtype == jnp.bfloat16
+  # One final rounding to bfloat16 (8 bits of mantissa); each-step rounding is far worse.
+  np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-2,
+                             atol=1e-3 * np.abs(want).max())

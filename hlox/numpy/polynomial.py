@@ -144,8 +144,14 @@ def _conv1d(name, a, v, mode, flip, preferred_element_type=None):
   n_full = na + nv - 1
   a_pad = shapes.pad(a, (nv - 1, nv - 1))
   rows = creation.arange(n_full)[:, None] + creation.arange(nv)[None, :]
-  if get_aval(a).dtype != np.bool_:
-    full = reductions.sum(a_pad[rows] * v[None, :], axis=1, dtype=get_aval(a).dtype)
+  dtype = get_aval(a).dtype
+  if dtype in (dtypes.bfloat16, np.float16):
+    # Half-precision products and sums are formed in float32 and rounded once at the end,
+    # as a convolution's accumulator does (rounding each step loses several digits).
+    full = reductions.sum(a_pad[rows].astype(np.float32) * v[None, :].astype(np.float32),
+                          axis=1).astype(dtype)
+  elif dtype != np.bool_:
+    full = reductions.sum(a_pad[rows] * v[None, :], axis=1, dtype=dtype)
   else:
     full = reductions.any(a_pad[rows] & v[None, :], axis=1)
   if mode == "full":
