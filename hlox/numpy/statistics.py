@@ -307,25 +307,25 @@ def _inverted_cdf(a, qq, weights, maxi):
 
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, weights=None, interpolation=None):
+             keepdims=False, *, weights=None):
   """The ``q``-th quantiles (``q`` in [0, 1]) of ``a`` along ``axis``; ``weights`` (with
   ``method='inverted_cdf'`` only) weigh each element, shaped as ``a`` or the reduced axes."""
-  _check_quantile_args("quantile", out, overwrite_input, interpolation)
+  _check_quantile_args("quantile", out, overwrite_input)
   return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, weights=None, interpolation=None):
+                keepdims=False, *, weights=None):
   """``quantile`` ignoring NaNs (and their weights)."""
-  _check_quantile_args("nanquantile", out, overwrite_input, interpolation)
+  _check_quantile_args("nanquantile", out, overwrite_input)
   return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, weights=None, interpolation=None, out_sharding=None):
+               keepdims=False, *, weights=None, out_sharding=None):
   """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` along ``axis`` (``weights`` as in
   ``quantile``)."""
-  _check_quantile_args("percentile", out, overwrite_input, interpolation)
+  _check_quantile_args("percentile", out, overwrite_input)
   util.check_arraylike("percentile", a, q)
   q = ufuncs.true_divide(q, 100.0)
   if out_sharding is not None and sharding_types.active[0]:
@@ -340,9 +340,9 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, weights=None, interpolation=None):
+                  keepdims=False, *, weights=None):
   """``percentile`` ignoring NaNs (and their weights)."""
-  _check_quantile_args("nanpercentile", out, overwrite_input, interpolation)
+  _check_quantile_args("nanpercentile", out, overwrite_input)
   util.check_arraylike("nanpercentile", a, q)
   q = ufuncs.true_divide(q, 100.0)
   return _quantile("nanpercentile", a, q, axis, method, keepdims, True, weights)
@@ -350,14 +350,12 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   """The median of ``a`` along ``axis``, ignoring NaNs."""
-  _check_quantile_args("nanmedian", out, overwrite_input, None)
+  _check_quantile_args("nanmedian", out, overwrite_input)
   return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True)
 
 
-def _check_quantile_args(name, out, overwrite_input, interpolation):
+def _check_quantile_args(name, out, overwrite_input):
   if out is not None:
     raise ValueError(f"{name}: the 'out' argument is not supported")
   if overwrite_input:
     raise ValueError(f"{name}: overwrite_input=True is not supported")
-  if interpolation is not None:
-    raise TypeError(f"{name}: the 'interpolation' argument is removed; use 'method'")
