@@ -38,9 +38,10 @@ def test_take_along_axis_wrap_negative_indices():
   jaxpr = hlox.make_jaxpr(lambda i: jnp.take_along_axis(
       x, i, axis=0, mode="promise_in_bounds", wrap_negative_indices=False))(
           jnp.array([1, 2], jnp.int8))
-  prims = {e.primitive.name for e in jaxpr.eqns}
+  [jit_eqn] = jaxpr.eqns  # staged as one nested jit, as in JAX
+  prims = {e.primitive.name for e in jit_eqn.params["jaxpr"].eqns}
   assert "select_n" not in prims and "gather" in prims
-  gather = next(e for e in jaxpr.eqns if e.primitive.name == "gather")
+  gather = next(e for e in jit_eqn.params["jaxpr"].eqns if e.primitive.name == "gather")
   assert gather.invars[1].aval.dtype == np.int8
 
 

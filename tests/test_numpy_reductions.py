@@ -406,7 +406,7 @@ def test_nancumsum_nancumprod():
 def test_cumulative_errors():
   with pytest.raises(ValueError, match="non-scalar"):
     jnp.cumulative_sum(np.float32(1))
-  with pytest.raises(ValueError, match="axis was not given"):
+  with pytest.raises(ValueError, match="axis was not set to an explicit value"):
     jnp.cumulative_sum(np.ones((2, 2)))
   with pytest.raises(ValueError, match="jnp.cumsum: axis 2 is out of bounds"):
     jnp.cumsum(np.ones((2, 2)), axis=2)

@@ -54,9 +54,10 @@ ACCEPTING_KEYS = (
     "where", "take", "transpose", "permute_dims", "flip", "roll", "repeat", "swapaxes",
     "moveaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d", "copy", "split",
     "append", "zeros_like", "empty_like", "ones_like", "full_like", "zeros", "empty", "ones",
-    "full", "reshape", "broadcast_arrays", "array_equal")
+    "full", "reshape", "broadcast_arrays", "array_equal", "equal", "not_equal")
 for _name in ACCEPTING_KEYS:
-  globals()[_name] = _accepting_extended("hlox.numpy", globals()[_name])
+  if _name not in ("equal", "not_equal"):  # already wrapped in ufuncs (for ``==`` too)
+    globals()[_name] = _accepting_extended("hlox.numpy", globals()[_name])
 del _name
 
 from hlox.numpy.array_api_info import __array_namespace_info__  # noqa: F401

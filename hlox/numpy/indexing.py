@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hlox import lax
+from hlox import api, lax
 from hlox.config import config
 from hlox.core import dtypes, sharding_types
 from hlox.core.tracer import Tracer, get_aval
@@ -830,6 +830,12 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
   util.check_arraylike("take_along_axis", arr)
   a = util.ensure_array(arr)
   indices = _check_int_indices("take_along_axis", indices)
+  # Staged as one nested ``jit`` (as JAX does), so a jaxpr shows the gather inside it.
+  return _take_along_axis_jit(a, indices, axis=axis, mode=mode, fill_value=fill_value,
+                              wrap_negative_indices=wrap_negative_indices)
+
+
+def _take_along_axis(a, indices, *, axis, mode, fill_value, wrap_negative_indices):
   ishape = get_aval(indices).shape
   if axis is None:
     if len(ishape) != 1:
@@ -895,6 +901,10 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
       start_indices_batching_dims=tuple(indices_batching))
   return lax.gather(a, gather_indices, dnums, tuple(slice_sizes), mode=gmode,
                     fill_value=fill_value)
+
+
+_take_along_axis_jit = api.jit(
+    _take_along_axis, static_argnames=("axis", "mode", "fill_value", "wrap_negative_indices"))
 
 
 def _take_along_axis_one_hot(a, indices, axis):

@@ -55,7 +55,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
   if ord is None or ord == 2:
     return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=axis, keepdims=keepdims))
   if ord == np.inf:
-    return reductions.max(a, axis=axis, keepdims=keepdims)
+    # initial=0: the norm of an empty vector is 0, not an error (as JAX).
+    return reductions.max(a, axis=axis, keepdims=keepdims, initial=0)
   if ord == -np.inf:
     return reductions.min(a, axis=axis, keepdims=keepdims)
   if ord == 0:
@@ -104,12 +105,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return ufuncs.sqrt(reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=(row, col), keepdims=keepdims))
   if ord in (1, -1):
     sums = reductions.sum(a, axis=row, keepdims=True)
-    red = reductions.max if ord == 1 else reductions.min
-    result = red(sums, axis=col, keepdims=True)
+    result = (reductions.max(sums, axis=col, keepdims=True, initial=0) if ord == 1
+              else reductions.min(sums, axis=col, keepdims=True))
   elif ord in (np.inf, -np.inf):
     sums = reductions.sum(a, axis=col, keepdims=True)
-    red = reductions.max if ord == np.inf else reductions.min
-    result = red(sums, axis=row, keepdims=True)
+    # The max norms of an empty matrix are 0 (initial=0), as in JAX; the min ones raise.
+    result = (reductions.max(sums, axis=row, keepdims=True, initial=0) if ord == np.inf
+              else reductions.min(sums, axis=row, keepdims=True))
   elif ord in (2, -2, "nuc"):
     sv = _svdvals(shapes.moveaxis(x, (row, col), (-2, -1)))
     if ord == 2:

@@ -54,7 +54,11 @@ def polysub(a1, a2):
 def polymul(a1, a2, *, trim_leading_zeros=False):
   """Product of two polynomials."""
   util.check_arraylike("polymul", a1, a2)
-  a1, a2 = util.promote_dtypes(shapes.atleast_1d(a1), shapes.atleast_1d(a2))
+  # The product is always inexact, as in JAX (integer inputs give floats).
+  a1, a2 = util.promote_dtypes_inexact(shapes.atleast_1d(a1), shapes.atleast_1d(a2))
+  if trim_leading_zeros and (get_aval(a1).shape[0] > 1 or get_aval(a2).shape[0] > 1):
+    # Needs concrete values: the trimmed length depends on the data, as in NumPy.
+    a1, a2 = shapes.trim_zeros(a1, trim="f"), shapes.trim_zeros(a2, trim="f")
   if get_aval(a1).shape[0] == 0:
     a1 = creation.zeros(1, a1.dtype)
   if get_aval(a2).shape[0] == 0:
@@ -140,8 +144,14 @@ def _conv1d(name, a, v, mode, flip, preferred_element_type=None):
   n_full = na + nv - 1
   a_pad = shapes.pad(a, (nv - 1, nv - 1))
   rows = creation.arange(n_full)[:, None] + creation.arange(nv)[None, :]
-  if get_aval(a).dtype != np.bool_:
-    full = reductions.sum(a_pad[rows] * v[None, :], axis=1, dtype=get_aval(a).dtype)
+  dtype = get_aval(a).dtype
+  if dtype in (dtypes.bfloat16, np.float16):
+    # Half-precision products and sums are formed in float32 and rounded once at the end,
+    # as a convolution's accumulator does (rounding each step loses several digits).
+    full = reductions.sum(a_pad[rows].astype(np.float32) * v[None, :].astype(np.float32),
+                          axis=1).astype(dtype)
+  elif dtype != np.bool_:
+    full = reductions.sum(a_pad[rows] * v[None, :], axis=1, dtype=dtype)
   else:
     full = reductions.any(a_pad[rows] & v[None, :], axis=1)
   if mode == "full":

@@ -706,8 +706,10 @@ def _cumulative_api(name, lax_fn, identity, x, axis, dtype, include_initial,
                      f"scalar value or scalar array was given (jnp.{name}).")
   if axis is None:
     if aval.ndim > 1:
-      raise ValueError(f"jnp.{name}: the input has rank {aval.ndim}, but axis was not "
-                       "given; it is only optional for one-dimensional arrays")
+      # Worded as JAX's message, which user code and tests match on.
+      raise ValueError(f"The input array has rank {aval.ndim}, however axis was not set to "
+                       "an explicit value. The axis argument is only optional for "
+                       f"one-dimensional arrays (jnp.{name}).")
     axis = 0
   result = _cumulative(name, lax_fn, x, axis, dtype, promote_integers=promote_integers)
   if include_initial:

@@ -117,9 +117,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
   x = shapes.atleast_2d(m)
   if get_aval(x).ndim > 2:
     raise ValueError("m has more than 2 dimensions")
-  if get_aval(creation.asarray(m)).ndim == 1:
-    rowvar = True
-  if not rowvar and get_aval(x).shape[0] != 1:
+  # NumPy >= 2.2 transposes every 2-d ``m`` when ``rowvar`` is False, a single row
+  # included; only a 1-d ``m`` (always one variable) stays as it is.
+  if not rowvar and get_aval(creation.asarray(m)).ndim != 1:
     x = x.T
   if get_aval(x).shape[0] == 0:
     return creation.array([]).reshape(0, 0)
@@ -186,25 +186,28 @@ _QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "invert
                      "normal_unbiased")
 
 
-def _quantile(name, a, q, axis, method, keepdims, squash_nans):
+def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights=None):
   util.check_arraylike(name, a, q)
-  if method not in ("linear", "lower", "higher", "midpoint", "nearest"):
+  if method not in ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf"):
     raise ValueError(f"{name}: method={method!r} is not supported; use one of "
-                     "linear, lower, higher, midpoint, nearest")
+                     "linear, lower, higher, midpoint, nearest, inverted_cdf")
   a = creation.asarray(a)
   q = creation.asarray(q)
   if dtypes.is_complex(get_aval(a).dtype) or dtypes.is_complex(get_aval(q).dtype):
     raise ValueError(f"{name} does not support complex input")
   if get_aval(q).ndim > 1:
     raise ValueError(f"q must be have rank <= 1, got shape {q.shape}")
-  # The result takes a's inexact dtype alone (as JAX): q is computed in it, whatever its own.
-  a, = util.promote_dtypes_inexact(a)
-  q = lax.convert_element_type(q, get_aval(a).dtype)
   nd = get_aval(a).ndim
   if axis is None:
     dims = tuple(builtins.range(nd))
   else:
     dims = util.canonicalize_axis_tuple(axis, nd, name)
+  if weights is not None:
+    a, weights = _check_quantile_weights(name, a, weights, axis, dims, method)
+  else:
+    # The result takes a's inexact dtype alone (as JAX): q is computed in it.
+    a, = util.promote_dtypes_inexact(a)
+  q = lax.convert_element_type(q, get_aval(a).dtype)
   # keepdims of a 0-d input gives shape (1,), as JAX (which ravels first).
   keep_shape = tuple(1 if i in dims else d for i, d in enumerate(get_aval(a).shape)) or (1,)
   rest = [i for i in builtins.range(nd) if i not in dims]
@@ -212,7 +215,13 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
   out_shape = get_aval(a).shape[:len(rest)]
   a = shapes.reshape(a, out_shape + (-1,))
   n = get_aval(a).shape[-1]
-  a = sorting.sort(a, axis=-1)  # NaNs last
+  if weights is None:
+    a = sorting.sort(a, axis=-1)  # NaNs last
+  else:
+    weights = shapes.reshape(shapes.transpose(weights, rest + list(dims)), out_shape + (-1,))
+    order = sorting.argsort(a, axis=-1)  # NaNs last; the weights follow their values
+    a = indexing.take_along_axis(a, order, axis=-1)
+    weights = indexing.take_along_axis(weights, order, axis=-1)
   if squash_nans:
     counts = reductions.sum(ufuncs.logical_not(ufuncs.isnan(a)), axis=-1,
                             keepdims=True).astype(q.dtype)
@@ -236,6 +245,8 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
     result = hi_v
   elif method == "midpoint":
     result = 0.5 * (lo_v + hi_v)
+  elif method == "inverted_cdf":
+    result = _inverted_cdf(a, qq, weights, maxi)
   else:  # nearest: round half to even, as NumPy
     near = ufuncs.clip(ufuncs.round(pos), 0, maxi).astype(np.int32)
     result = indexing.take_along_axis(a, near, axis=-1)
@@ -244,6 +255,10 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
     result = ufuncs.where(any_nan, np.nan, result)
   else:
     result = ufuncs.where(counts == 0, np.nan, result)
+  if weights is not None:
+    # Negative or NaN weights make that slice's quantiles NaN (as JAX; NumPy raises).
+    bad = reductions.any((weights < 0) | ufuncs.isnan(weights), axis=-1, keepdims=True)
+    result = ufuncs.where(bad, np.nan, result)
   # result: out_shape + (nq,) -> (nq,) + out_shape
   result = shapes.moveaxis(result, -1, 0)
   if keepdims:
@@ -253,24 +268,64 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans):
   return result
 
 
+def _check_quantile_weights(name, a, weights, axis, dims, method):
+  """``a`` and ``weights`` promoted together, weights broadcast to ``a``'s shape."""
+  util.check_arraylike(name, weights)
+  weights = creation.asarray(weights)
+  if dtypes.is_complex(get_aval(weights).dtype):
+    raise ValueError("Weights cannot be complex types.")
+  if method != "inverted_cdf":
+    raise NotImplementedError(f"{method} doesn't support weights. Only method "
+                              "'inverted_cdf' supports weights.")
+  a, weights = util.promote_dtypes_inexact(a, weights)
+  shape, wshape = get_aval(a).shape, get_aval(weights).shape
+  if wshape != shape:
+    if axis is None:
+      raise ValueError("Weights shape must match 'a' shape when axis is None.")
+    # Otherwise one weight per position along the reduced axes (in the order given).
+    reduced = tuple(shape[d] for d in dims)
+    if wshape != reduced:
+      raise ValueError(f"Weights shape {wshape} must match reduction axes {reduced}")
+    order = sorted(builtins.range(len(dims)), key=lambda i: dims[i])
+    weights = lax.broadcast_in_dim(shapes.transpose(weights, order), shape, sorted(dims))
+  return a, weights
+
+
+def _inverted_cdf(a, qq, weights, maxi):
+  """Weighted inverted-CDF quantiles of the sorted last axis of ``a``: the first value whose
+  cumulative weight reaches ``q`` times the total (NaN data weighs nothing)."""
+  nan_data = ufuncs.isnan(a)
+  if weights is None:
+    weights = creation.ones_like(a)
+  bad = (weights < 0) | ufuncs.isnan(weights) | nan_data
+  cw = reductions.cumsum(ufuncs.where(bad, 0, weights), axis=-1)  # (..., n)
+  target = qq * cw[..., -1:]  # (..., nq)
+  below = cw[..., None, :] < target[..., :, None]  # (..., nq, n)
+  idx = reductions.sum(below.astype(np.int32), axis=-1)
+  idx = ufuncs.minimum(idx, maxi.astype(np.int32))
+  return indexing.take_along_axis(a, idx, axis=-1)
+
+
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, interpolation=None):
-  """The ``q``-th quantiles (``q`` in [0, 1]) of ``a`` along ``axis``."""
-  _check_quantile_args("quantile", out, overwrite_input, interpolation)
-  return _quantile("quantile", a, q, axis, method, keepdims, False)
+             keepdims=False, *, weights=None):
+  """The ``q``-th quantiles (``q`` in [0, 1]) of ``a`` along ``axis``; ``weights`` (with
+  ``method='inverted_cdf'`` only) weigh each element, shaped as ``a`` or the reduced axes."""
+  _check_quantile_args("quantile", out, overwrite_input)
+  return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, interpolation=None):
-  """``quantile`` ignoring NaNs."""
-  _check_quantile_args("nanquantile", out, overwrite_input, interpolation)
-  return _quantile("nanquantile", a, q, axis, method, keepdims, True)
+                keepdims=False, *, weights=None):
+  """``quantile`` ignoring NaNs (and their weights)."""
+  _check_quantile_args("nanquantile", out, overwrite_input)
+  return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, interpolation=None, out_sharding=None):
-  """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` along ``axis``."""
-  _check_quantile_args("percentile", out, overwrite_input, interpolation)
+               keepdims=False, *, weights=None, out_sharding=None):
+  """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` along ``axis`` (``weights`` as in
+  ``quantile``)."""
+  _check_quantile_args("percentile", out, overwrite_input)
   util.check_arraylike("percentile", a, q)
   q = ufuncs.true_divide(q, 100.0)
   if out_sharding is not None and sharding_types.active[0]:
@@ -280,29 +335,27 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     if split is not None:
       a = sharding_types.constrain(
           a, sharding_types.TypeSharding(split.mesh, [None] * len(split.entries)))
-  out = _quantile("percentile", a, q, axis, method, keepdims, False)
+  out = _quantile("percentile", a, q, axis, method, keepdims, False, weights)
   return lax.apply_out_sharding(out, out_sharding, "percentile")
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, interpolation=None):
-  """``percentile`` ignoring NaNs."""
-  _check_quantile_args("nanpercentile", out, overwrite_input, interpolation)
+                  keepdims=False, *, weights=None):
+  """``percentile`` ignoring NaNs (and their weights)."""
+  _check_quantile_args("nanpercentile", out, overwrite_input)
   util.check_arraylike("nanpercentile", a, q)
   q = ufuncs.true_divide(q, 100.0)
-  return _quantile("nanpercentile", a, q, axis, method, keepdims, True)
+  return _quantile("nanpercentile", a, q, axis, method, keepdims, True, weights)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   """The median of ``a`` along ``axis``, ignoring NaNs."""
-  _check_quantile_args("nanmedian", out, overwrite_input, None)
+  _check_quantile_args("nanmedian", out, overwrite_input)
   return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True)
 
 
-def _check_quantile_args(name, out, overwrite_input, interpolation):
+def _check_quantile_args(name, out, overwrite_input):
   if out is not None:
     raise ValueError(f"{name}: the 'out' argument is not supported")
   if overwrite_input:
     raise ValueError(f"{name}: overwrite_input=True is not supported")
-  if interpolation is not None:
-    raise TypeError(f"{name}: the 'interpolation' argument is removed; use 'method'")

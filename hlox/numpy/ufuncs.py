@@ -14,6 +14,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
+from hlox.core.extended_functions import accepting_extended
 from hlox.core.tracer import Tracer, get_aval
 from hlox.custom_derivatives import custom_jvp
 from hlox.errors import ConcretizationTypeError
@@ -1022,6 +1023,12 @@ def not_equal(x, y, /):
   return lax.ne(*_args("not_equal", x, y))
 
 
+# Typed key arrays compare too (as in JAX: two keys are equal when all their data is); the
+# wrapping is here rather than in hlox.numpy's namespace so ``key == key`` sees it as well.
+equal = accepting_extended("hlox.numpy", equal)
+not_equal = accepting_extended("hlox.numpy", not_equal)
+
+
 def _ordered_compare(lax_op, x, y):
   if dtypes.is_complex(_dtype(x)):
     # Complex numbers are ordered lexicographically (real part, then imaginary part).
@@ -1058,6 +1065,8 @@ def greater_equal(x, y, /):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
   """Elementwise ``|a - b| <= atol + rtol * |b|`` (infinities must be equal)."""
+  if dtypes.extended_dtype_of(a) is not None or dtypes.extended_dtype_of(b) is not None:
+    return equal(a, b)  # keys have no tolerance: close means equal (as JAX)
   a, b = _args("isclose", a, b)
   if not dtypes.is_inexact(_dtype(a)):
     a, b = promote_dtypes_inexact(a, b)

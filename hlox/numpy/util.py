@@ -247,7 +247,15 @@ def int_dtype_for_dim(n: int) -> np.dtype:
   int32 whenever it can hold ``n``, also with x64 on (as JAX)."""
   if n <= np.iinfo(np.int32).max:
     return dtypes.int32
-  return dtypes.canonicalize_dtype(dtypes.int64)
+  if not dtypes.x64_enabled():
+    # int64 is needed but unavailable: as JAX, warn about the truncated request, then fail
+    # rather than return positions that wrap around.
+    warnings.warn("Explicitly requested dtype int64 requested in searchsorted is not "
+                  "available, and will be truncated to dtype int32. To enable more dtypes, "
+                  "set the jax_enable_x64 configuration option.", UserWarning, stacklevel=3)
+    raise OverflowError(f"Python integer {n} out of bounds for int32: positions along a "
+                        "dimension this long need int64 (enable x64)")
+  return dtypes.int64
 
 
 def concrete_value(name, x):

@@ -6,6 +6,7 @@ the same bits in the same order (same splits) and apply the same float operation
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -365,6 +366,9 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
   ndim = logits.ndim
   if ndim == 0:
     raise ValueError("categorical: logits must have at least one dimension")
+  # Any integer-like axis (a NumPy integer, a concrete 0-d integer array) is accepted, as in
+  # JAX; it is a static argument of the sampler, so it must become a hashable int.
+  axis = operator.index(axis)
   if not -ndim <= axis < ndim:
     raise ValueError(f"categorical: axis {axis} out of bounds for logits of shape "
                      f"{logits.shape}")

@@ -265,6 +265,16 @@ def _np_array_equal(a1, a2, equal_nan=False):
   return jnp.array_equal(a1._base, a2._base)
 
 
+def _np_compare(name, all_equal):
+  def impl(x, y, /):
+    (x, y), _ = _keys(name, (x, y))
+    x, y = _np_broadcast_arrays(x, y)
+    # Two keys are equal when every word of their data is.
+    same = jnp.all(x._base == y._base, axis=tuple(range(-len(_tail(x)), 0)))
+    return same if all_equal else jnp.logical_not(same)
+  return impl
+
+
 _NUMPY = {
     "broadcast_to": _np_broadcast_to, "concatenate": _np_concatenate, "stack": _np_stack,
     "hstack": _np_hstack, "vstack": _np_vstack, "expand_dims": _np_expand_dims,
@@ -278,6 +288,7 @@ _NUMPY = {
     "ones": _creation(1), "full": _np_full, "reshape": _np_reshape,
     "broadcast_arrays": _np_broadcast_arrays,
     "array_equal": _np_array_equal,
+    "equal": _np_compare("equal", True), "not_equal": _np_compare("not_equal", False),
 }
 
 
