@@ -88,8 +88,13 @@ def _same_type(a, b) -> bool:
   return tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
 
 
-def _call_layouts(avals, layouts) -> tuple:
-  # ``ffi_call`` takes major-to-minor sequences (or Layouts); XLA wants minor-to-major.
+def _call_layouts(avals, layouts, count_error: str) -> tuple:
+  """Minor-to-major layouts for ``avals`` from ``ffi_call``'s (None: row-major throughout;
+  else one per value, major-to-minor sequences or Layouts; XLA wants minor-to-major)."""
+  if layouts is None:
+    return tuple(map(default_layout, avals))
+  if len(layouts) != len(avals):
+    raise ValueError(count_error.format(n=len(avals), m=len(layouts)))
   return tuple(layout_for_lowering(aval, layout if layout is None
                                    or hasattr(layout, "major_to_minor") else layout[::-1])
                for aval, layout in zip(avals, layouts))
@@ -147,20 +152,12 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
     # A typed PRNG key array is passed as its data (the handler sees the uint32 words).
     args = [key_data(x) if isinstance(x, PRNGKeyArray) else x for x in args]
     in_avals = [typeof(x) for x in args]
-    if input_layouts is None:
-      in_layouts = tuple(map(default_layout, in_avals))
-    else:
-      if len(input_layouts) != len(in_avals):
-        raise ValueError(f"The number of input arguments ({len(in_avals)}) must equal the "
-                         f"number of input layouts ({len(input_layouts)}).")
-      in_layouts = _call_layouts(in_avals, input_layouts)
-    if output_layouts_ is None:
-      out_layouts = tuple(map(default_layout, result_avals))
-    else:
-      if len(output_layouts_) != len(result_avals):
-        raise ValueError(f"The number of outputs ({len(result_avals)}) must equal the number "
-                         f"of output layouts ({len(output_layouts_)}).")
-      out_layouts = _call_layouts(result_avals, output_layouts_)
+    in_layouts = _call_layouts(in_avals, input_layouts,
+                               "The number of input arguments ({n}) must equal the number of "
+                               "input layouts ({m}).")
+    out_layouts = _call_layouts(result_avals, output_layouts_,
+                                "The number of outputs ({n}) must equal the number of output "
+                                "layouts ({m}).")
     aliases = _checked_aliases(input_output_aliases, in_avals, result_avals, in_layouts,
                                out_layouts)
     results = ffi_call_p.bind(
