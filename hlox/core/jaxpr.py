@@ -129,14 +129,18 @@ class EqnContext:
 
 
 class Jaxpr:
-  __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+  __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "result_paths")
 
-  def __init__(self, constvars, invars, outvars, eqns, debug_info=None):
+  def __init__(self, constvars, invars, outvars, eqns, debug_info=None, result_paths=None):
     self.constvars = list(constvars)
     self.invars = list(invars)
     self.outvars = list(outvars)
     self.eqns = list(eqns)
     self.debug_info = debug_info
+    # Where each output sits in the traced function's result ("result", "result['a']"), or
+    # a function computing that tuple, or None: a program lowered from this jaxpr names its
+    # results by them (``jax.result_info``), as JAX's do.
+    self.result_paths = result_paths
 
   @property
   def in_avals(self):
@@ -864,5 +868,6 @@ def convert_constvars(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
   jaxpr = closed.jaxpr
   if not jaxpr.constvars:
     return closed, []
-  new = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info)
+  new = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info,
+              jaxpr.result_paths)
   return ClosedJaxpr(new, []), list(closed.consts)
