@@ -72,6 +72,7 @@ from hlox.sharding import PartitionSpec as P
 from hlox.runtime.array import Shard
 from hlox.lax.shard_map import shard_map
 from hlox.lax.smap import smap
+from hlox.lax.dslice import ds
 from hlox.debug.callbacks import effects_barrier, pure_callback
 from hlox import ref
 from hlox.ref import Ref, empty_ref, free_ref, freeze, new_ref

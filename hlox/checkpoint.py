@@ -6,7 +6,9 @@ everything else is recomputed in the backward pass (``partial_eval_jaxpr_custom`
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
 import types
 from typing import Callable, Sequence
 
@@ -98,23 +100,21 @@ def _no_batch_dims(params) -> bool:
   return not lhs_batch and not rhs_batch
 
 
-class _DotsSaveable:
-  def __init__(self, only_if_no_batch_dims: bool):
-    self.only_if_no_batch_dims = only_if_no_batch_dims
-    self.__name__ = ("dots_with_no_batch_dims_saveable" if only_if_no_batch_dims
-                     else "dots_saveable")
+@dataclasses.dataclass(frozen=True)
+class DotsSaveable:
+  """Save the results of dots (and convolutions), or with ``only_if_no_batch_dims`` only
+  those of dots without batch dimensions; recompute the rest. (A dataclass, as JAX's: its
+  repr is what printed jaxprs show as the policy.)"""
+  only_if_no_batch_dims: bool
 
   def __call__(self, prim, *_, **params) -> bool:
-    if prim.name != "dot_general":
-      return False
-    return not self.only_if_no_batch_dims or _no_batch_dims(params)
-
-  def __repr__(self):
-    return self.__name__
+    if self.only_if_no_batch_dims:
+      return prim.name == "dot_general" and _no_batch_dims(params)
+    return prim.name in ("dot_general", "conv_general_dilated")
 
 
-dots_saveable = _DotsSaveable(False)
-dots_with_no_batch_dims_saveable = _DotsSaveable(True)
+dots_saveable = DotsSaveable(False)
+dots_with_no_batch_dims_saveable = DotsSaveable(True)
 
 
 class _OffloadDotWithNoBatchDims:
@@ -133,17 +133,19 @@ def offload_dot_with_no_batch_dims(offload_src, offload_dst):
   return _OffloadDotWithNoBatchDims(offload_src, offload_dst)
 
 
-class _SaveOnlyTheseNames:
-  def __init__(self, names):
-    self.names = names
+@dataclasses.dataclass(frozen=True)
+class SaveOnlyTheseNames:
+  """Save only the values tagged with one of ``saveable_names``."""
+  saveable_names: frozenset
 
   def __call__(self, prim, *_, **params) -> bool:
-    return prim is name_p and params["name"] in self.names
+    return prim is name_p and params["name"] in self.saveable_names
 
 
-class _SaveAnyNamesButThese:
-  def __init__(self, names):
-    self.names = names
+@dataclasses.dataclass(frozen=True)
+class SaveAnyNamesButThese:
+  """Save the values tagged with any name but ``names``; recompute untagged ones."""
+  names: frozenset
 
   def __call__(self, prim, *_, **params) -> bool:
     return prim is name_p and params["name"] not in self.names
@@ -151,12 +153,12 @@ class _SaveAnyNamesButThese:
 
 def save_only_these_names(*names_which_can_be_saved):
   """Save only the values tagged (``checkpoint_name``) with one of these names."""
-  return _SaveOnlyTheseNames(frozenset(names_which_can_be_saved))
+  return SaveOnlyTheseNames(frozenset(names_which_can_be_saved))
 
 
 def save_any_names_but_these(*names_not_to_save):
   """Save the values tagged with any name but these (untagged values are recomputed)."""
-  return _SaveAnyNamesButThese(frozenset(names_not_to_save))
+  return SaveAnyNamesButThese(frozenset(names_not_to_save))
 
 
 def save_anything_except_these_names(*names_not_to_save):
@@ -229,7 +231,15 @@ class _CheckpointPrimitive(Primitive):
   def params_for_printing(self, params):
     policy = params["policy"]
     return {"differentiated": params.get("differentiated", False), "jaxpr": params["jaxpr"],
-            "policy": getattr(policy, "__name__", policy), "prevent_cse": params["prevent_cse"]}
+            "policy": _policy_text(policy), "prevent_cse": params["prevent_cse"]}
+
+
+def _policy_text(policy):
+  """A policy as JAX prints it: a function's repr with its address masked, else its repr."""
+  if isinstance(policy, types.FunctionType):
+    return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)),
+                  repr(policy))
+  return policy
 
 
 # Named as JAX's (``remat2``), so printed jaxprs read the same.

@@ -1,6 +1,7 @@
 """Printed jaxprs as JAX prints them: nested jaxprs used more than once, or of more than 10
 equations, are printed once above the top level (``let name = {...} in``) and referred to by
-name; small parameter lists holding tiny jaxprs stay on one line."""
+name; small parameter lists holding tiny jaxprs stay on one line; long lists of binders and
+arguments fill lines as JAX's printer does; checkpoint policies print as JAX's."""
 import pytest
 
 import hlox
@@ -26,6 +27,15 @@ _PROGRAMS = {
     "grad_of_big_jit": ("inner = m.jit(lambda x, y: body(x * y, y)[0])\n"
                         "print(m.make_jaxpr(m.grad(lambda x: inner(x, 2.0).sum()))(x))"),
     "small_jit_inline": "print(m.make_jaxpr(lambda x: m.jit(lambda y: y + 1)(x))(x))",
+    "long_binders": ("def mlp(ps, x):\n  for w in ps:\n    x = jnp.tanh(w @ x)\n  return x.sum()\n"
+                     "ps = [jnp.ones((4, 4))] * 6\n"
+                     "print(m.make_jaxpr(m.linearize(mlp, ps, jnp.ones(4))[1])(ps, jnp.ones(4)))\n"
+                     "print(m.make_jaxpr(m.grad(mlp))(ps, jnp.ones(4)))"),
+    "policies": ("cp = m.checkpoint_policies\n"
+                 "for p in [cp.everything_saveable, cp.dots_saveable, "
+                 "cp.dots_with_no_batch_dims_saveable, cp.save_only_these_names('b', 'a'), "
+                 "cp.save_any_names_but_these('a')]:\n"
+                 "  print(m.make_jaxpr(m.checkpoint(lambda x: jnp.sin(x) * 2, policy=p))(1.0))"),
     "annotated": ("print(m.make_jaxpr(lambda x: m.lax.scan(body, 1.0, x))(x)"
                   ".pretty_print(source_info=False, name_stack=True))"),
 }

@@ -299,6 +299,11 @@ def _pp_param(value, names, indent, col=None) -> str:
       return flat
     pad = " " * (indent + 2)
     return "(\n" + "".join(f"{pad}{s}\n" for s in inner) + " " * indent + ")"
+  if isinstance(value, frozenset):  # sorted, as JAX prints them
+    try:
+      return f"frozenset({{{', '.join(repr(e) for e in sorted(value))}}})"
+    except TypeError:
+      return str(value)
   if isinstance(value, np.dtype):
     return value.name
   if isinstance(value, type) and issubclass(value, np.generic):
@@ -349,8 +354,10 @@ def _pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
     if id(inner) not in names.shared:
       _suggest_names(names, inner.invars, eqn.invars)
       _suggest_names(names, inner.outvars, eqn.outvars, skip=used)
-  outs = " ".join(_binder(names, v, used) for v in eqn.outvars) or "_"
-  ins = " ".join(names(v) for v in eqn.invars)
+  out_items = [_binder(names, v, used) for v in eqn.outvars]
+  in_items = [names(v) for v in eqn.invars]
+  ins = " ".join(in_items)
+  outs = _fill(out_items, indent, indent + 2)[0] if out_items else "_"  # wrapped as JAX's
   # A nested jaxpr printed in place (not shared) puts the parameters one per line, unless
   # the whole equation fits on one line, which only a tiny jaxpr can.
   nested = [len(j.eqns) for j in _jaxprs_in(params) if id(j) not in names.shared]
@@ -367,12 +374,38 @@ def _pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
     lines = [f"{pad}{k}={_pp_param(v, names, indent + 2, indent + 3 + len(k))}"
              for k, v in params.items()]
     head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
-  if not eqn.outvars:  # JAX prints an equation without results as its right side alone
-    return f"{head}{' ' + ins if ins else ''}"
-  return f"{outs} = {head}{' ' + ins if ins else ''}"
+  text = f"{outs} = {head}" if eqn.outvars else head  # no results: the right side alone
+  if ins:
+    _, last = text.rpartition("\n")[::2] if "\n" in text else ("", text)
+    col = len(last) if "\n" in text else indent + len(text)
+    text += " " + _fill(in_items, col + 1, indent + 2)[0]
+  return text
 
 
 _WIDTH = 80  # JAX's printer breaks a parameter list that does not fit in 80 columns
+
+
+def _fill(items, col: int, indent: int, sep: str = "") -> tuple[str, int]:
+  """``items`` joined by ``sep`` and a space, starting at column ``col``, as JAX's printer
+  fills a line: the space before an item becomes a new line (at ``indent``) once the line
+  has reached 80 columns (JAX's printer checks that the space fits, not the item after it,
+  so lines may pass 80). Returns the text and the column after it."""
+  out = []
+  pos = col
+  last = len(items) - 1
+  for k, item in enumerate(items):
+    if k < last:
+      item += sep
+    if k:
+      if pos + 1 > _WIDTH:
+        out.append("\n" + " " * indent)
+        pos = indent
+      else:
+        out.append(" ")
+        pos += 1
+    out.append(item)
+    pos += len(item)
+  return "".join(out), pos
 
 
 def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0,
@@ -382,12 +415,21 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0,
   names = names or _Names()
   used = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
   used.update(v for v in jaxpr.outvars if type(v) is not Literal)
-  consts = " ".join(_binder(names, v) for v in jaxpr.constvars)
-  args = " ".join(_binder(names, v) for v in jaxpr.invars)
-  head = f"{{ lambda {consts}; {args}. let"
+  consts = [_binder(names, v) for v in jaxpr.constvars]
+  args = [_binder(names, v) for v in jaxpr.invars]
+  # Binders fill lines of 80 columns (continued 4 columns in), as JAX's printer does.
+  head, pos = "{ lambda ", (indent if col is None else col) + 9
+  if consts:
+    text, pos = _fill(consts, pos, indent + 4)
+    head += text
+  head += "; "
+  if args:
+    head += _fill(args, pos + 2, indent + 4)[0]
+  head += ". let"
   eqn_lines = [pp_eqn(e, names, indent + 4, used) for e in jaxpr.eqns]
-  outs = ", ".join(names(v) for v in jaxpr.outvars)
-  tail = f"in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}"
+  close = (",)" if len(jaxpr.outvars) == 1 else ")") + " }"
+  outs = _fill([names(v) for v in jaxpr.outvars], indent + 6, indent + 4, sep=",")[0]
+  tail = f"in ({outs}{close}"
   one_line = f"{head} {'; '.join(eqn_lines)} {tail}"
   # JAX's printer keeps the jaxpr on one line when it fits in 80 columns.
   if ("\n" not in one_line and len(one_line) + (indent if col is None else col) <= _WIDTH

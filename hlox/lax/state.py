@@ -19,6 +19,7 @@ import functools
 
 import numpy as np
 
+from hlox.lax.dslice import Slice
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import effectful_primitives, pp_rules
@@ -101,6 +102,11 @@ def normalize_index(shape, idx) -> tuple[tuple, list]:
     idx = idx + (slice(None),) * (len(shape) - n_real)
   indexer, dyn = [], []
   for d, i in zip(shape, idx):
+    if type(i) is Slice:
+      if i.is_dynamic_start or i.is_dynamic_size:
+        raise NotImplementedError("a Slice with a traced start or size as an index of a Ref "
+                                  "is not supported; index with an integer array instead")
+      i = i.as_static_slice()
     if isinstance(i, slice):
       if any(isinstance(b, Tracer) for b in (i.start, i.stop, i.step)):
         raise NotImplementedError("slices of a Ref with traced bounds are not supported; "

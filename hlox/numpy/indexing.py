@@ -37,6 +37,7 @@ from hlox.config import config
 from hlox.core import dtypes, sharding_types
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import HloxTypeError, NonConcreteBooleanIndexError
+from hlox.lax.dslice import Slice
 from hlox.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from hlox.numpy import ufuncs, util
 from hlox.numpy.conversion import asarray
@@ -52,6 +53,7 @@ s_ = np.s_
 
 _NONE, _ELLIPSIS, _SLICE, _INT, _ARRAY, _BOOL = "none", "ellipsis", "slice", "int", "array", \
     "bool"
+_DSLICE = "dynamic slice"  # ``ds(i, n)`` with a traced start: value (start, size, stride)
 
 
 class _Index(NamedTuple):
@@ -103,6 +105,13 @@ def _classify(i, pos) -> _Index:
     if s.step == 0:
       raise ValueError("slice step cannot be zero")
     return _Index(_SLICE, s, pos)
+  if type(i) is Slice:
+    if i.is_dynamic_size:
+      raise IndexError(f"the size of a Slice index must be static, got {i!r} at position "
+                       f"{pos}")
+    if not i.is_dynamic_start:
+      return _Index(_SLICE, i.as_static_slice(), pos)
+    return _Index(_DSLICE, (i.start, operator.index(i.size), i.stride), pos)
   if isinstance(i, (bool, np.bool_)):
     return _Index(_BOOL, bool(i), pos)
   if isinstance(i, (int, np.integer)):
@@ -132,7 +141,7 @@ def _classify(i, pos) -> _Index:
 
 
 def _consumed(e: _Index) -> int:
-  if e.kind in (_INT, _ARRAY, _SLICE):
+  if e.kind in (_INT, _ARRAY, _SLICE, _DSLICE):
     return 1
   if e.kind == _BOOL:
     return np.ndim(e.value)
@@ -306,6 +315,11 @@ def _dynamic_slice(arr, entries, shape, normalize: bool):
       squeezed.append(axis)
       starts.append(_normalize_array(e.value, shape[axis], dtype, normalize))
       sizes.append(1)
+    elif e.kind == _DSLICE:  # unit stride here: ``size`` elements from a traced start
+      start, size, _ = e.value
+      starts.append(_normalize_array(start, shape[axis], dtype, normalize))
+      sizes.append(size)
+      out_shape.append(size)
     else:
       first, step, n = _slice_extent(e.value, shape[axis])
       lo = first if step > 0 else first - (n - 1)
@@ -450,6 +464,22 @@ def _gather_plan(entries, shape, normalize: bool) -> _GatherPlan:
       slice_sizes.append(1)
     elif e.kind == _NONE:
       result_shape.append(1)
+    elif e.kind == _DSLICE:  # ``n`` elements from a traced start, by ``step``
+      start, n, step = e.value
+      first = _normalize_array(start, x_shape[axis], dtype, normalize)
+      start_index_map.append(axis)
+      if step == 1:
+        components.append((first, len(batch_shape)))
+        slice_sizes.append(n)
+        offset_dims.append(len(gather_shape))
+      else:
+        offsets = (step * np.arange(n)).astype(dtype)
+        components.append((lax.add(lax.broadcast(first, (n,)), offsets), len(batch_shape)))
+        collapsed.append(axis)
+        slice_sizes.append(1)
+        batch_shape.append(n)
+      gather_shape.append(n)
+      result_shape.append(n)
     else:
       size = x_shape[axis]
       first, step, n = _slice_extent(e.value, size)
@@ -505,9 +535,10 @@ def _rewriting_take(arr, idx, *, indices_are_sorted=False, unique_indices=False,
         e.value.step in (None, 1, -1) for e in entries if e.kind == _SLICE):
       return _static_slice(arr, entries, shape)
     return _dynamic_slice(arr, unclamped, shape, normalize)
-  if sliceable and kinds <= {_NONE, _SLICE, _INT, _ARRAY} and all(
+  if sliceable and kinds <= {_NONE, _SLICE, _INT, _ARRAY, _DSLICE} and all(
       get_aval(e.value).ndim == 0 for e in entries if e.kind == _ARRAY) and all(
-      e.value.step in (None, 1, -1) for e in entries if e.kind == _SLICE):
+      e.value.step in (None, 1, -1) for e in entries if e.kind == _SLICE) and all(
+      e.value[2] == 1 for e in entries if e.kind == _DSLICE):
     return _dynamic_slice(arr, entries, shape, normalize)
   plan = _gather_plan(entries, shape, normalize)
   if any(d == 0 for d in plan.result_shape):
