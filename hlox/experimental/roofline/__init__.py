@@ -7,7 +7,9 @@ run. ``roofline.py`` holds the result types, the interpreter and the rule table;
 from hlox.experimental.roofline.roofline import (  # noqa: F401
     RooflineResult, RooflineRuleContext, RooflineShape, register_roofline,
     register_standard_roofline, roofline, roofline_and_grad)
-from hlox.experimental.roofline import rules as _rules  # noqa: F401
+from hlox.experimental.roofline import rules  # noqa: F401  (registers the rules)
+
+del rules
 
 __all__ = ["RooflineResult", "RooflineRuleContext", "RooflineShape", "register_roofline",
            "register_standard_roofline", "roofline", "roofline_and_grad"]

@@ -205,7 +205,9 @@ def _update_function_flops(params) -> int:
 _register_all(_scatter_roofline(lambda params: 1), [
     indexing.scatter_add_p, indexing.scatter_sub_p, indexing.scatter_mul_p,
     indexing.scatter_min_p, indexing.scatter_max_p])
-register_roofline(indexing.scatter_p)(_scatter_roofline(_update_function_flops))
+# ``scatter`` replaces (no update function); ``scatter_apply`` runs its function per update.
+_register_all(_scatter_roofline(_update_function_flops),
+              [indexing.scatter_p, indexing.scatter_apply_p])
 
 
 # --- host callbacks --------------------------------------------------------------------------
