@@ -433,4 +433,10 @@ PUBLIC_NAMES = {
         'jax_to_tf', 'jnp', 'literal_eval', 'main', 'parse_shape_str', 're', 'set_up_flags',
         'tf', 'tf_wrap_with_input_names',
     ),
+    'hlox.experimental.source_mapper': (
+        'MappingsGenerator', 'Pass', 'SourceMap', 'SourceMapDump', 'all_passes',
+        'canonicalize_filename', 'common', 'compile_with_env', 'create_mlir_sourcemap',
+        'filter_passes', 'generate_map', 'generate_sourcemaps', 'hlo', 'jax', 'jaxpr', 'mlir',
+        'register_pass',
+    ),
 }

@@ -54,6 +54,7 @@ EXCLUDED = {
         "tf": "TensorFlow, imported when installed: not part of the tool's API",
         "tf_wrap_with_input_names": "a TensorFlow helper of jax_to_tf, as jax2tf",
     },
+    "hlox.experimental.source_mapper": {"jax": _JAX_IMPORT},
     "hlox.experimental.ode": {
         **{k: v for k, v in _JAX_IMPORTS.items() if k != "unzip2"},
         "api_util": _JAX_IMPORT, "core": _JAX_IMPORT, "lu": _JAX_IMPORT,
