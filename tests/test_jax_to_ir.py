@@ -35,7 +35,8 @@ def test_constants_are_folded():
 def test_parse_shape_str():
   for s, shape, dtype in [("f32[]", (), np.float32), ("pred[1]", (1,), np.bool_),
                           ("s4[2,3]", (2, 3), jnp.int4), ("bf16[7]", (7,), jnp.bfloat16),
-                          ("c128[1, 2]", (1, 2), np.complex128), ("u64[1]", (1,), np.uint64)]:
+                          ("c128[1, 2]", (1, 2), np.complex128), ("u64[1]", (1,), np.uint64),
+                          ("s1[1]", (1,), jnp.int1), ("u1[2]", (2,), jnp.uint1)]:
     aval = jax_to_ir.parse_shape_str(s)
     assert aval.shape == shape and aval.dtype == np.dtype(dtype)
   with pytest.raises(ValueError, match="Invalid shape foo"):

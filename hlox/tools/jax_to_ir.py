@@ -31,6 +31,9 @@ _DTYPES = {
     "bf16": jnp.bfloat16, "f16": jnp.float16, "f32": jnp.float32, "f64": jnp.float64,
     "c64": jnp.complex64, "c128": jnp.complex128,
 }
+# One-bit integers, where NumPy's extension types (ml_dtypes) have them.
+_DTYPES.update({name: getattr(jnp, attr) for name, attr in (("s1", "int1"), ("u1", "uint1"))
+                if hasattr(jnp, attr)})
 _SHAPE = re.compile(rf"^({'|'.join(sorted(_DTYPES, key=len, reverse=True))})\[\s*(\d*[\d,\s]*)\]$")
 
 
