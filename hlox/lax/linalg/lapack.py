@@ -7,6 +7,10 @@ over the leading (batch) dimensions itself, and expects every matrix in Fortran 
 order: the custom call's operand and result layouts say so, and XLA inserts the transposes,
 which is why the rules here never transpose by hand.
 
+jaxlib registers its LAPACK targets as batch partitionable: a call carrying XLA's
+``num_batch_dims`` frontend attribute (and the same as a Shardy rule) on operands split along
+their batch dimensions runs shard by shard, with no gathering (``_batch_partitioning_attrs``).
+
 Routines report failure in an ``info`` output (``< 0``: a bad argument, ``> 0``: e.g. a
 non-positive-definite or singular matrix). As JAX does, failures never raise: the results for
 the failing matrices of a batch are replaced by NaNs with :func:`replace_not_ok_with_nan`.
