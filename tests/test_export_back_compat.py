@@ -2,7 +2,6 @@
 installed JAX's package files, never imported as JAX) run in hlox through ``Exported.call``:
 the CPU LAPACK custom calls they hold find their kernels, and the results are the stored
 ones."""
-import datetime  # noqa: F401  (the data files refer to it)
 import importlib.util
 import os
 
