@@ -363,6 +363,11 @@ class Config:
       raise AttributeError(f"Unrecognized config option: {name}")
     return self._values[key]
 
+  def read(self, name: str):
+    """The current value of option ``name`` (``read("jax_enable_x64")``; JAX's public
+    ``config.read``)."""
+    return self._read(name)
+
   def add_watcher(self, fn) -> None:
     """Call ``fn(name, value)`` after every ``update`` (used to drop stale caches)."""
     self._watchers.append(fn)

@@ -424,4 +424,19 @@ PUBLIC_NAMES = {
         'register_ffi_target', 'register_ffi_target_as_batch_partitionable', 'register_ffi_type',
         'register_ffi_type_id',
     ),
+    'hlox.experimental.roofline': (
+        'RooflineResult', 'RooflineRuleContext', 'RooflineShape', 'register_roofline',
+        'register_standard_roofline', 'roofline', 'roofline_and_grad',
+    ),
+    'hlox.tools.jax_to_ir': (
+        'app', 'flags', 'functools', 'importlib', 'jax', 'jax2tf', 'jax_to_hlo', 'jax_to_ir',
+        'jax_to_tf', 'jnp', 'literal_eval', 'main', 'parse_shape_str', 're', 'set_up_flags',
+        'tf', 'tf_wrap_with_input_names',
+    ),
+    'hlox.experimental.source_mapper': (
+        'MappingsGenerator', 'Pass', 'SourceMap', 'SourceMapDump', 'all_passes',
+        'canonicalize_filename', 'common', 'compile_with_env', 'create_mlir_sourcemap',
+        'filter_passes', 'generate_map', 'generate_sourcemaps', 'hlo', 'jax', 'jaxpr', 'mlir',
+        'register_pass',
+    ),
 }

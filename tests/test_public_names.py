@@ -44,6 +44,17 @@ EXCLUDED = {
                                  "functions has no user in hlox"),
     },
     "hlox.example_libraries.optimizers": _JAX_IMPORTS,
+    "hlox.tools.jax_to_ir": {
+        "jax": _JAX_IMPORT,
+        "app": "absl's app, which JAX's command line runs on; hlox's main uses argparse",
+        "flags": "absl's flags, as app",
+        "set_up_flags": "defines absl flags, as app",
+        "literal_eval": "an import of ast's function, not part of the tool's API",
+        "jax2tf": "JAX's TensorFlow bridge, which hlox does not have (jax_to_tf says so)",
+        "tf": "TensorFlow, imported when installed: not part of the tool's API",
+        "tf_wrap_with_input_names": "a TensorFlow helper of jax_to_tf, as jax2tf",
+    },
+    "hlox.experimental.source_mapper": {"jax": _JAX_IMPORT},
     "hlox.experimental.ode": {
         **{k: v for k, v in _JAX_IMPORTS.items() if k != "unzip2"},
         "api_util": _JAX_IMPORT, "core": _JAX_IMPORT, "lu": _JAX_IMPORT,

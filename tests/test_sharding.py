@@ -578,3 +578,18 @@ def test_jit_in_shardings_do_not_move_committed_arrays(mesh24):
   for arg in (on_x, XW[0], jnp.asarray(XW[0])):
     out = hlox.jit(lambda p: p * 2, in_shardings=NamedSharding(mesh24, P("x")))(arg)
     np.testing.assert_array_equal(np.asarray(out), 2 * XW[0])
+
+
+def test_jit_of_arguments_on_two_meshes_of_the_same_devices():
+  # Two views of the same devices (JAX accepts them): one program, each argument laid out
+  # as its own sharding says, named with the program mesh's axes.
+  auto = (hlox.sharding.AxisType.Auto,)
+  for shape, names1, names2, spec1, spec2 in [
+      ((1, 1), ("a", "b"), ("x", "y"), P("a", "b"), P("x", "y")),
+      ((2,), ("p",), ("q",), P("p"), P(None, "q"))]:
+    m1 = hlox.make_mesh(shape, names1, axis_types=auto * len(shape))
+    m2 = hlox.make_mesh(shape, names2, axis_types=auto * len(shape))
+    x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    xs = hlox.device_put(x, NamedSharding(m1, spec1))
+    ys = hlox.device_put(x, NamedSharding(m2, spec2))
+    np.testing.assert_array_equal(hlox.jit(lambda a, b: a * b)(xs, ys), x * x)

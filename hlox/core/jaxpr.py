@@ -244,6 +244,9 @@ class _Names:
     self.counter = itertools.count()
     self.annotate = None  # eqn -> comment for its line (pretty_print's options), or None
     self.shared = {}  # id(jaxpr) -> its name: jaxprs printed once, above the top level
+    # When a list: the top-level equations' places in the text, ``(line, start column, end
+    # column, eqn)`` each (source maps of the printed text).
+    self.positions = None
 
   def __call__(self, v) -> str:
     if isinstance(v, Literal):
@@ -432,8 +435,11 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0,
   tail = f"in ({outs}{close}"
   one_line = f"{head} {'; '.join(eqn_lines)} {tail}"
   # JAX's printer keeps the jaxpr on one line when it fits in 80 columns.
-  if ("\n" not in one_line and len(one_line) + (indent if col is None else col) <= _WIDTH
-      and names.annotate is None):
+  fits = ("\n" not in one_line and len(one_line) + (indent if col is None else col) <= _WIDTH
+          and names.annotate is None)
+  if names.positions is not None and indent == 0 and col is None:
+    _record_positions(names.positions, jaxpr.eqns, eqn_lines, head, fits)
+  if fits:
     return one_line
   body = "".join(f"\n{' ' * (indent + 4)}{line}" for line in eqn_lines)
   return f"{head}{body}\n{' ' * (indent + 2)}{tail}"
@@ -495,6 +501,27 @@ def pp_toplevel_jaxpr(jaxpr: Jaxpr, names: _Names | None = None) -> str:
     parts.append(f"let {name} = {pp_jaxpr(sub, names, 0, len(name) + 7)} in\n")
     names.shared[id(sub)] = name
   return "".join(parts) + pp_jaxpr(jaxpr, names)
+
+
+def _record_positions(positions, eqns, eqn_lines, head, one_line: bool) -> None:
+  # Where each top-level equation's text starts and ends (on its first line), in the
+  # layout ``pp_jaxpr`` picked: after the head, separated by "; ", or one per line.
+  line, start = (0, len(head) + 1) if one_line else (head.count("\n") + 1, 4)
+  for eqn, text in zip(eqns, eqn_lines):
+    first = text.split("\n", 1)[0]
+    positions.append((line, start, start + len(first), eqn))
+    if one_line:
+      start += len(text) + 2
+    else:
+      line += text.count("\n") + 1
+
+
+def pp_jaxpr_with_positions(jaxpr: Jaxpr) -> tuple[str, list]:
+  """``pp_jaxpr``'s text and the place of each top-level equation in it: ``(line, start
+  column, end column, eqn)``."""
+  names = _Names()
+  names.positions = []
+  return pp_jaxpr(jaxpr, names), names.positions
 
 
 _NOTE = "\x00"  # separates a line from its annotation until the annotations are aligned

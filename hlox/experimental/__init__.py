@@ -3,7 +3,8 @@
 
 Belongs here: thin re-exports and small wrappers of APIs whose home is elsewhere in hlox
 (``hlox.debug``, ``hlox.lax``), and JAX's small experimental libraries written on the public
-layers (``ode``: ``odeint``); may import the rooms of its layer and below, never jaxlib.
+layers (``ode``: ``odeint``; ``roofline``: cost estimates of a jaxpr, imported on first
+use); may import the rooms of its layer and below, never jaxlib.
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
 from hlox.experimental import (checkify, compilation_cache, jet, layout, mesh_utils,  # noqa: F401

@@ -164,10 +164,18 @@ _calls = LRUCache()
 
 
 def _in_shardings(mesh, sigs) -> list:
-  """Each argument's layout: its own (a NamedSharding), else copied to every device."""
+  """Each argument's layout: its own (a NamedSharding, over the program's mesh: one over
+  another mesh of the same devices is the same layout named with this mesh's axes), else
+  copied to every device."""
   replicated = sharding_lib.NamedSharding(mesh, sharding_lib.PartitionSpec())
-  return [_concrete(s[1]) if type(s) is tuple and isinstance(s[1], sharding_lib.NamedSharding)
-          else replicated for s in sigs]
+  out = []
+  for s in sigs:
+    if type(s) is tuple and isinstance(s[1], sharding_lib.NamedSharding):
+      own = _concrete(s[1])
+      out.append(sharding_lib.onto_mesh(own, mesh) or own)
+    else:
+      out.append(replicated)
+  return out
 
 
 def _concrete(sharding):

@@ -17,6 +17,7 @@ from hlox import _tree_transform as tree_util
 from hlox.core.primitive import Primitive
 from hlox.interpreters import xla
 from hlox.interpreters.exported_module import call_spliced, splice_module
+from hlox.runtime import ffi as runtime_ffi
 
 __all__ = ["call_exported_p"]
 
@@ -84,6 +85,10 @@ def _call_exported_lowering(ctx, *args, exported):
     raise ValueError(f"Function {exported.fun_name} was exported for {exported.nr_devices} "
                      f"devices and is called in a context with {devices} devices, which is "
                      "not allowed.")
+  if mctx.platform == "cpu":
+    # A module exported by JAX or hlox may call LAPACK's kernels (custom calls of jaxlib's
+    # ``lapack_*_ffi`` targets), which are registered with XLA only once something asks.
+    runtime_ffi.ensure_lapack()
   name, fn_type = splice_module(mctx, exported.mlir_module_serialized,
                                 xla.module_symbol(f"call_exported_{exported.fun_name}"))
   operands = [args[i] for i in exported.module_kept_var_idx]

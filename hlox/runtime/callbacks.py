@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxlib import _jax
+
 from hlox import monitoring
 from hlox.core.dtypes import canonicalize_dtype, float0
 
@@ -27,6 +29,16 @@ CPU_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 # the operands to the host, runs the callable of ``index`` and copies the results back.
 CALLBACK_TARGETS = {"cpu": CPU_CALLBACK_TARGET, "cuda": "xla_ffi_python_gpu_callback",
                     "rocm": "xla_ffi_python_gpu_callback"}
+
+# What a buffer callback gets (``jax.experimental.buffer_callback``): XLA's execution context
+# (its stage; on a GPU its stream) and one Buffer per operand and result (NumPy's array and
+# DLPack protocols on a CPU; results writeable).
+Buffer = _jax.ffi.Buffer
+ExecutionContext = _jax.ffi.ExecutionContext
+ExecutionStage = _jax.ffi.ExecutionStage
+BUFFER_CALLBACK_TARGETS = {"cpu": "xla_buffer_python_cpu_callback",
+                           "cuda": "xla_buffer_python_gpu_callback",
+                           "rocm": "xla_buffer_python_gpu_callback"}
 
 # The exception the last failing callback raised. Not thread-local: the replicas of a
 # pmapped program call their callbacks from XLA's threads.
@@ -47,6 +59,20 @@ def host_callable(callback, result_avals, with_token: bool = False):
 
   if with_token:
     return lambda token, *args: (token, *run(*args))
+  return run
+
+
+def in_place_callable(callback):
+  """The function XLA calls for a buffer callback (one whose ``writes_in_place`` is true):
+  ``callback(execution_context, *operand_and_result_buffers)``, which fills the results'
+  buffers and returns nothing; its exception is remembered as ``host_callable``'s."""
+  def run(ctx, *buffers):
+    try:
+      callback(ctx, *buffers)
+    except BaseException as e:
+      _pending.error = e
+      raise
+    return ()
   return run
 
 
@@ -153,7 +179,8 @@ def compile_with_callbacks(client, module, device_list, options, callbacks):
   its host callbacks. Never cached on disk: the program refers to Python objects of this
   process."""
   monitoring.test_event("backend_compile")
-  host = [host_callable(callback, avals, token) if transfer is None
+  host = [in_place_callable(callback) if getattr(callback, "writes_in_place", False)
+          else host_callable(callback, avals, token) if transfer is None
           else _host_transfer_callable(client, callback, avals, transfer)
           for callback, avals, token, transfer in callbacks]
   loaded = client.compile_and_load(module, executable_devices=device_list,

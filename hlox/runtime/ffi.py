@@ -15,11 +15,13 @@ import threading
 import numpy as np
 
 from jaxlib import xla_client
+from jaxlib import lapack as _lapack_targets
 from jaxlib.cpu import _lapack
 
 _lock = threading.Lock()
 _registered: dict = {}  # platform -> set of target names
 _lapack_ready = False
+_batch_partitionable: set = set()  # targets the SPMD partitioner may split along batch dims
 
 
 def register_targets(targets, platform: str = "cpu", api_version: int = 1) -> None:
@@ -48,6 +50,10 @@ def ensure_lapack() -> None:
   # Cython LAPACK capsules); without it the handlers have no routine to call.
   _lapack.initialize()
   register_targets(_lapack.registrations(), platform="cpu", api_version=1)
+  # The handlers loop over leading batch dimensions themselves, so a call whose operands are
+  # sharded along those can run shard by shard, with no gathering.
+  for name in _lapack_targets.batch_partitionable_targets():
+    register_batch_partitionable(name)
   _lapack_ready = True
 
 
@@ -68,7 +74,16 @@ def register_type(name: str, type_registration, platform: str = "cpu") -> None:
 def register_batch_partitionable(name: str) -> None:
   """Let the SPMD partitioner split calls of ``name`` along their leading (batch)
   dimensions, running the target on each shard."""
-  xla_client.register_custom_call_as_batch_partitionable(name)
+  with _lock:
+    if name in _batch_partitionable:
+      return
+    xla_client.register_custom_call_as_batch_partitionable(name)
+    _batch_partitionable.add(name)
+
+
+def is_batch_partitionable(name: str) -> bool:
+  """Whether ``name`` was registered with :func:`register_batch_partitionable`."""
+  return name in _batch_partitionable
 
 
 def include_dir() -> str:

@@ -189,6 +189,10 @@ def put_blocks(blocks, aval, sharding):
   """One array of global type ``aval`` from this process's devices' blocks (in the order of
   ``sharding.local_devices``)."""
   xc = client._xc()
+  if aval.dtype == dtypes.float0:  # no XLA type: each block travels as boolean zeros
+    carried = [client.float0_carrier(b, aval) for b in blocks]
+    blocks = [value for value, _ in carried]
+    aval = aval.update(dtype=dtypes.bool_, weak_type=False)
   # Copies, not views: jaxlib fails ("bad_function_call") on a view into a bigger array.
   xs = [np.array(b, copy=True) for b in blocks]
   return xc.batched_device_put(aval, sharding, xs, sharding.local_devices, True, False,

@@ -406,8 +406,9 @@ ad.defjvp_zero(lu_pivots_to_permutation_p)
 
 def _pivots_to_permutation(swaps, m: int):
   """Apply the swaps one after another: a loop of ``k`` steps, each reading and writing two
-  entries per matrix with one-element gathers and scatters on the flattened permutations
-  (constant work per step, where one-hot selects would cost ``O(m)``)."""
+  entries per matrix with one-element gathers and scatters (constant work per step, where
+  one-hot selects would cost ``O(m)``). The matrices' index is a batching dimension of the
+  gathers and scatters, so a batch split over devices stays split."""
   shape = get_aval(swaps).shape
   batch, k = shape[:-1], shape[-1]
   nb = len(batch)
@@ -416,30 +417,30 @@ def _pivots_to_permutation(swaps, m: int):
     return perm
   n = int(np.prod(batch, dtype=np.int64))
   swaps = shapes.reshape(swaps, (n, k))
-  offsets = ew.mul(shapes.iota(dtypes.int32, n), shapes.full((n,), m, dtypes.int32))
   gather_dims = indexing.GatherDimensionNumbers(
-      offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+      offset_dims=(), collapsed_slice_dims=(1,), start_index_map=(1,),
+      operand_batching_dims=(0,), start_indices_batching_dims=(0,))
   scatter_dims = indexing.ScatterDimensionNumbers(
-      update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,))
+      update_window_dims=(), inserted_window_dims=(1,), scatter_dims_to_operand_dims=(1,),
+      operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))
   in_bounds = indexing.GatherScatterMode.PROMISE_IN_BOUNDS
 
-  def read(flat, at):
-    return indexing.gather(flat, at, gather_dims, (1,), mode=in_bounds)
+  def read(p, at):
+    return indexing.gather(p, at, gather_dims, (1, 1), mode=in_bounds)
 
-  def write(flat, at, values):
-    return indexing.scatter(flat, at, values, scatter_dims, unique_indices=True,
+  def write(p, at, values):
+    return indexing.scatter(p, at, values, scatter_dims, unique_indices=True,
                             indices_are_sorted=True, mode=in_bounds)
 
-  def body(i, flat):
+  def body(i, p):
     i = ew.convert_element_type(i, dtypes.int32)  # the loop counter is int64 under x64
-    j = indexing.dynamic_slice(swaps, (0, i), (n, 1))       # [n, 1]: row swapped with row i
-    at_i = shapes.reshape(ew.add(offsets, shapes.broadcast_in_dim(i, (n,), ())), (n, 1))
-    at_j = ew.add(shapes.reshape(offsets, (n, 1)), j)
-    x, y = read(flat, at_i), read(flat, at_j)
-    return write(write(flat, at_i, y), at_j, x)
+    at_j = indexing.dynamic_slice(swaps, (0, i), (n, 1))    # [n, 1]: row swapped with row i
+    at_i = shapes.broadcast_in_dim(i, (n, 1), ())
+    x, y = read(p, at_i), read(p, at_j)
+    return write(write(p, at_i, y), at_j, x)
 
-  flat = control_flow.fori_loop(0, k, body, shapes.reshape(perm, (n * m,)))
-  return shapes.reshape(flat, batch + (m,))
+  out = control_flow.fori_loop(0, k, body, shapes.reshape(perm, (n, m)))
+  return shapes.reshape(out, batch + (m,))
 
 
 xla.register_lowering(lu_pivots_to_permutation_p, xla.lower_fun(

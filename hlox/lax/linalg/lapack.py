@@ -7,6 +7,10 @@ over the leading (batch) dimensions itself, and expects every matrix in Fortran 
 order: the custom call's operand and result layouts say so, and XLA inserts the transposes,
 which is why the rules here never transpose by hand.
 
+jaxlib registers its LAPACK targets as batch partitionable: a call carrying XLA's
+``num_batch_dims`` frontend attribute (and the same as a Shardy rule) on operands split along
+their batch dimensions runs shard by shard, with no gathering (``_batch_partitioning_attrs``).
+
 Routines report failure in an ``info`` output (``< 0``: a bad argument, ``> 0``: e.g. a
 non-positive-definite or singular matrix). As JAX does, failures never raise: the results for
 the failing matrices of a batch are replaced by NaNs with :func:`replace_not_ok_with_nan`.
@@ -27,6 +31,7 @@ from hlox.interpreters import xla
 from hlox.runtime import ffi
 
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 
@@ -106,20 +111,66 @@ def ir_attribute(value) -> ir.Attribute:
   raise TypeError(f"cannot make an FFI attribute of {value!r} ({type(value).__name__})")
 
 
+# --- batch partitioning ------------------------------------------------------------------
+
+def _batch_sharding_rule(num_batch_dims: int, avals_in, avals_out) -> ir.Attribute:
+  """A Shardy rule for a call that maps over its leading ``num_batch_dims`` dimensions:
+  those are shared factors of every operand and result (a batch-sharded call runs shard by
+  shard); every other dimension is a factor of its own, which Shardy keeps whole."""
+  factor_sizes = []
+  batch_sizes = [a.shape[:num_batch_dims] for a in (*avals_in, *avals_out)
+                 if len(a.shape) >= num_batch_dims]
+  factor_sizes.extend(batch_sizes[0] if batch_sizes else ())
+
+  def mapping(aval):
+    dims = []
+    for i, size in enumerate(aval.shape):
+      if len(aval.shape) >= num_batch_dims and i < num_batch_dims:
+        dims.append(sdy.DimMappingAttr.get(factor_indices=[i]))
+      else:
+        dims.append(sdy.DimMappingAttr.get(factor_indices=[len(factor_sizes)]))
+        factor_sizes.append(size)
+    return sdy.TensorMappingAttr.get(dim_mappings=dims)
+
+  operands = [mapping(a) for a in avals_in]
+  results = [mapping(a) for a in avals_out]
+  return sdy.OpShardingRuleAttr.get(factor_sizes=factor_sizes, operand_mappings=operands,
+                                    result_mappings=results, is_custom=True)
+
+
+def _batch_partitioning_attrs(target: str, avals_in, avals_out,
+                              num_non_batch_dims: int) -> dict:
+  """The attributes that let the SPMD partitioner split a call of a batch-partitionable
+  target (jaxlib registers LAPACK's) along its batch dimensions: XLA's
+  ``num_batch_dims`` frontend attribute, and the same as a Shardy rule."""
+  if not ffi.is_batch_partitionable(target):
+    return {}
+  num_batch_dims = max(len(a.shape) for a in avals_in) - num_non_batch_dims
+  if num_batch_dims < 0:
+    return {}
+  return {
+      "mhlo.frontend_attributes": ir.DictAttr.get(
+          {"num_batch_dims": ir.StringAttr.get(str(num_batch_dims))}),
+      "sdy.sharding_rule": _batch_sharding_rule(num_batch_dims, avals_in, avals_out),
+  }
+
+
 # --- the custom call -----------------------------------------------------------------------
 
 def ffi_call(target: str, operands: Sequence[ir.Value], avals_in: Sequence,
              avals_out: Sequence, *, column_major: bool = True,
              operand_output_aliases: dict | None = None,
              operand_layouts: Sequence | None = None, result_layouts: Sequence | None = None,
-             **attributes) -> list:
+             num_non_batch_dims: int = 2, **attributes) -> list:
   """Emit ``stablehlo.custom_call @target(operands)`` for a typed-FFI handler.
 
   Layouts: given ones win; otherwise, with ``column_major``, the operands and results of the
   highest rank (the matrices) are in Fortran order and everything else (pivots, info codes,
   vectors of a lower rank) is row-major. ``operand_output_aliases`` maps an operand index to
   the result that may reuse its buffer (LAPACK works in place). ``attributes`` become the
-  handler's attribute dictionary. Returns the results as a list.
+  handler's attribute dictionary. A target registered as batch partitionable is marked so
+  over the dimensions before the last ``num_non_batch_dims`` of its highest-rank operand.
+  Returns the results as a list.
   """
   avals_in, avals_out = list(avals_in), list(avals_out)
   top = max((len(a.shape) for a in avals_in), default=0)
@@ -149,6 +200,7 @@ def ffi_call(target: str, operands: Sequence[ir.Value], avals_in: Sequence,
             output_tuple_indices=[out] if len(result_types) > 1 else [],
             operand_index=inp, operand_tuple_indices=[])
         for inp, out in operand_output_aliases.items()])
+  attrs.update(_batch_partitioning_attrs(target, avals_in, avals_out, num_non_batch_dims))
   op = hlo.CustomCallOp.build_generic(results=result_types, operands=list(operands),
                                       attributes=attrs)
   return list(op.results)
