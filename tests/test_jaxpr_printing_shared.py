@@ -33,7 +33,7 @@ _PROGRAMS = {
                      "print(m.make_jaxpr(m.grad(mlp))(ps, jnp.ones(4)))"),
     "policies": ("cp = m.checkpoint_policies\n"
                  "for p in [cp.everything_saveable, cp.dots_saveable, "
-                 "cp.dots_with_no_batch_dims_saveable, cp.save_only_these_names('b', 'a'), "
+                 "cp.dots_with_no_batch_dims_saveable, cp.save_only_these_names('a'), "
                  "cp.save_any_names_but_these('a')]:\n"
                  "  print(m.make_jaxpr(m.checkpoint(lambda x: jnp.sin(x) * 2, policy=p))(1.0))"),
     "annotated": ("print(m.make_jaxpr(lambda x: m.lax.scan(body, 1.0, x))(x)"
