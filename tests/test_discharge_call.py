@@ -78,7 +78,7 @@ def test_discharge_call_of_a_pure_operand_keeps_it():
   def bind(pure, consts, positions):
     calls.append(positions)
     return eval_jaxpr(pure.jaxpr, pure.consts, *consts, jnp.full(2, 5.),
-                                jnp.ones(2))
+                      jnp.ones(2))
 
   new_vals, outs = state_discharge.discharge_call(closed, 2, bind)
   assert calls == [[0]]
