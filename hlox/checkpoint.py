@@ -22,7 +22,6 @@ from hlox.core.primitive import Primitive
 from hlox.cache import LRUCache
 from hlox.config import config
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
-from hlox.core.refs import is_ref_aval
 from hlox.interpreters import ad, batching, checkify, jet, nan_checks, state_discharge, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax.compiler_hints import optimization_barrier_p
@@ -300,16 +299,11 @@ ad.primitive_jvps[checkpoint_p] = _checkpoint_jvp
 def _checkpoint_discharge(refs, *args, jaxpr, prevent_cse, **params):
   # A checkpoint on references (a remat inside a program that mutates them): its pure form
   # takes their values and hands their final values back after its outputs.
-  positions = [i for i, v in enumerate(jaxpr.jaxpr.invars) if is_ref_aval(v.aval)]
-  pure, consts = convert_constvars(state_discharge.discharge_jaxpr(jaxpr))
-  flags = _cse_flags(prevent_cse, len(args))
-  outs = checkpoint_p.bind(*consts, *args, jaxpr=pure,
-                           prevent_cse=(True,) * len(consts) + flags, **params)
-  n_out = len(outs) - len(positions)
-  new_vals = [None] * len(args)
-  for k, i in enumerate(positions):
-    new_vals[i] = outs[n_out + k]
-  return new_vals, outs[:n_out]
+  def bind(pure, consts, positions):
+    flags = _cse_flags(prevent_cse, len(args))
+    return checkpoint_p.bind(*consts, *args, jaxpr=pure,
+                             prevent_cse=(True,) * len(consts) + flags, **params)
+  return state_discharge.discharge_call(jaxpr, len(args), bind)
 
 state_discharge.register(checkpoint_p, _checkpoint_discharge)
 

@@ -57,6 +57,12 @@ CASES = {
     "reshape": "jnp.reshape(k1, (2, 2))",
     "broadcast_arrays": "jnp.broadcast_arrays(k, k1)[0]",
     "lax_dynamic_update_slice_in_dim": "lax.dynamic_update_slice_in_dim(ks, ks[:1], 1, axis=0)",
+    "squeeze": "jnp.squeeze(ks[:, None])",
+    "lax_squeeze": "lax.squeeze(ks[None], (0,))",
+    "lax_concatenate": "lax.concatenate([ks, ks[:, :1]], 1)",
+    "lax_dynamic_slice": "lax.dynamic_slice(ks, (1, 1), (1, 2))",
+    "lax_dynamic_update_slice": "lax.dynamic_update_slice(ks, ks[:1, 1:], (1, 0))",
+    "jit_lax_dynamic_slice": "m.jit(lambda a, i: lax.dynamic_slice(a, (0, i), (2, 1)))(ks, 2)",
     "jit_stack": "m.jit(lambda a: jnp.stack([a, a], axis=1))(ks)",
     "jit_concatenate": "m.jit(lambda a: jnp.concatenate([a, a]))(k1)",
     "vmap_where": "m.vmap(lambda c, a, b: jnp.where(c, a, b))(jnp.array([True, False]), ks, "

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, is_effectful, trace_to_jaxpr
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, Literal, convert_constvars, is_effectful,
+                             trace_to_jaxpr)
 from hlox.core.refs import is_ref_aval
 from hlox.core import source_info as source_info_lib
 
@@ -110,6 +111,27 @@ def discharge_jaxpr(closed: ClosedJaxpr) -> ClosedJaxpr:
     return eval_discharged(jaxpr, closed.consts, args, ref_positions)
 
   return trace_to_jaxpr(run, in_avals, debug_info=jaxpr.debug_info or "")
+
+
+def discharge_call(closed: ClosedJaxpr, n_args: int, bind: Callable) -> tuple[list, list]:
+  """The discharge rule of a call primitive (``jit``, ``checkpoint``, ``shard_map``...)
+  whose body ``closed`` takes references: the call is bound again on the body's pure form
+  (``discharge_jaxpr``, its consts made leading inputs), which takes the references' values
+  and hands back their final values after its outputs.
+
+  ``bind(pure, consts, ref_positions)`` binds the primitive on ``*consts, *args`` (the rule's
+  ``n_args`` operands, references given as their values) with body ``pure`` and returns its
+  outputs; the primitive adjusts its other parameters there (one more entry per const, per
+  reference output). Returns what a discharge rule returns: each operand's new value (None
+  for the operands that are no references) and the call's own outputs."""
+  positions = [i for i, v in enumerate(closed.jaxpr.invars) if is_ref_aval(v.aval)]
+  pure, consts = convert_constvars(discharge_jaxpr(closed))
+  outs = bind(pure, consts, positions)
+  n_out = len(outs) - len(positions)
+  new_vals = [None] * n_args
+  for k, i in enumerate(positions):
+    new_vals[i] = outs[n_out + k]
+  return new_vals, outs[:n_out]
 
 
 def eval_discharged(jaxpr: Jaxpr, consts, args, ref_positions) -> list:

@@ -40,13 +40,11 @@ from hlox.lax import checks as _checks  # noqa: F401  (check_p, checkify's autom
 from hlox.lax import taylor as _taylor  # noqa: F401  (jet rules)
 from hlox.lax.shard_map import pbroadcast, pcast, pvary, shard_map_p  # noqa: F401
 
-# The structural operations also take typed key arrays, as JAX's do (their implementations
-# for keys: ``hlox.random.key_functions``).
-from hlox.core.extended_functions import accepting_extended as _accepting_extended  # noqa: E402
+# The structural operations that also take typed key arrays, as JAX's do: each hands a call
+# it refused for a key operand to ``core.extended_functions.refused``, which runs the
+# implementation ``hlox.random.key_functions`` registers (a test checks the two agree).
 ACCEPTING_KEYS = ("broadcast", "broadcast_in_dim", "reshape", "transpose", "expand_dims",
-                  "slice", "rev", "index_in_dim", "dynamic_index_in_dim", "slice_in_dim",
-                  "dynamic_slice_in_dim", "dynamic_update_slice_in_dim",
+                  "squeeze", "concatenate", "slice", "rev", "index_in_dim",
+                  "dynamic_index_in_dim", "slice_in_dim", "dynamic_slice_in_dim",
+                  "dynamic_slice", "dynamic_update_slice", "dynamic_update_slice_in_dim",
                   "dynamic_update_index_in_dim")
-for _name in ACCEPTING_KEYS:
-  globals()[_name] = _accepting_extended("hlox.lax", globals()[_name])
-del _name

@@ -26,6 +26,7 @@ from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer
 from hlox.lax.utils import defvectorized, standard_primitive
 from hlox.runtime.array import Array, committed_device, device_put, type_sharding
 from hlox.runtime import sharding as sharding_lib
+from hlox.core.extended_functions import refused as _refused
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -177,7 +178,11 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
   shape = _shape_tuple("broadcast_in_dim", shape)
   broadcast_dimensions = _static_ints("broadcast_in_dim", "broadcast_dimensions",
                                       broadcast_dimensions)
-  aval = get_aval(operand)
+  try:
+    aval = get_aval(operand)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "broadcast_in_dim",
+                    operand, shape, broadcast_dimensions, out_sharding)
   if aval.shape == shape and broadcast_dimensions == tuple(range(len(shape))) and \
       _is_array(operand):
     return apply_out_sharding(operand, out_sharding, "broadcast_in_dim")
@@ -188,7 +193,10 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
 
 def broadcast(operand, sizes, out_sharding=None):
   """Add leading dimensions ``sizes`` to ``operand``."""
-  aval = get_aval(operand)
+  try:
+    aval = get_aval(operand)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "broadcast", operand, sizes, out_sharding)
   sizes = _shape_tuple("broadcast", sizes)
   dims = tuple(range(len(sizes), len(sizes) + aval.ndim))
   return broadcast_in_dim(operand, sizes + aval.shape, dims, out_sharding=out_sharding)
@@ -235,11 +243,14 @@ def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
   With ``dimensions`` (a permutation), the operand is transposed by it first, as in JAX.
   """
   new_sizes = _shape_tuple("reshape", new_sizes)
-  if dimensions is not None:
-    dimensions = _static_ints("reshape", "dimensions", dimensions)
-    if dimensions != tuple(range(get_aval(operand).ndim)):
-      operand = transpose(operand, dimensions)
-  aval = get_aval(operand)
+  try:
+    if dimensions is not None:
+      dimensions = _static_ints("reshape", "dimensions", dimensions)
+      if dimensions != tuple(range(get_aval(operand).ndim)):
+        operand = transpose(operand, dimensions)
+    aval = get_aval(operand)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "reshape", operand, new_sizes, dimensions, out_sharding)
   if aval.shape != new_sizes or not _is_array(operand):
     with sharding_types.result_sharding_given(out_sharding is not None):
       operand = reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None, sharding=None)
@@ -282,8 +293,11 @@ batching.primitive_batchers[transpose_p] = _transpose_batch_rule
 def transpose(operand, permutation):
   """Permute the dimensions of ``operand``: result dim ``i`` is operand dim ``permutation[i]``."""
   permutation = _static_ints("transpose", "permutation", permutation)
-  if permutation == tuple(range(get_aval(operand).ndim)) and _is_array(operand):
-    return operand
+  try:
+    if permutation == tuple(range(get_aval(operand).ndim)) and _is_array(operand):
+      return operand
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "transpose", operand, permutation)
   return transpose_p.bind(operand, permutation=permutation)
 
 

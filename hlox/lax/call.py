@@ -21,7 +21,6 @@ from hlox.core import sharding_types
 from hlox.core.avals import Token, abstract_token
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, convert_constvars, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
 from hlox.errors import DistributedRuntimeError
 from hlox.interpreters import ad, batching, checkify, jet, nan_checks, state_discharge, xla
@@ -448,16 +447,11 @@ def _jit_discharge(refs, *args, jaxpr, name, donated_invars=(), keep_unused=Fals
                    inline=False):
   # A jitted call on references (staged inside another program): its pure form takes their
   # values and hands back their final values after its outputs.
-  positions = [i for i, v in enumerate(jaxpr.jaxpr.invars) if is_ref_aval(v.aval)]
-  pure, consts = convert_constvars(state_discharge.discharge_jaxpr(jaxpr))
-  outs = jit_p.bind(*consts, *args, jaxpr=pure, name=name,
-                    donated_invars=(False,) * (len(consts) + len(args)),
-                    keep_unused=keep_unused, inline=inline)
-  n_out = len(outs) - len(positions)
-  new_vals = [None] * len(args)
-  for k, i in enumerate(positions):
-    new_vals[i] = outs[n_out + k]
-  return new_vals, outs[:n_out]
+  def bind(pure, consts, positions):
+    return jit_p.bind(*consts, *args, jaxpr=pure, name=name,
+                      donated_invars=(False,) * (len(consts) + len(args)),
+                      keep_unused=keep_unused, inline=inline)
+  return state_discharge.discharge_call(jaxpr, len(args), bind)
 
 
 state_discharge.register(jit_p, _jit_discharge)

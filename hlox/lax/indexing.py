@@ -31,6 +31,7 @@ from hlox.lax import elementwise as ew
 from hlox.lax.base import convert_element_type
 from hlox.lax.shapes import broadcast_in_dim, concatenate, full_like, iota, reshape, slice_p
 from hlox.lax.utils import shape_str, standard_primitive
+from hlox.core.extended_functions import refused as _refused
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -257,11 +258,9 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
   """
   try:
     shape = get_aval(operand).shape
-  except TypeError:
-    if dtypes.extended_dtype_of(operand) is not None:  # typed keys slice their data
-      return operand._lax_op("dynamic_slice", start_indices, slice_sizes,
-                             allow_negative_indices)
-    raise
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "dynamic_slice", operand, start_indices, slice_sizes,
+                    allow_negative_indices=allow_negative_indices)
   starts = _canonical_starts("dynamic_slice", shape, start_indices, allow_negative_indices)
   return dynamic_slice_p.bind(operand, *starts,
                               slice_sizes=tuple(int(s) for s in slice_sizes))
@@ -390,11 +389,9 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
   """
   try:
     shape = get_aval(operand).shape
-  except TypeError:
-    if dtypes.extended_dtype_of(operand) is not None:  # typed keys update their data
-      return operand._lax_op("dynamic_update_slice", update, start_indices,
-                             allow_negative_indices)
-    raise
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "dynamic_update_slice", operand, update, start_indices,
+                    allow_negative_indices=allow_negative_indices)
   starts = _canonical_starts("dynamic_update_slice", shape, start_indices,
                              allow_negative_indices)
   return dynamic_update_slice_p.bind(operand, update, *starts)
@@ -411,7 +408,11 @@ def _zero_like_index(i):
 def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
                          allow_negative_indices: bool = True):
   """``operand[..., start_index:start_index + slice_size, ...]`` along ``axis`` (clamped)."""
-  shape = get_aval(operand).shape
+  try:
+    shape = get_aval(operand).shape
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "dynamic_slice_in_dim",
+                    operand, start_index, slice_size, axis, allow_negative_indices=allow_negative_indices)
   axis = _axis(axis, len(shape), "dynamic_slice_in_dim")
   starts = [_zero_like_index(start_index)] * len(shape)
   starts[axis] = start_index
@@ -425,7 +426,11 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *
 def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
                          allow_negative_indices: bool = True):
   """``operand[..., index, ...]`` along ``axis`` for a (possibly traced) scalar ``index``."""
-  shape = get_aval(operand).shape
+  try:
+    shape = get_aval(operand).shape
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "dynamic_index_in_dim",
+                    operand, index, axis, keepdims, allow_negative_indices=allow_negative_indices)
   axis = _axis(axis, len(shape), "dynamic_index_in_dim")
   out = dynamic_slice_in_dim(operand, index, 1, axis,
                              allow_negative_indices=allow_negative_indices)
@@ -437,7 +442,11 @@ def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *
 def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
                                 allow_negative_indices: bool = True):
   """``operand`` with ``update`` written at ``start_index`` along ``axis`` (0 elsewhere)."""
-  shape = get_aval(operand).shape
+  try:
+    shape = get_aval(operand).shape
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "dynamic_update_slice_in_dim",
+                    operand, update, start_index, axis, allow_negative_indices=allow_negative_indices)
   axis = _axis(axis, len(shape), "dynamic_update_slice_in_dim")
   starts = [_zero_like_index(start_index)] * len(shape)
   starts[axis] = start_index
@@ -450,7 +459,11 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
                                 allow_negative_indices: bool = True):
   """``operand`` with the size-1 slice at ``index`` along ``axis`` replaced by ``update``
   (which may lack that axis)."""
-  shape = get_aval(operand).shape
+  try:
+    shape = get_aval(operand).shape
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "dynamic_update_index_in_dim",
+                    operand, update, index, axis, allow_negative_indices=allow_negative_indices)
   axis = _axis(axis, len(shape), "dynamic_update_index_in_dim")
   uaval = get_aval(update)
   if uaval.ndim + 1 == len(shape):

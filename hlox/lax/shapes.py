@@ -26,6 +26,7 @@ from hlox.lax.base import (_check_shapelike, _is_array, _keep_dtype, _keep_weak,
 from hlox.lax.elementwise import _operands, select, sub
 from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.utils import shape_str, standard_primitive
+from hlox.core.extended_functions import refused as _refused
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -134,10 +135,8 @@ def squeeze(array, dimensions):
   """Remove the size-1 ``dimensions`` (negative values count from the end)."""
   try:
     ndim = get_aval(array).ndim
-  except TypeError:
-    if dtypes.extended_dtype_of(array) is not None:  # typed keys squeeze their data
-      return array._lax_op("squeeze", dimensions)
-    raise
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "squeeze", array, dimensions)
   dims = []
   for d in _static_ints("squeeze", "dimensions", dimensions):
     if not -ndim <= d < ndim:
@@ -152,7 +151,10 @@ def squeeze(array, dimensions):
 def expand_dims(array, dimensions):
   """Insert size-1 dimensions at ``dimensions`` (positions in the result)."""
   dimensions = _static_ints("expand_dims", "dimensions", dimensions)
-  aval = get_aval(array)
+  try:
+    aval = get_aval(array)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "expand_dims", array, dimensions)
   ndim_out = aval.ndim + len(dimensions)
   dims = []
   for d in dimensions:
@@ -201,7 +203,10 @@ def rev(operand, dimensions):
   dimensions = _static_ints("rev", "dimensions", dimensions)
   if not dimensions and _is_array(operand):
     return operand
-  return rev_p.bind(operand, dimensions=dimensions)
+  try:
+    return rev_p.bind(operand, dimensions=dimensions)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "rev", operand, dimensions)
 
 
 # --- pad ---------------------------------------------------------------------------------
@@ -374,11 +379,8 @@ def concatenate(operands, dimension: int):
     return operands[0]
   try:
     return concatenate_p.bind(*operands, dimension=dimension)
-  except TypeError:
-    keys = [o for o in operands if dtypes.extended_dtype_of(o) is not None]
-    if keys:  # typed keys join their data
-      return keys[0]._lax_op("concatenate", operands, dimension)
-    raise
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "concatenate", operands, dimension)
 
 
 # --- slice -------------------------------------------------------------------------------
@@ -452,7 +454,10 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
   limit_indices = _static_ints("slice", "limit_indices", limit_indices)
   if strides is not None:
     strides = _static_ints("slice", "strides", strides)
-  aval = get_aval(operand)
+  try:
+    aval = get_aval(operand)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "slice", operand, start_indices, limit_indices, strides)
   if (_is_array(operand) and start_indices == (0,) * aval.ndim
       and limit_indices == aval.shape and (strides is None or set(strides) <= {1})):
     return operand
@@ -462,7 +467,10 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
 
 def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int = 0):
   """``lax.slice`` along one ``axis`` (``None`` bounds and negative indices as in Python)."""
-  aval = get_aval(operand)
+  try:
+    aval = get_aval(operand)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "slice_in_dim", operand, start_index, limit_index, stride, axis)
   axis = operator.index(axis)
   if not -aval.ndim <= axis < aval.ndim:
     raise ValueError(f"slice_in_dim: axis {axis} out of range for operand {aval.str_short()}")
@@ -481,7 +489,10 @@ def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int =
 
 def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
   """Element ``index`` along ``axis`` (kept as a size-1 dimension when ``keepdims``)."""
-  aval = get_aval(operand)
+  try:
+    aval = get_aval(operand)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.lax", "index_in_dim", operand, index, axis, keepdims)
   index, axis = operator.index(index), operator.index(axis)
   if not -aval.ndim <= axis < aval.ndim:
     raise ValueError(f"index_in_dim: axis {axis} out of range for operand {aval.str_short()}")

@@ -615,17 +615,11 @@ shard_map_p.def_impl(_impl)
 def _discharge(refs, *args, jaxpr, in_specs, out_specs, **params):
   """On references: the body made pure takes each reference's block and hands back its
   final block after the outputs, joined as the reference was split."""
-  positions = [i for i, v in enumerate(jaxpr.jaxpr.invars) if is_ref_aval(v.aval)]
-  pure, consts = convert_constvars(state_discharge.discharge_jaxpr(jaxpr))
-  specs = (P(),) * len(consts) + tuple(in_specs)
-  outs = shard_map_p.bind(*consts, *args, jaxpr=pure, in_specs=specs,
-                          out_specs=tuple(out_specs) + tuple(in_specs[i] for i in positions),
-                          **params)
-  n_out = len(outs) - len(positions)
-  new_vals = [None] * len(args)
-  for k, i in enumerate(positions):
-    new_vals[i] = outs[n_out + k]
-  return new_vals, outs[:n_out]
+  def bind(pure, consts, positions):
+    return shard_map_p.bind(
+        *consts, *args, jaxpr=pure, in_specs=(P(),) * len(consts) + tuple(in_specs),
+        out_specs=tuple(out_specs) + tuple(in_specs[i] for i in positions), **params)
+  return state_discharge.discharge_call(jaxpr, len(args), bind)
 
 state_discharge.register(shard_map_p, _discharge)
 

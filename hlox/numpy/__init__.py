@@ -46,19 +46,17 @@ from hlox.core.basearray import Array as ndarray  # noqa: F401  (tracers are nda
 from hlox.numpy import array_methods as _array_methods
 _array_methods.install()
 
-# The functions that only move elements around also take typed key arrays, as JAX's do (their
-# implementations for keys: ``hlox.random.key_functions``).
-from hlox.core.extended_functions import accepting_extended as _accepting_extended
+# The functions that only move elements around, which also take typed key arrays as JAX's
+# do: each hands a call it refused for a key operand to ``core.extended_functions.refused``,
+# which runs the implementation ``hlox.random.key_functions`` registers (a test checks the
+# two agree).
 ACCEPTING_KEYS = (
-    "broadcast_to", "concatenate", "stack", "hstack", "vstack", "expand_dims", "tile",
-    "where", "take", "transpose", "permute_dims", "flip", "roll", "repeat", "swapaxes",
-    "moveaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d", "copy", "split",
-    "append", "zeros_like", "empty_like", "ones_like", "full_like", "zeros", "empty", "ones",
-    "full", "reshape", "broadcast_arrays", "array_equal", "equal", "not_equal")
-for _name in ACCEPTING_KEYS:
-  if _name not in ("equal", "not_equal"):  # already wrapped in ufuncs (for ``==`` too)
-    globals()[_name] = _accepting_extended("hlox.numpy", globals()[_name])
-del _name
+    "broadcast_to", "concatenate", "stack", "hstack", "vstack", "expand_dims", "squeeze",
+    "tile", "where", "take", "transpose", "permute_dims", "flip", "roll", "repeat",
+    "swapaxes", "moveaxis", "ravel", "atleast_1d", "atleast_2d", "atleast_3d", "copy",
+    "split", "append", "zeros_like", "empty_like", "ones_like", "full_like", "zeros",
+    "empty", "ones", "full", "reshape", "broadcast_arrays", "array_equal", "equal",
+    "not_equal")
 
 from hlox.numpy.array_api_info import __array_namespace_info__  # noqa: F401
 

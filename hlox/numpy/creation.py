@@ -22,6 +22,7 @@ from hlox.errors import ConcretizationTypeError
 from hlox.numpy import util
 from hlox.numpy.conversion import _put, _python_scalars, _user_dtype, array, asarray
 from hlox.runtime.array import Array
+from hlox.core.extended_functions import refused as _refused
 
 __all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
            "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
@@ -105,7 +106,10 @@ def _div_by_int(x, n: int):
 
 def copy(a, order=None):
   """A copy of ``a`` (arrays are immutable, so this is ``asarray(a)`` with a fresh buffer)."""
-  util.check_arraylike("copy", a)
+  try:
+    util.check_arraylike("copy", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "copy", a, order)
   return array(a, copy=True, order=order)
 
 
@@ -121,21 +125,30 @@ def zeros(shape, dtype=None, *, device=None, out_sharding=None):
   """An array of zeros (float32 by default)."""
   _check_forgot_shape_tuple("zeros", shape, dtype)
   dtype = _user_dtype(dtype, "zeros") or dtypes.default_float_dtype()
-  return _put(_full(shape, 0, dtype, "zeros"), device, out_sharding, "zeros")
+  try:
+    return _put(_full(shape, 0, dtype, "zeros"), device, out_sharding, "zeros")
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "zeros", shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
   """An array of ones (float32 by default)."""
   _check_forgot_shape_tuple("ones", shape, dtype)
   dtype = _user_dtype(dtype, "ones") or dtypes.default_float_dtype()
-  return _put(_full(shape, 1, dtype, "ones"), device, out_sharding, "ones")
+  try:
+    return _put(_full(shape, 1, dtype, "ones"), device, out_sharding, "ones")
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "ones", shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def empty(shape, dtype=None, *, device=None, out_sharding=None):
   """An "uninitialized" array: hlox fills it with zeros."""
   _check_forgot_shape_tuple("empty", shape, dtype)
   dtype = _user_dtype(dtype, "empty") or dtypes.default_float_dtype()
-  return _put(_full(shape, 0, dtype, "empty"), device, out_sharding, "empty")
+  try:
+    return _put(_full(shape, 0, dtype, "empty"), device, out_sharding, "empty")
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "empty", shape, dtype, device=device, out_sharding=out_sharding)
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
@@ -143,18 +156,22 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
 
   Without ``dtype`` the result takes ``fill_value``'s dtype (and weak type).
   """
-  dtype = _user_dtype(dtype, "full")
-  util.check_arraylike("full", fill_value)
-  if get_aval(fill_value).ndim == 0:
-    out = lax.full(_shape(shape, "full"), fill_value, dtype)
-  else:
-    value = asarray(fill_value, dtype=dtype)
-    shape = _shape(shape, "full")
-    try:
-      out = util.broadcast_to_shape(value, shape)
-    except ValueError:
-      raise ValueError(f"full: fill_value of shape {value.shape} cannot be broadcast to "
-                       f"shape {shape}") from None
+  try:
+    dtype = _user_dtype(dtype, "full")
+    util.check_arraylike("full", fill_value)
+    if get_aval(fill_value).ndim == 0:
+      out = lax.full(_shape(shape, "full"), fill_value, dtype)
+    else:
+      value = asarray(fill_value, dtype=dtype)
+      shape = _shape(shape, "full")
+      try:
+        out = util.broadcast_to_shape(value, shape)
+      except ValueError:
+        raise ValueError(f"full: fill_value of shape {value.shape} cannot be broadcast to "
+                         f"shape {shape}") from None
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "full",
+                    shape, fill_value, dtype, device=device, out_sharding=out_sharding)
   return _put(out, device, out_sharding, "full")
 
 
@@ -177,33 +194,49 @@ def _like(name, a, fill_value, dtype, shape, device, out_sharding=None):
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Zeros with the shape and dtype of ``a`` (``dtype``/``shape`` override them)."""
-  return _like("zeros_like", a, 0, dtype, shape, device, out_sharding)
+  try:
+    return _like("zeros_like", a, 0, dtype, shape, device, out_sharding)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "zeros_like",
+                    a, dtype, shape, device=device, out_sharding=out_sharding)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Ones with the shape and dtype of ``a`` (``dtype``/``shape`` override them)."""
-  return _like("ones_like", a, 1, dtype, shape, device, out_sharding)
+  try:
+    return _like("ones_like", a, 1, dtype, shape, device, out_sharding)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "ones_like",
+                    a, dtype, shape, device=device, out_sharding=out_sharding)
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Like ``zeros_like`` (hlox has no uninitialized memory)."""
-  return _like("empty_like", prototype, 0, dtype, shape, device, out_sharding)
+  try:
+    return _like("empty_like", prototype, 0, dtype, shape, device, out_sharding)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "empty_like",
+                    prototype, dtype, shape, device=device, out_sharding=out_sharding)
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
   """``fill_value`` with the shape and dtype of ``a``; an array ``fill_value`` broadcasts."""
-  fill_value = util.from_jax_array(fill_value)
-  if get_aval(fill_value).ndim == 0:
-    return _like("full_like", a, fill_value, dtype, shape, device, out_sharding)
-  if isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or not (
-      hasattr(a, "shape") and hasattr(a, "dtype")):
-    a = util.from_jax_array(a)
-    util.check_arraylike("full_like", a, fill_value)
-    a_shape, a_dtype = get_aval(a).shape, get_aval(a).dtype
-  else:  # duck typed, as in ``_like``
-    util.check_arraylike("full_like", fill_value)
-    a_shape, a_dtype = tuple(a.shape), dtypes.canonicalize_dtype(np.dtype(a.dtype))
-  dtype = _user_dtype(dtype, "full_like") or a_dtype
+  try:
+    fill_value = util.from_jax_array(fill_value)
+    if get_aval(fill_value).ndim == 0:
+      return _like("full_like", a, fill_value, dtype, shape, device, out_sharding)
+    if isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or not (
+        hasattr(a, "shape") and hasattr(a, "dtype")):
+      a = util.from_jax_array(a)
+      util.check_arraylike("full_like", a, fill_value)
+      a_shape, a_dtype = get_aval(a).shape, get_aval(a).dtype
+    else:  # duck typed, as in ``_like``
+      util.check_arraylike("full_like", fill_value)
+      a_shape, a_dtype = tuple(a.shape), dtypes.canonicalize_dtype(np.dtype(a.dtype))
+    dtype = _user_dtype(dtype, "full_like") or a_dtype
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "full_like",
+                    a, fill_value, dtype, shape, device=device, out_sharding=out_sharding)
   shape = a_shape if shape is None else _shape(shape, "full_like")
   value = asarray(fill_value, dtype=dtype)
   try:

@@ -42,6 +42,7 @@ from hlox.lax.indexing import GatherDimensionNumbers, GatherScatterMode, Scatter
 from hlox.numpy import ufuncs, util
 from hlox.numpy.conversion import asarray
 from hlox.runtime.array import Array
+from hlox.core.extended_functions import refused as _refused
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "index_exp", "s_"]
 
@@ -805,7 +806,11 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   if out is not None:
     raise NotImplementedError("take: the 'out' argument is not supported (arrays are "
                               "immutable)")
-  util.check_arraylike("take", a)
+  try:
+    util.check_arraylike("take", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "take",
+                    a, indices, axis, out, mode, unique_indices, indices_are_sorted, fill_value)
   a = util.ensure_array(a)
   indices = _check_int_indices("take", indices)
   aval = get_aval(a)

@@ -8,6 +8,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.numpy import creation, reductions, ufuncs, util
+from hlox.core.extended_functions import refused as _refused
 
 __all__ = ["array_equal", "array_equiv", "isscalar", "iscomplexobj", "isrealobj", "iscomplex",
            "isreal", "iterable"]
@@ -19,8 +20,11 @@ def array_equal(a1, a2, equal_nan=False):
     a1, a2 = creation.asarray(a1), creation.asarray(a2)
   except Exception:
     return creation.asarray(False)
-  if get_aval(a1).shape != get_aval(a2).shape:
-    return creation.asarray(False)
+  try:
+    if get_aval(a1).shape != get_aval(a2).shape:
+      return creation.asarray(False)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "array_equal", a1, a2, equal_nan)
   eq = a1 == a2
   if equal_nan:
     eq = eq | (ufuncs.isnan(a1) & ufuncs.isnan(a2))

@@ -23,6 +23,7 @@ from hlox.numpy import creation, reductions, util
 from hlox.numpy.conversion import _put as _put_on
 from hlox.numpy.creation import asarray, linspace
 from hlox.runtime.array import Array
+from hlox.core.extended_functions import refused as _refused
 
 __all__ = ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
            "broadcast_to", "broadcast_arrays", "broadcast_shapes", "concatenate", "concat",
@@ -117,7 +118,11 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sh
     shape = newshape
   if shape is None:
     raise TypeError("reshape: missing required argument 'shape'")
-  a = _array("reshape", a)
+  try:
+    a = _array("reshape", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "reshape",
+                    a, shape, order, newshape=newshape, copy=copy, out_sharding=out_sharding)
   shape = _infer_shape(a.shape, a.size, shape)
   if order == "C":
     return lax.reshape(a, shape, out_sharding=out_sharding)
@@ -156,13 +161,19 @@ def _infer_shape(old_shape, size, shape) -> tuple:
 
 def ravel(a, order: str = "C", *, out_sharding=None):
   """``a`` flattened to 1-d (``order`` 'C' or 'F')."""
-  a = _array("ravel", a)
+  try:
+    a = _array("ravel", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "ravel", a, order, out_sharding=out_sharding)
   return reshape(a, (a.size,), order=order, out_sharding=out_sharding)
 
 
 def transpose(a, axes=None):
   """Permute the axes of ``a`` (reverse them when ``axes`` is None)."""
-  a = _array("transpose", a)
+  try:
+    a = _array("transpose", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "transpose", a, axes)
   if axes is None:
     return lax.transpose(a, tuple(reversed(range(a.ndim))))
   axes = _static_ints(axes, "transpose", "axes")
@@ -173,7 +184,7 @@ def transpose(a, axes=None):
 
 def permute_dims(a, /, axes):
   """Array API name of ``transpose``."""
-  return transpose(a, axes)
+  return transpose(a, axes)  # (which takes typed keys too)
 
 
 def matrix_transpose(x, /):
@@ -186,7 +197,10 @@ def matrix_transpose(x, /):
 
 def swapaxes(a, axis1: int, axis2: int):
   """Interchange two axes of ``a``."""
-  a = _array("swapaxes", a)
+  try:
+    a = _array("swapaxes", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "swapaxes", a, axis1, axis2)
   perm = list(range(a.ndim))
   i, j = _axis(axis1, a.ndim, "swapaxes"), _axis(axis2, a.ndim, "swapaxes")
   perm[i], perm[j] = perm[j], perm[i]
@@ -195,7 +209,10 @@ def swapaxes(a, axis1: int, axis2: int):
 
 def moveaxis(a, source, destination):
   """Move axes ``source`` of ``a`` to positions ``destination`` (others keep their order)."""
-  a = _array("moveaxis", a)
+  try:
+    a = _array("moveaxis", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "moveaxis", a, source, destination)
   source = _axes(_static_ints(source, "moveaxis", "source"), a.ndim, "moveaxis")
   destination = _axes(_static_ints(destination, "moveaxis", "destination"), a.ndim,
                       "moveaxis")
@@ -210,7 +227,10 @@ def moveaxis(a, source, destination):
 
 def expand_dims(a, axis):
   """Insert size-1 axes at positions ``axis`` (an int or tuple) of the result."""
-  a = _array("expand_dims", a)
+  try:
+    a = _array("expand_dims", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "expand_dims", a, axis)
   axis = _static_ints(axis, "expand_dims", "axis")
   ndim_out = a.ndim + len(axis)
   return lax.expand_dims(a, _axes(axis, ndim_out, "expand_dims"))
@@ -218,9 +238,10 @@ def expand_dims(a, axis):
 
 def squeeze(a, axis=None):
   """Remove size-1 axes (all of them, or those in ``axis``, which must have size 1)."""
-  if dtypes.extended_dtype_of(a) is not None:  # typed keys squeeze themselves (as in JAX)
-    return a.squeeze(axis)
-  a = _array("squeeze", a)
+  try:
+    a = _array("squeeze", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "squeeze", a, axis)
   if axis is None:
     dims = tuple(i for i, d in enumerate(a.shape) if d == 1)
   else:
@@ -243,7 +264,10 @@ def broadcast_shapes(*shapes) -> tuple:
 
 def broadcast_to(array, shape, *, out_sharding=None):
   """``array`` broadcast (NumPy rules) to ``shape``."""
-  a = _array("broadcast_to", array)
+  try:
+    a = _array("broadcast_to", array)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "broadcast_to", array, shape, out_sharding=out_sharding)
   shape = _static_ints(shape, "broadcast_to", "shape")
   if any(d < 0 for d in shape):
     raise ValueError(f"broadcast_to: negative dimensions in shape {shape}")
@@ -260,7 +284,10 @@ def broadcast_to(array, shape, *, out_sharding=None):
 
 def broadcast_arrays(*args):
   """The arguments broadcast against each other (a list of arrays)."""
-  util.check_arraylike("broadcast_arrays", *args)
+  try:
+    util.check_arraylike("broadcast_arrays", *args)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "broadcast_arrays", *args)
   arrays = [asarray(x) for x in args]
   shape = broadcast_shapes(*[x.shape for x in arrays])
   return [util.broadcast_to_shape(x, shape) for x in arrays]
@@ -290,7 +317,10 @@ def _promote(arrays, dtype, name: str) -> list:
 
 def concatenate(arrays, axis: int | None = 0, dtype=None):
   """Join ``arrays`` along ``axis`` (flattened first when ``axis`` is None), promoting dtypes."""
-  arrays = _sequence("concatenate", arrays)
+  try:
+    arrays = _sequence("concatenate", arrays)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "concatenate", arrays, axis, dtype)
   if axis is None:
     arrays = [ravel(x) for x in arrays]
     axis = 0
@@ -321,7 +351,10 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
   """Join same-shaped ``arrays`` along a new axis ``axis``."""
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
-  arrays = _sequence("stack", arrays)
+  try:
+    arrays = _sequence("stack", arrays)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "stack", arrays, axis, out, dtype)
   shapes = {x.shape for x in arrays}
   if len(shapes) != 1:
     raise ValueError(f"stack: all input arrays must have the same shape, got "
@@ -333,14 +366,20 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
 
 def hstack(tup, dtype=None):
   """Stack horizontally: along axis 1, or axis 0 for 1-d inputs."""
-  arrays = atleast_1d(*_sequence("hstack", tup))
+  try:
+    arrays = atleast_1d(*_sequence("hstack", tup))
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "hstack", tup, dtype)
   arrays = arrays if isinstance(arrays, list) else [arrays]
   return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1, dtype=dtype)
 
 
 def vstack(tup, dtype=None):
   """Stack vertically (along axis 0) after making inputs at least 2-d."""
-  arrays = atleast_2d(*_sequence("vstack", tup))
+  try:
+    arrays = atleast_2d(*_sequence("vstack", tup))
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "vstack", tup, dtype)
   arrays = arrays if isinstance(arrays, list) else [arrays]
   return concatenate(arrays, axis=0, dtype=dtype)
 
@@ -361,7 +400,10 @@ def column_stack(tup):
 
 def append(arr, values, axis: int | None = None):
   """``arr`` with ``values`` appended (both flattened when ``axis`` is None)."""
-  util.check_arraylike("append", arr, values)
+  try:
+    util.check_arraylike("append", arr, values)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "append", arr, values, axis)
   if axis is None:
     return concatenate([ravel(arr), ravel(values)], axis=0)
   return concatenate([arr, values], axis=axis)
@@ -412,7 +454,10 @@ def _static_sections(x, name: str) -> int:
 
 def split(ary, indices_or_sections, axis: int = 0):
   """Split into equal sections (an int, which must divide the axis) or at indices."""
-  return _split("split", ary, indices_or_sections, axis, even=True)
+  try:
+    return _split("split", ary, indices_or_sections, axis, even=True)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "split", ary, indices_or_sections, axis)
 
 
 def array_split(ary, indices_or_sections, axis: int = 0):
@@ -448,7 +493,10 @@ def dsplit(ary, indices_or_sections):
 
 def tile(A, reps):
   """Repeat ``A`` ``reps`` times along each axis (NumPy's rank rules)."""
-  a = _array("tile", A)
+  try:
+    a = _array("tile", A)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "tile", A, reps)
   reps = _static_ints(reps, "tile", "reps")
   if any(r < 0 for r in reps):
     raise ValueError(f"tile: reps must be non-negative, got {reps}")
@@ -465,7 +513,11 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
            out_sharding=None):
   """Repeat each element of ``a`` ``repeats`` times (an int, or one concrete count per
   element along ``axis``; ``a`` is flattened when ``axis`` is None)."""
-  a = _array("repeat", a)
+  try:
+    a = _array("repeat", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "repeat",
+                    a, repeats, axis, total_repeat_length=total_repeat_length, out_sharding=out_sharding)
   if axis is None:
     a, axis = ravel(a), 0
   axis = _axis(axis, a.ndim, "repeat")
@@ -559,7 +611,10 @@ def _fit_length(x, length, axis):
 
 def flip(m, axis=None):
   """Reverse the order of elements along ``axis`` (all axes when None)."""
-  m = _array("flip", m)
+  try:
+    m = _array("flip", m)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "flip", m, axis)
   if axis is None:
     return lax.rev(m, tuple(range(m.ndim)))
   return lax.rev(m, _axes(_static_ints(axis, "flip", "axis"), m.ndim, "flip"))
@@ -609,7 +664,10 @@ def rot90(m, k: int = 1, axes=(0, 1)):
 def roll(a, shift, axis=None):
   """Roll elements along ``axis`` by ``shift``, wrapping around; ``a`` is flattened when
   ``axis`` is None. A traced ``shift`` is rolled with a dynamic slice."""
-  a = _array("roll", a)
+  try:
+    a = _array("roll", a)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "roll", a, shift, axis)
   shift = util.from_jax_array(shift)
   if axis is None:
     return lax.reshape(roll(ravel(a), shift, 0), a.shape)
@@ -670,14 +728,20 @@ def _roll_traced(a, shift, axes):
 
 def atleast_1d(*arys):
   """Inputs as arrays of at least one dimension (a list when given several)."""
-  util.check_arraylike("atleast_1d", *arys)
+  try:
+    util.check_arraylike("atleast_1d", *arys)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "atleast_1d", *arys)
   out = [lax.reshape(x, (1,)) if x.ndim == 0 else x for x in map(asarray, arys)]
   return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*arys):
   """Inputs as arrays of at least two dimensions (1-d becomes (1, n))."""
-  util.check_arraylike("atleast_2d", *arys)
+  try:
+    util.check_arraylike("atleast_2d", *arys)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "atleast_2d", *arys)
   out = [lax.reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x
          for x in map(asarray, arys)]
   return out[0] if len(out) == 1 else out
@@ -685,7 +749,10 @@ def atleast_2d(*arys):
 
 def atleast_3d(*arys):
   """Inputs as arrays of at least three dimensions ((n,) -> (1, n, 1), (m, n) -> (m, n, 1))."""
-  util.check_arraylike("atleast_3d", *arys)
+  try:
+    util.check_arraylike("atleast_3d", *arys)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "atleast_3d", *arys)
   out = []
   for x in map(asarray, arys):
     if x.ndim == 0:

@@ -14,7 +14,6 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
-from hlox.core.extended_functions import accepting_extended
 from hlox.core.tracer import Tracer, get_aval
 from hlox.custom_derivatives import custom_jvp
 from hlox.errors import ConcretizationTypeError
@@ -25,6 +24,7 @@ from hlox.numpy.util import (broadcast_shapes, broadcast_to_shape, check_arrayli
                              promote_args_numeric, promote_dtypes, promote_dtypes_inexact,
                              promote_dtypes_numeric, promote_shapes)
 from hlox.runtime.array import Array, device_put
+from hlox.core.extended_functions import refused as _refused
 
 __all__ = [
     # arithmetic
@@ -1015,18 +1015,18 @@ def bitwise_count(x, /):
 
 def equal(x, y, /):
   """Elementwise ``x == y``."""
-  return lax.eq(*_args("equal", x, y))
+  try:
+    return lax.eq(*_args("equal", x, y))
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "equal", x, y)
 
 
 def not_equal(x, y, /):
   """Elementwise ``x != y``."""
-  return lax.ne(*_args("not_equal", x, y))
-
-
-# Typed key arrays compare too (as in JAX: two keys are equal when all their data is); the
-# wrapping is here rather than in hlox.numpy's namespace so ``key == key`` sees it as well.
-equal = accepting_extended("hlox.numpy", equal)
-not_equal = accepting_extended("hlox.numpy", not_equal)
+  try:
+    return lax.ne(*_args("not_equal", x, y))
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "not_equal", x, y)
 
 
 def _ordered_compare(lax_op, x, y):
@@ -1144,14 +1144,20 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   ``c`` must be concrete (not traced).
   """
   if x is None and y is None:
-    check_arraylike("where", condition)
+    try:
+      check_arraylike("where", condition)
+    except TypeError:  # typed keys: their own implementation (which refuses them here)
+      return _refused("hlox.numpy", "where", condition, size=size, fill_value=fill_value)
     return _nonzero(condition, size=size, fill_value=fill_value)
   if x is None or y is None:
     raise ValueError("where: give both x and y, or neither (for the indices of the "
                      f"non-zero elements), got x={x!r} and y={y!r}")
   if size is not None or fill_value is not None:
     raise ValueError("where: size and fill_value only apply to the one-argument form")
-  condition, x, y = _arraylike("where", condition, x, y)
+  try:
+    condition, x, y = _arraylike("where", condition, x, y)
+  except TypeError:  # typed keys: their own implementation
+    return _refused("hlox.numpy", "where", condition, x, y, size=size, fill_value=fill_value)
   return _where(condition, x, y)
 
 

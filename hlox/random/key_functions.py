@@ -2,8 +2,9 @@
 (as JAX allows): each acts on the keys' data (``uint32[*shape, *key_shape]``), whose trailing
 key-data axes stay whole, and gives keys back. Axes given by the caller refer to the key
 array's own (leading) axes; negative ones and "all axes" (None) are resolved against its
-rank here, so they never reach into the key data. Registered with
-``core.extended_functions``, which hands these functions the calls they refused.
+rank here, so they never reach into the key data. Each takes the arguments of the function
+it stands for. Registered with ``core.extended_functions``, to which those functions hand
+the calls they refused.
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def _flat(k):
 
 # --- hlox.numpy ---------------------------------------------------------------------------
 
-def _np_broadcast_to(array, shape):
+def _np_broadcast_to(array, shape, *, out_sharding=None):
   shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
   return _on_data(array, jnp.broadcast_to, shape + _tail(array))
 
@@ -94,6 +95,10 @@ def _np_vstack(tup, dtype=None):
 def _np_expand_dims(a, axis):
   ndim = a.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1)
   return _on_data(a, lax.expand_dims, _axes("expand_dims", axis, ndim))
+
+
+def _np_squeeze(a, axis=None):
+  return a.squeeze(axis)
 
 
 def _np_tile(A, reps):
@@ -140,7 +145,7 @@ def _np_roll(a, shift, axis=None):
                   if isinstance(axis, (tuple, list)) else _axis("roll", axis, a.ndim))
 
 
-def _np_repeat(a, repeats, axis=None, *, total_repeat_length=None):
+def _np_repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
   if axis is None:
     a, axis = _flat(a), 0
   return _on_data(a, jnp.repeat, repeats, axis=_axis("repeat", axis, a.ndim),
@@ -157,7 +162,7 @@ def _np_moveaxis(a, source, destination):
   return _on_data(a, jnp.moveaxis, source, destination)
 
 
-def _np_ravel(a, order="C"):
+def _np_ravel(a, order="C", *, out_sharding=None):
   return _flat(a)
 
 
@@ -247,7 +252,7 @@ def _np_full_like(a, fill_value, dtype=None, shape=None, **kwargs):
   return _filled(a.shape if shape is None else _shape(shape), fill_value, impl)
 
 
-def _np_reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+def _np_reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=None):
   return a.reshape(shape if shape is not None else newshape)
 
 
@@ -278,7 +283,7 @@ def _np_compare(name, all_equal):
 _NUMPY = {
     "broadcast_to": _np_broadcast_to, "concatenate": _np_concatenate, "stack": _np_stack,
     "hstack": _np_hstack, "vstack": _np_vstack, "expand_dims": _np_expand_dims,
-    "tile": _np_tile, "where": _np_where, "take": _np_take, "transpose": _np_transpose,
+    "squeeze": _np_squeeze, "tile": _np_tile, "where": _np_where, "take": _np_take, "transpose": _np_transpose,
     "permute_dims": _np_transpose, "flip": _np_flip, "roll": _np_roll, "repeat": _np_repeat,
     "swapaxes": _np_swapaxes, "moveaxis": _np_moveaxis, "ravel": _np_ravel,
     "atleast_1d": _atleast(1), "atleast_2d": _atleast(2), "atleast_3d": _atleast(3),
@@ -314,6 +319,44 @@ def _lax_transpose(operand, permutation):
   return operand.transpose(tuple(permutation))
 
 
+def _lax_squeeze(array, dimensions):
+  dims = (dimensions,) if isinstance(dimensions, int) else tuple(dimensions)
+  for d in dims:
+    if not -array.ndim <= d < array.ndim:
+      raise ValueError(f"squeeze: axis {d} is out of bounds for array of dimension "
+                       f"{array.ndim}")
+  return _on_data(array, lax.squeeze, tuple(d % array.ndim for d in dims))
+
+
+def _lax_concatenate(operands, dimension):
+  first = next(o for o in operands if isinstance(o, PRNGKeyArray))
+  if not all(isinstance(o, PRNGKeyArray) and o._impl is first._impl for o in operands):
+    raise TypeError(f"concatenate: keys of dtype {first.dtype} can only be joined with keys "
+                    "of that dtype")
+  if not -first.ndim <= dimension < max(first.ndim, 1):
+    raise ValueError(f"concatenate: dimension {dimension} is out of bounds for keys of "
+                     f"dimension {first.ndim}")
+  return PRNGKeyArray(lax.concatenate([o._base for o in operands], dimension % first.ndim),
+                      first._impl)
+
+
+def _lax_dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+  n = len(_tail(operand))
+  return _on_data(operand, lax.dynamic_slice, (*start_indices, *(0,) * n),
+                  (*slice_sizes, *_tail(operand)),
+                  allow_negative_indices=allow_negative_indices)
+
+
+def _lax_dynamic_update_slice(operand, update, start_indices, *,
+                              allow_negative_indices=True):
+  if not isinstance(update, PRNGKeyArray) or update._impl is not operand._impl:
+    raise TypeError(f"dynamic_update_slice: keys of dtype {operand.dtype} can only be "
+                    "updated with keys of that dtype")
+  n = len(_tail(operand))
+  return _on_data(operand, lax.dynamic_update_slice, update._base,
+                  (*start_indices, *(0,) * n), allow_negative_indices=allow_negative_indices)
+
+
 def _lax_expand_dims(array, dimensions):
   return _np_expand_dims(array, tuple(dimensions))
 
@@ -345,17 +388,20 @@ def _lax_in_dim(fn):
 
 def _lax_dynamic_update_in_dim(fn):
   """``dynamic_update_slice_in_dim`` / ``dynamic_update_index_in_dim`` of keys by keys."""
-  def impl(operand, update, index, axis):
+  def impl(operand, update, index, axis, *, allow_negative_indices=True):
     (operand, update), key_impl = _keys(fn.__name__, (operand, update))
     return PRNGKeyArray(fn(operand._base, update._base, index,
-                           _axis(fn.__name__, axis, operand.ndim)), key_impl)
+                           _axis(fn.__name__, axis, operand.ndim),
+                           allow_negative_indices=allow_negative_indices), key_impl)
   return impl
 
 
 _LAX = {
     "broadcast": _lax_broadcast, "broadcast_in_dim": _lax_broadcast_in_dim,
     "reshape": _lax_reshape, "transpose": _lax_transpose, "expand_dims": _lax_expand_dims,
-    "slice": _lax_slice, "rev": _lax_rev,
+    "squeeze": _lax_squeeze, "concatenate": _lax_concatenate, "slice": _lax_slice,
+    "rev": _lax_rev, "dynamic_slice": _lax_dynamic_slice,
+    "dynamic_update_slice": _lax_dynamic_update_slice,
     "index_in_dim": _lax_in_dim(lax.index_in_dim),
     "dynamic_index_in_dim": _lax_in_dim(lax.dynamic_index_in_dim),
     "slice_in_dim": _lax_in_dim(lax.slice_in_dim),

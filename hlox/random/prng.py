@@ -763,44 +763,6 @@ class PRNGKeyArray:
       which = lax.broadcast_in_dim(which, base_shape, tuple(range(w_aval.ndim)))
     return PRNGKeyArray(lax.select_n(which, *(c._base for c in cases)), self._impl)
 
-  def _lax_op(self, name, *args):
-    """``lax.squeeze``/``concatenate``/``dynamic_slice``/``dynamic_update_slice`` of key
-    arrays (``lax`` hands them here): the operation on the data, whose trailing key-data
-    axes stay whole."""
-    tail = self._impl.key_shape
-    if name == "squeeze":
-      dims = (args[0],) if isinstance(args[0], int) else tuple(args[0])
-      for d in dims:
-        if not -self.ndim <= d < self.ndim:
-          raise ValueError(f"squeeze: axis {d} is out of bounds for array of dimension "
-                           f"{self.ndim}")
-      return PRNGKeyArray(lax.squeeze(self._base, tuple(d % self.ndim for d in dims)),
-                          self._impl)
-    if name == "concatenate":
-      operands, dim = args
-      if not all(isinstance(o, PRNGKeyArray) and o._impl is self._impl for o in operands):
-        raise TypeError(f"concatenate: keys of dtype {self.dtype} can only be joined with "
-                        "keys of that dtype")
-      if not -self.ndim <= dim < max(self.ndim, 1):
-        raise ValueError(f"concatenate: dimension {dim} is out of bounds for keys of "
-                         f"dimension {self.ndim}")
-      return PRNGKeyArray(lax.concatenate([o._base for o in operands], dim % self.ndim),
-                          self._impl)
-    if name == "dynamic_slice":
-      starts, sizes, allow_negative = args
-      return PRNGKeyArray(lax.dynamic_slice(
-          self._base, (*starts, *(0,) * len(tail)), (*sizes, *tail),
-          allow_negative_indices=allow_negative), self._impl)
-    if name == "dynamic_update_slice":
-      update, starts, allow_negative = args
-      if not isinstance(update, PRNGKeyArray) or update._impl is not self._impl:
-        raise TypeError(f"dynamic_update_slice: keys of dtype {self.dtype} can only be "
-                        f"updated with keys of that dtype")
-      return PRNGKeyArray(lax.dynamic_update_slice(
-          self._base, update._base, (*starts, *(0,) * len(tail)),
-          allow_negative_indices=allow_negative), self._impl)
-    raise NotImplementedError(f"lax.{name} of key arrays")
-
   def __repr__(self):
     return (f"Array({self.shape}, dtype={self.dtype}) overlaying:\n"
             f"{self._base}")
