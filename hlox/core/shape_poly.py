@@ -20,8 +20,7 @@ import enum
 import operator
 from typing import Any, Callable, Union
 
-from hlox.core.tracer import Tracer
-from hlox.errors import ConcretizationTypeError
+from hlox.errors import ConcretizationTypeError, TracerIntegerConversionError
 from hlox.errors import InconclusiveDimensionOperation as _InconclusiveBase
 
 DimSize = Union["_DimExpr", int]
@@ -104,8 +103,8 @@ def _merge_sorted(pairs1, i1: int, k1: int, pairs2, i2: int, k2: int) -> list:
   return out
 
 
-# Hooks installed by the layers that know arrays (``dim_as_value``, the maximum of two
-# traced values): the algebra itself never computes on arrays.
+# Hooks installed by the layers that know arrays (``dim_as_value``: a dimension as an
+# integer array value): the algebra itself never computes on arrays.
 _array_hooks: dict[str, Callable] = {}
 
 
@@ -206,10 +205,12 @@ class _DimFactor:
       return divmod(x, y)[0]
     if self.operation == _DimFactor.MOD:
       return divmod(x, y)[1]
-    pick = max_dim if self.operation == _DimFactor.MAX else min_dim
+    is_max = self.operation == _DimFactor.MAX
     if is_dim(x) and is_dim(y):
-      return pick(x, y)
-    return _array_hooks[self.operation](x, y)  # traced values
+      return max_dim(x, y) if is_max else min_dim(x, y)
+    # Values of a program (``interpreters/dim_lowering.py``) say how to take their max/min.
+    kind = type(y if is_dim(x) else x)
+    return kind.dim_max(x, y) if is_max else kind.dim_min(x, y)
 
 
 class _DimTerm:
@@ -753,12 +754,25 @@ def is_dim(d) -> bool:
   return isinstance(d, _DimExpr) or _convertible_to_int(d)
 
 
+def canonical_dim(d) -> DimSize:
+  """A dimension size as shapes hold it: a symbolic one as it is, else a Python int
+  (TypeError for what is not an integer)."""
+  return d if type(d) is _DimExpr else operator.index(d)
+
+
+def dimension_as_value(d):
+  """A dimension size as a value to compute with: an int as it is, a symbolic one as an
+  integer array value of the program being traced."""
+  return d.dimension_as_value() if type(d) is _DimExpr else operator.index(d)
+
+
 def _concrete_dim(d, context: str):
   if isinstance(d, _DimExpr):
     return d
-  if isinstance(d, Tracer):
-    raise ConcretizationTypeError(d, f"The problem arose with the {context}.")
-  return operator.index(d)  # TypeError for an array that is not an integer scalar
+  try:
+    return operator.index(d)  # TypeError for an array that is not an integer scalar
+  except TracerIntegerConversionError:
+    raise ConcretizationTypeError(d, f"The problem arose with the {context}.") from None
 
 
 def max_dim(d1: DimSize, d2: DimSize) -> DimSize:

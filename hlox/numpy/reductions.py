@@ -15,6 +15,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
+from hlox.core.shape_poly import dimension_as_value, is_symbolic_dim
 from hlox.core.tracer import get_aval
 from hlox.lax import reductions as _lax_red
 from hlox.numpy import util
@@ -274,6 +275,8 @@ def _count(a, dims, keepdims, where, dtype):
     n = 1
     for d in dims:
       n *= aval.shape[d]
+    if is_symbolic_dim(n):  # a size known only when the exported function is called
+      return lax.convert_element_type(dimension_as_value(n), dtype)
     return np.array(n).astype(dtype)
   mask = broadcast_to_shape(where, aval.shape)
   return sum(mask, dims, dtype=dtype, keepdims=keepdims)
