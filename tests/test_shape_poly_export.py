@@ -73,6 +73,31 @@ def test_call_errors_name_the_mismatch():
     exp.call(np.ones(3, np.float32), np.ones(3, np.float32))
 
 
+def test_arange_reshape_while_and_sizes_as_results():
+  def f(x):  # x: f32[a, b]
+    ramp = jnp.arange(x.shape[0] * x.shape[1], dtype=x.dtype).reshape(x.shape)
+    def body(c):
+      return c[0] + jnp.arange(c[0].shape[1], dtype=np.float32), c[1] + 1
+    looped, _ = hlox.lax.while_loop(lambda c: c[1] < 3, body, (x, 0))
+    return hlox.jit(lambda u: u + ramp)(looped), 2 * x.shape[0], jnp.array(x.shape[1])
+  spec, = export.symbolic_args_specs((np.ones((2, 3), np.float32),), ("a, b",))
+  exp = export.export(hlox.jit(f))(spec)
+  assert [str(a) for a in exp.out_avals] == ["float32[a,b]", "~int32[]", "~int32[]"]
+  x = np.ones((3, 4), np.float32)
+  got, twice_a, b = exp.call(x)
+  want = x + 3 * np.arange(4, dtype=np.float32) + np.arange(12, dtype=np.float32).reshape(3, 4)
+  np.testing.assert_array_equal(got, want)
+  assert (int(twice_a), int(b)) == (6, 4)
+
+
+def test_unsolvable_dimension_variables_are_named():
+  arg = np.ones((4, 36, 3), np.float32)
+  with pytest.raises(ValueError, match="Cannot solve for values of dimension variables "
+                                       "{'b'}"):
+    export.export(hlox.jit(lambda x: x))(
+        *export.symbolic_args_specs([arg], ["b * b, b * d * d, d"]))
+
+
 def test_unused_argument_still_gives_its_dimensions():
   b, = export.symbolic_shape("b")
   exp = export.export(hlox.jit(lambda x: jnp.zeros_like(x) + 2.0))(

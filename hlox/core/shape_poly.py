@@ -331,8 +331,19 @@ def _convertible_to_int(p) -> bool:
     return False
 
 
+# Traced values are never taken as integer sizes, even those whose value is known: they
+# combine with a symbolic size as arrays. (``tracer.py`` registers its class: it sits above.)
+_tracer_types: tuple = ()
+
+
+def register_tracer_type(cls) -> None:
+  global _tracer_types
+  _tracer_types = (*_tracer_types, cls)
+
+
 def _convertible_to_poly(p) -> bool:
-  return isinstance(p, _DimExpr) or _convertible_to_int(p)
+  return isinstance(p, _DimExpr) or (not isinstance(p, _tracer_types) and
+                                     _convertible_to_int(p))
 
 
 def _ensure_poly(p: DimSize, operation_name: str, scope: _Scope) -> "_DimExpr":
@@ -437,7 +448,8 @@ class _DimExpr:
     if isinstance(e2, _DimExpr):
       terms2 = e2._sorted_terms
     else:
-      terms2 = ((_DimTerm_one, operator.index(e2)),) if e2 != 0 else ()
+      e2 = operator.index(e2)  # (an integer array compares as an array: use its int)
+      terms2 = ((_DimTerm_one, e2),) if e2 != 0 else ()
     return _DimExpr._normalize_sorted_terms(_merge_sorted(terms1, 0, k1, terms2, 0, k2),
                                             scope)
 

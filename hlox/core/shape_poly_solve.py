@@ -67,7 +67,7 @@ def solve(eqs: list) -> tuple[dict, list]:
           if not (isinstance(remainder, int) and remainder == 0):
             checks.append((eq, ("remainder", remainder, var)))
     if len(left) == len(pending):
-      names = sorted(set().union(*(eq.expr._get_vars() for eq in left)) - set(env))
+      names = set().union(*(eq.expr._get_vars() for eq in left)) - set(env)
       raise ValueError(
           f"Cannot solve for values of dimension variables {names}: only linear equations "
           "with one unknown variable can be solved. Unprocessed specifications: " +

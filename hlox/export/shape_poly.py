@@ -29,8 +29,9 @@ def symbolic_args_specs(args, shapes_specs, constraints=(), scope: SymbolicScope
   try:
     specs = tree_util.broadcast_prefix(shapes_specs, args, is_leaf=lambda x: x is None)
   except ValueError as e:
-    raise ValueError(f"export.symbolic_args_specs shapes_specs must be a pytree prefix of "
-                     f"the arguments: {e}") from None
+    errors = tree_util.prefix_errors(shapes_specs, args, "export.symbolic_args_specs "
+                                     "shapes_specs", is_leaf=lambda x: x is None)
+    raise ValueError(errors[0] if errors else str(e)) from None
   if scope is None:
     scope = SymbolicScope(constraints)
   elif constraints:
