@@ -2,6 +2,8 @@
 (ShapedArray carrying them, dynamic StableHLO with dimension variables), calling the
 Exported with concrete shapes (checks, shape refinement), serialization; by hand and
 against JAX as an oracle."""
+import re
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,47 @@ def test_arange_reshape_while_and_sizes_as_results():
   want = x + 3 * np.arange(4, dtype=np.float32) + np.arange(12, dtype=np.float32).reshape(3, 4)
   np.testing.assert_array_equal(got, want)
   assert (int(twice_a), int(b)) == (6, 4)
+
+
+def test_nested_polymorphic_calls_check_the_callers_sizes():
+  def inner(x):
+    return jnp.reshape(x, (-1, x.shape[1]))
+  arg = np.arange(3 * 4 * 12, dtype=np.float32).reshape(3, 4, 12)
+  def exported(spec):
+    return export.export(hlox.jit(inner))(
+        hlox.ShapeDtypeStruct(export.symbolic_shape(spec), np.float32))
+  inner_exp = exported("3,4,5*a")
+  outer_exp = export.export(hlox.jit(lambda x: inner_exp.call(x) + inner(x)))(
+      hlox.ShapeDtypeStruct(export.symbolic_shape("3,4,25*c"), np.float32))
+  assert outer_exp.uses_global_constants
+  arg25 = np.ones((3, 4, 25), np.float32)
+  np.testing.assert_array_equal(outer_exp.call(arg25), 2 * arg25.reshape(-1, 4))
+  with pytest.raises(ValueError, match="Division had remainder 12 when computing the value "
+                                       "of 'c'"):
+    outer_exp.call(arg)
+  with pytest.raises(ValueError, match=r"Division had remainder mod\(c, 5\) when computing "
+                                       "the value of 'a'"):
+    export.export(hlox.jit(lambda x: inner_exp.call(x)))(
+        hlox.ShapeDtypeStruct(export.symbolic_shape("3,4,c"), np.float32))
+  inner_ab = exported("3,a,a+b")
+  with pytest.raises(ValueError, match=re.escape(
+      "Expected value >= 1 for dimension variable 'b'. Using the following polymorphic shapes "
+      "specifications: args[0].shape = (3, a, b + a). Obtained dimension variables: 'a' = c "
+      "from specification 'a' for dimension args[0].shape[1] (= c), 'b' = 0 from "
+      "specification 'b + a' for dimension args[0].shape[2] (= c)")):
+    export.export(hlox.jit(lambda x: inner_ab.call(x)))(
+        hlox.ShapeDtypeStruct(export.symbolic_shape("3,c,c"), np.float32))
+
+
+def test_scopes_must_not_mix_and_constraints_use_argument_variables():
+  x = hlox.ShapeDtypeStruct(export.symbolic_shape("w, h1"), np.float32)
+  y = hlox.ShapeDtypeStruct(export.symbolic_shape("w, h2"), np.float32)
+  with pytest.raises(ValueError, match=r"(?s)Invalid mixing of symbolic scopes when exporting "
+                                       r"<lambda>.*current \(from args\[0\]\) scope"):
+    export.export(hlox.jit(lambda x, y: x))(x, y)
+  m, = export.symbolic_shape("m", constraints=["m >= m1"])
+  with pytest.raises(Exception, match="Encountered dimension variable 'm1'"):
+    export.export(hlox.jit(lambda x: x))(hlox.ShapeDtypeStruct((m,), np.float32))
 
 
 def test_unsolvable_dimension_variables_are_named():

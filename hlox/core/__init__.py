@@ -10,7 +10,8 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import (EvalTrace, Trace, Tracer, current_trace, eval_trace,
                               get_aval, is_tracer, set_current_trace, trace_ctx)
 from hlox.core.shape_poly_decision import bounds_decision as _bounds_decision  # noqa: F401
-from hlox.core.shape_poly import max_dim, min_dim  # noqa: F401
+from hlox.core.shape_poly import (is_constant_dim, is_constant_shape, max_dim,  # noqa: F401
+                                  min_dim)
 from hlox.core.shape_poly_parser import symbolic_shape as _symbolic_shape  # noqa: F401
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, JaxprTrace, JaxprTracer,
                              JaxprTypeError, Literal, Var, check_jaxpr, convert_constvars,

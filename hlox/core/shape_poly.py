@@ -762,6 +762,11 @@ def is_constant_dim(d) -> bool:
   return not isinstance(d, _DimExpr) and _convertible_to_int(d)
 
 
+def is_constant_shape(shape) -> bool:
+  """Whether every dimension of ``shape`` is a known integer."""
+  return all(map(is_constant_dim, shape))
+
+
 def is_dim(d) -> bool:
   return isinstance(d, _DimExpr) or _convertible_to_int(d)
 

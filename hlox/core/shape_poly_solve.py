@@ -1,19 +1,26 @@
 """Values of dimension variables from actual argument sizes.
 
 A function exported with argument shapes such as ``(b, 2*b + 1)`` is called with arrays of
-concrete shapes; each symbolic dimension gives an equation ``expr == size``. ``solve`` finds
-the variables one at a time: an equation whose terms are all known but one, that one being
-a variable times a constant, gives that variable; the equations left with every variable
-known become checks. The sizes may be Python ints (the types of a call, checked here) or
-any values with integer arithmetic (the lowering solves with values of the program, from
-``get_dimension_size``).
+other shapes; each symbolic dimension gives an equation ``expr == size``. ``solve`` finds
+the variables one at a time, in passes over the equations: an equation whose terms are all
+known but one, that one being a variable times a constant, gives that variable; an
+equation with every variable known becomes a check. The sizes may be Python ints (a call
+with concrete shapes), symbolic dimensions of the caller (an exported function called while
+another is exported), or values of a program (the lowering solves with
+``get_dimension_size``'s results). ``check_call`` checks a call as JAX does, with JAX's
+messages.
 """
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from hlox.core.shape_poly import (Comparator, UnexpectedDimVar, _DimExpr, _add_values,
-                                  _mul_values)
+from hlox.core.shape_poly import (Comparator, InconclusiveDimensionOperation, UnexpectedDimVar,
+                                  _DimExpr, _add_values, _mul_values)
+
+_SHAPE_ERRORS = ". Please see https://docs.jax.dev/en/latest/export/shape_poly.html" \
+                "#shape-assertion-errors for more details."
+_UNSOLVABLE = (". Please see https://docs.jax.dev/en/latest/export/shape_poly.html"
+               "#dimension-variables-must-be-solvable-from-the-input-shapes for more details.")
 
 
 class DimEquation:
@@ -34,12 +41,21 @@ def equations(shapes: Sequence[tuple], size: Callable, names: Sequence[str]) -> 
           if isinstance(d, _DimExpr)]
 
 
-def solve(eqs: list) -> tuple[dict, list]:
-  """``(env, checks)``: the variables' values, and the ``(DimEquation, value of its expr)``
-  pairs that no variable was solved from (their sizes must be equal). ValueError when some
-  variable cannot be found."""
+def specs_text(shapes: Sequence[tuple], names: Sequence[str]) -> str:
+  """How the error messages list the symbolic argument shapes."""
+  return (" Using the following polymorphic shapes specifications: " +
+          ",".join(f"{n}.shape = {tuple(s)}" for n, s in zip(names, shapes)
+                   if any(isinstance(d, _DimExpr) for d in s)) + ".")
+
+
+def solve(eqs: list, specs: str = "") -> tuple[dict, list]:
+  """``(env, events)``: the variables' values, and in the order they were found what must
+  hold for them to be right: ``("var", name, value, eq, remainder)`` (a variable found
+  from ``eq``; ``remainder`` of the division by its coefficient, None for 1) and
+  ``("check", eq, value)`` (``eq.size`` must equal ``value``, its expression's value).
+  ValueError (``specs``: from ``specs_text``) when some variable cannot be found."""
   env: dict = {}
-  checks = []
+  events = []
   pending = list(eqs)
   while pending:
     left = []
@@ -54,69 +70,74 @@ def solve(eqs: list) -> tuple[dict, list]:
             break
           unknown = (t.to_var(), k)
       if unknown is None:
-        checks.append((eq, known_sum))
+        events.append(("check", eq, known_sum))
       elif unknown is False:
         left.append(eq)
       else:
         var, k = unknown
         rest = _add_values(eq.size, _mul_values(known_sum, -1))
+        remainder = None
         if k == 1:
           env[var] = rest
-        else:  # (size - known terms) // k, with no remainder
+        else:
           env[var], remainder = divmod(rest, k)
-          if not (isinstance(remainder, int) and remainder == 0):
-            checks.append((eq, ("remainder", remainder, var)))
+        events.append(("var", var, env[var], eq, remainder))
     if len(left) == len(pending):
       names = set().union(*(eq.expr._get_vars() for eq in left)) - set(env)
       raise ValueError(
-          f"Cannot solve for values of dimension variables {names}: only linear equations "
-          "with one unknown variable can be solved. Unprocessed specifications: " +
+          f"Cannot solve for values of dimension variables {names}. We can only solve "
+          "linear uni-variate constraints." + specs + " Unprocessed specifications: " +
           ", ".join(f"'{eq.expr}' for dimension size {eq.name}" for eq in left) +
-          ". Every dimension variable must appear alone (times a constant, plus known "
-          "terms) in some dimension of the arguments.")
+          _UNSOLVABLE)
     pending = left
-  return env, checks
+  return env, events
 
 
-def check_concrete(shapes: Sequence[tuple], actual: Sequence[tuple], names: Sequence[str],
-                   spec_text: str = "") -> dict:
-  """The variables' values for arguments of concrete shapes ``actual``; ValueError (with
-  JAX's words) when the shapes do not fit ``shapes`` or the scope's constraints."""
+def _holds(test: Callable) -> bool:
+  try:
+    return bool(test())
+  except InconclusiveDimensionOperation:
+    return False  # (sizes of the caller that may not fit: not known to hold)
+
+
+def check_call(shapes: Sequence[tuple], actual: Sequence[tuple], names: Sequence[str]) -> dict:
+  """The variables' values for arguments of shapes ``actual`` (ints, or the caller's
+  symbolic dimensions); ValueError with JAX's message at the first requirement, in JAX's
+  order, that does not hold (or, with symbolic sizes, is not known to hold)."""
+  specs = specs_text(shapes, names)
   eqs = equations(shapes, lambda i, k: actual[i][k], names)
-  env, checks = solve(eqs)
-  where = (" Using the following polymorphic shapes specifications: " +
-           ",".join(f"{n}.shape = {tuple(s)}" for n, s in zip(names, shapes)
-                    if any(isinstance(d, _DimExpr) for d in s)) + ".")
-  found = " Obtained dimension variables: " + ", ".join(
-      f"'{v}' = {env[v]}" for v in sorted(env)) + "."
-  for eq, value in checks:
-    if value is None:
+  env, events = solve(eqs, specs)
+  found = " Obtained dimension variables: "
+
+  def fail(what: str):
+    raise ValueError("Input shapes do not match the polymorphic shapes specification. " +
+                     what + specs + found + _SHAPE_ERRORS)
+
+  for event in events:
+    if event[0] == "check":
+      _, eq, value = event
+      if not _holds(lambda: eq.size == value):
+        fail(f"Found inconsistency between dimension size {eq.name} (= {eq.size}) and the "
+             f"specification '{eq.expr}' (= {value}).")
       continue
-    if isinstance(value, tuple):
-      _, remainder, var = value
-      raise ValueError(
-          "Input shapes do not match the polymorphic shapes specification. Division had "
-          f"remainder {remainder} when computing the value of '{var}'." + where + found)
-    if value != eq.size:
-      raise ValueError(
-          "Input shapes do not match the polymorphic shapes specification. Found "
-          f"inconsistency between dimension size {eq.name} (= {eq.size}) and the "
-          f"specification '{eq.expr}' (= {value})." + where + found)
-  for var in sorted(env):
-    if env[var] < 1:
-      raise ValueError(
-          "Input shapes do not match the polymorphic shapes specification. Expected value "
-          f">= 1 for dimension variable '{var}'." + where + found)
+    _, var, value, eq, remainder = event
+    if remainder is not None and not _holds(lambda: remainder == 0):
+      fail(f"Division had remainder {remainder} when computing the value of '{var}'.")
+    found += (f"'{var}' = {value} from specification '{eq.expr}' for dimension {eq.name} "
+              f"(= {eq.size}), ")
+    if not _holds(lambda: value >= 1):
+      fail(f"Expected value >= 1 for dimension variable '{var}'.")
   if eqs:
-    scope = eqs[0].expr.scope
-    for c in scope._explicit_constraints:
+    for c in eqs[0].expr.scope._explicit_constraints:
       diff = c.diff._evaluate(env) if isinstance(c.diff, _DimExpr) else c.diff
-      if (diff != 0) if c.cmp is Comparator.EQ else (diff < 0):
+      ok = (_holds(lambda: diff == 0) if c.cmp is Comparator.EQ
+            else _holds(lambda: diff >= 0))
+      if not ok:
+        relation = "equal" if c.cmp is Comparator.EQ else "greater or equal"
         raise ValueError(
             f"Input shapes do not match the symbolic shape constraint {c.debug_str}. "
-            f"Expected '{c.diff}' to be "
-            f"{'equal' if c.cmp is Comparator.EQ else 'greater or equal'} to 0, but found "
-            f"{diff}." + where + found)
+            f"Expected '{c.diff}' to be {relation} to 0, but found {diff}. " + specs + found +
+            _SHAPE_ERRORS)
   return env
 
 

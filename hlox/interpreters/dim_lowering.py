@@ -15,8 +15,8 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from hlox.core.shape_poly import _DimExpr
-from hlox.core.shape_poly_solve import equations, solve
+from hlox.core.shape_poly import UnexpectedDimVar, _DimExpr
+from hlox.core.shape_poly_solve import equations, solve, specs_text
 
 # The environments (variable name -> DimValue) of the programs being lowered, innermost
 # last: lowering is synchronous, so the top one belongs to the program being built.
@@ -133,7 +133,18 @@ def solve_in_program(avals, args) -> dict | None:
   def size(i, k):
     s = hlo.get_dimension_size(args[i], k)
     return DimValue(hlo.convert(_i64(), s))
-  env, _ = solve(equations(shapes, size, [f"args[{i}]" for i in range(len(shapes))]))
+  names = [f"args[{i}]" for i in range(len(shapes))]
+  eqs = equations(shapes, size, names)
+  env, _ = solve(eqs, specs_text(shapes, names))
+  # The scope's constraints are checked when the module is called: their variables must be
+  # among the arguments' (as JAX requires).
+  for c in eqs[0].expr.scope._explicit_constraints if eqs else ():
+    missing = c.diff._get_vars() - set(env) if isinstance(c.diff, _DimExpr) else ()
+    if missing:
+      raise UnexpectedDimVar(
+          f"Encountered dimension variable '{sorted(missing)[0]}' that is not appearing in "
+          f"the shapes of the function arguments (those have {sorted(env)}), in the "
+          f"symbolic constraint {c.debug_str}.")
   return env
 
 

@@ -803,6 +803,8 @@ class Lowered:
     self.partitioned = None  # (jaxpr, signatures) of programs over a mesh (``partitioned``)
     # (callback, result avals, takes a token, HostTransfer or None) per host callback
     self.host_callbacks = ()
+    # Whether the program has symbolic shapes or called a polymorphic exported module.
+    self.shape_polymorphic = False
     # {result position: mhlo.layout_mode} of results given in a layout XLA may make other
     # than the default (``entry_layout_p``): whoever runs the program hands out
     # default-layout copies of them (``lax/entry_layout.py``).
@@ -936,6 +938,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
   lowered = Lowered(module, ctx, in_avals, out_avals, kept, donated)
   lowered.name = name
+  lowered.shape_polymorphic = env is not None or mctx.refine_shapes
   lowered.result_layouts = result_layouts
   lowered.arg_layouts = {pos: mode for pos, mode in mctx.entry_layouts["in"].items()
                          if mode != "default"}

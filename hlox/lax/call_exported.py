@@ -61,14 +61,10 @@ def _call_exported_abstract_eval(*avals, exported):
                          f"constant): expected {want.shape} and called with {got.shape}")
   if not _polymorphic(exported):
     return list(exported.out_avals)
-  # Shape polymorphism: the dimension variables' values from the actual shapes, and the
-  # results' shapes from them.
-  if not all(is_static(a.shape) for a in avals):
-    raise NotImplementedError(
-        f"calling the shape-polymorphic exported function '{exported.fun_name}' with "
-        "arguments that have symbolic shapes themselves is not supported by hlox")
-  env = shape_poly_solve.check_concrete([a.shape for a in expected], [a.shape for a in avals],
-                                        names or argument_names(exported.in_tree))
+  # Shape polymorphism: the dimension variables' values from the actual shapes (ints, or
+  # the caller's own symbolic sizes), and the results' shapes from them.
+  env = shape_poly_solve.check_call([a.shape for a in expected], [a.shape for a in avals],
+                                    names or argument_names(exported.in_tree))
   return [a.update(shape=shape_poly_solve.evaluate_shape(a.shape, env))
           for a in exported.out_avals]
 
