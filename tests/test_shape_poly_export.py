@@ -199,6 +199,17 @@ progs = {
   "softmax": (lambda y: m.nn.softmax(y, axis=-1), (Y,), (y,)),
   "concat_expand": (lambda z: jnp.expand_dims(jnp.concatenate([z, z]), (0, 2)), (Z,), (z,)),
   "nested_jit": (lambda x: m.jit(lambda u: jnp.cos(u) * 2)(x).sum(0), (X,), (x,)),
+  # transformations and other families
+  "grad": (m.grad(lambda x: jnp.mean(jnp.tanh(x @ W) ** 2)), (X,), (x,)),
+  "vjp_jvp": (lambda y: (m.vjp(lambda u: jnp.sum(jnp.sin(u), axis=0), y)[1](
+      jnp.ones(y.shape[1], np.float32)), m.jvp(lambda u: jnp.exp(u) * u.shape[0], (y,),
+                                               (jnp.ones_like(y),))), (Y,), (y,)),
+  "vmap": (lambda y: (m.vmap(lambda r: jnp.dot(r, r))(y),
+                      m.vmap(lambda c: jnp.max(c) - c, in_axes=1, out_axes=1)(y)), (Y,), (y,)),
+  "sort_argmax_var": (lambda y: (jnp.sort(y, axis=0), jnp.argmax(y, axis=1),
+                                 jnp.var(y, axis=0), m.nn.logsumexp(y, axis=0)), (Y,), (y,)),
+  "cond_tile": (lambda x: m.lax.cond(jnp.sum(x) > 0, lambda u: u * 2, lambda u: u - 1,
+                                     jnp.tile(x, (2, 1))), (X,), (x,)),
 }
 """
 

@@ -33,7 +33,8 @@ __all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "
 
 def _shape(shape, name: str) -> tuple:
   """An int or a sequence of static ints as a shape tuple (TypeError if negative)."""
-  if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0):
+  if (isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0)
+      or is_symbolic_dim(shape)):
     shape = (shape,)
   try:
     shape = tuple(shape)

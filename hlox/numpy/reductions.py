@@ -357,7 +357,8 @@ def _var(name, a, axis, dtype, correction, keepdims, where, a_mean):
   real_dtype = get_aval(centered).dtype
   count = _count(a, dims, keepdims, where, real_dtype)
   total = sum(centered, dims, dtype=real_dtype, keepdims=keepdims, where=where)
-  if where is None and isinstance(correction, (int, float, np.number)):
+  if (where is None and isinstance(correction, (int, float, np.number))
+      and isinstance(count, np.ndarray)):
     # The count is static: so is the normalizer, and whether it is positive.
     normalizer = np.asarray(np.asarray(count) - correction).astype(real_dtype)
     if normalizer <= 0:
