@@ -128,6 +128,11 @@ def test_scopes_must_not_mix_and_constraints_use_argument_variables():
   with pytest.raises(ValueError, match=r"(?s)Invalid mixing of symbolic scopes when exporting "
                                        r"<lambda>.*current \(from args\[0\]\) scope"):
     export.export(hlox.jit(lambda x, y: x))(x, y)
+  x = np.ones(4, np.int32)  # an equality defines a by b: that is no unknown variable
+  specs = export.symbolic_args_specs((x, x), ("a*2", "b*2"), constraints=("a==b",))
+  exp = export.export(hlox.jit(lambda x, y: x + y))(*specs)
+  assert exp.in_avals[0] == exp.in_avals[1] and str(exp.in_avals[0]) == "int32[2*b]"
+  np.testing.assert_array_equal(exp.call(x, x), 2 * x)
   m, = export.symbolic_shape("m", constraints=["m >= m1"])
   with pytest.raises(Exception, match="Encountered dimension variable 'm1'"):
     export.export(hlox.jit(lambda x: x))(hlox.ShapeDtypeStruct((m,), np.float32))
