@@ -119,7 +119,7 @@ class ShapedArray:
   @property
   def size(self) -> int:
     n = math.prod(self.shape)
-    return n if type(n) is _DimExpr else int(n)
+    return n if type(n) is int or type(n) is _DimExpr else int(n)
 
   @property
   def vma(self) -> frozenset:

@@ -64,7 +64,10 @@ def _shape_tuple(name: str, shape) -> tuple:
   if isinstance(shape, (int, np.integer)):
     shape = (shape,)
   try:
-    shape = tuple(map(canonical_dim, shape))
+    try:
+      shape = tuple(operator.index(d) for d in shape)
+    except TypeError:  # symbolic sizes (shape polymorphism) stay as they are
+      shape = tuple(map(canonical_dim, shape))
   except HloxTypeError:
     raise  # a traced value: its own message says what to do
   except TypeError as e:
