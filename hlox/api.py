@@ -32,6 +32,7 @@ from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
 from hlox.core.avals import ShapedArray, Token, abstract_token
 from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
+from hlox.core.shape_poly import is_symbolic_dim
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
 from hlox.errors import ConcretizationTypeError, DistributedRuntimeError
 from hlox.interpreters import (batching, captured_constants, key_reuse, nan_checks,
@@ -183,17 +184,22 @@ def _abstractify(x):
 _OUTPUT_TYPES = (Tracer, Array, np.ndarray, np.generic, int, float, complex, bool)
 
 
-def _check_outputs(fun, what, out, out_leaves) -> None:
-  """Raise JAX's TypeError for a traced function's output leaf that is not an array, naming
-  the function (and where it is defined) and the leaf's path in the output."""
+def _check_outputs(fun, what, out, out_leaves) -> list:
+  """``out_leaves``, a symbolic dimension among them turned into its value (shape
+  polymorphism); JAX's TypeError for a leaf that is not an array, naming the function (and
+  where it is defined) and the leaf's path in the output."""
   for i, leaf in enumerate(out_leaves):
-    if not isinstance(leaf, _OUTPUT_TYPES) and not _is_abstractable(leaf):
+    if not isinstance(leaf, _OUTPUT_TYPES) and is_symbolic_dim(leaf):
+      out_leaves = list(out_leaves)
+      out_leaves[i] = leaf.dimension_as_value()
+    elif not isinstance(leaf, _OUTPUT_TYPES) and not _is_abstractable(leaf):
       path = tree_util.keystr(tree_util.tree_flatten_with_path(out)[0][i][0])
       code = getattr(fun, "__code__", None)
       where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
       raise TypeError(f"function {_fun_name(fun)}{where} traced for {what} returned a value of "
                       f"type {type(leaf)} at output component {path or '()'}, which is not a "
                       "valid JAX type")
+  return out_leaves
 
 
 def fun_source_info(fun) -> str:
@@ -841,7 +847,7 @@ class JitWrapped:
       full_args = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
       out = self.fun(*full_args, **dyn_kwargs, **static_kw)
       out_leaves, out_tree = tree_util.tree_flatten(out)
-      _check_outputs(self.fun, "jit", out, out_leaves)
+      out_leaves = _check_outputs(self.fun, "jit", out, out_leaves)
       _check_no_ref_outputs(self.fun, out_leaves, flat_args, origin[2])
       out_tree_box.append(out_tree)
       return out_leaves
@@ -2251,7 +2257,7 @@ def eval_shape(fun: Callable, *args, **kwargs):
     a, kw = in_tree.unflatten(flat)
     out = fun(*a, **kw)
     out_leaves, out_tree = tree_util.tree_flatten(out)
-    _check_outputs(fun, "eval_shape", out, out_leaves)
+    out_leaves = _check_outputs(fun, "eval_shape", out, out_leaves)
     out_tree_box.append(out_tree)
     return out_leaves
 

@@ -113,9 +113,10 @@ class JaxprTypeError(TypeError):
 
 
 class InconclusiveDimensionOperation(Exception):
-  """A comparison or arithmetic on symbolic dimensions whose answer depends on the values
-  the dimensions take (JAX's shape polymorphism). hlox's shapes are always concrete, so it
-  never raises this; the class is exported for code that catches it."""
+  """A comparison or conversion of symbolic dimensions (``hlox.export.symbolic_shape``) whose
+  answer depends on the values the dimension variables take: ``b >= 2`` when nothing says
+  ``b`` is at least 2, or ``int(b)``. Add a constraint to the symbolic scope, or write the
+  computation so that it does not need the answer."""
 
 
 class InvalidInputError(ValueError):

@@ -355,13 +355,12 @@ def test_matches_jax_export():
       np.testing.assert_allclose(np.asarray(r, np.float64), e, rtol=1e-3)
 
 
-def test_shape_polymorphism_is_refused_by_name():
+def test_symbolic_shapes_parse_for_export():
   assert not export.is_symbolic_dim(3)
-  with pytest.raises(NotImplementedError, match=r"symbolic_shape\('b, 4'\): shape "
-                                                "polymorphism"):
-    export.symbolic_shape("b, 4")
-  with pytest.raises(NotImplementedError, match="symbolic_args_specs"):
-    export.symbolic_args_specs(np.ones(3), "b")
+  b, four = export.symbolic_shape("b, 4")
+  assert export.is_symbolic_dim(b) and four == 4 and str(2 * b + 1) == "2*b + 1"
+  spec, = export.symbolic_args_specs((np.ones(3, np.float32),), "b")
+  assert str(spec.shape[0]) == "b" and spec.dtype == np.float32
 
 
 def test_sharded_export_runs_on_other_devices_and_meshes():

@@ -9,6 +9,10 @@ from hlox.core.avals import ManualAxisType, ShapedArray, short_dtype_name
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import (EvalTrace, Trace, Tracer, current_trace, eval_trace,
                               get_aval, is_tracer, set_current_trace, trace_ctx)
+from hlox.core.shape_poly_decision import bounds_decision as _bounds_decision  # noqa: F401
+from hlox.core.shape_poly import (is_constant_dim, is_constant_shape, max_dim,  # noqa: F401
+                                  min_dim)
+from hlox.core.shape_poly_parser import symbolic_shape as _symbolic_shape  # noqa: F401
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, JaxprTrace, JaxprTracer,
                              JaxprTypeError, Literal, Var, check_jaxpr, convert_constvars,
                              dce_jaxpr, eval_jaxpr, jaxpr_as_fun, pp_jaxpr, trace_to_jaxpr)
@@ -41,14 +45,3 @@ def eval_context():
   is tracing around it: for computing concrete values while tracing."""
   with set_current_trace(eval_trace):
     yield
-
-
-def max_dim(d1, d2):
-  """The larger of two dimension sizes (JAX's helper, which also takes symbolic sizes;
-  hlox's sizes are always integers)."""
-  return max(d1, d2)
-
-
-def min_dim(d1, d2):
-  """The smaller of two dimension sizes (see ``max_dim``)."""
-  return min(d1, d2)

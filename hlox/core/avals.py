@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from hlox.core import dtypes
+from hlox.core.shape_poly import _DimExpr
 
 _short_names = {
     "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -49,7 +50,7 @@ class ShapedArray:
       return cls._interned[key]
     except (KeyError, TypeError):
       pass
-    shape = tuple(int(d) for d in shape)
+    shape = tuple(d if type(d) is _DimExpr else int(d) for d in shape)
     dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
     weak_type = bool(weak_type)
     canonical = (shape, dtype, weak_type)
@@ -117,7 +118,8 @@ class ShapedArray:
 
   @property
   def size(self) -> int:
-    return int(math.prod(self.shape))
+    n = math.prod(self.shape)
+    return n if type(n) is int or type(n) is _DimExpr else int(n)
 
   @property
   def vma(self) -> frozenset:

@@ -19,6 +19,7 @@ from hlox.core import basearray
 from hlox.core import dtypes
 from hlox.core import leak_checker
 from hlox.core.avals import ShapedArray
+from hlox.core.shape_poly import register_tracer_type
 from hlox.errors import (ConcretizationTypeError, TracerArrayConversionError,
                          TracerBoolConversionError, TracerIntegerConversionError,
                          UnexpectedTracerError)
@@ -298,6 +299,7 @@ class Tracer:
 
 
 basearray.Array.register(Tracer)
+register_tracer_type(Tracer)
 
 
 def is_tracer(x) -> bool:

@@ -3,7 +3,8 @@ module with its calling convention, serialize it, and call it again, in this pro
 another, on this platform or (exported for it) another.
 
 Belongs here: the ``Exported`` type and ``export`` (``_export.py``), the byte format
-(``serialization.py``), the shape-polymorphism names, which raise (``shape_poly.py``). The
+(``serialization.py``), the shape-polymorphism API (``shape_poly.py``, over the algebra of
+symbolic dimensions in ``hlox/core/shape_poly*.py``). The
 primitive that calls an ``Exported`` is ``lax/call_exported.py``;
 the module surgery is ``interpreters/exported_module.py``.
 """

@@ -20,6 +20,7 @@ from hlox import _tree_transform as tree_util
 from hlox.api import JitWrapped, ShapeDtypeStruct, jit
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import eval_jaxpr
+from hlox.core.shape_poly import is_symbolic_dim
 from hlox.interpreters import exported_module
 from hlox.lax.call_exported import call_exported_p
 from hlox.runtime import client
@@ -222,9 +223,26 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None,
       # JAX's set of platforms is open: a name hlox has no rules for lowers with the
       # rules every platform shares.
       targets = tuple(_PLATFORMS.get(p, p) for p in platforms)
+    _check_one_scope(wrapped, args_specs, kwargs_specs)
     traced = fun_jit.trace(*args_specs, **kwargs_specs)
     return _export_traced(traced, targets, disabled_checks)
   return do_export
+
+
+def _check_one_scope(wrapped, args_specs, kwargs_specs) -> None:
+  """JAX's error for argument shapes whose symbolic dimensions come from several scopes
+  (they could not be compared with each other)."""
+  first = None
+  for path, leaf in tree_util.tree_flatten_with_path((args_specs, kwargs_specs))[0]:
+    for d in getattr(leaf, "shape", ()):
+      if not is_symbolic_dim(d):
+        continue
+      if first is None:
+        first = (d.scope, _args_kwargs_path(path))
+      else:
+        first[0]._check_same_scope(
+            d, when=f"when exporting {getattr(wrapped, 'name', 'fun')}",
+            self_descr=f"current (from {first[1]}) ", other_descr=_args_kwargs_path(path))
 
 
 def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported:
@@ -274,7 +292,10 @@ def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported
       nr_devices=nr_devices, platforms=tuple(platforms), ordered_effects=(),
       unordered_effects=(), disabled_safety_checks=disabled_checks,
       mlir_module_serialized=serialized, calling_convention_version=version,
-      module_kept_var_idx=module_kept_var_idx, uses_global_constants=len(platforms) > 1,
+      module_kept_var_idx=module_kept_var_idx,
+      # (JAX's calling convention passes dimension variables as global constants too)
+      uses_global_constants=len(platforms) > 1 or any(lw.shape_polymorphic
+                                                      for lw in lowereds),
       _get_vjp=get_vjp)
 
 

@@ -27,6 +27,9 @@ import numpy as np
 from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
+from hlox.core.shape_poly import is_symbolic_dim
+from hlox.core.shape_poly_parser import symbolic_shape
+from hlox.core.shape_poly_scope import SymbolicScope
 from hlox.export import _export
 from hlox.export._export import (DisabledSafetyCheck, Exported,
                                  maximum_supported_calling_convention_version,
@@ -204,12 +207,25 @@ def _dtype_of(name: str):
 def _aval_to_json(a) -> dict:
   if not isinstance(a, ShapedArray):
     raise NotImplementedError(f"serialization of values of type {a} is not supported")
-  return {"shape": [int(d) for d in a.shape], "dtype": _dtype_name(a.dtype),
-          "weak_type": bool(a.weak_type)}
+  # A symbolic dimension is written as its text, read back with ``symbolic_shape``.
+  return {"shape": [str(d) if is_symbolic_dim(d) else int(d) for d in a.shape],
+          "dtype": _dtype_name(a.dtype), "weak_type": bool(a.weak_type)}
 
 
-def _json_to_aval(j: dict) -> ShapedArray:
-  return ShapedArray(tuple(j["shape"]), _dtype_of(j["dtype"]), j["weak_type"])
+def _json_to_aval(j: dict, scope) -> ShapedArray:
+  shape = tuple(symbolic_shape(d, scope=scope)[0] if isinstance(d, str) else d
+                for d in j["shape"])
+  return ShapedArray(shape, _dtype_of(j["dtype"]), j["weak_type"])
+
+
+def _constraints(avals) -> list | None:
+  """The constraints of the scope of the avals' symbolic dimensions (None: there are none;
+  the dimensions of one export share one scope)."""
+  for a in avals:
+    for d in a.shape:
+      if is_symbolic_dim(d):
+        return [c.debug_str for c in d.scope._explicit_constraints]
+  return None
 
 
 def _spec_entry(e):
@@ -261,6 +277,7 @@ def serialize(exp, vjp_order: int = 0) -> bytearray:
       "uses_global_constants": exp.uses_global_constants,
       "module_size": len(exp.mlir_module_serialized),
       "has_vjp": vjp_order > 0,
+      "symbolic_constraints": _constraints((*exp.in_avals, *exp.out_avals)),
   }
   head = json.dumps(header, separators=(",", ":")).encode()
   payload = struct.pack("<I", len(head)) + head + bytes(exp.mlir_module_serialized) + vjp
@@ -295,8 +312,10 @@ def deserialize(blob) -> Exported:
     raise ValueError(f"The serialized Exported has calling convention version {cc}, outside "
                      f"the range of supported versions [{min_cc}..{max_cc}]")
   vjp = deserialize(rest) if head["has_vjp"] else None
-  in_avals = tuple(_json_to_aval(a) for a in head["in_avals"])
-  out_avals = tuple(_json_to_aval(a) for a in head["out_avals"])
+  constraints = head.get("symbolic_constraints")
+  scope = SymbolicScope(constraints) if constraints is not None else None
+  in_avals = tuple(_json_to_aval(a, scope) for a in head["in_avals"])
+  out_avals = tuple(_json_to_aval(a, scope) for a in head["out_avals"])
   return Exported(
       fun_name=head["fun_name"], in_tree=_json_to_tree(head["in_tree"]), in_avals=in_avals,
       out_tree=_json_to_tree(head["out_tree"]), out_avals=out_avals,

@@ -1,33 +1,46 @@
-"""Shape polymorphism (JAX's ``symbolic_shape``, ``symbolic_args_specs``, ``SymbolicScope``,
-``is_symbolic_dim``): not built in hlox. hlox traces every dimension as a Python integer, so
-an exported module has static shapes; these names exist so that programs importing them
-load, and using them says so."""
+"""Shape polymorphism for ``hlox.export`` (JAX's ``symbolic_shape``, ``symbolic_args_specs``,
+``SymbolicScope``, ``is_symbolic_dim``): the public names over the algebra of symbolic
+dimensions, which lives in ``hlox.core.shape_poly`` (avals carry symbolic sizes, so the core
+must know them)."""
 from __future__ import annotations
 
-_WHY = ("shape polymorphism (symbolic dimensions) is not supported by hlox.export: export "
-        "once per concrete shape instead")
+from hlox import tree_util
+from hlox.api import ShapeDtypeStruct
+from hlox.core.shape_poly import is_symbolic_dim
+from hlox.core.shape_poly_scope import SymbolicScope
+from hlox.core.shape_poly_parser import symbolic_shape
 
 
-class SymbolicScope:
-  """JAX's scope of symbolic dimension variables and constraints (not supported)."""
-
-  def __init__(self, constraints=()):
-    raise NotImplementedError(f"jax.export.SymbolicScope: {_WHY}")
-
-
-def symbolic_shape(shape_spec, *, constraints=(), scope=None, like=None):
-  """JAX's parser of a symbolic shape such as ``"b, 4"`` (not supported)."""
-  raise NotImplementedError(f"jax.export.symbolic_shape({shape_spec!r}): {_WHY}")
+def _shape_and_dtype(a):
+  if isinstance(a, ShapeDtypeStruct):
+    return a.shape, a.dtype
+  return tuple(a.shape), a.dtype
 
 
-def symbolic_args_specs(args, shapes_specs, constraints=(), scope=None):
-  """JAX's ``ShapeDtypeStruct``s with symbolic shapes for ``args`` (not supported)."""
-  raise NotImplementedError(f"jax.export.symbolic_args_specs: {_WHY}")
-
-
-def is_symbolic_dim(p) -> bool:
-  """Whether ``p`` is a symbolic dimension: never, in hlox (every dimension is an int)."""
-  return False
+def symbolic_args_specs(args, shapes_specs, constraints=(), scope: SymbolicScope | None = None):
+  """``ShapeDtypeStruct``s like ``args`` (a pytree of arrays or ``ShapeDtypeStruct``s) with
+  shapes from ``shapes_specs``: None (keep the shapes), one spec string for every leaf, or a
+  pytree prefix of ``args`` with a spec (or None) per subtree. A spec is as for
+  ``symbolic_shape``; its ``_`` and ``...`` take the argument's own dimensions. All the
+  shapes share one scope: ``scope``, or a new one with ``constraints``."""
+  leaves, treedef = tree_util.tree_flatten(args)
+  if isinstance(args, tuple) and isinstance(shapes_specs, list):
+    shapes_specs = tuple(shapes_specs)  # JAX accepts a list of specs for a tuple of args
+  try:
+    specs = tree_util.broadcast_prefix(shapes_specs, args, is_leaf=lambda x: x is None)
+  except ValueError as e:
+    errors = tree_util.prefix_errors(shapes_specs, args, "export.symbolic_args_specs "
+                                     "shapes_specs", is_leaf=lambda x: x is None)
+    raise ValueError(errors[0] if errors else str(e)) from None
+  if scope is None:
+    scope = SymbolicScope(constraints)
+  elif constraints:
+    raise ValueError("Cannot use both `scope` and `constraints`")
+  out = []
+  for leaf, spec in zip(leaves, specs):
+    shape, dtype = _shape_and_dtype(leaf)
+    out.append(ShapeDtypeStruct(symbolic_shape(spec, like=shape, scope=scope), dtype))
+  return treedef.unflatten(out)
 
 
 __all__ = ["SymbolicScope", "symbolic_shape", "symbolic_args_specs", "is_symbolic_dim"]

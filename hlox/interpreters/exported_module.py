@@ -190,14 +190,18 @@ def build_export_module(name: str, platform_texts: Sequence[str], consts: Sequen
   with ctx, ir.Location.unknown():
     if not several and not kept_consts:
       module = ir.Module.parse(platform_texts[0])
-      module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(False)
+      if "jax.uses_shape_polymorphism" not in module.operation.attributes:
+        module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(False)
       return module
     module = ir.Module.create()
     first = ir.Module.parse(platform_texts[0])
     attrs = first.operation.attributes
     for i in range(len(attrs)):
       module.operation.attributes[attrs[i].name] = attrs[i].attr
-    module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(several)
+    if not several and "jax.uses_shape_polymorphism" not in attrs:
+      module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(False)
+    elif several:  # (JAX marks a multi-platform module so; a polymorphic one says so already)
+      module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(True)
     existing, callees, by_text = {"main"}, [], {}
     for i, text in enumerate(platform_texts):
       if text in by_text:  # the same program as another platform's

@@ -26,9 +26,11 @@ from hlox.core.avals import ShapedArray, abstract_token
 from hlox.core.tracer import check_no_tracers, invalid_argument_error
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr
 from hlox.config import config
-from hlox.interpreters import nan_checks, state_discharge
+from hlox.interpreters import dim_lowering, nan_checks, state_discharge
+from hlox.interpreters.dim_lowering import _envs
 from hlox.runtime import client
 from hlox.runtime import layout as layout_lib
+from hlox.runtime import shape_refinement
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
                                 moved_buffers, needs_moves, scalar_argument)
 
@@ -123,6 +125,9 @@ class ModuleContext:
     self.scope = source_info_lib.EMPTY
     self._locations = {}
     self.rule_scopes = {}  # (scope, equation's name stack, label) -> scope of its rule
+    # Set by a call of a shape-polymorphic exported module: the finished module has dynamic
+    # sizes to resolve (``runtime/shape_refinement.py``).
+    self.refine_shapes = False
 
   def location(self, label: str, info) -> ir.Location:
     """``loc("<scope>/<label>"("<function>"("<file>":line:col)))`` for an equation's ops,
@@ -383,7 +388,13 @@ def dtype_to_ir_type(dtype) -> ir.Type:
 def aval_to_ir_type(aval) -> ir.Type:
   if aval is abstract_token:
     return hlo.TokenType.get()
-  return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+  try:
+    return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+  except TypeError:  # symbolic dimensions (shape polymorphism) are dynamic sizes
+    dynamic = ir.ShapedType.get_dynamic_size()
+    return ir.RankedTensorType.get(
+        [d if dim_lowering.is_static((d,)) else dynamic for d in aval.shape],
+        dtype_to_ir_type(aval.dtype))
 
 
 def _is_splat(value: np.ndarray) -> bool:
@@ -424,6 +435,8 @@ def ir_constant(value, dtype=None) -> ir.Value:
 
 def full_like_aval(value, aval) -> ir.Value:
   """A constant filled with ``value``, of ``aval``'s shape and dtype."""
+  if _envs and not dim_lowering.is_static(aval.shape):
+    return broadcast_in_dim(ir_constant(np.array(value, dtype=aval.dtype)), aval, ())
   return ir_constant(np.full(aval.shape, value, dtype=aval.dtype))
 
 
@@ -443,7 +456,26 @@ def i32_attr(v) -> ir.Attribute:
 
 
 def broadcast_in_dim(x: ir.Value, aval_out, broadcast_dimensions) -> ir.Value:
+  if _envs and not dim_lowering.is_static(aval_out.shape):
+    return hlo.dynamic_broadcast_in_dim(aval_to_ir_type(aval_out), x,
+                                        dim_lowering.shape_tensor(aval_out.shape),
+                                        _dense_i64(broadcast_dimensions))
   return hlo.broadcast_in_dim(aval_to_ir_type(aval_out), x, _dense_i64(broadcast_dimensions))
+
+
+def reshape(x: ir.Value, aval_out) -> ir.Value:
+  """``x`` reshaped to ``aval_out``'s shape (dynamically when it has symbolic sizes)."""
+  if _envs and not dim_lowering.is_static(aval_out.shape):
+    return hlo.dynamic_reshape(aval_to_ir_type(aval_out), x,
+                               dim_lowering.shape_tensor(aval_out.shape))
+  return hlo.reshape(aval_to_ir_type(aval_out), x)
+
+
+def iota(aval_out, dimension: int) -> ir.Value:
+  if _envs and not dim_lowering.is_static(aval_out.shape):
+    return hlo.dynamic_iota(aval_to_ir_type(aval_out),
+                            dim_lowering.shape_tensor(aval_out.shape), i64_attr(dimension))
+  return hlo.iota(aval_to_ir_type(aval_out), i64_attr(dimension))
 
 
 def multi_broadcast(args, avals_in, shape) -> list:
@@ -705,7 +737,9 @@ def lower_call(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = 
   function's ops are named under ``scope`` (a name stack; by default none, as JAX names a
   jitted function's ops relative to it); an inlined body's under the caller's."""
   mctx = ctx.module_context
-  if ordered_effects and has_ordered_effect(closed.jaxpr):
+  # With symbolic shapes the dimension variables are values of the entry function: a body
+  # that uses them is inlined rather than made a function that would need them passed.
+  if (ordered_effects and has_ordered_effect(closed.jaxpr)) or _envs:
     consts = [ir_constant(np.asarray(c)) for c in closed.consts]
     return lower_jaxpr(mctx, closed.jaxpr, consts, list(args))
   key = (id(closed.jaxpr), name)
@@ -769,6 +803,8 @@ class Lowered:
     self.partitioned = None  # (jaxpr, signatures) of programs over a mesh (``partitioned``)
     # (callback, result avals, takes a token, HostTransfer or None) per host callback
     self.host_callbacks = ()
+    # Whether the program has symbolic shapes or called a polymorphic exported module.
+    self.shape_polymorphic = False
     # {result position: mhlo.layout_mode} of results given in a layout XLA may make other
     # than the default (``entry_layout_p``): whoever runs the program hands out
     # default-layout copies of them (``lax/entry_layout.py``).
@@ -821,7 +857,10 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
     kept = list(range(len(jaxpr.invars)))
   else:
     used = _used_vars(jaxpr)
-    kept = [i for i, v in enumerate(jaxpr.invars) if v in used]
+    # An argument with symbolic dimensions is kept even when unused: the dimension
+    # variables are read from the sizes of the arguments.
+    kept = [i for i, v in enumerate(jaxpr.invars)
+            if v in used or not dim_lowering.is_static(getattr(v.aval, "shape", ()))]
   # Tokens hold no data: a token argument is made in the program (``create_token``), not
   # passed, and a token result is returned as an empty array the caller turns into a new
   # ``Token`` (``lax.call.host_outputs``), so no token buffer ever crosses the boundary.
@@ -882,7 +921,11 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
           if aval is abstract_token:
             args[i] = hlo.create_token()
         consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-        outs = list((body or lower_jaxpr)(mctx, jaxpr, consts, args))
+        env = dim_lowering.solve_in_program(in_avals, args)
+        if env is not None:
+          module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(True)
+        with dim_lowering.lowering_env(env):
+          outs = list((body or lower_jaxpr)(mctx, jaxpr, consts, args))
         for i in token_outs:
           outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
         func_dialect.ReturnOp(outs)
@@ -890,9 +933,12 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       if mctx.entry_layouts["in"] or mctx.entry_layouts["out"]:
         result_layouts = _set_entry_layouts(fn, mctx.entry_layouts, arg_attrs, result_attrs,
                                             outs)
+  if mctx.refine_shapes and env is None:
+    module = shape_refinement.refine_polymorphic_shapes(module, ctx)
   out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
   lowered = Lowered(module, ctx, in_avals, out_avals, kept, donated)
   lowered.name = name
+  lowered.shape_polymorphic = env is not None or mctx.refine_shapes
   lowered.result_layouts = result_layouts
   lowered.arg_layouts = {pos: mode for pos, mode in mctx.entry_layouts["in"].items()
                          if mode != "default"}

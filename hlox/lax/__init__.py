@@ -22,6 +22,7 @@ from hlox.lax import call as _call  # noqa: F401  (jit_p and its rules)
 from hlox.lax import state as _state  # noqa: F401  (array references: new_ref, get, swap...)
 from hlox.lax import ref_view as _ref_view  # noqa: F401  (ref.at[idx] views)
 from hlox.lax import call_exported as _call_exported  # noqa: F401  (Exported.call)
+from hlox.lax import dim_as_value as _dim_as_value  # noqa: F401  (symbolic sizes as values)
 from hlox.lax.control_flow import *  # noqa: F401,F403
 from hlox.lax.special import *  # noqa: F401,F403
 from hlox.lax.fft import *  # noqa: F401,F403

@@ -17,6 +17,7 @@ import numpy as np
 from hlox.config import config
 from hlox.core import dtypes
 from hlox.core import sharding_types
+from hlox.core.shape_poly import canonical_dim, is_symbolic_dim
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
 from hlox.interpreters import ad, batching, cost, xla
@@ -64,7 +65,10 @@ def _shape_tuple(name: str, shape) -> tuple:
   if isinstance(shape, (int, np.integer)):
     shape = (shape,)
   try:
-    shape = tuple(operator.index(d) for d in shape)
+    try:
+      shape = tuple(operator.index(d) for d in shape)
+    except TypeError:  # symbolic sizes (shape polymorphism) stay as they are
+      shape = tuple(map(canonical_dim, shape))
   except HloxTypeError:
     raise  # a traced value: its own message says what to do
   except TypeError as e:
@@ -76,7 +80,7 @@ def _shape_tuple(name: str, shape) -> tuple:
 
 
 def _check_shapelike(name: str, what: str, values) -> None:
-  if any(type(v) is not int for v in values):
+  if any(type(v) is not int and not is_symbolic_dim(v) for v in values):
     raise TypeError(f"{name}: {what} must be a tuple of ints, got {values!r}")
 
 
@@ -221,7 +225,7 @@ reshape_p = standard_primitive(_reshape_shape_rule, _keep_dtype, "reshape",
                                weak_type_rule=_keep_weak)
 
 def _reshape_lowering(ctx, x, *, new_sizes, dimensions, sharding=None):
-  return hlo.reshape(xla.aval_to_ir_type(ctx.avals_out[0]), x)
+  return xla.reshape(x, ctx.avals_out[0])
 
 xla.register_lowering(reshape_p, _reshape_lowering)
 ad.deflinear(reshape_p, lambda ct, operand, **params: [reshape(ct, operand.aval.shape)])

@@ -14,10 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from hlox import _tree_transform as tree_util
+from hlox.core import shape_poly_solve
 from hlox.core.primitive import Primitive
+from hlox.core.shape_poly import is_symbolic_dim
 from hlox.interpreters import xla
+from hlox.interpreters.dim_lowering import is_static
 from hlox.interpreters.exported_module import call_spliced, splice_module
 from hlox.runtime import ffi as runtime_ffi
+
+from jaxlib.mlir.dialects import stablehlo as hlo
 
 __all__ = ["call_exported_p"]
 
@@ -51,10 +56,22 @@ def _call_exported_abstract_eval(*avals, exported):
     if want.dtype != got.dtype:
       raise ValueError(f"Dtype mismatch for {names[i]}: expected {want.dtype} and called "
                        f"with {got.dtype}")
-    dim = next(d for d, (a, b) in enumerate(zip(want.shape, got.shape)) if a != b)
-    raise ValueError(f"Shape mismatch for {names[i]}.shape[{dim}] (expected same constant): "
-                     f"expected {want.shape} and called with {got.shape}")
-  return list(exported.out_avals)
+    for d, (a, b) in enumerate(zip(want.shape, got.shape)):
+      if a != b and not is_symbolic_dim(a):
+        raise ValueError(f"Shape mismatch for {names[i]}.shape[{d}] (expected same "
+                         f"constant): expected {want.shape} and called with {got.shape}")
+  if not _polymorphic(exported):
+    return list(exported.out_avals)
+  # Shape polymorphism: the dimension variables' values from the actual shapes (ints, or
+  # the caller's own symbolic sizes), and the results' shapes from them.
+  env = shape_poly_solve.check_call([a.shape for a in expected], [a.shape for a in avals],
+                                    names or argument_names(exported.in_tree))
+  return [a.update(shape=shape_poly_solve.evaluate_shape(a.shape, env))
+          for a in exported.out_avals]
+
+
+def _polymorphic(exported) -> bool:
+  return not all(is_static(a.shape) for a in (*exported.in_avals, *exported.out_avals))
 
 call_exported_p.def_abstract_eval(_call_exported_abstract_eval)
 
@@ -94,6 +111,14 @@ def _call_exported_lowering(ctx, *args, exported):
   operands = [args[i] for i in exported.module_kept_var_idx]
   if len(exported.platforms) > 1:  # the module's first argument picks its lowering
     operands.insert(0, xla.ir_constant(np.int32(index)))
-  return call_spliced(name, fn_type, operands)
+  if not _polymorphic(exported):
+    return call_spliced(name, fn_type, operands)
+  # The callee takes dynamic sizes: its operands are cast to its types and its results back
+  # to the call's, and the whole program is refined before it is compiled.
+  mctx.refine_shapes = True
+  operands = [x if x.type == t else hlo.convert(t, x) for x, t in zip(operands, fn_type.inputs)]
+  outs = call_spliced(name, fn_type, operands)
+  out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
+  return [x if x.type == t else hlo.convert(t, x) for x, t in zip(outs, out_types)]
 
 xla.register_lowering(call_exported_p, _call_exported_lowering)

@@ -208,8 +208,7 @@ def _argminmax_lowering(direction, identity):
     aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
     axis, = axes
     dtype = aval_in.dtype
-    index_type = xla.aval_to_ir_type(ShapedArray(aval_in.shape, index_dtype))
-    indices = hlo.iota(index_type, xla.i64_attr(axis))
+    indices = xla.iota(ShapedArray(aval_in.shape, index_dtype), axis)
     op = hlo.ReduceOp([xla.aval_to_ir_type(ShapedArray(aval_out.shape, dtype)),
                        xla.aval_to_ir_type(aval_out)],
                       [x, indices],

@@ -71,7 +71,7 @@ def _iota_lowering(ctx, *, dtype, shape, dimension, sharding=None):
         else dtypes.float32
     x = hlo.iota(xla.aval_to_ir_type(aval_out.update(dtype=wide)), xla.i64_attr(dimension))
     return hlo.convert(xla.aval_to_ir_type(aval_out), x)
-  return hlo.iota(xla.aval_to_ir_type(aval_out), xla.i64_attr(dimension))
+  return xla.iota(aval_out, dimension)
 
 xla.register_lowering(iota_p, _iota_lowering)
 ad.defjvp_zero(iota_p)  # no inputs: nothing to differentiate
@@ -115,7 +115,7 @@ squeeze_p = standard_primitive(_squeeze_shape_rule, _keep_dtype, "squeeze",
                                weak_type_rule=_keep_weak)
 
 def _squeeze_lowering(ctx, x, *, dimensions):
-  return hlo.reshape(xla.aval_to_ir_type(ctx.avals_out[0]), x)
+  return xla.reshape(x, ctx.avals_out[0])
 
 xla.register_lowering(squeeze_p, _squeeze_lowering)
 # Squeezing only drops size-1 dimensions, so a reshape puts them back.

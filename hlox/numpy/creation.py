@@ -17,6 +17,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
+from hlox.core.shape_poly import canonical_dim, is_symbolic_dim
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError
 from hlox.numpy import util
@@ -33,7 +34,8 @@ __all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "
 
 def _shape(shape, name: str) -> tuple:
   """An int or a sequence of static ints as a shape tuple (TypeError if negative)."""
-  if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0):
+  if (isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0)
+      or is_symbolic_dim(shape)):
     shape = (shape,)
   try:
     shape = tuple(shape)
@@ -42,7 +44,7 @@ def _shape(shape, name: str) -> tuple:
   if any(isinstance(d, Tracer) and d.to_concrete_value() is None for d in shape):
     raise _invalid_shape_error(shape, name)
   try:
-    shape = tuple(operator.index(d) for d in shape)
+    shape = tuple(map(canonical_dim, shape))  # ints, or symbolic sizes (shape polymorphism)
   except TypeError:
     raise _invalid_shape_error(shape, name) from None
   if any(d < 0 for d in shape):
@@ -259,6 +261,9 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   if start is None:
     raise TypeError("arange: start must not be None")
   dtype = _user_dtype(dtype, "arange")
+  if stop is None and step is None and is_symbolic_dim(start):  # a symbolic length
+    return _put(lax.iota(dtype or dtypes.canonicalize_dtype(dtypes.int64), start), device,
+                out_sharding, "arange")
   # With one argument, ``start`` is the stop: errors name it as the user thinks of it.
   start_name = "stop" if stop is None and step is None else "start"
   names = {"start": start_name, "stop": "stop", "step": "step"}

@@ -18,6 +18,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes, sharding_types
+from hlox.core.shape_poly import canonical_dim
 from hlox.core.tracer import get_aval
 from hlox.lax.dot import _type_rank
 from hlox.numpy import creation, shapes, ufuncs, util
@@ -65,7 +66,7 @@ def _transpose(x, perm):
 
 
 def _reshape(x, shape):
-  shape = tuple(int(d) for d in shape)
+  shape = tuple(map(canonical_dim, shape))
   if get_aval(x).shape == shape and hasattr(x, "aval"):
     return x
   return lax.reshape(x, shape)

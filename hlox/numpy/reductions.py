@@ -15,6 +15,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
+from hlox.core.shape_poly import dimension_as_value, is_symbolic_dim
 from hlox.core.tracer import get_aval
 from hlox.lax import reductions as _lax_red
 from hlox.numpy import util
@@ -274,6 +275,8 @@ def _count(a, dims, keepdims, where, dtype):
     n = 1
     for d in dims:
       n *= aval.shape[d]
+    if is_symbolic_dim(n):  # a size known only when the exported function is called
+      return lax.convert_element_type(dimension_as_value(n), dtype)
     return np.array(n).astype(dtype)
   mask = broadcast_to_shape(where, aval.shape)
   return sum(mask, dims, dtype=dtype, keepdims=keepdims)
@@ -354,7 +357,8 @@ def _var(name, a, axis, dtype, correction, keepdims, where, a_mean):
   real_dtype = get_aval(centered).dtype
   count = _count(a, dims, keepdims, where, real_dtype)
   total = sum(centered, dims, dtype=real_dtype, keepdims=keepdims, where=where)
-  if where is None and isinstance(correction, (int, float, np.number)):
+  if (where is None and isinstance(correction, (int, float, np.number))
+      and isinstance(count, np.ndarray)):
     # The count is static: so is the normalizer, and whether it is positive.
     normalizer = np.asarray(np.asarray(count) - correction).astype(real_dtype)
     if normalizer <= 0:

@@ -16,6 +16,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes, sharding_types
+from hlox.core.shape_poly import is_symbolic_dim
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError, HloxTypeError, ShardingTypeError
 from hlox.lax.indexing import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
@@ -71,6 +72,8 @@ def _static_int(x, name: str, what: str) -> int:
           x, f"the {what} argument of {name} must be concrete (it determines the shape of "
           "the result); pass it as a static argument")
     x = value
+  if is_symbolic_dim(x):  # a symbolic size (shape polymorphism) stands for an int
+    return x
   try:
     return operator.index(x)
   except TypeError:
@@ -149,7 +152,7 @@ def _infer_shape(old_shape, size, shape) -> tuple:
       raise TypeError(f"reshape: cannot reshape array of shape {old_shape} (size {size}) "
                       f"into shape {shape}")
     return tuple(size // known if d == -1 else d for d in shape)
-  if min(shape, default=0) < 0:
+  if any(d < 0 for d in shape):
     raise ValueError(f"reshape: invalid shape {shape} (negative dimensions)")
   new_size = math.prod(shape)
   if new_size != size:
