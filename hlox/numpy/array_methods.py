@@ -259,6 +259,10 @@ def _tracer_getattr(x, name):
   if name in _REF_METHODS:
     if type(getattr(x, "aval", None)) is AbstractRef:
       return _REF_METHODS[name](x)
+  for klass in type(x).__mro__:  # a property that refused (``sharding``): its own error
+    attr = vars(klass).get(name)
+    if isinstance(attr, property):
+      return attr.__get__(x, type(x))
   raise AttributeError(f"{type(x).__name__!r} object has no attribute {name!r}")
 
 
