@@ -242,10 +242,13 @@ def abstractify_spec(x):
 
 def _argument_paths(fun, args, kwargs, static_argnums, static_argnames) -> list:
   """The path of each dynamic leaf of a jitted call, as JAX's messages name them: ``x``,
-  ``x[0]['k']`` by parameter name, ``args[2]`` beyond the named ones, ``y`` for keywords."""
+  ``x[0]['k']`` by parameter name, ``rest[2]`` for the third of ``*rest`` (``args[i]`` when
+  the signature is unknown), ``y`` for keywords."""
+  varargs = "args"
   try:
-    names = [p.name for p in inspect.signature(fun).parameters.values()
-             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    params = inspect.signature(fun).parameters.values()
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), "args")
   except (TypeError, ValueError):
     names = []
   positions = [i for i in range(len(args)) if i not in static_argnums]
@@ -255,7 +258,8 @@ def _argument_paths(fun, args, kwargs, static_argnums, static_argnames) -> list:
       (tuple(args[i] for i in positions), dyn_kwargs))[0]:
     if p[0].idx == 0:
       i = positions[p[1].idx]
-      paths.append((names[i] if i < len(names) else f"args[{i}]") + tree_util.keystr(p[2:]))
+      paths.append((names[i] if i < len(names) else f"{varargs}[{i - len(names)}]")
+                   + tree_util.keystr(p[2:]))
     else:
       paths.append(tree_util.keystr(p[1:], simple=True, separator="."))
   return paths
@@ -860,6 +864,8 @@ class JitWrapped:
                               origin=origin)
     out_tree = out_tree_box[0]
     closed.jaxpr.result_paths = functools.partial(_result_paths, out_tree)
+    if len(origin[2]) == len(closed.jaxpr.invars):
+      closed.jaxpr.arg_names = tuple(origin[2])
     jaxpr, consts = convert_constvars(closed)
     return _Traced(jaxpr, consts, out_tree, avals)
 
@@ -1107,7 +1113,8 @@ class Lowered:
     dialect = _check_dialect(dialect)
     if dialect == "stablehlo":
       return self._stablehlo_text(debug_info)
-    return introspection.hlo_text(self._stablehlo_text(debug_info), debug_info)
+    # (XLA names the HLO instructions after the ops' locations, as JAX's text shows them.)
+    return introspection.hlo_text(self._stablehlo_text(True), debug_info)
 
   def _stablehlo_text(self, debug_info: bool) -> str:
     if not debug_info:
@@ -1120,7 +1127,7 @@ class Lowered:
     ``XlaComputation`` (``"hlo"``)."""
     if _check_dialect(dialect) == "stablehlo":
       return self._lowered.module
-    return introspection.hlo_computation(self._lowered.as_text())
+    return introspection.hlo_computation(self._stablehlo_text(True))
 
   def cost_analysis(self) -> dict | None:
     """XLA's cost estimate (``'flops'``, ``'bytes accessed'``, ...: a dict of floats) of the

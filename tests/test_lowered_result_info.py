@@ -1,6 +1,7 @@
-"""Lowered programs name their results as JAX's do: ``jax.result_info`` on each result of
-``main`` (its place in the function's result), and the module is named after the function
-(``jit(<lambda>)`` -> ``@jit__lambda``)."""
+"""Lowered programs name their arguments and results as JAX's do: ``jax.result_info`` on each
+result of ``main`` (its place in the function's result), arguments located at their names
+(``loc("x")``: the HLO parameters are named after them, the HLO instructions after the ops),
+and the module after the function (``jit(<lambda>)`` -> ``@jit__lambda``)."""
 import re
 
 import pytest
@@ -43,6 +44,14 @@ _PROGRAMS = {
     "dict_tuple": ("def f(x, y):\n  return {'a': x + y, 'b': (x * 2, jnp.sin(y))}\n"
                    "print(m.jit(f).lower(jnp.ones(3), 2.0).as_text().splitlines()[1])"),
     "lambda": "print(m.jit(lambda x: x @ x).lower(jnp.ones((2, 2))).as_text().splitlines()[:2])",
+    "hlo_names": ("def f(x, y):\n  return jnp.sin(x) * y\n"
+                  "print(m.jit(f).lower(1.0, 2.0).as_text('hlo'))\n"
+                  "print(m.jit(lambda d, s: d['w'] * s, static_argnums=1)"
+                  ".lower({'w': jnp.ones(2)}, 3).as_text('hlo'))"),
+    "arg_locations": ("def f(x, *rest, k):\n  return x + rest[0] + k\n"
+                      "t = m.jit(f).lower(1.0, 2.0, k=3.0).as_text(debug_info=True)\n"
+                      "print([l for l in t.splitlines() if l.startswith('#loc') and "
+                      "'(' in l and '\"' in l and ':' not in l.split('\"')[1]][:3])"),
     "none_and_list": ("print(m.jit(lambda x: [x, None, (x, x)]).lower(1.0).as_text()"
                       ".splitlines()[:2])"),
 }

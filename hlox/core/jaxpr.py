@@ -129,9 +129,11 @@ class EqnContext:
 
 
 class Jaxpr:
-  __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "result_paths")
+  __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "result_paths",
+               "arg_names")
 
-  def __init__(self, constvars, invars, outvars, eqns, debug_info=None, result_paths=None):
+  def __init__(self, constvars, invars, outvars, eqns, debug_info=None, result_paths=None,
+               arg_names=None):
     self.constvars = list(constvars)
     self.invars = list(invars)
     self.outvars = list(outvars)
@@ -141,6 +143,9 @@ class Jaxpr:
     # a function computing that tuple, or None: a program lowered from this jaxpr names its
     # results by them (``jax.result_info``), as JAX's do.
     self.result_paths = result_paths
+    # Each invar's path among the traced function's arguments ("x", "params['w']"; None
+    # for a value that is not one), or None: a lowered program names its arguments by them.
+    self.arg_names = arg_names
 
   @property
   def in_avals(self):
@@ -937,6 +942,9 @@ def convert_constvars(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
   jaxpr = closed.jaxpr
   if not jaxpr.constvars:
     return closed, []
+  arg_names = jaxpr.arg_names
+  if arg_names is not None:
+    arg_names = (None,) * len(jaxpr.constvars) + tuple(arg_names)
   new = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info,
-              jaxpr.result_paths)
+              jaxpr.result_paths, arg_names)
   return ClosedJaxpr(new, []), list(closed.consts)

@@ -912,7 +912,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
             attrs["sdy.sharding"] = ir.Attribute.parse(s.sdy_text(a.ndim))
       if any(result_attrs):
         fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
-      block = fn.add_entry_block()
+      block = fn.add_entry_block(_arg_locations(jaxpr, kept))
       with ir.InsertionPoint(block):
         args = [None] * len(in_avals)
         for pos, i in enumerate(kept):
@@ -945,6 +945,15 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
+
+
+def _arg_locations(jaxpr: Jaxpr, kept) -> list | None:
+  """Locations of ``main``'s arguments named after the traced function's (``loc("x")``, as
+  JAX's; XLA names the HLO parameters after them), or None when the jaxpr has no names."""
+  names = jaxpr.arg_names
+  if names is None or len(names) != len(jaxpr.invars):
+    return None
+  return [ir.Location.name(names[i]) if names[i] else ir.Location.unknown() for i in kept]
 
 
 def _result_paths(jaxpr: Jaxpr, n: int):
