@@ -1218,6 +1218,11 @@ class Compiled:
       raise TypeError(f"Function compiled with input pytree does not match the input pytree it "
                       f"was called with: called with arguments of structure {in_tree}, but it "
                       f"was compiled for {self.in_tree}")
+    for x in leaves:
+      if isinstance(x, Tracer):
+        raise TypeError("Cannot apply JAX transformations to a function lowered and compiled "
+                        "for a particular signature. Detected argument of Tracer type "
+                        f"{type(x)}.")
     avals = [_abstractify(x) for x in leaves]
     expected = self._traced.in_avals
     if list(map(_shape_dtype, avals)) != list(map(_shape_dtype, expected)):

@@ -63,3 +63,13 @@ def test_lowered_signatures_match_jax():
   expected = printed_in_jax(_PROGRAMS)
   for name, src in _PROGRAMS.items():
     assert printed_here(src) == expected[name], name
+
+
+def test_compiled_refuses_tracers_as_jax():
+  f = hlox.jit(lambda x: x + 4).lower(1.0).compile()
+  with pytest.raises(TypeError, match="Cannot apply JAX transformations to a function lowered "
+                     "and compiled for a particular signature. Detected .*BatchTracer"):
+    hlox.vmap(lambda x: f(x) + 2)(jnp.ones(3))
+  with pytest.raises(TypeError, match="Detected .*Tracer"):
+    hlox.grad(lambda x: f(x))(1.0)
+  assert float(f(2.0)) == 6.0
