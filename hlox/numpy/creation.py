@@ -443,7 +443,7 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
 
 def identity(n, dtype=None):
   """The ``n x n`` identity matrix."""
-  return eye(n, dtype=dtype)
+  return eye(n, dtype=_user_dtype(dtype, "identity"))
 
 
 def tri(N, M=None, k=0, dtype=None):
