@@ -1,5 +1,4 @@
 """The repr of empty Arrays shows their shape, as JAX's does, whatever their rank."""
-import numpy as np
 import pytest
 
 import hlox
