@@ -11,7 +11,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Sequence
 
-import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
