@@ -11,7 +11,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Sequence
 
-
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
