@@ -11,7 +11,8 @@ import hlox.numpy as jnp
 from tests.util import printed_here, printed_in_jax
 
 
-@pytest.mark.parametrize("name", ["fromfile", "fromiter", "isneginf", "isposinf"])
+@pytest.mark.parametrize("name", ["fromfile", "fromiter", "isneginf", "isposinf",
+                                  "issubdtype"])
 def test_parameters_as_numpy(name):
   np_params = list(inspect.signature(getattr(np, name)).parameters) \
       if not isinstance(getattr(np, name), np.ufunc) else ["x", "out"]
