@@ -24,7 +24,8 @@ __all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_co
            "transfer_guard_device_to_host", "no_tracing", "no_execution", "debug_key_reuse",
            "softmax_custom_jvp", "legacy_prng_key", "enable_custom_prng",
            "allow_f16_reductions", "random_seed_offset", "NumpyDtypePromotion",
-           "LegacyPrngKeyState"]
+           "LegacyPrngKeyState", "ExplicitX64Mode", "explicit_x64_dtypes",
+           "make_user_context"]
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -55,6 +56,16 @@ class NumpyDtypePromotion(enum.StrEnum):
   """``numpy_dtype_promotion``'s values (compare equal to the strings)."""
   STANDARD = "standard"
   STRICT = "strict"
+
+
+class ExplicitX64Mode(enum.StrEnum):
+  """``explicit_x64_dtypes``'s values: what asking for a 64-bit dtype (``dtype='float64'``)
+  does while x64 is off. WARN (the default) truncates it to 32 bits with a UserWarning,
+  ERROR raises ValueError, ALLOW truncates it silently (JAX's ALLOW keeps the 64-bit dtype;
+  hlox holds no 64-bit values while x64 is off)."""
+  WARN = "warn"
+  ERROR = "error"
+  ALLOW = "allow"
 
 
 class LegacyPrngKeyState(enum.StrEnum):
@@ -133,6 +144,7 @@ _validators = {
     "numpy_rank_promotion": _enum(("allow", "warn", "raise")),
     "numpy_dtype_promotion": _enum_class(NumpyDtypePromotion),
     "legacy_prng_key": _enum_class(LegacyPrngKeyState),
+    "explicit_x64_dtypes": _enum_class(ExplicitX64Mode),
     "default_matmul_precision": _enum(MATMUL_PRECISIONS, optional=True),
     "default_device": _check_default_device,
     "transfer_guard": _enum(_TRANSFER_GUARD_LEVELS, optional=True),
@@ -147,7 +159,7 @@ _validators = {
     **{name: _enum(_TRANSFER_GUARD_LEVELS, optional=True) for name in _TRANSFER_GUARDS},
 }
 # Options whose stored value is an enum member even at start-up.
-_DERIVED = ("numpy_dtype_promotion", "legacy_prng_key")
+_DERIVED = ("numpy_dtype_promotion", "legacy_prng_key", "explicit_x64_dtypes")
 
 def _set_spelling(env: str) -> str:
   """``HLOX_X`` if it is set, else JAX's ``JAX_X`` if that is, else ``HLOX_X``."""
@@ -176,6 +188,9 @@ class Config:
   _options = {
       # name: (environment variable, parser, default)
       "enable_x64": ("HLOX_ENABLE_X64", _env_bool, False),
+      # A 64-bit dtype asked for explicitly while x64 is off: 'warn' (and truncate), 'error'
+      # or 'allow' (truncate silently); core/dtypes.check_user_dtype.
+      "explicit_x64_dtypes": ("HLOX_EXPLICIT_X64_DTYPES", _env_str, "warn"),
       # -1: as many as XLA makes (one, or XLA_FLAGS=--xla_force_host_platform_device_count=N)
       "num_cpu_devices": ("HLOX_NUM_CPU_DEVICES", _env_int, -1),
       "enable_checks": ("HLOX_ENABLE_CHECKS", _env_bool, False),
@@ -479,6 +494,7 @@ threefry_partitionable = _BoolOption("threefry_partitionable")
 random_seed_offset = _Option("random_seed_offset")
 numpy_rank_promotion = _Option("numpy_rank_promotion")
 numpy_dtype_promotion = _Option("numpy_dtype_promotion")
+explicit_x64_dtypes = _Option("explicit_x64_dtypes")
 default_matmul_precision = _Option("default_matmul_precision")
 default_device = _Option("default_device")
 transfer_guard_host_to_device = _Option("transfer_guard_host_to_device")
@@ -493,6 +509,46 @@ no_tracing = _BoolOption("no_tracing")
 no_execution = _BoolOption("no_execution")
 auto_pcast = _BoolOption("auto_pcast")
 remove_size_one_mesh_axis_from_type = _BoolOption("remove_size_one_mesh_axis_from_type")
+
+
+# User contexts (``make_user_context``): option name -> default value. Their values key the
+# caches as the traced options do (``hlox/__init__`` switches the caches when one changes).
+USER_CONTEXTS: dict = {}
+
+
+class UserConfig:
+  """A value that ``jit``'s caches depend on, made by :func:`make_user_context`: calling it
+  with a value gives a context manager (and decorator) that sets it inside a block;
+  ``.value`` reads it; ``get_global``/``set_global`` read and set it outside any block. A
+  function traced under one value is traced again under another."""
+
+  def __init__(self, default_value=None):
+    self._name = f"user_context_{len(USER_CONTEXTS)}"
+    USER_CONTEXTS[self._name] = default_value
+    config._values[self._name] = default_value
+
+  @property
+  def value(self):
+    return config._values[self._name]
+
+  def get_global(self):
+    return config._values[self._name]
+
+  def set_global(self, new_value) -> None:
+    config.update(self._name, new_value)
+
+  def __call__(self, new_value) -> _OptionScope:
+    return _OptionScope(self._name, new_value)
+
+  def __repr__(self):
+    return f"UserConfig(value={self.value!r})"
+
+
+def make_user_context(default_value=None) -> UserConfig:
+  """A new context value that ``jit``'s caches depend on: ``ctx = make_user_context();
+  with ctx(1): f(x)`` traces (and compiles) ``f`` again whenever the value inside the block
+  differs from the values it was traced under before. Values must be hashable."""
+  return UserConfig(default_value)
 
 
 def transfer_guard(new_val: str) -> _OptionScope:
@@ -511,7 +567,7 @@ def transfer_guard(new_val: str) -> _OptionScope:
 # The options that change what programs trace to: every cache is switched with them
 # (``hlox.cache.switch_caches``, watched in ``hlox/__init__``), and jit's cache-miss
 # explanations name them.
-TRACED_OPTIONS = ("enable_x64", "default_prng_impl", "threefry_partitionable",
-                  "random_seed_offset", "check_static_indices", "numpy_rank_promotion",
-                  "numpy_dtype_promotion", "default_matmul_precision", "no_execution",
-                  "auto_pcast", "remove_size_one_mesh_axis_from_type")
+TRACED_OPTIONS = ("enable_x64", "explicit_x64_dtypes", "default_prng_impl",
+                  "threefry_partitionable", "random_seed_offset", "check_static_indices",
+                  "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
+                  "no_execution", "auto_pcast", "remove_size_one_mesh_axis_from_type")

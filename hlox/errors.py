@@ -106,6 +106,14 @@ class KeyReuseError(JAXTypeError):
   draw has its own, or ``random.clone`` a key that is meant to be used twice."""
 
 
+class UnsupportedDtypeError(TypeError, NotImplementedError):
+  """An operation whose backend has no kernel for its operands' dtype (LAPACK on CPU has
+  float32, float64, complex64 and complex128 routines only: ``cholesky`` of float16).
+  Both a TypeError (newer JAX's class, "cholesky does not accept dtype float16") and a
+  NotImplementedError (JAX 0.10.2's, "Unsupported dtype float16"), so code written for
+  either catches it. Convert to float32 first."""
+
+
 class JaxprTypeError(TypeError):
   """A jaxpr is ill-typed (``check_jaxpr``): a variable defined twice or used before it is
   defined, or an equation whose outputs do not have the types its primitive's rule gives.

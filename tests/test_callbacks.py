@@ -242,7 +242,7 @@ def test_debug_print_kept_when_result_unused(capsys):
 
   f(np.float32(2))
   assert _lines(capsys) == ["6.0"]
-  assert "debug_callback" in str(hlox.make_jaxpr(f)(np.float32(2)))
+  assert "debug_print" in str(hlox.make_jaxpr(f)(np.float32(2)))
 
 
 def test_debug_print_vmap_prints_each_example(capsys):

@@ -131,7 +131,8 @@ def test_enable_x64_scope_decorator_and_config_class():
   assert not hlox.enable_x64.value
   with hlox.enable_x64(True):
     assert jnp.ones(2, "float64").dtype == np.float64
-  assert jnp.ones(2, "float64").dtype == np.float32
+  with pytest.warns(UserWarning, match="Explicitly requested dtype float64"):
+    assert jnp.ones(2, "float64").dtype == np.float32
 
   @hlox.enable_x64(True)
   def wide():

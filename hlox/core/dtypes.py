@@ -7,6 +7,7 @@ Python scalars are *weakly typed*: they take part in promotion as the abstract k
 from __future__ import annotations
 
 import functools
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -158,6 +159,52 @@ def canonicalize_dtype(dtype) -> np.dtype:
   if config._values["enable_x64"]:
     return dtype
   return _to_32.get(dtype, dtype)
+
+
+_PY_SCALAR_TYPES = {bool: lambda: bool_, int: lambda: default_int_dtype(),
+                    float: lambda: default_float_dtype(), complex: lambda: default_complex_dtype()}
+
+
+def check_user_dtype(dtype, name: str | None = None, *, user_only: bool = False) -> np.dtype:
+  """The dtype to use for a ``dtype=`` the user passed to ``name`` (a NumPy dtype, a scalar
+  type such as ``np.float32``, a string, or a Python type, which means its default dtype).
+
+  A 64-bit dtype asked for while x64 is off goes by the ``explicit_x64_dtypes`` option (as in
+  JAX): 'warn' truncates it to 32 bits with a UserWarning at the user's line, 'error' raises
+  ValueError, 'allow' narrows it silently (JAX keeps it; hlox has no 64-bit values
+  while x64 is off). Callers test ``dtype is None`` themselves, so a call without
+  a dtype costs nothing; with one, the check is two dict reads.
+
+  ``user_only`` (for ``lax`` functions, which hlox's own code calls with dtypes it means to
+  be canonicalized): the option applies only when the ``lax`` function was called by the
+  user's code; otherwise the dtype is canonicalized silently."""
+  if isinstance(dtype, type):
+    default = _PY_SCALAR_TYPES.get(dtype)
+    if default is not None:
+      return default()
+  dtype = np.dtype(dtype)
+  narrow = _to_32.get(dtype)
+  if narrow is None or config._values["enable_x64"]:
+    return dtype
+  if user_only and not source_info.lax_called_by_user():
+    return narrow
+  mode = config._values["explicit_x64_dtypes"]
+  if mode == "allow":
+    # hlox holds no 64-bit values while x64 is off (its runtime and caches key on the
+    # canonical types), so what JAX would keep is narrowed here, without a word.
+    return narrow
+  where = f" requested in {name}" if name else ""
+  if mode == "error":
+    raise ValueError(f"Explicitly requested dtype {dtype}{where} is not available. To enable "
+                     "more dtypes, set the jax_enable_x64 or allow_explicit_x64_dtypes "
+                     "configuration options.See "
+                     "https://github.com/jax-ml/jax#current-gotchas for more.")
+  warnings.warn(f"Explicitly requested dtype {dtype}{where} is not available, and will be "
+                f"truncated to dtype {narrow}. To enable more dtypes, set the jax_enable_x64 "
+                "configuration option or the JAX_ENABLE_X64 shell environment variable. See "
+                "https://github.com/jax-ml/jax#current-gotchas for more.", UserWarning,
+                stacklevel=source_info.user_stacklevel())
+  return narrow
 
 
 def default_int_dtype() -> np.dtype:

@@ -29,7 +29,8 @@ import threading
 
 __all__ = ["SourceInfo", "NameStack", "Transform", "current", "transform_name_stack",
            "named_scope", "extend_name_stack", "current_eqn", "name_stack", "reset_name_stack",
-           "is_user_file", "xla_metadata", "current_xla_metadata", "merge_metadata"]
+           "is_user_file", "user_stacklevel", "xla_metadata", "current_xla_metadata",
+           "merge_metadata"]
 
 _hlox_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Python's own library: a frame there (contextlib, functools) is not the user's line.
@@ -46,6 +47,16 @@ def is_user_file(filename: str) -> bool:
   if filename.startswith(_stdlib_dirs) and "site-packages" not in filename:
     return False
   return True
+
+
+def user_stacklevel() -> int:
+  """The ``stacklevel`` that makes a ``warnings.warn`` in the caller of this function point
+  at the user's line: the first frame out of hlox (and of Python's own library), however
+  deep in hlox the warning is raised. Walks frames: call it only when about to warn."""
+  level, frame = 1, sys._getframe(1)
+  while frame is not None and not is_user_file(frame.f_code.co_filename):
+    frame, level = frame.f_back, level + 1
+  return level if frame is not None else 1
 
 
 def merge_metadata(base: tuple, updates) -> tuple:
@@ -356,6 +367,19 @@ _MACHINERY = tuple(_hlox_dir + p for p in (
     "api.py", "autodiff.py", "custom_derivatives.py", "core" + os.sep, "interpreters" + os.sep,
     os.path.join("numpy", "util.py"), os.path.join("numpy", "ufuncs.py"),
     os.path.join("numpy", "array_methods.py")))
+
+
+_LAX = (*_MACHINERY, _hlox_dir + "lax" + os.sep)
+
+
+def lax_called_by_user() -> bool:
+  """Whether the ``lax`` function running now was called by the user's code (directly or
+  through another ``lax`` function) rather than by the rest of hlox. Walks frames: ask only
+  on a slow path."""
+  frame = sys._getframe(1)
+  while frame is not None and frame.f_code.co_filename.startswith(_LAX):
+    frame = frame.f_back
+  return frame is None or is_user_file(frame.f_code.co_filename)
 
 
 def called_by_user(depth: int = 1) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import string
-import sys
 
 import numpy as np
 
@@ -17,8 +16,8 @@ from hlox import _tree_transform as tree_util
 from hlox.core import source_info
 from hlox.core.dtypes import canonicalize_dtype
 from hlox.core.tracer import Tracer
-from hlox.lax.callback import (VMAP_METHODS, FlatCallback, debug_callback_p, io_callback_p,
-                               pure_callback_p, result_avals_of)
+from hlox.lax.callback import (VMAP_METHODS, FlatCallback, debug_callback_p, debug_logger,
+                               debug_print_p, io_callback_p, pure_callback_p, result_avals_of)
 from hlox.runtime import spmd
 from hlox.runtime.array import Array
 
@@ -104,54 +103,6 @@ def callback(callback=None, *args, ordered: bool = False, partitioned: bool = Fa
   return call
 
 
-# ``debug.log``'s messages go here (under the "hlox" logger, so ``logging_level`` applies).
-logger = logging.getLogger("hlox.debug")
-
-
-class _Printer:
-  """Formats and prints one ``debug.print`` call's values on the host (a hashable primitive
-  parameter: equal for equal format strings and print options). With ``where`` (the user's
-  (file, line) of a ``debug.log`` call) the message is logged at INFO instead, as a record
-  from that line."""
-
-  __slots__ = ("fmt", "np_printoptions", "has_placeholders", "where")
-
-  def __init__(self, fmt, np_printoptions, has_placeholders, where=None):
-    self.fmt = fmt
-    self.np_printoptions = np_printoptions
-    self.has_placeholders = has_placeholders
-    self.where = where
-
-  def __call__(self, *args, **kwargs):
-    with np.printoptions(**dict(self.np_printoptions)):
-      if self.has_placeholders:
-        msg = self.fmt.format(*args, **kwargs)
-      else:
-        msg = " ".join((self.fmt, *(str(a) for a in args)))
-    if self.where is None:
-      sys.stdout.write(msg + "\n")
-    elif logger.isEnabledFor(logging.INFO):
-      file, line = self.where
-      logger.handle(logger.makeRecord(logger.name, logging.INFO, file, line, msg, (), None))
-
-  def _key(self):
-    key = (self.fmt, self.np_printoptions, self.has_placeholders, self.where)
-    try:
-      hash(key)
-    except TypeError:  # e.g. a ``formatter`` dict among the print options
-      return (id(self),)
-    return key
-
-  def __eq__(self, other):
-    return type(other) is _Printer and self._key() == other._key()
-
-  def __hash__(self):
-    return hash(self._key())
-
-  def __repr__(self):
-    return f"print({self.fmt!r})"
-
-
 class _FormatChecker(string.Formatter):
   """``str.format``'s field resolution without formatting any value (the values are not
   known while tracing); arguments nobody refers to are an error, as in JAX."""
@@ -172,6 +123,9 @@ class _FormatChecker(string.Formatter):
 
 _format_checker = _FormatChecker()
 
+# ``debug.log``'s messages go here (under the "hlox" logger, so ``logging_level`` applies).
+logger = debug_logger
+
 
 def print(fmt: str | None = None, *args, ordered: bool = False,  # noqa: A001
           partitioned: bool = False, skip_format_check: bool = False, **kwargs):
@@ -183,7 +137,8 @@ def print(fmt: str | None = None, *args, ordered: bool = False,  # noqa: A001
 
   Two-call form: ``print(ordered=True)(fmt, *args, **kwargs)`` takes the options first; the
   second call's keywords are all formatting arguments."""
-  return _print_or_log("print", fmt, args, kwargs, ordered, skip_format_check, None)
+  return _print_or_log("print", fmt, args, kwargs, ordered, partitioned, skip_format_check,
+                       None)
 
 
 def log(fmt: str | None = None, *args, ordered: bool = False, partitioned: bool = False,
@@ -192,21 +147,25 @@ def log(fmt: str | None = None, *args, ordered: bool = False, partitioned: bool 
   whose file and line are those of this call in the user's code (JAX's ``debug.log``).
   Handlers see the values as the program computes them, eagerly or under transformations."""
   info = source_info.current()
-  where = (info.file, info.line) if info is not None and info.file else ("(unknown file)", 0)
-  return _print_or_log("log", fmt, args, kwargs, ordered, skip_format_check, where)
+  file, line = (info.file, info.line) if info is not None and info.file else \
+      ("(unknown file)", 0)
+  record = logger.makeRecord(logger.name, logging.INFO, file, line, "", (), None)
+  return _print_or_log("log", fmt, args, kwargs, ordered, partitioned, skip_format_check,
+                       record)
 
 
-def _print_or_log(name, fmt, args, kwargs, ordered, skip_format_check, where):
+def _print_or_log(name, fmt, args, kwargs, ordered, partitioned, skip_format_check, record):
   if fmt is None:
     if args or kwargs:
       raise TypeError(f"debug_{name} received unexpected arguments in the two-call form: "
                       f"{args=} {kwargs=} (pass them in the second call)")
-    return lambda fmt, *a, **kw: _emit(name, fmt, a, kw, ordered, skip_format_check, where)
-  _emit(name, fmt, args, kwargs, ordered, skip_format_check, where)
+    return lambda fmt, *a, **kw: _emit(name, fmt, a, kw, ordered, partitioned,
+                                       skip_format_check, record)
+  _emit(name, fmt, args, kwargs, ordered, partitioned, skip_format_check, record)
   return None
 
 
-def _emit(name, fmt, args, kwargs, ordered, skip_format_check, where):
+def _emit(name, fmt, args, kwargs, ordered, partitioned, skip_format_check, record):
   if not isinstance(fmt, str):
     raise TypeError(f"debug.{name}: the format string must be a str, got "
                     f"{type(fmt).__name__}")
@@ -220,9 +179,12 @@ def _emit(name, fmt, args, kwargs, ordered, skip_format_check, where):
   elif kwargs:
     raise ValueError(f"debug.{name}: format string {fmt!r} has no placeholders for keyword "
                      f"arguments {sorted(kwargs)}")
-  printer = _Printer(fmt, tuple(np.get_printoptions().items()), has_placeholders, where)
-  # The two-call form: every keyword here is a formatting argument, none an option.
-  callback(ordered=ordered)(printer, *args, **kwargs)
+  operands, flat = _flatten_callback_args(f"debug.{name}", print, args, kwargs, False)
+  debug_print_p.bind(*operands, fmt=fmt, has_placeholders=has_placeholders,
+                     in_tree=flat.in_tree, logging_record=record,
+                     np_printoptions=tuple(np.get_printoptions().items()),
+                     ordered=bool(ordered), partitioned=bool(partitioned),
+                     static_args=flat.statics)
 
 
 def effects_barrier() -> None:

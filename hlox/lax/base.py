@@ -409,7 +409,7 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     raise ValueError(f"convert_element_type: dtype must be specified (operand "
                      f"{get_aval(operand).str_short()})")
   try:
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type", user_only=True)
   except TypeError:
     if dtypes.is_extended(new_dtype):
       raise ValueError(f"Cannot convert_element_type from {_dtype_name(operand)} to "
@@ -468,7 +468,7 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
   if dtype is None:
     weak, dtype = aval.weak_type, aval.dtype
   else:
-    weak, dtype = False, dtypes.canonicalize_dtype(dtype)
+    weak, dtype = False, dtypes.check_user_dtype(dtype, "full", user_only=True)
   return broadcast(_scalar_of(fill_value, dtype, weak), shape, out_sharding=sharding)
 
 
@@ -522,7 +522,8 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   aval = get_aval(x)
   fill_shape = aval.shape if shape is None else _shape_tuple("full_like", shape)
   weak = dtype is None and aval.weak_type
-  dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+  dtype = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like",
+                                                                   user_only=True)
   if get_aval(fill_value).ndim != 0:
     raise TypeError(f"full_like: fill_value must be a scalar, got shape "
                     f"{get_aval(fill_value).shape}")

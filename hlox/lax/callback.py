@@ -7,8 +7,11 @@ Three primitives, as JAX has them:
   differentiable; under ``vmap`` it follows ``vmap_method`` (``sequential`` loops with
   ``scan``, ``expand_dims`` / ``broadcast_all`` call once on the whole batch).
 - ``io_callback_p``: like it, but effectful (kept even when its results are unused).
-- ``debug_callback_p``: effectful, no results (``hlox.debug.callback`` / ``print``); under
-  ``jvp`` it sees the primals, under ``vmap`` it runs once per example.
+- ``debug_callback_p``: effectful, no results (``hlox.debug.callback``); under ``jvp`` it
+  sees the primals, under ``vmap`` it runs once per example.
+- ``debug_print_p``: ``hlox.debug.print`` / ``log`` as JAX stages them: a debug callback
+  whose parameters are the format string and its arguments' structure (so printed jaxprs
+  read ``debug_print[fmt=...]``), with debug_callback's rules.
 
 Eagerly each calls the Python function at once on NumPy values. Compiled, each is one
 ``stablehlo.custom_call @xla_ffi_python_cpu_callback`` naming a callable that the module
@@ -19,6 +22,9 @@ is how ``ordered=True`` is kept (no token is threaded: the order holds within on
 programs run one after another).
 """
 from __future__ import annotations
+
+import logging
+import sys
 
 import numpy as np
 
@@ -37,8 +43,8 @@ from hlox.runtime.array import device_put
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-__all__ = ["pure_callback_p", "io_callback_p", "debug_callback_p", "FlatCallback",
-           "result_avals_of"]
+__all__ = ["pure_callback_p", "io_callback_p", "debug_callback_p", "debug_print_p",
+           "FlatCallback", "result_avals_of"]
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 
@@ -354,3 +360,98 @@ def _debug_callback_batch_rule(args, dims, **params):
   return [], []
 
 batching.primitive_batchers[debug_callback_p] = _debug_callback_batch_rule
+
+
+# --- debug_print --------------------------------------------------------------------------
+
+# ``debug.log``'s messages go here (under the "hlox" logger, so ``logging_level`` applies).
+debug_logger = logging.getLogger("hlox.debug")
+
+
+class Printer:
+  """Formats and prints one ``debug.print`` call's values on the host. With a
+  ``logging_record`` (a ``debug.log`` call: its record names the user's file and line) the
+  message is logged at that record's level instead."""
+
+  __slots__ = ("fmt", "np_printoptions", "has_placeholders", "logging_record")
+
+  def __init__(self, fmt, np_printoptions, has_placeholders, logging_record=None):
+    self.fmt = fmt
+    self.np_printoptions = np_printoptions
+    self.has_placeholders = has_placeholders
+    self.logging_record = logging_record
+
+  def __call__(self, *args, **kwargs):
+    with np.printoptions(**dict(self.np_printoptions)):
+      if self.has_placeholders:
+        msg = self.fmt.format(*args, **kwargs)
+      else:
+        msg = " ".join((self.fmt, *(str(a) for a in args)))
+    record = self.logging_record
+    if record is None:
+      sys.stdout.write(msg + "\n")
+    elif debug_logger.isEnabledFor(record.levelno):
+      debug_logger.handle(debug_logger.makeRecord(debug_logger.name, record.levelno,
+                                                  record.pathname, record.lineno, msg, (),
+                                                  None))
+
+  # Compiled programs are cached with their callbacks: equal for equal prints.
+  def _key(self):
+    record = self.logging_record
+    where = None if record is None else (record.pathname, record.lineno, record.levelno)
+    key = (self.fmt, self.np_printoptions, self.has_placeholders, where)
+    try:
+      hash(key)
+    except TypeError:  # e.g. a ``formatter`` dict among the print options
+      return (id(self),)
+    return key
+
+  def __eq__(self, other):
+    return type(other) is Printer and self._key() == other._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return f"print({self.fmt!r})"
+
+
+def _print_callback(fmt, has_placeholders, in_tree, logging_record, np_printoptions,
+                    static_args, **_):
+  return FlatCallback(Printer(fmt, np_printoptions, has_placeholders, logging_record),
+                      in_tree, static_args, returns=False)
+
+
+debug_print_p = _MultiResult("debug_print")
+debug_print_p.def_abstract_eval(lambda *avals, **params: [])
+effectful_primitives.add(debug_print_p)
+xla.ordered_effects[debug_print_p] = lambda params: params["ordered"]
+
+
+@debug_print_p.def_impl
+def _debug_print_impl(*args, **params):
+  _print_callback(**params)(*_host_values(args))
+  return []
+
+xla.register_lowering(
+    debug_print_p,
+    lambda ctx, *args, **params: host_callback_lowering(
+        ctx, *args, callback=_print_callback(**params), result_avals=(),
+        has_side_effect=True, ordered=params["ordered"]))
+
+
+def _debug_print_jvp(primals, tangents, **params):
+  return debug_print_p.bind(*primals, **params), []
+
+ad.primitive_jvps[debug_print_p] = _debug_print_jvp
+ad.primitive_transposes[debug_print_p] = lambda cts, *args, **params: [None] * len(args)
+
+
+def _debug_print_batch_rule(args, dims, **params):
+  size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+  for i in range(size):
+    debug_print_p.bind(*[a if d is None else index_in_dim(a, i, d, keepdims=False)
+                         for a, d in zip(args, dims)], **params)
+  return [], []
+
+batching.primitive_batchers[debug_print_p] = _debug_print_batch_rule

@@ -553,10 +553,10 @@ def _canonicalize_dimension_numbers(dimension_numbers):
           (_index_tuple("dot_general", lhs_batch), _index_tuple("dot_general", rhs_batch)))
 
 
-def _canonicalize_preferred(preferred_element_type):
+def _canonicalize_preferred(preferred_element_type, name="dot_general"):
   if preferred_element_type is None:
     return None
-  return dtypes.canonicalize_dtype(np.dtype(preferred_element_type))
+  return dtypes.check_user_dtype(preferred_element_type, name, user_only=True)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
@@ -593,7 +593,9 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
                       f"shape {rhs_shape}; pass dimension_numbers for other contractions")
     dimension_numbers = (((len(lhs_shape) - 1,), (0,)), ((), ()))
   return dot_general(lhs, rhs, dimension_numbers, precision=precision,
-                     preferred_element_type=preferred_element_type, out_sharding=out_sharding)
+                     preferred_element_type=_canonicalize_preferred(preferred_element_type,
+                                                                    "dot"),
+                     out_sharding=out_sharding)
 
 
 def batch_matmul(lhs, rhs, precision=None):

@@ -531,7 +531,7 @@ def sign(x):
   return sign_p.bind(x)
 
 
-abs_p = unop(("signed", "float", "complex"), "abs", result_dtype=_real_dtype)
+abs_p = unop(("signed", "float", "complex"), "abs", result_dtype=_real_dtype, narrow_ints=False)
 xla.register_lowering(abs_p, nary_lowering(hlo.abs))
 
 def _abs_jvp(g, ans, x):

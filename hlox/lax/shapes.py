@@ -80,12 +80,12 @@ ad.defjvp_zero(iota_p)  # no inputs: nothing to differentiate
 
 def iota(dtype, size: int):
   """``[0, 1, ..., size - 1]`` as a 1-d array of ``dtype``."""
-  return broadcasted_iota(dtype, (size,), 0)
+  return broadcasted_iota(dtypes.check_user_dtype(dtype, "iota", user_only=True), (size,), 0)
 
 
 def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
   """An array of ``shape`` whose entries count up along ``dimension``."""
-  dtype = dtypes.canonicalize_dtype(dtype)
+  dtype = dtypes.check_user_dtype(dtype, "broadcasted_iota", user_only=True)
   shape = _shape_tuple("broadcasted_iota", shape)
   try:
     dimension = operator.index(dimension)

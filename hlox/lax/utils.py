@@ -11,8 +11,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Sequence
 
-import numpy as np
-
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.primitive import Primitive
@@ -122,15 +120,23 @@ def naryop_dtype_rule(name: str, kinds_per_arg: Sequence[Sequence[str]], *avals,
   return avals[0].dtype
 
 
+_NARROW_INTS = frozenset((dtypes.int4, dtypes.uint4))
+
+
 def naryop(result_dtype: Callable | None, kinds: Sequence[Sequence[str]], name: str,
-           require_same_dtypes: bool = True) -> Primitive:
+           require_same_dtypes: bool = True, narrow_ints: bool = True) -> Primitive:
   """An elementwise primitive with ``len(kinds)`` operands of the accepted dtype kinds.
 
   ``result_dtype(dtype)`` maps the (common) input dtype to the output dtype (e.g. comparisons
-  return bool); ``None`` keeps the input dtype.
+  return bool); ``None`` keeps the input dtype. ``narrow_ints=False``: int4/uint4 operands
+  are refused (as JAX refuses them where backends lack the operation).
   """
   def dtype_rule(*avals, **params):
     dtype = naryop_dtype_rule(name, kinds, *avals, require_same=require_same_dtypes)
+    if not narrow_ints and dtype in _NARROW_INTS:
+      raise TypeError(f"{name} does not accept dtype {dtype.name}. Support for narrow-width "
+                      "integers is platform-dependent and limited to a few specific "
+                      "operations, e.g. basic arithmetic and type casting.")
     return dtype if result_dtype is None else result_dtype(dtype)
 
   # Weak only when every operand is weak; this holds for comparisons too (JAX: ``1.0 < 2.0``
@@ -144,8 +150,9 @@ def naryop(result_dtype: Callable | None, kinds: Sequence[Sequence[str]], name: 
 elementwise_primitives: list = []
 
 
-def unop(kinds: Sequence[str], name: str, result_dtype: Callable | None = None) -> Primitive:
-  return naryop(result_dtype, [kinds], name)
+def unop(kinds: Sequence[str], name: str, result_dtype: Callable | None = None,
+         narrow_ints: bool = True) -> Primitive:
+  return naryop(result_dtype, [kinds], name, narrow_ints=narrow_ints)
 
 
 def binop(kinds: Sequence[str], name: str, result_dtype: Callable | None = None) -> Primitive:

@@ -167,7 +167,7 @@ def _view(x, dtype=None, type=None):
     raise NotImplementedError("Array.view: the `type` argument is not supported")
   if dtype is None:
     return x
-  dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+  dtype = dtypes.check_user_dtype(dtype, "view")
   src = x.aval.dtype
   nbits_in, nbits_out = _bits(src), _bits(dtype)
   if x.ndim == 0:

@@ -23,14 +23,15 @@ _python_scalars = (bool, int, float, complex)
 
 
 def _user_dtype(dtype, name: str):
-  """A user-supplied dtype, canonicalized (``float`` -> float32 unless x64)."""
+  """A user-supplied dtype, canonicalized (``float`` -> float32 unless x64; an explicit
+  64-bit dtype per ``explicit_x64_dtypes``)."""
   if dtype is None:
     return None
   if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
     raise TypeError(f"{name}: cannot interpret {dtype!r} as a data type (did you mean to "
                     "pass the shape as a tuple?)")
   try:
-    return dtypes.canonicalize_dtype(np.dtype(dtype))
+    return dtypes.check_user_dtype(dtype, name)
   except TypeError as e:
     if dtypes.is_extended(dtype):  # a typed key's dtype: only keys are of it
       return dtype
@@ -240,5 +241,7 @@ def _assemble(tree, dtype):
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
   """Convert ``a`` to an Array, without copying when it already is one of ``dtype``."""
+  if dtype is not None:
+    dtype = _user_dtype(dtype, "asarray")
   return array(a, dtype=dtype, copy=bool(copy), order=order or "K", device=device,
                out_sharding=out_sharding)

@@ -281,6 +281,9 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
                        for v in bounds.values())
   if stop is None:
     start, stop = 0, start
+  # As JAX's jaxprs: an explicit step gives ``start + step * iota``, none ``start + iota``
+  # (just ``iota`` from 0).
+  step_given = step is not None
   if step is None:
     step = 1
   if step == 0:
@@ -299,17 +302,22 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
       # NumPy's integer arange of float bounds steps by int(start + step) - int(start).
       out = asarray(np.arange(start, stop, step, dtype=dtype))
       return _put(out, device, out_sharding, "arange")
-    out = _int_range(start, step, size, dtype)
+    out = _int_range(start, step if step_given else None, size, dtype)
   else:
-    compute = dtype if dtype in (dtypes.float32, dtypes.float64) else \
-        dtypes.canonicalize_dtype(dtypes.float32)
-    out = lax.iota(compute, size)
-    if step != 1:
-      out = lax.mul(out, np.asarray(step, compute))
-    if start != 0:
-      out = lax.add(out, np.asarray(start, compute))
-    out = lax.convert_element_type(out, dtype)
+    # Narrow floats step in float32 (their spacing would swallow large counts).
+    compute = dtype if not step_given or dtypes.finfo(dtype).bits >= 32 else \
+        dtypes.float32
+    out = lax.convert_element_type(_affine_iota(start, step if step_given else None, size,
+                                                compute), dtype)
   return _put(out, device, out_sharding, "arange")
+
+
+def _affine_iota(start, step, size, dtype):
+  """``start + step * iota`` (``step`` None: ``start + iota``; and 0 + iota is ``iota``)."""
+  out = lax.iota(dtype, size)
+  if step is not None:
+    return lax.add(np.asarray(start, dtype), lax.mul(np.asarray(step, dtype), out))
+  return out if start == 0 else lax.add(np.asarray(start, dtype), out)
 
 
 def _int_range(start, step, size, dtype):
@@ -317,17 +325,13 @@ def _int_range(start, step, size, dtype):
     if size > 2:
       raise ValueError("arange: a bool range can have at most 2 elements")
     return lax.convert_element_type(_int_range(start, step, size, dtypes.int32), dtype)
-  if dtypes.is_unsigned_int(dtype) and step < 0:
+  if dtypes.is_unsigned_int(dtype) and step is not None and step < 0:
+    # A negative step has no unsigned literal: count down from ``start``.
     out = lax.iota(dtype, size)
     if step != -1:
       out = lax.mul(out, np.asarray(-step, dtype))
     return lax.sub(np.asarray(start, dtype), out)
-  out = lax.iota(dtype, size)
-  if step != 1:
-    out = lax.mul(out, np.asarray(step, dtype))
-  if start != 0:
-    out = lax.add(out, np.asarray(start, dtype))
-  return out
+  return _affine_iota(start, step, size, dtype)
 
 
 def _num(num, name: str) -> int:
@@ -481,7 +485,7 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
 
 def identity(n, dtype=None):
   """The ``n x n`` identity matrix."""
-  return eye(n, dtype=dtype)
+  return eye(n, dtype=_user_dtype(dtype, "identity"))
 
 
 def tri(N, M=None, k=0, dtype=None):

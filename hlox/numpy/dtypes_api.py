@@ -74,7 +74,14 @@ number, generic = np.number, np.generic
 
 result_type = _dtypes.result_type
 promote_types = _dtypes.promote_types
-issubdtype = _dtypes.issubdtype
+
+
+def issubdtype(arg1, arg2) -> bool:
+  """Whether ``arg1`` is a subtype of ``arg2`` in NumPy's dtype hierarchy (extended with
+  bfloat16, the float8s, int4 and key dtypes), under NumPy's parameter names."""
+  return _dtypes.issubdtype(arg1, arg2)
+
+
 iinfo = _dtypes.iinfo
 finfo = _dtypes.finfo
 

@@ -33,22 +33,30 @@ def fromstring(string, dtype=float, count=-1, *, sep):
   return conversion.asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
 
 
-def fromiter(iter, dtype, count=-1):  # noqa: A002  (NumPy's name)
+def _no_like(name, like):
+  if like is not None:  # NumPy's array-function dispatch: hlox makes its own Arrays only
+    raise NotImplementedError(f"jnp.{name}: the 'like' argument is not supported")
+
+
+def fromiter(iter, dtype, count=-1, *, like=None):  # noqa: A002  (NumPy's name)
   """An Array of the values an iterable yields (``count`` of them, or all when -1).
 
   JAX leaves this unimplemented, since consuming an iterator is a side effect that a
   traced function would do only once; hlox builds it on the host as NumPy does, so call it
-  outside ``jit``.
+  outside ``jit``. ``like`` (NumPy's) must be None.
   """
+  _no_like("fromiter", like)
   return conversion.asarray(np.fromiter(iter, dtype=dtype, count=count))
 
 
-def fromfile(file, dtype=float, count=-1, sep="", offset=0):
+def fromfile(file, dtype=float, count=-1, sep="", offset=0, *, like=None):
   """An Array read from a binary (``sep=''``) or text file, as ``numpy.fromfile``.
 
   JAX leaves this unimplemented because reading a file is a side effect; hlox reads it on
   the host, so call it outside ``jit`` (a traced function would read the file only once).
+  ``like`` (NumPy's) must be None.
   """
+  _no_like("fromfile", like)
   return conversion.asarray(np.fromfile(file, dtype=dtype, count=count, sep=sep,
                                         offset=offset))
 

@@ -68,7 +68,7 @@ def _user_dtype(name, dtype):
   if dtype is None:
     return None
   try:
-    return dtypes.canonicalize_dtype(np.dtype(dtype))
+    return dtypes.check_user_dtype(dtype, name)
   except TypeError:
     raise TypeError(f"jnp.{name}: dtype {dtype!r} is not a valid dtype") from None
 

@@ -827,7 +827,7 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
   util.check_arraylike("astype", x)
   x = asarray(x)
   dtype = dtypes.default_float_dtype() if dtype is None else \
-      dtypes.canonicalize_dtype(np.dtype(dtype))
+      dtypes.check_user_dtype(dtype, "astype")
   if dtypes.is_complex(get_aval(x).dtype):
     if dtype == np.bool_:
       x = lax.ne(x, lax.full_like(x, 0))

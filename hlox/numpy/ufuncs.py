@@ -824,13 +824,20 @@ def _isinf_signed(name, x, value):
   return _full_like(x, False, dtypes.bool_)
 
 
-def isposinf(x, /):
-  """Elementwise test for positive infinity."""
+def _no_out(out):
+  if out is not None:  # NumPy's signature; arrays are immutable, so nothing to write into
+    raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
+
+
+def isposinf(x, /, out=None):
+  """Elementwise test for positive infinity (``out`` must be None)."""
+  _no_out(out)
   return _isinf_signed("isposinf", x, np.inf)
 
 
-def isneginf(x, /):
-  """Elementwise test for negative infinity."""
+def isneginf(x, /, out=None):
+  """Elementwise test for negative infinity (``out`` must be None)."""
+  _no_out(out)
   return _isinf_signed("isneginf", x, -np.inf)
 
 

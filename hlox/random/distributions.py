@@ -36,10 +36,10 @@ __all__ = ["uniform", "normal", "truncated_normal", "bernoulli", "randint", "cat
 # --- helpers -------------------------------------------------------------------------------
 
 def _float_dtype(name, dtype):
-  dtype = dtypes.default_float_dtype() if dtype is None else np.dtype(dtype)
+  dtype = dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
   if not dtypes.is_float(dtype):
     raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dtype}")
-  return dtypes.canonicalize_dtype(dtype)
+  return dtype
 
 
 def _shape(x):
@@ -147,7 +147,7 @@ def normal(key, shape=(), dtype=None):
   """Standard normal samples: ``sqrt(2) * erfinv(u)``, ``u`` uniform on (-1, 1) (bit-exact)."""
   data, _ = _check_key("normal", key)
   if dtype is not None and dtypes.is_complex(np.dtype(dtype)):
-    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    dtype = dtypes.check_user_dtype(dtype)
   else:
     dtype = _float_dtype("normal", dtype)
   shape = _canonical_shape("normal", shape)
@@ -240,10 +240,9 @@ def randint(key, shape, minval, maxval, dtype=None):
   """Integers in ``[minval, maxval)``, from two 32/64-bit draws reduced modulo the span
   (bit-exact)."""
   data, _ = _check_key("randint", key)
-  dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
+  dtype = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
   if not (dtypes.is_int(dtype) or dtypes.is_unsigned_int(dtype)) or dtype == np.bool_:
     raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
-  dtype = dtypes.canonicalize_dtype(dtype)
   shape = _canonical_shape("randint", shape)
   info = np.iinfo(dtype)
   sample_dtype = dtype
@@ -522,7 +521,7 @@ def _cauchy_impl(data, *, shape, dtype):
 
 def rademacher(key, shape=(), dtype=None):
   """Uniform samples from {-1, +1}."""
-  dtype = dtypes.canonicalize_dtype(dtypes.default_int_dtype() if dtype is None else dtype)
+  dtype = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
   b = bernoulli(key, np.array(0.5, dtypes.default_float_dtype()), shape)
   b = lax.convert_element_type(b, dtype)
   return lax.sub(lax.mul(np.array(2, dtype), b), np.array(1, dtype))
@@ -796,10 +795,9 @@ def poisson(key, lam, shape=None, dtype=None):
   if data._impl is not threefry_prng_impl:
     raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
                               f"threefry2x32 RNG, not {data._impl}")
-  dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
+  dtype = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
   if not dtypes.is_int(dtype) and not dtypes.is_unsigned_int(dtype):
     raise TypeError(f"dtype argument to `poisson` must be an int type, got {dtype}")
-  dtype = dtypes.canonicalize_dtype(dtype)
   shape = _param_shape("poisson", shape, lam)
   return _call(_poisson_impl, data, lam, shape=shape, dtype=dtype)
 
@@ -939,7 +937,7 @@ def orthogonal(key, n: int, shape=(), dtype=None, m=None):
   matrix with the signs of R's diagonal made positive (Gram-Schmidt gives that directly)."""
   data, _ = _check_key("orthogonal", key)
   if dtype is not None and dtypes.is_complex(np.dtype(dtype)):  # unitary matrices
-    dtype = dtypes.canonicalize_dtype(np.dtype(dtype))
+    dtype = dtypes.check_user_dtype(dtype)
   else:
     dtype = _float_dtype("orthogonal", dtype)
   shape = _canonical_shape("orthogonal", shape)
@@ -963,10 +961,10 @@ def _orthogonal_impl(data, *, shape, dtype, n, m):
 # --- more distributions (JAX's algorithms and order of operations, so the same numbers) ----
 
 def _int_dtype(name, dtype):
-  dtype = dtypes.default_int_dtype() if dtype is None else np.dtype(dtype)
+  dtype = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
   if not (dtypes.is_int(dtype) or dtypes.is_unsigned_int(dtype)) or dtype == np.bool_:
     raise ValueError(f"dtype argument to `{name}` must be an int dtype, got {dtype}")
-  return dtypes.canonicalize_dtype(dtype)
+  return dtype
 
 
 def _inexact(x):

@@ -1176,8 +1176,7 @@ def bits(key, shape=(), dtype=None):
   """Random bits of an unsigned ``dtype`` (default uint32; uint64 with x64)."""
   keys, _ = _check_key("bits", key)
   dtype = np.dtype(np.uint64 if dtypes.x64_enabled() else np.uint32) if dtype is None \
-      else np.dtype(dtype)
+      else dtypes.check_user_dtype(dtype)
   if not dtypes.is_unsigned_int(dtype):
     raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
-  dtype = dtypes.canonicalize_dtype(dtype)
   return keys_random_bits(keys, dtype.itemsize * 8, _canonical_shape("bits", shape))

@@ -385,7 +385,7 @@ class ArrayImpl:
     value = self._value()
     if value.dtype == dtypes.float0:
       body = f"float0[{','.join(map(str, self.shape))}]"
-    elif value.size == 0 and value.ndim > 1:
+    elif value.size == 0:
       body = f"[], shape={self.shape}"
     else:
       body = np.array2string(value, separator=", ", prefix=prefix, suffix=",")

@@ -27,6 +27,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
+from hlox.errors import UnsupportedDtypeError
 from hlox.interpreters import xla
 from hlox.runtime import ffi
 
@@ -35,9 +36,28 @@ from jaxlib.mlir.dialects import sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 
+LAPACK_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64,
+                                         np.complex128)))
+# The operations the routines implement, as errors name them.
+_OPERATIONS = {"potrf": "cholesky", "trsm": "triangular_solve", "getrf": "lu",
+               "gtsv": "tridiagonal_solve", "orgqr": "householder_product",
+               "ungqr": "householder_product"}
+
+
+def check_lapack_dtype(name: str, dtype) -> None:
+  """``UnsupportedDtypeError`` naming operation ``name`` unless LAPACK has ``dtype``."""
+  dtype = np.dtype(dtype)
+  if dtype not in LAPACK_DTYPES:
+    raise UnsupportedDtypeError(
+        f"{name} does not accept dtype {dtype.name}. Unsupported dtype {dtype.name}: LAPACK "
+        "on CPU has routines for float32, float64, complex64 and complex128 (convert to one "
+        "of them first)")
+
+
 def lapack_target(fn_base: str, dtype) -> str:
   """The registered FFI target of LAPACK routine ``fn_base`` for ``dtype``
   (``lapack_target("potrf", float32) == "lapack_spotrf_ffi"``)."""
+  check_lapack_dtype(_OPERATIONS.get(fn_base, fn_base), dtype)
   return ffi.lapack_target(fn_base, dtype)
 
 

@@ -165,9 +165,7 @@ def _register_cpu(prim, rule):
 
 
 def _check_lapack_dtype(name, aval):
-  if not _is_lapack_dtype(aval.dtype):
-    raise NotImplementedError(f"{name}: LAPACK on CPU supports float32, float64, complex64 "
-                              f"and complex128, got {np.dtype(aval.dtype).name}")
+  lapack.check_lapack_dtype(name, aval.dtype)
 
 
 def _slice_last(x, aval_full, aval_out):
