@@ -383,11 +383,10 @@ def _pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
              for k, v in params.items()]
     head = eqn.primitive.name + "[\n" + "\n".join(lines) + "\n" + " " * indent + "]"
   text = f"{outs} = {head}" if eqn.outvars else head  # no results: the right side alone
-  if ins:
-    _, last = text.rpartition("\n")[::2] if "\n" in text else ("", text)
-    col = len(last) if "\n" in text else indent + len(text)
-    text += " " + _fill(in_items, col + 1, indent + 2)[0]
-  return text
+  # JAX's printer puts a space before the operands even when there are none.
+  _, last = text.rpartition("\n")[::2] if "\n" in text else ("", text)
+  col = len(last) if "\n" in text else indent + len(text)
+  return text + " " + _fill(in_items, col + 1, indent + 2)[0]
 
 
 _WIDTH = 80  # JAX's printer breaks a parameter list that does not fit in 80 columns
