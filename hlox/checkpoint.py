@@ -354,6 +354,7 @@ def _checkpoint_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
       unknown_params, memoize_derived)
 
 pe.partial_eval_jaxpr_custom_rules[checkpoint_p] = _checkpoint_partial_eval_custom
+pe.splits_known_calls.add(checkpoint_p)
 
 
 def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, **params):

@@ -16,6 +16,7 @@ from tests.util import printed_here, printed_in_jax
 _PRELUDE = """
 from m import lax
 save_cos = lambda prim, *_, **__: str(prim) == 'cos'
+save_sin = lambda prim, *_, **__: str(prim) == 'sin'
 dots = m.checkpoint_policies.checkpoint_dots
 W = jnp.full((3, 3), 0.1, jnp.float32)
 
@@ -39,6 +40,18 @@ def dot_scan(c, _):
 def cj(x):
   return jnp.sin(x)
 cj.defjvp(lambda p, t: (cj(p[0]), jnp.cos(p[0]) * t[0]))
+
+@m.custom_jvp
+def cj_jit(x):
+  return jnp.sin(x)
+
+def cj_jit_rule(p, t):
+  y, c = m.jit(lambda: (jnp.sin(p[0]), jnp.cos(p[0])))()
+  return y, c * t[0]
+cj_jit.defjvp(cj_jit_rule)
+
+def scan_apply(f, x):
+  return lax.scan(lambda c, _: (f(c), None), x, None, length=1)[0]
 
 @m.custom_vjp
 def cv(x):
@@ -64,6 +77,13 @@ _PROGRAMS = {
                        " policy=save_cos), 2.)",
     "custom_jvp_save_cos": "show(m.checkpoint(lambda x: cj(jnp.sin(x)), policy=save_cos), 2.)",
     "custom_vjp_save_cos": "show(m.checkpoint(lambda x: cv(jnp.sin(x)), policy=save_cos), 2.)",
+    # a jit inside a custom_jvp rule inside a scan (JAX's test_remat_of_scan_funky_custom_jvp)
+    "funky_save_cos": "show(m.checkpoint(lambda x: scan_apply(cj_jit, x), policy=save_cos),"
+                      " 4.)",
+    "funky_save_sin": "show(m.checkpoint(lambda x: scan_apply(cj_jit, x), policy=save_sin),"
+                      " 4.)",
+    "funky_nothing": "show(m.checkpoint(lambda x: scan_apply(cj_jit, scan_apply(cj_jit, x))),"
+                     " 4.)",
     "names_in_scan": "show(m.checkpoint(lambda x: lax.scan(lambda c, _: (jnp.sin("
                      "m.ad_checkpoint.checkpoint_name(jnp.sin(c), 'a')), None), x, None,"
                      " length=3)[0], policy=m.checkpoint_policies.save_only_these_names('a')),"

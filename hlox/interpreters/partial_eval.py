@@ -133,6 +133,9 @@ def _eval_staging_refs(jaxpr: Jaxpr, consts, args, pe: PartialEvalTrace, staged)
 # than saving them, and calls ``make_unknown(res_vars, used)`` (``used``: per flagged output,
 # whether it is taken) for the final equation.
 partial_eval_jaxpr_custom_rules: dict = {}
+# Primitives whose rule (one giving the fifth element) also splits equations whose inputs are
+# all known (a jit or checkpoint inside a checkpoint: the policy applies inside it).
+splits_known_calls: set = set()
 
 
 def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], saveable,
@@ -162,12 +165,16 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   # a residual); every equation on them follows, as each takes an unknown reference.
   unknown_vars |= state_discharge.refs_made_unknown(jaxpr, in_unknowns)
   producer, mixed, replaced, restaged, remake = {}, {}, {}, {}, {}
+  lazy_calls, activated = set(), set()
   forced_residuals = []
   for eqn in jaxpr.eqns:
     for v in eqn.outvars:
       producer[v] = eqn
     ins_uk = [type(v) is not Literal and v in unknown_vars for v in eqn.invars]
-    if not any(ins_uk):
+    # A known call whose rule can recompute its outputs is split by the policy too (it
+    # joins the unknown side only if the unknown side needs an output it does not save).
+    lazy = not any(ins_uk) and eqn.primitive in splits_known_calls and not is_effectful(eqn)
+    if not any(ins_uk) and not lazy:
       continue
     custom = partial_eval_jaxpr_custom_rules.get(eqn.primitive)
     split = custom(eqn, ins_uk, saveable, is_saved) if custom else None
@@ -180,6 +187,8 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
       if more:  # known outputs the unknown equation can recompute instead of saving
         restaged.update((v, eqn) for v, r in zip(eqn.outvars, more[0]) if r)
         remake[eqn] = (make_unknown, res_vars)
+      if lazy:
+        lazy_calls.add(eqn)
       forced_residuals.extend(res_vars)
       unknown_vars.update(v for v, u in zip(eqn.outvars, out_uk) if u)
     elif eqn.primitive in partial_eval_rules:
@@ -207,6 +216,12 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
     seen.add(v)
     if v in restaged:
       restaged_used.add(v)
+      eqn = restaged[v]
+      if eqn in lazy_calls and eqn not in activated:  # a known call, now recomputed
+        activated.add(eqn)
+        for u in replaced[eqn].invars:
+          need(u)
+        recomputed.append(eqn)
       return
     eqn = producer.get(v)
     if eqn in unknown_set and eqn not in replaced:
@@ -234,6 +249,8 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   for eqn, (make_unknown, res_vars) in remake.items():
     replaced[eqn] = make_unknown(res_vars, [v in restaged_used for v in eqn.outvars
                                             if restaged.get(v) is eqn])
+  for eqn in lazy_calls - activated:  # runs on the known side only, as it is
+    del mixed[eqn]
   order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
   unknown_side = [replaced.get(e, e) for e in
                   sorted(recomputed + unknown_eqns, key=lambda e: order[id(e)])]

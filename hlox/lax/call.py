@@ -339,6 +339,7 @@ def _jit_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
       lambda unknown, n: dict(jaxpr=unknown, **_jit_params(params, n)), memoize_derived)
 
 pe.partial_eval_jaxpr_custom_rules[jit_p] = _jit_partial_eval_custom
+pe.splits_known_calls.add(jit_p)
 
 
 def _forward_input_residuals(known: ClosedJaxpr, num_res: int):
