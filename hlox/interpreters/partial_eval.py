@@ -165,7 +165,7 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   # a residual); every equation on them follows, as each takes an unknown reference.
   unknown_vars |= state_discharge.refs_made_unknown(jaxpr, in_unknowns)
   producer, mixed, replaced, restaged, remake = {}, {}, {}, {}, {}
-  lazy_calls, activated = set(), set()
+  lazy_calls = set()
   forced_residuals = []
   for eqn in jaxpr.eqns:
     for v in eqn.outvars:
@@ -208,47 +208,60 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   known_inputs = {v for v, u in zip(jaxpr.invars, in_unknowns) if not u} | set(jaxpr.constvars)
   known_inputs.update(forced_residuals)  # chosen by a rule that applied the policy inside
   unknown_set = set(unknown_eqns)
-  residuals, recomputed, seen, restaged_used = [], [], set(), set()
 
-  def need(v):
-    if type(v) is Literal or v in unknown_vars or v in seen:
-      return
-    seen.add(v)
-    if v in restaged:
-      restaged_used.add(v)
-      eqn = restaged[v]
-      if eqn in lazy_calls and eqn not in activated:  # a known call, now recomputed
-        activated.add(eqn)
-        for u in replaced[eqn].invars:
-          need(u)
+  def find_needs():
+    """The residuals and the known equations recomputed on the unknown side."""
+    residuals, recomputed, seen = [], [], set()
+
+    def need(v):
+      if type(v) is Literal or v in unknown_vars or v in seen:
+        return
+      seen.add(v)
+      if v in restaged:
+        restaged_used.add(v)
+        eqn = restaged[v]
+        if eqn in lazy_calls and eqn not in activated:  # a known call, now recomputed
+          activated.add(eqn)
+          for u in replaced[eqn].invars:
+            need(u)
+          recomputed.append(eqn)
+        return
+      eqn = producer.get(v)
+      if eqn in unknown_set and eqn not in replaced:
+        return  # a known output of a mixed equation, which the unknown side runs whole
+      # (an effectful equation's results are saved: it runs once, on the known side)
+      if v in known_inputs or eqn is None or eqn in replaced or is_effectful(eqn) or is_saved(
+          saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
+        residuals.append(v)
+        return
+      for u in eqn.invars:
+        need(u)
+      if eqn not in recomputed:
         recomputed.append(eqn)
-      return
-    eqn = producer.get(v)
-    if eqn in unknown_set and eqn not in replaced:
-      return  # a known output of a mixed equation, which the unknown side runs whole
-    # (an effectful equation's results are saved: it runs once, on the known side)
-    if v in known_inputs or eqn is None or eqn in replaced or is_effectful(eqn) or is_saved(
-        saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
-      residuals.append(v)
-      return
-    for u in eqn.invars:
-      need(u)
-    if eqn not in recomputed:
-      recomputed.append(eqn)
 
-  for eqn in unknown_eqns:
-    for v in replaced[eqn].invars if eqn in replaced else eqn.invars:
-      need(v)
-  for v, inst in zip(jaxpr.outvars, instantiate):
-    if inst:
-      need(v)
+    for eqn in unknown_eqns:
+      for v in replaced[eqn].invars if eqn in replaced else eqn.invars:
+        need(v)
+    for v, inst in zip(jaxpr.outvars, instantiate):
+      if inst:
+        need(v)
+    for v, a in zip(jaxpr.outvars, also):
+      if a:
+        need(v)
+    return residuals, recomputed
+
   also = [bool(a) and not u for a, u in zip(also_unknown or [], out_unknowns)]
-  for v, a in zip(jaxpr.outvars, also):
-    if a:
-      need(v)
-  for eqn, (make_unknown, res_vars) in remake.items():
-    replaced[eqn] = make_unknown(res_vars, [v in restaged_used for v in eqn.outvars
-                                            if restaged.get(v) is eqn])
+  restaged_used, activated = set(), set()
+  residuals, recomputed = find_needs()
+  if remake:
+    # Calls that can recompute known outputs now return only those taken (and read only
+    # what that needs): once they are final, what is needed is found again (a subset).
+    for eqn, (make_unknown, res_vars) in remake.items():
+      replaced[eqn] = make_unknown(res_vars, [v in restaged_used for v in eqn.outvars
+                                              if restaged.get(v) is eqn])
+    restaged = {v: e for v, e in restaged.items() if v in restaged_used}
+    restaged_used, activated = set(), set()
+    residuals, recomputed = find_needs()
   for eqn in lazy_calls - activated:  # runs on the known side only, as it is
     del mixed[eqn]
   order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
@@ -265,10 +278,31 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   else:
     known = _trace_known_side(closed, known_invars, known_outvars + residuals, unknown_set,
                               mixed)
+  unknown_outvars = ([v for v, u in zip(jaxpr.outvars, out_unknowns) if u]
+                     + [v for v, a in zip(jaxpr.outvars, also) if a])
   unknown = Jaxpr([], residuals + [v for v, u in zip(jaxpr.invars, in_unknowns) if u],
-                  [v for v, u in zip(jaxpr.outvars, out_unknowns) if u]
-                  + [v for v, a in zip(jaxpr.outvars, also) if a], unknown_side)
+                  unknown_outvars, _prune_outputs(unknown_side, unknown_outvars))
   return known, ClosedJaxpr(unknown, []), out_unknowns, len(residuals)
+
+
+# Primitives that can drop outputs nobody reads (a scan's unused stacked outputs, whose
+# per-iteration work then goes too): ``rule(eqn, used) -> eqn`` with ``used`` per output.
+output_pruning_rules: dict = {}
+
+
+def _prune_outputs(eqns, outvars):
+  """``eqns`` (in order) with unread outputs of equations that have a pruning rule dropped:
+  the recomputation a checkpoint's unknown side does for them would be wasted."""
+  live = {v for v in outvars if type(v) is not Literal}
+  out = []
+  for eqn in reversed(eqns):
+    rule = output_pruning_rules.get(eqn.primitive)
+    used = [v in live for v in eqn.outvars]
+    if rule is not None and not all(used):
+      eqn = rule(eqn, used)
+    live.update(v for v in eqn.invars if type(v) is not Literal)
+    out.append(eqn)
+  return out[::-1]
 
 
 def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
@@ -323,7 +357,9 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
     ins = [*[next(it) if i is None else known_ins[i] for i in fwd],
            *[v for v, u in zip(eqn.invars, ins_uk) if u]]
     used = tuple(used) + (False,) * (sum(restage) - len(used))
-    body = memo(key + (used,), lambda: (_restaged_body(unknown_body, sum(out_uk), used),))[0]
+    body, reads = memo(key + (used,), lambda: _restaged_body(unknown_body, sum(out_uk), used,
+                                                             len(fwd)))
+    ins = [x for x, r in zip(ins, reads) if r]
     outs = [v for v, u in zip(eqn.outvars, out_uk) if u] + [
         v for v, k in zip([v for v, r in zip(eqn.outvars, restage) if r], used) if k]
     return JaxprEqn(ins, outs, eqn.primitive, unknown_params(body, len(ins)),
@@ -331,12 +367,15 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
   return known, out_uk, res_avals, make_unknown, restage
 
 
-def _restaged_body(unknown: ClosedJaxpr, n_unknown: int, used) -> ClosedJaxpr:
-  """``unknown`` returning its unknown outputs and only the recomputed known ones in use."""
+def _restaged_body(unknown: ClosedJaxpr, n_unknown: int, used, n_res: int):
+  """``unknown`` returning its unknown outputs and only the recomputed known ones in use,
+  without the residual inputs it then does not read; and per input whether it stays."""
   from hlox.core.jaxpr import dce_jaxpr
-  jaxpr = unknown.jaxpr
-  kept, _ = dce_jaxpr(jaxpr, [True] * n_unknown + list(used))
-  return ClosedJaxpr(kept, unknown.consts)
+  kept, reads = dce_jaxpr(unknown.jaxpr, [True] * n_unknown + list(used))
+  reads = [r or i >= n_res for i, r in enumerate(reads)]
+  kept = Jaxpr(kept.constvars, [v for v, r in zip(kept.invars, reads) if r], kept.outvars,
+               kept.eqns, kept.debug_info)
+  return ClosedJaxpr(kept, unknown.consts), reads
 
 
 def _unique_vars(vs):

@@ -1686,6 +1686,30 @@ def _scan_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
 pe.partial_eval_jaxpr_custom_rules[scan_p] = _scan_partial_eval_custom
 
 
+def _scan_drop_ys(jaxpr, num_carry, used_ys):
+  body = jaxpr.jaxpr
+  outvars = body.outvars[:num_carry] + [v for v, u in zip(body.outvars[num_carry:], used_ys)
+                                        if u]
+  return ClosedJaxpr(dce_jaxpr(Jaxpr(body.constvars, body.invars, outvars, body.eqns))[0],
+                     jaxpr.consts)
+
+
+def _scan_prune_outputs(eqn, used):
+  # Stacked outputs nobody reads go, with the body's work for them; carries stay (dropping
+  # one would need a fixpoint over the loop).
+  p = eqn.params
+  n = p["num_carry"]
+  used_ys = tuple(used[n:])
+  if all(used_ys):
+    return eqn
+  body = _memo(_scan_drop_ys, p["jaxpr"], n, used_ys)
+  return JaxprEqn(eqn.invars, eqn.outvars[:n] + [v for v, u in zip(eqn.outvars[n:], used_ys)
+                                                 if u], scan_p, dict(p, jaxpr=body),
+                  eqn.source_info)
+
+pe.output_pruning_rules[scan_p] = _scan_prune_outputs
+
+
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
   consts, init, xs = _split(args, num_consts, num_carry)
   c_lin = tuple(ad.is_undefined_primal(x) for x in consts)
