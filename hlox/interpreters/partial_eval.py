@@ -151,11 +151,12 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   returns them after its unknown outputs (a loop's known carry that its unknown loop
   carries again, recomputing it rather than saving it per iteration).
 
-  An equation with its own partial-eval rule (jit, scan, while, a nested checkpoint) that
-  mixes known and unknown inputs is split by that rule for its known outputs, and runs whole
-  on the unknown side: it is rematerialized as one unit, whatever the policy says of the
-  values inside it. One with a rule in ``partial_eval_jaxpr_custom_rules`` (cond) applies the
-  policy inside instead.
+  An equation with a rule in ``partial_eval_jaxpr_custom_rules`` (cond, scan, jit, a nested
+  checkpoint) applies the policy inside itself; jit and checkpoint do so even when all their
+  inputs are known (``splits_known_calls``). One with only a partial-eval rule (while, as in
+  JAX: it cannot save per-iteration values) that mixes known and unknown inputs is split by
+  that rule for its known outputs and runs whole on the unknown side. The unknown side's
+  unread scan outputs are dropped (``output_pruning_rules``).
   """
   jaxpr = closed.jaxpr
   if isinstance(instantiate, bool):
