@@ -19,7 +19,7 @@ from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
-from hlox.cache import LRUCache
+from hlox.cache import LRUCache, memoize_derived
 from hlox.config import config
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, checkify, jet, nan_checks, state_discharge, xla
@@ -330,6 +330,35 @@ def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
   return [next(u) if unk else next(k) for unk in out_unknowns]
 
 pe.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
+
+
+def _checkpoint_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
+  # A checkpoint nested in another one is split by the enclosing policy (as JAX does): its
+  # known part is a checkpoint of what that policy computes ahead, its unknown part a
+  # differentiated checkpoint that recomputes the rest.
+  params = eqn.params
+  flags = params["prevent_cse"]
+
+  def known_params(args):
+    if not isinstance(flags, tuple):
+      return params
+    n_consts = len(args) - sum(not u for u in ins_uk)  # the split body's own consts
+    return dict(params, prevent_cse=(True,) * n_consts
+                + tuple(f for f, u in zip(flags, ins_uk) if not u))
+
+  def unknown_params(unknown, n_args):
+    p = dict(params, jaxpr=unknown, differentiated=True)
+    if isinstance(flags, tuple):
+      n_res = n_args - sum(ins_uk)
+      p["prevent_cse"] = (True,) * n_res + tuple(f for f, u in zip(flags, ins_uk) if u)
+    return p
+  return pe.call_partial_eval_custom(
+      eqn, ins_uk, saveable, is_saved, params["jaxpr"],
+      lambda known, args: checkpoint_p.bind(*args, **dict(known_params(args), jaxpr=known)),
+      unknown_params, memoize_derived)
+
+pe.partial_eval_jaxpr_custom_rules[checkpoint_p] = _checkpoint_partial_eval_custom
+pe.splits_known_calls.add(checkpoint_p)
 
 
 def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, **params):

@@ -128,23 +128,35 @@ def _eval_staging_refs(jaxpr: Jaxpr, consts, args, pe: PartialEvalTrace, staged)
 # that way) or ``(known, out_unknowns, res_avals, make_unknown)``: ``known`` a ClosedJaxpr
 # from the equation's invars whose flag is False (literals included, in order) to its known
 # outputs then the residuals, and ``make_unknown(res_vars)`` the unknown side's equation.
+# A fifth element, flags over the outputs, marks known outputs that the unknown equation can
+# recompute (the policy does not save them): the enclosing split takes those from it rather
+# than saving them, and calls ``make_unknown(res_vars, used)`` (``used``: per flagged output,
+# whether it is taken) for the final equation.
 partial_eval_jaxpr_custom_rules: dict = {}
+# Primitives whose rule (one giving the fifth element) also splits equations whose inputs are
+# all known (a jit or checkpoint inside a checkpoint: the policy applies inside it).
+splits_known_calls: set = set()
 
 
 def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], saveable,
-                              is_saved=bool, instantiate: bool | Sequence[bool] = False):
+                              is_saved=bool, instantiate: bool | Sequence[bool] = False,
+                              also_unknown: Sequence[bool] | None = None):
   """Split like ``partial_eval_jaxpr``, but save as residuals only values that ``saveable``
   allows (plus the known inputs); the unknown jaxpr recomputes the rest (rematerialization).
 
   ``saveable(primitive, *in_avals, **params)`` decides per equation (a bool, or a marker
   whose ``is_saved`` says). ``instantiate`` forces outputs to be unknown. Returns
-  ``(known, unknown, out_unknowns, num_res)`` with the same conventions.
+  ``(known, unknown, out_unknowns, num_res)`` with the same conventions, except that the
+  known outputs flagged in ``also_unknown`` are computed on both sides: the unknown jaxpr
+  returns them after its unknown outputs (a loop's known carry that its unknown loop
+  carries again, recomputing it rather than saving it per iteration).
 
-  An equation with its own partial-eval rule (jit, scan, while, a nested checkpoint) that
-  mixes known and unknown inputs is split by that rule for its known outputs, and runs whole
-  on the unknown side: it is rematerialized as one unit, whatever the policy says of the
-  values inside it. One with a rule in ``partial_eval_jaxpr_custom_rules`` (cond) applies the
-  policy inside instead.
+  An equation with a rule in ``partial_eval_jaxpr_custom_rules`` (cond, scan, jit, a nested
+  checkpoint) applies the policy inside itself; jit and checkpoint do so even when all their
+  inputs are known (``splits_known_calls``). One with only a partial-eval rule (while, as in
+  JAX: it cannot save per-iteration values) that mixes known and unknown inputs is split by
+  that rule for its known outputs and runs whole on the unknown side. The unknown side's
+  unread scan outputs are dropped (``output_pruning_rules``).
   """
   jaxpr = closed.jaxpr
   if isinstance(instantiate, bool):
@@ -153,22 +165,31 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   # References that unknown values touch are made on the unknown side (their initial value
   # a residual); every equation on them follows, as each takes an unknown reference.
   unknown_vars |= state_discharge.refs_made_unknown(jaxpr, in_unknowns)
-  producer, mixed, replaced = {}, {}, {}
+  producer, mixed, replaced, restaged, remake = {}, {}, {}, {}, {}
+  lazy_calls = set()
   forced_residuals = []
   for eqn in jaxpr.eqns:
     for v in eqn.outvars:
       producer[v] = eqn
     ins_uk = [type(v) is not Literal and v in unknown_vars for v in eqn.invars]
-    if not any(ins_uk):
+    # A known call whose rule can recompute its outputs is split by the policy too (it
+    # joins the unknown side only if the unknown side needs an output it does not save).
+    lazy = not any(ins_uk) and eqn.primitive in splits_known_calls and not is_effectful(eqn)
+    if not any(ins_uk) and not lazy:
       continue
     custom = partial_eval_jaxpr_custom_rules.get(eqn.primitive)
     split = custom(eqn, ins_uk, saveable, is_saved) if custom else None
     if split is not None:
-      known_one, out_uk, res_avals, make_unknown = split
+      known_one, out_uk, res_avals, make_unknown, *more = split
       res_vars = [Var(a) for a in res_avals]
       known_ins = [v for v, u in zip(eqn.invars, ins_uk) if not u]
       mixed[eqn] = (known_ins, known_one, len(res_vars), out_uk, res_vars)
       replaced[eqn] = make_unknown(res_vars)
+      if more:  # known outputs the unknown equation can recompute instead of saving
+        restaged.update((v, eqn) for v, r in zip(eqn.outvars, more[0]) if r)
+        remake[eqn] = (make_unknown, res_vars)
+      if lazy:
+        lazy_calls.add(eqn)
       forced_residuals.extend(res_vars)
       unknown_vars.update(v for v, u in zip(eqn.outvars, out_uk) if u)
     elif eqn.primitive in partial_eval_rules:
@@ -188,31 +209,62 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   known_inputs = {v for v, u in zip(jaxpr.invars, in_unknowns) if not u} | set(jaxpr.constvars)
   known_inputs.update(forced_residuals)  # chosen by a rule that applied the policy inside
   unknown_set = set(unknown_eqns)
-  residuals, recomputed, seen = [], [], set()
 
-  def need(v):
-    if type(v) is Literal or v in unknown_vars or v in seen:
-      return
-    seen.add(v)
-    eqn = producer.get(v)
-    if eqn in unknown_set and eqn not in replaced:
-      return  # a known output of a mixed equation, which the unknown side runs whole
-    # (an effectful equation's results are saved: it runs once, on the known side)
-    if v in known_inputs or eqn is None or eqn in replaced or is_effectful(eqn) or is_saved(
-        saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
-      residuals.append(v)
-      return
-    for u in eqn.invars:
-      need(u)
-    if eqn not in recomputed:
-      recomputed.append(eqn)
+  def find_needs():
+    """The residuals and the known equations recomputed on the unknown side."""
+    residuals, recomputed, seen = [], [], set()
 
-  for eqn in unknown_eqns:
-    for v in replaced[eqn].invars if eqn in replaced else eqn.invars:
-      need(v)
-  for v, inst in zip(jaxpr.outvars, instantiate):
-    if inst:
-      need(v)
+    def need(v):
+      if type(v) is Literal or v in unknown_vars or v in seen:
+        return
+      seen.add(v)
+      if v in restaged:
+        restaged_used.add(v)
+        eqn = restaged[v]
+        if eqn in lazy_calls and eqn not in activated:  # a known call, now recomputed
+          activated.add(eqn)
+          for u in replaced[eqn].invars:
+            need(u)
+          recomputed.append(eqn)
+        return
+      eqn = producer.get(v)
+      if eqn in unknown_set and eqn not in replaced:
+        return  # a known output of a mixed equation, which the unknown side runs whole
+      # (an effectful equation's results are saved: it runs once, on the known side)
+      if v in known_inputs or eqn is None or eqn in replaced or is_effectful(eqn) or is_saved(
+          saveable(eqn.primitive, *[u.aval for u in eqn.invars], **eqn.params)):
+        residuals.append(v)
+        return
+      for u in eqn.invars:
+        need(u)
+      if eqn not in recomputed:
+        recomputed.append(eqn)
+
+    for eqn in unknown_eqns:
+      for v in replaced[eqn].invars if eqn in replaced else eqn.invars:
+        need(v)
+    for v, inst in zip(jaxpr.outvars, instantiate):
+      if inst:
+        need(v)
+    for v, a in zip(jaxpr.outvars, also):
+      if a:
+        need(v)
+    return residuals, recomputed
+
+  also = [bool(a) and not u for a, u in zip(also_unknown or [], out_unknowns)]
+  restaged_used, activated = set(), set()
+  residuals, recomputed = find_needs()
+  if remake:
+    # Calls that can recompute known outputs now return only those taken (and read only
+    # what that needs): once they are final, what is needed is found again (a subset).
+    for eqn, (make_unknown, res_vars) in remake.items():
+      replaced[eqn] = make_unknown(res_vars, [v in restaged_used for v in eqn.outvars
+                                              if restaged.get(v) is eqn])
+    restaged = {v: e for v, e in restaged.items() if v in restaged_used}
+    restaged_used, activated = set(), set()
+    residuals, recomputed = find_needs()
+  for eqn in lazy_calls - activated:  # runs on the known side only, as it is
+    del mixed[eqn]
   order = {id(e): i for i, e in enumerate(jaxpr.eqns)}
   unknown_side = [replaced.get(e, e) for e in
                   sorted(recomputed + unknown_eqns, key=lambda e: order[id(e)])]
@@ -227,9 +279,104 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   else:
     known = _trace_known_side(closed, known_invars, known_outvars + residuals, unknown_set,
                               mixed)
+  unknown_outvars = ([v for v, u in zip(jaxpr.outvars, out_unknowns) if u]
+                     + [v for v, a in zip(jaxpr.outvars, also) if a])
   unknown = Jaxpr([], residuals + [v for v, u in zip(jaxpr.invars, in_unknowns) if u],
-                  [v for v, u in zip(jaxpr.outvars, out_unknowns) if u], unknown_side)
+                  unknown_outvars, _prune_outputs(unknown_side, unknown_outvars))
   return known, ClosedJaxpr(unknown, []), out_unknowns, len(residuals)
+
+
+# Primitives that can drop outputs nobody reads (a scan's unused stacked outputs, whose
+# per-iteration work then goes too): ``rule(eqn, used) -> eqn`` with ``used`` per output.
+output_pruning_rules: dict = {}
+
+
+def _prune_outputs(eqns, outvars):
+  """``eqns`` (in order) with unread outputs of equations that have a pruning rule dropped:
+  the recomputation a checkpoint's unknown side does for them would be wasted."""
+  live = {v for v in outvars if type(v) is not Literal}
+  out = []
+  for eqn in reversed(eqns):
+    rule = output_pruning_rules.get(eqn.primitive)
+    used = [v in live for v in eqn.outvars]
+    if rule is not None and not all(used):
+      eqn = rule(eqn, used)
+    live.update(v for v in eqn.invars if type(v) is not Literal)
+    out.append(eqn)
+  return out[::-1]
+
+
+def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
+                             unknown_params, memo=None):
+  """A ``partial_eval_jaxpr_custom_rules`` entry for a call primitive over the closed
+  ``jaxpr`` (jit, a nested checkpoint): its body is split by the same policy, the known call
+  returns its known outputs then the residuals, the unknown call takes the residuals then
+  the unknown operands. Residuals that are known operands are not returned: the unknown
+  call reads those operands, which the enclosing split saves or recomputes by the policy.
+
+  ``bind_known(known_body, args)`` binds the known call (``args``: the body's consts, then
+  the known operands); ``unknown_params(unknown_body, n_args)`` gives the unknown
+  equation's params; ``memo(key, make)`` remembers the split (e.g. ``memoize_derived``).
+  """
+  from hlox.core.jaxpr import JaxprEqn, trace_to_jaxpr
+
+  def make():
+    # Known outputs that the policy does not save are recomputed by the unknown call too
+    # (when the enclosing split needs them), as JAX's remat does.
+    out_uk = partial_eval_jaxpr_custom(jaxpr, ins_uk, saveable, is_saved)[2]
+    producer = {v: e for e in jaxpr.jaxpr.eqns for v in e.outvars}
+    restage = []
+    for v, u in zip(jaxpr.jaxpr.outvars, out_uk):
+      e = None if u or type(v) is Literal else producer.get(v)
+      restage.append(e is not None and not is_effectful(e) and not is_saved(
+          saveable(e.primitive, *[x.aval for x in e.invars], **e.params)))
+    known_body, unknown_body, out_uk, num_res = partial_eval_jaxpr_custom(
+        jaxpr, ins_uk, saveable, is_saved, also_unknown=restage)
+    known_body, kconsts = convert_constvars(known_body)
+    known_jaxpr = known_body.jaxpr
+    position = {v: i for i, v in enumerate(known_jaxpr.invars[len(kconsts):])}
+    n_known = len(known_jaxpr.outvars) - num_res
+    fwd = tuple(None if type(v) is Literal else position.get(v)
+                for v in known_jaxpr.outvars[n_known:])
+    if any(i is not None for i in fwd):
+      outvars = known_jaxpr.outvars[:n_known] + [
+          v for v, i in zip(known_jaxpr.outvars[n_known:], fwd) if i is None]
+      known_body = ClosedJaxpr(Jaxpr(known_jaxpr.constvars, known_jaxpr.invars, outvars,
+                                     known_jaxpr.eqns), known_body.consts)
+    return known_body, unknown_body, out_uk, fwd, kconsts, tuple(restage)
+  memo = memo or (lambda key, make: make())
+  key = ("pe_custom", jaxpr, tuple(ins_uk), saveable, is_saved)
+  known_body, unknown_body, out_uk, fwd, kconsts, restage = memo(key, make)
+  known_ins = [v for v, u in zip(eqn.invars, ins_uk) if not u]
+  known = trace_to_jaxpr(lambda *xs: bind_known(known_body, [*kconsts, *xs]),
+                         [v.aval for v in known_ins], f"{eqn.primitive} known",
+                         str(eqn.primitive))
+  res_avals = [a for a, i in zip(unknown_body.in_avals, fwd) if i is None]
+
+  def make_unknown(res_vars, used=()):
+    it = iter(res_vars)
+    ins = [*[next(it) if i is None else known_ins[i] for i in fwd],
+           *[v for v, u in zip(eqn.invars, ins_uk) if u]]
+    used = tuple(used) + (False,) * (sum(restage) - len(used))
+    body, reads = memo(key + (used,), lambda: _restaged_body(unknown_body, sum(out_uk), used,
+                                                             len(fwd)))
+    ins = [x for x, r in zip(ins, reads) if r]
+    outs = [v for v, u in zip(eqn.outvars, out_uk) if u] + [
+        v for v, k in zip([v for v, r in zip(eqn.outvars, restage) if r], used) if k]
+    return JaxprEqn(ins, outs, eqn.primitive, unknown_params(body, len(ins)),
+                    eqn.source_info)
+  return known, out_uk, res_avals, make_unknown, restage
+
+
+def _restaged_body(unknown: ClosedJaxpr, n_unknown: int, used, n_res: int):
+  """``unknown`` returning its unknown outputs and only the recomputed known ones in use,
+  without the residual inputs it then does not read; and per input whether it stays."""
+  from hlox.core.jaxpr import dce_jaxpr
+  kept, reads = dce_jaxpr(unknown.jaxpr, [True] * n_unknown + list(used))
+  reads = [r or i >= n_res for i, r in enumerate(reads)]
+  kept = Jaxpr(kept.constvars, [v for v, r in zip(kept.invars, reads) if r], kept.outvars,
+               kept.eqns, kept.debug_info)
+  return ClosedJaxpr(kept, unknown.consts), reads
 
 
 def _unique_vars(vs):

@@ -328,6 +328,19 @@ def _jit_partial_eval(trace, *args, jaxpr, **params):
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
 
+def _jit_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
+  # Under a checkpoint policy a nested jit is split by that policy (as JAX's pjit rule): a
+  # known jit computes what the policy saves, an unknown jit recomputes the rest.
+  params = eqn.params
+  return pe.call_partial_eval_custom(
+      eqn, ins_uk, saveable, is_saved, params["jaxpr"],
+      lambda known, args: jit_p.bind(*args, jaxpr=known, **_jit_params(params, len(args))),
+      lambda unknown, n: dict(jaxpr=unknown, **_jit_params(params, n)), memoize_derived)
+
+pe.partial_eval_jaxpr_custom_rules[jit_p] = _jit_partial_eval_custom
+pe.splits_known_calls.add(jit_p)
+
+
 def _forward_input_residuals(known: ClosedJaxpr, num_res: int):
   """``known`` without the residual outputs that are just its inputs, and per residual the
   index of the input it forwards (None: still an output). The caller passes those inputs to

@@ -1430,9 +1430,12 @@ def _scan_partial_eval(trace, *args, jaxpr, num_consts, num_carry, length, rever
   known_args = [*known_consts, *[x for x, u in zip(init, carry_uk) if not u], *known_xs]
   n_known_carry = num_carry - sum(carry_uk)
   with set_current_trace(trace.parent):
-    known_outs = scan_p.bind(*known_args, jaxpr=known, num_consts=n_known_consts,
-                             num_carry=n_known_carry, length=length, reverse=reverse,
-                             unroll=unroll)
+    if known.jaxpr.outvars or known.jaxpr.eqns:
+      known_outs = scan_p.bind(*known_args, jaxpr=known, num_consts=n_known_consts,
+                               num_carry=n_known_carry, length=length, reverse=reverse,
+                               unroll=unroll)
+    else:  # nothing known to compute (a linear loop's known part, in a transpose)
+      known_outs = []
     # Residuals computed from the consts alone, once, outside the loop.
     hoisted = eval_jaxpr(hoist.jaxpr, [], *known_consts) if hoist is not None else []
   n_stacked = sum(1 for kind, _ in res_kinds if kind == "stacked")
@@ -1526,6 +1529,185 @@ def _scan_split(jaxpr, num_consts, num_carry, c_uk, carry_uk, x_uk):
   return new_known, kconsts, n_known_consts, tuple(res_kinds), hoist, out_uk, new_unknown
 
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
+
+
+def _pe_jaxpr_custom(closed, uk, saveable, is_saved):
+  return pe.partial_eval_jaxpr_custom(closed, list(uk), saveable, is_saved)
+
+
+def _scan_split_custom(jaxpr, num_consts, num_carry, c_uk, carry_uk, x_uk, saveable,
+                       is_saved):
+  """Split the body under a checkpoint policy (``partial_eval_jaxpr_custom``), as JAX does:
+  values the policy saves leave the known scan as residuals (stacked per iteration, or once
+  when they do not change between iterations: ``hoist`` computes those from the consts), the
+  unknown scan recomputes the rest. A known carry the unknown body needs is not saved per
+  iteration: the unknown scan carries it too (``recarried``), recomputing it step by step
+  from its initial value.
+
+  Returns ``(known, kconsts, n_known_consts, res_kinds, hoist, recarried, out_uk,
+  unknown)``. ``res_kinds`` says per residual of the split body where the unknown scan gets
+  it: ``("const", i)``/``("xs", i)`` the equation's i-th known const/xs operand,
+  ``("carry", i)`` its carry i (recarried), ``("literal", value)``, ``("hoist", i)`` and
+  ``("stacked", None)`` outputs of the known side. The unknown body takes the unstacked
+  residuals (in ``res_kinds`` order), its unknown consts, the carries (unknown or
+  recarried, in carry order), its unknown xs, then the per-iteration residuals.
+  """
+  n_ys = len(jaxpr.out_avals) - num_carry
+  body = jaxpr.jaxpr
+  consts_in, carry_in, xs_in = _split(body.invars, num_consts, num_carry)
+  recarried = [False] * num_carry
+  for _ in range(num_carry + 1):
+    known, unknown, out_uk, num_res = pe.partial_eval_jaxpr_custom(
+        jaxpr, list(c_uk + carry_uk + x_uk), saveable, is_saved,
+        list(carry_uk) + [False] * n_ys, recarried + [False] * n_ys)
+    res_set = set(unknown.jaxpr.invars[:num_res])
+    needed = [not u and v in res_set for v, u in zip(carry_in, carry_uk)]
+    if _orf(recarried, needed) == recarried:
+      break
+    recarried = _orf(recarried, needed)
+  known, kconsts = convert_constvars(known)
+  n_known_consts = len(kconsts) + num_consts - sum(c_uk)
+  const_pos = {v: i for i, v in enumerate(v for v, u in zip(consts_in, c_uk) if not u)}
+  xs_pos = {v: i for i, v in enumerate(v for v, u in zip(xs_in, x_uk) if not u)}
+  carry_pos = {v: i for i, v in enumerate(carry_in)}
+  n_known_out = len(known.jaxpr.outvars) - num_res
+  variant = _loop_variant(known.jaxpr, n_known_consts)
+  res_kinds, stacked_vars, hoist_vars = [], [], []
+  for v, kv in zip(unknown.jaxpr.invars[:num_res], known.jaxpr.outvars[n_known_out:]):
+    if v in carry_pos and recarried[carry_pos[v]]:
+      res_kinds.append(("carry", carry_pos[v]))
+    elif v in const_pos:
+      res_kinds.append(("const", const_pos[v]))
+    elif v in xs_pos:
+      res_kinds.append(("xs", xs_pos[v]))
+    elif type(kv) is Literal:
+      res_kinds.append(("literal", kv.val))
+    elif kv not in variant:
+      res_kinds.append(("hoist", len(hoist_vars)))
+      hoist_vars.append(kv)
+    else:
+      res_kinds.append(("stacked", None))
+      stacked_vars.append(kv)
+  hoist = None
+  if hoist_vars:
+    hoist_jaxpr, _ = dce_jaxpr(Jaxpr([], known.jaxpr.invars[:n_known_consts], hoist_vars,
+                                     known.jaxpr.eqns))
+    hoist = ClosedJaxpr(hoist_jaxpr, [])
+  new_known = Jaxpr([], known.jaxpr.invars, known.jaxpr.outvars[:n_known_out] + stacked_vars,
+                    known.jaxpr.eqns)
+  new_known = ClosedJaxpr(dce_jaxpr(new_known)[0], [])
+  # The unknown body's inputs and outputs, in the unknown scan's order.
+  res_vars = unknown.jaxpr.invars[:num_res]
+  unstacked = [v for v, (k, _) in zip(res_vars, res_kinds) if k not in ("stacked", "xs", "carry")]
+  per_iter = [v for v, (k, _) in zip(res_vars, res_kinds) if k in ("stacked", "xs")]
+  by_carry = {i: v for v, (k, i) in zip(res_vars, res_kinds) if k == "carry"}
+  uc, ucarry, ux = _split(unknown.jaxpr.invars[num_res:], sum(c_uk), sum(carry_uk))
+  ucarry_it = iter(ucarry)
+  carries = [next(ucarry_it) if u else by_carry.get(i, None) if r else None
+             for i, (u, r) in enumerate(zip(carry_uk, recarried))]
+  # a recarried carry the body does not read (only its next value is needed) still needs a
+  # binder in the unknown body
+  carries = [Var(jaxpr.in_avals[num_consts + i]) if v is None and r else v
+             for i, (v, r) in enumerate(zip(carries, recarried))]
+  outs = unknown.jaxpr.outvars
+  n_uk_out = sum(out_uk)
+  uk_outs, also_outs = iter(outs[:n_uk_out]), iter(outs[n_uk_out:])
+  carry_outs = [next(uk_outs) if u else next(also_outs) if r else None
+                for u, r in zip(carry_uk, recarried)]
+  new_unknown = Jaxpr([], unstacked + uc + [v for v in carries if v is not None] + ux + per_iter,
+                      [v for v in carry_outs if v is not None] + list(uk_outs),
+                      unknown.jaxpr.eqns)
+  return (new_known, kconsts, n_known_consts, tuple(res_kinds), hoist, tuple(recarried),
+          out_uk, ClosedJaxpr(new_unknown, []))
+
+
+def _scan_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
+  # Under a checkpoint policy the body is split by the policy (``_scan_split_custom``).
+  p = eqn.params
+  jaxpr, num_consts, num_carry = p["jaxpr"], p["num_consts"], p["num_carry"]
+  c_uk, carry_uk, x_uk = _split(ins_uk, num_consts, num_carry)
+  carry_uk = _carry_fixpoint(
+      lambda cu: _memo(_pe_jaxpr_custom, jaxpr, tuple(c_uk + cu + x_uk), saveable,
+                       is_saved)[2][:num_carry], carry_uk)
+  known_body, kconsts, n_known_consts, res_kinds, hoist, recarried, out_uk, unknown_body = (
+      _memo(_scan_split_custom, jaxpr, num_consts, num_carry, tuple(c_uk), tuple(carry_uk),
+            tuple(x_uk), saveable, is_saved))
+  consts, init, xs = _split(eqn.invars, num_consts, num_carry)
+  known_c = [v for v, u in zip(consts, c_uk) if not u]
+  known_xs = [v for v, u in zip(xs, x_uk) if not u]
+  # Residuals from the known side: the unstacked ones first, then the stacked ones.
+  from_known = [i for i, (k, _) in enumerate(res_kinds) if k in ("literal", "hoist")]
+  n_known_out = len(out_uk) - sum(out_uk)
+  rest = dict(length=p["length"], reverse=p["reverse"], unroll=p["unroll"])
+
+  def known_fun(*ins):
+    it = iter(ins)
+    args = [None if u else next(it) for u in ins_uk]
+    a_c, a_init, a_xs = _split(args, num_consts, num_carry)
+    k_consts = [*kconsts, *[x for x, u in zip(a_c, c_uk) if not u]]
+    k_init = [x for x, u in zip(a_init, carry_uk) if not u]
+    k_xs = [x for x, u in zip(a_xs, x_uk) if not u]
+    outs = scan_p.bind(*k_consts, *k_init, *k_xs, jaxpr=known_body,
+                       num_consts=n_known_consts, num_carry=len(k_init), **rest)
+    hoisted = eval_jaxpr(hoist.jaxpr, [], *k_consts) if hoist is not None else []
+    unstacked = [j if k == "literal" else hoisted[j]
+                 for k, j in (res_kinds[i] for i in from_known)]
+    return [*outs[:n_known_out], *unstacked, *outs[n_known_out:]]
+
+  known = trace_to_jaxpr(known_fun, [v.aval for v, u in zip(eqn.invars, ins_uk) if not u],
+                         "scan known", "scan")
+  res_avals = known.out_avals[n_known_out:]
+  n_unstacked = len(from_known)
+
+  def make_unknown(res_vars):
+    unstacked, stacked = iter(res_vars[:n_unstacked]), iter(res_vars[n_unstacked:])
+    inv_res, st_res = [], []
+    for kind, j in res_kinds:
+      if kind == "const":
+        inv_res.append(known_c[j])
+      elif kind in ("literal", "hoist"):
+        inv_res.append(next(unstacked))
+      elif kind == "xs":
+        st_res.append(known_xs[j])
+      elif kind == "stacked":
+        st_res.append(next(stacked))
+    carries = [v for v, u, r in zip(init, carry_uk, recarried) if u or r]
+    # a recarried carry's final value is the known side's: the unknown one goes unused
+    carry_outs = [v if u else Var(v.aval) for v, u, r in
+                  zip(eqn.outvars[:num_carry], carry_uk, recarried) if u or r]
+    return JaxprEqn([*inv_res, *[v for v, u in zip(consts, c_uk) if u], *carries,
+                     *[v for v, u in zip(xs, x_uk) if u], *st_res],
+                    carry_outs + [v for v, u in zip(eqn.outvars[num_carry:], out_uk[num_carry:])
+                                  if u], scan_p,
+                    dict(jaxpr=unknown_body, num_consts=len(inv_res) + sum(c_uk),
+                         num_carry=len(carries), **rest), eqn.source_info)
+  return known, out_uk, res_avals, make_unknown
+
+pe.partial_eval_jaxpr_custom_rules[scan_p] = _scan_partial_eval_custom
+
+
+def _scan_drop_ys(jaxpr, num_carry, used_ys):
+  body = jaxpr.jaxpr
+  outvars = body.outvars[:num_carry] + [v for v, u in zip(body.outvars[num_carry:], used_ys)
+                                        if u]
+  return ClosedJaxpr(dce_jaxpr(Jaxpr(body.constvars, body.invars, outvars, body.eqns))[0],
+                     jaxpr.consts)
+
+
+def _scan_prune_outputs(eqn, used):
+  # Stacked outputs nobody reads go, with the body's work for them; carries stay (dropping
+  # one would need a fixpoint over the loop).
+  p = eqn.params
+  n = p["num_carry"]
+  used_ys = tuple(used[n:])
+  if all(used_ys):
+    return eqn
+  body = _memo(_scan_drop_ys, p["jaxpr"], n, used_ys)
+  return JaxprEqn(eqn.invars, eqn.outvars[:n] + [v for v, u in zip(eqn.outvars[n:], used_ys)
+                                                 if u], scan_p, dict(p, jaxpr=body),
+                  eqn.source_info)
+
+pe.output_pruning_rules[scan_p] = _scan_prune_outputs
 
 
 def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, unroll):
