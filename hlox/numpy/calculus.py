@@ -225,3 +225,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
   if x is not None:
     return 0.5 * reductions.sum(dx_arr * (y[..., 1:] + y[..., :-1]), axis=-1)
   return 0.5 * dx_arr * reductions.sum(y[..., 1:] + y[..., :-1], axis=-1)
+
+
+# As JAX's jitted ``diff``: eagerly one cached executable, a nested ``jit`` when traced.
+util.fuse_functions(globals(), ["diff"], {"diff": ("n", "axis")}, staged=("diff",))

@@ -578,3 +578,15 @@ def indices(dimensions, dtype=None, sparse: bool = False):
   grids = [lax.expand_dims(lax.broadcasted_iota(dtype, dimensions, i), (0,))
            for i in range(n)]
   return lax.concatenate(grids, 0)
+
+
+# The functions JAX jits without ``inline=True`` (a nested ``jit`` equation in its jaxprs,
+# named as JAX's function is): eagerly one cached executable each, staged when traced.
+util.fuse_functions(globals(), ["tril", "triu", "diagonal", "linspace", "logspace",
+                                "geomspace"],
+                    {"tril": ("k",), "triu": ("k",),
+                     "diagonal": ("offset", "axis1", "axis2")},
+                    default_static=("num", "endpoint", "retstep", "dtype", "axis", "device"),
+                    staged={"tril": "tril", "triu": "triu", "diagonal": "diagonal",
+                            "linspace": "_linspace", "logspace": "_logspace",
+                            "geomspace": "_geomspace"})

@@ -616,4 +616,5 @@ def vecmat(x1, x2, /):
 # (host-side planning) are left as they are.
 util.fuse_functions(globals(), __all__, {}, default_static=(
     "precision", "preferred_element_type", "out_sharding", "axis", "axes", "out", "offset",
-    "axis1", "axis2", "dtype", "axisa", "axisb", "axisc"), skip=("einsum", "einsum_path"))
+    "axis1", "axis2", "dtype", "axisa", "axisb", "axisc"), skip=("einsum", "einsum_path"),
+    staged=("trace", "cross", "kron", "matvec", "vecmat"))

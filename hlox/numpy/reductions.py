@@ -739,4 +739,8 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
 # reductions the same way); ``initial`` and ``where`` stay traced arguments.
 util.fuse_functions(globals(), __all__, {}, default_static=(
     "axis", "dtype", "out", "keepdims", "ddof", "correction", "returned", "include_initial",
-    "promote_integers", "overwrite_input", "method"))
+    "promote_integers", "overwrite_input", "method"),
+    staged={**{name: name for name in (
+        "count_nonzero", "nanmin", "nanmax", "nansum", "nanprod", "nanmean", "nanvar",
+        "nanstd", "cumsum", "cumprod", "nancumsum", "nancumprod", "median")},
+            "var": "_var", "std": "_std", "ptp": "_ptp"})

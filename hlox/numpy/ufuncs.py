@@ -1284,4 +1284,13 @@ _STATIC_ARGNAMES = {
     "nan_to_num": ("copy",), "isclose": ("equal_nan",), "allclose": ("equal_nan",),
     "angle": ("deg",), "where": ("size",),
 }
-util.fuse_functions(globals(), __all__, _STATIC_ARGNAMES, skip=("power", "pow", "positive"))
+# The ones JAX jits without ``inline=True``: a nested ``jit`` equation in traced programs.
+_STAGED = ("clip", "round", "around", "nan_to_num", "isclose", "allclose", "fmin", "fmax",
+           "trunc", "angle", "arccosh", "bitwise_count", "rint", "copysign", "floor_divide",
+           "divmod", "signbit", "remainder", "fmod", "modf", "isinf", "heaviside", "hypot",
+           "sinc")
+util.fuse_functions(globals(), __all__, _STATIC_ARGNAMES, skip=("power", "pow", "positive"),
+                    staged=_STAGED)
+# The three-argument ``where`` after its checks (every ``where`` in the package goes through
+# it), staged as JAX's ``_where``.
+util.fuse_functions(globals(), ["_where"], {}, staged=("_where",))

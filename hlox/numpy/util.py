@@ -271,13 +271,19 @@ def concrete_value(name, x):
 
 
 def fuse_functions(namespace: dict, names, static_argnames: dict, default_static=(),
-                   skip=()) -> None:
+                   skip=(), staged=()) -> None:
   """Replace the functions ``names`` of a module ``namespace`` by ``api.eager_fused``
-  versions: eagerly one cached executable per call signature, inlined when traced (JAX
-  jit-wraps its ``jnp`` functions the same way). ``static_argnames[name]`` (else
-  ``default_static``, keeping the names ``name`` takes) are compile-time parameters."""
+  versions: eagerly one cached executable per call signature (JAX jit-wraps its ``jnp``
+  functions the same way). ``static_argnames[name]`` (else ``default_static``, keeping the
+  names ``name`` takes) are compile-time parameters.
+
+  Traced, a function is inlined, unless it is in ``staged``: the functions that JAX jits
+  without ``inline=True``, which show in its jaxprs as a nested ``jit`` equation. ``staged``
+  names them, or maps each to the name that equation carries (JAX's function's name)."""
   import inspect
   from hlox.api import eager_fused
+  if not isinstance(staged, dict):
+    staged = {name: name for name in staged}
   for name in names:
     fun = namespace.get(name)
     if name in skip or not inspect.isfunction(fun):
@@ -287,4 +293,15 @@ def fuse_functions(namespace: dict, names, static_argnames: dict, default_static
       params = inspect.signature(fun).parameters
       static = tuple(n for n in default_static if n in params
                      and params[n].kind is not inspect.Parameter.POSITIONAL_ONLY)
-    namespace[name] = eager_fused(fun, static_argnames=static)
+    namespace[name] = eager_fused(fun, static_argnames=static, call_name=staged.get(name))
+
+
+def staged_call(name: str | None = None, static_argnames=()):
+  """Decorator for a helper that JAX jits without ``inline=True`` (``_where``, ``_var``...):
+  eagerly one cached executable per call signature, and a nested ``jit`` equation named
+  ``name`` (default: the function's own name) in traced programs, as in JAX's jaxprs."""
+  def wrap(fun):
+    from hlox.api import eager_fused
+    return eager_fused(fun, static_argnames=static_argnames,
+                       call_name=name or fun.__name__)
+  return wrap
