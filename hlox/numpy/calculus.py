@@ -227,5 +227,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
   return 0.5 * dx_arr * reductions.sum(y[..., 1:] + y[..., :-1], axis=-1)
 
 
-# As JAX's jitted ``diff``: eagerly one cached executable, a nested ``jit`` when traced.
-util.fuse_functions(globals(), ["diff"], {"diff": ("n", "axis")}, staged=("diff",))
+# As JAX's jitted functions: eagerly one cached executable each, a nested ``jit`` equation
+# when traced.
+util.fuse_functions(globals(), ["diff", "ediff1d", "gradient", "unwrap", "trapezoid"],
+                    {"diff": ("n", "axis")}, default_static=("axis", "edge_order"),
+                    staged=("diff", "ediff1d", "gradient", "unwrap", "trapezoid"))

@@ -582,11 +582,11 @@ def indices(dimensions, dtype=None, sparse: bool = False):
 
 # The functions JAX jits without ``inline=True`` (a nested ``jit`` equation in its jaxprs,
 # named as JAX's function is): eagerly one cached executable each, staged when traced.
-util.fuse_functions(globals(), ["tril", "triu", "diagonal", "linspace", "logspace",
-                                "geomspace"],
-                    {"tril": ("k",), "triu": ("k",),
+# (``geomspace`` is left as it is: it checks concrete bounds for zeros.)
+util.fuse_functions(globals(), ["tril", "triu", "diag", "diagonal", "linspace", "logspace"],
+                    {"tril": ("k",), "triu": ("k",), "diag": ("k",),
                      "diagonal": ("offset", "axis1", "axis2")},
                     default_static=("num", "endpoint", "retstep", "dtype", "axis", "device"),
-                    staged={"tril": "tril", "triu": "triu", "diagonal": "diagonal",
-                            "linspace": "_linspace", "logspace": "_logspace",
-                            "geomspace": "_geomspace"})
+                    staged={"tril": "tril", "triu": "triu", "diag": "_diag",
+                            "diagonal": "diagonal", "linspace": "_linspace",
+                            "logspace": "_logspace"})
