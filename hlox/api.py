@@ -33,7 +33,9 @@ from hlox.core.avals import ShapedArray, Token, abstract_token
 from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
-from hlox.errors import ConcretizationTypeError, DistributedRuntimeError
+from hlox.errors import (ConcretizationTypeError, DistributedRuntimeError,
+                         NonConcreteBooleanIndexError, TracerArrayConversionError,
+                         TracerIntegerConversionError)
 from hlox.interpreters import (batching, captured_constants, key_reuse, nan_checks,
                                state_discharge, xla)
 from hlox.interpreters import pmap as pmap_interp
@@ -1868,6 +1870,12 @@ def eager_fused(fun: Callable | None = None, *, static_argnames=(),
   return _make_jitted(wrapped, eager_fallback=True)
 
 
+# What tracing a function with abstract arguments raises where it needs concrete values: an
+# ``eager_fused`` call that meets one runs the function itself.
+_NEEDS_CONCRETE = (ConcretizationTypeError, TracerIntegerConversionError,
+                   TracerArrayConversionError, NonConcreteBooleanIndexError)
+
+
 # The leaves a staged ``eager_fused`` call passes to its ``jit`` equation; any other leaf (an
 # object with ``__jax_array__``, a string) makes the call inline, so that ``fun`` sees it.
 _STAGED_LEAF_TYPES = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
@@ -1978,7 +1986,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         return fun(*args, **kwargs)
       try:
         return slow(args, kwargs)
-      except ConcretizationTypeError:
+      except _NEEDS_CONCRETE:
         return fun(*args, **kwargs)
 
     def fallback(args, kwargs):
@@ -1989,7 +1997,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         return fun(*args, **kwargs)
       try:
         return slow(args, kwargs)
-      except ConcretizationTypeError:
+      except _NEEDS_CONCRETE:
         unfusable.add(key)
         return fun(*args, **kwargs)
   else:
