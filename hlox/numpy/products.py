@@ -20,7 +20,7 @@ from hlox import lax
 from hlox.core import dtypes, sharding_types
 from hlox.core.tracer import get_aval
 from hlox.lax.dot import _type_rank
-from hlox.numpy import creation, shapes, ufuncs, util
+from hlox.numpy import creation, reductions, shapes, ufuncs, util
 
 __all__ = ["dot", "matmul", "vdot", "vecdot", "outer", "inner", "tensordot", "einsum", "kron",
            "trace", "cross", "matvec", "vecmat", "einsum_path"]
@@ -353,11 +353,12 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
   if axis1 == axis2:
     raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2} "
                      "(jnp.trace)")
-  out_dtype = _sum_dtype(aval.dtype) if dtype is None else \
-      dtypes.canonicalize_dtype(np.dtype(dtype))
-  x = lax.convert_element_type(a, out_dtype, weak_type=aval.weak_type and dtype is None)
-  x = _diagonal_mask(x, axis1, axis2, int(offset))
-  return lax.reduce_sum(x, (axis1, axis2))
+  # The plane last, everything off the diagonal selected away (``where`` keeps an ``inf``
+  # on it), then summed: as JAX composes it.
+  n, m = aval.shape[axis1], aval.shape[axis2]
+  a = shapes.moveaxis(a, (axis1, axis2), (-2, -1))
+  a = ufuncs.where(creation.eye(n, m, k=offset, dtype=bool), a, creation.zeros_like(a))
+  return reductions.sum(a, axis=(-2, -1), dtype=dtype)
 
 
 # --- einsum ------------------------------------------------------------------------------

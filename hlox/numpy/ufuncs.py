@@ -1072,11 +1072,12 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = promote_dtypes_inexact(a, b)
   tol_dtype = _real_dtype_of(_dtype(a))
   rtol, atol = (lax.convert_element_type(t, tol_dtype) for t in (rtol, atol))
+  # In JAX's order (its jaxprs show the NaN test even when ``equal_nan`` is off).
+  both_nan = lax.bitwise_and(isnan(a), isnan(b))
+  finite = isfinite(b)
   in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
-  out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(isfinite(b), in_range))
-  if equal_nan:
-    out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
-  return out
+  out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(finite, in_range))
+  return lax.bitwise_or(out, both_nan) if equal_nan else out
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
