@@ -336,7 +336,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
                                                                   fraction)),
                   lax.mul(lax.reshape(stop, expanded), fraction))
     if endpoint:
-      out = lax.concatenate([out, lax.reshape(stop, expanded)], axis)
+      out = lax.concatenate([out, lax.expand_dims(stop, (axis,))], axis)
   elif num == 1:
     delta = lax.full(bounds, np.nan, compute) if endpoint else lax.sub(stop, start)
     out = lax.reshape(start, expanded)
