@@ -1887,7 +1887,7 @@ def _stageable(wrapped, args, kwargs) -> bool:
   try:
     dyn_args, dyn_kwargs, statics = wrapped._split_args(args, kwargs)
     hash(statics)
-  except TypeError:
+  except (TypeError, ValueError):  # an unhashable static value (a tracer, a list)
     return False
   return all(isinstance(leaf, _STAGED_LEAF_TYPES)
              for leaf in tree_util.tree_leaves((dyn_args, dyn_kwargs)))
