@@ -291,7 +291,6 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
 # The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
 # nested ``jit`` equation (named as JAX's function is) when traced.
 util.fuse_functions(
-    globals(), ["matrix_rank", "eigvals", "eigh", "eigvalsh", "pinv"], {},
+    globals(), ["matrix_rank", "eigvals", "eigh", "eigvalsh"], {},
     default_static=("hermitian", "UPLO", "symmetrize_input"),
-    staged={"matrix_rank": "matrix_rank", "eigvals": "eigvals", "eigh": "eigh",
-            "eigvalsh": "eigvalsh", "pinv": "_pinv"})
+    staged=("matrix_rank", "eigvals", "eigh", "eigvalsh"))
