@@ -295,13 +295,3 @@ def fuse_functions(namespace: dict, names, static_argnames: dict, default_static
                      and params[n].kind is not inspect.Parameter.POSITIONAL_ONLY)
     namespace[name] = eager_fused(fun, static_argnames=static, call_name=staged.get(name))
 
-
-def staged_call(name: str | None = None, static_argnames=()):
-  """Decorator for a helper that JAX jits without ``inline=True`` (``_where``, ``_var``...):
-  eagerly one cached executable per call signature, and a nested ``jit`` equation named
-  ``name`` (default: the function's own name) in traced programs, as in JAX's jaxprs."""
-  def wrap(fun):
-    from hlox.api import eager_fused
-    return eager_fused(fun, static_argnames=static_argnames,
-                       call_name=name or fun.__name__)
-  return wrap
