@@ -857,8 +857,10 @@ class JitWrapped:
                                      monitoring.TRACE_EVENT):
       closed = trace_to_jaxpr(flat_fun, avals, debug_info=self.name, in_shardings=splits,
                               origin=origin)
+    out_tree = out_tree_box[0]
+    closed.jaxpr.result_paths = functools.partial(_result_paths, out_tree)
     jaxpr, consts = convert_constvars(closed)
-    return _Traced(jaxpr, consts, out_tree_box[0], avals)
+    return _Traced(jaxpr, consts, out_tree, avals)
 
   # --- ahead-of-time ---
   def lower(self, *args, **kwargs) -> "Lowered":
@@ -905,6 +907,14 @@ class JitWrapped:
     """How many argument signatures the cache-hit path holds for this function (JAX's
     ``_cache_size``: shared, as the cache is, by every ``jit`` of the same function)."""
     return sum(type(v) is not _FlatEntry for v in list(self._call_cache._data.values()))
+
+
+def _result_paths(out_tree) -> tuple:
+  """Each output leaf's place in a traced function's result, as JAX names them in lowered
+  programs: ``result``, ``result[0]``, ``result['a'][1]``."""
+  placeholder = out_tree.unflatten([0] * out_tree.num_leaves)
+  leaves, _ = tree_util.tree_flatten_with_path(placeholder)
+  return tuple("result" + tree_util.keystr(path) for path, _ in leaves)
 
 
 def _check_ref_aliasing(fun, refs, positions, n_consts, paths) -> None:

@@ -262,7 +262,7 @@ def test_modules_are_named_after_the_function_as_in_jax():
     return x * 2.0
   assert hlox.jit(my_step).lower(1.0).as_text().startswith("module @jit_my_step")
   assert hlox.jit(my_step).lower(1.0).as_text("hlo").startswith("HloModule jit_my_step")
-  assert hlox.jit(lambda x: x).lower(1.0).as_text().startswith("module @jit__lambda_")
+  assert hlox.jit(lambda x: x).lower(1.0).as_text().startswith("module @jit__lambda attributes")
 
 
 def test_introspection_of_a_program_with_pmap():

@@ -10,6 +10,7 @@ constvars.
 """
 from __future__ import annotations
 
+import collections
 import itertools
 from typing import Any, Callable, Sequence
 
@@ -128,14 +129,18 @@ class EqnContext:
 
 
 class Jaxpr:
-  __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info")
+  __slots__ = ("constvars", "invars", "outvars", "eqns", "debug_info", "result_paths")
 
-  def __init__(self, constvars, invars, outvars, eqns, debug_info=None):
+  def __init__(self, constvars, invars, outvars, eqns, debug_info=None, result_paths=None):
     self.constvars = list(constvars)
     self.invars = list(invars)
     self.outvars = list(outvars)
     self.eqns = list(eqns)
     self.debug_info = debug_info
+    # Where each output sits in the traced function's result ("result", "result['a']"), or
+    # a function computing that tuple, or None: a program lowered from this jaxpr names its
+    # results by them (``jax.result_info``), as JAX's do.
+    self.result_paths = result_paths
 
   @property
   def in_avals(self):
@@ -146,7 +151,7 @@ class Jaxpr:
     return [v.aval for v in self.outvars]
 
   def __str__(self):
-    return pp_jaxpr(self)
+    return pp_toplevel_jaxpr(self)
 
   __repr__ = __str__
 
@@ -197,7 +202,7 @@ class ClosedJaxpr:
     return self.consts
 
   def __str__(self):
-    return pp_jaxpr(self.jaxpr)
+    return pp_toplevel_jaxpr(self.jaxpr)
 
   __repr__ = __str__
 
@@ -238,6 +243,7 @@ class _Names:
     self.names = {}
     self.counter = itertools.count()
     self.annotate = None  # eqn -> comment for its line (pretty_print's options), or None
+    self.shared = {}  # id(jaxpr) -> its name: jaxprs printed once, above the top level
 
   def __call__(self, v) -> str:
     if isinstance(v, Literal):
@@ -280,13 +286,17 @@ def _suggest_names(names, for_vars, like_vars, skip=None):
 
 def _pp_param(value, names, indent, col=None) -> str:
   if isinstance(value, ClosedJaxpr):
-    return pp_jaxpr(value.jaxpr, names, indent, col)
+    value = value.jaxpr
   if isinstance(value, Jaxpr):
-    return pp_jaxpr(value, names, indent, col)
+    return names.shared.get(id(value)) or pp_jaxpr(value, names, indent, col)
   if isinstance(value, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr))
                                               for x in value):
-    inner = [pp_jaxpr(x.jaxpr if isinstance(x, ClosedJaxpr) else x, names, indent + 2)
-             for x in value]
+    inner = [x.jaxpr if isinstance(x, ClosedJaxpr) else x for x in value]
+    inner = [names.shared.get(id(x)) or pp_jaxpr(x, names, indent + 2) for x in inner]
+    flat = "(" + " ".join(inner) + ")"
+    # As JAX's printer: on one line when every item does and the whole fits.
+    if "\n" not in flat and (indent if col is None else col) + len(flat) <= _WIDTH:
+      return flat
     pad = " " * (indent + 2)
     return "(\n" + "".join(f"{pad}{s}\n" for s in inner) + " " * indent + ")"
   if isinstance(value, np.dtype):
@@ -336,20 +346,21 @@ def _pp_eqn(eqn: JaxprEqn, names, indent: int, used=None) -> str:
   if eqn.primitive.name == "jit" and isinstance(params.get("jaxpr"), (Jaxpr, ClosedJaxpr)):
     inner = params["jaxpr"]
     inner = inner.jaxpr if isinstance(inner, ClosedJaxpr) else inner
-    _suggest_names(names, inner.invars, eqn.invars)
-    _suggest_names(names, inner.outvars, eqn.outvars, skip=used)
+    if id(inner) not in names.shared:
+      _suggest_names(names, inner.invars, eqn.invars)
+      _suggest_names(names, inner.outvars, eqn.outvars, skip=used)
   outs = " ".join(_binder(names, v, used) for v in eqn.outvars) or "_"
   ins = " ".join(names(v) for v in eqn.invars)
-  has_nested = any(isinstance(p, (Jaxpr, ClosedJaxpr)) or (
-      isinstance(p, (tuple, list)) and any(isinstance(x, (Jaxpr, ClosedJaxpr)) for x in p))
-      for p in params.values())
+  # A nested jaxpr printed in place (not shared) puts the parameters one per line, unless
+  # the whole equation fits on one line, which only a tiny jaxpr can.
+  nested = [len(j.eqns) for j in _jaxprs_in(params) if id(j) not in names.shared]
   head = None
   if not params:
     head = eqn.primitive.name
-  elif not has_nested:
+  elif not nested or max(nested) <= 2:
     head = eqn.primitive.name + "[" + " ".join(
         f"{k}={_pp_param(v, names, indent)}" for k, v in params.items()) + "]"
-    if indent + len(outs) + 3 + len(head) > _WIDTH:  # too wide: one param per line
+    if "\n" in head or indent + len(outs) + 3 + len(head) > _WIDTH:  # one param per line
       head = None
   if head is None:
     pad = " " * (indent + 2)
@@ -386,6 +397,64 @@ def pp_jaxpr(jaxpr: Jaxpr, names: _Names | None = None, indent: int = 0,
   return f"{head}{body}\n{' ' * (indent + 2)}{tail}"
 
 
+def _jaxprs_in(params):
+  """The jaxprs among the values of ``params`` (directly or in a tuple or list)."""
+  for value in params.values():
+    for x in value if isinstance(value, (tuple, list)) else (value,):
+      if isinstance(x, ClosedJaxpr):
+        yield x.jaxpr
+      elif isinstance(x, Jaxpr):
+        yield x
+
+
+def _shared_jaxprs(top: Jaxpr) -> list:
+  """``[(name, jaxpr)]``: the nested jaxprs JAX's printer shows once, above the top-level
+  jaxpr, as ``let name = {...} in``: those used more than once and those of more than 10
+  equations. A jaxpr is named after the ``name`` parameter of the equation that holds it
+  (``<lambda>`` as ``lambda``), else ``jaxpr``; repeated names get a number."""
+  counts: dict = {}  # id -> [jaxpr, uses]; big jaxprs count twice
+  names: dict = {}
+  queue = collections.deque([top])
+  while queue:
+    jaxpr = queue.popleft()
+    entry = counts.setdefault(id(jaxpr), [jaxpr, 0])
+    entry[1] += 1
+    if jaxpr is not top and len(jaxpr.eqns) > 10:
+      entry[1] += 1
+    for eqn in jaxpr.eqns:
+      subs = list(_jaxprs_in(eqn.primitive.params_for_printing(eqn.params)))
+      queue.extend(subs)
+      name = eqn.params.get("name")
+      if isinstance(name, str):
+        for sub in subs:
+          names.setdefault(id(sub), name.strip("<>"))
+  taken: dict = collections.Counter()
+  shared = []
+  for key, (jaxpr, uses) in counts.items():
+    if uses == 1:
+      continue
+    name = names.get(key, "jaxpr")
+    if taken[name]:
+      seen = taken[name]
+      taken[name] += 1
+      name += str(seen)
+    taken[name] += 1
+    shared.append((name, jaxpr))
+  return shared
+
+
+def pp_toplevel_jaxpr(jaxpr: Jaxpr, names: _Names | None = None) -> str:
+  """JAX's text of a whole jaxpr: the shared nested jaxprs first (``let name = {...} in``,
+  see ``_shared_jaxprs``), then the jaxpr, all naming variables in one sequence."""
+  names = names or _Names()
+  shared = _shared_jaxprs(jaxpr)
+  parts = []
+  for name, sub in shared:
+    parts.append(f"let {name} = {pp_jaxpr(sub, names, 0, len(name) + 7)} in\n")
+    names.shared[id(sub)] = name
+  return "".join(parts) + pp_jaxpr(jaxpr, names)
+
+
 _NOTE = "\x00"  # separates a line from its annotation until the annotations are aligned
 
 
@@ -394,7 +463,7 @@ def pp_jaxpr_annotated(jaxpr: Jaxpr, source_info: bool = False,
   """``pp_jaxpr`` with each equation's source position and/or name stack as a comment
   at the end of its line, the comments aligned in one column."""
   if not (source_info or name_stack):
-    return pp_jaxpr(jaxpr)
+    return pp_toplevel_jaxpr(jaxpr)
 
   def annotate(eqn):
     info = eqn.source_info
@@ -407,7 +476,7 @@ def pp_jaxpr_annotated(jaxpr: Jaxpr, source_info: bool = False,
 
   names = _Names()
   names.annotate = annotate
-  lines = pp_jaxpr(jaxpr, names).split("\n")
+  lines = pp_toplevel_jaxpr(jaxpr, names).split("\n")
   width = max((len(line.partition(_NOTE)[0]) for line in lines if _NOTE in line), default=0)
   out = []
   for line in lines:
@@ -799,5 +868,6 @@ def convert_constvars(closed: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
   jaxpr = closed.jaxpr
   if not jaxpr.constvars:
     return closed, []
-  new = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info)
+  new = Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns, jaxpr.debug_info,
+              jaxpr.result_paths)
   return ClosedJaxpr(new, []), list(closed.consts)

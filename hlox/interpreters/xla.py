@@ -863,10 +863,15 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       if any(arg_attrs):
         fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
       result_attrs = [{} for _ in main_out]
+      paths = _result_paths(jaxpr, len(main_out))
+      if paths:  # the results' places in the traced function's result, as JAX names them
+        for attrs, path in zip(result_attrs, paths):
+          attrs["jax.result_info"] = ir.StringAttr.get(path)
       if result_shardings is not None and any(s is not None for s in result_shardings):
         for attrs, s, a in zip(result_attrs, result_shardings, main_out):
           if s is not None:
             attrs["sdy.sharding"] = ir.Attribute.parse(s.sdy_text(a.ndim))
+      if any(result_attrs):
         fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
       block = fn.add_entry_block()
       with ir.InsertionPoint(block):
@@ -894,6 +899,15 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
   return lowered
+
+
+def _result_paths(jaxpr: Jaxpr, n: int):
+  """The jaxpr's result paths (computed once, if given as a function), or None unless there
+  is one per result of ``main``."""
+  paths = jaxpr.result_paths
+  if callable(paths):
+    paths = jaxpr.result_paths = paths()
+  return paths if paths is not None and len(paths) == n else None
 
 
 def _set_entry_layouts(fn, layouts, arg_attrs, result_attrs, outs) -> dict:
@@ -956,10 +970,11 @@ _TOKEN_CARRIER = ShapedArray((0,), dtypes.bool_)
 
 def module_symbol(name: str) -> str:
   """A module's symbol from its name: ``jit(f)`` -> ``jit_f``, ``jit(<lambda>)`` ->
-  ``jit__lambda_`` (characters other than letters, digits, ``_``, ``.``, ``-`` become ``_``)."""
+  ``jit__lambda`` (characters other than letters, digits, ``_``, ``.``, ``-`` become ``_``;
+  trailing ``_`` go)."""
   if name.endswith(")"):
     name = name[:-1]
-  return re.sub(r"[^\w.-]", "_", name) or "main"
+  return re.sub(r"[^\w.-]", "_", name).rstrip("_") or "main"
 
 
 def _used_vars(jaxpr: Jaxpr) -> set:

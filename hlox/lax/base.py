@@ -340,7 +340,10 @@ convert_element_type_p = standard_primitive(_convert_shape_rule, _convert_dtype_
                                             weak_type_rule=_convert_weak_rule)
 
 def _convert_lowering(ctx, x, *, new_dtype, weak_type):
-  return xla.convert_hlo(x, ctx.avals_in[0], ctx.avals_out[0])
+  aval_in, aval_out = ctx.avals_in[0], ctx.avals_out[0]
+  if aval_in.dtype == aval_out.dtype:  # a weak type made strong: JAX's programs keep the op
+    return hlo.convert(xla.aval_to_ir_type(aval_out), x)
+  return xla.convert_hlo(x, aval_in, aval_out)
 
 xla.register_lowering(convert_element_type_p, _convert_lowering)
 
