@@ -43,9 +43,14 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         [parts[-1]] if append is not None else [])
     a = shapes.concatenate(pieces, axis)
   for _ in range(n):
-    size = get_aval(a).shape[axis]
-    lo = lax.slice_in_dim(a, 0, max(size - 1, 0), axis=axis)
-    hi = lax.slice_in_dim(a, min(1, size), size, axis=axis)
+    shape = get_aval(a).shape
+    size = shape[axis]
+    # The later entries first, then the earlier ones (JAX's order in its jaxprs).
+    starts, limits = [0] * len(shape), list(shape)
+    starts[axis] = min(1, size)
+    hi = lax.slice(a, starts, limits)
+    starts[axis], limits[axis] = 0, max(size - 1, 0)
+    lo = lax.slice(a, starts, limits)
     a = ufuncs.not_equal(hi, lo) if get_aval(a).dtype == np.bool_ else ufuncs.subtract(hi, lo)
   return a
 

@@ -318,9 +318,11 @@ def kron(a, b):
   a_shape = (1,) * (nd - len(a_shape)) + tuple(a_shape)
   b_shape = (1,) * (nd - len(b_shape)) + tuple(b_shape)
   # Interleave: a's axes at even positions, b's at odd ones, then merge each pair.
-  shape = tuple(d for pair in zip(a_shape, b_shape) for d in pair)
-  a = lax.broadcast_in_dim(_reshape(a, a_shape), shape, tuple(range(0, 2 * nd, 2)))
-  b = lax.broadcast_in_dim(_reshape(b, b_shape), shape, tuple(range(1, 2 * nd, 2)))
+  # (Each gets size-1 axes where the other's are; the product broadcasts them, as in JAX.)
+  a = lax.broadcast_in_dim(_reshape(a, a_shape), tuple(d for n in a_shape for d in (n, 1)),
+                           tuple(range(0, 2 * nd, 2)))
+  b = lax.broadcast_in_dim(_reshape(b, b_shape), tuple(d for n in b_shape for d in (1, n)),
+                           tuple(range(1, 2 * nd, 2)))
   return _reshape(_multiply(a, b), tuple(x * y for x, y in zip(a_shape, b_shape)))
 
 
@@ -596,8 +598,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
   a2 = a[..., 2] if na == 3 else creation.zeros_like(a0)
   b0, b1 = b[..., 0], b[..., 1]
   b2 = b[..., 2] if nb == 3 else creation.zeros_like(b0)
-  c = shapes.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-  return shapes.moveaxis(c, -1, axisc)
+  # Stacked first, then moved to ``axisc`` (a transpose in the jaxpr, as JAX's).
+  c = shapes.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=0)
+  return shapes.moveaxis(c, 0, axisc)
 
 
 def matvec(x1, x2, /):
