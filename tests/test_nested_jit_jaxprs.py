@@ -16,8 +16,8 @@ def _jaxpr_of(body: str) -> str:
   return _X + f"print(m.make_jaxpr(lambda x: {body})(x))\n"
 
 
-# Programs whose whole printed text is JAX's (their nested jaxprs are used once and short, so
-# no printer hoists them).
+# Programs whose whole printed text is JAX's (nested jaxprs used more than once, or long, are
+# printed once above the top level, as JAX prints them).
 _PROGRAMS = {
     "where": _jaxpr_of("jnp.where(x > 1, x, 0.0)"),
     "clip": _jaxpr_of("jnp.clip(x, 0.5, 2.0)"),
@@ -41,6 +41,12 @@ _PROGRAMS = {
     "logsumexp_axis": _jaxpr_of("m.scipy.special.logsumexp(x, axis=1)"),
     "logsumexp_b": _jaxpr_of("m.scipy.special.logsumexp(x, axis=0, b=x, keepdims=True)"),
     "softmax": _jaxpr_of("m.nn.softmax(x)"),
+    "norm": _jaxpr_of("jnp.linalg.norm(x)"),
+    "det": _jaxpr_of("jnp.linalg.det(x[:, :2])"),
+    "diff": _jaxpr_of("jnp.diff(x)"),
+    "cross": _jaxpr_of("jnp.cross(x, x[::-1])"),
+    "kron": _jaxpr_of("jnp.kron(x, x)"),
+    "argmin": _jaxpr_of("jnp.argmin(x)"),
     "two_calls": _jaxpr_of("jnp.clip(x, 0.0, 1.0) + jnp.round(x)"),
     "grad_where": _X + "print(m.make_jaxpr(m.grad(lambda x: jnp.where(x > 1, x, 0.0).sum()))(x))\n",
     "vmap_clip": _X + "print(m.make_jaxpr(m.vmap(lambda x: jnp.clip(x, 0.5, 2.0)))(x))\n",
