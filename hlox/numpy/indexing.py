@@ -969,9 +969,9 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
 
 # The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
 # nested ``jit`` equation (named as JAX's function is) when traced.
+# (``take_along_axis`` stages its own ``jit`` above.)
 util.fuse_functions(
-    globals(), ["take", "take_along_axis", "put_along_axis"], {},
+    globals(), ["take", "put_along_axis"], {},
     default_static=("axis", "out", "mode", "unique_indices", "indices_are_sorted",
-                    "fill_value", "wrap_negative_indices", "inplace"),
-    staged={"take": "_take", "take_along_axis": "take_along_axis",
-            "put_along_axis": "put_along_axis"})
+                    "fill_value", "inplace"),
+    staged={"take": "_take", "put_along_axis": "put_along_axis"})
