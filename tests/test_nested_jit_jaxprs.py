@@ -82,7 +82,7 @@ def test_staged_calls_carry_jaxs_names_and_dynamic_arguments():
       lambda x: jnp.where(x > 1, x, 0.0): ("_where", 3),
       lambda x: jnp.clip(x, 0.5, 2.0): ("clip", 3),
       lambda x: jnp.tril(x, 1): ("tril", 1),
-      lambda x: jnp.var(x, axis=0): ("_var", 1),
+      lambda x: jnp.var(x, axis=0): ("_var", 2),  # the array and the correction
       lambda x: jnp.linalg.norm(x): ("norm", 1),
       lambda x: jnp.isclose(x, x): ("isclose", 2),
       lambda x: jnp.flip(x): ("_flip", 1),
