@@ -618,7 +618,9 @@ def vecmat(x1, x2, /):
 # Eagerly, each product is one cached executable per argument signature, as JAX's jit-wrapped
 # ``jnp.dot``/``matmul``/...; ``einsum`` (its subscripts are positional) and ``einsum_path``
 # (host-side planning) are left as they are.
-util.fuse_functions(globals(), __all__, {}, default_static=(
+# (``trace``'s offset is a traced argument, as in JAX.)
+util.fuse_functions(globals(), __all__, {"trace": ("axis1", "axis2", "dtype", "out")},
+                    default_static=(
     "precision", "preferred_element_type", "out_sharding", "axis", "axes", "out", "offset",
     "axis1", "axis2", "dtype", "axisa", "axisb", "axisc"), skip=("einsum", "einsum_path"),
     staged=("trace", "cross", "kron", "matvec", "vecmat"))
