@@ -2011,6 +2011,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         unfusable.add(key)
         return fun(*args, **kwargs)
   else:
+    staged = traced_call = None  # (every cell of the closure holds a value: cloudpickle)
+
     def fallback(args, kwargs):
       return slow(args, kwargs)  # it raises JAX's error for the argument
 
