@@ -34,7 +34,9 @@ from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
 from hlox.core.shape_poly import is_symbolic_dim
 from hlox.core.tracer import Tracer, eval_trace, extend_axis_env, get_aval, trace_ctx
-from hlox.errors import ConcretizationTypeError, DistributedRuntimeError
+from hlox.errors import (ConcretizationTypeError, DistributedRuntimeError,
+                         NonConcreteBooleanIndexError, TracerArrayConversionError,
+                         TracerIntegerConversionError)
 from hlox.interpreters import (batching, captured_constants, key_reuse, nan_checks,
                                state_discharge, xla)
 from hlox.interpreters import pmap as pmap_interp
@@ -512,6 +514,9 @@ class JitWrapped:
       raise ValueError(f"jit: {kind} cannot intersect: arguments "
                        f"{sorted(by_name) or sorted(overlap)} cannot be both static and donated")
     self.keep_unused = keep_unused
+    # What a nested ``jit`` equation of this function says (``eager_fused`` keeps its eager
+    # executables' arguments, but its staged calls are as JAX's ``jit``, which does not).
+    self.call_keep_unused = keep_unused
     self.inline = inline
     self.name = _fun_name(fun)
     self._simple = not (self.static_argnums or self.static_argnames or self.donate_argnums
@@ -588,7 +593,7 @@ class JitWrapped:
         any(isinstance(c, Tracer) for c in traced.consts):
       outs = jit_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr, name=self.name,
                         donated_invars=donated_invars or (False,) * (n_consts + len(leaves)),
-                        keep_unused=self.keep_unused, inline=self.inline)
+                        keep_unused=self.call_keep_unused, inline=self.inline)
       return traced.out_tree.unflatten(outs)
     after_keys = None
     if config.debug_key_reuse:  # JAX's eager key-reuse checks around the call
@@ -638,7 +643,7 @@ class JitWrapped:
       # Staged as JAX stages it: one ``jit`` equation on the references themselves (its
       # discharge rule makes it pure when the enclosing program is lowered).
       outs = jit_p.bind(*flat, jaxpr=traced.jaxpr, name=self.name,
-                        donated_invars=(False,) * len(flat), keep_unused=self.keep_unused,
+                        donated_invars=(False,) * len(flat), keep_unused=self.call_keep_unused,
                         inline=self.inline)
       return traced.out_tree.unflatten(outs)
     jaxpr, consts = traced.discharged()
@@ -646,7 +651,7 @@ class JitWrapped:
       flat[i] = ref_lib.get(r, ...)
     outs = jit_p.bind(*consts, *flat, jaxpr=jaxpr, name=self.name,
                       donated_invars=(False,) * (len(consts) + len(flat)),
-                      keep_unused=self.keep_unused, inline=self.inline)
+                      keep_unused=self.call_keep_unused, inline=self.inline)
     n_out = len(outs) - len(refs)
     for r, new in zip(refs, outs[n_out:]):
       ref_lib.set(r, ..., new)
@@ -1870,17 +1875,50 @@ def _check_out_shardings(out, out_shardings) -> None:
       s.check_shape(np.shape(leaf), f"jit output {tree_util.keystr(path) or 'result'}")
 
 
-def eager_fused(fun: Callable | None = None, *, static_argnames=()) -> Callable:
+def eager_fused(fun: Callable | None = None, *, static_argnames=(),
+                call_name: str | None = None) -> Callable:
   """``fun`` (an ``hlox.numpy``-style function of arrays) run eagerly as one cached
-  executable per argument signature, and inlined when traced: as JAX's jit-wrapped ``jnp``
-  functions. An eager call costs one dispatch whatever the Python inside ``fun``, and eager
-  and jitted results agree in the last bit. Python scalars are traced as weak-typed
-  arguments, so new values do not recompile. Calls the cache cannot handle (unhashable static
-  values, non-array arguments, a trace that needs concrete values) run ``fun`` itself."""
+  executable per argument signature: as JAX's jit-wrapped ``jnp`` functions. An eager call
+  costs one dispatch whatever the Python inside ``fun``, and eager and jitted results agree
+  in the last bit. Python scalars are traced as weak-typed arguments, so new values do not
+  recompile. Calls the cache cannot handle (unhashable static values, non-array arguments, a
+  trace that needs concrete values) run ``fun`` itself.
+
+  Traced, ``fun`` is inlined, unless ``call_name`` is given: then it is staged as a nested
+  ``jit`` call named ``call_name`` (as JAX's functions jitted without ``inline=True`` show in
+  jaxprs), its dynamic arguments passed to the call; a call that cannot be staged (the same
+  cases as above) is inlined."""
   if fun is None:
-    return functools.partial(eager_fused, static_argnames=static_argnames)
-  wrapped = JitWrapped(fun, None, static_argnames, None, None, True, True)
+    return functools.partial(eager_fused, static_argnames=static_argnames,
+                             call_name=call_name)
+  wrapped = JitWrapped(fun, None, static_argnames, None, None, True, call_name is None)
+  if call_name is not None:
+    wrapped.name = call_name
+    wrapped.call_keep_unused = False
   return _make_jitted(wrapped, eager_fallback=True)
+
+
+# What tracing a function with abstract arguments raises where it needs concrete values: an
+# ``eager_fused`` call that meets one runs the function itself.
+_NEEDS_CONCRETE = (ConcretizationTypeError, TracerIntegerConversionError,
+                   TracerArrayConversionError, NonConcreteBooleanIndexError)
+
+
+# The leaves a staged ``eager_fused`` call passes to its ``jit`` equation; any other leaf (an
+# object with ``__jax_array__``, a string) makes the call inline, so that ``fun`` sees it.
+_STAGED_LEAF_TYPES = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+
+
+def _stageable(wrapped, args, kwargs) -> bool:
+  """Whether a traced call of an ``eager_fused`` function can be staged as a ``jit`` call:
+  hashable static values and array-like dynamic leaves."""
+  try:
+    dyn_args, dyn_kwargs, statics = wrapped._split_args(args, kwargs)
+    hash(statics)
+  except (TypeError, ValueError):  # an unhashable static value (a tracer, a list)
+    return False
+  return all(isinstance(leaf, _STAGED_LEAF_TYPES)
+             for leaf in tree_util.tree_leaves((dyn_args, dyn_kwargs)))
 
 
 # --- caches per function ------------------------------------------------------------------
@@ -1967,6 +2005,17 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   options = config._values
   if eager_fallback:
     unfusable = set()  # cache keys whose trace needed concrete values
+    staged = not inline
+
+    def traced_call(args, kwargs):
+      # A staged call that cannot be keyed, or whose body needs concrete values (an
+      # argument JAX would hold static), is inlined: as the eager fallback, ``fun`` decides.
+      if not _stageable(wrapped, args, kwargs):
+        return fun(*args, **kwargs)
+      try:
+        return slow(args, kwargs)
+      except _NEEDS_CONCRETE:
+        return fun(*args, **kwargs)
 
     def fallback(args, kwargs):
       return fun(*args, **kwargs)
@@ -1976,10 +2025,12 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         return fun(*args, **kwargs)
       try:
         return slow(args, kwargs)
-      except ConcretizationTypeError:
+      except _NEEDS_CONCRETE:
         unfusable.add(key)
         return fun(*args, **kwargs)
   else:
+    staged = traced_call = None  # (every cell of the closure holds a value: cloudpickle)
+
     def fallback(args, kwargs):
       return slow(args, kwargs)  # it raises JAX's error for the argument
 
@@ -2075,6 +2126,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         return out_tree.unflatten(list(map(new_array, outs, out_avals, device_keys)))
       if inline and ctx.trace is not eval_trace:
         return fun(*args, **kwargs)
+      if eager_fallback and staged and ctx.trace is not eval_trace:
+        return traced_call(args, kwargs)
       return slow(args, kwargs)
     except Exception as e:
       if getattr(e, "_hlox_jit_output", None) and ctx.trace is eval_trace:

@@ -98,7 +98,7 @@ def reduce_prod(operand, axes):
 reduce_max_p = _reducer("reduce_max", _any_dtype, "bool, integer, floating or complex types",
                         _keep_weak, max_hlo, _max_identity)
 
-def _reduce_chooser_jvp(t, out, operand, *, axes, out_sharding=None):
+def _reduce_chooser_jvp(t, out, operand, *, axes):
   # The tangent at the extremum; equal extrema share it equally (as JAX does). A NaN result
   # matches no element, so its tangent is NaN.
   aval = get_aval(operand)
@@ -117,7 +117,7 @@ def reduce_max(operand, axes, *, out_sharding=None):
 
   An empty reduction gives the dtype's smallest value (-inf for floats)."""
   with sharding_types.result_sharding_given(out_sharding is not None):
-    out = reduce_max_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+    out = reduce_max_p.bind(operand, axes=_axes_param(axes))
   return apply_out_sharding(out, out_sharding, "reduce_max")
 
 
@@ -133,7 +133,7 @@ def reduce_min(operand, axes, *, out_sharding=None):
 
   An empty reduction gives the dtype's largest value (+inf for floats)."""
   with sharding_types.result_sharding_given(out_sharding is not None):
-    out = reduce_min_p.bind(operand, axes=_axes_param(axes), out_sharding=None)
+    out = reduce_min_p.bind(operand, axes=_axes_param(axes))
   return apply_out_sharding(out, out_sharding, "reduce_min")
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from hlox import lax
 from hlox import numpy as jnp
-from hlox.api import jit
+from hlox.api import eager_fused, jit
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer
 from hlox.custom_derivatives import custom_jvp
@@ -97,7 +97,8 @@ def soft_sign(x):
   return x / (jnp.abs(x) + 1)
 
 
-@jit
+# JAX does not jit ``sigmoid`` and ``gelu``: eagerly one executable, inlined when traced.
+@eager_fused
 def sigmoid(x):
   """The logistic function ``1 / (1 + exp(-x))``."""
   return lax.logistic(x)
@@ -173,7 +174,7 @@ def selu(x):
   return _SELU_SCALE * elu(x, _SELU_ALPHA)
 
 
-@functools.partial(jit, static_argnames=("approximate",))
+@functools.partial(eager_fused, static_argnames=("approximate",))
 def gelu(x, approximate: bool = True):
   """Gaussian error linear unit; the tanh approximation unless ``approximate=False``."""
   x = promote_args_inexact("gelu", x)[0]
@@ -202,6 +203,7 @@ def _reduce_count(x, axis, where, keepdims, dtype):
   return jnp.sum(ones, axis=axis, where=where, keepdims=keepdims)
 
 
+@functools.partial(jit, static_argnames=("axis", "keepdims"))
 def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
   """``log(mean(exp(x)))`` along ``axis``: ``logsumexp(x) - log(n)``."""
   lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)

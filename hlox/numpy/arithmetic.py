@@ -126,3 +126,9 @@ def i0(x):
   big = ufuncs.exp(safe) / ufuncs.sqrt(2 * np.pi * safe) * (
       1 + 1 / (8 * safe) + 9 / (128 * safe ** 2) + 225 / (3072 * safe ** 3))
   return ufuncs.where(ax > 30, big, total)
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(globals(), ["gcd", "lcm", "i0", "ldexp", "frexp"], {},
+                    staged=("gcd", "lcm", "i0", "ldexp", "frexp"))

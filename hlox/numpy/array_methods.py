@@ -87,8 +87,8 @@ def _methods():
   for room, names in (
       (reductions, ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "any", "all",
                     "cumsum", "cumprod", "var", "std", "ptp")),
-      (ufuncs, ("clip", "round", "conj", "conjugate")),
-      (products, ("dot", "trace")),
+      (ufuncs, ("round", "conj", "conjugate")),
+      (products, ("dot",)),
       (shapes, ("ravel", "squeeze", "swapaxes", "repeat")),
       (sorting, ("sort", "argsort", "argpartition")),
       (searching, ("nonzero", "searchsorted")),
@@ -96,6 +96,12 @@ def _methods():
       (creation, ("diagonal", "copy"))):
     for name in names:
       methods[name] = getattr(room, name)
+  # The bounds go by keyword, as JAX's method passes them (its staged ``clip`` call takes them
+  # in keyword order: ``max``, then ``min``).
+  methods["clip"] = lambda x, min=None, max=None: ufuncs.clip(x, min=min, max=max)
+  # (JAX's method passes the offset, a traced argument of its staged ``trace``.)
+  methods["trace"] = lambda x, offset=0, axis1=0, axis2=1, dtype=None, out=None: \
+      products.trace(x, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype, out=out)
   methods["compress"] = lambda x, condition, axis=None, **kw: selection.compress(condition, x,
                                                                                  axis, **kw)
   methods["choose"] = lambda x, choices, mode="raise": selection.choose(x, choices, mode=mode)

@@ -72,3 +72,10 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     else:
       bits = bits[..., :count]
   return shapes.swapaxes(bits, axis, -1)
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(globals(), ["packbits", "unpackbits"], {},
+                    default_static=("axis", "bitorder", "count"),
+                    staged=("packbits", "unpackbits"))

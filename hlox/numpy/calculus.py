@@ -43,9 +43,14 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         [parts[-1]] if append is not None else [])
     a = shapes.concatenate(pieces, axis)
   for _ in range(n):
-    size = get_aval(a).shape[axis]
-    lo = lax.slice_in_dim(a, 0, max(size - 1, 0), axis=axis)
-    hi = lax.slice_in_dim(a, min(1, size), size, axis=axis)
+    shape = get_aval(a).shape
+    size = shape[axis]
+    # The later entries first, then the earlier ones (JAX's order in its jaxprs).
+    starts, limits = [0] * len(shape), list(shape)
+    starts[axis] = min(1, size)
+    hi = lax.slice(a, starts, limits)
+    starts[axis], limits[axis] = 0, max(size - 1, 0)
+    lo = lax.slice(a, starts, limits)
     a = ufuncs.not_equal(hi, lo) if get_aval(a).dtype == np.bool_ else ufuncs.subtract(hi, lo)
   return a
 
@@ -225,3 +230,10 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
   if x is not None:
     return 0.5 * reductions.sum(dx_arr * (y[..., 1:] + y[..., :-1]), axis=-1)
   return 0.5 * dx_arr * reductions.sum(y[..., 1:] + y[..., :-1], axis=-1)
+
+
+# As JAX's jitted functions: eagerly one cached executable each, a nested ``jit`` equation
+# when traced.
+util.fuse_functions(globals(), ["diff", "ediff1d", "gradient", "unwrap", "trapezoid"],
+                    {"diff": ("n", "axis")}, default_static=("axis", "edge_order"),
+                    staged=("diff", "ediff1d", "gradient", "unwrap", "trapezoid"))

@@ -378,7 +378,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
                                                                   fraction)),
                   lax.mul(lax.reshape(stop, expanded), fraction))
     if endpoint:
-      out = lax.concatenate([out, lax.reshape(stop, expanded)], axis)
+      out = lax.concatenate([out, lax.expand_dims(stop, (axis,))], axis)
   elif num == 1:
     delta = lax.full(bounds, np.nan, compute) if endpoint else lax.sub(stop, start)
     out = lax.reshape(start, expanded)
@@ -467,10 +467,7 @@ def _offset_mask(shape, k, name):
   else:
     k = operator.index(k)
     # Offsets beyond the matrix behave like the nearest one that empties/fills it.
-    k = builtins.max(builtins.min(k, shape[1] + 1), -shape[0] - 1)
-    if k == 0:
-      return rows, cols
-    k = np.int32(k)
+    k = np.int32(builtins.max(builtins.min(k, shape[1] + 1), -shape[0] - 1))
   return lax.add(rows, k), cols
 
 
@@ -503,11 +500,23 @@ def _triangle(name, m, k, lower):
   if m.ndim < 2:
     raise ValueError(f"{name}: argument must be at least 2-d, got shape {m.shape}")
   shape = m.shape[-2:]
-  rows, cols = _offset_mask(shape, k, name)
-  # tril keeps j <= i + k, triu keeps j >= i + k.
-  keep = lax.ge(rows, cols) if lower else lax.le(rows, cols)
+  # Both are JAX's ``tri`` mask (j <= i + k: the row iota plus k, even 0, then the column
+  # iota, as its jaxprs show): tril keeps it, triu zeroes the mask one diagonal lower.
+  if isinstance(k, (Array, Tracer)):
+    if not (dtypes.is_int(k.dtype) and k.ndim == 0):
+      raise TypeError(f"{name}: k must be an integer scalar, got {k.aval.str_short()}")
+    k = lax.convert_element_type(k, dtypes.int32)
+    if not lower:
+      k = lax.sub(k, np.int32(1))
+  else:
+    k = operator.index(k) - (0 if lower else 1)
+    # Offsets beyond the matrix behave like the nearest one that empties/fills it.
+    k = np.int32(builtins.max(builtins.min(k, shape[1] + 1), -shape[0] - 1))
+  rows = lax.add(lax.broadcasted_iota(dtypes.int32, shape, 0), k)
+  keep = lax.ge(rows, lax.broadcasted_iota(dtypes.int32, shape, 1))
   keep = lax.broadcast_in_dim(keep, m.shape, (m.ndim - 2, m.ndim - 1))
-  return lax.select(keep, m, lax.full(m.shape, 0, m.dtype))
+  zeros = lax.full(m.shape, 0, m.dtype)
+  return lax.select(keep, m, zeros) if lower else lax.select(keep, zeros, m)
 
 
 def tril(m, k=0):
@@ -620,3 +629,15 @@ def indices(dimensions, dtype=None, sparse: bool = False):
   grids = [lax.expand_dims(lax.broadcasted_iota(dtype, dimensions, i), (0,))
            for i in range(n)]
   return lax.concatenate(grids, 0)
+
+
+# The functions JAX jits without ``inline=True`` (a nested ``jit`` equation in its jaxprs,
+# named as JAX's function is): eagerly one cached executable each, staged when traced.
+# (``geomspace`` is left as it is: it checks concrete bounds for zeros.)
+util.fuse_functions(globals(), ["tril", "triu", "diag", "diagonal", "linspace", "logspace"],
+                    {"tril": ("k",), "triu": ("k",), "diag": ("k",),
+                     "diagonal": ("offset", "axis1", "axis2")},
+                    default_static=("num", "endpoint", "retstep", "dtype", "axis", "device"),
+                    staged={"tril": "tril", "triu": "triu", "diag": "_diag",
+                            "diagonal": "diagonal", "linspace": "_linspace",
+                            "logspace": "_logspace"})

@@ -823,7 +823,12 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   dtype = _index_dtype(shape)
   if mode is None or mode == "fill":
     gmode = GatherScatterMode.FILL_OR_DROP
-    indices = _normalize_array(indices, size, dtype, True)
+    if isinstance(indices, np.ndarray) or dtypes.is_unsigned_int(get_aval(indices).dtype):
+      indices = _normalize_array(indices, size, dtype, True)
+    else:  # negative indices wrapped with ``where``, as JAX's jaxprs show
+      indices = lax.convert_element_type(indices, dtype)
+      indices = ufuncs._where(lax.lt(indices, np.zeros((), dtype)),
+                              lax.add(indices, np.asarray(size, dtype)[()]), indices)
   elif mode == "clip":
     gmode = GatherScatterMode.CLIP
   elif mode == "wrap":
@@ -847,7 +852,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
   dnums = GatherDimensionNumbers(
       offset_dims=tuple(range(axis)) + tuple(range(axis + nidx, len(shape) + nidx - 1)),
       collapsed_slice_dims=(axis,), start_index_map=(axis,))
-  indices = _reshape(indices, ishape + (1,))
+  indices = lax.broadcast_in_dim(indices, ishape + (1,), tuple(range(nidx)))
   return lax.gather(a, indices, dnums, slice_sizes, mode=gmode, fill_value=fill_value,
                     unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
@@ -996,3 +1001,13 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
               for i, d in enumerate(ashape))
   out = _IndexUpdateRef(a, idx).set(values, mode=mode)
   return _reshape(out, shape)
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+# (``take_along_axis`` stages its own ``jit`` above.)
+util.fuse_functions(
+    globals(), ["take", "put_along_axis"], {},
+    default_static=("axis", "out", "mode", "unique_indices", "indices_are_sorted",
+                    "fill_value", "inplace"),
+    staged={"take": "_take", "put_along_axis": "put_along_axis"})

@@ -551,3 +551,14 @@ def cond(x, p=None):
                        f"arr.shape={shape}")
     r = norm(arr, ord=p, axis=(-2, -1)) * norm(inv(arr), ord=p, axis=(-2, -1))
   return ufuncs.where(ufuncs.isnan(r) & ~ufuncs.isnan(arr).any(axis=(-2, -1)), np.inf, r)
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(
+    globals(), ["cholesky", "matrix_power", "slogdet", "det", "inv", "norm", "qr", "solve",
+                "cond"], {"matrix_power": ("n",)},
+    default_static=("upper", "symmetrize_input", "method", "ord", "axis", "keepdims", "mode",
+                    "p"),
+    staged=("cholesky", "matrix_power", "slogdet", "det", "inv", "norm", "qr", "solve",
+            "cond"))

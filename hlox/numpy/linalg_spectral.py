@@ -286,3 +286,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
   if b_orig_ndim == 1:
     x = shapes.ravel(x)
   return x, resid, rank, s
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(
+    globals(), ["matrix_rank", "eigvals", "eigh", "eigvalsh"], {},
+    default_static=("hermitian", "UPLO", "symmetrize_input"),
+    staged=("matrix_rank", "eigvals", "eigh", "eigvalsh"))

@@ -340,3 +340,14 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
       return c, vbase * shapes.atleast_1d(fac)[None]
     return c, vbase[:, :, None] * shapes.atleast_1d(fac)[None, None, :]
   return c
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(
+    globals(), ["polyfit", "poly", "polyval", "polyadd", "polyint", "polyder", "polysub",
+                "vander", "convolve", "correlate"], {},
+    default_static=("deg", "rcond", "full", "cov", "unroll", "m", "N", "increasing", "mode",
+                    "precision", "preferred_element_type"),
+    staged=("polyfit", "poly", "polyval", "polyadd", "polyint", "polyder", "polysub",
+            "vander", "convolve", "correlate"))

@@ -94,3 +94,9 @@ def isreal(x):
   util.check_arraylike("isreal", x)
   i = ufuncs.imag(x)
   return i == (0 if get_aval(i).ndim == 0 else np.zeros((), get_aval(i).dtype))
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(globals(), ["iscomplex", "isreal"], {},
+                    staged=("iscomplex", "isreal"))

@@ -21,7 +21,7 @@ from hlox.core import dtypes, sharding_types
 from hlox.core.shape_poly import canonical_dim
 from hlox.core.tracer import get_aval
 from hlox.lax.dot import _type_rank
-from hlox.numpy import creation, shapes, ufuncs, util
+from hlox.numpy import creation, reductions, shapes, ufuncs, util
 
 __all__ = ["dot", "matmul", "vdot", "vecdot", "outer", "inner", "tensordot", "einsum", "kron",
            "trace", "cross", "matvec", "vecmat", "einsum_path"]
@@ -319,9 +319,11 @@ def kron(a, b):
   a_shape = (1,) * (nd - len(a_shape)) + tuple(a_shape)
   b_shape = (1,) * (nd - len(b_shape)) + tuple(b_shape)
   # Interleave: a's axes at even positions, b's at odd ones, then merge each pair.
-  shape = tuple(d for pair in zip(a_shape, b_shape) for d in pair)
-  a = lax.broadcast_in_dim(_reshape(a, a_shape), shape, tuple(range(0, 2 * nd, 2)))
-  b = lax.broadcast_in_dim(_reshape(b, b_shape), shape, tuple(range(1, 2 * nd, 2)))
+  # (Each gets size-1 axes where the other's are; the product broadcasts them, as in JAX.)
+  a = lax.broadcast_in_dim(_reshape(a, a_shape), tuple(d for n in a_shape for d in (n, 1)),
+                           tuple(range(0, 2 * nd, 2)))
+  b = lax.broadcast_in_dim(_reshape(b, b_shape), tuple(d for n in b_shape for d in (1, n)),
+                           tuple(range(1, 2 * nd, 2)))
   return _reshape(_multiply(a, b), tuple(x * y for x, y in zip(a_shape, b_shape)))
 
 
@@ -354,11 +356,12 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
   if axis1 == axis2:
     raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2} "
                      "(jnp.trace)")
-  out_dtype = _sum_dtype(aval.dtype) if dtype is None else \
-      dtypes.canonicalize_dtype(np.dtype(dtype))
-  x = lax.convert_element_type(a, out_dtype, weak_type=aval.weak_type and dtype is None)
-  x = _diagonal_mask(x, axis1, axis2, int(offset))
-  return lax.reduce_sum(x, (axis1, axis2))
+  # The plane last, everything off the diagonal selected away (``where`` keeps an ``inf``
+  # on it), then summed: as JAX composes it.
+  n, m = aval.shape[axis1], aval.shape[axis2]
+  a = shapes.moveaxis(a, (axis1, axis2), (-2, -1))
+  a = ufuncs.where(creation.eye(n, m, k=offset, dtype=bool), a, creation.zeros_like(a))
+  return reductions.sum(a, axis=(-2, -1), dtype=dtype)
 
 
 # --- einsum ------------------------------------------------------------------------------
@@ -596,8 +599,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
   a2 = a[..., 2] if na == 3 else creation.zeros_like(a0)
   b0, b1 = b[..., 0], b[..., 1]
   b2 = b[..., 2] if nb == 3 else creation.zeros_like(b0)
-  c = shapes.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
-  return shapes.moveaxis(c, -1, axisc)
+  # Stacked first, then moved to ``axisc`` (a transpose in the jaxpr, as JAX's).
+  c = shapes.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=0)
+  return shapes.moveaxis(c, 0, axisc)
 
 
 def matvec(x1, x2, /):
@@ -615,6 +619,9 @@ def vecmat(x1, x2, /):
 # Eagerly, each product is one cached executable per argument signature, as JAX's jit-wrapped
 # ``jnp.dot``/``matmul``/...; ``einsum`` (its subscripts are positional) and ``einsum_path``
 # (host-side planning) are left as they are.
-util.fuse_functions(globals(), __all__, {}, default_static=(
+# (``trace``'s offset is a traced argument, as in JAX.)
+util.fuse_functions(globals(), __all__, {"trace": ("axis1", "axis2", "dtype", "out")},
+                    default_static=(
     "precision", "preferred_element_type", "out_sharding", "axis", "axes", "out", "offset",
-    "axis1", "axis2", "dtype", "axisa", "axisb", "axisc"), skip=("einsum", "einsum_path"))
+    "axis1", "axis2", "dtype", "axisa", "axisb", "axisc"), skip=("einsum", "einsum_path"),
+    staged=("trace", "cross", "kron", "matvec", "vecmat"))

@@ -339,7 +339,27 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
   """Variance over ``axis``: ``sum(|x - mean|**2) / (N - correction)`` (``ddof`` is NumPy's
   name for ``correction``). NaN where ``N - correction <= 0``; real for complex input."""
   _check_out("var", out)
-  return _var("var", a, axis, dtype, _correction(ddof, correction), keepdims, where, mean)
+  return _var_call(a, axis=_hashable_axis(axis), dtype=dtype,
+                   correction=_correction(ddof, correction), keepdims=keepdims, where=where,
+                   a_mean=mean)
+
+
+def _hashable_axis(axis):
+  return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _var_call(a, *, axis=None, dtype=None, correction=0, keepdims=False, where=None,
+              a_mean=None, name="var"):
+  """``var`` past its argument handling: JAX's jitted ``_var`` (staged as such, below), whose
+  dynamic arguments are the array, the correction, ``where`` and the mean."""
+  return _var(name, a, axis, dtype, correction, keepdims, where, a_mean)
+
+
+def _std_call(a, *, axis=None, dtype=None, correction=0, keepdims=False, where=None,
+              a_mean=None):
+  """``std`` past its argument handling (JAX's jitted ``_std``): the root of ``_var``."""
+  return lax.sqrt(_var_call(a, axis=axis, dtype=dtype, correction=correction,
+                            keepdims=keepdims, where=where, a_mean=a_mean, name="std"))
 
 
 def _var(name, a, axis, dtype, correction, keepdims, where, a_mean):
@@ -353,21 +373,18 @@ def _var(name, a, axis, dtype, correction, keepdims, where, a_mean):
     a_mean = _mean(a, dims, dtype=computation_dtype, keepdims=True, where=where)
   else:
     a_mean = _convert(_arg(name, a_mean), computation_dtype)
-  centered = _abs2(lax.sub(a, a_mean))
+  centered = lax.sub(a, a_mean)
+  # (Real values are squared by ``square``, as in JAX's jaxprs.)
+  centered = _abs2(centered) if dtypes.is_complex(get_aval(centered).dtype) else \
+      lax.square(centered)
   real_dtype = get_aval(centered).dtype
   count = _count(a, dims, keepdims, where, real_dtype)
-  total = sum(centered, dims, dtype=real_dtype, keepdims=keepdims, where=where)
-  if (where is None and isinstance(correction, (int, float, np.number))
-      and isinstance(count, np.ndarray)):
-    # The count is static: so is the normalizer, and whether it is positive.
-    normalizer = np.asarray(np.asarray(count) - correction).astype(real_dtype)
-    if normalizer <= 0:
-      return _full(get_aval(total).shape, np.nan, result_dtype)
-    return _convert(lax.div(total, normalizer), result_dtype)
   normalizer = lax.sub(count, _convert(correction, real_dtype))
+  total = sum(centered, dims, dtype=real_dtype, keepdims=keepdims, where=where)
   result = _convert(lax.div(total, normalizer), result_dtype)
-  positive = lax.gt(normalizer, _full(get_aval(normalizer).shape, 0, real_dtype))
-  return _select(positive, result, _full(get_aval(result).shape, np.nan, result_dtype))
+  # NaN where nothing is left to divide by (JAX's ``_where``, staged as its own call).
+  positive = lax.gt(normalizer, np.zeros((), real_dtype)[()])
+  return util._where(positive, result, np.nan)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -377,8 +394,9 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
   dtype = _user_dtype("std", dtype)
   if dtype is not None and not dtypes.is_inexact(dtype):
     raise ValueError(f"jnp.std: dtype must be inexact, got {dtype.name}")
-  return lax.sqrt(_var("std", a, axis, dtype, _correction(ddof, correction), keepdims, where,
-                       mean))
+  return _std_call(a, axis=_hashable_axis(axis), dtype=dtype,
+                   correction=_correction(ddof, correction), keepdims=keepdims, where=where,
+                   a_mean=mean)
 
 
 def ptp(a, axis=None, out=None, keepdims=False):
@@ -743,4 +761,11 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
 # reductions the same way); ``initial`` and ``where`` stay traced arguments.
 util.fuse_functions(globals(), __all__, {}, default_static=(
     "axis", "dtype", "out", "keepdims", "ddof", "correction", "returned", "include_initial",
-    "promote_integers", "overwrite_input", "method"))
+    "promote_integers", "overwrite_input", "method"),
+    staged={**{name: name for name in (
+        "count_nonzero", "nanmin", "nanmax", "nansum", "nanprod", "nanmean", "nanvar",
+        "nanstd", "cumsum", "cumprod", "nancumsum", "nancumprod", "median")},
+            "ptp": "_ptp"})
+# ``var`` and ``std`` (fused above, inlined when traced) call JAX's staged ``_var``/``_std``.
+util.fuse_functions(globals(), ["_var_call", "_std_call"], {}, default_static=(
+    "axis", "dtype", "keepdims", "name"), staged={"_var_call": "_var", "_std_call": "_std"})

@@ -98,3 +98,10 @@ def digitize(x, bins, right=False, *, method=None):
   decreasing = get_aval(bins).shape[0] - searchsorted(bins[::-1], x,
                                                       side="right" if right else "left", **kw)
   return ufuncs.where(bins[-1] >= bins[0], increasing, decreasing)
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(globals(), ["searchsorted", "digitize"], {},
+                    default_static=("side", "method", "right"),
+                    staged=("searchsorted", "digitize"))

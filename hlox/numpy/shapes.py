@@ -1224,6 +1224,14 @@ def block(arrays):
 # Functions made of several primitives run eagerly as one cached executable each (as JAX's
 # jit-wrapped ones); single-primitive ones (reshape, transpose, ...) already dispatch once.
 util.fuse_functions(globals(), ["stack", "hstack", "vstack", "dstack", "column_stack", "tile",
-                                "flip", "fliplr", "flipud", "rot90", "append"],
-                    {"tile": ("reps",), "rot90": ("k", "axes")},
-                    default_static=("axis", "out", "dtype"))
+                                "flip", "fliplr", "flipud", "rot90", "append", "atleast_1d",
+                                "atleast_2d", "atleast_3d", "resize", "block", "rollaxis"],
+                    {"tile": ("reps",), "rot90": ("k", "axes"), "resize": ("new_shape",),
+                     "rollaxis": ("axis", "start")},
+                    default_static=("axis", "out", "dtype"),
+                    # Those that JAX jits without ``inline=True``: a nested ``jit`` equation
+                    # (named as JAX's function) when traced.
+                    staged={"flip": "_flip", "fliplr": "_flip", "flipud": "_flip",
+                            "rot90": "rot90", "append": "append", "atleast_1d": "atleast_1d",
+                            "atleast_2d": "atleast_2d", "atleast_3d": "atleast_3d",
+                            "resize": "resize", "block": "block", "rollaxis": "rollaxis"})

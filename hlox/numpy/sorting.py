@@ -255,3 +255,11 @@ def _unique_sized(ar, axis, size, fill_value, return_index, return_inverse, retu
     counts = creation.zeros((size,), idx_dtype).at[group].add(1, mode="drop")
     outs.append(counts)
   return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(
+    globals(), ["sort", "argsort", "partition", "argpartition", "sort_complex", "lexsort"], {},
+    default_static=("axis", "kind", "order", "stable", "descending", "dtype", "kth"),
+    staged=("sort", "argsort", "partition", "argpartition", "sort_complex", "lexsort"))

@@ -359,3 +359,14 @@ def _check_quantile_args(name, out, overwrite_input):
     raise ValueError(f"{name}: the 'out' argument is not supported")
   if overwrite_input:
     raise ValueError(f"{name}: overwrite_input=True is not supported")
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(
+    globals(), ["cov", "corrcoef", "quantile", "nanquantile", "percentile", "nanpercentile",
+                "nanmedian"], {},
+    default_static=("rowvar", "bias", "ddof", "dtype", "axis", "overwrite_input", "keepdims",
+                    "method", "out_sharding"),
+    staged=("cov", "corrcoef", "quantile", "nanquantile", "percentile", "nanpercentile",
+            "nanmedian"))

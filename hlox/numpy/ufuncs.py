@@ -17,11 +17,13 @@ from hlox.core import dtypes
 from hlox.core.tracer import Tracer, get_aval
 from hlox.custom_derivatives import custom_jvp
 from hlox.errors import ConcretizationTypeError
-from hlox.lax import elementwise as _ew
+# The select helpers live in ``util`` (``reductions`` needs ``_where`` too, as in JAX).
+from hlox.numpy.util import (_const, _dtype, _jit_const, _strong_const, _strong_scalars,
+                             _to_bool)
 from hlox.numpy import creation, reductions, shapes, util
 from hlox.numpy.util import (broadcast_shapes, broadcast_to_shape, check_arraylike,
                              ensure_array, promote_args, promote_args_inexact,
-                             promote_args_numeric, promote_dtypes, promote_dtypes_inexact,
+                             promote_args_numeric, promote_dtypes_inexact,
                              promote_dtypes_numeric, promote_shapes)
 from hlox.runtime.array import Array, device_put
 from hlox.core.extended_functions import refused as _refused
@@ -62,23 +64,6 @@ __all__ = [
 
 # --- helpers -----------------------------------------------------------------------------
 
-_PY_SCALARS = (bool, int, float, complex)
-
-
-def _strong_scalars(args):
-  """After promotion to a strong dtype, Python scalars become NumPy scalars of that dtype
-  (JAX converts them too), so that a result computed from them alone is strong as well."""
-  for a in args:
-    if type(a) in _PY_SCALARS:
-      break
-  else:
-    return args  # the common case: arrays only
-  if all(type(a) in _PY_SCALARS or get_aval(a).weak_type for a in args):
-    return list(args)
-  return [np.asarray(a, dtype=get_aval(a).dtype)[()] if type(a) in _PY_SCALARS else a
-          for a in args]
-
-
 def _args(name, *args):
   return _strong_scalars(promote_args(name, *args))
 
@@ -106,9 +91,6 @@ def _arraylike(name, *args):
   return [ensure_array(a) for a in args]
 
 
-def _dtype(x):
-  return get_aval(x).dtype
-
 
 def _asarray(x):
   """``x`` as an Array (or tracer); a Python scalar keeps its weak type."""
@@ -117,42 +99,10 @@ def _asarray(x):
   return device_put(x)
 
 
-def _const(x, value):
-  """``value`` as a scalar of ``x``'s dtype that keeps ``x``'s weak type (``lax`` requires
-  equal dtypes)."""
-  return _ew._const(x, value)
-
-
-def _strong_const(x, value):
-  """``value`` as a NumPy scalar of ``x``'s dtype: unlike ``_const``, a comparison with it
-  gives a strongly typed result (as JAX's tests against constants do)."""
-  return np.asarray(value, dtype=_dtype(x))[()]
-
-
-def _jit_const(x, value):
-  """The constant JAX's jitted ``jnp`` functions use: it keeps a weak ``x``'s weak type only
-  when ``x`` is 0-d (JAX 0.10: ``hypot(3., 4.)`` is weak, ``hypot(full(2, 3.), 4.)`` is
-  not)."""
-  return _const(x, value) if get_aval(x).ndim == 0 else _strong_const(x, value)
-
-
 def _full_like(x, value, dtype=None):
   """An array of ``x``'s shape filled with ``value`` (strongly typed)."""
   dtype = dtypes.canonicalize_dtype(dtype if dtype is not None else _dtype(x))
   return lax.broadcast_in_dim(np.asarray(value, dtype=dtype), get_aval(x).shape, ())
-
-
-def _to_bool(x):
-  return x if _dtype(x) == dtypes.bool_ else lax.ne(x, _jit_const(x, 0))
-
-
-def _where(condition, x, y):
-  """Three-argument ``where`` after the argument checks: promote, broadcast, select."""
-  x, y = _strong_scalars(promote_dtypes(x, y))
-  condition = _to_bool(condition)
-  shape = broadcast_shapes(*(get_aval(a).shape for a in (condition, x, y)))
-  condition, x, y = (broadcast_to_shape(a, shape) for a in (condition, x, y))
-  return lax.select(condition, x, y)
 
 
 def _check_not_complex(name, *args, error=TypeError):
@@ -1079,11 +1029,12 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = promote_dtypes_inexact(a, b)
   tol_dtype = _real_dtype_of(_dtype(a))
   rtol, atol = (lax.convert_element_type(t, tol_dtype) for t in (rtol, atol))
+  # In JAX's order (its jaxprs show the NaN test even when ``equal_nan`` is off).
+  both_nan = lax.bitwise_and(isnan(a), isnan(b))
+  finite = isfinite(b)
   in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
-  out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(isfinite(b), in_range))
-  if equal_nan:
-    out = lax.bitwise_or(out, lax.bitwise_and(isnan(a), isnan(b)))
-  return out
+  out = lax.bitwise_or(lax.eq(a, b), lax.bitwise_and(finite, in_range))
+  return lax.bitwise_or(out, both_nan) if equal_nan else out
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -1297,4 +1248,15 @@ _STATIC_ARGNAMES = {
     "nan_to_num": ("copy",), "isclose": ("equal_nan",), "allclose": ("equal_nan",),
     "angle": ("deg",), "where": ("size",),
 }
-util.fuse_functions(globals(), __all__, _STATIC_ARGNAMES, skip=("power", "pow", "positive"))
+# The ones JAX jits without ``inline=True``: a nested ``jit`` equation in traced programs.
+_STAGED = ("clip", "round", "around", "nan_to_num", "isclose", "allclose", "fmin", "fmax",
+           "trunc", "angle", "arccosh", "bitwise_count", "rint", "copysign", "floor_divide",
+           "divmod", "signbit", "remainder", "fmod", "modf", "isinf", "heaviside", "hypot",
+           "sinc")
+util.fuse_functions(globals(), __all__, _STATIC_ARGNAMES, skip=("power", "pow", "positive"),
+                    staged=_STAGED)
+# The three-argument ``where`` after its checks (every ``where`` in the package goes through
+# it), staged as JAX's ``_where``: in ``util``, where it lives (``util`` itself is imported
+# before ``hlox.api`` can be), for every module that calls ``util._where``.
+util.fuse_functions(vars(util), ["_where"], {}, staged=("_where",))
+_where = util._where

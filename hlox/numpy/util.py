@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from hlox import lax
+from hlox.lax import elementwise as _ew
 from hlox.config import config
 from hlox.core import dtypes, source_info
 from hlox.core.tracer import Tracer, get_aval
@@ -271,13 +272,19 @@ def concrete_value(name, x):
 
 
 def fuse_functions(namespace: dict, names, static_argnames: dict, default_static=(),
-                   skip=()) -> None:
+                   skip=(), staged=()) -> None:
   """Replace the functions ``names`` of a module ``namespace`` by ``api.eager_fused``
-  versions: eagerly one cached executable per call signature, inlined when traced (JAX
-  jit-wraps its ``jnp`` functions the same way). ``static_argnames[name]`` (else
-  ``default_static``, keeping the names ``name`` takes) are compile-time parameters."""
+  versions: eagerly one cached executable per call signature (JAX jit-wraps its ``jnp``
+  functions the same way). ``static_argnames[name]`` (else ``default_static``, keeping the
+  names ``name`` takes) are compile-time parameters.
+
+  Traced, a function is inlined, unless it is in ``staged``: the functions that JAX jits
+  without ``inline=True``, which show in its jaxprs as a nested ``jit`` equation. ``staged``
+  names them, or maps each to the name that equation carries (JAX's function's name)."""
   import inspect
   from hlox.api import eager_fused
+  if not isinstance(staged, dict):
+    staged = {name: name for name in staged}
   for name in names:
     fun = namespace.get(name)
     if name in skip or not inspect.isfunction(fun):
@@ -287,4 +294,59 @@ def fuse_functions(namespace: dict, names, static_argnames: dict, default_static
       params = inspect.signature(fun).parameters
       static = tuple(n for n in default_static if n in params
                      and params[n].kind is not inspect.Parameter.POSITIONAL_ONLY)
-    namespace[name] = eager_fused(fun, static_argnames=static)
+    namespace[name] = eager_fused(fun, static_argnames=static, call_name=staged.get(name))
+
+
+
+# --- the three-argument ``where`` and its helpers (JAX's ``util._where``) ----------------
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _strong_scalars(args):
+  """After promotion to a strong dtype, Python scalars become NumPy scalars of that dtype
+  (JAX converts them too), so that a result computed from them alone is strong as well."""
+  for a in args:
+    if type(a) in _PY_SCALARS:
+      break
+  else:
+    return args  # the common case: arrays only
+  if all(type(a) in _PY_SCALARS or get_aval(a).weak_type for a in args):
+    return list(args)
+  return [np.asarray(a, dtype=get_aval(a).dtype)[()] if type(a) in _PY_SCALARS else a
+          for a in args]
+
+def _dtype(x):
+  return get_aval(x).dtype
+
+def _const(x, value):
+  """``value`` as a scalar of ``x``'s dtype that keeps ``x``'s weak type (``lax`` requires
+  equal dtypes)."""
+  return _ew._const(x, value)
+
+
+def _strong_const(x, value):
+  """``value`` as a NumPy scalar of ``x``'s dtype: unlike ``_const``, a comparison with it
+  gives a strongly typed result (as JAX's tests against constants do)."""
+  return np.asarray(value, dtype=_dtype(x))[()]
+
+
+def _jit_const(x, value):
+  """The constant JAX's jitted ``jnp`` functions use: it keeps a weak ``x``'s weak type only
+  when ``x`` is 0-d (JAX 0.10: ``hypot(3., 4.)`` is weak, ``hypot(full(2, 3.), 4.)`` is
+  not)."""
+  return _const(x, value) if get_aval(x).ndim == 0 else _strong_const(x, value)
+
+def _to_bool(x):
+  return x if _dtype(x) == dtypes.bool_ else lax.ne(x, _jit_const(x, 0))
+
+
+def _where(condition, x, y):
+  """Three-argument ``where`` after the argument checks: promote, broadcast, select."""
+  x, y = _strong_scalars(promote_dtypes(x, y))
+  condition = _to_bool(condition)
+  shape = broadcast_shapes(*(get_aval(a).shape for a in (condition, x, y)))
+  x, y = (broadcast_to_shape(a, shape) for a in (x, y))
+  if get_aval(condition).ndim:  # a scalar condition selects whole arrays (as in JAX)
+    condition = broadcast_to_shape(condition, shape)
+  return lax.select(condition, x, y)

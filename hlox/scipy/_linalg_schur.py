@@ -238,3 +238,10 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     cq = cq.ravel()
   r = jnp.triu(r[..., :k, :])
   return (cq, r, p) if pivoting else (cq, r)
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(globals(), ["rsf2csf", "solve_sylvester"], {},
+                    default_static=("check_finite", "method"),
+                    staged=("rsf2csf", "solve_sylvester"))

@@ -289,3 +289,13 @@ def dft(n, scale=None, *, dtype=None):
   elif scale == "n":
     omegas = omegas / n
   return omegas
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(
+    globals(), ["convolution_matrix", "hilbert", "invhilbert", "pascal", "invpascal",
+                "helmert", "hadamard", "dft"], {},
+    default_static=("n", "mode", "kind", "full", "dtype", "scale"),
+    staged=("convolution_matrix", "hilbert", "invhilbert", "pascal", "invpascal", "helmert",
+            "hadamard", "dft"))

@@ -268,3 +268,17 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):
   expm_a, frechet = autodiff.jvp(partial(expm, upper_triangular=False, max_squarings=16), (a,),
                             (e,))
   return (expm_a, frechet) if compute_expm else frechet
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(
+    globals(), ["svd", "eigh", "schur", "expm", "expm_frechet", "polar", "sqrtm",
+                "hessenberg"], {},
+    default_static=("full_matrices", "compute_uv", "overwrite_a", "overwrite_b",
+                    "check_finite", "lapack_driver", "lower", "eigvals_only", "turbo",
+                    "eigvals", "type", "output", "upper_triangular", "max_squarings",
+                    "method", "compute_expm", "side", "blocksize", "calc_q"),
+    staged={"svd": "_svd", "eigh": "_eigh", "schur": "_schur", "expm": "expm",
+            "expm_frechet": "expm_frechet", "polar": "polar", "sqrtm": "_sqrtm",
+            "hessenberg": "hessenberg"})

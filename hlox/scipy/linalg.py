@@ -232,3 +232,16 @@ def block_diag(*arrs):
     rows.append(shapes.pad(a, ((0, 0), (col, total - cols - col))))
     col += cols
   return shapes.concatenate(rows, axis=0)
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+util.fuse_functions(
+    globals(), ["cholesky", "lu", "qr", "solve", "solve_triangular", "block_diag",
+                "lu_factor", "lu_solve"], {},
+    default_static=("lower", "overwrite_a", "overwrite_b", "check_finite", "permute_l",
+                    "lwork", "mode", "pivoting", "debug", "assume_a", "trans",
+                    "unit_diagonal"),
+    staged={"cholesky": "_cholesky", "lu": "lu", "qr": "_qr", "solve": "_solve",
+            "solve_triangular": "_solve_triangular", "block_diag": "block_diag",
+            "lu_factor": "lu_factor", "lu_solve": "lu_solve"})

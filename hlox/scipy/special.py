@@ -10,7 +10,7 @@ from hlox import autodiff, lax
 from hlox import numpy as jnp
 from hlox.custom_derivatives import custom_jvp
 from hlox.core.tracer import get_aval
-from hlox.numpy.util import promote_args_inexact
+from hlox.numpy.util import canonicalize_axis_tuple, promote_args_inexact
 
 __all__ = ["betainc", "betaln", "digamma", "erf", "erfc", "erfinv", "expit", "gammainc",
            "gammaincc", "gammaln", "i0e", "i1e", "logit", "logsumexp", "polygamma",
@@ -217,6 +217,10 @@ def _xlog1py_jvp(primals, tangents):
 xlog1py.defjvp(_xlog1py_jvp)
 
 
+def _as_dtype(x, dtype):
+  return x if x.dtype == dtype else lax.convert_element_type(x, dtype)
+
+
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
   """``log(sum(b * exp(a), axis))`` computed stably (shifted by the maximum real part).
 
@@ -232,19 +236,23 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     a, = promote_args_inexact("logsumexp", a)
   a = jnp.asarray(a)
   is_complex = jnp.iscomplexobj(a)
-  amax = jnp.max(jnp.real(a), axis=axis, keepdims=True, where=where, initial=-jnp.inf)
-  # The shift only steadies the sum; it carries no gradient of its own.
-  amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
-  exp_a = jnp.exp(a - amax.astype(a.dtype))
+  dims = canonicalize_axis_tuple(axis, a.ndim, "logsumexp")
+  amax = jnp.max(jnp.real(a) if is_complex else a, axis=dims, keepdims=keepdims, where=where,
+                 initial=-jnp.inf)
+  # The shift only steadies the sum; it carries no gradient of its own. (The operations
+  # are JAX's, in its order, so that jaxprs read the same.)
+  finite = jnp.isfinite(amax)
+  zero = lax.full_like(amax, 0) if amax.ndim else np.zeros((), amax.dtype)  # 0-d: a literal
+  amax = lax.stop_gradient(lax.select(finite, amax, zero))
+  shift = amax if keepdims else lax.expand_dims(amax, dims)
+  exp_a = lax.exp(lax.sub(a, _as_dtype(shift, a.dtype)))
   if b is not None:
-    exp_a = exp_a * b
-  total = jnp.sum(exp_a, axis=axis, keepdims=keepdims, where=where)
-  sign = jnp.sign(total)
-  if not keepdims:
-    amax = jnp.squeeze(amax, axis=axis)
+    exp_a = lax.mul(exp_a, b)
+  total = jnp.sum(exp_a, axis=dims, keepdims=keepdims, where=where)
+  sign = lax.sign(total)
   if return_sign or not is_complex:
     total = jnp.abs(total)
-  out = jnp.log(total) + amax.astype(total.dtype)
+  out = lax.add(lax.log(total), _as_dtype(amax, total.dtype))
   if return_sign:
     return out, sign
   if b is None or is_complex:

@@ -25,7 +25,7 @@ from hlox.core import dtypes
 from hlox.core.tracer import get_aval
 from hlox.custom_derivatives import custom_jvp
 from hlox import numpy as jnp
-from hlox.numpy.util import promote_args_inexact
+from hlox.numpy.util import fuse_functions, promote_args_inexact
 
 __all__ = [
     "bernoulli", "bessel_jn", "beta", "boxcox", "boxcox1p", "comb", "dawsn", "entr", "erfcx",
@@ -1251,3 +1251,11 @@ def hyp2f1(a, b, c, x):
   a, b, c, x = promote_args_inexact("hyp2f1", a, b, c, x)
   _no_complex("hyp2f1", x)
   return _hyp2f1(*_bcast(_strong(a), _strong(b), _strong(c), _strong(x)))
+
+
+# The functions JAX jits without ``inline=True``: eagerly one cached executable each, and a
+# nested ``jit`` equation (named as JAX's function is) when traced.
+# (``expi``, ``sici``, ``expn``, ``hyp1f1`` and ``hyp2f1`` are custom_jvp functions outside
+# their jit in JAX: their jaxprs show the custom_jvp_call, as here.)
+fuse_functions(globals(), ["gammasgn", "bessel_jn"], {}, default_static=("v", "n_iter"),
+               staged=("gammasgn", "bessel_jn"))
