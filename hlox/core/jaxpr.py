@@ -709,14 +709,14 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
 _options = config._values  # read directly per traced equation (config's getattr is slower)
 
 class JaxprTracer(Tracer):
-  __slots__ = ("_aval", "var", "_src")
+  __slots__ = ("_aval", "_var", "_src")
 
   def __init__(self, trace, aval, var, src=None):
     self._trace = trace
     if sharding_types.active[0] and getattr(aval, "_sharding", None) is not None:
       aval = aval.strip_sharding()  # the split lives on ``var`` (the typed view below)
     self._aval = aval
-    self.var = var
+    self._var = var
     self._src = src
 
   @property
@@ -724,7 +724,7 @@ class JaxprTracer(Tracer):
     """The value's type; for a value split over Explicit mesh axes it records the split
     (``x.aval.sharding.spec``), as JAX's types do. Tracing itself works with the plain
     type (``_aval``) and keeps the split on the variable."""
-    split = getattr(self.var, "sharding", None)
+    split = getattr(self._var, "sharding", None)
     if split is None:
       return self._aval
     return self._aval.update(sharding=sharding_types.named_of_split(split))
@@ -732,7 +732,7 @@ class JaxprTracer(Tracer):
   @property
   def type_sharding(self):
     """How this value is split over Explicit mesh axes (``core/sharding_types.py``)."""
-    return getattr(self.var, "sharding", None)
+    return getattr(self._var, "sharding", None)
 
   def _short_repr(self) -> str:
     return f"JitTracer({self.aval})"
@@ -746,7 +746,7 @@ class JaxprTracer(Tracer):
       return ""
     src, traced_for, arg_names = origin
     text = f"\nThe error occurred while tracing the function {src} for {traced_for}. "
-    positions, roots = _progenitors(trace, self.var)
+    positions, roots = _progenitors(trace, self._var)
     if positions:
       names = [arg_names[i] if i < len(arg_names) else "unknown" for i in positions]
       if len(names) == 1:
@@ -848,7 +848,7 @@ class JaxprTrace(Trace):
                        f"iff {primitive}.multiple_results.")
     src = source_info_lib.current()
     out_avals = out if primitive.multiple_results else [out]
-    in_shardings = [getattr(t.var, "sharding", None) for t in tracers] if \
+    in_shardings = [getattr(t._var, "sharding", None) for t in tracers] if \
         sharding_types.active[0] else ()
     if sharding_types.active[0] and (any(s is not None for s in in_shardings)
                                      or primitive in sharding_types.sources):
@@ -857,12 +857,12 @@ class JaxprTrace(Trace):
       outs = [JaxprTracer(self, a, Var(a, s), src) for a, s in zip(out_avals, shardings)]
     else:
       outs = [JaxprTracer(self, a, Var(a), src) for a in out_avals]
-    self.eqns.append(JaxprEqn([t.var for t in tracers], [t.var for t in outs], primitive,
+    self.eqns.append(JaxprEqn([t._var for t in tracers], [t._var for t in outs], primitive,
                               params, src))
     return outs if primitive.multiple_results else outs[0]
 
   def to_jaxpr(self, out_tracers) -> tuple[Jaxpr, list]:
-    outvars = [t.var for t in out_tracers]
+    outvars = [t._var for t in out_tracers]
     jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, self.debug_info)
     return jaxpr, list(self.consts)
 

@@ -179,7 +179,7 @@ def process(trace, primitive, tracers, params, record):
     if partial or getattr(aval, "_ur", ()):
       u, r = out_ur[i] if partial else (frozenset(), frozenset())
       aval = aval.update(unreduced=u, reduced=r)
-    t._aval = t.var.aval = aval
+    t._aval = t._var.aval = aval
   return outs
 
 
@@ -209,11 +209,11 @@ def _pvary(trace, tracer, axes, record):
     # As JAX: a value reduced along exactly those axes is cast to varying (its cotangent
     # stays a partial sum there rather than being summed).
     out = record(reduced_vary_cast_p, [tracer], {"axes": in_order(axes)})
-    out._aval = out.var.aval = typed(aval, of(aval) | axes).update(
+    out._aval = out._var.aval = typed(aval, of(aval) | axes).update(
         unreduced=aval.unreduced, reduced=aval.reduced - axes)
     return out
   out = record(pvary_p, [tracer], {"axes": in_order(axes)})
-  out._aval = out.var.aval = typed(out._aval, of(tracer._aval) | axes)
+  out._aval = out._var.aval = typed(out._aval, of(tracer._aval) | axes)
   return out
 
 

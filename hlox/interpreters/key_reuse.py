@@ -184,7 +184,7 @@ def note_key(data) -> None:
   """Record that traced ``data`` holds keys: the variable of the jaxpr tracer under it
   (through batching and JVP tracers) joins the registry."""
   for _ in range(8):
-    var = getattr(data, "var", None)
+    var = getattr(data, "_var", None)
     if var is not None and not isinstance(var, Literal):
       _KEY_VARS.add(var)
       return
