@@ -124,7 +124,8 @@ def test_results_stay_split_like_eager_pmap_and_elementwise_work_runs_on_pieces(
   f = hlox.jit(lambda x: p(x * 0.5) + 1.0)
   text = f.lower(x).as_text()
   # Each replica holds its row of the argument and of the result: nothing gathered.
-  assert "main(%arg0: tensor<1x4xf32>) -> tensor<1x4xf32>" in text
+  assert ('main(%arg0: tensor<1x4xf32>) -> (tensor<1x4xf32> {jax.result_info = "result"})'
+          in text)
   assert "all_gather" not in text and "dynamic_slice" not in text
   y = f(x)
   eager = p(x * 0.5)
