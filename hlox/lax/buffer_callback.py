@@ -25,8 +25,7 @@ from hlox.core.jaxpr import effectful_when
 from hlox.core.primitive import Primitive
 from hlox.interpreters import ad, batching, xla
 from hlox.lax.base import broadcast
-from hlox.lax.control_flow import scan
-from hlox.lax.ffi_call import ffi_lowering
+from hlox.lax.ffi_call import ffi_lowering, map_sequentially
 from hlox.runtime import callbacks as runtime_callbacks
 
 __all__ = ["buffer_callback_p", "InPlaceCallback"]
@@ -108,17 +107,8 @@ def _batch_rule(args, dims, *, vmap_method, result_avals, **params):
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
   moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
   if vmap_method in ("sequential", "sequential_unrolled"):
-    mapped = [d is not None for d in dims]
-
-    def body(carry, xs):
-      it = iter(xs)
-      full = [next(it) if m else a for a, m in zip(moved, mapped)]
-      return carry, buffer_callback_p.bind(*full, vmap_method=vmap_method,
-                                           result_avals=result_avals, **params)
-
-    _, outs = scan(body, (), [a for a, m in zip(moved, mapped) if m], length=size,
-                   unroll=size if vmap_method == "sequential_unrolled" else 1)
-    return list(outs), [0] * len(outs)
+    return map_sequentially(buffer_callback_p, moved, dims, size, vmap_method=vmap_method,
+                            result_avals=result_avals, **params)
   if vmap_method not in VMAP_METHODS:
     raise NotImplementedError(
         "vmap is only supported for the buffer_callback primitive when vmap_method is one "

@@ -159,23 +159,30 @@ def _with_batch_dim(layouts, batched=None):
                for layout, b in zip(layouts, batched))
 
 
+def map_sequentially(primitive, moved, dims, size, **params):
+  """A call primitive's batching by ``vmap_method`` "sequential" (or "sequential_unrolled"):
+  ``primitive`` bound once per batch element, in a scan over the mapped operands (``moved``:
+  their batch dimension first); the results stacked along axis 0."""
+  mapped = [d is not None for d in dims]
+
+  def body(carry, xs):
+    it = iter(xs)
+    full = [next(it) if m else a for a, m in zip(moved, mapped)]
+    return carry, primitive.bind(*full, **params)
+
+  _, outs = scan(body, (), [a for a, m in zip(moved, mapped) if m], length=size,
+                 unroll=size if params["vmap_method"] == "sequential_unrolled" else 1)
+  return list(outs), [0] * len(outs)
+
+
 def _ffi_call_batch(args, dims, *, vmap_method, result_avals, **params):
   size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
   moved = [a if d is None else batching.moveaxis(a, d, 0) for a, d in zip(args, dims)]
   batched_avals = tuple(a if a is abstract_token else ShapedArray((size, *a.shape), a.dtype)
                         for a in result_avals)
   if vmap_method in ("sequential", "sequential_unrolled"):
-    mapped = [d is not None for d in dims]
-
-    def body(carry, xs):
-      it = iter(xs)
-      full = [next(it) if m else a for a, m in zip(moved, mapped)]
-      return carry, ffi_call_p.bind(*full, vmap_method=vmap_method, result_avals=result_avals,
-                                    **params)
-
-    _, outs = scan(body, (), [a for a, m in zip(moved, mapped) if m], length=size,
-                   unroll=size if vmap_method == "sequential_unrolled" else 1)
-    return list(outs), [0] * len(outs)
+    return map_sequentially(ffi_call_p, moved, dims, size, vmap_method=vmap_method,
+                            result_avals=result_avals, **params)
   if vmap_method not in VMAP_METHODS:
     raise NotImplementedError(
         "vmap is only supported for the ffi_call primitive when vmap_method is one of "
