@@ -173,23 +173,27 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
   return call
 
 
-def _checked_aliases(aliases, in_avals, out_avals, in_layouts, out_layouts) -> tuple:
+def _checked_aliases(aliases, in_avals, out_avals, in_layouts=None, out_layouts=None, *,
+                     n_inputs=None) -> tuple:
   """``input_output_aliases`` as sorted ``(input, output)`` pairs, each checked to join an
-  input and an output of the same type and layout."""
+  input and an output of the same type (and layout, when layouts are given).
+
+  ``n_inputs``: the bound input indices are checked against (the flat inputs by default;
+  ``buffer_callback`` checks against its positional arguments, as JAX's does)."""
+  n_inputs = len(in_avals) if n_inputs is None else n_inputs
   checked = []
   for i, o in sorted((aliases or {}).items()):
     i, o = int(i), int(o)
     mapping = f"input_output_aliases contains the mapping '{i}:{o}'"
-    if i >= len(in_avals):
-      raise ValueError(f"{mapping} with input index {i} outside the range "
-                       f"[0, {len(in_avals)}).")
+    if i >= n_inputs:
+      raise ValueError(f"{mapping} with input index {i} outside the range [0, {n_inputs}).")
     if o >= len(out_avals):
       raise ValueError(f"{mapping} with output index {o} outside the range "
                        f"[0, {len(out_avals)}).")
     if not _same_type(in_avals[i], out_avals[o]):
       raise ValueError(f"{mapping} referring to an input with abstract value {in_avals[i]} "
                        f"and an output with a different abstract value {out_avals[o]}.")
-    if in_layouts[i] != out_layouts[o]:
+    if in_layouts is not None and in_layouts[i] != out_layouts[o]:
       raise ValueError(f"{mapping} referring to an input with layout {in_layouts[i]} and an "
                        f"output with a different layout {out_layouts[o]}.")
     checked.append((i, o))

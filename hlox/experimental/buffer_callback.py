@@ -11,16 +11,13 @@ from __future__ import annotations
 from typing import Callable
 
 from hlox import _tree_transform as tree_util
+from hlox import ffi
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.lax.buffer_callback import InPlaceCallback, buffer_callback_p
 from hlox.runtime.callbacks import Buffer, ExecutionContext, ExecutionStage
 
 __all__ = ["Buffer", "ExecutionContext", "ExecutionStage", "buffer_callback"]
-
-
-def _same_type(a, b) -> bool:
-  return tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
 
 
 def buffer_callback(callback: Callable[..., None], result_shape_dtypes, *,
@@ -41,24 +38,12 @@ def buffer_callback(callback: Callable[..., None], result_shape_dtypes, *,
   def call(*args, **kwargs):
     flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
     in_avals = [get_aval(x) for x in flat_args]
-    aliases = []
-    for i, o in sorted((input_output_aliases or {}).items()):
-      i, o = int(i), int(o)
-      if i >= len(args):
-        raise ValueError(f"input_output_aliases contains the mapping '{i}:{o}' with input "
-                         f"index {i} outside the range [0, {len(args)}).")
-      if o >= len(result_avals):
-        raise ValueError(f"input_output_aliases contains the mapping '{i}:{o}' with output "
-                         f"index {o} outside the range [0, {len(result_avals)}).")
-      if not _same_type(in_avals[i], result_avals[o]):
-        raise ValueError(f"input_output_aliases contains the mapping '{i}:{o}' referring to "
-                         f"an input with abstract value {in_avals[i]} and an output with a "
-                         f"different abstract value {result_avals[o]}.")
-      aliases.append((i, o))
+    aliases = ffi._checked_aliases(input_output_aliases, in_avals, result_avals,
+                                   n_inputs=len(args))
     outs = buffer_callback_p.bind(
         *flat_args, callback=InPlaceCallback(callback, in_tree, out_tree),
         result_avals=result_avals, has_side_effect=bool(has_side_effect),
-        vmap_method=vmap_method, input_output_aliases=tuple(aliases),
+        vmap_method=vmap_method, input_output_aliases=aliases,
         command_buffer_compatible=bool(command_buffer_compatible))
     return tree_util.tree_unflatten(out_tree, outs)
 
