@@ -310,7 +310,7 @@ def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames
       f"is of type {type(x)} and was passed to the function at path {path}.\nThis typically "
       "means that a jit-wrapped function was called with a non-array argument, and this "
       "argument was not marked as static using the static_argnums or static_argnames "
-      "parameters of jit.")
+      "parameters of jax.jit.")
 
 
 class disable_jit:
@@ -2159,7 +2159,7 @@ def _call_deoptimized(fun, args, kwargs, error):
   line, with Python's own semantics for Python values (``0. / 0.`` is a
   ZeroDivisionError). If the function runs clean, ``error`` (what the de-optimized jaxpr
   showed) is raised."""
-  print(f"Invalid {error._hlox_jit_output} value encountered in the output of a jit "
+  print(f"Invalid {error._hlox_jit_output} value encountered in the output of a jax.jit "
         "function. Calling the de-optimized version.")
   try:
     fun(*args, **kwargs)

@@ -116,6 +116,8 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
       object = object.reshape((1,) * (ndmin - object.ndim) + object.shape)
     return object
   else:
+    if object is None:
+      raise ValueError("None is not a valid value for jnp.array")
     if type(object) in _python_scalars:
       _check_scalar_fits(object, dtype)
     elif type(object) is np.ndarray and object.dtype.kind == "T":
@@ -199,7 +201,7 @@ def _leaves(tree) -> list:
     if isinstance(x, (list, tuple)):
       stack.extend(reversed(x))
     elif x is None:
-      raise ValueError("None is not a valid value for jnp.array (as an array element)")
+      raise ValueError("None is not a valid value for jnp.array")
     else:
       if hasattr(x, "__jax_array__") and not isinstance(x, (Array, Tracer)):
         x = x.__jax_array__()

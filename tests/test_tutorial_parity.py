@@ -1,0 +1,125 @@
+"""What JAX's documentation pages show, compared with JAX itself: error texts that name the
+public API (``jax.jit``, ``jax.custom_jvp``), the errors of Jacobians of pytrees whose
+constructor rejects None, and results that must agree with JAX's to the last bit (complex
+sine and cosine, exp2, cubes, jitted Jacobians)."""
+import numpy as np
+import pytest
+
+import hlox
+import hlox.numpy as jnp
+from tests.util import printed_here, printed_in_jax
+
+# Each program prints its results; values as exact float bits (``tolist`` of float64 copies).
+PROGRAMS = {
+    "jit_non_array_argument": """
+try:
+  m.jit(lambda x: x)("a string")
+except TypeError as e:
+  print(str(e).splitlines()[-1])
+""",
+    "pure_callback_has_no_jvp": """
+def f(x):
+  return m.pure_callback(np.sin, m.ShapeDtypeStruct((), np.float32), x)
+m.grad(f)(np.float32(1.))
+""",
+    "debug_nans_reruns_deoptimized": """
+m.config.update("jax_debug_nans", True)
+try:
+  m.jit(lambda x: jnp.log(-x))(np.float32(5.))
+finally:
+  m.config.update("jax_debug_nans", False)
+""",
+    "traceback_note": """
+try:
+  m.jit(lambda x: x.reshape(7))(np.ones(3))
+except TypeError as e:
+  print(e.__notes__)
+""",
+    "asarray_none": "jnp.asarray(None)",
+    "jacobian_of_pytree_rejecting_none": """
+class Box:
+  def __init__(self, a):
+    self.a = jnp.asarray(a)
+m.tree_util.register_pytree_node(Box, lambda b: ((b.a,), None), lambda _, c: Box(*c))
+try:
+  m.jacfwd(lambda b: b)(Box(jnp.arange(3.)))
+except ValueError as e:
+  print("jacfwd:", e)
+m.jacobian(lambda b: b)(Box(jnp.arange(3.)))
+""",
+    "complex_sin_cos": """
+z = (np.linspace(-4, 4, 40) + 1j * np.linspace(3, -3, 40)).astype(np.complex64)
+z[:4] = [0j, 2j, -20j, 1.5]
+for f in (m.lax.sin, m.lax.cos, m.jit(m.lax.sin), m.jit(m.lax.cos)):
+  r = np.asarray(f(z))
+  print(r.real.astype(np.float64).tolist(), r.imag.astype(np.float64).tolist())
+""",
+    "exp2_and_cube": """
+x = np.linspace(-7, 7, 57).astype(np.float32)
+z = (x + 1j * x[::-1]).astype(np.complex64)
+print(np.asarray(m.lax.exp2(x)).astype(np.float64).tolist())
+print(np.asarray(m.jit(jnp.exp2)(z)).astype(np.complex128).tolist())
+print(np.asarray(m.lax.integer_pow(z, 3)).astype(np.complex128).tolist())
+""",
+    "jitted_hessian": """
+def sum_logistic(x):
+  return jnp.sum(1.0 / (1.0 + jnp.exp(-x)))
+h = m.jit(m.jacfwd(m.jacrev(sum_logistic)))(jnp.arange(3.))
+print(np.asarray(h).astype(np.float64).tolist())
+""",
+    "holomorphic_grad_of_cholesky": """
+A = jnp.array([[5., 2.+3j, 5j], [2.-3j, 7., 1.+7j], [-5j, 1.-7j, 12.]])
+def f(X):
+  L = jnp.linalg.cholesky(X)
+  return jnp.sum((L - jnp.sin(L))**2)
+print(np.asarray(m.grad(f, holomorphic=True)(A)).astype(np.complex128).tolist())
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def jax_printed():
+  pytest.importorskip("jax")
+  return printed_in_jax(PROGRAMS)
+
+
+@pytest.mark.jax_oracle
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_prints_as_jax(name, jax_printed):
+  assert printed_here(PROGRAMS[name]) == jax_printed[name]
+
+
+def test_messages_name_jax_api():
+  with pytest.raises(TypeError, match=r"static_argnums or static_argnames parameters of "
+                                      r"jax\.jit\."):
+    hlox.jit(lambda x: x)("a string")
+  with pytest.raises(ValueError, match="None is not a valid value for jnp.array"):
+    jnp.array(None)
+
+
+def test_jacrev_rebuilds_custom_nodes_from_none():
+  seen = []
+
+  class Box:
+    def __init__(self, a):
+      seen.append(a)
+      self.a = a
+
+  hlox.tree_util.register_pytree_node(Box, lambda b: ((b.a,), None), lambda _, c: Box(*c))
+  x = Box(jnp.arange(2.))
+  seen.clear()
+  jac = hlox.jacrev(lambda b: b.a * 2)(x)
+  assert seen[0] is None  # the checks' results, rebuilt into a Box (as JAX does)
+  np.testing.assert_array_equal(jac.a, 2 * np.eye(2))
+
+
+def test_complex_sin_cos_match_formula():
+  z = np.array([0.5 + 2j, -1.5 - 0.25j, 3j, 1e-3 + 1e-3j], np.complex64)
+  np.testing.assert_allclose(np.asarray(hlox.lax.sin(z)), np.sin(z.astype(np.complex128)),
+                             rtol=2e-6)
+  np.testing.assert_allclose(np.asarray(hlox.lax.cos(z)), np.cos(z.astype(np.complex128)),
+                             rtol=2e-6)
+  # A zero real part: an exact zero real (imaginary) part, even where cosh overflows.
+  big = np.array([100j], np.complex64)
+  assert np.asarray(hlox.lax.sin(big)).real[0] == 0
+  assert np.asarray(hlox.lax.cos(np.array([0j], np.complex64))).imag[0] == 0
