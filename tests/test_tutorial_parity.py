@@ -74,6 +74,13 @@ def f(X):
   return jnp.sum((L - jnp.sin(L))**2)
 print(np.asarray(m.grad(f, holomorphic=True)(A)).astype(np.complex128).tolist())
 """,
+    "norm_logpdf_bits": """
+x = np.linspace(-9, 9, 61).astype(np.float32)
+for f in (m.scipy.stats.norm.logpdf, m.scipy.stats.norm.pdf):
+  print(np.asarray(f(x, 0.3, 1.7)).astype(np.float64).tolist())
+  print(np.asarray(m.jit(f)(x, 0., 10.)).astype(np.float64).tolist())
+print(m.scipy.stats.norm.logpdf(1.5), m.scipy.stats.norm.logpdf(np.float32(2.)))
+""",
 }
 
 
