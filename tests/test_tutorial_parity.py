@@ -81,6 +81,20 @@ for f in (m.scipy.stats.norm.logpdf, m.scipy.stats.norm.pdf):
   print(np.asarray(m.jit(f)(x, 0., 10.)).astype(np.float64).tolist())
 print(m.scipy.stats.norm.logpdf(1.5), m.scipy.stats.norm.logpdf(np.float32(2.)))
 """,
+    "jaxpr_of_array_of_scalars": """
+print(m.make_jaxpr(lambda xs: jnp.sum(jnp.array(xs)))(list(range(4))))
+print(m.make_jaxpr(lambda a, b: jnp.array([[a, b], [b, a]]))(1., 2.))
+""",
+    "reshape_to_traced_size": """
+for g in (lambda x: x.reshape(jnp.array(x.shape).prod()),
+          lambda x: jnp.reshape(x, jnp.array(x.shape).prod()),
+          lambda x: x.reshape((jnp.array(x.shape).prod(),))):
+  try:
+    m.jit(g)(jnp.ones((2, 3)))
+  except TypeError as e:
+    print(e)
+print(jnp.ones((2, 3)).reshape(np.int32(6)).shape, jnp.ones(6).reshape(jnp.array(3), 2).shape)
+""",
 }
 
 
