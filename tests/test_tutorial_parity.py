@@ -95,6 +95,20 @@ for g in (lambda x: x.reshape(jnp.array(x.shape).prod()),
     print(e)
 print(jnp.ones((2, 3)).reshape(np.int32(6)).shape, jnp.ones(6).reshape(jnp.array(3), 2).shape)
 """,
+    "residuals_of_nested_checkpoints": """
+import importlib
+print_saved_residuals = importlib.import_module(m.__name__ + ".ad_checkpoint").print_saved_residuals
+def rc(funs):
+  if len(funs) == 1:
+    return funs[0]
+  if len(funs) == 2:
+    f1, f2 = funs
+    return lambda x: f1(f2(x))
+  f1, f2 = rc(funs[:len(funs) // 2]), rc(funs[len(funs) // 2:])
+  return lambda x: f1(m.checkpoint(f2)(x))
+for n in (4, 8, 16):
+  print_saved_residuals(rc([jnp.sin] * n), 3.)
+""",
 }
 
 
