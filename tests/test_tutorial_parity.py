@@ -109,6 +109,22 @@ def rc(funs):
 for n in (4, 8, 16):
   print_saved_residuals(rc([jnp.sin] * n), 3.)
 """,
+    "committed_argument_in_another_layout": """
+import importlib
+L = importlib.import_module(m.__name__ + ".experimental.layout")
+duck = m.ShapeDtypeStruct((8, 16), np.float32)
+exe = m.jit(lambda x, y: (x[0], y[:, 0]), in_shardings=L.Format(L.Layout.AUTO),
+            out_shardings=L.Format(L.Layout.AUTO)).trace(duck, duck).lower().compile()
+dev = m.devices()[0]
+col = m.device_put(np.ones((8, 16), np.float32), L.Format(L.Layout(major_to_minor=(1, 0)),
+                                                         m.sharding.SingleDeviceSharding(dev)))
+print(col.format.layout.major_to_minor, [f.layout.major_to_minor for f in exe.input_formats[0]])
+print([r.shape for r in exe(jnp.ones((8, 16)), m.device_put(np.ones((8, 16), np.float32), dev))])
+try:
+  exe(jnp.ones((8, 16)), col)
+except ValueError as e:
+  print(str(e).replace("tiling=()", "tiling=None"))
+""",
 }
 
 
