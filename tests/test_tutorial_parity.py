@@ -125,6 +125,11 @@ try:
 except ValueError as e:
   print(str(e).replace("tiling=()", "tiling=None"))
 """,
+    "random_namespace": """
+import importlib
+r = importlib.import_module(m.__name__ + ".random")
+print([x for x in sorted(dir(r)) if callable(getattr(r, x))])
+""",
 }
 
 
