@@ -310,7 +310,7 @@ def _argument_error(fun_name, fun, args, kwargs, static_argnums, static_argnames
       f"is of type {type(x)} and was passed to the function at path {path}.\nThis typically "
       "means that a jit-wrapped function was called with a non-array argument, and this "
       "argument was not marked as static using the static_argnums or static_argnames "
-      "parameters of jit.")
+      "parameters of jax.jit.")
 
 
 class disable_jit:
@@ -1238,6 +1238,7 @@ class Compiled:
           if _shape_dtype(a) != _shape_dtype(e))
       raise TypeError("Argument types differ from the types for which this computation was "
                       f"compiled. The mismatches are:\n{diffs}")
+    self._check_committed_layouts(args, kwargs, leaves)
     call = self._call
     if nan_checks.enabled and type(call) is CompiledCall:  # checked as a jitted call is
       call = nan_checks.CheckedCall(call, self._traced.jaxpr, self._name)
@@ -1246,6 +1247,39 @@ class Compiled:
 
   def _host_outputs(self, call):
     return host_outputs(call, self._traced.jaxpr.out_avals)
+
+  _in_layouts = None  # the executable's argument layouts (after the consts), when not all default
+
+  def _check_committed_layouts(self, args, kwargs, leaves) -> None:
+    """JAX's ValueError for committed Arrays whose layout is not the one the program was
+    compiled for (an uncommitted one is laid out as the program needs)."""
+    if self._in_layouts is None:
+      layouts = self._flat_layouts("in")[len(self._traced.consts):]
+      default = all(l == layout_lib.default_layout(a.ndim)
+                    for l, a in zip(layouts, self._traced.in_avals))
+      self._in_layouts = () if default else layouts
+    want = self._in_layouts
+    candidates = [i for i, x in enumerate(leaves) if type(x) is Array and x.committed
+                  and (want or x._laid_out is not None)]
+    if not candidates:
+      return
+    want = want or [layout_lib.default_layout(a.ndim) for a in self._traced.in_avals]
+    names = None
+    errors = []
+    for i in candidates:
+      passed = leaves[i].format.layout
+      if passed != want[i]:
+        names = names or self._argument_names(args, kwargs)
+        errors.append(f"Argument {names[i]} with shape "
+                      f"{leaves[i].aval.str_short(short_dtypes=False)}:\n"
+                      f"  Passed layout: {passed}\n  Required layout: {want[i]}")
+    if errors:
+      shown = errors[:5]
+      count = (f"the {len(errors)} mismatches" if len(errors) < 5 else
+               f"5 mismatches out of {len(errors)}")
+      raise ValueError("Computation was compiled for input layouts that disagree with the "
+                       f"layouts of arguments passed to it. Here are {count}:\n" +
+                       "\n".join(shown))
 
   def _flat_shardings(self, which: str) -> list:
     call = self._call
@@ -2159,7 +2193,7 @@ def _call_deoptimized(fun, args, kwargs, error):
   line, with Python's own semantics for Python values (``0. / 0.`` is a
   ZeroDivisionError). If the function runs clean, ``error`` (what the de-optimized jaxpr
   showed) is raised."""
-  print(f"Invalid {error._hlox_jit_output} value encountered in the output of a jit "
+  print(f"Invalid {error._hlox_jit_output} value encountered in the output of a jax.jit "
         "function. Calling the de-optimized version.")
   try:
     fun(*args, **kwargs)

@@ -333,18 +333,29 @@ def _normalize_argnums(argnums, nargs, name):
 
 def _check_input_dtypes(name, x, argnum, holomorphic, allow_int):
   for leaf in tree_util.tree_leaves(x):
-    dtype = get_aval(leaf).dtype
-    if holomorphic:
-      if not dtypes.is_complex(dtype):
-        raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
-                        f"but got {dtype} (argument {argnum})")
-    elif not dtypes.is_inexact(dtype) and getattr(dtype, "kind", None) == "T":
-      raise TypeError(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX type.")
-    elif not dtypes.is_inexact(dtype) and not allow_int:
-      raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
-                      f"sub-dtype of np.inexact), but got {dtype} (argument {argnum}). "
-                      "Pass allow_int=True to differentiate with respect to it (its gradient "
-                      "is float0), or convert it to a float.")
+    _check_input_dtype(name, argnum, holomorphic, allow_int, leaf)
+
+
+def _map_input_checks(check, dyn) -> None:
+  """``check`` on every leaf of the differentiated arguments ``dyn``, mapped over their
+  pytree as JAX's jacfwd and jacrev do: custom nodes are rebuilt from the checks' None
+  results, so a class whose constructor rejects None fails here, as it does with JAX."""
+  tree_util.tree_map(check, dyn)
+
+
+def _check_input_dtype(name, argnum, holomorphic, allow_int, leaf):
+  dtype = get_aval(leaf).dtype
+  if holomorphic:
+    if not dtypes.is_complex(dtype):
+      raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
+                      f"but got {dtype} (argument {argnum})")
+  elif not dtypes.is_inexact(dtype) and getattr(dtype, "kind", None) == "T":
+    raise TypeError(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX type.")
+  elif not dtypes.is_inexact(dtype) and not allow_int:
+    raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {dtype} (argument {argnum}). "
+                    "Pass allow_int=True to differentiate with respect to it (its gradient "
+                    "is float0), or convert it to a float.")
 
 
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -444,14 +455,24 @@ def _partial(fun, args, kwargs, nums, single):
 
 def _std_basis(avals):
   """For flat values of ``avals`` (N elements in all), one array per value of shape
-  ``(N, *aval.shape)``: together, the N unit vectors of the flattened values."""
+  ``(N, *aval.shape)``: together, the N unit vectors of the flattened values.
+
+  Built with lax operations, as JAX builds it (an identity of iotas, split per value): under
+  jit the basis is then computed in the program rather than passed in as a constant, so XLA
+  sees its values and simplifies the products with it as it does for JAX, which keeps the
+  last bits of jitted Jacobians equal to JAX's."""
   sizes = [a.size for a in avals]
   total = sum(sizes)
-  eye = np.eye(total)
-  out, offset = [], 0
-  for a, n in zip(avals, sizes):
-    out.append(eye[:, offset:offset + n].reshape((total,) + a.shape).astype(a.dtype))
-    offset += n
+  dtype, _ = dtypes.result_type_with_weak([(a.dtype, a.weak_type) for a in avals])
+  shape = (total, total)
+  rows, cols = lax.broadcasted_iota(np.int32, shape, 0), lax.broadcasted_iota(np.int32, shape, 1)
+  eye = lax.convert_element_type_p.bind(lax.eq(lax.add(rows, np.int32(0)), cols),
+                                        new_dtype=dtype, weak_type=False)
+  out = []
+  for part, a in zip(lax.split(eye, sizes, axis=1), avals):
+    if part.shape != (total,) + a.shape:
+      part = lax.reshape(part, (total,) + a.shape)
+    out.append(lax.convert_element_type_p.bind(part, new_dtype=a.dtype, weak_type=a.weak_type))
   return out, sizes
 
 
@@ -484,25 +505,27 @@ def _zeros_block(shape, example_aval):
   return _possible_downcast(lax.full(shape, 0, example_aval.dtype), example_aval)
 
 
+def _check_jacfwd_input(holomorphic, leaf):
+  dtype = get_aval(leaf).dtype
+  if holomorphic and not dtypes.is_complex(dtype):
+    raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, "
+                    f"but got {np.dtype(dtype).name}.")
+  if not holomorphic and not dtypes.is_float(dtype):
+    raise TypeError("jacfwd requires real-valued inputs (input dtype that is a sub-dtype "
+                    f"of np.floating), but got {np.dtype(dtype).name}. For holomorphic "
+                    "differentiation, pass holomorphic=True. For differentiation of "
+                    "non-holomorphic functions involving complex inputs or integer "
+                    "inputs, use jax.jvp directly.")
+
+
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
   """Jacobian of ``fun`` by forward mode: a JVP per input element, vectorized with vmap."""
   # fun's signature (jit's static_argnames look at it), not its attributes (a jit's lower).
   @functools.wraps(fun, updated=())
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
-    for i in nums:
-      for leaf in tree_util.tree_leaves(args[i]):
-        dtype = get_aval(leaf).dtype
-        if holomorphic and not dtypes.is_complex(dtype):
-          raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, "
-                          f"but got {np.dtype(dtype).name}.")
-        if not holomorphic and not dtypes.is_float(dtype):
-          raise TypeError("jacfwd requires real-valued inputs (input dtype that is a sub-dtype "
-                          f"of np.floating), but got {np.dtype(dtype).name}. For holomorphic "
-                          "differentiation, pass holomorphic=True. For differentiation of "
-                          "non-holomorphic functions involving complex inputs or integer "
-                          "inputs, use hlox.jvp directly.")
     dyn = args[nums[0]] if single else tuple(args[i] for i in nums)
+    _map_input_checks(functools.partial(_check_jacfwd_input, holomorphic), dyn)
     partial_fun = _partial(fun, args, kwargs, nums, single)
     in_leaves, in_tree = tree_util.tree_flatten(dyn)
     in_avals = [get_aval(x) for x in in_leaves]
@@ -550,9 +573,10 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   @functools.wraps(fun, updated=())
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacrev")
+    dyn = args[nums[0]] if single else tuple(args[i] for i in nums)
     for i in nums:
       _check_input_dtypes("jacrev", args[i], i, holomorphic, allow_int)
-    dyn = args[nums[0]] if single else tuple(args[i] for i in nums)
+    _map_input_checks(lambda leaf: None, dyn)
     res = vjp(_partial(fun, args, kwargs, nums, single), dyn, has_aux=has_aux)
     out, f_vjp = res[0], res[1]
     out_leaves, out_tree = tree_util.tree_flatten(out)
@@ -569,11 +593,11 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         raise TypeError("jacrev requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {name}. For holomorphic differentiation, "
                         "pass holomorphic=True. For differentiation of non-holomorphic "
-                        "functions involving complex outputs, use hlox.vjp directly.")
+                        "functions involving complex outputs, use jax.vjp directly.")
       elif not dtypes.is_float(a.dtype):
         raise TypeError("jacrev requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {name}. For differentiation of functions "
-                        "with integer outputs, use hlox.vjp directly.")
+                        "with integer outputs, use jax.vjp directly.")
     basis, out_sizes = _std_basis(out_avals)
     inexact_in = [dtypes.is_inexact(a.dtype) for a in in_avals]
 

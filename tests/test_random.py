@@ -249,7 +249,7 @@ def test_keys_under_jit_and_vmap():
   np.testing.assert_array_equal(np.asarray(folded),
                                 np.stack([np.asarray(r.fold_in(k, i)) for i in range(4)]))
   tk = hlox.jit(lambda key: r.split(key, 3))(r.key(1))
-  assert isinstance(tk, r.PRNGKeyArray) and tk.shape == (3,)
+  assert isinstance(tk, r.prng.PRNGKeyArray) and tk.shape == (3,)
 
 
 # --- jit and vmap invariance -------------------------------------------------------------------

@@ -93,7 +93,7 @@ def test_numpy_conversions_and_result_type():
     jnp.result_type(key, 1)
   for out in (jnp.array(key), jnp.asarray(key), jnp.array(key, dtype=key.dtype),
               hlox.jit(jnp.asarray)(key)):
-    assert isinstance(out, random.PRNGKeyArray) and out.dtype == key.dtype
+    assert isinstance(out, random.prng.PRNGKeyArray) and out.dtype == key.dtype
     np.testing.assert_array_equal(random.key_data(out), random.key_data(key))
 
 

@@ -171,7 +171,7 @@ def test_tracing_errors_show_the_users_frames_only():
   assert frames[-1].filename == __file__
   hlox_dir = hlox.__file__.rsplit("/", 1)[0]
   assert not [f for f in frames if f.filename.startswith(hlox_dir)]
-  assert any("HLOX_TRACEBACK_FILTERING" in n for n in info.value.__notes__)
+  assert any("JAX_TRACEBACK_FILTERING=off" in n for n in info.value.__notes__)
 
   hlox.config.update("traceback_filtering", "off")
   try:

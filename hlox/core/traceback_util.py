@@ -23,10 +23,11 @@ from hlox.core.source_info import is_user_file
 
 __all__ = ["api_boundary", "filter_traceback", "hide_wrapper_frames", "UnfilteredStackTrace"]
 
-# The note of ``quiet_remove_frames`` (its opening words are JAX's, which tests look for).
-_NOTE = ("--------------------\nFor simplicity, hlox has removed its internal frames from the "
-         "traceback of the following exception, to show the lines of your code that led to "
-         "it. Set HLOX_TRACEBACK_FILTERING=off to include these.")
+# The note of ``quiet_remove_frames``, worded as JAX's (users and tests look for it). It names
+# JAX's variable: hlox reads JAX_TRACEBACK_FILTERING when HLOX_TRACEBACK_FILTERING is unset.
+_NOTE = ("--------------------\nFor simplicity, JAX has removed its internal frames from the "
+         "traceback of the following exception. Set JAX_TRACEBACK_FILTERING=off to include "
+         "these.")
 
 
 class UnfilteredStackTrace(Exception):

@@ -406,7 +406,9 @@ def _trace_known_side(closed, known_invars, outvars, unknown_set, mixed):
                        outs[:len(outs) - num_res]))
         env.update(zip(res_vars, outs[len(outs) - num_res:]))
       elif eqn not in unknown_set:
-        outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
+        # Bound again with its own source line (not the line of whatever is tracing now).
+        with source_info_lib.current_eqn(eqn.source_info):
+          outs = eqn.primitive.bind(*[read(v) for v in eqn.invars], **eqn.params)
         env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
     return [read(v) for v in outvars]
 

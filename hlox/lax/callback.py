@@ -260,7 +260,7 @@ xla.register_lowering(
 
 
 def _pure_callback_jvp(primals, tangents, **params):
-  raise ValueError("Pure callbacks do not support JVP. Please use `hlox.custom_jvp` to use "
+  raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
                    "callbacks while taking gradients.")
 
 ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp

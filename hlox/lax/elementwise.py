@@ -418,6 +418,10 @@ def _integer_pow_lowering(ctx, x, *, y):
   aval = ctx.avals_in[0]
   if y == 0:
     return _ones(aval)
+  if y == 3:
+    # (x * x) * x, JAX's order (square-and-multiply gives x * (x * x): complex products then
+    # round differently).
+    return hlo.multiply(hlo.multiply(x, x), x)
   # Square-and-multiply: log2(|y|) squarings instead of |y| - 1 multiplications.
   acc, base, n = None, x, builtins.abs(y)
   while n:
@@ -657,9 +661,10 @@ def exp(x, *, accuracy=None):
 exp2_p = unop(float_kinds, "exp2")
 
 def _exp2_lowering(ctx, x):
-  # stablehlo has no exp2; pow(2, x) is exact for integral x, unlike exp(x * log(2)).
-  two = xla.full_like_aval(2, ctx.avals_in[0])
-  return hlo.power(two, x)
+  # StableHLO has no exp2: exp(log(2) * x), JAX's lowering, so that results agree with JAX's
+  # to the last bit (pow(2, x) would be exact for integral x, but differs elsewhere).
+  log2 = xla.full_like_aval(np.log(2), ctx.avals_in[0])
+  return hlo.exponential(hlo.multiply(log2, x))
 
 xla.register_lowering(exp2_p, _exp2_lowering)
 ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _const(ans, np.log(2)))))
@@ -762,8 +767,38 @@ def logistic(x, *, accuracy=None):
 
 # --- trigonometric and hyperbolic --------------------------------------------------------
 
+# Complex sine and cosine are lowered as JAX lowers them, from the real parts' sin, cos and
+# expm1 (cosh and sinh of the imaginary part as sums of expm1: no cancellation near 0),
+# rather than with XLA's own complex expansion, whose last bits differ.
+def _sinh_cosh_of_imag(x):
+  a, b = real(x), imag(x)
+  e1m, e2m = expm1(b), expm1(neg(b))
+  two = _const(a, 2)
+  return a, div(sub(e1m, e2m), two), div(add(add(e1m, e2m), two), two)
+
+
+def _sin_complex(x):
+  a, snh, csh = _sinh_cosh_of_imag(x)
+  re, im = mul(sin(a), csh), mul(cos(a), snh)
+  # A zero real part gives an exactly zero real result (not 0 * inf = nan for huge imag).
+  return select(eq(a, _const(a, 0)), complex(_const(a, 0), im), complex(re, im))
+
+
+def _cos_complex(x):
+  a, snh, csh = _sinh_cosh_of_imag(x)
+  re, im = mul(cos(a), csh), mul(neg(sin(a)), snh)
+  return select(eq(a, _const(a, 0)), complex(re, _const(a, 0)), complex(re, im))
+
+
+def _real_or_complex_lowering(real_op, complex_fun):
+  real_rule, complex_rule = nary_lowering(real_op), xla.lower_fun(complex_fun, False)
+  def rule(ctx, x):
+    return (complex_rule if dtypes.is_complex(ctx.avals_in[0].dtype) else real_rule)(ctx, x)
+  return rule
+
+
 sin_p = unop(float_kinds, "sin")
-xla.register_lowering(sin_p, nary_lowering(hlo.sine))
+xla.register_lowering(sin_p, _real_or_complex_lowering(hlo.sine, _sin_complex))
 ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 defvectorized(sin_p)
 
@@ -774,7 +809,7 @@ def sin(x, *, accuracy=None):
 
 
 cos_p = unop(float_kinds, "cos")
-xla.register_lowering(cos_p, nary_lowering(hlo.cosine))
+xla.register_lowering(cos_p, _real_or_complex_lowering(hlo.cosine, _cos_complex))
 ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
 defvectorized(cos_p)
 

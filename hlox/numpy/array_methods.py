@@ -125,8 +125,11 @@ def _methods():
 
 
 def _reshape_method(x, *shape, order="C", out_sharding=None):
-  if len(shape) == 1 and not isinstance(shape[0], int) and hasattr(shape[0], "__iter__"):
+  if len(shape) == 1 and not isinstance(shape[0], int) and hasattr(shape[0], "__iter__") \
+      and (isinstance(shape[0], (list, tuple)) or np.ndim(shape[0]) != 0):
     shape = tuple(shape[0])
+  elif len(shape) == 1:
+    shape = shape[0]  # (a 0-d array or tracer: one dimension, for reshape to judge)
   return shapes.reshape(x, shape, order=order, out_sharding=out_sharding)
 
 

@@ -116,6 +116,8 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
       object = object.reshape((1,) * (ndmin - object.ndim) + object.shape)
     return object
   else:
+    if object is None:
+      raise ValueError("None is not a valid value for jnp.array")
     if type(object) in _python_scalars:
       _check_scalar_fits(object, dtype)
     elif type(object) is np.ndarray and object.dtype.kind == "T":
@@ -199,7 +201,7 @@ def _leaves(tree) -> list:
     if isinstance(x, (list, tuple)):
       stack.extend(reversed(x))
     elif x is None:
-      raise ValueError("None is not a valid value for jnp.array (as an array element)")
+      raise ValueError("None is not a valid value for jnp.array")
     else:
       if hasattr(x, "__jax_array__") and not isinstance(x, (Array, Tracer)):
         x = x.__jax_array__()
@@ -226,13 +228,17 @@ def _assemble(tree, dtype):
     if hasattr(tree, "__jax_array__") and not isinstance(tree, (Array, Tracer)):
       tree = tree.__jax_array__()
     return lax.convert_element_type(tree, dtype)
-  parts = [_assemble(x, dtype) for x in tree]
-  shapes = {np.shape(p) for p in parts}
+  # Each element is converted and given its leading axis before the next one is converted
+  # (JAX's order: a traced jnp.array([a, b]) prints convert, broadcast, convert, broadcast).
+  rows, shapes = [], set()
+  for x in tree:
+    p = _assemble(x, dtype)
+    shapes.add(np.shape(p))
+    rows.append(p[None] if isinstance(p, np.ndarray) else lax.expand_dims(p, (0,)))
   if len(shapes) != 1:
     raise ValueError(f"array: setting an array element with a sequence: the nested sequence "
                      f"has an inhomogeneous shape (elements of shapes "
                      f"{sorted(shapes, key=len)})")
-  rows = [p[None] if isinstance(p, np.ndarray) else lax.expand_dims(p, (0,)) for p in parts]
   # Wide lists are joined as a tree of concatenations, which compiles faster.
   while len(rows) > 16:
     rows = [lax.concatenate(rows[i:i + 16], 0) for i in range(0, len(rows), 16)]

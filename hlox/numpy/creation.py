@@ -66,7 +66,7 @@ def _invalid_shape_error(shape, name: str, context: str = ""):
   """JAX's TypeError for a shape that is not a sequence of concrete ints (``context``: what
   the shape was, after JAX's sentence)."""
   msg = f"Shapes must be 1D sequences of concrete values of integer type, got {shape!r}.{context}"
-  tracers = [d for d in (shape if isinstance(shape, tuple) else (shape,))
+  tracers = [d for d in (shape if isinstance(shape, (tuple, list)) else (shape,))
              if isinstance(d, Tracer)]
   if tracers:  # JAX's advice, and where the first traced dimension came from
     msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "

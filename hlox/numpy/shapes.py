@@ -126,6 +126,7 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sh
   except TypeError:  # typed keys: their own implementation
     return _refused("hlox.numpy", "reshape",
                     a, shape, order, newshape=newshape, copy=copy, out_sharding=out_sharding)
+  _check_traced_dims(shape)
   shape = _infer_shape(a.shape, a.size, shape)
   if order == "C":
     return lax.reshape(a, shape, out_sharding=out_sharding)
@@ -138,6 +139,14 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sh
   if order == "A":
     raise NotImplementedError("reshape: order='A' is not supported (use 'C' or 'F')")
   raise ValueError(f"reshape: order must be 'C' or 'F', got {order!r}")
+
+
+def _check_traced_dims(shape) -> None:
+  """JAX's TypeError (its text, the tracer's origin) for a shape with a traced dimension: a
+  lone scalar is one dimension, shown as the list ``[dim]`` as JAX shows it."""
+  dims = shape if isinstance(shape, (tuple, list)) else [shape] if np.ndim(shape) == 0 else ()
+  if any(isinstance(d, Tracer) and d.to_concrete_value() is None for d in dims):
+    raise creation._invalid_shape_error(dims, "reshape")
 
 
 def _infer_shape(old_shape, size, shape) -> tuple:

@@ -8,7 +8,7 @@ transformations and the interpreters' rule tables; never jaxlib, nor the runtime
 ``Array`` type.
 """
 from hlox.random.prng import (  # noqa: F401
-    PRNGKey, PRNGKeyArray, bits, clone, fold_in, key, key_data, split, threefry2x32_p,
+    PRNGKey, bits, clone, fold_in, key, key_data, split, threefry2x32_p,
     wrap_key_data)
 from hlox.random.prng import key_dtype, key_impl  # noqa: F401
 from hlox.random import philox, threefry4x32  # noqa: F401  (register their PRNGs)
@@ -50,4 +50,6 @@ for _name in ("bits", "uniform", "randint", "permutation", "normal", "multivaria
   if _name in globals() and "out_sharding" not in getattr(
       globals()[_name], "__code__", _with_out_sharding).co_varnames:
     globals()[_name] = _with_out_sharding(globals()[_name])
-del _name
+# The namespace holds JAX's names only (``dir(jax.random)`` lists no helpers, nor the key
+# array class: that is ``hlox.random.prng.PRNGKeyArray``).
+del _name, _with_out_sharding

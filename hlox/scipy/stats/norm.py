@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from hlox import numpy as jnp
+from hlox import lax
 from hlox.scipy import special
 from hlox.scipy.stats._util import const, finish, promote, strong
 
@@ -13,14 +13,16 @@ __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 def logpdf(x, loc=0, scale=1):
   """Log of the normal density with mean ``loc`` and standard deviation ``scale``."""
   x, loc, scale = promote("norm.logpdf", x, loc, scale)
-  z = (x - loc) / scale
-  out = const(z, -0.5) * z * z - jnp.log(scale) - const(z, 0.5 * math.log(2 * math.pi))
+  # -(log(2 pi s^2) + (x - loc)^2 / s^2) / 2, in JAX's order of operations (its rounding too).
+  var = lax.square(scale)
+  spread = lax.log(lax.mul(const(x, 2 * math.pi), var))
+  out = lax.div(lax.add(spread, lax.div(lax.square(lax.sub(x, loc)), var)), const(x, -2))
   return finish(out, x, loc, scale)
 
 
 def pdf(x, loc=0, scale=1):
   """The normal density."""
-  return jnp.exp(logpdf(x, loc, scale))
+  return lax.exp(logpdf(x, loc, scale))
 
 
 def cdf(x, loc=0, scale=1):
