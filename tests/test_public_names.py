@@ -21,8 +21,6 @@ EXCLUDED = {
         "DebugEffect": ("hlox's callbacks carry an ordered flag, not effect objects: jaxprs "
                         "have no effect sets to put them in"),
         "OrderedDebugEffect": "as DebugEffect",
-        "inspect_array_sharding": ("its callback needs the sharding XLA chooses while "
-                                   "compiling, which hlox's lowering cannot see yet"),
     },
     "hlox.experimental.jet": {
         "jet_fun": ("a transformation of JAX's linear_util (wrapped functions with stores); "

@@ -155,6 +155,12 @@ class Jaxpr:
   def out_avals(self):
     return [v.aval for v in self.outvars]
 
+  @property
+  def _eqns(self):
+    """The equation list itself (JAX's private spelling; code that edits a jaxpr in place,
+    as JAX's tests do, writes through it)."""
+    return self.eqns
+
   def __str__(self):
     return pp_toplevel_jaxpr(self)
 
@@ -627,6 +633,27 @@ def _typematch(a, b) -> bool:
   return type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
 
 
+# primitive -> ``rule(in_avals, **params)``: checks made before the abstract evaluation in
+# ``check_jaxpr``, raising JaxprTypeError for an ill-typed equation that the abstract
+# evaluation would reject with a less specific error (a call with the wrong operands).
+typecheck_rules: dict = {}
+
+
+def check_call_operands(prim_name: str, in_avals, callee) -> None:
+  """JaxprTypeError unless ``in_avals`` can be passed to the jaxpr ``callee`` (a call
+  primitive's typecheck rule)."""
+  callee = callee.jaxpr if isinstance(callee, ClosedJaxpr) else callee
+  if len(in_avals) != len(callee.invars):
+    raise JaxprTypeError(f"Call primitive {prim_name} with {len(in_avals)} operands cannot "
+                         f"call jaxpr with {len(callee.invars)} inputs")
+  for a, v in zip(in_avals, callee.invars):
+    b = v.aval
+    if (hasattr(a, "shape") and hasattr(b, "shape")
+        and (a.shape != b.shape or a.dtype != b.dtype)):
+      raise JaxprTypeError(f"Call primitive {prim_name} passes operand of type "
+                           f"{a.str_short()} to jaxpr expecting type {b.str_short()}")
+
+
 def check_jaxpr(jaxpr: Jaxpr) -> None:
   """Typecheck ``jaxpr`` (and nested jaxprs): every variable defined once before use, every
   equation's output types equal to its primitive's abstract evaluation."""
@@ -657,17 +684,29 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
           check_jaxpr(sub.jaxpr)
         elif isinstance(sub, Jaxpr):
           check_jaxpr(sub)
+    typecheck = typecheck_rules.get(eqn.primitive)
+    if typecheck is not None:
+      typecheck(in_avals, **eqn.params)
     out = eqn.primitive.abstract_eval(*in_avals, **eqn.params)
     out_avals = list(out) if eqn.primitive.multiple_results else [out]
     if len(out_avals) != len(eqn.outvars):
       raise JaxprTypeError(f"{where}: {len(eqn.outvars)} outputs, rule gives {len(out_avals)}")
     for v, a in zip(eqn.outvars, out_avals):
       if not _typematch(v.aval, a):
-        raise JaxprTypeError(f"{where}: output typed {v.aval.str_short()} but the rule gives "
-                             f"{a.str_short()}")
+        raise JaxprTypeError(_binder_mismatch(jaxpr, eqn, v, a))
       define(v, where)
   for v in jaxpr.outvars:
     use(v, "outvars")
+
+
+def _binder_mismatch(jaxpr: Jaxpr, eqn: JaxprEqn, v: Var, rule_aval) -> str:
+  """JAX's message for an equation whose output variable's type is not the type its
+  primitive's rule gives, naming variables as the printed ``jaxpr`` does."""
+  names = _Names()
+  text = pp_jaxpr(jaxpr, names)  # names every variable as the printed jaxpr shows it
+  return (f"Value for variable '{names(v)}' inconsistently typed as {rule_aval.str_short()} "
+          f"for let-binder of type {v.aval.str_short()}\n\nin equation:\n\n"
+          f"{pp_eqn(eqn, names, 0)}\n\nwhile checking jaxpr:\n\n{text}")
 
 
 effectful_primitives: set = set()  # primitives DCE must keep even when their outputs are unused
@@ -774,6 +813,8 @@ class JaxprTrace(Trace):
   Values from outside (concrete arrays, or tracers of enclosing transformations) become
   constvars; scalars become literals.
   """
+
+  kind = "DynamicJaxprTrace"  # JAX's name for the trace that stages out a jaxpr
 
   name = "jit"
   origin = None  # (function, traced for, argument names) when known, for error messages

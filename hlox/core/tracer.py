@@ -50,6 +50,19 @@ class Trace:
   def __repr__(self):
     return f"{type(self).__name__}({self.debug_info})"
 
+  @property
+  def kind(self) -> str:
+    """The trace's kind as verbose tracer reprs name it (JAX's trace class name)."""
+    return type(self).__name__
+
+
+class _Text(str):
+  """Text with a ``format()`` that returns it (what ``Tracer._pretty_print`` gives, in the
+  shape of JAX's pretty-printer documents)."""
+
+  def format(self, *args, **kwargs) -> str:  # noqa: A003  (JAX's Doc method)
+    return str(self)
+
 
 class EvalTrace(Trace):
   """The trace at the bottom: runs each primitive's implementation on concrete arrays."""
@@ -288,6 +301,21 @@ class Tracer:
 
   def __repr__(self):
     return self._short_repr()
+
+  def _contents(self) -> list:
+    """``(name, value)`` pairs a verbose repr shows: what this tracer holds."""
+    return []
+
+  def _pretty_print(self, verbose: bool = False) -> "_Text":
+    """The tracer's description as printable text (``.format()`` gives the string): the
+    short repr, or verbosely ``Traced<type>with<trace kind>`` and what the tracer holds."""
+    if not verbose:
+      return _Text(self._short_repr())
+    lines = [f"Traced<{self.aval}>with<{self._trace.kind}>"]
+    for name, value in self._contents():
+      text = value._pretty_print().format() if isinstance(value, Tracer) else repr(value)
+      lines.append(f"  {name} = " + text.replace("\n", "\n    "))
+    return _Text("\n".join(lines))
 
   def _origin_msg(self) -> str:
     """Where this value came from, for error messages (a line of its own); empty here,

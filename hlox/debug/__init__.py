@@ -12,6 +12,8 @@ from hlox.debug.callbacks import callback, log, print  # noqa: F401,A004
 from hlox.debug.debugger import breakpoint  # noqa: F401,A004
 from hlox.debug import cli_debugger  # noqa: F401  (registers the "cli" debugger)
 from hlox.debug.visualize import visualize_array_sharding, visualize_sharding  # noqa: F401
+from hlox.debug.inspection import inspect_array_sharding  # noqa: F401
 
-__all__ = ["breakpoint", "callback", "log", "print", "visualize_array_sharding",
+__all__ = ["breakpoint", "callback", "inspect_array_sharding", "log", "print",
+           "visualize_array_sharding",
            "visualize_sharding"]

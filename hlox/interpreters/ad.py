@@ -144,6 +144,9 @@ class JVPTracer(Tracer):
       return p.to_concrete_value()
     return p
 
+  def _contents(self) -> list:
+    return [("primal", self.primal), ("tangent", self.tangent)]
+
   def _short_repr(self) -> str:
     primal = _short(self.primal)
     tangent = self.tangent

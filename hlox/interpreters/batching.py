@@ -71,6 +71,9 @@ class BatchTracer(Tracer):
   def _short_repr(self) -> str:
     return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
 
+  def _contents(self) -> list:
+    return [("val", self.val), ("batch_dim", self.batch_dim)]
+
   @property
   def type_sharding(self):
     """How one example is split over Explicit mesh axes (``core/sharding_types.py``): the

@@ -119,6 +119,9 @@ class ModuleContext:
     self.entry_layouts = {"in": {}, "out": []}
     # Python callables the program calls: (callback, result avals, takes a token).
     self.host_callbacks = []
+    # Python objects the compiler calls back into (``inspect_sharding``'s callbacks): kept
+    # alive by the ``Lowered`` module until it has been compiled.
+    self.keepalive = []
     self.ordered_tokens = {}  # block -> the token its last ordered callback returned
     # Op locations: ``scope`` (a name stack) prefixes the names (``jit(f)/while/body``:
     # where the ops' equation is); each location is made once per module.
@@ -803,6 +806,7 @@ class Lowered:
     self.partitioned = None  # (jaxpr, signatures) of programs over a mesh (``partitioned``)
     # (callback, result avals, takes a token, HostTransfer or None) per host callback
     self.host_callbacks = ()
+    self.keepalive = ()  # objects the compiler calls back into (``ModuleContext.keepalive``)
     # Whether the program has symbolic shapes or called a polymorphic exported module.
     self.shape_polymorphic = False
     # {result position: mhlo.layout_mode} of results given in a layout XLA may make other
@@ -944,6 +948,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
                          if mode != "default"}
   if mctx.host_callbacks:
     lowered.host_callbacks = tuple(mctx.host_callbacks)
+  if mctx.keepalive:
+    lowered.keepalive = tuple(mctx.keepalive)
   return lowered
 
 

@@ -33,6 +33,7 @@ from hlox.lax.rng import *  # noqa: F401,F403
 from hlox.lax.compiler_hints import *  # noqa: F401,F403
 from hlox.lax import xla_metadata as _xla_metadata  # noqa: F401  (XLA metadata primitives)
 from hlox.lax import shard_alike as _shard_alike  # noqa: F401  (shard_alike_p)
+from hlox.lax import inspect_sharding as _inspect_sharding  # noqa: F401  (inspect_sharding_p)
 from hlox.lax import entry_layout as _entry_layout  # noqa: F401  (jit's argument layouts)
 from hlox.lax.ragged import *  # noqa: F401,F403
 from hlox.lax.scaled_dot import *  # noqa: F401,F403

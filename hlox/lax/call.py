@@ -17,6 +17,7 @@ from hlox import _tree_transform as tree_util
 from hlox.config import config
 from hlox.cache import LRUCache, memoize_derived
 from hlox.core import dtypes
+from hlox.core import jaxpr as core_jaxpr
 from hlox.core import sharding_types
 from hlox.core.avals import Token, abstract_token
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, convert_constvars, trace_to_jaxpr
@@ -59,6 +60,8 @@ def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
   return list(jaxpr.out_avals)
 
 jit_p.def_abstract_eval(_jit_abstract_eval)
+core_jaxpr.typecheck_rules[jit_p] = (
+    lambda in_avals, *, jaxpr, **_: core_jaxpr.check_call_operands("jit", in_avals, jaxpr))
 
 
 class CompiledCall:

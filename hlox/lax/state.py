@@ -435,8 +435,8 @@ def _get_batch(axis_data, vals, dims, *, indexer):
   return get_p.bind(ref, *dyn, indexer=new), out_dim
 
 
-def _unbatched_ref_error(ref, what="set/swap"):
-  return Exception(f"performing a {what} operation with vmapped value on an unbatched array "
+def _unbatched_ref_error(ref, what="a set/swap"):
+  return Exception(f"performing {what} operation with vmapped value on an unbatched array "
                    f"reference of type {get_aval(ref)}. Move the array reference to be an "
                    "argument to the vmapped function?")
 
@@ -457,7 +457,7 @@ def _addupdate_batch(axis_data, vals, dims, *, indexer):
   ref, value, *dyn = vals
   _check_unbatched_indices(dims[2:], "write")
   if dims[0] is None:
-    raise _unbatched_ref_error(ref, "addupdate")
+    raise _unbatched_ref_error(ref, "an addupdate")
   bdim = dims[0]
   out_dim = _result_bdim(ref, indexer, bdim, dyn)
   value = batching.matchaxis(value, dims[1], out_dim, axis_data.size)
@@ -471,6 +471,9 @@ batching.primitive_batchers[freeze_p] = _freeze_batch
 batching.axis_primitive_batchers[get_p] = _get_batch
 batching.axis_primitive_batchers[swap_p] = _swap_batch
 batching.axis_primitive_batchers[addupdate_p] = _addupdate_batch
+# A write inside vmap happens once per example even when nothing in it is batched, so a
+# write to an unbatched reference is an error then too (as in JAX): the rules always run.
+batching.always_batched.update((swap_p, addupdate_p))
 
 
 # --- JAX's printed forms --------------------------------------------------------------------

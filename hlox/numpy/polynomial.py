@@ -122,7 +122,7 @@ def vander(x, N=None, increasing=False):
       get_aval(x).dtype) else powers)
 
 
-def _conv1d(name, a, v, mode, flip, preferred_element_type=None):
+def _conv1d(name, a, v, mode, flip, preferred_element_type=None, precision=None):
   util.check_arraylike(name, a, v)
   if preferred_element_type is None:  # NumPy's rule: convolutions are inexact
     a, v = util.promote_dtypes_inexact(creation.asarray(a), creation.asarray(v))
@@ -142,9 +142,15 @@ def _conv1d(name, a, v, mode, flip, preferred_element_type=None):
     v = v[::-1]
   # full[k] = sum_j a[j] * v'[j - k + nv - 1], with v' (flipped for convolve) sliding over a.
   n_full = na + nv - 1
+  dtype = get_aval(a).dtype
+  if dtypes.is_inexact(dtype) and dtype not in (dtypes.bfloat16, np.float16):
+    # One convolution (a cross-correlation of a padded by nv-1 on each side with v'), as
+    # JAX computes it: transformations with rules for convolutions (sparsify) see one.
+    full = lax.conv_general_dilated(a[None, None, :], v[None, None, :], (1,),
+                                    [(nv - 1, nv - 1)], precision=precision)[0, 0]
+    return _mode_slice(full, mode, na, nv)
   a_pad = shapes.pad(a, (nv - 1, nv - 1))
   rows = creation.arange(n_full)[:, None] + creation.arange(nv)[None, :]
-  dtype = get_aval(a).dtype
   if dtype in (dtypes.bfloat16, np.float16):
     # Half-precision products and sums are formed in float32 and rounded once at the end,
     # as a convolution's accumulator does (rounding each step loses several digits).
@@ -154,6 +160,12 @@ def _conv1d(name, a, v, mode, flip, preferred_element_type=None):
     full = reductions.sum(a_pad[rows] * v[None, :], axis=1, dtype=dtype)
   else:
     full = reductions.any(a_pad[rows] & v[None, :], axis=1)
+  return _mode_slice(full, mode, na, nv)
+
+
+def _mode_slice(full, mode, na, nv):
+  """The part of the full 1-d convolution ``full`` that ``mode`` keeps."""
+  n_full = na + nv - 1
   if mode == "full":
     return full
   if mode == "same":
@@ -173,7 +185,7 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
   if get_aval(creation.asarray(v)).shape and get_aval(creation.asarray(a)).shape and \
       get_aval(creation.asarray(v)).shape[0] > get_aval(creation.asarray(a)).shape[0]:
     a, v = v, a
-  return _conv1d("convolve", a, v, mode, True, preferred_element_type)
+  return _conv1d("convolve", a, v, mode, True, preferred_element_type, precision)
 
 
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
@@ -183,9 +195,9 @@ def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None
   pet = preferred_element_type
   if na and nv and nv[0] > na[0]:
     if not dtypes.is_complex(dtypes.result_type(a, v)):
-      return _conv1d("correlate", v, a, mode, False, pet)[::-1]
-    return ufuncs.conj(_conv1d("correlate", v, a, mode, False, pet)[::-1])
-  return _conv1d("correlate", a, v, mode, False, pet)
+      return _conv1d("correlate", v, a, mode, False, pet, precision)[::-1]
+    return ufuncs.conj(_conv1d("correlate", v, a, mode, False, pet, precision)[::-1])
+  return _conv1d("correlate", a, v, mode, False, pet, precision)
 
 
 def _inexact_1d(name, *args):

@@ -360,6 +360,13 @@ class Replicated:
     self.run = run
 
 
+def encode_inspect_sharding_callback(callback) -> bytes:
+  """The backend config of an ``InspectSharding`` custom call: XLA's partitioner calls
+  ``callback(hlo_sharding)`` with the layout it picked for the call's operand. The encoding
+  holds no reference: the caller keeps ``callback`` alive until compilation ends."""
+  return _jax.encode_inspect_sharding_callback(callback)
+
+
 def compile_partitioned(mlir_text: str, devices, host_callbacks=(), module=None):
   """Compile a program for XLA's SPMD partitioner (Shardy) over ``devices`` (the mesh's, in
   order); returns the loaded executable and its results' ``HloSharding``s (None when there

@@ -135,7 +135,11 @@ def bcoo_conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation
   if lhs.shape[:2] != (1, 1) or rhs.shape[:2] != (1, 1):
     raise NotImplementedError("bcoo convolution with leading dimensions other than (1, 1)")
   if dimension_numbers is not None:
-    raise NotImplementedError("bcoo convolution with dimension_numbers")
+    # The default layout spelled out (as the primitive's parameters give it) is no layout.
+    dn = lax.conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers)
+    if tuple(dn.lhs_spec) != tuple(dn.rhs_spec) or tuple(dn.lhs_spec) != tuple(dn.out_spec) \
+        or tuple(dn.lhs_spec) != tuple(range(ndim)):
+      raise NotImplementedError("bcoo convolution with dimension_numbers")
   n_out = out.shape[-1]
   # The padding before the signal: whatever puts the last output at the right place.
   if isinstance(padding, str):
