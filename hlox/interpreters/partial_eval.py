@@ -16,7 +16,7 @@ from typing import Sequence
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
                              convert_constvars, eval_jaxpr, is_effectful, literal_value)
-from hlox.core.tracer import Tracer, set_current_trace
+from hlox.core.tracer import set_current_trace
 from hlox.interpreters import state_discharge
 
 # Primitives with their own partial-eval rule (call primitives and the like):
@@ -134,7 +134,7 @@ def _eval_staging_refs(jaxpr: Jaxpr, consts, args, pe: PartialEvalTrace, staged)
 # whether it is taken) for the final equation.
 partial_eval_jaxpr_custom_rules: dict = {}
 # Primitives whose rule (one giving the fifth element) also splits equations whose inputs are
-# all known (a jit or checkpoint inside a checkpoint: the policy applies inside it).
+# all known (a jit, checkpoint, scan or cond inside a checkpoint: the policy applies inside).
 splits_known_calls: set = set()
 
 
@@ -152,11 +152,11 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   carries again, recomputing it rather than saving it per iteration).
 
   An equation with a rule in ``partial_eval_jaxpr_custom_rules`` (cond, scan, jit, a nested
-  checkpoint) applies the policy inside itself; jit and checkpoint do so even when all their
-  inputs are known (``splits_known_calls``). One with only a partial-eval rule (while, as in
+  checkpoint) applies the policy inside itself, even when all its inputs are known
+  (``splits_known_calls``). One with only a partial-eval rule (while, as in
   JAX: it cannot save per-iteration values) that mixes known and unknown inputs is split by
   that rule for its known outputs and runs whole on the unknown side. The unknown side's
-  unread scan outputs are dropped (``output_pruning_rules``).
+  unread scan, cond and jit outputs are dropped (``output_pruning_rules``).
   """
   jaxpr = closed.jaxpr
   if isinstance(instantiate, bool):
@@ -306,6 +306,16 @@ def _prune_outputs(eqns, outvars):
   return out[::-1]
 
 
+def dce_pruned(jaxpr: Jaxpr, used_outputs: Sequence[bool]):
+  """``dce_jaxpr`` that also drops the unread outputs of equations with a pruning rule
+  (and the work inside them for those). Returns the jaxpr and which invars it reads."""
+  from hlox.core.jaxpr import dce_jaxpr
+  kept, _ = dce_jaxpr(jaxpr, used_outputs)
+  kept = Jaxpr(kept.constvars, kept.invars, kept.outvars,
+               _prune_outputs(kept.eqns, kept.outvars), kept.debug_info)
+  return dce_jaxpr(kept)
+
+
 def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
                              unknown_params, memo=None):
   """A ``partial_eval_jaxpr_custom_rules`` entry for a call primitive over the closed
@@ -371,8 +381,7 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
 def _restaged_body(unknown: ClosedJaxpr, n_unknown: int, used, n_res: int):
   """``unknown`` returning its unknown outputs and only the recomputed known ones in use,
   without the residual inputs it then does not read; and per input whether it stays."""
-  from hlox.core.jaxpr import dce_jaxpr
-  kept, reads = dce_jaxpr(unknown.jaxpr, [True] * n_unknown + list(used))
+  kept, reads = dce_pruned(unknown.jaxpr, [True] * n_unknown + list(used))
   reads = [r or i >= n_res for i, r in enumerate(reads)]
   kept = Jaxpr(kept.constvars, [v for v, r in zip(kept.invars, reads) if r], kept.outvars,
                kept.eqns, kept.debug_info)
