@@ -317,7 +317,7 @@ def dce_pruned(jaxpr: Jaxpr, used_outputs: Sequence[bool]):
 
 
 def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
-                             unknown_params, memo=None):
+                             unknown_params, memo=None, with_sources=False):
   """A ``partial_eval_jaxpr_custom_rules`` entry for a call primitive over the closed
   ``jaxpr`` (jit, a nested checkpoint): its body is split by the same policy, the known call
   returns its known outputs then the residuals, the unknown call takes the residuals then
@@ -326,7 +326,9 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
 
   ``bind_known(known_body, args)`` binds the known call (``args``: the body's consts, then
   the known operands); ``unknown_params(unknown_body, n_args)`` gives the unknown
-  equation's params; ``memo(key, make)`` remembers the split (e.g. ``memoize_derived``).
+  equation's params (with ``with_sources``, ``unknown_params(unknown_body, sources,
+  out_positions)``: per operand ``("known", i)`` the equation's i-th operand or
+  ``("res", j)`` the j-th residual, and per result its position among the equation's); ``memo(key, make)`` remembers the split (e.g. ``memoize_derived``).
   """
   from hlox.core.jaxpr import JaxprEqn, trace_to_jaxpr
 
@@ -361,7 +363,8 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
   known = trace_to_jaxpr(lambda *xs: bind_known(known_body, [*kconsts, *xs]),
                          [v.aval for v in known_ins], f"{eqn.primitive} known",
                          str(eqn.primitive))
-  res_avals = [a for a, i in zip(unknown_body.in_avals, fwd) if i is None]
+  # (the residuals' types outside the call: a pmap's are stacked along its axis)
+  res_avals = list(known.out_avals[sum(not u for u in out_uk):])
 
   def make_unknown(res_vars, used=()):
     it = iter(res_vars)
@@ -371,9 +374,18 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
     body, reads = memo(key + (used,), lambda: _restaged_body(unknown_body, sum(out_uk), used,
                                                              len(fwd)))
     ins = [x for x, r in zip(ins, reads) if r]
-    outs = [v for v, u in zip(eqn.outvars, out_uk) if u] + [
-        v for v, k in zip([v for v, r in zip(eqn.outvars, restage) if r], used) if k]
-    return JaxprEqn(ins, outs, eqn.primitive, unknown_params(body, len(ins)),
+    out_pos = [i for i, u in enumerate(out_uk) if u] + [
+        i for i, k in zip([i for i, r in enumerate(restage) if r], used) if k]
+    outs = [eqn.outvars[i] for i in out_pos]
+    if not with_sources:
+      return JaxprEqn(ins, outs, eqn.primitive, unknown_params(body, len(ins)),
+                      eqn.source_info)
+    known_pos = [i for i, u in enumerate(ins_uk) if not u]
+    res_it = iter(range(len(res_vars)))
+    sources = [*[("res", next(res_it)) if i is None else ("known", known_pos[i]) for i in fwd],
+               *[("known", i) for i, u in enumerate(ins_uk) if u]]
+    sources = [x for x, r in zip(sources, reads) if r]
+    return JaxprEqn(ins, outs, eqn.primitive, unknown_params(body, sources, out_pos),
                     eqn.source_info)
   return known, out_uk, res_avals, make_unknown, restage
 
