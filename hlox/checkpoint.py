@@ -521,17 +521,22 @@ jet.jet_rules[checkpoint_p] = lambda primals, series, *, jaxpr, **params: jet.ca
 
 
 def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
-               static_argnums: int | Sequence[int] = ()):
+               static_argnums: int | Sequence[int] = (), static_argnames=()):
   """Make ``fun`` recompute its intermediates in the backward pass instead of storing them.
 
   ``policy(prim, *in_avals, **params)`` says which values may be saved (see
   ``checkpoint_policies``); the default saves nothing but the inputs. ``prevent_cse`` (a
   bool, or a pytree prefix of the positional arguments' bools) keeps XLA from merging the
   recomputation with the forward pass (an optimization barrier on those inputs).
+  ``static_argnums`` / ``static_argnames`` name arguments that are Python values, not
+  traced (they may be unhashable: the function is then traced again on each call).
   """
   if fun is None:
     return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
-                             static_argnums=static_argnums)
+                             static_argnums=static_argnums, static_argnames=static_argnames)
+  if isinstance(static_argnames, str):
+    static_argnames = (static_argnames,)
+  static_argnames = frozenset(static_argnames)
   if isinstance(static_argnums, int):
     static_argnums = (static_argnums,)
   static_argnums = tuple(static_argnums)
@@ -545,6 +550,9 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
   @functools.wraps(fun)
   def checkpointed(*args, **kwargs):
     statics = {i: args[i] for i in static_argnums}
+    # keyword arguments named static are closed over, as static positional ones
+    statics.update((k, kwargs[k]) for k in sorted(static_argnames & kwargs.keys()))
+    kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
     dyn = [a for i, a in enumerate(args) if i not in statics]
     leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
     avals = [get_aval(x) for x in leaves]
@@ -620,7 +628,8 @@ def _trace(fun, args, statics, in_tree, avals):
     d, kw = tree_util.tree_unflatten(in_tree, xs)
     it = iter(d)
     full = [statics[i] if i in statics else next(it) for i in range(len(args))]
-    out_leaves, out_tree = tree_util.tree_flatten(fun(*full, **kw))
+    static_kw = {k: v for k, v in statics.items() if isinstance(k, str)}
+    out_leaves, out_tree = tree_util.tree_flatten(fun(*full, **kw, **static_kw))
     out_tree_box.append(out_tree)
     return out_leaves
 

@@ -169,3 +169,19 @@ def test_as_jax():
   for name, src in _PROGRAMS.items():
     assert not expected[name].startswith("!!!"), expected[name]
     assert printed_here(src) == expected[name], name
+
+
+def test_static_argnames_and_unhashable_statics():
+  f = hlox.checkpoint(lambda x, d: x * d["scale"], static_argnums=1)
+  g = hlox.grad(lambda x: jnp.sum(f(x, {"scale": 2.0})))(jnp.ones(4))
+  np.testing.assert_allclose(g, np.full(4, 2.))
+  h = hlox.checkpoint(lambda x, cfg: x * cfg["scale"] if cfg["on"] else x,
+                      static_argnames="cfg")
+  g = hlox.grad(lambda x: jnp.sum(h(x, cfg={"scale": 3.0, "on": True})))(jnp.ones(4))
+  np.testing.assert_allclose(g, np.full(4, 3.))
+  g = hlox.grad(lambda x: jnp.sum(h(x, cfg={"scale": 3.0, "on": False})))(jnp.ones(4))
+  np.testing.assert_allclose(g, np.ones(4))
+  # a hashable static keyword: one trace per value
+  k = hlox.checkpoint(lambda x, n: x ** n, static_argnames=("n",))
+  np.testing.assert_allclose(hlox.grad(k)(2., n=3), 12.)
+  np.testing.assert_allclose(hlox.grad(k)(2., n=2), 4.)
