@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import re
 import types
 from typing import Callable, Sequence
@@ -17,14 +18,18 @@ import numpy as np
 from hlox import _tree_transform as tree_util
 from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
-from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
+from hlox.core import dtypes
+from hlox.core.jaxpr import (Jaxpr, JaxprEqn, Literal, Var, convert_constvars, eval_jaxpr,
+                             trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.cache import LRUCache, memoize_derived
 from hlox.config import config
 from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
 from hlox.interpreters import ad, batching, checkify, jet, nan_checks, state_discharge, xla
 from hlox.interpreters import partial_eval as pe
+from hlox.lax.call import jit_p
 from hlox.lax.compiler_hints import optimization_barrier_p
+from hlox.lax.elementwise import reduce_precision_p
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name"]
 
@@ -314,12 +319,21 @@ def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
       jaxpr, unknowns, policy or nothing_saveable, is_saved)
   unknown_params = params
   if isinstance(params["prevent_cse"], tuple):
-    unknown_params = dict(params, prevent_cse=(True,) * num_res + tuple(
-        f for f, u in zip(params["prevent_cse"], unknowns) if u))
+    # A saved input keeps its own flag (as JAX passes it in as itself); computed residuals
+    # are always pinned.
+    flags = params["prevent_cse"]
+    known_flags = dict(zip(known.jaxpr.invars, [f for f, u in zip(flags, unknowns) if not u]))
+    res = known.jaxpr.outvars[len(known.jaxpr.outvars) - num_res:]
+    unknown_params = dict(params, prevent_cse=tuple(
+        known_flags.get(v, True) if type(v) is not Literal else True for v in res) + tuple(
+        f for f, u in zip(flags, unknowns) if u))
+  known_jaxpr = _round_residuals(known.jaxpr, num_res)
+  if _logger.isEnabledFor(_log_level()):
+    _log_residuals(known_jaxpr, num_res)
   # The known part is the forward pass: it runs inline (as JAX hoists it out of the
   # checkpoint), so residuals that are inputs are the inputs themselves, not copies.
   with set_current_trace(trace.parent):
-    known_outs = eval_jaxpr(known.jaxpr, known.consts,
+    known_outs = eval_jaxpr(known_jaxpr, known.consts,
                             *[x for x, u in zip(args, unknowns) if not u])
   n_known = len(known_outs) - num_res
   residuals, known_outs = known_outs[n_known:], known_outs[:n_known]
@@ -330,6 +344,97 @@ def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
   return [next(u) if unk else next(k) for unk in out_unknowns]
 
 pe.partial_eval_rules[checkpoint_p] = _checkpoint_partial_eval
+
+
+def _round_residuals(jaxpr: Jaxpr, num_res: int) -> Jaxpr:
+  """``jaxpr`` with each floating residual that its equations also read rounded to its
+  dtype (``reduce_precision``) where it is made: XLA may keep a value in more precision
+  than its type inside a fusion, and the forward pass must read what the backward pass
+  is given (as JAX does). Saved inputs are left alone: both passes read the input."""
+  res = [v for v in jaxpr.outvars[len(jaxpr.outvars) - num_res:] if type(v) is not Literal]
+  read = {v for e in jaxpr.eqns for v in e.invars if type(v) is not Literal}
+  eqns = list(jaxpr.eqns)
+  producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+  after = {}
+  for v in dict.fromkeys(res):
+    dtype = getattr(v.aval, "dtype", None)
+    if (v not in read or v not in producer or dtype is None
+        or not dtypes.issubdtype(dtype, np.inexact)):
+      continue
+    info = dtypes.finfo(v.aval.dtype)
+    params = dict(exponent_bits=int(info.nexp), mantissa_bits=int(info.nmant))
+    i = producer[v]
+    eqn = eqns[i]
+    if eqn.primitive is reduce_precision_p and eqn.params == params:
+      continue
+    raw = Var(v.aval)
+    eqns[i] = eqn.replace(outvars=[raw if o is v else o for o in eqn.outvars])
+    after.setdefault(i, []).append(
+        JaxprEqn([raw], [v], reduce_precision_p, params, eqn.source_info))
+  if not after:
+    return jaxpr
+  out = []
+  for i, eqn in enumerate(eqns):
+    out.append(eqn)
+    out.extend(after.get(i, ()))
+  return Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, out, jaxpr.debug_info)
+
+
+_logger = logging.getLogger("hlox.checkpoint")
+
+
+def _log_level() -> int:
+  return logging.WARNING if config.log_checkpoint_residuals else logging.DEBUG
+
+
+def _log_residuals(known: Jaxpr, num_res: int) -> None:
+  """Log what a checkpoint saves for the backward pass: its inputs, and the intermediates
+  its policy saves (with where they are computed)."""
+  res = known.outvars[len(known.outvars) - num_res:]
+  inputs = set(known.invars)
+  saved_inputs = [v for v in res if type(v) is not Literal and v in inputs]
+  computed = [v for v in res if type(v) is Literal or v not in inputs]
+  found = describe_residuals(known, computed, ("",) * len(known.invars))
+  lines = ["remat-decorated function "]
+  if saved_inputs:
+    lines.append("saving inputs with shapes:\n")
+    lines += [f"  {v.aval.str_short(short_dtypes=False)}\n" for v in saved_inputs]
+  if saved_inputs and found:
+    lines.append("and ")
+  if found:
+    lines.append("saving these intermediates:\n")
+    lines += [f"  {aval.str_short(short_dtypes=False)} from {where}\n"
+              for aval, where in found]
+  _logger.log(_log_level(), "".join(lines))
+
+
+def describe_residuals(jaxpr: Jaxpr, residuals, arg_names) -> list:
+  """Where each of ``residuals`` (values of ``jaxpr``) comes from, as ``(aval, text)``
+  pairs: a literal, a constant, an argument (by name, else by position), or the equation
+  computing it (its primitive, the name ``checkpoint_name`` gave it, or the jitted
+  function's name, with the user's line)."""
+  # A reduce_precision is not the producer worth naming: look through it to its operand.
+  through = {e.outvars[0]: e.invars[0] for e in jaxpr.eqns
+             if e.primitive is reduce_precision_p}
+  wanted = {through.get(v, v) for v in residuals if type(v) is not Literal}
+  found = [(v.aval, "from a literal") for v in residuals if type(v) is Literal]
+  found += [(v.aval, "from a constant") for v in jaxpr.constvars if v in wanted]
+  found += [(v.aval, f"from the argument {name}" if name else
+             f"from the argument at flattened index {i}")
+            for i, (v, name) in enumerate(zip(jaxpr.invars, arg_names)) if v in wanted]
+  for eqn in jaxpr.eqns:
+    for v in eqn.outvars:
+      if v not in wanted:
+        continue
+      where = eqn.source_info or "unknown"
+      if eqn.primitive is name_p:
+        found.append((v.aval, f"named '{eqn.params['name']}' from {where}"))
+      elif eqn.primitive is jit_p:
+        found.append((v.aval, f"output of jitted function '{eqn.params['name']}' from "
+                              f"{where}"))
+      else:
+        found.append((v.aval, f"output of {eqn.primitive.name} from {where}"))
+  return found
 
 
 def _checkpoint_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
@@ -385,9 +490,14 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, **params):
   closed = trace_to_jaxpr(bwd, [get_aval(x) for x in defined] + [get_aval(c) for c in cts],
                           "checkpoint transpose", "checkpoint")
   closed, consts = convert_constvars(closed)
+  # The cotangents pass the barrier too (as JAX's checkpoint), unless the upgrade flag says
+  # that only the saved values are pinned.
+  pin_cts = not config.remat_barrier_no_cotangents
+  if not pin_cts and prevent_cse is True:
+    prevent_cse = (True,) * len(args)
   if isinstance(prevent_cse, tuple):
     prevent_cse = ((True,) * len(consts) + tuple(f for f, u in zip(prevent_cse, undefined)
-                                                  if not u) + (False,) * len(cts))
+                                                  if not u) + (pin_cts,) * len(cts))
   outs = iter(checkpoint_p.bind(*consts, *defined, *cts, jaxpr=closed,
                                 prevent_cse=prevent_cse, **dict(params, differentiated=True)))
   return [next(outs) if u else None for u in undefined]
@@ -411,17 +521,22 @@ jet.jet_rules[checkpoint_p] = lambda primals, series, *, jaxpr, **params: jet.ca
 
 
 def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
-               static_argnums: int | Sequence[int] = ()):
+               static_argnums: int | Sequence[int] = (), static_argnames=()):
   """Make ``fun`` recompute its intermediates in the backward pass instead of storing them.
 
   ``policy(prim, *in_avals, **params)`` says which values may be saved (see
   ``checkpoint_policies``); the default saves nothing but the inputs. ``prevent_cse`` (a
   bool, or a pytree prefix of the positional arguments' bools) keeps XLA from merging the
   recomputation with the forward pass (an optimization barrier on those inputs).
+  ``static_argnums`` / ``static_argnames`` name arguments that are Python values, not
+  traced (they may be unhashable: the function is then traced again on each call).
   """
   if fun is None:
     return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
-                             static_argnums=static_argnums)
+                             static_argnums=static_argnums, static_argnames=static_argnames)
+  if isinstance(static_argnames, str):
+    static_argnames = (static_argnames,)
+  static_argnames = frozenset(static_argnames)
   if isinstance(static_argnums, int):
     static_argnums = (static_argnums,)
   static_argnums = tuple(static_argnums)
@@ -435,6 +550,9 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
   @functools.wraps(fun)
   def checkpointed(*args, **kwargs):
     statics = {i: args[i] for i in static_argnums}
+    # keyword arguments named static are closed over, as static positional ones
+    statics.update((k, kwargs[k]) for k in sorted(static_argnames & kwargs.keys()))
+    kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
     dyn = [a for i, a in enumerate(args) if i not in statics]
     leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
     avals = [get_aval(x) for x in leaves]
@@ -452,16 +570,55 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
         traces.put(key, (closed, consts, out_tree))
     cse = prevent_cse
     if not isinstance(cse, bool):
-      flags = tree_util.broadcast_prefix(tuple(cse) if len(cse) == len(dyn) else
-                                         tuple(c for i, c in enumerate(cse) if i not in statics),
-                                         tuple(dyn))
+      flags = _prefix_flags(tuple(cse) if len(cse) == len(dyn) else
+                            tuple(c for i, c in enumerate(cse) if i not in statics), tuple(dyn))
       n_kw = len(leaves) - len(flags)
-      cse = (True,) * len(consts) + tuple(bool(f) for f in flags) + (True,) * n_kw
+      # As JAX: closed-over values pass no barrier (only the arguments the prefix names).
+      cse = (False,) * len(consts) + tuple(bool(f) for f in flags) + (True,) * n_kw
     outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=cse,
                              policy=policy, differentiated=False)
     return tree_util.tree_unflatten(out_tree, outs)
 
   return checkpointed
+
+
+def _prefix_flags(prefix, args) -> list:
+  """``prevent_cse``'s flags, one per leaf of ``args``: ``prefix`` is a pytree prefix of
+  ``args`` with bool leaves, or a tree of tuples and bools whose tuples stand for any
+  container with as many children (``((False, True),)`` for one dict argument with two
+  entries)."""
+  try:
+    flags = tree_util.broadcast_prefix(prefix, args)
+  except ValueError:
+    pass
+  else:
+    if all(isinstance(f, (bool, np.bool_)) for f in flags):
+      return flags
+  out = []
+  _tuple_tree_flags(prefix, tree_util.tree_structure(args), "prevent_cse", out)
+  return out
+
+
+def _tuple_tree_flags(prefix, treedef, where: str, out: list) -> None:
+  if isinstance(prefix, (bool, np.bool_)):
+    out.extend([bool(prefix)] * treedef.num_leaves)
+    return
+  if not isinstance(prefix, tuple):
+    raise ValueError("the prevent_cse argument to jax.checkpoint must be a pytree prefix of "
+                     "the arguments with bool leaves, or a tree of tuples and bools, but "
+                     f"{where} is {prefix!r} of type {type(prefix).__name__}")
+  children = treedef.children()
+  if treedef.num_nodes == 1 and treedef.num_leaves == 1:
+    raise ValueError("the prevent_cse argument to jax.checkpoint must be a tree prefix of "
+                     f"the arguments (up to container types), but {where} is a tuple where "
+                     "the arguments have a leaf")
+  if len(children) != len(prefix):
+    raise ValueError("the prevent_cse argument to jax.checkpoint must be a tree prefix of "
+                     f"the arguments (up to container types), but {where} is a tuple of "
+                     f"length {len(prefix)} where the arguments have a node with "
+                     f"{len(children)} children")
+  for i, (p, child) in enumerate(zip(prefix, children)):
+    _tuple_tree_flags(p, child, f"{where}[{i}]", out)
 
 
 def _trace(fun, args, statics, in_tree, avals):
@@ -471,7 +628,8 @@ def _trace(fun, args, statics, in_tree, avals):
     d, kw = tree_util.tree_unflatten(in_tree, xs)
     it = iter(d)
     full = [statics[i] if i in statics else next(it) for i in range(len(args))]
-    out_leaves, out_tree = tree_util.tree_flatten(fun(*full, **kw))
+    static_kw = {k: v for k, v in statics.items() if isinstance(k, str)}
+    out_leaves, out_tree = tree_util.tree_flatten(fun(*full, **kw, **static_kw))
     out_tree_box.append(out_tree)
     return out_leaves
 

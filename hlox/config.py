@@ -279,6 +279,12 @@ class Config:
       # (JAX's escape hatch for old code; custom_derivatives.py).
       "disable_bwd_checks": ("HLOX_DISABLE_BWD_CHECKS", _env_bool, False),
       "remat3": ("HLOX_REMAT3", _env_bool, False),
+      # A differentiated checkpoint's backward pass passes its cotangents through the CSE
+      # barrier unless this is set (then only the saved values are pinned; JAX's upgrade
+      # flag, read by checkpoint.py).
+      "remat_barrier_no_cotangents": ("HLOX_REMAT_BARRIER_NO_COTANGENTS", _env_bool, False),
+      # What a checkpoint saves for the backward pass is logged at WARNING, not DEBUG.
+      "log_checkpoint_residuals": ("HLOX_LOG_CHECKPOINT_RESIDUALS", _env_bool, False),
       "custom_vjp3": ("HLOX_CUSTOM_VJP3", _env_bool, False),
       "scan3": ("HLOX_SCAN3", _env_bool, False),
       "use_direct_linearize": ("HLOX_USE_DIRECT_LINEARIZE", _env_bool, True),
@@ -570,4 +576,5 @@ def transfer_guard(new_val: str) -> _OptionScope:
 TRACED_OPTIONS = ("enable_x64", "explicit_x64_dtypes", "default_prng_impl",
                   "threefry_partitionable", "random_seed_offset", "check_static_indices",
                   "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
-                  "no_execution", "auto_pcast", "remove_size_one_mesh_axis_from_type")
+                  "no_execution", "auto_pcast", "remove_size_one_mesh_axis_from_type",
+                  "remat_barrier_no_cotangents")

@@ -24,6 +24,7 @@ JAX_LOGGER_NAMES = {
     "jax": "hlox",
     "jax._src.dispatch": "hlox.compile.timing",
     "jax._src.interpreters.pxla": "hlox.compile.programs",
+    "jax._src.ad_checkpoint": "hlox.checkpoint",
 }
 
 # Lines on stderr look like JAX's: ``DEBUG:2025-01-01 12:00:00,000:hlox.compile.timing:42: ...``

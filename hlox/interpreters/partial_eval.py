@@ -16,7 +16,7 @@ from typing import Sequence
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
                              convert_constvars, eval_jaxpr, is_effectful, literal_value)
-from hlox.core.tracer import Tracer, set_current_trace
+from hlox.core.tracer import set_current_trace
 from hlox.interpreters import state_discharge
 
 # Primitives with their own partial-eval rule (call primitives and the like):
@@ -134,7 +134,7 @@ def _eval_staging_refs(jaxpr: Jaxpr, consts, args, pe: PartialEvalTrace, staged)
 # whether it is taken) for the final equation.
 partial_eval_jaxpr_custom_rules: dict = {}
 # Primitives whose rule (one giving the fifth element) also splits equations whose inputs are
-# all known (a jit or checkpoint inside a checkpoint: the policy applies inside it).
+# all known (a jit, checkpoint, scan or cond inside a checkpoint: the policy applies inside).
 splits_known_calls: set = set()
 
 
@@ -152,11 +152,11 @@ def partial_eval_jaxpr_custom(closed: ClosedJaxpr, in_unknowns: Sequence[bool], 
   carries again, recomputing it rather than saving it per iteration).
 
   An equation with a rule in ``partial_eval_jaxpr_custom_rules`` (cond, scan, jit, a nested
-  checkpoint) applies the policy inside itself; jit and checkpoint do so even when all their
-  inputs are known (``splits_known_calls``). One with only a partial-eval rule (while, as in
+  checkpoint) applies the policy inside itself, even when all its inputs are known
+  (``splits_known_calls``). One with only a partial-eval rule (while, as in
   JAX: it cannot save per-iteration values) that mixes known and unknown inputs is split by
   that rule for its known outputs and runs whole on the unknown side. The unknown side's
-  unread scan outputs are dropped (``output_pruning_rules``).
+  unread scan, cond and jit outputs are dropped (``output_pruning_rules``).
   """
   jaxpr = closed.jaxpr
   if isinstance(instantiate, bool):
@@ -306,8 +306,18 @@ def _prune_outputs(eqns, outvars):
   return out[::-1]
 
 
+def dce_pruned(jaxpr: Jaxpr, used_outputs: Sequence[bool]):
+  """``dce_jaxpr`` that also drops the unread outputs of equations with a pruning rule
+  (and the work inside them for those). Returns the jaxpr and which invars it reads."""
+  from hlox.core.jaxpr import dce_jaxpr
+  kept, _ = dce_jaxpr(jaxpr, used_outputs)
+  kept = Jaxpr(kept.constvars, kept.invars, kept.outvars,
+               _prune_outputs(kept.eqns, kept.outvars), kept.debug_info)
+  return dce_jaxpr(kept)
+
+
 def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
-                             unknown_params, memo=None):
+                             unknown_params, memo=None, with_sources=False):
   """A ``partial_eval_jaxpr_custom_rules`` entry for a call primitive over the closed
   ``jaxpr`` (jit, a nested checkpoint): its body is split by the same policy, the known call
   returns its known outputs then the residuals, the unknown call takes the residuals then
@@ -316,7 +326,9 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
 
   ``bind_known(known_body, args)`` binds the known call (``args``: the body's consts, then
   the known operands); ``unknown_params(unknown_body, n_args)`` gives the unknown
-  equation's params; ``memo(key, make)`` remembers the split (e.g. ``memoize_derived``).
+  equation's params (with ``with_sources``, ``unknown_params(unknown_body, sources,
+  out_positions)``: per operand ``("known", i)`` the equation's i-th operand or
+  ``("res", j)`` the j-th residual, and per result its position among the equation's); ``memo(key, make)`` remembers the split (e.g. ``memoize_derived``).
   """
   from hlox.core.jaxpr import JaxprEqn, trace_to_jaxpr
 
@@ -351,7 +363,8 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
   known = trace_to_jaxpr(lambda *xs: bind_known(known_body, [*kconsts, *xs]),
                          [v.aval for v in known_ins], f"{eqn.primitive} known",
                          str(eqn.primitive))
-  res_avals = [a for a, i in zip(unknown_body.in_avals, fwd) if i is None]
+  # (the residuals' types outside the call: a pmap's are stacked along its axis)
+  res_avals = list(known.out_avals[sum(not u for u in out_uk):])
 
   def make_unknown(res_vars, used=()):
     it = iter(res_vars)
@@ -361,9 +374,18 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
     body, reads = memo(key + (used,), lambda: _restaged_body(unknown_body, sum(out_uk), used,
                                                              len(fwd)))
     ins = [x for x, r in zip(ins, reads) if r]
-    outs = [v for v, u in zip(eqn.outvars, out_uk) if u] + [
-        v for v, k in zip([v for v, r in zip(eqn.outvars, restage) if r], used) if k]
-    return JaxprEqn(ins, outs, eqn.primitive, unknown_params(body, len(ins)),
+    out_pos = [i for i, u in enumerate(out_uk) if u] + [
+        i for i, k in zip([i for i, r in enumerate(restage) if r], used) if k]
+    outs = [eqn.outvars[i] for i in out_pos]
+    if not with_sources:
+      return JaxprEqn(ins, outs, eqn.primitive, unknown_params(body, len(ins)),
+                      eqn.source_info)
+    known_pos = [i for i, u in enumerate(ins_uk) if not u]
+    res_it = iter(range(len(res_vars)))
+    sources = [*[("res", next(res_it)) if i is None else ("known", known_pos[i]) for i in fwd],
+               *[("known", i) for i, u in enumerate(ins_uk) if u]]
+    sources = [x for x, r in zip(sources, reads) if r]
+    return JaxprEqn(ins, outs, eqn.primitive, unknown_params(body, sources, out_pos),
                     eqn.source_info)
   return known, out_uk, res_avals, make_unknown, restage
 
@@ -371,8 +393,7 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
 def _restaged_body(unknown: ClosedJaxpr, n_unknown: int, used, n_res: int):
   """``unknown`` returning its unknown outputs and only the recomputed known ones in use,
   without the residual inputs it then does not read; and per input whether it stays."""
-  from hlox.core.jaxpr import dce_jaxpr
-  kept, reads = dce_jaxpr(unknown.jaxpr, [True] * n_unknown + list(used))
+  kept, reads = dce_pruned(unknown.jaxpr, [True] * n_unknown + list(used))
   reads = [r or i >= n_res for i, r in enumerate(reads)]
   kept = Jaxpr(kept.constvars, [v for v, r in zip(kept.invars, reads) if r], kept.outvars,
                kept.eqns, kept.debug_info)

@@ -399,6 +399,40 @@ def _pmap_partial_eval(trace, *args, jaxpr, **params):
 pe.partial_eval_rules[xla_pmap_p] = _pmap_partial_eval
 
 
+def _pmap_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
+  # Under a checkpoint policy the pmapped body is split by the policy, as a jit's is (JAX's
+  # pmap is a jit of a shard_map): residuals leave the known pmap stacked along the mapped
+  # axis and enter the unknown one mapped.
+  params = eqn.params
+  jaxpr, in_axes, out_axes = params["jaxpr"], params["in_axes"], params["out_axes"]
+
+  def known_out_uk():
+    return (pe.partial_eval_jaxpr_custom(jaxpr, list(ins_uk), saveable, is_saved)[2],)
+
+  with _axis_env(params):
+    out_uk, = memoize_derived(("pmap_pe_custom_out", jaxpr, tuple(ins_uk), saveable, is_saved,
+                               *_axis_key(params)), known_out_uk)
+  known_out_axes = tuple(ax for ax, u in zip(out_axes, out_uk) if not u)
+
+  def bind_known(known, args):
+    n_consts = len(args) - sum(not u for u in ins_uk)
+    k_in = (None,) * n_consts + tuple(ax for ax, u in zip(in_axes, ins_uk) if not u)
+    k_out = known_out_axes + (0,) * (len(known.out_avals) - len(known_out_axes))
+    return xla_pmap_p.bind(*args, jaxpr=known, **_derived(params, len(args), in_axes=k_in,
+                                                            out_axes=k_out))
+
+  def unknown_params(body, sources, out_pos):
+    u_in = tuple(0 if kind == "res" else in_axes[i] for kind, i in sources)
+    return dict(jaxpr=body, **_derived(params, len(sources), in_axes=u_in,
+                                       out_axes=tuple(out_axes[i] for i in out_pos)))
+  with _axis_env(params):
+    return pe.call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
+                                       unknown_params, memoize_derived, with_sources=True)
+
+pe.partial_eval_jaxpr_custom_rules[xla_pmap_p] = _pmap_partial_eval_custom
+pe.splits_known_calls.add(xla_pmap_p)
+
+
 def _pmap_transpose(cts, *args, jaxpr, **params):
   in_axes, out_axes = params["in_axes"], params["out_axes"]
   undefined = [ad.is_undefined_primal(x) for x in args]

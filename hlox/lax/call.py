@@ -20,7 +20,8 @@ from hlox.core import dtypes
 from hlox.core import jaxpr as core_jaxpr
 from hlox.core import sharding_types
 from hlox.core.avals import Token, abstract_token
-from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, convert_constvars, trace_to_jaxpr
+from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, convert_constvars,
+                             trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import check_no_tracers, get_aval, set_current_trace
 from hlox.errors import DistributedRuntimeError
@@ -342,6 +343,21 @@ def _jit_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
 
 pe.partial_eval_jaxpr_custom_rules[jit_p] = _jit_partial_eval_custom
 pe.splits_known_calls.add(jit_p)
+
+
+def _jit_prune_outputs(eqn, used):
+  # A recomputing jit whose results are partly unread drops those, and the work for them.
+  if not any(used):
+    return eqn
+  jaxpr = eqn.params["jaxpr"]
+
+  def make():
+    return (ClosedJaxpr(pe.dce_pruned(jaxpr.jaxpr, used)[0], jaxpr.consts),)
+  body, = memoize_derived(("prune", jaxpr, tuple(used)), make)
+  return JaxprEqn(eqn.invars, [v for v, u in zip(eqn.outvars, used) if u], jit_p,
+                  dict(eqn.params, jaxpr=body), eqn.source_info)
+
+pe.output_pruning_rules[jit_p] = _jit_prune_outputs
 
 
 def _forward_input_residuals(known: ClosedJaxpr, num_res: int):

@@ -481,34 +481,86 @@ def _cond_split(branches, uk, split=None):
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
 
 
+def _recomputable_outputs(closed: ClosedJaxpr, out_uk, saveable, is_saved) -> list:
+  """Per output of ``closed``: a known output computed by an equation the policy does not
+  save (an unknown side can compute it again instead of saving it)."""
+  producer = {v: e for e in closed.jaxpr.eqns for v in e.outvars}
+  flags = []
+  for v, u in zip(closed.jaxpr.outvars, out_uk):
+    e = None if u or type(v) is Literal else producer.get(v)
+    flags.append(e is not None and not is_effectful(e) and not is_saved(
+        saveable(e.primitive, *[x.aval for x in e.invars], **e.params)))
+  return flags
+
+
 def _cond_split_custom(branches, uk, saveable, is_saved):
+  # Known outputs that some branch computes without saving them are computed again by the
+  # unknown cond (returned after its unknown outputs) when the enclosing split needs them,
+  # as JAX's unknown cond computes every output.
+  out_uk = [False] * len(branches[0].out_avals)
+  for br in branches:
+    out_uk = _orf(out_uk, pe.partial_eval_jaxpr_custom(br, list(uk), saveable, is_saved)[2])
+  restage = [False] * len(out_uk)
+  for br in branches:
+    restage = _orf(restage, _recomputable_outputs(br, out_uk, saveable, is_saved))
   split = lambda br, uk, instantiate=False: pe.partial_eval_jaxpr_custom(
-      br, uk, saveable, is_saved, instantiate)
-  return _cond_split(branches, uk, split)
+      br, uk, saveable, is_saved, instantiate, also_unknown=restage)
+  return (*_cond_split(branches, uk, split), tuple(restage))
+
+
+def _cond_restaged(unknown_brs, n_unknown: int, used, n_res: int):
+  """The unknown branches returning the unknown outputs and the recomputed known ones in
+  ``used``, without residual inputs no branch then reads; and per input whether it stays."""
+  dced = [pe.dce_pruned(br.jaxpr, [True] * n_unknown + list(used)) for br in unknown_brs]
+  reads = [any(r) or i >= n_res for i, r in enumerate(zip(*[r for _, r in dced]))]
+  return tuple(_closed([v for v, r in zip(j.invars, reads) if r], j.outvars, j.eqns)
+               for j, _ in dced), reads
 
 
 def _cond_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
   # Under a checkpoint policy: the branches are split by the policy (what it does not save
-  # is recomputed inside the unknown branch), their residuals sharing slots as above.
+  # is recomputed inside the unknown branch), their residuals sharing slots as above. A
+  # cond whose operands are all known is split too (``pe.splits_known_calls``): its unknown
+  # side then only recomputes known outputs, if the enclosing split needs them.
   if ins_uk[0]:
     return None
   branches, uk = eqn.params["branches"], tuple(ins_uk[1:])
-  (known_brs, known_consts), unknown_brs, out_uk, fwd, slot_avals = _memo(
+  (known_brs, known_consts), unknown_brs, out_uk, fwd, slot_avals, restage = _memo(
       _cond_split_custom, branches, uk, saveable, is_saved)
   ops = eqn.invars[1:]
   known_ops = [v for v, u in zip(ops, uk) if not u]
   known = trace_to_jaxpr(
       lambda index, *xs: cond_p.bind(index, *known_consts, *xs, branches=known_brs),
       [eqn.invars[0].aval] + [v.aval for v in known_ops], "cond known", "cond")
+  n_res = len(fwd) + len(slot_avals)
 
-  def make_unknown(res_vars):
-    return JaxprEqn([eqn.invars[0], *[known_ops[i] for i in fwd], *res_vars,
-                     *[v for v, u in zip(ops, uk) if u]],
-                    [v for v, u in zip(eqn.outvars, out_uk) if u], cond_p,
-                    dict(branches=unknown_brs), eqn.source_info)
-  return known, out_uk, slot_avals, make_unknown
+  def make_unknown(res_vars, used=()):
+    used = tuple(used) + (False,) * (sum(restage) - len(used))
+    brs, reads = _memo(_cond_restaged, unknown_brs, sum(out_uk), used, n_res)
+    ins = [*[known_ops[i] for i in fwd], *res_vars, *[v for v, u in zip(ops, uk) if u]]
+    again = [v for v, r in zip(eqn.outvars, restage) if r]
+    return JaxprEqn([eqn.invars[0], *[x for x, r in zip(ins, reads) if r]],
+                    [v for v, u in zip(eqn.outvars, out_uk) if u]
+                    + [v for v, k in zip(again, used) if k], cond_p,
+                    dict(branches=brs), eqn.source_info)
+  return known, out_uk, slot_avals, make_unknown, restage
 
 pe.partial_eval_jaxpr_custom_rules[cond_p] = _cond_partial_eval_custom
+pe.splits_known_calls.add(cond_p)
+
+
+def _cond_prune_outputs(eqn, used):
+  # Unread outputs go from every branch, with their work and the operands no branch then
+  # reads (a recomputing cond computes only what is asked of it).
+  if not any(used) or is_effectful(eqn):
+    return eqn
+  brs, reads = _memo(_cond_restaged, eqn.params["branches"], 0, tuple(used),
+                     len(eqn.invars) - 1)
+  return JaxprEqn([eqn.invars[0], *[v for v, r in zip(eqn.invars[1:], reads) if r]],
+                  [v for v, u in zip(eqn.outvars, used) if u], cond_p, dict(branches=brs),
+                  eqn.source_info)
+
+pe.output_pruning_rules[cond_p] = _cond_prune_outputs
 
 
 def _cond_transpose(cts, index, *ops, branches):
@@ -1536,7 +1588,7 @@ def _pe_jaxpr_custom(closed, uk, saveable, is_saved):
 
 
 def _scan_split_custom(jaxpr, num_consts, num_carry, c_uk, carry_uk, x_uk, saveable,
-                       is_saved):
+                       is_saved, restage=None):
   """Split the body under a checkpoint policy (``partial_eval_jaxpr_custom``), as JAX does:
   values the policy saves leave the known scan as residuals (stacked per iteration, or once
   when they do not change between iterations: ``hoist`` computes those from the consts), the
@@ -1551,15 +1603,19 @@ def _scan_split_custom(jaxpr, num_consts, num_carry, c_uk, carry_uk, x_uk, savea
   ``("stacked", None)`` outputs of the known side. The unknown body takes the unstacked
   residuals (in ``res_kinds`` order), its unknown consts, the carries (unknown or
   recarried, in carry order), its unknown xs, then the per-iteration residuals.
+
+  ``restage`` flags known outputs the unknown scan computes again (after its own outputs):
+  known carries it carries too, and known ys it returns after its unknown ys.
   """
   n_ys = len(jaxpr.out_avals) - num_carry
   body = jaxpr.jaxpr
   consts_in, carry_in, xs_in = _split(body.invars, num_consts, num_carry)
-  recarried = [False] * num_carry
+  restage = list(restage or [False] * (num_carry + n_ys))
+  recarried, again_ys = restage[:num_carry], restage[num_carry:]
   for _ in range(num_carry + 1):
     known, unknown, out_uk, num_res = pe.partial_eval_jaxpr_custom(
         jaxpr, list(c_uk + carry_uk + x_uk), saveable, is_saved,
-        list(carry_uk) + [False] * n_ys, recarried + [False] * n_ys)
+        list(carry_uk) + [False] * n_ys, recarried + again_ys)
     res_set = set(unknown.jaxpr.invars[:num_res])
     needed = [not u and v in res_set for v, u in zip(carry_in, carry_uk)]
     if _orf(recarried, needed) == recarried:
@@ -1614,9 +1670,10 @@ def _scan_split_custom(jaxpr, num_consts, num_carry, c_uk, carry_uk, x_uk, savea
   uk_outs, also_outs = iter(outs[:n_uk_out]), iter(outs[n_uk_out:])
   carry_outs = [next(uk_outs) if u else next(also_outs) if r else None
                 for u, r in zip(carry_uk, recarried)]
+  # (after the recarried carries, the also-computed outputs are the restaged ys)
   new_unknown = Jaxpr([], unstacked + uc + [v for v in carries if v is not None] + ux + per_iter,
-                      [v for v in carry_outs if v is not None] + list(uk_outs),
-                      unknown.jaxpr.eqns)
+                      [v for v in carry_outs if v is not None] + list(uk_outs)
+                      + list(also_outs), unknown.jaxpr.eqns)
   return (new_known, kconsts, n_known_consts, tuple(res_kinds), hoist, tuple(recarried),
           out_uk, ClosedJaxpr(new_unknown, []))
 
@@ -1629,9 +1686,17 @@ def _scan_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
   carry_uk = _carry_fixpoint(
       lambda cu: _memo(_pe_jaxpr_custom, jaxpr, tuple(c_uk + cu + x_uk), saveable,
                        is_saved)[2][:num_carry], carry_uk)
+  out_uk0 = _memo(_pe_jaxpr_custom, jaxpr, tuple(c_uk + carry_uk + x_uk), saveable,
+                  is_saved)[2]
+  out_uk0 = list(carry_uk) + list(out_uk0[num_carry:])
+  # Known outputs the policy does not save are computed again by the unknown scan when the
+  # enclosing split needs them (a known carry is then carried by it too), as JAX's unknown
+  # scan computes every output; a scan of known operands only is split for that alone.
+  restage = tuple(not u for u in out_uk0)
   known_body, kconsts, n_known_consts, res_kinds, hoist, recarried, out_uk, unknown_body = (
       _memo(_scan_split_custom, jaxpr, num_consts, num_carry, tuple(c_uk), tuple(carry_uk),
-            tuple(x_uk), saveable, is_saved))
+            tuple(x_uk), saveable, is_saved, restage))
+  again_ys = restage[num_carry:]
   consts, init, xs = _split(eqn.invars, num_consts, num_carry)
   known_c = [v for v, u in zip(consts, c_uk) if not u]
   known_xs = [v for v, u in zip(xs, x_uk) if not u]
@@ -1659,7 +1724,9 @@ def _scan_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
   res_avals = known.out_avals[n_known_out:]
   n_unstacked = len(from_known)
 
-  def make_unknown(res_vars):
+  def make_unknown(res_vars, used=()):
+    used = list(used) + [False] * (sum(restage) - len(used))
+    taken = dict(zip([i for i, r in enumerate(restage) if r], used))
     unstacked, stacked = iter(res_vars[:n_unstacked]), iter(res_vars[n_unstacked:])
     inv_res, st_res = [], []
     for kind, j in res_kinds:
@@ -1672,39 +1739,60 @@ def _scan_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
       elif kind == "stacked":
         st_res.append(next(stacked))
     carries = [v for v, u, r in zip(init, carry_uk, recarried) if u or r]
-    # a recarried carry's final value is the known side's: the unknown one goes unused
-    carry_outs = [v if u else Var(v.aval) for v, u, r in
-                  zip(eqn.outvars[:num_carry], carry_uk, recarried) if u or r]
-    return JaxprEqn([*inv_res, *[v for v, u in zip(consts, c_uk) if u], *carries,
-                     *[v for v, u in zip(xs, x_uk) if u], *st_res],
-                    carry_outs + [v for v, u in zip(eqn.outvars[num_carry:], out_uk[num_carry:])
-                                  if u], scan_p,
+    # a recarried carry's final value is the known side's: the unknown one goes unused,
+    # unless the enclosing split takes it (a restaged output)
+    carry_outs = [v if u or taken.get(i) else Var(v.aval) for i, (v, u, r) in
+                  enumerate(zip(eqn.outvars[:num_carry], carry_uk, recarried)) if u or r]
+    ys = eqn.outvars[num_carry:]
+    ys_out = [v for v, u in zip(ys, out_uk[num_carry:]) if u] + [
+        v if taken.get(num_carry + j) else Var(v.aval)
+        for j, (v, r) in enumerate(zip(ys, again_ys)) if r]
+    full = JaxprEqn([*inv_res, *[v for v, u in zip(consts, c_uk) if u], *carries,
+                     *[v for v, u in zip(xs, x_uk) if u], *st_res], carry_outs + ys_out, scan_p,
                     dict(jaxpr=unknown_body, num_consts=len(inv_res) + sum(c_uk),
                          num_carry=len(carries), **rest), eqn.source_info)
-  return known, out_uk, res_avals, make_unknown
+    # what is not taken goes (with the residuals only it reads)
+    taken_vars = set(eqn.outvars)
+    return _scan_prune_outputs(full, [v in taken_vars for v in full.outvars])
+  return known, out_uk, res_avals, make_unknown, restage
 
 pe.partial_eval_jaxpr_custom_rules[scan_p] = _scan_partial_eval_custom
+pe.splits_known_calls.add(scan_p)
 
 
-def _scan_drop_ys(jaxpr, num_carry, used_ys):
+def _scan_dce(jaxpr, num_consts, num_carry, used):
+  """The body computing only the ``used`` outputs: a carry goes when its result is unread
+  and the loop never reads it for what stays (a fixpoint), consts and xs go when unread.
+  Returns the body, which carries stay, and which of the scan's operands stay."""
   body = jaxpr.jaxpr
-  outvars = body.outvars[:num_carry] + [v for v, u in zip(body.outvars[num_carry:], used_ys)
-                                        if u]
-  return ClosedJaxpr(dce_jaxpr(Jaxpr(body.constvars, body.invars, outvars, body.eqns))[0],
-                     jaxpr.consts)
+  keep_carry = list(used[:num_carry])
+  while True:
+    dced, reads = pe.dce_pruned(body, keep_carry + list(used[num_carry:]))
+    more = _orf(keep_carry, reads[num_consts:num_consts + num_carry])
+    if more == keep_carry:
+      break
+    keep_carry = more
+  stays = [r or (num_consts <= i < num_consts + num_carry and keep_carry[i - num_consts])
+           for i, r in enumerate(reads)]
+  outvars = ([v for v, k in zip(body.outvars[:num_carry], keep_carry) if k]
+             + [v for v, u in zip(body.outvars[num_carry:], used[num_carry:]) if u])
+  new = Jaxpr(dced.constvars, [v for v, k in zip(body.invars, stays) if k], outvars,
+              dced.eqns, dced.debug_info)
+  return ClosedJaxpr(new, jaxpr.consts), tuple(keep_carry), tuple(stays)
 
 
 def _scan_prune_outputs(eqn, used):
-  # Stacked outputs nobody reads go, with the body's work for them; carries stay (dropping
-  # one would need a fixpoint over the loop).
+  # Outputs nobody reads go, with the body's work for them: stacked ones, and carries the
+  # loop does not otherwise need; operands the body then does not read go too.
   p = eqn.params
-  n = p["num_carry"]
-  used_ys = tuple(used[n:])
-  if all(used_ys):
+  n, nc = p["num_carry"], p["num_consts"]
+  if all(used) or is_effectful(eqn):
     return eqn
-  body = _memo(_scan_drop_ys, p["jaxpr"], n, used_ys)
-  return JaxprEqn(eqn.invars, eqn.outvars[:n] + [v for v, u in zip(eqn.outvars[n:], used_ys)
-                                                 if u], scan_p, dict(p, jaxpr=body),
+  body, keep_carry, stays = _memo(_scan_dce, p["jaxpr"], nc, n, tuple(used))
+  outvars = ([v for v, k in zip(eqn.outvars[:n], keep_carry) if k]
+             + [v for v, u in zip(eqn.outvars[n:], used[n:]) if u])
+  return JaxprEqn([v for v, k in zip(eqn.invars, stays) if k], outvars, scan_p,
+                  dict(p, jaxpr=body, num_consts=sum(stays[:nc]), num_carry=sum(keep_carry)),
                   eqn.source_info)
 
 pe.output_pruning_rules[scan_p] = _scan_prune_outputs
