@@ -2188,8 +2188,8 @@ def typeof(x):
     aval = get_aval(x)
   except TypeError as e:
     raise TypeError(f"typeof: {e}") from None
-  if aval is abstract_token:
-    return aval
+  if aval is abstract_token or is_ref_aval(aval):
+    return aval  # a reference's type is Ref{inner}, its array's own type inside
   vma = getattr(x, "vma_in_mesh_order", None)  # a value of an eager shard_map body
   if vma is not None:
     aval = aval.update(vma=vma())
