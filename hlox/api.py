@@ -1442,7 +1442,7 @@ def _jit_with_plain_shardings(fun, in_shardings, out_shardings, jit_kwargs):
     def constrained(*args, **kwargs):
       out = fun(*args, **kwargs)
       _check_out_shardings(out, out_shardings)
-      return with_sharding_constraint(out, out_shardings)
+      return _constrain_outputs(out, out_shardings)
   else:
     constrained = fun
   inner = jit(constrained, **jit_kwargs)
@@ -1848,6 +1848,17 @@ def _place_argument(x, sharding, path: str):
           f"jit sharding: {sharding},\narg sharding: {own} for arg {path} of type "
           f"{x.aval.str_short(short_dtypes=False)}")
   return placement.device_put(x, sharding)
+
+
+def _constrain_outputs(out, out_shardings):
+  """``out`` laid out as jit's ``out_shardings`` says; a None in the prefix leaves its
+  subtree to XLA, as a None ``out_shardings`` does for all outputs."""
+  if _is_sharding_leaf(out_shardings):
+    return with_sharding_constraint(out, out_shardings)
+  per_leaf = tree_util.broadcast_prefix(out_shardings, out, is_leaf=_is_sharding_leaf)
+  leaves, tree = tree_util.tree_flatten(out)
+  return tree.unflatten([leaf if s is None else with_sharding_constraint(leaf, s)
+                         for leaf, s in zip(leaves, per_leaf)])
 
 
 def _check_out_shardings(out, out_shardings) -> None:
