@@ -66,7 +66,7 @@ from hlox.version import __version__, __version_info__
 Device = _device_class()  # jaxlib's device class, for isinstance checks (``jax.Device``)
 from hlox import flatten_util, image, ops, test_util
 from hlox import viz
-from hlox import debug, dlpack, experimental, export, extend, ffi
+from hlox import api_util, debug, dlpack, experimental, export, extend, ffi
 from hlox import sharding, stages
 from hlox.sharding import NamedSharding, device_put, make_mesh, reshard, set_mesh
 from hlox.sharding import PartitionSpec as P

@@ -48,7 +48,8 @@ def main() -> None:
   import os
   if "HLOX_NUM_CPU_DEVICES" not in os.environ:
     hlox.config.update("num_cpu_devices", 4)  # a few CPU devices, for the pmap section
-  print(f"hlox {hlox.__version__} — backend: {hlox.default_backend()}")
+  print(f"hlox {hlox.version.hlox_version} (JAX {hlox.__version__} API) — backend: "
+        f"{hlox.default_backend()}")
   print(f"devices: {hlox.devices()}")
 
   rng = np.random.default_rng(0)

@@ -1476,7 +1476,7 @@ def _jit_with_plain_shardings(fun, in_shardings, out_shardings, jit_kwargs):
     def constrained(*args, **kwargs):
       out = fun(*args, **kwargs)
       _check_out_shardings(out, out_shardings)
-      return with_sharding_constraint(out, out_shardings)
+      return _constrain_outputs(out, out_shardings)
   else:
     constrained = fun
   inner = jit(constrained, **jit_kwargs)
@@ -1884,6 +1884,17 @@ def _place_argument(x, sharding, path: str):
   return placement.device_put(x, sharding)
 
 
+def _constrain_outputs(out, out_shardings):
+  """``out`` laid out as jit's ``out_shardings`` says; a None in the prefix leaves its
+  subtree to XLA, as a None ``out_shardings`` does for all outputs."""
+  if _is_sharding_leaf(out_shardings):
+    return with_sharding_constraint(out, out_shardings)
+  per_leaf = tree_util.broadcast_prefix(out_shardings, out, is_leaf=_is_sharding_leaf)
+  leaves, tree = tree_util.tree_flatten(out)
+  return tree.unflatten([leaf if s is None else with_sharding_constraint(leaf, s)
+                         for leaf, s in zip(leaves, per_leaf)])
+
+
 def _check_out_shardings(out, out_shardings) -> None:
   """A jit's outputs must fit its ``out_shardings`` (rank, evenly divided dimensions)."""
   if _is_sharding_leaf(out_shardings):
@@ -2222,8 +2233,8 @@ def typeof(x):
     aval = get_aval(x)
   except TypeError as e:
     raise TypeError(f"typeof: {e}") from None
-  if aval is abstract_token:
-    return aval
+  if aval is abstract_token or is_ref_aval(aval):
+    return aval  # a reference's type is Ref{inner}, its array's own type inside
   vma = getattr(x, "vma_in_mesh_order", None)  # a value of an eager shard_map body
   if vma is not None:
     aval = aval.update(vma=vma())

@@ -36,7 +36,7 @@ import dataclasses
 import functools
 import operator
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from jaxlib._jax import pytree as _pytree
 
@@ -88,6 +88,25 @@ def _new_registry(name: str) -> _pytree.PyTreeRegistry:
 default_registry = _new_registry("default_registry")
 _transform_registry = _new_registry("_transform_registry")
 _REGISTRIES = (default_registry, _transform_registry)
+
+
+class _RegistryEntry(NamedTuple):
+  """How a registered node type comes apart and back: ``to_iter(node) -> (children, aux)``,
+  ``from_iter(aux, children) -> node``."""
+  to_iter: Callable
+  from_iter: Callable
+
+
+# The node types in a Python dict as well as in the C++ registries: the C++ registry cannot
+# be asked whether it holds a type, and libraries (flax's nnx) test ``type(x) in _registry``.
+# Holds the built-in containers and every type registered through this module.
+_registry: dict[type, _RegistryEntry] = {
+    tuple: _RegistryEntry(lambda xs: (xs, None), lambda _, xs: tuple(xs)),
+    list: _RegistryEntry(lambda xs: (xs, None), lambda _, xs: list(xs)),
+    dict: _RegistryEntry(lambda d: (tuple(d[k] for k in sorted(d)), tuple(sorted(d))),
+                        lambda keys, xs: dict(zip(keys, xs))),
+    type(None): _RegistryEntry(lambda _: ((), None), lambda _, xs: None),
+}
 
 # The jit fast path: `flatten_fast(tree) -> (leaves, treedef)`, with no `is_leaf`. It is the
 # C++ method itself rather than a Python wrapper around it, which saves a Python frame
@@ -582,6 +601,7 @@ def register_pytree_node(
   """
   for registry in _REGISTRIES:
     registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+  _registry[nodetype] = _RegistryEntry(flatten_func, unflatten_func)
 
 
 def register_pytree_node_class(cls: Typ) -> Typ:
@@ -682,6 +702,11 @@ def register_dataclass(nodetype: Typ, data_fields: Sequence[str] | None = None,
 
   for registry in _REGISTRIES:
     registry.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
+  _registry[nodetype] = _RegistryEntry(
+      lambda node: (tuple(getattr(node, f) for f in data_fields),
+                    tuple(getattr(node, f) for f in meta_fields)),
+      lambda aux, children: nodetype(**dict(zip(meta_fields, aux)),
+                                     **dict(zip(data_fields, children))))
   return nodetype
 
 

@@ -2,6 +2,11 @@
 ``__version_info__``, and the helpers that build a version string for a release, a nightly or
 a checkout); the package re-exports ``hlox.__version__`` from here.
 
+``__version__`` is the version of JAX whose API hlox implements: programs and libraries
+written for JAX gate features on ``jax.__version_info__`` (flax picks its tracing and scan
+code paths by it, optax and equinox theirs), and with ``jax`` aliased to hlox they must see
+the API they are actually talking to. The distribution's own version is ``hlox_version``.
+
 Only the standard library is used: build tooling may evaluate this file on its own.
 """
 
@@ -11,11 +16,13 @@ import datetime
 import os
 import subprocess
 
-_version = "0.1.0"
+_version = "0.10.2"
 
 # hlox ships as a release: this pins the version string so that importing never asks git.
 # A checkout that wants a ``.devDATE+HASH`` version sets it to None.
-_release_version: str | None = "0.1.0"
+_release_version: str | None = "0.10.2"
+
+hlox_version = "0.1.0"  # the hlox package's own release (pyproject.toml)
 
 # The commit a build was made from, when the build records it.
 _git_hash: str | None = None

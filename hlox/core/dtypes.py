@@ -59,6 +59,25 @@ class prng_key(extended):
   """Abstract scalar type of typed PRNG key dtypes (``issubdtype(k.dtype, prng_key)``)."""
 
 
+class ExtendedDType:
+  """Base class of the extended dtype objects (a typed key's ``key<fry>``): ``type`` is the
+  scalar type under ``extended`` that ``issubdtype`` sees, ``_rules`` how the dtype maps to
+  arrays XLA knows (the typed-key implementation for keys). A plain class, not an ABC, so
+  that ``isinstance`` on its subclasses stays a C-level check."""
+  __slots__ = ()
+  type: type = extended
+  _rules = None
+
+
+def supports_inf(dtype) -> bool:
+  """Whether ``dtype`` can hold infinity (inexact dtypes, except the float8 formats whose
+  encodings have no infinity)."""
+  dtype = np.dtype(dtype)
+  if dtype in (float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2fnuz):
+    return False
+  return np.issubdtype(dtype, np.inexact) or dtype in _custom_floats
+
+
 _ABSTRACT_TYPES = (np.generic, np.number, np.inexact, np.floating, np.complexfloating,
                    np.integer, np.signedinteger, np.unsignedinteger, np.flexible,
                    np.character)

@@ -29,7 +29,8 @@ import threading
 
 __all__ = ["SourceInfo", "NameStack", "Transform", "current", "transform_name_stack",
            "named_scope", "extend_name_stack", "current_eqn", "name_stack", "reset_name_stack",
-           "is_user_file", "user_stacklevel", "xla_metadata", "current_xla_metadata",
+           "is_user_file", "register_exclusion", "user_stacklevel", "xla_metadata",
+           "current_xla_metadata",
            "merge_metadata"]
 
 _hlox_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -39,10 +40,22 @@ _stdlib_dirs = tuple({os.path.abspath(p) + os.sep
                                 sysconfig.get_paths().get("platstdlib")) if p})
 
 
+# Paths (files or folders) that libraries built on hlox exclude from "user code", so that
+# source locations and filtered tracebacks skip their frames too (JAX's register_exclusion).
+_excluded: tuple[str, ...] = ()
+
+
+def register_exclusion(path: str) -> None:
+  """Treat frames whose file name starts with ``path`` as library frames, not user code."""
+  global _excluded
+  _excluded = (*_excluded, path)
+
+
 def is_user_file(filename: str) -> bool:
-  """Whether a frame of ``filename`` counts as the user's code (not hlox, not the stdlib;
-  site-packages count as user code: a library built on hlox is the user of hlox)."""
-  if filename.startswith(_hlox_dir):
+  """Whether a frame of ``filename`` counts as the user's code (not hlox, not the stdlib,
+  not a path given to ``register_exclusion``; other site-packages count as user code: a
+  library built on hlox is the user of hlox unless it says otherwise)."""
+  if filename.startswith(_hlox_dir) or filename.startswith(_excluded):
     return False
   if filename.startswith(_stdlib_dirs) and "site-packages" not in filename:
     return False

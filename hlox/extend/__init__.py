@@ -4,6 +4,6 @@ primitives with their rules (``core``, ``core.primitives``), lowering them to St
 
 As in JAX, this surface follows the implementation and carries no stability promise.
 """
-from hlox.extend import backend, core, mlir, random
+from hlox.extend import backend, core, linear_util, mlir, random, source_info_util
 
-__all__ = ["backend", "core", "mlir", "random"]
+__all__ = ["backend", "core", "linear_util", "mlir", "random", "source_info_util"]

@@ -16,7 +16,7 @@ from typing import Sequence
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
                              convert_constvars, eval_jaxpr, is_effectful, literal_value)
-from hlox.core.tracer import set_current_trace
+from hlox.core.tracer import Tracer, current_trace, get_aval, set_current_trace
 from hlox.interpreters import state_discharge
 
 # Primitives with their own partial-eval rule (call primitives and the like):
@@ -438,3 +438,52 @@ def _trace_known_side(closed, known_invars, outvars, unknown_set, mixed):
                           in_shardings=splits if any(s is not None for s in splits) else None)
   dced, _ = dce_jaxpr(traced.jaxpr)
   return ClosedJaxpr(dced, traced.consts)
+
+
+class PartialVal(tuple):
+  """A value as partial evaluation sees it: ``(aval, None)`` when only its type is known
+  (unknown), ``(None, value)`` when the value itself is known."""
+
+  @classmethod
+  def known(cls, value) -> "PartialVal":
+    return cls((None, value))
+
+  @classmethod
+  def unknown(cls, aval) -> "PartialVal":
+    return cls((aval, None))
+
+  def is_known(self) -> bool:
+    return self[0] is None
+
+  def get_known(self):
+    """The value when known, else None."""
+    return self[1] if self[0] is None else None
+
+  def get_aval(self):
+    """The type: the unknown's aval, or the known value's."""
+    return self[0] if self[0] is not None else get_aval(self[1])
+
+
+def trace_to_jaxpr_nounits(fun, pvals: Sequence[PartialVal],
+                           instantiate: bool | Sequence[bool] = False):
+  """Partially evaluate ``fun`` (a ``linear_util.WrappedFun`` taking and returning flat
+  lists) on ``pvals``: operations on known values run now (on the trace in effect), the
+  rest is recorded. Returns ``(jaxpr, out_pvals, consts)``: the jaxpr of the unknown outputs,
+  taking ``consts`` (the known values it reads) as constvars and the unknown inputs as
+  invars; ``out_pvals`` says which outputs are known, with their values. ``instantiate``
+  forces outputs to be unknown."""
+  pe = PartialEvalTrace(current_trace(), "trace_to_jaxpr_nounits")
+  try:
+    args = [pv[1] if pv.is_known() else pe.new_arg(pv[0]) for pv in pvals]
+    with set_current_trace(pe):
+      outs = list(fun.call_wrapped(*args))
+      if isinstance(instantiate, bool):
+        instantiate = [instantiate] * len(outs)
+      outs = [pe.to_tracer(o) if inst and not pe.is_unknown(o) else o
+              for o, inst in zip(outs, instantiate)]
+    out_pvals = [PartialVal.unknown(o.aval) if pe.is_unknown(o) else PartialVal.known(o)
+                 for o in outs]
+    jaxpr, consts = pe.to_jaxpr([o for o in outs if pe.is_unknown(o)])
+  finally:
+    pe.invalidate()
+  return jaxpr, out_pvals, consts

@@ -195,8 +195,10 @@ def trim_spec(s, ndim: int):
 
 def _per_leaf(x, shardings):
   leaves, tree = tree_util.tree_flatten(x)
-  is_leaf = lambda s: isinstance(s, (sharding_lib.Sharding, sharding_lib.PartitionSpec))
-  if is_leaf(shardings) or shardings is None:
+  # None stands for a whole subtree (replicated over the mesh), as at the top level.
+  is_leaf = lambda s: s is None or isinstance(s, (sharding_lib.Sharding,
+                                                  sharding_lib.PartitionSpec))
+  if is_leaf(shardings):
     per_leaf = [shardings] * len(leaves)
   else:
     per_leaf = tree_util.broadcast_prefix(shardings, x, is_leaf=is_leaf)

@@ -485,7 +485,7 @@ config.add_watcher(_on_config_change)
 
 # --- keys ----------------------------------------------------------------------------------
 
-class KeyDtype:
+class KeyDtype(dtypes.ExtendedDType):
   """The dtype of typed keys of one implementation, printed ``key<tag>`` as in JAX
   (``key<fry>`` for threefry2x32). It is an extended dtype: ``dtypes.issubdtype(k.dtype,
   dtypes.prng_key)`` holds, and it equals its name as a string. ``impl`` is the

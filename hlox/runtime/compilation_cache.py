@@ -154,10 +154,19 @@ def _explain(message):
     monitoring.logger.warning("hlox persistent compilation cache: %s", message)
 
 
+def backend_compile_and_load(client, mlir_text, device_list, options):
+  """The one call into XLA's compiler for a jitted program: ``client.compile_and_load``.
+
+  Looked up on this module at each compile (JAX's name), so a library may wrap it: chex's
+  ``restrict_backends`` replaces it to refuse compiling for some platforms
+  (``client.platform``)."""
+  return client.compile_and_load(mlir_text, device_list, options)
+
+
 def _compile(client, mlir_text, device_list, options):
   monitoring.test_event("backend_compile")
   start = time.perf_counter()
-  loaded = client.compile_and_load(mlir_text, device_list, options)
+  loaded = backend_compile_and_load(client, mlir_text, device_list, options)
   return loaded, time.perf_counter() - start
 
 

@@ -798,6 +798,17 @@ class NamedSharding(Sharding):
     self._hlo_cache = {}
     self._hash = hash((mesh, spec))  # part of every sharded argument's jit cache key
 
+  def update(self, **kwargs) -> "NamedSharding":
+    """A copy with ``mesh``, ``spec`` (a ``PartitionSpec`` or a sequence of its entries)
+    or ``memory_kind`` replaced."""
+    spec = kwargs.pop("spec", self.spec)
+    out = NamedSharding(kwargs.pop("mesh", self.mesh),
+                        spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec),
+                        memory_kind=kwargs.pop("memory_kind", self.memory_kind))
+    if kwargs:
+      raise TypeError(f"NamedSharding.update got unexpected arguments {sorted(kwargs)}")
+    return out
+
   @property
   def _device_assignment(self) -> tuple:
     return self.mesh._flat_devices_tuple
