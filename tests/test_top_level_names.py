@@ -246,7 +246,7 @@ def test_live_arrays_sees_new_and_not_deleted():
 
 def test_print_environment_info(capsys):
   text = hlox.print_environment_info(return_string=True)
-  assert f"hlox:    {hlox.__version__}" in text and "jaxlib:" in text
+  assert f"hlox:    {hlox.version.hlox_version} (JAX {hlox.__version__} API)" in text and "jaxlib:" in text
   assert f"numpy:   {np.__version__}" in text and "device info: cpu-" in text
   assert hlox.print_environment_info() is None
   assert capsys.readouterr().out == text

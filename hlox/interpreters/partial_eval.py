@@ -16,7 +16,7 @@ from typing import Sequence
 from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
                              convert_constvars, eval_jaxpr, is_effectful, literal_value)
-from hlox.core.tracer import Tracer, current_trace, get_aval, set_current_trace
+from hlox.core.tracer import current_trace, get_aval, set_current_trace
 from hlox.interpreters import state_discharge
 
 # Primitives with their own partial-eval rule (call primitives and the like):

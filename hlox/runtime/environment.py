@@ -50,7 +50,7 @@ def print_environment_info(return_string: bool = False):
   import jaxlib.version
   devices = client.devices()
   lines = [
-      f"hlox:    {version.__version__}",
+      f"hlox:    {version.hlox_version} (JAX {version.__version__} API)",
       f"jaxlib:  {jaxlib.version.__version__}",
       f"numpy:   {np.__version__}",
       f"python:  {sys.version.replace(chr(10), ' ')}",
