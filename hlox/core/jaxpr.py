@@ -778,6 +778,10 @@ class JaxprTrace(Trace):
   name = "jit"
   origin = None  # (function, traced for, argument names) when known, for error messages
 
+  # Scalar constants enter the jaxpr as literals; a trace that makes residuals (a
+  # linearization) keeps computed scalars as constants, so that they stay residuals.
+  inline_scalar_arrays = True
+
   def __init__(self, debug_info: str = "", name: str | None = None):
     super().__init__()
     self.debug_info = debug_info
@@ -810,7 +814,8 @@ class JaxprTrace(Trace):
       aval = get_aval(x)
       value = _NO_VALUE
       if (aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token
-          and type(aval) is not AbstractRef):
+          and type(aval) is not AbstractRef
+          and (self.inline_scalar_arrays or type(x) in _PYTHON_SCALARS)):
         try:
           value = _literal_value(x, aval)
         except TypeError:  # a placeholder with a type and no value (a ShapeDtypeStruct)
@@ -887,6 +892,7 @@ def _progenitors(trace, var) -> tuple[list, list]:
 
 
 _NO_VALUE = object()
+_PYTHON_SCALARS = (int, float, complex, bool)
 
 
 def _literal_value(x, aval):
