@@ -328,7 +328,12 @@ class disable_jit:
 
 
 def _fun_name(fun) -> str:
-  return getattr(fun, "__name__", None) or type(fun).__name__
+  name = getattr(fun, "__name__", None)
+  if name:
+    return name
+  if isinstance(fun, functools.partial):  # as JAX: a partial is named after its function
+    return _fun_name(fun.func)
+  return type(fun).__name__
 
 
 def _normalize_argnums(fun, argnums, argnames, what):
@@ -536,6 +541,12 @@ class JitWrapped:
     if obj is None:
       return self
     return functools.partial(self, obj)
+
+  def _state(self) -> dict:
+    """What JAX's jitted functions report from ``__getstate__``: the function, its name and
+    its static arguments."""
+    return {"function_name": self.name, "fun": self.fun, "static_argnums": self.static_argnums,
+            "static_argnames": self.static_argnames}
 
   def __deepcopy__(self, memo):
     # Like a Python function, a jitted function has no state of its own to copy: its caches
@@ -840,6 +851,9 @@ class JitWrapped:
   def _trace(self, in_tree, avals, statics, args, kwargs, splits=None) -> _Traced:
     if config._values["no_tracing"]:
       raise RuntimeError(f"re-tracing function {self.name} for `jit`, but 'no_tracing' is set")
+    # As JAX, whose trace caches hold the function weakly: a callable that cannot be
+    # weakly referenced (``__slots__`` without ``__weakref__``) raises Python's TypeError.
+    weakref.ref(self.fun)
     monitoring.test_event("jit_trace", name=self.name)
     if config.explain_cache_misses:
       monitoring.logger.warning("jit %s: tracing for %s%s", self.name,
@@ -2140,6 +2154,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
       raise
 
   functools.update_wrapper(jitted, wrapped.fun)
+  # (An attribute of the function, which Python prefers to the method of its type.)
+  jitted.__getstate__ = wrapped._state
   jitted._jit = wrapped
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace

@@ -278,12 +278,15 @@ class _Pullback:
                        f"{len(saved)} leaves for {len(self._info.in_avals)} argument leaves")
     out = []
     for from_args, i in self._spec:
-      r = saved[i] if from_args else self.opaque_residuals[i]
+      if not from_args:
+        out.append(self.opaque_residuals[i])
+        continue
+      r = saved[i]
       if isinstance(r, NotNeeded):
         raise ValueError(f"the VJP function's args_res[...] entry for argument leaf {i} was "
                          "not restored before applying the VJP function")
-      out.append(r)
-    return _as_arrays(out)
+      out.extend(_as_arrays([r]))  # a restored value may be a host value
+    return out
 
   def __call__(self, *args):
     return _vjp_pullback(self._info, self._residuals(), *args)

@@ -779,7 +779,8 @@ class JaxprTrace(Trace):
   origin = None  # (function, traced for, argument names) when known, for error messages
 
   # Scalar constants enter the jaxpr as literals; a trace that makes residuals (a
-  # linearization) keeps computed scalars as constants, so that they stay residuals.
+  # linearization) keeps computed scalars (device values) as constants, so that they stay
+  # residuals.
   inline_scalar_arrays = True
 
   def __init__(self, debug_info: str = "", name: str | None = None):
@@ -815,7 +816,7 @@ class JaxprTrace(Trace):
       value = _NO_VALUE
       if (aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token
           and type(aval) is not AbstractRef
-          and (self.inline_scalar_arrays or type(x) in _PYTHON_SCALARS)):
+          and (self.inline_scalar_arrays or isinstance(x, _HOST_SCALARS))):
         try:
           value = _literal_value(x, aval)
         except TypeError:  # a placeholder with a type and no value (a ShapeDtypeStruct)
@@ -892,7 +893,7 @@ def _progenitors(trace, var) -> tuple[list, list]:
 
 
 _NO_VALUE = object()
-_PYTHON_SCALARS = (int, float, complex, bool)
+_HOST_SCALARS = (int, float, complex, bool, np.generic, np.ndarray)
 
 
 def _literal_value(x, aval):
