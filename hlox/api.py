@@ -1756,6 +1756,23 @@ def put_with_format(x, fmt):
   return _put_laid_out(x, layout, sharding)
 
 
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+  """The Array of global ``shape`` whose pieces are ``arrays`` (one Array per device of
+  ``sharding``, each already on its device; typed key arrays too), without copying where
+  they already lie."""
+  parts = [_key_parts(a) for a in arrays] if isinstance(arrays, (list, tuple)) else [None]
+  if not parts or parts[0] is None:
+    return placement.make_array_from_single_device_arrays(shape, sharding, arrays, dtype=dtype)
+  if any(p is None or p[1] != parts[0][1] for p in parts):
+    raise TypeError("make_array_from_single_device_arrays: the arrays must all be typed keys "
+                    "of one implementation, or none")
+  data, tree = parts[0]
+  key_dims = tuple(data.shape[len(arrays[0].shape):])
+  out = placement.make_array_from_single_device_arrays(
+      tuple(shape) + key_dims, sharding, [d for d, _ in parts])
+  return tree.unflatten([out])
+
+
 def make_array_from_callback(shape, sharding, data_callback, dtype=None):
   """The Array of global ``shape`` laid out by ``sharding`` (a ``Sharding``, or a ``Format``
   with a concrete layout), each device's piece made by ``data_callback(index)`` (``index``
@@ -1770,10 +1787,51 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     if not isinstance(sharding, sharding_lib.Sharding):
       raise TypeError(f"sharding should be an instance of `jax.sharding`. Got {sharding} of "
                       f"type {type(sharding)}")
-  out = placement.make_array_from_callback(shape, sharding, data_callback, dtype)
+  out = _from_callback(tuple(shape), sharding, data_callback, dtype)
   if layout is None:
     return out
   return _put_laid_out(out, layout, None)
+
+
+def _key_parts(x):
+  """``(data, treedef)`` of a typed key array (its words, and how to wrap them back into
+  keys), else None."""
+  if not dtypes.is_extended(getattr(x, "dtype", None)):
+    return None
+  (data,), tree = tree_util.tree_flatten(x)
+  return data, tree
+
+
+def _from_callback(shape, sharding, data_callback, dtype):
+  """``placement.make_array_from_callback``, for pieces that are typed keys too: the first
+  piece tells; keys are placed as their words (the key dimensions unsplit) and wrapped back.
+  The first piece is asked for once only."""
+  if not isinstance(sharding, sharding_lib.Sharding):  # its error
+    return placement.make_array_from_callback(shape, sharding, data_callback, dtype)
+  first_index = next(iter(sharding.addressable_devices_indices_map(shape).values()))
+  index_key = lambda index: tuple((i.start, i.stop, i.step) if isinstance(i, slice) else i
+                                  for i in index)
+  first = {index_key(first_index): data_callback(first_index)}
+  piece_of = lambda index: first.pop(index_key(index), None) if first else None
+
+  first_piece = next(iter(first.values()))
+  parts = _key_parts(first_piece)
+  if parts is None:
+    def plain(index):
+      piece = piece_of(index)
+      return data_callback(index) if piece is None else piece
+    return placement.make_array_from_callback(shape, sharding, plain, dtype)
+  data, tree = parts
+  n = len(shape)
+  key_dims = tuple(data.shape[len(first_piece.shape):])  # the words of one key
+
+  def words(index):
+    index = tuple(index[:n])
+    piece = piece_of(index)
+    return _key_parts(data_callback(index) if piece is None else piece)[0]
+
+  out = placement.make_array_from_callback(shape + key_dims, sharding, words, None)
+  return tree.unflatten([out])
 
 
 def _check_auto_donation(donating, in_layouts, out_layouts, args=()) -> None:
