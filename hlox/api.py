@@ -71,7 +71,8 @@ class ShapeDtypeStruct:
     self.shape = tuple(shape)
     if dtype is None:
       raise ValueError("ShapeDtypeStruct: dtype must be specified.")
-    self.dtype = np.dtype(dtype)
+    # (An extended dtype, such as a typed key's ``key<fry>``, is kept as it is.)
+    self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
     self.weak_type = weak_type
     if sharding is not None and not isinstance(
         sharding, (sharding_lib.Sharding, sharding_lib.PartitionSpec, layout_lib.Format)):
@@ -119,6 +120,8 @@ class ShapeDtypeStruct:
 
   @property
   def aval(self):
+    if dtypes.is_extended(self.dtype):
+      return ShapedArray(self.shape, self.dtype)
     return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
 
   @classmethod
@@ -127,6 +130,11 @@ class ShapeDtypeStruct:
     NumPy value, a Python scalar or anything with ``shape`` and ``dtype``."""
     if isinstance(x, ShapeDtypeStruct):
       return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
+    if dtypes.is_extended(getattr(x, "dtype", None)) and not isinstance(x, Tracer):
+      # typed keys: their words' sharding if those are committed to it
+      (words,), _ = tree_util.tree_flatten(x)
+      committed = isinstance(words, Array) and words.committed
+      return cls(x.shape, x.dtype, sharding=x.sharding if committed else None)
     aval = _abstractify(x)
     if isinstance(x, Tracer):  # as its type says (split over Explicit mesh axes), if it is
       # (over the concrete mesh, where JAX's is over the abstract one: hlox's creation
@@ -2388,6 +2396,7 @@ def eval_shape(fun: Callable, *args, **kwargs):
   with_formats = getattr(fun, "_formats_eval_shape", None)
   if with_formats is not None:  # a jit with Formats: its results' Formats too
     return with_formats(*args, **kwargs)
+  args, kwargs = tree_util.tree_map(_key_struct_as_words, (args, kwargs))
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
   avals = [abstractify_spec(x) for x in leaves]
   out_tree_box = []
@@ -2406,7 +2415,33 @@ def eval_shape(fun: Callable, *args, **kwargs):
   shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type,
                              sharding=_result_type_sharding(a, getattr(v, "sharding", None)))
             for a, v in zip(closed.out_avals, closed.jaxpr.outvars)]
-  return out_tree_box[0].unflatten(shapes)
+  out = out_tree_box[0].unflatten(shapes)
+  return tree_util._public.tree_map(_words_as_key_struct, out)
+
+
+def _key_struct_as_words(x):
+  """A typed-key ``ShapeDtypeStruct`` as keys over a struct of their words (what the
+  transformations trace), for ``eval_shape``."""
+  if not (isinstance(x, ShapeDtypeStruct) and dtypes.is_extended(x.dtype)):
+    return x
+  return x.dtype._from_words(ShapeDtypeStruct(x.shape + tuple(x.dtype.impl.key_shape),
+                                              np.uint32))
+
+
+def _words_as_key_struct(x):
+  """Keys over a struct of words (a traced key result of ``eval_shape``) as the typed-key
+  ``ShapeDtypeStruct`` JAX gives."""
+  if isinstance(x, ShapeDtypeStruct) or not dtypes.is_extended(getattr(x, "dtype", None)):
+    return x
+  (words,), _ = tree_util.tree_flatten(x)
+  if not isinstance(words, ShapeDtypeStruct):
+    return x
+  sharding = words.sharding
+  if isinstance(sharding, sharding_lib.NamedSharding):  # without the key dimensions
+    spec = tuple(sharding.spec) + (None,) * (len(words.shape) - len(sharding.spec))
+    sharding = sharding_lib.NamedSharding(sharding.mesh,
+                                          sharding_lib.PartitionSpec(*spec[:len(x.shape)]))
+  return ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
 
 
 def _result_type_sharding(aval, split):

@@ -502,6 +502,11 @@ class KeyDtype:
   def impl(self):
     return self._impl
 
+  def _from_words(self, words):
+    """Keys of this dtype over ``words`` (uint32, the key dimensions last): how layers
+    below ``random`` (``eval_shape`` of a key-typed ``ShapeDtypeStruct``) make keys."""
+    return PRNGKeyArray(words, self._impl)
+
   @property
   def itemsize(self):
     """Bytes of data per key (4 per uint32 word)."""
