@@ -13,7 +13,7 @@ from hlox.lax import state as lax_state
 
 from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
-from hlox.core.jaxpr import ClosedJaxpr, trace_to_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, dce_jaxpr, eval_jaxpr, trace_to_jaxpr
 from hlox.core.refs import Ref
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval
@@ -291,19 +291,35 @@ class _Pullback:
   def __call__(self, *args):
     return _vjp_pullback(self._info, self._residuals(), *args)
 
+  def _wanted_cotangents(self, ct, wanted):
+    """The argument cotangent leaves (None where not ``wanted``), computing only what the
+    wanted ones need: the backward pass is traced, pruned and then evaluated."""
+    if all(wanted):
+      return tree_util.tree_leaves(self(ct))
+    ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+
+    def backward(*leaves):
+      cts = tree_util.tree_leaves(self(tree_util.tree_unflatten(ct_tree, leaves)))
+      return [c for c, w in zip(cts, wanted) if w]
+
+    closed = trace_to_jaxpr(backward, [get_aval(c) for c in ct_leaves], "vjp_with_refs")
+    jaxpr, _ = dce_jaxpr(closed.jaxpr)
+    outs = iter(eval_jaxpr(jaxpr, closed.consts, *ct_leaves))
+    return [next(outs) if w else None for w in wanted]
+
   def with_refs(self, *accums):
     """The pullback with ``accums``, one per primal argument leaf: a ``Ref`` gets the
     leaf's cotangent added into it (``GradRef()`` is returned in its place), ``DontWant()``
     drops it (``DidntWant()`` in its place); anything else returns it as a value."""
     def apply(ct):
-      cts = self(ct)
-      ct_leaves, ct_tree = tree_util.tree_flatten(cts)
       acc_leaves, acc_tree = tree_util.tree_flatten(accums)
+      ct_tree = self._info.p_tree
       if acc_tree != ct_tree:
         raise ValueError("unexpected tree structure in the arguments to a VJP function's "
                          f"`with_refs` method: got {acc_tree}, but the primal arguments of "
                          f"the differentiated function have structure {ct_tree} (one Ref, "
                          "GradValue() or DontWant() per array argument)")
+      ct_leaves = self._wanted_cotangents(ct, [not isinstance(a, DontWant) for a in acc_leaves])
       out = []
       for c, a in zip(ct_leaves, acc_leaves):
         if isinstance(a, Ref):

@@ -83,3 +83,16 @@ def test_pullback_jaxpr_is_the_linear_program():
   text = str(f_vjp.jaxpr)
   assert " mul " in text and " sin " not in text
   assert f_vjp.out_nzs == (True,)
+
+
+def test_with_refs_dont_want_skips_that_cotangent():
+  x = y = jnp.arange(3.0)
+  z, f_vjp = hlox.vjp(lambda x, y: x * y, x, y)
+  f_vjp = f_vjp.with_refs(hlox.ad.DontWant(), hlox.ad.GradValue())
+  ones = jnp.ones_like(z)
+  g = hlox.jit(lambda: f_vjp(ones))
+  x_ct, y_ct = g()
+  assert x_ct == hlox.ad.DidntWant()
+  np.testing.assert_allclose(y_ct, np.arange(3.0))
+  # only y's cotangent is computed: one multiplication
+  assert [e.primitive.name for e in g.trace().jaxpr.eqns] == ["mul"]

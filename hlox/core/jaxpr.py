@@ -842,6 +842,11 @@ class JaxprTrace(Trace):
     except TypeError:  # an operand that is no JAX value: JAX's message naming its position
       raise_for_invalid_operand(primitive.name, args)
       raise
+    forward = forwarding_rules.get(primitive)
+    if forward is not None:
+      i = forward([t._aval for t in tracers], **params)
+      if i is not None:  # the result is that operand itself: no equation
+        return tracers[i]
     if vma_lib.active[0]:  # inside a check_vma shard_map body (``core/vma.py``)
       return vma_lib.process(self, primitive, tracers, params, self._record)
     return self._record(primitive, tracers, params)
@@ -891,6 +896,12 @@ def _progenitors(trace, var) -> tuple[list, list]:
                       for v in e.invars)]
   return positions, roots
 
+
+# primitive -> rule(operand avals, **params) giving the position of the operand that is
+# the result (an identity application: a broadcast to the operand's own shape), or None.
+# As JAX's, a traced jaxpr then records no equation for it, whatever the operand is (a
+# constant included).
+forwarding_rules: dict = {}
 
 _NO_VALUE = object()
 _HOST_SCALARS = (int, float, complex, bool, np.generic, np.ndarray)
