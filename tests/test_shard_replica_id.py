@@ -1,5 +1,6 @@
 """``Shard.replica_id``: which copy of its piece a shard is (0 for the first device holding
-that piece, then 1, ...), as JAX numbers them."""
+that piece, then 1, ...), as JAX numbers them; copies of multi-device arrays keep their
+layout."""
 import numpy as np
 
 import hlox
@@ -27,3 +28,16 @@ def test_replica_ids_count_copies_of_each_piece():
   assert [(s.index, s.replica_id) for s in z.addressable_shards] == \
       [(s.index, s.replica_id) for s in x.addressable_shards]
   assert jnp.ones(3).addressable_shards[0].replica_id == 0
+
+
+def test_copy_of_pmap_results_keeps_their_layout():
+  n = hlox.device_count()
+  replicated = hlox.pmap(lambda x: x, in_axes=0, out_axes=None)(jnp.arange(n))
+  copied = jnp.copy(replicated)
+  assert copied.sharding == replicated.sharding
+  assert isinstance(copied.sharding, hlox.sharding.NamedSharding)
+  assert int(copied) == 0
+  split = hlox.pmap(lambda x: 2 * x)(jnp.arange(float(n)))
+  copied = jnp.copy(split)
+  assert copied.sharding == split.sharding
+  np.testing.assert_array_equal(copied, 2 * np.arange(float(n)))
