@@ -2210,6 +2210,11 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         return traced_call(args, kwargs)
       return slow(args, kwargs)
     except Exception as e:
+      if type(e) is OverflowError and not kwargs:
+        named = _argument_overflow(wrapped.fun, args)
+        if named is not None:
+          hide_wrapper_frames(named)
+          raise named from e
       if getattr(e, "_hlox_jit_output", None) and ctx.trace is eval_trace:
         try:  # an invalid value came out (NaN checks): run ``fun`` itself, as JAX
           return _call_deoptimized(fun, args, kwargs, e)
@@ -2231,6 +2236,19 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   jitted._call_cache = wrapped._call_cache
   jitted._fast_cache = wrapped._fast_cache
   return jitted
+
+
+def _argument_overflow(fun, args):
+  """JAX's OverflowError for a Python integer argument out of the default integer type's
+  range, naming the argument (None when no argument is the cause)."""
+  info = np.iinfo(dtypes.default_int_dtype())
+  names = _argument_names(fun, args, {})
+  for name, leaf in zip(names, tree_util.tree_leaves((args, {}))):
+    if type(leaf) is int and not info.min <= leaf <= info.max:
+      path = name[len("argument "):] if name.startswith("argument ") else name
+      return OverflowError("An overflow was encountered while parsing an argument to a "
+                           f"jitted computation, whose argument path is {path}.")
+  return None
 
 
 @api_boundary

@@ -1,6 +1,7 @@
 """``jit``'s ``__getstate__`` (the function's name), its TypeError for callables that cannot
-be weakly referenced, and option scopes over global settings (``get_global``, and
-``config.update`` inside a scope changing what the scope's exit restores), as in JAX."""
+be weakly referenced, its OverflowError naming an out-of-range integer argument, and option
+scopes over global settings (``get_global``, and ``config.update`` inside a scope changing
+what the scope's exit restores), as in JAX."""
 import functools
 
 import numpy as np
@@ -74,3 +75,15 @@ def test_nested_scopes_restore_in_order():
       assert opt.value == "raise" and opt.get_global() == start
     assert opt.value == "warn"
   assert opt.value == start
+
+
+def test_integer_argument_overflow_names_the_argument():
+  f = hlox.jit(lambda x: x + 0)
+  limit = np.iinfo(np.int32).max
+  assert int(f(limit)) == limit
+  for bad in (limit + 1, -limit - 2):
+    with pytest.raises(OverflowError, match="An overflow.*whose argument path is x\\."):
+      f(bad)
+  g = hlox.jit(lambda a, b: a + b[0])
+  with pytest.raises(OverflowError, match="whose argument path is b\\[0\\]\\."):
+    g(1, [2 ** 40])
