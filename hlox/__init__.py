@@ -54,9 +54,8 @@ from hlox import typing
 from hlox.runtime import device_put_replicated, device_put_sharded
 from hlox.runtime.client import host_count, host_id, host_ids, process_indices
 from hlox.runtime.environment import live_arrays, print_environment_info
-from hlox.api import make_array_from_callback
-from hlox.runtime.placement import (make_array_from_process_local_data,
-                                    make_array_from_single_device_arrays)
+from hlox.api import make_array_from_callback, make_array_from_single_device_arrays
+from hlox.runtime.placement import make_array_from_process_local_data
 from hlox.runtime.environment import device_class as _device_class
 from hlox.api import typeof
 from hlox.custom_derivatives import closure_convert, custom_gradient

@@ -71,7 +71,8 @@ class ShapeDtypeStruct:
     self.shape = tuple(shape)
     if dtype is None:
       raise ValueError("ShapeDtypeStruct: dtype must be specified.")
-    self.dtype = np.dtype(dtype)
+    # (An extended dtype, such as a typed key's ``key<fry>``, is kept as it is.)
+    self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)
     self.weak_type = weak_type
     if sharding is not None and not isinstance(
         sharding, (sharding_lib.Sharding, sharding_lib.PartitionSpec, layout_lib.Format)):
@@ -119,6 +120,8 @@ class ShapeDtypeStruct:
 
   @property
   def aval(self):
+    if dtypes.is_extended(self.dtype):
+      return ShapedArray(self.shape, self.dtype)
     return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
 
   @classmethod
@@ -127,6 +130,11 @@ class ShapeDtypeStruct:
     NumPy value, a Python scalar or anything with ``shape`` and ``dtype``."""
     if isinstance(x, ShapeDtypeStruct):
       return cls(x.shape, x.dtype, weak_type=x.weak_type, sharding=x.sharding)
+    if dtypes.is_extended(getattr(x, "dtype", None)) and not isinstance(x, Tracer):
+      # typed keys: their words' sharding if those are committed to it
+      (words,), _ = tree_util.tree_flatten(x)
+      committed = isinstance(words, Array) and words.committed
+      return cls(x.shape, x.dtype, sharding=x.sharding if committed else None)
     aval = _abstractify(x)
     if isinstance(x, Tracer):  # as its type says (split over Explicit mesh axes), if it is
       # (over the concrete mesh, where JAX's is over the abstract one: hlox's creation
@@ -328,7 +336,12 @@ class disable_jit:
 
 
 def _fun_name(fun) -> str:
-  return getattr(fun, "__name__", None) or type(fun).__name__
+  name = getattr(fun, "__name__", None)
+  if name:
+    return name
+  if isinstance(fun, functools.partial):  # as JAX: a partial is named after its function
+    return _fun_name(fun.func)
+  return type(fun).__name__
 
 
 def _normalize_argnums(fun, argnums, argnames, what):
@@ -536,6 +549,12 @@ class JitWrapped:
     if obj is None:
       return self
     return functools.partial(self, obj)
+
+  def _state(self) -> dict:
+    """What JAX's jitted functions report from ``__getstate__``: the function, its name and
+    its static arguments."""
+    return {"function_name": self.name, "fun": self.fun, "static_argnums": self.static_argnums,
+            "static_argnames": self.static_argnames}
 
   def __deepcopy__(self, memo):
     # Like a Python function, a jitted function has no state of its own to copy: its caches
@@ -840,6 +859,9 @@ class JitWrapped:
   def _trace(self, in_tree, avals, statics, args, kwargs, splits=None) -> _Traced:
     if config._values["no_tracing"]:
       raise RuntimeError(f"re-tracing function {self.name} for `jit`, but 'no_tracing' is set")
+    # As JAX, whose trace caches hold the function weakly: a callable that cannot be
+    # weakly referenced (``__slots__`` without ``__weakref__``) raises Python's TypeError.
+    weakref.ref(self.fun)
     monitoring.test_event("jit_trace", name=self.name)
     if config.explain_cache_misses:
       monitoring.logger.warning("jit %s: tracing for %s%s", self.name,
@@ -1776,6 +1798,23 @@ def put_with_format(x, fmt):
   return _put_laid_out(x, layout, sharding)
 
 
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+  """The Array of global ``shape`` whose pieces are ``arrays`` (one Array per device of
+  ``sharding``, each already on its device; typed key arrays too), without copying where
+  they already lie."""
+  parts = [_key_parts(a) for a in arrays] if isinstance(arrays, (list, tuple)) else [None]
+  if not parts or parts[0] is None:
+    return placement.make_array_from_single_device_arrays(shape, sharding, arrays, dtype=dtype)
+  if any(p is None or p[1] != parts[0][1] for p in parts):
+    raise TypeError("make_array_from_single_device_arrays: the arrays must all be typed keys "
+                    "of one implementation, or none")
+  data, tree = parts[0]
+  key_dims = tuple(data.shape[len(arrays[0].shape):])
+  out = placement.make_array_from_single_device_arrays(
+      tuple(shape) + key_dims, sharding, [d for d, _ in parts])
+  return tree.unflatten([out])
+
+
 def make_array_from_callback(shape, sharding, data_callback, dtype=None):
   """The Array of global ``shape`` laid out by ``sharding`` (a ``Sharding``, or a ``Format``
   with a concrete layout), each device's piece made by ``data_callback(index)`` (``index``
@@ -1790,10 +1829,51 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     if not isinstance(sharding, sharding_lib.Sharding):
       raise TypeError(f"sharding should be an instance of `jax.sharding`. Got {sharding} of "
                       f"type {type(sharding)}")
-  out = placement.make_array_from_callback(shape, sharding, data_callback, dtype)
+  out = _from_callback(tuple(shape), sharding, data_callback, dtype)
   if layout is None:
     return out
   return _put_laid_out(out, layout, None)
+
+
+def _key_parts(x):
+  """``(data, treedef)`` of a typed key array (its words, and how to wrap them back into
+  keys), else None."""
+  if not dtypes.is_extended(getattr(x, "dtype", None)):
+    return None
+  (data,), tree = tree_util.tree_flatten(x)
+  return data, tree
+
+
+def _from_callback(shape, sharding, data_callback, dtype):
+  """``placement.make_array_from_callback``, for pieces that are typed keys too: the first
+  piece tells; keys are placed as their words (the key dimensions unsplit) and wrapped back.
+  The first piece is asked for once only."""
+  if not isinstance(sharding, sharding_lib.Sharding):  # its error
+    return placement.make_array_from_callback(shape, sharding, data_callback, dtype)
+  first_index = next(iter(sharding.addressable_devices_indices_map(shape).values()))
+  index_key = lambda index: tuple((i.start, i.stop, i.step) if isinstance(i, slice) else i
+                                  for i in index)
+  first = {index_key(first_index): data_callback(first_index)}
+  piece_of = lambda index: first.pop(index_key(index), None) if first else None
+
+  first_piece = next(iter(first.values()))
+  parts = _key_parts(first_piece)
+  if parts is None:
+    def plain(index):
+      piece = piece_of(index)
+      return data_callback(index) if piece is None else piece
+    return placement.make_array_from_callback(shape, sharding, plain, dtype)
+  data, tree = parts
+  n = len(shape)
+  key_dims = tuple(data.shape[len(first_piece.shape):])  # the words of one key
+
+  def words(index):
+    index = tuple(index[:n])
+    piece = piece_of(index)
+    return _key_parts(data_callback(index) if piece is None else piece)[0]
+
+  out = placement.make_array_from_callback(shape + key_dims, sharding, words, None)
+  return tree.unflatten([out])
 
 
 def _check_auto_donation(donating, in_layouts, out_layouts, args=()) -> None:
@@ -2175,6 +2255,11 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
         return traced_call(args, kwargs)
       return slow(args, kwargs)
     except Exception as e:
+      if type(e) is OverflowError and not kwargs:
+        named = _argument_overflow(wrapped.fun, args)
+        if named is not None:
+          hide_wrapper_frames(named)
+          raise named from e
       if getattr(e, "_hlox_jit_output", None) and ctx.trace is eval_trace:
         try:  # an invalid value came out (NaN checks): run ``fun`` itself, as JAX
           return _call_deoptimized(fun, args, kwargs, e)
@@ -2185,6 +2270,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
       raise
 
   functools.update_wrapper(jitted, wrapped.fun)
+  # (An attribute of the function, which Python prefers to the method of its type.)
+  jitted.__getstate__ = wrapped._state
   jitted._jit = wrapped
   jitted.lower = wrapped.lower
   jitted.trace = wrapped.trace
@@ -2194,6 +2281,19 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
   jitted._call_cache = wrapped._call_cache
   jitted._fast_cache = wrapped._fast_cache
   return jitted
+
+
+def _argument_overflow(fun, args):
+  """JAX's OverflowError for a Python integer argument out of the default integer type's
+  range, naming the argument (None when no argument is the cause)."""
+  info = np.iinfo(dtypes.default_int_dtype())
+  names = _argument_names(fun, args, {})
+  for name, leaf in zip(names, tree_util.tree_leaves((args, {}))):
+    if type(leaf) is int and not info.min <= leaf <= info.max:
+      path = name[len("argument "):] if name.startswith("argument ") else name
+      return OverflowError("An overflow was encountered while parsing an argument to a "
+                           f"jitted computation, whose argument path is {path}.")
+  return None
 
 
 @api_boundary
@@ -2359,6 +2459,7 @@ def eval_shape(fun: Callable, *args, **kwargs):
   with_formats = getattr(fun, "_formats_eval_shape", None)
   if with_formats is not None:  # a jit with Formats: its results' Formats too
     return with_formats(*args, **kwargs)
+  args, kwargs = tree_util.tree_map(_key_struct_as_words, (args, kwargs))
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
   avals = [abstractify_spec(x) for x in leaves]
   out_tree_box = []
@@ -2377,7 +2478,33 @@ def eval_shape(fun: Callable, *args, **kwargs):
   shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type,
                              sharding=_result_type_sharding(a, getattr(v, "sharding", None)))
             for a, v in zip(closed.out_avals, closed.jaxpr.outvars)]
-  return out_tree_box[0].unflatten(shapes)
+  out = out_tree_box[0].unflatten(shapes)
+  return tree_util._public.tree_map(_words_as_key_struct, out)
+
+
+def _key_struct_as_words(x):
+  """A typed-key ``ShapeDtypeStruct`` as keys over a struct of their words (what the
+  transformations trace), for ``eval_shape``."""
+  if not (isinstance(x, ShapeDtypeStruct) and dtypes.is_extended(x.dtype)):
+    return x
+  return x.dtype._from_words(ShapeDtypeStruct(x.shape + tuple(x.dtype.impl.key_shape),
+                                              np.uint32))
+
+
+def _words_as_key_struct(x):
+  """Keys over a struct of words (a traced key result of ``eval_shape``) as the typed-key
+  ``ShapeDtypeStruct`` JAX gives."""
+  if isinstance(x, ShapeDtypeStruct) or not dtypes.is_extended(getattr(x, "dtype", None)):
+    return x
+  (words,), _ = tree_util.tree_flatten(x)
+  if not isinstance(words, ShapeDtypeStruct):
+    return x
+  sharding = words.sharding
+  if isinstance(sharding, sharding_lib.NamedSharding):  # without the key dimensions
+    spec = tuple(sharding.spec) + (None,) * (len(words.shape) - len(sharding.spec))
+    sharding = sharding_lib.NamedSharding(sharding.mesh,
+                                          sharding_lib.PartitionSpec(*spec[:len(x.shape)]))
+  return ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding)
 
 
 def _result_type_sharding(aval, split):

@@ -13,7 +13,7 @@ from hlox.lax import state as lax_state
 
 from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
-from hlox.core.jaxpr import ClosedJaxpr, trace_to_jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, dce_jaxpr, eval_jaxpr, trace_to_jaxpr
 from hlox.core.refs import Ref
 from hlox.core.traceback_util import api_boundary
 from hlox.core.tracer import Tracer, get_aval
@@ -174,9 +174,9 @@ def _lifted_jvp(jaxpr, lin, nonzeros, n_out, out_tree, p_tree, p_avals, *tangent
 @api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
   """``(fun(*primals), f_vjp)`` where ``f_vjp(cotangent)`` returns one cotangent per primal."""
-  p_leaves, p_tree = tree_util.tree_flatten(primals)
-  _check_arraylike_leaves("vjp", p_leaves)
-  p_leaves = _as_arrays(p_leaves)
+  user_leaves, p_tree = tree_util.tree_flatten(primals)
+  _check_arraylike_leaves("vjp", user_leaves)
+  p_leaves = _as_arrays(user_leaves)
   flat, box = _flat_fun(fun, p_tree, has_aux)
   nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in p_leaves]
   out_p, lin = ad.linearize(flat, p_leaves, nonzeros, transform_stack=True)
@@ -186,10 +186,11 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   out_avals = [get_aval(o) for o in out_p]
   in_avals = [get_aval(p) for p in p_leaves]
 
-  # As JAX's, the pullback is a ``Partial`` whose children are the residuals, so it can be
+  # As JAX's, the pullback is a pytree whose children are the residuals, so it can be
   # returned from and passed to jitted functions; everything else is static.
   info = _VJPInfo(_fun_name(fun), lin, p_tree, out_tree, out_avals, in_avals, nonzeros, n_aux)
-  f_vjp = _Pullback(functools.partial(_vjp_pullback, info), list(lin.jaxpr.consts))
+  spec, args_res, opaque = _split_residuals(user_leaves, p_tree, lin.jaxpr.consts)
+  f_vjp = _Pullback(info, spec, args_res, opaque)
 
   out = tree_util.tree_unflatten(out_tree, out_p)
   return (out, f_vjp, aux) if has_aux else (out, f_vjp)
@@ -218,23 +219,107 @@ class DidntWant:
   """``with_refs`` result for an argument marked ``DontWant``."""
 
 
-class _Pullback(tree_util.Partial):
-  """The pullback ``vjp`` returns: a ``Partial`` (a pytree whose children are the
-  residuals) with ``with_refs`` to accumulate cotangents into references in place."""
+@dataclasses.dataclass(frozen=True)
+class NotNeeded:
+  """Stands in ``f_vjp.args_res`` for an argument leaf the pullback does not use."""
+
+
+def _split_residuals(user_leaves, p_tree, residuals):
+  """Tells the residuals that are the caller's own argument values (kept in ``args_res``,
+  one entry per argument, ``NotNeeded()`` where a leaf is not saved) from those computed
+  (``opaque_residuals``). ``spec`` records, per residual, ``(True, leaf index)`` or
+  ``(False, index in opaque)``. As JAX, identity decides: a residual that is the very
+  object passed (not a converted copy) is an argument's."""
+  leaf_of = {id(x): i for i, x in enumerate(user_leaves)}
+  spec, opaque, kept = [], [], {}
+  for r in residuals:
+    i = leaf_of.get(id(r))
+    if i is None:
+      spec.append((False, len(opaque)))
+      opaque.append(r)
+    else:
+      spec.append((True, i))
+      kept[i] = r
+  keep = [kept.get(i, NotNeeded()) for i in range(len(user_leaves))]
+  args_res = list(tree_util.tree_unflatten(p_tree, keep))
+  return tuple(spec), args_res, opaque
+
+
+class _Pullback:
+  """The pullback ``vjp`` returns. A pytree whose children are the residuals:
+  ``args_res`` (the argument values it saved, one entry per argument, which a caller may
+  drop and restore before calling) and ``opaque_residuals`` (values computed on the way);
+  ``jaxpr`` is the linear (backward) program. ``with_refs`` accumulates cotangents into
+  references in place."""
+
+  __slots__ = ("_info", "_spec", "args_res", "opaque_residuals", "__weakref__")
+
+  def __init__(self, info, spec, args_res, opaque_residuals):
+    self._info, self._spec = info, spec
+    self.args_res, self.opaque_residuals = args_res, opaque_residuals
+
+  @property
+  def jaxpr(self):
+    """The linear jaxpr that maps output cotangents to argument cotangents; its constvars
+    are the residuals."""
+    return self._info.jaxpr
+
+  @property
+  def out_nzs(self):
+    """Per output leaf, whether its tangent can be nonzero."""
+    _, out_zeros, _ = self._info.lin_avals
+    return tuple(not z for z in out_zeros[:len(self._info.out_avals)])
+
+  def _residuals(self):
+    saved = tree_util.tree_leaves(self.args_res, is_leaf=lambda x: isinstance(x, NotNeeded))
+    if len(saved) != len(self._info.in_avals):
+      raise ValueError("the VJP function's args_res must have the structure of the "
+                       f"differentiated function's arguments ({self._info.p_tree}); got "
+                       f"{len(saved)} leaves for {len(self._info.in_avals)} argument leaves")
+    out = []
+    for from_args, i in self._spec:
+      if not from_args:
+        out.append(self.opaque_residuals[i])
+        continue
+      r = saved[i]
+      if isinstance(r, NotNeeded):
+        raise ValueError(f"the VJP function's args_res[...] entry for argument leaf {i} was "
+                         "not restored before applying the VJP function")
+      out.extend(_as_arrays([r]))  # a restored value may be a host value
+    return out
+
+  def __call__(self, *args):
+    return _vjp_pullback(self._info, self._residuals(), *args)
+
+  def _wanted_cotangents(self, ct, wanted):
+    """The argument cotangent leaves (None where not ``wanted``), computing only what the
+    wanted ones need: the backward pass is traced, pruned and then evaluated."""
+    if all(wanted):
+      return tree_util.tree_leaves(self(ct))
+    ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+
+    def backward(*leaves):
+      cts = tree_util.tree_leaves(self(tree_util.tree_unflatten(ct_tree, leaves)))
+      return [c for c, w in zip(cts, wanted) if w]
+
+    closed = trace_to_jaxpr(backward, [get_aval(c) for c in ct_leaves], "vjp_with_refs")
+    jaxpr, _ = dce_jaxpr(closed.jaxpr)
+    outs = iter(eval_jaxpr(jaxpr, closed.consts, *ct_leaves))
+    return [next(outs) if w else None for w in wanted]
 
   def with_refs(self, *accums):
     """The pullback with ``accums``, one per primal argument leaf: a ``Ref`` gets the
     leaf's cotangent added into it (``GradRef()`` is returned in its place), ``DontWant()``
     drops it (``DidntWant()`` in its place); anything else returns it as a value."""
     def apply(ct):
-      cts = self(ct)
-      ct_leaves, ct_tree = tree_util.tree_flatten(cts)
       acc_leaves, acc_tree = tree_util.tree_flatten(accums)
+      ct_tree = self._info.p_tree
       if acc_tree != ct_tree:
         raise ValueError("unexpected tree structure in the arguments to a VJP function's "
                          f"`with_refs` method: got {acc_tree}, but the primal arguments of "
                          f"the differentiated function have structure {ct_tree} (one Ref, "
                          "GradValue() or DontWant() per array argument)")
+      ct_leaves = self._wanted_cotangents(ct, [not isinstance(a, DontWant) for a in acc_leaves])
       out = []
       for c, a in zip(ct_leaves, acc_leaves):
         if isinstance(a, Ref):
@@ -261,9 +346,10 @@ for _marker in (GradRef, DidntWant):
   tree_util.register_pytree_node(_marker, lambda m: ((), None),
                                  lambda _, __, cls=_marker: cls())
 
+tree_util.register_pytree_node(NotNeeded, lambda m: ((), None), lambda _, __: NotNeeded())
 tree_util.register_pytree_node(
-    _Pullback, lambda p: ((p.args, p.keywords), p.func),
-    lambda func, children: _Pullback(func, *children[0], **children[1]))
+    _Pullback, lambda p: ((p.args_res, p.opaque_residuals), (p._info, p._spec)),
+    lambda meta, children: _Pullback(*meta, *children))
 
 
 class _VJPInfo:

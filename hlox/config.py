@@ -335,6 +335,10 @@ class Config:
           self._values[name] = self._values["transfer_guard"]
     self._derive()
     self._watchers = []
+    # Per option with ``with`` scopes open on it: the values the scopes replaced, outermost
+    # first. The first is the global setting, which ``update`` changes (JAX's global value
+    # under its context-local one): a scope's exit then restores what was set.
+    self._scope_saved: dict[str, list] = {}
 
   def _derive(self) -> None:
     # One flag for ``jit``'s cache-hit path to test: calls go the slow way while jit is
@@ -365,6 +369,13 @@ class Config:
     if name == "transfer_guard":  # set-only: it sets every direction
       for direction in _TRANSFER_GUARDS:
         self.update(direction, value)
+    saved = self._scope_saved.get(name)
+    if saved:  # under a scope: the global value changes, the scope's stays in effect
+      saved[0] = value
+      return
+    self._set(name, value)
+
+  def _set(self, name: str, value) -> None:
     old = self._values[name]
     self._values[name] = value
     self._derive()
@@ -375,6 +386,26 @@ class Config:
       self._values[name] = old
       self._derive()
       raise
+
+  def _enter_scope(self, name: str, value) -> None:
+    self._scope_saved.setdefault(name, []).append(self._values[name])
+    try:
+      self._set(name, value)
+    except BaseException:
+      self._exit_scope(name, restore=False)
+      raise
+
+  def _exit_scope(self, name: str, restore: bool = True) -> None:
+    saved = self._scope_saved[name]
+    previous = saved.pop()
+    if not saved:
+      del self._scope_saved[name]
+    if restore:
+      self._set(name, previous)
+
+  def _get_global(self, name: str):
+    saved = self._scope_saved.get(name)
+    return saved[0] if saved else self._values[name]
 
   def _read(self, name: str):
     """The current value of option ``name`` (JAX's ``jax_`` spelling accepted), as JAX's
@@ -417,20 +448,20 @@ class _OptionScope(contextlib.ContextDecorator):
     self._saved = []  # a stack: the same object may decorate a function that recurses
 
   def __enter__(self):
-    saved = []
-    self._saved.append(saved)
+    entered = []
+    self._saved.append(entered)
     try:
       for key, value in self._settings:
-        saved.append((key, config._values[key]))
-        config.update(key, value)
+        config._enter_scope(key, value)
+        entered.append(key)
     except BaseException:
       self.__exit__()
       raise
     return self
 
   def __exit__(self, *exc):
-    for key, value in reversed(self._saved.pop()):
-      config.update(key, value)
+    for key in reversed(self._saved.pop()):
+      config._exit_scope(key)
 
 
 class _BoolOption:
@@ -450,6 +481,11 @@ class _BoolOption:
 
   def __call__(self, new_val: bool = True) -> _OptionScope:
     return _OptionScope(self._name, bool(new_val))
+
+  def get_global(self):
+    """The option's global setting (what ``config.update`` set), whatever ``with`` scopes
+    are open."""
+    return config._get_global(self._name)
 
   def __repr__(self):
     return f"hlox.{self._name}(value={self.value!r})"
@@ -564,8 +600,7 @@ def transfer_guard(new_val: str) -> _OptionScope:
   ``device_put``/``device_get`` are allowed), 'log_explicit', 'disallow_explicit' (explicit
   ones too)."""
   first, *rest = _TRANSFER_GUARDS
-  # Entered in this order and left in reverse: leaving resets ``transfer_guard`` (which sets
-  # every direction) first, then each direction to what it was.
+  # Every direction is scoped, and ``transfer_guard`` itself (what reading it says).
   return _OptionScope(first, new_val, *((name, new_val) for name in rest),
                       ("transfer_guard", new_val))
 

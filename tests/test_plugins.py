@@ -185,5 +185,5 @@ def test_lowering_rules_per_platform():
   # another platform: a clear error, not XLA's.
   tri = hlox.make_jaxpr(hlox.lax.linalg.tridiagonal)(np.eye(2, dtype=np.float32))
   with pytest.raises(NotImplementedError,
-                     match="tridiagonal has no lowering rule for platform 'tpu'"):
+                     match="primitive 'tridiagonal' not found for platform 'tpu'"):
     xla.lower_jaxpr_to_module(tri, platform="tpu")

@@ -819,6 +819,11 @@ class JaxprTrace(Trace):
   name = "jit"
   origin = None  # (function, traced for, argument names) when known, for error messages
 
+  # Scalar constants enter the jaxpr as literals; a trace that makes residuals (a
+  # linearization) keeps computed scalars (device values) as constants, so that they stay
+  # residuals.
+  inline_scalar_arrays = True
+
   def __init__(self, debug_info: str = "", name: str | None = None):
     super().__init__()
     self.debug_info = debug_info
@@ -851,7 +856,8 @@ class JaxprTrace(Trace):
       aval = get_aval(x)
       value = _NO_VALUE
       if (aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token
-          and type(aval) is not AbstractRef):
+          and type(aval) is not AbstractRef
+          and (self.inline_scalar_arrays or isinstance(x, _HOST_SCALARS))):
         try:
           value = _literal_value(x, aval)
         except TypeError:  # a placeholder with a type and no value (a ShapeDtypeStruct)
@@ -877,6 +883,11 @@ class JaxprTrace(Trace):
     except TypeError:  # an operand that is no JAX value: JAX's message naming its position
       raise_for_invalid_operand(primitive.name, args)
       raise
+    forward = forwarding_rules.get(primitive)
+    if forward is not None:
+      i = forward([t._aval for t in tracers], **params)
+      if i is not None:  # the result is that operand itself: no equation
+        return tracers[i]
     if vma_lib.active[0]:  # inside a check_vma shard_map body (``core/vma.py``)
       return vma_lib.process(self, primitive, tracers, params, self._record)
     return self._record(primitive, tracers, params)
@@ -927,7 +938,14 @@ def _progenitors(trace, var) -> tuple[list, list]:
   return positions, roots
 
 
+# primitive -> rule(operand avals, **params) giving the position of the operand that is
+# the result (an identity application: a broadcast to the operand's own shape), or None.
+# As JAX's, a traced jaxpr then records no equation for it, whatever the operand is (a
+# constant included).
+forwarding_rules: dict = {}
+
 _NO_VALUE = object()
+_HOST_SCALARS = (int, float, complex, bool, np.generic, np.ndarray)
 
 
 def _literal_value(x, aval):

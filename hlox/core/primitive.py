@@ -45,10 +45,12 @@ class Primitive:
     return rule
 
   def _missing_impl(self, *args, **params):
-    raise NotImplementedError(f"primitive {self.name} has no eager implementation")
+    raise NotImplementedError(f"Evaluation rule for '{self.name}' not implemented (the "
+                              "primitive has no eager implementation: def_impl)")
 
   def _missing_abstract_eval(self, *avals, **params):
-    raise NotImplementedError(f"primitive {self.name} has no abstract evaluation rule")
+    raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented (the "
+                              "primitive has no shape rule: def_abstract_eval)")
 
   def __repr__(self):
     return self.name

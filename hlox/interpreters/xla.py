@@ -630,7 +630,7 @@ def lower_eqn(mctx: ModuleContext, eqn: JaxprEqn, args, avals_in, avals_out) -> 
   rule = get_lowering_rule(eqn.primitive, mctx.platform)
   if rule is None:
     raise NotImplementedError(
-        f"primitive {eqn.primitive.name} has no lowering rule for platform "
+        f"MLIR translation rule for primitive '{eqn.primitive.name}' not found for platform "
         f"{mctx.platform!r} (interpreter: StableHLO lowering)")
   ctx = LoweringRuleContext(mctx, eqn.primitive, avals_in, avals_out)
   info = eqn.source_info

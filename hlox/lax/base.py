@@ -18,6 +18,7 @@ from hlox.config import config
 from hlox.core import dtypes
 from hlox.core import sharding_types
 from hlox.core.shape_poly import canonical_dim, is_symbolic_dim
+from hlox.core import jaxpr as jaxpr_lib
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
 from hlox.interpreters import ad, batching, cost, xla
@@ -193,6 +194,16 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
   out = broadcast_in_dim_p.bind(operand, shape=shape,
                                 broadcast_dimensions=broadcast_dimensions, sharding=None)
   return apply_out_sharding(out, out_sharding, "broadcast_in_dim")
+
+
+def _broadcast_in_dim_forwarding(avals, *, shape, broadcast_dimensions, sharding):
+  aval, = avals
+  if (sharding is None and aval.shape == shape
+      and broadcast_dimensions == tuple(range(len(shape)))):
+    return 0
+  return None
+
+jaxpr_lib.forwarding_rules[broadcast_in_dim_p] = _broadcast_in_dim_forwarding
 
 
 def broadcast(operand, sizes, out_sharding=None):

@@ -26,7 +26,7 @@ from hlox.lax.base import (_PY_SCALARS, broadcast_in_dim, convert_element_type,
 from hlox.lax.utils import (any_kinds, binop, bool_or_int, broadcasting_shape_rule,
                             defvectorized, float_kinds, int_kinds, nary_lowering,
                             number_kinds, real_float, shape_str, standard_primitive, unop)
-from hlox.runtime.array import device_put
+from hlox.runtime.array import Array, copy_array, device_put
 
 from jaxlib.mlir.dialects import chlo, stablehlo as hlo
 
@@ -1543,6 +1543,17 @@ copy_p = standard_primitive(lambda x: x.shape, lambda x: x.dtype, "copy",
                             weak_type_rule=lambda x: x.weak_type)
 xla.register_lowering(copy_p, lambda ctx, x: x)
 ad.deflinear(copy_p, lambda ct, x: [copy_p.bind(ct)])
+
+
+def _copy_impl(x):
+  # An array over several devices that eager dispatch does not key on its layout (a pmap's
+  # result, replicated or split by pieces) is copied piece by piece where it lies, as
+  # JAX's copy keeps the sharding.
+  if type(x) is Array and x._multi is not None:
+    return copy_array(x)
+  return xla.apply_primitive(copy_p, x)
+
+copy_p.def_impl(_copy_impl)
 defvectorized(copy_p)
 
 def copy(x):

@@ -42,9 +42,12 @@ def lcm(x1, x2, /):
   x1, x2 = util.promote_args_numeric("lcm", x1, x2)
   if not dtypes.is_int(dtypes.dtype_of(x1)):
     raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+  # Magnitudes first, then the product, which wraps on overflow as NumPy's does (the sign
+  # of a wrapped result is kept: lcm(-16, 11) in int8 is -80, as in NumPy).
+  x1, x2 = ufuncs.abs(x1), ufuncs.abs(x2)
   d = gcd(x1, x2)
-  return ufuncs.where(d == 0, creation.zeros_like(d), ufuncs.abs(ufuncs.multiply(
-      x1, ufuncs.floor_divide(x2, ufuncs.where(d == 0, 1, d)))))
+  return ufuncs.where(d == 0, creation.zeros_like(d), ufuncs.multiply(
+      x1, ufuncs.floor_divide(x2, ufuncs.where(d == 0, 1, d))))
 
 
 def ldexp(x1, x2, /):

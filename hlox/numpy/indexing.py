@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import operator
 import string
+import sys
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from hlox import api, lax
 from hlox.config import config
-from hlox.core import dtypes, sharding_types
+from hlox.core import dtypes, sharding_types, source_info
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import HloxTypeError, NonConcreteBooleanIndexError
 from hlox.lax.dslice import Slice
@@ -575,6 +577,36 @@ def _as_update(y, x_dtype):
   return y
 
 
+def _check_safe_cast(y, x_dtype):
+  """JAX's FutureWarning for updates whose dtype does not promote to ``x``'s (``x`` counted
+  as strongly typed): they are cast down. Under strict promotion, an update of another
+  strong dtype is an error when the user's code asked for it."""
+  y_dtype = dtypes.dtype_of(y)
+  if y_dtype == x_dtype:
+    return
+  if (config._values["numpy_dtype_promotion"] == "strict" and not dtypes.is_weakly_typed(y)
+      and _update_called_by_user()):
+    raise dtypes.TypePromotionError(
+        f"Input dtypes ('{x_dtype}', '{y_dtype}') have no available implicit dtype promotion "
+        "path when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the "
+        "desired output type, or set jax_numpy_dtype_promotion=standard.")
+  if dtypes.result_type(y, x_dtype) == x_dtype or not _update_called_by_user():
+    return
+  warnings.warn("scatter inputs have incompatible types: cannot safely cast value from "
+                f"dtype={y_dtype} to dtype={x_dtype} with jax_numpy_dtype_promotion="
+                f"{config.numpy_dtype_promotion}. In future JAX releases this will result in "
+                "an error.", FutureWarning, stacklevel=source_info.user_stacklevel())
+
+
+def _update_called_by_user() -> bool:
+  """Whether the ``x.at[...]`` update running was asked for by the user's code (the first
+  frame outside this module), not by hlox's own implementation of something else."""
+  frame = sys._getframe(1)
+  while frame is not None and frame.f_code.co_filename == __file__:
+    frame = frame.f_back
+  return frame is None or source_info.is_user_file(frame.f_code.co_filename)
+
+
 def _broadcast_updates(y, shape, index):
   aval = get_aval(y)
   yshape = aval.shape
@@ -618,6 +650,7 @@ def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted=False,
   """``x[idx] (op)= y`` as a scatter, returning a new array of ``x``'s dtype."""
   aval = get_aval(x)
   y = _as_update(y, aval.dtype)
+  _check_safe_cast(y, aval.dtype)
   smode = GatherScatterMode.from_any(mode)
   entries = _normalize_static_ints(_parse(idx, aval.shape), aval.shape, normalize, smode)
   plan = _gather_plan(entries, aval.shape, normalize)

@@ -22,6 +22,7 @@ from hlox import lax
 from hlox.config import config
 from hlox.core import basearray, dtypes
 from hlox.core.tracer import Tracer, eval_trace, get_aval, trace_ctx
+from hlox.custom_derivatives import CustomVJPPrimal
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters.key_reuse import consumed as _consumed_data, note_key, set_consumed
 from hlox.lax.base import defbroadcasting
@@ -501,6 +502,11 @@ class KeyDtype(dtypes.ExtendedDType):
   def impl(self):
     return self._impl
 
+  def _from_words(self, words):
+    """Keys of this dtype over ``words`` (uint32, the key dimensions last): how layers
+    below ``random`` (``eval_shape`` of a key-typed ``ShapeDtypeStruct``) make keys."""
+    return PRNGKeyArray(words, self._impl)
+
   @property
   def itemsize(self):
     """Bytes of data per key (4 per uint32 word)."""
@@ -828,8 +834,22 @@ class _KeyIndexUpdateRef:
 
 # A leaf for users (as in JAX), but a node over its uint32 data for hlox's transformations,
 # whose tracers and rules handle plain arrays only.
-register_transform_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
-                        lambda impl, children: PRNGKeyArray(children[0], impl))
+def _unflatten_key(impl, children):
+  data, = children
+  if type(data) is CustomVJPPrimal:  # a symbolic_zeros fwd rule's argument: wraps the key
+    return CustomVJPPrimal(_unflatten_key(impl, [data.value]), data.perturbed)
+  if getattr(data, "dtype", None) == dtypes.float0:
+    # A key's tangent or cotangent (in a custom rule's arguments): as in JAX, float0 of the
+    # keys' shape, not a key array over float0 words.
+    shape = tuple(data.shape[:len(data.shape) - len(impl.key_shape)])
+    aval = getattr(data, "aval", None)
+    if aval is not None and not isinstance(data, (Array, Tracer, np.ndarray)):
+      return type(data)(aval.update(shape=shape))  # a symbolic zero stays symbolic
+    return np.zeros(shape, dtypes.float0)
+  return PRNGKeyArray(data, impl)
+
+
+register_transform_node(PRNGKeyArray, lambda k: ((k._base,), k._impl), _unflatten_key)
 basearray.Array.register(PRNGKeyArray)  # isinstance(key, hlox.Array), as in JAX
 
 

@@ -522,18 +522,31 @@ def _reconstruct(value, weak_type):
 
 
 class Shard:
-  """One device's piece of an array: ``device``, ``index`` (slices into the whole array)
-  and ``data`` (an Array on that device)."""
+  """One device's piece of an array: ``device``, ``index`` (slices into the whole array),
+  ``replica_id`` (which copy of that piece it is: 0 for the first device holding it, 1 for
+  the next...) and ``data`` (an Array on that device)."""
 
-  __slots__ = ("device", "index", "data")
+  __slots__ = ("device", "index", "data", "replica_id")
 
-  def __init__(self, device, index, data):
+  def __init__(self, device, index, data, replica_id: int = 0):
     self.device = device
     self.index = index
     self.data = data
+    self.replica_id = replica_id
 
   def __repr__(self):
-    return f"Shard(device={self.device!r}, index={self.index}, data={self.data!r})"
+    return (f"Shard(device={self.device!r}, index={self.index}, "
+            f"replica_id={self.replica_id}, data={self.data!r})")
+
+
+def _number_replicas(shards: list) -> list:
+  """Sets each shard's ``replica_id``: how many shards before it hold the same piece."""
+  seen = {}
+  for shard in shards:
+    key = tuple((s.start, s.stop, s.step) if isinstance(s, slice) else s for s in shard.index)
+    shard.replica_id = seen.get(key, 0)
+    seen[key] = shard.replica_id + 1
+  return shards
 
 
 def wrap_multi(buf, aval) -> Array:
@@ -930,15 +943,15 @@ def _shards_of_multi(buf, aval) -> list:
       index[sharding.axis] = slice(piece, piece + 1)
     index = tuple(index)
     shards.append(Shard(device, index, device_put(whole[index], device)))
-  return shards
+  return _number_replicas(shards)
 
 
 def _string_shards(buf, value) -> list:
   sharding = buf._sharding
   indices = sharding_lib.indices_of(sharding._hlo, value.shape, len(sharding._devs))
-  return [Shard(sharding._devs[p], indices[p], _put_strings(value[indices[p]],
-                                                            sharding._devs[p]))
-          for p in sharding.local_positions]
+  return _number_replicas([Shard(sharding._devs[p], indices[p],
+                                 _put_strings(value[indices[p]], sharding._devs[p]))
+                           for p in sharding.local_positions])
 
 
 def _shards_of_partitioned(buf, aval) -> list:
@@ -949,7 +962,7 @@ def _shards_of_partitioned(buf, aval) -> list:
     for p, block in spmd.shard_values(buf, aval.dtype):
       device = sharding._devs[p]
       shards.append(Shard(device, indices[p], device_put(block, device)))
-  return shards
+  return _number_replicas(shards)
 
 
 # Device arrays are instances of the public ``hlox.Array`` type (tracers are, too).
