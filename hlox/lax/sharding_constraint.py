@@ -23,7 +23,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
 __all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p", "apply_out_sharding",
-           "constrain"]
+           "canonical_out_sharding", "constrain"]
 
 sharding_constraint_p = Primitive("sharding_constraint")
 
@@ -163,6 +163,14 @@ def _resolve(s, ndim: int, name: str = "with_sharding_constraint"):
   return s
 
 
+def canonical_out_sharding(s):
+  """``s`` as an ``out_sharding=`` argument means it: None for a NamedSharding over the empty
+  mesh (what ``typeof(x).sharding`` is outside any mesh), which asks for no layout at all."""
+  if isinstance(s, sharding_lib.NamedSharding) and s.mesh.empty:
+    return None
+  return s
+
+
 def apply_out_sharding(x, out_sharding, name: str):
   """``x``, the result of operation ``name``, laid out as its ``out_sharding=`` asks (a
   ``Sharding``, or a ``PartitionSpec`` over the current mesh): a sharding constraint inside
@@ -171,6 +179,7 @@ def apply_out_sharding(x, out_sharding, name: str):
   hlox lets XLA propagate every mesh axis (JAX's ``Auto`` mode), so this sets the layout
   and never changes a value.
   """
+  out_sharding = canonical_out_sharding(out_sharding)
   if out_sharding is None:
     return x
   ndim = len(getattr(x, "shape", ()))

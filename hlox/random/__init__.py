@@ -25,10 +25,11 @@ def _with_out_sharding(sampler):
 
   @functools.wraps(sampler)
   def sample(*args, out_sharding=None, **kwargs):
+    from hlox.lax.sharding_constraint import canonical_out_sharding, constrain
     out = sampler(*args, **kwargs)
+    out_sharding = canonical_out_sharding(out_sharding)
     if out_sharding is None:
       return out
-    from hlox.lax.sharding_constraint import constrain
     return constrain(out, out_sharding)
   try:
     signature = inspect.signature(sampler)
