@@ -23,7 +23,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import sdy
 
 __all__ = ["with_sharding_constraint", "sharding_constraint_p", "reshard_p", "apply_out_sharding",
-           "canonical_out_sharding", "constrain"]
+           "constrain"]
 
 sharding_constraint_p = Primitive("sharding_constraint")
 
