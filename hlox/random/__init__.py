@@ -21,7 +21,6 @@ def _with_out_sharding(sampler):
   constraint inside ``jit``, a transfer outside)."""
   import functools
   import inspect
-  from hlox import lax
 
   @functools.wraps(sampler)
   def sample(*args, out_sharding=None, **kwargs):
