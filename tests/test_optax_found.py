@@ -35,6 +35,18 @@ def test_out_sharding_of_a_types_sharding_outside_a_mesh():
 
 
 _PROGRAMS = {
+    "reshard_empty": """
+try:
+  m.sharding.reshard(jnp.ones(2), m.typeof(jnp.ones(2)).sharding)
+except ValueError as e:
+  print(e)
+""",
+    "wsc_empty": """
+try:
+  m.jit(lambda x: m.lax.with_sharding_constraint(x, m.typeof(x).sharding))(jnp.ones(2))
+except ValueError as e:
+  print(e)
+""",
     "random_in_jit": """
 def f(x, k):
   s = m.typeof(x).sharding
@@ -50,3 +62,13 @@ def test_printed_as_jax_prints():
   expected = printed_in_jax(_PROGRAMS)
   for name, src in _PROGRAMS.items():
     assert printed_here(src) == expected[name], name
+
+
+def test_empty_mesh_sharding_refused_where_jax_refuses_it():
+  # Outside ``out_sharding=``, JAX takes a NamedSharding over the empty mesh for a mistake.
+  x = jnp.ones((2, 3))
+  empty = hlox.typeof(x).sharding
+  for fn in (hlox.sharding.reshard, hlox.lax.with_sharding_constraint):
+    for g in (fn, hlox.jit(fn, static_argnums=1)):
+      with pytest.raises(ValueError, match="empty"):
+        g(x, empty)

@@ -239,6 +239,11 @@ def with_sharding_constraint(x, shardings):
     return tree_util.tree_map(
         lambda leaf: with_layout_constraint(leaf, shardings.layout), out)
   leaves, tree, resolved = _per_leaf(x, shardings)
+  for s in resolved:
+    if isinstance(s, sharding_lib.NamedSharding) and s.mesh.empty:
+      # (JAX refuses it here, though it means "no layout" as an ``out_sharding=``)
+      raise ValueError(f"One of shardings leaf specifications got an empty NamedSharding: "
+                       f"{s} which is not allowed.")
   context = sharding_lib.get_abstract_mesh()
   all_explicit = bool(context.axis_types) and all(
       t == sharding_lib.AxisType.Explicit for t in context.axis_types)
