@@ -77,6 +77,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 def reshard(x, out_shardings):
   """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
   inside it."""
+  if isinstance(out_shardings, NamedSharding) and out_shardings.mesh.empty:
+    raise ValueError("Reshard should only be used with out_shardings which are non-None and "
+                     f"have a non-empty mesh. Got sharding {out_shardings}.")
   if isinstance(out_shardings, (PartitionSpec, NamedSharding)) and hasattr(x, "shape"):
     out_shardings = trim_spec(out_shardings, len(x.shape))
     spec = out_shardings.spec if isinstance(out_shardings, NamedSharding) else out_shardings

@@ -163,6 +163,14 @@ def _resolve(s, ndim: int, name: str = "with_sharding_constraint"):
   return s
 
 
+def canonical_out_sharding(s):
+  """``s`` as an ``out_sharding=`` argument means it: None for a NamedSharding over the empty
+  mesh (what ``typeof(x).sharding`` is outside any mesh), which asks for no layout at all."""
+  if isinstance(s, sharding_lib.NamedSharding) and s.mesh.empty:
+    return None
+  return s
+
+
 def apply_out_sharding(x, out_sharding, name: str):
   """``x``, the result of operation ``name``, laid out as its ``out_sharding=`` asks (a
   ``Sharding``, or a ``PartitionSpec`` over the current mesh): a sharding constraint inside
@@ -171,6 +179,7 @@ def apply_out_sharding(x, out_sharding, name: str):
   hlox lets XLA propagate every mesh axis (JAX's ``Auto`` mode), so this sets the layout
   and never changes a value.
   """
+  out_sharding = canonical_out_sharding(out_sharding)
   if out_sharding is None:
     return x
   ndim = len(getattr(x, "shape", ()))
@@ -232,6 +241,11 @@ def with_sharding_constraint(x, shardings):
     return tree_util.tree_map(
         lambda leaf: with_layout_constraint(leaf, shardings.layout), out)
   leaves, tree, resolved = _per_leaf(x, shardings)
+  for s in resolved:
+    if isinstance(s, sharding_lib.NamedSharding) and s.mesh.empty:
+      # (JAX refuses it here, though it means "no layout" as an ``out_sharding=``)
+      raise ValueError(f"One of shardings leaf specifications got an empty NamedSharding: "
+                       f"{s} which is not allowed.")
   context = sharding_lib.get_abstract_mesh()
   all_explicit = bool(context.axis_types) and all(
       t == sharding_lib.AxisType.Explicit for t in context.axis_types)

@@ -21,14 +21,14 @@ def _with_out_sharding(sampler):
   constraint inside ``jit``, a transfer outside)."""
   import functools
   import inspect
-  from hlox import lax
 
   @functools.wraps(sampler)
   def sample(*args, out_sharding=None, **kwargs):
+    from hlox.lax.sharding_constraint import canonical_out_sharding, constrain
     out = sampler(*args, **kwargs)
+    out_sharding = canonical_out_sharding(out_sharding)
     if out_sharding is None:
       return out
-    from hlox.lax.sharding_constraint import constrain
     return constrain(out, out_sharding)
   try:
     signature = inspect.signature(sampler)
