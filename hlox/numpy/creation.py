@@ -17,7 +17,8 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
-from hlox.core.shape_poly import canonical_dim, is_symbolic_dim
+from hlox.core.shape_poly import (InconclusiveDimensionOperation, canonical_dim, is_dim,
+                                  is_symbolic_dim, max_dim)
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError
 from hlox.numpy import util
@@ -251,6 +252,31 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
 
 # --- ranges ------------------------------------------------------------------------------
 
+def _symbolic_arange(start, stop, step, dtype):
+  """``arange`` with a symbolic size among the arguments (shape polymorphism): every
+  argument must be an integer or a symbolic size, and the sign of the step be decided."""
+  if stop is None:
+    start, stop = 0, start
+  step = 1 if step is None else step
+  if not all(map(is_dim, (start, stop, step))):
+    raise ValueError("In arange with non-constant arguments all of start, stop, and step "
+                     f"must be either dimension expressions or integers: start={start}, "
+                     f"stop={stop}, step={step}")
+  try:
+    if step == 0:
+      raise ValueError("arange has step == 0")
+    forward = step > 0
+  except InconclusiveDimensionOperation as e:
+    raise InconclusiveDimensionOperation(
+        f"In arange with non-constant arguments the step ({step}) must be resolved "
+        f"statically if it is > 0 or < 0.\nDetails: {e}") from None
+  gap, distance = (step, stop - start) if forward else (-step, start - stop)
+  size = max_dim(0, distance + gap - 1) // gap
+  dtype = dtype or dtypes.canonicalize_dtype(dtypes.int64)
+  return lax.add(lax.convert_element_type(start, dtype),
+                 lax.mul(lax.convert_element_type(step, dtype), lax.iota(dtype, size)))
+
+
 def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
   """Evenly spaced values in ``[start, stop)``, like ``numpy.arange``.
 
@@ -261,9 +287,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   if start is None:
     raise TypeError("arange: start must not be None")
   dtype = _user_dtype(dtype, "arange")
-  if stop is None and step is None and is_symbolic_dim(start):  # a symbolic length
-    return _put(lax.iota(dtype or dtypes.canonicalize_dtype(dtypes.int64), start), device,
-                out_sharding, "arange")
+  if is_symbolic_dim(start) or is_symbolic_dim(stop) or is_symbolic_dim(step):
+    return _put(_symbolic_arange(start, stop, step, dtype), device, out_sharding, "arange")
   # With one argument, ``start`` is the stop: errors name it as the user thinks of it.
   start_name = "stop" if stop is None and step is None else "start"
   names = {"start": start_name, "stop": "stop", "step": "step"}
