@@ -486,8 +486,8 @@ def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int =
     raise ValueError(f"slice_in_dim: axis {axis} out of range for operand {aval.str_short()}")
   axis %= aval.ndim
   size = aval.shape[axis]
-  start = 0 if start_index is None else operator.index(start_index)
-  limit = size if limit_index is None else operator.index(limit_index)
+  start = 0 if start_index is None else canonical_dim(start_index)
+  limit = size if limit_index is None else canonical_dim(limit_index)
   start = start + size if start < 0 else start
   limit = limit + size if limit < 0 else limit
   starts = [0] * aval.ndim

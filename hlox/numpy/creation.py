@@ -469,6 +469,8 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 # --- matrices ----------------------------------------------------------------------------
 
 def _static_dim(n, name: str, what: str) -> int:
+  if is_symbolic_dim(n):  # a symbolic size (shape polymorphism)
+    return n
   if isinstance(n, Tracer) and n.to_concrete_value() is None:
     raise _invalid_shape_error((n,), name, f" argument of '{what}' jnp.{name}().")
   n = _concrete_scalar(n, name, what)
@@ -491,8 +493,11 @@ def _offset_mask(shape, k, name):
     k = lax.convert_element_type(k, dtypes.int32)
   else:
     k = operator.index(k)
-    # Offsets beyond the matrix behave like the nearest one that empties/fills it.
-    k = np.int32(builtins.max(builtins.min(k, shape[1] + 1), -shape[0] - 1))
+    if all(type(d) is int for d in shape):
+      # Offsets beyond the matrix behave like the nearest one that empties/fills it.
+      k = np.int32(builtins.max(builtins.min(k, shape[1] + 1), -shape[0] - 1))
+    else:
+      k = np.int32(k)
   return lax.add(rows, k), cols
 
 

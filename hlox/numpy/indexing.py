@@ -878,7 +878,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     else:  # negative indices wrapped with ``where``, as JAX's jaxprs show
       indices = lax.convert_element_type(indices, dtype)
       indices = ufuncs._where(lax.lt(indices, np.zeros((), dtype)),
-                              lax.add(indices, np.asarray(size, dtype)[()]), indices)
+                              lax.add(indices, lax.convert_element_type(size, dtype)), indices)
   elif mode == "clip":
     gmode = GatherScatterMode.CLIP
   elif mode == "wrap":
