@@ -17,7 +17,7 @@ import numpy as np
 
 from hlox.core import dtypes
 from hlox.core import sharding_types
-from hlox.core.dims import dilate_dim
+from hlox.core.dims import dilate_dim, stride_dim
 from hlox.core.shape_poly import canonical_dim
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, cost, xla
@@ -413,8 +413,11 @@ def _slice_shape_rule(operand, *, start_indices, limit_indices, strides):
                     f"{operand.str_short()}")
   if any(s <= 0 for s in strides):
     raise TypeError(f"slice: strides must be positive, got {strides}")
-  # (limit >= start was checked: a symbolic count needs no case split.)
-  return tuple((lim - s + st - 1) // st if st != 1 else lim - s
+  if all(type(d) is int for d in (*start_indices, *limit_indices, *strides)):
+    return tuple((lim - s + st - 1) // st if lim > s else 0
+                 for s, lim, st in zip(start_indices, limit_indices, strides))
+  # Symbolic bounds: JAX's form of the count, so that equal sizes print (and compare) alike.
+  return tuple(lim - s if st == 1 else stride_dim(lim - s, 1, st)
                for s, lim, st in zip(start_indices, limit_indices, strides))
 
 
