@@ -86,6 +86,8 @@ def _normalize_start(i, size: int, allow_negative: bool, dtype):
         raise ValueError(f"Index {i} is out of bounds for dimension {size} if "
                          "allow_negative_indices=False")
       i += size
+    if type(i) is not int:  # counted from a symbolic size
+      return convert_element_type(i, dtype)
     return np.asarray(i, dtype=dtype)[()]
   aval = get_aval(i)
   if aval.ndim != 0:
@@ -420,7 +422,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *
   starts = [_zero_like_index(start_index)] * len(shape)
   starts[axis] = start_index
   sizes = list(shape)
-  sizes[axis] = int(slice_size)
+  sizes[axis] = canonical_dim(slice_size)
   allow = [False] * len(shape)
   allow[axis] = allow_negative_indices
   return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow)

@@ -11,6 +11,7 @@ live in ``hlox.lax.base`` (every primitive's rules need them) and are re-exporte
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -506,13 +507,13 @@ def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
     aval = get_aval(operand)
   except TypeError:  # typed keys: their own implementation
     return _refused("hlox.lax", "index_in_dim", operand, index, axis, keepdims)
-  index, axis = operator.index(index), operator.index(axis)
+  index, axis = canonical_dim(index), operator.index(axis)
   if not -aval.ndim <= axis < aval.ndim:
     raise ValueError(f"index_in_dim: axis {axis} out of range for operand {aval.str_short()}")
   axis %= aval.ndim
   size = aval.shape[axis]
   wrapped = index + size if index < 0 else index
-  if not 0 <= wrapped < size:
+  if (type(wrapped) is int and type(size) is int) and not 0 <= wrapped < size:
     raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
                      f"size {size}")
   result = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
@@ -526,7 +527,7 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
   if hi < lo:
     raise ValueError(f"collapse: invalid dimension range [{start_dimension}:{stop_dimension}] "
                      f"for shape {shape}")
-  size = int(np.prod(shape[lo:hi], dtype=np.int64))
+  size = math.prod(shape[lo:hi])
   return reshape(operand, shape[:lo] + (size,) + shape[hi:])
 
 
