@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
