@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
