@@ -24,7 +24,7 @@ import numpy as np
 
 from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
-from hlox.core.shape_poly import canonical_dim, dimension_as_value, is_symbolic_dim
+from hlox.core.shape_poly import _DimExpr, canonical_dim, dimension_as_value, is_symbolic_dim
 from hlox.core.jaxpr import trace_to_jaxpr
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad, batching, cost, dim_lowering, xla
@@ -134,7 +134,7 @@ def _canonical_starts(name, operand_shape, start_indices, allow_negative_indices
       raise ValueError(f"{name}: allow_negative_indices must have one entry per dimension")
   if not starts:
     return []
-  if any(map(is_symbolic_dim, starts)):  # symbolic sizes as starts: their values
+  if _DimExpr in map(type, starts):  # symbolic sizes as starts: their values
     starts = [dimension_as_value(i) if is_symbolic_dim(i) else i for i in starts]
   # As in JAX, indices of explicit dtypes must agree (Python ints adapt to the others).
   avals = [get_aval(i) for i in starts]

@@ -241,9 +241,10 @@ def _check_static_ints(entries, shape, normalize: bool) -> None:
 def _slice_extent(s: slice, size: int):
   """(first, step, count) of the elements a slice selects from a dimension of ``size``
   (symbolic when the size or a bound is)."""
-  if type(size) is _DimExpr or any(type(b) is _DimExpr for b in (s.start, s.stop, s.step)):
+  try:
+    start, stop, step = s.indices(size)
+  except TypeError:  # a symbolic size or bound
     return canonicalize_slice(s, size)
-  start, stop, step = s.indices(size)
   return start, step, len(range(start, stop, step))
 
 
