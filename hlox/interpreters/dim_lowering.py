@@ -12,6 +12,7 @@ arrays of known shapes refines the dynamic sizes away again (``runtime/``'s
 """
 from __future__ import annotations
 
+import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -120,8 +121,7 @@ def shape_tensor(shape, env: dict | None = None) -> ir.Value:
   one = ir.RankedTensorType.get((1,), ir.IntegerType.get_signless(64))
   parts = [hlo.reshape(one, dim_value(d, env)) for d in shape]
   if not parts:
-    return hlo.constant(ir.DenseElementsAttr.get_empty(
-        ir.RankedTensorType.get((0,), ir.IntegerType.get_signless(64))))
+    return hlo.constant(ir.DenseElementsAttr.get(np.zeros((0,), np.int64)))
   return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
 
 
