@@ -12,6 +12,7 @@ arrays of known shapes refines the dynamic sizes away again (``runtime/``'s
 """
 from __future__ import annotations
 
+import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -101,7 +102,10 @@ def _floor_divmod(a: ir.Value, b: ir.Value) -> tuple:
 
 
 def dim_value(d, env: dict | None = None) -> ir.Value:
-  """Dimension ``d`` (an int or a symbolic dimension) as an ``i64`` scalar of the program."""
+  """Dimension ``d`` (an int, a symbolic dimension, or an integer scalar of the program) as
+  an ``i64`` scalar of the program."""
+  if isinstance(d, ir.Value):
+    return d if d.type == _i64() else hlo.convert(_i64(), d)
   if type(d) is not _DimExpr:
     return _const(d)
   env = current_env() if env is None else env
@@ -112,12 +116,12 @@ def dim_value(d, env: dict | None = None) -> ir.Value:
 
 
 def shape_tensor(shape, env: dict | None = None) -> ir.Value:
-  """``shape`` as a ``tensor<rank x i64>`` of the program (for the dynamic ops)."""
+  """``shape`` (sizes, or integer scalars of the program) as a ``tensor<rank x i64>`` of the
+  program (for the dynamic ops)."""
   one = ir.RankedTensorType.get((1,), ir.IntegerType.get_signless(64))
   parts = [hlo.reshape(one, dim_value(d, env)) for d in shape]
   if not parts:
-    return hlo.constant(ir.DenseElementsAttr.get_empty(
-        ir.RankedTensorType.get((0,), ir.IntegerType.get_signless(64))))
+    return hlo.constant(ir.DenseElementsAttr.get(np.zeros((0,), np.int64)))
   return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
 
 

@@ -481,6 +481,41 @@ def iota(aval_out, dimension: int) -> ir.Value:
   return hlo.iota(aval_to_ir_type(aval_out), i64_attr(dimension))
 
 
+def slice_op(x: ir.Value, aval_out, start_indices, limit_indices, strides) -> ir.Value:
+  """``hlo.slice``; a ``real_dynamic_slice`` when a bound or stride is symbolic."""
+  if _envs and not (dim_lowering.is_static(start_indices) and
+                    dim_lowering.is_static(limit_indices) and dim_lowering.is_static(strides)):
+    st = dim_lowering.shape_tensor
+    return hlo.real_dynamic_slice(aval_to_ir_type(aval_out), x, st(start_indices),
+                                  st(limit_indices), st(strides))
+  return hlo.slice(x, _dense_i64(start_indices), _dense_i64(limit_indices), _dense_i64(strides))
+
+
+def dynamic_slice(x: ir.Value, aval_in, aval_out, start_indices) -> ir.Value:
+  """``hlo.dynamic_slice`` of ``aval_out``'s size at ``start_indices`` (scalars of the
+  program). With symbolic sizes it is a ``real_dynamic_slice``, which does not clamp the
+  starts into range as ``dynamic_slice`` does: they are clamped here."""
+  sizes = aval_out.shape
+  if _envs and not dim_lowering.is_static(sizes):
+    st = dim_lowering.shape_tensor
+    sizes_t = st(sizes)
+    starts = hlo.clamp(st([0] * len(sizes)), st(start_indices),
+                       hlo.subtract(st(aval_in.shape), sizes_t))
+    return hlo.real_dynamic_slice(aval_to_ir_type(aval_out), x, starts,
+                                  hlo.add(starts, sizes_t), st([1] * len(sizes)))
+  return hlo.dynamic_slice(x, list(start_indices), _dense_i64(sizes))
+
+
+def pad(x: ir.Value, padding_value: ir.Value, aval_out, low, high, interior) -> ir.Value:
+  """``hlo.pad``; a ``dynamic_pad`` when some padding is symbolic."""
+  if _envs and not (dim_lowering.is_static(low) and dim_lowering.is_static(high) and
+                    dim_lowering.is_static(interior)):
+    st = dim_lowering.shape_tensor
+    return hlo.dynamic_pad(aval_to_ir_type(aval_out), x, padding_value, st(low), st(high),
+                           st(interior))
+  return hlo.pad(x, padding_value, _dense_i64(low), _dense_i64(high), _dense_i64(interior))
+
+
 def multi_broadcast(args, avals_in, shape) -> list:
   """Broadcast elementwise operands (scalars or same-rank with 1s) to ``shape``."""
   out = []

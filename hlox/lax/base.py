@@ -17,7 +17,7 @@ import numpy as np
 from hlox.config import config
 from hlox.core import dtypes
 from hlox.core import sharding_types
-from hlox.core.shape_poly import canonical_dim, is_symbolic_dim
+from hlox.core.shape_poly import _DimExpr, canonical_dim, dimension_as_value, is_symbolic_dim
 from hlox.core import jaxpr as jaxpr_lib
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
@@ -60,6 +60,18 @@ def _static_ints(name: str, what: str, values) -> tuple:
   except TypeError as e:
     raise TypeError(f"{name}: {what} must be a sequence of static integers, got "
                     f"{values!r} ({e})") from None
+
+
+def _static_dims(name: str, what: str, values) -> tuple:
+  """``values`` as a tuple of sizes: Python ints, or symbolic sizes (shape polymorphism);
+  a TypeError naming ``name`` otherwise."""
+  try:
+    return tuple(operator.index(v) for v in values)
+  except TypeError:
+    if not any(is_symbolic_dim(v) for v in values):
+      return _static_ints(name, what, values)  # its error
+    return tuple(v if is_symbolic_dim(v) else _static_ints(name, what, (v,))[0]
+                 for v in values)
 
 
 def _shape_tuple(name: str, shape) -> tuple:
@@ -431,6 +443,8 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     # integer target, as in JAX: convert_element_type(2 ** 32, 'int32') is 0.
     operand = np.asarray(operand)
   if not hasattr(operand, "aval"):
+    if type(operand) is _DimExpr:  # a symbolic size: its value in the program
+      return convert_element_type(dimension_as_value(operand), new_dtype, weak_type)
     if dtypes.extended_dtype_of(operand) is not None:  # typed keys convert to nothing
       raise ValueError(f"Cannot convert_element_type from {operand.dtype} to {new_dtype}")
     # Python scalars and NumPy values convert on the host: no primitive, and under a trace

@@ -30,6 +30,7 @@ from hlox.config import config
 from hlox.core import dtypes, sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core.avals import ShapedArray
+from hlox.core.shape_poly import _DimExpr, dimension_as_value
 from hlox.core.refs import is_ref_aval
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert_constvars, dce_jaxpr,
                              eval_jaxpr, is_effectful, trace_to_jaxpr)
@@ -41,6 +42,7 @@ from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import ad, batching, checkify, cost, nan_checks, state_discharge, xla
 from hlox.interpreters import partial_eval as pe
 from hlox.lax import base as _base
+from hlox.lax import cumulative as _cum
 from hlox.lax import elementwise as _ew
 from hlox.lax import indexing as _ix
 from hlox.lax.ad_util import stop_gradient
@@ -1363,7 +1365,9 @@ def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll)
   if length == 0:  # nothing to slice: the loop would not run
     return list(init) + [_shapes.full((length,) + a.shape, np.zeros((), a.dtype)[()], a.dtype)
                          for a in jaxpr.out_avals[num_carry:]]
-  u = builtins.max(1, builtins.min(int(unroll), length))
+  # A symbolic length (shape polymorphism) runs one step per iteration: its count and the
+  # positions are values of the program.
+  u = builtins.max(1, builtins.min(int(unroll), length)) if type(length) is int else 1
   n_outer, rem = divmod(length, u)
   if u > 1:
     # Memoized, so every step binds the same jaxpr: one private function per scan body.
@@ -1395,7 +1399,7 @@ def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll)
              for a in jaxpr.out_avals[num_carry:]]
 
   def step(t, carry, ys):
-    idx = _ew.sub(np.int32(length - 1), t) if reverse else t
+    idx = _ew.sub(_base.convert_element_type(length - 1, np.int32), t) if reverse else t
     x = [_ix.dynamic_index_in_dim(v, idx, 0, keepdims=False) for v in xs]
     outs = run_body(carry, x)
     new_carry, y = outs[:num_carry], outs[num_carry:]
@@ -1403,7 +1407,7 @@ def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll)
     return list(new_carry), ys
 
   def cond_fun(state):
-    return _ew.lt(state[0], np.int32(n_outer * u))
+    return _ew.lt(state[0], _base.convert_element_type(n_outer * u, np.int32))
 
   def body_fun(state):
     t, carry, ys = state
@@ -1412,7 +1416,7 @@ def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll)
     return _ew.add(t, np.int32(u)), carry, ys
 
   _, carry, ys = while_loop(cond_fun, body_fun, (np.int32(0), list(init), ys_init))
-  for t in range(n_outer * u, length):
+  for t in range(n_outer * u, length) if type(length) is int else ():
     carry, ys = step(np.int32(t), carry, ys)
   return list(carry) + list(ys)
 
@@ -2144,6 +2148,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
   if not callable(body_fun):
     raise TypeError(f"lax.fori_loop: body_fun argument should be callable, got "
                     f"{type(body_fun).__name__}")
+  if type(lower) is _DimExpr or type(upper) is _DimExpr:
+    # Symbolic bounds (shape polymorphism) are values of the program: a while loop.
+    lower, upper = (dimension_as_value(v) if type(v) is _DimExpr else v for v in (lower, upper))
   for what, v in (("lower", lower), ("upper", upper)):
     aval = get_aval(v)
     if aval.shape != () or not (dtypes.is_int(aval.dtype) or dtypes.is_float(aval.dtype)):
@@ -2434,3 +2441,32 @@ def _scan_checkify(error, enabled_errors, *args, jaxpr, num_consts, num_carry, l
   return tree_util.tree_unflatten(out_tree, outs[:n_err]), outs[n_err:]
 
 checkify.error_checks[scan_p] = _scan_checkify
+
+
+# --- cumulative reductions along an axis of symbolic length --------------------------------
+
+def _cumulative_loop(prim, identity):
+  """``prim`` (a cumulative reduction) along an axis whose length is symbolic, as a loop
+  over the axis: the running value combines with each slice by ``prim`` itself over the
+  two of them, so every reduction keeps its own combining operation."""
+  def fun(x, *, axis, reverse):
+    aval = get_aval(x)
+    n = _base.convert_element_type(aval.shape[axis], np.int32)
+    piece = aval.shape[:axis] + (1,) + aval.shape[axis + 1:]
+    acc = _base.full(piece, np.asarray(identity(aval.dtype), aval.dtype)[()], aval.dtype)
+
+    def body(i, carry):
+      acc, out = carry
+      idx = _ew.sub(_ew.sub(n, np.int32(1)), i) if reverse else i
+      pair = _shapes.concatenate([acc, _ix.dynamic_slice_in_dim(x, idx, 1, axis)], axis)
+      acc = _shapes.slice_in_dim(prim.bind(pair, axis=axis, reverse=False), 1, 2, axis=axis)
+      return acc, _ix.dynamic_update_slice_in_dim(out, acc, idx, axis)
+    return fori_loop(np.int32(0), n, body, (acc, x))[1]
+  return xla.lower_fun(fun, multiple_results=False)
+
+
+for _name, _prim in (("cumsum", _cum.cumsum_p), ("cumprod", _cum.cumprod_p),
+                     ("cummax", _cum.cummax_p), ("cummin", _cum.cummin_p),
+                     ("cumlogsumexp", _cum.cumlogsumexp_p)):
+  _cum.symbolic_axis_lowerings[_name] = _cumulative_loop(_prim, _cum.identities[_name])
+del _name, _prim

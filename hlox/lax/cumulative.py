@@ -69,10 +69,18 @@ def _complex_logaddexp_hlo(x, y):
   return hlo.complex(hlo.real(out), hlo.subtract(rem, half))
 
 
-def _cumred_lowering(body, identity):
+# Lowerings for an axis of symbolic length (shape polymorphism), whose window size is not
+# known when the program is built: a loop over the axis. ``control_flow`` (above this room,
+# since it needs loops) fills this table: primitive -> lowering rule.
+symbolic_axis_lowerings: dict = {}
+
+
+def _cumred_lowering(name, body, identity):
   def rule(ctx, x, *, axis, reverse):
     aval = ctx.avals_in[0]
     n = aval.shape[axis]
+    if type(n) is not int:
+      return symbolic_axis_lowerings[name](ctx, x, axis=axis, reverse=reverse)
     if n == 0:
       return x
     ndim = aval.ndim
@@ -94,10 +102,14 @@ def _neg_inf(dtype):
   return _max_identity(dtype)
 
 
+identities: dict = {}  # name -> the identity of its combining operation, by dtype
+
+
 def _cumulative(name, body, identity, accepted, what):
   prim = standard_primitive(functools.partial(_cumred_shape_rule, name),
                             _dtype_rule(name, accepted, what), name)
-  xla.register_lowering(prim, _cumred_lowering(body, identity))
+  xla.register_lowering(prim, _cumred_lowering(name, body, identity))
+  identities[name] = identity
   return prim
 
 

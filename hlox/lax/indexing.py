@@ -24,9 +24,10 @@ import numpy as np
 
 from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
+from hlox.core.shape_poly import _DimExpr, canonical_dim, dimension_as_value, is_symbolic_dim
 from hlox.core.jaxpr import trace_to_jaxpr
 from hlox.core.tracer import Tracer, get_aval
-from hlox.interpreters import ad, batching, cost, xla
+from hlox.interpreters import ad, batching, cost, dim_lowering, xla
 from hlox.lax import elementwise as ew
 from hlox.lax.base import convert_element_type
 from hlox.lax.shapes import broadcast_in_dim, concatenate, full_like, iota, reshape, slice_p
@@ -85,6 +86,8 @@ def _normalize_start(i, size: int, allow_negative: bool, dtype):
         raise ValueError(f"Index {i} is out of bounds for dimension {size} if "
                          "allow_negative_indices=False")
       i += size
+    if type(i) is not int:  # counted from a symbolic size
+      return convert_element_type(i, dtype)
     return np.asarray(i, dtype=dtype)[()]
   aval = get_aval(i)
   if aval.ndim != 0:
@@ -92,7 +95,7 @@ def _normalize_start(i, size: int, allow_negative: bool, dtype):
   i = ew.convert_element_type(i, dtype)
   if not allow_negative or dtypes.is_unsigned_int(dtype):
     return i
-  size_c = np.asarray(size, dtype=dtype)[()]
+  size_c = convert_element_type(size, dtype)
   return ew.select(ew.lt(i, np.asarray(0, dtype=dtype)[()]), ew.add(i, size_c), i)
 
 
@@ -131,6 +134,8 @@ def _canonical_starts(name, operand_shape, start_indices, allow_negative_indices
       raise ValueError(f"{name}: allow_negative_indices must have one entry per dimension")
   if not starts:
     return []
+  if _DimExpr in map(type, starts):  # symbolic sizes as starts: their values
+    starts = [dimension_as_value(i) if is_symbolic_dim(i) else i for i in starts]
   # As in JAX, indices of explicit dtypes must agree (Python ints adapt to the others).
   avals = [get_aval(i) for i in starts]
   explicit = sorted({a.dtype.name for a in avals if not a.weak_type})
@@ -190,7 +195,7 @@ dynamic_slice_p = standard_primitive(_dynamic_slice_shape_rule, _keep_operand_dt
 def _dynamic_slice_lowering(ctx, operand, *start_indices, slice_sizes):
   if not start_indices:
     return operand  # a rank-0 slice is the operand (and its MLIR text would not parse)
-  return hlo.dynamic_slice(operand, list(start_indices), xla.dense_i64(slice_sizes))
+  return xla.dynamic_slice(operand, ctx.avals_in[0], ctx.avals_out[0], start_indices)
 
 xla.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
 
@@ -263,7 +268,7 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
                     allow_negative_indices=allow_negative_indices)
   starts = _canonical_starts("dynamic_slice", shape, start_indices, allow_negative_indices)
   return dynamic_slice_p.bind(operand, *starts,
-                              slice_sizes=tuple(int(s) for s in slice_sizes))
+                              slice_sizes=tuple(map(canonical_dim, slice_sizes)))
 
 
 def _slice_impl(operand, *, start_indices, limit_indices, strides):
@@ -417,7 +422,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *
   starts = [_zero_like_index(start_index)] * len(shape)
   starts[axis] = start_index
   sizes = list(shape)
-  sizes[axis] = int(slice_size)
+  sizes[axis] = canonical_dim(slice_size)
   allow = [False] * len(shape)
   allow[axis] = allow_negative_indices
   return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow)
@@ -694,8 +699,12 @@ def _in_bounds_mask(indices, idx_aval, operand_shape, window_sizes, dims):
   i64 = ShapedArray(idx_aval.shape, dtypes.int64)
   if idx_aval.dtype != dtypes.int64:
     indices = hlo.convert(xla.aval_to_ir_type(i64), indices)
-  upper = np.array([operand_shape[d] - window_sizes[d] for d in dims], dtype=np.int64)
-  upper = xla.broadcast_in_dim(xla.ir_constant(upper), i64, (idx_aval.ndim - 1,))
+  upper = [operand_shape[d] - window_sizes[d] for d in dims]
+  if all(type(u) is int for u in upper):
+    upper = xla.ir_constant(np.array(upper, dtype=np.int64))
+  else:
+    upper = dim_lowering.shape_tensor(upper)
+  upper = xla.broadcast_in_dim(upper, i64, (idx_aval.ndim - 1,))
   zero = xla.full_like_aval(0, i64)
   ok = hlo.and_(xla.compare_hlo(indices, zero, "GE", dtypes.int64),
                 xla.compare_hlo(indices, upper, "LE", dtypes.int64))
@@ -722,8 +731,15 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes,
       start_indices_batching_dims=list(dn.start_indices_batching_dims),
       start_index_map=list(dn.start_index_map), index_vector_dim=idx_aval.ndim - 1)
   # XLA's gather clamps start indices, which is exactly CLIP (and what PROMISE_IN_BOUNDS does).
-  out = hlo.gather(operand, indices, attr, xla.dense_i64(slice_sizes),
-                   indices_are_sorted=ir.BoolAttr.get(bool(indices_are_sorted)))
+  if all(type(s) is int for s in slice_sizes):
+    out = hlo.gather(operand, indices, attr, xla.dense_i64(slice_sizes),
+                     indices_are_sorted=ir.BoolAttr.get(bool(indices_are_sorted)))
+  else:  # symbolic window sizes: the sizes are an operand
+    out = hlo.DynamicGatherOp.build_generic(
+        results=[xla.aval_to_ir_type(aval_out)],
+        operands=[operand, indices, dim_lowering.shape_tensor(slice_sizes)],
+        attributes={"dimension_numbers": attr,
+                    "indices_are_sorted": ir.BoolAttr.get(bool(indices_are_sorted))}).result
   if mode is not GatherScatterMode.FILL_OR_DROP:
     return out
   mask = _in_bounds_mask(indices, idx_aval, op_aval.shape, slice_sizes, dn.start_index_map)
@@ -874,7 +890,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
   else:
     fill_value = None
   return gather_p.bind(operand, start_indices, dimension_numbers=dn,
-                       slice_sizes=tuple(int(s) for s in slice_sizes),
+                       slice_sizes=tuple(map(canonical_dim, slice_sizes)),
                        unique_indices=bool(unique_indices),
                        indices_are_sorted=bool(indices_are_sorted), mode=mode,
                        fill_value=fill_value)

@@ -11,16 +11,19 @@ live in ``hlox.lax.base`` (every primitive's rules need them) and are re-exporte
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 
 import numpy as np
 
 from hlox.core import dtypes
 from hlox.core import sharding_types
+from hlox.core.dims import dilate_dim, stride_dim
+from hlox.core.shape_poly import canonical_dim
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.base import (_check_shapelike, _is_array, _keep_dtype, _keep_weak, _shape_tuple,
-                           _static_ints, broadcast, broadcast_in_dim, broadcast_in_dim_p,
+                           _static_dims, _static_ints, broadcast, broadcast_in_dim, broadcast_in_dim_p,
                            convert_element_type, full, full_like, reduce_sum, reshape,
                            reshape_p, transpose, transpose_p)
 from hlox.lax.elementwise import _operands, select, sub
@@ -221,7 +224,8 @@ def _pad_shape_rule(operand, padding_value, *, padding_config):
   if any(i < 0 for _, _, i in padding_config):
     raise ValueError(f"pad: interior padding in padding_config must be nonnegative, got "
                      f"padding_config {padding_config}")
-  result = tuple(lo + hi + (d + (d - 1) * interior if d else 0)
+  result = tuple(lo + hi + (d + (d - 1) * interior if d else 0) if type(d) is int else
+                 lo + hi + dilate_dim(d, interior + 1)
                  for (lo, hi, interior), d in zip(padding_config, operand.shape))
   if any(d < 0 for d in result):
     raise ValueError(f"pad: Dimension size after padding is not at least 0, got result shape "
@@ -241,8 +245,7 @@ pad_p = standard_primitive(_pad_shape_rule, _pad_dtype_rule, "pad")  # weak only
 
 def _pad_lowering(ctx, x, padding_value, *, padding_config):
   low, high, interior = zip(*padding_config) if padding_config else ((), (), ())
-  return hlo.pad(x, padding_value, xla.dense_i64(low), xla.dense_i64(high),
-                 xla.dense_i64(interior))
+  return xla.pad(x, padding_value, ctx.avals_out[0], low, high, interior)
 
 xla.register_lowering(pad_p, _pad_lowering)
 
@@ -298,8 +301,13 @@ def pad(operand, padding_value, padding_config):
   Negative ``low``/``high`` remove elements from the edges.
   """
   try:
-    config = tuple((operator.index(lo), operator.index(hi), operator.index(interior))
-                   for lo, hi, interior in padding_config)
+    try:
+      config = tuple((operator.index(lo), operator.index(hi), operator.index(interior))
+                     for lo, hi, interior in padding_config)
+    except TypeError:  # symbolic paddings (shape polymorphism) stay as they are
+      config = tuple(tuple(map(canonical_dim, triple)) for triple in padding_config)
+      if any(len(t) != 3 for t in config):
+        raise ValueError from None
   except (TypeError, ValueError):
     raise TypeError(f"pad: padding_config must be a sequence of (low, high, interior) "
                     f"integer triples, got {padding_config!r}") from None
@@ -406,7 +414,11 @@ def _slice_shape_rule(operand, *, start_indices, limit_indices, strides):
                     f"{operand.str_short()}")
   if any(s <= 0 for s in strides):
     raise TypeError(f"slice: strides must be positive, got {strides}")
-  return tuple((lim - s + st - 1) // st if lim > s else 0
+  if all(type(d) is int for d in (*start_indices, *limit_indices, *strides)):
+    return tuple((lim - s + st - 1) // st if lim > s else 0
+                 for s, lim, st in zip(start_indices, limit_indices, strides))
+  # Symbolic bounds: JAX's form of the count, so that equal sizes print (and compare) alike.
+  return tuple(lim - s if st == 1 else stride_dim(lim - s, 1, st)
                for s, lim, st in zip(start_indices, limit_indices, strides))
 
 
@@ -415,8 +427,7 @@ slice_p = standard_primitive(_slice_shape_rule, _keep_dtype, "slice",
 
 def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides):
   strides = (1,) * len(start_indices) if strides is None else strides
-  return hlo.slice(x, xla.dense_i64(start_indices), xla.dense_i64(limit_indices),
-                   xla.dense_i64(strides))
+  return xla.slice_op(x, ctx.avals_out[0], start_indices, limit_indices, strides)
 
 xla.register_lowering(slice_p, _slice_lowering)
 
@@ -428,7 +439,10 @@ def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
   out_shape = get_aval(ct).shape
   config = []
   for start, stride, n, size in zip(start_indices, strides, out_shape, shape):
-    end = start + (n - 1) * stride + 1 if n else start
+    if type(n) is int:
+      end = start + (n - 1) * stride + 1 if n else start
+    else:  # a symbolic count may be 0
+      end = start + dilate_dim(n, stride)
     config.append((start, size - end, stride - 1))
   return [pad(ct, np.zeros((), get_aval(ct).dtype)[()], config)]
 
@@ -450,10 +464,10 @@ batching.primitive_batchers[slice_p] = _slice_batch_rule
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)
   """The elements ``start_indices[i] <= j < limit_indices[i]`` taking every ``strides[i]``-th."""
-  start_indices = _static_ints("slice", "start_indices", start_indices)
-  limit_indices = _static_ints("slice", "limit_indices", limit_indices)
+  start_indices = _static_dims("slice", "start_indices", start_indices)
+  limit_indices = _static_dims("slice", "limit_indices", limit_indices)
   if strides is not None:
-    strides = _static_ints("slice", "strides", strides)
+    strides = _static_dims("slice", "strides", strides)
   try:
     aval = get_aval(operand)
   except TypeError:  # typed keys: their own implementation
@@ -476,8 +490,8 @@ def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int =
     raise ValueError(f"slice_in_dim: axis {axis} out of range for operand {aval.str_short()}")
   axis %= aval.ndim
   size = aval.shape[axis]
-  start = 0 if start_index is None else operator.index(start_index)
-  limit = size if limit_index is None else operator.index(limit_index)
+  start = 0 if start_index is None else canonical_dim(start_index)
+  limit = size if limit_index is None else canonical_dim(limit_index)
   start = start + size if start < 0 else start
   limit = limit + size if limit < 0 else limit
   starts = [0] * aval.ndim
@@ -493,13 +507,13 @@ def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
     aval = get_aval(operand)
   except TypeError:  # typed keys: their own implementation
     return _refused("hlox.lax", "index_in_dim", operand, index, axis, keepdims)
-  index, axis = operator.index(index), operator.index(axis)
+  index, axis = canonical_dim(index), operator.index(axis)
   if not -aval.ndim <= axis < aval.ndim:
     raise ValueError(f"index_in_dim: axis {axis} out of range for operand {aval.str_short()}")
   axis %= aval.ndim
   size = aval.shape[axis]
   wrapped = index + size if index < 0 else index
-  if not 0 <= wrapped < size:
+  if (type(wrapped) is int and type(size) is int) and not 0 <= wrapped < size:
     raise IndexError(f"index_in_dim: index {index} is out of bounds for axis {axis} with "
                      f"size {size}")
   result = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
@@ -513,7 +527,7 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
   if hi < lo:
     raise ValueError(f"collapse: invalid dimension range [{start_dimension}:{stop_dimension}] "
                      f"for shape {shape}")
-  size = int(np.prod(shape[lo:hi], dtype=np.int64))
+  size = math.prod(shape[lo:hi])
   return reshape(operand, shape[:lo] + (size,) + shape[hi:])
 
 

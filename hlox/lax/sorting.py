@@ -140,6 +140,8 @@ def _take_along(t, indices, axis):
 
 
 def _index_dtype_for(size):
+  if type(size) is not int:  # a symbolic size: the default integer, as JAX's
+    return dtypes.canonicalize_dtype(np.int64)
   return dtypes.int32 if size <= np.iinfo(np.int32).max else dtypes.canonicalize_dtype(
       np.int64)
 

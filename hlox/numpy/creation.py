@@ -17,7 +17,8 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
-from hlox.core.shape_poly import canonical_dim, is_symbolic_dim
+from hlox.core.shape_poly import (InconclusiveDimensionOperation, canonical_dim, is_dim,
+                                  is_symbolic_dim, max_dim)
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError
 from hlox.numpy import util
@@ -251,6 +252,31 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
 
 # --- ranges ------------------------------------------------------------------------------
 
+def _symbolic_arange(start, stop, step, dtype):
+  """``arange`` with a symbolic size among the arguments (shape polymorphism): every
+  argument must be an integer or a symbolic size, and the sign of the step be decided."""
+  if stop is None:
+    start, stop = 0, start
+  step = 1 if step is None else step
+  if not all(map(is_dim, (start, stop, step))):
+    raise ValueError("In arange with non-constant arguments all of start, stop, and step "
+                     f"must be either dimension expressions or integers: start={start}, "
+                     f"stop={stop}, step={step}")
+  try:
+    if step == 0:
+      raise ValueError("arange has step == 0")
+    forward = step > 0
+  except InconclusiveDimensionOperation as e:
+    raise InconclusiveDimensionOperation(
+        f"In arange with non-constant arguments the step ({step}) must be resolved "
+        f"statically if it is > 0 or < 0.\nDetails: {e}") from None
+  gap, distance = (step, stop - start) if forward else (-step, start - stop)
+  size = max_dim(0, distance + gap - 1) // gap
+  dtype = dtype or dtypes.canonicalize_dtype(dtypes.int64)
+  return lax.add(lax.convert_element_type(start, dtype),
+                 lax.mul(lax.convert_element_type(step, dtype), lax.iota(dtype, size)))
+
+
 def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
   """Evenly spaced values in ``[start, stop)``, like ``numpy.arange``.
 
@@ -261,9 +287,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   if start is None:
     raise TypeError("arange: start must not be None")
   dtype = _user_dtype(dtype, "arange")
-  if stop is None and step is None and is_symbolic_dim(start):  # a symbolic length
-    return _put(lax.iota(dtype or dtypes.canonicalize_dtype(dtypes.int64), start), device,
-                out_sharding, "arange")
+  if is_symbolic_dim(start) or is_symbolic_dim(stop) or is_symbolic_dim(step):
+    return _put(_symbolic_arange(start, stop, step, dtype), device, out_sharding, "arange")
   # With one argument, ``start`` is the stop: errors name it as the user thinks of it.
   start_name = "stop" if stop is None and step is None else "start"
   names = {"start": start_name, "stop": "stop", "step": "step"}
@@ -444,6 +469,8 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 # --- matrices ----------------------------------------------------------------------------
 
 def _static_dim(n, name: str, what: str) -> int:
+  if is_symbolic_dim(n):  # a symbolic size (shape polymorphism)
+    return n
   if isinstance(n, Tracer) and n.to_concrete_value() is None:
     raise _invalid_shape_error((n,), name, f" argument of '{what}' jnp.{name}().")
   n = _concrete_scalar(n, name, what)
@@ -466,8 +493,11 @@ def _offset_mask(shape, k, name):
     k = lax.convert_element_type(k, dtypes.int32)
   else:
     k = operator.index(k)
-    # Offsets beyond the matrix behave like the nearest one that empties/fills it.
-    k = np.int32(builtins.max(builtins.min(k, shape[1] + 1), -shape[0] - 1))
+    if all(type(d) is int for d in shape):
+      # Offsets beyond the matrix behave like the nearest one that empties/fills it.
+      k = np.int32(builtins.max(builtins.min(k, shape[1] + 1), -shape[0] - 1))
+    else:
+      k = np.int32(k)
   return lax.add(rows, k), cols
 
 

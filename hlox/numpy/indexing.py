@@ -37,6 +37,8 @@ import numpy as np
 from hlox import api, lax
 from hlox.config import config
 from hlox.core import dtypes, sharding_types, source_info
+from hlox.core.dims import canonicalize_slice
+from hlox.core.shape_poly import _DimExpr
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import HloxTypeError, NonConcreteBooleanIndexError
 from hlox.lax.dslice import Slice
@@ -57,6 +59,11 @@ s_ = np.s_
 _NONE, _ELLIPSIS, _SLICE, _INT, _ARRAY, _BOOL = "none", "ellipsis", "slice", "int", "array", \
     "bool"
 _DSLICE = "dynamic slice"  # ``ds(i, n)`` with a traced start: value (start, size, stride)
+_PSLICE = "symbolic slice"  # a slice with symbolic bounds (shape polymorphism)
+
+
+class _SymbolicBound(Exception):
+  """A slice bound is a symbolic size: the slice is classified ``_PSLICE``."""
 
 
 class _Index(NamedTuple):
@@ -94,6 +101,8 @@ def _slice_bound(v, what):
   try:
     return operator.index(v)
   except TypeError:
+    if type(v) is _DimExpr:
+      raise _SymbolicBound from None
     raise TypeError(f"slice indices must be integers or None, got {v!r}") from None
 
 
@@ -103,8 +112,11 @@ def _classify(i, pos) -> _Index:
   if i is Ellipsis:
     return _Index(_ELLIPSIS, None, pos)
   if isinstance(i, slice):
-    s = slice(_slice_bound(i.start, "start"), _slice_bound(i.stop, "stop"),
-              _slice_bound(i.step, "step"))
+    try:
+      s = slice(_slice_bound(i.start, "start"), _slice_bound(i.stop, "stop"),
+                _slice_bound(i.step, "step"))
+    except _SymbolicBound:
+      return _Index(_PSLICE, i, pos)
     if s.step == 0:
       raise ValueError("slice step cannot be zero")
     return _Index(_SLICE, s, pos)
@@ -144,7 +156,7 @@ def _classify(i, pos) -> _Index:
 
 
 def _consumed(e: _Index) -> int:
-  if e.kind in (_INT, _ARRAY, _SLICE, _DSLICE):
+  if e.kind in (_INT, _ARRAY, _SLICE, _DSLICE, _PSLICE):
     return 1
   if e.kind == _BOOL:
     return np.ndim(e.value)
@@ -200,7 +212,9 @@ def _normalize_static_ints(entries, shape, normalize: bool, mode) -> list:
       i = e.value + size if normalize and e.value < 0 else e.value
       if size == 0:
         raise IndexError(f"index {e.value} is out of bounds for axis {axis} with size 0")
-      if not 0 <= i < size:
+      if type(size) is _DimExpr:
+        pass  # a symbolic size: the gather clamps (or fills) when the program runs
+      elif not 0 <= i < size:
         # JAX 0.10 clamps an out-of-range static int too (``arange(5)[10]`` is 4), as it
         # does for traced indices; only ``fill`` leaves it to the gather.
         if mode in (GatherScatterMode.PROMISE_IN_BOUNDS, GatherScatterMode.CLIP):
@@ -227,19 +241,35 @@ def _check_static_ints(entries, shape, normalize: bool) -> None:
 
 
 def _slice_extent(s: slice, size: int):
-  """(first, step, count) of the elements a slice selects from a dimension of ``size``."""
-  start, stop, step = s.indices(size)
+  """(first, step, count) of the elements a slice selects from a dimension of ``size``
+  (symbolic when the size or a bound is)."""
+  try:
+    start, stop, step = s.indices(size)
+  except TypeError:  # a symbolic size or bound
+    return canonicalize_slice(s, size)
   return start, step, len(range(start, stop, step))
 
 
 def _index_dtype(shape):
-  big = any(d >= 2 ** 31 for d in shape)
-  return dtypes.canonicalize_dtype(np.int64 if big else np.int32)
+  for d in shape:
+    # As JAX: the default integer from the first symbolic size on.
+    if type(d) is _DimExpr or d >= 2 ** 31:
+      return dtypes.canonicalize_dtype(np.int64)
+  return dtypes.canonicalize_dtype(np.int32)
+
+
+def _index_scalar(v, dtype):
+  """A static index ``v`` (an int, or a symbolic size) as a scalar of ``dtype``."""
+  if type(v) is _DimExpr:
+    return lax.convert_element_type(v, dtype)
+  return np.asarray(v, dtype)
 
 
 def _normalize_array(a, size: int, dtype, normalize: bool):
   """Integer index array ``a`` as ``dtype``, negative entries counted from the end."""
   unsigned = dtypes.is_unsigned_int(np.dtype(a.dtype))
+  if isinstance(a, np.ndarray) and type(size) is _DimExpr and normalize and not unsigned:
+    a = asarray(a)  # counted from a size known when the program runs
   if isinstance(a, np.ndarray):
     a = a.astype(dtype)
     if normalize and not unsigned:
@@ -248,7 +278,7 @@ def _normalize_array(a, size: int, dtype, normalize: bool):
   a = lax.convert_element_type(a, dtype)
   if normalize and not unsigned:
     zero = np.zeros((), dtype)
-    a = lax.select(lax.lt(a, zero), lax.add(a, np.asarray(size, dtype)[()]), a)
+    a = lax.select(lax.lt(a, zero), lax.add(a, lax.convert_element_type(size, dtype)), a)
   return a
 
 
@@ -442,7 +472,7 @@ def _gather_plan(entries, shape, normalize: bool) -> _GatherPlan:
       for j in adv:
         e2, ax = axes[j]
         if e2.kind == _INT:  # already normalized by _normalize_static_ints
-          values.append(np.asarray(e2.value, dtype))
+          values.append(_index_scalar(e2.value, dtype))
         else:
           values.append(_normalize_array(e2.value, x_shape[ax], dtype, normalize))
         start_index_map.append(ax)
@@ -459,7 +489,7 @@ def _gather_plan(entries, shape, normalize: bool) -> _GatherPlan:
     elif e.kind in (_INT, _ARRAY):  # a scalar index, static or traced
       if x_shape[axis] == 0:
         raise IndexError(f"index is out of bounds for axis {axis} with size 0")
-      value = np.asarray(e.value, dtype) if e.kind == _INT else \
+      value = _index_scalar(e.value, dtype) if e.kind == _INT else \
           _normalize_array(e.value, x_shape[axis], dtype, normalize)
       components.append((value, len(batch_shape)))
       start_index_map.append(axis)
@@ -488,12 +518,17 @@ def _gather_plan(entries, shape, normalize: bool) -> _GatherPlan:
       first, step, n = _slice_extent(e.value, size)
       if step == 1:
         if n != size:
-          components.append((np.asarray(first, dtype), len(batch_shape)))
+          components.append((_index_scalar(first, dtype), len(batch_shape)))
           start_index_map.append(axis)
         slice_sizes.append(n)
         offset_dims.append(len(gather_shape))
       else:
-        components.append(((first + step * np.arange(n)).astype(dtype), len(batch_shape)))
+        if type(n) is int and type(first) is int and type(step) is int:
+          positions = (first + step * np.arange(n)).astype(dtype)
+        else:  # symbolic: first + step * iota(n) in the program
+          positions = lax.add(_index_scalar(first, dtype),
+                              lax.mul(_index_scalar(step, dtype), lax.iota(dtype, n)))
+        components.append((positions, len(batch_shape)))
         start_index_map.append(axis)
         collapsed.append(axis)
         slice_sizes.append(1)
@@ -529,6 +564,11 @@ def _rewriting_take(arr, idx, *, indices_are_sorted=False, unique_indices=False,
     _check_static_ints(parsed, shape, normalize)
   entries = _normalize_static_ints(parsed, shape, normalize, gmode)
   kinds = {e.kind for e in entries}
+  if _PSLICE in kinds or _DimExpr in map(type, shape):
+    # Symbolic sizes or bounds (shape polymorphism): one gather, as JAX's, whose window
+    # sizes and starts may be symbolic.
+    return _take_by_gather(arr, _concrete_slices(entries), shape, normalize, mode,
+                           fill_value, unique_indices, indices_are_sorted)
   sliceable = gmode is not GatherScatterMode.FILL_OR_DROP
   if sliceable and kinds <= {_NONE, _SLICE, _INT}:
     # As JAX: a static int out of range is a dynamic_slice start (clamped by XLA), which
@@ -543,6 +583,17 @@ def _rewriting_take(arr, idx, *, indices_are_sorted=False, unique_indices=False,
       e.value.step in (None, 1, -1) for e in entries if e.kind == _SLICE) and all(
       e.value[2] == 1 for e in entries if e.kind == _DSLICE):
     return _dynamic_slice(arr, entries, shape, normalize)
+  return _take_by_gather(arr, entries, shape, normalize, mode, fill_value, unique_indices,
+                         indices_are_sorted)
+
+
+def _concrete_slices(entries):
+  """Slices with symbolic bounds as plain slice entries (``_slice_extent`` reads them)."""
+  return [e._replace(kind=_SLICE) if e.kind == _PSLICE else e for e in entries]
+
+
+def _take_by_gather(arr, entries, shape, normalize, mode, fill_value, unique_indices,
+                    indices_are_sorted):
   plan = _gather_plan(entries, shape, normalize)
   if any(d == 0 for d in plan.result_shape):
     return lax.full_like(arr, 0, shape=plan.result_shape)
@@ -653,7 +704,7 @@ def _scatter_update(x, idx, y, scatter_fn, *, indices_are_sorted=False,
   _check_safe_cast(y, aval.dtype)
   smode = GatherScatterMode.from_any(mode)
   entries = _normalize_static_ints(_parse(idx, aval.shape), aval.shape, normalize, smode)
-  plan = _gather_plan(entries, aval.shape, normalize)
+  plan = _gather_plan(_concrete_slices(entries), aval.shape, normalize)
   if any(d == 0 for d in plan.result_shape):
     return x
   xp, yp = util.promote_dtypes(x, y)
@@ -861,7 +912,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     else:  # negative indices wrapped with ``where``, as JAX's jaxprs show
       indices = lax.convert_element_type(indices, dtype)
       indices = ufuncs._where(lax.lt(indices, np.zeros((), dtype)),
-                              lax.add(indices, np.asarray(size, dtype)[()]), indices)
+                              lax.add(indices, lax.convert_element_type(size, dtype)), indices)
   elif mode == "clip":
     gmode = GatherScatterMode.CLIP
   elif mode == "wrap":

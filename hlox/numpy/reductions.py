@@ -89,6 +89,8 @@ def _convert(x, dtype):
 
 
 def _full(shape, value, dtype):
+  if is_symbolic_dim(value):  # a count known when the exported function runs
+    return lax.full(shape, lax.convert_element_type(value, dtype), dtype)
   return lax.full(shape, np.asarray(value).astype(dtype), dtype)
 
 

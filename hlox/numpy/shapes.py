@@ -443,7 +443,8 @@ def _split(name: str, ary, indices_or_sections, axis, even: bool) -> list:
   out = []
   for start, stop in zip(bounds[:-1], bounds[1:]):
     # Python slicing semantics: negative indices wrap, out-of-range ones clamp.
-    start, stop, _ = builtins.slice(start, stop).indices(size)
+    if not is_symbolic_dim(size):
+      start, stop, _ = builtins.slice(start, stop).indices(size)
     out.append(lax.slice_in_dim(a, start, builtins.max(start, stop), 1, axis))
   return out
 
@@ -541,6 +542,9 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
   counts = _static_ints(repeats, "repeat", "repeats")
   if any(c < 0 for c in counts):
     raise ValueError(f"repeat: repeats may not contain negative values, got {counts}")
+  if len(counts) == 1 and is_symbolic_dim(n):  # a symbolic axis: every element alike
+    out = _repeat_uniform(a, counts[0], axis)
+    return lax.apply_out_sharding(out, out_sharding, "repeat")
   if len(counts) == 1:
     counts = counts * n
   elif len(counts) != n:
@@ -933,6 +937,27 @@ def _insert_traced(a, obj, values, axis):
 
 # --- pad ---------------------------------------------------------------------------------
 
+def _symbolic_pad_widths(pad_width, ndim: int):
+  """NumPy's forms of ``pad_width`` with symbolic sizes among the widths (shape
+  polymorphism) as one (before, after) pair per axis; None if it is not such a form."""
+  def is_width(w):
+    return is_symbolic_dim(w) or isinstance(w, (int, np.integer))
+  if is_width(pad_width):
+    pairs = [(pad_width, pad_width)] * ndim
+  elif isinstance(pad_width, (tuple, list)) and len(pad_width) == 2 and all(
+      map(is_width, pad_width)):
+    pairs = [tuple(pad_width)] * ndim
+  elif isinstance(pad_width, (tuple, list)) and len(pad_width) in (1, ndim) and all(
+      isinstance(p, (tuple, list)) and len(p) in (1, 2) and all(map(is_width, p))
+      for p in pad_width):
+    pairs = [(p[0], p[-1]) for p in pad_width] * (ndim if len(pad_width) == 1 else 1)
+  else:
+    return None
+  if not any(is_symbolic_dim(w) for p in pairs for w in p):
+    return None
+  return [tuple(w if is_symbolic_dim(w) else int(w) for w in p) for p in pairs]
+
+
 def _pad_widths(pad_width, ndim: int, name: str = "pad") -> list:
   if isinstance(pad_width, Tracer):
     _static_ints(pad_width, name, "pad_width")  # raises with a helpful message
@@ -942,11 +967,25 @@ def _pad_widths(pad_width, ndim: int, name: str = "pad") -> list:
       raise TypeError
     widths = np.broadcast_to(widths.astype(np.int64), (ndim, 2))
   except (TypeError, ValueError):
+    symbolic = _symbolic_pad_widths(pad_width, ndim)
+    if symbolic is not None:
+      return symbolic
     raise ValueError(f"{name}: pad_width {pad_width!r} must be an int, a (before, after) "
                      f"pair or one such pair per axis ({ndim} axes), of integers") from None
   if (widths < 0).any():
     raise ValueError(f"{name}: pad_width must be non-negative, got {widths.tolist()}")
   return [(int(lo), int(hi)) for lo, hi in widths]
+
+
+def _pad_edge_symbolic(x, lo, hi, axis):
+  shape = x.shape
+  n = shape[axis]
+
+  def edge(i, width):
+    piece = lax.slice_in_dim(x, i, i + 1, axis=axis)
+    return lax.broadcast_in_dim(piece, shape[:axis] + (width,) + shape[axis + 1:],
+                                tuple(range(x.ndim)))
+  return lax.concatenate([edge(0, lo), x, edge(n - 1, hi)], axis)
 
 
 def pad(array, pad_width, mode: str = "constant", **kwargs):
@@ -984,6 +1023,10 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     if n == 0:
       raise ValueError(f"pad: can't extend empty axis {axis} using modes other than "
                        "'constant' or 'empty'")
+    if mode == "edge" and any(map(is_symbolic_dim, (lo, hi, n))):
+      # Symbolic sizes (shape polymorphism): the first and last elements, broadcast.
+      out = _pad_edge_symbolic(out, lo, hi, axis)
+      continue
     # NumPy computes which source element each output position copies; it is a few
     # contiguous (or reversed, or repeated) runs, each one slice.
     index = np.pad(np.arange(n), (lo, hi), mode=mode)

@@ -12,6 +12,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes, sharding_types
+from hlox.core.shape_poly import canonical_dim
 from hlox.core.tracer import Tracer, get_aval
 from hlox.numpy import (calculus, creation, indexing, products, reductions, searching, shapes,
                         sorting, ufuncs, util)
@@ -39,7 +40,7 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     value = util.concrete_value("bincount (without length=)", x)
     length = builtins.max(minlength, int(value.max()) + 1 if value.size else 0)
   else:
-    length = operator.index(length)
+    length = canonical_dim(length)
   if weights is None:
     weights = creation.ones(get_aval(x).shape, util.index_dtype())
   else:

@@ -49,7 +49,10 @@ def _shape(x):
 def _check_shape(name, shape, *param_shapes):
   if param_shapes:
     try:
-      out = np.broadcast_shapes(shape, *param_shapes)
+      if all(type(d) is int for s in (shape, *param_shapes) for d in s):
+        out = np.broadcast_shapes(shape, *param_shapes)
+      else:  # symbolic sizes (shape polymorphism)
+        out = lax.broadcast_shapes(tuple(shape), *map(tuple, param_shapes))
     except ValueError:
       out = None
     if out != tuple(shape):

@@ -22,6 +22,7 @@ from hlox import lax
 from hlox.config import config
 from hlox.core import basearray, dtypes
 from hlox.core.tracer import Tracer, eval_trace, get_aval, trace_ctx
+from hlox.core.shape_poly import _DimExpr
 from hlox.custom_derivatives import CustomVJPPrimal
 from hlox.interpreters import ad, batching, xla
 from hlox.interpreters.key_reuse import consumed as _consumed_data, note_key, set_consumed
@@ -216,7 +217,8 @@ def threefry_2x32(keypair, count):
 def _iota_2x32(shape):
   """(hi, lo) words of the row-major position of each element of ``shape``."""
   n = math.prod(shape)
-  if n > 2 ** 32:
+  # (A symbolic count is taken to fit in 32 bits: one flat iota, reshaped.)
+  if type(n) is int and n > 2 ** 32:
     return _iota_2x32_wide(shape)
   lo = lax.broadcasted_iota(_u32, (n,), 0) if shape else np.zeros((), _u32)
   lo = lax.reshape(lo, shape) if shape else lo
@@ -1141,7 +1143,8 @@ def _canonical_shape(name, shape):
                     f"{tuple(shape)}.\nIf using `jit`, try using `static_argnums` or "
                     "applying `jit` to smaller subfunctions." + tracers[0]._origin_msg())
   try:
-    shape = tuple(int(d) for d in shape)
+    # Symbolic sizes (shape polymorphism) stay as they are.
+    shape = tuple(d if type(d) is _DimExpr else int(d) for d in shape)
   except TypeError:
     raise TypeError(f"{name}: shape must be a tuple of ints, got {shape!r}") from None
   if any(d < 0 for d in shape):

@@ -12,7 +12,7 @@ rule for a platform (``geqp3`` on TPU) there is none here either.
 """
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
@@ -415,7 +415,7 @@ def _pivots_to_permutation(swaps, m: int):
   perm = shapes.broadcasted_iota(dtypes.int32, batch + (m,), nb)
   if m == 0 or k == 0:
     return perm
-  n = int(np.prod(batch, dtype=np.int64))
+  n = math.prod(batch)  # (symbolic when the batch is)
   swaps = shapes.reshape(swaps, (n, k))
   gather_dims = indexing.GatherDimensionNumbers(
       offset_dims=(), collapsed_slice_dims=(1,), start_index_map=(1,),

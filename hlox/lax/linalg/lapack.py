@@ -28,7 +28,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core.avals import ShapedArray
 from hlox.errors import UnsupportedDtypeError
-from hlox.interpreters import xla
+from hlox.interpreters import dim_lowering, xla
 from hlox.runtime import ffi
 
 from jaxlib.mlir import ir
@@ -220,8 +220,17 @@ def ffi_call(target: str, operands: Sequence[ir.Value], avals_in: Sequence,
             output_tuple_indices=[out] if len(result_types) > 1 else [],
             operand_index=inp, operand_tuple_indices=[])
         for inp, out in operand_output_aliases.items()])
-  attrs.update(_batch_partitioning_attrs(target, avals_in, avals_out, num_non_batch_dims))
-  op = hlo.CustomCallOp.build_generic(results=result_types, operands=list(operands),
+  operands = list(operands)
+  if all(dim_lowering.is_static(a.shape) for a in (*avals_in, *avals_out)):
+    attrs.update(_batch_partitioning_attrs(target, avals_in, avals_out, num_non_batch_dims))
+  elif not all(dim_lowering.is_static(a.shape) for a in avals_out):
+    # Symbolic result sizes (shape polymorphism): the result shapes are extra operands,
+    # which shape refinement reads to make the results static (JAX's convention).
+    attrs["indices_of_shape_operands"] = ir.DenseIntElementsAttr.get(
+        np.arange(len(operands), len(operands) + len(avals_out), dtype=np.int64))
+    attrs["operand_layouts"] = _layouts_attr([*operand_layouts, *[(0,)] * len(avals_out)])
+    operands += [dim_lowering.shape_tensor(a.shape) for a in avals_out]
+  op = hlo.CustomCallOp.build_generic(results=result_types, operands=operands,
                                       attributes=attrs)
   return list(op.results)
 
@@ -242,7 +251,7 @@ def info_ok(info: ir.Value, batch_dims, direction: str = "EQ") -> ir.Value:
 
 def nan_like(aval) -> ir.Value:
   value = np.nan + 1j * np.nan if is_complex(aval.dtype) else np.nan
-  return xla.ir_constant(np.full(aval.shape, value, dtype=aval.dtype))
+  return xla.full_like_aval(value, aval)
 
 
 def replace_not_ok_with_nan(x: ir.Value, ok: ir.Value, aval, batch_dims) -> ir.Value:
