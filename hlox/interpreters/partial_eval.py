@@ -316,6 +316,18 @@ def dce_pruned(jaxpr: Jaxpr, used_outputs: Sequence[bool]):
   return dce_jaxpr(kept)
 
 
+def recomputable_outputs(closed: ClosedJaxpr, out_uk, saveable, is_saved) -> list:
+  """Per output of ``closed``: whether it is a known output computed by an equation the
+  policy does not save (an unknown side can compute it again instead of saving it)."""
+  producer = {v: e for e in closed.jaxpr.eqns for v in e.outvars}
+  flags = []
+  for v, u in zip(closed.jaxpr.outvars, out_uk):
+    e = None if u or type(v) is Literal else producer.get(v)
+    flags.append(e is not None and not is_effectful(e) and not is_saved(
+        saveable(e.primitive, *[x.aval for x in e.invars], **e.params)))
+  return flags
+
+
 def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
                              unknown_params, memo=None, with_sources=False):
   """A ``partial_eval_jaxpr_custom_rules`` entry for a call primitive over the closed
@@ -336,12 +348,7 @@ def call_partial_eval_custom(eqn, ins_uk, saveable, is_saved, jaxpr, bind_known,
     # Known outputs that the policy does not save are recomputed by the unknown call too
     # (when the enclosing split needs them), as JAX's remat does.
     out_uk = partial_eval_jaxpr_custom(jaxpr, ins_uk, saveable, is_saved)[2]
-    producer = {v: e for e in jaxpr.jaxpr.eqns for v in e.outvars}
-    restage = []
-    for v, u in zip(jaxpr.jaxpr.outvars, out_uk):
-      e = None if u or type(v) is Literal else producer.get(v)
-      restage.append(e is not None and not is_effectful(e) and not is_saved(
-          saveable(e.primitive, *[x.aval for x in e.invars], **e.params)))
+    restage = recomputable_outputs(jaxpr, out_uk, saveable, is_saved)
     known_body, unknown_body, out_uk, num_res = partial_eval_jaxpr_custom(
         jaxpr, ins_uk, saveable, is_saved, also_unknown=restage)
     known_body, kconsts = convert_constvars(known_body)

@@ -483,18 +483,6 @@ def _cond_split(branches, uk, split=None):
 pe.partial_eval_rules[cond_p] = _cond_partial_eval
 
 
-def _recomputable_outputs(closed: ClosedJaxpr, out_uk, saveable, is_saved) -> list:
-  """Per output of ``closed``: a known output computed by an equation the policy does not
-  save (an unknown side can compute it again instead of saving it)."""
-  producer = {v: e for e in closed.jaxpr.eqns for v in e.outvars}
-  flags = []
-  for v, u in zip(closed.jaxpr.outvars, out_uk):
-    e = None if u or type(v) is Literal else producer.get(v)
-    flags.append(e is not None and not is_effectful(e) and not is_saved(
-        saveable(e.primitive, *[x.aval for x in e.invars], **e.params)))
-  return flags
-
-
 def _cond_split_custom(branches, uk, saveable, is_saved):
   # Known outputs that some branch computes without saving them are computed again by the
   # unknown cond (returned after its unknown outputs) when the enclosing split needs them,
@@ -504,7 +492,7 @@ def _cond_split_custom(branches, uk, saveable, is_saved):
     out_uk = _orf(out_uk, pe.partial_eval_jaxpr_custom(br, list(uk), saveable, is_saved)[2])
   restage = [False] * len(out_uk)
   for br in branches:
-    restage = _orf(restage, _recomputable_outputs(br, out_uk, saveable, is_saved))
+    restage = _orf(restage, pe.recomputable_outputs(br, out_uk, saveable, is_saved))
   split = lambda br, uk, instantiate=False: pe.partial_eval_jaxpr_custom(
       br, uk, saveable, is_saved, instantiate, also_unknown=restage)
   return (*_cond_split(branches, uk, split), tuple(restage))
