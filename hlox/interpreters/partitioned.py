@@ -19,7 +19,7 @@ import numpy as np
 from hlox import monitoring
 from hlox.cache import LRUCache
 from hlox.core import sharding_types
-from hlox.core.jaxpr import ClosedJaxpr, Jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from hlox.errors import DeletedArrayError
 from hlox.interpreters import nan_checks, xla
 from hlox.interpreters.pmap import subjaxprs
@@ -30,6 +30,8 @@ from hlox.runtime.array import Array, deleted_message, put_with_sharding, wrap_p
 # primitive -> params -> the sharding it constrains to: the meshes a jaxpr names inside
 # (``lax.with_sharding_constraint`` registers its primitive here).
 sharding_params: dict = {}
+# The primitives whose result is laid out as ``sharding_params`` says (a constraint's).
+constrains_result: set = set()
 
 
 def _is_sharding(s) -> bool:
@@ -101,7 +103,7 @@ class PartitionedCall:
     self.out_avals = closed.out_avals
     lowered = xla.lower_jaxpr_to_module(
         closed, name, donated_invars, keep_unused, mesh=mesh, arg_shardings=self.in_shardings,
-        result_shardings=out_shardings)
+        result_shardings=out_shardings, result_layouts_known=_constrained_results(closed))
     n_in = len(self.in_avals)
     self.kept = None if len(lowered.kept_var_idx) == n_in else list(lowered.kept_var_idx)
     self.positions = list(range(n_in)) if self.kept is None else self.kept
@@ -204,7 +206,8 @@ def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_inva
     mesh = sharding_lib.concrete_mesh_of(abstract)
   lowered = xla.lower_jaxpr_to_module(closed, _module_name(name), donated_invars, keep_unused,
                                       mesh=mesh, arg_shardings=_in_shardings(mesh, sigs),
-                                      platform=platform)
+                                      platform=platform,
+                                      result_layouts_known=_constrained_results(closed))
   lowered.partitioned = (closed, tuple(sigs))
   return lowered
 
@@ -231,6 +234,23 @@ def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_in
                            keep_unused, lowered_out, reported=out_shardings)
     _calls.put(key, call)
   return call
+
+
+def _constrained_results(closed: ClosedJaxpr) -> list:
+  """Each result's layout where a sharding constraint fixes it (as jit's ``out_shardings``
+  do), else None: XLA's partitioner picks it. Donated arguments alias only the former."""
+  producer = {}
+  for eqn in closed.jaxpr.eqns:
+    if eqn.primitive in constrains_result:
+      s = sharding_params[eqn.primitive](eqn.params)
+      if (isinstance(s, sharding_lib.NamedSharding)
+          and sharding_lib.PartitionSpec.UNCONSTRAINED not in tuple(s.spec)):
+        producer[eqn.outvars[0]] = sharding_lib.NamedSharding(
+            sharding_lib.concrete_mesh_of(s.mesh), s.spec)
+        continue
+    for v in eqn.outvars:
+      producer.pop(v, None)
+  return [None if type(v) is Literal else producer.get(v) for v in closed.jaxpr.outvars]
 
 
 def _from_hlo(hlo, mesh, ndim: int, in_shardings, in_avals):
