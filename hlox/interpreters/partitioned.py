@@ -243,8 +243,10 @@ def _constrained_results(closed: ClosedJaxpr) -> list:
   for eqn in closed.jaxpr.eqns:
     if eqn.primitive in constrains_result:
       s = sharding_params[eqn.primitive](eqn.params)
-      if (isinstance(s, sharding_lib.NamedSharding)
-          and sharding_lib.PartitionSpec.UNCONSTRAINED not in tuple(s.spec)):
+      # (a spec leaving dimensions or sums to XLA does not fix the layout)
+      if (isinstance(s, sharding_lib.NamedSharding) and not s.spec.unreduced
+          and not s.spec.reduced
+          and sharding_lib.PartitionSpec.UNCONSTRAINED not in s.spec.partitions):
         producer[eqn.outvars[0]] = sharding_lib.NamedSharding(
             sharding_lib.concrete_mesh_of(s.mesh), s.spec)
         continue
