@@ -65,6 +65,27 @@ show(m.jit(lambda v: v + 1, donate_argnums=0, out_shardings=sy)(m.device_put(a, 
 d, e = m.device_put(a, sx), m.device_put(a, sy)
 show(m.jit(lambda u, v: (u + 1, v + 1), donate_argnums=(0, 1), out_shardings=(None, sy))(d, e))
 """,
+    # Over Explicit axes the types decide the layouts: a donated argument is aliased when
+    # its result's type keeps its layout, else offered to XLA.
+    "donated_explicit": """
+em = m.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+for f in [lambda v: v + 1, lambda v: v.T + 1, lambda v: (v.sum(0), v * 2)]:
+  d = m.device_put(a, m.sharding.NamedSharding(em, P("x")))
+  main = [l for l in m.jit(f, donate_argnums=0).lower(d).as_text().splitlines()
+          if "func.func public @main" in l][0]
+  out = m.jit(f, donate_argnums=0)(d)
+  print("tf.aliasing_output" in main, "jax.buffer_donor" in main, d.is_deleted(),
+        [np.asarray(o).tolist() for o in m.tree_util.tree_leaves(out)])
+""",
+    "lowered_donation_attrs": """
+import warnings
+warnings.simplefilter("ignore")
+for f in [m.jit(lambda v: v + 1, donate_argnums=0, out_shardings=sy),
+          m.jit(lambda v: v + 1, donate_argnums=0, out_shardings=sx),
+          m.jit(lambda v: v + 1, donate_argnums=0)]:
+  main = [l for l in f.lower(x).as_text().splitlines() if "func.func public @main" in l][0]
+  print("tf.aliasing_output" in main, "jax.buffer_donor" in main)
+""",
 }
 
 

@@ -207,7 +207,7 @@ def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_inva
   lowered = xla.lower_jaxpr_to_module(closed, _module_name(name), donated_invars, keep_unused,
                                       mesh=mesh, arg_shardings=_in_shardings(mesh, sigs),
                                       platform=platform,
-                                      result_layouts_known=_constrained_results(closed))
+                                      result_layouts_known=_known_results(closed, mesh))
   lowered.partitioned = (closed, tuple(sigs))
   return lowered
 
@@ -236,9 +236,17 @@ def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_in
   return call
 
 
+def _known_results(closed: ClosedJaxpr, mesh) -> list:
+  """``_constrained_results`` with the types' layouts where no constraint fixes one."""
+  typed = _typed_out_shardings(closed, mesh) or [None] * len(closed.jaxpr.outvars)
+  return [k if k is not None or t is None else (sharding_lib.onto_mesh(t, mesh) or t, False)
+          for k, t in zip(_constrained_results(closed), typed)]
+
+
 def _constrained_results(closed: ClosedJaxpr) -> list:
-  """Each result's layout where a sharding constraint fixes it (as jit's ``out_shardings``
-  do), else None: XLA's partitioner picks it. Donated arguments alias only the former."""
+  """Each result's layout as ``xla.lower_jaxpr_to_module``'s ``result_layouts_known``:
+  ``(sharding, True)`` where a sharding constraint fixes it (as jit's ``out_shardings``
+  do), else None (XLA's partitioner picks it)."""
   producer = {}
   for eqn in closed.jaxpr.eqns:
     if eqn.primitive in constrains_result:
@@ -247,8 +255,8 @@ def _constrained_results(closed: ClosedJaxpr) -> list:
       if (isinstance(s, sharding_lib.NamedSharding) and not s.spec.unreduced
           and not s.spec.reduced
           and sharding_lib.PartitionSpec.UNCONSTRAINED not in s.spec.partitions):
-        producer[eqn.outvars[0]] = sharding_lib.NamedSharding(
-            sharding_lib.concrete_mesh_of(s.mesh), s.spec)
+        producer[eqn.outvars[0]] = (sharding_lib.NamedSharding(
+            sharding_lib.concrete_mesh_of(s.mesh), s.spec), True)
         continue
     for v in eqn.outvars:
       producer.pop(v, None)

@@ -884,9 +884,10 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   A program partitioned over a ``mesh`` (``partitioned.py``) declares it as ``@mesh`` and
   gives ``main``'s arguments (one sharding per invar) and, where not None, its results
   Shardy sharding attributes. There a donated argument aliases only a result whose layout
-  is known (``result_layouts_known``: a sharding per result, None where XLA picks it) and
-  is the argument's own; one XLA lays out is only marked a donor (XLA reuses it when the
-  layouts it picks agree).
+  is known and is the argument's own (``result_layouts_known``: per result, None where XLA
+  picks the layout, else ``(sharding, fixed)``, ``fixed`` for a constraint's). One XLA lays
+  out, or whose type gives another layout, is marked a donor (XLA reuses it if it can); a
+  constraint to another layout leaves the argument unused (as JAX).
 
   ``platform`` picks the per-platform lowering rules ("cpu", "cuda"); by default the default
   device's.
@@ -939,8 +940,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       known = None
       if mesh is not None and arg_shardings is not None:
         known = list(result_layouts_known or [None] * len(main_out))
-        if result_shardings is not None:
-          known = [s if s is not None else k for s, k in zip(result_shardings, known)]
+        if result_shardings is not None:  # (the types' layouts)
+          known = [k if s is None else (s, False) for s, k in zip(result_shardings, known)]
       arg_attrs = _donation_attrs([main_in[i] for i in kept], [donated[i] for i in kept],
                                   main_out, None if known is None else
                                   ([arg_shardings[i] for i in kept], known, mesh.size))
@@ -1093,8 +1094,9 @@ def _used_vars(jaxpr: Jaxpr) -> set:
 
 def _donation_attrs(in_avals, donated, out_avals, layouts=None) -> list:
   """``main``'s argument attributes for donation. ``layouts`` (a partitioned program's):
-  ``(argument shardings, result shardings known or None, number of devices)``: the pieces
-  of an argument and a result alias only when both are laid out alike."""
+  ``(argument shardings, results' known layouts, number of devices)`` (as
+  ``lower_jaxpr_to_module``'s ``result_layouts_known``): the pieces of an argument and a
+  result alias only when both are laid out alike."""
   attrs = [{} for _ in in_avals]
   free_outputs = list(enumerate(out_avals))
   unusable = []
@@ -1107,11 +1109,13 @@ def _donation_attrs(in_avals, donated, out_avals, layouts=None) -> list:
       from hlox.runtime import sharding as sharding_lib
       arg_s, out_s, n = layouts
       j, _ = free_outputs.pop(match)
-      if out_s[j] is None:  # XLA picks the result's layout: it decides whether to reuse
-        attrs[i]["jax.buffer_donor"] = ir.BoolAttr.get(True)
-      elif sharding_lib.same_layout(arg_s[i].hlo(aval.ndim), out_s[j].hlo(aval.ndim), n):
+      known = out_s[j]
+      if known is not None and sharding_lib.same_layout(
+          arg_s[i].hlo(aval.ndim), known[0].hlo(aval.ndim), n):
         attrs[i]["tf.aliasing_output"] = i32_attr(j)
-      else:  # pieces of other shapes: nothing to reuse (as JAX, a warning below)
+      elif known is None or not known[1]:  # XLA picks (or may reuse) the result's pieces
+        attrs[i]["jax.buffer_donor"] = ir.BoolAttr.get(True)
+      else:  # constrained to pieces of other shapes: nothing to reuse (warned below)
         unusable.append(aval)
     elif match is not None:
       j, _ = free_outputs.pop(match)
