@@ -19,7 +19,7 @@ import numpy as np
 from hlox import monitoring
 from hlox.cache import LRUCache
 from hlox.core import sharding_types
-from hlox.core.jaxpr import ClosedJaxpr, Jaxpr
+from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from hlox.errors import DeletedArrayError
 from hlox.interpreters import nan_checks, xla
 from hlox.interpreters.pmap import subjaxprs
@@ -30,6 +30,8 @@ from hlox.runtime.array import Array, deleted_message, put_with_sharding, wrap_p
 # primitive -> params -> the sharding it constrains to: the meshes a jaxpr names inside
 # (``lax.with_sharding_constraint`` registers its primitive here).
 sharding_params: dict = {}
+# The primitives whose result is laid out as ``sharding_params`` says (a constraint's).
+constrains_result: set = set()
 
 
 def _is_sharding(s) -> bool:
@@ -101,7 +103,7 @@ class PartitionedCall:
     self.out_avals = closed.out_avals
     lowered = xla.lower_jaxpr_to_module(
         closed, name, donated_invars, keep_unused, mesh=mesh, arg_shardings=self.in_shardings,
-        result_shardings=out_shardings)
+        result_shardings=out_shardings, result_layouts_known=_constrained_results(closed))
     n_in = len(self.in_avals)
     self.kept = None if len(lowered.kept_var_idx) == n_in else list(lowered.kept_var_idx)
     self.positions = list(range(n_in)) if self.kept is None else self.kept
@@ -204,7 +206,8 @@ def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_inva
     mesh = sharding_lib.concrete_mesh_of(abstract)
   lowered = xla.lower_jaxpr_to_module(closed, _module_name(name), donated_invars, keep_unused,
                                       mesh=mesh, arg_shardings=_in_shardings(mesh, sigs),
-                                      platform=platform)
+                                      platform=platform,
+                                      result_layouts_known=_known_results(closed, mesh))
   lowered.partitioned = (closed, tuple(sigs))
   return lowered
 
@@ -231,6 +234,33 @@ def compile_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_in
                            keep_unused, lowered_out, reported=out_shardings)
     _calls.put(key, call)
   return call
+
+
+def _known_results(closed: ClosedJaxpr, mesh) -> list:
+  """``_constrained_results`` with the types' layouts where no constraint fixes one."""
+  typed = _typed_out_shardings(closed, mesh) or [None] * len(closed.jaxpr.outvars)
+  return [k if k is not None or t is None else (sharding_lib.onto_mesh(t, mesh) or t, False)
+          for k, t in zip(_constrained_results(closed), typed)]
+
+
+def _constrained_results(closed: ClosedJaxpr) -> list:
+  """Each result's layout as ``xla.lower_jaxpr_to_module``'s ``result_layouts_known``:
+  ``(sharding, True)`` where a sharding constraint fixes it (as jit's ``out_shardings``
+  do), else None (XLA's partitioner picks it)."""
+  producer = {}
+  for eqn in closed.jaxpr.eqns:
+    if eqn.primitive in constrains_result:
+      s = sharding_params[eqn.primitive](eqn.params)
+      # (a spec leaving dimensions or sums to XLA does not fix the layout)
+      if (isinstance(s, sharding_lib.NamedSharding) and not s.spec.unreduced
+          and not s.spec.reduced
+          and sharding_lib.PartitionSpec.UNCONSTRAINED not in s.spec.partitions):
+        producer[eqn.outvars[0]] = (sharding_lib.NamedSharding(
+            sharding_lib.concrete_mesh_of(s.mesh), s.spec), True)
+        continue
+    for v in eqn.outvars:
+      producer.pop(v, None)
+  return [None if type(v) is Literal else producer.get(v) for v in closed.jaxpr.outvars]
 
 
 def _from_hlo(hlo, mesh, ndim: int, in_shardings, in_avals):

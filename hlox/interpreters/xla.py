@@ -869,7 +869,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
                           donated_invars: Sequence[bool] = (), keep_unused: bool = True,
                           num_replicas: int = 1, axis_env=None, *, body: Callable = None,
                           arg_avals=None, result_avals=None, mesh=None, arg_shardings=None,
-                          result_shardings=None, platform: str | None = None) -> Lowered:
+                          result_shardings=None, platform: str | None = None,
+                          result_layouts_known=None) -> Lowered:
   """Lower a closed jaxpr to a module whose public ``main`` takes its invars.
 
   With ``keep_unused=False`` the arguments the jaxpr does not use are dropped from ``main``
@@ -882,7 +883,11 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
 
   A program partitioned over a ``mesh`` (``partitioned.py``) declares it as ``@mesh`` and
   gives ``main``'s arguments (one sharding per invar) and, where not None, its results
-  Shardy sharding attributes.
+  Shardy sharding attributes. There a donated argument aliases only a result whose layout
+  is known and is the argument's own (``result_layouts_known``: per result, None where XLA
+  picks the layout, else ``(sharding, fixed)``, ``fixed`` for a constraint's). One XLA lays
+  out, or whose type gives another layout, is marked a donor (XLA reuses it if it can); a
+  constraint to another layout leaves the argument unused (as JAX).
 
   ``platform`` picks the per-platform lowering rules ("cpu", "cuda"); by default the default
   device's.
@@ -932,8 +937,14 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
     with ir.InsertionPoint(module.body):
       fn = func_dialect.FuncOp("main", ir.FunctionType.get(in_types, out_types))
       fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+      known = None
+      if mesh is not None and arg_shardings is not None:
+        known = list(result_layouts_known or [None] * len(main_out))
+        if result_shardings is not None:  # (the types' layouts)
+          known = [k if s is None else (s, False) for s, k in zip(result_shardings, known)]
       arg_attrs = _donation_attrs([main_in[i] for i in kept], [donated[i] for i in kept],
-                                  main_out)
+                                  main_out, None if known is None else
+                                  ([arg_shardings[i] for i in kept], known, mesh.size))
       if arg_shardings is not None:
         for attrs, i in zip(arg_attrs, kept):
           attrs["sdy.sharding"] = ir.Attribute.parse(
@@ -1081,7 +1092,11 @@ def _used_vars(jaxpr: Jaxpr) -> set:
   return used
 
 
-def _donation_attrs(in_avals, donated, out_avals) -> list:
+def _donation_attrs(in_avals, donated, out_avals, layouts=None) -> list:
+  """``main``'s argument attributes for donation. ``layouts`` (a partitioned program's):
+  ``(argument shardings, results' known layouts, number of devices)`` (as
+  ``lower_jaxpr_to_module``'s ``result_layouts_known``): the pieces of an argument and a
+  result alias only when both are laid out alike."""
   attrs = [{} for _ in in_avals]
   free_outputs = list(enumerate(out_avals))
   unusable = []
@@ -1090,7 +1105,19 @@ def _donation_attrs(in_avals, donated, out_avals) -> list:
       continue
     match = next((k for k, (j, a) in enumerate(free_outputs)
                   if a.shape == aval.shape and a.dtype == aval.dtype), None)
-    if match is not None:
+    if match is not None and layouts is not None:
+      from hlox.runtime import sharding as sharding_lib
+      arg_s, out_s, n = layouts
+      j, _ = free_outputs.pop(match)
+      known = out_s[j]
+      if known is not None and sharding_lib.same_layout(
+          arg_s[i].hlo(aval.ndim), known[0].hlo(aval.ndim), n):
+        attrs[i]["tf.aliasing_output"] = i32_attr(j)
+      elif known is None or not known[1]:  # XLA picks (or may reuse) the result's pieces
+        attrs[i]["jax.buffer_donor"] = ir.BoolAttr.get(True)
+      else:  # constrained to pieces of other shapes: nothing to reuse (warned below)
+        unusable.append(aval)
+    elif match is not None:
       j, _ = free_outputs.pop(match)
       attrs[i]["tf.aliasing_output"] = i32_attr(j)
     else:

@@ -137,6 +137,7 @@ for _p in (sharding_constraint_p, reshard_p):
   _p.def_abstract_eval(lambda aval, *, sharding: aval)
   _p.def_impl(_impl)
   partitioned.sharding_params[_p] = lambda params: params["sharding"]
+  partitioned.constrains_result.add(_p)
   xla.register_lowering(_p, _lowering)
   batching.primitive_batchers[_p] = _batch_rule(_p)
   sharding_types.sharding_rules[_p] = sharding_types.constraint_rule
