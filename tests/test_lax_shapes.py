@@ -395,9 +395,13 @@ def test_full_like_and_zeros_like_array():
   out = lax.full_like(weak, 0)
   assert out.weak_type and out.dtype == np.float32
   assert not lax.full_like(weak, 0, np.float32).weak_type
+  # A scalar fill is its own broadcast: no equation, the weak literal is the output (JAX
+  # prints ``{ lambda ; a:f32[]. let  in (2.0:f32[],) }``).
   jaxpr = hlox.make_jaxpr(lambda x: lax.full_like(x, 2))(1.0)
-  assert [e.primitive.name for e in jaxpr.eqns] == ["broadcast_in_dim"]
+  assert jaxpr.eqns == [] and str(jaxpr) == "{ lambda ; a:f32[]. let  in (2.0:f32[],) }"
   assert jaxpr.out_avals[0].weak_type
+  jaxpr = hlox.make_jaxpr(lambda x: lax.full_like(x, 2))(np.ones(3, np.float32))
+  assert [e.primitive.name for e in jaxpr.eqns] == ["broadcast_in_dim"]
 
 
 def test_shape_functions_reject_traced_shapes():
