@@ -27,8 +27,8 @@ from hlox.interpreters import ad, xla
 from hlox.lax.control_flow import while_loop
 from hlox.lax.elementwise import (
     _operands, abs, add, bitwise_and, bitwise_not, bitwise_or, convert_element_type,
-    digamma, div, eq, exp, ge, gt, le, lgamma, log, log1p, lt, mul, ne, neg, select, sign,
-    sqrt, sub)
+    digamma, div, eq, exp, ge, gt, le, lgamma, log, log1p, lt, mul, ne, neg, rem, select,
+    sign, sqrt, sub)
 from hlox.lax.reductions import reduce_or
 from hlox.lax.shapes import broadcast_in_dim, full_like
 from hlox.lax.base import defbroadcasting
@@ -355,40 +355,50 @@ def random_gamma_grad(a, x):
 # --- regularized incomplete beta ---------------------------------------------------------
 
 def _betainc_fraction(a, b, x):
-  """The continued fraction of ``I_x(a, b) * a B(a, b) / (x**a (1-x)**b)``:
-  ``1/(1 + d1/(1 + d2/(1 + ...)))`` with ``d_2m+1 = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1))`` and
-  ``d_2m = m (b-m) x / ((a+2m-1)(a+2m))``, by the modified Lentz method (fast for
-  ``x < (a+1)/(a+b+2)``)."""
-  eps = _eps(a)
-  tiny = float(np.finfo(get_aval(a).dtype).tiny) / eps
-  one = _c(a, 1)
+  """The continued fraction ``1/(1 + d1/(1 + d2/(1 + ...)))`` of
+  ``I_x(a, b) a B(a, b) / (x**a (1-x)**b)`` (DLMF 8.17.22), with
+  ``d_2m+1 = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1))`` and ``d_2m = m (b-m) x / ((a+2m-1)(a+2m))``,
+  by the Lentz-Thompson-Barnett method as XLA's math library (and so JAX) runs it: the same
+  terms, tiny-value guard and stopping rule (all lanes within eps/2, or 200 / 600 terms), so
+  its rounding is JAX's. Fast for ``x < (a+1)/(a+b+2)``."""
+  dtype = get_aval(a).dtype
+  small = _c(a, np.finfo(dtype).eps / 2)
+  limit = 200 if dtype == np.float32 else 600
+  one, two = _c(a, 1), _c(a, 2)
+  shape = get_aval(a).shape
 
-  def nonzero(v):
-    return select(lt(abs(v), _c(v, tiny)), full_like(v, tiny), v)
+  def numerator(n):
+    # Term n >= 1: 1 for n = 1, then d_{n-1}; m = (n - 1) // 2 as an integer first.
+    n = broadcast_in_dim(n, shape, ())
+    m_int = div(sub(n, _c(n, 1)), _c(n, 2))
+    m = convert_element_type(m_int, dtype)
+    first = div(mul(neg(add(a, b)), x), add(a, one))
+    a2m = add(a, mul(two, m))
+    even = select(eq(m_int, _c(m_int, 0)), first,
+                  div(mul(mul(neg(add(a, m)), add(add(a, b), m)), x), mul(a2m, add(a2m, one))))
+    odd = div(mul(mul(m, sub(b, m)), x), mul(sub(a2m, one), a2m))
+    term = select(eq(rem(n, _c(n, 2)), _c(n, 0)), even, odd)
+    return select(eq(n, _c(n, 1)), full_like(x, 1), term)
 
-  def step(c, d, h, coef):
-    d = div(one, nonzero(add(one, mul(coef, d))))
-    c = nonzero(add(one, div(coef, c)))
-    delta = mul(c, d)
-    return c, d, mul(h, delta), delta
+  def guard(v):
+    return select(lt(abs(v), full_like(v, small)), full_like(v, small), v)
 
   def body(state):
-    active, m, c, d, h = state
-    m1 = add(m, one)
-    a2m = add(a, mul(_c(a, 2), m1))
-    even = div(mul(mul(m1, sub(b, m1)), x), mul(sub(a2m, one), a2m))
-    c1, d1, h1, _ = step(c, d, h, even)
-    odd = neg(div(mul(mul(add(a, m1), add(add(a, b), m1)), x), mul(a2m, add(a2m, one))))
-    c1, d1, h1, delta = step(c1, d1, h1, odd)
-    going = gt(abs(sub(delta, one)), _c(delta, eps))
-    going = bitwise_and(bitwise_and(active, going), lt(m1, _c(m1, _MAX_FRACTION_TERMS)))
-    keep = lambda new, old: select(active, new, old)
-    return going, keep(m1, m), keep(c1, c), keep(d1, d), keep(h1, h)
+    n, _, c, d, h = state
+    num = numerator(n)
+    c = guard(add(one, div(num, c)))
+    d = div(one, guard(add(one, mul(num, d))))
+    delta = mul(c, d)
+    going = _any_lane(ge(abs(sub(delta, one)), small))
+    return add(n, _c(n, 1)), going, c, d, mul(h, delta)
 
-  # The leading term 1/(1 + d1), d1 = -(a+b) x / (a+1).
-  d0 = div(one, nonzero(sub(one, div(mul(add(a, b), x), add(a, one)))))
-  init = (full_like(a, True, dtype=np.dtype(bool)), full_like(a, 0), full_like(a, 1), d0, d0)
-  return while_loop(lambda s: _any_lane(s[0]), body, init)[4]
+  def cond(state):
+    return bitwise_and(lt(state[0], _c(state[0], limit)), state[1])
+
+  # The zeroth partial denominator is 0, which the guard lifts to ``small``.
+  h0 = full_like(a, small)
+  init = (np.array(1, np.int32), np.array(True), h0, full_like(a, 0), h0)
+  return while_loop(cond, body, init)[4]
 
 
 def _betainc_impl(a, b, x):
@@ -406,11 +416,16 @@ def _betainc_impl(a, b, x):
   aa, bb = select(direct, a, b), select(direct, b, a)
   xx = select(direct, x, sub(_c(x, 1), x))
   frac = _betainc_fraction(aa, bb, xx)
-  # x**a (1-x)**b / (a B(a, b)), with a B(a, b) = Gamma(a+1) Gamma(b) / Gamma(a+b), which
-  # stays accurate for tiny a.
-  log_a_beta = sub(add(lgamma(add(aa, _c(aa, 1))), lgamma(bb)), lgamma(add(aa, bb)))
-  front = exp(sub(add(mul(aa, log(xx)), mul(bb, log1p(neg(xx)))), log_a_beta))
-  out = mul(front, frac)
+  # x**a (1-x)**b / (a B(a, b)); for a below twice the smallest normal, a B(a, b) ~
+  # Gamma(b) / Gamma(a + b) (a Gamma(a) -> 1), which avoids dividing by a.
+  dtype = get_aval(a).dtype
+  log_b_ratio = sub(lgamma(bb), lgamma(add(aa, bb)))
+  log_beta = add(lgamma(aa), log_b_ratio)
+  log_1mx = log1p(neg(xx))
+  front = select(lt(aa, _c(aa, np.finfo(dtype).tiny * 2)),
+                 exp(sub(mul(log_1mx, bb), log_b_ratio)),
+                 div(exp(sub(add(mul(log(xx), aa), mul(log_1mx, bb)), log_beta)), aa))
+  out = mul(frac, front)
   out = select(direct, out, sub(_c(out, 1), out))
   out = select(is_zero, full_like(out, 0), out)
   out = select(is_one, full_like(out, 1), out)
