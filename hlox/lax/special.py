@@ -27,8 +27,8 @@ from hlox.interpreters import ad, xla
 from hlox.lax.control_flow import while_loop
 from hlox.lax.elementwise import (
     _operands, abs, add, bitwise_and, bitwise_not, bitwise_or, convert_element_type,
-    digamma, div, eq, exp, ge, gt, le, lgamma, log, log1p, lt, mul, ne, neg, select, sign,
-    sqrt, sub)
+    digamma, div, eq, exp, ge, gt, le, lgamma, log, log1p, lt, mul, ne, neg, rem, select,
+    sign, sqrt, sub)
 from hlox.lax.reductions import reduce_or
 from hlox.lax.shapes import broadcast_in_dim, full_like
 from hlox.lax.base import defbroadcasting
@@ -234,18 +234,81 @@ def _underflows(log_ax):
   return lt(log_ax, _c(log_ax, math.log(float(np.finfo(get_aval(log_ax).dtype).tiny))))
 
 
+def _series_value(a, x, ax, active):
+  """``P(a, x)`` by its power series, stepped and stopped as XLA's math library (and so JAX)
+  does it (term / sum <= eps in every active lane), so it rounds as JAX's."""
+  eps = _c(a, _eps(a))
+
+  def body(state):
+    active, r, term, total = state
+    r1 = add(r, _c(r, 1))
+    term1 = mul(term, div(x, r1))
+    total1 = add(total, term1)
+    going = bitwise_and(active, gt(div(term1, total1), eps))
+    return (going, select(active, r1, r), select(active, term1, term),
+            select(active, total1, total))
+
+  init = (active, a, full_like(a, 1), full_like(a, 1))
+  total = while_loop(lambda s: _any_lane(s[0]), body, init)[3]
+  return div(mul(total, ax), a)
+
+
+def _fraction_value(a, x, ax, active):
+  """``Q(a, x)`` by Cephes' continued fraction (convergents p_k / q_k, rescaled when they
+  grow), stepped and stopped as XLA's math library (and so JAX) does it: at most 2000 terms,
+  until every active lane's relative change is at most eps."""
+  eps = _eps(a)
+  one = _c(a, 1)
+
+  def body(state):
+    active, ans, y, z, k, p1, q1, p2, q2 = state
+    k = add(k, one)
+    y1 = add(y, one)
+    z1 = add(z, _c(z, 2))
+    yc = mul(y1, k)
+    p = sub(mul(p1, z1), mul(p2, yc))
+    q = sub(mul(q1, z1), mul(q2, yc))
+    ok = ne(q, _c(q, 0))
+    r = div(p, q)
+    t = select(ok, abs(div(sub(ans, r), r)), full_like(r, 1))
+    ans1 = select(ok, r, ans)
+    rescale = gt(abs(p), _c(p, 1 / eps))
+    shrink = lambda v: select(rescale, mul(v, _c(v, eps)), v)
+    p2n, p1n, q2n, q1n = shrink(p1), shrink(p), shrink(q1), shrink(q)
+    going = bitwise_and(active, gt(t, _c(t, eps)))
+    keep = lambda new, old: select(active, new, old)
+    return (going, keep(ans1, ans), keep(y1, y), keep(z1, z), k, keep(p1n, p1),
+            keep(q1n, q1), keep(p2n, p2), keep(q2n, q2))
+
+  y = sub(one, a)
+  z = add(add(x, y), _c(x, 1))
+  p1 = add(x, _c(x, 1))
+  q1 = mul(z, x)
+  # The term counter is one scalar for all lanes.
+  init = (active, div(p1, q1), y, z, _c(x, 0), p1, q1, full_like(x, 1), x)
+  cond = lambda s: bitwise_and(lt(s[4], _c(s[4], 2000)), _any_lane(s[0]))
+  return mul(while_loop(cond, body, init)[1], ax)
+
+
 def _regularized_gamma(a, x, upper: bool):
-  """P(a, x) (``upper=False``) or Q(a, x) = 1 - P: the series for P where x < 1 or x <= a,
-  the continued fraction for Q elsewhere, each giving the other by complement."""
+  """P(a, x) (``upper=False``) or Q(a, x) = 1 - P: the series for P where x < 1 or x < a
+  (x <= a for P), the continued fraction for Q elsewhere, each giving the other by
+  complement; the split, steps and underflow cut are JAX's, so results round as JAX's."""
   inf = _c(x, np.inf)
   x_zero, x_inf, a_zero, a_inf = eq(x, _c(x, 0)), eq(x, inf), eq(a, _c(a, 0)), eq(a, inf)
   domain = _any_of(lt(x, _c(x, 0)), lt(a, _c(a, 0)), bitwise_and(a_zero, x_zero),
                    bitwise_and(a_inf, x_inf), _isnan(a), _isnan(x))
   log_ax = _log_prefactor(a, x)
-  enabled = bitwise_not(_any_of(domain, x_zero, x_inf, a_zero, a_inf, _underflows(log_ax)))
-  use_q = bitwise_and(ge(x, _c(x, 1)), gt(x, a))
-  q = _q_fraction(a, x, log_ax, bitwise_and(enabled, use_q), _VALUE)
-  p = _p_series(a, x, log_ax, bitwise_and(enabled, bitwise_not(use_q)), _VALUE)
+  # As JAX: skip lanes whose prefactor is below 1 / (largest float).
+  underflow = lt(log_ax, neg(log(_c(log_ax, np.finfo(get_aval(log_ax).dtype).max))))
+  ax = exp(log_ax)
+  enabled = bitwise_not(_any_of(domain, x_zero, x_inf, a_zero, a_inf, underflow))
+  if upper:
+    use_q = bitwise_not(bitwise_or(lt(x, _c(x, 1)), lt(x, a)))
+  else:
+    use_q = bitwise_and(ge(x, _c(x, 1)), gt(x, a))
+  q = _fraction_value(a, x, ax, bitwise_and(enabled, use_q))
+  p = _series_value(a, x, ax, bitwise_and(enabled, bitwise_not(use_q)))
   if upper:
     out = select(use_q, q, sub(_c(p, 1), p))
   else:
@@ -355,40 +418,50 @@ def random_gamma_grad(a, x):
 # --- regularized incomplete beta ---------------------------------------------------------
 
 def _betainc_fraction(a, b, x):
-  """The continued fraction of ``I_x(a, b) * a B(a, b) / (x**a (1-x)**b)``:
-  ``1/(1 + d1/(1 + d2/(1 + ...)))`` with ``d_2m+1 = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1))`` and
-  ``d_2m = m (b-m) x / ((a+2m-1)(a+2m))``, by the modified Lentz method (fast for
-  ``x < (a+1)/(a+b+2)``)."""
-  eps = _eps(a)
-  tiny = float(np.finfo(get_aval(a).dtype).tiny) / eps
-  one = _c(a, 1)
+  """The continued fraction ``1/(1 + d1/(1 + d2/(1 + ...)))`` of
+  ``I_x(a, b) a B(a, b) / (x**a (1-x)**b)`` (DLMF 8.17.22), with
+  ``d_2m+1 = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1))`` and ``d_2m = m (b-m) x / ((a+2m-1)(a+2m))``,
+  by the Lentz-Thompson-Barnett method as XLA's math library (and so JAX) runs it: the same
+  terms, tiny-value guard and stopping rule (all lanes within eps/2, or 200 / 600 terms), so
+  its rounding is JAX's. Fast for ``x < (a+1)/(a+b+2)``."""
+  dtype = get_aval(a).dtype
+  small = _c(a, np.finfo(dtype).eps / 2)
+  limit = 200 if dtype == np.float32 else 600
+  one, two = _c(a, 1), _c(a, 2)
+  shape = get_aval(a).shape
 
-  def nonzero(v):
-    return select(lt(abs(v), _c(v, tiny)), full_like(v, tiny), v)
+  def numerator(n):
+    # Term n >= 1: 1 for n = 1, then d_{n-1}; m = (n - 1) // 2 as an integer first.
+    n = broadcast_in_dim(n, shape, ())
+    m_int = div(sub(n, _c(n, 1)), _c(n, 2))
+    m = convert_element_type(m_int, dtype)
+    first = div(mul(neg(add(a, b)), x), add(a, one))
+    a2m = add(a, mul(two, m))
+    even = select(eq(m_int, _c(m_int, 0)), first,
+                  div(mul(mul(neg(add(a, m)), add(add(a, b), m)), x), mul(a2m, add(a2m, one))))
+    odd = div(mul(mul(m, sub(b, m)), x), mul(sub(a2m, one), a2m))
+    term = select(eq(rem(n, _c(n, 2)), _c(n, 0)), even, odd)
+    return select(eq(n, _c(n, 1)), full_like(x, 1), term)
 
-  def step(c, d, h, coef):
-    d = div(one, nonzero(add(one, mul(coef, d))))
-    c = nonzero(add(one, div(coef, c)))
-    delta = mul(c, d)
-    return c, d, mul(h, delta), delta
+  def guard(v):
+    return select(lt(abs(v), full_like(v, small)), full_like(v, small), v)
 
   def body(state):
-    active, m, c, d, h = state
-    m1 = add(m, one)
-    a2m = add(a, mul(_c(a, 2), m1))
-    even = div(mul(mul(m1, sub(b, m1)), x), mul(sub(a2m, one), a2m))
-    c1, d1, h1, _ = step(c, d, h, even)
-    odd = neg(div(mul(mul(add(a, m1), add(add(a, b), m1)), x), mul(a2m, add(a2m, one))))
-    c1, d1, h1, delta = step(c1, d1, h1, odd)
-    going = gt(abs(sub(delta, one)), _c(delta, eps))
-    going = bitwise_and(bitwise_and(active, going), lt(m1, _c(m1, _MAX_FRACTION_TERMS)))
-    keep = lambda new, old: select(active, new, old)
-    return going, keep(m1, m), keep(c1, c), keep(d1, d), keep(h1, h)
+    n, _, c, d, h = state
+    num = numerator(n)
+    c = guard(add(one, div(num, c)))
+    d = div(one, guard(add(one, mul(num, d))))
+    delta = mul(c, d)
+    going = _any_lane(ge(abs(sub(delta, one)), small))
+    return add(n, _c(n, 1)), going, c, d, mul(h, delta)
 
-  # The leading term 1/(1 + d1), d1 = -(a+b) x / (a+1).
-  d0 = div(one, nonzero(sub(one, div(mul(add(a, b), x), add(a, one)))))
-  init = (full_like(a, True, dtype=np.dtype(bool)), full_like(a, 0), full_like(a, 1), d0, d0)
-  return while_loop(lambda s: _any_lane(s[0]), body, init)[4]
+  def cond(state):
+    return bitwise_and(lt(state[0], _c(state[0], limit)), state[1])
+
+  # The zeroth partial denominator is 0, which the guard lifts to ``small``.
+  h0 = full_like(a, small)
+  init = (np.array(1, np.int32), np.array(True), h0, full_like(a, 0), h0)
+  return while_loop(cond, body, init)[4]
 
 
 def _betainc_impl(a, b, x):
@@ -406,11 +479,16 @@ def _betainc_impl(a, b, x):
   aa, bb = select(direct, a, b), select(direct, b, a)
   xx = select(direct, x, sub(_c(x, 1), x))
   frac = _betainc_fraction(aa, bb, xx)
-  # x**a (1-x)**b / (a B(a, b)), with a B(a, b) = Gamma(a+1) Gamma(b) / Gamma(a+b), which
-  # stays accurate for tiny a.
-  log_a_beta = sub(add(lgamma(add(aa, _c(aa, 1))), lgamma(bb)), lgamma(add(aa, bb)))
-  front = exp(sub(add(mul(aa, log(xx)), mul(bb, log1p(neg(xx)))), log_a_beta))
-  out = mul(front, frac)
+  # x**a (1-x)**b / (a B(a, b)); for a below twice the smallest normal, a B(a, b) ~
+  # Gamma(b) / Gamma(a + b) (a Gamma(a) -> 1), which avoids dividing by a.
+  dtype = get_aval(a).dtype
+  log_b_ratio = sub(lgamma(bb), lgamma(add(aa, bb)))
+  log_beta = add(lgamma(aa), log_b_ratio)
+  log_1mx = log1p(neg(xx))
+  front = select(lt(aa, _c(aa, np.finfo(dtype).tiny * 2)),
+                 exp(sub(mul(log_1mx, bb), log_b_ratio)),
+                 div(exp(sub(add(mul(log(xx), aa), mul(log_1mx, bb)), log_beta)), aa))
+  out = mul(frac, front)
   out = select(direct, out, sub(_c(out, 1), out))
   out = select(is_zero, full_like(out, 0), out)
   out = select(is_one, full_like(out, 1), out)
@@ -464,33 +542,59 @@ def zeta(x, q):
   return zeta_p.bind(*_operands("zeta", x, q))
 
 
-_I0E_SWITCH = 20.0  # below: the power series; above: the asymptotic expansion
-_I0E_SERIES_TERMS = 50  # enough for double precision at |x| = 20
-_I0E_ASYMPTOTIC_TERMS = 22
+# Cephes' Chebyshev coefficients for exp(-|x|) I0(x): on [0, 8] in t = x/2 - 2, and on
+# (8, inf) for sqrt(x) exp(-x) I0(x) in t = 32/x - 2. float32 uses the shorter tails of the
+# series (as Cephes' single-precision i0ef, and JAX).
+_I0E_A = (-4.41534164647933937950E-18, 3.33079451882223809783E-17,
+          -2.43127984654795469359E-16, 1.71539128555513303061E-15,
+          -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+          -4.85644678311192946090E-13, 2.95505266312963983461E-12,
+          -1.72682629144155570723E-11, 9.67580903537323691224E-11,
+          -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+          -1.30002500998624804212E-8, 6.04699502254191894932E-8,
+          -2.67079385394061173391E-7, 1.11738753912010371815E-6,
+          -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+          -5.75419501008210370398E-5, 1.88502885095841655729E-4,
+          -5.76375574538582365885E-4, 1.63947561694133579842E-3,
+          -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+          -2.37374148058994688156E-2, 4.93052842396707084878E-2,
+          -9.49010970480476444210E-2, 1.71620901522208775349E-1,
+          -3.04682672343198398683E-1, 6.76795274409476084995E-1)
+_I0E_B = (-7.23318048787475395456E-18, -4.83050448594418207126E-18,
+          4.46562142029675999901E-17, 3.46122286769746109310E-17,
+          -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+          1.77256013305652638360E-15, 3.81168066935262242075E-15,
+          -9.55484669882830764870E-15, -4.15056934728722208663E-14,
+          1.54008621752140982691E-14, 3.85277838274214270114E-13,
+          7.18012445138366623367E-13, -1.79417853150680611778E-12,
+          -1.32158118404477131188E-11, -3.14991652796324136454E-11,
+          1.18891471078464383424E-11, 4.94060238822496958910E-10,
+          3.39623202570838634515E-9, 2.26666899049817806459E-8,
+          2.04891858946906374183E-7, 2.89137052083475648297E-6,
+          6.88975834691682398426E-5, 3.36911647825569408990E-3,
+          8.04490411014108831608E-1)
+_I0E_F32_TERMS = (18, 7)  # how many trailing coefficients of each series float32 uses
+
+
+def _chebyshev(t, coefs):
+  """Clenshaw's recurrence for ``sum c_k T_k(t)`` halved at the end (Cephes' ``chbevl``),
+  starting from zeros as Cephes does, which fixes the rounding."""
+  b0 = b1 = b2 = full_like(t, 0)
+  for c in coefs:
+    b2, b1 = b1, b0
+    b0 = add(sub(mul(t, b1), b2), full_like(t, c))
+  return mul(_c(t, 0.5), sub(b0, b2))
 
 
 def _bessel_i0e_impl(x):
-  """``exp(-|x|) I0(x)``: the power series ``sum_k (x**2/4)**k / k!**2`` (all terms positive,
-  so no cancellation) started at ``exp(-|x|)`` for ``|x| < 20``; the asymptotic expansion
-  ``sum_k ((2k-1)!!)**2 / (k! (8|x|)**k) / sqrt(2 pi |x|)`` beyond, where its smallest term
-  is far below double precision."""
+  """``exp(-|x|) I0(x)`` from Cephes' Chebyshev expansions (JAX's method and rounding)."""
+  coefs_a, coefs_b = _I0E_A, _I0E_B
+  if get_aval(x).dtype == np.float32:
+    coefs_a, coefs_b = _I0E_A[-_I0E_F32_TERMS[0]:], _I0E_B[-_I0E_F32_TERMS[1]:]
   ax = abs(x)
-  small = lt(ax, _c(ax, _I0E_SWITCH))
-  xs = select(small, ax, full_like(ax, 0))
-  q = mul(mul(xs, xs), _c(xs, 0.25))
-  term = exp(neg(xs))
-  total = term
-  for k in range(1, _I0E_SERIES_TERMS + 1):
-    term = mul(term, div(q, _c(q, float(k * k))))
-    total = add(total, term)
-  xl = select(small, full_like(ax, _I0E_SWITCH), ax)
-  inv8x = div(_c(xl, 1), mul(_c(xl, 8), xl))
-  term, asym = full_like(xl, 1), full_like(xl, 1)
-  for k in range(1, _I0E_ASYMPTOTIC_TERMS + 1):
-    term = mul(term, mul(inv8x, _c(xl, (2 * k - 1) ** 2 / k)))
-    asym = add(asym, term)
-  asym = div(asym, sqrt(mul(xl, _c(xl, 2 * math.pi))))
-  return select(small, total, asym)
+  near = _chebyshev(sub(mul(full_like(ax, 0.5), ax), full_like(ax, 2)), coefs_a)
+  far = div(_chebyshev(sub(div(full_like(ax, 32), ax), full_like(ax, 2)), coefs_b), sqrt(ax))
+  return select(le(ax, _c(ax, 8)), near, far)
 
 
 bessel_i0e_p = unop(real_float, "bessel_i0e")

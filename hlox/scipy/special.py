@@ -66,7 +66,7 @@ def gammaincc(a, x):
 
 def betaln(a, b):
   """``log(|B(a, b)|)``: ``gammaln(a) + gammaln(b) - gammaln(a + b)``, with the last two
-  terms taken together from Stirling's series when the larger argument is 8 or more (their
+  terms taken together from a series when the larger argument is 8 or more (their
   difference would otherwise cancel away, as for ``betaln(1e30, 1) = -log(1e30)``)."""
   a, b = promote_args_inexact("betaln", a, b)
   a, b = jnp.minimum(a, b), jnp.maximum(a, b)
@@ -74,29 +74,33 @@ def betaln(a, b):
   return jnp.where(b < 8, direct, lax.lgamma(a) + _lgamma_difference(a, b))
 
 
-# Stirling's series: lgamma(x) = (x - 1/2) log x - x + log(2 pi) / 2 + R(x), with
-# R(x) = sum_k B_2k / (2k (2k - 1) x^(2k - 1)) (B_2k the Bernoulli numbers).
-_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360)
-
-
-def _stirling_remainder(x):
-  inv = 1 / x
-  t = inv * inv
-  acc = _STIRLING[-1]
-  for c in reversed(_STIRLING[:-1]):
-    acc = c + t * acc
-  return acc * inv
+# Coefficients of cdflib's ``algdiv`` (the series JAX and SciPy use): its correction term is
+# ``sum_k C_k S_2k+1(x) / b**2k * (c / b)`` in the variables below.
+_ALGDIV = (0.833333333333333e-01, -0.277777777760991e-02, 0.793650666825390e-03,
+           -0.595202931351870e-03, 0.837308034031215e-03, -0.165322962780713e-02)
 
 
 def _lgamma_difference(a, b):
-  """``lgamma(b) - lgamma(a + b)`` for ``b >= 8`` and ``a <= b``, without forming the two
-  (huge, nearly equal) terms: by Stirling's series it is
-  ``R(b) - R(a + b) - a (log b - 1) - (a + b - 1/2) log1p(a / b)``."""
-  u = (a + b - 0.5) * jnp.log1p(a / b)
-  v = a * (jnp.log(b) - 1)
-  w = _stirling_remainder(b) - _stirling_remainder(a + b)
-  # Subtract the larger of u and v last, which keeps the rounding error smallest.
-  return jnp.where(u <= v, (w - u) - v, (w - v) - u)
+  """``lgamma(b) - lgamma(a + b)`` for ``b >= 8`` and ``a <= b`` without forming the two
+  (huge, nearly equal) terms: ``w - a (log b - 1) - (a + b - 1/2) log1p(a / b)`` with ``w``
+  the remainder of Stirling's series, as cdflib's ``algdiv`` (in JAX's order of operations,
+  Python-scalar constants included, so the result rounds as JAX's)."""
+  h = a / b
+  c = h / (1 + h)
+  x2 = c * c
+  # s_k = 1 + x + ... + x**(k-1), nested so that each reuses the previous.
+  s = [1.0 + (c + x2)]
+  for _ in range(4):
+    s.append(1.0 + (c + x2 * s[-1]))
+  t = (1.0 / b) ** 2
+  w = _ALGDIV[5] * s[4] * t
+  for k in (4, 3, 2, 1):
+    w = (w + _ALGDIV[k] * s[k - 1]) * t
+  w = (w + _ALGDIV[0]) * (c / b)
+  u = (b + (a - 0.5)) * lax.log1p(a / b)
+  v = a * (lax.log(b) - 1.0)
+  # Subtract the larger of u and v last.
+  return jnp.where(u <= v, (w - v) - u, (w - u) - v)
 
 
 def betainc(a, b, x):

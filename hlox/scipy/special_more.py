@@ -322,8 +322,14 @@ def log_softmax(x, /, *, axis=None):
 # --- the normal distribution --------------------------------------------------------------
 
 def _ndtr(x):
-  # erfc keeps its relative accuracy in the lower tail; the upper tail rounds to 1 anyway.
-  return _c(x, 0.5) * lax.erfc(x * _c(x, -math.sqrt(0.5)))
+  # Three pieces as JAX (its exact rounding): 1 + erf near 0, erfc in the lower tail (full
+  # relative accuracy there), 2 - erfc in the upper tail.
+  h = _c(x, 0.5 * math.sqrt(2))
+  w = lax.mul(x, h)
+  z = lax.abs(w)
+  y = jnp.where(lax.lt(z, h), lax.add(_c(x, 1), lax.erf(w)),
+                jnp.where(lax.gt(w, _c(x, 0)), lax.sub(_c(x, 2), lax.erfc(z)), lax.erfc(z)))
+  return lax.mul(_c(x, 0.5), y)
 
 
 def ndtr(x):
@@ -335,29 +341,38 @@ _LOG_NDTR_LOWER = {np.dtype(np.float64): -20.0, np.dtype(np.float32): -10.0}
 _LOG_NDTR_UPPER = {np.dtype(np.float64): 8.0, np.dtype(np.float32): 5.0}
 
 
+def _log_ndtr_series(x, series_order):
+  """``1 - 1/x^2 + 3/x^4 - ...`` (``series_order`` terms), the even- and odd-numbered terms
+  summed apart and combined last (the rounding JAX gets)."""
+  if series_order <= 0:
+    return _c(x, 1)
+  x2 = lax.square(x)
+  even = odd = None
+  power = x2
+  for n in range(1, series_order + 1):
+    term = lax.div(_c(x, float(np.prod(np.arange(2 * n - 1, 1, -2)))), power)
+    if n % 2:
+      odd = term if odd is None else lax.add(odd, term)
+    else:
+      even = term if even is None else lax.add(even, term)
+    power = lax.mul(power, x2)
+  head = _c(x, 1) if even is None else lax.add(_c(x, 1), even)
+  return lax.sub(head, odd)
+
+
 def _log_ndtr_value(x, series_order):
   lower = _c(x, _LOG_NDTR_LOWER[_dtype(x)])
   upper = _c(x, _LOG_NDTR_UPPER[_dtype(x)])
-  del upper
-  big = x > 0
-  # log1p(-Phi(-x)) for x > 0 (log(Phi(x)) would round Phi to 1 - eps); log(Phi(x)) down
-  # to the lower segment; below it the asymptotic series of log(Phi(x)) with JAX's
-  # ``series_order`` terms.
-  mid_x = jnp.where(big, -x, lax.max(x, lower))
-  phi = _ndtr(mid_x)
-  upper_val = jnp.log1p(-phi)
-  mid_val = jnp.log(phi)
+  big = lax.gt(x, upper)
+  # Above ``upper`` log(Phi(x)) = log1p(-Phi(-x)) ~ -Phi(-x); down to ``lower`` log(Phi(x));
+  # below it the asymptotic series of log(Phi(x)) (one ndtr call serves both upper pieces).
+  phi = _ndtr(jnp.where(big, lax.neg(x), lax.max(x, lower)))
   xl = lax.min(x, lower)
-  x2 = xl * xl
-  series = jnp.ones_like(xl)
-  power = x2
-  for n in range(1, series_order + 1):
-    term = _c(xl, float(np.prod(np.arange(2 * n - 1, 0, -2, dtype=np.float64)))) / power
-    series = series + (-term if n % 2 else term)
-    power = power * x2
-  low_val = (_c(xl, -0.5) * x2 - jnp.log(-xl) - _c(xl, 0.5 * math.log(2 * math.pi))
-             + jnp.log(series))
-  return jnp.where(big, upper_val, jnp.where(x > lower, mid_val, low_val))
+  x2 = lax.square(xl)
+  log_scale = lax.sub(lax.sub(lax.mul(_c(xl, -0.5), x2), lax.log(lax.neg(xl))),
+                      _c(xl, 0.5 * math.log(2 * math.pi)))
+  low_val = lax.add(log_scale, lax.log(_log_ndtr_series(xl, series_order)))
+  return jnp.where(big, lax.neg(phi), jnp.where(lax.gt(x, lower), lax.log(phi), low_val))
 
 
 def _log_ndtr_checked(x, series_order):
@@ -396,45 +411,61 @@ def log_ndtr(x, series_order=3):
   return _log_ndtr(series_order, x)
 
 
+# Cephes' rational approximations of the normal quantile (coefficients highest degree
+# first): P0/Q0 for the central piece, P1/Q1 and P2/Q2 for the tail, split at z = 8.
+_NDTRI_P0 = (-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+             1.39312609387279679503E1, -1.23916583867381258016E0)
+_NDTRI_Q0 = (1.0, 1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+             -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+             1.59056225126211695515E1, -1.18331621121330003142E0)
+_NDTRI_P1 = (4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+             4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+             -1.40256079171354495875E-1, -3.50424626827848203418E-2,
+             -8.57456785154685413611E-4)
+_NDTRI_Q1 = (1.0, 1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+             1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+             -3.80806407691578277194E-2, -9.33259480895457427372E-4)
+_NDTRI_P2 = (3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+             1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+             3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9)
+_NDTRI_Q2 = (1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+             2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+             2.89247864745380683936E-6, 6.79019408009981274425E-9)
+
+
+def _horner(coefs, x):
+  # jnp.polyval (one fused executable eagerly, as JAX's jitted polyval): its rounding.
+  return jnp.polyval(np.array(coefs, _dtype(x)), x)
+
+
 def _ndtri_value(p):
-  # Solve log Phi(x) = log q for q = min(p, 1 - p) (1 - p is exact for p > 1/2) by Newton
-  # steps from erfinv's answer (or the tail asymptote where erfinv runs out of digits);
-  # on the log scale every step is well conditioned, so two or three give full precision.
-  q = lax.min(p, _c(p, 1) - p)
-  safe_q = jnp.where((q > 0) & (q <= 0.5), q, _c(p, 0.25))
-  guess = _c(p, math.sqrt(2)) * lax.erf_inv(_c(p, 2) * safe_q - _c(p, 1))
-  t = lax.sqrt(_c(p, -2) * jnp.log(safe_q))
-  tail = -(t - (jnp.log(t) + _c(p, math.log(4 * math.pi))) / (_c(p, 2) * t))
-  x = jnp.where(safe_q < _c(p, 1e-6), tail, guess)
-  log_q = jnp.log(safe_q)
-  for _ in range(3 if _dtype(p) == np.float64 else 2):
-    log_phi = _log_ndtr_value(x, 3)
-    log_pdf = _c(p, -0.5) * x * x - _c(p, 0.5 * math.log(2 * math.pi))
-    x = x - (log_phi - log_q) / lax.exp(log_pdf - log_phi)
-  x = jnp.where(p > _c(p, 0.5), -x, x)
-  x = jnp.where(p == 0, _c(p, -np.inf), jnp.where(p == 1, _c(p, np.inf), x))
-  return jnp.where((p < 0) | (p > 1) | jnp.isnan(p), _c(p, np.nan), x)
-
-
-@custom_jvp
-def _ndtri(p):
-  return _strong(_ndtri_value(p))
-
-
-def _ndtri_jvp(primals, tangents):
-  p, = primals
-  t, = tangents
-  x = _ndtri(p)
-  # dx/dp = 1 / phi(x)
-  return x, t * _c(x, math.sqrt(2 * math.pi)) * lax.exp(_c(x, 0.5) * x * x)
-
-
-_ndtri.defjvp(_ndtri_jvp)
+  big_p = _c(p, -np.expm1(-2.0))
+  q = jnp.where(lax.gt(p, big_p), lax.sub(_c(p, 1), p), p)
+  # 0 would give NaNs in unused branches (and so in gradients); its answer is set below.
+  q = jnp.where(lax.eq(q, _c(p, 0)), _c(p, 0.5), q)
+  # Central piece: x / sqrt(2 pi) = w + w^3 P0(w^2) / Q0(w^2), w = q - 1/2.
+  w = lax.sub(q, _c(p, 0.5))
+  ww = lax.square(w)
+  central = lax.add(w, lax.mul(lax.mul(w, ww),
+                               lax.div(_horner(_NDTRI_P0, ww), _horner(_NDTRI_Q0, ww))))
+  central = lax.mul(central, _c(p, -math.sqrt(2 * math.pi)))
+  # Tails: x = z - log(z) / z - P(1/z) / (Q(1/z) z), z = sqrt(-2 log q).
+  z = lax.sqrt(lax.mul(_c(p, -2), lax.log(q)))
+  head = lax.sub(z, lax.div(lax.log(z), z))
+  r = lax.div(_c(p, 1), z)
+  far = lax.sub(head, lax.div(lax.div(_horner(_NDTRI_P2, r), _horner(_NDTRI_Q2, r)), z))
+  near = lax.sub(head, lax.div(lax.div(_horner(_NDTRI_P1, r), _horner(_NDTRI_Q1, r)), z))
+  x = jnp.where(lax.gt(q, _c(p, np.exp(-2.0))), central,
+                jnp.where(lax.ge(z, _c(p, 8)), far, near))
+  x = jnp.where(lax.gt(p, _c(p, 1 - np.exp(-2.0))), x, lax.neg(x))
+  return jnp.where(lax.eq(p, _c(p, 0)), _c(p, -np.inf),
+                   jnp.where(lax.eq(p, _c(p, 1)), _c(p, np.inf), x))
 
 
 def ndtri(p):
   """The inverse of ``ndtr`` (the standard normal quantile function); NaN outside [0, 1]."""
-  return _ndtri(_real_float_only("ndtri", p))
+  # Differentiated through its formula, as JAX (so gradients round as JAX's do).
+  return _strong(_ndtri_value(_real_float_only("ndtri", p)))
 
 
 # --- Bessel functions ---------------------------------------------------------------------

@@ -17,7 +17,7 @@ def logpmf(k, n, a, b, loc=0):
   y = jnp.floor(k) - loc
   one = const(y, 1)
   log_comb = -(jnp.log1p(n) + special.betaln(n - y + one, y + one))
-  out = log_comb + special.betaln(y + a, n - y + b) - special.betaln(a, b)
+  out = log_comb + (special.betaln(y + a, n - y + b) - special.betaln(a, b))
   out = jnp.where((y == 0) & (n == 0), 0.0, out)
   out = jnp.where((y < -loc) | (y > n) | (y + a <= 0), -np.inf, out)
   return finish(jnp.where((n < 0) | (a <= 0) | (b <= 0), np.nan, out), k, n, a, b, loc)

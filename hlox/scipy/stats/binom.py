@@ -16,7 +16,7 @@ def logpmf(k, n, p, loc=0):
   k, n, p, loc = promote("binom.logpmf", k, n, p, loc)
   y = k - loc
   one = const(y, 1)
-  log_comb = lax.lgamma(n + one) - lax.lgamma(y + one) - lax.lgamma(n - y + one)
+  log_comb = lax.lgamma(n + one) - (lax.lgamma(y + one) + lax.lgamma(n - y + one))
   linear = special.xlogy(y, p) + special.xlog1py(n - y, -p)
   out = log_comb + linear
   # Certain outcomes (y == n == 0, or p in {0, 1} at its end) have probability exactly 1.

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from hlox import lax
 from hlox import numpy as jnp
 from hlox.scipy.stats._util import const, finish, promote
 
@@ -12,8 +13,9 @@ __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 def logpdf(x, loc=0, scale=1):
   """Log density ``-log(pi scale (1 + z^2))``."""
   x, loc, scale = promote("cauchy.logpdf", x, loc, scale)
-  z = (x - loc) / scale
-  out = -(jnp.log(scale) + const(z, math.log(math.pi)) + jnp.log1p(z * z))
+  # JAX's grouping (its rounding): -(log(pi scale) + log1p(z^2)).
+  z = lax.div(lax.sub(x, loc), scale)
+  out = lax.neg(lax.add(lax.log(lax.mul(const(x, math.pi), scale)), lax.log1p(lax.mul(z, z))))
   return finish(out, x, loc, scale)
 
 

@@ -2,7 +2,6 @@
 scale ``2``."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -17,10 +16,13 @@ __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 def logpdf(x, df, loc=0, scale=1):
   """Log density of chi-squared with ``df`` degrees of freedom (``-inf`` below ``loc``)."""
   x, df, loc, scale = promote("chi2.logpdf", x, df, loc, scale)
-  y = (x - loc) / scale
-  k = df / const(df, 2)
-  out = ((k - const(k, 1)) * jnp.log(y) - y / const(y, 2) - lax.lgamma(k)
-         - k * const(k, math.log(2)) - jnp.log(scale))
+  # JAX's grouping (its rounding): (normalizer - log scale) + kernel.
+  two = const(x, 2)
+  y = lax.div(lax.sub(x, loc), scale)
+  k = lax.div(df, two)
+  kernel = lax.sub(lax.mul(lax.sub(k, const(x, 1)), lax.log(y)), lax.div(y, two))
+  normalizer = lax.neg(lax.add(lax.lgamma(k), lax.div(lax.mul(lax.log(two), df), two)))
+  out = lax.add(lax.sub(normalizer, lax.log(scale)), kernel)
   return finish(jnp.where(x < loc, -np.inf, out), x, df, loc, scale)
 
 
