@@ -946,8 +946,12 @@ class JitWrapped:
 def _result_paths(out_tree) -> tuple:
   """Each output leaf's place in a traced function's result, as JAX names them in lowered
   programs: ``result``, ``result[0]``, ``result['a'][1]``."""
-  placeholder = out_tree.unflatten([0] * out_tree.num_leaves)
-  leaves, _ = tree_util.tree_flatten_with_path(placeholder)
+  try:
+    placeholder = out_tree.unflatten([0] * out_tree.num_leaves)
+    leaves, _ = tree_util.tree_flatten_with_path(placeholder)
+  except Exception:  # a custom node whose unflatten checks its children (JAX reads the
+    # paths off the real outputs): positional names, what JAX gives a keyless node
+    return tuple(f"result[{i}]" for i in range(out_tree.num_leaves))
   return tuple("result" + tree_util.keystr(path) for path, _ in leaves)
 
 

@@ -31,6 +31,27 @@ def test_single_result_and_lambda_module_name():
   assert '{jax.result_info = "result"}' in _main_signature(text)
 
 
+class _Checked:
+  """A pytree node whose constructor checks its child (as batching_test's NamedArray)."""
+
+  def __init__(self, names, data):
+    assert len(names) == data.ndim
+    self.names, self.data = names, data
+
+
+hlox.tree_util.register_pytree_node(_Checked, lambda c: ((c.data,), c.names),
+                                    lambda names, xs: _Checked(names, xs[0]))
+
+
+def test_result_of_a_node_that_checks_its_children():
+  # Naming the results must not rebuild the user's node from placeholders it refuses.
+  f = hlox.jit(lambda c: _Checked(c.names, c.data * 2))
+  out = f(_Checked(["i", "j"], jnp.ones((2, 3))))
+  assert out.names == ["i", "j"] and out.data.tolist() == [[2.0] * 3] * 2
+  text = f.lower(_Checked(["i", "j"], jnp.ones((2, 3)))).as_text()
+  assert re.findall(r'jax.result_info = "([^"]*)"', text) == ["result[0]"]
+
+
 def test_result_info_does_not_change_results_or_recompile():
   f = hlox.jit(lambda x: (x + 1, {"k": x * 2}))
   x = jnp.arange(3.0)
