@@ -41,19 +41,27 @@ def _as_index(d):
   return d if type(d) is _DimExpr else operator.index(d)
 
 
+def step_is_forward(step, context: str, zero_message: str) -> bool:
+  """Whether a (maybe symbolic) ``step`` is positive: ValueError ``zero_message`` when it is
+  0, and JAX's InconclusiveDimensionOperation naming ``context`` when the algebra cannot
+  decide its sign."""
+  try:
+    if step == 0:
+      raise ValueError(zero_message)
+    return step > 0
+  except InconclusiveDimensionOperation as e:
+    raise InconclusiveDimensionOperation(
+        f"In {context} the step ({step}) must be resolved statically if it is > 0 or < 0."
+        f"\nDetails: {e}") from None
+
+
 def canonicalize_slice(s: slice, axis_size: DimSize) -> tuple:
   """``(start, step, size)`` of the elements ``s`` selects from an axis of ``axis_size``
   (as ``s.indices``, with the count), for symbolic sizes or bounds too. The sign of the
   step, and of each bound given, must be decided by the algebra."""
   step = 1 if s.step is None else _as_index(s.step)
-  try:
-    if step == 0:
-      raise ValueError("slice step cannot be zero")
-    forward = step > 0
-  except InconclusiveDimensionOperation as e:
-    raise InconclusiveDimensionOperation(
-        f"In slice with non-constant elements the step ({step}) must be resolved "
-        f"statically if it is > 0 or < 0.\nDetails: {e}") from None
+  forward = step_is_forward(step, "slice with non-constant elements",
+                            "slice step cannot be zero")
 
   def clamp(i, which):
     try:

@@ -17,8 +17,8 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
-from hlox.core.shape_poly import (InconclusiveDimensionOperation, canonical_dim, is_dim,
-                                  is_symbolic_dim, max_dim)
+from hlox.core.dims import step_is_forward
+from hlox.core.shape_poly import canonical_dim, is_dim, is_symbolic_dim, max_dim
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import ConcretizationTypeError
 from hlox.numpy import util
@@ -262,14 +262,7 @@ def _symbolic_arange(start, stop, step, dtype):
     raise ValueError("In arange with non-constant arguments all of start, stop, and step "
                      f"must be either dimension expressions or integers: start={start}, "
                      f"stop={stop}, step={step}")
-  try:
-    if step == 0:
-      raise ValueError("arange has step == 0")
-    forward = step > 0
-  except InconclusiveDimensionOperation as e:
-    raise InconclusiveDimensionOperation(
-        f"In arange with non-constant arguments the step ({step}) must be resolved "
-        f"statically if it is > 0 or < 0.\nDetails: {e}") from None
+  forward = step_is_forward(step, "arange with non-constant arguments", "arange has step == 0")
   gap, distance = (step, stop - start) if forward else (-step, start - stop)
   size = max_dim(0, distance + gap - 1) // gap
   dtype = dtype or dtypes.canonicalize_dtype(dtypes.int64)
