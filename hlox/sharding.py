@@ -9,6 +9,7 @@ from hlox.core import sharding_types
 from hlox.core.tracer import Tracer
 from hlox.lax.sharding_constraint import constrain as _constrain, trim_spec, with_sharding_constraint  # noqa: F401,E501
 from hlox.lax.sharding_constraint import has_partial_axes
+from hlox.lax.device_put import put_traced
 from hlox.api import put_with_format
 from hlox.runtime import placement
 from hlox.runtime.layout import Format
@@ -70,7 +71,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     return placement.device_put(x, device, src=src, donate=donate, may_alias=may_alias)
   if device is None or hasattr(device, "platform") or isinstance(device,
                                                                  SingleDeviceSharding):
-    return x
+    leaves, tree = tree_util.tree_flatten(x)
+    return tree.unflatten(put_traced(leaves, device, src, donate, may_alias))
   return _constrain(x, device)
 
 

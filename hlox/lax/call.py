@@ -30,6 +30,7 @@ from hlox.interpreters import partial_eval as pe
 from hlox.interpreters.partitioned import compile_partitioned
 from hlox.interpreters.pmap import jaxpr_replicas
 from hlox.interpreters.replicated import compile_replicated_jaxpr
+from hlox.lax.device_put import program_device
 from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
                                 moved_buffers, needs_moves, scalar_argument)
@@ -205,7 +206,7 @@ def compile_closed_jaxpr(closed: ClosedJaxpr, sigs, name: str = "jit",
     if partitioned is not None:  # sharded arguments, or sharding constraints inside
       _compile_cache.put(key, partitioned)
       return partitioned
-    device = _device_of(sigs)
+    device = program_device(closed.jaxpr, _device_of(sigs))
     module_name = f"jit({name})"
     monitoring.log_compile(
         "Compiling %s with global shapes and types %s. Argument mapping: %s.", module_name,

@@ -15,7 +15,8 @@ import numpy as np
 from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer
-from hlox.runtime.array import Array, Sharding, device_put
+from hlox.lax.device_put import put_traced_as_created
+from hlox.runtime.array import Array, Sharding, SingleDeviceSharding, device_put
 
 __all__ = ["array", "asarray"]
 
@@ -49,8 +50,11 @@ def _put(x, device, out_sharding=None, name: str = "array"):
   if device is None:
     return x
   if isinstance(x, Tracer):
-    # A device means nothing inside a trace; a sharding lays the value out, as in JAX.
-    return lax.apply_out_sharding(x, device, name) if isinstance(device, Sharding) else x
+    # As JAX: a sharding over a mesh lays the value out; a device (as the single-device
+    # sharding JAX makes of it) is a ``device_put`` equation, which places the program.
+    if isinstance(device, Sharding) and not isinstance(device, SingleDeviceSharding):
+      return lax.apply_out_sharding(x, device, name)
+    return put_traced_as_created(x, device)
   if isinstance(x, Array) and x.committed and hasattr(device, "platform"):
     # as JAX (a conversion computed on ``x``'s device asked to give its result on another)
     here = x.sharding.device_set

@@ -17,10 +17,12 @@ from hlox import _tree_transform as tree_util
 from hlox.runtime import client, spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
 from hlox.runtime import layout as layout_lib
+from jaxlib._jax import ArrayCopySemantics  # noqa: F401  (``device_put``'s copy semantics)
 from jaxlib._jax import batched_block_until_ready as _batched_block_until_ready
 
 # Libraries (hlox.numpy) see the runtime only through this module.
 Sharding = sharding_lib.Sharding
+SingleDeviceSharding = sharding_lib.SingleDeviceSharding
 
 
 _buffer_protocol_dtypes = frozenset(
