@@ -141,6 +141,36 @@ known_x = pe.PartialVal.known(jnp.ones(2))
 jaxpr, out_pvals, consts = pe.trace_to_jaxpr_nounits(f_flat, [pe.PartialVal.unknown(avals[0]), known_x])
 print([pv.is_known() for pv in out_pvals], out_pvals[-1].get_known())
 """,
+    # flax's lifted scan over a body that splits typed keys: unknown key inputs, and key
+    # outputs known (split from a known key) or not.
+    "partial_eval_keys": """
+lu = importlib.import_module(m.__name__ + ".extend.linear_util")
+au = importlib.import_module(m.__name__ + ".api_util")
+pe = importlib.import_module(m.__name__ + ".interpreters.partial_eval")
+k = m.random.key(0)
+def body(key, x, known_key):
+  return [m.random.fold_in(key[1], 1), x * 2, m.random.split(known_key), m.random.key_data(key), key]
+dbg = au.debug_info("keys", body, (1, 2, 3), {})
+pvals = [pe.PartialVal.unknown(m.core.ShapedArray((3,), k.dtype)),
+         pe.PartialVal.known(jnp.float32(3.0)), pe.PartialVal.known(k)]
+jaxpr, out_pvals, consts = pe.trace_to_jaxpr_nounits(lu.wrap_init(body, debug_info=dbg), pvals)
+print([pv.is_known() for pv in out_pvals], [str(pv.get_aval()) for pv in out_pvals])
+print(out_pvals[1].get_known(), m.random.key_data(out_pvals[2].get_known()))
+print(len(jaxpr.invars), len(jaxpr.outvars))
+""",
+    # flax's struct tests: the key path of a prefix mismatch, named by the caller.
+    "prefix_errors": """
+tu = src("tree_util")
+@m.tree_util.register_dataclass
+@dataclasses.dataclass
+class Pt:
+  x: float
+  y: object
+(e,) = tu.prefix_errors(Pt(1.0, [2.0]), Pt(1.0, 2.0))
+err = e("in_axes")
+print(type(err).__name__, "in_axes.y" in str(err), tu.prefix_errors(Pt(0, 1), Pt(1.0, [2.0])))
+print(len(tu.prefix_errors({"a": 1, "b": (1, 2)}, {"a": [3], "b": [1, 2]})))
+""",
     # flax records the transformation in effect when a scope is made.
     "trace_state": """
 ex = importlib.import_module(m.__name__ + ".extend.core")
