@@ -153,3 +153,29 @@ def test_printer_sorts_params_and_wraps_wide_ones_like_jax():
   text = str(hlox.make_jaxpr(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ())),
                                                           preferred_element_type=np.float32))(x, w))
   assert "= dot_general[\n      dimension_numbers=" in text
+
+
+def test_a_type_given_its_own_default_layout_is_the_same_type():
+  # ``.sharding`` of a type that records no layout reads back as replicated over the mesh
+  # in effect; code that builds types from it (flax's lifted scan does, for its body's
+  # tracers) must get the same type, or every jit inside retraces.
+  from hlox.extend import linear_util as lu
+  from hlox.interpreters import partial_eval as pe
+  plain = ShapedArray((4, 3), np.float32)
+  again = ShapedArray((4, 3), np.float32, sharding=plain.sharding)
+  assert again is plain and again == plain and hash(again) == hash(plain)
+  assert ShapedArray((), np.float32, True, sharding=plain.update(shape=()).sharding).weak_type
+  traces = []
+
+  @hlox.jit
+  def double(x):
+    traces.append(1)
+    return x * 2
+
+  body = lambda x: [double(x) + 1]
+  for aval in (plain, again):
+    wrapped = lu.wrap_init(body, debug_info=hlox.api_util.debug_info("t", body, (1,), {}))
+    _, out, _ = pe.trace_to_jaxpr_nounits(wrapped, [pe.PartialVal.unknown(aval)])
+    assert out[0].get_aval() == plain
+  np.testing.assert_allclose(double(jnp.ones((4, 3))), np.full((4, 3), 2.0))
+  assert len(traces) == 1

@@ -43,6 +43,11 @@ class ShapedArray:
   _interned: dict = {}
 
   def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=(), ur=()):
+    if sharding is not None and unsplit_sharding is not None and \
+        sharding == unsplit_sharding(len(shape)):
+      # The layout a type without one has (what ``.sharding`` reads back from any type,
+      # which code like flax's passes back in): the same type, so the caches see one.
+      sharding = None
     if sharding is not None or vma or ur:
       return cls._with_sharding(shape, dtype, weak_type, sharding, tuple(vma), _ur_key(ur))
     key = (tuple(shape), dtype, weak_type)
