@@ -179,3 +179,30 @@ def test_a_type_given_its_own_default_layout_is_the_same_type():
     assert out[0].get_aval() == plain
   np.testing.assert_allclose(double(jnp.ones((4, 3))), np.full((4, 3), 2.0))
   assert len(traces) == 1
+
+
+def test_finished_traces_are_freed_without_the_garbage_collector():
+  # A trace must not hold itself in a reference cycle (its constants' tracers point back
+  # at it): the leak checker, with collection switched off, would report it alive (flax's
+  # leak test patches gc.collect out this way).
+  import gc
+  import weakref
+  from unittest import mock
+  c = jnp.arange(3.0)
+  body = lambda i, y: y + c * i  # closes over an array: a constant of the loop's body
+  seen = []
+
+  def f(x):
+    seen.append(weakref.ref(x._trace))
+    return lax.fori_loop(0, 3, body, x)
+
+  was_enabled = gc.isenabled()
+  gc.disable()
+  try:
+    with mock.patch.object(gc, "collect", return_value=0), hlox.checking_leaks():
+      np.testing.assert_allclose(hlox.jit(f)(jnp.zeros(3)), [0.0, 3.0, 6.0])
+      np.testing.assert_allclose(lax.fori_loop(0, 3, body, jnp.ones(3)), [1.0, 4.0, 7.0])
+    assert seen and seen[0]() is None
+  finally:
+    if was_enabled:
+      gc.enable()
