@@ -229,6 +229,64 @@ def test_register_exclusion_hides_library_frames(tmp_path):
     assert "test_src_compat" in lines_of_mul()[0]
   finally:
     source_info._excluded = before
+    importlib.import_module("hlox._src.traceback_util")._exclude_paths.remove(str(library))
+
+
+def test_traceback_exclusions_are_edited_in_place(tmp_path):
+  # flax hides and shows its own frames in tracebacks by adding its files to, and removing
+  # them from, ``_exclude_paths``; standard-library frames stay, as in JAX.
+  tb_util = importlib.import_module("hlox._src.traceback_util")
+  library = tmp_path / "eco_lib_raising.py"
+  library.write_text("import contextlib\n"
+                     "@contextlib.contextmanager\n"
+                     "def scope():\n"
+                     "  yield\n"
+                     "@scope()\n"  # called through contextlib's decorator frame
+                     "def inner(x):\n"
+                     "  raise ValueError('from the library')\n"
+                     "def fail(x):\n"
+                     "  return inner(x)\n")
+  spec = importlib.util.spec_from_file_location("eco_lib_raising", library)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+
+  def files_in_traceback(mode):
+    with _filtering(mode):
+      try:
+        hlox.jit(module.fail)(jnp.ones(2))
+      except ValueError as e:
+        err = e
+    files = []
+    tb = err.__traceback__
+    while tb is not None:
+      files.append(tb.tb_frame.f_code.co_filename)
+      tb = tb.tb_next
+    return err, files
+
+  _, shown = files_in_traceback("quiet_remove_frames")
+  assert str(library) in shown and any(f.endswith("contextlib.py") for f in shown)
+  assert not any(f.startswith(source_info._hlox_dir) for f in shown)
+  tb_util._exclude_paths.append(str(library))
+  try:
+    err, hidden = files_in_traceback("remove_frames")
+    assert str(library) not in hidden and __file__ in hidden
+    assert isinstance(err.__cause__, tb_util.UnfilteredStackTrace)
+  finally:
+    tb_util._exclude_paths.remove(str(library))
+  _, shown_again = files_in_traceback("quiet_remove_frames")
+  assert shown_again == shown
+
+
+class _filtering:
+  def __init__(self, mode):
+    self.mode = mode
+
+  def __enter__(self):
+    self.before = hlox.config.traceback_filtering
+    hlox.config.update("traceback_filtering", self.mode)
+
+  def __exit__(self, *exc):
+    hlox.config.update("traceback_filtering", self.before)
 
 
 def test_compile_hook_sees_each_compile():

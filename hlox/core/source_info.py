@@ -51,6 +51,11 @@ def register_exclusion(path: str) -> None:
   _excluded = (*_excluded, path)
 
 
+def is_hlox_file(filename: str) -> bool:
+  """Whether ``filename`` is one of hlox's own files."""
+  return filename.startswith(_hlox_dir)
+
+
 def is_user_file(filename: str) -> bool:
   """Whether a frame of ``filename`` counts as the user's code (not hlox, not the stdlib,
   not a path given to ``register_exclusion``; other site-packages count as user code: a
