@@ -404,8 +404,10 @@ def _transpose_eqns(linear_eqns, jaxpr, cts_out, linear, read_primal, context) -
     write_ct(v, ct)
   # Which variables a later live equation (or the result) reads: tracked only when some
   # equation must run without cotangents, and then only live ones (as after JAX's DCE).
+  # With no cotangent at all nothing runs (JAX returns at once then).
   live = ({v for v in jaxpr.outvars if type(v) is not Literal}
-          if any(e.primitive in transpose_even_if_zero for e in linear_eqns) else None)
+          if ct_env and any(e.primitive in transpose_even_if_zero for e in linear_eqns)
+          else None)
   for eqn in reversed(linear_eqns):
     cts = [ct_env.pop(v, None) for v in eqn.outvars]
     if live is not None and any(v in live for v in eqn.outvars):
