@@ -41,7 +41,8 @@ _stdlib_dirs = tuple({os.path.abspath(p) + os.sep
 
 
 # Paths (files or folders) that libraries built on hlox exclude from "user code", so that
-# source locations and filtered tracebacks skip their frames too (JAX's register_exclusion).
+# source locations skip their frames too (JAX's register_exclusion; filtered tracebacks
+# have their own list, ``core.traceback_util._exclude_paths``).
 _excluded: tuple[str, ...] = ()
 
 

@@ -5,9 +5,10 @@ An error while tracing a jitted function passes through dozens of hlox frames (t
 primitive's rules); what the user needs is the line of *their* code that made the failing
 operation. ``api_boundary(fun)`` marks a public entry point: when an exception comes out of
 the outermost such boundary, its traceback keeps only the user's frames
-(``shown_in_tracebacks``: not hlox's, not excluded) and a note says frames were removed. ``config.traceback_filtering``
-(``HLOX_TRACEBACK_FILTERING``, JAX's values): ``'auto'`` (the default: ``'tracebackhide'``
-under IPython, else ``'quiet_remove_frames'``), ``'off'`` (full tracebacks),
+(``shown_in_tracebacks``: not hlox's, not excluded) and a note says frames were removed.
+``config.traceback_filtering`` (``HLOX_TRACEBACK_FILTERING``, JAX's values): ``'auto'``
+(the default: ``'tracebackhide'`` under IPython, else ``'quiet_remove_frames'``), ``'off'``
+(full tracebacks),
 ``'tracebackhide'`` (frames kept but marked ``__tracebackhide__`` for IPython and pytest),
 ``'remove_frames'`` (the unfiltered traceback attached as the ``__cause__``).
 """
