@@ -187,7 +187,10 @@ class ShapedArray:
     return f"{{V:{names if len(self._vma) == 1 else f'({names})'}}}"
 
   def to_tangent_aval(self) -> "ShapedArray":
-    """The aval of a tangent: float0 for integer and boolean values (as in JAX)."""
+    """The aval of a tangent: float0 for integer and boolean values (as in JAX); a user's
+    extended dtype says its own (``_rules.tangent_dtype``)."""
+    if dtypes.user_rules(self.dtype) is not None:
+      return ShapedArray(self.shape, self.dtype._rules.tangent_dtype(self.dtype))
     if dtypes.is_inexact(self.dtype):
       return self.update(weak_type=self.weak_type)
     return ShapedArray(self.shape, dtypes.float0, False)
