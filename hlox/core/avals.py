@@ -44,6 +44,7 @@ class ShapedArray:
 
   def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=(), ur=()):
     if sharding is not None and unsplit_sharding is not None and \
+        not any(getattr(sharding, "spec", (True,))) and \
         sharding == unsplit_sharding(len(shape)):
       # The layout a type without one has (what ``.sharding`` reads back from any type,
       # which code like flax's passes back in): the same type, so the caches see one.
