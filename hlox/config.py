@@ -16,6 +16,7 @@ import contextlib
 import enum
 import operator
 import os
+import sys
 
 __all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_compiles",
            "enable_checks", "explain_cache_misses", "numpy_rank_promotion",
@@ -48,6 +49,16 @@ def _env_float(name: str, default: float) -> float:
 def _env_str(name: str, default):
   value = os.environ.get(name)
   return default if value in (None, "") else value
+
+
+def _flag_bool(arg: str, text: str) -> bool:
+  """The value of a command-line flag of an on/off option, in absl's spellings."""
+  value = text.strip().lower()
+  if value in ("1", "true", "t", "yes", "y", "on"):
+    return True
+  if value in ("0", "false", "f", "no", "n", "off"):
+    return False
+  raise ValueError(f"Non-boolean argument to boolean flag: {arg}")
 
 
 # --- validation of the options that take a fixed set of values (JAX's messages) -----------
@@ -419,6 +430,34 @@ class Config:
     """The current value of option ``name`` (``read("jax_enable_x64")``; JAX's public
     ``config.read``)."""
     return self._read(name)
+
+  def parse_flags_with_absl(self) -> None:
+    """Set options from the command line's ``--jax_NAME=VALUE`` flags (``--jax_NAME`` and
+    ``--nojax_NAME`` for on/off options), as JAX's does for the test programs that call it
+    at start-up. Flags after a bare ``--``, and flags naming no option, are left alone."""
+    args = list(sys.argv[1:])
+    if "--" in args:
+      args = args[:args.index("--")]
+    for i, arg in enumerate(args):
+      if not arg.startswith(("--jax_", "--nojax_")):
+        continue
+      flag, has_value, text = arg[2:].partition("=")
+      negated = flag.startswith("no")
+      name = flag[6:] if negated else flag[4:]
+      if name not in self._options:
+        continue
+      parse = self._options[name][1]
+      if parse is _env_bool:
+        value = (not negated) if not has_value else _flag_bool(arg, text)
+      elif negated:
+        continue
+      else:
+        if not has_value:  # absl's ``--flag value`` form
+          if i + 1 >= len(args):
+            continue
+          text = args[i + 1]
+        value = {_env_int: int, _env_float: float}.get(parse, str)(text)
+      self.update(name, value)
 
   def add_watcher(self, fn) -> None:
     """Call ``fn(name, value)`` after every ``update`` (used to drop stale caches)."""

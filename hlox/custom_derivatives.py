@@ -790,6 +790,7 @@ def _custom_lin_transpose(cts, *args, num_res, vjp, res_tree, in_avals, nonzeros
   return [None] * num_res + cts_nz
 
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+ad.transpose_even_if_zero.add(custom_lin_p)
 
 
 # --- batching ----------------------------------------------------------------------------

@@ -153,3 +153,56 @@ def test_printer_sorts_params_and_wraps_wide_ones_like_jax():
   text = str(hlox.make_jaxpr(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ())),
                                                           preferred_element_type=np.float32))(x, w))
   assert "= dot_general[\n      dimension_numbers=" in text
+
+
+def test_a_type_given_its_own_default_layout_is_the_same_type():
+  # ``.sharding`` of a type that records no layout reads back as replicated over the mesh
+  # in effect; code that builds types from it (flax's lifted scan does, for its body's
+  # tracers) must get the same type, or every jit inside retraces.
+  from hlox.extend import linear_util as lu
+  from hlox.interpreters import partial_eval as pe
+  plain = ShapedArray((4, 3), np.float32)
+  again = ShapedArray((4, 3), np.float32, sharding=plain.sharding)
+  assert again is plain and again == plain and hash(again) == hash(plain)
+  assert ShapedArray((), np.float32, True, sharding=plain.update(shape=()).sharding).weak_type
+  traces = []
+
+  @hlox.jit
+  def double(x):
+    traces.append(1)
+    return x * 2
+
+  body = lambda x: [double(x) + 1]
+  for aval in (plain, again):
+    wrapped = lu.wrap_init(body, debug_info=hlox.api_util.debug_info("t", body, (1,), {}))
+    _, out, _ = pe.trace_to_jaxpr_nounits(wrapped, [pe.PartialVal.unknown(aval)])
+    assert out[0].get_aval() == plain
+  np.testing.assert_allclose(double(jnp.ones((4, 3))), np.full((4, 3), 2.0))
+  assert len(traces) == 1
+
+
+def test_finished_traces_are_freed_without_the_garbage_collector():
+  # A trace must not hold itself in a reference cycle (its constants' tracers point back
+  # at it): the leak checker, with collection switched off, would report it alive (flax's
+  # leak test patches gc.collect out this way).
+  import gc
+  import weakref
+  from unittest import mock
+  c = jnp.arange(3.0)
+  body = lambda i, y: y + c * i  # closes over an array: a constant of the loop's body
+  seen = []
+
+  def f(x):
+    seen.append(weakref.ref(x._trace))
+    return lax.fori_loop(0, 3, body, x)
+
+  was_enabled = gc.isenabled()
+  gc.disable()
+  try:
+    with mock.patch.object(gc, "collect", return_value=0), hlox.checking_leaks():
+      np.testing.assert_allclose(hlox.jit(f)(jnp.zeros(3)), [0.0, 3.0, 6.0])
+      np.testing.assert_allclose(lax.fori_loop(0, 3, body, jnp.ones(3)), [1.0, 4.0, 7.0])
+    assert seen and seen[0]() is None
+  finally:
+    if was_enabled:
+      gc.enable()

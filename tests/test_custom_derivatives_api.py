@@ -298,3 +298,52 @@ def test_ensure_compile_time_eval_runs_the_function_on_concrete_values():
       return f(0.0)
 
   assert float(g()) == 1.0
+
+
+def _bwd_runs_on_zero_cotangents(jit):
+  # As JAX, a live custom_vjp's bwd runs even when every cotangent reaching it is zero: its
+  # result need not be (flax's fp8 layers return updated statistics as "gradients" that
+  # way). A function whose outputs no live equation reads is not transposed.
+  calls = []
+
+  @hlox.custom_vjp
+  def f(x, h):
+    return x * 2, h + 1
+
+  def f_fwd(x, h):
+    return (x * 2, h + 1), (h + 1,)
+
+  def f_bwd(res, cts):
+    calls.append([np.asarray(ct).tolist() for ct in cts] if not jit else len(cts))
+    return None, res[0] * 10
+
+  f.defvjp(f_fwd, f_bwd)
+
+  @hlox.custom_vjp
+  def g(x, q, s):
+    return x * 3
+
+  g.defvjp(lambda x, q, s: (x * 3, None), lambda res, ct: (ct * 3, None, None))
+
+  def used(x, h):
+    q, s = f(x, h)
+    return g(x, q, s).sum()
+
+  def unused(x, h):
+    y, _ = f(x, h)
+    return lax.stop_gradient(y).sum() + x.sum()
+
+  grad = lambda fn: hlox.jit(hlox.grad(fn, (0, 1))) if jit else hlox.grad(fn, (0, 1))
+  dx, dh = grad(used)(jnp.ones(2), jnp.array([1.0, 2.0]))
+  np.testing.assert_allclose(dx, [3.0, 3.0])
+  np.testing.assert_allclose(dh, [20.0, 30.0])
+  assert calls == ([2] if jit else [[[0.0, 0.0], [0.0, 0.0]]])
+  dx, dh = grad(unused)(jnp.ones(2), jnp.ones(2))
+  np.testing.assert_allclose(dx, [1.0, 1.0])
+  np.testing.assert_allclose(dh, [0.0, 0.0])
+  assert len(calls) == 1
+
+
+def test_bwd_runs_when_every_cotangent_is_zero():
+  _bwd_runs_on_zero_cotangents(jit=False)
+  _bwd_runs_on_zero_cotangents(jit=True)

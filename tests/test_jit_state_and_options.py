@@ -87,3 +87,31 @@ def test_integer_argument_overflow_names_the_argument():
   g = hlox.jit(lambda a, b: a + b[0])
   with pytest.raises(OverflowError, match="whose argument path is b\\[0\\]\\."):
     g(1, [2 ** 40])
+
+
+def test_parse_flags_with_absl_reads_jax_flags_from_argv(monkeypatch):
+  # Test programs written for JAX (flax's) call it at import: --jax_* flags before a bare
+  # "--" set options; other arguments are left alone.
+  cfg = hlox.config
+  saved = {n: getattr(cfg, n) for n in ("numpy_rank_promotion", "enable_checks",
+                                        "default_matmul_precision", "log_compiles")}
+  monkeypatch.setattr("sys.argv", [
+      "prog", "tests/x_test.py", "-q", "--jax_numpy_rank_promotion=warn",
+      "--jax_enable_checks", "--jax_default_matmul_precision", "highest",
+      "--jax_no_such_option=1", "--", "--nojax_enable_checks", "--jax_log_compiles"])
+  try:
+    cfg.parse_flags_with_absl()
+    assert cfg.numpy_rank_promotion == "warn" and cfg.enable_checks
+    assert cfg.default_matmul_precision == "highest" and cfg.log_compiles == saved["log_compiles"]
+    monkeypatch.setattr("sys.argv", ["prog", "--nojax_enable_checks"])
+    cfg.parse_flags_with_absl()
+    assert not cfg.enable_checks
+    monkeypatch.setattr("sys.argv", ["prog", "--jax_enable_checks=maybe"])
+    with pytest.raises(ValueError, match="Non-boolean argument"):
+      cfg.parse_flags_with_absl()
+    monkeypatch.setattr("sys.argv", ["prog", "--jax_numpy_rank_promotion=sometimes"])
+    with pytest.raises(ValueError):
+      cfg.parse_flags_with_absl()
+  finally:
+    for name, value in saved.items():
+      cfg.update(name, value)

@@ -131,3 +131,17 @@ def test_bad_input_is_refused_as_before():
   with pytest.raises(ValueError, match="out of bounds"):
     jnp.stack([k, k], axis=3)
   np.testing.assert_array_equal(jnp.stack([jnp.ones(2), jnp.zeros(2)]), [[1, 1], [0, 0]])
+
+
+def test_allclose_and_isclose_compare_keys_exactly():
+  # Keys have no tolerance: close means equal, as in JAX (flax's scope tests compare keys
+  # drawn twice with allclose).
+  k, k2 = hlox.random.key(0), hlox.random.key(1)
+  ks = hlox.random.split(k, 3)
+  assert bool(jnp.allclose(k, k)) and not bool(jnp.allclose(k, k2))
+  assert bool(jnp.allclose(ks, ks)) and not bool(jnp.allclose(ks, k))
+  assert not bool(hlox.jit(jnp.allclose)(k, k2))
+  np.testing.assert_array_equal(jnp.isclose(ks, ks[0]), [True, False, False])
+  np.testing.assert_array_equal(hlox.vmap(jnp.allclose)(ks, ks[::-1]), [False, True, False])
+  with pytest.raises(TypeError, match="requires ndarray or scalar"):
+    jnp.allclose([1.0], {"a": 1})

@@ -141,6 +141,36 @@ known_x = pe.PartialVal.known(jnp.ones(2))
 jaxpr, out_pvals, consts = pe.trace_to_jaxpr_nounits(f_flat, [pe.PartialVal.unknown(avals[0]), known_x])
 print([pv.is_known() for pv in out_pvals], out_pvals[-1].get_known())
 """,
+    # flax's lifted scan over a body that splits typed keys: unknown key inputs, and key
+    # outputs known (split from a known key) or not.
+    "partial_eval_keys": """
+lu = importlib.import_module(m.__name__ + ".extend.linear_util")
+au = importlib.import_module(m.__name__ + ".api_util")
+pe = importlib.import_module(m.__name__ + ".interpreters.partial_eval")
+k = m.random.key(0)
+def body(key, x, known_key):
+  return [m.random.fold_in(key[1], 1), x * 2, m.random.split(known_key), m.random.key_data(key), key]
+dbg = au.debug_info("keys", body, (1, 2, 3), {})
+pvals = [pe.PartialVal.unknown(m.core.ShapedArray((3,), k.dtype)),
+         pe.PartialVal.known(jnp.float32(3.0)), pe.PartialVal.known(k)]
+jaxpr, out_pvals, consts = pe.trace_to_jaxpr_nounits(lu.wrap_init(body, debug_info=dbg), pvals)
+print([pv.is_known() for pv in out_pvals], [str(pv.get_aval()) for pv in out_pvals])
+print(out_pvals[1].get_known(), m.random.key_data(out_pvals[2].get_known()))
+print(len(jaxpr.invars), len(jaxpr.outvars))
+""",
+    # flax's struct tests: the key path of a prefix mismatch, named by the caller.
+    "prefix_errors": """
+tu = src("tree_util")
+@m.tree_util.register_dataclass
+@dataclasses.dataclass
+class Pt:
+  x: float
+  y: object
+(e,) = tu.prefix_errors(Pt(1.0, [2.0]), Pt(1.0, 2.0))
+err = e("in_axes")
+print(type(err).__name__, "in_axes.y" in str(err), tu.prefix_errors(Pt(0, 1), Pt(1.0, [2.0])))
+print(len(tu.prefix_errors({"a": 1, "b": (1, 2)}, {"a": [3], "b": [1, 2]})))
+""",
     # flax records the transformation in effect when a scope is made.
     "trace_state": """
 ex = importlib.import_module(m.__name__ + ".extend.core")
@@ -199,6 +229,64 @@ def test_register_exclusion_hides_library_frames(tmp_path):
     assert "test_src_compat" in lines_of_mul()[0]
   finally:
     source_info._excluded = before
+    importlib.import_module("hlox._src.traceback_util")._exclude_paths.remove(str(library))
+
+
+def test_traceback_exclusions_are_edited_in_place(tmp_path):
+  # flax hides and shows its own frames in tracebacks by adding its files to, and removing
+  # them from, ``_exclude_paths``; standard-library frames stay, as in JAX.
+  tb_util = importlib.import_module("hlox._src.traceback_util")
+  library = tmp_path / "eco_lib_raising.py"
+  library.write_text("import contextlib\n"
+                     "@contextlib.contextmanager\n"
+                     "def scope():\n"
+                     "  yield\n"
+                     "@scope()\n"  # called through contextlib's decorator frame
+                     "def inner(x):\n"
+                     "  raise ValueError('from the library')\n"
+                     "def fail(x):\n"
+                     "  return inner(x)\n")
+  spec = importlib.util.spec_from_file_location("eco_lib_raising", library)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+
+  def files_in_traceback(mode):
+    with _filtering(mode):
+      try:
+        hlox.jit(module.fail)(jnp.ones(2))
+      except ValueError as e:
+        err = e
+    files = []
+    tb = err.__traceback__
+    while tb is not None:
+      files.append(tb.tb_frame.f_code.co_filename)
+      tb = tb.tb_next
+    return err, files
+
+  _, shown = files_in_traceback("quiet_remove_frames")
+  assert str(library) in shown and any(f.endswith("contextlib.py") for f in shown)
+  assert not any(f.startswith(source_info._hlox_dir) for f in shown)
+  tb_util._exclude_paths.append(str(library))
+  try:
+    err, hidden = files_in_traceback("remove_frames")
+    assert str(library) not in hidden and __file__ in hidden
+    assert isinstance(err.__cause__, tb_util.UnfilteredStackTrace)
+  finally:
+    tb_util._exclude_paths.remove(str(library))
+  _, shown_again = files_in_traceback("quiet_remove_frames")
+  assert shown_again == shown
+
+
+class _filtering:
+  def __init__(self, mode):
+    self.mode = mode
+
+  def __enter__(self):
+    self.before = hlox.config.traceback_filtering
+    hlox.config.update("traceback_filtering", self.mode)
+
+  def __exit__(self, *exc):
+    hlox.config.update("traceback_filtering", self.before)
 
 
 def test_compile_hook_sees_each_compile():

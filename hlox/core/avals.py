@@ -43,6 +43,12 @@ class ShapedArray:
   _interned: dict = {}
 
   def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=(), ur=()):
+    if sharding is not None and unsplit_sharding is not None and \
+        not any(getattr(sharding, "spec", (True,))) and \
+        sharding == unsplit_sharding(len(shape)):
+      # The layout a type without one has (what ``.sharding`` reads back from any type,
+      # which code like flax's passes back in): the same type, so the caches see one.
+      sharding = None
     if sharding is not None or vma or ur:
       return cls._with_sharding(shape, dtype, weak_type, sharding, tuple(vma), _ur_key(ur))
     key = (tuple(shape), dtype, weak_type)
@@ -182,7 +188,10 @@ class ShapedArray:
     return f"{{V:{names if len(self._vma) == 1 else f'({names})'}}}"
 
   def to_tangent_aval(self) -> "ShapedArray":
-    """The aval of a tangent: float0 for integer and boolean values (as in JAX)."""
+    """The aval of a tangent: float0 for integer and boolean values (as in JAX); a user's
+    extended dtype says its own (``_rules.tangent_dtype``)."""
+    if dtypes.user_rules(self.dtype) is not None:
+      return ShapedArray(self.shape, self.dtype._rules.tangent_dtype(self.dtype))
     if dtypes.is_inexact(self.dtype):
       return self.update(weak_type=self.weak_type)
     return ShapedArray(self.shape, dtypes.float0, False)

@@ -69,6 +69,18 @@ class ExtendedDType:
   _rules = None
 
 
+def user_rules(dtype):
+  """The ``_rules`` of a user-defined extended dtype (JAX's protocol: ``physical_element_aval``,
+  ``convert_from``/``convert_to``, ``add``, ``zero``, ``tangent_dtype``, ``full``), else
+  None. Typed PRNG keys have none here: hlox traces them as their uint32 words."""
+  if isinstance(dtype, np.dtype):
+    return None
+  rules = getattr(dtype, "_rules", None)
+  if rules is None or issubclass(getattr(dtype, "type", object), prng_key):
+    return None
+  return rules
+
+
 def supports_inf(dtype) -> bool:
   """Whether ``dtype`` can hold infinity (inexact dtypes, except the float8 formats whose
   encodings have no infinity)."""

@@ -835,6 +835,12 @@ class JaxprTrace(Trace):
     self.consts = []
     self._const_tracers = {}  # id(value) -> (tracer, value): keeps value alive so ids stay valid
 
+  def invalidate(self):
+    # Its constants' tracers refer back to the trace: a reference cycle that would keep
+    # the finished trace (and what it holds) alive until the next garbage collection.
+    self._const_tracers = {}
+    super().invalidate()
+
   def new_arg(self, aval, sharding=None) -> JaxprTracer:
     var = Var(aval, sharding)
     self.invars.append(var)

@@ -41,7 +41,8 @@ _stdlib_dirs = tuple({os.path.abspath(p) + os.sep
 
 
 # Paths (files or folders) that libraries built on hlox exclude from "user code", so that
-# source locations and filtered tracebacks skip their frames too (JAX's register_exclusion).
+# source locations skip their frames too (JAX's register_exclusion; filtered tracebacks
+# have their own list, ``core.traceback_util._exclude_paths``).
 _excluded: tuple[str, ...] = ()
 
 
@@ -49,6 +50,11 @@ def register_exclusion(path: str) -> None:
   """Treat frames whose file name starts with ``path`` as library frames, not user code."""
   global _excluded
   _excluded = (*_excluded, path)
+
+
+def is_hlox_file(filename: str) -> bool:
+  """Whether ``filename`` is one of hlox's own files."""
+  return filename.startswith(_hlox_dir)
 
 
 def is_user_file(filename: str) -> bool:

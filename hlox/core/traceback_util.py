@@ -4,10 +4,11 @@ leave a transformation (``jit``, ``grad``, ``vmap``, control flow ...), as JAX d
 An error while tracing a jitted function passes through dozens of hlox frames (tracing, the
 primitive's rules); what the user needs is the line of *their* code that made the failing
 operation. ``api_boundary(fun)`` marks a public entry point: when an exception comes out of
-the outermost such boundary, its traceback keeps only the user's frames (``source_info.
-is_user_file``) and a note says frames were removed. ``config.traceback_filtering``
-(``HLOX_TRACEBACK_FILTERING``, JAX's values): ``'auto'`` (the default: ``'tracebackhide'``
-under IPython, else ``'quiet_remove_frames'``), ``'off'`` (full tracebacks),
+the outermost such boundary, its traceback keeps only the user's frames
+(``shown_in_tracebacks``: not hlox's, not excluded) and a note says frames were removed.
+``config.traceback_filtering`` (``HLOX_TRACEBACK_FILTERING``, JAX's values): ``'auto'``
+(the default: ``'tracebackhide'`` under IPython, else ``'quiet_remove_frames'``), ``'off'``
+(full tracebacks),
 ``'tracebackhide'`` (frames kept but marked ``__tracebackhide__`` for IPython and pytest),
 ``'remove_frames'`` (the unfiltered traceback attached as the ``__cause__``).
 """
@@ -19,9 +20,28 @@ import types
 
 from hlox.config import config
 from hlox.core import leak_checker
-from hlox.core.source_info import is_user_file
+from hlox.core.source_info import is_hlox_file
 
-__all__ = ["api_boundary", "filter_traceback", "hide_wrapper_frames", "UnfilteredStackTrace"]
+__all__ = ["api_boundary", "filter_traceback", "hide_wrapper_frames", "UnfilteredStackTrace",
+           "register_exclusion", "shown_in_tracebacks"]
+
+# Path prefixes of files whose frames tracebacks leave out besides hlox's own (JAX's
+# ``traceback_util._exclude_paths``). A plain list because libraries edit it in place:
+# flax adds and removes its files to hide or show them. As in JAX, frames of the standard
+# library stay (unlike the source lines of operations, ``source_info.is_user_file``).
+_exclude_paths: list[str] = []
+
+
+def register_exclusion(path: str) -> None:
+  """Leave frames of files under ``path`` out of filtered tracebacks."""
+  if path not in _exclude_paths:
+    _exclude_paths.append(path)
+
+
+def shown_in_tracebacks(filename: str) -> bool:
+  """Whether a filtered traceback keeps frames of ``filename``."""
+  return not is_hlox_file(filename) and not any(filename.startswith(p)
+                                                 for p in _exclude_paths)
 
 # The note of ``quiet_remove_frames``, worded as JAX's (users and tests look for it). It names
 # JAX's variable: hlox reads JAX_TRACEBACK_FILTERING when HLOX_TRACEBACK_FILTERING is unset.
@@ -38,7 +58,7 @@ def filter_traceback(tb: types.TracebackType | None) -> types.TracebackType | No
   """``tb`` with only the user's frames (a new chain; ``tb`` is unchanged)."""
   frames = []
   while tb is not None:
-    if is_user_file(tb.tb_frame.f_code.co_filename):
+    if shown_in_tracebacks(tb.tb_frame.f_code.co_filename):
       frames.append(tb)
     tb = tb.tb_next
   out = None
@@ -126,14 +146,14 @@ def hide_wrapper_frames(e: BaseException) -> None:
       not isinstance(e.__cause__, UnfilteredStackTrace):
     return
   tb = e.__traceback__
-  while tb is not None and not is_user_file(tb.tb_frame.f_code.co_filename):
+  while tb is not None and not shown_in_tracebacks(tb.tb_frame.f_code.co_filename):
     tb = tb.tb_next
   e.with_traceback(tb)  # None: the user's frames above are added as it leaves them
 
 
 def _hide_internal_frames(tb) -> None:
   while tb is not None:
-    if not is_user_file(tb.tb_frame.f_code.co_filename):
+    if not shown_in_tracebacks(tb.tb_frame.f_code.co_filename):
       tb.tb_frame.f_locals["__tracebackhide__"] = True
     tb = tb.tb_next
 

@@ -25,6 +25,11 @@ from hlox.interpreters import state_discharge
 
 primitive_jvps: dict = {}
 primitive_transposes: dict = {}
+# Primitives whose transpose runs user code (custom_vjp's bwd), so it runs whenever the
+# equation is live in the linear jaxpr, even when every cotangent reaching it is zero, as
+# in JAX (a bwd may return nonzero cotangents for zero ones: flax's fp8 layers pass their
+# updated statistics back that way). Other equations with zero cotangents are skipped.
+transpose_even_if_zero: set = set()
 
 
 # --- symbolic zeros and undefined primals ------------------------------------------------
@@ -397,8 +402,18 @@ def _transpose_eqns(linear_eqns, jaxpr, cts_out, linear, read_primal, context) -
 
   for v, ct in zip(jaxpr.outvars, cts_out):
     write_ct(v, ct)
+  # Which variables a later live equation (or the result) reads: tracked only when some
+  # equation must run without cotangents, and then only live ones (as after JAX's DCE).
+  # With no cotangent at all nothing runs (JAX returns at once then).
+  live = ({v for v in jaxpr.outvars if type(v) is not Literal}
+          if ct_env and any(e.primitive in transpose_even_if_zero for e in linear_eqns)
+          else None)
   for eqn in reversed(linear_eqns):
     cts = [ct_env.pop(v, None) for v in eqn.outvars]
+    if live is not None and any(v in live for v in eqn.outvars):
+      live.update(v for v in eqn.invars if type(v) is not Literal)
+      if eqn.primitive in transpose_even_if_zero:
+        cts = [Zero(v.aval) if ct is None else ct for ct, v in zip(cts, eqn.outvars)]
     if all(ct is None for ct in cts):
       continue
     cts = [Zero(v.aval) if ct is None else ct for ct, v in zip(cts, eqn.outvars)]

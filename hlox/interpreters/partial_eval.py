@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
+from hlox import _tree_transform as tree_util
+from hlox.core import dtypes
 from hlox.core import source_info as source_info_lib
+from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprTrace, JaxprTracer, Literal, Var,
                              convert_constvars, eval_jaxpr, is_effectful, literal_value)
-from hlox.core.tracer import current_trace, get_aval, set_current_trace
+from hlox.core.tracer import Tracer, current_trace, get_aval, set_current_trace
 from hlox.interpreters import state_discharge
 
 # Primitives with their own partial-eval rule (call primitives and the like):
@@ -468,7 +473,10 @@ class PartialVal(tuple):
 
   def get_aval(self):
     """The type: the unknown's aval, or the known value's."""
-    return self[0] if self[0] is not None else get_aval(self[1])
+    if self[0] is not None:
+      return self[0]
+    aval = _key_aval(self[1])
+    return get_aval(self[1]) if aval is None else aval
 
 
 def trace_to_jaxpr_nounits(fun, pvals: Sequence[PartialVal],
@@ -481,16 +489,50 @@ def trace_to_jaxpr_nounits(fun, pvals: Sequence[PartialVal],
   forces outputs to be unknown."""
   pe = PartialEvalTrace(current_trace(), "trace_to_jaxpr_nounits")
   try:
-    args = [pv[1] if pv.is_known() else pe.new_arg(pv[0]) for pv in pvals]
+    args = [pv[1] if pv.is_known() else _new_arg(pe, pv[0]) for pv in pvals]
     with set_current_trace(pe):
       outs = list(fun.call_wrapped(*args))
       if isinstance(instantiate, bool):
         instantiate = [instantiate] * len(outs)
-      outs = [pe.to_tracer(o) if inst and not pe.is_unknown(o) else o
-              for o, inst in zip(outs, instantiate)]
-    out_pvals = [PartialVal.unknown(o.aval) if pe.is_unknown(o) else PartialVal.known(o)
-                 for o in outs]
-    jaxpr, consts = pe.to_jaxpr([o for o in outs if pe.is_unknown(o)])
+      # An output is the words of a typed key array, or itself (its one "word").
+      out_words = [_words(o) for o in outs]
+      out_unknown = [inst or any(pe.is_unknown(w) for w in words)
+                     for words, inst in zip(out_words, instantiate)]
+      out_words = [[pe.to_tracer(w) for w in words] if unknown else words
+                   for words, unknown in zip(out_words, out_unknown)]
+    out_pvals = [PartialVal.unknown(_aval_of_output(o, words)) if unknown
+                 else PartialVal.known(o)
+                 for o, words, unknown in zip(outs, out_words, out_unknown)]
+    jaxpr, consts = pe.to_jaxpr([w for words, unknown in zip(out_words, out_unknown)
+                                 if unknown for w in words])
   finally:
     pe.invalidate()
   return jaxpr, out_pvals, consts
+
+
+# Typed PRNG keys. A key aval (``key<fry>[3]``, an extended dtype) types no tracer in hlox:
+# keys are traced as key arrays over tracers of their uint32 words (``_tree_transform``).
+# So an unknown key input becomes keys over a new argument of the words' type, and the
+# recorded jaxpr reads and returns words; the partial values still say ``key<fry>[3]``.
+
+def _new_arg(pe: PartialEvalTrace, aval):
+  if not dtypes.is_extended(aval.dtype):
+    return pe.new_arg(aval)
+  words = ShapedArray(tuple(aval.shape) + tuple(aval.dtype.impl.key_shape), np.uint32)
+  return aval.dtype._from_words(pe.new_arg(words))
+
+
+def _key_aval(x):
+  """``key<fry>[*shape]`` for a typed key array (concrete or over tracers), else None."""
+  if dtypes.extended_dtype_of(x) is not None and not isinstance(x, Tracer):
+    return ShapedArray(tuple(x.shape), x.dtype)
+  return None
+
+
+def _words(x) -> list:
+  return tree_util.tree_leaves(x) if _key_aval(x) is not None else [x]
+
+
+def _aval_of_output(x, words):
+  aval = _key_aval(x)
+  return words[0].aval if aval is None else aval

@@ -391,6 +391,9 @@ def dtype_to_ir_type(dtype) -> ir.Type:
 def aval_to_ir_type(aval) -> ir.Type:
   if aval is abstract_token:
     return hlo.TokenType.get()
+  if dtypes.user_rules(aval.dtype) is not None:  # a user's extended dtype: its physical type
+    phys = aval.dtype._rules.physical_element_aval(aval.dtype)
+    return ir.RankedTensorType.get((*aval.shape, *phys.shape), dtype_to_ir_type(phys.dtype))
   try:
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
   except TypeError:  # symbolic dimensions (shape polymorphism) are dynamic sizes

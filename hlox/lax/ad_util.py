@@ -39,13 +39,18 @@ def add_tangents(x, y):
   aval = getattr(x, "aval", None) or ShapedArray(np.shape(x), np.asarray(x).dtype)
   if aval.dtype == dtypes.float0:
     return x
+  if dtypes.user_rules(aval.dtype) is not None:  # a user's extended dtype: its own sum
+    return aval.dtype._rules.add(aval.dtype, x, y)
   return add_any_p.bind(x, y)
 
 
 def zeros_like_aval(aval):
-  """Zeros of ``aval`` (float0 zeros are host arrays: they carry no data)."""
+  """Zeros of ``aval`` (float0 zeros are host arrays: they carry no data); a user's
+  extended dtype gives its own zero (``_rules.zero``)."""
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
+  if dtypes.user_rules(aval.dtype) is not None:
+    return broadcast_in_dim(aval.dtype._rules.zero(aval.dtype), aval.shape, ())
   if aval.weak_type:
     # JAX keeps the weak type of zero tangents/cotangents (e.g. the gradient of an unused
     # weakly typed argument is weak).

@@ -19,6 +19,7 @@ from hlox.core import dtypes
 from hlox.core import sharding_types
 from hlox.core.shape_poly import _DimExpr, canonical_dim, dimension_as_value, is_symbolic_dim
 from hlox.core import jaxpr as jaxpr_lib
+from hlox.core.avals import ShapedArray
 from hlox.core.tracer import get_aval
 from hlox.errors import HloxTypeError
 from hlox.interpreters import ad, batching, cost, xla
@@ -410,6 +411,62 @@ ad.primitive_transposes[convert_element_type_p] = _convert_transpose
 defvectorized(convert_element_type_p)
 
 
+# --- user-defined extended dtypes ---------------------------------------------------------
+# A dtype subclassing ``dtypes.ExtendedDType`` with ``_rules`` (JAX's protocol: flax's fp8
+# ``fp8_meta32`` wraps float32 so that autodiff accumulates with ``max``) is stored as its
+# physical element type (``_rules.physical_element_aval``, trailing dimensions included).
+# ``convert_element_type`` moves values in and out of it where the rules allow, through
+# these two primitives (JAX's names); in a program both are no-ops on the physical data.
+# (Typed PRNG keys are not such dtypes in hlox: they are traced as their uint32 words.)
+
+def _physical(dtype):
+  return dtype._rules.physical_element_aval(dtype)
+
+
+def _to_edtype_abstract(x, *, edtype):
+  n = len(_physical(edtype).shape)
+  return ShapedArray(x.shape[:len(x.shape) - n], edtype)
+
+
+def _from_edtype_abstract(x, *, dtype):
+  return ShapedArray((*x.shape, *_physical(x.dtype).shape), dtype)
+
+
+to_edtype_p = standard_primitive(lambda x, *, edtype: _to_edtype_abstract(x, edtype=edtype).shape,
+                                 lambda x, *, edtype: edtype, "to_edtype")
+from_edtype_p = standard_primitive(
+    lambda x, *, dtype: _from_edtype_abstract(x, dtype=dtype).shape,
+    lambda x, *, dtype: dtype, "from_edtype")
+def _to_edtype_eager(x, *, edtype):
+  raise NotImplementedError(
+      f"hlox holds no arrays of the extended dtype {edtype} outside a compiled function "
+      "(JAX's EArray): convert to it inside a jit-compiled function")
+
+to_edtype_p.def_impl(_to_edtype_eager)
+for _p in (to_edtype_p, from_edtype_p):
+  xla.register_lowering(_p, lambda ctx, x, **params: x)  # the same physical data
+  defvectorized(_p)
+ad.deflinear(to_edtype_p, lambda ct, x, *, edtype: [
+    from_edtype_p.bind(ct, dtype=x.aval.dtype)])
+ad.deflinear(from_edtype_p, lambda ct, x, *, dtype: [
+    to_edtype_p.bind(ct, edtype=x.aval.dtype)])
+
+
+def _convert_extended(operand, new_dtype):
+  """``convert_element_type`` where a dtype is a user's extended one (with ``_rules``)."""
+  old = get_aval(operand).dtype
+  if old == new_dtype:
+    return operand
+  new_rules, old_rules = dtypes.user_rules(new_dtype), dtypes.user_rules(old)
+  if new_rules is not None and not dtypes.is_extended(old) and \
+      new_rules.convert_to(old, new_dtype):
+    return to_edtype_p.bind(operand, edtype=new_dtype)
+  if old_rules is not None and not dtypes.is_extended(new_dtype) and \
+      old_rules.convert_from(old, np.dtype(new_dtype)):
+    return from_edtype_p.bind(operand, dtype=np.dtype(new_dtype))
+  raise ValueError(f"Cannot convert_element_type from {old} to {new_dtype}")
+
+
 def _saturating_float_to_int(value, dtype):
   """Float to integer on the host as XLA converts on the device (so a constant gives what the
   same value computed gives): truncation toward zero, saturating at the integer range
@@ -431,6 +488,8 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   if new_dtype is None:  # NumPy would read None as float64
     raise ValueError(f"convert_element_type: dtype must be specified (operand "
                      f"{get_aval(operand).str_short()})")
+  if dtypes.user_rules(new_dtype) is not None:
+    return _convert_extended(operand, new_dtype)
   try:
     new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type", user_only=True)
   except TypeError:
@@ -474,6 +533,8 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   aval = get_aval(operand)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return operand
+  if dtypes.user_rules(aval.dtype) is not None:
+    return _convert_extended(operand, new_dtype)
   return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
@@ -487,6 +548,8 @@ def _dtype_name(x) -> str:
 def full(shape, fill_value, dtype=None, *, sharding=None):
   """An array of ``shape`` filled with the scalar ``fill_value`` (cast to ``dtype``)."""
   shape = _shape_tuple("full", shape)
+  if dtypes.user_rules(dtype) is not None:  # a user's extended dtype fills its own way
+    return dtype._rules.full(shape, fill_value, dtype)
   aval = get_aval(fill_value)
   if aval.ndim != 0:
     raise TypeError(f"full: fill_value must be a scalar, got shape {aval.shape}")
@@ -501,6 +564,8 @@ def full_exact(shape, fill_value, dtype):
   """``full``, with ``dtype`` kept as given even where ``full`` would narrow it (a 64-bit
   dtype while x64 is off): for values whose type was fixed while ``enable_x64()`` was on
   (a loop's outputs, say) and that are made again later."""
+  if dtypes.user_rules(dtype) is not None:
+    return full(shape, fill_value, dtype)
   dtype = np.dtype(dtype)
   canonical = dtypes.canonicalize_dtype(dtype)
   value = _scalar_of(fill_value, canonical, False)
