@@ -597,15 +597,23 @@ class _VJPRule(_Rule):
     p_leaves, p_tree = tree_util.tree_flatten(primal_out)
     self._check_primal_out("fwd", fwd_name, p_leaves, p_tree)
     res_leaves, res_tree = tree_util.tree_flatten(res)
-    return p_leaves, res_leaves, res_tree
+    # Which residuals fwd gave as Python scalars: bwd gets those back as they were, and the
+    # others as arrays even where the linear program carried them as literals.
+    py_scalars = tuple(type(r) in _PY_SCALARS for r in res_leaves)
+    return p_leaves, res_leaves, (res_tree, py_scalars)
 
   def bwd(self, res_tree, res_leaves, cts, in_avals):
     """Run the user's bwd on cotangents (``Zero`` where known to be zero): one cotangent per
-    differentiable input leaf, ``Zero`` where the rule gave None or a symbolic zero."""
+    differentiable input leaf, ``Zero`` where the rule gave None or a symbolic zero.
+    ``res_tree`` is what ``fwd`` returned: the residuals' tree and which were Python
+    scalars."""
+    res_tree, py_scalars = res_tree
     if trace_ctx.trace is eval_trace:
       # A scalar residual passed through the linear jaxpr comes back as a literal's Python
-      # number; eagerly the rule sees the Array its fwd made, as in JAX.
-      res_leaves = [device_put(r) if type(r) in _PY_SCALARS else r for r in res_leaves]
+      # number; eagerly the rule sees the Array its fwd made, as in JAX, and a Python scalar
+      # (a flag, equinox's ``perturbed``) where fwd returned one.
+      res_leaves = [device_put(r) if type(r) in _PY_SCALARS and not was_py else r
+                    for r, was_py in zip(res_leaves, py_scalars)]
     res = tree_util.tree_unflatten(res_tree, res_leaves)
     if self.f.symbolic_zeros:
       cts = [_to_symbolic(ct) for ct in cts]
