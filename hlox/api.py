@@ -29,7 +29,7 @@ from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
-from hlox.core.wrapping import wraps
+from hlox.core.wrapping import LazySignature, wraps
 from hlox.core.avals import ShapedArray, Token, abstract_token
 from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
@@ -2280,6 +2280,7 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
       raise
 
   wraps(wrapped.fun)(jitted)
+  jitted.__signature__ = LazySignature(wrapped.fun)  # its own, as JAX's (chex reads it)
   # (An attribute of the function, which Python prefers to the method of its type.)
   jitted.__getstate__ = wrapped._state
   jitted._jit = wrapped

@@ -513,7 +513,7 @@ def _checkpoint_batch(axis_data, vals, dims, *, jaxpr, **params):
     params = dict(params, prevent_cse=(True,) * len(consts) + params["prevent_cse"])
   return checkpoint_p.bind(*consts, *vals, jaxpr=batched, **params), out_dims
 
-batching.axis_primitive_batchers[checkpoint_p] = _checkpoint_batch
+batching.fancy_primitive_batchers[checkpoint_p] = _checkpoint_batch
 
 # Under jet the body is expanded in place: what to recompute matters only to a later
 # differentiation of the result, and jet's coefficients are no residuals.

@@ -787,7 +787,7 @@ def _custom_lin_batch(axis_data, vals, dims, *, name, **params):
   # Only forward mode binds custom_lin outside a linearization (e.g. jacfwd = vmap of jvp).
   _custom_lin_impl(name=name)
 
-batching.axis_primitive_batchers[custom_lin_p] = _custom_lin_batch
+batching.fancy_primitive_batchers[custom_lin_p] = _custom_lin_batch
 
 
 def _custom_lin_transpose(cts, *args, num_res, vjp, res_tree, in_avals, nonzeros, out_avals,
@@ -904,7 +904,7 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
   return box.bind(custom_jvp_call_p, *consts, *vals, call_jaxpr=batched, jvp=rule,
                   num_consts=num_consts + len(consts), name=name)
 
-batching.axis_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+batching.fancy_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 
 
 class _BatchedVJPRule:
@@ -1001,7 +1001,7 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, vjp, num_consts
   return box.bind(custom_vjp_call_p, *consts, *vals, call_jaxpr=batched, vjp=rule,
                   num_consts=num_consts + len(consts), name=name)
 
-batching.axis_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+batching.fancy_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
 
 
 # --- checkify ----------------------------------------------------------------------------

@@ -97,6 +97,36 @@ def test_transformations_accept_callables_with_odd_names():
   np.testing.assert_allclose(hlox.checkpoint(f)(x), expected, rtol=1e-6)
 
 
+def test_axis_primitive_batchers_takes_rules_of_jaxs_older_signature():
+  # equinox registers ``rule(axis_size, axis_name, trace_type, vals, dims, **params)``.
+  from hlox.extend.core import Primitive
+  from hlox.interpreters import batching, xla
+  prim = Primitive("eqx_found_double")
+  prim.def_impl(lambda x, *, k: x * k)
+  prim.def_abstract_eval(lambda x, *, k: x)
+  xla.register_lowering(prim, xla.lower_fun(lambda x, *, k: x * k, multiple_results=False))
+  seen = []
+
+  def rule(axis_size, axis_name, trace_type, vals, dims, *, k):
+    seen.append((axis_size, axis_name, trace_type))
+    return prim.bind(*vals, k=k), dims[0]
+
+  batching.axis_primitive_batchers[prim] = rule
+  try:
+    out = hlox.vmap(lambda x: prim.bind(x, k=3.0), axis_name="b")(jnp.arange(4.0))
+  finally:
+    del batching.axis_primitive_batchers[prim]
+  np.testing.assert_allclose(out, 3.0 * np.arange(4.0))
+  assert seen == [(4, "b", None)]
+  assert prim not in batching.fancy_primitive_batchers
+
+
+def test_jax_lib_version():
+  # equinox's tests gate a workaround on ``jax.lib.__version__``.
+  import jaxlib
+  assert hlox.lib.__version__ == jaxlib.__version__
+
+
 _PROGRAMS = {
     "custom_vjp_residual_types": """
 @m.custom_vjp
