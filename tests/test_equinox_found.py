@@ -162,6 +162,28 @@ for f in fs:
     p, tt = m.jvp(f, (1.0 if type(t) is float else np.float32(1.0),), (t,))
     print(type(p).__name__ == 'ArrayImpl', isinstance(tt, m.Array), float(np.sum(tt)))
 """,
+    # equinox's filter_jit catches the runtime error a failing callback gives and reads the
+    # original exception's name in its text (``_EquinoxRuntimeError: ...``).
+    "callback_errors": """
+import importlib, logging
+logging.disable(logging.CRITICAL)  # (JAX also logs the failure)
+io_callback = importlib.import_module(m.__name__ + ".experimental").io_callback
+def cb(x):
+  raise ValueError("boom")
+s = m.ShapeDtypeStruct((), jnp.float32)
+for name, f in [("pure", lambda x: m.pure_callback(cb, s, x)),
+                ("pure_jit", m.jit(lambda x: m.pure_callback(cb, s, x) + 1)),
+                ("io", lambda x: io_callback(cb, s, x)),
+                ("debug", lambda x: m.debug.callback(cb, x)),
+                ("debug_jit", m.jit(lambda x: (m.debug.callback(cb, x), x)[1]))]:
+  try:
+    f(jnp.float32(1.0))
+    m.effects_barrier()
+    print(name, "no error")
+  except Exception as e:
+    print(name, type(e).__name__, isinstance(e, RuntimeError), "ValueError: boom" in str(e))
+logging.disable(logging.NOTSET)
+""",
     "odd_name_callable": """
 class Odd:
   __name__ = 42
