@@ -35,7 +35,9 @@ class _AxisRulesOfOldSignature:
 
   def __setitem__(self, primitive, rule):
     def adapted(axis_data, vals, dims, **params):
-      return rule(axis_data.size, axis_data.name, None, vals, dims, **params)
+      # (tuples, as JAX passes them: equinox hands ``dims`` on as ``vmap``'s ``out_axes``
+      # for a tuple of results, which a list would not match)
+      return rule(axis_data.size, axis_data.name, None, tuple(vals), tuple(dims), **params)
     fancy_primitive_batchers[primitive] = adapted
 
   def __delitem__(self, primitive):

@@ -137,6 +137,9 @@ class LoadedWithCallbacks:
       error, _pending.error = _pending.error, None
       if error is None:
         raise
+      if f"{type(error).__name__}: " not in str(runtime_error):
+        # A runtime whose report leaves the exception out (host transfers): say it.
+        raise callback_error(error) from error
       raise runtime_error from error
 
   def __getattr__(self, name):
