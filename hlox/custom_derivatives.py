@@ -700,6 +700,11 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, vjp, num_consts, name
 def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
   """fwd on the primals; the output tangent is a ``custom_lin`` of the input tangents."""
   vjp, num_consts = rule, rule.num_consts
+  if trace_ctx.trace is not eval_trace:
+    # Traced (the JVP of a jitted function), a constant operand is a jaxpr literal, read
+    # back as a Python number; fwd sees it as an array, as the value of the program it was
+    # (JAX's fwd gets tracers there: equinox's reads its operands' ``.shape``).
+    primals = [device_put(p) if type(p) in _PY_SCALARS else p for p in primals]
   p_out, res, res_tree = vjp.fwd(primals, [_perturbed(t) for t in tangents])
   in_avals = [get_aval(p) for p in primals[num_consts:]]
   if any(is_ref_aval(a) for a in in_avals):

@@ -184,6 +184,19 @@ for name, f in [("pure", lambda x: m.pure_callback(cb, s, x)),
     print(name, type(e).__name__, isinstance(e, RuntimeError), "ValueError: boom" in str(e))
 logging.disable(logging.NOTSET)
 """,
+    # equinox's checkpointed while loop: a custom_vjp fwd reads its operands' shapes, also
+    # when an operand is a constant of a jitted function being differentiated.
+    "custom_vjp_fwd_operands_under_jit": """
+@m.custom_vjp
+def f(i, x):
+  return x * 2
+def fwd(i, x):
+  print("fwd", hasattr(i, "shape") and i.shape, hasattr(x, "shape") and x.shape)
+  return f(i, x), None
+f.defvjp(fwd, lambda r, g: (None, g * 2))
+run = m.jit(lambda x: f(jnp.array(0), x) + f(jnp.zeros(2), x).sum())
+print(m.linearize(run, 1.0)[0], m.grad(run)(1.0))
+""",
     "odd_name_callable": """
 class Odd:
   __name__ = 42
