@@ -65,7 +65,7 @@ from hlox.version import __version__, __version_info__
 Device = _device_class()  # jaxlib's device class, for isinstance checks (``jax.Device``)
 from hlox import flatten_util, image, ops, test_util
 from hlox import viz
-from hlox import api_util, debug, dlpack, experimental, export, extend, ffi
+from hlox import api_util, debug, dlpack, experimental, export, extend, ffi, lib
 from hlox import sharding, stages
 from hlox.sharding import NamedSharding, device_put, make_mesh, reshard, set_mesh
 from hlox.sharding import PartitionSpec as P
@@ -84,6 +84,9 @@ def __getattr__(name):
   if name == "profiler":
     import hlox.profiler
     return hlox.profiler
+  if name == "_src":  # JAX's private names, which libraries reach as ``jax._src.x`` (chex)
+    import hlox._src
+    return hlox._src
   raise AttributeError(f"module 'hlox' has no attribute {name!r}")
 
 

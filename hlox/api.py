@@ -29,6 +29,7 @@ from hlox.core import dtypes, sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core.source_info import named_scope
 from hlox.core.traceback_util import api_boundary, hide_wrapper_frames
+from hlox.core.wrapping import LazySignature, wraps
 from hlox.core.avals import ShapedArray, Token, abstract_token
 from hlox.core.jaxpr import JaxprTrace, convert_constvars, trace_to_jaxpr
 from hlox.core.refs import is_ref_aval
@@ -41,6 +42,7 @@ from hlox.interpreters import (batching, captured_constants, key_reuse, nan_chec
                                state_discharge, xla)
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
+from hlox.interpreters.ad import JVPTrace, inlined_call_results
 from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
                            jit_p, signature)
 from hlox.lax import ref_view
@@ -597,6 +599,8 @@ class JitWrapped:
     if config.disable_jit:
       return self.fun(*args, **kwargs)
     if self.inline and trace_ctx.trace is not eval_trace:
+      if type(trace_ctx.trace) is JVPTrace:  # its results are a call's (arrays), as in JAX
+        return inlined_call_results(trace_ctx.trace, self.fun(*args, **kwargs))
       return self.fun(*args, **kwargs)
     dyn_args, dyn_kwargs, statics = self._split_args(args, kwargs)
     leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
@@ -1498,7 +1502,7 @@ def _jit_with_plain_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   all, or a tree prefix of the positional arguments / the outputs; None: XLA decides):
   arguments are laid out before the call, outputs are constrained inside the program."""
   if out_shardings is not None:
-    @functools.wraps(fun)
+    @wraps(fun)
     def constrained(*args, **kwargs):
       out = fun(*args, **kwargs)
       _check_out_shardings(out, out_shardings)
@@ -1551,7 +1555,7 @@ def _jit_with_plain_shardings(fun, in_shardings, out_shardings, jit_kwargs):
       out[i] = v
     return out
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def call(*args, **kwargs):
     if in_shardings is not None:
       args = place(args)
@@ -1711,7 +1715,7 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
   def dynamic(args):
     return [i for i in range(len(args)) if i not in static and i - len(args) not in static]
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def with_layouts(*args, **kwargs):
     positions = dynamic(args)
     dyn = tuple(args[i] for i in positions)
@@ -1729,7 +1733,7 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
                                     "out"))
 
   inner = _jit_with_plain_shardings(with_layouts, in_shardings, None, jit_kwargs)
-  functools.update_wrapper(inner, fun)
+  wraps(fun)(inner)
 
   def laid_out(args, all_dynamic=False):
     positions = list(range(len(args))) if all_dynamic else dynamic(args)
@@ -1747,7 +1751,7 @@ def _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
       args[i] = v
     return args
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def call(*args, **kwargs):
     _check_auto_donation(donating, in_layouts, out_layouts, args)
     views = laid_out(args)
@@ -1935,7 +1939,7 @@ def _jit_on_device(fun, device, backend, in_shardings, out_shardings, jit_kwargs
             x, (Array, np.ndarray, np.generic, int, float, complex, bool)) else x, a)
         for i, a in enumerate(args)]
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def call(*args, **kwargs):
     target = device if device is not None else client.local_devices(backend=backend)[0]
     # A program without array arguments runs there too; its results are committed to it.
@@ -2254,6 +2258,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
           return new_array(outs[0], out_avals[0], device_keys[0])
         return out_tree.unflatten(list(map(new_array, outs, out_avals, device_keys)))
       if inline and ctx.trace is not eval_trace:
+        if type(ctx.trace) is JVPTrace:  # its results are a call's (arrays), as in JAX
+          return inlined_call_results(ctx.trace, fun(*args, **kwargs))
         return fun(*args, **kwargs)
       if eager_fallback and staged and ctx.trace is not eval_trace:
         return traced_call(args, kwargs)
@@ -2273,7 +2279,8 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
       hide_wrapper_frames(e)
       raise
 
-  functools.update_wrapper(jitted, wrapped.fun)
+  wraps(wrapped.fun)(jitted)
+  jitted.__signature__ = LazySignature(wrapped.fun)  # its own, as JAX's (chex reads it)
   # (An attribute of the function, which Python prefers to the method of its type.)
   jitted.__getstate__ = wrapped._state
   jitted._jit = wrapped
@@ -2407,7 +2414,7 @@ def named_call(fun: Callable, *, name: str | None = None) -> Callable:
   if not isinstance(name, str):
     raise TypeError(f"named_call: name must be a string, got {name!r}")
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def named(*args, **kwargs):
     with source_info_lib.extend_name_stack(name):
       return fun(*args, **kwargs)
@@ -2425,7 +2432,7 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
     static_argnums = (static_argnums,)
   static_argnums = tuple(static_argnums)
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def make(*args, **kwargs):
     dyn_args = [a for i, a in enumerate(args) if i not in static_argnums]
     leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
@@ -2669,7 +2676,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
       raise TypeError(f"vmap {name} must be an int, None, or (nested) container with those "
                       f"types as leaves, but got {spec}.")
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def vmapped(*args, **kwargs):
     _reject_ref_views(getattr(fun, "__name__", "fun"), (args, kwargs))
     # Values of registered vmappable types (sparse arrays) among the arguments: leaves with
@@ -2891,7 +2898,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   ctx = trace_ctx
   simple = not static_broadcasted_argnums and not donate_argnums
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def pmapped(*args, **kwargs):
     # Cache hit: the arguments' structure and layouts were seen before; no tracing, no
     # lookups beyond one dict access (``_PmapFunction.__call__`` fills the cache).

@@ -16,6 +16,7 @@ from hlox.core import dtypes
 from hlox.core.jaxpr import ClosedJaxpr, dce_jaxpr, eval_jaxpr, trace_to_jaxpr
 from hlox.core.refs import Ref
 from hlox.core.traceback_util import api_boundary
+from hlox.core.wrapping import wraps
 from hlox.core.tracer import Tracer, get_aval
 from hlox.interpreters import ad
 from hlox.api import abstractify_spec, vmap
@@ -448,7 +449,7 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
                    allow_int: bool = False, reduce_axes=()):
   """A function returning ``(fun(*args), gradient of fun at args)`` for scalar ``fun``."""
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def value_and_grad_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "grad")
     for i in nums:
@@ -503,7 +504,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
   """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``."""
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def grad_f(*args, **kwargs):
     if has_aux:
       (_, aux), g = vg(*args, **kwargs)
@@ -607,7 +608,7 @@ def _check_jacfwd_input(holomorphic, leaf):
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
   """Jacobian of ``fun`` by forward mode: a JVP per input element, vectorized with vmap."""
   # fun's signature (jit's static_argnames look at it), not its attributes (a jit's lower).
-  @functools.wraps(fun, updated=())
+  @wraps(fun, updated=())
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacfwd")
     dyn = args[nums[0]] if single else tuple(args[i] for i in nums)
@@ -656,7 +657,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
            allow_int: bool = False):
   """Jacobian of ``fun`` by reverse mode: a VJP per output element, vectorized with vmap."""
   # fun's signature (jit's static_argnames look at it), not its attributes (a jit's lower).
-  @functools.wraps(fun, updated=())
+  @wraps(fun, updated=())
   def jac_f(*args, **kwargs):
     single, nums = _normalize_argnums(argnums, len(args), "jacrev")
     dyn = args[nums[0]] if single else tuple(args[i] for i in nums)

@@ -19,6 +19,7 @@ from hlox import _tree_transform as tree_util
 from hlox.core import sharding_types
 from hlox.core import source_info as source_info_lib
 from hlox.core import dtypes
+from hlox.core.wrapping import wraps
 from hlox.core.jaxpr import (Jaxpr, JaxprEqn, Literal, Var, convert_constvars, eval_jaxpr,
                              trace_to_jaxpr)
 from hlox.core.primitive import Primitive
@@ -512,7 +513,7 @@ def _checkpoint_batch(axis_data, vals, dims, *, jaxpr, **params):
     params = dict(params, prevent_cse=(True,) * len(consts) + params["prevent_cse"])
   return checkpoint_p.bind(*consts, *vals, jaxpr=batched, **params), out_dims
 
-batching.axis_primitive_batchers[checkpoint_p] = _checkpoint_batch
+batching.fancy_primitive_batchers[checkpoint_p] = _checkpoint_batch
 
 # Under jet the body is expanded in place: what to recompute matters only to a later
 # differentiation of the result, and jet's coefficients are no residuals.
@@ -547,7 +548,7 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
   # an enclosing transformation are valid only there and are not kept.
   traces = LRUCache(maxsize=64)
 
-  @functools.wraps(fun)
+  @wraps(fun)
   def checkpointed(*args, **kwargs):
     statics = {i: args[i] for i in static_argnums}
     # keyword arguments named static are closed over, as static positional ones

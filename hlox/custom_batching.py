@@ -237,7 +237,7 @@ def _custom_vmap_batch(axis_data, vals, dims, *, call, rule, in_tree, out_tree):
                                 [d is not None for d in dims])
   return outs, [0 if b else None for b in out_batched]
 
-batching.axis_primitive_batchers[custom_vmap_p] = _custom_vmap_batch
+batching.fancy_primitive_batchers[custom_vmap_p] = _custom_vmap_batch
 
 
 class _JVPOfRule:

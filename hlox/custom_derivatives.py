@@ -597,15 +597,23 @@ class _VJPRule(_Rule):
     p_leaves, p_tree = tree_util.tree_flatten(primal_out)
     self._check_primal_out("fwd", fwd_name, p_leaves, p_tree)
     res_leaves, res_tree = tree_util.tree_flatten(res)
-    return p_leaves, res_leaves, res_tree
+    # Which residuals fwd gave as Python scalars: bwd gets those back as they were, and the
+    # others as arrays even where the linear program carried them as literals.
+    py_scalars = tuple(type(r) in _PY_SCALARS for r in res_leaves)
+    return p_leaves, res_leaves, (res_tree, py_scalars)
 
   def bwd(self, res_tree, res_leaves, cts, in_avals):
     """Run the user's bwd on cotangents (``Zero`` where known to be zero): one cotangent per
-    differentiable input leaf, ``Zero`` where the rule gave None or a symbolic zero."""
+    differentiable input leaf, ``Zero`` where the rule gave None or a symbolic zero.
+    ``res_tree`` is what ``fwd`` returned: the residuals' tree and which were Python
+    scalars."""
+    res_tree, py_scalars = res_tree
     if trace_ctx.trace is eval_trace:
       # A scalar residual passed through the linear jaxpr comes back as a literal's Python
-      # number; eagerly the rule sees the Array its fwd made, as in JAX.
-      res_leaves = [device_put(r) if type(r) in _PY_SCALARS else r for r in res_leaves]
+      # number; eagerly the rule sees the Array its fwd made, as in JAX, and a Python scalar
+      # (a flag, equinox's ``perturbed``) where fwd returned one.
+      res_leaves = [device_put(r) if type(r) in _PY_SCALARS and not was_py else r
+                    for r, was_py in zip(res_leaves, py_scalars)]
     res = tree_util.tree_unflatten(res_tree, res_leaves)
     if self.f.symbolic_zeros:
       cts = [_to_symbolic(ct) for ct in cts]
@@ -692,6 +700,11 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, vjp, num_consts, name
 def _custom_vjp_rule_jvp(primals, tangents, *, rule, name):
   """fwd on the primals; the output tangent is a ``custom_lin`` of the input tangents."""
   vjp, num_consts = rule, rule.num_consts
+  if trace_ctx.trace is not eval_trace:
+    # Traced (the JVP of a jitted function), a constant operand is a jaxpr literal, read
+    # back as a Python number; fwd sees it as an array, as the value of the program it was
+    # (JAX's fwd gets tracers there: equinox's reads its operands' ``.shape``).
+    primals = [device_put(p) if type(p) in _PY_SCALARS else p for p in primals]
   p_out, res, res_tree = vjp.fwd(primals, [_perturbed(t) for t in tangents])
   in_avals = [get_aval(p) for p in primals[num_consts:]]
   if any(is_ref_aval(a) for a in in_avals):
@@ -779,7 +792,7 @@ def _custom_lin_batch(axis_data, vals, dims, *, name, **params):
   # Only forward mode binds custom_lin outside a linearization (e.g. jacfwd = vmap of jvp).
   _custom_lin_impl(name=name)
 
-batching.axis_primitive_batchers[custom_lin_p] = _custom_lin_batch
+batching.fancy_primitive_batchers[custom_lin_p] = _custom_lin_batch
 
 
 def _custom_lin_transpose(cts, *args, num_res, vjp, res_tree, in_avals, nonzeros, out_avals,
@@ -897,7 +910,7 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
   return box.bind(custom_jvp_call_p, *consts, *vals, call_jaxpr=batched, jvp=rule,
                   num_consts=num_consts + len(consts), name=name)
 
-batching.axis_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
+batching.fancy_primitive_batchers[custom_jvp_call_p] = _custom_jvp_call_batch
 
 
 class _BatchedVJPRule:
@@ -994,7 +1007,7 @@ def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, vjp, num_consts
   return box.bind(custom_vjp_call_p, *consts, *vals, call_jaxpr=batched, vjp=rule,
                   num_consts=num_consts + len(consts), name=name)
 
-batching.axis_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
+batching.fancy_primitive_batchers[custom_vjp_call_p] = _custom_vjp_call_batch
 
 
 # --- checkify ----------------------------------------------------------------------------

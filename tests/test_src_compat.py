@@ -2,6 +2,7 @@
 import from ``jax._src``, checked against JAX itself: each program below is written against
 ``m`` (``jax`` in the oracle, ``hlox`` here) and must print the same in both."""
 import importlib
+import sys
 
 import numpy as np
 import pytest
@@ -219,12 +220,19 @@ def test_register_exclusion_hides_library_frames(tmp_path):
     jaxpr = hlox.make_jaxpr(module.double)(jnp.ones(2))
     return [str(e.source_info) for e in jaxpr.jaxpr.eqns]
 
+  tb_util = importlib.import_module("hlox._src.traceback_util")
   assert source_info.is_user_file(str(library))
+  assert tb_util.include_filename(str(library))
   assert "eco_lib_for_exclusion" in lines_of_mul()[0]
   before = source_info._excluded
   try:
-    importlib.import_module("hlox._src.traceback_util").register_exclusion(str(library))
+    tb_util.register_exclusion(str(library))
     assert not source_info.is_user_file(str(library))
+    # equinox's error_if records the frames that filtered tracebacks keep: the user's, not
+    # a registered library's nor hlox's.
+    assert not tb_util.include_filename(str(library))
+    assert not tb_util.include_filename(hlox.api.__file__)
+    assert tb_util.include_frame(sys._getframe())
     assert str(library) in importlib.import_module("hlox._src.traceback_util")._exclude_paths
     assert "test_src_compat" in lines_of_mul()[0]
   finally:

@@ -6,6 +6,7 @@ holds only the names some such library reaches for, each with a comment naming t
 library, so that those libraries import and run unchanged with ``jax`` aliased to hlox.
 Nothing here is a stand-in that silently does nothing: each name is hlox's real object.
 """
+import importlib
 import sys
 
 from hlox.runtime import compilation_cache as compiler
@@ -14,3 +15,15 @@ from hlox.runtime import compilation_cache as compiler
 # ``compiler.backend_compile_and_load``: that is hlox's compile step in the runtime's
 # compilation module, so the module itself is ``jax._src.compiler``.
 sys.modules[__name__ + ".compiler"] = compiler
+
+
+def __getattr__(name):
+  # A module here is an attribute once imported, as JAX's (all imported with ``jax``): chex
+  # reads ``jax._src.xla_bridge._backends`` having imported only ``jax``.
+  if not name.startswith("__"):
+    try:
+      return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+      if e.name != f"{__name__}.{name}":
+        raise
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

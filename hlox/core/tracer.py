@@ -55,6 +55,14 @@ class Trace:
     """The trace's kind as verbose tracer reprs name it (JAX's trace class name)."""
     return type(self).__name__
 
+  @property
+  def main(self):
+    """The tag of the transformation this trace applies, for telling its tracers apart by
+    identity (``tracer._trace.main is trace.main``): the trace itself, since each trace is
+    its own tag. JAX keeps the name for libraries written against its older trace stack
+    (equinox's ``filter_jvp`` picks out its own JVP tracers this way)."""
+    return self
+
 
 class _Text(str):
   """Text with a ``format()`` that returns it (what ``Tracer._pretty_print`` gives, in the

@@ -15,6 +15,9 @@ import contextlib
 
 from typing import Callable, Sequence
 
+import numpy as np
+
+from hlox import _tree_transform as tree_util
 from hlox.core import dtypes, sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
@@ -22,6 +25,7 @@ from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, literal_value, trace_to
 from hlox.core.tracer import (Trace, Tracer, current_trace, get_aval, set_current_trace)
 from hlox.interpreters.partial_eval import PartialEvalTrace
 from hlox.interpreters import state_discharge
+from hlox.runtime.array import device_put
 
 primitive_jvps: dict = {}
 primitive_transposes: dict = {}
@@ -198,6 +202,33 @@ class JVPTrace(Trace):
     if type(tangent) is Zero:
       return primal
     return JVPTracer(self, primal, tangent)
+
+
+def inlined_call_results(trace: JVPTrace, outs):
+  """``outs`` of a function that JAX jits with ``inline=True`` (the ``numpy`` functions),
+  run inline under the forward-mode ``trace``. JAX differentiates such a call as one call
+  bound on the parent trace, so each primal and tangent that comes out is that call's
+  result: an array, never the Python scalar or NumPy value that a rule passed straight
+  through (``x + 1``'s tangent is the tangent of ``x``)."""
+  if type(outs) is JVPTracer:
+    return _as_call_result(trace, outs)
+  return tree_util.tree_map(lambda x: _as_call_result(trace, x), outs)
+
+
+def _as_call_result(trace, x):
+  if type(x) is not JVPTracer or x._trace is not trace:
+    return x
+  p, t = x.primal, x.tangent
+  if _is_host_value(p) or _is_host_value(t):
+    return JVPTracer(trace, device_put(p) if _is_host_value(p) else p,
+                     device_put(t) if _is_host_value(t) else t)
+  return x
+
+
+def _is_host_value(v) -> bool:
+  if type(v) in (int, float, complex, bool):
+    return True
+  return isinstance(v, (np.ndarray, np.generic)) and v.dtype != dtypes.float0
 
 
 def jvp(fun: Callable, primals: Sequence, tangents: Sequence,

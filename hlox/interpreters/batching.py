@@ -24,7 +24,27 @@ not_mapped = None
 # rule(vals, dims, **params) -> (out, out_dim) (lists for multiple results)
 primitive_batchers: dict = {}
 # rule(axis_data, vals, dims, **params): for rules that need the axis size or name
-axis_primitive_batchers: dict = {}
+fancy_primitive_batchers: dict = {}
+
+
+class _AxisRulesOfOldSignature:
+  """``axis_primitive_batchers`` as JAX's public module has it: it takes rules of JAX's
+  older signature ``rule(axis_size, axis_name, trace_type, vals, dims, **params)``
+  (equinox registers its primitives' rules here) and keeps them, adapted, in
+  ``fancy_primitive_batchers``."""
+
+  def __setitem__(self, primitive, rule):
+    def adapted(axis_data, vals, dims, **params):
+      # (tuples, as JAX passes them: equinox hands ``dims`` on as ``vmap``'s ``out_axes``
+      # for a tuple of results, which a list would not match)
+      return rule(axis_data.size, axis_data.name, None, tuple(vals), tuple(dims), **params)
+    fancy_primitive_batchers[primitive] = adapted
+
+  def __delitem__(self, primitive):
+    del fancy_primitive_batchers[primitive]
+
+
+axis_primitive_batchers = _AxisRulesOfOldSignature()
 # Primitives whose rule runs even on unbatched operands: a reference made inside a vmapped
 # function is batched from the start, since later writes may store batched values in it.
 always_batched: set = set()
@@ -128,7 +148,7 @@ class BatchTrace(Trace):
       if rule is not None:
         out, out_dims = rule(list(vals), list(dims), **params)
       else:
-        axis_rule = axis_primitive_batchers.get(primitive)
+        axis_rule = fancy_primitive_batchers.get(primitive)
         if axis_rule is None:
           raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented "
                                     "(interpreter: vmap)")
@@ -156,7 +176,7 @@ def _names_axis(params, name) -> bool:
 
 def _binds_axis(primitive, params, name) -> bool:
   """Whether an equation is a collective over the axis ``name`` or holds one in its jaxprs."""
-  if primitive in axis_primitive_batchers and _names_axis(params, name):
+  if primitive in fancy_primitive_batchers and _names_axis(params, name):
     return True
   return any(_binds_axis(eqn.primitive, eqn.params, name)
              for jaxpr in subjaxprs(params) for eqn in jaxpr.eqns)

@@ -229,7 +229,9 @@ class Error:
           best_code, best_effect = code, effect
     if best_effect is None:
       return None
-    payload = [_host(p)[idx] for p in self._payload[best_effect]]
+    # The payload stays as it was (arrays, as JAX formats them: chex's messages show
+    # ``Array(nan, ...)``); a batched error's is each element's.
+    payload = [p[idx] if idx else p for p in self._payload[best_effect]]
     return tree_util.tree_unflatten(self._metadata[best_code], payload)
 
   def _batched_exception(self):

@@ -512,7 +512,7 @@ def _pmap_batch(axis_data, vals, dims, *, jaxpr, **params):
       params, len(args), in_axes=(None,) * len(consts) + tuple(new_in), out_axes=new_out))
   return outs, [None if d is None else 0 for d in out_dims]
 
-batching.axis_primitive_batchers[xla_pmap_p] = _pmap_batch
+batching.fancy_primitive_batchers[xla_pmap_p] = _pmap_batch
 
 
 # --- checkify (checkify of pmap) -----------------------------------------------------------

@@ -72,7 +72,7 @@ def _add_any_batch(axis_data, vals, dims):
   x, y = (batching.matchaxis(v, d, 0, axis_data.size) for v, d in zip(vals, dims))
   return add_any_p.bind(x, y), 0
 
-batching.axis_primitive_batchers[add_any_p] = _add_any_batch
+batching.fancy_primitive_batchers[add_any_p] = _add_any_batch
 
 
 # --- stop_gradient -----------------------------------------------------------------------

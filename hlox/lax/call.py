@@ -434,7 +434,7 @@ def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
   outs = jit_p.bind(*args, jaxpr=batched, **_jit_params(params, len(args)))
   return outs, out_dims
 
-batching.axis_primitive_batchers[jit_p] = _jit_batch
+batching.fancy_primitive_batchers[jit_p] = _jit_batch
 
 
 # --- jet (Taylor mode) -------------------------------------------------------------------

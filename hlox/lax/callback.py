@@ -224,7 +224,13 @@ def _row_major_layouts(avals) -> ir.Attribute:
 
 
 def _returning_impl(*args, callback, result_avals, **params):
-  outs = runtime_callbacks.check_results(callback(*_host_values(args)), result_avals, callback)
+  # Eagerly too, a failing callback is the runtime error it is in a compiled program (JAX
+  # runs it in one); a debug callback's exception is its own (JAX calls it directly).
+  try:
+    outs = runtime_callbacks.check_results(callback(*_host_values(args)), result_avals,
+                                           callback)
+  except Exception as e:
+    raise runtime_callbacks.callback_error(e) from e
   return [device_put(o) for o in outs]
 
 

@@ -179,7 +179,7 @@ def _check_batch(axis_data, vals, dims, *, err_tree, debug):
   check_error_value(tree_util.tree_unflatten(err_tree, vals), debug=debug)
   return [], []
 
-batching.axis_primitive_batchers[check_p] = _check_batch
+batching.fancy_primitive_batchers[check_p] = _check_batch
 
 
 def _check_discharge(error, enabled_errors, *args, err_tree, debug):

@@ -189,7 +189,7 @@ def _composite_batch(axis_data, vals, dims, *, jaxpr, **params):
                             tuple(dims), False)
   return composite_p.bind(*vals, jaxpr=batched, **params), out_dims
 
-batching.axis_primitive_batchers[composite_p] = _composite_batch
+batching.fancy_primitive_batchers[composite_p] = _composite_batch
 
 
 def _hashable_attribute(value):

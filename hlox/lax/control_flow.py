@@ -635,7 +635,7 @@ def _batch_jaxpr(closed, size, name, dims, instantiate):
                               instantiate if isinstance(instantiate, bool)
                               else list(instantiate))
 
-batching.axis_primitive_batchers[cond_p] = _cond_batch
+batching.fancy_primitive_batchers[cond_p] = _cond_batch
 
 
 def _trace_branches(api, funs, names, operands):
@@ -1095,7 +1095,7 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
   return outs, cdims
 
 
-batching.axis_primitive_batchers[while_p] = _while_batch
+batching.fancy_primitive_batchers[while_p] = _while_batch
 
 # The predicates of loops whose members finish at different iterations (a batched
 # predicate): checkify refuses them, as JAX does, since their bodies also run for finished
@@ -1880,7 +1880,7 @@ def _scan_batch(axis_data, vals, dims, *, jaxpr, num_consts, num_carry, length, 
   ys_dims = [None if d is None else 1 for d in out_dims[num_carry:]]
   return outs, carry_dims(carry_bat) + ys_dims
 
-batching.axis_primitive_batchers[scan_p] = _scan_batch
+batching.fancy_primitive_batchers[scan_p] = _scan_batch
 
 
 @api_boundary

@@ -1343,7 +1343,7 @@ def _select_n_batch_rule(axis_data, vals, dims):
     cases = [broadcast_in_dim(c, which_shape, ()) for c in cases]
   return select_n_p.bind(which, *cases), 0
 
-batching.axis_primitive_batchers[select_n_p] = _select_n_batch_rule
+batching.fancy_primitive_batchers[select_n_p] = _select_n_batch_rule
 
 def select_n(which, *cases):
   """Elementwise ``cases[which]``: ``which`` is bool (2 cases at most) or integer, scalar or
@@ -1419,7 +1419,7 @@ def _clamp_batch_rule(axis_data, vals, dims):
     return batching.moveaxis(b, b_bdim, bdim)
   return clamp_p.bind(bound(lo, lo_bdim), x, bound(hi, hi_bdim)), bdim
 
-batching.axis_primitive_batchers[clamp_p] = _clamp_batch_rule
+batching.fancy_primitive_batchers[clamp_p] = _clamp_batch_rule
 
 def clamp(min, x, max):
   """Elementwise ``min(max(x, min), max)``; ``min`` and ``max`` may be scalars."""

@@ -228,7 +228,7 @@ def _reduction_collective(name, reduce_fn, unbatched_fn):
     if rest:
       x = prim.bind(x, axes=rest, axis_index_groups=None)
     return x, None
-  batching.axis_primitive_batchers[prim] = batch_rule
+  batching.fancy_primitive_batchers[prim] = batch_rule
   return prim
 
 
@@ -472,7 +472,7 @@ def _grouped_all_gather(x, d, size, groups, dim, tiled):
 
 
 ad.deflinear(all_gather_p, _all_gather_transpose)
-batching.axis_primitive_batchers[all_gather_p] = _all_gather_batch
+batching.fancy_primitive_batchers[all_gather_p] = _all_gather_batch
 
 
 # ``{to: bind(leaf, **all_gather params)}``: gathers whose result is ``to='reduced'`` (or
@@ -632,7 +632,7 @@ def _grouped_reduce_scatter(x, d, size, groups, dim, tiled):
 
 
 ad.deflinear(reduce_scatter_p, _reduce_scatter_transpose)
-batching.axis_primitive_batchers[reduce_scatter_p] = _reduce_scatter_batch
+batching.fancy_primitive_batchers[reduce_scatter_p] = _reduce_scatter_batch
 
 
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
@@ -767,7 +767,7 @@ def _all_to_all_batch(axis_data, vals, dims, *, split_axis, concat_axis, axis_na
   return _reshape(y, out_shape), 0
 
 ad.deflinear(all_to_all_p, _all_to_all_transpose)
-batching.axis_primitive_batchers[all_to_all_p] = _all_to_all_batch
+batching.fancy_primitive_batchers[all_to_all_p] = _all_to_all_batch
 
 
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
@@ -885,7 +885,7 @@ def _ppermute_batch(axis_data, vals, dims, *, axis_name, perm):
   return out, 0
 
 ad.deflinear(ppermute_p, _ppermute_transpose)
-batching.axis_primitive_batchers[ppermute_p] = _ppermute_batch
+batching.fancy_primitive_batchers[ppermute_p] = _ppermute_batch
 
 
 def ppermute(x, axis_name, perm):
@@ -937,7 +937,7 @@ def _axis_index_batch(axis_data, vals, dims, *, axis_name):
     return axis_index_p.bind(axis_name=axis_name), None
   return _shapes.iota(dtypes.int32, axis_data.size), 0
 
-batching.axis_primitive_batchers[axis_index_p] = _axis_index_batch
+batching.fancy_primitive_batchers[axis_index_p] = _axis_index_batch
 xla.register_lowering(axis_index_p, lambda ctx, *, axis_name: xla.axis_index_hlo(
     ctx.module_context, axis_name))
 

@@ -402,7 +402,7 @@ def _reduce_batch_rule(axis_data, vals, dims, *, computation, jaxpr, dimensions)
                        computation=computation, jaxpr=jaxpr, dimensions=new_dimensions)
   return outs, [out_bdim] * n
 
-batching.axis_primitive_batchers[reduce_p] = _reduce_batch_rule
+batching.fancy_primitive_batchers[reduce_p] = _reduce_batch_rule
 
 
 @functools.lru_cache(maxsize=512)

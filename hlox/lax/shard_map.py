@@ -838,7 +838,7 @@ def _batch(axis_data, vals, dims, *, jaxpr, mesh, manual_axes, in_specs,
                           **_params(mesh, manual_axes, specs, outs_specs, check_vma))
   return shard_map_types.keep_batch_split(outs, vals, in_dims), [0] * len(outs)
 
-batching.axis_primitive_batchers[shard_map_p] = _batch
+batching.fancy_primitive_batchers[shard_map_p] = _batch
 
 
 def _sharding_rule(in_avals, in_shardings, out_avals, *, mesh, manual_axes, out_specs,

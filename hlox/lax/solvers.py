@@ -172,7 +172,7 @@ def _linear_solve_batch(axis_data, vals, dims, *, const_lengths, jaxprs):
                              jaxprs=_LinearSolveTuple(*new))
   return outs, [0] * len(outs)
 
-batching.axis_primitive_batchers[linear_solve_p] = _linear_solve_batch
+batching.fancy_primitive_batchers[linear_solve_p] = _linear_solve_batch
 
 
 # --- custom_linear_solve -----------------------------------------------------------------
@@ -338,7 +338,7 @@ def _root_batch(axis_data, vals, dims, *, const_lengths, jaxprs, num_x):
                             jaxprs=_RootTuple(*new), num_x=num_x)
   return outs, [0] * len(outs)
 
-batching.axis_primitive_batchers[custom_root_p] = _root_batch
+batching.fancy_primitive_batchers[custom_root_p] = _root_batch
 
 
 def _bound_root_solve(f):

@@ -465,12 +465,12 @@ def _addupdate_batch(axis_data, vals, dims, *, indexer):
   return [], []
 
 
-batching.axis_primitive_batchers[new_ref_p] = _new_ref_batch
+batching.fancy_primitive_batchers[new_ref_p] = _new_ref_batch
 batching.always_batched.add(new_ref_p)
 batching.primitive_batchers[freeze_p] = _freeze_batch
-batching.axis_primitive_batchers[get_p] = _get_batch
-batching.axis_primitive_batchers[swap_p] = _swap_batch
-batching.axis_primitive_batchers[addupdate_p] = _addupdate_batch
+batching.fancy_primitive_batchers[get_p] = _get_batch
+batching.fancy_primitive_batchers[swap_p] = _swap_batch
+batching.fancy_primitive_batchers[addupdate_p] = _addupdate_batch
 # A write inside vmap happens once per example even when nothing in it is batched, so a
 # write to an unbatched reference is an error then too (as in JAX): the rules always run.
 batching.always_batched.update((swap_p, addupdate_p))

@@ -62,10 +62,10 @@ def _psum_invariant_batch(axis_data, vals, dims, *, axes):
   if axis_data.name not in axes:
     return psum_invariant_p.bind(vals[0], axes=axes), dims[0]
   # Summing along a vmap axis too (a body's vmap with that name): psum's own rule.
-  return batching.axis_primitive_batchers[parallel.psum_p](
+  return batching.fancy_primitive_batchers[parallel.psum_p](
       axis_data, vals, dims, axes=axes, axis_index_groups=None)
 
-batching.axis_primitive_batchers[psum_invariant_p] = _psum_invariant_batch
+batching.fancy_primitive_batchers[psum_invariant_p] = _psum_invariant_batch
 
 
 def bind_psum(x, axes):

@@ -124,7 +124,7 @@ def _window_batch_rule(prim):
     bdim = next(d for d in dims if d is not None)
     vals = [batching.matchaxis(v, d, bdim, axis_data.size) for v, d in zip(vals, dims)]
     return prim.bind(*vals, **_batched_window_params(bdim, **params)), bdim
-  batching.axis_primitive_batchers[prim] = rule
+  batching.fancy_primitive_batchers[prim] = rule
 
 
 # --- reduce_window_{sum,max,min} ---------------------------------------------------------
@@ -441,7 +441,7 @@ def _generic_window_batch_rule(axis_data, vals, dims, *, jaxpr, **params):
                               **_batched_window_params(bdim, **params))
   return outs, [bdim] * n
 
-batching.axis_primitive_batchers[reduce_window_p] = _generic_window_batch_rule
+batching.fancy_primitive_batchers[reduce_window_p] = _generic_window_batch_rule
 
 
 def _window_monoid(computation, init, dtype):

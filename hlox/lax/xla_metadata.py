@@ -143,4 +143,4 @@ def _batch(axis_data, vals, dims, *, jaxpr, xla_metadata, ad_metadata):
                                   ad_metadata=ad_metadata)
   return outs, out_dims
 
-batching.axis_primitive_batchers[xla_metadata_call_p] = _batch
+batching.fancy_primitive_batchers[xla_metadata_call_p] = _batch

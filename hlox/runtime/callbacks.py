@@ -7,13 +7,15 @@ text) and the custom call names one by its position in that list (its ``index`` 
 The callable gets one read-only NumPy array per operand and returns a tuple with one array per
 result, of exactly the declared shapes and dtypes.
 
-An exception raised by a callback reaches the caller as jaxlib's ``JaxRuntimeError`` holding
-only the formatted text; ``host_callable`` keeps the exception itself, and the executable
-re-raises that one (with its own traceback, chained to jaxlib's error), so the user sees the
-class and message their function raised.
+An exception raised by a callback reaches the caller as jaxlib's ``JaxRuntimeError``, whose
+text holds the formatted traceback (as in JAX: libraries catch that class and read the
+original exception's name in the text, equinox's ``filter_jit`` for one). ``host_callable``
+keeps the exception itself, and the executable raises the runtime error with that exception
+as its cause, so the user's own traceback is shown with it.
 """
 from __future__ import annotations
 
+import traceback
 import types
 from typing import NamedTuple
 
@@ -21,7 +23,7 @@ import numpy as np
 
 from jaxlib import _jax
 
-from hlox import monitoring
+from hlox import errors, monitoring
 from hlox.core.dtypes import canonicalize_dtype, float0
 
 CPU_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
@@ -76,6 +78,15 @@ def in_place_callable(callback):
   return run
 
 
+def callback_error(error: BaseException) -> Exception:
+  """The error a callback's ``error`` becomes where it runs outside a program (an eager
+  ``pure_callback``): the runtime error a compiled program gives, with the same text."""
+  text = "".join(traceback.format_exception(error))
+  failure = errors.JaxRuntimeError(f"INTERNAL: CpuCallback error calling callback: {text}")
+  failure.__cause__ = error
+  return failure
+
+
 def check_results(outs, result_avals, callback) -> tuple:
   """``outs`` (a sequence of array-likes) as NumPy arrays of exactly ``result_avals``' shapes
   and dtypes; a mismatch raises RuntimeError naming the expected and the actual types."""
@@ -108,8 +119,8 @@ def _describe(avals):
 
 
 class LoadedWithCallbacks:
-  """A loaded executable whose host callbacks may raise: ``execute_sharded`` re-raises the
-  callback's own exception instead of jaxlib's text-only error. Everything else is the loaded
+  """A loaded executable whose host callbacks may raise: ``execute_sharded`` raises jaxlib's
+  error with the callback's own exception as its cause. Everything else is the loaded
   executable's."""
 
   __slots__ = ("_loaded", "host_callbacks")
@@ -126,7 +137,10 @@ class LoadedWithCallbacks:
       error, _pending.error = _pending.error, None
       if error is None:
         raise
-      raise error from runtime_error
+      if f"{type(error).__name__}: " not in str(runtime_error):
+        # A runtime whose report leaves the exception out (host transfers): say it.
+        raise callback_error(error) from error
+      raise runtime_error from error
 
   def __getattr__(self, name):
     return getattr(self._loaded, name)

@@ -44,14 +44,19 @@ def device_class() -> type:
   return client._xc().Device
 
 
+def jaxlib_version() -> str:
+  """The version of the jaxlib that hlox runs on (``jax.lib.__version__``)."""
+  import jaxlib.version
+  return jaxlib.version.__version__
+
+
 def print_environment_info(return_string: bool = False):
   """Print (or, with ``return_string=True``, return) hlox's, jaxlib's, NumPy's and Python's
   versions, the devices and the platform: what a bug report should include."""
-  import jaxlib.version
   devices = client.devices()
   lines = [
       f"hlox:    {version.hlox_version} (JAX {version.__version__} API)",
-      f"jaxlib:  {jaxlib.version.__version__}",
+      f"jaxlib:  {jaxlib_version()}",
       f"numpy:   {np.__version__}",
       f"python:  {sys.version.replace(chr(10), ' ')}",
       f"device info: {client.default_backend()}-{len(devices)}, "
