@@ -35,7 +35,8 @@ from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
                                 moved_buffers, needs_moves, scalar_argument)
 
-__all__ = ["jit_p", "CompiledCall", "compile_closed_jaxpr", "host_outputs"]
+__all__ = ["jit_p", "call_p", "closed_call_p", "CompiledCall", "compile_closed_jaxpr",
+           "host_outputs"]
 
 
 class JitPrimitive(Primitive):
@@ -64,6 +65,35 @@ def _jit_abstract_eval(*avals, jaxpr: ClosedJaxpr, **params):
 jit_p.def_abstract_eval(_jit_abstract_eval)
 core_jaxpr.typecheck_rules[jit_p] = (
     lambda in_avals, *, jaxpr, **_: core_jaxpr.check_call_operands("jit", in_avals, jaxpr))
+
+
+class _CallAsJit(Primitive):
+  """JAX's plain call primitives, ``closed_call`` (``bind(*args, call_jaxpr=closed)``) and
+  ``call`` (``bind(fun, *args)``, ``fun`` returning a flat list): a call of a jaxpr with no
+  options. hlox has one call primitive with every rule, ``jit``; binding one of these binds
+  ``jit_p`` (marked ``inline``) on the jaxpr, so the call runs, differentiates, batches and
+  lowers as a jitted call. Libraries that interpret jaxprs (numpyro's provenance tracking)
+  key rules on these objects."""
+  multiple_results = True
+
+  def bind(self, *args, **params):
+    if self.name == "call":
+      fun, *args = args
+      run = getattr(fun, "call_wrapped", fun)
+      closed = trace_to_jaxpr(lambda *xs: list(run(*xs)), [get_aval(x) for x in args],
+                              debug_info=self.name)
+    else:
+      closed = params.pop("call_jaxpr")
+    if params:
+      raise TypeError(f"{self.name}: unexpected parameters {sorted(params)}")
+    closed, consts = convert_constvars(closed)
+    operands = [*consts, *args]
+    return jit_p.bind(*operands, jaxpr=closed, name=self.name,
+                      donated_invars=(False,) * len(operands), keep_unused=False, inline=True)
+
+
+closed_call_p = _CallAsJit("closed_call")
+call_p = _CallAsJit("call")
 
 
 class CompiledCall:

@@ -714,6 +714,12 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
   return the same pytree of identically typed arrays. ``operand=x`` (JAX's older form) is
   the single operand ``x``.
   """
+  if (not callable(true_fun) and callable(false_fun) and len(operands) == 2
+      and callable(operands[1]) and operand is _NO_OPERAND):
+    # The old form ``cond(pred, true_operand, true_fun, false_operand, false_fun)``, which
+    # JAX still accepts (numpyro uses it): each branch gets its own operand.
+    x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+    return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
   operands = _operands_with_keyword("cond", operands, operand)
   if not (callable(true_fun) and callable(false_fun)):
     raise TypeError("lax.cond: true_fun and false_fun arguments should be callable, got "

@@ -26,7 +26,7 @@ from hlox.lax.linalg import (
 from hlox.custom_derivatives import custom_jvp_call_p, custom_lin_p, custom_vjp_call_p
 from hlox.checkpoint import checkpoint_p, name_p
 from hlox.lax import add_any_p
-from hlox.lax.call import jit_p
+from hlox.lax.call import call_p, closed_call_p, jit_p
 from hlox.random import random_gamma_p, threefry2x32_p
 
 # JAX's names for two primitives hlox names otherwise.
