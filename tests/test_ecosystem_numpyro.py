@@ -43,6 +43,21 @@ try:
 except TypeError as e:
   print("TypeError")
 """,
+    # numpyro's tests tune check_grads tolerances to JAX's random directions.
+    "check_grads_directions": """
+tu = importlib.import_module(m.__name__ + ".test_util")
+seen = []
+f = lambda x, y: jnp.sin(x) * y
+def f_jvp(primals, tangents):
+  seen.append(tangents)
+  return m.jvp(f, primals, tangents)
+tu.check_jvp(f, f_jvp, (np.array([0.1, 0.2, 0.3], np.float32), np.float32(2.0)))
+def f_vjp(*primals):
+  out, pullback = m.vjp(lambda x: jnp.sin(x), *primals)
+  return out, lambda ct: seen.append(ct) or pullback(ct)
+tu.check_vjp(lambda x: jnp.sin(x), f_vjp, (np.array([0.5, 1.5], np.float32),))
+print([np.round(np.asarray(t), 5).tolist() for t in seen[0]], np.round(np.asarray(seen[1]), 5))
+""",
 }
 
 
@@ -75,3 +90,24 @@ def test_call_primitive_traces_its_function():
   xs = np.arange(3.0, dtype=np.float32)
   np.testing.assert_allclose(hlox.vmap(f)(xs), np.cos(xs) * 2, rtol=1e-6)
   np.testing.assert_allclose(hlox.grad(f)(1.0), -2 * np.sin(1.0), rtol=1e-6)
+
+
+def test_check_jvp_directions_are_seeded_legacy_normals():
+  seen = []
+
+  def f_jvp(primals, tangents):
+    seen.append(tangents)
+    return hlox.jvp(jnp.sin, primals, tangents)
+  hlox.test_util.check_jvp(jnp.sin, f_jvp, (np.zeros(4, np.float32),))
+  np.testing.assert_allclose(seen[0][0], np.random.RandomState(0).randn(4).astype(np.float32))
+
+
+def test_check_grads_logdiffexp_third_order():
+  # numpyro's log(exp(a) - exp(b)) (Maechler's split on a - b), checked to order 3 at
+  # float32 with the tolerance numpyro's tests use under JAX.
+  def logdiffexp(a, b):
+    d = b - a
+    log1mexp = jnp.where(d > -0.6931472, jnp.log(-jnp.expm1(d)), jnp.log1p(-jnp.exp(d)))
+    return a + log1mexp
+  for a, b in [(-20.0, -35.0), (-0.32523, -0.34), (20.53, 19.035), (8.032, 7.032)]:
+    hlox.test_util.check_grads(logdiffexp, (a, b), order=3, rtol=0.01)
