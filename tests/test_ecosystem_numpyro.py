@@ -58,6 +58,14 @@ def f_vjp(*primals):
 tu.check_vjp(lambda x: jnp.sin(x), f_vjp, (np.array([0.5, 1.5], np.float32),))
 print([np.round(np.asarray(t), 5).tolist() for t in seen[0]], np.round(np.asarray(seen[1]), 5))
 """,
+    # numpyro's support checks reshape NumPy masks with jnp.reshape under jit and need
+    # concrete values back.
+    "reshape_keeps_numpy": """
+x = np.arange(6.0, dtype=np.float32)
+print(type(jnp.reshape(x, (2, 3))).__name__, jnp.reshape(x, (3, -1)).shape)
+m.jit(lambda: print(type(jnp.reshape(x, (-1,))).__name__, jnp.reshape(x, (2, 3), order="F")) or 0)()
+print(type(jnp.reshape(np.float32(2), (1,))).__name__, type(jnp.reshape([1, 2], (2, 1))).__name__)
+""",
 }
 
 

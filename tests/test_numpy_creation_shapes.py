@@ -393,12 +393,17 @@ def test_reshape_keywords_methods_and_errors():
   assert_close(jnp.asarray(x).reshape((-1,)), x.reshape(-1))
   assert_close(jnp.ravel(x, order="F"), x.ravel(order="F"))
   assert_close(jnp.asarray(x).flatten(), x.ravel())
+  a = jnp.asarray(x)
   with pytest.raises(TypeError, match="cannot reshape array of shape \\(2, 3\\)"):
-    jnp.reshape(x, (4, -1))
+    jnp.reshape(a, (4, -1))
   with pytest.raises(ValueError, match="only specify one unknown dimension"):
-    jnp.reshape(x, (-1, -1))
+    jnp.reshape(a, (-1, -1))
   with pytest.raises(ValueError, match="order"):
-    jnp.reshape(x, 6, order="X")
+    jnp.reshape(a, 6, order="X")
+  # A NumPy array is reshaped by its own method, as in JAX: NumPy's result and errors.
+  assert type(jnp.reshape(x, (3, 2))) is np.ndarray
+  with pytest.raises(ValueError, match="cannot reshape array of size 6"):
+    jnp.reshape(x, (4, -1))
 
 
 @pytest.mark.parametrize("axes", [None, (1, 0, 2), (-1, 0, 1), (2, 1, 0)])

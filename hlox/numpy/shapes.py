@@ -121,6 +121,11 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sh
     shape = newshape
   if shape is None:
     raise TypeError("reshape: missing required argument 'shape'")
+  if out_sharding is None and isinstance(a, (np.ndarray, np.generic)):
+    # As JAX does, a NumPy array is reshaped by its own method and stays a NumPy array, even
+    # under a transformation: code that checks concrete values there (numpyro's support
+    # checks under jit) relies on it.
+    return a.reshape(shape, order=order)
   try:
     a = _array("reshape", a)
   except TypeError:  # typed keys: their own implementation
