@@ -64,8 +64,10 @@ def test_aliases_side_effects_and_errors():
   with pytest.raises(ValueError, match="different abstract value"):
     bc.buffer_callback(same_buffer, hlox.ShapeDtypeStruct((2,), np.float32),
                        input_output_aliases={0: 0})(data)
-  with pytest.raises(ValueError, match="must not return any values"):
+  # raised in the host callback: the runtime's error, as JAX's (the cause is the ValueError)
+  with pytest.raises(hlox.errors.JaxRuntimeError, match="must not return any values") as info:
     bc.buffer_callback(lambda ctx, out: 1, hlox.ShapeDtypeStruct((), np.float32))()
+  assert isinstance(info.value.__cause__, ValueError)
   with pytest.raises(ValueError, match="do not support JVP"):
     hlox.grad(lambda x: bc.buffer_callback(_double, hlox.ShapeDtypeStruct((), np.float32))(x))(
         1.0)

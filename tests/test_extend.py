@@ -126,3 +126,29 @@ def test_prng_implementation_defined_outside_hlox():
   wrapped = hlox.random.wrap_key_data(jnp.ones((4, 3), jnp.uint32),
                                       dtype=hlox.random.key_dtype(spec))
   assert wrapped.shape == (4,) and hlox.random.key_impl(wrapped) == spec
+
+
+def test_rules_written_outside_hlox_get_tuples_as_in_jax():
+  # JAX's interpreters hand rules tuples; rules written for JAX may concatenate them with
+  # tuples or pass batch dimensions on as vmap axes.
+  seen = []
+  twice = core.Primitive("twice_for_tuples")
+  twice.multiple_results = True
+  twice.def_impl(lambda x, y: [2 * x, 2 * y])
+  twice.def_abstract_eval(lambda x, y: [x, y])
+
+  def jvp(primals, tangents):
+    seen.append((type(primals), type(tangents)))
+    tangents = tuple(ad.instantiate_zeros(t) for t in tangents)
+    return twice.bind(*primals), twice.bind(*(tangents + ()))
+
+  def batch(vals, dims):
+    seen.append((type(vals), type(dims)))
+    return twice.bind(*vals), dims
+
+  ad.primitive_jvps[twice] = jvp
+  batching.primitive_batchers[twice] = batch
+  _, t = hlox.jvp(lambda x: twice.bind(x, x)[0], (1.0,), (1.0,))
+  ys = hlox.vmap(lambda x: twice.bind(x, x))(hlox.numpy.ones(2))
+  assert float(t) == 2.0 and np.asarray(ys[1]).tolist() == [2.0, 2.0]
+  assert seen == [(tuple, tuple), (tuple, tuple)]

@@ -31,6 +31,14 @@ def short_dtype_name(dtype) -> str:
 unsplit_sharding = None
 
 
+def _splits_nothing(sharding) -> bool:
+  """Whether ``sharding`` is a NamedSharding whose spec splits no dimension and has no
+  unreduced/reduced axes (read through ``partitions``: iterating such a spec is an error)."""
+  spec = getattr(sharding, "spec", None)
+  return (spec is not None and not spec.unreduced and not spec.reduced
+          and not any(spec.partitions))
+
+
 class ShapedArray:
   """An array known only by its shape, dtype and weak-typedness.
 
@@ -44,8 +52,7 @@ class ShapedArray:
 
   def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=(), ur=()):
     if sharding is not None and unsplit_sharding is not None and \
-        not any(getattr(sharding, "spec", (True,))) and \
-        sharding == unsplit_sharding(len(shape)):
+        _splits_nothing(sharding) and sharding == unsplit_sharding(len(shape)):
       # The layout a type without one has (what ``.sharding`` reads back from any type,
       # which code like flax's passes back in): the same type, so the caches see one.
       sharding = None

@@ -24,10 +24,11 @@ from hlox.core import source_info as source_info_lib
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal, literal_value, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, get_aval, set_current_trace)
 from hlox.interpreters.partial_eval import PartialEvalTrace
+from hlox.interpreters.rule_table import RuleTable
 from hlox.interpreters import state_discharge
 from hlox.runtime.array import device_put
 
-primitive_jvps: dict = {}
+primitive_jvps: dict = RuleTable()  # (rules from outside hlox get tuples, as JAX's)
 primitive_transposes: dict = {}
 # Primitives whose transpose runs user code (custom_vjp's bwd), so it runs whenever the
 # equation is live in the linear jaxpr, even when every cotangent reaching it is zero, as

@@ -18,13 +18,14 @@ from hlox.core.refs import AbstractRef
 from hlox.core.jaxpr import ClosedJaxpr, eval_jaxpr, subjaxprs, trace_to_jaxpr
 from hlox.core.tracer import (Trace, Tracer, current_trace, extend_axis_env, get_aval,
                               set_current_trace)
+from hlox.interpreters.rule_table import RuleTable
 
 not_mapped = None
 
 # rule(vals, dims, **params) -> (out, out_dim) (lists for multiple results)
-primitive_batchers: dict = {}
+primitive_batchers: dict = RuleTable()  # (rules from outside hlox get tuples, as JAX's)
 # rule(axis_data, vals, dims, **params): for rules that need the axis size or name
-fancy_primitive_batchers: dict = {}
+fancy_primitive_batchers: dict = RuleTable(leading=1)
 
 
 class _AxisRulesOfOldSignature:
