@@ -22,24 +22,23 @@ from hlox.runtime.array import Array
 _known_operand_types = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
 
 
-def _defer_to_others(binary):
-  """Return NotImplemented for operand types we do not know, so Python tries the other side."""
+_rejected_operand_types = (dict, list, set, tuple)
+
+
+def _defer_to_others(binary, symbol, swapped=False):
+  """Return NotImplemented for operand types we do not know, so Python tries the other side.
+
+  Builtin collections are almost always a mistake, so they raise (as JAX), naming the two
+  types in the order the user wrote them. Exact types only: a NamedTuple with its own
+  operators gets its turn."""
   def method(self, other):
     if not isinstance(other, _known_operand_types) and not hasattr(other, "__jax_array__"):
+      if type(other) in _rejected_operand_types:
+        left, right = (other, self) if swapped else (self, other)
+        raise TypeError(f"unsupported operand type(s) for {symbol}: "
+                        f"{type(left).__name__!r} and {type(right).__name__!r}")
       return NotImplemented
     return binary(self, other)
-  return method
-
-
-def _reject_collections(compare, symbol):
-  # Python would answer False (True for !=) for an unknown operand; builtin collections are
-  # almost always a mistake, so they raise (as JAX). Exact types only: NamedTuples defer.
-  def method(self, other):
-    out = compare(self, other)
-    if out is NotImplemented and type(other) in (dict, list, set, tuple):
-      raise TypeError(f"unsupported operand type(s) for {symbol}: {type(self).__name__!r} and "
-                      f"{type(other).__name__!r}")
-    return out
   return method
 
 
@@ -50,21 +49,21 @@ def _swap(binary):
 def _operators():
   ops = {}
   binary = {
-      "add": ufuncs.add, "sub": ufuncs.subtract, "mul": ufuncs.multiply,
-      "truediv": ufuncs.true_divide, "floordiv": ufuncs.floor_divide, "mod": ufuncs.mod,
-      "pow": ufuncs.power, "matmul": products.matmul, "and": ufuncs.bitwise_and,
-      "or": ufuncs.bitwise_or, "xor": ufuncs.bitwise_xor, "lshift": ufuncs.left_shift,
-      "rshift": ufuncs.right_shift, "divmod": ufuncs.divmod,
+      "add": (ufuncs.add, "+"), "sub": (ufuncs.subtract, "-"), "mul": (ufuncs.multiply, "*"),
+      "truediv": (ufuncs.true_divide, "/"), "floordiv": (ufuncs.floor_divide, "//"),
+      "mod": (ufuncs.mod, "%"), "pow": (ufuncs.power, "**"), "matmul": (products.matmul, "@"),
+      "and": (ufuncs.bitwise_and, "&"), "or": (ufuncs.bitwise_or, "|"),
+      "xor": (ufuncs.bitwise_xor, "^"), "lshift": (ufuncs.left_shift, "<<"),
+      "rshift": (ufuncs.right_shift, ">>"), "divmod": (ufuncs.divmod, "divmod()"),
   }
-  for name, fn in binary.items():
-    ops[f"__{name}__"] = _defer_to_others(fn)
-    ops[f"__r{name}__"] = _defer_to_others(_swap(fn))
-  comparisons = {"eq": ufuncs.equal, "ne": ufuncs.not_equal, "lt": ufuncs.less,
-                 "le": ufuncs.less_equal, "gt": ufuncs.greater, "ge": ufuncs.greater_equal}
-  for name, fn in comparisons.items():
-    ops[f"__{name}__"] = _defer_to_others(fn)
-  for name in ("eq", "ne"):
-    ops[f"__{name}__"] = _reject_collections(ops[f"__{name}__"], "==" if name == "eq" else "!=")
+  for name, (fn, symbol) in binary.items():
+    ops[f"__{name}__"] = _defer_to_others(fn, symbol)
+    ops[f"__r{name}__"] = _defer_to_others(_swap(fn), symbol, swapped=True)
+  comparisons = {"eq": (ufuncs.equal, "=="), "ne": (ufuncs.not_equal, "!="),
+                 "lt": (ufuncs.less, "<"), "le": (ufuncs.less_equal, "<="),
+                 "gt": (ufuncs.greater, ">"), "ge": (ufuncs.greater_equal, ">=")}
+  for name, (fn, symbol) in comparisons.items():
+    ops[f"__{name}__"] = _defer_to_others(fn, symbol)
   ops["__neg__"] = ufuncs.negative
   ops["__pos__"] = lambda x: x
   ops["__abs__"] = ufuncs.abs

@@ -398,10 +398,11 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     if endpoint:
       out = lax.concatenate([out, lax.expand_dims(stop, (axis,))], axis)
   elif num == 1:
-    delta = lax.full(bounds, np.nan, compute) if endpoint else lax.sub(stop, start)
+    # (a scalar NaN step when there is no step, whatever the bounds' shape, as NumPy)
+    delta = lax.full((), np.nan, compute) if endpoint else lax.sub(stop, start)
     out = lax.reshape(start, expanded)
   else:
-    delta = lax.full(bounds, np.nan, compute)
+    delta = lax.full((), np.nan, compute)
     out = lax.full(bounds[:axis] + [0] + bounds[axis:], 0, compute)
   if dtypes.is_int(dtype) and not dtypes.is_complex(compute):
     out = lax.floor(out)  # NumPy floors (conversion alone would truncate toward zero)

@@ -1238,8 +1238,8 @@ def trim_zeros(filt, trim="fb", axis=None):
   (NumPy 2.2's n-dimensional rule)."""
   util.check_arraylike("trim_zeros", filt)
   value = util.concrete_value("trim_zeros", filt)
-  if value.ndim == 0:
-    raise TypeError("trim_zeros: 'filt' must be at least 1-D, got a 0-d array")
+  if value.ndim == 0:  # no axis to trim (NumPy >= 2.2 returns it as is)
+    return asarray(filt)
   axes = tuple(range(value.ndim)) if axis is None else \
       tuple(_axis(ax, value.ndim, "trim_zeros") for ax in
             ((axis,) if isinstance(axis, (int, np.integer)) else axis))
