@@ -235,3 +235,15 @@ def test_export_family_matches_jax():
   want = printed_in_jax({"export": _EXPORT_PROGRAM}, prelude=_PRELUDE)["export"]
   got = printed_here(_EXPORT_PROGRAM, prelude=_PRELUDE)
   assert got == want
+
+
+def test_shape_as_value_of_symbolic_shapes_reads_the_actual_sizes():
+  @hlox.jit
+  def f(x):
+    return hlox.lax.shape_as_value(x.shape)
+
+  for spec, shapes in (("a", [(1,), (4,)]), ("a, b", [(1, 2), (3, 5)])):
+    exp = export.export(f)(hlox.ShapeDtypeStruct(export.symbolic_shape(spec), np.float32))
+    for shape in shapes:
+      np.testing.assert_array_equal(exp.call(np.ones(shape, np.float32)), np.asarray(shape))
+  assert hlox.lax.shape_as_value((2, 3)).tolist() == [2, 3]

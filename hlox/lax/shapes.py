@@ -19,7 +19,7 @@ import numpy as np
 from hlox.core import dtypes
 from hlox.core import sharding_types
 from hlox.core.dims import dilate_dim, stride_dim
-from hlox.core.shape_poly import canonical_dim
+from hlox.core.shape_poly import canonical_dim, dimension_as_value
 from hlox.core.tracer import get_aval
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.base import (_check_shapelike, _is_array, _keep_dtype, _keep_weak, _shape_tuple,
@@ -814,8 +814,15 @@ def empty(shape, dtype, *, out_sharding=None):
 
 
 def shape_as_value(shape):
-  """A static ``shape`` as a NumPy int64 vector (a constant wherever it is used)."""
-  return np.asarray(_shape_tuple("shape_as_value", shape), dtype=np.int64)
+  """``shape`` as an int64 vector: a NumPy constant when every size is known, else (symbolic
+  sizes, under shape polymorphism) an array computed from the program's argument shapes."""
+  shape = _shape_tuple("shape_as_value", shape)
+  if all(isinstance(d, int) for d in shape):
+    return np.asarray(shape, dtype=np.int64)
+  int64 = dtypes.canonicalize_dtype(np.int64)  # (int32 unless x64 is on, without a warning)
+  sizes = [expand_dims(convert_element_type(dimension_as_value(d), int64), (0,))
+           for d in shape]
+  return concatenate(sizes, 0)
 
 
 def dtype(x):
