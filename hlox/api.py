@@ -2435,6 +2435,8 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
   @wraps(fun)
   def make(*args, **kwargs):
     dyn_args = [a for i, a in enumerate(args) if i not in static_argnums]
+    # (typed-key structs are traced as keys over their words, as concrete keys are)
+    dyn_args, kwargs = tree_util.tree_map(_key_struct_as_words, (dyn_args, kwargs))
     leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
     avals = [abstractify_spec(x) for x in leaves]
     out_tree_box = []

@@ -258,3 +258,36 @@ def test_lax_shape_ops_on_key_arrays():
   assert _core.function_type_signature(
       lambda a, b: lax.dynamic_update_slice(a, b, (0,)), ks, one) == \
       KeyReuseSignature(Sink(1), Forward(0, 0))
+
+
+def test_signatures_of_functions_traced_from_typed_key_structs():
+  # make_jaxpr over ShapeDtypeStructs of a key dtype traces keys over their words, as for
+  # concrete keys: random functions accept them and key-typed operations forward them.
+  key = hlox.eval_shape(hlox.random.key, 0)
+  key1d = hlox.eval_shape(lambda k: k[None], key)
+  forward = KeyReuseSignature(Forward(0, 0))
+  cases = [
+      ((lambda k: k[None]), (key,), forward),
+      (jnp.array, (key,), forward),
+      ((lambda k: jnp.array(k, dtype=k.dtype)), (key,), forward),
+      ((lambda k: k.reshape((1,))), (key,), forward),
+      (jnp.squeeze, (key1d,), forward),
+      (lax.dynamic_update_slice, (key1d, key1d, (0,)), KeyReuseSignature(Sink(1), Forward(0, 0))),
+      (hlox.random.gamma, (key, 1.0), KeyReuseSignature(Sink(0))),
+      (hlox.random.bits, (key,), KeyReuseSignature(Sink(0))),
+  ]
+  for fun, args, expected in cases:
+    assert _core.function_type_signature(fun, *args) == expected
+    assert _core.jaxpr_type_signature(hlox.make_jaxpr(fun)(*args)) == expected
+
+
+def test_device_put_of_a_key_forwards_it():
+  def f(key):
+    assert_unconsumed(key)
+    key_d = hlox.device_put(key)
+    assert_unconsumed(key_d)
+    consume(key)
+    assert_consumed(key_d)
+  _core.check_key_reuse(f, hlox.random.key(0))
+  assert _core.function_type_signature(hlox.device_put, hlox.random.key(0)) == \
+      KeyReuseSignature(Forward(0, 0))

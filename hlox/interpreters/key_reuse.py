@@ -32,6 +32,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from hlox.core import dtypes
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from hlox.errors import KeyReuseError
 
@@ -197,8 +198,14 @@ def note_key(data) -> None:
 
 
 def is_key_var(var) -> bool:
-  """Whether ``var`` was recorded as key data during a trace."""
-  return not isinstance(var, Literal) and var in _KEY_VARS
+  """Whether ``var`` holds keys: key data recorded during a trace, or a typed key (a jaxpr
+  traced from key-typed avals, ``make_jaxpr(f)(ShapeDtypeStruct((), key_dtype))``)."""
+  return not isinstance(var, Literal) and (var in _KEY_VARS or _is_typed_key(var))
+
+
+def _is_typed_key(var) -> bool:
+  dtype = getattr(getattr(var, "aval", None), "dtype", None)
+  return isinstance(dtype, dtypes.ExtendedDType) and dtypes.issubdtype(dtype, dtypes.prng_key)
 
 
 def _key_shape(var):
@@ -249,7 +256,7 @@ def _analyse(jaxpr: Jaxpr, hint) -> KeyReuseSignature:
   def is_key(v):
     if isinstance(v, Literal):
       return False
-    return v in keys or v in _KEY_VARS or resolve(v) in keys
+    return v in keys or is_key_var(v) or resolve(v) in keys
 
   def sink(v, mask, known):
     if isinstance(v, Literal) or not (known or is_key(v)):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlox import lax
+from hlox.lax.device_put import device_put_p
 from hlox.checkpoint import checkpoint_p
 from hlox.config import config
 from hlox.core.jaxpr import effectful_primitives
@@ -128,7 +129,7 @@ def watching() -> bool:
 
 _forward = KeyReuseSignature(Forward(0, 0))
 for _name in ("broadcast_in_dim_p", "reshape_p", "squeeze_p", "convert_element_type_p",
-              "copy_p", "transpose_p", "rev_p", "expand_dims_p", "device_put_p",
+              "copy_p", "transpose_p", "rev_p", "expand_dims_p",
               "dynamic_slice_p", "gather_p", "sharding_constraint_p", "optimization_barrier_p",
               "stage_p"):
   _prim = getattr(lax, _name, None)
@@ -146,8 +147,7 @@ del _name, _prim
 def _device_put_signature(eqn, keys_in):
   return KeyReuseSignature(*(Forward(i, i) for i in range(len(eqn.invars))))
 
-if isinstance(getattr(lax, "device_put_p", None), Primitive):
-  kr.key_reuse_signatures[lax.device_put_p] = _device_put_signature
+kr.key_reuse_signatures[device_put_p] = _device_put_signature
 
 
 @dynamic_key_reuse_signature
