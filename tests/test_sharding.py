@@ -593,3 +593,14 @@ def test_jit_of_arguments_on_two_meshes_of_the_same_devices():
     xs = hlox.device_put(x, NamedSharding(m1, spec1))
     ys = hlox.device_put(x, NamedSharding(m2, spec2))
     np.testing.assert_array_equal(hlox.jit(lambda a, b: a * b)(xs, ys), x * x)
+
+
+def test_abstract_mesh_knows_its_abstract_device():
+  mesh = hlox.make_mesh((1,), ("x",))
+  device = mesh.abstract_mesh.abstract_device
+  assert (device.platform, device.device_kind) == (hlox.devices()[0].platform,
+                                                   hlox.devices()[0].device_kind)
+  again = hlox.sharding.AbstractMesh(mesh.axis_sizes, mesh.axis_names,
+                                     axis_types=mesh.axis_types, abstract_device=device)
+  assert again.abstract_device == device and again == mesh.abstract_mesh
+  assert hlox.sharding.AbstractMesh((2,), ("x",)).abstract_device is None

@@ -456,6 +456,14 @@ class AbstractMesh:
   def abstract_mesh(self) -> "AbstractMesh":
     return self
 
+  @property
+  def abstract_device(self) -> "AbstractDevice | None":
+    """The kind, cores and platform of the concrete mesh's devices (None if not known)."""
+    if self._device is None:
+      return None
+    kind, cores, platform = self._device
+    return AbstractDevice(device_kind=kind, num_cores=cores, platform=platform)
+
   def update(self, axis_sizes=None, axis_names=None, axis_types=None, **kwargs):
     """This mesh with its axis sizes, names or types replaced."""
     if "abstract_device" not in kwargs:
