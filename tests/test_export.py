@@ -382,3 +382,18 @@ def test_sharded_export_runs_on_other_devices_and_meshes():
   np.testing.assert_allclose(back.call(arg), 2 * a)
   with pytest.raises(ValueError, match="does not match the mesh used for export"):
     exp.in_shardings_jax(Mesh(devices, ("z",)))
+
+
+def test_exported_types_carry_explicit_splits():
+  from hlox.sharding import AxisType, NamedSharding, PartitionSpec as P
+  mesh = hlox.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+  amesh = mesh.abstract_mesh
+  with hlox.sharding.use_mesh(mesh):
+    a = hlox.device_put(np.arange(16.).reshape(8, 2), NamedSharding(mesh, P("x", None)))
+    b = hlox.device_put(np.arange(16.).reshape(2, 8), NamedSharding(mesh, P(None, "y")))
+    exp = export.export(hlox.jit(lambda x, y: x @ y))(a, b)
+    assert exp.in_avals[0].sharding == NamedSharding(amesh, P("x", None))
+    assert exp.in_avals[1].sharding == NamedSharding(amesh, P(None, "y"))
+    assert exp.out_avals[0].sharding == NamedSharding(amesh, P("x", "y"))
+    assert str(exp.in_avals[0]) == "float32[8@x,2]"
+    np.testing.assert_allclose(exp.call(a, b), np.asarray(a) @ np.asarray(b))

@@ -245,6 +245,13 @@ def _check_one_scope(wrapped, args_specs, kwargs_specs) -> None:
             self_descr=f"current (from {first[1]}) ", other_descr=_args_kwargs_path(path))
 
 
+def _typed(aval, var):
+  split = getattr(var, "sharding", None)
+  if split is None or not isinstance(aval, ShapedArray):
+    return aval
+  return aval.update(sharding=sharding_lib.named_of_type(split, abstract=True))
+
+
 def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported:
   from hlox.config import config
   version = config._values.get("export_calling_convention_version",
@@ -273,8 +280,10 @@ def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported
   _check_custom_calls(module, disabled_checks)
   serialized = exported_module.to_portable(module)
 
-  in_avals = tuple(inner.in_avals)
-  out_avals = tuple(inner.jaxpr.out_avals)
+  # The types say how arguments and results are split over Explicit mesh axes, as JAX's
+  # (the splits live on the jaxpr's variables).
+  in_avals = tuple(map(_typed, inner.in_avals, inner.jaxpr.jaxpr.invars[n_consts:]))
+  out_avals = tuple(map(_typed, inner.jaxpr.out_avals, inner.jaxpr.jaxpr.outvars))
   in_shardings, out_shardings, nr_devices = _shardings(first, traced, n_consts)
   jaxpr = inner.jaxpr
   consts = list(inner.consts)
