@@ -207,6 +207,10 @@ class Config:
       "enable_checks": ("HLOX_ENABLE_CHECKS", _env_bool, False),
       "cache_size": ("HLOX_CACHE_SIZE", _env_int, 4096),
       "explain_cache_misses": ("HLOX_EXPLAIN_CACHE_MISSES", _env_bool, False),
+      # The calling convention ``export`` writes (hlox.export checks it is one it supports;
+      # the default is the newest, export.maximum_supported_calling_convention_version).
+      "export_calling_convention_version": ("HLOX_EXPORT_CALLING_CONVENTION_VERSION",
+                                            _env_int, 10),
       "disable_jit": ("HLOX_DISABLE_JIT", _env_bool, False),
       # The tracer leak checker (core/leak_checker.py): after each public entry point, a
       # trace that has finished but is still alive (a tracer of it was kept) is an error.

@@ -397,3 +397,24 @@ def test_exported_types_carry_explicit_splits():
     assert exp.out_avals[0].sharding == NamedSharding(amesh, P("x", "y"))
     assert str(exp.in_avals[0]) == "float32[8@x,2]"
     np.testing.assert_allclose(exp.call(a, b), np.asarray(a) @ np.asarray(b))
+
+
+def test_calling_convention_version_option():
+  assert hlox.config.jax_export_calling_convention_version == \
+      export.maximum_supported_calling_convention_version
+  spec = hlox.ShapeDtypeStruct(export.symbolic_shape("w, h"), np.float32)
+  x = np.arange(30, dtype=np.float32).reshape((5, 6))
+  try:
+    for v in (export.minimum_supported_calling_convention_version - 1,
+              export.maximum_supported_calling_convention_version + 1):
+      hlox.config.update("jax_export_calling_convention_version", v)
+      with pytest.raises(ValueError, match=f"requested export calling convention version {v}"):
+        export.export(hlox.jit(jnp.sin))(spec)
+    hlox.config.update("jax_export_calling_convention_version",
+                       export.minimum_supported_calling_convention_version)
+    exp = export.export(hlox.jit(jnp.sin))(spec)
+    assert exp.calling_convention_version == export.minimum_supported_calling_convention_version
+    np.testing.assert_allclose(exp.call(x), np.sin(x), rtol=1e-6)
+  finally:
+    hlox.config.update("jax_export_calling_convention_version",
+                       export.maximum_supported_calling_convention_version)

@@ -254,8 +254,7 @@ def _typed(aval, var):
 
 def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported:
   from hlox.config import config
-  version = config._values.get("export_calling_convention_version",
-                               maximum_supported_calling_convention_version)
+  version = config._values["export_calling_convention_version"]
   if not (minimum_supported_calling_convention_version <= version <=
           maximum_supported_calling_convention_version):
     raise ValueError(
