@@ -418,3 +418,14 @@ def test_calling_convention_version_option():
   finally:
     hlox.config.update("jax_export_calling_convention_version",
                        export.maximum_supported_calling_convention_version)
+
+
+def test_multi_platform_donation_needs_every_platform_or_none_to_donate():
+  f = hlox.jit(jnp.sin, donate_argnums=(0,))
+  x = np.arange(3, dtype=np.float32)
+  exp = export.export(f, platforms=["cpu", "tpu"])(x)
+  np.testing.assert_allclose(hlox.jit(lambda x: x + exp.call(x))(x), x + np.sin(x), rtol=1e-6)
+  with pytest.raises(NotImplementedError, match="either all or no lowering platforms"):
+    export.export(f, platforms=["cpu", "tpu", "other"])(x)
+  assert export.export(hlox.jit(jnp.sin), platforms=["cpu", "other"])(x).platforms == \
+      ("cpu", "other")

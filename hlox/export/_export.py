@@ -199,6 +199,10 @@ def default_export_platform() -> str:
   return client.lowering_platform(client.default_device())
 
 
+# Platforms whose runtimes can reuse a donated argument's buffer (JAX's list).
+_DONATING_PLATFORMS = ("cpu", "cuda", "rocm", "tpu", "neuron")
+
+
 def export(fun_jit, *, platforms: Sequence[str] | None = None,
            disabled_checks: Sequence[DisabledSafetyCheck] = ()) -> Callable[..., Exported]:
   """Export ``fun_jit`` (the result of ``jit``) for the argument types given next:
@@ -223,6 +227,12 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None,
       # JAX's set of platforms is open: a name hlox has no rules for lowers with the
       # rules every platform shares.
       targets = tuple(_PLATFORMS.get(p, p) for p in platforms)
+    if (wrapped.donate_argnums or wrapped.donate_argnames) and len(
+        {p in _DONATING_PLATFORMS for p in targets}) > 1:
+      raise NotImplementedError(
+          "In multi-platform lowering either all or no lowering platforms should support "
+          f"donation. Lowering for {list(targets)} of which only "
+          f"{[p for p in targets if p in _DONATING_PLATFORMS]} support donation")
     _check_one_scope(wrapped, args_specs, kwargs_specs)
     traced = fun_jit.trace(*args_specs, **kwargs_specs)
     return _export_traced(traced, targets, disabled_checks)
