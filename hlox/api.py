@@ -1676,6 +1676,7 @@ def _laid_out_view(x, layout, sharding, path: str):
     return x
   view = Array.__new__(Array)
   view.aval, view._npy, view._sig = x.aval, None, x._sig
+  view._multi = None
   if x._multi is not None:
     view._multi = x._laid_out
   else:

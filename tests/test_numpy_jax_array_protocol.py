@@ -175,3 +175,20 @@ def test_split_variants_follow_jax():
     jnp.hsplit(np.float32(1.), 1)
   with pytest.raises(IndexError, match="dsplit"):
     jnp.dsplit(np.ones((2, 4)), 2)
+
+
+def test_numpy_conversion_finds_no_attribute_hooks():
+  # NumPy probes __array_struct__ / __array_interface__ before __array__: an Array answers
+  # them as a plain object does (no __getattr__ to run), and converts through __array__
+  # to its cached read-only value.
+  import hlox
+  x = hlox.numpy.arange(6.).reshape(2, 3)
+  assert not hasattr(type(x), "__getattr__")
+  assert not hasattr(x, "__array_struct__") and not hasattr(x, "__array_interface__")
+  first, second = np.asarray(x), np.asarray(x)
+  assert first is second and not first.flags.writeable
+  np.testing.assert_array_equal(first, np.arange(6.).reshape(2, 3))
+  x.user_attribute = 3  # Arrays take user attributes, as JAX's
+  assert x.user_attribute == 3 and x._laid_out is None
+  with pytest.raises(AttributeError, match="no attribute 'missing'"):
+    x.missing

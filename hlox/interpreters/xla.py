@@ -32,7 +32,7 @@ from hlox.runtime import client
 from hlox.runtime import layout as layout_lib
 from hlox.runtime import shape_refinement
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
-                                moved_buffers, needs_moves, scalar_argument)
+                                moved_buffers, needs_moves, scalar_argument, single_buffers)
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
@@ -1241,6 +1241,9 @@ def apply_primitive(primitive, *args, **params):
     return outs if primitive.multiple_results else outs[0]
   try:
     bufs = moved_buffers(args, entry.device_key) if entry.moves else list(map(_get_buf, args))
+  except AttributeError:  # an array spread over devices: gathered (``Array._single``)
+    bufs = single_buffers(args)
+  try:
     outs = entry.execute(bufs).consume_with_handlers(entry.handlers)
   except Exception:  # a deleted (or donated) argument: JAX's error, not jaxlib's
     check_not_deleted(args)
@@ -1315,6 +1318,9 @@ def _compile_eager(primitive, args, params, sigs) -> _EagerEntry:
 def _run_eager(entry: _EagerEntry, args) -> list:
   try:
     bufs = moved_buffers(args, entry.device_key) if entry.moves else list(map(_get_buf, args))
+  except AttributeError:  # an array spread over devices: gathered (``Array._single``)
+    bufs = single_buffers(args)
+  try:
     outs = entry.execute(bufs).consume_with_handlers(entry.handlers)
   except Exception:  # a deleted (or donated) argument, as in ``apply_primitive``
     check_not_deleted(args)

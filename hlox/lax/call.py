@@ -33,7 +33,7 @@ from hlox.interpreters.replicated import compile_replicated_jaxpr
 from hlox.lax.device_put import program_device
 from hlox.runtime import client
 from hlox.runtime.array import (SCALAR_TYPES, Array, check_not_deleted, device_put,
-                                moved_buffers, needs_moves, scalar_argument)
+                                moved_buffers, needs_moves, scalar_argument, single_buffers)
 
 __all__ = ["jit_p", "call_p", "closed_call_p", "CompiledCall", "compile_closed_jaxpr",
            "host_outputs"]
@@ -194,7 +194,7 @@ def argument_buffers(args, device) -> list:
   arrays = [x if type(x) is Array else scalar_argument(x, device) if type(x) in SCALAR_TYPES
             else _host_argument(x, device) for x in args]
   if device is None:
-    return [x._buf for x in arrays]
+    return single_buffers(arrays)
   return moved_buffers(arrays, device)
 
 

@@ -73,9 +73,8 @@ def with_laid_out(x: Array, laid_out) -> Array:
   value in another layout."""
   out = Array.__new__(Array)
   out.aval, out._npy, out._sig = x.aval, x._npy, x._sig
-  if x._multi is not None:
-    out._multi = x._multi
-  else:
+  out._multi = x._multi
+  if x._multi is None:
     out._buf = x._buf
   out._laid_out = laid_out
   return out

@@ -106,7 +106,7 @@ class ArrayImpl:
 
   An array made by ``pmap`` lives on several devices: its ``_multi`` holds that buffer and
   its single-device ``_buf`` (what jit and eager operations consume) is made on first use
-  by gathering the pieces onto the default device (see ``__getattr__``).
+  by gathering the pieces onto the default device (see ``_single``).
 
   An array a program gave in a non-default device-local layout (``jit`` with a ``Format``,
   ``hlox.experimental.layout``) holds that buffer in ``_laid_out`` (what ``format`` reports
@@ -115,32 +115,37 @@ class ArrayImpl:
   """
 
   # ``__dict__``: users may attach attributes to Arrays, as to JAX's (created only when used).
-  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "_laid_out", "__weakref__",
-               "__dict__")
+  __slots__ = ("_buf", "aval", "_npy", "_sig", "_multi", "__weakref__", "__dict__")
   __array_priority__ = 100
 
   def __init__(self, buf, aval, device=None):
     self._buf = buf
     self.aval = aval
     self._npy = None
-    self._multi = None  # (a slot store is cheaper than ``__getattr__`` on every read)
+    self._multi = None
     # The jit fast path keys its cache on ``_sig``: the aval for uncommitted arrays (on the
     # default device), (aval, device) for arrays committed to a device.
     self._sig = aval if device is None else (aval, device)
 
-  def __getattr__(self, name):
-    # Only reached for slots never set: ``_multi`` on single-device arrays, ``_buf`` on
-    # multi-device ones until something needs it on one device.
-    if name in ("_multi", "_laid_out"):
-      return None
-    if name == "_buf":
+  # An array in the default layout has no ``_laid_out`` (set in the instance's ``__dict__``
+  # when it has one). No ``__getattr__``: NumPy probes attributes (``__array_struct__``,
+  # ``__array_interface__``) before ``__array__``, and a Python ``__getattr__`` that fails
+  # made ``np.asarray(x)`` seven times slower.
+  _laid_out = None
+
+  def _single(self):
+    """The single-device buffer: ``_buf``; for an array spread over several devices (no
+    ``_buf`` until something needs one) its value gathered onto the default device, kept."""
+    try:
+      return self._buf
+    except AttributeError:
       multi = self._multi
-      if multi is not None:
-        self._check_multi_alive(multi)
-        buf = client.put_buffer(self._value(), self.aval, client.default_device())
-        self._buf = buf
-        return buf
-    raise AttributeError(f"'ArrayImpl' object has no attribute {name!r}")
+      if multi is None:
+        raise
+      self._check_multi_alive(multi)
+      buf = client.put_buffer(self._value(), self.aval, client.default_device())
+      self._buf = buf
+      return buf
 
   def _check_multi_alive(self, multi):
     if multi.is_deleted():
@@ -302,7 +307,7 @@ class ArrayImpl:
       raise BufferError("memoryview: the array spans several devices; take one of its "
                         "addressable_shards first")
     try:
-      return memoryview(self._buf)
+      return memoryview(self._single())
     except (TypeError, DeletedArrayError):  # a deleted or donated buffer
       raise BufferError(deleted_message(self.aval)) from None
 
@@ -313,7 +318,7 @@ class ArrayImpl:
     if self._multi is not None and len(self.devices()) > 1:
       raise BufferError("__dlpack__: the array spans several devices; take one of its "
                         "addressable_shards first")
-    buf = self._buf
+    buf = self._single()
     if buf.is_deleted():
       raise DeletedArrayError(deleted_message(self.aval))
     if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
@@ -326,7 +331,7 @@ class ArrayImpl:
 
   def __dlpack_device__(self) -> tuple:
     """(DLPack device type, device id): (1, 0) for the CPU, (2, n) for CUDA device n."""
-    device = client.buffer_device(self._buf)
+    device = client.buffer_device(self._single())
     kind = _DLPACK_DEVICE_TYPES.get(device.platform)
     if kind is None:
       raise BufferError(f"__dlpack_device__: DLPack has no device type for {device}")
@@ -468,10 +473,10 @@ class ArrayImpl:
     pass
 
   def unsafe_buffer_pointer(self):
-    return self._buf.unsafe_buffer_pointer()
+    return self._single().unsafe_buffer_pointer()
 
   def on_device_size_in_bytes(self):
-    return self._buf.on_device_size_in_bytes()
+    return self._single().on_device_size_in_bytes()
 
   def check_alive(self):
     if self.is_deleted():
@@ -671,8 +676,14 @@ def moved_buffers(args, device) -> list:
   for x in args:
     if x._sig is x.aval and x._multi is None and client.buffer_device(x._buf) != device:
       x = device_put(x, device)
-    bufs.append(x._buf)
+    bufs.append(x._buf if x._multi is None else x._single())
   return bufs
+
+
+def single_buffers(args) -> list:
+  """The single-device buffers of the Arrays ``args`` (an array spread over several devices
+  gathered onto the default device, once)."""
+  return [x._buf if x._multi is None else x._single() for x in args]
 
 
 def committed_device(x):
