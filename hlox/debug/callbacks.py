@@ -26,8 +26,9 @@ __all__ = ["pure_callback", "io_callback", "callback", "print", "log", "effects_
 _ARRAY_LEAVES = (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)
 
 
-def _flatten_callback_args(name, fn, args, kwargs, returns):
-  """The operands of a callback call and the ``FlatCallback`` that rebuilds its arguments."""
+def _flatten_callback_args(name, fn, args, kwargs, returns, user_call: bool = True):
+  """The operands of a callback call and the ``FlatCallback`` that rebuilds its arguments
+  (for a ``user_call``, one that hands ``fn`` Arrays and logs its failure under ``name``)."""
   if not callable(fn):
     raise TypeError(f"{name}: the callback must be callable, got {type(fn).__name__}")
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
@@ -40,7 +41,7 @@ def _flatten_callback_args(name, fn, args, kwargs, returns):
       operands.append(arr.astype(canonicalize_dtype(arr.dtype), copy=False))
     else:
       statics.append((i, leaf))
-  return operands, FlatCallback(fn, in_tree, statics, returns)
+  return operands, FlatCallback(fn, in_tree, statics, returns, name if user_call else None)
 
 
 def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
@@ -179,7 +180,8 @@ def _emit(name, fmt, args, kwargs, ordered, partitioned, skip_format_check, reco
   elif kwargs:
     raise ValueError(f"debug.{name}: format string {fmt!r} has no placeholders for keyword "
                      f"arguments {sorted(kwargs)}")
-  operands, flat = _flatten_callback_args(f"debug.{name}", print, args, kwargs, False)
+  operands, flat = _flatten_callback_args(f"debug.{name}", print, args, kwargs, False,
+                                          user_call=False)
   debug_print_p.bind(*operands, fmt=fmt, has_placeholders=has_placeholders,
                      in_tree=flat.in_tree, logging_record=record,
                      np_printoptions=tuple(np.get_printoptions().items()),

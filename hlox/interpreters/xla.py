@@ -87,7 +87,11 @@ def make_ir_context() -> ir.Context:
   hlo.register_dialect(ctx)
   chlo.register_dialect(ctx)
   sdy.register_dialect(ctx)
-  _thread_local.ctx = (ctx, 0)
+  if not isinstance(threading.current_thread(), threading._DummyThread):
+    # Not on a thread Python did not start (XLA's, running a host callback that compiles):
+    # its thread state is made for the call and cleared after it, and clearing a
+    # thread-local that holds an MLIR object then crashes the interpreter.
+    _thread_local.ctx = (ctx, 0)
   return ctx
 
 
@@ -178,6 +182,20 @@ class ModuleContext:
     TPU) gives its ``callbacks.HostTransfer`` instead of a position."""
     self.host_callbacks.append((callback, tuple(result_avals), bool(with_token), transfer))
     return len(self.host_callbacks) - 1
+
+  def maximal_sharding(self, num_results: int, device_index: int = 0) -> ir.Attribute:
+    """The ``sdy.sharding`` of an op that runs on one device of a partitioned program, the
+    ``device_index``-th of its mesh (a host callback: XLA runs a side-effecting op once,
+    never on every device): ``num_results`` (at least one) values on a one-device mesh,
+    declared at the module's top the first time."""
+    name = f"maximal_mesh_{device_index}"
+    if name not in self._names:
+      self._names.add(name)
+      with ir.InsertionPoint.at_block_begin(self.module.body):
+        sdy.MeshOp(name, ir.Attribute.parse(f"#sdy.mesh<[], device_ids=[{device_index}]>"))
+    each = f"<@{name}, []>"
+    return ir.Attribute.parse(
+        f"#sdy.sharding_per_value<[{', '.join([each] * max(1, num_results))}]>")
 
   def new_channel(self) -> int:
     """A channel id no other collective or host transfer of this program uses."""
