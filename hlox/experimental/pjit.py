@@ -10,8 +10,6 @@ import warnings
 
 from hlox.api import jit
 
-__all__ = ["pjit"]
-
 _UNSPECIFIED = object()  # an argument the caller left out (None is a value of its own)
 
 

@@ -363,11 +363,13 @@ def _ir_type_table():
   return {
       dtypes.bool_: lambda: ir.IntegerType.get_signless(1),
       dtypes.float0: lambda: ir.IntegerType.get_signless(1),
+      dtypes.int2: lambda: ir.IntegerType.get_signless(2),
       dtypes.int4: lambda: ir.IntegerType.get_signless(4),
       dtypes.int8: lambda: ir.IntegerType.get_signless(8),
       dtypes.int16: lambda: ir.IntegerType.get_signless(16),
       dtypes.int32: lambda: ir.IntegerType.get_signless(32),
       dtypes.int64: lambda: ir.IntegerType.get_signless(64),
+      dtypes.uint2: lambda: ir.IntegerType.get_unsigned(2),
       dtypes.uint4: lambda: ir.IntegerType.get_unsigned(4),
       dtypes.uint8: lambda: ir.IntegerType.get_unsigned(8),
       dtypes.uint16: lambda: ir.IntegerType.get_unsigned(16),
@@ -448,7 +450,7 @@ def ir_constant(value, dtype=None) -> ir.Value:
     bits = value.view(np.uint16 if value.dtype.itemsize == 2 else np.uint8)
     attr = ir.DenseElementsAttr.get(np.ascontiguousarray(bits), type=element_type,
                                     shape=shape)
-  elif value.dtype in (dtypes.int4, dtypes.uint4):
+  elif value.dtype in dtypes.narrow_int_dtypes:
     attr = ir.DenseElementsAttr.get(np.ascontiguousarray(value.astype(np.int8)),
                                     type=element_type, shape=shape)
   else:
@@ -1346,11 +1348,12 @@ _bitcast_readers = LRUCache()
 
 
 def _carrier(dtype):
-  """(integer dtype of the same width NumPy can read, whether it is a 4-bit widening)."""
+  """(integer dtype of the same width NumPy can read, whether it is a widening of a type
+  narrower than a byte)."""
   if dtype == dtypes.float4_e2m1fn:  # 4 bits: no same-width carrier; widened exactly
     return np.dtype(np.float32), True
-  four_bit = dtype.itemsize == 1 and dtype in (dtypes.int4, dtypes.uint4)
-  return (np.dtype(np.int8) if four_bit else np.dtype(f"uint{8 * dtype.itemsize}")), four_bit
+  narrow = dtype in dtypes.narrow_int_dtypes
+  return (np.dtype(np.int8) if narrow else np.dtype(f"uint{8 * dtype.itemsize}")), narrow
 
 
 def _bitcast_module(aval, num_replicas: int = 1) -> str:
