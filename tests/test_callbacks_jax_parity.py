@@ -223,3 +223,34 @@ def test_pjit_is_jit_under_its_old_name():
   assert_close(out, 3 * np.arange(mesh.size), np.float32)
   assert out.sharding == hlox.NamedSharding(mesh, hlox.P())
   assert_close(pjit(jnp.sin)(x), np.sin(np.arange(mesh.size)), np.float32)
+
+
+def test_a_one_device_sharding_picks_the_device_that_runs_the_callback():
+  mesh = _mesh()
+  last = hlox.devices()[-1]
+  single = hlox.sharding.SingleDeviceSharding(last)
+  seen = []
+
+  def f(x):
+    io_callback(lambda a: seen.append(a.tolist()), None, x, sharding=single, ordered=True)
+    return hlox.pure_callback(lambda a: a + 1, _sds(x), x, sharding=single)
+
+  g = hlox.jit(f, in_shardings=hlox.NamedSharding(mesh, hlox.P("x")),
+               out_shardings=hlox.NamedSharding(mesh, hlox.P()))
+  x = jnp.arange(mesh.size, dtype=jnp.float32)
+  assert_close(g(x), np.arange(mesh.size) + 1, np.float32)
+  hlox.effects_barrier()
+  assert seen == [list(range(mesh.size))]
+  index = mesh.size - 1
+  text = g.lower(x).as_text()
+  assert f"sdy.mesh @maximal_mesh_{index} = <[], device_ids=[{index}]>" in text
+  assert "maximal_mesh_0" not in text
+  # As JAX prints it, and without a mesh it changes nothing.
+  assert "sharding=None" in str(hlox.make_jaxpr(
+      lambda x: hlox.pure_callback(np.sin, _sds(x), x))(np.float32(1)))
+  assert_close(hlox.jit(f)(np.arange(2, dtype=np.float32)), [1, 2], np.float32)
+  two = hlox.NamedSharding(mesh, hlox.P("x"))
+  with pytest.raises(NotImplementedError, match="only support a sharding on one device"):
+    g2 = hlox.jit(lambda x: hlox.pure_callback(lambda a: a, _sds(x), x, sharding=two),
+                  in_shardings=two)
+    g2(x)

@@ -54,17 +54,16 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
   batched by ``vmap_method``: ``"sequential"`` (one call per example), ``"expand_dims"``
   (one call, unbatched arguments given a leading axis of size 1) or ``"broadcast_all"``
   (unbatched arguments broadcast to the batch). It is not differentiable: wrap it in
-  ``custom_jvp`` / ``custom_vjp``. ``sharding`` is accepted for JAX compatibility (one
-  device only).
+  ``custom_jvp`` / ``custom_vjp``. ``sharding`` (a one-device sharding) picks the device
+  that runs the call in a program partitioned over a mesh (default: the mesh's first).
   """
-  del sharding
   if vmap_method is not None and vmap_method not in VMAP_METHODS:
     raise ValueError(f"pure_callback: vmap_method must be None or one of {VMAP_METHODS}, "
                      f"got {vmap_method!r}")
   avals, out_tree = result_avals_of("pure_callback", result_shape_dtypes)
   operands, flat = _flatten_callback_args("pure_callback", callback, args, kwargs, True)
   outs = pure_callback_p.bind(*operands, callback=flat, result_avals=avals,
-                              vmap_method=vmap_method)
+                              sharding=sharding, vmap_method=vmap_method)
   return tree_util.tree_unflatten(out_tree, outs)
 
 
@@ -72,12 +71,13 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bo
                 **kwargs):
   """Call ``callback(*args, **kwargs)`` on host NumPy values for its side effects and its
   results (of the declared ``result_shape_dtypes``); never dropped by the compiler.
-  ``ordered=True`` calls keep their program order (and cannot be vmapped)."""
-  del sharding
+  ``ordered=True`` calls keep their program order (and cannot be vmapped). ``sharding`` (a
+  one-device sharding) picks the device that runs the call in a program partitioned over a
+  mesh (default: the mesh's first)."""
   avals, out_tree = result_avals_of("io_callback", result_shape_dtypes)
   operands, flat = _flatten_callback_args("io_callback", callback, args, kwargs, True)
   outs = io_callback_p.bind(*operands, callback=flat, result_avals=avals,
-                            ordered=bool(ordered))
+                            sharding=sharding, ordered=bool(ordered))
   return tree_util.tree_unflatten(out_tree, outs)
 
 

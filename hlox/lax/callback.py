@@ -168,14 +168,14 @@ def _host_values(args):
 # --- the lowering, shared -----------------------------------------------------------------
 
 def host_callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool,
-                           ordered: bool = False):
+                           ordered: bool = False, sharding=None):
   """A ``stablehlo.custom_call`` of the platform's host-callback handler running
   ``callback(*numpy_operands)`` (also used by rules that run part of a program on the host,
   ``lax/linalg/gpu.host_lowering``)."""
   mctx = ctx.module_context
   name = ctx.primitive.name
   if mctx.platform in SEND_RECV_PLATFORMS:
-    return _send_recv_lowering(ctx, args, callback, result_avals, ordered)
+    return _send_recv_lowering(ctx, args, callback, result_avals, ordered, sharding)
   target = runtime_callbacks.CALLBACK_TARGETS.get(mctx.platform)
   if target is None:
     raise NotImplementedError(f"{name}: host callbacks are lowered for CPU, GPU (cuda, rocm) "
@@ -202,20 +202,35 @@ def host_callback_lowering(ctx, *args, callback, result_avals, has_side_effect: 
   attrs["result_layouts"] = _row_major_layouts(layouts_out)
   op = hlo.CustomCallOp.build_generic(results=result_types, operands=operands,
                                       attributes=attrs)
-  _run_on_one_device(mctx, op, len(result_types))
+  _run_on_one_device(mctx, op, len(result_types), sharding)
   results = list(op.results)
   if ordered:
     mctx.set_ordered_token(results.pop(0))
   return results
 
 
-def _run_on_one_device(mctx, op, num_results: int) -> None:
+def _run_on_one_device(mctx, op, num_results: int, sharding) -> None:
   """In a program XLA partitions over a mesh (not a ``shard_map`` body, whose callbacks
-  run per device), the callback runs once, on the mesh's first device, with the whole
-  values: a side-effecting op must be placed on one device there (as JAX's maximal
-  sharding)."""
+  run per device), the callback runs once, with the whole values, on the mesh's first
+  device or the one ``sharding`` (a one-device sharding) names: a side-effecting op must be
+  placed on one device there (as JAX's maximal sharding)."""
   if mctx.mesh is not None and not mctx.manual:
-    op.attributes["sdy.sharding"] = mctx.maximal_sharding(num_results)
+    op.attributes["sdy.sharding"] = mctx.maximal_sharding(
+        num_results, _device_index(mctx.mesh, sharding))
+
+
+def _device_index(mesh, sharding) -> int:
+  if sharding is None:
+    return 0
+  devices = list(getattr(sharding, "device_set", ()))
+  if len(devices) != 1:
+    raise NotImplementedError(f"host callbacks only support a sharding on one device "
+                              f"(SingleDeviceSharding), got {sharding}")
+  order = list(mesh._flat_devices_tuple)
+  if devices[0] not in order:
+    raise ValueError(f"Sharding provided to the callback specifies a device {devices[0]} "
+                     f"that is not in the device assignment ({order})")
+  return order.index(devices[0])
 
 
 _TOKEN = ShapedArray((), np.dtype(np.bool_))  # stands for the token: a rank-0 layout
@@ -233,7 +248,7 @@ def _host_transfer_attributes(channel: int) -> ir.Attribute:
       "_xla_host_transfer_rendezvous": ir.StringAttr.get(str(channel))})
 
 
-def _send_recv_lowering(ctx, args, callback, result_avals, ordered):
+def _send_recv_lowering(ctx, args, callback, result_avals, ordered, sharding):
   """A host callback as a TPU program calls it: each operand sent to the host, each
   non-empty result received from it, chained by one token (``runtime.callbacks.HostTransfer``
   says what JAX adds for callbacks without operands or results)."""
@@ -246,7 +261,7 @@ def _send_recv_lowering(ctx, args, callback, result_avals, ordered):
     op = hlo.SendOp([operand], token, hlo.ChannelHandle.get(channel, _SEND_TO_HOST),
                     is_host_transfer=ir.BoolAttr.get(True))
     op.attributes["mhlo.frontend_attributes"] = _host_transfer_attributes(channel)
-    _run_on_one_device(mctx, op, 1)
+    _run_on_one_device(mctx, op, 1, sharding)
     token = op.result
     send_channels.append(channel)
   received = tuple(bool(np.prod(a.shape) != 0) for a in result_avals)
@@ -258,7 +273,7 @@ def _send_recv_lowering(ctx, args, callback, result_avals, ordered):
                     hlo.ChannelHandle.get(channel, _RECV_FROM_HOST),
                     is_host_transfer=ir.BoolAttr.get(True))
     op.attributes["mhlo.frontend_attributes"] = _host_transfer_attributes(channel)
-    _run_on_one_device(mctx, op, 2)
+    _run_on_one_device(mctx, op, 2, sharding)
     value, token = op.results
     values.append(value)
     recv_channels.append(channel)
@@ -318,8 +333,9 @@ pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_
 pure_callback_p.def_impl(_returning_impl)
 xla.register_lowering(
     pure_callback_p,
-    lambda ctx, *args, callback, result_avals, vmap_method: host_callback_lowering(
-        ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=False))
+    lambda ctx, *args, callback, result_avals, sharding, vmap_method: host_callback_lowering(
+        ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=False,
+        sharding=sharding))
 
 
 def _pure_callback_jvp(primals, tangents, **params):
@@ -336,11 +352,11 @@ def _pure_callback_transpose(cts, *args, **params):
 ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
 
 
-def _pure_callback_batch_rule(args, dims, *, callback, result_avals, vmap_method):
+def _pure_callback_batch_rule(args, dims, *, callback, result_avals, sharding, vmap_method):
   if vmap_method in ("sequential", "sequential_unrolled"):
     return _sequential(pure_callback_p, args, dims, result_avals,
                        vmap_method == "sequential_unrolled", callback=callback,
-                       vmap_method=vmap_method)
+                       sharding=sharding, vmap_method=vmap_method)
   if vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     fill = size if vmap_method == "broadcast_all" else 1
@@ -350,7 +366,7 @@ def _pure_callback_batch_rule(args, dims, *, callback, result_avals, vmap_method
             for a, d in zip(args, dims)]
     outs = pure_callback_p.bind(*full, callback=callback,
                                 result_avals=_batched_avals(size, result_avals),
-                                vmap_method=vmap_method)
+                                sharding=sharding, vmap_method=vmap_method)
     return list(outs), [0] * len(outs)
   raise NotImplementedError(
       "vmap is only supported for the pure_callback primitive when vmap_method is one of "
@@ -369,9 +385,9 @@ io_effect_primitives.add(io_callback_p)
 xla.ordered_effects[io_callback_p] = lambda params: params["ordered"]
 xla.register_lowering(
     io_callback_p,
-    lambda ctx, *args, callback, result_avals, ordered: host_callback_lowering(
+    lambda ctx, *args, callback, result_avals, sharding, ordered: host_callback_lowering(
         ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=True,
-        ordered=ordered))
+        ordered=ordered, sharding=sharding))
 
 
 def _io_callback_jvp(primals, tangents, **params):
@@ -386,11 +402,11 @@ def _io_callback_transpose(cts, *args, **params):
 ad.primitive_transposes[io_callback_p] = _io_callback_transpose
 
 
-def _io_callback_batch_rule(args, dims, *, callback, result_avals, ordered):
+def _io_callback_batch_rule(args, dims, *, callback, result_avals, sharding, ordered):
   if ordered:
     raise ValueError("Cannot `vmap` ordered IO callback.")
   return _sequential(io_callback_p, args, dims, result_avals, False, callback=callback,
-                     ordered=ordered)
+                     sharding=sharding, ordered=ordered)
 
 batching.primitive_batchers[io_callback_p] = _io_callback_batch_rule
 
