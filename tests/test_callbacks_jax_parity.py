@@ -254,3 +254,16 @@ def test_a_one_device_sharding_picks_the_device_that_runs_the_callback():
     g2 = hlox.jit(lambda x: hlox.pure_callback(lambda a: a, _sds(x), x, sharding=two),
                   in_shardings=two)
     g2(x)
+
+
+def test_debug_callbacks_in_a_partitioned_program(capsys):
+  mesh = _mesh()
+  f = hlox.jit(lambda x: (hlox.debug.print("x={}", x),
+                          hlox.debug.callback(lambda a: print("sum", int(a.sum())), x),
+                          x * 2)[-1],
+               in_shardings=hlox.NamedSharding(mesh, hlox.P("x")))
+  x = jnp.arange(mesh.size, dtype=jnp.int32)
+  assert_close(f(x), 2 * np.arange(mesh.size), np.int32)
+  hlox.effects_barrier()
+  out = capsys.readouterr().out.splitlines()
+  assert sorted(out) == sorted([f"x={np.arange(mesh.size)}", f"sum {sum(range(mesh.size))}"])

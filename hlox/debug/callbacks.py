@@ -2,8 +2,9 @@
 ``debug.print``/``debug.log``, written on the primitives of ``hlox.lax.callback``.
 
 Each flattens its arguments (arrays become operands, other leaves such as strings stay on the
-host side of the call), binds its primitive and rebuilds the declared result pytree. The
-callback receives NumPy arrays, eagerly and compiled alike.
+host side of the call), binds its primitive and rebuilds the declared result pytree. As in
+JAX, the callback receives Arrays on the host's CPU device, eagerly and compiled alike (the
+``debug.print`` formatter NumPy values), and a failure is logged before it propagates.
 """
 from __future__ import annotations
 
@@ -46,9 +47,11 @@ def _flatten_callback_args(name, fn, args, kwargs, returns, user_call: bool = Tr
 
 def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
                   **kwargs):
-  """Call the Python function ``callback(*args, **kwargs)`` on host NumPy values from inside
-  any transformation, returning values of the declared ``result_shape_dtypes`` (a pytree of
-  ``ShapeDtypeStruct``-like objects).
+  """Call the Python function ``callback(*args, **kwargs)`` on host values (Arrays on the
+  host's CPU device) from inside any transformation, returning values of the declared
+  ``result_shape_dtypes`` (a pytree of ``ShapeDtypeStruct``-like objects; 64-bit types only
+  with x64 on). ``vmap_method="legacy_vectorized"`` (JAX's old ``vectorized=True``) passes
+  unbatched arguments as they are.
 
   The function must be pure: the compiler may drop or repeat the call. Under ``vmap`` it is
   batched by ``vmap_method``: ``"sequential"`` (one call per example), ``"expand_dims"``
@@ -69,7 +72,7 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
 
 def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bool = False,
                 **kwargs):
-  """Call ``callback(*args, **kwargs)`` on host NumPy values for its side effects and its
+  """Call ``callback(*args, **kwargs)`` on host values (Arrays) for its side effects and its
   results (of the declared ``result_shape_dtypes``); never dropped by the compiler.
   ``ordered=True`` calls keep their program order (and cannot be vmapped). ``sharding`` (a
   one-device sharding) picks the device that runs the call in a program partitioned over a
@@ -83,7 +86,7 @@ def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bo
 
 def callback(callback=None, *args, ordered: bool = False, partitioned: bool = False,
              **kwargs):
-  """Call ``callback(*args, **kwargs)`` on host NumPy values for its side effect; returns
+  """Call ``callback(*args, **kwargs)`` on host values (Arrays) for its side effect; returns
   None. Under ``vmap`` it runs once per example, under ``jvp``/``grad`` on the primal values.
   ``partitioned`` is accepted for JAX compatibility (one device only).
 
