@@ -21,7 +21,7 @@ from hlox.core import source_info as source_info_lib
 from hlox.core import dtypes
 from hlox.core.wrapping import wraps
 from hlox.core.jaxpr import (Jaxpr, JaxprEqn, Literal, Var, convert_constvars, eval_jaxpr,
-                             trace_to_jaxpr)
+                             io_effect_names, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.cache import LRUCache, memoize_derived
 from hlox.config import config
@@ -314,8 +314,20 @@ def _checkpoint_discharge(refs, *args, jaxpr, prevent_cse, **params):
 state_discharge.register(checkpoint_p, _checkpoint_discharge)
 
 
+def _check_no_io_effects(jaxpr) -> None:
+  # Differentiating a checkpoint runs its body again in the backward pass: an effect on the
+  # outside world would happen twice.
+  io = io_effect_names(jaxpr)
+  if io:
+    raise NotImplementedError("Effects not supported in partial-eval of `checkpoint`/`remat`: "
+                              f"the body calls {', '.join(sorted(set(io)))} (an IO effect); "
+                              "call it outside the checkpointed function")
+
+
 def _checkpoint_partial_eval(trace, *args, jaxpr, policy, **params):
   unknowns = [trace.is_unknown(x) for x in args]
+  if any(unknowns):
+    _check_no_io_effects(jaxpr)
   known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr_custom(
       jaxpr, unknowns, policy or nothing_saveable, is_saved)
   unknown_params = params
@@ -443,6 +455,8 @@ def _checkpoint_partial_eval_custom(eqn, ins_uk, saveable, is_saved):
   # known part is a checkpoint of what that policy computes ahead, its unknown part a
   # differentiated checkpoint that recomputes the rest.
   params = eqn.params
+  if any(ins_uk):
+    _check_no_io_effects(params["jaxpr"])
   flags = params["prevent_cse"]
 
   def known_params(args):

@@ -51,11 +51,11 @@ def itemsize_bits(dtype) -> int:
   if dtype is None:
     raise ValueError("itemsize_bits: dtype cannot be None")
   dtype = np.dtype(dtype)
-  if dtype in (_core.int4, _core.uint4):
-    return 4
-  int2 = getattr(ml_dtypes, "int2", None)
-  if int2 is not None and dtype in (np.dtype(int2), np.dtype(ml_dtypes.uint2)):
-    return 2
+  if dtype in _core.narrow_int_dtypes:
+    return ml_dtypes.iinfo(dtype).bits
+  int1 = getattr(ml_dtypes, "int1", None)
+  if int1 is not None and dtype in (np.dtype(int1), np.dtype(ml_dtypes.uint1)):
+    return 1
   return dtype.itemsize * 8
 
 

@@ -408,6 +408,11 @@ PUBLIC_NAMES = {
         'jet_rules', 'jet_subtrace', 'linear_prop', 'traceable', 'zero_prop', 'zero_series',
         'zero_term',
     ),
+    # Kept by hand: JAX's module offers ``pjit`` through a deprecation ``__getattr__``, so its
+    # dir() does not list it.
+    'hlox.experimental.pjit': (
+        'pjit',
+    ),
     'hlox.experimental.checkify': (
         'Error', 'ErrorCategory', 'JaxRuntimeError', 'all_checks', 'automatic_checks', 'check',
         'check_error', 'checkify', 'debug_check', 'div_checks', 'float_checks', 'index_checks',

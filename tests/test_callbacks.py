@@ -25,7 +25,8 @@ def _sds(x):
 
 
 def _np_sin(x):
-  assert isinstance(x, np.ndarray)  # the callback always gets host NumPy values
+  # As in JAX, the callback gets Arrays on the host's CPU device, eagerly and compiled.
+  assert isinstance(x, hlox.Array) and x.devices() == {hlox.devices("cpu")[0]}
   return np.sin(x)
 
 
@@ -62,7 +63,7 @@ def test_pure_callback_pytrees_kwargs_and_statics():
 
 def test_results_are_canonicalized_and_custom_vjp_works():
   # float64 / Python-scalar results stand for float32 with x64 off, as in JAX.
-  f = lambda x: hlox.pure_callback(lambda a: np.float64(2.5) * a.astype(np.float64),
+  f = lambda x: hlox.pure_callback(lambda a: np.float64(2.5) * np.asarray(a, np.float64),
                                    _sds(x), x)
   x = np.arange(3, dtype=np.float32)
   assert_close(f(x), 2.5 * x, np.float32)

@@ -11,7 +11,7 @@ from hlox.core.shape_poly import _DimExpr
 _short_names = {
     "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "int4": "i4", "uint4": "u4",
+    "int2": "i2", "uint2": "u2", "int4": "i4", "uint4": "u4",
     "float16": "f16", "float32": "f32", "float64": "f64", "bfloat16": "bf16",
     "complex64": "c64", "complex128": "c128",
 }

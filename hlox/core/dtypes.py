@@ -37,12 +37,16 @@ float6_e3m2fn = np.dtype(ml_dtypes.float6_e3m2fn)
 narrow_float_dtypes = (float8_e3m4, float8_e4m3, float8_e8m0fnu, float4_e2m1fn,
                        float6_e2m3fn, float6_e3m2fn)
 int4, uint4 = np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)
+int2, uint2 = np.dtype(ml_dtypes.int2), np.dtype(ml_dtypes.uint2)
+# Integers narrower than a byte (JAX's "intN" types): one element per byte on the host, XLA
+# packs them. Each promotes with nothing but itself and weak ints, as in JAX.
+narrow_int_dtypes = frozenset((int2, uint2, int4, uint4))
 # float0 is the dtype of tangents of integer and boolean values (as in JAX): zero-size items.
 float0 = np.dtype([("float0", np.void, 0)])
 
 float8_dtypes = (float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz, float8_e4m3fnuz, float8_e5m2fnuz)
-int_dtypes = (int4, int8, int16, int32, int64)
-uint_dtypes = (uint4, uint8, uint16, uint32, uint64)
+int_dtypes = (int2, int4, int8, int16, int32, int64)
+uint_dtypes = (uint2, uint4, uint8, uint16, uint32, uint64)
 float_dtypes = (*float8_dtypes, bfloat16, float16, float32, float64)
 complex_dtypes = (complex64, complex128)
 all_dtypes = (bool_, *int_dtypes, *uint_dtypes, *float_dtypes, *complex_dtypes)
@@ -323,8 +327,8 @@ def _lattice(x64: bool):
   """Each node mapped to the nodes directly above it (JAX's standard lattice)."""
   up = {
       bool_: [i_weak],
-      i_weak: [uint8, int8, int4, uint4],
-      int4: [], uint4: [],
+      i_weak: [uint8, int8, *narrow_int_dtypes],
+      **{t: [] for t in narrow_int_dtypes},
       uint8: [int16, uint16], uint16: [int32, uint32],
       uint32: [int64, uint64] if x64 else [int32, uint64],
       uint64: [f_weak],
@@ -356,7 +360,7 @@ def _upper_bounds(x64):
 def _strict_upper_bounds():
   """JAX's strict lattice: a weak kind joins any dtype of its kind or above (weak int ->
   weak float -> weak complex), and distinct strong dtypes join nothing."""
-  ints = [int4, uint4, uint8, uint16, uint32, uint64, int8, int16, int32, int64]
+  ints = [*narrow_int_dtypes, uint8, uint16, uint32, uint64, int8, int16, int32, int64]
   floats = [*float8_dtypes, *narrow_float_dtypes, bfloat16, float16, float32, float64]
   complexes = [complex64, complex128]
   ubs = {t: frozenset((t,)) for t in (bool_, *ints, *floats, *complexes)}
@@ -395,6 +399,9 @@ def _join(nodes: frozenset, x64):
     if small:  # JAX's phrase
       extra = (f" {small[0]}-bit floats do not support implicit promotion; convert "
                "explicitly, e.g. x.astype('float32').")
+    elif any(n in narrow_int_dtypes for n in nodes):
+      extra = (" 1-bit, 2-bit and 4-bit integers do not support implicit promotion; convert "
+               "explicitly, e.g. x.astype('int32').")
     raise TypePromotionError(f"Input dtypes {names} have no implicit promotion path.{extra}")
   return next(iter(least))
 
@@ -526,7 +533,8 @@ def _result_type(args):
 
 # JAX widens an integer or bool by its width, not to the default float dtype: everything up
 # to 32 bits becomes float32 even with x64 on (``exp(int8)`` is float32 in both modes), and
-# only the 64-bit integers become float64.
+# only the 64-bit integers become float64. (2-bit integers have no entry, as in JAX: they
+# stay integers, which ``sin`` and the like refuse.)
 _to_inexact = {
     bool_: float32, int4: float32, uint4: float32, int8: float32, uint8: float32,
     int16: float32, uint16: float32, int32: float32, uint32: float32,

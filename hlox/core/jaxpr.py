@@ -715,6 +715,25 @@ effectful_primitives: set = set()  # primitives DCE must keep even when their ou
 effectful_when: dict = {}
 
 
+# Primitives with an effect on the world outside the program (``io_callback``): as with
+# JAX's IO effect, transformations that would change how often they run, or on which values,
+# refuse them (vmap of a cond or while_loop with a batched predicate, AD of a checkpoint).
+io_effect_primitives: set = set()
+
+
+def io_effect_names(jaxpr) -> list:
+  """The names of the IO-effect primitives ``jaxpr`` (a Jaxpr or ClosedJaxpr) binds, itself
+  or in a jaxpr inside it (a loop's body, a branch, a call)."""
+  jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+  found = []
+  for eqn in jaxpr.eqns:
+    if eqn.primitive in io_effect_primitives:
+      found.append(eqn.primitive.name)
+    for sub in subjaxprs(eqn.params):
+      found += io_effect_names(sub)
+  return found
+
+
 def is_effectful(eqn) -> bool:
   """Whether ``eqn`` must run even when its outputs are unused."""
   if eqn.primitive in effectful_primitives:

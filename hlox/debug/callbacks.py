@@ -2,8 +2,9 @@
 ``debug.print``/``debug.log``, written on the primitives of ``hlox.lax.callback``.
 
 Each flattens its arguments (arrays become operands, other leaves such as strings stay on the
-host side of the call), binds its primitive and rebuilds the declared result pytree. The
-callback receives NumPy arrays, eagerly and compiled alike.
+host side of the call), binds its primitive and rebuilds the declared result pytree. As in
+JAX, the callback receives Arrays on the host's CPU device, eagerly and compiled alike (the
+``debug.print`` formatter NumPy values), and a failure is logged before it propagates.
 """
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ __all__ = ["pure_callback", "io_callback", "callback", "print", "log", "effects_
 _ARRAY_LEAVES = (Tracer, Array, np.ndarray, np.generic, bool, int, float, complex)
 
 
-def _flatten_callback_args(name, fn, args, kwargs, returns):
-  """The operands of a callback call and the ``FlatCallback`` that rebuilds its arguments."""
+def _flatten_callback_args(name, fn, args, kwargs, returns, user_call: bool = True):
+  """The operands of a callback call and the ``FlatCallback`` that rebuilds its arguments
+  (for a ``user_call``, one that hands ``fn`` Arrays and logs its failure under ``name``)."""
   if not callable(fn):
     raise TypeError(f"{name}: the callback must be callable, got {type(fn).__name__}")
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
@@ -40,49 +42,51 @@ def _flatten_callback_args(name, fn, args, kwargs, returns):
       operands.append(arr.astype(canonicalize_dtype(arr.dtype), copy=False))
     else:
       statics.append((i, leaf))
-  return operands, FlatCallback(fn, in_tree, statics, returns)
+  return operands, FlatCallback(fn, in_tree, statics, returns, name if user_call else None)
 
 
 def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
                   **kwargs):
-  """Call the Python function ``callback(*args, **kwargs)`` on host NumPy values from inside
-  any transformation, returning values of the declared ``result_shape_dtypes`` (a pytree of
-  ``ShapeDtypeStruct``-like objects).
+  """Call the Python function ``callback(*args, **kwargs)`` on host values (Arrays on the
+  host's CPU device) from inside any transformation, returning values of the declared
+  ``result_shape_dtypes`` (a pytree of ``ShapeDtypeStruct``-like objects; 64-bit types only
+  with x64 on). ``vmap_method="legacy_vectorized"`` (JAX's old ``vectorized=True``) passes
+  unbatched arguments as they are.
 
   The function must be pure: the compiler may drop or repeat the call. Under ``vmap`` it is
   batched by ``vmap_method``: ``"sequential"`` (one call per example), ``"expand_dims"``
   (one call, unbatched arguments given a leading axis of size 1) or ``"broadcast_all"``
   (unbatched arguments broadcast to the batch). It is not differentiable: wrap it in
-  ``custom_jvp`` / ``custom_vjp``. ``sharding`` is accepted for JAX compatibility (one
-  device only).
+  ``custom_jvp`` / ``custom_vjp``. ``sharding`` (a one-device sharding) picks the device
+  that runs the call in a program partitioned over a mesh (default: the mesh's first).
   """
-  del sharding
   if vmap_method is not None and vmap_method not in VMAP_METHODS:
     raise ValueError(f"pure_callback: vmap_method must be None or one of {VMAP_METHODS}, "
                      f"got {vmap_method!r}")
   avals, out_tree = result_avals_of("pure_callback", result_shape_dtypes)
   operands, flat = _flatten_callback_args("pure_callback", callback, args, kwargs, True)
   outs = pure_callback_p.bind(*operands, callback=flat, result_avals=avals,
-                              vmap_method=vmap_method)
+                              sharding=sharding, vmap_method=vmap_method)
   return tree_util.tree_unflatten(out_tree, outs)
 
 
 def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered: bool = False,
                 **kwargs):
-  """Call ``callback(*args, **kwargs)`` on host NumPy values for its side effects and its
+  """Call ``callback(*args, **kwargs)`` on host values (Arrays) for its side effects and its
   results (of the declared ``result_shape_dtypes``); never dropped by the compiler.
-  ``ordered=True`` calls keep their program order (and cannot be vmapped)."""
-  del sharding
+  ``ordered=True`` calls keep their program order (and cannot be vmapped). ``sharding`` (a
+  one-device sharding) picks the device that runs the call in a program partitioned over a
+  mesh (default: the mesh's first)."""
   avals, out_tree = result_avals_of("io_callback", result_shape_dtypes)
   operands, flat = _flatten_callback_args("io_callback", callback, args, kwargs, True)
   outs = io_callback_p.bind(*operands, callback=flat, result_avals=avals,
-                            ordered=bool(ordered))
+                            sharding=sharding, ordered=bool(ordered))
   return tree_util.tree_unflatten(out_tree, outs)
 
 
 def callback(callback=None, *args, ordered: bool = False, partitioned: bool = False,
              **kwargs):
-  """Call ``callback(*args, **kwargs)`` on host NumPy values for its side effect; returns
+  """Call ``callback(*args, **kwargs)`` on host values (Arrays) for its side effect; returns
   None. Under ``vmap`` it runs once per example, under ``jvp``/``grad`` on the primal values.
   ``partitioned`` is accepted for JAX compatibility (one device only).
 
@@ -179,7 +183,8 @@ def _emit(name, fmt, args, kwargs, ordered, partitioned, skip_format_check, reco
   elif kwargs:
     raise ValueError(f"debug.{name}: format string {fmt!r} has no placeholders for keyword "
                      f"arguments {sorted(kwargs)}")
-  operands, flat = _flatten_callback_args(f"debug.{name}", print, args, kwargs, False)
+  operands, flat = _flatten_callback_args(f"debug.{name}", print, args, kwargs, False,
+                                          user_call=False)
   debug_print_p.bind(*operands, fmt=fmt, has_placeholders=has_placeholders,
                      in_tree=flat.in_tree, logging_record=record,
                      np_printoptions=tuple(np.get_printoptions().items()),

@@ -87,7 +87,11 @@ def make_ir_context() -> ir.Context:
   hlo.register_dialect(ctx)
   chlo.register_dialect(ctx)
   sdy.register_dialect(ctx)
-  _thread_local.ctx = (ctx, 0)
+  if not isinstance(threading.current_thread(), threading._DummyThread):
+    # Not on a thread Python did not start (XLA's, running a host callback that compiles):
+    # its thread state is made for the call and cleared after it, and clearing a
+    # thread-local that holds an MLIR object then crashes the interpreter.
+    _thread_local.ctx = (ctx, 0)
   return ctx
 
 
@@ -178,6 +182,20 @@ class ModuleContext:
     TPU) gives its ``callbacks.HostTransfer`` instead of a position."""
     self.host_callbacks.append((callback, tuple(result_avals), bool(with_token), transfer))
     return len(self.host_callbacks) - 1
+
+  def maximal_sharding(self, num_results: int, device_index: int = 0) -> ir.Attribute:
+    """The ``sdy.sharding`` of an op that runs on one device of a partitioned program, the
+    ``device_index``-th of its mesh (a host callback: XLA runs a side-effecting op once,
+    never on every device): ``num_results`` (at least one) values on a one-device mesh,
+    declared at the module's top the first time."""
+    name = f"maximal_mesh_{device_index}"
+    if name not in self._names:
+      self._names.add(name)
+      with ir.InsertionPoint.at_block_begin(self.module.body):
+        sdy.MeshOp(name, ir.Attribute.parse(f"#sdy.mesh<[], device_ids=[{device_index}]>"))
+    each = f"<@{name}, []>"
+    return ir.Attribute.parse(
+        f"#sdy.sharding_per_value<[{', '.join([each] * max(1, num_results))}]>")
 
   def new_channel(self) -> int:
     """A channel id no other collective or host transfer of this program uses."""
@@ -345,11 +363,13 @@ def _ir_type_table():
   return {
       dtypes.bool_: lambda: ir.IntegerType.get_signless(1),
       dtypes.float0: lambda: ir.IntegerType.get_signless(1),
+      dtypes.int2: lambda: ir.IntegerType.get_signless(2),
       dtypes.int4: lambda: ir.IntegerType.get_signless(4),
       dtypes.int8: lambda: ir.IntegerType.get_signless(8),
       dtypes.int16: lambda: ir.IntegerType.get_signless(16),
       dtypes.int32: lambda: ir.IntegerType.get_signless(32),
       dtypes.int64: lambda: ir.IntegerType.get_signless(64),
+      dtypes.uint2: lambda: ir.IntegerType.get_unsigned(2),
       dtypes.uint4: lambda: ir.IntegerType.get_unsigned(4),
       dtypes.uint8: lambda: ir.IntegerType.get_unsigned(8),
       dtypes.uint16: lambda: ir.IntegerType.get_unsigned(16),
@@ -430,7 +450,7 @@ def ir_constant(value, dtype=None) -> ir.Value:
     bits = value.view(np.uint16 if value.dtype.itemsize == 2 else np.uint8)
     attr = ir.DenseElementsAttr.get(np.ascontiguousarray(bits), type=element_type,
                                     shape=shape)
-  elif value.dtype in (dtypes.int4, dtypes.uint4):
+  elif value.dtype in dtypes.narrow_int_dtypes:
     attr = ir.DenseElementsAttr.get(np.ascontiguousarray(value.astype(np.int8)),
                                     type=element_type, shape=shape)
   else:
@@ -1334,11 +1354,12 @@ _bitcast_readers = LRUCache()
 
 
 def _carrier(dtype):
-  """(integer dtype of the same width NumPy can read, whether it is a 4-bit widening)."""
+  """(integer dtype of the same width NumPy can read, whether it is a widening of a type
+  narrower than a byte)."""
   if dtype == dtypes.float4_e2m1fn:  # 4 bits: no same-width carrier; widened exactly
     return np.dtype(np.float32), True
-  four_bit = dtype.itemsize == 1 and dtype in (dtypes.int4, dtypes.uint4)
-  return (np.dtype(np.int8) if four_bit else np.dtype(f"uint{8 * dtype.itemsize}")), four_bit
+  narrow = dtype in dtypes.narrow_int_dtypes
+  return (np.dtype(np.int8) if narrow else np.dtype(f"uint{8 * dtype.itemsize}")), narrow
 
 
 def _bitcast_module(aval, num_replicas: int = 1) -> str:

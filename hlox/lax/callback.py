@@ -31,7 +31,7 @@ import numpy as np
 from hlox import _tree_transform as tree_util
 from hlox.core.avals import ShapedArray
 from hlox.core.dtypes import canonicalize_dtype
-from hlox.core.jaxpr import effectful_primitives
+from hlox.core.jaxpr import effectful_primitives, io_effect_primitives
 from hlox.core.primitive import Primitive
 from hlox.interpreters import ad, batching, xla
 from hlox.lax.base import broadcast
@@ -39,6 +39,7 @@ from hlox.lax.control_flow import scan
 from hlox.lax.shapes import index_in_dim
 from hlox.runtime import callbacks as runtime_callbacks
 from hlox.runtime.array import device_put
+from hlox.runtime.client import local_devices
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
@@ -46,7 +47,8 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 __all__ = ["pure_callback_p", "io_callback_p", "debug_callback_p", "debug_print_p",
            "FlatCallback", "result_avals_of"]
 
-VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+                "legacy_vectorized")
 
 
 class _MultiResult(Primitive):
@@ -61,27 +63,45 @@ class FlatCallback:
   holds the leaves that are not arrays (strings, ...), as ``(position, value)`` pairs put
   back among the flat operands before the call. ``returns`` False: the function's value is
   dropped (debug callbacks).
+
+  ``api`` names the user-facing function that made it ("pure_callback", "io_callback",
+  "debug.callback"). Those hand the user's function Arrays on the host's CPU device, as
+  JAX does (so it may compute with ``hlox.numpy``), and log its exception (``jax.<api>
+  failed`` with the traceback) before it propagates: a failure inside a running program
+  reaches the caller only as a runtime error, and an asynchronous one perhaps not at all.
+  Without ``api`` (``debug.print``'s formatter) the operands stay NumPy arrays.
   """
 
-  __slots__ = ("callback", "in_tree", "statics", "returns")
+  __slots__ = ("callback", "in_tree", "statics", "returns", "api")
 
-  def __init__(self, callback, in_tree, statics=(), returns: bool = True):
+  def __init__(self, callback, in_tree, statics=(), returns: bool = True,
+               api: str | None = None):
     self.callback = callback
     self.in_tree = in_tree
     self.statics = tuple(statics)
     self.returns = returns
+    self.api = api
 
   def __call__(self, *flat_args):
+    if self.api is not None:
+      flat_args = _on_host_device(flat_args)
     if self.statics:
       flat_args = list(flat_args)
       for pos, value in self.statics:
         flat_args.insert(pos, value)
     args, kwargs = tree_util.tree_unflatten(self.in_tree, flat_args)
-    out = self.callback(*args, **kwargs)
+    if self.api is None:
+      out = self.callback(*args, **kwargs)
+    else:
+      try:
+        out = self.callback(*args, **kwargs)
+      except BaseException:
+        callback_logger.exception("jax.%s failed", self.api)
+        raise
     return tuple(tree_util.tree_leaves(out)) if self.returns else ()
 
   def _key(self):
-    key = (self.callback, self.in_tree, self.statics, self.returns)
+    key = (self.callback, self.in_tree, self.statics, self.returns, self.api)
     try:
       hash(key)
     except TypeError:  # an unhashable callable or static: equal only to itself
@@ -107,8 +127,33 @@ def result_avals_of(name: str, result_shape_dtypes) -> tuple:
     if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
       raise TypeError(f"{name}: result_shape_dtypes must be a pytree of objects with .shape "
                       f"and .dtype (e.g. ShapeDtypeStruct), got {leaf!r}")
-    avals.append(ShapedArray(tuple(leaf.shape), canonicalize_dtype(leaf.dtype)))
+    dtype = leaf.dtype
+    if isinstance(dtype, np.dtype) or isinstance(dtype, (str, type)):
+      dtype = np.dtype(dtype)
+      if canonicalize_dtype(dtype) != dtype:
+        # The callback's values arrive as the declared type: one the program cannot hold
+        # is the caller's mistake, not something to narrow behind their back (as JAX).
+        raise ValueError(f"{name}: result_shape_dtypes cannot specify 64-bit types when "
+                         f"`jax_enable_x64` is disabled (got {dtype.name}); declare the "
+                         f"32-bit type or enable x64")
+    avals.append(ShapedArray(tuple(leaf.shape), dtype))
   return tuple(avals), tree
+
+
+# Where a failing user callback is reported (``FlatCallback``).
+callback_logger = logging.getLogger("hlox.callback")
+
+
+def _on_host_device(values) -> list:
+  """NumPy operands as Arrays on the host's first CPU device (where JAX puts a callback's
+  operands, whichever platform the program runs on)."""
+  device = host_device()
+  return [device_put(v, device) for v in values]
+
+
+def host_device():
+  """The CPU device callbacks' operands are put on."""
+  return local_devices(backend="cpu")[0]
 
 
 def _host_values(args):
@@ -123,14 +168,14 @@ def _host_values(args):
 # --- the lowering, shared -----------------------------------------------------------------
 
 def host_callback_lowering(ctx, *args, callback, result_avals, has_side_effect: bool,
-                           ordered: bool = False):
+                           ordered: bool = False, sharding=None):
   """A ``stablehlo.custom_call`` of the platform's host-callback handler running
   ``callback(*numpy_operands)`` (also used by rules that run part of a program on the host,
   ``lax/linalg/gpu.host_lowering``)."""
   mctx = ctx.module_context
   name = ctx.primitive.name
   if mctx.platform in SEND_RECV_PLATFORMS:
-    return _send_recv_lowering(ctx, args, callback, result_avals, ordered)
+    return _send_recv_lowering(ctx, args, callback, result_avals, ordered, sharding)
   target = runtime_callbacks.CALLBACK_TARGETS.get(mctx.platform)
   if target is None:
     raise NotImplementedError(f"{name}: host callbacks are lowered for CPU, GPU (cuda, rocm) "
@@ -157,10 +202,35 @@ def host_callback_lowering(ctx, *args, callback, result_avals, has_side_effect: 
   attrs["result_layouts"] = _row_major_layouts(layouts_out)
   op = hlo.CustomCallOp.build_generic(results=result_types, operands=operands,
                                       attributes=attrs)
+  _run_on_one_device(mctx, op, len(result_types), sharding)
   results = list(op.results)
   if ordered:
     mctx.set_ordered_token(results.pop(0))
   return results
+
+
+def _run_on_one_device(mctx, op, num_results: int, sharding) -> None:
+  """In a program XLA partitions over a mesh (not a ``shard_map`` body, whose callbacks
+  run per device), the callback runs once, with the whole values, on the mesh's first
+  device or the one ``sharding`` (a one-device sharding) names: a side-effecting op must be
+  placed on one device there (as JAX's maximal sharding)."""
+  if mctx.mesh is not None and not mctx.manual:
+    op.attributes["sdy.sharding"] = mctx.maximal_sharding(
+        num_results, _device_index(mctx.mesh, sharding))
+
+
+def _device_index(mesh, sharding) -> int:
+  if sharding is None:
+    return 0
+  devices = list(getattr(sharding, "device_set", ()))
+  if len(devices) != 1:
+    raise NotImplementedError(f"host callbacks only support a sharding on one device "
+                              f"(SingleDeviceSharding), got {sharding}")
+  order = list(mesh._flat_devices_tuple)
+  if devices[0] not in order:
+    raise ValueError(f"Sharding provided to the callback specifies a device {devices[0]} "
+                     f"that is not in the device assignment ({order})")
+  return order.index(devices[0])
 
 
 _TOKEN = ShapedArray((), np.dtype(np.bool_))  # stands for the token: a rank-0 layout
@@ -178,7 +248,7 @@ def _host_transfer_attributes(channel: int) -> ir.Attribute:
       "_xla_host_transfer_rendezvous": ir.StringAttr.get(str(channel))})
 
 
-def _send_recv_lowering(ctx, args, callback, result_avals, ordered):
+def _send_recv_lowering(ctx, args, callback, result_avals, ordered, sharding):
   """A host callback as a TPU program calls it: each operand sent to the host, each
   non-empty result received from it, chained by one token (``runtime.callbacks.HostTransfer``
   says what JAX adds for callbacks without operands or results)."""
@@ -191,6 +261,7 @@ def _send_recv_lowering(ctx, args, callback, result_avals, ordered):
     op = hlo.SendOp([operand], token, hlo.ChannelHandle.get(channel, _SEND_TO_HOST),
                     is_host_transfer=ir.BoolAttr.get(True))
     op.attributes["mhlo.frontend_attributes"] = _host_transfer_attributes(channel)
+    _run_on_one_device(mctx, op, 1, sharding)
     token = op.result
     send_channels.append(channel)
   received = tuple(bool(np.prod(a.shape) != 0) for a in result_avals)
@@ -202,6 +273,7 @@ def _send_recv_lowering(ctx, args, callback, result_avals, ordered):
                     hlo.ChannelHandle.get(channel, _RECV_FROM_HOST),
                     is_host_transfer=ir.BoolAttr.get(True))
     op.attributes["mhlo.frontend_attributes"] = _host_transfer_attributes(channel)
+    _run_on_one_device(mctx, op, 2, sharding)
     value, token = op.results
     values.append(value)
     recv_channels.append(channel)
@@ -261,8 +333,9 @@ pure_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_
 pure_callback_p.def_impl(_returning_impl)
 xla.register_lowering(
     pure_callback_p,
-    lambda ctx, *args, callback, result_avals, vmap_method: host_callback_lowering(
-        ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=False))
+    lambda ctx, *args, callback, result_avals, sharding, vmap_method: host_callback_lowering(
+        ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=False,
+        sharding=sharding))
 
 
 def _pure_callback_jvp(primals, tangents, **params):
@@ -279,19 +352,21 @@ def _pure_callback_transpose(cts, *args, **params):
 ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
 
 
-def _pure_callback_batch_rule(args, dims, *, callback, result_avals, vmap_method):
+def _pure_callback_batch_rule(args, dims, *, callback, result_avals, sharding, vmap_method):
   if vmap_method in ("sequential", "sequential_unrolled"):
     return _sequential(pure_callback_p, args, dims, result_avals,
                        vmap_method == "sequential_unrolled", callback=callback,
-                       vmap_method=vmap_method)
-  if vmap_method in ("expand_dims", "broadcast_all"):
+                       sharding=sharding, vmap_method=vmap_method)
+  if vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
     fill = size if vmap_method == "broadcast_all" else 1
-    full = [broadcast(a, (fill,)) if d is None else batching.moveaxis(a, d, 0)
+    # (``legacy_vectorized``, JAX's old ``vectorized=True``: unbatched operands as they are)
+    full = [batching.moveaxis(a, d, 0) if d is not None
+            else a if vmap_method == "legacy_vectorized" else broadcast(a, (fill,))
             for a, d in zip(args, dims)]
     outs = pure_callback_p.bind(*full, callback=callback,
                                 result_avals=_batched_avals(size, result_avals),
-                                vmap_method=vmap_method)
+                                sharding=sharding, vmap_method=vmap_method)
     return list(outs), [0] * len(outs)
   raise NotImplementedError(
       "vmap is only supported for the pure_callback primitive when vmap_method is one of "
@@ -306,12 +381,13 @@ io_callback_p = _MultiResult("io_callback")
 io_callback_p.def_abstract_eval(lambda *avals, result_avals, **_: list(result_avals))
 io_callback_p.def_impl(_returning_impl)
 effectful_primitives.add(io_callback_p)
+io_effect_primitives.add(io_callback_p)
 xla.ordered_effects[io_callback_p] = lambda params: params["ordered"]
 xla.register_lowering(
     io_callback_p,
-    lambda ctx, *args, callback, result_avals, ordered: host_callback_lowering(
+    lambda ctx, *args, callback, result_avals, sharding, ordered: host_callback_lowering(
         ctx, *args, callback=callback, result_avals=result_avals, has_side_effect=True,
-        ordered=ordered))
+        ordered=ordered, sharding=sharding))
 
 
 def _io_callback_jvp(primals, tangents, **params):
@@ -320,11 +396,17 @@ def _io_callback_jvp(primals, tangents, **params):
 ad.primitive_jvps[io_callback_p] = _io_callback_jvp
 
 
-def _io_callback_batch_rule(args, dims, *, callback, result_avals, ordered):
+def _io_callback_transpose(cts, *args, **params):
+  raise ValueError("IO callbacks do not support transpose.")
+
+ad.primitive_transposes[io_callback_p] = _io_callback_transpose
+
+
+def _io_callback_batch_rule(args, dims, *, callback, result_avals, sharding, ordered):
   if ordered:
     raise ValueError("Cannot `vmap` ordered IO callback.")
   return _sequential(io_callback_p, args, dims, result_avals, False, callback=callback,
-                     ordered=ordered)
+                     sharding=sharding, ordered=ordered)
 
 batching.primitive_batchers[io_callback_p] = _io_callback_batch_rule
 

@@ -33,7 +33,7 @@ from hlox.core.avals import ShapedArray
 from hlox.core.shape_poly import _DimExpr, dimension_as_value
 from hlox.core.refs import is_ref_aval
 from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert_constvars, dce_jaxpr,
-                             eval_jaxpr, is_effectful, trace_to_jaxpr)
+                             eval_jaxpr, io_effect_names, is_effectful, trace_to_jaxpr)
 from hlox.core.primitive import Primitive
 from hlox.core.source_info import current_xla_metadata
 from hlox.core.traceback_util import api_boundary
@@ -591,6 +591,13 @@ def _cond_batch(axis_data, vals, dims, *, branches):
   size = axis_data.size
   if idim is not None:
     # A batched predicate: every branch runs on the whole batch and ``select_n`` picks.
+    # An IO effect would then happen for examples that did not take its branch.
+    io = [n for br in branches for n in io_effect_names(br)]
+    if io:
+      raise NotImplementedError(f"IO effect not supported in vmap-of-cond. The branches "
+                                f"call {', '.join(sorted(set(io)))} and the predicate is "
+                                "batched: call it outside the cond, or make the predicate "
+                                "the same for every example")
     index = batching.moveaxis(index, idim, 0)
     ops = [batching.bdim_at_front(x, d, size) for x, d in zip(ops, odims)]
     results = []
@@ -1056,6 +1063,14 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts,
                        False)
   pred_bat = pred_dims[0] is not None
   if pred_bat:
+    # Finished members keep running the body (their carry is then left as it was): an IO
+    # effect in it would happen for them too.
+    io = io_effect_names(body_jaxpr) + io_effect_names(cond_jaxpr)
+    if io:
+      raise NotImplementedError(
+          "Unordered IO effects not supported in while_loop with batched predicate: the "
+          f"loop calls {', '.join(sorted(set(io)))} and its predicate differs between "
+          "examples")
     carry_bat = [True] * len(init)
   cdims = carry_dims(carry_bat)
   init = [batching.bdim_at_front(x, d, size) if b else x

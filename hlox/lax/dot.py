@@ -287,7 +287,9 @@ def _bit_width(dtype) -> int:
     return 1
   if dtypes.is_complex(dtype):
     return np.dtype(dtype).itemsize * 4  # as finfo counts it: the bits of one part
-  return np.dtype(dtype).itemsize * 8 if dtype not in (dtypes.int4, dtypes.uint4) else 4
+  if dtype in dtypes.narrow_int_dtypes:
+    return dtypes.iinfo(dtype).bits
+  return np.dtype(dtype).itemsize * 8
 
 
 def _type_rank(dtype):

@@ -120,7 +120,7 @@ def naryop_dtype_rule(name: str, kinds_per_arg: Sequence[Sequence[str]], *avals,
   return avals[0].dtype
 
 
-_NARROW_INTS = frozenset((dtypes.int4, dtypes.uint4))
+_NARROW_INTS = dtypes.narrow_int_dtypes
 
 
 def naryop(result_dtype: Callable | None, kinds: Sequence[Sequence[str]], name: str,

@@ -165,7 +165,8 @@ def _operator_round(x, ndigits=None):
 
 
 def _bits(dtype) -> int:
-  return 4 if dtype in (dtypes.int4, dtypes.uint4) else 8 * np.dtype(dtype).itemsize
+  return (dtypes.iinfo(dtype).bits if dtype in dtypes.narrow_int_dtypes
+          else 8 * np.dtype(dtype).itemsize)
 
 
 def _view(x, dtype=None, type=None):

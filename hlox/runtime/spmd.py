@@ -204,7 +204,7 @@ def shard_values(buf, dtype) -> list:
   """``(position, NumPy block)`` of this process's shards of a partitioned buffer."""
   dtype = np.dtype(dtype)
   decode = None
-  if dtype.kind not in _buffer_protocol_kinds or dtype.name in ("int4", "uint4"):
+  if dtype.kind not in _buffer_protocol_kinds or dtype in dtypes.narrow_int_dtypes:
     buf, decode = exotic_converter(buf, dtype)
   pieces = _pieces_by_position(buf)
   return [(p, decode(v) if decode is not None else v) for p, v in sorted(pieces.items())]
@@ -256,7 +256,7 @@ def local_pieces(buf) -> list:
 
 
 # Set by interpreters/xla.py: converts a multi-device buffer of a dtype NumPy cannot take
-# through DLPack (bfloat16, float8, int4...) to (buffer of an integer carrier, how to decode).
+# through DLPack (bfloat16, float8, int4, int2...) to (buffer of an integer carrier, how to decode).
 exotic_converter = None
 
 
@@ -289,8 +289,7 @@ def _gather_to_host(buf, dtype) -> np.ndarray:
     return _gather_partitioned(buf, dtype)
   dtype = np.dtype(dtype)
   decode = None
-  if dtype.kind not in _buffer_protocol_kinds or dtype.itemsize == 1 and dtype.kind in "iu" \
-      and dtype.name in ("int4", "uint4"):
+  if dtype.kind not in _buffer_protocol_kinds or dtype in dtypes.narrow_int_dtypes:
     buf, decode = exotic_converter(buf, dtype)
   sharding = buf._sharding
   if sharding.axis is None:  # every device holds the whole value: read one
