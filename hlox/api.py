@@ -43,8 +43,8 @@ from hlox.interpreters import (batching, captured_constants, key_reuse, nan_chec
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
 from hlox.interpreters.ad import JVPTrace, inlined_call_results
-from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
-                           jit_p, signature)
+from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr,
+                           forget_compiled, host_outputs, jit_p, signature)
 from hlox.lax import ref_view
 from hlox.lax import state as ref_lib
 from hlox.runtime import client, introspection, placement
@@ -938,8 +938,12 @@ class JitWrapped:
     return eval_shape(self, *args, **kwargs)
 
   def clear_cache(self):
+    """Forget every trace and program of this function (shared by every ``jit`` of it)."""
+    parts = [part for entry in list(self._call_cache._data.values())
+             if isinstance(entry, tuple) for part in entry]
     self._trace_cache.clear()
     self._call_cache.clear()
+    forget_compiled(parts)
 
   def _cache_size(self) -> int:
     """How many argument signatures the cache-hit path holds for this function (JAX's
@@ -2461,7 +2465,14 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
       shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
       return closed, out_tree_box[0].unflatten(shapes)
     return closed
-  return api_boundary(make)
+  make = api_boundary(make)
+  # Named for what it makes, as JAX names it (``make_jaxpr(f)``, in module ``jax``).
+  make.__module__ = "hlox"
+  if hasattr(fun, "__qualname__"):
+    make.__qualname__ = f"make_jaxpr({fun.__qualname__})"
+  if hasattr(fun, "__name__"):
+    make.__name__ = f"make_jaxpr({fun.__name__})"
+  return make
 
 
 @api_boundary

@@ -208,6 +208,16 @@ def _host_argument(x, device):
 _compile_cache = LRUCache()
 
 
+def forget_compiled(parts) -> None:
+  """Drop from the compile caches the compiled calls among ``parts`` (what a jitted
+  function's call cache held) and their executables: clearing a function's caches frees
+  its programs, as in JAX, unless something else still holds them."""
+  ids = {id(p) for p in parts}
+  held = [p for p in parts if hasattr(p, "executable")]
+  held += _compile_cache.discard_where(lambda entry: id(entry) in ids)
+  xla.forget_executables([getattr(p, "executable") for p in held])
+
+
 def _device_of(sigs):
   devices = {s[1] for s in sigs if type(s) is tuple}
   if len(devices) > 1:

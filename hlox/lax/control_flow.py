@@ -25,7 +25,7 @@ import numpy as np
 from hlox import monitoring
 
 from hlox import _tree_transform as tree_util
-from hlox.cache import LRUCache
+from hlox.cache import LRUCache, PerFunctionCache
 from hlox.config import config
 from hlox.core import dtypes, sharding_types
 from hlox.core import vma as vma_lib
@@ -64,7 +64,9 @@ _map = builtins.map  # ``map`` below is lax.map
 
 # --- tracing Python callables ------------------------------------------------------------
 
-_trace_cache = LRUCache()
+# Held by each function, weakly: an entry's constants (the arrays ``fun`` closes over) live
+# no longer than ``fun`` does.
+_trace_cache = PerFunctionCache()
 
 
 def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
@@ -75,14 +77,14 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
   enclosing transformation (those are only valid in that transformation).
   """
   # The named axes in scope shape collectives in the body (their sizes, their names).
-  key = (fun, in_tree, tuple(in_avals), tuple(trace_ctx.axis_env), current_xla_metadata())
+  key = (in_tree, tuple(in_avals), tuple(trace_ctx.axis_env), current_xla_metadata())
   # Operands split over Explicit mesh axes give the body's parameters types that say so.
   if splits is not None and any(s is not None for s in splits):
     key += (tuple(splits),)
   else:
     splits = None
   try:
-    hit = _trace_cache.get(key)
+    hit = _trace_cache.get(fun, key)
   except TypeError:  # an unhashable callable
     key, hit = None, None
   if hit is not None:
@@ -101,7 +103,7 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
   closed, consts = convert_constvars(closed)
   result = (closed, consts, out_tree_box[0])
   if key is not None and not any(isinstance(c, Tracer) for c in consts):
-    _trace_cache.put(key, result)
+    _trace_cache.put(fun, key, result)
   return result
 
 
