@@ -73,6 +73,22 @@ for _ in range(2):
   leak()
   print(len(m.live_arrays()) - base)
 """,
+    "fori_loop_and_map_leak": """
+import gc
+def leak():
+  data = m.device_put(np.arange(8, dtype=np.float32))
+  print(m.lax.fori_loop(0, 3, lambda i, c: c + data[i], 0.))
+  print(m.lax.fori_loop(0, m.numpy.int32(3), lambda i, c: c * data[2], 1.))
+  print(m.lax.map(lambda x: x * data[1], jnp.ones(2)))
+  print(m.lax.map(lambda x: x * data[4], jnp.ones(4), batch_size=2))
+  del data
+  gc.collect()
+gc.collect()
+base = len(m.live_arrays())
+for _ in range(2):
+  leak()
+  print(len(m.live_arrays()) - base)
+""",
     "custom_jvp_leak": """
 import gc
 def leak():

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import types
+import weakref
 from functools import partial
 from typing import Callable, Sequence
 
@@ -107,20 +109,32 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
   return result
 
 
-_wrapper_cache = LRUCache()
+_wrapper_cache = PerFunctionCache()
 
 
 def _cached_wrapper(kind, fun, make):
-  """The same wrapper object for the same ``fun`` (so trace caching sees one function)."""
-  key = (kind, fun)
+  """The same wrapper object for the same ``fun`` (so trace caching sees one function).
+  A plain function's wrapper calls it through a weak reference and is kept by the function
+  itself: the cache keeps neither alive (nor the arrays ``fun`` closes over)."""
   try:
-    w = _wrapper_cache.get(key)
+    w = _wrapper_cache.get(fun, (kind,))
   except TypeError:
     return make(fun)
   if w is None:
-    w = make(fun)
-    _wrapper_cache.put(key, w)
+    w = make(_weakly_calling(fun) if type(fun) is types.FunctionType else fun)
+    _wrapper_cache.put(fun, (kind,), w)
   return w
+
+
+def _weakly_calling(fun):
+  """``fun`` called through a weak reference, under its name."""
+  ref = weakref.ref(fun)
+
+  def call(*args, **kwargs):
+    return ref()(*args, **kwargs)
+  call.__name__, call.__qualname__ = fun.__name__, fun.__qualname__
+  call.__module__, call.__doc__ = fun.__module__, fun.__doc__
+  return call
 
 
 _memo_cache = LRUCache()
