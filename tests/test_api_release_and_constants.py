@@ -205,3 +205,19 @@ def test_clear_cache_keeps_other_functions_programs():
   f.clear_cache()
   np.testing.assert_array_equal(g(x), x * 3 + 1)
   np.testing.assert_array_equal(f(x), x * 3 + 1)
+
+
+def test_clear_cache_of_checked_and_partitioned_calls():
+  # Entries of other kinds (NaN-checked calls, programs over a mesh) are cleared too, and
+  # the function computes again afterwards.
+  f = hlox.jit(lambda x: x * 2)
+  with hlox.debug_nans(True):
+    assert float(f(1.)) == 2.
+    f.clear_cache()
+    assert float(f(2.)) == 4.
+  mesh = hlox.sharding.Mesh(np.array(hlox.devices()[:1]), ("x",))
+  out = hlox.sharding.NamedSharding(mesh, hlox.sharding.PartitionSpec())
+  g = hlox.jit(lambda x: x + 1, out_shardings=out)
+  np.testing.assert_array_equal(g(np.ones(2)), [2., 2.])
+  g.clear_cache()
+  np.testing.assert_array_equal(g(np.ones(2)), [2., 2.])
