@@ -1139,11 +1139,7 @@ class Lowered:
   def args_info(self):
     """``(args, kwargs)`` as the function got them, with each array leaf an ``ArgInfo``
     (``shape``, ``dtype``, ``donated``), as JAX's ``Lowered.args_info``."""
-    avals = self._traced.in_avals
-    n_consts = len(self._traced.consts)
-    donated = self._donated[n_consts:] if self._donated else (False,) * len(avals)
-    infos = [ArgInfo(a, bool(d)) for a, d in zip(avals, donated)]
-    return self.in_tree.unflatten(infos)
+    return _args_info(self._traced, self.in_tree, self._donated)
 
   def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
     """The program as text: ``dialect="stablehlo"`` (default) the lowered module,
@@ -1196,6 +1192,7 @@ class Lowered:
     (``{"xla_embed_ir_in_executable": True}``)."""
     compiled = self._compile(compiler_options)
     compiled._formats = self._formats
+    compiled._donated = self._donated
     return compiled
 
   def _compile(self, compiler_options):
@@ -1224,10 +1221,26 @@ class Lowered:
     return self._traced.jaxpr
 
 
+def _args_info(traced, in_tree, donated):
+  """``(args, kwargs)`` with each array leaf an ``ArgInfo``; closed-over constants (the
+  program's leading arguments) are not among them."""
+  avals = traced.in_avals
+  n_consts = len(traced.consts)
+  donated = donated[n_consts:] if donated else (False,) * len(avals)
+  return in_tree.unflatten([ArgInfo(a, bool(d)) for a, d in zip(avals, donated)])
+
+
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
   _no_kwargs = False
+  _donated = ()  # which of the program's arguments are donated (set by ``Lowered.compile``)
+
+  @property
+  def args_info(self):
+    """``(args, kwargs)`` with each array leaf an ``ArgInfo`` (``shape``, ``dtype``,
+    ``donated``), as JAX's ``Compiled.args_info``."""
+    return _args_info(self._traced, self.in_tree, self._donated)
 
   def __init__(self, call, traced, in_tree, name: str = "jit", donate_argnums=(),
                fun_and_statics=(None, ())):

@@ -2,7 +2,8 @@
 constants a traced function closes over are one constant per array object (however often
 ``jnp.array``/``jnp.sum`` convert it), arrays closed over by ``cond`` branches and custom
 derivatives die with their functions, ``clear_cache`` frees a jitted function's
-executables, a host array is freed with the last Array made from it, and ``make_jaxpr``'s
+executables, a host array is freed with the last Array made from it, ``Compiled.args_info``
+leaves the constants out, and ``make_jaxpr``'s
 function is named for what it makes."""
 import gc
 import weakref
@@ -88,6 +89,16 @@ base = len(m.live_arrays())
 for _ in range(2):
   leak()
   print(len(m.live_arrays()) - base)
+""",
+    "compiled_args_info": """
+const = jnp.arange(16.) + 42.
+f = m.jit(lambda x, y: const[0:8] + x, donate_argnums=1)
+c = f.lower(jnp.arange(8.), jnp.ones(3)).compile()
+for info in m.tree_util.tree_leaves(c.args_info):
+  print(info.shape, info.dtype, info.donated)
+print(c.in_avals)
+c = m.pmap(lambda x: x * 2).lower(jnp.ones((1, 3))).compile()
+print([(i.shape, i.donated) for i in m.tree_util.tree_leaves(c.args_info)])
 """,
     "custom_jvp_leak": """
 import gc
