@@ -3,8 +3,7 @@ constants a traced function closes over are one constant per array object (howev
 ``jnp.array``/``jnp.sum`` convert it), arrays closed over by ``cond`` branches and custom
 derivatives die with their functions, ``clear_cache`` frees a jitted function's
 executables, a host array is freed with the last Array made from it, ``Compiled.args_info``
-leaves the constants out, and ``make_jaxpr``'s
-function is named for what it makes."""
+leaves the constants out, and ``make_jaxpr``'s function is named for what it makes."""
 import gc
 import weakref
 
