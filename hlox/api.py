@@ -43,8 +43,8 @@ from hlox.interpreters import (batching, captured_constants, key_reuse, nan_chec
 from hlox.interpreters import pmap as pmap_interp
 from hlox.interpreters import partitioned, replicated
 from hlox.interpreters.ad import JVPTrace, inlined_call_results
-from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr, host_outputs,
-                           jit_p, signature)
+from hlox.lax.call import (CompiledCall, argument_buffers, compile_closed_jaxpr,
+                           forget_compiled, host_outputs, jit_p, signature)
 from hlox.lax import ref_view
 from hlox.lax import state as ref_lib
 from hlox.runtime import client, introspection, placement
@@ -938,8 +938,12 @@ class JitWrapped:
     return eval_shape(self, *args, **kwargs)
 
   def clear_cache(self):
+    """Forget every trace and program of this function (shared by every ``jit`` of it)."""
+    parts = [part for entry in list(self._call_cache._data.values())
+             if isinstance(entry, tuple) for part in entry]
     self._trace_cache.clear()
     self._call_cache.clear()
+    forget_compiled(parts)
 
   def _cache_size(self) -> int:
     """How many argument signatures the cache-hit path holds for this function (JAX's
@@ -1135,11 +1139,7 @@ class Lowered:
   def args_info(self):
     """``(args, kwargs)`` as the function got them, with each array leaf an ``ArgInfo``
     (``shape``, ``dtype``, ``donated``), as JAX's ``Lowered.args_info``."""
-    avals = self._traced.in_avals
-    n_consts = len(self._traced.consts)
-    donated = self._donated[n_consts:] if self._donated else (False,) * len(avals)
-    infos = [ArgInfo(a, bool(d)) for a, d in zip(avals, donated)]
-    return self.in_tree.unflatten(infos)
+    return _args_info(self._traced, self.in_tree, self._donated)
 
   def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
     """The program as text: ``dialect="stablehlo"`` (default) the lowered module,
@@ -1192,6 +1192,7 @@ class Lowered:
     (``{"xla_embed_ir_in_executable": True}``)."""
     compiled = self._compile(compiler_options)
     compiled._formats = self._formats
+    compiled._donated = self._donated
     return compiled
 
   def _compile(self, compiler_options):
@@ -1220,10 +1221,26 @@ class Lowered:
     return self._traced.jaxpr
 
 
+def _args_info(traced, in_tree, donated):
+  """``(args, kwargs)`` with each array leaf an ``ArgInfo``; closed-over constants (the
+  program's leading arguments) are not among them."""
+  avals = traced.in_avals
+  n_consts = len(traced.consts)
+  donated = donated[n_consts:] if donated else (False,) * len(avals)
+  return in_tree.unflatten([ArgInfo(a, bool(d)) for a, d in zip(avals, donated)])
+
+
 class Compiled:
   """A compiled jitted function for one signature; call it with matching arguments."""
 
   _no_kwargs = False
+  _donated = ()  # which of the program's arguments are donated (set by ``Lowered.compile``)
+
+  @property
+  def args_info(self):
+    """``(args, kwargs)`` with each array leaf an ``ArgInfo`` (``shape``, ``dtype``,
+    ``donated``), as JAX's ``Compiled.args_info``."""
+    return _args_info(self._traced, self.in_tree, self._donated)
 
   def __init__(self, call, traced, in_tree, name: str = "jit", donate_argnums=(),
                fun_and_statics=(None, ())):
@@ -2464,7 +2481,14 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
       shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
       return closed, out_tree_box[0].unflatten(shapes)
     return closed
-  return api_boundary(make)
+  make = api_boundary(make)
+  # Named for what it makes, as JAX names it (``make_jaxpr(f)``, in module ``jax``).
+  make.__module__ = "hlox"
+  if hasattr(fun, "__qualname__"):
+    make.__qualname__ = f"make_jaxpr({fun.__qualname__})"
+  if hasattr(fun, "__name__"):
+    make.__name__ = f"make_jaxpr({fun.__name__})"
+  return make
 
 
 @api_boundary

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import types
 import weakref
 
 from hlox.config import config
@@ -81,6 +82,18 @@ class LRUCache:
       if saved:
         self._data.update(saved)
 
+  def discard_where(self, predicate) -> list:
+    """Remove the entries whose value satisfies ``predicate`` (stashed ones included);
+    returns their values."""
+    removed = []
+    with self._lock:
+      for table in [self._data, *(self._stash or {}).values()]:
+        for key, value in list(dict.items(table)):
+          if predicate(value):
+            removed.append(value)
+            del table[key]
+    return removed
+
   def __len__(self):
     return len(self._data)
 
@@ -115,6 +128,38 @@ def switch_caches(old_state, new_state) -> None:
   computation) recompiles nothing. (JAX keys its caches on the same options.)"""
   for cache in list(_all_caches):
     cache._switch(old_state, new_state)
+
+
+class PerFunctionCache:
+  """Entries keyed on a Python function and a key, kept only while the function lives.
+
+  A trace cache keyed on the function itself would hold it, and with it every array it
+  closes over, for as long as the cache keeps the entry (a ``lax.cond`` branch made in a
+  loop would keep each loop's data alive). Plain functions get a table of their own, held
+  weakly by the function (as JAX keys such caches weakly); other callables (partials,
+  bound methods, callable objects) compare by value and share one table, keyed on the
+  callable too."""
+
+  def __init__(self):
+    self._tables: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+    self._shared = LRUCache()
+
+  def _table(self, fun, make: bool):
+    if type(fun) is not types.FunctionType:
+      return self._shared, (fun,)
+    table = self._tables.get(fun)
+    if table is None and make:
+      table = self._tables[fun] = LRUCache()
+    return table, ()
+
+  def get(self, fun, key):
+    """The entry for ``(fun, key)``, or None. TypeError if either is unhashable."""
+    table, prefix = self._table(fun, False)
+    return None if table is None else table.get((*prefix, *key))
+
+  def put(self, fun, key, value) -> None:
+    table, prefix = self._table(fun, True)
+    table.put((*prefix, *key), value)
 
 
 _derived_cache = LRUCache()

@@ -25,7 +25,7 @@ from hlox import lax
 
 from hlox import _tree_transform as tree_util
 from hlox.config import config
-from hlox.cache import LRUCache
+from hlox.cache import PerFunctionCache
 from hlox.core import dtypes, sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import convert_constvars, eval_jaxpr, trace_to_jaxpr
@@ -179,7 +179,8 @@ def _merge(nondiff, diff, n):
   return [nondiff[i] if i in nondiff else next(it) for i in range(n)]
 
 
-_trace_cache = LRUCache()
+# Held by each function, weakly (the arrays it closes over die with it).
+_trace_cache = PerFunctionCache()
 
 
 def _trace_call(fun, nondiff, n_args, in_tree, in_avals, name):
@@ -188,18 +189,16 @@ def _trace_call(fun, nondiff, n_args, in_tree, in_avals, name):
   Cached per function, argument types and (hashable) nondiff values, unless the function
   closed over traced values."""
   try:
-    key = (fun, in_tree, tuple(in_avals), tuple(sorted(nondiff.items())),
+    key = (in_tree, tuple(in_avals), tuple(sorted(nondiff.items())),
            tuple(trace_ctx.axis_env), current_xla_metadata())
-    hash(key)
+    hit = _trace_cache.get(fun, key)
   except TypeError:
-    key = None
-  if key is not None:
-    hit = _trace_cache.get(key)
-    if hit is not None:
-      return hit
+    key = hit = None
+  if hit is not None:
+    return hit
   result = _trace_call_uncached(fun, nondiff, n_args, in_tree, in_avals, name)
   if key is not None and not any(isinstance(c, Tracer) for c in result[1]):
-    _trace_cache.put(key, result)
+    _trace_cache.put(fun, key, result)
   return result
 
 

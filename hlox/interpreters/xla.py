@@ -1196,6 +1196,14 @@ def compile_lowered(lowered: Lowered, device=None,
   return executable
 
 
+def forget_executables(executables) -> None:
+  """Drop ``executables`` from the executable cache (their holders keep them as long as
+  they need them): the programs of a jitted function whose caches were cleared."""
+  ids = {id(e) for e in executables}
+  if ids:
+    _executable_cache.discard_where(lambda e: id(e) in ids)
+
+
 # --- eager dispatch ----------------------------------------------------------------------
 
 _eager_cache = LRUCache()

@@ -20,7 +20,7 @@ from hlox.core import sharding_types
 from hlox.core.shape_poly import _DimExpr, canonical_dim, dimension_as_value, is_symbolic_dim
 from hlox.core import jaxpr as jaxpr_lib
 from hlox.core.avals import ShapedArray
-from hlox.core.tracer import get_aval
+from hlox.core.tracer import eval_trace, get_aval, trace_ctx
 from hlox.errors import HloxTypeError
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.sharding_constraint import apply_out_sharding
@@ -520,7 +520,9 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
     if dtypes.is_inexact(value.dtype) and dtypes.is_int(new_dtype):
       value = _saturating_float_to_int(value, new_dtype)
     else:
-      value = value.astype(new_dtype)
+      # Traced, a NumPy array already of ``new_dtype`` stays the same object, so that the
+      # trace makes one constant for it however many times it is used (as JAX's does).
+      value = value.astype(new_dtype, copy=trace_ctx.trace is eval_trace)
     if weak_type:
       # NumPy values cannot be weakly typed. A scalar becomes the Python scalar of that dtype
       # (a weak literal under a trace); anything else a weak Array.

@@ -208,6 +208,18 @@ def _host_argument(x, device):
 _compile_cache = LRUCache()
 
 
+def forget_compiled(parts) -> None:
+  """Drop from the compile caches the compiled calls among ``parts`` (what a jitted
+  function's call cache held) and their executables: clearing a function's caches frees
+  its programs, as in JAX, unless something else still holds them."""
+  parts = [*parts, *(p.call for p in parts if type(p) is nan_checks.CheckedCall)]
+  ids = {id(p) for p in parts}
+  held = list(parts) + _compile_cache.discard_where(lambda entry: id(entry) in ids)
+  # (Programs over meshes or replicas hold theirs elsewhere: only single-device calls
+  # name one executable.)
+  xla.forget_executables([p.executable for p in held if type(p) is CompiledCall])
+
+
 def _device_of(sigs):
   devices = {s[1] for s in sigs if type(s) is tuple}
   if len(devices) > 1:

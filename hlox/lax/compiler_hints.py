@@ -18,7 +18,7 @@ import numpy as np
 
 from hlox import _tree_transform as tree_util
 from hlox.core.avals import ShapedArray, abstract_token, token
-from hlox.core.jaxpr import effectful_primitives
+from hlox.core.jaxpr import effectful_primitives, forwarding_rules
 from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import UnexpectedTracerError
@@ -105,6 +105,8 @@ stage_p = standard_primitive(lambda x: x.shape, lambda x: x.dtype, "stage")
 xla.register_lowering(stage_p, lambda ctx, x: x)
 ad.deflinear(stage_p, lambda ct, x: [ct])
 batching.primitive_batchers[stage_p] = lambda vals, dims: (stage_p.bind(vals[0]), dims[0])
+# Traced, the staged value is its operand's tracer (a constant, a literal): no equation.
+forwarding_rules[stage_p] = lambda avals: 0
 
 
 def stage(x, /):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import types
+import weakref
 from functools import partial
 from typing import Callable, Sequence
 
@@ -25,7 +27,7 @@ import numpy as np
 from hlox import monitoring
 
 from hlox import _tree_transform as tree_util
-from hlox.cache import LRUCache
+from hlox.cache import LRUCache, PerFunctionCache
 from hlox.config import config
 from hlox.core import dtypes, sharding_types
 from hlox.core import vma as vma_lib
@@ -64,7 +66,9 @@ _map = builtins.map  # ``map`` below is lax.map
 
 # --- tracing Python callables ------------------------------------------------------------
 
-_trace_cache = LRUCache()
+# Held by each function, weakly: an entry's constants (the arrays ``fun`` closes over) live
+# no longer than ``fun`` does.
+_trace_cache = PerFunctionCache()
 
 
 def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
@@ -75,14 +79,14 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
   enclosing transformation (those are only valid in that transformation).
   """
   # The named axes in scope shape collectives in the body (their sizes, their names).
-  key = (fun, in_tree, tuple(in_avals), tuple(trace_ctx.axis_env), current_xla_metadata())
+  key = (in_tree, tuple(in_avals), tuple(trace_ctx.axis_env), current_xla_metadata())
   # Operands split over Explicit mesh axes give the body's parameters types that say so.
   if splits is not None and any(s is not None for s in splits):
     key += (tuple(splits),)
   else:
     splits = None
   try:
-    hit = _trace_cache.get(key)
+    hit = _trace_cache.get(fun, key)
   except TypeError:  # an unhashable callable
     key, hit = None, None
   if hit is not None:
@@ -101,24 +105,36 @@ def _trace_fun(fun: Callable, in_tree, in_avals, what: str, splits=None):
   closed, consts = convert_constvars(closed)
   result = (closed, consts, out_tree_box[0])
   if key is not None and not any(isinstance(c, Tracer) for c in consts):
-    _trace_cache.put(key, result)
+    _trace_cache.put(fun, key, result)
   return result
 
 
-_wrapper_cache = LRUCache()
+_wrapper_cache = PerFunctionCache()
 
 
 def _cached_wrapper(kind, fun, make):
-  """The same wrapper object for the same ``fun`` (so trace caching sees one function)."""
-  key = (kind, fun)
+  """The same wrapper object for the same ``fun`` (so trace caching sees one function).
+  A plain function's wrapper calls it through a weak reference and is kept by the function
+  itself: the cache keeps neither alive (nor the arrays ``fun`` closes over)."""
   try:
-    w = _wrapper_cache.get(key)
+    w = _wrapper_cache.get(fun, (kind,))
   except TypeError:
     return make(fun)
   if w is None:
-    w = make(fun)
-    _wrapper_cache.put(key, w)
+    w = make(_weakly_calling(fun) if type(fun) is types.FunctionType else fun)
+    _wrapper_cache.put(fun, (kind,), w)
   return w
+
+
+def _weakly_calling(fun):
+  """``fun`` called through a weak reference, under its name."""
+  ref = weakref.ref(fun)
+
+  def call(*args, **kwargs):
+    return ref()(*args, **kwargs)
+  call.__name__, call.__qualname__ = fun.__name__, fun.__qualname__
+  call.__module__, call.__doc__ = fun.__module__, fun.__doc__
+  return call
 
 
 _memo_cache = LRUCache()

@@ -14,7 +14,7 @@ import numpy as np
 
 from hlox import lax
 from hlox.core import dtypes
-from hlox.core.tracer import Tracer
+from hlox.core.tracer import Tracer, eval_trace, trace_ctx
 from hlox.lax.device_put import put_traced_as_created
 from hlox.runtime.array import Array, Sharding, SingleDeviceSharding, device_put
 
@@ -91,6 +91,13 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
     object = object.__jax_array__()
   weak = dtype is None and dtypes.is_weakly_typed(object)
 
+  if (type(object) is np.ndarray and dtype is None and ndmin == 0 and device is None
+      and out_sharding is None and trace_ctx.trace is not eval_trace
+      and object.dtype.kind in "biufc"
+      and dtypes.canonicalize_dtype(object.dtype) == object.dtype):
+    # Traced, a NumPy array is lifted into the trace as it is (JAX's ``lax.stage``): one
+    # constant per array object, however many times it is converted.
+    return lax.stage(object)
   if isinstance(object, (Array, Tracer)):
     out = object
     if dtype is not None:

@@ -6,6 +6,7 @@ Results come back through per-output result handlers (``consume_with_handlers``)
 """
 from __future__ import annotations
 
+import gc
 import re
 import threading
 
@@ -119,6 +120,27 @@ def _make_clients() -> None:
   _lowering_platforms.update(lowering)
   _default_device = clients[default].local_devices()[0]
   _client = clients[default]
+  _release_jaxlib_garbage_on_collection()
+
+
+_gc_hooked = False
+
+
+def _release_jaxlib_garbage_on_collection() -> None:
+  """jaxlib releases the Python objects its buffers held (a NumPy array being copied to a
+  device) only when it is next entered; a hook on every garbage collection lets it do so
+  then, so that a host array is freed with the last Array made from it (as JAX does)."""
+  global _gc_hooked
+  if _gc_hooked:
+    return
+  from jaxlib import _jax
+  collect = _jax.collect_garbage  # bound now: nothing is imported during a collection
+
+  def release_jaxlib_garbage(phase, info):
+    collect()
+
+  gc.callbacks.append(release_jaxlib_garbage)
+  _gc_hooked = True
 
 
 def _plugins():
