@@ -74,7 +74,7 @@ from hlox.lax.shard_map import shard_map
 from hlox.lax.smap import smap
 from hlox.lax.dslice import ds
 from hlox.debug.callbacks import effects_barrier, pure_callback
-from hlox import ref
+from hlox import memory, ref
 from hlox.ref import Ref, empty_ref, free_ref, freeze, new_ref
 
 

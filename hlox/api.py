@@ -1508,6 +1508,13 @@ def _is_sharding_leaf(s) -> bool:
 def _jit_with_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   in_shardings, in_layouts = _split_formats(in_shardings)
   out_shardings, out_layouts = _split_formats(out_shardings)
+  if in_layouts is None and out_layouts is not None and _platform_defaults_only(
+      out_layouts, out_shardings):
+    # As JAX: result layouts that are what the devices give anyway ask for nothing, and the
+    # program is the plain one (its donated arguments alias the results); the layouts'
+    # ranks are still checked when the function is traced.
+    return _jit_with_plain_shardings(_checking_out_ranks(fun, out_layouts), None,
+                                     out_shardings, jit_kwargs)
   if in_layouts is not None or out_layouts is not None:
     return _jit_with_formats(fun, in_shardings, out_shardings, in_layouts, out_layouts,
                              jit_kwargs)
@@ -1620,6 +1627,28 @@ def _split_formats(tree):
   if all(s is None for s in tree_util.tree_leaves(shardings, is_leaf=lambda x: x is None)):
     shardings = None
   return shardings, unflat(layouts)
+
+
+def _platform_defaults_only(layouts, shardings) -> bool:
+  """Whether every layout of ``layouts`` (a tree, as ``_split_formats`` gives) is None or
+  the default of its sharding's platform."""
+  flat = tree_util.tree_leaves(layouts, is_leaf=_is_layout_leaf)
+  shards = ([shardings] * len(flat) if _is_sharding_leaf(shardings)
+            else tree_util.tree_leaves(shardings, is_leaf=_is_sharding_leaf))
+  return len(shards) == len(flat) and all(
+      l is None or layout_lib.is_platform_default(l, s) for l, s in zip(flat, shards))
+
+
+def _checking_out_ranks(fun, out_layouts):
+  """``fun``, whose results are checked (when traced) against the ranks of their layouts."""
+  @wraps(fun)
+  def checked(*args, **kwargs):
+    out = fun(*args, **kwargs)
+    for x, l in zip(tree_util.tree_leaves(out), _per_leaf(out_layouts, out, "out_shardings")):
+      if l is not None:
+        l.check_compatible_aval(np.shape(x))
+    return out
+  return checked
 
 
 def _is_layout_leaf(x) -> bool:

@@ -300,6 +300,8 @@ class Config:
       "remat_barrier_no_cotangents": ("HLOX_REMAT_BARRIER_NO_COTANGENTS", _env_bool, False),
       # What a checkpoint saves for the backward pass is logged at WARNING, not DEBUG.
       "log_checkpoint_residuals": ("HLOX_LOG_CHECKPOINT_RESIDUALS", _env_bool, False),
+      # JAX's custom_vjp upgrade flag: a custom_vjp function is traced up front, and one
+      # that closes over a traced value is an UnexpectedTracerError (custom_derivatives.py).
       "custom_vjp3": ("HLOX_CUSTOM_VJP3", _env_bool, False),
       "scan3": ("HLOX_SCAN3", _env_bool, False),
       "use_direct_linearize": ("HLOX_USE_DIRECT_LINEARIZE", _env_bool, True),
@@ -655,4 +657,4 @@ TRACED_OPTIONS = ("enable_x64", "explicit_x64_dtypes", "default_prng_impl",
                   "threefry_partitionable", "random_seed_offset", "check_static_indices",
                   "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
                   "no_execution", "auto_pcast", "remove_size_one_mesh_axis_from_type",
-                  "remat_barrier_no_cotangents")
+                  "remat_barrier_no_cotangents", "custom_vjp3")

@@ -437,7 +437,17 @@ class _Rule:
           f"{head}{tree_part}but instead the {what} output's first element had "
           f"container/pytree structure:\n    {shown(p_tree, p_avals)}\n{tail}"
           f"container/pytree structure:\n    {shown(self.out_tree, self.out_avals)}.")
-    if any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(p_avals, self.out_avals)):
+    mismatch = next((i for i, (a, b) in enumerate(zip(p_avals, self.out_avals))
+                     if a.shape != b.shape or a.dtype != b.dtype), None)
+    if mismatch is not None and kind == "fwd" and config.custom_vjp3:
+      # JAX's custom_vjp3 names the first leaf whose type differs.
+      path = tree_util.tree_flatten_with_path(
+          tree_util.tree_unflatten(self.out_tree, [0] * len(p_avals)))[0][mismatch][0]
+      raise TypeError(
+          f"at {tree_util.keystr(path)}, got fwd output type "
+          f"{p_avals[mismatch].str_short(short_dtypes=False)} which doesn't match primal "
+          f"output type {self.out_avals[mismatch].str_short(short_dtypes=False)}")
+    if mismatch is not None:
       raise TypeError(
           f"{head}{type_part}but instead the {what} output's first element had shapes/dtypes "
           f"of:\n    {shown(p_tree, p_avals)}\n{tail}"
@@ -568,8 +578,26 @@ class custom_vjp:
             "non-differentiable arguments of custom_vjp functions: use nondiff_argnums only "
             "for arguments that cannot be or contain traced values (functions, static "
             "settings), and pass arrays as ordinary arguments, ignoring their cotangents.")
+    if config.custom_vjp3 and trace_ctx.trace is not eval_trace:
+      _refuse_closed_over_tracers(self, args, name)
     return _dispatch(self, args, name, custom_vjp_call_p, "vjp", _VJPRule,
                      _custom_vjp_rule_jvp)
+
+
+def _refuse_closed_over_tracers(f, args, name):
+  """JAX's ``custom_vjp3`` semantics: the function is traced up front, and a traced value
+  it closes over (of any enclosing transformation) is an error rather than a residual the
+  rules would have to handle; such values must be explicit arguments."""
+  nondiff, diff = _split_nondiff(args, f.nondiff_argnums)
+  leaves, in_tree = tree_util.tree_flatten(diff)
+  in_avals = [get_aval(x) for x in leaves]
+  _, consts, _ = _trace_call(f.fun, nondiff, len(args), in_tree, in_avals, name)
+  leaked = next((c for c in consts if isinstance(c, Tracer)), None)
+  if leaked is not None:
+    raise UnexpectedTracerError(
+        f"custom_vjp-decorated function {f.fun} closed over a {type(leaked).__name__} of "
+        f"type {get_aval(leaked).str_short(short_dtypes=False)}, but custom_vjp functions can't close over "
+        f"Tracers. Rewrite {f.fun} to take it as an explicit input.")
 
 
 class _VJPRule(_Rule):

@@ -2,20 +2,6 @@
 from __future__ import annotations
 
 
-class JAXTypeError(TypeError):
-  """hlox's (and JAX's) own ``TypeError``: the base of the errors raised when a traced value
-  is used where a concrete one is needed, of ``UnexpectedTracerError`` and of
-  ``KeyReuseError``, so one ``except`` clause catches them all."""
-
-
-class JAXIndexError(IndexError):
-  """hlox's (and JAX's) own ``IndexError``: the base of ``NonConcreteBooleanIndexError``."""
-
-
-# hlox's older name of the tracer errors' base class.
-HloxTypeError = JAXTypeError
-
-
 # JAX's errors page explains each tracer error at length; messages point there, as JAX's do.
 ERRORS_PAGE = "https://docs.jax.dev/en/latest/errors.html"
 
@@ -24,10 +10,38 @@ def _see(cls) -> str:
   return f"\nSee {ERRORS_PAGE}#jax.errors.{cls.__name__}"
 
 
+class _PointsToErrorsPage:
+  """Ends an error's message with the errors page's entry for its class (as JAX's errors
+  do), whatever the message is (JAX's constructors take one argument of any type)."""
+
+  def __init__(self, message=""):
+    text = str(message)
+    see = _see(type(self))
+    # An unpickled error is constructed again from its final message: no second line.
+    super().__init__(text if text.endswith(see) else text + see)
+
+
+class JAXTypeError(_PointsToErrorsPage, TypeError):
+  """hlox's (and JAX's) own ``TypeError``: the base of the errors raised when a traced value
+  is used where a concrete one is needed, of ``UnexpectedTracerError`` and of
+  ``KeyReuseError``, so one ``except`` clause catches them all."""
+
+
+class JAXIndexError(_PointsToErrorsPage, IndexError):
+  """hlox's (and JAX's) own ``IndexError``: the base of ``NonConcreteBooleanIndexError``."""
+
+
+# hlox's older name of the tracer errors' base class.
+HloxTypeError = JAXTypeError
+
+
 def _describe(tracer) -> str:
-  aval = getattr(tracer, "aval", None)
-  if aval is None:
+  try:
+    aval = tracer.aval
+  except (AttributeError, NotImplementedError):
     return "traced value"
+  if aval is None:  # a tracer type that gives none (JAX's words for it)
+    return "traced array with aval None"
   return f"traced array with shape {aval.str_short(short_dtypes=False)}"
 
 
@@ -50,7 +64,7 @@ class ConcretizationTypeError(HloxTypeError):
   def __init__(self, tracer, context: str = ""):
     super().__init__(
         "Abstract tracer value encountered where concrete value is expected: "
-        f"{_describe(tracer)}\n{context}{_origin(tracer)}\n" + _see(ConcretizationTypeError))
+        f"{_describe(tracer)}\n{context}{_origin(tracer)}\n")
 
 
 class TracerArrayConversionError(HloxTypeError):
@@ -59,7 +73,7 @@ class TracerArrayConversionError(HloxTypeError):
 
   def __init__(self, tracer):
     super().__init__("The numpy.ndarray conversion method __array__() was called on "
-                     f"{_describe(tracer)}{_origin(tracer)}" + _see(type(self)))
+                     f"{_describe(tracer)}{_origin(tracer)}")
 
 
 class TracerIntegerConversionError(HloxTypeError):
@@ -68,7 +82,7 @@ class TracerIntegerConversionError(HloxTypeError):
 
   def __init__(self, tracer):
     super().__init__(f"The __index__() method was called on {_describe(tracer)}"
-                     f"{_origin(tracer)}" + _see(type(self)))
+                     f"{_origin(tracer)}")
 
 
 class NonConcreteBooleanIndexError(HloxTypeError, JAXIndexError):
@@ -77,8 +91,8 @@ class NonConcreteBooleanIndexError(HloxTypeError, JAXIndexError):
   (A ``JAXIndexError``, as JAX's, and a TypeError, as hlox's other tracer errors.)"""
 
   def __init__(self, aval):
-    super().__init__(f"Array boolean indices must be concrete; got {aval.str_short()}\n" +
-                     _see(type(self)))
+    shown = aval.str_short() if hasattr(aval, "str_short") else aval
+    super().__init__(f"Array boolean indices must be concrete; got {shown}\n")
 
 
 class TracerBoolConversionError(ConcretizationTypeError):
@@ -87,7 +101,7 @@ class TracerBoolConversionError(ConcretizationTypeError):
 
   def __init__(self, tracer):
     HloxTypeError.__init__(self, f"Attempted boolean conversion of {_describe(tracer)}."
-                           f"{_origin(tracer)}" + _see(type(self)))
+                           f"{_origin(tracer)}")
 
 
 class UnexpectedTracerError(JAXTypeError):

@@ -62,19 +62,46 @@ _debug_handler = logging.StreamHandler()
 _debug_handler.setLevel(logging.DEBUG)
 _debug_handler.setFormatter(formatter)
 _debug_handler.addFilter(_NotShownYet())
-_debug_loggers: list = []  # (logger, level before), to undo
+_debug_loggers: list = []  # (logger, level before, handlers added), to undo
+
+
+class _ToJaxLogger(logging.Handler):
+  """Hands hlox's records to the handlers of the JAX logger they were asked for by (``jax``,
+  ``jax._src.dispatch``) and of its ``jax`` parents, where a program written for JAX listens
+  for them. The root logger is left out: the record reaches it through hlox's loggers."""
+
+  def __init__(self, name: str):
+    super().__init__(logging.DEBUG)
+    self.target = logging.getLogger(name)
+
+  def emit(self, record):
+    named = self.target
+    while named is not None and named is not logging.root:
+      for handler in named.handlers:
+        if record.levelno >= handler.level:
+          handler.handle(record)
+      if not named.propagate:
+        break
+      named = named.parent
 
 
 def _set_debug_log_modules(value: str) -> None:
-  """``debug_log_modules``: the named loggers (comma-separated) log at DEBUG to stderr."""
-  for named, before in _debug_loggers:
-    named.removeHandler(_debug_handler)
+  """``debug_log_modules``: the named loggers (comma-separated) log at DEBUG to stderr; a
+  JAX logger name stands for hlox's logger of the same lines, whose records also go to the
+  handlers of that JAX logger."""
+  for named, before, added in _debug_loggers:
+    for handler in added:
+      named.removeHandler(handler)
     named.setLevel(before)
   _debug_loggers.clear()
   for name in filter(None, (n.strip() for n in value.split(","))):
     named = logging.getLogger(JAX_LOGGER_NAMES.get(name, name))
-    _debug_loggers.append((named, named.level))
-    named.addHandler(_debug_handler)
+    added = [_debug_handler]
+    if name in JAX_LOGGER_NAMES:
+      added.append(_ToJaxLogger(name))
+    _debug_loggers.append((named, named.level, added))
+    for handler in added:
+      named.addHandler(handler)
     named.setLevel(logging.DEBUG)
 
 

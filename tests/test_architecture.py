@@ -25,7 +25,7 @@ LAYERS = [
      "hlox.debug", "hlox.profiler", "hlox.viz", "hlox.sharding", "hlox.experimental",
      "hlox.export",
      "hlox.dtypes", "hlox.ops", "hlox.ref", "hlox.extend", "hlox.dlpack", "hlox.stages", "hlox.ffi",
-     "hlox.example_libraries", "hlox.tools", "hlox.lib",
+     "hlox.memory", "hlox.example_libraries", "hlox.tools", "hlox.lib",
      "hlox._src", "hlox.api_util"],  # JAX-private names that libraries built on JAX import
     ["hlox.random"],                                         # PRNG and distributions
     ["hlox.numpy"],                                          # the NumPy API on lax

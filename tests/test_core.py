@@ -1,4 +1,6 @@
 """The jaxpr IR: tracing, printing (golden texts), checking, DCE, errors for leaks."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -7,6 +9,7 @@ import hlox.numpy as jnp
 from hlox import lax
 from hlox.core import (ClosedJaxpr, Jaxpr, JaxprEqn, JaxprTypeError, Var, ShapedArray,
                        check_jaxpr, dce_jaxpr, eval_jaxpr)
+from tests.util import printed_here, printed_in_jax
 
 
 def test_make_jaxpr_golden_simple():
@@ -206,3 +209,29 @@ def test_finished_traces_are_freed_without_the_garbage_collector():
   finally:
     if was_enabled:
       gc.enable()
+
+
+def test_shaped_array_memory_space():
+  host = ShapedArray((8,), np.float32, memory_space=hlox.memory.Space.Host)
+  device = ShapedArray((8,), np.float32, memory_space=hlox.memory.Space.Device)
+  assert host.str_short(True) == "f32<host>[8]" and str(host) == "float32<host>[8]"
+  assert device.str_short(True) == "f32[8]" and device is ShapedArray((8,), np.float32)
+  assert host != device and host.memory_space is hlox.memory.Space.Host
+  assert device.memory_space is hlox.memory.Space.Device
+  # Kept by the types derived from it, and by pickling.
+  assert host.update(shape=(2,)).str_short(True) == "f32<host>[2]"
+  assert host.update(memory_space=hlox.memory.Space.Device) is device
+  assert str(ShapedArray((2,), np.int32, memory_space=hlox.memory.Space.Any).to_tangent_aval()
+             ) == "float0<any>[2]"
+  assert pickle.loads(pickle.dumps(host)) is host
+  with pytest.raises(TypeError, match="memory_space must be a jax.memory.Space"):
+    ShapedArray((8,), np.float32, memory_space="host")
+
+
+@pytest.mark.jax_oracle
+def test_shaped_array_memory_space_prints_as_jax():
+  pytest.importorskip("jax")
+  src = ("for s in m.memory.Space:\n"
+         "  a = m.core.ShapedArray((8, 2), np.float32, weak_type=True, memory_space=s)\n"
+         "  print(repr(s), a.str_short(True), a, repr(a), a.update(shape=(3,)))\n")
+  assert printed_here(src) == printed_in_jax({"mem": src})["mem"]

@@ -14,6 +14,7 @@ import hlox.numpy as jnp
 from hlox import lax
 from hlox import custom_derivatives as cd
 from hlox.core.dtypes import float0
+from tests.util import printed_here, printed_in_jax
 
 
 def test_nondiff_argnames_join_nondiff_argnums():
@@ -347,3 +348,99 @@ def _bwd_runs_on_zero_cotangents(jit):
 def test_bwd_runs_when_every_cotangent_is_zero():
   _bwd_runs_on_zero_cotangents(jit=False)
   _bwd_runs_on_zero_cotangents(jit=True)
+
+
+# --- JAX's custom_vjp3 flag: closures over traced values are errors ------------------------
+
+@pytest.fixture
+def custom_vjp3():
+  hlox.config.update("jax_custom_vjp3", True)
+  try:
+    yield
+  finally:
+    hlox.config.update("jax_custom_vjp3", False)
+
+
+def _closing_over(x):
+  @hlox.custom_vjp
+  def f(y):
+    return x * y
+  f.defvjp(lambda y: (f(y), jnp.cos(y)), lambda cos_y, g: (cos_y * g,))
+  return f
+
+
+_CLOSURES = {
+    "vmap": lambda: hlox.vmap(lambda x: _closing_over(x)(3.))(jnp.arange(3.)),
+    "grad": lambda: hlox.grad(lambda x: _closing_over(x)(3.))(2.),
+    "jit": lambda: hlox.jit(lambda x: _closing_over(x)(3.))(2.),
+    "grad_in_vmap": lambda: hlox.vmap(hlox.grad(lambda x: _closing_over(x)(x)))(
+        jnp.arange(3.)),
+    "vmap_in_grad": lambda: hlox.grad(
+        lambda z: hlox.vmap(lambda x: _closing_over(x)(z))(jnp.arange(3.)).sum())(2.),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CLOSURES))
+def test_custom_vjp3_refuses_closed_over_tracers(case, custom_vjp3):
+  with pytest.raises(hlox.errors.UnexpectedTracerError,
+                     match="custom_vjp functions can't close over Tracers") as e:
+    _CLOSURES[case]()
+  assert "Rewrite <function _closing_over.<locals>.f" in str(e.value)
+
+
+def test_custom_vjp3_leaves_other_calls_alone(custom_vjp3):
+  # Concrete closures, and traced values passed as arguments, are fine.
+  np.testing.assert_allclose(_closing_over(2.)(3.), 6.)
+  np.testing.assert_allclose(hlox.grad(lambda y: _closing_over(2.)(y))(3.), np.cos(3.),
+                             rtol=1e-6)
+
+  @hlox.custom_vjp
+  def mul(x, y):
+    return x * y
+  mul.defvjp(lambda x, y: (x * y, (x, y)), lambda r, g: (r[1] * g, r[0] * g))
+  got = hlox.vmap(hlox.grad(lambda x: mul(x, 3.)))(jnp.arange(3.))
+  np.testing.assert_allclose(got, [3., 3., 3.])
+
+
+def test_without_custom_vjp3_closures_over_tracers_are_differentiated():
+  got = hlox.vmap(lambda x: _closing_over(x)(3.))(jnp.arange(3.))
+  np.testing.assert_allclose(got, 3. * np.arange(3.))
+
+
+def test_custom_vjp3_names_the_fwd_output_whose_type_differs(custom_vjp3):
+  @hlox.custom_vjp
+  def f(x):
+    return {"a": x, "b": x}
+  f.defvjp(lambda x: ({"a": x, "b": jnp.zeros((3,))}, None), lambda _, g: (g["a"],))
+  scanned = lambda x: lax.scan(lambda c, _: (f(c)["a"], None), x, None, length=1)[0]
+  with pytest.raises(TypeError, match=r"^at \['b'\], got fwd output type float32\[3\] "
+                     r"which doesn't match primal output type float32\[\](?:\n|$)"):
+    hlox.grad(scanned)(jnp.float32(1.))
+
+
+_VJP3_ORACLE = """
+import re
+def outer(x):
+  @m.custom_vjp
+  def f(y):
+    return x * y
+  f.defvjp(lambda y: (f(y), jnp.cos(y)), lambda c, g: (c * g,))
+  return f
+for name, run in [("eager", lambda: outer(2.)(3.)),
+                  ("vmap", lambda: m.vmap(lambda x: outer(x)(3.))(jnp.arange(3.))),
+                  ("grad", lambda: m.grad(lambda x: outer(x)(3.))(2.)),
+                  ("jit", lambda: m.jit(lambda x: outer(x)(3.))(2.))]:
+  try:
+    print(name, run())
+  except Exception as e:
+    text = re.sub(r"0x[0-9a-f]+", "ADDR", str(e))
+    print(name, type(e).__name__, re.sub(r"closed over an? \\w+ of", "closed over a T of", text))
+"""
+
+
+@pytest.mark.jax_oracle
+def test_custom_vjp3_closures_match_jax(custom_vjp3):
+  pytest.importorskip("jax")
+  prelude = "m.config.update('jax_custom_vjp3', True)\n"
+  assert printed_here(_VJP3_ORACLE, prelude) == printed_in_jax(
+      {"vjp3": _VJP3_ORACLE}, prelude)["vjp3"]

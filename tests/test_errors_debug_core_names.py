@@ -8,6 +8,7 @@ import pytest
 import hlox
 import hlox.numpy as jnp
 from hlox import errors
+from tests.util import printed_here, printed_in_jax
 
 
 def test_error_class_hierarchy_is_jaxs():
@@ -103,3 +104,70 @@ def test_sharding_and_core_names():
 
   hlox.jit(g)(1.0)
   assert all(t is type(jnp.ones(1)) for t in seen)
+
+
+_JAX_ERRORS = ["ConcretizationTypeError", "JAXIndexError", "JAXTypeError", "KeyReuseError",
+               "NonConcreteBooleanIndexError", "TracerArrayConversionError",
+               "TracerBoolConversionError", "TracerIntegerConversionError",
+               "UnexpectedTracerError"]
+
+
+class _FakeTracer(hlox.core.Tracer):
+  """A tracer type written against JAX's constructor (``Tracer(trace, aval)``)."""
+
+  def __init__(self, trace):
+    super().__init__(trace, None)
+
+
+@pytest.mark.parametrize("name", _JAX_ERRORS)
+def test_jax_error_classes_take_one_argument_and_point_to_the_errors_page(name):
+  cls = getattr(errors, name)
+  err = cls(_FakeTracer(None))
+  see = f"\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.{name}"
+  assert str(err).endswith(see) and str(err).count("See https://") == 1
+  if name in ("JAXTypeError", "JAXIndexError", "UnexpectedTracerError", "KeyReuseError"):
+    # A message gets the line once, also when the error is built again from its text (as
+    # unpickling does).
+    assert str(cls("boom")) == "boom" + see
+    assert str(cls(str(cls("boom")))) == "boom" + see
+
+
+def test_tracer_subclass_with_jax_constructor_has_its_aval():
+  aval = hlox.core.ShapedArray((2,), np.float32)
+
+  class Mine(hlox.core.Tracer):
+    def __init__(self, trace):
+      super().__init__(trace, aval)
+
+  assert Mine(None).aval is aval and Mine(None).shape == (2,)
+
+  class Bare(hlox.core.Tracer):
+    def __init__(self):
+      pass
+
+  with pytest.raises(NotImplementedError, match="Bare has no aval"):
+    Bare().aval
+
+
+def test_leaked_tracer_error_ends_with_the_errors_page():
+  leaked = []
+  hlox.jit(lambda x: leaked.append(x) or x)(1.)
+  with pytest.raises(errors.UnexpectedTracerError) as e:
+    leaked[0] + 1
+  assert ("\nSee https://docs.jax.dev/en/latest/errors.html#jax.errors.UnexpectedTracerError"
+          in str(e.value))
+
+
+@pytest.mark.jax_oracle
+def test_error_texts_match_jax():
+  pytest.importorskip("jax")
+  src = ("for name in ['ConcretizationTypeError', 'TracerArrayConversionError', "
+         "'TracerBoolConversionError', 'TracerIntegerConversionError', "
+         "'UnexpectedTracerError', 'KeyReuseError', 'JAXTypeError', 'JAXIndexError']:\n"
+         "  class T(m.core.Tracer):\n"
+         "    def __init__(self):\n"
+         "      super().__init__(None, None)\n"
+         "    def __repr__(self):\n"
+         "      return 'T'\n"
+         "  print(repr(str(getattr(m.errors, name)(T()))))\n")
+  assert printed_here(src) == printed_in_jax({"errors": src})["errors"]

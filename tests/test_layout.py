@@ -205,3 +205,21 @@ def test_reported_formats_match_jax():
   here = printed_here(src.replace("jax_layout", "hlox.experimental.layout"))
   there = printed_in_jax({"f": src.replace("jax_layout", "jax.experimental.layout")})["f"]
   assert here == there
+
+
+def test_default_result_layout_asks_for_nothing_and_donation_aliases():
+  # As JAX: a Format whose layout is what the devices give anyway is its sharding alone, so
+  # a donated argument aliases the result (not a mere buffer donor).
+  s = _one_device()
+  x = hlox.device_put(np.arange(12.).reshape(3, 4), s)
+  out_format = Format(x.format.layout, s)
+  f = hlox.jit(lambda v: v * 2, out_shardings=out_format, donate_argnums=0)
+  text = f.lower(x).as_text()
+  assert "tf.aliasing_output = 0" in text and "jax.buffer_donor" not in text
+  assert "mhlo.layout_mode" not in text
+  out = f(x)
+  np.testing.assert_array_equal(out, np.arange(12.).reshape(3, 4) * 2)
+  assert out.format == out_format and x.is_deleted()
+  g = hlox.jit(lambda v: v.sum(0), out_shardings=Format(Layout((0, 1)), s))
+  with pytest.raises(ValueError, match="Length of major_to_minor and the rank"):
+    g(np.ones((2, 3)))

@@ -61,6 +61,34 @@ def test_debug_log_modules(captured, modules, timing, programs):
   assert captured.getvalue() == ""
 
 
+@pytest.mark.parametrize("modules, timing, programs", [
+    ("jax", True, True), ("jax._src.dispatch", True, False),
+    ("jax._src.interpreters.pxla", False, True), ("hlox", False, False),
+])
+def test_jax_named_modules_reach_jaxs_loggers(captured, modules, timing, programs):
+  # A program written for JAX listens on JAX's loggers: the lines it asked for by JAX's
+  # names reach their handlers (once each, and the root logger's once).
+  jax_out, root_out = io.StringIO(), io.StringIO()
+  jax_handler, root_handler = logging.StreamHandler(jax_out), logging.StreamHandler(root_out)
+  logging.getLogger("jax").addHandler(jax_handler)
+  logging.getLogger().addHandler(root_handler)
+  try:
+    config.update("jax_debug_log_modules", modules)
+    _jit_fresh()
+    config.update("jax_debug_log_modules", "")
+    _jit_fresh()
+  finally:
+    logging.getLogger("jax").removeHandler(jax_handler)
+    logging.getLogger().removeHandler(root_handler)
+  text = jax_out.getvalue()
+  assert text.count("Finished tracing <lambda> for jit in") == int(timing)
+  assert text.count("Compiling jit(<lambda>) with global shapes") == int(programs)
+  assert root_out.getvalue().count("Finished tracing <lambda> for jit in") == int(
+      modules != "jax._src.interpreters.pxla")
+  assert all(not any(isinstance(h, monitoring._ToJaxLogger) for h in lg.handlers)
+             for lg in (logging.getLogger("hlox"), logging.getLogger("hlox.compile.timing")))
+
+
 def test_option_types():
   with pytest.raises(TypeError, match="new string config value must be of type str, got 3"):
     config.update("jax_debug_log_modules", 3)

@@ -115,6 +115,15 @@ for jit in (False, True):
       m.config.update('jax_auto_pcast', True)
     err(m.jit(f) if jit else f, x, y)
 """,
+    "eager_new_ref": """
+mesh = mesh_of((2,), ('x',), AT.Explicit)
+with m.set_mesh(mesh):
+  x = m.device_put(np.arange(8), P('x'))
+  def f(x):
+    return m.freeze(m.new_ref(x))
+  err(m.shard_map(f, out_specs=P('x'), check_vma=False), x)
+  err(m.shard_map(m.jit(f), out_specs=P('x'), check_vma=False), x)
+""",
     "size_one_axes": """
 mesh = mesh_of((2, 1), ('x', 'y'), AT.Explicit, AT.Explicit)
 np_inp = np.arange(16).reshape(8, 2)
@@ -201,6 +210,10 @@ ValueError Primitive mul requires varying manual axes to match, but got \
 and as a temporary workaround pass the check_vma=False argument to `jax.shard_map`
 ok [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
 """ * 2,
+    "eager_new_ref": """\
+ValueError Eager shard_map cannot return a `jax.Ref`. Please wrap your shard_map in `jax.jit`.
+ok [0, 1, 2, 3, 4, 5, 6, 7]
+""",
     "size_one_axes": """\
 in ['x']
 psum []

@@ -99,3 +99,36 @@ def test_unmapped_scalar_with_axis_size(vmappable_registered):
   np.testing.assert_array_equal(out, [1., 2., 3.])
   np.testing.assert_array_equal(hlox.vmap(lambda x: x, in_axes=None, axis_size=2)(1.),
                                 [1., 1.])
+
+
+def test_a_mapped_argument_used_as_a_shape_says_where_vmap_made_it():
+  def f(n):
+    return jnp.zeros((2, n))
+  with pytest.raises(TypeError) as e:
+    hlox.vmap(f)(jnp.ones((1,), "int32"))  # this line
+  text = str(e.value)
+  assert "If using `jit`, try using `static_argnums`" in text
+  line = f"{__file__}:{e.tb.tb_lineno}:"
+  assert "This BatchTracer with object id " in text and f"was created on line:\n  {line}" in text
+  # A JVP's tracer knows its value: no advice about jit.
+  with pytest.raises(TypeError) as e:
+    hlox.grad(lambda x: jnp.zeros((2, x)).sum())(1.)
+  assert "static_argnums" not in str(e.value)
+
+
+_SHAPE_ERRORS = """
+import re
+for run in [lambda: m.vmap(lambda x: jnp.zeros(shape=(2, x)))(jnp.ones((1,))),
+            lambda: m.vmap(lambda x: jnp.ones(4).reshape((2, x)))(jnp.ones((1,), 'int32')),
+            lambda: m.grad(lambda x: jnp.zeros(shape=(2, x)).sum())(1.)]:
+  try:
+    run()
+  except TypeError as e:
+    print(re.sub(r"object id \\d+", "object id N", str(e).split("-----")[0]))
+"""
+
+
+@pytest.mark.jax_oracle
+def test_shape_errors_name_the_tracer_like_jax():
+  pytest.importorskip("jax")
+  assert printed_here(_SHAPE_ERRORS) == printed_in_jax({"shapes": _SHAPE_ERRORS})["shapes"]

@@ -1,6 +1,7 @@
 """Abstract values: what a tracer knows about the array it stands for."""
 from __future__ import annotations
 
+import enum
 import math
 
 import numpy as np
@@ -39,6 +40,19 @@ def _splits_nothing(sharding) -> bool:
           and not any(spec.partitions))
 
 
+class MemorySpace(enum.Enum):
+  """Which memory an array lives in, as its type says (JAX's ``jax.memory.Space``): the
+  device's own (the default), the host's, or any."""
+  Device = enum.auto()
+  Host = enum.auto()
+  Any = enum.auto()
+
+  def __repr__(self):
+    return f"MemorySpace.{self.name}"
+
+  __hash__ = object.__hash__  # by identity (an Enum hashes its name)
+
+
 class ShapedArray:
   """An array known only by its shape, dtype and weak-typedness.
 
@@ -46,18 +60,25 @@ class ShapedArray:
   (which the jit and eager caches do on every call) costs an identity check.
   """
 
-  __slots__ = ("shape", "dtype", "weak_type", "_sharding", "_vma", "_ur", "__weakref__")
+  __slots__ = ("shape", "dtype", "weak_type", "_sharding", "_vma", "_ur", "_mem",
+               "__weakref__")
   array_abstraction_level = 1
   _interned: dict = {}
 
-  def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=(), ur=()):
+  def __new__(cls, shape, dtype, weak_type: bool = False, sharding=None, vma=(), ur=(),
+              memory_space=None):
     if sharding is not None and unsplit_sharding is not None and \
         _splits_nothing(sharding) and sharding == unsplit_sharding(len(shape)):
       # The layout a type without one has (what ``.sharding`` reads back from any type,
       # which code like flax's passes back in): the same type, so the caches see one.
       sharding = None
-    if sharding is not None or vma or ur:
-      return cls._with_sharding(shape, dtype, weak_type, sharding, tuple(vma), _ur_key(ur))
+    if sharding is not None or vma or ur or memory_space is not None:
+      if memory_space is MemorySpace.Device:  # the default: the same type as none given
+        memory_space = None
+      elif memory_space is not None and not isinstance(memory_space, MemorySpace):
+        raise TypeError(f"memory_space must be a jax.memory.Space, got {memory_space!r}")
+      return cls._with_sharding(shape, dtype, weak_type, sharding, tuple(vma), _ur_key(ur),
+                                memory_space)
     key = (tuple(shape), dtype, weak_type)
     try:
       return cls._interned[key]
@@ -76,6 +97,7 @@ class ShapedArray:
       object.__setattr__(self, "_sharding", None)
       object.__setattr__(self, "_vma", ())
       object.__setattr__(self, "_ur", ())
+      object.__setattr__(self, "_mem", None)
       self = cls._interned.setdefault(canonical, self)
     try:
       cls._interned[key] = self
@@ -84,14 +106,16 @@ class ShapedArray:
     return self
 
   @classmethod
-  def _with_sharding(cls, shape, dtype, weak_type, sharding, vma=(), ur=()):
+  def _with_sharding(cls, shape, dtype, weak_type, sharding, vma=(), ur=(), mem=None):
     """A type that also says how the value is laid out (what ``typeof`` gives for a value
     split over Explicit mesh axes): ``sharding`` is a NamedSharding; or, inside a
     ``shard_map``, the manual mesh axes along which the value may differ between devices
     (``vma``, in the mesh's order), and ``ur``: ``(unreduced, reduced)`` manual axes
-    (frozensets; ``()`` for none)."""
+    (frozensets; ``()`` for none); ``mem``: a MemorySpace other than the device's (None)."""
     base = cls(shape, dtype, weak_type)
-    key = (base, sharding, vma, ur)
+    if sharding is None and not vma and not ur and mem is None:
+      return base
+    key = (base, sharding, vma, ur, mem)
     self = cls._interned.get(key)
     if self is None:
       self = object.__new__(cls)
@@ -100,6 +124,7 @@ class ShapedArray:
       object.__setattr__(self, "_sharding", sharding)
       object.__setattr__(self, "_vma", vma)
       object.__setattr__(self, "_ur", ur)
+      object.__setattr__(self, "_mem", mem)
       self = cls._interned.setdefault(key, self)
     return self
 
@@ -116,14 +141,15 @@ class ShapedArray:
     """This type without the layout it records (the vma is kept)."""
     if self._sharding is None:
       return self
-    return ShapedArray(self.shape, self.dtype, self.weak_type, None, self._vma, self._ur)
+    return ShapedArray(self.shape, self.dtype, self.weak_type, None, self._vma, self._ur,
+                       self._mem)
 
   def __setattr__(self, name, value):
     raise AttributeError("ShapedArray is immutable; use .update(...)")
 
   def __reduce__(self):
     return (ShapedArray, (self.shape, self.dtype, self.weak_type, self._sharding, self._vma,
-                          self._ur))
+                          self._ur, self._mem))
 
   @property
   def ndim(self) -> int:
@@ -133,6 +159,11 @@ class ShapedArray:
   def size(self) -> int:
     n = math.prod(self.shape)
     return n if type(n) is int or type(n) is _DimExpr else int(n)
+
+  @property
+  def memory_space(self) -> MemorySpace:
+    """The memory the array lives in (``MemorySpace.Device`` unless the type says other)."""
+    return MemorySpace.Device if self._mem is None else self._mem
 
   @property
   def vma(self) -> frozenset:
@@ -159,7 +190,7 @@ class ShapedArray:
   mat = manual_axis_type  # JAX's shorter name for it
 
   def update(self, shape=None, dtype=None, weak_type=None, sharding=None,
-             vma=None, unreduced=None, reduced=None) -> "ShapedArray":
+             vma=None, unreduced=None, reduced=None, memory_space=None) -> "ShapedArray":
     ur = self._ur
     if unreduced is not None or reduced is not None:
       ur = (self.unreduced if unreduced is None else unreduced,
@@ -169,13 +200,17 @@ class ShapedArray:
                        self.weak_type if weak_type is None else weak_type,
                        sharding if sharding is not None
                        else self._sharding if shape is None else None,
-                       self._vma if vma is None else tuple(vma), ur)
+                       self._vma if vma is None else tuple(vma), ur,
+                       self._mem if memory_space is None else memory_space)
 
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
 
   def str_short(self, short_dtypes: bool = True, mesh_axis_types: bool = False) -> str:
-    name = short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
+    name = (short_dtype_name(self.dtype) if short_dtypes or self.dtype == dtypes.float0
+            else self.dtype.name)  # float0's NumPy name is "void"
+    if self._mem is not None:  # as JAX: ``f32<host>[8]``
+      name += f"<{self._mem.name.lower()}>"
     if self._sharding is not None:
       from hlox.core import sharding_types
       split = sharding_types.split_of_named(self._sharding, len(self.shape))
@@ -198,10 +233,11 @@ class ShapedArray:
     """The aval of a tangent: float0 for integer and boolean values (as in JAX); a user's
     extended dtype says its own (``_rules.tangent_dtype``)."""
     if dtypes.user_rules(self.dtype) is not None:
-      return ShapedArray(self.shape, self.dtype._rules.tangent_dtype(self.dtype))
+      return ShapedArray(self.shape, self.dtype._rules.tangent_dtype(self.dtype),
+                         memory_space=self._mem)
     if dtypes.is_inexact(self.dtype):
       return self.update(weak_type=self.weak_type)
-    return ShapedArray(self.shape, dtypes.float0, False)
+    return ShapedArray(self.shape, dtypes.float0, False, memory_space=self._mem)
 
   def __repr__(self):
     weak = ", weak_type=True" if self.weak_type else ""

@@ -178,12 +178,21 @@ class Tracer:
   know any primitive).
   """
 
-  __slots__ = ("_trace",)
+  __slots__ = ("_trace", "_aval")
   __array_priority__ = 1000
+
+  def __init__(self, trace, aval=None):
+    """JAX's constructor, for tracer types written against it (``super().__init__(trace,
+    aval)``); hlox's own tracers set their fields themselves."""
+    self._trace = trace
+    self._aval = aval
 
   @property
   def aval(self):
-    raise NotImplementedError
+    try:
+      return self._aval
+    except AttributeError:  # a tracer type that neither set nor overrides it
+      raise NotImplementedError(f"{type(self).__name__} has no aval") from None
 
   def to_concrete_value(self):
     """The concrete value if the trace knows it (e.g. a JVP primal), else None."""

@@ -65,12 +65,15 @@ class AxisData:
 
 
 class BatchTracer(Tracer):
-  __slots__ = ("val", "batch_dim")
+  __slots__ = ("val", "batch_dim", "source_info")
 
-  def __init__(self, trace, val, batch_dim):
+  def __init__(self, trace, val, batch_dim, source_info=None):
     self._trace = trace
     self.val = val
     self.batch_dim = batch_dim
+    # Where the user's vmap made this tracer (its arguments only: recording every
+    # primitive's output would cost a frame walk per batched operation), for error messages.
+    self.source_info = source_info
 
   @property
   def aval(self):
@@ -94,6 +97,12 @@ class BatchTracer(Tracer):
 
   def _contents(self) -> list:
     return [("val", self.val), ("batch_dim", self.batch_dim)]
+
+  def _origin_msg(self) -> str:
+    if not self.source_info:
+      return ""
+    return (f"\nThis BatchTracer with object id {id(self)} was created on line:"
+            f"\n  {self.source_info}")
 
   @property
   def type_sharding(self):
@@ -191,7 +200,9 @@ def batch(fun: Callable, vals: Sequence, in_dims: Sequence, axis_data: AxisData,
   count as mapped values of this one (see ``BatchTrace``). ``transform_stack``: the
   equations record ``vmap`` in their name stacks (the user's ``vmap``, not a rule's)."""
   trace = BatchTrace(current_trace(), axis_data, shares_axis)
-  in_tracers = [v if d is None else BatchTracer(trace, v, d) for v, d in zip(vals, in_dims)]
+  src = source_info_lib.current() if transform_stack else None
+  in_tracers = [v if d is None else BatchTracer(trace, v, d, src)
+                for v, d in zip(vals, in_dims)]
   try:
     with (set_current_trace(trace), extend_axis_env(axis_data.name, axis_data.size),
           source_info_lib.transform_name_stack("vmap") if transform_stack else _NO_NAMES):

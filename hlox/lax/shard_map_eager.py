@@ -23,6 +23,7 @@ import numpy as np
 
 from hlox.config import config
 from hlox.core import vma as vma_lib
+from hlox.core.refs import is_ref_aval
 from hlox.core.tracer import Trace, Tracer, extend_axis_env, get_aval, set_current_trace
 from hlox.interpreters import batching
 from hlox.lax.callback import io_callback_p, pure_callback_p
@@ -106,6 +107,11 @@ class ShardMapTrace(Trace):
       with set_current_trace(self.parent), vma_lib.suspended():
         outs = _per_device(per_device, list(vals),
                            list(zip(self.manual_axes, self.sizes)))
+    if any(is_ref_aval(get_aval(o)) for o in outs):
+      # Each eager operation is a program of its own, and a program's results are values:
+      # a reference made here could not outlive it (as JAX says).
+      raise ValueError("Eager shard_map cannot return a `jax.Ref`. Please wrap your "
+                       "shard_map in `jax.jit`.")
     vmas = vma if isinstance(vma, list) else [vma] * len(outs)
     tracers = [ShardMapTracer(self, v, m) for v, m in zip(outs, vmas)]
     return tracers[0] if single else tracers

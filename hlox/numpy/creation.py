@@ -69,7 +69,10 @@ def _invalid_shape_error(shape, name: str, context: str = ""):
   msg = f"Shapes must be 1D sequences of concrete values of integer type, got {shape!r}.{context}"
   tracers = [d for d in (shape if isinstance(shape, (tuple, list)) else (shape,))
              if isinstance(d, Tracer)]
-  if tracers:  # JAX's advice, and where the first traced dimension came from
+  # JAX's advice, and where the first traced dimension came from; a value the trace knows
+  # (a JVP's primal) is not a jit matter.
+  tracers = [t for t in tracers if t.to_concrete_value() is None]
+  if tracers:
     msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "
             "subfunctions." + tracers[0]._origin_msg())
   return TypeError(msg)

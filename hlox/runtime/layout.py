@@ -15,7 +15,7 @@ from __future__ import annotations
 from hlox.runtime.sharding import Sharding
 
 __all__ = ["AutoLayout", "Format", "Layout", "buffer_layout", "default_layout",
-           "from_pjrt_layout", "layout_mode"]
+           "from_pjrt_layout", "is_platform_default", "layout_mode"]
 
 
 class AutoLayout:
@@ -111,6 +111,21 @@ class Format:
 
   def __repr__(self):
     return f"Format(layout={self.layout}, sharding={self.sharding})"
+
+
+# Platforms whose arrays are laid out row-major without tiling unless asked otherwise (TPU's
+# default layouts are tiled, depending on the dtype and shape).
+_ROW_MAJOR_PLATFORMS = frozenset({"cpu", "gpu", "cuda", "rocm"})
+
+
+def is_platform_default(layout, sharding) -> bool:
+  """Whether ``layout`` is what the devices of ``sharding`` give an array anyway (so asking
+  for it changes nothing); False where that cannot be told without the array's type."""
+  if not isinstance(layout, Layout) or not layout.is_default() or sharding is None:
+    return False
+  devices = getattr(sharding, "_device_assignment", None)
+  return bool(devices) and all(getattr(d, "platform", None) in _ROW_MAJOR_PLATFORMS
+                               for d in devices)
 
 
 def default_layout(ndim: int) -> Layout:
