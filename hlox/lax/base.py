@@ -20,7 +20,7 @@ from hlox.core import sharding_types
 from hlox.core.shape_poly import _DimExpr, canonical_dim, dimension_as_value, is_symbolic_dim
 from hlox.core import jaxpr as jaxpr_lib
 from hlox.core.avals import ShapedArray
-from hlox.core.tracer import get_aval
+from hlox.core.tracer import eval_trace, get_aval, trace_ctx
 from hlox.errors import HloxTypeError
 from hlox.interpreters import ad, batching, cost, xla
 from hlox.lax.sharding_constraint import apply_out_sharding
@@ -529,7 +529,9 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
           and dtypes.python_scalar_dtype(py_type(0)) == new_dtype):
         return py_type(value.item())
       return device_put(value, weak_type=True)
-    return value
+    # Eagerly the result is an Array, as JAX's; under a trace the host value (a literal or
+    # constant where it is used).
+    return device_put(value) if trace_ctx.trace is eval_trace else value
   aval = get_aval(operand)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return operand
