@@ -421,11 +421,52 @@ class _HashableStatic:
     self.value = value
 
   def __eq__(self, other):
-    return type(other) is _HashableStatic and type(self.value) is type(other.value) and \
-        self.value == other.value
+    if type(other) is not _HashableStatic or type(self.value) is not type(other.value):
+      return False
+    try:
+      return self.value == other.value
+    except Exception as e:
+      raise _static_comparison_error(self.value, other.value, e) from e
 
   def __hash__(self):
     return self._hash
+
+
+def _static_comparison_error(a, b, error) -> ValueError:
+  """JAX's ValueError for static arguments whose ``==`` raised while a cache was searched
+  (two static values with the same hash are compared to tell cache entries apart)."""
+  return ValueError(f"static arguments should be comparable using __eq__. Comparing two "
+                    f"objects of types {type(a)} and {type(b)} raised "
+                    f"{type(error).__name__}: {error}")
+
+
+def _fast_key_comparison_error(wrapped, args, kwargs):
+  """The ValueError to raise when searching the cache-hit path's keys for this call raised
+  from a static argument's ``__eq__`` (None when it does not): the failed call compares
+  again, pair by pair, the keys a dictionary lookup would have compared (same hash and
+  length). Keys hold static values as they are, so that a hit costs nothing more."""
+  keys = []
+  try:
+    if not kwargs:
+      keys.append(wrapped._flat_key(args)[0])
+    keys.append(wrapped._general_key(args, kwargs)[0])
+    hashes = [None if k is None else hash(k) for k in keys]
+  except Exception:
+    return None
+  for cached in list(wrapped._fast_cache):
+    if type(cached) is not tuple:
+      continue
+    for key, h in zip(keys, hashes):
+      if key is None or len(cached) != len(key) or hash(cached) != h:
+        continue
+      for a, b in zip(cached, key):
+        if a is b:
+          continue
+        try:
+          a == b
+        except Exception as e:
+          return _static_comparison_error(b, a, e)
+  return None
 
 
 # Leaf types a jitted call's positional arguments may have for the shortest cache-hit path:
@@ -2314,6 +2355,11 @@ def _make_jitted(wrapped: JitWrapped, eager_fallback: bool = False) -> Callable:
     except Exception as e:
       if type(e) is OverflowError and not kwargs:
         named = _argument_overflow(wrapped.fun, args)
+        if named is not None:
+          hide_wrapper_frames(named)
+          raise named from e
+      if not simple:  # static arguments' ``==`` may raise
+        named = _fast_key_comparison_error(wrapped, args, kwargs)
         if named is not None:
           hide_wrapper_frames(named)
           raise named from e

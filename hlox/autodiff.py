@@ -83,6 +83,19 @@ def _as_arrays(leaves):
   return out
 
 
+def _host_primal(x):
+  """A primal that is not differentiated (integer, boolean) as ``vjp`` hands it to the
+  function: as JAX, NumPy values stay on the host (in the canonical dtype), so NumPy's own
+  arithmetic applies to them there; Python scalars as they are; anything else as an
+  Array."""
+  if isinstance(x, (np.ndarray, np.generic)) and type(x) is not np.ma.MaskedArray:
+    dtype = dtypes.canonicalize_dtype(x.dtype)
+    return x if dtype == x.dtype else np.asarray(x, dtype)
+  if type(x) in (bool, int):
+    return x
+  return _as_arrays([x])[0]
+
+
 def _zeros_tangent(aval):
   return _as_arrays([ad.zeros_like_aval(aval.to_tangent_aval())])[0]
 
@@ -177,9 +190,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   """``(fun(*primals), f_vjp)`` where ``f_vjp(cotangent)`` returns one cotangent per primal."""
   user_leaves, p_tree = tree_util.tree_flatten(primals)
   _check_arraylike_leaves("vjp", user_leaves)
-  p_leaves = _as_arrays(user_leaves)
+  nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in user_leaves]
+  p_leaves = [_as_arrays([x])[0] if nz else _host_primal(x)
+              for x, nz in zip(user_leaves, nonzeros)]
   flat, box = _flat_fun(fun, p_tree, has_aux)
-  nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in p_leaves]
   out_p, lin = ad.linearize(flat, p_leaves, nonzeros, transform_stack=True)
   out_p, aux = _split_aux(box, out_p)
   n_aux = len(lin.out_avals) - len(out_p)

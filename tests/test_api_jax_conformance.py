@@ -24,8 +24,31 @@ def test_leak_checker_catches_a_jit_leak():
       kept.append(x)
       return x + 1
 
-    with pytest.raises(hlox.UnexpectedTracerError, match=r"Leaked trace JaxprTrace\(f\)"):
+    # The trace by JAX's name for its kind, then the function it traced.
+    with pytest.raises(hlox.UnexpectedTracerError,
+                       match=r"Leaked trace DynamicJaxprTrace \(tracing f\)\. Leaked tracer"):
       f(3.0)
+
+
+def test_leak_checker_catches_a_sublevel_leak():
+  # A tracer of an inner jit kept in a list of the outer one: the inner trace is named.
+  with hlox.checking_leaks():
+    @hlox.jit
+    def f(x):
+      kept = []
+
+      @hlox.jit
+      def g(x):
+        kept.append(x)
+        return x
+      return g(x)
+
+    with pytest.raises(hlox.UnexpectedTracerError,
+                       match=r"Leaked trace DynamicJaxprTrace \(tracing g\)"):
+      f(3)
+    kept = []
+    with pytest.raises(hlox.UnexpectedTracerError, match=r"Leaked trace BatchTrace\. "):
+      hlox.vmap(lambda x: kept.append(x) or x)(jnp.ones(2))
 
 
 def test_leak_checker_names_the_referrer_chain():

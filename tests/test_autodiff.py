@@ -139,6 +139,32 @@ def test_integer_inputs_get_float0_with_allow_int():
   assert np.asarray(g[1]).dtype == hlox.numpy.float0
 
 
+def test_undifferentiated_numpy_primals_stay_on_the_host():
+  # As JAX: vjp hands integer (not differentiated) NumPy inputs to the function as NumPy
+  # arrays in the canonical dtype, so NumPy's arithmetic applies to them (no jnp promotion
+  # rule, strict or not), and an output that is such an input comes back as NumPy.
+  seen = []
+
+  def f(x):
+    seen.append((type(x), x.dtype))
+    return jnp.sum(x + 0.)
+
+  with hlox.numpy_dtype_promotion("strict"):
+    g = hlox.grad(f, allow_int=True)(np.ones((2, 4), dtype=np.int64))
+  assert seen == [(np.ndarray, np.dtype(np.int32))]
+  assert g.dtype == hlox.dtypes.float0 and g.shape == (2, 4)
+  np.testing.assert_array_equal(g.reshape((4, 2)), np.zeros((4, 2), hlox.dtypes.float0))
+  np.testing.assert_array_equal(g.transpose(), np.zeros((4, 2), hlox.dtypes.float0))
+  out, f_vjp = hlox.vjp(lambda i, x: (i, x * 2.), np.arange(3), np.float32(1.))
+  assert type(out[0]) is np.ndarray and out[0].dtype == np.int32
+  np.testing.assert_array_equal(out[0], np.arange(3))
+  assert float(out[1]) == 2.
+  ct_i, ct_x = f_vjp((np.zeros(3, hlox.dtypes.float0), np.float32(1.)))
+  assert ct_i.dtype == hlox.dtypes.float0 and float(ct_x) == 2.
+  # Arrays stay Arrays; differentiated NumPy inputs are traced as before.
+  assert isinstance(hlox.vjp(lambda i: i, jnp.arange(3))[0], hlox.Array)
+
+
 def test_hessian_and_jacobians():
   f = lambda x: jnp.sum(x ** 3)
   x = np.array([1.0, 2.0], np.float32)

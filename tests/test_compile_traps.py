@@ -32,15 +32,16 @@ def _count(text, op):
   return len(re.findall(rf"\b{re.escape(op)}\b", text))
 
 
-@pytest.mark.parametrize("unroll", [3, 8, True])
+@pytest.mark.parametrize("unroll", [3, 8, True, 0])
 def test_unrolled_scan_body_is_lowered_once(unroll):
   text = hlox.jit(_rnn(unroll)).lower(H0, XS).as_text()
   # One copy of the body (one tanh, one sine), called once per unrolled step.
   assert _count(text, "stablehlo.tanh") == 1
   assert _count(text, "stablehlo.sine") == 1
-  steps = 10 if unroll is True else unroll + 10 % unroll
+  # (``unroll=0`` unrolls every step, as ``True`` does: JAX's meaning.)
+  steps = 10 if unroll is True or unroll == 0 else unroll + 10 % unroll
   assert _count(text, "call @scan_body") == steps
-  # A loop that would run once (unroll >= length / 2 here for 8 and True) is not emitted.
+  # A loop that would run once (unroll >= length / 2 here for 8, True, 0) is not emitted.
   assert _count(text, "stablehlo.while") == (1 if unroll == 3 else 0)
 
 
@@ -52,7 +53,7 @@ def test_rolled_scan_inlines_its_body():
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("unroll", [3, 6, 8, True])
+@pytest.mark.parametrize("unroll", [3, 6, 8, True, 0])
 def test_unrolled_scan_bits_match_rolled(unroll, reverse):
   want = hlox.jit(_rnn(1, reverse))(H0, XS)
   for got in (hlox.jit(_rnn(unroll, reverse))(H0, XS), _rnn(unroll, reverse)(H0, XS)):

@@ -45,6 +45,16 @@ print(m.make_jaxpr(m.grad(lambda x: m.device_put(x, d[3]) * 2.))(1.))
 print(m.jvp(lambda x: m.device_put(x, s) * 2, (1.,), (1.,)))
 print(m.jit(m.vmap(lambda x: m.device_put(x, s) * 2))(jnp.arange(3.)))
 """,
+    "cotangent_source": """
+# Eagerly the source of a traced device_put is the Array under the tracer: the cotangent
+# goes back to it (committed), whether the primal was committed or not.
+for x in (m.device_put(2., d[2]), jnp.float32(2.)):
+  y, g = m.value_and_grad(lambda x: m.device_put(x, d[3]))(x)
+  print(y.devices(), y.committed, g.devices(), g.committed, float(g))
+  _, f = m.vjp(lambda x: m.device_put(x * 3., s), x)
+  g, = f(jnp.float32(1.))
+  print(g.devices(), g.committed, float(g))
+""",
     "incompatible_devices": """
 x = m.device_put(np.float32(1), d[0])
 for f, args in ((lambda x: m.device_put(x, s) + 1, (x,)),

@@ -171,3 +171,43 @@ def test_vmappable_types():
   finally:
     batching.unregister_vmappable(_Named)
   assert _Named not in batching.vmappables and _Spec not in batching.spec_types
+
+
+def test_token_buffer_has_no_host_value():
+  # As JAX: a token's device buffer cannot be read as an array.
+  tok = lax.create_token()
+  with pytest.raises(RuntimeError, match="Cannot convert a token-shape buffer"):
+    tok._buf._value
+  with pytest.raises(RuntimeError, match="Cannot convert a token-shape buffer"):
+    np.asarray(tok._buf)
+  assert tok.block_until_ready() is tok
+
+
+class _HashableWithoutEq:
+  def __hash__(self):
+    return 1
+
+  def __eq__(self, other):
+    raise NotImplementedError("no comparison")
+
+
+@pytest.mark.parametrize("how", ["positional", "keyword", "donated"])
+def test_static_argument_whose_eq_raises(how):
+  # Two static values with equal hashes are compared to find the cached program; a failing
+  # ``==`` is JAX's ValueError (the first call compares nothing: a different type's key).
+  if how == "positional":
+    f = hlox.jit(lambda x, y: x + 3, static_argnums=1)
+    call = lambda y: f(1, y)
+  elif how == "keyword":
+    f = hlox.jit(lambda x, y: x + 3, static_argnames="y")
+    call = lambda y: f(1, y=y)
+  else:  # no cache-hit path: the slow path's own keys compare
+    f = hlox.jit(lambda x, y: x + 3, static_argnums=1, donate_argnums=0)
+    call = lambda y: f(jnp.ones(2), y)
+  call(1)
+  assert_close(call(_HashableWithoutEq()), np.full(np.shape(call(1)), 4))
+  with pytest.raises(ValueError, match=r"static arguments should be comparable using __eq__"
+                     r".*_HashableWithoutEq.*NotImplementedError: no comparison"):
+    call(_HashableWithoutEq())
+  # A static value that compares fine still hits its entry.
+  assert_close(call(1), np.full(np.shape(call(1)), 4))

@@ -460,6 +460,18 @@ def test_convert_element_type_big_python_int_wraps():
   assert int(lax.convert_element_type(-2 ** 31 - 1, np.int32)) == 2 ** 31 - 1
 
 
+@pytest.mark.parametrize("make", [int, float, np.int32, np.float32, np.array])
+def test_convert_element_type_of_host_values_is_an_array_eagerly(make):
+  # As JAX: Python and NumPy operands convert to an Array (under jit, a value of the program).
+  for dtype in (np.int32, np.float32):
+    for value in (0, 1):
+      for op in (lambda x: lax.convert_element_type(x, dtype),
+                 hlox.jit(lambda x: lax.convert_element_type(x, dtype))):
+        out = op(make(value))
+        assert isinstance(out, hlox.Array) and out.dtype == dtype and not out.weak_type
+        assert out.shape == () and out == value
+
+
 def test_mul_out_dtype():
   x, y = np.array([100, -7], np.int8), np.array([3, 50], np.int8)
   check_eager_and_jit(lambda a, b: lax.mul(a, b, out_dtype=np.int32), [x, y],

@@ -360,6 +360,29 @@ def test_dce_sink_and_stage():
   assert_close(hlox.grad(lambda x: lax.stage(x) * 3.0)(np.float32(1.0)), 3.0)
 
 
+def test_dce_sink_prevent_mlir_dce_keeps_the_value_in_the_program():
+  # As JAX: with prevent_mlir_dce, a side-effecting call of the runtime's ``dce_sink``
+  # target (one per leaf) keeps XLA from removing the computation; without, XLA drops it.
+  x = np.float32(1.0)
+
+  def f(x, prevent):
+    y = x + 1
+    lax.dce_sink({"a": y, "b": y * 2}, prevent_mlir_dce=prevent)
+    return x
+  jaxpr = hlox.make_jaxpr(lambda x: f(x, True))(x).jaxpr
+  assert [e.primitive.name for e in jaxpr.eqns] == ["add", "mul", "dce_sink", "dce_sink"]
+  kept = hlox.jit(lambda x: f(x, True)).lower(x)
+  assert kept.as_text().count("stablehlo.custom_call @dce_sink") == 2
+  hlo = kept.compile().as_text()
+  assert "custom_call" in hlo and "dce_sink" in hlo and "add" in hlo
+  assert_close(hlox.jit(lambda x: f(x, True))(x), x)
+  assert "add" not in hlox.jit(lambda x: f(x, False)).lower(x).compile().as_text()
+  # Under vmap of a loop (the call sits in the loop's body) it still runs.
+  xs = np.arange(3, dtype=np.float32)
+  loop = lambda x: lax.fori_loop(0, 2, lambda i, c: (f(c, True), c + 1)[1], x)  # noqa: E731
+  assert_close(hlox.jit(hlox.vmap(loop))(xs), xs + 2)
+
+
 def test_composite():
   tangent = lax.composite(lambda x, *, scale: jnp.sin(x) / jnp.cos(x) * scale, "my.tangent")
   x = _f32(4)

@@ -208,6 +208,26 @@ def test_too_many_devices_names_both_numbers_and_the_setting():
     hlox.pmap(lambda y: y)(np.ones((9, 2)))
 
 
+def test_axis_a_multiple_of_the_devices_says_what_each_device_would_hold():
+  # JAX's words for an axis a multiple of the devices (it spreads the axis over them and
+  # the body's squeeze fails), at top level, under jit and inside a loop; indivisible sizes
+  # and nested pmaps keep the plain message.
+  squeeze = (r"cannot select an axis to squeeze out which has size not equal to one, got "
+             r"shape=\({}\) and dimensions=\({},\)")
+  psum = hlox.pmap(lambda z: lax.psum(jnp.sin(z), "i"), axis_name="i")
+  body = lambda i, x: psum(x) + x  # noqa: E731
+  for f in (psum, hlox.jit(psum), lambda x: lax.fori_loop(0, 3, body, x)):
+    with pytest.raises(ValueError, match=r"needs 16 devices but only 8.*"
+                                         + squeeze.format("2,", 0) + ".*HLOX_NUM_CPU"):
+      f(jnp.ones(16))
+  with pytest.raises(ValueError, match=squeeze.format("3, 2", 1)):
+    hlox.pmap(lambda a, z: z * a, in_axes=(None, 1))(1., jnp.ones((3, 16)))
+  with pytest.raises(ValueError, match=r"devices= lists 3\. .*" + squeeze.format("2,", 0)):
+    hlox.pmap(lambda z: z * 2, devices=hlox.devices()[:3])(jnp.ones(6))
+  with pytest.raises(ValueError, match=r"only 8 are available\. On the CPU"):
+    hlox.pmap(lambda z: z * 2)(jnp.ones(12))
+
+
 def test_unbound_axis_name_lists_bound_ones():
   with pytest.raises(NameError, match=r"unbound axis name: '?k'?\b.*'i'"):
     hlox.pmap(lambda y: lax.psum(y, "k"), axis_name="i")(np.ones((2, 2)))

@@ -341,12 +341,36 @@ class AbstractToken:
 abstract_token = AbstractToken()
 
 
+class TokenBuffer:
+  """What a token holds on a device (JAX's ``Token._buf``): no data, so it has no host
+  value; reading one raises, as jaxlib does for a token-shaped buffer."""
+
+  __slots__ = ()
+  aval = abstract_token
+  shape = ()
+
+  @property
+  def _value(self):
+    raise RuntimeError("Cannot convert a token-shape buffer to a numpy array.")
+
+  def __array__(self, dtype=None, copy=None):
+    return self._value
+
+  def __repr__(self):
+    return "TokenBuffer()"
+
+
 class Token:
   """A token value outside any trace (JAX's ``core.Token``): what an eager
   ``lax.create_token()`` or ``lax.after_all(...)`` returns."""
 
   __slots__ = ()
   aval = abstract_token
+  _buf = TokenBuffer()  # tokens carry no data: every one's buffer is the same nothing
+
+  def block_until_ready(self):
+    """Nothing to wait for: a token's effects are ordered by the programs that use it."""
+    return self
 
   def __repr__(self):
     return "Token()"

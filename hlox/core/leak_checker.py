@@ -59,7 +59,10 @@ def _leak_message(trace) -> str:
   before = {id(o) for o in gc.get_objects()}
   tracers = [r for r in gc.get_referrers(trace)
              if getattr(r, "_trace", None) is trace and r is not here]
-  lines = [f"Leaked trace {trace!r}. Leaked tracer(s):", ""]
+  # The trace named by its kind (JAX's class name for it), then the function it traced.
+  what = getattr(trace, "debug_info", "")
+  where = f" (tracing {what})" if isinstance(what, str) and what else ""
+  lines = [f"Leaked trace {trace.kind}{where}. Leaked tracer(s):", ""]
   if not tracers:
     kinds = sorted({type(r).__name__ for r in gc.get_referrers(trace) if r is not here})
     lines.append(f"(no tracer of it is alive; it is referred to by objects of type "

@@ -87,15 +87,39 @@ def jaxpr_replicas(jaxpr: Jaxpr) -> int:
 
 # --- evaluation: compile a replicated program and run it ---------------------------------
 
-def pmap_devices(devices, n_replicas):
+def _block_note(mapped, n_devices) -> str:
+  """For a mapped axis whose size is a multiple of the devices there are: what each
+  device's block would be and JAX's words for it (a pmap body takes one element of the
+  axis, and squeezing a bigger block fails); empty otherwise. ``mapped``: ``(shape, axis)``
+  of the first mapped argument, or None."""
+  if mapped is None or n_devices == 0:
+    return ""
+  shape, ax = mapped
+  if shape[ax] <= n_devices or shape[ax] % n_devices:
+    return ""
+  block = (*shape[:ax], shape[ax] // n_devices, *shape[ax + 1:])
+  return (f" Spread over them, each device's block has shape {block} where the body takes "
+          "one element: cannot select an axis to squeeze out which has size not equal to "
+          f"one, got shape={block} and dimensions=({ax},).")
+
+
+def first_mapped(avals, in_axes):
+  """``(shape, axis)`` of the first argument a pmap maps over (None when there is none)."""
+  for aval, ax in zip(avals, in_axes):
+    if ax is not None:
+      return tuple(aval.shape), ax
+  return None
+
+
+def pmap_devices(devices, n_replicas, mapped=None):
   """The devices a program of ``n_replicas`` replicas runs on (``devices`` checked, or the
-  first ones)."""
+  first ones). ``mapped`` (see ``first_mapped``) adds to the error for too few devices."""
   available = sorted(client.devices(), key=lambda d: (getattr(d, "process_index", 0), d.id))
   if devices is not None:
     devs = list(devices)
     if len(devs) != n_replicas:
       raise ValueError(f"pmap: the mapped axis needs {n_replicas} devices but devices= lists "
-                       f"{len(devs)}")
+                       f"{len(devs)}.{_block_note(mapped, len(devs))}")
     # Each replica needs a device of its own, one that exists (XLA's error comes too late:
     # the result is already handed out, unreadable).
     unknown = [d for d in devs if d not in available]
@@ -109,8 +133,9 @@ def pmap_devices(devices, n_replicas):
   if n_replicas > len(available):
     raise ValueError(
         f"pmap: the mapped axis needs {n_replicas} devices but only {len(available)} are "
-        f"available. On the CPU, set the environment variable HLOX_NUM_CPU_DEVICES={n_replicas}"
-        " (or larger) before hlox first uses a device to get more.")
+        f"available.{_block_note(mapped, len(available))} On the CPU, set the environment "
+        f"variable HLOX_NUM_CPU_DEVICES={n_replicas} (or larger) before hlox first uses a "
+        "device to get more.")
   return tuple(available[:n_replicas])
 
 
@@ -123,7 +148,8 @@ class PmapLowering:
                out_axes, devices, donated_invars, name):
     inner = jaxpr_replicas(jaxpr.jaxpr)
     n_replicas = global_axis_size * inner
-    self.devices = devs = pmap_devices(devices, n_replicas)
+    self.devices = devs = pmap_devices(
+        devices, n_replicas, first_mapped(in_avals, in_axes) if inner == 1 else None)
     self.in_avals = list(in_avals)
     self.in_axes = in_axes
     # Global avals (this process holds axis_size of the global_axis_size pieces).

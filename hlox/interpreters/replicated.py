@@ -22,8 +22,8 @@ from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import ClosedJaxpr, Jaxpr, Literal
 from hlox.errors import DeletedArrayError
 from hlox.interpreters import xla
-from hlox.interpreters.pmap import (jaxpr_replicas, lower_pmap, pmap_devices, subjaxprs,
-                                    xla_pmap_p)
+from hlox.interpreters.pmap import (first_mapped, jaxpr_replicas, lower_pmap, pmap_devices,
+                                    subjaxprs, xla_pmap_p)
 from hlox.runtime import client, spmd
 from hlox.runtime.array import Array, deleted_message, wrap_multi
 
@@ -231,6 +231,20 @@ def _replica_devices(jaxpr: Jaxpr, n_replicas: int):
   return None
 
 
+def _first_mapped(jaxpr: Jaxpr, n_replicas: int):
+  """What the error for too few devices says of the first pmap spanning all replicas alone
+  (``pmap.first_mapped`` of its arguments), or None."""
+  for eqn in jaxpr.eqns:
+    if eqn.primitive is xla_pmap_p and eqn.params["global_axis_size"] == n_replicas:
+      return first_mapped([v.aval for v in eqn.invars], eqn.params["in_axes"])
+    for sub in subjaxprs(eqn.params):
+      if jaxpr_replicas(sub) == n_replicas:
+        found = _first_mapped(sub, n_replicas)
+        if found is not None:
+          return found
+  return None
+
+
 def lower_replicated(closed: ClosedJaxpr, name: str = "jit", donated_invars=(),
                      keep_unused: bool = True, in_layouts=None):
   """Lower ``closed`` as one replicated program if it contains pmaps; else None (also when
@@ -244,7 +258,7 @@ def lower_replicated(closed: ClosedJaxpr, name: str = "jit", donated_invars=(),
   n = jaxpr_replicas(jaxpr)
   if n == 1 or client.process_count() > 1:
     return None
-  devices = _replica_devices(jaxpr, n) or pmap_devices(None, n)
+  devices = _replica_devices(jaxpr, n) or pmap_devices(None, n, _first_mapped(jaxpr, n))
   if in_layouts is None:
     in_layouts = _preferred_layouts(jaxpr, n)
   modes, out_layouts, out_names = _plan(jaxpr, in_layouts, n)

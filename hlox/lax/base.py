@@ -531,7 +531,9 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
           and dtypes.python_scalar_dtype(py_type(0)) == new_dtype):
         return py_type(value.item())
       return device_put(value, weak_type=True)
-    return value
+    # Eagerly the result is an Array, as JAX's; under a trace the host value (a literal or
+    # constant where it is used).
+    return device_put(value) if trace_ctx.trace is eval_trace else value
   aval = get_aval(operand)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return operand

@@ -23,6 +23,7 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer, get_aval
 from hlox.errors import UnexpectedTracerError
 from hlox.interpreters import ad, batching, xla
+from hlox.interpreters.mlir import custom_call
 from hlox.lax.control_flow import _batch_jaxpr, _memo, _switch, _trace_fun
 from hlox.lax.utils import standard_primitive
 
@@ -82,7 +83,19 @@ dce_sink_p = _MultiResult("dce_sink")
 dce_sink_p.def_abstract_eval(lambda *avals, **params: [])
 dce_sink_p.def_impl(lambda *args, **params: [])
 effectful_primitives.add(dce_sink_p)  # what keeps its operand alive
-xla.register_lowering(dce_sink_p, lambda ctx, *args, **params: [])
+
+
+def _dce_sink_lowering(ctx, *args, prevent_mlir_dce):
+  # Kept from XLA's dead-code elimination too (``prevent_mlir_dce``) by a side-effecting
+  # call of the runtime's ``dce_sink`` FFI target (which does nothing), as JAX lowers it.
+  if prevent_mlir_dce:
+    for x, aval in zip(args, ctx.avals_in):
+      custom_call("dce_sink", result_types=[], operands=[x], has_side_effect=True,
+                  backend_config={}, operand_layouts=[tuple(range(aval.ndim - 1, -1, -1))],
+                  result_layouts=[])
+  return []
+
+xla.register_lowering(dce_sink_p, _dce_sink_lowering)
 ad.primitive_jvps[dce_sink_p] = \
     lambda primals, tangents, **params: (dce_sink_p.bind(*primals, **params), [])
 ad.primitive_transposes[dce_sink_p] = \
@@ -96,7 +109,8 @@ def dce_sink(val, *, prevent_mlir_dce: bool = False):
   """Mark ``val`` (a pytree) as used, so that jaxpr dead-code elimination keeps the
   computation of it. Returns nothing."""
   leaves, _ = tree_util.tree_flatten(val)
-  dce_sink_p.bind(*leaves, prevent_mlir_dce=bool(prevent_mlir_dce))
+  for leaf in leaves:  # one equation per leaf, as JAX's
+    dce_sink_p.bind(leaf, prevent_mlir_dce=bool(prevent_mlir_dce))
 
 
 # --- stage -------------------------------------------------------------------------------

@@ -1381,7 +1381,8 @@ nan_checks.deoptimized_rules[scan_p] = _scan_deoptimized
 def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
   """scan written as a while loop over an iteration counter: slice ``xs[t]``, run the body,
   write ``ys[t]`` (``t`` counts down when ``reverse``). With ``unroll=u`` each loop iteration
-  runs ``u`` steps; the ``length % u`` steps left over run after the loop.
+  runs ``u`` steps; the ``length % u`` steps left over run after the loop (``unroll=0``:
+  every step, no loop).
 
   As JAX does, an unrolled body (``u > 1``) is lowered once, as a private function that
   each step calls, so the module does not hold ``u`` copies of it; and a loop that would
@@ -1392,7 +1393,9 @@ def _scan_as_while(*args, jaxpr, num_consts, num_carry, length, reverse, unroll)
                          for a in jaxpr.out_avals[num_carry:]]
   # A symbolic length (shape polymorphism) runs one step per iteration: its count and the
   # positions are values of the program.
-  u = builtins.max(1, builtins.min(int(unroll), length)) if type(length) is int else 1
+  # (``unroll=0`` unrolls the whole loop, as JAX's.)
+  u = (builtins.max(1, builtins.min(int(unroll) or length, length)) if type(length) is int
+       else 1)
   n_outer, rem = divmod(length, u)
   if u > 1:
     # Memoized, so every step binds the same jaxpr: one private function per scan body.

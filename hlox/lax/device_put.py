@@ -8,7 +8,8 @@ as JAX's jit takes its device assignment from such equations (``program_device``
 device (not a sharding) does not place the program, as in JAX.
 
 Its JVP puts the tangents the same way; its transpose puts cotangents back where the
-primals came from (``srcs``), always as copies, as JAX's does. Under ``vmap`` the batched
+primals came from (``srcs``: given, or, as JAX infers them, the sharding of a traced value
+whose Array the trace knows), always as copies, as JAX's does. Under ``vmap`` the batched
 values are put as they are. Eagerly (and under ``vmap`` of concrete values) it is the
 runtime's ``device_put``.
 """
@@ -19,7 +20,7 @@ from hlox.core.primitive import Primitive
 from hlox.core.tracer import Tracer
 from hlox.interpreters import ad, batching, xla
 from hlox.runtime import sharding as sharding_lib
-from hlox.runtime.array import ArrayCopySemantics, copy_array
+from hlox.runtime.array import Array, ArrayCopySemantics, copy_array
 from hlox.runtime.array import device_put as put_array
 
 __all__ = ["ArrayCopySemantics", "device_put_p", "copy_semantics_of", "program_device",
@@ -156,11 +157,20 @@ def put_traced(leaves, device, src=None, donate=False, may_alias=None) -> list:
   out = [leaf if isinstance(leaf, Tracer) else put_array(leaf, device) for leaf in leaves]
   if traced:
     n = len(traced)
+    srcs = tuple(_source_of(leaves[i]) if src is None else src for i in traced)
     put = device_put_p.bind(*(leaves[i] for i in traced), devices=(device,) * n,
-                            srcs=(src,) * n, copy_semantics=(semantics,) * n)
+                            srcs=srcs, copy_semantics=(semantics,) * n)
     for i, leaf in zip(traced, put):
       out[i] = leaf
   return out
+
+
+def _source_of(tracer):
+  """Where a traced value is, when its trace knows its value (a JVP primal, say): that
+  Array's sharding, as JAX infers ``src``; the transpose puts cotangents back there.
+  None otherwise (under ``jit``)."""
+  value = tracer.to_concrete_value()
+  return value.sharding if isinstance(value, Array) else None
 
 
 def put_traced_as_created(x, device):

@@ -1110,38 +1110,17 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers,
 ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
 
 
+_SCATTER_MUL_NOT_UNIQUE = ("scatter_mul gradients are only implemented if "
+                           "`unique_indices=True`")
+
+
 def _scatter_mul_jvp_updates(g, operand, indices, updates, **params):
-  # out[j] = operand[j] * prod_k updates[k] over the updates k that hit j, so the tangent
-  # is operand[j] * sum_k g[k] * (product of the other updates at j).
-  if params["unique_indices"]:
-    others = None
-  else:
-    others = _scatter_mul_other_products(operand, indices, updates, params)
-  contribution = g if others is None else ew.mul(g, others)
+  # out[j] = operand[j] * updates[k] for the one update k that hits j. With repeated
+  # indices the tangent needs the product of the other updates at j: as JAX, not done.
+  if not params["unique_indices"]:
+    raise NotImplementedError(_SCATTER_MUL_NOT_UNIQUE)
   zeros = _zeros(get_aval(operand).shape, get_aval(g).dtype, get_aval(operand))
-  return ew.mul(operand, scatter_add_p.bind(zeros, indices, contribution, **params))
-
-
-def _scatter_mul_other_products(operand, indices, updates, params):
-  """For each update element, the product of the other update elements that multiply the
-  same operand element. Computed without dividing by zero: with ``q`` the product of the
-  nonzero updates there and ``z`` the number of zero ones, it is ``q / u`` for a nonzero
-  ``u`` when ``z == 0``, ``q`` for a zero ``u`` when ``z == 1``, and 0 otherwise. (So first
-  derivatives are exact everywhere; second derivatives are not where updates are exactly
-  zero. JAX does not differentiate this case at all.)"""
-  dn, mode = params["dimension_numbers"], params["mode"]
-  shape = get_aval(updates).shape
-  zero_u, one_u = full_like(updates, 0), full_like(updates, 1)
-  is_zero = ew.eq(updates, zero_u)
-  nonzero = ew.select(is_zero, one_u, updates)
-  q = scatter_mul_p.bind(full_like(operand, 1), indices, nonzero, **params)
-  z = scatter_add_p.bind(full_like(operand, 0), indices, ew.select(is_zero, one_u, zero_u),
-                         **params)
-  q = _scatter_windows(q, indices, dn, shape, mode)
-  z = _scatter_windows(z, indices, dn, shape, mode)
-  when_nonzero = ew.select(ew.eq(z, zero_u), ew.div(q, nonzero), zero_u)
-  when_zero = ew.select(ew.eq(z, one_u), q, zero_u)
-  return ew.select(is_zero, when_zero, when_nonzero)
+  return ew.mul(operand, scatter_add_p.bind(zeros, indices, g, **params))
 
 
 ad.defjvp(scatter_mul_p,
@@ -1166,8 +1145,7 @@ def _scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
     if ad.is_undefined_primal(operand):
       raise ValueError("scatter_mul is not linear in operand and updates together")
     if not unique_indices:
-      raise NotImplementedError("scatter_mul is linear in its updates only when "
-                                "unique_indices=True; cannot transpose it otherwise")
+      raise NotImplementedError(_SCATTER_MUL_NOT_UNIQUE)
     ct_updates = _scatter_windows(ew.mul(ct, operand), indices, dimension_numbers,
                                   updates.aval.shape, mode)
   return [ct_operand, None, ct_updates]
