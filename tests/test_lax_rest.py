@@ -356,7 +356,8 @@ def test_dce_sink_and_stage():
   assert_close(hlox.jit(f)(np.ones(2, np.float32)), np.ones(2))
   s = lax.stage(np.arange(3, dtype=np.float32))
   assert isinstance(s, hlox.Array)
-  assert _prims(lambda: lax.stage(np.ones(2, np.float32))) == ["stage"]
+  # (a staged constant is a constant of the jaxpr, no equation: JAX's printed jaxprs)
+  assert _prims(lambda: lax.stage(np.ones(2, np.float32))) == []
   assert_close(hlox.grad(lambda x: lax.stage(x) * 3.0)(np.float32(1.0)), 3.0)
 
 
