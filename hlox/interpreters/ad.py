@@ -52,7 +52,7 @@ class Zero:
     return Zero(get_aval(x).to_tangent_aval())
 
   def __repr__(self):
-    return f"Zero({self.aval.str_short()})"
+    return f"Zero({self.aval})"
 
 
 class UndefinedPrimal:
@@ -64,7 +64,15 @@ class UndefinedPrimal:
     self.aval = aval
 
   def __repr__(self):
-    return f"UndefinedPrimal({self.aval.str_short()})"
+    return f"UndefinedPrimal({self.aval})"
+
+
+# Both are pytrees with no children (their aval is the static part), as in JAX: a function
+# that returns one under ``vmap`` or ``jit`` gets it back as it is, not as a value to batch
+# or stage (equinox's ``vprim`` vmaps JVP rules whose outputs hold symbolic zeros).
+tree_util.register_pytree_node(Zero, lambda z: ((), z.aval), lambda aval, _: Zero(aval))
+tree_util.register_pytree_node(UndefinedPrimal, lambda u: ((), u.aval),
+                               lambda aval, _: UndefinedPrimal(aval))
 
 
 def is_undefined_primal(x) -> bool:
