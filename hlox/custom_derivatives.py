@@ -691,9 +691,7 @@ class _VJPRule(_Rule):
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, vjp, num_consts, name):
   if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
-    raise NotImplementedError(
-        f"custom_vjp function {name} closes over a value being differentiated; pass it as an "
-        "explicit argument instead")
+    raise ad.CustomVJPException(f"custom_vjp function {name}")
   return _custom_vjp_rule_jvp(primals, tangents, rule=vjp, name=name)
 
 

@@ -46,6 +46,57 @@ out = m.jit(f)(jnp.arange(3.0), z)
 print(out[0], type(out[1]).__name__, out[1].aval.shape)
 print(m.make_jaxpr(lambda x: m.vmap(f, in_axes=(0, None))(x, z)[0])(jnp.arange(3.0)))
 """,
+    # diffrax's tests expect ``jax._src.interpreters.ad.CustomVJPException`` (not a
+    # NotImplementedError) when its backsolve adjoint closes over the differentiated model.
+    "custom_vjp_closing_over_a_differentiated_value": """
+import importlib
+ad = importlib.import_module(m.__name__ + "._src.interpreters.ad")
+def run(c):
+  @m.custom_vjp
+  def f(x):
+    return x * c
+  f.defvjp(lambda x: (x, None), lambda r, g: (g,))
+  return f(1.0)
+try:
+  m.grad(m.jit(run))(2.0)
+except ad.CustomVJPException as e:
+  print(type(e).__name__, isinstance(e, NotImplementedError), "custom_vjp" in str(e))
+""",
+    # A materialized float0 tangent (of an integer) is a symbolic zero, so a primitive with
+    # no JVP rule (equinox's ``unvmap_max``, on diffrax's integer step counters) applied to
+    # it is not differentiated: at jvp's entry, out of a custom_jvp rule, out of a loop.
+    "float0_tangents_are_symbolic_zeros": """
+import importlib
+import numpy as np
+ext = importlib.import_module(m.__name__ + ".extend.core")
+mlir = importlib.import_module(m.__name__ + ".interpreters.mlir")
+p = ext.Primitive("int_plus_one")
+p.def_impl(lambda x: x + 1)
+p.def_abstract_eval(lambda x: m.core.ShapedArray(x.shape, x.dtype))
+mlir.register_lowering(p, mlir.lower_fun(lambda x: x + 1, multiple_results=False))
+float0 = m.dtypes.float0
+def f(x, n):
+  return x * p.bind(n)
+print(m.jvp(f, (2.0, jnp.int32(3)), (1.0, np.zeros((), float0))))
+@m.custom_jvp
+def g(x):
+  return x, jnp.asarray(x * 0).astype(jnp.int32) + 5
+@g.defjvp
+def g_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  return g(x), (t, np.zeros((), float0))
+def h(x):
+  y, n = g(x)
+  return y * p.bind(n)
+print(m.jvp(h, (2.0,), (1.0,)), m.grad(h)(2.0), m.jit(m.grad(h))(2.0))
+def loop(x):
+  def body(i, carry):
+    y, n = carry
+    return y * 1.5, n + 1
+  y, n = m.lax.fori_loop(0, 3, body, (x, jnp.int32(0)))
+  return y * p.bind(n)
+print(m.grad(loop)(2.0), m.jit(m.grad(loop))(2.0), m.jvp(m.jit(loop), (2.0,), (1.0,)))
+""",
 }
 
 
