@@ -97,6 +97,21 @@ def loop(x):
   return y * p.bind(n)
 print(m.grad(loop)(2.0), m.jit(m.grad(loop))(2.0), m.jvp(m.jit(loop), (2.0,), (1.0,)))
 """,
+    # A custom_jvp call inside a jitted function, differentiated: JAX traces the rule, so it
+    # sees arrays (of the operands' types) for constant operands, not the Python numbers
+    # a jaxpr's literals hold (diffrax's events: equinox tells arrays by their type).
+    "custom_jvp_rule_sees_arrays_for_constants": """
+import numpy as np
+@m.custom_jvp
+def f(x, n, b, k):
+  return x
+@f.defjvp
+def f_jvp(p, t):
+  print([(isinstance(v, m.Array), str(v.dtype), m.typeof(v).weak_type) for v in p[1:]])
+  return p[0], t[0]
+g = lambda x: f(x, jnp.array(0), jnp.array(True), np.int32(3))
+print(m.grad(m.jit(g))(1.0), m.jvp(m.jit(g), (1.0,), (2.0,)))
+""",
 }
 
 
