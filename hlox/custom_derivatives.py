@@ -500,6 +500,15 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
     raise NotImplementedError(
         f"custom_jvp function {name} closes over a value being differentiated; pass it as an "
         "explicit argument instead")
+  if trace_ctx.trace is not eval_trace:
+    # Traced (the JVP of a jitted function), JAX traces the rule on the operands' types, so
+    # it sees an array for each: a constant operand, read back from the jaxpr as a Python
+    # or NumPy number, becomes an array of its type here (equinox's filter_custom_jvp rules tell
+    # arrays from static values by their type: diffrax's event loop counters).
+    avals = call_jaxpr.in_avals
+    primals = [device_put(np.asarray(p, a.dtype), weak_type=a.weak_type)
+               if type(p) in _PY_SCALARS or isinstance(p, (np.ndarray, np.generic)) else p
+               for p, a in zip(primals, avals)]
   return jvp(primals, tangents)
 
 
@@ -718,9 +727,7 @@ class _VJPRule(_Rule):
 
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, vjp, num_consts, name):
   if any(type(t) is not ad.Zero for t in tangents[:num_consts]):
-    raise NotImplementedError(
-        f"custom_vjp function {name} closes over a value being differentiated; pass it as an "
-        "explicit argument instead")
+    raise ad.CustomVJPException(f"custom_vjp function {name}")
   return _custom_vjp_rule_jvp(primals, tangents, rule=vjp, name=name)
 
 

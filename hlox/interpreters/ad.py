@@ -52,7 +52,7 @@ class Zero:
     return Zero(get_aval(x).to_tangent_aval())
 
   def __repr__(self):
-    return f"Zero({self.aval.str_short()})"
+    return f"Zero({self.aval})"
 
 
 class UndefinedPrimal:
@@ -64,7 +64,26 @@ class UndefinedPrimal:
     self.aval = aval
 
   def __repr__(self):
-    return f"UndefinedPrimal({self.aval.str_short()})"
+    return f"UndefinedPrimal({self.aval})"
+
+
+class CustomVJPException(Exception):
+  """A ``custom_vjp`` function was differentiated with respect to a value it closes over
+  (its VJP rule gives cotangents for its explicit arguments only)."""
+
+  def __init__(self, name: str = "custom_vjp function"):
+    super().__init__(
+        f"{name} closes over a value being differentiated, and its custom VJP rule only says "
+        "how to differentiate its explicit arguments: pass the value as an argument of the "
+        "custom_vjp function and handle it in the fwd and bwd rules")
+
+
+# Both are pytrees with no children (their aval is the static part), as in JAX: a function
+# that returns one under ``vmap`` or ``jit`` gets it back as it is, not as a value to batch
+# or stage (equinox's ``vprim`` vmaps JVP rules whose outputs hold symbolic zeros).
+tree_util.register_pytree_node(Zero, lambda z: ((), z.aval), lambda aval, _: Zero(aval))
+tree_util.register_pytree_node(UndefinedPrimal, lambda u: ((), u.aval),
+                               lambda aval, _: UndefinedPrimal(aval))
 
 
 def is_undefined_primal(x) -> bool:
@@ -200,9 +219,17 @@ class JVPTrace(Trace):
     return self.maybe_tracer(primal_out, tangent_out)
 
   def maybe_tracer(self, primal, tangent):
-    if type(tangent) is Zero:
+    if type(tangent) is Zero or _is_float0_value(tangent):
       return primal
     return JVPTracer(self, primal, tangent)
+
+
+def _is_float0_value(t) -> bool:
+  """A materialized float0 tangent (an integer's or boolean's: a call rule that instantiates
+  its output tangents makes them) is a symbolic zero, as in JAX: only then does a primitive
+  without a JVP rule applied to an integer (equinox's ``unvmap_max``) stay undifferentiated."""
+  dtype = getattr(t, "dtype", None)
+  return dtype is not None and dtype == dtypes.float0
 
 
 def inlined_call_results(trace: JVPTrace, outs):
@@ -239,7 +266,7 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence,
   ``transform_stack``: the equations record ``jvp`` in their name stacks (the user's
   ``jvp``/``grad``; rules differentiating a body do not, as JAX's)."""
   trace = JVPTrace(current_trace())
-  in_tracers = [p if type(t) is Zero else JVPTracer(trace, p, t)
+  in_tracers = [p if type(t) is Zero or _is_float0_value(t) else JVPTracer(trace, p, t)
                 for p, t in zip(primals, tangents)]
   names = (source_info_lib.transform_name_stack("jvp") if transform_stack
            else _NO_NAMES)

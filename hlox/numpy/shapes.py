@@ -95,7 +95,9 @@ def _static_ints(x, name: str, what: str) -> tuple:
     x = value
   if isinstance(x, (Array, np.ndarray, np.generic)):
     value = np.asarray(x)
-    if value.dtype.kind not in "iu":
+    # The check is per element, as JAX's: an empty array (``np.cumsum([])`` is float64)
+    # holds no non-integer.
+    if value.dtype.kind not in "iu" and value.size:
       raise TypeError(f"{name}: {what} must be integers, got dtype {value.dtype}")
     return tuple(int(v) for v in value.reshape(-1))
   if isinstance(x, (int, np.integer)):
