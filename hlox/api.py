@@ -1763,10 +1763,8 @@ def _laid_out_view(x, layout, sharding, path: str):
     return x
   view = Array.__new__(Array)
   view.aval, view._npy, view._sig = x.aval, None, x._sig
-  view._multi = None
-  if x._multi is not None:
-    view._multi = x._laid_out
-  else:
+  view._multi = x._laid_out if x._multi is not None else None
+  if x._multi is None:
     view._buf = x._laid_out
   return view
 
