@@ -320,9 +320,36 @@ class ufunc:
 
 
 def frompyfunc(func, /, nin, nout, *, identity=None):
-  """A ``ufunc`` from a Python function of ``nin`` scalars written with hlox operations
-  (it is applied elementwise with ``vectorize``); ``identity`` enables empty and masked
-  reductions."""
+  """Create a :class:`hlox.numpy.ufunc` from a Python function of scalars.
+
+  ``func`` is applied elementwise with :class:`hlox.numpy.vectorize`, so it must be written with
+  hlox operations (it is traced, not called on Python numbers). The resulting ufunc broadcasts its
+  ``nin`` inputs, and its ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at`` methods
+  are built from generic loops (``lax.fori_loop`` and ``lax.scan``).
+
+  Args:
+    func: the elementwise function: ``nin`` scalars in, ``nout`` scalars out.
+    nin: the number of inputs of ``func``.
+    nout: the number of outputs of ``func``.
+    identity: the identity of the (binary) operation, if any: it lets ``reduce`` handle empty
+      arrays and ``where`` masks. Default None.
+
+  Returns:
+    A :class:`hlox.numpy.ufunc` wrapping ``func``.
+
+  Examples:
+    >>> mul = jnp.frompyfunc(lambda x, y: x * y, 2, 1, identity=1)
+    >>> mul(jnp.array([1, 2, 3]), 2)
+    Array([2, 4, 6], dtype=int32)
+    >>> mul.reduce(jnp.array([1, 2, 3, 4]))
+    Array(24, dtype=int32)
+    >>> mul.outer(jnp.array([1, 2]), jnp.array([1, 2, 3]))
+    Array([[1, 2, 3],
+           [2, 4, 6]], dtype=int32)
+
+  See also:
+    :class:`hlox.numpy.vectorize`.
+  """
   return ufunc(func, nin, nout, identity=identity)
 
 
