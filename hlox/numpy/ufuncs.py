@@ -502,8 +502,8 @@ def float_power(x1, x2, /):
 def negative(x, /):
   """Numerical negative elementwise: ``-x``.
 
-  Unsigned integers wrap around; bools raise a TypeError. It is a :class:`hlox.numpy.ufunc`, so it
-  also has the methods ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at``.
+  Unsigned integers wrap around; bools raise a TypeError. It is a unary :class:`hlox.numpy.ufunc`:
+  of the ufunc methods only ``at`` applies.
 
   Args:
     x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
@@ -516,6 +516,8 @@ def negative(x, /):
     Array([-1.,  2., -0.], dtype=float32)
     >>> jnp.negative(jnp.array([1, 2], dtype=jnp.uint8))
     Array([255, 254], dtype=uint8)
+    >>> jnp.negative.at(jnp.array([1, 2, 3]), 1, inplace=False)
+    Array([ 1, -2,  3], dtype=int32)
   """
   return lax.neg(*_args("negative", x))
 
