@@ -2794,7 +2794,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 
   ``where(condition, x, y)`` is ``x`` where ``condition`` is true and ``y`` elsewhere; the three
   broadcast together and ``x`` and ``y`` are promoted to a common dtype. Both branches are always
-  computed, so a NaN or infinity in the unselected one still reaches gradients.
+  computed and differentiated: a NaN in the derivative of the unselected branch still makes the
+  gradient NaN (make its input safe with an inner ``where``).
 
   ``where(condition)`` returns the indices of the non-zero elements, like
   :func:`hlox.numpy.nonzero`. Its result shape depends on the values, so under ``jit`` it needs a
