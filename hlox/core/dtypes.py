@@ -173,9 +173,52 @@ _int_set = _sint_set | _uint_set
 
 
 def finfo(dtype):
+  """Machine limits of a floating point dtype.
+
+  It is ``ml_dtypes.finfo``, which extends NumPy's ``finfo`` to bfloat16 and the float8 types. The
+  object has NumPy's attributes: ``bits``, ``eps``, ``max``, ``min``, ``tiny``
+  (``smallest_normal``), ``smallest_subnormal``, ``resolution``, ``precision``, ``dtype``, and so
+  on.
+
+  Args:
+    dtype: a floating point or complex dtype, scalar type, dtype name or array (a complex dtype
+      gives the limits of its real parts).
+
+  Returns:
+    An ``ml_dtypes.finfo`` (a ``numpy.finfo`` subclass) describing ``dtype``.
+
+  Examples:
+    >>> print(jnp.finfo(jnp.float32).eps)
+    1.1920929e-07
+    >>> jnp.finfo(jnp.bfloat16)
+    finfo(resolution=0.0100098, min=-3.38953e+38, max=3.38953e+38, dtype=bfloat16)
+
+  See also:
+    :func:`hlox.numpy.iinfo`.
+  """
   return ml_dtypes.finfo(dtype)
 
 def iinfo(dtype):
+  """Machine limits of an integer dtype.
+
+  It is ``ml_dtypes.iinfo``, which extends NumPy's ``iinfo`` to int4 and uint4. The object has the
+  attributes ``bits``, ``min``, ``max``, ``dtype`` and ``kind``.
+
+  Args:
+    dtype: an integer dtype, scalar type, dtype name or array.
+
+  Returns:
+    An ``ml_dtypes.iinfo`` describing ``dtype``.
+
+  Examples:
+    >>> jnp.iinfo(jnp.int8)
+    iinfo(min=-128, max=127, dtype=int8)
+    >>> jnp.iinfo(jnp.uint16).max
+    65535
+
+  See also:
+    :func:`hlox.numpy.finfo`.
+  """
   return ml_dtypes.iinfo(dtype)
 
 
@@ -456,8 +499,33 @@ def _type_node(t):
 
 
 def promote_types(a, b) -> np.dtype:
-  """The dtype both ``a`` and ``b`` promote to; the Python types ``int``, ``float`` and
-  ``complex`` count as weakly typed (``promote_types(complex, complex64)`` is complex64)."""
+  """The dtype that values of dtypes ``a`` and ``b`` are promoted to in a binary operation.
+
+  The promotion follows JAX's type lattice rather than NumPy's: for instance ``int32`` and
+  ``float16`` give ``float16``, not ``float64``, and 64-bit results become 32-bit unless x64 is
+  enabled. The Python types ``int``, ``float`` and ``complex`` are weakly typed: they take the
+  other dtype when it is of the same kind or higher, so ``promote_types(float, bfloat16)`` is
+  bfloat16. Under ``jax_numpy_dtype_promotion='strict'`` implicit promotions between different
+  dtypes raise a ``TypePromotionError`` (a ValueError).
+
+  Args:
+    a: a dtype, scalar type, dtype name or Python type.
+    b: a dtype, scalar type, dtype name or Python type.
+
+  Returns:
+    A ``numpy.dtype``.
+
+  Examples:
+    >>> jnp.promote_types(jnp.int32, jnp.float16)
+    dtype('float16')
+    >>> jnp.promote_types(jnp.uint8, jnp.int8)
+    dtype('int16')
+    >>> jnp.promote_types(float, jnp.bfloat16)
+    dtype(bfloat16)
+
+  See also:
+    :func:`hlox.numpy.result_type`.
+  """
   key = _lattice_key(True)
   nodes = frozenset((_type_node(a), _type_node(b)))
   joined = _strict_join(nodes, True) if key == "strict" else _join(nodes, key)
@@ -497,7 +565,35 @@ def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
 
 
 def result_type(*args, return_weak_type_flag=False):
-  """JAX's ``result_type``: arrays, dtypes and Python scalars (weakly typed) combined."""
+  """The dtype of the result of an operation combining all the arguments.
+
+  Arguments are promoted pairwise with :func:`hlox.numpy.promote_types`. Python scalars (and
+  weakly typed arrays) are weak: they do not widen the dtype of the arrays they meet, so
+  ``result_type(int8_array, 2)`` is int8. The result is canonicalized: with x64 disabled (the
+  default) a 64-bit dtype becomes its 32-bit counterpart. None counts as the default float dtype.
+  Typed PRNG key dtypes promote with nothing: combining one with anything raises a ValueError.
+
+  Args:
+    *args: arrays, scalars, dtypes, scalar types or dtype names; at least one is needed (else
+      ValueError).
+    return_weak_type_flag: if True, also return whether the result is weakly typed. Default False.
+
+  Returns:
+    A ``numpy.dtype``, or a tuple ``(dtype, weak_type)`` when ``return_weak_type_flag`` is True.
+
+  Examples:
+    >>> jnp.result_type(jnp.array([1, 2], dtype=jnp.int8), 2)
+    dtype('int8')
+    >>> jnp.result_type(jnp.int8, 1.0)
+    dtype('float32')
+    >>> jnp.result_type(jnp.float64)
+    dtype('float32')
+    >>> jnp.result_type(2.0, return_weak_type_flag=True)
+    (dtype('float32'), True)
+
+  See also:
+    :func:`hlox.numpy.promote_types`, :func:`hlox.numpy.can_cast`.
+  """
   if not args:
     raise ValueError("at least one array or dtype is required")
   try:

@@ -17,7 +17,29 @@ __all__ = ["gcd", "lcm", "ldexp", "frexp", "i0", "spacing"]
 
 
 def gcd(x1, x2, /):
-  """Greatest common divisor of integers (elementwise, non-negative)."""
+  """Greatest common divisor of integers, elementwise.
+
+  The inputs broadcast together and are promoted to a common integer dtype (a bool beside an
+  integer becomes an integer). The result is non-negative, and ``gcd(0, 0)`` is 0. Non-integer
+  inputs raise a ValueError. It runs Euclid's algorithm in a ``lax.while_loop``, so it works under
+  ``jit``.
+
+  Args:
+    x1: first integer array or scalar.
+    x2: second integer array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs, with their promoted integer dtype.
+
+  Examples:
+    >>> jnp.gcd(jnp.array([12, 18, -8, 0]), jnp.array([8, 12, 6, 0]))
+    Array([4, 6, 2, 0], dtype=int32)
+    >>> jnp.gcd(jnp.array([15, 21]), 6)
+    Array([3, 3], dtype=int32)
+
+  See also:
+    :func:`hlox.numpy.lcm`.
+  """
   util.check_arraylike("gcd", x1, x2)
   # Promoted first: a bool operand beside an integer one is an integer (as in NumPy).
   x1, x2 = util.promote_args_numeric("gcd", x1, x2)
@@ -36,7 +58,26 @@ def gcd(x1, x2, /):
 
 
 def lcm(x1, x2, /):
-  """Least common multiple of integers (elementwise, non-negative)."""
+  """Least common multiple of integers, elementwise.
+
+  The inputs broadcast together and are promoted to a common integer dtype. The result is
+  non-negative unless the product overflows (it wraps, as in NumPy); it is 0 when either input is
+  0. Non-integer inputs raise a ValueError.
+
+  Args:
+    x1: first integer array or scalar.
+    x2: second integer array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs, with their promoted integer dtype.
+
+  Examples:
+    >>> jnp.lcm(jnp.array([4, 6, -3, 0]), jnp.array([6, 8, 5, 7]))
+    Array([12, 24, 15,  0], dtype=int32)
+
+  See also:
+    :func:`hlox.numpy.gcd`.
+  """
   util.check_arraylike("lcm", x1, x2)
   # Promoted first: a bool operand beside an integer one is an integer (as in NumPy).
   x1, x2 = util.promote_args_numeric("lcm", x1, x2)
@@ -51,7 +92,26 @@ def lcm(x1, x2, /):
 
 
 def ldexp(x1, x2, /):
-  """``x1 * 2 ** x2`` (``x2`` integer)."""
+  """Multiply by an integer power of two elementwise: ``x1 * 2 ** x2``.
+
+  ``x1`` is promoted to an inexact dtype (integers become the default float dtype); ``x2`` must be
+  an integer or bool array, else a ValueError is raised. The scaling is done in two steps so that
+  large exponents do not overflow early; zeros and infinities are returned unchanged.
+
+  Args:
+    x1: mantissas, an array or scalar.
+    x2: integer exponents, an array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs, with the inexact dtype of ``x1``.
+
+  Examples:
+    >>> jnp.ldexp(jnp.array([1., 0.75, -3.]), jnp.array([3, 2, -1]))
+    Array([ 8. ,  3. , -1.5], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.frexp`, its inverse.
+  """
   util.check_arraylike("ldexp", x1, x2)
   x2 = creation.asarray(x2)
   if not dtypes.is_int(get_aval(x2).dtype) and get_aval(x2).dtype != np.bool_:
@@ -70,7 +130,26 @@ def ldexp(x1, x2, /):
 
 
 def frexp(x, /):
-  """Mantissa in [0.5, 1) and integer exponent with ``x == mantissa * 2 ** exponent``."""
+  """Split floats into mantissa and exponent elementwise: ``x == m * 2 ** e``.
+
+  The mantissa ``m`` has a magnitude in ``[0.5, 1)`` and the sign of ``x``; for zeros, infinities
+  and NaN it is ``x`` itself and the exponent is 0. Integer inputs are promoted to the default
+  float dtype; complex inputs raise a TypeError.
+
+  Args:
+    x: input array or scalar.
+
+  Returns:
+    A tuple ``(m, e)`` of arrays of ``x``'s shape: ``m`` with ``x``'s inexact dtype and ``e`` as
+    int32.
+
+  Examples:
+    >>> jnp.frexp(jnp.array([8., 0.3, -5., 0.]))
+    (Array([ 0.5  ,  0.6  , -0.625,  0.   ], dtype=float32), Array([ 4, -1,  3,  0], dtype=int32))
+
+  See also:
+    :func:`hlox.numpy.ldexp`, its inverse.
+  """
   util.check_arraylike("frexp", x)
   x, = util.promote_dtypes_inexact(creation.asarray(x))
   if dtypes.is_complex(get_aval(x).dtype):
@@ -92,7 +171,25 @@ def frexp(x, /):
 
 
 def spacing(x, /):
-  """Distance from ``x`` to the next representable value away from zero."""
+  """Distance from ``x`` to the next representable float away from zero, elementwise.
+
+  This is the unit in the last place of each value: ``nextafter(x, copysign(inf, x)) - x``. It
+  depends on the dtype, so integer inputs are first promoted to the default float dtype (float32).
+  Complex inputs raise a ValueError.
+
+  Args:
+    x: input array or scalar.
+
+  Returns:
+    An array of ``x``'s shape, with ``x``'s inexact dtype (negative for negative ``x``).
+
+  Examples:
+    >>> jnp.spacing(jnp.array([1., -1., 1024.]))
+    Array([ 1.1920929e-07, -1.1920929e-07,  1.2207031e-04], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.nextafter`, :func:`hlox.numpy.finfo`.
+  """
   util.check_arraylike("spacing", x)
   x, = util.promote_dtypes_inexact(creation.asarray(x))
   dtype = get_aval(x).dtype
@@ -109,7 +206,22 @@ def spacing(x, /):
 
 
 def i0(x):
-  """Modified Bessel function of the first kind, order 0 (power series)."""
+  """Modified Bessel function of the first kind of order zero, elementwise.
+
+  It is summed from its power series for ``|x| <= 30`` and from the asymptotic expansion beyond;
+  inputs narrower than 32 bits are computed in float32 and rounded back. Integer inputs are
+  promoted to the default float dtype; complex inputs raise a ValueError.
+
+  Args:
+    x: input array or scalar.
+
+  Returns:
+    An array of ``x``'s shape, with ``x``'s inexact dtype.
+
+  Examples:
+    >>> jnp.i0(jnp.array([0., 1., -2.]))
+    Array([1.       , 1.266066 , 2.2795851], dtype=float32)
+  """
   util.check_arraylike("i0", x)
   x, = util.promote_dtypes_inexact(creation.asarray(x))
   if dtypes.is_complex(get_aval(x).dtype):

@@ -25,8 +25,31 @@ def _shifts(bitorder):
 
 
 def packbits(a, axis=None, bitorder="big"):
-  """Pack the truth values of ``a`` along ``axis`` (the flattened array when None) into
-  ``uint8``: each group of 8 becomes one byte, the last group padded with zeros."""
+  """Pack the truth values of an array into the bits of ``uint8`` bytes.
+
+  Each run of 8 elements along ``axis`` becomes one byte (any non-zero element is a 1 bit); the
+  last run is padded with zeros. Only integer and bool inputs are accepted (others raise a
+  TypeError). ``axis`` and ``bitorder`` are static.
+
+  Args:
+    a: integer or bool array to pack.
+    axis: the axis to pack along; None (default) packs the flattened array.
+    bitorder: ``'big'`` (default: the first element is the most significant bit) or ``'little'``;
+      anything else raises a ValueError.
+
+  Returns:
+    A uint8 array: ``a``'s shape with the length ``n`` of ``axis`` replaced by ``ceil(n / 8)`` (a
+    1-d array when ``axis`` is None).
+
+  Examples:
+    >>> jnp.packbits(jnp.array([1, 0, 1, 1, 0, 0, 0, 1, 1]))
+    Array([177, 128], dtype=uint8)
+    >>> jnp.packbits(jnp.array([True, False, True]), bitorder='little')
+    Array([5], dtype=uint8)
+
+  See also:
+    :func:`hlox.numpy.unpackbits`.
+  """
   util.check_arraylike("packbits", a)
   arr = creation.asarray(a)
   dtype = get_aval(arr).dtype
@@ -49,8 +72,32 @@ def packbits(a, axis=None, bitorder="big"):
 
 
 def unpackbits(a, axis=None, count=None, bitorder="big"):
-  """The bits of the ``uint8`` array ``a`` along ``axis`` (flattened when None), 8 per
-  byte; ``count`` keeps that many (padding with zeros when it asks for more)."""
+  """Unpack the bits of ``uint8`` bytes into an array of 0s and 1s.
+
+  Each byte along ``axis`` becomes 8 elements. Only uint8 inputs are accepted (others raise a
+  TypeError). ``axis``, ``count`` and ``bitorder`` are static.
+
+  Args:
+    a: uint8 array to unpack.
+    axis: the axis to unpack along; None (default) unpacks the flattened array.
+    count: the number of bits to keep along ``axis``: fewer cuts the result, more pads it with
+      zeros. None (default) keeps all ``8 * n``.
+    bitorder: ``'big'`` (default: the most significant bit first) or ``'little'``; anything else
+      raises a ValueError.
+
+  Returns:
+    A uint8 array: ``a``'s shape with the length ``n`` of ``axis`` replaced by ``8 * n`` (or
+    ``count``); a 1-d array when ``axis`` is None.
+
+  Examples:
+    >>> jnp.unpackbits(jnp.array([177, 3], dtype=jnp.uint8))
+    Array([1, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1], dtype=uint8)
+    >>> jnp.unpackbits(jnp.array([5], dtype=jnp.uint8), count=4, bitorder='little')
+    Array([1, 0, 1, 0], dtype=uint8)
+
+  See also:
+    :func:`hlox.numpy.packbits`.
+  """
   util.check_arraylike("unpackbits", a)
   arr = creation.asarray(a)
   if get_aval(arr).dtype != np.uint8:

@@ -70,14 +70,49 @@ def _put(x, device, out_sharding=None, name: str = "array"):
 
 def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, device=None,
           out_sharding=None):
-  """Convert ``object`` to an Array.
+  """Create an Array from array data.
 
-  Accepts Arrays, tracers, NumPy arrays, Python scalars and nested lists/tuples of these.
-  Sequences holding traced values are assembled with ``lax`` operations, so
-  ``jnp.array([x, 2 * x])`` works under ``jit``. The result is weakly typed only when
-  ``object`` itself is (a Python scalar or weakly typed array) and no ``dtype`` is given.
-  ``copy=True`` (the default) gives an Array its own buffer, as JAX's: immutable values
-  could share one, but a donated argument's buffer is deleted under the sharers.
+  Accepts Arrays, tracers, NumPy arrays and scalars, Python scalars, objects with
+  ``__jax_array__`` and nested lists or tuples of these. Sequences holding traced values are
+  assembled with ``lax`` operations, so ``jnp.array([x, 2 * x])`` works under ``jit``. Without
+  ``dtype`` the dtype is inferred with JAX's promotion rules and canonicalized (64-bit values
+  become 32-bit unless x64 is enabled); the result is weakly typed only when ``object`` itself is
+  (a Python scalar or a weakly typed array). Python ints that do not fit the dtype raise an
+  OverflowError; ragged sequences raise a ValueError.
+
+  With ``copy=True`` (the default) an Array input gets its own buffer, as in JAX: the original may
+  be donated (and deleted) while the copy lives on.
+
+  Args:
+    object: the data: an array, scalar, or (nested) sequence of them.
+    dtype: the dtype of the result; None (default) infers it from ``object``.
+    *args: deprecated positional spellings of ``copy``, ``order`` and ``ndmin`` (they warn with a
+      DeprecationWarning).
+    copy: whether an Array input is copied into a new buffer. Default True.
+    order: memory layout; only ``'K'`` (the default) or None is supported, anything else raises
+      NotImplementedError.
+    ndmin: the minimum number of dimensions of the result: leading axes of length 1 are added as
+      needed. Default 0.
+    device: a device or sharding to place the result on; None (default) uses the default device
+      (or leaves a traced value where it is).
+    out_sharding: a sharding or ``PartitionSpec`` (over the current mesh) for the result; give at
+      most one of ``device`` and ``out_sharding``.
+
+  Returns:
+    An Array (a tracer inside a transformation) of ``object``'s shape, with at least ``ndmin``
+    dimensions, and the given or inferred dtype.
+
+  Examples:
+    >>> jnp.array([1, 2.5])
+    Array([1. , 2.5], dtype=float32)
+    >>> jnp.array([[1, 2], [3, 4]], dtype=jnp.int8)
+    Array([[1, 2],
+           [3, 4]], dtype=int8)
+    >>> jnp.array(3)
+    Array(3, dtype=int32, weak_type=True)
+
+  See also:
+    :func:`hlox.numpy.asarray`, which does not copy by default.
   """
   if args:
     copy, order, ndmin = _positional_options(args, copy, order, ndmin)
@@ -257,7 +292,37 @@ def _assemble(tree, dtype):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
-  """Convert ``a`` to an Array, without copying when it already is one of ``dtype``."""
+  """Convert the input to an Array, without copying when it already is one.
+
+  It is :func:`hlox.numpy.array` with ``copy=False`` by default: an Array of the requested dtype
+  is returned as it is. NumPy arrays, scalars and (nested) sequences are converted with JAX's
+  dtype rules (a Python scalar gives a weakly typed Array).
+
+  Args:
+    a: the data: an array, scalar, or (nested) sequence of them.
+    dtype: the dtype of the result; None (default) infers it from ``a``.
+    order: memory layout; only ``'K'`` or None (the default) is supported.
+    copy: if True, an Array input is copied into a new buffer; None or False (default) reuse it
+      when no conversion is needed.
+    device: a device or sharding to place the result on; None (default) uses the default device.
+    out_sharding: a sharding or ``PartitionSpec`` (over the current mesh) for the result; give at
+      most one of ``device`` and ``out_sharding``.
+
+  Returns:
+    An Array (a tracer inside a transformation) of ``a``'s shape with the given or inferred dtype.
+
+  Examples:
+    >>> jnp.asarray(np.arange(3))
+    Array([0, 1, 2], dtype=int32)
+    >>> jnp.asarray([1, 2], dtype=jnp.float32)
+    Array([1., 2.], dtype=float32)
+    >>> x = jnp.array([1., 2.])
+    >>> jnp.asarray(x) is x
+    True
+
+  See also:
+    :func:`hlox.numpy.array`.
+  """
   if dtype is not None:
     dtype = _user_dtype(dtype, "asarray")
   return array(a, dtype=dtype, copy=bool(copy), order=order or "K", device=device,

@@ -77,8 +77,31 @@ promote_types = _dtypes.promote_types
 
 
 def issubdtype(arg1, arg2) -> bool:
-  """Whether ``arg1`` is a subtype of ``arg2`` in NumPy's dtype hierarchy (extended with
-  bfloat16, the float8s, int4 and key dtypes), under NumPy's parameter names."""
+  """Whether ``arg1`` is a sub-dtype of ``arg2`` in NumPy's dtype hierarchy.
+
+  The hierarchy is extended so that bfloat16 and the float8 types are ``floating``, int4 and the
+  other narrow integers are ``signedinteger`` or ``unsignedinteger``, and typed PRNG key dtypes
+  are subtypes of ``hlox.dtypes.prng_key`` only. Both arguments may be dtypes, concrete or
+  abstract scalar types (``jnp.floating``, ``jnp.integer``, ...) or dtype names.
+
+  Args:
+    arg1: the dtype or scalar type to test.
+    arg2: the dtype or abstract category to test against.
+
+  Returns:
+    A Python bool.
+
+  Examples:
+    >>> jnp.issubdtype(jnp.float32, jnp.floating)
+    True
+    >>> jnp.issubdtype(jnp.bfloat16, jnp.inexact)
+    True
+    >>> jnp.issubdtype(jnp.int8, jnp.floating)
+    False
+
+  See also:
+    :func:`hlox.numpy.isdtype`.
+  """
   return _dtypes.issubdtype(arg1, arg2)
 
 
@@ -87,6 +110,30 @@ finfo = _dtypes.finfo
 
 
 def can_cast(from_, to, casting="safe"):
+  """Whether a cast from one dtype to another is allowed under a casting rule.
+
+  It forwards to ``numpy.can_cast``, so NumPy's casting rules apply (not JAX's promotion lattice);
+  NumPy knows the ml_dtypes types such as bfloat16.
+
+  Args:
+    from_: the source dtype, scalar type or dtype name.
+    to: the target dtype, scalar type or dtype name.
+    casting: one of ``'no'``, ``'equiv'``, ``'safe'`` (default), ``'same_kind'`` and ``'unsafe'``.
+
+  Returns:
+    A Python bool.
+
+  Examples:
+    >>> jnp.can_cast(jnp.int8, jnp.int32)
+    True
+    >>> jnp.can_cast(jnp.float32, jnp.int32)
+    False
+    >>> jnp.can_cast(jnp.float32, jnp.int32, casting='unsafe')
+    True
+
+  See also:
+    :func:`hlox.numpy.result_type`.
+  """
   return np.can_cast(from_, to, casting=casting)
 
 
@@ -103,8 +150,31 @@ _ISDTYPE_KINDS = {
 
 
 def isdtype(dtype, kind):
-  """Array-API ``isdtype``: whether ``dtype`` is of ``kind`` (a dtype, a kind name such as
-  ``'real floating'``, or a tuple of them); knows bfloat16, float8 and int4 too."""
+  """Whether ``dtype`` is of the given kind (the Array API's ``isdtype``).
+
+  Kinds are dtypes or the names ``'bool'``, ``'signed integer'``, ``'unsigned integer'``,
+  ``'integral'``, ``'real floating'``, ``'complex floating'`` and ``'numeric'``; bfloat16 and the
+  float8 types are ``'real floating'``, int4 is ``'signed integer'``. An unknown kind name raises
+  a ValueError.
+
+  Args:
+    dtype: the dtype to test (anything ``numpy.dtype`` accepts).
+    kind: a dtype, a kind name, or a tuple of them (true if any matches).
+
+  Returns:
+    A Python bool.
+
+  Examples:
+    >>> jnp.isdtype(jnp.float32, 'real floating')
+    True
+    >>> jnp.isdtype(jnp.bfloat16, ('integral', 'real floating'))
+    True
+    >>> jnp.isdtype(jnp.int8, 'unsigned integer')
+    False
+
+  See also:
+    :func:`hlox.numpy.issubdtype`.
+  """
   dtype = np.dtype(dtype)
   kinds = kind if isinstance(kind, tuple) else (kind,)
   for k in kinds:

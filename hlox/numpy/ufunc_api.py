@@ -53,13 +53,33 @@ def _axis(name, axis, ndim):
 
 
 class ufunc:
-  """A NumPy-style universal function: a function of ``nin`` arrays, broadcasting them
-  elementwise, with the methods ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and
-  ``at`` derived from it (for binary functions; ``at`` works for unary ones too).
+  """A NumPy-style universal function: an elementwise function of ``nin`` arrays with methods.
 
-  ``hlox.numpy.add`` and friends are instances; ``frompyfunc`` makes one from any Python
-  function written with ``hlox.numpy`` operations. The properties are read-only, and
-  ufuncs compare and hash by them, so a ufunc can be a static argument of ``jit``.
+  Calling a ufunc broadcasts its inputs and applies the function elementwise. Binary ufuncs
+  (``nin == 2``, ``nout == 1``) also have ``reduce``, ``accumulate``, ``reduceat`` and
+  ``outer``; ``at`` works for unary ones too. ``hlox.numpy.add``, ``multiply``, ``subtract``,
+  ``negative``, ``maximum``, ``minimum``, ``logaddexp``, ``logaddexp2`` and the bitwise and
+  logical and/or/xor are instances whose methods use fast ``lax`` reductions, cumulative ops and
+  scatters; :func:`hlox.numpy.frompyfunc` makes one from any function written with hlox
+  operations, with methods built from generic loops. The properties are read-only, and ufuncs
+  compare and hash by them, so a ufunc can be a static argument of ``jit``.
+
+  Args:
+    func: the elementwise function.
+    nin: the number of inputs.
+    nout: the number of outputs.
+    name: the name shown in messages; default ``func.__name__``.
+    nargs: the number of arguments; default ``nin``.
+    identity: the identity of the binary operation, or None.
+    call, reduce, accumulate, at, reduceat: optional fast implementations of the call and the
+      methods (used by the built-in ufuncs); None selects the generic ones.
+
+  Examples:
+    >>> jnp.add.outer(jnp.array([1, 2]), jnp.array([10, 20]))
+    Array([[11, 21],
+           [12, 22]], dtype=int32)
+    >>> jnp.frompyfunc(lambda x, y: x + 2 * y, 2, 1).accumulate(jnp.array([1, 1, 1]))
+    Array([1, 3, 5], dtype=int32)
   """
 
   def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None,
@@ -117,9 +137,33 @@ class ufunc:
 
   def reduce(self, a, axis=0, dtype=None, out=None, keepdims=False, initial=None,
              where=None):
-    """Reduce ``a`` along ``axis`` (an int, a tuple for the fast reductions, or None for
-    all axes) by applying the binary function repeatedly, starting from ``initial`` (or
-    the identity). ``where`` masks elements out; it needs an identity or ``initial``."""
+    """Reduce ``a`` along ``axis`` by applying the binary function repeatedly.
+
+    The reduction starts from ``initial`` if given, else from the identity (for ``where`` masks
+    and empty arrays) or the first element. ``add``, ``multiply``, ``maximum``, ``minimum``,
+    ``logaddexp`` and the bitwise/logical ufuncs use ``lax`` reductions and accept a tuple of
+    axes; other ufuncs run a ``lax.fori_loop`` over a single axis. A ufunc without identity needs
+    ``initial`` for a ``where`` mask or an empty reduction (else ValueError).
+
+    Args:
+      a: the array to reduce.
+      axis: the axis (an int; a tuple for the fast reductions) or None for all axes. Default 0.
+      dtype: the dtype of the accumulation and result; None (default) uses the function's result
+        dtype.
+      out: unsupported; must be None (else NotImplementedError).
+      keepdims: whether to keep the reduced axes with length 1. Default False.
+      initial: the starting value of the reduction, or None.
+      where: an optional bool mask (broadcast against ``a``) of the elements to include.
+
+    Returns:
+      An array of ``a``'s shape without the reduced axes (length 1 with ``keepdims``).
+
+    Examples:
+      >>> jnp.add.reduce(jnp.array([[1, 2], [3, 4]]), axis=1)
+      Array([3, 7], dtype=int32)
+      >>> jnp.maximum.reduce(jnp.array([3., 7., 5.]), initial=10.)
+      Array(10., dtype=float32)
+    """
     name = f"{self.__name__}.reduce"
     check_arraylike(name, a)
     self._check_binary("reduce")
@@ -185,7 +229,25 @@ class ufunc:
   # --- accumulate ------------------------------------------------------------------------
 
   def accumulate(self, a, axis=0, dtype=None, out=None):
-    """The running reduction of ``a`` along ``axis``: ``out[i] = f(out[i-1], a[i])``."""
+    """The running reduction of ``a`` along ``axis``: ``out[i] = f(out[i-1], a[i])``.
+
+    ``add`` and ``multiply`` use ``cumsum`` and ``cumprod``; other ufuncs run a ``lax.scan``.
+
+    Args:
+      a: the array to accumulate.
+      axis: a single int axis. Default 0 (None or a tuple raises ValueError).
+      dtype: the dtype of the result; None (default) uses the function's result dtype.
+      out: unsupported; must be None (else NotImplementedError).
+
+    Returns:
+      An array of ``a``'s shape.
+
+    Examples:
+      >>> jnp.add.accumulate(jnp.array([1, 2, 3, 4]))
+      Array([ 1,  3,  6, 10], dtype=int32)
+      >>> jnp.maximum.accumulate(jnp.array([1, 3, 2, 5]))
+      Array([1, 3, 3, 5], dtype=int32)
+    """
     name = f"{self.__name__}.accumulate"
     check_arraylike(name, a)
     self._check_binary("accumulate")
@@ -218,9 +280,25 @@ class ufunc:
   # --- at --------------------------------------------------------------------------------
 
   def at(self, a, indices, b=None, /, *, inplace=True):
-    """``a`` with ``f(a[indices], b)`` (or ``f(a[indices])``) written at ``indices``,
-    repeated indices applied one after another. hlox arrays are immutable, so, as in JAX,
-    ``inplace=False`` is required and the updated copy is returned."""
+    """Apply the function at ``indices``: ``a[indices] = f(a[indices], b)``, on a copy.
+
+    Repeated indices are applied one after another, so ``add.at`` accumulates. hlox arrays are
+    immutable: ``inplace=False`` is required, and the updated copy is returned.
+
+    Args:
+      a: the array to update.
+      indices: an index expression into ``a`` (ints, arrays, slices, tuples of them).
+      b: the second operand of a binary ufunc (broadcast against ``a[indices]``); omitted for
+        unary ufuncs.
+      inplace: must be False (the default True raises NotImplementedError).
+
+    Returns:
+      An array of ``a``'s shape with the updates applied, in the function's result dtype.
+
+    Examples:
+      >>> jnp.add.at(jnp.zeros(3), jnp.array([0, 0, 2]), 1., inplace=False)
+      Array([2., 0., 1.], dtype=float32)
+    """
     if inplace:
       raise NotImplementedError(_AT_INPLACE_ERROR)
     at = self._props["at"] or self._at_via_scan
@@ -264,9 +342,25 @@ class ufunc:
   # --- reduceat --------------------------------------------------------------------------
 
   def reduceat(self, a, indices, axis=0, dtype=None, out=None):
-    """Reductions of the slices ``a[indices[i]:indices[i+1]]`` along ``axis`` (the last
-    one runs to the end; where ``indices[i] >= indices[i+1]`` the result is
-    ``a[indices[i]]``), as NumPy's ``reduceat``."""
+    """Reductions of the slices ``a[indices[i]:indices[i+1]]`` along ``axis``.
+
+    The last slice runs to the end of the axis. Where ``indices[i] >= indices[i+1]`` the result is
+    ``a[indices[i]]``, as in NumPy.
+
+    Args:
+      a: the array to reduce, with at least 1 dimension.
+      indices: a 1-d integer array of slice starts.
+      axis: a single int axis. Default 0.
+      dtype: the dtype of the computation; None (default) keeps ``a``'s.
+      out: unsupported; must be None (else NotImplementedError).
+
+    Returns:
+      An array of ``a``'s shape with the length of ``axis`` replaced by ``len(indices)``.
+
+    Examples:
+      >>> jnp.add.reduceat(jnp.arange(8), jnp.array([0, 4, 5]))
+      Array([ 6,  4, 18], dtype=int32)
+    """
     name = f"{self.__name__}.reduceat"
     self._check_binary("reduceat")
     if out is not None:
@@ -305,7 +399,21 @@ class ufunc:
   # --- outer -----------------------------------------------------------------------------
 
   def outer(self, A, B, /):
-    """``f(A[i...], B[j...])`` for every pair: an array of shape ``A.shape + B.shape``."""
+    """Apply the binary function to every pair ``(A[i...], B[j...])``.
+
+    Args:
+      A: the first array.
+      B: the second array.
+
+    Returns:
+      An array of shape ``A.shape + B.shape``.
+
+    Examples:
+      >>> jnp.multiply.outer(jnp.array([1, 2, 3]), jnp.array([1, 10]))
+      Array([[ 1, 10],
+             [ 2, 20],
+             [ 3, 30]], dtype=int32)
+    """
     self._check_binary("outer")
     check_arraylike(f"{self.__name__}.outer", A, B)
     A, B = _array(A), _array(B)
@@ -320,9 +428,36 @@ class ufunc:
 
 
 def frompyfunc(func, /, nin, nout, *, identity=None):
-  """A ``ufunc`` from a Python function of ``nin`` scalars written with hlox operations
-  (it is applied elementwise with ``vectorize``); ``identity`` enables empty and masked
-  reductions."""
+  """Create a :class:`hlox.numpy.ufunc` from a Python function of scalars.
+
+  ``func`` is applied elementwise with :class:`hlox.numpy.vectorize`, so it must be written with
+  hlox operations (it is traced, not called on Python numbers). The resulting ufunc broadcasts its
+  ``nin`` inputs, and its ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at`` methods
+  are built from generic loops (``lax.fori_loop`` and ``lax.scan``).
+
+  Args:
+    func: the elementwise function: ``nin`` scalars in, ``nout`` scalars out.
+    nin: the number of inputs of ``func``.
+    nout: the number of outputs of ``func``.
+    identity: the identity of the (binary) operation, if any: it lets ``reduce`` handle empty
+      arrays and ``where`` masks. Default None.
+
+  Returns:
+    A :class:`hlox.numpy.ufunc` wrapping ``func``.
+
+  Examples:
+    >>> mul = jnp.frompyfunc(lambda x, y: x * y, 2, 1, identity=1)
+    >>> mul(jnp.array([1, 2, 3]), 2)
+    Array([2, 4, 6], dtype=int32)
+    >>> mul.reduce(jnp.array([1, 2, 3, 4]))
+    Array(24, dtype=int32)
+    >>> mul.outer(jnp.array([1, 2]), jnp.array([1, 2, 3]))
+    Array([[1, 2, 3],
+           [2, 4, 6]], dtype=int32)
+
+  See also:
+    :class:`hlox.numpy.vectorize`.
+  """
   return ufunc(func, nin, nout, identity=identity)
 
 

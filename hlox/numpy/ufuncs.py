@@ -114,29 +114,117 @@ def _check_not_complex(name, *args, error=TypeError):
 # --- arithmetic --------------------------------------------------------------------------
 
 def add(x, y, /):
-  """Elementwise ``x + y`` (logical OR for bools)."""
+  """Add arguments elementwise: ``x + y``.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. For bools the sum is the logical OR (as in NumPy). It
+  is a :class:`hlox.numpy.ufunc`, so it also has the methods ``reduce``, ``accumulate``,
+  ``reduceat``, ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x + y``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.add(jnp.array([1, 2, 3]), 10)
+    Array([11, 12, 13], dtype=int32)
+    >>> jnp.add(jnp.array([True, False]), jnp.array([True, True]))
+    Array([ True,  True], dtype=bool)
+    >>> jnp.add.reduce(jnp.array([1., 2., 3.]))
+    Array(6., dtype=float32)
+
+  See also:
+    the ``+`` operator; :func:`hlox.numpy.subtract`.
+  """
   x, y = _args("add", x, y)
   return lax.bitwise_or(x, y) if _dtype(x) == dtypes.bool_ else lax.add(x, y)
 
 
 def subtract(x, y, /):
-  """Elementwise ``x - y`` (bools are not accepted, as in NumPy)."""
+  """Subtract arguments elementwise: ``x - y``.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. Bool operands raise a TypeError (as in NumPy, which has
+  no boolean subtraction). It is a :class:`hlox.numpy.ufunc`, so it also has the methods
+  ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x - y``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.subtract(jnp.array([5, 7]), jnp.array([1, 2]))
+    Array([4, 5], dtype=int32)
+    >>> jnp.subtract.outer(jnp.array([1, 2]), jnp.array([0, 1, 2]))
+    Array([[ 1,  0, -1],
+           [ 2,  1,  0]], dtype=int32)
+  """
   return lax.sub(*_args("subtract", x, y))
 
 
 def multiply(x, y, /):
-  """Elementwise ``x * y`` (logical AND for bools)."""
+  """Multiply arguments elementwise: ``x * y``.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. For bools the product is the logical AND. It is a
+  :class:`hlox.numpy.ufunc`, so it also has the methods ``reduce``, ``accumulate``, ``reduceat``,
+  ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x * y``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.multiply(jnp.array([1., 2., 3.]), 2)
+    Array([2., 4., 6.], dtype=float32)
+    >>> jnp.multiply.accumulate(jnp.array([1, 2, 3, 4]))
+    Array([ 1,  2,  6, 24], dtype=int32)
+  """
   x, y = _args("multiply", x, y)
   return lax.bitwise_and(x, y) if _dtype(x) == dtypes.bool_ else lax.mul(x, y)
 
 
 def true_divide(x1, x2, /):
-  """Elementwise ``x1 / x2`` in an inexact dtype (``int32 / int32`` is float32)."""
+  """Divide arguments elementwise: ``x1 / x2``, always in an inexact dtype.
+
+  The inputs broadcast together and are promoted to a common inexact dtype (integers and bools
+  become the default float dtype). So ``int32 / int32`` is float32 (float64 with x64), and
+  division by zero gives ``inf`` or ``nan`` as in IEEE arithmetic.
+
+  Args:
+    x1: dividend array or scalar.
+    x2: divisor array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x1 / x2``, with the promoted inexact
+    dtype.
+
+  Examples:
+    >>> jnp.true_divide(jnp.array([1, 2, 3]), 2)
+    Array([0.5, 1. , 1.5], dtype=float32)
+    >>> jnp.true_divide(1., jnp.array([0., 4.]))
+    Array([ inf, 0.25], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.floor_divide` for integer (floored) division.
+  """
   return lax.div(*_args_inexact("true_divide", x1, x2))
 
 
 def divide(x1, x2, /):
-  """Elementwise ``x1 / x2`` (same as ``true_divide``)."""
+  """Alias of :func:`hlox.numpy.true_divide`."""
   return true_divide(x1, x2)
 
 
@@ -153,7 +241,26 @@ def _float_divmod(x1, x2):
 
 
 def floor_divide(x1, x2, /):
-  """Elementwise ``x1 // x2``: the quotient rounded toward negative infinity."""
+  """Floored division elementwise: ``x1 // x2``, rounded toward negative infinity.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. Integer inputs give integers; for floats the quotient
+  matches ``divmod(x1, x2)[0]``. Complex inputs raise a TypeError.
+
+  Args:
+    x1: dividend array or scalar.
+    x2: divisor array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x1 // x2``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.floor_divide(jnp.array([7, -7, 7]), jnp.array([2, 2, -2]))
+    Array([ 3, -4, -4], dtype=int32)
+    >>> jnp.floor_divide(jnp.array([7.5, -7.5]), 2)
+    Array([ 3., -4.], dtype=float32)
+  """
   x1, x2 = _args_numeric("floor_divide", x1, x2)
   dtype = _dtype(x1)
   if dtypes.is_unsigned_int(dtype):
@@ -170,7 +277,29 @@ def floor_divide(x1, x2, /):
 
 
 def remainder(x1, x2, /):
-  """Elementwise remainder of floored division: the result has the sign of ``x2``."""
+  """Remainder of floored division elementwise: ``x1 % x2``, with the sign of ``x2``.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. For integers, ``x % 0`` is 0 (NumPy's answer). Complex
+  inputs raise a TypeError.
+
+  Args:
+    x1: dividend array or scalar.
+    x2: divisor array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x1 - floor(x1 / x2) * x2``, with the
+    promoted dtype of the inputs.
+
+  Examples:
+    >>> jnp.remainder(jnp.array([7, -7, 7]), jnp.array([3, 3, -3]))
+    Array([ 1,  2, -2], dtype=int32)
+    >>> jnp.remainder(jnp.array([5.5, -5.5]), 2.)
+    Array([1.5, 0.5], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.fmod` for the remainder with the sign of ``x1``.
+  """
   x1, x2 = _args_numeric("remainder", x1, x2)
   _check_not_complex("remainder", x1)
   if dtypes.is_int(_dtype(x2)):
@@ -184,12 +313,34 @@ def remainder(x1, x2, /):
 
 
 def mod(x1, x2, /):
-  """Elementwise ``x1 % x2`` (same as ``remainder``)."""
+  """Alias of :func:`hlox.numpy.remainder`."""
   return remainder(x1, x2)
 
 
 def fmod(x1, x2, /):
-  """Elementwise remainder of truncated division: the result has the sign of ``x1``."""
+  """Remainder of truncated division elementwise, with the sign of ``x1`` (C's ``fmod``).
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. For integers, ``fmod(x, 0)`` is 0. Complex inputs raise
+  a TypeError.
+
+  Args:
+    x1: dividend array or scalar.
+    x2: divisor array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x1 - trunc(x1 / x2) * x2``, with the
+    promoted dtype of the inputs.
+
+  Examples:
+    >>> jnp.fmod(jnp.array([7, -7, 7]), jnp.array([3, 3, -3]))
+    Array([ 1, -1,  1], dtype=int32)
+    >>> jnp.fmod(jnp.array([5.5, -5.5]), 2.)
+    Array([ 1.5, -1.5], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.remainder` for the remainder with the sign of ``x2``.
+  """
   x1, x2 = _args_numeric("fmod", x1, x2)
   _check_not_complex("fmod", x1)
   if dtypes.is_int(_dtype(x2)):
@@ -198,7 +349,26 @@ def fmod(x1, x2, /):
 
 
 def divmod(x1, x2, /):
-  """``(floor_divide(x1, x2), remainder(x1, x2))``."""
+  """Floored quotient and remainder elementwise, in one call.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. The result is ``(floor_divide(x1, x2), remainder(x1,
+  x2))``. Complex inputs raise a TypeError.
+
+  Args:
+    x1: dividend array or scalar.
+    x2: divisor array or scalar; broadcast against ``x1``.
+
+  Returns:
+    A tuple ``(quotient, remainder)`` of two arrays of the broadcast shape of the inputs, both
+    with their promoted dtype.
+
+  Examples:
+    >>> jnp.divmod(jnp.array([7, -7]), 3)
+    (Array([ 2, -3], dtype=int32), Array([1, 2], dtype=int32))
+    >>> jnp.divmod(jnp.array([7.5, -7.5]), 2.)
+    (Array([ 3., -4.], dtype=float32), Array([1.5, 0.5], dtype=float32))
+  """
   x1, x2 = _args_numeric("divmod", x1, x2)
   if dtypes.is_int(_dtype(x1)):
     return floor_divide(x1, x2), remainder(x1, x2)
@@ -207,7 +377,22 @@ def divmod(x1, x2, /):
 
 
 def modf(x, /):
-  """``(fractional part, integral part)`` of ``x``, both with ``x``'s sign."""
+  """Fractional and integral parts of ``x`` elementwise.
+
+  Both parts carry the sign of ``x``, and ``x == frac + whole``. Integer and bool inputs are
+  promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    A tuple ``(frac, whole)`` of two arrays of ``x``'s shape, with ``x``'s dtype when it is
+    inexact, else the default float dtype.
+
+  Examples:
+    >>> jnp.modf(jnp.array([2.5, -1.25, 3.]))
+    (Array([ 0.5 , -0.25,  0.  ], dtype=float32), Array([ 2., -1.,  3.], dtype=float32))
+  """
   x, = _args_inexact("modf", x)
   whole = trunc(x)
   return lax.sub(x, whole), whole
@@ -242,11 +427,30 @@ def _int_pow(x1, x2):
 
 
 def power(x1, x2, /):
-  """Elementwise ``x1 ** x2``.
+  """Raise ``x1`` to the power ``x2`` elementwise: ``x1 ** x2``.
 
-  A concrete integer exponent uses ``lax.integer_pow`` (so integer bases with negative
-  exponents raise TypeError); integer bases with integer arrays stay integers; a float or
-  complex base with an integer array exponent keeps the base's dtype.
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. A concrete (not traced) integer exponent is computed by
+  repeated multiplication with ``lax.integer_pow``, so integer bases with a negative such exponent
+  raise a TypeError. Integer bases with integer array exponents stay integers; a float or complex
+  base with an integer array exponent keeps the base's dtype.
+
+  Args:
+    x1: base array or scalar.
+    x2: exponent array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x1 ** x2``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.power(jnp.array([1, 2, 3]), 2)
+    Array([1, 4, 9], dtype=int32)
+    >>> jnp.power(2., jnp.array([0.5, -1., 3.]))
+    Array([1.4142135, 0.5      , 8.       ], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.float_power`.
   """
   check_arraylike("power", x1, x2)
   x1, x2 = ensure_array(x1), ensure_array(x2)
@@ -264,49 +468,206 @@ def power(x1, x2, /):
 
 
 def pow(x1, x2, /):
-  """Elementwise ``x1 ** x2`` (same as ``power``)."""
+  """Alias of :func:`hlox.numpy.power`."""
   return power(x1, x2)
 
 
 def float_power(x1, x2, /):
-  """Elementwise ``x1 ** x2`` computed in an inexact dtype."""
+  """Raise ``x1`` to the power ``x2`` elementwise, computed in an inexact dtype.
+
+  The inputs broadcast together and are promoted to a common inexact dtype (integers and bools
+  become the default float dtype). Unlike NumPy, which always computes in at least float64,
+  integer inputs give the default float dtype (float32 unless x64 is enabled).
+
+  Args:
+    x1: base array or scalar.
+    x2: exponent array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x1 ** x2``, with the promoted inexact
+    dtype.
+
+  Examples:
+    >>> jnp.float_power(jnp.array([1, 2, 3]), 2)
+    Array([1., 4., 9.], dtype=float32)
+    >>> jnp.float_power(4., jnp.array([0.5, -1.]))
+    Array([2.  , 0.25], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.power`.
+  """
   return lax.pow(*_args_inexact("float_power", x1, x2))
 
 
 def negative(x, /):
-  """Elementwise ``-x``."""
+  """Numerical negative elementwise: ``-x``.
+
+  Unsigned integers wrap around; bools raise a TypeError. It is a unary :class:`hlox.numpy.ufunc`:
+  of the ufunc methods only ``at`` applies.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``-x``, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.negative(jnp.array([1., -2., 0.]))
+    Array([-1.,  2., -0.], dtype=float32)
+    >>> jnp.negative(jnp.array([1, 2], dtype=jnp.uint8))
+    Array([255, 254], dtype=uint8)
+    >>> jnp.negative.at(jnp.array([1, 2, 3]), 1, inplace=False)
+    Array([ 1, -2,  3], dtype=int32)
+  """
   return lax.neg(*_args("negative", x))
 
 
 def positive(x, /):
-  """Elementwise ``+x`` (a copy of ``x`` as an array)."""
+  """Numerical positive elementwise: ``+x``, i.e. ``x`` itself as an array.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding the values of ``x``, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.positive(jnp.array([1, -2]))
+    Array([ 1, -2], dtype=int32)
+  """
   return _asarray(*_args("positive", x))
 
 
 def maximum(x, y, /):
-  """Elementwise maximum; NaN propagates."""
+  """Elementwise maximum of two arrays.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. A NaN in either input gives NaN at that position (see
+  :func:`hlox.numpy.fmax` to ignore NaNs). It is a :class:`hlox.numpy.ufunc`, so it also has the
+  methods ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding the larger of each pair, with the
+    promoted dtype of the inputs.
+
+  Examples:
+    >>> jnp.maximum(jnp.array([1, 5, 3]), jnp.array([4, 2, 3]))
+    Array([4, 5, 3], dtype=int32)
+    >>> jnp.maximum(jnp.array([1., jnp.nan]), 2.)
+    Array([ 2., nan], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.max` to reduce along axes.
+  """
   return lax.max(*_args("maximum", x, y))
 
 
 def minimum(x, y, /):
-  """Elementwise minimum; NaN propagates."""
+  """Elementwise minimum of two arrays.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. A NaN in either input gives NaN at that position (see
+  :func:`hlox.numpy.fmin` to ignore NaNs). It is a :class:`hlox.numpy.ufunc`, so it also has the
+  methods ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding the smaller of each pair, with the
+    promoted dtype of the inputs.
+
+  Examples:
+    >>> jnp.minimum(jnp.array([1, 5, 3]), jnp.array([4, 2, 3]))
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.minimum(jnp.array([1., jnp.nan]), 0.)
+    Array([ 0., nan], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.min` to reduce along axes.
+  """
   return lax.min(*_args("minimum", x, y))
 
 
 def fmax(x1, x2, /):
-  """Elementwise maximum ignoring NaN (NaN only when both are NaN)."""
+  """Elementwise maximum of two arrays, ignoring NaNs.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. Where exactly one input is NaN the other one is
+  returned; the result is NaN only where both are.
+
+  Args:
+    x1: first input array or scalar.
+    x2: second input array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding the larger of each pair, with the
+    promoted dtype of the inputs.
+
+  Examples:
+    >>> jnp.fmax(jnp.array([1., jnp.nan, jnp.nan]), jnp.array([2., 3., jnp.nan]))
+    Array([ 2.,  3., nan], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.maximum` (NaN-propagating).
+  """
   x1, x2 = _args("fmax", x1, x2)
   return _where(lax.bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmin(x1, x2, /):
-  """Elementwise minimum ignoring NaN (NaN only when both are NaN)."""
+  """Elementwise minimum of two arrays, ignoring NaNs.
+
+  The inputs broadcast together and are promoted with JAX's rules: Python scalars are weakly
+  typed, so ``int8_array + 1`` stays int8. Where exactly one input is NaN the other one is
+  returned; the result is NaN only where both are.
+
+  Args:
+    x1: first input array or scalar.
+    x2: second input array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding the smaller of each pair, with the
+    promoted dtype of the inputs.
+
+  Examples:
+    >>> jnp.fmin(jnp.array([1., jnp.nan, jnp.nan]), jnp.array([2., 3., jnp.nan]))
+    Array([ 1.,  3., nan], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.minimum` (NaN-propagating).
+  """
   x1, x2 = _args("fmin", x1, x2)
   return _where(lax.bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 def absolute(x, /):
-  """Elementwise absolute value (the modulus, as a real dtype, for complex ``x``)."""
+  """Absolute value elementwise: ``|x|``.
+
+  For complex ``x`` this is the modulus, in the matching real dtype. Bools and unsigned integers
+  are returned unchanged; the most negative signed integer wraps to itself (as in NumPy).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``|x|``, with ``x``'s dtype (its real counterpart for
+    complex ``x``).
+
+  Examples:
+    >>> jnp.absolute(jnp.array([-2, 0, 3]))
+    Array([2, 0, 3], dtype=int32)
+    >>> jnp.absolute(jnp.array([3+4j]))
+    Array([5.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.fabs`.
+  """
   x, = _arraylike("absolute", x)
   dtype = _dtype(x)
   if dtype == dtypes.bool_ or dtypes.is_unsigned_int(dtype):
@@ -315,43 +676,142 @@ def absolute(x, /):
 
 
 def abs(x, /):
-  """Elementwise absolute value (same as ``absolute``)."""
+  """Alias of :func:`hlox.numpy.absolute`."""
   return absolute(x)
 
 
 def fabs(x, /):
-  """Elementwise absolute value in an inexact dtype (no complex inputs)."""
+  """Absolute value elementwise, in an inexact dtype.
+
+  Unlike :func:`hlox.numpy.absolute`, integers are converted to floats. Integer and bool inputs
+  are promoted to the default float dtype (float32, or float64 with x64 enabled). Complex inputs
+  raise a TypeError.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``|x|``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.fabs(jnp.array([-2, 0, 3]))
+    Array([2., 0., 3.], dtype=float32)
+    >>> jnp.fabs(jnp.array([-1.5, 2.5]))
+    Array([1.5, 2.5], dtype=float32)
+  """
   x, = _arraylike("fabs", x)
   _check_not_complex("fabs", x)
   return lax.abs(*_args_inexact("fabs", x))
 
 
 def sign(x, /):
-  """Elementwise sign: -1, 0 or 1 (``x / |x|`` for complex)."""
+  """Sign of ``x`` elementwise: -1, 0 or 1.
+
+  For complex ``x`` it is ``x / |x|`` (0 where ``x`` is 0); NaN stays NaN.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding the signs, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.sign(jnp.array([-3., 0., 2.]))
+    Array([-1.,  0.,  1.], dtype=float32)
+    >>> jnp.sign(jnp.array([-3, 0, 2]))
+    Array([-1,  0,  1], dtype=int32)
+  """
   return lax.sign(*_args("sign", x))
 
 
 def reciprocal(x, /):
-  """Elementwise ``1 / x`` in an inexact dtype."""
+  """Reciprocal elementwise: ``1 / x``.
+
+  Unlike NumPy, which keeps integers (and truncates the result), integer and bool inputs are
+  promoted to the default float dtype.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``1 / x``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.reciprocal(jnp.array([1., 2., 4.]))
+    Array([1.  , 0.5 , 0.25], dtype=float32)
+    >>> jnp.reciprocal(jnp.array([2, 4]))
+    Array([0.5 , 0.25], dtype=float32)
+  """
   x, = _arraylike("reciprocal", x)
   x, = promote_dtypes_inexact(x)
   return lax.integer_pow(x, -1)
 
 
 def square(x, /):
-  """Elementwise ``x * x`` (bools become integers)."""
+  """Square elementwise: ``x * x``.
+
+  Bools are promoted to the default integer dtype.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``x * x``, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.square(jnp.array([-2, 3]))
+    Array([4, 9], dtype=int32)
+    >>> jnp.square(jnp.array([1.5, 1j]))
+    Array([ 2.25+0.j, -1.  +0.j], dtype=complex64)
+  """
   x, = _arraylike("square", x)
   x, = promote_dtypes_numeric(x)
   return lax.square(x)
 
 
 def sqrt(x, /):
-  """Elementwise square root."""
+  """Non-negative square root elementwise.
+
+  Negative real inputs give NaN; pass complex values for complex roots. Integer and bool inputs
+  are promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``sqrt(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.sqrt(jnp.array([1., 4., 9.]))
+    Array([1., 2., 3.], dtype=float32)
+    >>> jnp.sqrt(jnp.array([-1.]))
+    Array([nan], dtype=float32)
+    >>> jnp.sqrt(jnp.array([-1+0j]))
+    Array([0.+1.j], dtype=complex64)
+  """
   return lax.sqrt(*_args_inexact("sqrt", x))
 
 
 def cbrt(x, /):
-  """Elementwise real cube root."""
+  """Real cube root elementwise.
+
+  Complex inputs raise a TypeError. Integer and bool inputs are promoted to the default float
+  dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``x ** (1/3)`` (negative for negative ``x``), with ``x``'s
+    dtype when it is inexact, else the default float dtype.
+
+  Examples:
+    >>> jnp.cbrt(jnp.array([8., -27., 2.]))
+    Array([ 2.       , -3.       ,  1.2599211], dtype=float32)
+  """
   return lax.cbrt(*_args_inexact("cbrt", x))
 
 
@@ -363,7 +823,24 @@ def _is_integral(x) -> bool:
 
 
 def floor(x, /):
-  """Elementwise round toward negative infinity (integers pass unchanged)."""
+  """Round down elementwise, toward negative infinity.
+
+  Integer and bool inputs are returned unchanged (as in NumPy 2). Complex inputs raise a
+  TypeError.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding the largest integral values ``<= x``, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.floor(jnp.array([-1.5, 0.2, 2.7]))
+    Array([-2.,  0.,  2.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.ceil`, :func:`hlox.numpy.trunc`, :func:`hlox.numpy.rint`.
+  """
   x, = _arraylike("floor", x)
   if _is_integral(x):
     return _asarray(x)
@@ -371,7 +848,24 @@ def floor(x, /):
 
 
 def ceil(x, /):
-  """Elementwise round toward positive infinity (integers pass unchanged)."""
+  """Round up elementwise, toward positive infinity.
+
+  Integer and bool inputs are returned unchanged (as in NumPy 2). Complex inputs raise a
+  TypeError.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding the smallest integral values ``>= x``, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.ceil(jnp.array([-1.5, 0.2, 2.7]))
+    Array([-1.,  1.,  3.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.floor`, :func:`hlox.numpy.trunc`, :func:`hlox.numpy.rint`.
+  """
   x, = _arraylike("ceil", x)
   if _is_integral(x):
     return _asarray(x)
@@ -379,7 +873,23 @@ def ceil(x, /):
 
 
 def trunc(x, /):
-  """Elementwise round toward zero (integers pass unchanged)."""
+  """Round toward zero elementwise (drop the fractional part).
+
+  Integer and bool inputs are returned unchanged. Complex inputs raise a TypeError.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding the integral parts of ``x``, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.trunc(jnp.array([-1.7, 0.2, 2.7]))
+    Array([-1.,  0.,  2.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.floor`, :func:`hlox.numpy.ceil`.
+  """
   x, = _arraylike("trunc", x)
   if _is_integral(x):
     return _asarray(x)
@@ -389,7 +899,27 @@ def trunc(x, /):
 
 
 def rint(x, /):
-  """Elementwise round to the nearest integer, ties to even; integers become floats."""
+  """Round to the nearest integer elementwise, ties to even.
+
+  Integer and bool inputs become the default float dtype (strongly typed), as in JAX. Complex
+  inputs round their real and imaginary parts separately.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding the rounded values, with ``x``'s dtype when it is inexact,
+    else the default float dtype.
+
+  Examples:
+    >>> jnp.rint(jnp.array([0.5, 1.5, 2.5, -1.7]))
+    Array([ 0.,  2.,  2., -2.], dtype=float32)
+    >>> jnp.rint(jnp.array([1, 2]))
+    Array([1., 2.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.round`.
+  """
   x, = _arraylike("rint", x)
   if _is_integral(x):  # a strong default float whatever the width (as JAX), even when weak
     dtype = dtypes.default_float_dtype()
@@ -401,7 +931,32 @@ def rint(x, /):
 
 
 def round(a, decimals=0, out=None):
-  """Round to ``decimals`` decimal places, ties to even (NumPy's ``round``)."""
+  """Round to the given number of decimals elementwise, ties to even.
+
+  Floats are scaled by ``10 ** decimals``, rounded and scaled back, so results can differ from the
+  exact decimal rounding in the last bit. Integer inputs are returned unchanged; integers with
+  ``decimals < 0`` raise NotImplementedError. Complex inputs round both parts.
+
+  Args:
+    a: input array or scalar.
+    decimals: number of decimal places to keep, a static (not traced) Python int; negative values
+      round to tens, hundreds, and so on. Default 0.
+    out: unsupported; must be None (arrays are immutable), else NotImplementedError is raised.
+
+  Returns:
+    An array of ``a``'s shape and dtype holding the rounded values.
+
+  Examples:
+    >>> jnp.round(jnp.array([0.5, 1.5, 2.567]))
+    Array([0., 2., 3.], dtype=float32)
+    >>> jnp.round(jnp.array([2.567, 123.4]), 1)
+    Array([  2.6000001, 123.4      ], dtype=float32)
+    >>> jnp.round(jnp.array([1234.5]), -2)
+    Array([1200.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.rint`, :func:`hlox.numpy.floor`.
+  """
   a, = _arraylike("round", a)
   if out is not None:
     raise NotImplementedError("round: the 'out' argument is not supported")
@@ -435,7 +990,7 @@ def round(a, decimals=0, out=None):
 
 
 def around(a, decimals=0, out=None):
-  """Round to ``decimals`` decimal places (same as ``round``)."""
+  """Alias of :func:`hlox.numpy.round`."""
   return round(a, decimals, out)
 
 
@@ -447,27 +1002,122 @@ def _real_dtype_of(dtype):
 # --- exponential and logarithm -----------------------------------------------------------
 
 def exp(x, /):
-  """Elementwise ``e ** x``."""
+  """Exponential elementwise: ``e ** x``.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``exp(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.exp(jnp.array([0., 1., -1.]))
+    Array([1.        , 2.7182817 , 0.36787945], dtype=float32)
+    >>> jnp.exp(jnp.array([1, 2]))
+    Array([2.7182817, 7.389056 ], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.expm1`, :func:`hlox.numpy.exp2`, :func:`hlox.numpy.log`.
+  """
   return lax.exp(*_args_inexact("exp", x))
 
 
 def exp2(x, /):
-  """Elementwise ``2 ** x``."""
+  """Base-2 exponential elementwise: ``2 ** x``.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``2 ** x``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.exp2(jnp.array([0., 3., -1.]))
+    Array([1. , 8. , 0.5], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.exp`, :func:`hlox.numpy.log2`.
+  """
   return lax.exp2(*_args_inexact("exp2", x))
 
 
 def expm1(x, /):
-  """Elementwise ``exp(x) - 1``."""
+  """Elementwise ``exp(x) - 1``, accurate for small ``x``.
+
+  For ``|x|`` near zero it keeps the digits that ``exp(x) - 1`` would cancel away. Integer and
+  bool inputs are promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``exp(x) - 1``, with ``x``'s dtype when it is inexact, else
+    the default float dtype.
+
+  Examples:
+    >>> jnp.expm1(jnp.array([0., 1e-6, 1.]))
+    Array([0.0000000e+00, 1.0000005e-06, 1.7182817e+00], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.log1p`.
+  """
   return lax.expm1(*_args_inexact("expm1", x))
 
 
 def log(x, /):
-  """Elementwise natural logarithm."""
+  """Natural logarithm elementwise.
+
+  Negative real inputs give NaN and zero gives ``-inf``; complex inputs give the principal value.
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``log(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.log(jnp.array([1., jnp.e, 0.]))
+    Array([0.        , 0.99999994,       -inf], dtype=float32)
+    >>> jnp.log(jnp.array([-1+0j]))
+    Array([0.+3.1415927j], dtype=complex64)
+
+  See also:
+    :func:`hlox.numpy.log1p`, :func:`hlox.numpy.log2`, :func:`hlox.numpy.log10`.
+  """
   return lax.log(*_args_inexact("log", x))
 
 
 def log1p(x, /):
-  """Elementwise ``log(1 + x)``."""
+  """Elementwise ``log(1 + x)``, accurate for small ``x``.
+
+  For ``|x|`` near zero it keeps the digits that forming ``1 + x`` would round away. Integer and
+  bool inputs are promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``log(1 + x)``, with ``x``'s dtype when it is inexact, else
+    the default float dtype.
+
+  Examples:
+    >>> jnp.log1p(jnp.array([0., 1e-6, jnp.e - 1]))
+    Array([0.000000e+00, 9.999995e-07, 1.000000e+00], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.expm1`.
+  """
   return lax.log1p(*_args_inexact("log1p", x))
 
 
@@ -483,12 +1133,48 @@ def _log_base(name, x, base):
 
 
 def log2(x, /):
-  """Elementwise base-2 logarithm."""
+  """Base-2 logarithm elementwise.
+
+  Computed as ``log(x) / log(2)``; the result is never weakly typed. Integer and bool inputs are
+  promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``log2(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.log2(jnp.array([1., 8., 0.5]))
+    Array([ 0.,  3., -1.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.log`, :func:`hlox.numpy.exp2`.
+  """
   return _log_base("log2", x, 2.0)
 
 
 def log10(x, /):
-  """Elementwise base-10 logarithm."""
+  """Base-10 logarithm elementwise.
+
+  Computed as ``log(x) / log(10)``; the result is never weakly typed. Integer and bool inputs are
+  promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``log10(x)``, with ``x``'s dtype when it is inexact, else
+    the default float dtype.
+
+  Examples:
+    >>> jnp.log10(jnp.array([1., 100., 0.1]))
+    Array([ 0.,  2., -1.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.log`.
+  """
   return _log_base("log10", x, 10.0)
 
 
@@ -516,12 +1202,57 @@ def _logaddexp_base(name, x1, x2, exp_fn, log_scale):
 
 
 def logaddexp(x1, x2, /):
-  """Elementwise ``log(exp(x1) + exp(x2))`` without overflow."""
+  """Elementwise ``log(exp(x1) + exp(x2))``, computed without overflow.
+
+  The inputs broadcast together and are promoted to a common inexact dtype (integers and bools
+  become the default float dtype). It is evaluated as ``max(x1, x2) + log1p(exp(-|x1 - x2|))``,
+  and its derivative is defined by a custom rule that splits ties evenly. It is a
+  :class:`hlox.numpy.ufunc`, so it also has the methods ``reduce``, ``accumulate``, ``reduceat``,
+  ``outer`` and ``at``. ``logaddexp.reduce`` is a stable log-sum-exp.
+
+  Args:
+    x1: first input array or scalar.
+    x2: second input array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``log(exp(x1) + exp(x2))``, with the
+    promoted inexact dtype.
+
+  Examples:
+    >>> jnp.logaddexp(jnp.array([0., 1000.]), jnp.array([0., 1000.]))
+    Array([6.9314718e-01, 1.0006932e+03], dtype=float32)
+    >>> jnp.logaddexp.reduce(jnp.array([1., 2., 3.]))
+    Array(3.407606, dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.logaddexp2`.
+  """
   return _logaddexp_custom(*_args_inexact("logaddexp", x1, x2))
 
 
 def logaddexp2(x1, x2, /):
-  """Elementwise ``log2(2 ** x1 + 2 ** x2)`` without overflow."""
+  """Elementwise ``log2(2 ** x1 + 2 ** x2)``, computed without overflow.
+
+  The inputs broadcast together and are promoted to a common inexact dtype (integers and bools
+  become the default float dtype). Its derivative is defined by a custom rule that splits ties
+  evenly. It is a :class:`hlox.numpy.ufunc`, so it also has the methods ``reduce``,
+  ``accumulate``, ``reduceat``, ``outer`` and ``at``.
+
+  Args:
+    x1: first input array or scalar.
+    x2: second input array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``log2(2 ** x1 + 2 ** x2)``, with the
+    promoted inexact dtype.
+
+  Examples:
+    >>> jnp.logaddexp2(jnp.array([0., 1., 200.]), jnp.array([0., 3., 200.]))
+    Array([  1.      ,   3.321928, 201.      ], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.logaddexp`.
+  """
   return _logaddexp2_custom(*_args_inexact("logaddexp2", x1, x2))
 
 
@@ -570,62 +1301,280 @@ def _wrap_between(x, half_period):
 # --- trigonometric and hyperbolic --------------------------------------------------------
 
 def sin(x, /):
-  """Elementwise sine."""
+  """Trigonometric sine elementwise.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar, angles in radians.
+
+  Returns:
+    An array of ``x``'s shape holding ``sin(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.sin(jnp.array([0., jnp.pi / 2, jnp.pi / 6]))
+    Array([0. , 1. , 0.5], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.cos`, :func:`hlox.numpy.arcsin`.
+  """
   return lax.sin(*_args_inexact("sin", x))
 
 
 def cos(x, /):
-  """Elementwise cosine."""
+  """Trigonometric cosine elementwise.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar, angles in radians.
+
+  Returns:
+    An array of ``x``'s shape holding ``cos(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.cos(jnp.array([0., jnp.pi / 3, jnp.pi]))
+    Array([ 1.        ,  0.49999997, -1.        ], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.sin`, :func:`hlox.numpy.arccos`.
+  """
   return lax.cos(*_args_inexact("cos", x))
 
 
 def tan(x, /):
-  """Elementwise tangent."""
+  """Trigonometric tangent elementwise.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar, angles in radians.
+
+  Returns:
+    An array of ``x``'s shape holding ``tan(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.tan(jnp.array([0., jnp.pi / 4]))
+    Array([0., 1.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.arctan`.
+  """
   return lax.tan(*_args_inexact("tan", x))
 
 
 def arcsin(x, /):
-  """Elementwise inverse sine."""
+  """Inverse sine elementwise.
+
+  Real inputs outside ``[-1, 1]`` give NaN; complex inputs give the principal value. Integer and
+  bool inputs are promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding angles in radians in ``[-pi/2, pi/2]``, with ``x``'s dtype
+    when it is inexact, else the default float dtype.
+
+  Examples:
+    >>> jnp.arcsin(jnp.array([0., 1., 2.]))
+    Array([0.       , 1.5707964,       nan], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.sin`.
+  """
   return lax.asin(*_args_inexact("arcsin", x))
 
 
 def arccos(x, /):
-  """Elementwise inverse cosine."""
+  """Inverse cosine elementwise.
+
+  Real inputs outside ``[-1, 1]`` give NaN; complex inputs give the principal value. Integer and
+  bool inputs are promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding angles in radians in ``[0, pi]``, with ``x``'s dtype when it
+    is inexact, else the default float dtype.
+
+  Examples:
+    >>> jnp.arccos(jnp.array([1., 0., -1.]))
+    Array([0.       , 1.5707964, 3.1415927], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.cos`.
+  """
   return lax.acos(*_args_inexact("arccos", x))
 
 
 def arctan(x, /):
-  """Elementwise inverse tangent."""
+  """Inverse tangent elementwise.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding angles in radians in ``(-pi/2, pi/2)``, with ``x``'s dtype
+    when it is inexact, else the default float dtype.
+
+  Examples:
+    >>> jnp.arctan(jnp.array([0., 1., jnp.inf]))
+    Array([0.       , 0.7853981, 1.5707964], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.arctan2` to recover the quadrant.
+  """
   return lax.atan(*_args_inexact("arctan", x))
 
 
 def arctan2(x1, x2, /):
-  """Elementwise arc tangent of ``x1 / x2`` choosing the quadrant from both signs."""
+  """Elementwise arc tangent of ``x1 / x2``, in the quadrant given by the signs of both.
+
+  The inputs broadcast together and are promoted to a common inexact dtype (integers and bools
+  become the default float dtype). Complex inputs are not supported.
+
+  Args:
+    x1: y-coordinates, an array or scalar.
+    x2: x-coordinates, an array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding angles in radians in ``[-pi, pi]``, with
+    the promoted inexact dtype.
+
+  Examples:
+    >>> jnp.arctan2(jnp.array([1., 1., -1.]), jnp.array([1., -1., -1.]))
+    Array([ 0.7853982,  2.3561945, -2.3561945], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.arctan`, :func:`hlox.numpy.angle`.
+  """
   return lax.atan2(*_args_inexact("arctan2", x1, x2))
 
 
 def sinh(x, /):
-  """Elementwise hyperbolic sine."""
+  """Hyperbolic sine elementwise.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``sinh(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.sinh(jnp.array([0., 1., -1.]))
+    Array([ 0.       ,  1.1752012, -1.1752012], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.arcsinh`.
+  """
   return lax.sinh(*_args_inexact("sinh", x))
 
 
 def cosh(x, /):
-  """Elementwise hyperbolic cosine."""
+  """Hyperbolic cosine elementwise.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``cosh(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.cosh(jnp.array([0., 1., -1.]))
+    Array([1.       , 1.5430806, 1.5430806], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.arccosh`.
+  """
   return lax.cosh(*_args_inexact("cosh", x))
 
 
 def tanh(x, /):
-  """Elementwise hyperbolic tangent."""
+  """Hyperbolic tangent elementwise.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``tanh(x)``, with ``x``'s dtype when it is inexact, else the
+    default float dtype.
+
+  Examples:
+    >>> jnp.tanh(jnp.array([0., 1., -20.]))
+    Array([ 0.       ,  0.7615942, -1.       ], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.arctanh`.
+  """
   return lax.tanh(*_args_inexact("tanh", x))
 
 
 def arcsinh(x, /):
-  """Elementwise inverse hyperbolic sine."""
+  """Inverse hyperbolic sine elementwise.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``arcsinh(x)``, with ``x``'s dtype when it is inexact, else
+    the default float dtype.
+
+  Examples:
+    >>> jnp.arcsinh(jnp.array([0., 1., -1.]))
+    Array([ 0.        ,  0.88137364, -0.88137364], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.sinh`.
+  """
   return lax.asinh(*_args_inexact("arcsinh", x))
 
 
 def arccosh(x, /):
-  """Elementwise inverse hyperbolic cosine (NumPy's branch for complex inputs)."""
+  """Inverse hyperbolic cosine elementwise.
+
+  Real inputs below 1 give NaN; for complex inputs the principal value with a non-negative real
+  part is returned (NumPy's branch). Integer and bool inputs are promoted to the default float
+  dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``arccosh(x)``, non-negative, with ``x``'s dtype when it is
+    inexact, else the default float dtype.
+
+  Examples:
+    >>> jnp.arccosh(jnp.array([1., 2., 0.]))
+    Array([0.      , 1.316958,      nan], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.cosh`.
+  """
   x, = _args_inexact("arccosh", x)
   out = lax.acosh(x)
   if dtypes.is_complex(_dtype(out)):
@@ -635,64 +1584,158 @@ def arccosh(x, /):
 
 
 def arctanh(x, /):
-  """Elementwise inverse hyperbolic tangent."""
+  """Inverse hyperbolic tangent elementwise.
+
+  Real inputs outside ``[-1, 1]`` give NaN and ``+-1`` give ``+-inf``. Integer and bool inputs are
+  promoted to the default float dtype (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``arctanh(x)``, with ``x``'s dtype when it is inexact, else
+    the default float dtype.
+
+  Examples:
+    >>> jnp.arctanh(jnp.array([0., 0.5, 1.]))
+    Array([0.        , 0.54930615,        inf], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.tanh`.
+  """
   return lax.atanh(*_args_inexact("arctanh", x))
 
 
 # Array API names.
 def asin(x, /):
-  """Elementwise inverse sine (same as ``arcsin``)."""
+  """Alias of :func:`hlox.numpy.arcsin`.
+
+  The Array API name of the function.
+  """
   return arcsin(x)
 
 def acos(x, /):
-  """Elementwise inverse cosine (same as ``arccos``)."""
+  """Alias of :func:`hlox.numpy.arccos`.
+
+  The Array API name of the function.
+  """
   return arccos(x)
 
 def atan(x, /):
-  """Elementwise inverse tangent (same as ``arctan``)."""
+  """Alias of :func:`hlox.numpy.arctan`.
+
+  The Array API name of the function.
+  """
   return arctan(x)
 
 def atan2(x1, x2, /):
-  """Elementwise two-argument inverse tangent (same as ``arctan2``)."""
+  """Alias of :func:`hlox.numpy.arctan2`.
+
+  The Array API name of the function.
+  """
   return arctan2(x1, x2)
 
 def asinh(x, /):
-  """Elementwise inverse hyperbolic sine (same as ``arcsinh``)."""
+  """Alias of :func:`hlox.numpy.arcsinh`.
+
+  The Array API name of the function.
+  """
   return arcsinh(x)
 
 def acosh(x, /):
-  """Elementwise inverse hyperbolic cosine (same as ``arccosh``)."""
+  """Alias of :func:`hlox.numpy.arccosh`.
+
+  The Array API name of the function.
+  """
   return arccosh(x)
 
 def atanh(x, /):
-  """Elementwise inverse hyperbolic tangent (same as ``arctanh``)."""
+  """Alias of :func:`hlox.numpy.arctanh`.
+
+  The Array API name of the function.
+  """
   return arctanh(x)
 
 
 def deg2rad(x, /):
-  """Convert angles from degrees to radians."""
+  """Convert angles from degrees to radians.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: angles in degrees, an array or scalar.
+
+  Returns:
+    An array of ``x``'s shape holding ``x * pi / 180``, with ``x``'s dtype when it is inexact,
+    else the default float dtype.
+
+  Examples:
+    >>> jnp.deg2rad(jnp.array([0., 90., 180.]))
+    Array([0.       , 1.5707964, 3.1415927], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.rad2deg`.
+  """
   x, = _args_inexact("deg2rad", x)
   return lax.mul(x, _const(x, np.pi / 180))
 
 
 def rad2deg(x, /):
-  """Convert angles from radians to degrees."""
+  """Convert angles from radians to degrees.
+
+  Integer and bool inputs are promoted to the default float dtype (float32, or float64 with x64
+  enabled).
+
+  Args:
+    x: angles in radians, an array or scalar.
+
+  Returns:
+    An array of ``x``'s shape holding ``x * 180 / pi``, with ``x``'s dtype when it is inexact,
+    else the default float dtype.
+
+  Examples:
+    >>> jnp.rad2deg(jnp.array([0., jnp.pi / 2, jnp.pi]))
+    Array([  0.,  90., 180.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.deg2rad`.
+  """
   x, = _args_inexact("rad2deg", x)
   return lax.mul(x, _const(x, 180 / np.pi))
 
 
 def radians(x, /):
-  """Convert angles from degrees to radians (same as ``deg2rad``)."""
+  """Alias of :func:`hlox.numpy.deg2rad`."""
   return deg2rad(x)
 
 
 def degrees(x, /):
-  """Convert angles from radians to degrees (same as ``rad2deg``)."""
+  """Alias of :func:`hlox.numpy.rad2deg`."""
   return rad2deg(x)
 
 
 def hypot(x1, x2, /):
-  """Elementwise ``sqrt(x1**2 + x2**2)`` without intermediate overflow or underflow."""
+  """Elementwise hypotenuse ``sqrt(x1 ** 2 + x2 ** 2)``, without intermediate overflow.
+
+  The inputs broadcast together and are promoted to a common inexact dtype (integers and bools
+  become the default float dtype). An infinite input gives ``inf`` even when the other one is NaN
+  (as C's ``hypot``). Complex inputs raise a ValueError (use ``abs`` first).
+
+  Args:
+    x1: first leg, an array or scalar.
+    x2: second leg, an array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding the hypotenuses, with the promoted
+    inexact dtype.
+
+  Examples:
+    >>> jnp.hypot(jnp.array([3., 6.]), jnp.array([4., 8.]))
+    Array([ 5., 10.], dtype=float32)
+    >>> jnp.hypot(jnp.float32(3e37), jnp.float32(4e37))
+    Array(5.e+37, dtype=float32)
+  """
   x1, x2 = _args_inexact("hypot", x1, x2)
   if dtypes.is_complex(_dtype(x1)):
     raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please convert "
@@ -709,7 +1752,23 @@ def hypot(x1, x2, /):
 
 
 def sinc(x, /):
-  """Elementwise normalized sinc ``sin(pi x) / (pi x)``, 1 at 0."""
+  """Normalized sinc elementwise: ``sin(pi x) / (pi x)``.
+
+  The value at 0 is 1, and derivatives of every order at 0 are exact (they come from the Taylor
+  series, not from the quotient). Integer and bool inputs are promoted to the default float dtype
+  (float32, or float64 with x64 enabled).
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``sinc(x)``, 1 at ``x == 0``, with ``x``'s dtype when it is
+    inexact, else the default float dtype.
+
+  Examples:
+    >>> jnp.sinc(jnp.array([0., 0.5, -0.5]))
+    Array([1.        , 0.63661975, 0.63661975], dtype=float32)
+  """
   x, = _arraylike("sinc", x)
   x, = promote_dtypes_inexact(x)
   is_zero = lax.eq(x, _const(x, 0))
@@ -741,7 +1800,23 @@ def _sinc_taylor(k: int):
 # --- floating point classification and manipulation --------------------------------------
 
 def isfinite(x, /):
-  """Elementwise test for finite values (integers always are)."""
+  """Test elementwise for finite values (not infinite and not NaN).
+
+  Integer and bool inputs are always finite. A complex value is finite when both parts are.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    A bool array of ``x``'s shape.
+
+  Examples:
+    >>> jnp.isfinite(jnp.array([1., jnp.inf, -jnp.inf, jnp.nan]))
+    Array([ True, False, False, False], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.isinf`, :func:`hlox.numpy.isnan`.
+  """
   x, = _arraylike("isfinite", x)
   dtype = _dtype(x)
   if dtypes.is_float(dtype):
@@ -752,7 +1827,23 @@ def isfinite(x, /):
 
 
 def isinf(x, /):
-  """Elementwise test for positive or negative infinity."""
+  """Test elementwise for positive or negative infinity.
+
+  Integer and bool inputs are never infinite. A complex value is infinite when either part is.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    A bool array of ``x``'s shape.
+
+  Examples:
+    >>> jnp.isinf(jnp.array([1., jnp.inf, -jnp.inf, jnp.nan]))
+    Array([False,  True,  True, False], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.isposinf`, :func:`hlox.numpy.isneginf`.
+  """
   x, = _arraylike("isinf", x)
   dtype = _dtype(x)
   if dtypes.is_float(dtype):
@@ -780,19 +1871,69 @@ def _no_out(out):
 
 
 def isposinf(x, /, out=None):
-  """Elementwise test for positive infinity (``out`` must be None)."""
+  """Test elementwise for positive infinity.
+
+  Integer and bool inputs give False everywhere; complex inputs raise a ValueError.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+    out: unsupported; must be None, else NotImplementedError is raised.
+
+  Returns:
+    A bool array of ``x``'s shape.
+
+  Examples:
+    >>> jnp.isposinf(jnp.array([1., jnp.inf, -jnp.inf]))
+    Array([False,  True, False], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.isneginf`, :func:`hlox.numpy.isinf`.
+  """
   _no_out(out)
   return _isinf_signed("isposinf", x, np.inf)
 
 
 def isneginf(x, /, out=None):
-  """Elementwise test for negative infinity (``out`` must be None)."""
+  """Test elementwise for negative infinity.
+
+  Integer and bool inputs give False everywhere; complex inputs raise a ValueError.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+    out: unsupported; must be None, else NotImplementedError is raised.
+
+  Returns:
+    A bool array of ``x``'s shape.
+
+  Examples:
+    >>> jnp.isneginf(jnp.array([1., jnp.inf, -jnp.inf]))
+    Array([False, False,  True], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.isposinf`, :func:`hlox.numpy.isinf`.
+  """
   _no_out(out)
   return _isinf_signed("isneginf", x, -np.inf)
 
 
 def isnan(x, /):
-  """Elementwise test for NaN."""
+  """Test elementwise for NaN (not a number).
+
+  Integer and bool inputs are never NaN. A complex value is NaN when either part is.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    A bool array of ``x``'s shape.
+
+  Examples:
+    >>> jnp.isnan(jnp.array([1., jnp.nan, jnp.inf]))
+    Array([False,  True, False], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.isfinite`, :func:`hlox.numpy.nan_to_num`.
+  """
   x, = _arraylike("isnan", x)
   # Also for integers (never NaN): the result is then weak when x is, as in JAX.
   return lax.ne(x, x)
@@ -802,7 +1943,26 @@ _SIGNED_OF_WIDTH = {8: dtypes.int8, 16: dtypes.int16, 32: dtypes.int32, 64: dtyp
 
 
 def signbit(x, /):
-  """Elementwise test for a set sign bit (True for -0.0 and negative NaNs too)."""
+  """Test elementwise whether the sign bit is set.
+
+  Unlike ``x < 0`` this is True for ``-0.0`` and for NaNs with the sign bit set. Bools give False;
+  complex inputs raise a ValueError.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    A bool array of ``x``'s shape.
+
+  Examples:
+    >>> jnp.signbit(jnp.array([-1., -0., 0., 2.]))
+    Array([ True,  True, False, False], dtype=bool)
+    >>> jnp.signbit(jnp.array([-3, 3]))
+    Array([ True, False], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.copysign`, :func:`hlox.numpy.sign`.
+  """
   x, = _args("signbit", x)
   dtype = _dtype(x)
   if dtypes.is_int(dtype):
@@ -818,7 +1978,27 @@ def signbit(x, /):
 
 
 def copysign(x1, x2, /):
-  """Elementwise ``|x1|`` with the sign (bit) of ``x2``."""
+  """Elementwise magnitude of ``x1`` with the sign of ``x2``.
+
+  The inputs broadcast together and are promoted to a common inexact dtype (integers and bools
+  become the default float dtype). The sign of ``x2`` is its sign bit, so ``-0.0`` counts as
+  negative. Complex inputs raise a TypeError.
+
+  Args:
+    x1: magnitudes, an array or scalar.
+    x2: signs, an array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``|x1|`` signed like ``x2``, with the
+    promoted inexact dtype.
+
+  Examples:
+    >>> jnp.copysign(jnp.array([1., -2., 3.]), jnp.array([-1., 1., -0.]))
+    Array([-1.,  2., -3.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.signbit`.
+  """
   x1, x2 = _args_inexact("copysign", x1, x2)
   _check_not_complex("copysign", x1)
   magnitude = lax.abs(x1)
@@ -826,13 +2006,58 @@ def copysign(x1, x2, /):
 
 
 def nextafter(x1, x2, /):
-  """The next representable value after ``x1`` toward ``x2``."""
+  """Elementwise next representable floating point value after ``x1`` toward ``x2``.
+
+  The inputs broadcast together and are promoted to a common inexact dtype (integers and bools
+  become the default float dtype). Where ``x1 == x2`` the result is ``x2``. The step is taken in
+  the promoted dtype, so it depends on the precision (float32 by default).
+
+  Args:
+    x1: starting values, an array or scalar.
+    x2: directions, an array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding the neighbouring values, with the
+    promoted inexact dtype.
+
+  Examples:
+    >>> jnp.nextafter(jnp.array([1., 1.]), jnp.array([2., 0.])) - 1
+    Array([ 1.1920929e-07, -5.9604645e-08], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.spacing`.
+  """
   return lax.nextafter(*_args_inexact("nextafter", x1, x2))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-  """Replace NaN with ``nan`` and infinities with ``posinf``/``neginf`` (default: the
-  dtype's largest finite values)."""
+  """Replace NaN and infinities by finite numbers elementwise.
+
+  Non-float inputs are returned unchanged; complex inputs are handled part by part. The
+  replacement values are converted to ``x``'s dtype.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+    copy: ignored; accepted for NumPy compatibility (arrays are immutable, the result is always a
+      new array).
+    nan: value for NaN entries. Default 0.0.
+    posinf: value for ``+inf`` entries; None (default) means the largest finite value of the
+      dtype.
+    neginf: value for ``-inf`` entries; None (default) means the most negative finite value of the
+      dtype.
+
+  Returns:
+    An array of ``x``'s shape and dtype with the replacements made.
+
+  Examples:
+    >>> jnp.nan_to_num(jnp.array([1., jnp.nan, jnp.inf, -jnp.inf]))
+    Array([ 1.0000000e+00,  0.0000000e+00,  3.4028235e+38, -3.4028235e+38],      dtype=float32)
+    >>> jnp.nan_to_num(jnp.array([jnp.nan, jnp.inf]), nan=-1., posinf=100.)
+    Array([ -1., 100.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.isnan`, :func:`hlox.numpy.isinf`.
+  """
   del copy
   x, = _arraylike("nan_to_num", x)
   dtype = _dtype(x)
@@ -858,7 +2083,24 @@ def _fill(value, dtype):
 
 
 def heaviside(x1, x2, /):
-  """Heaviside step: 0 for ``x1 < 0``, ``x2`` for ``x1 == 0``, 1 for ``x1 > 0``."""
+  """Heaviside step function elementwise.
+
+  It is 0 where ``x1 < 0``, ``x2`` where ``x1 == 0`` and 1 where ``x1 > 0``; NaN in ``x1`` stays
+  NaN. The inputs broadcast together and are promoted to a common inexact dtype (integers and
+  bools become the default float dtype). Complex inputs raise a TypeError.
+
+  Args:
+    x1: input array or scalar.
+    x2: the value at ``x1 == 0``, an array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding the step values, with the promoted
+    inexact dtype.
+
+  Examples:
+    >>> jnp.heaviside(jnp.array([-2., 0., 3.]), 0.5)
+    Array([0. , 0.5, 1. ], dtype=float32)
+  """
   x1, x2 = _args_inexact("heaviside", x1, x2)
   _check_not_complex("heaviside", x1)
   zero, one = (_jit_const(x1, v) for v in (0, 1))
@@ -869,22 +2111,101 @@ def heaviside(x1, x2, /):
 # --- logical and bitwise -----------------------------------------------------------------
 
 def logical_and(x, y, /):
-  """Elementwise truth of ``x and y``."""
+  """Elementwise logical AND: the truth value of ``x and y``.
+
+  Inputs of any dtype are accepted: non-zero values count as True. It is a
+  :class:`hlox.numpy.ufunc`, so it also has the methods ``reduce``, ``accumulate``, ``reduceat``,
+  ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.logical_and(jnp.array([True, True, False]), jnp.array([True, False, False]))
+    Array([ True, False, False], dtype=bool)
+    >>> jnp.logical_and.reduce(jnp.array([1, 2, 0]))
+    Array(False, dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.bitwise_and`, :func:`hlox.numpy.all`.
+  """
   return lax.bitwise_and(*map(_to_bool, _args("logical_and", x, y)))
 
 
 def logical_or(x, y, /):
-  """Elementwise truth of ``x or y``."""
+  """Elementwise logical OR: the truth value of ``x or y``.
+
+  Inputs of any dtype are accepted: non-zero values count as True. It is a
+  :class:`hlox.numpy.ufunc`, so it also has the methods ``reduce``, ``accumulate``, ``reduceat``,
+  ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.logical_or(jnp.array([True, False, False]), jnp.array([False, False, True]))
+    Array([ True, False,  True], dtype=bool)
+    >>> jnp.logical_or(jnp.array([0., 2.]), 0)
+    Array([False,  True], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.bitwise_or`, :func:`hlox.numpy.any`.
+  """
   return lax.bitwise_or(*map(_to_bool, _args("logical_or", x, y)))
 
 
 def logical_xor(x, y, /):
-  """Elementwise truth of ``bool(x) != bool(y)``."""
+  """Elementwise logical XOR: whether exactly one of ``x`` and ``y`` is true.
+
+  Inputs of any dtype are accepted: non-zero values count as True. It is a
+  :class:`hlox.numpy.ufunc`, so it also has the methods ``reduce``, ``accumulate``, ``reduceat``,
+  ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.logical_xor(jnp.array([True, True, False]), jnp.array([True, False, False]))
+    Array([False,  True, False], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.bitwise_xor`.
+  """
   return lax.bitwise_xor(*map(_to_bool, _args("logical_xor", x, y)))
 
 
 def logical_not(x, /):
-  """Elementwise truth of ``not x``."""
+  """Elementwise logical NOT: the truth value of ``not x``.
+
+  Inputs of any dtype are accepted: non-zero values count as True.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    A bool array of ``x``'s shape.
+
+  Examples:
+    >>> jnp.logical_not(jnp.array([True, False]))
+    Array([False,  True], dtype=bool)
+    >>> jnp.logical_not(jnp.array([0, 3]))
+    Array([ True, False], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.invert`.
+  """
   return lax.bitwise_not(*map(_to_bool, _args("logical_not", x)))
 
 
@@ -897,52 +2218,179 @@ def _check_bitwise(name, *args):
 
 
 def bitwise_and(x, y, /):
-  """Elementwise bitwise AND (logical for bools)."""
+  """Elementwise bitwise AND: ``x & y``.
+
+  Only integer and bool inputs are accepted (others raise a TypeError); for bools it is the
+  logical operation. The inputs broadcast together and are promoted with JAX's rules: Python
+  scalars are weakly typed, so ``int8_array + 1`` stays int8. It is a :class:`hlox.numpy.ufunc`,
+  so it also has the methods ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x & y``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.bitwise_and(jnp.array([12, 10]), 6)
+    Array([4, 2], dtype=int32)
+    >>> jnp.bitwise_and(jnp.array([True, True]), jnp.array([True, False]))
+    Array([ True, False], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.logical_and`.
+  """
   args = _args("bitwise_and", x, y)
   _check_bitwise("bitwise_and", *args)
   return lax.bitwise_and(*args)
 
 
 def bitwise_or(x, y, /):
-  """Elementwise bitwise OR (logical for bools)."""
+  """Elementwise bitwise OR: ``x | y``.
+
+  Only integer and bool inputs are accepted (others raise a TypeError); for bools it is the
+  logical operation. The inputs broadcast together and are promoted with JAX's rules: Python
+  scalars are weakly typed, so ``int8_array + 1`` stays int8. It is a :class:`hlox.numpy.ufunc`,
+  so it also has the methods ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x | y``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.bitwise_or(jnp.array([12, 10]), 6)
+    Array([14, 14], dtype=int32)
+    >>> jnp.bitwise_or.reduce(jnp.array([1, 2, 8]))
+    Array(11, dtype=int32)
+
+  See also:
+    :func:`hlox.numpy.logical_or`.
+  """
   args = _args("bitwise_or", x, y)
   _check_bitwise("bitwise_or", *args)
   return lax.bitwise_or(*args)
 
 
 def bitwise_xor(x, y, /):
-  """Elementwise bitwise XOR (logical for bools)."""
+  """Elementwise bitwise XOR: ``x ^ y``.
+
+  Only integer and bool inputs are accepted (others raise a TypeError); for bools it is the
+  logical operation. The inputs broadcast together and are promoted with JAX's rules: Python
+  scalars are weakly typed, so ``int8_array + 1`` stays int8. It is a :class:`hlox.numpy.ufunc`,
+  so it also has the methods ``reduce``, ``accumulate``, ``reduceat``, ``outer`` and ``at``.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x ^ y``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.bitwise_xor(jnp.array([12, 10]), 6)
+    Array([10, 12], dtype=int32)
+
+  See also:
+    :func:`hlox.numpy.logical_xor`.
+  """
   args = _args("bitwise_xor", x, y)
   _check_bitwise("bitwise_xor", *args)
   return lax.bitwise_xor(*args)
 
 
 def bitwise_not(x, /):
-  """Elementwise bitwise NOT, ``~x`` (logical for bools)."""
+  """Alias of :func:`hlox.numpy.invert`."""
   args = _args("bitwise_not", x)
   _check_bitwise("bitwise_not", *args)
   return lax.bitwise_not(*args)
 
 
 def invert(x, /):
-  """Elementwise bitwise NOT (same as ``bitwise_not``)."""
+  """Elementwise bitwise NOT: ``~x``.
+
+  Only integer and bool inputs are accepted (others raise a TypeError); for bools it is the
+  logical operation. Signed integers use two's complement, so ``~x == -x - 1``.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding ``~x``, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.invert(jnp.array([0, 5, -1]))
+    Array([-1, -6,  0], dtype=int32)
+    >>> jnp.invert(jnp.array([0, 5], dtype=jnp.uint8))
+    Array([255, 250], dtype=uint8)
+    >>> jnp.invert(jnp.array([True, False]))
+    Array([False,  True], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.logical_not`.
+  """
   return bitwise_not(x)
 
 
 def bitwise_invert(x, /):
-  """Elementwise bitwise NOT (same as ``bitwise_not``)."""
+  """Alias of :func:`hlox.numpy.invert`."""
   return bitwise_not(x)
 
 
 def left_shift(x1, x2, /):
-  """Elementwise ``x1 << x2`` (bools become integers)."""
+  """Elementwise left bit shift: ``x1 << x2``.
+
+  Only integer and bool inputs are accepted (others raise a TypeError); bools are promoted to
+  integers. Bits shifted out are lost, and shifts by at least the bit width give 0.
+
+  Args:
+    x1: values to shift, an integer array or scalar.
+    x2: numbers of bits to shift by, an integer array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x1 << x2``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.left_shift(jnp.array([1, 3, -1]), 2)
+    Array([ 4, 12, -4], dtype=int32)
+
+  See also:
+    :func:`hlox.numpy.right_shift`.
+  """
   args = _args_numeric("left_shift", x1, x2)
   _check_bitwise("left_shift", *args)
   return lax.shift_left(*args)
 
 
 def right_shift(x1, x2, /):
-  """Elementwise ``x1 >> x2``: arithmetic for signed, logical for unsigned integers."""
+  """Elementwise right bit shift: ``x1 >> x2``.
+
+  The shift is arithmetic for signed integers (the sign is kept) and logical for unsigned ones.
+  Only integer and bool inputs are accepted (others raise a TypeError); bools are promoted to
+  integers.
+
+  Args:
+    x1: values to shift, an integer array or scalar.
+    x2: numbers of bits to shift by, an integer array or scalar; broadcast against ``x1``.
+
+  Returns:
+    An array of the broadcast shape of the inputs holding ``x1 >> x2``, with the promoted dtype of
+    the inputs.
+
+  Examples:
+    >>> jnp.right_shift(jnp.array([8, 13, -8]), 2)
+    Array([ 2,  3, -2], dtype=int32)
+
+  See also:
+    :func:`hlox.numpy.left_shift`.
+  """
   x1, x2 = _args_numeric("right_shift", x1, x2)
   _check_bitwise("right_shift", x1, x2)
   if dtypes.is_unsigned_int(_dtype(x1)):
@@ -951,17 +2399,31 @@ def right_shift(x1, x2, /):
 
 
 def bitwise_left_shift(x1, x2, /):
-  """Elementwise ``x1 << x2`` (same as ``left_shift``)."""
+  """Alias of :func:`hlox.numpy.left_shift`."""
   return left_shift(x1, x2)
 
 
 def bitwise_right_shift(x1, x2, /):
-  """Elementwise ``x1 >> x2`` (same as ``right_shift``)."""
+  """Alias of :func:`hlox.numpy.right_shift`."""
   return right_shift(x1, x2)
 
 
 def bitwise_count(x, /):
-  """Elementwise number of set bits in ``|x|``, as uint8."""
+  """Elementwise number of set bits (population count) of ``|x|``.
+
+  Only integer and bool inputs are accepted (others raise a TypeError). Negative values are
+  counted by their absolute value, as in NumPy.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    A uint8 array of ``x``'s shape holding the bit counts.
+
+  Examples:
+    >>> jnp.bitwise_count(jnp.array([0, 7, -8, 255]))
+    Array([0, 3, 1, 8], dtype=uint8)
+  """
   x, = _args_numeric("bitwise_count", x)
   _check_bitwise("bitwise_count", x)
   magnitude = x if dtypes.is_unsigned_int(_dtype(x)) else lax.abs(x)
@@ -971,7 +2433,27 @@ def bitwise_count(x, /):
 # --- comparisons -------------------------------------------------------------------------
 
 def equal(x, y, /):
-  """Elementwise ``x == y``."""
+  """Elementwise comparison ``x == y``.
+
+  The inputs broadcast together and are promoted to a common dtype first. NaN compares unequal to
+  everything.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.equal(jnp.array([1, 2, 3]), 2)
+    Array([False,  True, False], dtype=bool)
+    >>> jnp.equal(jnp.array([jnp.nan, 1.]), jnp.array([jnp.nan, 1.]))
+    Array([False,  True], dtype=bool)
+
+  See also:
+    the ``==`` operator.
+  """
   try:
     return lax.eq(*_args("equal", x, y))
   except TypeError:  # typed keys: their own implementation
@@ -979,7 +2461,25 @@ def equal(x, y, /):
 
 
 def not_equal(x, y, /):
-  """Elementwise ``x != y``."""
+  """Elementwise comparison ``x != y``.
+
+  The inputs broadcast together and are promoted to a common dtype first. NaN compares unequal to
+  everything.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.not_equal(jnp.array([1, 2, 3]), 2)
+    Array([ True, False,  True], dtype=bool)
+
+  See also:
+    the ``!=`` operator.
+  """
   try:
     return lax.ne(*_args("not_equal", x, y))
   except TypeError:  # typed keys: their own implementation
@@ -1001,27 +2501,126 @@ def _broadcast_all(*args):
 
 
 def less(x, y, /):
-  """Elementwise ``x < y``."""
+  """Elementwise comparison ``x < y``.
+
+  The inputs broadcast together and are promoted to a common dtype first. NaN compares unequal to
+  everything. Complex numbers are ordered lexicographically: by real part, then by imaginary part.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.less(jnp.array([1, 2, 3]), 2)
+    Array([ True, False, False], dtype=bool)
+    >>> jnp.less(jnp.array([1+2j, 1+2j]), jnp.array([1+3j, 0+5j]))
+    Array([ True, False], dtype=bool)
+
+  See also:
+    the ``<`` operator.
+  """
   return _ordered_compare(lax.lt, *_args("less", x, y))
 
 
 def less_equal(x, y, /):
-  """Elementwise ``x <= y``."""
+  """Elementwise comparison ``x <= y``.
+
+  The inputs broadcast together and are promoted to a common dtype first. NaN compares unequal to
+  everything. Complex numbers are ordered lexicographically: by real part, then by imaginary part.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.less_equal(jnp.array([1, 2, 3]), 2)
+    Array([ True,  True, False], dtype=bool)
+
+  See also:
+    the ``<=`` operator.
+  """
   return _ordered_compare(lax.le, *_args("less_equal", x, y))
 
 
 def greater(x, y, /):
-  """Elementwise ``x > y``."""
+  """Elementwise comparison ``x > y``.
+
+  The inputs broadcast together and are promoted to a common dtype first. NaN compares unequal to
+  everything. Complex numbers are ordered lexicographically: by real part, then by imaginary part.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.greater(jnp.array([1, 2, 3]), 2)
+    Array([False, False,  True], dtype=bool)
+
+  See also:
+    the ``>`` operator.
+  """
   return _ordered_compare(lax.gt, *_args("greater", x, y))
 
 
 def greater_equal(x, y, /):
-  """Elementwise ``x >= y``."""
+  """Elementwise comparison ``x >= y``.
+
+  The inputs broadcast together and are promoted to a common dtype first. NaN compares unequal to
+  everything. Complex numbers are ordered lexicographically: by real part, then by imaginary part.
+
+  Args:
+    x: first input array or scalar.
+    y: second input array or scalar; broadcast against ``x``.
+
+  Returns:
+    A bool array of the broadcast shape of the inputs.
+
+  Examples:
+    >>> jnp.greater_equal(jnp.array([1, 2, 3]), 2)
+    Array([False,  True,  True], dtype=bool)
+
+  See also:
+    the ``>=`` operator.
+  """
   return _ordered_compare(lax.ge, *_args("greater_equal", x, y))
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-  """Elementwise ``|a - b| <= atol + rtol * |b|`` (infinities must be equal)."""
+  """Elementwise test whether ``a`` and ``b`` are equal within a tolerance.
+
+  Finite values are close when ``|a - b| <= atol + rtol * |b|`` (not symmetric in ``a`` and
+  ``b``); infinities are close only to the same infinity. Integer inputs are compared in the
+  default float dtype; the tolerances are converted to the inputs' real dtype, so float32 inputs
+  are compared in float32.
+
+  Args:
+    a: first input array or scalar.
+    b: second input array or scalar (the reference); broadcast against ``a``.
+    rtol: relative tolerance, scaled by ``|b|``. Default 1e-05.
+    atol: absolute tolerance. Default 1e-08.
+    equal_nan: whether NaNs in the same position count as close. Default False.
+
+  Returns:
+    A bool array of the broadcast shape of ``a`` and ``b``.
+
+  Examples:
+    >>> jnp.isclose(jnp.array([1., 1.1, jnp.inf]), jnp.array([1. + 1e-7, 1., jnp.inf]))
+    Array([ True, False,  True], dtype=bool)
+    >>> jnp.isclose(jnp.array([jnp.nan]), jnp.nan, equal_nan=True)
+    Array([ True], dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.allclose`.
+  """
   if dtypes.extended_dtype_of(a) is not None or dtypes.extended_dtype_of(b) is not None:
     return equal(a, b)  # keys have no tolerance: close means equal (as JAX)
   a, b = _args("isclose", a, b)
@@ -1038,7 +2637,30 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-  """Whether every element of ``a`` is close to ``b`` (a 0-d bool array)."""
+  """Whether all elements of ``a`` and ``b`` are equal within a tolerance.
+
+  It is ``all(isclose(a, b, rtol, atol, equal_nan))``; the answer is a 0-d bool Array, not a
+  Python bool, so it can be traced (convert it with ``bool()`` outside ``jit``).
+
+  Args:
+    a: first input array or scalar.
+    b: second input array or scalar (the reference); broadcast against ``a``.
+    rtol: relative tolerance, scaled by ``|b|``. Default 1e-05.
+    atol: absolute tolerance. Default 1e-08.
+    equal_nan: whether NaNs in the same position count as close. Default False.
+
+  Returns:
+    A 0-d bool array.
+
+  Examples:
+    >>> jnp.allclose(jnp.array([1., 2.]), jnp.array([1., 2. + 1e-6]))
+    Array(True, dtype=bool)
+    >>> jnp.allclose(jnp.array([1., 2.]), jnp.array([1., 2.1]))
+    Array(False, dtype=bool)
+
+  See also:
+    :func:`hlox.numpy.isclose`, :func:`hlox.numpy.array_equal`.
+  """
   if dtypes.extended_dtype_of(a) is None and dtypes.extended_dtype_of(b) is None:
     check_arraylike("allclose", a, b)  # typed keys are no numbers, but isclose takes them
   close = isclose(a, b, rtol, atol, equal_nan)
@@ -1051,13 +2673,51 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 # --- complex numbers ---------------------------------------------------------------------
 
 def real(val, /):
-  """Elementwise real part (real inputs pass unchanged)."""
+  """Real part of ``val`` elementwise.
+
+  Real inputs are returned unchanged.
+
+  Args:
+    val: input array or scalar.
+
+  Returns:
+    An array of ``val``'s shape, in the real dtype matching ``val``'s (``val``'s own dtype when it
+    is real).
+
+  Examples:
+    >>> jnp.real(jnp.array([1+2j, 3-4j]))
+    Array([1., 3.], dtype=float32)
+    >>> jnp.real(jnp.array([1, 2]))
+    Array([1, 2], dtype=int32)
+
+  See also:
+    :func:`hlox.numpy.imag`.
+  """
   val, = _arraylike("real", val)
   return lax.real(val) if dtypes.is_complex(_dtype(val)) else _asarray(val)
 
 
 def imag(val, /):
-  """Elementwise imaginary part (zeros for real inputs)."""
+  """Imaginary part of ``val`` elementwise.
+
+  Real inputs give zeros of their own dtype.
+
+  Args:
+    val: input array or scalar.
+
+  Returns:
+    An array of ``val``'s shape, in the real dtype matching ``val``'s (``val``'s own dtype when it
+    is real).
+
+  Examples:
+    >>> jnp.imag(jnp.array([1+2j, 3-4j]))
+    Array([ 2., -4.], dtype=float32)
+    >>> jnp.imag(jnp.array([1., 2.]))
+    Array([0., 0.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.real`.
+  """
   val, = _arraylike("imag", val)
   if dtypes.is_complex(_dtype(val)):
     return lax.imag(val)
@@ -1070,18 +2730,52 @@ def imag(val, /):
 
 
 def conjugate(x, /):
-  """Elementwise complex conjugate (real inputs pass unchanged)."""
+  """Complex conjugate elementwise.
+
+  Real inputs are returned unchanged.
+
+  Args:
+    x: input array or scalar (Python scalars, NumPy arrays and Arrays are accepted).
+
+  Returns:
+    An array of ``x``'s shape holding the conjugates, with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.conjugate(jnp.array([1+2j, 3-4j]))
+    Array([1.-2.j, 3.+4.j], dtype=complex64)
+  """
   x, = _arraylike("conjugate", x)
   return lax.conj(x) if dtypes.is_complex(_dtype(x)) else _asarray(x)
 
 
 def conj(x, /):
-  """Elementwise complex conjugate (same as ``conjugate``)."""
+  """Alias of :func:`hlox.numpy.conjugate`."""
   return conjugate(x)
 
 
 def angle(z, deg=False):
-  """Elementwise argument (phase) of ``z``, in radians or, with ``deg``, degrees."""
+  """Argument (phase angle) of complex values elementwise.
+
+  Computed as ``arctan2(imag(z), real(z))``. Integer inputs (and real 0-d floats) give the default
+  float dtype, as in JAX.
+
+  Args:
+    z: input array or scalar, complex or real.
+    deg: if True return degrees, else radians. Default False.
+
+  Returns:
+    An array of ``z``'s shape holding angles in ``[-pi, pi]`` (or ``[-180, 180]``), in the real
+    dtype matching ``z``'s.
+
+  Examples:
+    >>> jnp.angle(jnp.array([1+1j, -1+0j, -1j]))
+    Array([ 0.7853982,  3.1415927, -1.5707964], dtype=float32)
+    >>> jnp.angle(jnp.array([1+1j]), deg=True)
+    Array([45.], dtype=float32)
+
+  See also:
+    :func:`hlox.numpy.arctan2`, :func:`hlox.numpy.absolute`.
+  """
   z, = _arraylike("angle", z)
   re, im = real(z), imag(z)
   # As in JAX: integers, and real 0-d floats too, give a (strong) default-float result.
@@ -1096,11 +2790,42 @@ def angle(z, deg=False):
 # --- selection ---------------------------------------------------------------------------
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
-  """``where(c, x, y)``: elementwise ``x if c else y``, all three broadcast together.
+  """Select elements from ``x`` or ``y`` depending on ``condition``.
 
-  ``where(c)`` gives the indices of the non-zero elements of ``c`` (NumPy's ``nonzero``),
-  padded or cut to ``size`` when it is given. Its result shape depends on the values, so
-  ``c`` must be concrete (not traced).
+  ``where(condition, x, y)`` is ``x`` where ``condition`` is true and ``y`` elsewhere; the three
+  broadcast together and ``x`` and ``y`` are promoted to a common dtype. Both branches are always
+  computed and differentiated: a NaN in the derivative of the unselected branch still makes the
+  gradient NaN (make its input safe with an inner ``where``).
+
+  ``where(condition)`` returns the indices of the non-zero elements, like
+  :func:`hlox.numpy.nonzero`. Its result shape depends on the values, so under ``jit`` it needs a
+  static ``size``; otherwise ``condition`` must be concrete, else a ConcretizationTypeError is
+  raised.
+
+  Args:
+    condition: boolean array (other dtypes are tested for non-zero).
+    x: values where ``condition`` is true; give both ``x`` and ``y`` or neither.
+    y: values where ``condition`` is false.
+    size: one-argument form only: the static number of indices to return; extra ones are cut off,
+      missing ones padded with ``fill_value``.
+    fill_value: one-argument form only: the padding index (a scalar, or a tuple with one per
+      dimension). Default 0.
+
+  Returns:
+    With ``x`` and ``y``: an array of the broadcast shape of the three inputs, with the promoted
+    dtype of ``x`` and ``y``. With only ``condition``: a tuple of ``condition.ndim`` 1-d integer
+    arrays of indices.
+
+  Examples:
+    >>> jnp.where(jnp.array([True, False, True]), jnp.array([1, 2, 3]), 0)
+    Array([1, 0, 3], dtype=int32)
+    >>> jnp.where(jnp.array([0, 5, 0, 7]))
+    (Array([1, 3], dtype=int32),)
+    >>> jnp.where(jnp.array([0, 5, 0, 7]), size=3, fill_value=-1)
+    (Array([ 1,  3, -1], dtype=int32),)
+
+  See also:
+    :func:`hlox.numpy.select`, :func:`hlox.numpy.nonzero`.
   """
   if x is None and y is None:
     try:
@@ -1206,9 +2931,28 @@ def _nonzero_sized(a, size, fill_value):
 
 
 def clip(arr=None, /, min=None, max=None, *, a=None, a_min=None, a_max=None):
-  """Limit values to ``[min, max]``; either bound may be None (no limit on that side).
+  """Limit the values of an array to the interval ``[min, max]``.
 
-  The NumPy spellings ``a``, ``a_min`` and ``a_max`` are accepted too.
+  It is ``minimum(max, maximum(min, arr))``; either bound may be None to leave that side open, and
+  the bounds broadcast against ``arr``. Complex inputs raise a ValueError, since complex numbers
+  have no order.
+
+  Args:
+    arr: input array or scalar.
+    min: lower bound (array or scalar), or None.
+    max: upper bound (array or scalar), or None.
+    a: NumPy's name for ``arr``; give the array only once.
+    a_min: NumPy's name for ``min``.
+    a_max: NumPy's name for ``max``.
+
+  Returns:
+    An array of the broadcast shape of ``arr`` and the bounds, with their promoted dtype.
+
+  Examples:
+    >>> jnp.clip(jnp.array([-2, 0, 3, 8]), 0, 5)
+    Array([0, 0, 3, 5], dtype=int32)
+    >>> jnp.clip(jnp.array([-2., 0.5, 3.]), max=1.)
+    Array([-2. ,  0.5,  1. ], dtype=float32)
   """
   if a is not None:
     if arr is not None:
