@@ -868,7 +868,7 @@ def vsplit(ary, indices_or_sections):
   """Split an array vertically (along axis 0).
 
   Args:
-    ary: array-like input of at least two dimensions (fewer raises ``ValueError``).
+    ary: array-like input of at least one dimension.
     indices_or_sections: an int number of equal sections or a sequence of indices.
 
   Returns:
@@ -888,7 +888,7 @@ def dsplit(ary, indices_or_sections):
   """Split an array depth-wise (along axis 2).
 
   Args:
-    ary: array-like input of at least three dimensions (fewer raises ``ValueError``).
+    ary: array-like input of at least three dimensions (fewer raise ``IndexError``).
     indices_or_sections: an int number of equal sections or a sequence of indices.
 
   Returns:
