@@ -22,7 +22,8 @@ __all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "va
 def polyval(p, x, *, unroll=16):
   """Evaluate a polynomial at ``x``.
 
-  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order). Evaluation uses Horner's scheme in a loop.
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+  Evaluation uses Horner's scheme in a loop.
 
   Args:
     p: 1-d array-like of coefficients.
@@ -449,7 +450,8 @@ def _companion_roots(p):
 def roots(p, *, strip_zeros=True):
   """The roots of a polynomial, found as the eigenvalues of its companion matrix.
 
-  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order). Leading zeros of ``p`` are stripped, which needs concrete values; under ``jit`` pass
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+  Leading zeros of ``p`` are stripped, which needs concrete values; under ``jit`` pass
   ``strip_zeros=False``: then ``len(p) - 1`` values come back, the roots lost to leading zeros
   being NaN (placed last).
 

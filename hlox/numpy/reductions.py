@@ -299,7 +299,8 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       empty selection then needs ``initial``.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with ``a``'s dtype.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
 
   Examples:
     >>> x = jnp.array([[1, 5, 3], [4, 2, 6]])
@@ -330,7 +331,8 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # no
       empty selection then needs ``initial``.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with ``a``'s dtype.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
 
   Examples:
     >>> x = jnp.array([[1, 5, 3], [4, 2, 6]])
@@ -364,7 +366,8 @@ def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     where: optional boolean array broadcastable to ``a``: only its True elements take part.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of dtype bool.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of
+    dtype bool.
 
   Examples:
     >>> x = jnp.array([[True, False], [True, True]])
@@ -388,7 +391,8 @@ def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     where: optional boolean array broadcastable to ``a``: only its True elements take part.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of dtype bool.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of
+    dtype bool.
 
   Examples:
     >>> x = jnp.array([[0, 0], [0, 3]])
@@ -612,7 +616,8 @@ def ptp(a, axis=None, out=None, keepdims=False):
     keepdims: if True, reduced axes stay in the result with size 1.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with ``a``'s dtype.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
 
   Examples:
     >>> jnp.ptp(jnp.array([[4, 9, 2], [1, 1, 1]]), axis=1)
@@ -631,7 +636,8 @@ def count_nonzero(a, axis=None, keepdims=False):
     keepdims: if True, reduced axes stay in the result with size 1.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of the default integer dtype.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of the
+    default integer dtype.
 
   Examples:
     >>> x = jnp.array([[0, 1, 2], [0, 0, 3]])
@@ -917,7 +923,8 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     where: optional boolean array broadcastable to ``a``: only its True elements take part.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with ``a``'s dtype.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
 
   Examples:
     >>> jnp.nanmax(jnp.array([[1., jnp.nan], [jnp.nan, jnp.nan]]), axis=1)
@@ -942,7 +949,8 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     where: optional boolean array broadcastable to ``a``: only its True elements take part.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with ``a``'s dtype.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
 
   Examples:
     >>> jnp.nanmin(jnp.array([[1., jnp.nan], [jnp.nan, 4.]]), axis=1)
@@ -965,7 +973,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     where: optional boolean array broadcastable to ``a``: only its True elements take part.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of a floating dtype.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of a
+    floating dtype.
 
   Examples:
     >>> jnp.nanmean(jnp.array([1., jnp.nan, 3.]))
@@ -999,7 +1008,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     mean: optional precomputed mean of ``a`` over ``axis`` (with ``keepdims=True`` shape).
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), real for complex input.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), real
+    for complex input.
 
   Examples:
     >>> jnp.nanvar(jnp.array([1., jnp.nan, 3.]))
@@ -1048,7 +1058,8 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     mean: optional precomputed mean of ``a`` over ``axis`` (with ``keepdims=True`` shape).
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), real for complex input.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), real
+    for complex input.
 
   Examples:
     >>> jnp.nanstd(jnp.array([1., jnp.nan, 3.]))
@@ -1074,7 +1085,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     keepdims: if True, reduced axes stay in the result with size 1.
 
   Returns:
-    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of a floating dtype.
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of a
+    floating dtype.
 
   Examples:
     >>> jnp.median(jnp.array([3, 1, 2, 10]))
