@@ -1182,8 +1182,8 @@ def cumsum(a, axis=None, dtype=None, out=None):
   Args:
     a: array-like input.
     axis: the axis to accumulate along; None flattens ``a`` first.
-    dtype: optional dtype of the accumulation and result. Bool and narrow integers default to the
-      default integer type.
+    dtype: optional dtype of the accumulation and result (default: ``a``'s dtype, except
+      that bool accumulates in the default integer type).
     out: unsupported; must be None.
 
   Returns:
@@ -1206,8 +1206,8 @@ def cumprod(a, axis=None, dtype=None, out=None):
   Args:
     a: array-like input.
     axis: the axis to accumulate along; None flattens ``a`` first.
-    dtype: optional dtype of the accumulation and result. Bool and narrow integers default to the
-      default integer type.
+    dtype: optional dtype of the accumulation and result (default: ``a``'s dtype, except
+      that bool accumulates in the default integer type).
     out: unsupported; must be None.
 
   Returns:
@@ -1226,8 +1226,8 @@ def nancumsum(a, axis=None, dtype=None, out=None):
   Args:
     a: array-like input.
     axis: the axis to accumulate along; None flattens ``a`` first.
-    dtype: optional dtype of the accumulation and result. Bool and narrow integers default to the
-      default integer type.
+    dtype: optional dtype of the accumulation and result (default: ``a``'s dtype, except
+      that bool accumulates in the default integer type).
     out: unsupported; must be None.
 
   Returns:
@@ -1247,8 +1247,8 @@ def nancumprod(a, axis=None, dtype=None, out=None):
   Args:
     a: array-like input.
     axis: the axis to accumulate along; None flattens ``a`` first.
-    dtype: optional dtype of the accumulation and result. Bool and narrow integers default to the
-      default integer type.
+    dtype: optional dtype of the accumulation and result (default: ``a``'s dtype, except
+      that bool accumulates in the default integer type).
     out: unsupported; must be None.
 
   Returns:
@@ -1315,9 +1315,9 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-  """Cumulative product along an axis (the array API's ``cumulative_pro``).
+  """Cumulative product along an axis (the array API's ``cumulative_prod``).
 
-  Integer inputs keep their dtype (as in JAX).
+  Integer inputs keep their dtype (as in JAX); bool accumulates in the default integer type.
 
   Args:
     x: an array.
