@@ -16,7 +16,30 @@ __all__ = ["diff", "ediff1d", "interp", "trapezoid", "gradient", "unwrap"]
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
-  """The ``n``-th discrete difference along ``axis``."""
+  """The ``n``-th discrete difference along an axis: ``a[1:] - a[:-1]``, applied ``n`` times.
+
+  Boolean input gives ``a[1:] != a[:-1]`` (bool).
+
+  Args:
+    a: array-like input of at least one dimension.
+    n: the number of times to difference (a non-negative static int).
+    axis: the axis to difference along.
+    prepend: optional values joined to the front of ``a`` along ``axis`` first (a scalar is
+      broadcast to one slice).
+    append: optional values joined to the back, like ``prepend``.
+
+  Returns:
+    An array shorter by ``n`` along ``axis`` (after prepending and appending), of ``a``'s dtype.
+
+  Examples:
+    >>> x = jnp.array([1, 4, 9, 16])
+    >>> jnp.diff(x)
+    Array([3, 5, 7], dtype=int32)
+    >>> jnp.diff(x, n=2)
+    Array([2, 2], dtype=int32)
+    >>> jnp.diff(x, prepend=0)
+    Array([1, 3, 5, 7], dtype=int32)
+  """
   util.check_arraylike("diff", a)
   a = creation.asarray(a)
   n = operator.index(n)
@@ -56,7 +79,22 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 
 
 def ediff1d(ary, to_end=None, to_begin=None):
-  """Differences of consecutive entries of ``ravel(ary)``, with optional ends."""
+  """Differences of consecutive entries of ``ravel(ary)``, with optional values at the ends.
+
+  Args:
+    ary: array-like input (flattened).
+    to_end: optional values appended to the differences (cast to their dtype).
+    to_begin: optional values put before the differences.
+
+  Returns:
+    A 1-d array of ``ary``'s dtype.
+
+  Examples:
+    >>> jnp.ediff1d(jnp.array([[1, 2], [4, 7]]))
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.ediff1d(jnp.array([1, 2, 4]), to_begin=0, to_end=jnp.array([9, 9]))
+    Array([0, 1, 2, 9, 9], dtype=int32)
+  """
   util.check_arraylike("ediff1d", ary)
   arr = shapes.ravel(ary)
   result = arr[1:] - arr[:-1]
@@ -70,8 +108,32 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 
 def gradient(f, *varargs, axis=None, edge_order=None):
-  """Second-order central differences inside, first-order at the edges (NumPy's
-  ``gradient`` with unit or scalar spacing)."""
+  """The gradient of ``f`` by finite differences.
+
+  Second-order central differences inside the array, first-order one-sided ones at the edges
+  (``edge_order`` other than None raises ``NotImplementedError``).
+
+  Args:
+    f: array-like of samples, at least 2 along each differentiated axis.
+    *varargs: the spacing: nothing (unit spacing), one value for every axis, or one per axis;
+      each a scalar step or a 1-d array of coordinates along that axis.
+    axis: keyword-only; an int or tuple of ints, the axes to differentiate (None: all).
+    edge_order: keyword-only; must be None.
+
+  Returns:
+    One array of ``f``'s shape for a single axis, else a list of them, one per axis, of a
+    floating dtype.
+
+  Examples:
+    >>> jnp.gradient(jnp.array([1., 4., 9., 16.]))
+    Array([3., 4., 6., 7.], dtype=float32)
+    >>> jnp.gradient(jnp.array([1., 4., 9., 16.]), 2.)
+    Array([1.5, 2. , 3. , 3.5], dtype=float32)
+    >>> jnp.gradient(jnp.array([[1., 2.], [3., 5.]]))
+    [Array([[2., 3.],
+           [2., 3.]], dtype=float32), Array([[1., 1.],
+           [2., 2.]], dtype=float32)]
+  """
   util.check_arraylike("gradient", f)
   if edge_order is not None:
     raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
@@ -128,8 +190,21 @@ def _inexact_set():
 
 
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
-  """Unwrap phase angles by replacing jumps larger than ``discont`` by their ``period``
-  complement."""
+  """Unwrap phase angles: jumps larger than ``discont`` are replaced by their ``period`` complement.
+
+  Args:
+    p: array-like of real angles (complex input raises ``ValueError``).
+    discont: the largest jump left alone (default ``period / 2``).
+    axis: the axis to unwrap along.
+    period: the period of the values (default ``2 * pi``).
+
+  Returns:
+    An array of ``p``'s shape and (inexact) dtype.
+
+  Examples:
+    >>> jnp.unwrap(jnp.array([0., 3., 6., 9.]), period=4.)
+    Array([ 0., -1., -2., -3.], dtype=float32)
+  """
   util.check_arraylike("unwrap", p)
   p, period = util.promote_dtypes(creation.asarray(p), period)
   if dtypes.is_complex(get_aval(p).dtype):
@@ -148,10 +223,27 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):
-  """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``.
+  """One-dimensional piecewise-linear interpolation of the points ``(xp, fp)`` at ``x``.
 
-  ``left``/``right``: the value below/above the range (default: the end values), or
-  ``'extrapolate'`` to continue the first/last segment's line.
+  Args:
+    x: array-like of points to evaluate at (real).
+    xp: 1-d array-like of increasing sample points.
+    fp: 1-d array-like of sample values, as many as ``xp``.
+    left: the value for ``x < xp[0]`` (default ``fp[0]``), or ``'extrapolate'`` to continue
+      the first segment's line.
+    right: the value for ``x > xp[-1]`` (default ``fp[-1]``), or ``'extrapolate'``.
+    period: optional scalar period of ``xp``: points are taken modulo it (``left`` and
+      ``right`` are then ignored).
+
+  Returns:
+    An array of ``x``'s shape and ``fp``'s (inexact) dtype.
+
+  Examples:
+    >>> xp, fp = jnp.array([0., 1., 2.]), jnp.array([0., 10., 0.])
+    >>> jnp.interp(jnp.array([-1., 0.5, 1.5, 3.]), xp, fp)
+    Array([0., 5., 5., 0.], dtype=float32)
+    >>> jnp.interp(jnp.array([-1., 3.]), xp, fp, left='extrapolate', right=-1.)
+    Array([-10.,  -1.], dtype=float32)
   """
   util.check_arraylike("interp", x, xp, fp)
   x, xp, fp = creation.asarray(x), creation.asarray(xp), creation.asarray(fp)
@@ -204,7 +296,24 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 
 
 def trapezoid(y, x=None, dx=1.0, axis=-1):
-  """Integral of ``y`` along ``axis`` by the trapezoidal rule."""
+  """Integrate ``y`` along an axis by the trapezoidal rule.
+
+  Args:
+    y: array-like of samples.
+    x: optional array-like of sample points (broadcast against ``y`` along ``axis``); if
+      None, samples are ``dx`` apart.
+    dx: the spacing of the samples when ``x`` is None.
+    axis: the axis to integrate along.
+
+  Returns:
+    An array of ``y``'s shape without ``axis``, of a floating dtype.
+
+  Examples:
+    >>> jnp.trapezoid(jnp.array([1., 2., 3.]))
+    Array(4., dtype=float32)
+    >>> jnp.trapezoid(jnp.array([1., 2., 3.]), x=jnp.array([0., 1., 3.]))
+    Array(6.5, dtype=float32)
+  """
   util.check_arraylike("trapezoid", y)
   y = creation.asarray(y)
   if x is None:

@@ -111,7 +111,19 @@ def _div_by_int(x, n: int):
 # --- copies -------------------------------------------------------------------------------
 
 def copy(a, order=None):
-  """A copy of ``a`` (arrays are immutable, so this is ``asarray(a)`` with a fresh buffer)."""
+  """A copy of ``a`` in a fresh buffer.
+
+  Args:
+    a: array-like input.
+    order: None or 'K' (others raise ``NotImplementedError``: hlox has one memory layout).
+
+  Returns:
+    An array equal to ``a``, with its shape and dtype.
+
+  Examples:
+    >>> jnp.copy(jnp.array([1, 2, 3]))
+    Array([1, 2, 3], dtype=int32)
+  """
   try:
     util.check_arraylike("copy", a)
   except TypeError:  # typed keys: their own implementation
@@ -128,7 +140,24 @@ def _full(shape, fill_value, dtype, name):
 
 
 def zeros(shape, dtype=None, *, device=None, out_sharding=None):
-  """An array of zeros (float32 by default)."""
+  """An array of the given shape filled with zeros.
+
+  Args:
+    shape: an int or a tuple of ints.
+    dtype: optional dtype (default float32, or float64 with x64 enabled).
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of shape ``shape`` and dtype ``dtype``.
+
+  Examples:
+    >>> jnp.zeros(3)
+    Array([0., 0., 0.], dtype=float32)
+    >>> jnp.zeros((2, 2), dtype=int)
+    Array([[0, 0],
+           [0, 0]], dtype=int32)
+  """
   _check_forgot_shape_tuple("zeros", shape, dtype)
   dtype = _user_dtype(dtype, "zeros") or dtypes.default_float_dtype()
   try:
@@ -138,7 +167,23 @@ def zeros(shape, dtype=None, *, device=None, out_sharding=None):
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
-  """An array of ones (float32 by default)."""
+  """An array of the given shape filled with ones.
+
+  Args:
+    shape: an int or a tuple of ints.
+    dtype: optional dtype (default float32, or float64 with x64 enabled).
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of shape ``shape`` and dtype ``dtype``.
+
+  Examples:
+    >>> jnp.ones(3)
+    Array([1., 1., 1.], dtype=float32)
+    >>> jnp.ones((1, 2), dtype=bool)
+    Array([[ True,  True]], dtype=bool)
+  """
   _check_forgot_shape_tuple("ones", shape, dtype)
   dtype = _user_dtype(dtype, "ones") or dtypes.default_float_dtype()
   try:
@@ -148,7 +193,23 @@ def ones(shape, dtype=None, *, device=None, out_sharding=None):
 
 
 def empty(shape, dtype=None, *, device=None, out_sharding=None):
-  """An "uninitialized" array: hlox fills it with zeros."""
+  """An array of the given shape whose values are unspecified.
+
+  hlox has no uninitialized memory: the array is filled with zeros.
+
+  Args:
+    shape: an int or a tuple of ints.
+    dtype: optional dtype (default float32, or float64 with x64 enabled).
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of shape ``shape`` and dtype ``dtype``.
+
+  Examples:
+    >>> jnp.empty(2)
+    Array([0., 0.], dtype=float32)
+  """
   _check_forgot_shape_tuple("empty", shape, dtype)
   dtype = _user_dtype(dtype, "empty") or dtypes.default_float_dtype()
   try:
@@ -158,9 +219,27 @@ def empty(shape, dtype=None, *, device=None, out_sharding=None):
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
-  """An array of ``shape`` filled with ``fill_value`` (broadcast if it is an array).
+  """An array of the given shape filled with ``fill_value``.
 
-  Without ``dtype`` the result takes ``fill_value``'s dtype (and weak type).
+  Without ``dtype`` the result takes ``fill_value``'s dtype, weak type included (a Python float
+  gives a weakly typed default float array).
+
+  Args:
+    shape: an int or a tuple of ints.
+    fill_value: a scalar, or an array broadcast to ``shape``.
+    dtype: optional dtype of the result.
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of shape ``shape``.
+
+  Examples:
+    >>> jnp.full(3, 7)
+    Array([7, 7, 7], dtype=int32, weak_type=True)
+    >>> jnp.full((2, 2), jnp.array([1., 2.]))
+    Array([[1., 2.],
+           [1., 2.]], dtype=float32)
   """
   try:
     dtype = _user_dtype(dtype, "full")
@@ -199,7 +278,25 @@ def _like(name, a, fill_value, dtype, shape, device, out_sharding=None):
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
-  """Zeros with the shape and dtype of ``a`` (``dtype``/``shape`` override them)."""
+  """An array of zeros with the shape and dtype of ``a``.
+
+  Args:
+    a: the array-like whose shape and dtype the result takes.
+    dtype: optional dtype overriding ``a``'s.
+    shape: optional shape overriding ``a``'s.
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of the shape and dtype described.
+
+  Examples:
+    >>> jnp.zeros_like(jnp.array([1, 2]))
+    Array([0, 0], dtype=int32)
+    >>> jnp.zeros_like(jnp.array([1, 2]), dtype=jnp.float32, shape=(2, 1))
+    Array([[0.],
+           [0.]], dtype=float32)
+  """
   try:
     return _like("zeros_like", a, 0, dtype, shape, device, out_sharding)
   except TypeError:  # typed keys: their own implementation
@@ -208,7 +305,22 @@ def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
-  """Ones with the shape and dtype of ``a`` (``dtype``/``shape`` override them)."""
+  """An array of ones with the shape and dtype of ``a``.
+
+  Args:
+    a: the array-like whose shape and dtype the result takes.
+    dtype: optional dtype overriding ``a``'s.
+    shape: optional shape overriding ``a``'s.
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of the shape and dtype described.
+
+  Examples:
+    >>> jnp.ones_like(jnp.array([1.5, 2.5]))
+    Array([1., 1.], dtype=float32)
+  """
   try:
     return _like("ones_like", a, 1, dtype, shape, device, out_sharding)
   except TypeError:  # typed keys: their own implementation
@@ -217,7 +329,22 @@ def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None, out_sharding=None):
-  """Like ``zeros_like`` (hlox has no uninitialized memory)."""
+  """An array of the shape and dtype of ``prototype`` with unspecified values (zeros in hlox).
+
+  Args:
+    prototype: the array-like whose shape and dtype the result takes.
+    dtype: optional dtype overriding ``prototype``'s.
+    shape: optional shape overriding ``prototype``'s.
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of the shape and dtype described.
+
+  Examples:
+    >>> jnp.empty_like(jnp.array([1, 2, 3]))
+    Array([0, 0, 0], dtype=int32)
+  """
   try:
     return _like("empty_like", prototype, 0, dtype, shape, device, out_sharding)
   except TypeError:  # typed keys: their own implementation
@@ -226,7 +353,25 @@ def empty_like(prototype, dtype=None, shape=None, *, device=None, out_sharding=N
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
-  """``fill_value`` with the shape and dtype of ``a``; an array ``fill_value`` broadcasts."""
+  """An array filled with ``fill_value``, with the shape and dtype of ``a``.
+
+  Args:
+    a: the array-like whose shape and dtype the result takes.
+    fill_value: a scalar, or an array broadcast to the result's shape.
+    dtype: optional dtype overriding ``a``'s.
+    shape: optional shape overriding ``a``'s.
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of the shape and dtype described.
+
+  Examples:
+    >>> jnp.full_like(jnp.array([1, 2, 3]), 9)
+    Array([9, 9, 9], dtype=int32)
+    >>> jnp.full_like(jnp.array([1, 2, 3]), 0.5)
+    Array([0, 0, 0], dtype=int32)
+  """
   try:
     fill_value = util.from_jax_array(fill_value)
     if get_aval(fill_value).ndim == 0:
@@ -274,11 +419,30 @@ def _symbolic_arange(start, stop, step, dtype):
 
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
-  """Evenly spaced values in ``[start, stop)``, like ``numpy.arange``.
+  """Evenly spaced values in the half-open interval ``[start, stop)``.
 
-  The bounds must be concrete (they fix the length). Integer arguments give the default
-  integer dtype, floating ones the default float dtype. Values are ``start + i * step``
-  computed by ``lax.iota``.
+  The bounds must be concrete, since they fix the length. Without ``dtype``, integer arguments
+  give the default integer dtype and any floating argument the default float dtype. Value
+  ``i`` is ``start + i * step``.
+
+  Args:
+    start: the first value, or the end (``stop``) when it is the only bound given.
+    stop: the end of the interval (not included).
+    step: the spacing (default 1; must not be 0).
+    dtype: optional dtype of the result.
+    device: keyword-only; optional device or sharding to place the result on.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    A 1-d array of ``ceil((stop - start) / step)`` values.
+
+  Examples:
+    >>> jnp.arange(5)
+    Array([0, 1, 2, 3, 4], dtype=int32)
+    >>> jnp.arange(1, 2, 0.25)
+    Array([1.  , 1.25, 1.5 , 1.75], dtype=float32)
+    >>> jnp.arange(5, 0, -2, dtype=jnp.float32)
+    Array([5., 3., 1.], dtype=float32)
   """
   if start is None:
     raise TypeError("arange: start must not be None")
@@ -368,8 +532,31 @@ def _num(num, name: str) -> int:
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
              dtype=None, axis: int = 0, *, device=None):
-  """``num`` evenly spaced samples from ``start`` to ``stop`` (arrays broadcast; the samples
-  run along ``axis``)."""
+  """Evenly spaced samples over an interval.
+
+  ``start`` and ``stop`` may be arrays (they broadcast; the samples run along ``axis``);
+  ``num`` must be concrete.
+
+  Args:
+    start: the first sample.
+    stop: the last sample (excluded when ``endpoint`` is False).
+    num: the number of samples (non-negative int).
+    endpoint: whether ``stop`` is the last sample.
+    retstep: if True, also return the spacing between samples.
+    dtype: optional dtype (default: the default float dtype).
+    axis: where the samples' axis goes in the result.
+    device: keyword-only; optional device or sharding to place the result on.
+
+  Returns:
+    An array of ``num`` samples along ``axis``; with ``retstep``, a tuple
+    ``(samples, step)``.
+
+  Examples:
+    >>> jnp.linspace(0, 1, 5)
+    Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    >>> jnp.linspace(0, 1, 4, endpoint=False, retstep=True)
+    (Array([0.  , 0.25, 0.5 , 0.75], dtype=float32), Array(0.25, dtype=float32))
+  """
   num = _num(num, "linspace")
   util.check_arraylike("linspace", start, stop)
   dtype = _user_dtype(dtype, "linspace") or \
@@ -415,7 +602,26 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
 
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
              axis: int = 0):
-  """``base ** linspace(start, stop, num)``."""
+  """Samples evenly spaced on a log scale: ``base ** linspace(start, stop, num)``.
+
+  Args:
+    start: the exponent of the first sample.
+    stop: the exponent of the last sample (excluded when ``endpoint`` is False).
+    num: the number of samples.
+    endpoint: whether ``base ** stop`` is the last sample.
+    base: the base of the exponents.
+    dtype: optional dtype (default: the default float dtype).
+    axis: where the samples' axis goes in the result.
+
+  Returns:
+    An array of ``num`` samples along ``axis``.
+
+  Examples:
+    >>> jnp.logspace(0, 3, 4)
+    Array([   1.,   10.,  100., 1000.], dtype=float32)
+    >>> jnp.logspace(0, 3, 4, base=2)
+    Array([1., 2., 4., 8.], dtype=float32)
+  """
   num = _num(num, "logspace")
   util.check_arraylike("logspace", start, stop, base)
   dtype = _user_dtype(dtype, "logspace") or \
@@ -429,7 +635,24 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
 
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
-  """Samples spaced evenly on a log scale from ``start`` to ``stop`` (same sign, nonzero)."""
+  """Samples evenly spaced on a log scale from ``start`` to ``stop`` (a geometric progression).
+
+  Args:
+    start: the first sample (non-zero).
+    stop: the last sample (non-zero, of the same sign as ``start``).
+    num: the number of samples.
+    endpoint: whether ``stop`` is the last sample.
+    dtype: optional dtype (default: the default float dtype).
+    axis: where the samples' axis goes in the result.
+
+  Returns:
+    An array of ``num`` samples along ``axis``.
+
+  Examples:
+    >>> jnp.geomspace(1, 8, 4)
+    Array([1., 2., 4., 8.], dtype=float32)
+
+  """
   num = _num(num, "geomspace")
   util.check_arraylike("geomspace", start, stop)
   for bound in (start, stop):
@@ -499,7 +722,26 @@ def _offset_mask(shape, k, name):
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
-  """A 2-d array with ones on diagonal ``k`` (``k`` may be traced) and zeros elsewhere."""
+  """A 2-d array with ones on one diagonal and zeros elsewhere.
+
+  Args:
+    N: the number of rows.
+    M: the number of columns (default ``N``).
+    k: the diagonal: 0 the main one, positive above it, negative below; it may be traced.
+    dtype: optional dtype (default float32, or float64 with x64 enabled).
+    device: keyword-only; optional device or sharding to place the result on.
+
+  Returns:
+    An ``(N, M)`` array.
+
+  Examples:
+    >>> jnp.eye(2)
+    Array([[1., 0.],
+           [0., 1.]], dtype=float32)
+    >>> jnp.eye(2, 3, k=1, dtype=int)
+    Array([[0, 1, 0],
+           [0, 0, 1]], dtype=int32)
+  """
   dtype = _user_dtype(dtype, "eye") or dtypes.default_float_dtype()
   N = _static_dim(N, "eye", "N")
   M = N if M is None else _static_dim(M, "eye", "M")
@@ -508,12 +750,41 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
 
 
 def identity(n, dtype=None):
-  """The ``n x n`` identity matrix."""
+  """The square identity matrix.
+
+  Args:
+    n: the number of rows and columns.
+    dtype: optional dtype (default float32, or float64 with x64 enabled).
+
+  Returns:
+    An ``(n, n)`` array with ones on the main diagonal.
+
+  Examples:
+    >>> jnp.identity(2, dtype=int)
+    Array([[1, 0],
+           [0, 1]], dtype=int32)
+  """
   return eye(n, dtype=_user_dtype(dtype, "identity"))
 
 
 def tri(N, M=None, k=0, dtype=None):
-  """Ones at and below diagonal ``k``, zeros above."""
+  """A 2-d array with ones at and below a diagonal and zeros above it.
+
+  Args:
+    N: the number of rows.
+    M: the number of columns (default ``N``).
+    k: the diagonal: 0 the main one, positive above it, negative below.
+    dtype: optional dtype (default float32, or float64 with x64 enabled).
+
+  Returns:
+    An ``(N, M)`` array.
+
+  Examples:
+    >>> jnp.tri(3, k=-1, dtype=int)
+    Array([[0, 0, 0],
+           [1, 0, 0],
+           [1, 1, 0]], dtype=int32)
+  """
   dtype = _user_dtype(dtype, "tri") or dtypes.default_float_dtype()
   N = _static_dim(N, "tri", "N")
   M = N if M is None else _static_dim(M, "tri", "M")
@@ -547,17 +818,61 @@ def _triangle(name, m, k, lower):
 
 
 def tril(m, k=0):
-  """The lower triangle of ``m`` (the last two axes): entries above diagonal ``k`` zeroed."""
+  """The lower triangle of ``m``: entries above diagonal ``k`` set to zero.
+
+  Args:
+    m: array-like of at least two dimensions; the last two axes are the matrices.
+    k: the diagonal: 0 the main one, positive above it, negative below.
+
+  Returns:
+    An array of ``m``'s shape and dtype.
+
+  Examples:
+    >>> jnp.tril(jnp.array([[1, 2], [3, 4]]))
+    Array([[1, 0],
+           [3, 4]], dtype=int32)
+  """
   return _triangle("tril", m, k, True)
 
 
 def triu(m, k=0):
-  """The upper triangle of ``m`` (the last two axes): entries below diagonal ``k`` zeroed."""
+  """The upper triangle of ``m``: entries below diagonal ``k`` set to zero.
+
+  Args:
+    m: array-like of at least two dimensions; the last two axes are the matrices.
+    k: the diagonal: 0 the main one, positive above it, negative below.
+
+  Returns:
+    An array of ``m``'s shape and dtype.
+
+  Examples:
+    >>> jnp.triu(jnp.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]]), k=1)
+    Array([[0, 2, 3],
+           [0, 0, 6],
+           [0, 0, 0]], dtype=int32)
+  """
   return _triangle("triu", m, k, False)
 
 
 def diag(v, k: int = 0):
-  """The ``k``-th diagonal of a 2-d ``v``, or a 2-d array with 1-d ``v`` on diagonal ``k``."""
+  """Extract a diagonal of a 2-d array, or build a 2-d array with a given diagonal.
+
+  Args:
+    v: a 1-d array-like (placed on diagonal ``k`` of a square array of zeros) or a 2-d one
+      (whose diagonal ``k`` is returned). Other ranks raise ``ValueError``.
+    k: the diagonal: 0 the main one, positive above it, negative below.
+
+  Returns:
+    For 1-d ``v`` of length ``n``, an ``(n + abs(k), n + abs(k))`` array; for 2-d ``v``, the
+    1-d diagonal. The dtype is ``v``'s.
+
+  Examples:
+    >>> jnp.diag(jnp.array([1, 2]))
+    Array([[1, 0],
+           [0, 2]], dtype=int32)
+    >>> jnp.diag(jnp.array([[1, 2], [3, 4]]), k=1)
+    Array([2], dtype=int32)
+  """
   util.check_arraylike("diag", v)
   v = asarray(v)
   k = operator.index(_concrete_scalar(k, "diag", "k"))
@@ -578,8 +893,25 @@ def diag(v, k: int = 0):
 
 
 def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
-  """The diagonal ``a[..., i, i + offset]`` of the plane of ``axis1`` and ``axis2``, as the
-  last axis of the result."""
+  """The diagonal ``a[..., i, i + offset]`` of the plane of ``axis1`` and ``axis2``.
+
+  Args:
+    a: array-like input of at least two dimensions.
+    offset: the diagonal: 0 the main one, positive above it (towards larger ``axis2``
+      indices), negative below.
+    axis1: the first axis of the plane.
+    axis2: the second axis of the plane.
+
+  Returns:
+    An array with ``a``'s dtype: ``a``'s other axes followed by the diagonal as the last axis.
+
+  Examples:
+    >>> x = jnp.arange(9).reshape(3, 3)
+    >>> jnp.diagonal(x)
+    Array([0, 4, 8], dtype=int32)
+    >>> jnp.diagonal(x, offset=-1)
+    Array([3, 7], dtype=int32)
+  """
   util.check_arraylike("diagonal", a)
   a = asarray(a)
   if a.ndim < 2:
@@ -615,7 +947,30 @@ def _canonical_axis(axis, ndim, name):
 # --- grids -------------------------------------------------------------------------------
 
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy"):
-  """Coordinate arrays from 1-d coordinate vectors (``indexing`` 'xy' or 'ij')."""
+  """Coordinate arrays from 1-d coordinate vectors.
+
+  Args:
+    *xi: 1-d array-likes, the coordinates along each dimension.
+    copy: keyword-only; accepted for NumPy compatibility (results are always new arrays).
+    sparse: keyword-only; if True, return broadcastable arrays with size-1 axes instead of
+      full grids.
+    indexing: keyword-only; 'xy' (Cartesian: the first two output axes swapped) or 'ij'
+      (matrix indexing).
+
+  Returns:
+    A list of ``len(xi)`` arrays.
+
+  Examples:
+    >>> X, Y = jnp.meshgrid(jnp.array([1, 2, 3]), jnp.array([4, 5]))
+    >>> X
+    Array([[1, 2, 3],
+           [1, 2, 3]], dtype=int32)
+    >>> Y
+    Array([[4, 4, 4],
+           [5, 5, 5]], dtype=int32)
+    >>> [g.shape for g in jnp.meshgrid(jnp.arange(3), jnp.arange(2), indexing='ij')]
+    [(3, 2), (3, 2)]
+  """
   util.check_arraylike("meshgrid", *xi)
   if indexing not in ("xy", "ij"):
     raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
@@ -640,7 +995,28 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
 
 
 def indices(dimensions, dtype=None, sparse: bool = False):
-  """Index grids for an array of shape ``dimensions`` (stacked, or a tuple when sparse)."""
+  """Index grids for an array of a given shape.
+
+  Args:
+    dimensions: a sequence of ints, the shape of the grid.
+    dtype: optional integer dtype (default: the default integer dtype).
+    sparse: if True, return one broadcastable array per dimension instead of a dense stack.
+
+  Returns:
+    A ``(len(dimensions),) + dimensions`` array whose slice ``i`` holds the index along axis
+    ``i``; with ``sparse``, a tuple of arrays of shape ``(1, ..., n_i, ..., 1)``.
+
+  Examples:
+    >>> jnp.indices((2, 3))
+    Array([[[0, 0, 0],
+            [1, 1, 1]],
+    <BLANKLINE>
+           [[0, 1, 2],
+            [0, 1, 2]]], dtype=int32)
+    >>> jnp.indices((2, 3), sparse=True)
+    (Array([[0],
+           [1]], dtype=int32), Array([[0, 1, 2]], dtype=int32))
+  """
   dtype = _user_dtype(dtype, "indices") or dtypes.default_int_dtype()
   dimensions = _shape(dimensions, "indices")
   n = len(dimensions)

@@ -16,8 +16,29 @@ __all__ = ["apply_along_axis", "vectorize", "fromfunction", "piecewise", "apply_
 
 
 def piecewise(x, condlist, funclist, *args, **kw):
-  """``funclist[i](x)`` where ``condlist[i]`` holds (a trailing extra function or constant is
-  the default)."""
+  """Evaluate a piecewise-defined function: ``funclist[i](x)`` where ``condlist[i]`` holds.
+
+  Where several conditions hold, the last one wins; where none holds, the default applies.
+  Every function is evaluated on all of ``x`` (under ``jit`` too) and the results selected.
+
+  Args:
+    x: array-like input.
+    condlist: a sequence of boolean array-likes of ``x``'s shape.
+    funclist: a sequence of callables or constants, one per condition, optionally followed by
+      one more: the default (otherwise 0).
+    *args: extra positional arguments passed to each function.
+    **kw: extra keyword arguments passed to each function.
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> x = jnp.array([-2., -1., 0., 1., 2.])
+    >>> jnp.piecewise(x, [x < 0, x >= 0], [lambda v: -v, lambda v: v ** 2])
+    Array([2., 1., 0., 1., 4.], dtype=float32)
+    >>> jnp.piecewise(x, [x > 1], [10.])
+    Array([ 0.,  0.,  0.,  0., 10.], dtype=float32)
+  """
   util.check_arraylike("piecewise", x)
   x = creation.asarray(x)
   nc, nf = len(condlist), len(funclist)
@@ -53,7 +74,30 @@ _piecewise_jit = api.jit(_piecewise_body, static_argnames=("funcs",))
 
 
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
-  """``func1d`` applied to the 1-d slices of ``arr`` along ``axis`` (by ``vmap``)."""
+  """Apply ``func1d`` to the 1-d slices of ``arr`` along an axis.
+
+  The function is mapped with ``vmap`` (so it is traced once, with a 1-d argument), not called
+  once per slice.
+
+  Args:
+    func1d: a function of a 1-d array, returning an array.
+    axis: the axis along which the slices run.
+    arr: array-like input.
+    *args: extra positional arguments for ``func1d``.
+    **kwargs: extra keyword arguments for ``func1d``.
+
+  Returns:
+    The results stacked: ``arr``'s other axes, with ``func1d``'s output axes in place of
+    ``axis``.
+
+  Examples:
+    >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+    >>> jnp.apply_along_axis(jnp.sum, 1, x)
+    Array([ 6, 15], dtype=int32)
+    >>> jnp.apply_along_axis(lambda v: v[::-1], 0, x)
+    Array([[4, 5, 6],
+           [1, 2, 3]], dtype=int32)
+  """
   util.check_arraylike("apply_along_axis", arr)
   arr = creation.asarray(arr)
   nd = get_aval(arr).ndim
@@ -67,7 +111,24 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 
 
 def apply_over_axes(func, a, axes):
-  """``func(a, axis)`` applied for each axis in turn, keeping the reduced dimensions."""
+  """Apply ``func(a, axis)`` repeatedly, once for each axis in ``axes``.
+
+  Each result must have ``a``'s rank, or one less (then the reduced axis is restored with
+  size 1), and is the input of the next call.
+
+  Args:
+    func: a function ``(array, axis) -> array``, such as a reduction.
+    a: array-like input.
+    axes: a sequence of ints.
+
+  Returns:
+    An array of ``a``'s rank.
+
+  Examples:
+    >>> x = jnp.arange(6).reshape(2, 3)
+    >>> jnp.apply_over_axes(jnp.sum, x, [0, 1])
+    Array([[15]], dtype=int32)
+  """
   util.check_arraylike("apply_over_axes", a)
   a = creation.asarray(a)
   for axis in axes:
@@ -248,7 +309,25 @@ def _parse_signature(signature):
 
 
 def fromfunction(function, shape, *, dtype=float, **kwargs):
-  """``function(*indices)`` evaluated on the index grids of ``shape``."""
+  """An array whose entry at each index is ``function(*index)``.
+
+  ``function`` is called once, mapped with ``vmap`` over the index grids, so it must work on
+  traced scalars (it cannot branch on their values in Python).
+
+  Args:
+    function: a function of ``len(shape)`` scalar arguments.
+    shape: a tuple of ints.
+    dtype: keyword-only dtype of the index values passed to ``function`` (default float).
+    **kwargs: extra keyword arguments for ``function``.
+
+  Returns:
+    An array of shape ``shape`` (for a scalar-valued ``function``).
+
+  Examples:
+    >>> jnp.fromfunction(lambda i, j: i * 10 + j, (2, 3), dtype=int)
+    Array([[ 0,  1,  2],
+           [10, 11, 12]], dtype=int32)
+  """
   shape = tuple(operator.index(d) for d in shape)
   f = lambda *idx: function(*idx, **kwargs)
   for i in builtins.range(len(shape) - 1, -1, -1):

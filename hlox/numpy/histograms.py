@@ -15,12 +15,33 @@ __all__ = ["histogramdd", "histogram2d"]
 
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noqa: A002
-  """The ``D``-dimensional histogram of the ``N`` points ``sample[N, D]``.
+  """The ``D``-dimensional histogram of ``N`` points.
 
-  ``bins`` is one int (bins per dimension), or one entry per dimension, each an int or an
-  array of edges; ``range`` is a ``(lo, hi)`` pair or None per dimension. Returns
-  ``(hist, edges)`` with ``edges`` a list of D arrays. Each bin includes its left edge and
-  the last its right edge too; ``density`` normalises so the histogram integrates to 1.
+  Each bin includes its left edge; the last bin along each dimension includes its right edge
+  too. Points outside the range are not counted.
+
+  Args:
+    sample: array-like of shape ``(N, D)``: one point per row.
+    bins: an int (the number of bins for every dimension), or one entry per dimension, each
+      an int or a 1-d array of increasing edges.
+    range: None, or per dimension a ``(lower, upper)`` pair or None (default: the data's
+      minimum and maximum).
+    weights: optional array-like of ``N`` weights, each point adding its weight instead of 1.
+    density: if True, normalize so the histogram integrates to 1.
+
+  Returns:
+    A tuple ``(hist, edges)``: ``hist`` has one axis per dimension (integer counts;
+    floating with ``weights`` or ``density``), and ``edges`` is a list of ``D`` 1-d arrays
+    of bin edges.
+
+  Examples:
+    >>> pts = jnp.array([[0., 0.], [1., 1.], [1., 0.5]])
+    >>> hist, edges = jnp.histogramdd(pts, bins=2)
+    >>> hist
+    Array([[1, 0],
+           [0, 2]], dtype=int32)
+    >>> edges
+    [Array([0. , 0.5, 1. ], dtype=float32), Array([0. , 0.5, 1. ], dtype=float32)]
   """
   util.check_arraylike("histogramdd", sample, *(() if weights is None else (weights,)))
   sample = creation.asarray(sample)
@@ -74,9 +95,27 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
 
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
-  """The 2-d histogram of the points ``(x[i], y[i])``: ``(hist, x_edges, y_edges)``.
+  """The 2-d histogram of the points ``(x[i], y[i])``.
 
-  ``bins`` is an int, a pair of ints or of edge arrays, or one edge array for both axes.
+  Args:
+    x: 1-d array-like of first coordinates.
+    y: 1-d array-like of second coordinates, as many as ``x``.
+    bins: an int, a pair of ints, a pair of 1-d edge arrays, or one edge array for both axes.
+    range: None, or a pair of ``(lower, upper)`` pairs (default: the data's extent).
+    weights: optional array-like of weights, one per point.
+    density: if True, normalize so the histogram integrates to 1.
+
+  Returns:
+    A tuple ``(hist, x_edges, y_edges)``: the 2-d counts (integer; floating with ``weights``
+    or ``density``) and the two 1-d edge arrays.
+
+  Examples:
+    >>> hist, xe, ye = jnp.histogram2d(jnp.array([0., 1., 1.]), jnp.array([0., 1., 0.5]), bins=2)
+    >>> hist
+    Array([[1, 0],
+           [0, 2]], dtype=int32)
+    >>> xe
+    Array([0. , 0.5, 1. ], dtype=float32)
   """
   util.check_arraylike("histogram2d", x, y)
   x, y = creation.asarray(x), creation.asarray(y)

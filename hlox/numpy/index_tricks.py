@@ -23,8 +23,21 @@ __all__ = ["unravel_index", "ravel_multi_index", "tril_indices", "triu_indices",
 
 
 def unravel_index(indices, shape):
-  """The coordinates, one array per dimension of ``shape``, of flat ``indices`` (negative
-  indices count from the end; out-of-range ones are clipped)."""
+  """Convert flat indices into coordinates in an array of the given shape (row-major).
+
+  Negative indices count from the end; out-of-range ones are clipped into range.
+
+  Args:
+    indices: integer array-like of flat indices.
+    shape: an int or a 1-d sequence of ints, the array's shape.
+
+  Returns:
+    A tuple of ``len(shape)`` integer arrays of ``indices``' shape.
+
+  Examples:
+    >>> jnp.unravel_index(jnp.array([1, 5, -1]), (2, 3))
+    (Array([0, 1, 1], dtype=int32), Array([1, 2, 2], dtype=int32))
+  """
   util.check_arraylike("unravel_index", indices)
   indices = creation.asarray(indices)
   if not dtypes.is_int(get_aval(indices).dtype):
@@ -49,11 +62,26 @@ def unravel_index(indices, shape):
 
 
 def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
-  """Flat indices of the coordinate arrays ``multi_index`` into an array of shape ``dims``.
+  """Convert coordinate arrays into flat indices into an array of shape ``dims``.
 
-  ``mode``: ``'raise'`` (concrete indices only), ``'wrap'``, ``'clip'`` or ``'ignore'`` (no
-  check: out-of-range coordinates give meaningless flat indices). The result has ``dtype``
-  (an integer type), by default the indices' own promoted type.
+  Args:
+    multi_index: a tuple of integer array-likes, one per dimension of ``dims``, broadcast
+      together.
+    dims: the array's shape, a sequence of ints.
+    mode: 'raise' (out-of-range coordinates raise ``ValueError``; needs concrete indices),
+      'wrap' (taken modulo each dimension), 'clip' (clamped) or 'ignore' (no check:
+      out-of-range coordinates give meaningless flat indices).
+    order: 'C' (row-major) or 'F' (column-major).
+    dtype: keyword-only integer dtype of the result (default: the indices' promoted dtype).
+
+  Returns:
+    An integer array of the broadcast shape of ``multi_index``.
+
+  Examples:
+    >>> jnp.ravel_multi_index((jnp.array([0, 1]), jnp.array([2, 0])), (2, 3))
+    Array([2, 3], dtype=int32)
+    >>> jnp.ravel_multi_index((jnp.array([0, 1]), jnp.array([2, 0])), (2, 3), order='F')
+    Array([4, 1], dtype=int32)
   """
   if len(multi_index) != len(dims):
     raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
@@ -100,7 +128,20 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
 
 
 def tril_indices(n, k=0, m=None):
-  """Row and column indices of the lower triangle of an ``(n, m)`` array."""
+  """Row and column indices of the lower triangle of an ``(n, m)`` array.
+
+  Args:
+    n: the number of rows.
+    k: the diagonal bounding the triangle: entries at and below diagonal ``k`` are included.
+    m: the number of columns (default ``n``).
+
+  Returns:
+    A tuple ``(rows, cols)`` of 1-d integer arrays, in row-major order.
+
+  Examples:
+    >>> jnp.tril_indices(3)
+    (Array([0, 1, 1, 2, 2, 2], dtype=int32), Array([0, 0, 1, 0, 1, 2], dtype=int32))
+  """
   n = operator.index(n)
   k = operator.index(k)
   m = n if m is None else operator.index(m)
@@ -108,7 +149,22 @@ def tril_indices(n, k=0, m=None):
 
 
 def triu_indices(n, k=0, m=None):
-  """Row and column indices of the upper triangle of an ``(n, m)`` array."""
+  """Row and column indices of the upper triangle of an ``(n, m)`` array.
+
+  Args:
+    n: the number of rows.
+    k: the diagonal bounding the triangle: entries at and above diagonal ``k`` are included.
+    m: the number of columns (default ``n``).
+
+  Returns:
+    A tuple ``(rows, cols)`` of 1-d integer arrays, in row-major order.
+
+  Examples:
+    >>> jnp.triu_indices(3, k=1)
+    (Array([0, 0, 1], dtype=int32), Array([1, 2, 2], dtype=int32))
+    >>> jnp.triu_indices(2, m=3)
+    (Array([0, 0, 0, 1, 1], dtype=int32), Array([0, 1, 2, 1, 2], dtype=int32))
+  """
   n = operator.index(n)
   k = operator.index(k)
   m = n if m is None else operator.index(m)
@@ -123,19 +179,55 @@ def _check_2d(name, arr):
 
 
 def tril_indices_from(arr, k=0):
-  """``tril_indices`` for the shape of the 2-d ``arr``."""
+  """``tril_indices`` for the shape of the 2-d ``arr``.
+
+  Args:
+    arr: a 2-d array (other ranks raise ``ValueError``).
+    k: the diagonal bounding the triangle (as for ``tril_indices``).
+
+  Returns:
+    A tuple ``(rows, cols)`` of 1-d integer arrays.
+
+  Examples:
+    >>> jnp.tril_indices_from(jnp.zeros((2, 3)))
+    (Array([0, 1, 1], dtype=int32), Array([0, 0, 1], dtype=int32))
+  """
   n, m = _check_2d("tril_indices_from", arr)
   return tril_indices(n, k, m)
 
 
 def triu_indices_from(arr, k=0):
-  """``triu_indices`` for the shape of the 2-d ``arr``."""
+  """``triu_indices`` for the shape of the 2-d ``arr``.
+
+  Args:
+    arr: a 2-d array (other ranks raise ``ValueError``).
+    k: the diagonal bounding the triangle (as for ``triu_indices``).
+
+  Returns:
+    A tuple ``(rows, cols)`` of 1-d integer arrays.
+
+  Examples:
+    >>> jnp.triu_indices_from(jnp.zeros((2, 3)), k=1)
+    (Array([0, 0, 1], dtype=int32), Array([1, 2, 2], dtype=int32))
+  """
   n, m = _check_2d("triu_indices_from", arr)
   return triu_indices(n, k, m)
 
 
 def diag_indices(n, ndim=2):
-  """Indices of the main diagonal of an ``ndim``-dimensional array of side ``n``."""
+  """Indices of the main diagonal of an ``ndim``-dimensional array of side ``n``.
+
+  Args:
+    n: the length of every axis (non-negative).
+    ndim: the number of dimensions (non-negative).
+
+  Returns:
+    A tuple of ``ndim`` identical 1-d arrays ``arange(n)``.
+
+  Examples:
+    >>> jnp.diag_indices(3)
+    (Array([0, 1, 2], dtype=int32), Array([0, 1, 2], dtype=int32))
+  """
   n, ndim = operator.index(n), operator.index(ndim)
   if n < 0:
     raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
@@ -145,7 +237,18 @@ def diag_indices(n, ndim=2):
 
 
 def diag_indices_from(arr):
-  """``diag_indices`` for the (equal-sided, at least 2-d) ``arr``."""
+  """Indices of the main diagonal of ``arr``.
+
+  Args:
+    arr: an array of at least two dimensions, all of equal length.
+
+  Returns:
+    A tuple of ``arr.ndim`` 1-d integer arrays.
+
+  Examples:
+    >>> jnp.diag_indices_from(jnp.zeros((2, 2)))
+    (Array([0, 1], dtype=int32), Array([0, 1], dtype=int32))
+  """
   util.check_arraylike("diag_indices_from", arr)
   shape = get_aval(creation.asarray(arr)).shape
   if len(shape) < 2:
@@ -156,14 +259,45 @@ def diag_indices_from(arr):
 
 
 def diagflat(v, k=0):
-  """A 2-d array with the flattened ``v`` on its ``k``-th diagonal."""
+  """A 2-d array with the flattened ``v`` on diagonal ``k`` and zeros elsewhere.
+
+  Args:
+    v: array-like input (flattened).
+    k: the diagonal: 0 the main one, positive above it, negative below.
+
+  Returns:
+    A square array of side ``v.size + abs(k)`` and ``v``'s dtype.
+
+  Examples:
+    >>> jnp.diagflat(jnp.array([[1, 2]]), k=-1)
+    Array([[0, 0, 0],
+           [1, 0, 0],
+           [0, 2, 0]], dtype=int32)
+  """
   util.check_arraylike("diagflat", v)
   return creation.diag(shapes.ravel(v), k)
 
 
 def fill_diagonal(a, val, wrap=False, *, inplace=True):
-  """``a`` with its main diagonal set to ``val`` (``inplace=False`` is required: arrays are
-  immutable)."""
+  """``a`` with its main diagonal set to ``val``.
+
+  NumPy's ``fill_diagonal`` writes into ``a``; hlox arrays are immutable, so ``inplace=False``
+  is required (the default raises ``NotImplementedError``) and a new array is returned.
+
+  Args:
+    a: an array of at least two dimensions (all of equal length when more than two).
+    val: a scalar or array-like of values, repeated along the diagonal as needed.
+    wrap: only False is supported (True raises ``NotImplementedError``).
+    inplace: keyword-only; must be False.
+
+  Returns:
+    An array of ``a``'s shape and dtype.
+
+  Examples:
+    >>> jnp.fill_diagonal(jnp.zeros((2, 3), int), 7, inplace=False)
+    Array([[7, 0, 0],
+           [0, 7, 0]], dtype=int32)
+  """
   if inplace:
     raise NotImplementedError("JAX arrays are immutable, must use inplace=False")
   if wrap:
@@ -185,7 +319,23 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
 
 
 def ix_(*args):
-  """Open-mesh index arrays: the i-th 1-d argument reshaped to broadcast along axis i."""
+  """Open-mesh index arrays for cross-indexing.
+
+  The ``i``-th argument is reshaped to broadcast along axis ``i``, so ``a[ix_(rows, cols)]``
+  selects the sub-array of those rows and columns.
+
+  Args:
+    *args: 1-d integer array-likes (boolean ones raise ``NotImplementedError``).
+
+  Returns:
+    A tuple of ``len(args)`` arrays; the ``i``-th has shape ``(1, ..., n_i, ..., 1)``.
+
+  Examples:
+    >>> x = jnp.arange(9).reshape(3, 3)
+    >>> x[jnp.ix_(jnp.array([0, 2]), jnp.array([1, 2]))]
+    Array([[1, 2],
+           [7, 8]], dtype=int32)
+  """
   util.check_arraylike("ix", *args)
   n = len(args)
   out = []
@@ -231,8 +381,23 @@ ogrid = _grid("ogrid", sparse=True)
 
 
 def mask_indices(n, mask_func, k=0, *, size=None):
-  """The ``(rows, cols)`` where ``mask_func(ones((n, n)), k)`` is nonzero (e.g. with
-  ``triu``: the upper triangle); under jit pass the static ``size`` of the result."""
+  """The indices where ``mask_func(ones((n, n)), k)`` is non-zero.
+
+  With ``mask_func=jnp.triu`` these are the indices of the upper triangle, and so on.
+
+  Args:
+    n: the side of the square array.
+    mask_func: a function ``(array, k) -> array`` of the same shape, such as ``triu``.
+    k: the offset passed to ``mask_func``.
+    size: keyword-only static number of indices to return (needed under ``jit``).
+
+  Returns:
+    A tuple ``(rows, cols)`` of 1-d integer arrays.
+
+  Examples:
+    >>> jnp.mask_indices(3, jnp.triu, 1)
+    (Array([0, 0, 1], dtype=int32), Array([1, 2, 2], dtype=int32))
+  """
   return tuple(searching.nonzero(mask_func(creation.ones((n, n)), k), size=size))
 
 

@@ -881,11 +881,37 @@ def _mod_index(indices, size: int, dtype):
 
 def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
          indices_are_sorted=False, fill_value=None):
-  """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array if None).
+  """Take elements of ``a`` at ``indices`` along an axis.
 
-  ``mode``: ``None``/``'fill'`` (default) returns ``fill_value`` (NaN, INT_MIN, ...) for
-  out-of-bounds indices, ``'clip'`` clamps, ``'wrap'`` wraps around; negative indices count
-  from the end in ``'fill'`` mode.
+  Unlike NumPy, out-of-bounds indices do not raise (errors cannot be raised from device code):
+  by default they read ``fill_value``.
+
+  Args:
+    a: array-like input.
+    indices: integer array-like of indices.
+    axis: the axis to take along; None takes from the flattened array.
+    out: unsupported (raises ``NotImplementedError``).
+    mode: None or 'fill' (the default: negative indices count from the end, out-of-bounds
+      ones read ``fill_value``), 'clip' (clamped into range) or 'wrap' (taken modulo the
+      axis length). 'raise' raises ``NotImplementedError``.
+    unique_indices: promise that the indices are unique (may speed things up).
+    indices_are_sorted: promise that the indices are sorted (may speed things up).
+    fill_value: the value read out of bounds in 'fill' mode (default: NaN for inexact dtypes,
+      the smallest value for signed integers, the largest for unsigned ones, True for bool).
+
+  Returns:
+    An array of ``a``'s dtype and shape ``a.shape[:axis] + indices.shape + a.shape[axis+1:]``.
+
+  Examples:
+    >>> x = jnp.array([[1., 2.], [3., 4.]])
+    >>> jnp.take(x, jnp.array([3, 0, -1]))
+    Array([4., 1., 4.], dtype=float32)
+    >>> jnp.take(x, jnp.array([1, 5]), axis=1)
+    Array([[ 2., nan],
+           [ 4., nan]], dtype=float32)
+    >>> jnp.take(x, jnp.array([1, 5]), axis=1, mode='clip')
+    Array([[2., 2.],
+           [4., 4.]], dtype=float32)
   """
   if out is not None:
     raise NotImplementedError("take: the 'out' argument is not supported (arrays are "
@@ -943,14 +969,34 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
 
 def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
                     wrap_negative_indices=None):
-  """``arr`` indexed by ``indices`` along ``axis`` (same rank; other dimensions broadcast),
-  e.g. with the result of ``argsort``. Out-of-bounds indices read ``fill_value`` by default
-  (``mode='fill'``); ``mode='clip'`` clamps; ``mode='one_hot'`` computes the result as a
-  product with one-hot vectors (out-of-bounds indices give 0).
+  """Index ``arr`` with ``indices`` along an axis, matching the other axes position by position.
 
-  ``wrap_negative_indices``: count negative indices from the end (NumPy's rule). Unset, they
-  wrap unless ``mode='promise_in_bounds'`` (JAX's legacy default). Without wrapping the
-  indices keep their dtype; wrapping computes in a signed type that holds the axis size.
+  ``indices`` has ``arr``'s rank; along the other axes the two broadcast. This pairs with
+  ``argsort``, ``argmax(keepdims=True)`` and the like.
+
+  Args:
+    arr: array-like input.
+    indices: integer array-like of ``arr``'s rank (1-d when ``axis`` is None).
+    axis: the axis to index along; None indexes the flattened array.
+    mode: None or 'fill' (the default: out-of-bounds indices read ``fill_value``), 'clip'
+      (clamped), 'promise_in_bounds', or 'one_hot' (computed as a product with one-hot
+      vectors; out-of-bounds indices give 0).
+    fill_value: the value read out of bounds in 'fill' mode (default as for ``take``).
+    wrap_negative_indices: keyword-only; whether negative indices count from the end
+      (NumPy's rule). Unset, they do, except with ``mode='promise_in_bounds'``.
+
+  Returns:
+    An array of ``arr``'s dtype and the broadcast shape of ``arr`` and ``indices`` with
+    ``indices``' length along ``axis``.
+
+  Examples:
+    >>> x = jnp.array([[30, 10, 20], [5, 6, 4]])
+    >>> jnp.take_along_axis(x, jnp.argsort(x, axis=1), axis=1)
+    Array([[10, 20, 30],
+           [ 4,  5,  6]], dtype=int32)
+    >>> jnp.take_along_axis(x, jnp.array([[2], [0]]), axis=1)
+    Array([[20],
+           [ 5]], dtype=int32)
   """
   util.check_arraylike("take_along_axis", arr)
   a = util.ensure_array(arr)
@@ -1053,9 +1099,28 @@ def _take_along_axis_one_hot(a, indices, axis):
 
 
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
-  """``arr`` with ``values`` put at ``indices`` along ``axis`` (NumPy's put_along_axis).
+  """``arr`` with ``values`` written at ``indices`` along an axis (NumPy's ``put_along_axis``).
 
-  Arrays are immutable, so ``inplace=False`` must be passed; a new array is returned.
+  hlox arrays are immutable, so ``inplace=False`` is required (the default raises
+  ``ValueError``) and a new array is returned.
+
+  Args:
+    arr: array-like input.
+    indices: integer array-like of ``arr``'s rank (broadcast as in ``take_along_axis``).
+    values: array-like of values, broadcast to ``indices``' shape.
+    axis: the axis to index along; None indexes the flattened array.
+    inplace: must be False.
+    mode: keyword-only; how out-of-bounds indices are handled, as in ``x.at[...].set``
+      (default: they are dropped).
+
+  Returns:
+    An array of ``arr``'s shape and dtype.
+
+  Examples:
+    >>> x = jnp.zeros((2, 3), int)
+    >>> jnp.put_along_axis(x, jnp.array([[1], [2]]), 9, axis=1, inplace=False)
+    Array([[0, 9, 0],
+           [0, 0, 9]], dtype=int32)
   """
   if inplace:
     raise ValueError("put_along_axis cannot modify arrays in place (they are immutable); "

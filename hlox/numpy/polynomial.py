@@ -20,7 +20,25 @@ __all__ = ["polyval", "polyadd", "polysub", "polymul", "polyder", "polyint", "va
 
 
 def polyval(p, x, *, unroll=16):
-  """Evaluate the polynomial with coefficients ``p`` (highest degree first) at ``x``."""
+  """Evaluate a polynomial at ``x``.
+
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+  Evaluation uses Horner's scheme in a loop.
+
+  Args:
+    p: 1-d array-like of coefficients.
+    x: array-like of points.
+    unroll: keyword-only; how many loop steps to unroll (affects speed only).
+
+  Returns:
+    An array of ``x``'s shape, of the promoted dtype of ``p`` and ``x``.
+
+  Examples:
+    >>> jnp.polyval(jnp.array([1, 0, -2]), jnp.array([0, 1, 2]))
+    Array([-2, -1,  2], dtype=int32)
+    >>> jnp.polyval(jnp.array([2., 1.]), 0.5)
+    Array(2., dtype=float32)
+  """
   util.check_arraylike("polyval", p, x)
   p, x = util.promote_dtypes(creation.asarray(p), creation.asarray(x) if not isinstance(
       x, (int, float, complex)) else x)
@@ -34,7 +52,21 @@ def polyval(p, x, *, unroll=16):
 
 
 def polyadd(a1, a2):
-  """Sum of two polynomials (coefficients highest degree first)."""
+  """Sum of two polynomials.
+
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+
+  Args:
+    a1: 1-d array-like of coefficients.
+    a2: 1-d array-like of coefficients (the shorter one is aligned at the constant term).
+
+  Returns:
+    A 1-d array of length ``max(len(a1), len(a2))``, of the promoted dtype.
+
+  Examples:
+    >>> jnp.polyadd(jnp.array([1, 2, 3]), jnp.array([10, 20]))
+    Array([ 1, 12, 23], dtype=int32)
+  """
   util.check_arraylike("polyadd", a1, a2)
   a1, a2 = util.promote_dtypes(shapes.atleast_1d(a1), shapes.atleast_1d(a2))
   n1, n2 = get_aval(a1).shape[0], get_aval(a2).shape[0]
@@ -46,13 +78,43 @@ def polyadd(a1, a2):
 
 
 def polysub(a1, a2):
-  """Difference of two polynomials."""
+  """Difference of two polynomials, ``a1 - a2``.
+
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+
+  Args:
+    a1: 1-d array-like of coefficients.
+    a2: 1-d array-like of coefficients to subtract.
+
+  Returns:
+    A 1-d array of length ``max(len(a1), len(a2))``, of the promoted dtype.
+
+  Examples:
+    >>> jnp.polysub(jnp.array([1, 2, 3]), jnp.array([1, 1]))
+    Array([1, 1, 2], dtype=int32)
+  """
   util.check_arraylike("polysub", a1, a2)
   return polyadd(a1, -creation.asarray(a2))
 
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
-  """Product of two polynomials."""
+  """Product of two polynomials.
+
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+
+  Args:
+    a1: 1-d array-like of coefficients.
+    a2: 1-d array-like of coefficients.
+    trim_leading_zeros: keyword-only; drop the inputs' leading zeros first (needs concrete
+      values).
+
+  Returns:
+    A 1-d array of length ``len(a1) + len(a2) - 1``, of the promoted inexact dtype.
+
+  Examples:
+    >>> jnp.polymul(jnp.array([1, 1]), jnp.array([1, -1]))
+    Array([ 1.,  0., -1.], dtype=float32)
+  """
   util.check_arraylike("polymul", a1, a2)
   # The product is always inexact, as in JAX (integer inputs give floats).
   a1, a2 = util.promote_dtypes_inexact(shapes.atleast_1d(a1), shapes.atleast_1d(a2))
@@ -67,7 +129,23 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
 
 
 def polyder(p, m=1):
-  """The ``m``-th derivative of the polynomial ``p``."""
+  """The ``m``-th derivative of a polynomial.
+
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+
+  Args:
+    p: 1-d array-like of coefficients.
+    m: the order of the derivative (a non-negative int).
+
+  Returns:
+    A 1-d array of ``len(p) - m`` coefficients, of an inexact dtype.
+
+  Examples:
+    >>> jnp.polyder(jnp.array([1, 1, 1, 1]))
+    Array([3., 2., 1.], dtype=float32)
+    >>> jnp.polyder(jnp.array([1, 1, 1, 1]), m=2)
+    Array([6., 2.], dtype=float32)
+  """
   util.check_arraylike("polyder", p)
   m = operator.index(m)
   if m < 0:
@@ -84,7 +162,25 @@ def polyder(p, m=1):
 
 
 def polyint(p, m=1, k=None):
-  """The ``m``-th antiderivative of ``p`` (integration constants ``k``, default 0)."""
+  """The ``m``-th antiderivative of a polynomial.
+
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+
+  Args:
+    p: 1-d array-like of coefficients.
+    m: the number of integrations (a non-negative int).
+    k: the integration constants: a scalar, or ``m`` values (the first for the first
+      integration); default 0.
+
+  Returns:
+    A 1-d array of ``len(p) + m`` coefficients, of an inexact dtype.
+
+  Examples:
+    >>> jnp.polyint(jnp.array([3., 2., 1.]))
+    Array([1., 1., 1., 0.], dtype=float32)
+    >>> jnp.polyint(jnp.array([2.]), k=5.)
+    Array([2., 5.], dtype=float32)
+  """
   util.check_arraylike("polyint", p)
   m = operator.index(m)
   if m < 0:
@@ -107,7 +203,27 @@ def polyint(p, m=1, k=None):
 
 
 def vander(x, N=None, increasing=False):
-  """The Vandermonde matrix of the 1-d ``x``: columns are powers of ``x``."""
+  """The Vandermonde matrix of ``x``: its columns are powers of ``x``.
+
+  Args:
+    x: 1-d array-like.
+    N: the number of columns (default ``len(x)``).
+    increasing: if True the powers increase from left to right (``x**0`` first); otherwise
+      they decrease.
+
+  Returns:
+    An array of shape ``(len(x), N)`` and ``x``'s (promoted) dtype.
+
+  Examples:
+    >>> jnp.vander(jnp.array([1, 2, 3]))
+    Array([[1, 1, 1],
+           [4, 2, 1],
+           [9, 3, 1]], dtype=int32)
+    >>> jnp.vander(jnp.array([1, 2, 3]), N=2, increasing=True)
+    Array([[1, 1],
+           [1, 2],
+           [1, 3]], dtype=int32)
+  """
   util.check_arraylike("vander", x)
   x = creation.asarray(x)
   if get_aval(x).ndim != 1:
@@ -180,8 +296,28 @@ def _mode_slice(full, mode, na, nv):
 
 
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
-  """Discrete 1-d convolution of ``a`` and ``v`` (computed in ``preferred_element_type``,
-  with the inputs' common type kept, if given; else in their inexact type)."""
+  """Discrete linear convolution of two 1-d arrays.
+
+  Without ``preferred_element_type`` the computation is in the inputs' promoted inexact type
+  (integer inputs give a floating result); with it, in that type.
+
+  Args:
+    a: 1-d array-like.
+    v: 1-d array-like.
+    mode: 'full' (every overlap, length ``len(a) + len(v) - 1``), 'same' (length
+      ``max(len(a), len(v))``, centred) or 'valid' (full overlaps only).
+    precision: keyword-only; None or a ``lax.Precision`` for the accelerator's matrix unit.
+    preferred_element_type: keyword-only optional dtype to compute and return in.
+
+  Returns:
+    A 1-d array of the length ``mode`` gives.
+
+  Examples:
+    >>> jnp.convolve(jnp.array([1., 2., 3.]), jnp.array([0., 1., 0.5]))
+    Array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
+    >>> jnp.convolve(jnp.array([1., 2., 3.]), jnp.array([0., 1., 0.5]), mode='same')
+    Array([1. , 2.5, 4. ], dtype=float32)
+  """
   if get_aval(creation.asarray(v)).shape and get_aval(creation.asarray(a)).shape and \
       get_aval(creation.asarray(v)).shape[0] > get_aval(creation.asarray(a)).shape[0]:
     a, v = v, a
@@ -189,8 +325,26 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
 
 
 def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
-  """Discrete 1-d cross-correlation of ``a`` and ``v`` (``preferred_element_type`` as for
-  ``convolve``)."""
+  """Discrete cross-correlation of two 1-d arrays.
+
+  ``result[k] = sum_n a[n + k] * conj(v[n])``; dtypes as for ``convolve``.
+
+  Args:
+    a: 1-d array-like.
+    v: 1-d array-like.
+    mode: 'valid' (the default: full overlaps only), 'same' or 'full'.
+    precision: keyword-only; None or a ``lax.Precision`` for the accelerator's matrix unit.
+    preferred_element_type: keyword-only optional dtype to compute and return in.
+
+  Returns:
+    A 1-d array of the length ``mode`` gives.
+
+  Examples:
+    >>> jnp.correlate(jnp.array([1., 2., 3.]), jnp.array([0., 1.]))
+    Array([2., 3.], dtype=float32)
+    >>> jnp.correlate(jnp.array([1., 2., 3.]), jnp.array([0., 1.]), mode='full')
+    Array([1., 2., 3., 0.], dtype=float32)
+  """
   na, nv = get_aval(creation.asarray(a)).shape, get_aval(creation.asarray(v)).shape
   pet = preferred_element_type
   if na and nv and nv[0] > na[0]:
@@ -206,8 +360,22 @@ def _inexact_1d(name, *args):
 
 
 def poly(seq_of_zeros):
-  """The coefficients of the monic polynomial with the given roots (or with the
-  eigenvalues of a square matrix as roots)."""
+  """The coefficients of the monic polynomial with the given roots.
+
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+
+  Args:
+    seq_of_zeros: a 1-d array-like of roots, or a square 2-d array whose eigenvalues are
+      taken as the roots.
+
+  Returns:
+    A 1-d array of ``len(roots) + 1`` coefficients (real when the complex roots come in
+    conjugate pairs).
+
+  Examples:
+    >>> jnp.poly(jnp.array([1., 2.]))
+    Array([ 1., -3.,  2.], dtype=float32)
+  """
   zeros, = _inexact_1d("poly", seq_of_zeros)
   zeros = shapes.atleast_1d(zeros)
   shape = get_aval(zeros).shape
@@ -226,9 +394,26 @@ def poly(seq_of_zeros):
 
 
 def polydiv(u, v, *, trim_leading_zeros=False):
-  """Quotient and remainder of dividing polynomial ``u`` by ``v``. The remainder keeps
-  ``u``'s length unless ``trim_leading_zeros`` (which needs concrete values) drops its
-  leading near-zeros, as NumPy's result does."""
+  """Quotient and remainder of dividing polynomial ``u`` by ``v``.
+
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+
+  Args:
+    u: 1-d array-like, the dividend's coefficients.
+    v: 1-d array-like, the divisor's coefficients (leading one non-zero).
+    trim_leading_zeros: keyword-only; drop the remainder's leading near-zero coefficients as
+      NumPy does (needs concrete values). Otherwise the remainder keeps ``u``'s length.
+
+  Returns:
+    A tuple ``(quotient, remainder)`` of 1-d arrays of an inexact dtype.
+
+  Examples:
+    >>> q, r = jnp.polydiv(jnp.array([1., 0., -1.]), jnp.array([1., 1.]))
+    >>> q
+    Array([ 1., -1.], dtype=float32)
+    >>> r
+    Array([0., 0., 0.], dtype=float32)
+  """
   u, v = _inexact_1d("polydiv", u, v)
   if get_aval(u).ndim != 1 or get_aval(v).ndim != 1:
     raise ValueError(f"polydiv: u and v must be 1-d, got shapes {get_aval(u).shape} and "
@@ -263,11 +448,23 @@ def _companion_roots(p):
 
 
 def roots(p, *, strip_zeros=True):
-  """The (complex) roots of the polynomial ``p``.
+  """The roots of a polynomial, found as the eigenvalues of its companion matrix.
 
-  Leading zeros of ``p`` are stripped, which needs concrete values; under jit pass
-  ``strip_zeros=False``: then ``len(p) - 1`` values come back, the roots that leading
-  zeros lose being NaN (placed last, after the zero roots).
+  Polynomials are 1-d coefficient arrays, highest degree first (NumPy's ``poly1d`` order).
+  Leading zeros of ``p`` are stripped, which needs concrete values; under ``jit`` pass
+  ``strip_zeros=False``: then ``len(p) - 1`` values come back, the roots lost to leading zeros
+  being NaN (placed last).
+
+  Args:
+    p: 1-d array-like of coefficients.
+    strip_zeros: keyword-only; whether to strip leading zeros (see above).
+
+  Returns:
+    A 1-d complex array of the roots.
+
+  Examples:
+    >>> jnp.sort_complex(jnp.roots(jnp.array([1., -3., 2.])))
+    Array([1.+0.j, 2.+0.j], dtype=complex64)
   """
   p, = _inexact_1d("roots", p)
   p = shapes.atleast_1d(p)
@@ -291,12 +488,28 @@ def roots(p, *, strip_zeros=True):
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
-  """Least-squares fit of a degree-``deg`` polynomial to the points ``(x, y)`` (``y`` may
-  be 2-d: one fit per column), with optional weights ``w``.
+  """Least-squares fit of a polynomial of degree ``deg`` to the points ``(x, y)``.
 
-  Returns the coefficients (highest degree first); with ``full`` also the residuals,
-  rank, singular values and ``rcond``; with ``cov`` the coefficients' covariance (scaled
-  by the residual variance unless ``cov='unscaled'``).
+  Args:
+    x: 1-d array-like of sample points.
+    y: array-like of values at ``x``: 1-d, or 2-d for one fit per column.
+    deg: the degree of the polynomial (a non-negative int).
+    rcond: the relative cutoff for small singular values (default: ``len(x)`` times the
+      dtype's epsilon).
+    full: if True, also return the residuals, rank, singular values and ``rcond``.
+    w: optional 1-d weights, one per sample point (applied to the unsquared residuals).
+    cov: if True, also return the coefficients' covariance (scaled by the residual
+      variance unless ``cov='unscaled'``).
+
+  Returns:
+    The coefficients (highest degree first): ``(deg + 1,)`` or ``(deg + 1, K)`` for ``K``
+    columns of ``y``. With ``full``, a tuple ``(coefficients, residuals, rank,
+    singular_values, rcond)``; with ``cov``, a tuple ``(coefficients, covariance)``.
+
+  Examples:
+    >>> x = jnp.array([0., 1., 2., 3.])
+    >>> jnp.polyfit(x, 2 * x + 1, 1).round(4)
+    Array([2., 1.], dtype=float32)
   """
   util.check_arraylike("polyfit", x, y, *(() if w is None else (w,)))
   x, y = creation.asarray(x), creation.asarray(y)

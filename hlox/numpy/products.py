@@ -117,8 +117,33 @@ def _out_sharding_sets_the_split(fn):
 
 @_out_sharding_sets_the_split
 def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
-  """NumPy's ``dot``: a scalar operand multiplies; otherwise contract the last axis of ``a``
-  with ``b``'s only axis (1-d) or its second-to-last (stacking the other axes)."""
+  """Dot product of two arrays, by NumPy's ``dot`` rules.
+
+  A scalar operand multiplies the other; two 1-d arrays give their inner product; otherwise
+  the last axis of ``a`` is contracted with ``b``'s only axis (1-d ``b``) or its second-to-last
+  axis, and the remaining axes of ``a`` then ``b`` make the result.
+
+  Args:
+    a: array-like input.
+    b: array-like input.
+    precision: keyword-only; None, a ``lax.Precision`` or a pair of them, for the
+      accelerator's matrix unit.
+    preferred_element_type: keyword-only; optional dtype to accumulate and return in.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    The product, of the promoted dtype of ``a`` and ``b`` (or ``preferred_element_type``).
+
+  Examples:
+    >>> jnp.dot(jnp.array([1, 2, 3]), jnp.array([4, 5, 6]))
+    Array(32, dtype=int32)
+    >>> jnp.dot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
+    Array([3, 7], dtype=int32)
+    >>> jnp.dot(2, jnp.array([1., 2.]))
+    Array([2., 4.], dtype=float32)
+
+  See also: :func:`hlox.numpy.matmul`, :func:`hlox.numpy.vdot`.
+  """
   a, b = _arrays("dot", a, b)
   dtype, weak = _result_dtype((a, b), preferred_element_type)
   a_ndim, b_ndim = get_aval(a).ndim, get_aval(b).ndim
@@ -146,8 +171,34 @@ def _check_contraction(name, a, b, contract):
 
 @_out_sharding_sets_the_split
 def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
-  """NumPy's ``matmul`` (``@``): matrix products over the trailing two axes, broadcasting the
-  leading (batch) axes; a 1-d operand is a vector whose axis is removed from the result."""
+  """Matrix product (the ``@`` operator).
+
+  Products over the trailing two axes, the leading (batch) axes broadcasting; a 1-d operand
+  is a vector whose axis is removed from the result. Scalars are refused (``ValueError``).
+
+  Args:
+    a: array-like of at least one dimension.
+    b: array-like of at least one dimension; ``a.shape[-1]`` must equal ``b``'s
+      contracted axis length.
+    precision: keyword-only; None, a ``lax.Precision`` or a pair of them, for the
+      accelerator's matrix unit.
+    preferred_element_type: keyword-only; optional dtype to accumulate and return in.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of shape ``broadcast(batch) + (a.shape[-2], b.shape[-1])`` (axes of 1-d
+    operands dropped), of the promoted dtype.
+
+  Examples:
+    >>> a = jnp.array([[1, 2], [3, 4]])
+    >>> jnp.matmul(a, a)
+    Array([[ 7, 10],
+           [15, 22]], dtype=int32)
+    >>> jnp.matmul(a, jnp.array([1, 0]))
+    Array([1, 3], dtype=int32)
+    >>> jnp.matmul(jnp.ones((5, 2, 3)), jnp.ones((3, 4))).shape
+    (5, 2, 4)
+  """
   a, b = _arrays("matmul", a, b)
   a_aval, b_aval = get_aval(a), get_aval(b)
   for i, aval in enumerate((a_aval, b_aval)):
@@ -217,7 +268,24 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
-  """Dot product of the flattened arrays, conjugating ``a`` first."""
+  """Dot product of the flattened arrays, conjugating ``a`` first.
+
+  Args:
+    a: array-like input (flattened; complex values are conjugated).
+    b: array-like input with ``a.size`` elements (flattened).
+    precision: keyword-only; None, a ``lax.Precision`` or a pair of them, for the
+      accelerator's matrix unit.
+    preferred_element_type: keyword-only; optional dtype to accumulate and return in.
+
+  Returns:
+    A scalar array of the promoted dtype.
+
+  Examples:
+    >>> jnp.vdot(jnp.array([[1, 2], [3, 4]]), jnp.array([[1, 1], [1, 1]]))
+    Array(10, dtype=int32)
+    >>> jnp.vdot(jnp.array([1j, 2]), jnp.array([1j, 1]))
+    Array(3.+0.j, dtype=complex64)
+  """
   a, b = _arrays("vdot", a, b)
   a_size, b_size = get_aval(a).size, get_aval(b).size
   if a_size != b_size:
@@ -228,7 +296,27 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
-  """Batched conjugated dot product along ``axis``; other axes broadcast together."""
+  """Batched vector dot product along an axis, conjugating ``x1``.
+
+  Computes ``sum(conj(x1) * x2, axis=axis)``; the other axes broadcast together.
+
+  Args:
+    x1: array-like input.
+    x2: array-like input with as many entries as ``x1`` along ``axis``.
+    axis: keyword-only; the axis to contract.
+    precision: keyword-only; None, a ``lax.Precision`` or a pair of them, for the
+      accelerator's matrix unit.
+    preferred_element_type: keyword-only; optional dtype to accumulate and return in.
+
+  Returns:
+    An array of the broadcast shape without ``axis``, of the promoted dtype.
+
+  Examples:
+    >>> jnp.vecdot(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 10]))
+    Array([21, 43], dtype=int32)
+    >>> jnp.vecdot(jnp.array([1j, 2]), jnp.array([1j, 1]))
+    Array(3.+0.j, dtype=complex64)
+  """
   x1, x2 = _arrays("vecdot", x1, x2)
   a1, a2 = get_aval(x1), get_aval(x2)
   ax1 = lax.utils.canonicalize_axis(axis, a1.ndim, "vecdot")
@@ -246,7 +334,21 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
 
 
 def outer(a, b, out=None):
-  """Outer product of the flattened arrays: ``result[i, j] = a[i] * b[j]``."""
+  """Outer product of the flattened arrays: ``result[i, j] = a[i] * b[j]``.
+
+  Args:
+    a: array-like input (flattened).
+    b: array-like input (flattened).
+    out: unsupported; must be None.
+
+  Returns:
+    An ``(a.size, b.size)`` array of the promoted dtype.
+
+  Examples:
+    >>> jnp.outer(jnp.array([1, 2]), jnp.array([1, 10, 100]))
+    Array([[  1,  10, 100],
+           [  2,  20, 200]], dtype=int32)
+  """
   if out is not None:
     raise NotImplementedError("outer: the 'out' argument is not supported")
   a, b = _arrays("outer", a, b)
@@ -256,7 +358,27 @@ def outer(a, b, out=None):
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):
-  """Sum product over the last axes of ``a`` and ``b`` (a product when either is a scalar)."""
+  """Inner product: the sum of products over the last axes of ``a`` and ``b``.
+
+  A scalar operand multiplies the other instead.
+
+  Args:
+    a: array-like input.
+    b: array-like input whose last axis matches ``a``'s.
+    precision: keyword-only; None, a ``lax.Precision`` or a pair of them, for the
+      accelerator's matrix unit.
+    preferred_element_type: keyword-only; optional dtype to accumulate and return in.
+
+  Returns:
+    An array of shape ``a.shape[:-1] + b.shape[:-1]``, of the promoted dtype.
+
+  Examples:
+    >>> jnp.inner(jnp.array([1, 2, 3]), jnp.array([0, 1, 0]))
+    Array(2, dtype=int32)
+    >>> jnp.inner(jnp.array([[1, 2], [3, 4]]), jnp.array([[1, 0], [0, 1]]))
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+  """
   a, b = _arrays("inner", a, b)
   if get_aval(a).ndim == 0 or get_aval(b).ndim == 0:
     if preferred_element_type is not None:
@@ -270,8 +392,29 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
 @_out_sharding_sets_the_split
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
               out_sharding=None):
-  """Contract ``a`` and ``b`` over ``axes``: an int ``n`` (last ``n`` of ``a`` with the
-  first ``n`` of ``b``), a pair of ints, or a pair of sequences of axes."""
+  """Tensor contraction of ``a`` and ``b`` over the given axes.
+
+  Args:
+    a: array-like input.
+    b: array-like input.
+    axes: an int ``n`` (contract the last ``n`` axes of ``a`` with the first ``n`` of ``b``),
+      a pair of ints, or a pair of equal-length sequences of axes.
+    precision: keyword-only; None, a ``lax.Precision`` or a pair of them, for the
+      accelerator's matrix unit.
+    preferred_element_type: keyword-only; optional dtype to accumulate and return in.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of ``a``'s free axes followed by ``b``'s, of the promoted dtype.
+
+  Examples:
+    >>> a = jnp.arange(6).reshape(2, 3)
+    >>> jnp.tensordot(a, a, axes=([1], [1]))
+    Array([[ 5, 14],
+           [14, 50]], dtype=int32)
+    >>> jnp.tensordot(jnp.ones((2, 3, 4)), jnp.ones((3, 4, 5))).shape
+    (2, 5)
+  """
   a, b = _arrays("tensordot", a, b)
   a_aval, b_aval = get_aval(a), get_aval(b)
   dtype, weak = _result_dtype((a, b), preferred_element_type)
@@ -311,7 +454,23 @@ def _is_int(x) -> bool:
 
 
 def kron(a, b):
-  """Kronecker product: blocks ``a[i, ...] * b``."""
+  """Kronecker product: the blocks ``a[i, j, ...] * b`` laid out in ``a``'s pattern.
+
+  Args:
+    a: array-like input.
+    b: array-like input (the lower-rank operand gets leading size-1 axes).
+
+  Returns:
+    An array whose shape is the elementwise product of the operands' shapes, of the
+    promoted dtype.
+
+  Examples:
+    >>> jnp.kron(jnp.array([1, 10]), jnp.array([1, 2, 3]))
+    Array([ 1,  2,  3, 10, 20, 30], dtype=int32)
+    >>> jnp.kron(jnp.eye(2, dtype=int), jnp.array([[1, 2]]))
+    Array([[1, 2, 0, 0],
+           [0, 0, 1, 2]], dtype=int32)
+  """
   a, b = _arrays("kron", a, b)
   a, b = util.promote_dtypes(a, b)
   a_shape, b_shape = get_aval(a).shape, get_aval(b).shape
@@ -344,7 +503,26 @@ def _sum_dtype(dtype):
 
 
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
-  """Sum along the ``offset`` diagonal of the ``(axis1, axis2)`` plane."""
+  """Sum along a diagonal of the plane of ``axis1`` and ``axis2``.
+
+  Args:
+    a: array-like of at least two dimensions.
+    offset: the diagonal: 0 the main one, positive above it, negative below.
+    axis1: the first axis of the plane.
+    axis2: the second axis of the plane.
+    dtype: optional dtype of the sum (default: as for ``sum``).
+    out: unsupported; must be None.
+
+  Returns:
+    An array of ``a``'s other axes.
+
+  Examples:
+    >>> x = jnp.arange(9).reshape(3, 3)
+    >>> jnp.trace(x)
+    Array(12, dtype=int32)
+    >>> jnp.trace(x, offset=1)
+    Array(6, dtype=int32)
+  """
   if out is not None:
     raise NotImplementedError("trace: the 'out' argument is not supported")
   (a,) = _arrays("trace", a)
@@ -489,11 +667,36 @@ def _take_diagonals(x, labels, dtype):
 @_out_sharding_sets_the_split
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None, _dot_general=None, out_sharding=None):
-  """Einstein summation: ``einsum('ij,jk->ik', a, b)``.
+  """Einstein summation over the operands' labelled axes.
 
-  Supports ``...``, implicit outputs (labels seen once, alphabetically), repeated labels in
-  one operand (diagonals), size-1 broadcasting, and the interleaved sublist form. Operands
-  are contracted pairwise from left to right; ``optimize`` is accepted and ignored.
+  Supports ``...``, implicit outputs (labels seen once, in alphabetical order), repeated labels
+  within one operand (diagonals), size-1 broadcasting, and the interleaved sublist form.
+  Operands are contracted pairwise from left to right; ``optimize`` is accepted and ignored.
+
+  Args:
+    subscripts: the labels, e.g. ``'ij,jk->ik'`` (or, in the sublist form, the first
+      operand followed by its list of axis labels, and so on).
+    *operands: the array-likes, one per comma-separated term.
+    out: unsupported; must be None.
+    optimize: accepted for compatibility; the contraction order is always left to right.
+    precision: keyword-only; None, a ``lax.Precision`` or a pair of them, for the
+      accelerator's matrix unit.
+    preferred_element_type: keyword-only; optional dtype to accumulate and return in.
+    _dot_general: internal; the contraction primitive to use.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    The contraction, with the output labels' axes, of the promoted dtype.
+
+  Examples:
+    >>> a = jnp.array([[1, 2], [3, 4]])
+    >>> jnp.einsum('ij,jk->ik', a, a)
+    Array([[ 7, 10],
+           [15, 22]], dtype=int32)
+    >>> jnp.einsum('ii', a)
+    Array(5, dtype=int32)
+    >>> jnp.einsum('ij->j', a)
+    Array([4, 6], dtype=int32)
   """
   if out is not None:
     raise NotImplementedError("einsum: the 'out' argument is not supported")
@@ -567,13 +770,26 @@ def _shape_stand_in(x):
 
 
 def einsum_path(subscripts, /, *operands, optimize="greedy"):
-  """The contraction order ``einsum`` with ``optimize`` would choose, in NumPy's format:
-  ``(['einsum_path', (i, j), ...], report)`` where each pair names the operands contracted
-  next and ``report`` is the readable summary of FLOP counts and intermediates.
+  """The contraction order ``einsum`` with ``optimize`` would choose, in NumPy's format.
 
-  Only the shapes of ``operands`` are used (they may be traced); the search is NumPy's
-  (``optimize`` is ``'greedy'``, ``'optimal'``, True/False or an explicit path). hlox's
-  ``einsum`` contracts left to right whatever the path says.
+  Only the shapes of ``operands`` are used (they may be traced); the search is NumPy's.
+  hlox's ``einsum`` contracts left to right whatever the path says.
+
+  Args:
+    subscripts: the labels, as for ``einsum``.
+    *operands: the array-likes (or shape-carrying objects).
+    optimize: keyword-only; ``'greedy'``, ``'optimal'``, True/False or an explicit path.
+
+  Returns:
+    A tuple ``(path, report)``: ``path`` is ``['einsum_path', (i, j), ...]`` where each pair
+    names the operands contracted next, and ``report`` a readable string of FLOP counts and
+    intermediates.
+
+  Examples:
+    >>> path, report = jnp.einsum_path('ij,jk,kl->il', jnp.ones((2, 3)), jnp.ones((3, 4)),
+    ...                                jnp.ones((4, 5)))
+    >>> path
+    ['einsum_path', (1, 2), (0, 1)]
   """
   def stand_in(x):
     return _shape_stand_in(x) if util.is_arraylike(x) and not isinstance(x, list) else x
@@ -583,7 +799,28 @@ def einsum_path(subscripts, /, *operands, optimize="greedy"):
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-  """Cross product of 3-vectors (or 2-vectors) along the given axes."""
+  """Cross product of vectors of 3 (or 2) components.
+
+  With 2-component vectors the missing z component is taken as zero; if both are 2-d
+  vectors the result is the scalar z component.
+
+  Args:
+    a: array-like of vectors along ``axisa``.
+    b: array-like of vectors along ``axisb``; the other axes broadcast with ``a``'s.
+    axisa: the axis of ``a`` holding the components.
+    axisb: the axis of ``b`` holding the components.
+    axisc: the axis of the result holding the components.
+    axis: if given, overrides ``axisa``, ``axisb`` and ``axisc``.
+
+  Returns:
+    An array of the broadcast vectors' shape, of the promoted dtype.
+
+  Examples:
+    >>> jnp.cross(jnp.array([1, 0, 0]), jnp.array([0, 1, 0]))
+    Array([0, 0, 1], dtype=int32)
+    >>> jnp.cross(jnp.array([1, 2]), jnp.array([3, 4]))
+    Array(-2, dtype=int32)
+  """
   util.check_arraylike("cross", a, b)
   if axis is not None:
     axisa = axisb = axisc = axis
@@ -605,13 +842,37 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def matvec(x1, x2, /):
-  """Batched matrix-vector product: ``x1[..., i, j] * x2[..., j]`` summed over ``j``."""
+  """Batched matrix-vector product: ``sum_j x1[..., i, j] * x2[..., j]``.
+
+  Args:
+    x1: array of at least two dimensions (the matrices in its last two axes).
+    x2: array of at least one dimension; its last axis has ``x1.shape[-1]`` entries.
+
+  Returns:
+    An array of the broadcast batch shape plus ``(x1.shape[-2],)``, of the promoted dtype.
+
+  Examples:
+    >>> jnp.matvec(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]))
+    Array([3, 7], dtype=int32)
+  """
   util.check_arraylike("matvec", x1, x2)
   return matmul(x1, creation.asarray(x2)[..., None])[..., 0]
 
 
 def vecmat(x1, x2, /):
-  """Batched vector-matrix product: ``conj(x1[..., j]) * x2[..., j, i]`` summed over ``j``."""
+  """Batched vector-matrix product: ``sum_j conj(x1[..., j]) * x2[..., j, i]``.
+
+  Args:
+    x1: array of at least one dimension (the vectors; complex ones are conjugated).
+    x2: array of at least two dimensions; ``x2.shape[-2]`` equals ``x1.shape[-1]``.
+
+  Returns:
+    An array of the broadcast batch shape plus ``(x2.shape[-1],)``, of the promoted dtype.
+
+  Examples:
+    >>> jnp.vecmat(jnp.array([1, 1]), jnp.array([[1, 2], [3, 4]]))
+    Array([4, 6], dtype=int32)
+  """
   util.check_arraylike("vecmat", x1, x2)
   return matmul(ufuncs.conj(creation.asarray(x1))[..., None, :], x2)[..., 0, :]
 

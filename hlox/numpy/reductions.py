@@ -216,10 +216,35 @@ def _reduction(a, name, kind, *, has_identity=True, preproc=None, upcast_f16=Fal
 
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: A001
         promote_integers=True):
-  """Sum of the elements over ``axis`` (all axes when None).
+  """Sum of array elements over the given axes.
 
-  bool and narrow integers sum in the default integer type (unless ``promote_integers`` is
-  False); float16/bfloat16 accumulate in float32.
+  bool and integers narrower than the default integer sum in the default integer type (unless
+  ``promote_integers`` is False); float16 and bfloat16 accumulate in float32 and are rounded
+  back.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    initial: optional scalar starting value of the reduction (static).
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+    promote_integers: if True (the default), bool and narrow integers accumulate in the default
+      integer type (unsigned in the unsigned one); if False they keep their dtype.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``).
+
+  Examples:
+    >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+    >>> jnp.sum(x)
+    Array(21, dtype=int32)
+    >>> jnp.sum(x, axis=0)
+    Array([5, 7, 9], dtype=int32)
+    >>> jnp.sum(x, axis=1, keepdims=True, where=x > 1)
+    Array([[ 5],
+           [15]], dtype=int32)
   """
   return _reduction(a, "sum", "sum", preproc=_to_numeric, upcast_f16=dtype is None,
                     axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
@@ -228,20 +253,94 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers=True):
-  """Product of the elements over ``axis`` (dtype rules as for ``sum``)."""
+  """Product of array elements over the given axes.
+
+  The dtype rules are those of ``sum``.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    initial: optional scalar starting value of the reduction (static).
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+    promote_integers: if True (the default), bool and narrow integers accumulate in the default
+      integer type (unsigned in the unsigned one); if False they keep their dtype.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``).
+
+  Examples:
+    >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+    >>> jnp.prod(x)
+    Array(720, dtype=int32)
+    >>> jnp.prod(x, axis=1)
+    Array([  6, 120], dtype=int32)
+  """
   return _reduction(a, "prod", "prod", preproc=_to_numeric, upcast_f16=dtype is None,
                     axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
                     where=where, promote_integers=promote_integers)
 
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-  """Maximum over ``axis``; NaN propagates. An empty reduction needs ``initial``."""
+  """Maximum of array elements over the given axes.
+
+  A NaN propagates to the result. Reducing an empty axis requires ``initial``
+  (otherwise ``ValueError``).
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    initial: optional scalar starting value of the reduction (static).
+    where: optional boolean array broadcastable to ``a``: only its True elements take part. An
+      empty selection then needs ``initial``.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
+
+  Examples:
+    >>> x = jnp.array([[1, 5, 3], [4, 2, 6]])
+    >>> jnp.max(x)
+    Array(6, dtype=int32)
+    >>> jnp.max(x, axis=0)
+    Array([4, 5, 6], dtype=int32)
+    >>> jnp.max(x, axis=1, initial=5, where=x < 5)
+    Array([5, 5], dtype=int32)
+  """
   return _reduction(a, "max", "max", has_identity=False, axis=axis, out=out,
                     keepdims=keepdims, initial=initial, where=where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-  """Minimum over ``axis``; NaN propagates. An empty reduction needs ``initial``."""
+  """Minimum of array elements over the given axes.
+
+  A NaN propagates to the result. Reducing an empty axis requires ``initial``
+  (otherwise ``ValueError``).
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    initial: optional scalar starting value of the reduction (static).
+    where: optional boolean array broadcastable to ``a``: only its True elements take part. An
+      empty selection then needs ``initial``.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
+
+  Examples:
+    >>> x = jnp.array([[1, 5, 3], [4, 2, 6]])
+    >>> jnp.min(x)
+    Array(1, dtype=int32)
+    >>> jnp.min(x, axis=1)
+    Array([1, 2], dtype=int32)
+  """
   return _reduction(a, "min", "min", has_identity=False, axis=axis, out=out,
                     keepdims=keepdims, initial=initial, where=where)
 
@@ -257,13 +356,51 @@ def amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
-  """Whether every element over ``axis`` is nonzero (True for empty reductions)."""
+  """Whether every element over the given axes is non-zero (True for empty reductions).
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of
+    dtype bool.
+
+  Examples:
+    >>> x = jnp.array([[True, False], [True, True]])
+    >>> jnp.all(x)
+    Array(False, dtype=bool)
+    >>> jnp.all(x, axis=1)
+    Array([False,  True], dtype=bool)
+  """
   return _reduction(a, "all", "and", preproc=_to_bool, axis=axis, out=out,
                     keepdims=keepdims, where=where)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
-  """Whether any element over ``axis`` is nonzero (False for empty reductions)."""
+  """Whether any element over the given axes is non-zero (False for empty reductions).
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of
+    dtype bool.
+
+  Examples:
+    >>> x = jnp.array([[0, 0], [0, 3]])
+    >>> jnp.any(x)
+    Array(True, dtype=bool)
+    >>> jnp.any(x, axis=1)
+    Array([False,  True], dtype=bool)
+  """
   return _reduction(a, "any", "or", preproc=_to_bool, axis=axis, out=out,
                     keepdims=keepdims, where=where)
 
@@ -285,7 +422,29 @@ def _count(a, dims, keepdims, where, dtype):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-  """Arithmetic mean over ``axis``; integers and bools give the default float dtype."""
+  """Arithmetic mean over the given axes.
+
+  Integer and bool inputs give the default floating dtype; float16 and bfloat16 accumulate in
+  float32.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``).
+
+  Examples:
+    >>> x = jnp.array([[1, 2], [3, 4]])
+    >>> jnp.mean(x)
+    Array(2.5, dtype=float32)
+    >>> jnp.mean(x, axis=0)
+    Array([2., 3.], dtype=float32)
+  """
   _check_out("mean", out)
   a = _arg("mean", a)
   where = _check_where("mean", where)
@@ -338,8 +497,32 @@ def _correction(ddof, correction):
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
-  """Variance over ``axis``: ``sum(|x - mean|**2) / (N - correction)`` (``ddof`` is NumPy's
-  name for ``correction``). NaN where ``N - correction <= 0``; real for complex input."""
+  """Variance over the given axes.
+
+  Computes ``sum(abs(x - mean)**2) / (N - correction)``; NaN where ``N - correction <= 0``.
+  Complex input gives a real result.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    ddof: the degrees of freedom subtracted from the count (NumPy's name for ``correction``).
+    keepdims: if True, reduced axes stay in the result with size 1.
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+    mean: optional precomputed mean of ``a`` over ``axis`` (with ``keepdims=True`` shape).
+    correction: the array API's name for ``ddof`` (pass only one of them).
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``).
+
+  Examples:
+    >>> x = jnp.array([1., 2., 3., 4.])
+    >>> jnp.var(x)
+    Array(1.25, dtype=float32)
+    >>> jnp.var(x, ddof=1)
+    Array(1.6666667, dtype=float32)
+  """
   _check_out("var", out)
   return _var_call(a, axis=_hashable_axis(axis), dtype=dtype,
                    correction=_correction(ddof, correction), keepdims=keepdims, where=where,
@@ -391,7 +574,29 @@ def _var(name, a, axis, dtype, correction, keepdims, where, a_mean):
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
-  """Standard deviation over ``axis``: ``sqrt(var(...))`` with the same arguments."""
+  """Standard deviation over the given axes: ``sqrt(var(...))`` with the same arguments.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    ddof: the degrees of freedom subtracted from the count (NumPy's name for ``correction``).
+    keepdims: if True, reduced axes stay in the result with size 1.
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+    mean: optional precomputed mean of ``a`` over ``axis`` (with ``keepdims=True`` shape).
+    correction: the array API's name for ``ddof`` (pass only one of them).
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``).
+
+  Examples:
+    >>> x = jnp.array([[1., 3.], [2., 6.]])
+    >>> jnp.std(x)
+    Array(1.8708287, dtype=float32)
+    >>> jnp.std(x, axis=0)
+    Array([0.5, 1.5], dtype=float32)
+  """
   _check_out("std", out)
   dtype = _user_dtype("std", dtype)
   if dtype is not None and not dtypes.is_inexact(dtype):
@@ -402,20 +607,72 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def ptp(a, axis=None, out=None, keepdims=False):
-  """Range ``max - min`` over ``axis``."""
+  """Range of values (``max - min``) over the given axes.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
+
+  Examples:
+    >>> jnp.ptp(jnp.array([[4, 9, 2], [1, 1, 1]]), axis=1)
+    Array([7, 0], dtype=int32)
+  """
   _check_out("ptp", out)
   return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 
 
 def count_nonzero(a, axis=None, keepdims=False):
-  """Number of nonzero elements over ``axis`` (default integer dtype)."""
+  """Number of non-zero elements over the given axes.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    keepdims: if True, reduced axes stay in the result with size 1.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of the
+    default integer dtype.
+
+  Examples:
+    >>> x = jnp.array([[0, 1, 2], [0, 0, 3]])
+    >>> jnp.count_nonzero(x)
+    Array(3, dtype=int32)
+    >>> jnp.count_nonzero(x, axis=0)
+    Array([0, 1, 2], dtype=int32)
+  """
   a = _arg("count_nonzero", a)
   return sum(_to_bool(a), axis=axis, dtype=dtypes.default_int_dtype(), keepdims=keepdims)
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
-  """Weighted mean over ``axis``; ``weights`` has ``a``'s shape or, with one axis, that
-  axis' length. With ``returned``, also the sum of the weights."""
+  """Weighted mean over the given axes.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    weights: optional array-like of weights: of ``a``'s shape or, with a single ``axis``, 1-d
+      of that axis' length. None weighs every element equally.
+    returned: if True, also return the sum of the weights (broadcast to the average's shape).
+    keepdims: if True, reduced axes stay in the result with size 1.
+
+  Returns:
+    The average, of a floating dtype; with ``returned``, a tuple ``(average, sum_of_weights)``.
+
+  Examples:
+    >>> x = jnp.array([1., 2., 3.])
+    >>> jnp.average(x)
+    Array(2., dtype=float32)
+    >>> jnp.average(x, weights=jnp.array([3., 1., 0.]))
+    Array(1.25, dtype=float32)
+    >>> jnp.average(x, weights=jnp.array([1., 1., 2.]), returned=True)
+    (Array(2.25, dtype=float32), Array(4., dtype=float32))
+  """
   a = _arg("average", a)
   ndim = get_aval(a).ndim
   dims = _axis_tuple("average", axis, ndim)
@@ -479,14 +736,52 @@ def _argminmax(name, lax_fn, a, axis, out, keepdims):
 
 
 def argmax(a, axis=None, out=None, keepdims=None):
-  """Index of the maximum over ``axis`` (of the flattened array when None): the first
-  occurrence; a NaN counts as the maximum."""
+  """Index of the maximum along an axis (of the flattened array when ``axis`` is None).
+
+  The first occurrence wins ties; a NaN counts as the maximum.
+
+  Args:
+    a: array-like input.
+    axis: an int, or None to search the flattened array.
+    out: unsupported; must be None.
+    keepdims: if True, the reduced axis stays in the result with size 1.
+
+  Returns:
+    An array of the default integer dtype and ``a``'s shape without ``axis`` (a scalar when
+    ``axis`` is None).
+
+  Examples:
+    >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
+    >>> jnp.argmax(x)
+    Array(3, dtype=int32)
+    >>> jnp.argmax(x, axis=1)
+    Array([1, 0], dtype=int32)
+  """
   return _argminmax("argmax", lax.argmax, a, axis, out, bool(keepdims))
 
 
 def argmin(a, axis=None, out=None, keepdims=None):
-  """Index of the minimum over ``axis`` (of the flattened array when None): the first
-  occurrence; a NaN counts as the minimum."""
+  """Index of the minimum along an axis (of the flattened array when ``axis`` is None).
+
+  The first occurrence wins ties; a NaN counts as the minimum.
+
+  Args:
+    a: array-like input.
+    axis: an int, or None to search the flattened array.
+    out: unsupported; must be None.
+    keepdims: if True, the reduced axis stays in the result with size 1.
+
+  Returns:
+    An array of the default integer dtype and ``a``'s shape without ``axis`` (a scalar when
+    ``axis`` is None).
+
+  Examples:
+    >>> x = jnp.array([[1, 7, 3], [9, 2, 9]])
+    >>> jnp.argmin(x)
+    Array(0, dtype=int32)
+    >>> jnp.argmin(x, axis=1)
+    Array([0, 1], dtype=int32)
+  """
   return _argminmax("argmin", lax.argmin, a, axis, out, bool(keepdims))
 
 
@@ -504,12 +799,46 @@ def _nanargminmax(name, fn, fill, a, axis, out, keepdims):
 
 
 def nanargmax(a, axis=None, out=None, keepdims=None):
-  """``argmax`` ignoring NaNs; -1 where a slice is all NaN."""
+  """Index of the maximum along an axis, ignoring NaNs.
+
+  Where a slice is entirely NaN the result is -1 (NumPy raises instead).
+
+  Args:
+    a: array-like input.
+    axis: an int, or None to search the flattened array.
+    out: unsupported; must be None.
+    keepdims: if True, the reduced axis stays in the result with size 1.
+
+  Returns:
+    An array of the default integer dtype and ``a``'s shape without ``axis``.
+
+  Examples:
+    >>> x = jnp.array([[1., jnp.nan, 3.], [jnp.nan, jnp.nan, jnp.nan]])
+    >>> jnp.nanargmax(x, axis=1)
+    Array([ 2, -1], dtype=int32)
+  """
   return _nanargminmax("nanargmax", argmax, -np.inf, a, axis, out, keepdims)
 
 
 def nanargmin(a, axis=None, out=None, keepdims=None):
-  """``argmin`` ignoring NaNs; -1 where a slice is all NaN."""
+  """Index of the minimum along an axis, ignoring NaNs.
+
+  Where a slice is entirely NaN the result is -1 (NumPy raises instead).
+
+  Args:
+    a: array-like input.
+    axis: an int, or None to search the flattened array.
+    out: unsupported; must be None.
+    keepdims: if True, the reduced axis stays in the result with size 1.
+
+  Returns:
+    An array of the default integer dtype and ``a``'s shape without ``axis``.
+
+  Examples:
+    >>> x = jnp.array([[1., jnp.nan, 3.], [jnp.nan, jnp.nan, jnp.nan]])
+    >>> jnp.nanargmin(x, axis=1)
+    Array([ 0, -1], dtype=int32)
+  """
   return _nanargminmax("nanargmin", argmin, np.inf, a, axis, out, keepdims)
 
 
@@ -533,35 +862,124 @@ def _nan_reduction(a, name, reduction, fill, nan_if_all_nan, axis=None, keepdims
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-  """``sum`` treating NaNs as zero."""
+  """Sum over the given axes, treating NaNs as zero.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    initial: optional scalar starting value of the reduction (static).
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``).
+
+  Examples:
+    >>> jnp.nansum(jnp.array([1., jnp.nan, 3.]))
+    Array(4., dtype=float32)
+  """
   _check_out("nansum", out)
   return _nan_reduction(a, "nansum", sum, 0, False, axis=axis, keepdims=keepdims,
                         where=where, dtype=dtype, initial=initial)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-  """``prod`` treating NaNs as one."""
+  """Product over the given axes, treating NaNs as one.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    initial: optional scalar starting value of the reduction (static).
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``).
+
+  Examples:
+    >>> jnp.nanprod(jnp.array([2., jnp.nan, 3.]))
+    Array(6., dtype=float32)
+  """
   _check_out("nanprod", out)
   return _nan_reduction(a, "nanprod", prod, 1, False, axis=axis, keepdims=keepdims,
                         where=where, dtype=dtype, initial=initial)
 
 
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-  """``max`` ignoring NaNs; NaN where a slice is all NaN (and no ``initial`` is given)."""
+  """Maximum over the given axes, ignoring NaNs.
+
+  A slice that is entirely NaN gives NaN (unless ``initial`` is given).
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    initial: optional scalar starting value of the reduction (static).
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
+
+  Examples:
+    >>> jnp.nanmax(jnp.array([[1., jnp.nan], [jnp.nan, jnp.nan]]), axis=1)
+    Array([ 1., nan], dtype=float32)
+  """
   _check_out("nanmax", out)
   return _nan_reduction(a, "nanmax", max, -np.inf, initial is None, axis=axis,
                         keepdims=keepdims, where=where, initial=initial)
 
 
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-  """``min`` ignoring NaNs; NaN where a slice is all NaN (and no ``initial`` is given)."""
+  """Minimum over the given axes, ignoring NaNs.
+
+  A slice that is entirely NaN gives NaN (unless ``initial`` is given).
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    initial: optional scalar starting value of the reduction (static).
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), with
+    ``a``'s dtype.
+
+  Examples:
+    >>> jnp.nanmin(jnp.array([[1., jnp.nan], [jnp.nan, 4.]]), axis=1)
+    Array([1., 4.], dtype=float32)
+  """
   _check_out("nanmin", out)
   return _nan_reduction(a, "nanmin", min, np.inf, initial is None, axis=axis,
                         keepdims=keepdims, where=where, initial=initial)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-  """``mean`` of the non-NaN elements (NaN where there are none)."""
+  """Mean of the non-NaN elements over the given axes (NaN where there are none).
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of a
+    floating dtype.
+
+  Examples:
+    >>> jnp.nanmean(jnp.array([1., jnp.nan, 3.]))
+    Array(2., dtype=float32)
+  """
   _check_out("nanmean", out)
   a = _arg("nanmean", a)
   where = _check_where("nanmean", where)
@@ -575,7 +993,28 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
            mean=None):
-  """``var`` of the non-NaN elements (NaN where fewer than ``ddof + 1`` remain)."""
+  """Variance of the non-NaN elements over the given axes.
+
+  NaN where fewer than ``ddof + 1`` non-NaN elements remain.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    ddof: the degrees of freedom subtracted from the count (NumPy's name for ``correction``).
+    keepdims: if True, reduced axes stay in the result with size 1.
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+    mean: optional precomputed mean of ``a`` over ``axis`` (with ``keepdims=True`` shape).
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), real
+    for complex input.
+
+  Examples:
+    >>> jnp.nanvar(jnp.array([1., jnp.nan, 3.]))
+    Array(1., dtype=float32)
+  """
   _check_out("nanvar", out)
   a = _arg("nanvar", a)
   where = _check_where("nanvar", where)
@@ -606,7 +1045,26 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None,
            mean=None):
-  """``sqrt(nanvar(...))``."""
+  """Standard deviation of the non-NaN elements: ``sqrt(nanvar(...))``.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    dtype: optional dtype of the accumulation and result.
+    out: unsupported; must be None.
+    ddof: the degrees of freedom subtracted from the count (NumPy's name for ``correction``).
+    keepdims: if True, reduced axes stay in the result with size 1.
+    where: optional boolean array broadcastable to ``a``: only its True elements take part.
+    mean: optional precomputed mean of ``a`` over ``axis`` (with ``keepdims=True`` shape).
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), real
+    for complex input.
+
+  Examples:
+    >>> jnp.nanstd(jnp.array([1., jnp.nan, 3.]))
+    Array(1., dtype=float32)
+  """
   return lax.sqrt(nanvar(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
                          where=where, mean=mean))
 
@@ -614,8 +1072,28 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 # --- median ------------------------------------------------------------------------------
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-  """Median over ``axis`` (mean of the two middle values for even counts); NaN where a
-  slice holds a NaN; integers give the default float dtype."""
+  """Median over the given axes.
+
+  For an even count, the mean of the two middle values. A slice holding a NaN gives NaN;
+  integers give the default floating dtype.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the axes to reduce (None: all of them).
+    out: unsupported; must be None.
+    overwrite_input: ignored (hlox arrays are immutable).
+    keepdims: if True, reduced axes stay in the result with size 1.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes (kept with size 1 under ``keepdims``), of a
+    floating dtype.
+
+  Examples:
+    >>> jnp.median(jnp.array([3, 1, 2, 10]))
+    Array(2.5, dtype=float32)
+    >>> jnp.median(jnp.array([[3., 1., 2.], [6., 5., 4.]]), axis=1)
+    Array([2., 5.], dtype=float32)
+  """
   _check_out("median", out)
   a = _arg("median", a)
   if dtypes.is_complex(get_aval(a).dtype):
@@ -699,23 +1177,87 @@ def _cumulative(name, lax_fn, a, axis, dtype, out=None, fill_nan=False, fill_val
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-  """Cumulative sum along ``axis`` (of the flattened array when None)."""
+  """Cumulative sum of the elements along an axis.
+
+  Args:
+    a: array-like input.
+    axis: the axis to accumulate along; None flattens ``a`` first.
+    dtype: optional dtype of the accumulation and result (default: ``a``'s dtype, except
+      that bool accumulates in the default integer type).
+    out: unsupported; must be None.
+
+  Returns:
+    An array of ``a``'s shape (1-d of ``a.size`` elements when ``axis`` is None).
+
+  Examples:
+    >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+    >>> jnp.cumsum(x)
+    Array([ 1,  3,  6, 10, 15, 21], dtype=int32)
+    >>> jnp.cumsum(x, axis=1)
+    Array([[ 1,  3,  6],
+           [ 4,  9, 15]], dtype=int32)
+  """
   return _cumulative("cumsum", lax.cumsum, a, axis, dtype, out)
 
 
 def cumprod(a, axis=None, dtype=None, out=None):
-  """Cumulative product along ``axis`` (of the flattened array when None)."""
+  """Cumulative product of the elements along an axis.
+
+  Args:
+    a: array-like input.
+    axis: the axis to accumulate along; None flattens ``a`` first.
+    dtype: optional dtype of the accumulation and result (default: ``a``'s dtype, except
+      that bool accumulates in the default integer type).
+    out: unsupported; must be None.
+
+  Returns:
+    An array of ``a``'s shape (1-d of ``a.size`` elements when ``axis`` is None).
+
+  Examples:
+    >>> jnp.cumprod(jnp.array([1, 2, 3, 4]))
+    Array([ 1,  2,  6, 24], dtype=int32)
+  """
   return _cumulative("cumprod", lax.cumprod, a, axis, dtype, out)
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
-  """``cumsum`` treating NaNs as zero."""
+  """Cumulative sum along an axis, treating NaNs as zero.
+
+  Args:
+    a: array-like input.
+    axis: the axis to accumulate along; None flattens ``a`` first.
+    dtype: optional dtype of the accumulation and result (default: ``a``'s dtype, except
+      that bool accumulates in the default integer type).
+    out: unsupported; must be None.
+
+  Returns:
+    An array of ``a``'s shape (1-d of ``a.size`` elements when ``axis`` is None).
+
+  Examples:
+    >>> jnp.nancumsum(jnp.array([1., jnp.nan, 3.]))
+    Array([1., 1., 4.], dtype=float32)
+  """
   return _cumulative("nancumsum", lax.cumsum, a, axis, dtype, out, fill_nan=True,
                      fill_value=0)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
-  """``cumprod`` treating NaNs as one."""
+  """Cumulative product along an axis, treating NaNs as one.
+
+  Args:
+    a: array-like input.
+    axis: the axis to accumulate along; None flattens ``a`` first.
+    dtype: optional dtype of the accumulation and result (default: ``a``'s dtype, except
+      that bool accumulates in the default integer type).
+    out: unsupported; must be None.
+
+  Returns:
+    An array of ``a``'s shape (1-d of ``a.size`` elements when ``axis`` is None).
+
+  Examples:
+    >>> jnp.nancumprod(jnp.array([2., jnp.nan, 3.]))
+    Array([2., 2., 6.], dtype=float32)
+  """
   return _cumulative("nancumprod", lax.cumprod, a, axis, dtype, out, fill_nan=True,
                      fill_value=1)
 
@@ -746,15 +1288,51 @@ def _cumulative_api(name, lax_fn, identity, x, axis, dtype, include_initial,
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-  """Cumulative sum along ``axis`` (optional for 1-D input), optionally starting with 0;
-  narrow integers accumulate in the default integer type."""
+  """Cumulative sum along an axis (the array API's ``cumulative_sum``).
+
+  Bool and integers narrower than the default integer accumulate in the default integer type.
+
+  Args:
+    x: an array.
+    axis: keyword-only; the axis to accumulate along (may be omitted for 1-d input only).
+    dtype: keyword-only optional dtype of the accumulation and result.
+    include_initial: keyword-only; if True, the result starts with 0 (it is one longer
+      along ``axis``).
+
+  Returns:
+    An array of ``x``'s shape (one longer along ``axis`` with ``include_initial``).
+
+  Examples:
+    >>> jnp.cumulative_sum(jnp.array([1, 2, 3]))
+    Array([1, 3, 6], dtype=int32)
+    >>> jnp.cumulative_sum(jnp.array([[1, 2], [3, 4]]), axis=0, include_initial=True)
+    Array([[0, 0],
+           [1, 2],
+           [4, 6]], dtype=int32)
+  """
   return _cumulative_api("cumulative_sum", lax.cumsum, 0, x, axis, dtype, include_initial,
                          promote_integers=True)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-  """Cumulative product along ``axis`` (optional for 1-D input), optionally starting
-  with 1; integers keep their dtype (as in JAX)."""
+  """Cumulative product along an axis (the array API's ``cumulative_prod``).
+
+  Integer inputs keep their dtype (as in JAX); bool accumulates in the default integer type.
+
+  Args:
+    x: an array.
+    axis: keyword-only; the axis to accumulate along (may be omitted for 1-d input only).
+    dtype: keyword-only optional dtype of the accumulation and result.
+    include_initial: keyword-only; if True, the result starts with 1 (it is one longer
+      along ``axis``).
+
+  Returns:
+    An array of ``x``'s shape (one longer along ``axis`` with ``include_initial``).
+
+  Examples:
+    >>> jnp.cumulative_prod(jnp.array([1, 2, 3]), include_initial=True)
+    Array([1, 1, 2, 6], dtype=int32)
+  """
   return _cumulative_api("cumulative_prod", lax.cumprod, 1, x, axis, dtype, include_initial,
                          promote_integers=False)
 

@@ -15,10 +15,26 @@ __all__ = ["nonzero", "flatnonzero", "argwhere", "searchsorted", "digitize"]
 
 
 def nonzero(a, *, size=None, fill_value=None):
-  """Indices of the non-zero entries of ``a``, one array per dimension.
+  """The indices of the non-zero entries of ``a``, one array per dimension.
 
-  The result length depends on the values, so ``a`` must be concrete unless ``size`` is given;
-  with ``size`` the result is cut or padded (with ``fill_value``, default 0) to that length.
+  Args:
+    a: array-like input of at least one dimension (a scalar raises ``ValueError``).
+    size: keyword-only static number of non-zero entries to return: the result is cut or
+      padded (with ``fill_value``) to it. Without it ``a`` must be concrete, since the result's
+      length depends on its values; with it the function works under ``jit``.
+    fill_value: keyword-only padding index (default 0), used with ``size`` only; a scalar or
+      one value per dimension.
+
+  Returns:
+    A tuple of ``a.ndim`` 1-d integer arrays, such that ``a[result]`` are the non-zero
+    entries in row-major order.
+
+  Examples:
+    >>> x = jnp.array([[0, 3], [4, 0]])
+    >>> jnp.nonzero(x)
+    (Array([0, 1], dtype=int32), Array([1, 0], dtype=int32))
+    >>> jnp.nonzero(jnp.array([0, 5, 0, 7]), size=3, fill_value=-1)
+    (Array([ 1,  3, -1], dtype=int32),)
   """
   util.check_arraylike("nonzero", a)
   if size is None:
@@ -33,13 +49,49 @@ def nonzero(a, *, size=None, fill_value=None):
 
 
 def flatnonzero(a, *, size=None, fill_value=None):
-  """Indices of the non-zero entries of ``ravel(a)``."""
+  """The indices of the non-zero entries of ``ravel(a)``.
+
+  Args:
+    a: array-like input.
+    size: keyword-only static number of non-zero entries to return: the result is cut or
+      padded (with ``fill_value``) to it. Without it ``a`` must be concrete, since the result's
+      length depends on its values; with it the function works under ``jit``.
+    fill_value: keyword-only padding index (default 0), used with ``size`` only.
+
+  Returns:
+    A 1-d integer array.
+
+  Examples:
+    >>> jnp.flatnonzero(jnp.array([[0, 3], [4, 0]]))
+    Array([1, 2], dtype=int32)
+  """
   util.check_arraylike("flatnonzero", a)
   return nonzero(shapes.ravel(a), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a, *, size=None, fill_value=None):
-  """The indices of the non-zero entries of ``a`` as rows of an ``(N, a.ndim)`` array."""
+  """The indices of the non-zero entries of ``a``, one row per entry.
+
+  Args:
+    a: array-like input.
+    size: keyword-only static number of non-zero entries to return: the result is cut or
+      padded (with ``fill_value``) to it. Without it ``a`` must be concrete, since the result's
+      length depends on its values; with it the function works under ``jit``.
+    fill_value: keyword-only padding index (default 0), used with ``size`` only.
+
+  Returns:
+    An integer array of shape ``(N, a.ndim)``, ``N`` the number of non-zero entries (or
+    ``size``).
+
+  Examples:
+    >>> jnp.argwhere(jnp.array([[0, 3], [4, 0]]))
+    Array([[0, 1],
+           [1, 0]], dtype=int32)
+    >>> jnp.argwhere(jnp.array([1, 0, 1]), size=3, fill_value=-1)
+    Array([[ 0],
+           [ 2],
+           [-1]], dtype=int32)
+  """
   util.check_arraylike("argwhere", a)
   a = creation.asarray(a)
   scalar = get_aval(a).ndim == 0
@@ -50,7 +102,28 @@ def argwhere(a, *, size=None, fill_value=None):
 
 
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
-  """Indices where ``v``'s entries would be inserted into the sorted 1-d ``a``."""
+  """The indices at which ``v``'s entries would be inserted into the sorted ``a`` to keep it sorted.
+
+  NaNs sort after every other value, as in NumPy.
+
+  Args:
+    a: 1-d array-like, sorted in increasing order (unless ``sorter`` sorts it).
+    v: array-like of values to insert.
+    side: 'left' (the first suitable index) or 'right' (the last).
+    sorter: optional integer array-like of indices that sort ``a``.
+    method: keyword-only; how to compute it: 'scan' (the default), 'scan_unrolled', 'sort' or
+      'compare_all'. All give the same result.
+
+  Returns:
+    An integer array of ``v``'s shape.
+
+  Examples:
+    >>> a = jnp.array([1, 2, 2, 4])
+    >>> jnp.searchsorted(a, jnp.array([0, 2, 3, 5]))
+    Array([0, 1, 3, 4], dtype=int32)
+    >>> jnp.searchsorted(a, 2, side='right')
+    Array(3, dtype=int32)
+  """
   util.check_arraylike("searchsorted", a, v)
   if side not in ("left", "right"):
     raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
@@ -85,7 +158,27 @@ def _sort_less(x, y):
 
 
 def digitize(x, bins, right=False, *, method=None):
-  """Index of the bin of ``bins`` (increasing or decreasing) each ``x`` falls into."""
+  """The index of the bin each entry of ``x`` falls into.
+
+  For increasing ``bins``, entry ``v`` gets ``i`` with ``bins[i-1] <= v < bins[i]`` (``<`` and
+  ``<=`` swapped when ``right`` is True); decreasing ``bins`` are also accepted.
+
+  Args:
+    x: array-like of values.
+    bins: 1-d array-like of monotonic bin edges.
+    right: whether the bins include their right edge instead of their left one.
+    method: keyword-only; the ``searchsorted`` method to use (None: its default).
+
+  Returns:
+    An integer array of ``x``'s shape, with values in ``[0, len(bins)]``.
+
+  Examples:
+    >>> bins = jnp.array([0., 1., 2.])
+    >>> jnp.digitize(jnp.array([-0.5, 0., 1.5, 2.]), bins)
+    Array([0, 1, 2, 3], dtype=int32)
+    >>> jnp.digitize(jnp.array([-0.5, 0., 1.5, 2.]), bins, right=True)
+    Array([0, 0, 2, 2], dtype=int32)
+  """
   util.check_arraylike("digitize", x, bins)
   bins = creation.asarray(bins)
   if get_aval(bins).ndim != 1:

@@ -17,7 +17,22 @@ __all__ = ["select", "compress", "extract", "delete", "choose", "put", "place"]
 
 
 def select(condlist, choicelist, default=0):
-  """The entries of ``choicelist`` chosen by the first true entry of ``condlist``."""
+  """Pick each entry from the first choice whose condition holds there.
+
+  Args:
+    condlist: a non-empty sequence of boolean array-likes.
+    choicelist: a sequence of array-likes, as many as ``condlist``.
+    default: the value where no condition holds.
+
+  Returns:
+    An array of the broadcast shape of all inputs and the promoted dtype of the choices and
+    ``default``.
+
+  Examples:
+    >>> x = jnp.arange(6)
+    >>> jnp.select([x < 2, x > 3], [x, 10 * x], default=-1)
+    Array([ 0,  1, -1, -1, 40, 50], dtype=int32)
+  """
   if len(condlist) != len(choicelist):
     raise ValueError("condlist must have length equal to choicelist ({} vs {})".format(
         len(condlist), len(choicelist)))
@@ -36,7 +51,28 @@ def select(condlist, choicelist, default=0):
 
 
 def choose(a, choices, out=None, mode="raise"):
-  """``choices[a[i]][i]`` for each position ``i`` (broadcasting ``a`` and the choices)."""
+  """Build an array from ``choices``: the entry at each position comes from ``choices[a]``.
+
+  ``a`` and the choices broadcast together; the result at position ``i`` is
+  ``choices[a[i]][i]``.
+
+  Args:
+    a: integer array-like of indices into ``choices``.
+    choices: a sequence of array-likes.
+    out: unsupported (raises ``NotImplementedError``).
+    mode: 'raise' (the default: out-of-range indices raise ``ValueError``, which needs a
+      concrete ``a``), 'wrap' (indices taken modulo ``len(choices)``) or 'clip' (clamped).
+
+  Returns:
+    An array of the broadcast shape and the choices' promoted dtype.
+
+  Examples:
+    >>> choices = [jnp.array([0, 1, 2]), jnp.array([10, 11, 12])]
+    >>> jnp.choose(jnp.array([1, 0, 1]), choices)
+    Array([10,  1, 12], dtype=int32)
+    >>> jnp.choose(jnp.array([2, -1, 0]), choices, mode='clip')
+    Array([10,  1,  2], dtype=int32)
+  """
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
   util.check_arraylike("choose", a, *choices)
@@ -61,7 +97,33 @@ def choose(a, choices, out=None, mode="raise"):
 
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
-  """The slices of ``a`` along ``axis`` where ``condition`` is true."""
+  """The slices of ``a`` along an axis where ``condition`` is true.
+
+  The result's length depends on ``condition``'s values, so it must be concrete unless
+  ``size`` is given.
+
+  Args:
+    condition: a 1-d boolean array-like (a shorter one selects from the leading slices only).
+    a: array-like input.
+    axis: the axis to select along; None flattens ``a`` first.
+    size: keyword-only static length of the result along ``axis``: the selection is cut or
+      padded with ``fill_value``.
+    fill_value: keyword-only padding value used with ``size``.
+    out: unsupported (raises ``NotImplementedError``).
+
+  Returns:
+    An array of ``a``'s dtype with the selected slices along ``axis``.
+
+  Examples:
+    >>> x = jnp.array([[1, 2], [3, 4], [5, 6]])
+    >>> jnp.compress(jnp.array([True, False, True]), x, axis=0)
+    Array([[1, 2],
+           [5, 6]], dtype=int32)
+    >>> jnp.compress(jnp.array([False, True]), x, axis=1, size=1)
+    Array([[2],
+           [4],
+           [6]], dtype=int32)
+  """
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
   util.check_arraylike("compress", condition, a)
@@ -98,14 +160,53 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
 
 
 def extract(condition, arr, *, size=None, fill_value=0):
-  """The entries of ``ravel(arr)`` where ``ravel(condition)`` is non-zero."""
+  """The entries of ``ravel(arr)`` where ``ravel(condition)`` is non-zero.
+
+  Args:
+    condition: array-like of ``arr``'s size (concrete unless ``size`` is given).
+    arr: array-like input.
+    size: keyword-only static length of the result (cut or padded with ``fill_value``).
+    fill_value: keyword-only padding value used with ``size``.
+
+  Returns:
+    A 1-d array of ``arr``'s dtype.
+
+  Examples:
+    >>> x = jnp.array([[1, 2], [3, 4]])
+    >>> jnp.extract(x % 2 == 0, x)
+    Array([2, 4], dtype=int32)
+    >>> jnp.extract(x > 1, x, size=4, fill_value=-1)
+    Array([ 2,  3,  4, -1], dtype=int32)
+  """
   util.check_arraylike("extract", condition, arr)
   return compress(shapes.ravel(condition) != 0, shapes.ravel(arr), size=size,
                   fill_value=fill_value)
 
 
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
-  """``arr`` without the entries (or slices along ``axis``) selected by ``obj``."""
+  """``arr`` without the entries (or slices along ``axis``) selected by ``obj``.
+
+  Args:
+    arr: array-like input.
+    obj: an int, slice, sequence of ints, or boolean mask of the axis' length: what to
+      remove. It must be concrete, unless ``assume_unique_indices`` is True.
+    axis: the axis to delete along; None flattens ``arr`` first.
+    assume_unique_indices: keyword-only; promise that integer ``obj`` entries are unique and
+      in range, which lets a traced ``obj`` be used under ``jit``.
+
+  Returns:
+    An array of ``arr``'s dtype, shorter along ``axis``.
+
+  Examples:
+    >>> x = jnp.array([10, 11, 12, 13])
+    >>> jnp.delete(x, 1)
+    Array([10, 12, 13], dtype=int32)
+    >>> jnp.delete(x, jnp.array([0, 2]), assume_unique_indices=True)
+    Array([11, 13], dtype=int32)
+    >>> jnp.delete(jnp.array([[1, 2], [3, 4]]), 0, axis=1)
+    Array([[2],
+           [4]], dtype=int32)
+  """
   util.check_arraylike("delete", arr)
   a = creation.asarray(arr)
   if axis is None:
@@ -159,7 +260,28 @@ def _delete_unique_traced(a, obj, axis, n):
 
 
 def put(a, ind, v, mode=None, *, inplace=True):
-  """``a`` with the flat positions ``ind`` set to ``v`` (``inplace=False`` is required)."""
+  """``a`` with the entries at flat positions ``ind`` replaced by ``v``.
+
+  NumPy's ``put`` writes into ``a``; hlox arrays are immutable, so ``inplace=False`` is
+  required (the default raises ``ValueError``) and a new array is returned.
+
+  Args:
+    a: array-like input.
+    ind: integer array-like of flat indices.
+    v: values to write, repeated or cut to ``ind``'s size and cast to ``a``'s dtype.
+    mode: None or 'fill' (out-of-range indices are dropped), 'clip' (clamped) or 'wrap'
+      (taken modulo ``a.size``).
+    inplace: keyword-only; must be False.
+
+  Returns:
+    An array of ``a``'s shape and dtype.
+
+  Examples:
+    >>> jnp.put(jnp.zeros(4, int), jnp.array([0, 2]), jnp.array([5, 6]), inplace=False)
+    Array([5, 0, 6, 0], dtype=int32)
+    >>> jnp.put(jnp.zeros(4, int), 5, 1, mode='wrap', inplace=False)
+    Array([0, 1, 0, 0], dtype=int32)
+  """
   if inplace:
     raise ValueError("jax.numpy.put cannot modify arrays in-place, because JAX arrays are "
                      "immutable. Pass inplace=False to instead return an updated array.")
@@ -185,9 +307,26 @@ def put(a, ind, v, mode=None, *, inplace=True):
 
 
 def place(arr, mask, vals, *, inplace=True):
-  """A copy of ``arr`` with the entries where ``mask`` is true replaced, in order, by the
-  entries of ``vals`` (repeated when too few, cut when too many). NumPy's ``place`` writes
-  into ``arr``; hlox arrays are immutable, so (as in JAX) ``inplace=False`` is required."""
+  """``arr`` with the entries where ``mask`` is true replaced, in order, by ``vals``.
+
+  ``vals`` is repeated when too short and cut when too long. NumPy's ``place`` writes into
+  ``arr``; hlox arrays are immutable, so ``inplace=False`` is required (the default raises
+  ``ValueError``).
+
+  Args:
+    arr: array-like input.
+    mask: boolean array-like of ``arr``'s size.
+    vals: 1-d array-like of replacement values.
+    inplace: keyword-only; must be False.
+
+  Returns:
+    An array of ``arr``'s shape and dtype.
+
+  Examples:
+    >>> x = jnp.array([1, 2, 3, 4])
+    >>> jnp.place(x, x > 1, jnp.array([0, 9]), inplace=False)
+    Array([1, 0, 9, 0], dtype=int32)
+  """
   util.check_arraylike("place", arr, mask, vals)
   if inplace:
     raise ValueError("hlox.numpy.place cannot modify arrays in place, because hlox arrays "

@@ -20,8 +20,26 @@ __all__ = ["isin", "union1d", "intersect1d", "setdiff1d", "setxor1d", "unique_va
 
 
 def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
-  """Whether each entry of ``element`` is in ``test_elements`` (elementwise, shape of
-  ``element``)."""
+  """Whether each entry of ``element`` occurs in ``test_elements``.
+
+  Works under ``jit`` (every entry is compared with every test element).
+
+  Args:
+    element: array-like input.
+    test_elements: array-like of values to look for (flattened).
+    assume_unique: accepted for NumPy compatibility; it does not change the result.
+    invert: if True, return whether each entry does *not* occur.
+    method: keyword-only; accepted for compatibility (all methods compare directly).
+
+  Returns:
+    A boolean array of ``element``'s shape.
+
+  Examples:
+    >>> jnp.isin(jnp.array([1, 2, 3, 4]), jnp.array([2, 4, 6]))
+    Array([False,  True, False,  True], dtype=bool)
+    >>> jnp.isin(jnp.array([[1, 2]]), 2, invert=True)
+    Array([[ True, False]], dtype=bool)
+  """
   util.check_arraylike("isin", element, test_elements)
   element, test = creation.asarray(element), shapes.ravel(creation.asarray(test_elements))
   result = reductions.any(shapes.expand_dims(element, -1) == test, axis=-1)
@@ -29,24 +47,94 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
 
 
 def unique_values(x, *, size=None, fill_value=None):
-  """The sorted unique values of ``x`` (array API)."""
+  """The sorted unique values of ``x``.
+
+  The array API's form of :func:`hlox.numpy.unique` (NaNs count as one value).
+
+  Args:
+    x: array-like input (flattened).
+    size: keyword-only static number of unique values to return (padded or cut); without it
+      ``x`` must be concrete.
+    fill_value: keyword-only padding value used with ``size`` (default: the smallest value).
+
+  Returns:
+    A 1-d array of ``x``'s dtype.
+
+  Examples:
+    >>> jnp.unique_values(jnp.array([3, 1, 3, 2]))
+    Array([1, 2, 3], dtype=int32)
+  """
   return sorting.unique(x, size=size, fill_value=fill_value)
 
 
 def unique_counts(x, *, size=None, fill_value=None):
-  """``(values, counts)`` of the unique values of ``x`` (array API)."""
+  """The unique values of ``x`` and how often each occurs.
+
+  The array API's form of :func:`hlox.numpy.unique` (NaNs count as one value).
+
+  Args:
+    x: array-like input (flattened).
+    size: keyword-only static number of unique values to return (padded or cut); without it
+      ``x`` must be concrete.
+    fill_value: keyword-only padding value used with ``size`` (default: the smallest value).
+
+  Returns:
+    A named tuple ``(values, counts)``: 1-d arrays of ``x``'s dtype and of the default
+    integer dtype.
+
+  Examples:
+    >>> values, counts = jnp.unique_counts(jnp.array([3, 1, 3, 2]))
+    >>> values, counts
+    (Array([1, 2, 3], dtype=int32), Array([1, 1, 2], dtype=int32))
+  """
   values, counts = sorting.unique(x, return_counts=True, size=size, fill_value=fill_value)
   return _UniqueCounts(values, counts)
 
 
 def unique_inverse(x, *, size=None, fill_value=None):
-  """``(values, inverse_indices)``; the inverse has ``x``'s shape (array API)."""
+  """The unique values of ``x`` and the indices that rebuild ``x`` from them.
+
+  The array API's form of :func:`hlox.numpy.unique` (NaNs count as one value).
+
+  Args:
+    x: array-like input (flattened).
+    size: keyword-only static number of unique values to return (padded or cut); without it
+      ``x`` must be concrete.
+    fill_value: keyword-only padding value used with ``size`` (default: the smallest value).
+
+  Returns:
+    A named tuple ``(values, inverse_indices)``: the 1-d values, and indices of ``x``'s
+    shape such that ``values[inverse_indices]`` equals ``x``.
+
+  Examples:
+    >>> r = jnp.unique_inverse(jnp.array([3, 1, 3, 2]))
+    >>> r.values, r.inverse_indices
+    (Array([1, 2, 3], dtype=int32), Array([2, 0, 2, 1], dtype=int32))
+  """
   values, inverse = sorting.unique(x, return_inverse=True, size=size, fill_value=fill_value)
   return _UniqueInverse(values, shapes.reshape(inverse, get_aval(creation.asarray(x)).shape))
 
 
 def unique_all(x, *, size=None, fill_value=None):
-  """``(values, indices, inverse_indices, counts)`` of the unique values (array API)."""
+  """The unique values of ``x`` with their first indices, inverse indices and counts.
+
+  The array API's form of :func:`hlox.numpy.unique` (NaNs count as one value).
+
+  Args:
+    x: array-like input (flattened).
+    size: keyword-only static number of unique values to return (padded or cut); without it
+      ``x`` must be concrete.
+    fill_value: keyword-only padding value used with ``size`` (default: the smallest value).
+
+  Returns:
+    A named tuple ``(values, indices, inverse_indices, counts)``; ``inverse_indices`` has
+    ``x``'s shape.
+
+  Examples:
+    >>> r = jnp.unique_all(jnp.array([3, 1, 3, 2]))
+    >>> r.values, r.indices, r.counts
+    (Array([1, 2, 3], dtype=int32), Array([1, 3, 0], dtype=int32), Array([1, 1, 2], dtype=int32))
+  """
   values, index, inverse, counts = sorting.unique(x, return_index=True, return_inverse=True,
                                               return_counts=True, size=size,
                                               fill_value=fill_value)
@@ -72,7 +160,25 @@ class _UniqueAll(NamedTuple):
 
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
-  """The sorted unique values in either array."""
+  """The sorted unique values found in either array.
+
+  Args:
+    ar1: array-like input (flattened).
+    ar2: array-like input (flattened).
+    size: keyword-only static length of the result: it is padded with ``fill_value`` or cut.
+      Without it the inputs must be concrete (the length depends on the values); with it the
+      function works under ``jit``.
+    fill_value: keyword-only padding value used with ``size`` (default: the smallest value).
+
+  Returns:
+    A 1-d array of the inputs' promoted dtype.
+
+  Examples:
+    >>> jnp.union1d(jnp.array([3, 1, 3]), jnp.array([2, 1]))
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.union1d(jnp.array([3, 1]), jnp.array([2, 1]), size=5, fill_value=0)
+    Array([1, 2, 3, 0, 0], dtype=int32)
+  """
   util.check_arraylike("union1d", ar1, ar2)
   return sorting.unique(shapes.concatenate([shapes.ravel(ar1), shapes.ravel(ar2)]), size=size,
                     fill_value=fill_value)
@@ -80,10 +186,30 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
 
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
                 fill_value=None):
-  """The sorted unique values in both arrays; with ``return_indices`` also where each first
-  occurs in ``ar1`` and ``ar2``. With ``size`` the result has that static length (padded
-  with ``fill_value``, default the smallest common value; indices padded with the arrays'
-  sizes) and works under ``jit``; without it the inputs must be concrete."""
+  """The sorted unique values found in both arrays.
+
+  Args:
+    ar1: array-like input (flattened).
+    ar2: array-like input (flattened).
+    assume_unique: promise that each input has no repeated values (faster).
+    return_indices: also return where each common value first occurs in ``ar1`` and ``ar2``.
+    size: keyword-only static length of the result: it is padded with ``fill_value`` or cut.
+      Without it the inputs must be concrete (the length depends on the values); with it the
+      function works under ``jit``.
+    fill_value: keyword-only padding value used with ``size`` (default: the smallest common
+      value); padded indices are the arrays' sizes.
+
+  Returns:
+    A 1-d array of the inputs' promoted dtype; with ``return_indices``, a tuple
+    ``(values, indices_in_ar1, indices_in_ar2)``.
+
+  Examples:
+    >>> a, b = jnp.array([1, 3, 4, 3]), jnp.array([3, 1, 2, 1])
+    >>> jnp.intersect1d(a, b)
+    Array([1, 3], dtype=int32)
+    >>> jnp.intersect1d(a, b, return_indices=True)
+    (Array([1, 3], dtype=int32), Array([0, 1], dtype=int32), Array([1, 0], dtype=int32))
+  """
   util.check_arraylike("intersect1d", ar1, ar2)
   a, b = (shapes.ravel(x) for x in util.promote_dtypes(creation.asarray(ar1),
                                                       creation.asarray(ar2)))
@@ -148,9 +274,26 @@ def _intersect1d_sized(a, b, assume_unique, return_indices, size, fill_value):
 
 
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
-  """The sorted unique values of ``ar1`` that are not in ``ar2``. With ``size`` the result
-  has that static length (padded with ``fill_value``, default 0) and works under ``jit``;
-  without it the inputs must be concrete."""
+  """The sorted unique values of ``ar1`` that are not in ``ar2``.
+
+  Args:
+    ar1: array-like input (flattened).
+    ar2: array-like of values to leave out (flattened).
+    assume_unique: promise that ``ar1`` has no repeated values.
+    size: keyword-only static length of the result: it is padded with ``fill_value`` or cut.
+      Without it the inputs must be concrete (the length depends on the values); with it the
+      function works under ``jit``.
+    fill_value: keyword-only padding value used with ``size`` (default 0).
+
+  Returns:
+    A 1-d array of ``ar1``'s dtype.
+
+  Examples:
+    >>> jnp.setdiff1d(jnp.array([5, 1, 3, 1]), jnp.array([3]))
+    Array([1, 5], dtype=int32)
+    >>> jnp.setdiff1d(jnp.array([5, 1, 3]), jnp.array([3]), size=3, fill_value=-1)
+    Array([ 1,  5, -1], dtype=int32)
+  """
   util.check_arraylike("setdiff1d", ar1, ar2)
   a, b = shapes.ravel(creation.asarray(ar1)), shapes.ravel(creation.asarray(ar2))
   dtype = get_aval(a).dtype
@@ -178,7 +321,24 @@ def _isin_1d(x, test):
 
 
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
-  """The sorted unique values in exactly one of the arrays."""
+  """The sorted unique values that occur in exactly one of the arrays.
+
+  Args:
+    ar1: array-like input (flattened).
+    ar2: array-like input (flattened).
+    assume_unique: promise that each input has no repeated values.
+    size: keyword-only static length of the result: it is padded with ``fill_value`` or cut.
+      Without it the inputs must be concrete (the length depends on the values); with it the
+      function works under ``jit``.
+    fill_value: keyword-only padding value used with ``size``.
+
+  Returns:
+    A 1-d array of the inputs' promoted dtype.
+
+  Examples:
+    >>> jnp.setxor1d(jnp.array([1, 2, 3]), jnp.array([2, 3, 4]))
+    Array([1, 4], dtype=int32)
+  """
   util.check_arraylike("setxor1d", ar1, ar2)
   ar1, ar2 = util.from_jax_array(ar1), util.from_jax_array(ar2)
   a, b = util.concrete_value("setxor1d", ar1), util.concrete_value("setxor1d", ar2)

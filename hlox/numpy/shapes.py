@@ -116,7 +116,35 @@ def _is_scalar_int(x) -> bool:
 # --- reshaping ---------------------------------------------------------------------------
 
 def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None, out_sharding=None):
-  """``a`` with a new ``shape`` (one entry may be -1); ``order`` 'C' (row-major) or 'F'."""
+  """Give ``a`` a new shape without changing its data.
+
+  The new shape must have the same number of elements; one entry may be -1 and is then
+  inferred. A NumPy array input is reshaped by NumPy and stays a NumPy array.
+
+  Args:
+    a: array-like input.
+    shape: the new shape, an int or a tuple of ints (at most one -1).
+    order: 'C' to read and write elements in row-major order, 'F' in column-major order
+      ('A' is not supported and raises ``NotImplementedError``).
+    newshape: deprecated spelling of ``shape`` (pass only one of them).
+    copy: accepted for NumPy compatibility; hlox arrays are immutable, so it has no effect.
+    out_sharding: sharding for the result (None: the default placement).
+
+  Returns:
+    An array of shape ``shape`` and the dtype of ``a``.
+
+  Examples:
+    >>> jnp.reshape(jnp.arange(6), (2, 3))
+    Array([[0, 1, 2],
+           [3, 4, 5]], dtype=int32)
+    >>> jnp.arange(6).reshape(3, -1)
+    Array([[0, 1],
+           [2, 3],
+           [4, 5]], dtype=int32)
+    >>> jnp.reshape(jnp.arange(6), (2, 3), order='F')
+    Array([[0, 2, 4],
+           [1, 3, 5]], dtype=int32)
+  """
   if newshape is not None:
     if shape is not None:
       raise TypeError("reshape: pass only one of shape and newshape")
@@ -179,7 +207,23 @@ def _infer_shape(old_shape, size, shape) -> tuple:
 
 
 def ravel(a, order: str = "C", *, out_sharding=None):
-  """``a`` flattened to 1-d (``order`` 'C' or 'F')."""
+  """Flatten ``a`` to one dimension.
+
+  Args:
+    a: array-like input.
+    order: 'C' (row-major, the default) or 'F' (column-major) reading order.
+    out_sharding: sharding for the result (None: the default placement).
+
+  Returns:
+    A 1-d array of ``a.size`` elements and the dtype of ``a``.
+
+  Examples:
+    >>> x = jnp.array([[1, 2], [3, 4]])
+    >>> jnp.ravel(x)
+    Array([1, 2, 3, 4], dtype=int32)
+    >>> jnp.ravel(x, order='F')
+    Array([1, 3, 2, 4], dtype=int32)
+  """
   try:
     a = _array("ravel", a)
   except TypeError:  # typed keys: their own implementation
@@ -188,7 +232,26 @@ def ravel(a, order: str = "C", *, out_sharding=None):
 
 
 def transpose(a, axes=None):
-  """Permute the axes of ``a`` (reverse them when ``axes`` is None)."""
+  """Permute the axes of ``a``.
+
+  Args:
+    a: array-like input.
+    axes: a permutation of ``range(a.ndim)`` (negative axes allowed); None reverses the axes.
+
+  Returns:
+    An array with the dtype of ``a`` whose axis ``i`` is axis ``axes[i]`` of ``a``.
+
+  Examples:
+    >>> x = jnp.array([[1, 2, 3], [4, 5, 6]])
+    >>> jnp.transpose(x)
+    Array([[1, 4],
+           [2, 5],
+           [3, 6]], dtype=int32)
+    >>> jnp.transpose(jnp.zeros((2, 3, 4)), (1, 2, 0)).shape
+    (3, 4, 2)
+
+  See also: :func:`hlox.numpy.moveaxis`, :func:`hlox.numpy.swapaxes`.
+  """
   try:
     a = _array("transpose", a)
   except TypeError:  # typed keys: their own implementation
@@ -202,12 +265,39 @@ def transpose(a, axes=None):
 
 
 def permute_dims(a, /, axes):
-  """Array API name of ``transpose``."""
+  """Permute the axes of ``a`` (the array API name of ``transpose``).
+
+  Args:
+    a: array-like input.
+    axes: a permutation of ``range(a.ndim)`` (required, unlike ``transpose``).
+
+  Returns:
+    An array with the dtype of ``a`` whose axis ``i`` is axis ``axes[i]`` of ``a``.
+
+  Examples:
+    >>> jnp.permute_dims(jnp.zeros((2, 3, 4)), (2, 0, 1)).shape
+    (4, 2, 3)
+  """
   return transpose(a, axes)  # (which takes typed keys too)
 
 
 def matrix_transpose(x, /):
-  """Swap the last two axes."""
+  """Swap the last two axes of ``x`` (transpose a stack of matrices).
+
+  Args:
+    x: an array of at least two dimensions; fewer raises ``ValueError``.
+
+  Returns:
+    An array of shape ``x.shape[:-2] + (x.shape[-1], x.shape[-2])`` and the dtype of ``x``.
+
+  Examples:
+    >>> jnp.matrix_transpose(jnp.array([[1, 2, 3], [4, 5, 6]]))
+    Array([[1, 4],
+           [2, 5],
+           [3, 6]], dtype=int32)
+    >>> jnp.matrix_transpose(jnp.zeros((5, 2, 3))).shape
+    (5, 3, 2)
+  """
   x = _array("matrix_transpose", x)
   if x.ndim < 2:
     raise ValueError(f"matrix_transpose: x must be at least 2-d, got shape {x.shape}")
@@ -215,7 +305,23 @@ def matrix_transpose(x, /):
 
 
 def swapaxes(a, axis1: int, axis2: int):
-  """Interchange two axes of ``a``."""
+  """Interchange two axes of ``a``.
+
+  Args:
+    a: array-like input.
+    axis1: the first axis (negative counts from the end).
+    axis2: the second axis.
+
+  Returns:
+    An array with the dtype of ``a`` and axes ``axis1`` and ``axis2`` exchanged.
+
+  Examples:
+    >>> jnp.swapaxes(jnp.zeros((2, 3, 4)), 0, 2).shape
+    (4, 3, 2)
+    >>> jnp.swapaxes(jnp.array([[1, 2]]), 0, 1)
+    Array([[1],
+           [2]], dtype=int32)
+  """
   try:
     a = _array("swapaxes", a)
   except TypeError:  # typed keys: their own implementation
@@ -227,7 +333,22 @@ def swapaxes(a, axis1: int, axis2: int):
 
 
 def moveaxis(a, source, destination):
-  """Move axes ``source`` of ``a`` to positions ``destination`` (others keep their order)."""
+  """Move axes of ``a`` to new positions; the other axes keep their order.
+
+  Args:
+    a: array-like input.
+    source: the axis or tuple of axes to move.
+    destination: the position or tuple of positions (as many as ``source``) they move to.
+
+  Returns:
+    An array with the dtype of ``a`` and its axes rearranged.
+
+  Examples:
+    >>> jnp.moveaxis(jnp.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    >>> jnp.moveaxis(jnp.zeros((2, 3, 4)), (0, 1), (2, 0)).shape
+    (3, 4, 2)
+  """
   try:
     a = _array("moveaxis", a)
   except TypeError:  # typed keys: their own implementation
@@ -245,7 +366,23 @@ def moveaxis(a, source, destination):
 
 
 def expand_dims(a, axis):
-  """Insert size-1 axes at positions ``axis`` (an int or tuple) of the result."""
+  """Insert size-1 axes into ``a``.
+
+  Args:
+    a: array-like input.
+    axis: an int or tuple of ints: the positions of the new axes in the result (negative
+      counts from the end of the result).
+
+  Returns:
+    An array of ``a.ndim + len(axis)`` dimensions with the data and dtype of ``a``.
+
+  Examples:
+    >>> x = jnp.array([1, 2, 3])
+    >>> jnp.expand_dims(x, 0)
+    Array([[1, 2, 3]], dtype=int32)
+    >>> jnp.expand_dims(x, (0, -1)).shape
+    (1, 3, 1)
+  """
   try:
     a = _array("expand_dims", a)
   except TypeError:  # typed keys: their own implementation
@@ -256,7 +393,23 @@ def expand_dims(a, axis):
 
 
 def squeeze(a, axis=None):
-  """Remove size-1 axes (all of them, or those in ``axis``, which must have size 1)."""
+  """Remove size-1 axes of ``a``.
+
+  Args:
+    a: array-like input.
+    axis: None to remove every size-1 axis, or an int or tuple of ints naming axes that must
+      have size 1 (otherwise ``ValueError``).
+
+  Returns:
+    An array with the data and dtype of ``a`` and those axes removed.
+
+  Examples:
+    >>> x = jnp.array([[[1], [2]]])
+    >>> jnp.squeeze(x)
+    Array([1, 2], dtype=int32)
+    >>> jnp.squeeze(x, axis=2).shape
+    (1, 2)
+  """
   try:
     a = _array("squeeze", a)
   except TypeError:  # typed keys: their own implementation
@@ -273,7 +426,21 @@ def squeeze(a, axis=None):
 
 
 def broadcast_shapes(*shapes) -> tuple:
-  """The shape that arrays of ``shapes`` broadcast to (ints count as 1-d shapes)."""
+  """The shape that arrays of the given shapes broadcast to.
+
+  Args:
+    *shapes: shapes as tuples of ints (a bare int counts as a 1-d shape). Incompatible
+      shapes raise ``ValueError``.
+
+  Returns:
+    The broadcast shape, a tuple of ints.
+
+  Examples:
+    >>> jnp.broadcast_shapes((3, 1), (4,))
+    (3, 4)
+    >>> jnp.broadcast_shapes((2, 1, 5), (3, 1), 5)
+    (2, 3, 5)
+  """
   shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
   try:
     return util.broadcast_shapes(*shapes)
@@ -282,7 +449,24 @@ def broadcast_shapes(*shapes) -> tuple:
 
 
 def broadcast_to(array, shape, *, out_sharding=None):
-  """``array`` broadcast (NumPy rules) to ``shape``."""
+  """Broadcast ``array`` to ``shape`` by NumPy's rules.
+
+  Args:
+    array: array-like input.
+    shape: the target shape, an int or a tuple of ints; it must be compatible with
+      ``array``'s shape (otherwise ``ValueError``).
+    out_sharding: sharding for the result (None: the default placement).
+
+  Returns:
+    An array of shape ``shape`` and the dtype of ``array``.
+
+  Examples:
+    >>> jnp.broadcast_to(jnp.array([1, 2, 3]), (2, 3))
+    Array([[1, 2, 3],
+           [1, 2, 3]], dtype=int32)
+    >>> jnp.broadcast_to(1.0, 2)
+    Array([1., 1.], dtype=float32, weak_type=True)
+  """
   try:
     a = _array("broadcast_to", array)
   except TypeError:  # typed keys: their own implementation
@@ -302,7 +486,24 @@ def broadcast_to(array, shape, *, out_sharding=None):
 
 
 def broadcast_arrays(*args):
-  """The arguments broadcast against each other (a list of arrays)."""
+  """Broadcast the arguments against each other.
+
+  Args:
+    *args: array-likes with mutually broadcastable shapes.
+
+  Returns:
+    A list of arrays, one per argument, each of the common broadcast shape and of its
+    argument's dtype.
+
+  Examples:
+    >>> a, b = jnp.broadcast_arrays(jnp.array([1, 2]), jnp.array([[10], [20]]))
+    >>> a
+    Array([[1, 2],
+           [1, 2]], dtype=int32)
+    >>> b
+    Array([[10, 10],
+           [20, 20]], dtype=int32)
+  """
   try:
     util.check_arraylike("broadcast_arrays", *args)
   except TypeError:  # typed keys: their own implementation
@@ -335,7 +536,24 @@ def _promote(arrays, dtype, name: str) -> list:
 
 
 def concatenate(arrays, axis: int | None = 0, dtype=None):
-  """Join ``arrays`` along ``axis`` (flattened first when ``axis`` is None), promoting dtypes."""
+  """Join arrays along an existing axis.
+
+  The inputs' dtypes are promoted together (JAX's promotion rules) unless ``dtype`` is given.
+
+  Args:
+    arrays: a sequence of array-likes whose shapes agree except along ``axis``.
+    axis: the axis to join along; None flattens every input first.
+    dtype: optional dtype of the result.
+
+  Returns:
+    An array whose ``axis`` length is the sum of the inputs' lengths along it.
+
+  Examples:
+    >>> jnp.concatenate([jnp.array([1, 2]), jnp.array([3])])
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.concatenate([jnp.ones((1, 2)), jnp.zeros((1, 2))], axis=1)
+    Array([[1., 1., 0., 0.]], dtype=float32)
+  """
   try:
     arrays = _sequence("concatenate", arrays)
   except TypeError:  # typed keys: their own implementation
@@ -361,13 +579,47 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
 
 
 def concat(arrays, /, *, axis: int | None = 0):
-  """The array API's ``concatenate`` (``axis`` by keyword only): a function of its own, named
-  ``concat`` as JAX's, so code that keys on ``__name__`` tells the two apart."""
+  """Join arrays along an existing axis (the array API's ``concatenate``).
+
+  A function of its own (not an alias), named ``concat`` as in JAX, so that code keying on
+  ``__name__`` tells it from ``concatenate``.
+
+  Args:
+    arrays: a sequence of arrays whose shapes agree except along ``axis``.
+    axis: keyword-only; the axis to join along (None flattens every input first).
+
+  Returns:
+    An array of the promoted dtype whose ``axis`` length is the sum of the inputs' lengths.
+
+  Examples:
+    >>> jnp.concat([jnp.array([[1, 2]]), jnp.array([[3, 4]])], axis=0)
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+  """
   return concatenate(arrays, axis=axis)
 
 
 def stack(arrays, axis: int = 0, out=None, dtype=None):
-  """Join same-shaped ``arrays`` along a new axis ``axis``."""
+  """Join same-shaped arrays along a new axis.
+
+  Args:
+    arrays: a sequence (or an array, whose leading axis is iterated) of same-shaped array-likes.
+    axis: the position of the new axis in the result.
+    out: unsupported; must be None.
+    dtype: optional dtype of the result (default: the inputs' promoted dtype).
+
+  Returns:
+    An array of ``ndim + 1`` dimensions, with ``len(arrays)`` entries along ``axis``.
+
+  Examples:
+    >>> x, y = jnp.array([1, 2]), jnp.array([3, 4])
+    >>> jnp.stack([x, y])
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+    >>> jnp.stack([x, y], axis=1)
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+  """
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
   try:
@@ -384,7 +636,21 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
 
 
 def hstack(tup, dtype=None):
-  """Stack horizontally: along axis 1, or axis 0 for 1-d inputs."""
+  """Stack arrays horizontally: along axis 1, or axis 0 for 1-d inputs.
+
+  Args:
+    tup: a sequence of array-likes (scalars count as 1-d).
+    dtype: optional dtype of the result (default: the inputs' promoted dtype).
+
+  Returns:
+    The joined array.
+
+  Examples:
+    >>> jnp.hstack([jnp.array([1, 2]), jnp.array([3])])
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.hstack([jnp.zeros((2, 1)), jnp.ones((2, 2))]).shape
+    (2, 3)
+  """
   try:
     arrays = atleast_1d(*_sequence("hstack", tup))
   except TypeError:  # typed keys: their own implementation
@@ -394,7 +660,20 @@ def hstack(tup, dtype=None):
 
 
 def vstack(tup, dtype=None):
-  """Stack vertically (along axis 0) after making inputs at least 2-d."""
+  """Stack arrays vertically (along axis 0) after making them at least 2-d.
+
+  Args:
+    tup: a sequence of array-likes; 1-d inputs of length ``n`` become rows of shape ``(1, n)``.
+    dtype: optional dtype of the result (default: the inputs' promoted dtype).
+
+  Returns:
+    The joined array, at least 2-d.
+
+  Examples:
+    >>> jnp.vstack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+  """
   try:
     arrays = atleast_2d(*_sequence("vstack", tup))
   except TypeError:  # typed keys: their own implementation
@@ -404,21 +683,65 @@ def vstack(tup, dtype=None):
 
 
 def dstack(tup, dtype=None):
-  """Stack depth-wise (along axis 2) after making inputs at least 3-d."""
+  """Stack arrays depth-wise (along axis 2) after making them at least 3-d.
+
+  Args:
+    tup: a sequence of array-likes; ``(n,)`` becomes ``(1, n, 1)`` and ``(m, n)`` becomes
+      ``(m, n, 1)``.
+    dtype: optional dtype of the result (default: the inputs' promoted dtype).
+
+  Returns:
+    The joined array, at least 3-d.
+
+  Examples:
+    >>> jnp.dstack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[[1, 3],
+            [2, 4]]], dtype=int32)
+  """
   arrays = atleast_3d(*_sequence("dstack", tup))
   arrays = arrays if isinstance(arrays, list) else [arrays]
   return concatenate(arrays, axis=2, dtype=dtype)
 
 
 def column_stack(tup):
-  """Stack 1-d arrays as columns (2-d arrays are joined along axis 1)."""
+  """Stack 1-d arrays as the columns of a 2-d array.
+
+  Args:
+    tup: a sequence of array-likes; 1-d inputs become columns, 2-d inputs are joined as they
+      are along axis 1.
+
+  Returns:
+    A 2-d array of the inputs' promoted dtype.
+
+  Examples:
+    >>> jnp.column_stack([jnp.array([1, 2]), jnp.array([3, 4])])
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+  """
   arrays = [lax.reshape(x, (x.size, 1)) if x.ndim < 2 else x
             for x in _sequence("column_stack", tup)]
   return concatenate(arrays, axis=1)
 
 
 def append(arr, values, axis: int | None = None):
-  """``arr`` with ``values`` appended (both flattened when ``axis`` is None)."""
+  """Append ``values`` to the end of ``arr``.
+
+  Args:
+    arr: array-like input.
+    values: array-like values to append.
+    axis: the axis to append along (then ``values`` must match ``arr``'s shape elsewhere);
+      None flattens both first.
+
+  Returns:
+    A new array of the promoted dtype of ``arr`` and ``values``.
+
+  Examples:
+    >>> jnp.append(jnp.array([1, 2]), 3)
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.append(jnp.array([[1, 2]]), jnp.array([[3, 4]]), axis=0)
+    Array([[1, 2],
+           [3, 4]], dtype=int32)
+  """
   try:
     util.check_arraylike("append", arr, values)
   except TypeError:  # typed keys: their own implementation
@@ -473,7 +796,25 @@ def _static_sections(x, name: str) -> int:
 
 
 def split(ary, indices_or_sections, axis: int = 0):
-  """Split into equal sections (an int, which must divide the axis) or at indices."""
+  """Split an array into equal sections or at given indices.
+
+  Args:
+    ary: array-like input.
+    indices_or_sections: an int ``N`` (the number of equal sections; it must divide the
+      axis length, otherwise ``ValueError``) or a sequence of concrete indices to split at.
+    axis: the axis to split along.
+
+  Returns:
+    A list of arrays (views of consecutive pieces of ``ary``), with ``ary``'s dtype.
+
+  Examples:
+    >>> jnp.split(jnp.arange(6), 3)
+    [Array([0, 1], dtype=int32), Array([2, 3], dtype=int32), Array([4, 5], dtype=int32)]
+    >>> jnp.split(jnp.arange(5), [1, 3])
+    [Array([0], dtype=int32), Array([1, 2], dtype=int32), Array([3, 4], dtype=int32)]
+
+  See also: :func:`hlox.numpy.array_split`.
+  """
   try:
     return _split("split", ary, indices_or_sections, axis, even=True)
   except TypeError:  # typed keys: their own implementation
@@ -481,12 +822,42 @@ def split(ary, indices_or_sections, axis: int = 0):
 
 
 def array_split(ary, indices_or_sections, axis: int = 0):
-  """Like ``split``, but an int number of sections need not divide the axis evenly."""
+  """Split an array into sections, which need not be of equal size.
+
+  With an int ``N`` of sections for an axis of length ``L``, the first ``L % N`` sections get
+  one element more than the others.
+
+  Args:
+    ary: array-like input.
+    indices_or_sections: an int number of sections or a sequence of concrete indices.
+    axis: the axis to split along.
+
+  Returns:
+    A list of arrays with ``ary``'s dtype.
+
+  Examples:
+    >>> jnp.array_split(jnp.arange(5), 3)
+    [Array([0, 1], dtype=int32), Array([2, 3], dtype=int32), Array([4], dtype=int32)]
+  """
   return _split("array_split", ary, indices_or_sections, axis, even=False)
 
 
 def hsplit(ary, indices_or_sections):
-  """Split along axis 1 (axis 0 for 1-d arrays)."""
+  """Split an array horizontally: along axis 1 (axis 0 for 1-d arrays).
+
+  Args:
+    ary: array-like input of at least one dimension.
+    indices_or_sections: an int number of equal sections or a sequence of indices.
+
+  Returns:
+    A list of arrays with ``ary``'s dtype.
+
+  Examples:
+    >>> jnp.hsplit(jnp.arange(4).reshape(2, 2), 2)
+    [Array([[0],
+           [2]], dtype=int32), Array([[1],
+           [3]], dtype=int32)]
+  """
   a = _array("hsplit", ary)
   if a.ndim == 0:  # IndexError as JAX's: a scalar has no axis to split along
     raise IndexError("hsplit: a 0-d array has no axis to split along")
@@ -494,7 +865,19 @@ def hsplit(ary, indices_or_sections):
 
 
 def vsplit(ary, indices_or_sections):
-  """Split along axis 0 (arrays of 2 or more dimensions)."""
+  """Split an array vertically (along axis 0).
+
+  Args:
+    ary: array-like input of at least one dimension.
+    indices_or_sections: an int number of equal sections or a sequence of indices.
+
+  Returns:
+    A list of arrays with ``ary``'s dtype.
+
+  Examples:
+    >>> jnp.vsplit(jnp.arange(4).reshape(2, 2), 2)
+    [Array([[0, 1]], dtype=int32), Array([[2, 3]], dtype=int32)]
+  """
   a = _array("vsplit", ary)
   if a.ndim == 0:  # JAX splits 1-d arrays too (NumPy refuses them); a scalar has no axis 0
     raise IndexError("vsplit: a 0-d array has no axis 0 to split along")
@@ -502,7 +885,19 @@ def vsplit(ary, indices_or_sections):
 
 
 def dsplit(ary, indices_or_sections):
-  """Split along axis 2 (arrays of 3 or more dimensions)."""
+  """Split an array depth-wise (along axis 2).
+
+  Args:
+    ary: array-like input of at least three dimensions (fewer raise ``IndexError``).
+    indices_or_sections: an int number of equal sections or a sequence of indices.
+
+  Returns:
+    A list of arrays with ``ary``'s dtype.
+
+  Examples:
+    >>> [p.shape for p in jnp.dsplit(jnp.zeros((2, 2, 4)), 2)]
+    [(2, 2, 2), (2, 2, 2)]
+  """
   a = _array("dsplit", ary)
   if a.ndim < 3:  # IndexError as JAX's: there is no axis 2
     raise IndexError(f"dsplit: a {a.ndim}-d array has no axis 2 to split along")
@@ -512,7 +907,25 @@ def dsplit(ary, indices_or_sections):
 # --- repetition --------------------------------------------------------------------------
 
 def tile(A, reps):
-  """Repeat ``A`` ``reps`` times along each axis (NumPy's rank rules)."""
+  """Build an array by repeating ``A`` ``reps`` times along each axis.
+
+  If ``reps`` is longer than ``A.ndim``, ``A`` gets leading size-1 axes; if shorter, ``reps``
+  gets leading ones (NumPy's rule).
+
+  Args:
+    A: array-like input.
+    reps: an int or a sequence of concrete non-negative ints.
+
+  Returns:
+    An array with ``A``'s dtype and ``max(A.ndim, len(reps))`` dimensions.
+
+  Examples:
+    >>> jnp.tile(jnp.array([1, 2]), 2)
+    Array([1, 2, 1, 2], dtype=int32)
+    >>> jnp.tile(jnp.array([1, 2]), (2, 1))
+    Array([[1, 2],
+           [1, 2]], dtype=int32)
+  """
   try:
     a = _array("tile", A)
   except TypeError:  # typed keys: their own implementation
@@ -531,8 +944,30 @@ def tile(A, reps):
 
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None,
            out_sharding=None):
-  """Repeat each element of ``a`` ``repeats`` times (an int, or one concrete count per
-  element along ``axis``; ``a`` is flattened when ``axis`` is None)."""
+  """Repeat each element of an array.
+
+  ``repeats`` must be concrete, unless ``total_repeat_length`` is given: then the counts may
+  be traced and the result (whose length is fixed statically) is cut or padded with the last
+  element to that length.
+
+  Args:
+    a: array-like input.
+    repeats: an int, or a sequence with one non-negative count per element along ``axis``.
+    axis: the axis to repeat along; None flattens ``a`` first.
+    total_repeat_length: keyword-only static length of the result along ``axis``.
+    out_sharding: sharding for the result (None: the default placement).
+
+  Returns:
+    An array with ``a``'s dtype, longer along ``axis`` (or 1-d when ``axis`` is None).
+
+  Examples:
+    >>> jnp.repeat(jnp.array([1, 2]), 2)
+    Array([1, 1, 2, 2], dtype=int32)
+    >>> jnp.repeat(jnp.array([[1, 2]]), jnp.array([1, 3]), axis=1)
+    Array([[1, 2, 2, 2]], dtype=int32)
+    >>> jnp.repeat(jnp.array([1, 2]), jnp.array([1, 3]), total_repeat_length=5)
+    Array([1, 2, 2, 2, 2], dtype=int32)
+  """
   try:
     a = _array("repeat", a)
   except TypeError:  # typed keys: their own implementation
@@ -633,7 +1068,24 @@ def _fit_length(x, length, axis):
 # --- flips, rotations, rolls -------------------------------------------------------------
 
 def flip(m, axis=None):
-  """Reverse the order of elements along ``axis`` (all axes when None)."""
+  """Reverse the order of elements along the given axes.
+
+  Args:
+    m: array-like input.
+    axis: an int or tuple of ints, or None to reverse every axis.
+
+  Returns:
+    An array of the shape and dtype of ``m``.
+
+  Examples:
+    >>> x = jnp.array([[1, 2], [3, 4]])
+    >>> jnp.flip(x)
+    Array([[4, 3],
+           [2, 1]], dtype=int32)
+    >>> jnp.flip(x, axis=1)
+    Array([[2, 1],
+           [4, 3]], dtype=int32)
+  """
   try:
     m = _array("flip", m)
   except TypeError:  # typed keys: their own implementation
@@ -644,7 +1096,19 @@ def flip(m, axis=None):
 
 
 def fliplr(m):
-  """Reverse the order of columns (axis 1); ``m`` must be at least 2-d."""
+  """Reverse the order of columns (axis 1).
+
+  Args:
+    m: array-like input of at least two dimensions (fewer raises ``ValueError``).
+
+  Returns:
+    An array of the shape and dtype of ``m``.
+
+  Examples:
+    >>> jnp.fliplr(jnp.array([[1, 2], [3, 4]]))
+    Array([[2, 1],
+           [4, 3]], dtype=int32)
+  """
   m = _array("fliplr", m)
   if m.ndim < 2:
     raise ValueError(f"fliplr: input must be at least 2-d, got shape {m.shape}")
@@ -652,7 +1116,19 @@ def fliplr(m):
 
 
 def flipud(m):
-  """Reverse the order of rows (axis 0); ``m`` must be at least 1-d."""
+  """Reverse the order of rows (axis 0).
+
+  Args:
+    m: array-like input of at least one dimension (a scalar raises ``ValueError``).
+
+  Returns:
+    An array of the shape and dtype of ``m``.
+
+  Examples:
+    >>> jnp.flipud(jnp.array([[1, 2], [3, 4]]))
+    Array([[3, 4],
+           [1, 2]], dtype=int32)
+  """
   m = _array("flipud", m)
   if m.ndim < 1:
     raise ValueError("flipud: input must be at least 1-d")
@@ -660,8 +1136,26 @@ def flipud(m):
 
 
 def rot90(m, k: int = 1, axes=(0, 1)):
-  """Rotate ``m`` by 90 degrees ``k`` times in the plane of ``axes`` (from the first axis
-  towards the second)."""
+  """Rotate an array by 90 degrees in the plane of two axes.
+
+  The rotation goes from the first axis of ``axes`` towards the second, ``k`` times.
+
+  Args:
+    m: array-like input of at least two dimensions.
+    k: the number of quarter turns (any int; negative turns the other way).
+    axes: two distinct axes spanning the plane of rotation.
+
+  Returns:
+    The rotated array, with ``m``'s dtype.
+
+  Examples:
+    >>> jnp.rot90(jnp.array([[1, 2], [3, 4]]))
+    Array([[2, 4],
+           [1, 3]], dtype=int32)
+    >>> jnp.rot90(jnp.array([[1, 2], [3, 4]]), k=2)
+    Array([[4, 3],
+           [2, 1]], dtype=int32)
+  """
   m = _array("rot90", m)
   k = _static_int(k, "rot90", "k") % 4
   axes = _static_ints(axes, "rot90", "axes")
@@ -685,8 +1179,23 @@ def rot90(m, k: int = 1, axes=(0, 1)):
 
 
 def roll(a, shift, axis=None):
-  """Roll elements along ``axis`` by ``shift``, wrapping around; ``a`` is flattened when
-  ``axis`` is None. A traced ``shift`` is rolled with a dynamic slice."""
+  """Roll elements along axes, those shifted past the end coming back at the start.
+
+  Args:
+    a: array-like input.
+    shift: an int or tuple of ints (one per axis in ``axis``); it may be traced.
+    axis: an int or tuple of ints; None flattens ``a``, rolls it and restores its shape.
+
+  Returns:
+    An array of the shape and dtype of ``a``.
+
+  Examples:
+    >>> jnp.roll(jnp.array([1, 2, 3, 4]), 1)
+    Array([4, 1, 2, 3], dtype=int32)
+    >>> jnp.roll(jnp.array([[1, 2], [3, 4]]), -1, axis=1)
+    Array([[2, 1],
+           [4, 3]], dtype=int32)
+  """
   try:
     a = _array("roll", a)
   except TypeError:  # typed keys: their own implementation
@@ -750,7 +1259,20 @@ def _roll_traced(a, shift, axes):
 # --- rank helpers ------------------------------------------------------------------------
 
 def atleast_1d(*arys):
-  """Inputs as arrays of at least one dimension (a list when given several)."""
+  """Convert the inputs to arrays of at least one dimension.
+
+  Args:
+    *arys: array-likes; scalars become shape ``(1,)``, others are unchanged.
+
+  Returns:
+    One array for one argument, a list of arrays for several.
+
+  Examples:
+    >>> jnp.atleast_1d(3)
+    Array([3], dtype=int32, weak_type=True)
+    >>> jnp.atleast_1d(1.0, jnp.array([2.0, 3.0]))
+    [Array([1.], dtype=float32, weak_type=True), Array([2., 3.], dtype=float32)]
+  """
   try:
     util.check_arraylike("atleast_1d", *arys)
   except TypeError:  # typed keys: their own implementation
@@ -760,7 +1282,19 @@ def atleast_1d(*arys):
 
 
 def atleast_2d(*arys):
-  """Inputs as arrays of at least two dimensions (1-d becomes (1, n))."""
+  """Convert the inputs to arrays of at least two dimensions.
+
+  Args:
+    *arys: array-likes; a scalar becomes shape ``(1, 1)`` and shape ``(n,)`` becomes
+      ``(1, n)``.
+
+  Returns:
+    One array for one argument, a list of arrays for several.
+
+  Examples:
+    >>> jnp.atleast_2d(jnp.array([1, 2]))
+    Array([[1, 2]], dtype=int32)
+  """
   try:
     util.check_arraylike("atleast_2d", *arys)
   except TypeError:  # typed keys: their own implementation
@@ -771,7 +1305,21 @@ def atleast_2d(*arys):
 
 
 def atleast_3d(*arys):
-  """Inputs as arrays of at least three dimensions ((n,) -> (1, n, 1), (m, n) -> (m, n, 1))."""
+  """Convert the inputs to arrays of at least three dimensions.
+
+  Args:
+    *arys: array-likes; a scalar becomes ``(1, 1, 1)``, ``(n,)`` becomes ``(1, n, 1)`` and
+      ``(m, n)`` becomes ``(m, n, 1)``.
+
+  Returns:
+    One array for one argument, a list of arrays for several.
+
+  Examples:
+    >>> jnp.atleast_3d(jnp.array([1, 2])).shape
+    (1, 2, 1)
+    >>> jnp.atleast_3d(jnp.ones((2, 3))).shape
+    (2, 3, 1)
+  """
   try:
     util.check_arraylike("atleast_3d", *arys)
   except TypeError:  # typed keys: their own implementation
@@ -797,7 +1345,22 @@ def _warn_not_arraylike(name, a):
 
 
 def shape(a) -> tuple:
-  """The shape of ``a`` (or of any object with a ``shape``)."""
+  """The shape of ``a``.
+
+  Args:
+    a: an array, array-like (list, scalar) or any object with a ``shape`` attribute.
+
+  Returns:
+    A tuple of ints.
+
+  Examples:
+    >>> jnp.shape(jnp.zeros((2, 3)))
+    (2, 3)
+    >>> jnp.shape([[1, 2, 3]])
+    (1, 3)
+    >>> jnp.shape(1.0)
+    ()
+  """
   if hasattr(a, "aval"):
     return get_aval(a).shape
   if hasattr(a, "shape"):
@@ -809,7 +1372,20 @@ def shape(a) -> tuple:
 
 
 def ndim(a) -> int:
-  """The number of dimensions of ``a`` (or its ``ndim`` attribute)."""
+  """The number of dimensions of ``a``.
+
+  Args:
+    a: an array, array-like (list, scalar) or any object with an ``ndim`` attribute.
+
+  Returns:
+    An int.
+
+  Examples:
+    >>> jnp.ndim(jnp.zeros((2, 3)))
+    2
+    >>> jnp.ndim(5)
+    0
+  """
   if hasattr(a, "ndim"):
     return a.ndim
   _warn_not_arraylike("ndim", a)
@@ -819,7 +1395,22 @@ def ndim(a) -> int:
 
 
 def size(a, axis=None) -> int:
-  """The number of elements of ``a`` (along ``axis``, an int or a tuple of ints, if given)."""
+  """The number of elements of ``a``, in total or along some axes.
+
+  Args:
+    a: an array or array-like.
+    axis: None for all elements, or an int or tuple of ints: the product of those axes'
+      lengths.
+
+  Returns:
+    An int.
+
+  Examples:
+    >>> jnp.size(jnp.zeros((2, 3)))
+    6
+    >>> jnp.size(jnp.zeros((2, 3)), axis=1)
+    3
+  """
   _warn_not_arraylike("size", a)
   if not hasattr(a, "shape"):
     a = util.from_jax_array(a)
@@ -841,9 +1432,27 @@ def _is_int_axis(axis) -> bool:
 
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):
-  """``x`` converted to ``dtype``; ``copy=True`` gives a new buffer even when the dtype is
-  unchanged. Complex to real keeps the real part, with JAX's DeprecationWarning (it will
-  become an error: take ``real``/``imag`` first); complex to bool tests for nonzero."""
+  """Convert ``x`` to ``dtype``.
+
+  Complex to real keeps the real part and warns with JAX's ``DeprecationWarning`` (it will
+  become an error: take ``real`` or ``imag`` first); complex to bool tests for non-zero.
+  Floating-point to integer conversion rounds towards zero.
+
+  Args:
+    x: an array or array-like.
+    dtype: the target dtype (64-bit types are narrowed to 32 bits unless x64 is enabled).
+    copy: keyword-only; True returns a new buffer even when the dtype is unchanged.
+    device: keyword-only; optional device or sharding to place the result on.
+
+  Returns:
+    An array of ``x``'s shape and dtype ``dtype``.
+
+  Examples:
+    >>> jnp.astype(jnp.array([1.7, -1.7]), jnp.int32)
+    Array([ 1, -1], dtype=int32)
+    >>> jnp.astype(jnp.array([0, 2]), bool)
+    Array([False,  True], dtype=bool)
+  """
   util.check_arraylike("astype", x)
   x = asarray(x)
   dtype = dtypes.default_float_dtype() if dtype is None else \
@@ -862,7 +1471,24 @@ def astype(x, dtype, /, *, copy: bool = False, device=None):
 
 
 def insert(arr, obj, values, axis: int | None = None):
-  """Insert ``values`` before the (concrete) index or indices ``obj`` along ``axis``."""
+  """Insert values before the given indices along an axis.
+
+  Args:
+    arr: array-like input.
+    obj: an int, slice or sequence of ints: the index or indices (into the original array)
+      before which to insert.
+    values: array-like values, broadcast to the inserted region and cast to ``arr``'s dtype.
+    axis: the axis to insert along; None flattens ``arr`` first.
+
+  Returns:
+    A new array with ``arr``'s dtype, longer along ``axis``.
+
+  Examples:
+    >>> jnp.insert(jnp.array([1, 2, 3]), 1, 9)
+    Array([1, 9, 2, 3], dtype=int32)
+    >>> jnp.insert(jnp.array([1, 2, 3]), [0, 3], jnp.array([7, 8]))
+    Array([7, 1, 2, 3, 8], dtype=int32)
+  """
   a = _array("insert", arr)
   obj = util.from_jax_array(obj)
   if axis is None:
@@ -996,9 +1622,32 @@ def _pad_edge_symbolic(x, lo, hi, axis):
 
 
 def pad(array, pad_width, mode: str = "constant", **kwargs):
-  """Pad ``array`` by ``pad_width`` (NumPy's forms) using ``mode``: 'constant' (with
-  ``constant_values``), 'edge', 'reflect', 'symmetric' (``reflect_type='even'``), 'wrap' or
-  'empty'."""
+  """Pad an array.
+
+  Args:
+    array: array-like input.
+    pad_width: the widths to add before and after each axis, in NumPy's forms: an int, a
+      ``(before, after)`` pair, or one pair per axis.
+    mode: 'constant' (the default), 'empty', 'edge', 'wrap', 'reflect', 'symmetric',
+      'maximum', 'minimum', 'mean', 'median', 'linear_ramp', or a function called as NumPy
+      calls it (each 1-d vector, the widths, the axis and ``kwargs``). Others raise
+      ``NotImplementedError``.
+    **kwargs: the options of ``mode``: ``constant_values`` ('constant'), ``stat_length``
+      ('maximum', 'minimum', 'mean', 'median'), ``end_values`` ('linear_ramp'),
+      ``reflect_type`` ('reflect', 'symmetric'; only 'even' is supported). Others raise
+      ``ValueError``.
+
+  Returns:
+    The padded array, with ``array``'s dtype.
+
+  Examples:
+    >>> jnp.pad(jnp.array([1, 2, 3]), 1)
+    Array([0, 1, 2, 3, 0], dtype=int32)
+    >>> jnp.pad(jnp.array([1, 2, 3]), (2, 1), mode='edge')
+    Array([1, 1, 1, 2, 3, 3], dtype=int32)
+    >>> jnp.pad(jnp.array([1, 2, 3]), 2, mode='reflect')
+    Array([3, 2, 1, 2, 3, 2, 1], dtype=int32)
+  """
   a = _array("pad", array)
   widths = _pad_widths(pad_width, a.ndim)
   if callable(mode):
@@ -1192,7 +1841,24 @@ def _gather_runs(x, index, axis):
 
 
 def rollaxis(a, axis, start=0):
-  """Move ``axis`` to position ``start`` (NumPy's older spelling of ``moveaxis``)."""
+  """Move ``axis`` so that it comes before position ``start`` (NumPy's older ``moveaxis``).
+
+  Args:
+    a: array-like input.
+    axis: the axis to move.
+    start: the axis is moved to just before this position (measured before the move).
+
+  Returns:
+    An array with ``a``'s data and dtype, its axes rearranged.
+
+  Examples:
+    >>> jnp.rollaxis(jnp.zeros((2, 3, 4)), 2).shape
+    (4, 2, 3)
+    >>> jnp.rollaxis(jnp.zeros((2, 3, 4)), 0, 2).shape
+    (3, 2, 4)
+
+  See also: :func:`hlox.numpy.moveaxis`.
+  """
   util.check_arraylike("rollaxis", a)
   a = asarray(a)
   nd = get_aval(a).ndim
@@ -1208,7 +1874,19 @@ def rollaxis(a, axis, start=0):
 
 
 def unstack(x, /, *, axis=0):
-  """The slices of ``x`` along ``axis``, as a tuple."""
+  """Split ``x`` into its slices along an axis.
+
+  Args:
+    x: an array.
+    axis: keyword-only; the axis to take slices along (it is removed from each slice).
+
+  Returns:
+    A tuple of ``x.shape[axis]`` arrays with ``x``'s dtype.
+
+  Examples:
+    >>> jnp.unstack(jnp.array([[1, 2], [3, 4]]))
+    (Array([1, 2], dtype=int32), Array([3, 4], dtype=int32))
+  """
   util.check_arraylike("unstack", x)
   x = asarray(x)
   if get_aval(x).ndim == 0:
@@ -1219,7 +1897,22 @@ def unstack(x, /, *, axis=0):
 
 
 def resize(a, new_shape):
-  """``ravel(a)`` repeated (or cut) to fill ``new_shape``."""
+  """An array of shape ``new_shape`` filled by repeating (or cutting) ``ravel(a)``.
+
+  Unlike ``reshape``, the number of elements may change.
+
+  Args:
+    a: array-like input.
+    new_shape: an int or tuple of non-negative ints.
+
+  Returns:
+    An array of shape ``new_shape`` and ``a``'s dtype.
+
+  Examples:
+    >>> jnp.resize(jnp.array([1, 2, 3]), (2, 4))
+    Array([[1, 2, 3, 1],
+           [2, 3, 1, 2]], dtype=int32)
+  """
   util.check_arraylike("resize", a)
   new_shape = (operator.index(new_shape),) if np.ndim(new_shape) == 0 else tuple(
       operator.index(d) for d in new_shape)
@@ -1235,9 +1928,26 @@ def resize(a, new_shape):
 
 
 def trim_zeros(filt, trim="fb", axis=None):
-  """``filt`` (concrete) without its leading (``'f'``) and/or trailing (``'b'``) zeros: along
-  ``axis`` (an int, a tuple, or None for all axes), the slices that are entirely zero
-  (NumPy 2.2's n-dimensional rule)."""
+  """Remove leading and/or trailing zeros.
+
+  Along each axis in ``axis``, the slices at the front and back that are entirely zero are cut
+  off (NumPy 2.2's n-dimensional rule). ``filt`` must be concrete, since the result's shape
+  depends on its values.
+
+  Args:
+    filt: an array-like input.
+    trim: 'f' to trim the front, 'b' the back, 'fb' (the default) both.
+    axis: an int, a tuple of ints, or None for all axes.
+
+  Returns:
+    A slice of ``filt``, with its dtype.
+
+  Examples:
+    >>> jnp.trim_zeros(jnp.array([0, 0, 1, 2, 0]))
+    Array([1, 2], dtype=int32)
+    >>> jnp.trim_zeros(jnp.array([0, 1, 0]), trim='f')
+    Array([1, 0], dtype=int32)
+  """
   util.check_arraylike("trim_zeros", filt)
   value = util.concrete_value("trim_zeros", filt)
   if value.ndim == 0:  # no axis to trim (NumPy >= 2.2 returns it as is)
@@ -1258,7 +1968,24 @@ def trim_zeros(filt, trim="fb", axis=None):
 
 
 def block(arrays):
-  """Assemble an array from nested lists of blocks (the innermost list joins the last axis)."""
+  """Assemble an array from nested lists of blocks.
+
+  The innermost lists are joined along the last axis, the next level along the one before it,
+  and so on; all blocks are made to have the same number of dimensions first.
+
+  Args:
+    arrays: nested lists of array-likes, all lists at a level of the same depth.
+
+  Returns:
+    The assembled array, of the blocks' promoted dtype.
+
+  Examples:
+    >>> a = jnp.eye(2, dtype=int)
+    >>> jnp.block([[a, jnp.zeros((2, 1), int)], [jnp.ones((1, 2), int), 5 * jnp.ones((1, 1), int)]])
+    Array([[1, 0, 0],
+           [0, 1, 0],
+           [1, 1, 5]], dtype=int32)
+  """
   def depth(x):
     return 1 + depth(x[0]) if isinstance(x, list) and x else (1 if isinstance(x, list) else 0)
   if isinstance(arrays, tuple):

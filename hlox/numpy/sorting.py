@@ -59,8 +59,30 @@ def _index_dtype(dtype):
 
 def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
          descending: bool = False):
-  """A sorted copy of ``a`` along ``axis`` (``None``: flattened). NaNs sort last
-  (first with ``descending=True``)."""
+  """A sorted copy of ``a`` along an axis.
+
+  NaNs sort to the end (to the front with ``descending=True``); complex values sort by real
+  part, then imaginary part.
+
+  Args:
+    a: array-like input.
+    axis: the axis to sort along; None sorts the flattened array.
+    kind: unsupported (raises ``TypeError``); use ``stable`` instead.
+    order: unsupported (structured dtypes); must be None.
+    stable: keyword-only; whether equal entries keep their relative order.
+    descending: keyword-only; sort from largest to smallest.
+
+  Returns:
+    An array of ``a``'s shape and dtype (1-d when ``axis`` is None).
+
+  Examples:
+    >>> x = jnp.array([[3, 1, 2], [9, 8, 7]])
+    >>> jnp.sort(x)
+    Array([[1, 2, 3],
+           [7, 8, 9]], dtype=int32)
+    >>> jnp.sort(x, axis=None, descending=True)
+    Array([9, 8, 7, 3, 2, 1], dtype=int32)
+  """
   _check_kind_order("sort", kind, order)
   a = _array("sort", a)
   a, dim = _flatten_for_axis("sort", a, axis)
@@ -70,8 +92,30 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
 
 def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True,
             descending: bool = False, dtype=None):
-  """Indices that sort ``a`` along ``axis`` (``None``: flattened). Stable by default: equal
-  entries keep their order, also with ``descending=True``."""
+  """The indices that sort ``a`` along an axis.
+
+  Stable by default: equal entries keep their order, also with ``descending=True``.
+
+  Args:
+    a: array-like input.
+    axis: the axis to sort along; None sorts the flattened array.
+    kind: unsupported (raises ``TypeError``); use ``stable`` instead.
+    order: unsupported (structured dtypes); must be None.
+    stable: keyword-only; whether equal entries keep their relative order.
+    descending: keyword-only; sort from largest to smallest.
+    dtype: keyword-only optional integer dtype of the indices.
+
+  Returns:
+    An integer array of ``a``'s shape (1-d when ``axis`` is None) such that
+    ``take_along_axis(a, result, axis)`` is sorted.
+
+  Examples:
+    >>> x = jnp.array([3, 1, 2, 1])
+    >>> jnp.argsort(x)
+    Array([1, 3, 2, 0], dtype=int32)
+    >>> jnp.argsort(x, descending=True)
+    Array([0, 2, 1, 3], dtype=int32)
+  """
   _check_kind_order("argsort", kind, order)
   a = _array("argsort", a)
   a, dim = _flatten_for_axis("argsort", a, axis)
@@ -85,7 +129,22 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
 
 
 def lexsort(keys, axis: int = -1):
-  """Indices sorting by several keys; the *last* key is the primary one (as in NumPy)."""
+  """Indices that sort by several keys, the *last* key being the primary one.
+
+  Args:
+    keys: a sequence of same-shaped array-likes, or a 2-d+ array whose leading axis indexes
+      the keys.
+    axis: the axis to sort along.
+
+  Returns:
+    An array of indices of the default integer dtype, of the keys' shape.
+
+  Examples:
+    >>> surname = jnp.array([2, 1, 2, 1])
+    >>> first = jnp.array([0, 5, 1, 3])
+    >>> jnp.lexsort((first, surname))
+    Array([3, 1, 0, 2], dtype=int32)
+  """
   if isinstance(keys, (list, tuple)):
     keys = [_array("lexsort", k) for k in keys]
   else:
@@ -118,8 +177,23 @@ def _check_kth(name, kth, n):
 
 
 def partition(a, kth: int, axis: int = -1):
-  """A copy of ``a`` with the ``kth`` entry in sorted position, smaller ones before it and
-  larger ones after (this implementation fully sorts, which satisfies that contract)."""
+  """A copy of ``a`` with the ``kth`` entry in sorted position along an axis.
+
+  Entries before position ``kth`` are no larger and those after it no smaller. The order
+  within each side is unspecified (this implementation sorts fully, which satisfies that).
+
+  Args:
+    a: array-like input.
+    kth: a static int, the position to place (negative counts from the end).
+    axis: the axis to partition along.
+
+  Returns:
+    An array of ``a``'s shape and dtype.
+
+  Examples:
+    >>> jnp.partition(jnp.array([5, 1, 4, 2, 3]), 2)[2]
+    Array(3, dtype=int32)
+  """
   a = _array("partition", a)
   aval = get_aval(a)
   dim = canonicalize_axis(axis, aval.ndim, "partition")
@@ -128,7 +202,23 @@ def partition(a, kth: int, axis: int = -1):
 
 
 def argpartition(a, kth: int, axis: int = -1):
-  """Indices that partition ``a`` about its ``kth`` entry (see :func:`partition`)."""
+  """The indices that partition ``a`` about its ``kth`` entry along an axis.
+
+  See :func:`hlox.numpy.partition`; ``a[result]`` is such a partition.
+
+  Args:
+    a: array-like input.
+    kth: a static int, the position to place (negative counts from the end).
+    axis: the axis to partition along.
+
+  Returns:
+    An array of indices of ``a``'s shape.
+
+  Examples:
+    >>> x = jnp.array([5, 1, 4, 2, 3])
+    >>> x[jnp.argpartition(x, 1)[1]]
+    Array(2, dtype=int32)
+  """
   a = _array("argpartition", a)
   aval = get_aval(a)
   dim = canonicalize_axis(axis, aval.ndim, "argpartition")
@@ -137,7 +227,21 @@ def argpartition(a, kth: int, axis: int = -1):
 
 
 def sort_complex(a):
-  """Sort ``a`` along its last axis, returned as a complex array."""
+  """Sort ``a`` along its last axis (real part first, then imaginary part), as a complex array.
+
+  Args:
+    a: array-like input.
+
+  Returns:
+    An array of ``a``'s shape and a complex dtype (complex64, or complex128 for 64-bit input
+    with x64 enabled).
+
+  Examples:
+    >>> jnp.sort_complex(jnp.array([3, 1, 2]))
+    Array([1.+0.j, 2.+0.j, 3.+0.j], dtype=complex64)
+    >>> jnp.sort_complex(jnp.array([1 + 2j, 1 - 1j, 0j]))
+    Array([0.+0.j, 1.-1.j, 1.+2.j], dtype=complex64)
+  """
   a = _array("sort_complex", a)
   result = sort(a, axis=-1)
   dtype = get_aval(result).dtype
@@ -150,9 +254,36 @@ def sort_complex(a):
 def unique(ar, return_index: bool = False, return_inverse: bool = False,
            return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
            size: int | None = None, fill_value=None, sorted: bool = True):
-  """Sorted unique entries of ``ar`` (computed on the host: ``ar`` must be concrete).
+  """The sorted unique entries of an array.
 
-  ``size`` pads (with ``fill_value``, default the smallest entry) or truncates the result.
+  Without ``size`` the values must be concrete (the result's length depends on them; a traced
+  ``ar`` raises ``ConcretizationTypeError``). With a static ``size`` the result is padded (with
+  ``fill_value``) or truncated to that length, and works under ``jit``.
+
+  Args:
+    ar: array-like input.
+    return_index: also return the index of the first occurrence of each unique value.
+    return_inverse: also return the indices that rebuild ``ar`` from the unique values.
+    return_counts: also return how often each unique value occurs.
+    axis: None to work on the flattened array, or an axis whose slices are compared.
+    equal_nan: keyword-only; whether all NaNs count as one value.
+    size: keyword-only static length of the result.
+    fill_value: keyword-only padding value when ``size`` is larger than the number of unique
+      values (default: the smallest value).
+    sorted: keyword-only; accepted for compatibility (the values are always sorted).
+
+  Returns:
+    The unique values (an array of ``ar``'s dtype), or a tuple of it followed by the
+    requested index, inverse and count arrays (of the default integer dtype).
+
+  Examples:
+    >>> x = jnp.array([3, 1, 3, 2, 1])
+    >>> jnp.unique(x)
+    Array([1, 2, 3], dtype=int32)
+    >>> jnp.unique(x, return_counts=True)
+    (Array([1, 2, 3], dtype=int32), Array([2, 1, 2], dtype=int32))
+    >>> jnp.unique(x, size=5, fill_value=0)
+    Array([1, 2, 3, 0, 0], dtype=int32)
   """
   ar = util.from_jax_array(ar)
   if isinstance(ar, Tracer) and size is not None:

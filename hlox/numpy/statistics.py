@@ -22,10 +22,27 @@ __all__ = ["bincount", "histogram", "histogram_bin_edges", "cov", "corrcoef", "q
 
 
 def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
-  """Counts (or summed ``weights``) of each non-negative integer in ``x``.
+  """Count the occurrences of each non-negative integer in ``x``.
 
-  The output length is ``max(max(x) + 1, minlength)``, which needs concrete ``x``; under jit
-  pass ``length``. Negative entries are not counted; entries past ``length`` are dropped.
+  The result's length is ``max(max(x) + 1, minlength)``, which needs a concrete ``x``; under
+  ``jit`` pass ``length``. Negative entries are not counted, and entries at or past ``length``
+  are dropped.
+
+  Args:
+    x: 1-d array-like of integers.
+    weights: optional array-like of ``x``'s shape: each entry adds its weight instead of 1.
+    minlength: the least length of the result.
+    length: keyword-only static length of the result (overrides the computed one).
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    A 1-d array: of the default integer dtype, or of ``weights``' dtype when given.
+
+  Examples:
+    >>> jnp.bincount(jnp.array([0, 1, 1, 3]))
+    Array([1, 2, 0, 1], dtype=int32)
+    >>> jnp.bincount(jnp.array([0, 1, 1]), weights=jnp.array([0.5, 1., 2.]), length=4)
+    Array([0.5, 3. , 0. , 0. ], dtype=float32)
   """
   util.check_arraylike("bincount", x)
   x = creation.asarray(x)
@@ -53,7 +70,23 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
-  """The edges of ``bins`` equal-width bins over ``range`` (default: min to max of ``a``)."""
+  """The edges of equal-width histogram bins.
+
+  Args:
+    a: array-like data (flattened).
+    bins: the number of bins, or a 1-d array of edges (returned as they are). String
+      estimators raise ``NotImplementedError``.
+    range: optional ``(lower, upper)`` bounds (default: the minimum and maximum of ``a``;
+      an empty range is widened by 0.5 on either side).
+    weights: unused; accepted for NumPy compatibility.
+
+  Returns:
+    A 1-d array of ``bins + 1`` edges, of a floating dtype.
+
+  Examples:
+    >>> jnp.histogram_bin_edges(jnp.array([1, 2, 5]), bins=4)
+    Array([1., 2., 3., 4., 5.], dtype=float32)
+  """
   util.check_arraylike("histogram_bin_edges", a)
   if isinstance(bins, str):
     raise NotImplementedError("string values for `bins` not implemented.")
@@ -80,7 +113,29 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
 
 
 def histogram(a, bins=10, range=None, weights=None, density=None):
-  """``(counts, bin_edges)`` of ``a``; the last bin includes its right edge."""
+  """Histogram of the values of ``a``.
+
+  Bins are half-open ``[edge_i, edge_i+1)``, except the last one, which includes its right
+  edge. Values outside the range are not counted.
+
+  Args:
+    a: array-like data (flattened).
+    bins: the number of equal-width bins, or a 1-d array of monotonically increasing edges.
+    range: optional ``(lower, upper)`` bounds (default: the minimum and maximum of ``a``).
+    weights: optional array-like of ``a``'s shape: each value adds its weight instead of 1.
+    density: if True, normalize the counts so that the histogram integrates to 1.
+
+  Returns:
+    A tuple ``(counts, bin_edges)`` of 1-d arrays of floating dtype, of lengths ``bins`` and
+    ``bins + 1``.
+
+  Examples:
+    >>> counts, edges = jnp.histogram(jnp.array([1, 2, 2, 3, 5]), bins=4)
+    >>> counts
+    Array([1., 2., 1., 1.], dtype=float32)
+    >>> edges
+    Array([1., 2., 3., 4., 5.], dtype=float32)
+  """
   util.check_arraylike("histogram", a)
   if weights is not None and get_aval(creation.asarray(weights)).shape != get_aval(
       creation.asarray(a)).shape:
@@ -109,8 +164,31 @@ def _check_inexact_dtype(name, dtype):
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
         dtype=None):
-  """Covariance matrix of the variables in the rows (``rowvar``) or columns of ``m``,
-  computed in ``dtype`` (an inexact type) if given."""
+  """Covariance matrix of a set of variables.
+
+  Args:
+    m: 1-d or 2-d array-like: each row (with ``rowvar``) or column is a variable, each
+      column (or row) an observation.
+    y: optional second set of variables, stacked below those of ``m``.
+    rowvar: whether the rows of ``m`` are the variables.
+    bias: if True, normalize by ``N`` instead of ``N - 1``.
+    ddof: optional degrees-of-freedom correction, overriding ``bias``.
+    fweights: optional 1-d integer frequency weights, one per observation.
+    aweights: optional 1-d observation weights.
+    dtype: optional inexact dtype to compute in.
+
+  Returns:
+    A ``(V, V)`` array for ``V`` variables (a scalar array for a single variable), of a
+    floating dtype.
+
+  Examples:
+    >>> x = jnp.array([[0., 1., 2.], [2., 1., 0.]])
+    >>> jnp.cov(x)
+    Array([[ 1., -1.],
+           [-1.,  1.]], dtype=float32)
+    >>> jnp.cov(jnp.array([1., 2., 4.]))
+    Array(2.3333333, dtype=float32)
+  """
   util.check_arraylike("cov", m)
   if ddof is not None and not isinstance(ddof, int):
     raise ValueError("ddof must be integer")
@@ -166,8 +244,22 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
 
 
 def corrcoef(x, y=None, rowvar=True, dtype=None):
-  """Pearson correlation coefficients (``cov`` normalized by the standard deviations),
-  computed in ``dtype`` (an inexact type) if given."""
+  """Pearson correlation coefficients: ``cov`` normalized by the standard deviations.
+
+  Args:
+    x: 1-d or 2-d array-like of variables (as for ``cov``).
+    y: optional second set of variables.
+    rowvar: whether the rows of ``x`` are the variables.
+    dtype: optional inexact dtype to compute in.
+
+  Returns:
+    A ``(V, V)`` array of coefficients in ``[-1, 1]``, of a floating dtype.
+
+  Examples:
+    >>> jnp.corrcoef(jnp.array([[1., 2., 3.], [3., 1., 2.]]))
+    Array([[ 1. , -0.5],
+           [-0.5,  1. ]], dtype=float32)
+  """
   util.check_arraylike("corrcoef", x)
   _check_inexact_dtype("corrcoef", dtype)
   c = cov(x, y, rowvar, dtype=dtype)
@@ -309,23 +401,94 @@ def _inverted_cdf(a, qq, weights, maxi):
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None):
-  """The ``q``-th quantiles (``q`` in [0, 1]) of ``a`` along ``axis``; ``weights`` (with
-  ``method='inverted_cdf'`` only) weigh each element, shaped as ``a`` or the reduced axes."""
+  """The ``q``-th quantiles of the data along the given axes.
+
+  NaNs in a slice make its quantile NaN (see ``nanquantile``).
+
+  Args:
+    a: array-like data.
+    q: a scalar or array of probabilities in ``[0, 1]``.
+    axis: an int or tuple of ints to reduce over (None: all axes).
+    out: unsupported; must be None.
+    overwrite_input: ignored (hlox arrays are immutable).
+    method: 'linear' (the default), 'lower', 'higher', 'midpoint', 'nearest' or
+      'inverted_cdf': how to pick a value between two data points.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    weights: keyword-only optional weights (with ``method='inverted_cdf'`` only, otherwise
+      ``NotImplementedError``), shaped as ``a`` or as the reduced axes.
+
+  Returns:
+    An array of ``q``'s shape followed by ``a``'s shape without the reduced axes, of a floating
+    dtype.
+
+  Examples:
+    >>> x = jnp.array([1., 2., 3., 4.])
+    >>> jnp.quantile(x, 0.5)
+    Array(2.5, dtype=float32)
+    >>> jnp.quantile(x, jnp.array([0.25, 0.75]), method='lower')
+    Array([1., 3.], dtype=float32)
+  """
   _check_quantile_args("quantile", out, overwrite_input)
   return _quantile("quantile", a, q, axis, method, keepdims, False, weights)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
-  """``quantile`` ignoring NaNs (and their weights)."""
+  """The ``q``-th quantiles of the data along the given axes, ignoring NaNs.
+
+  NaNs (and their weights) are left out; an all-NaN slice gives NaN.
+
+  Args:
+    a: array-like data.
+    q: a scalar or array of probabilities in ``[0, 1]``.
+    axis: an int or tuple of ints to reduce over (None: all axes).
+    out: unsupported; must be None.
+    overwrite_input: ignored (hlox arrays are immutable).
+    method: 'linear' (the default), 'lower', 'higher', 'midpoint', 'nearest' or
+      'inverted_cdf': how to pick a value between two data points.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    weights: keyword-only optional weights (with ``method='inverted_cdf'`` only, otherwise
+      ``NotImplementedError``), shaped as ``a`` or as the reduced axes.
+
+  Returns:
+    An array of ``q``'s shape followed by ``a``'s shape without the reduced axes, of a floating
+    dtype.
+
+  Examples:
+    >>> jnp.nanquantile(jnp.array([1., jnp.nan, 3.]), 0.5)
+    Array(2., dtype=float32)
+  """
   _check_quantile_args("nanquantile", out, overwrite_input)
   return _quantile("nanquantile", a, q, axis, method, keepdims, True, weights)
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None, out_sharding=None):
-  """The ``q``-th percentiles (``q`` in [0, 100]) of ``a`` along ``axis`` (``weights`` as in
-  ``quantile``)."""
+  """The ``q``-th percentiles of the data along the given axes.
+
+  Same as ``quantile`` with ``q / 100``.
+
+  Args:
+    a: array-like data.
+    q: a scalar or array of percentages in ``[0, 100]``.
+    axis: an int or tuple of ints to reduce over (None: all axes).
+    out: unsupported; must be None.
+    overwrite_input: ignored (hlox arrays are immutable).
+    method: 'linear' (the default), 'lower', 'higher', 'midpoint', 'nearest' or
+      'inverted_cdf': how to pick a value between two data points.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    weights: keyword-only optional weights (with ``method='inverted_cdf'`` only, otherwise
+      ``NotImplementedError``), shaped as ``a`` or as the reduced axes.
+    out_sharding: keyword-only; sharding of the result (None: the default placement).
+
+  Returns:
+    An array of ``q``'s shape followed by ``a``'s shape without the reduced axes, of a floating
+    dtype.
+
+  Examples:
+    >>> jnp.percentile(jnp.array([1., 2., 3., 4., 5.]), jnp.array([10, 50]))
+    Array([1.4, 3. ], dtype=float32)
+  """
   _check_quantile_args("percentile", out, overwrite_input)
   util.check_arraylike("percentile", a, q)
   q = ufuncs.true_divide(q, 100.0)
@@ -342,7 +505,30 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
-  """``percentile`` ignoring NaNs (and their weights)."""
+  """The ``q``-th percentiles of the data along the given axes, ignoring NaNs.
+
+  NaNs (and their weights) are left out; an all-NaN slice gives NaN.
+
+  Args:
+    a: array-like data.
+    q: a scalar or array of percentages in ``[0, 100]``.
+    axis: an int or tuple of ints to reduce over (None: all axes).
+    out: unsupported; must be None.
+    overwrite_input: ignored (hlox arrays are immutable).
+    method: 'linear' (the default), 'lower', 'higher', 'midpoint', 'nearest' or
+      'inverted_cdf': how to pick a value between two data points.
+    keepdims: if True, reduced axes stay in the result with size 1.
+    weights: keyword-only optional weights (with ``method='inverted_cdf'`` only, otherwise
+      ``NotImplementedError``), shaped as ``a`` or as the reduced axes.
+
+  Returns:
+    An array of ``q``'s shape followed by ``a``'s shape without the reduced axes, of a floating
+    dtype.
+
+  Examples:
+    >>> jnp.nanpercentile(jnp.array([1., jnp.nan, 3.]), 50)
+    Array(2., dtype=float32)
+  """
   _check_quantile_args("nanpercentile", out, overwrite_input)
   util.check_arraylike("nanpercentile", a, q)
   q = ufuncs.true_divide(q, 100.0)
@@ -350,7 +536,24 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-  """The median of ``a`` along ``axis``, ignoring NaNs."""
+  """The median along the given axes, ignoring NaNs.
+
+  An all-NaN slice gives NaN. Integer inputs give the default floating dtype.
+
+  Args:
+    a: array-like data.
+    axis: an int or tuple of ints to reduce over (None: all axes).
+    out: unsupported; must be None.
+    overwrite_input: ignored (hlox arrays are immutable).
+    keepdims: if True, reduced axes stay in the result with size 1.
+
+  Returns:
+    An array of ``a``'s shape without the reduced axes, of a floating dtype.
+
+  Examples:
+    >>> jnp.nanmedian(jnp.array([[1., jnp.nan, 3.], [4., 5., 9.]]), axis=1)
+    Array([2., 5.], dtype=float32)
+  """
   _check_quantile_args("nanmedian", out, overwrite_input)
   return _quantile("nanmedian", a, 0.5, axis, "midpoint", keepdims, True)
 
