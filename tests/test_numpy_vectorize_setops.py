@@ -149,3 +149,15 @@ def test_unique_size_slice_fill_value():
                np.array([[1, 5, 7], [0, 5, 8], [1, 5, 9]]), np.int32)
   with pytest.raises(ValueError, match="fill_value must be specified"):
     jnp.unique(np.zeros((0,)), size=2)
+
+
+def test_unique_result_tuples_are_named_as_jax_names_them():
+  # Printed results name their tuple type: JAX's are _Unique*Result.
+  x = jnp.array([3, 1, 3])
+  values, counts = jnp.unique_counts(x)
+  assert type(jnp.unique_counts(x)).__name__ == "_UniqueCountsResult"
+  assert type(jnp.unique_inverse(x)).__name__ == "_UniqueInverseResult"
+  assert type(jnp.unique_all(x)).__name__ == "_UniqueAllResult"
+  np.testing.assert_array_equal(values, [1, 3])
+  np.testing.assert_array_equal(counts, [1, 2])
+  assert repr(jnp.unique_counts(x)).startswith("_UniqueCountsResult(values=Array([1, 3]")

@@ -88,7 +88,7 @@ def unique_counts(x, *, size=None, fill_value=None):
     (Array([1, 2, 3], dtype=int32), Array([1, 1, 2], dtype=int32))
   """
   values, counts = sorting.unique(x, return_counts=True, size=size, fill_value=fill_value)
-  return _UniqueCounts(values, counts)
+  return _UniqueCountsResult(values, counts)
 
 
 def unique_inverse(x, *, size=None, fill_value=None):
@@ -112,7 +112,7 @@ def unique_inverse(x, *, size=None, fill_value=None):
     (Array([1, 2, 3], dtype=int32), Array([2, 0, 2, 1], dtype=int32))
   """
   values, inverse = sorting.unique(x, return_inverse=True, size=size, fill_value=fill_value)
-  return _UniqueInverse(values, shapes.reshape(inverse, get_aval(creation.asarray(x)).shape))
+  return _UniqueInverseResult(values, shapes.reshape(inverse, get_aval(creation.asarray(x)).shape))
 
 
 def unique_all(x, *, size=None, fill_value=None):
@@ -138,21 +138,21 @@ def unique_all(x, *, size=None, fill_value=None):
   values, index, inverse, counts = sorting.unique(x, return_index=True, return_inverse=True,
                                               return_counts=True, size=size,
                                               fill_value=fill_value)
-  return _UniqueAll(values, index, shapes.reshape(inverse, get_aval(creation.asarray(x)).shape),
+  return _UniqueAllResult(values, index, shapes.reshape(inverse, get_aval(creation.asarray(x)).shape),
                     counts)
 
 
-class _UniqueCounts(NamedTuple):
+class _UniqueCountsResult(NamedTuple):
   values: object
   counts: object
 
 
-class _UniqueInverse(NamedTuple):
+class _UniqueInverseResult(NamedTuple):
   values: object
   inverse_indices: object
 
 
-class _UniqueAll(NamedTuple):
+class _UniqueAllResult(NamedTuple):
   values: object
   indices: object
   inverse_indices: object
