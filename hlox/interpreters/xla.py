@@ -893,7 +893,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
                           num_replicas: int = 1, axis_env=None, *, body: Callable = None,
                           arg_avals=None, result_avals=None, mesh=None, arg_shardings=None,
                           result_shardings=None, platform: str | None = None,
-                          result_layouts_known=None) -> Lowered:
+                          result_layouts_known=None, annotated_args=None) -> Lowered:
   """Lower a closed jaxpr to a module whose public ``main`` takes its invars.
 
   With ``keep_unused=False`` the arguments the jaxpr does not use are dropped from ``main``
@@ -910,7 +910,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   is known and is the argument's own (``result_layouts_known``: per result, None where XLA
   picks the layout, else ``(sharding, fixed)``, ``fixed`` for a constraint's). One XLA lays
   out, or whose type gives another layout, is marked a donor (XLA reuses it if it can); a
-  constraint to another layout leaves the argument unused (as JAX).
+  constraint to another layout leaves the argument unused (as JAX). ``annotated_args`` (per
+  invar, for a module only shown or exported, as JAX's): the arguments whose layout was
+  given; the others carry no attribute (XLA would pick theirs).
 
   ``platform`` picks the per-platform lowering rules ("cpu", "cuda"); by default the default
   device's.
@@ -970,6 +972,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
                                   ([arg_shardings[i] for i in kept], known, mesh.size))
       if arg_shardings is not None:
         for attrs, i in zip(arg_attrs, kept):
+          if annotated_args is not None and not annotated_args[i]:
+            continue
           attrs["sdy.sharding"] = ir.Attribute.parse(
               arg_shardings[i].sdy_text(main_in[i].ndim))
       if any(arg_attrs):
