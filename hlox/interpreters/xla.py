@@ -135,6 +135,9 @@ class ModuleContext:
     # Set by a call of a shape-polymorphic exported module: the finished module has dynamic
     # sizes to resolve (``runtime/shape_refinement.py``).
     self.refine_shapes = False
+    # (name, new name) of the meshes of spliced exported modules renamed because the
+    # program had a symbol of that name: see ``_give_back_mesh_names``.
+    self.renamed_meshes = []
 
   def location(self, label: str, info) -> ir.Location:
     """``loc("<scope>/<label>"("<function>"("<file>":line:col)))`` for an equation's ops,
@@ -1010,6 +1013,8 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       if mctx.entry_layouts["in"] or mctx.entry_layouts["out"]:
         result_layouts = _set_entry_layouts(fn, mctx.entry_layouts, arg_attrs, result_attrs,
                                             outs)
+      if mctx.renamed_meshes:
+        _give_back_mesh_names(module, mctx.renamed_meshes)
   if mctx.refine_shapes and env is None:
     module = shape_refinement.refine_polymorphic_shapes(module, ctx)
   out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
@@ -1096,6 +1101,26 @@ def _declare_mesh(module, mesh) -> None:
   axes = ", ".join(f'"{n}"={k}' for n, k in mesh.shape.items())
   with ir.InsertionPoint(module.body):
     sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
+
+
+def _give_back_mesh_names(module, renamed) -> None:
+  """As JAX names them, a spliced exported module keeps its mesh's name (``@mesh``) and the
+  program's own mesh is named after it (``@mesh_0``): the program's declaration is renamed,
+  then the spliced one gets its name back."""
+  symbols = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op
+             for op in module.body.operations if "sym_name" in op.operation.attributes}
+  for old, new in renamed:
+    own = symbols.get(old)
+    if own is None or new not in symbols or own.operation.name != "sdy.mesh":
+      continue
+    k = 0
+    while f"{old}_{k}" in symbols:
+      k += 1
+    fresh = f"{old}_{k}"
+    for a, b in ((old, fresh), (new, old)):
+      ir.SymbolTable.replace_all_symbol_uses(a, b, module.operation)
+      ir.SymbolTable.set_symbol_name(symbols[a].operation, b)
+    return  # (the first one: later ones keep the names they got)
 
 
 # What a token result of a program is on the device: an empty array.
