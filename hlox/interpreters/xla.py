@@ -968,8 +968,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       known = None
       if mesh is not None and arg_shardings is not None:
         known = list(result_layouts_known or [None] * len(main_out))
-        if result_shardings is not None:  # (the types' layouts)
-          known = [k if s is None else (s, False) for s, k in zip(result_shardings, known)]
+        if result_shardings is not None:  # (the types' layouts; a constraint's stays fixed)
+          known = [k if s is None or (k is not None and k[1]) else (s, False)
+                   for s, k in zip(result_shardings, known)]
       arg_attrs = _donation_attrs([main_in[i] for i in kept], [donated[i] for i in kept],
                                   main_out, None if known is None else
                                   ([arg_shardings[i] for i in kept], known, mesh.size))
