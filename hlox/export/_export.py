@@ -21,7 +21,7 @@ from hlox.api import JitWrapped, ShapeDtypeStruct, jit
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import eval_jaxpr
 from hlox.core.shape_poly import is_symbolic_dim
-from hlox.interpreters import exported_module
+from hlox.interpreters import dim_lowering, exported_module
 from hlox.lax.call_exported import call_exported_p
 from hlox.runtime import client
 from hlox.runtime import sharding as sharding_lib
@@ -273,7 +273,8 @@ def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported
         f"{maximum_supported_calling_convention_version}]")
   inner = traced._traced  # the jaxpr (constants as leading arguments) and its types
   n_consts = len(inner.consts)
-  lowereds = [_lower_for(traced, p) for p in platforms]
+  with dim_lowering.wrapped_entry():  # (JAX's calling convention for symbolic shapes)
+    lowereds = [_lower_for(traced, p) for p in platforms]
   first = lowereds[0]
   if first.replicas is not None:
     raise NotImplementedError("export of a function containing pmap is not supported")

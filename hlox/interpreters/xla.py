@@ -1001,14 +1001,15 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         for i, aval in enumerate(in_avals):
           if aval is abstract_token:
             args[i] = hlo.create_token()
-        consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-        env = dim_lowering.solve_in_program(in_avals, args)
+        wrap = dim_lowering.wrapping_entry()
+        env = dim_lowering.solve_in_program(in_avals, args, assertions=wrap)
         if env is not None:
           module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(True)
-        with dim_lowering.lowering_env(env):
-          outs = list((body or lower_jaxpr)(mctx, jaxpr, consts, args))
-        for i in token_outs:
-          outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
+        if env is not None and wrap:
+          outs = _call_wrapped_main(mctx, closed, body or lower_jaxpr, kept, args, env,
+                                    out_types, token_outs)
+        else:
+          outs = _lower_body(mctx, closed, body or lower_jaxpr, args, env, token_outs)
         func_dialect.ReturnOp(outs)
       result_layouts = {}
       if mctx.entry_layouts["in"] or mctx.entry_layouts["out"]:
@@ -1102,6 +1103,47 @@ def _declare_mesh(module, mesh) -> None:
   axes = ", ".join(f'"{n}"={k}' for n, k in mesh.shape.items())
   with ir.InsertionPoint(module.body):
     sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
+
+
+def _lower_body(mctx, closed, body, args, env, token_outs) -> list:
+  """The values a program's entry returns: ``closed`` lowered on ``args`` with the
+  dimension variables ``env``."""
+  consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+  with dim_lowering.lowering_env(env):
+    outs = list(body(mctx, closed.jaxpr, consts, args))
+  for i in token_outs:
+    outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
+  return outs
+
+
+def _call_wrapped_main(mctx, closed, body, kept, args, env, out_types, token_outs) -> list:
+  """JAX's exported calling convention: the program in ``_wrapped_jax_export_main``, which
+  takes the dimension variables (by name, marked ``jax.global_constant``) and then the
+  kept arguments; its call from ``main``."""
+  names = sorted(env)
+  i64 = ir.RankedTensorType.get((), ir.IntegerType.get_signless(64))
+  kept_values = [args[i] for i in kept]
+  in_types = [i64] * len(names) + [v.type for v in kept_values]
+  fn_name = mctx.unique_name("_wrapped_jax_export_main")
+  with ir.InsertionPoint(mctx.module.body):
+    fn = func_dialect.FuncOp(fn_name, ir.FunctionType.get(in_types, out_types))
+    fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    fn.arg_attrs = ir.ArrayAttr.get(
+        [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get(n)}) for n in names] +
+        [ir.DictAttr.get({}) for _ in kept_values])
+    block = fn.add_entry_block()
+    with ir.InsertionPoint(block):
+      inner = [None] * len(args)
+      for pos, i in enumerate(kept):
+        inner[i] = block.arguments[len(names) + pos]
+      for i, a in enumerate(closed.jaxpr.in_avals):
+        if a is abstract_token:
+          inner[i] = hlo.create_token()
+      inner_env = {n: dim_lowering.DimValue(block.arguments[k]) for k, n in enumerate(names)}
+      func_dialect.ReturnOp(_lower_body(mctx, closed, body, inner, inner_env, token_outs))
+  dims = [dim_lowering.DimValue.lift(env[n]).value for n in names]
+  call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(fn_name), dims + kept_values)
+  return list(call.results)
 
 
 def _give_back_mesh_names(module, renamed) -> None:
