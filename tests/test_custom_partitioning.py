@@ -116,3 +116,29 @@ def test_partitioner_registration_imports_no_jax():
                        timeout=300)
   assert out.returncode == 0, out.stderr[-2000:]
   assert out.stdout.strip().splitlines()[-1] == "[-0.0, -1.0, -2.0, -3.0] False"
+
+
+def test_compound_factors_and_explicit_result_types():
+  def partition(mesh, arg_shapes, result_shape):
+    shardings = hlox.tree.map(lambda s: s.sharding, arg_shapes)
+    return mesh, lambda x, y: x.reshape((4,)) + y, result_shape.sharding, shardings
+
+  @custom_partitioning
+  def f(x, y):
+    return x.reshape((8,)) + y
+  f.def_partition(partition, sharding_rule="(i k) j, (i k j) -> (i k j)", i=2, k=2,
+                  need_replication_factors=("k",))
+  mesh = hlox.make_mesh((2, 4), ("x", "y"))
+  x = hlox.device_put(np.arange(8).reshape(4, 2), NamedSharding(mesh, P("x", None)))
+  y = hlox.device_put(np.arange(8), NamedSharding(mesh, P("x")))
+  text = hlox.jit(f).lower(x, y).as_text()
+  assert ("#sdy.op_sharding_rule<([ij, k], [ijk])->([ijk]) {i=2, j=2, k=2} "
+          "need_replication={j}, custom>") in text
+  out = hlox.jit(f)(x, y)
+  np.testing.assert_array_equal(out, np.arange(8) * 2)
+  np.testing.assert_array_equal(f(x, y), np.arange(8) * 2)
+  assert out.sharding == NamedSharding(mesh, P("x"))
+  with pytest.raises(ValueError, match="do not make up a dimension of size 4"):
+    g = custom_partitioning(f.fun)
+    g.def_partition(partition, sharding_rule="(i k) j, (i k j) -> (i k j)", i=2, k=3)
+    hlox.jit(g)(x, y)

@@ -25,6 +25,7 @@ import weakref
 import numpy as np
 
 from hlox import _tree_transform as tree_util
+from hlox.core import sharding_types
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import eval_jaxpr, trace_to_jaxpr
 from hlox.core.primitive import Primitive
@@ -51,6 +52,8 @@ def _abstract_eval(*avals, call, **_):
   return list(call.out_avals)
 
 custom_partitioning_p.def_abstract_eval(_abstract_eval)
+# Over Explicit mesh axes the results' types are split as the function's are.
+sharding_types.sharding_rules[custom_partitioning_p] = sharding_types.call_rule("call")
 
 
 def _impl(*args, call, **_):

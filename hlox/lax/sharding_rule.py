@@ -5,11 +5,14 @@ layout along one to the others.
 A rule is written as an einsum-like string (``"i j, j k -> i k"``; ``"i j -> "`` for a
 scalar result) or built from ``ArrayMapping``s. It becomes the
 ``#sdy.op_sharding_rule<([i, j], [j, k])->([i, k]) {i=8, j=4, k=2}, custom>`` attribute of
-the call once the operands' shapes give the factors' sizes. Compound factors (one dimension
-made of several factors) and ``BATCHING`` (``...``) dimensions are not supported yet: they
-raise NotImplementedError.
+the call once the operands' shapes give the factors' sizes; a dimension made of several
+factors is a ``CompoundFactor`` (``"(i k) j"``; the sizes of factors no whole dimension gives
+are passed by name). ``BATCHING`` (``...``) dimensions are not supported yet: they raise
+NotImplementedError.
 """
 from __future__ import annotations
+
+import re
 
 BATCHING: str = "\u2026"  # what JAX's rules write for ``...`` (leading batch dimensions)
 
@@ -82,12 +85,12 @@ def str_to_sdy_sharding_rule(rule: str, **kwargs) -> SdyShardingRule:
     out = []
     for part in parts:
       dims = []
-      for token in part.split():
-        if token in ("...", BATCHING) or "(" in token or ")" in token:
+      for compound, token in re.findall(r"\(([^()]*)\)|([^\s()]+)", part):
+        if token in ("...", BATCHING) or BATCHING in compound or "..." in compound:
           raise NotImplementedError(
-              f"custom_partitioning sharding rule {rule!r}: batching ('...') and compound "
-              "factors are not supported in hlox yet")
-        dims.append(token)
+              f"custom_partitioning sharding rule {rule!r}: batching ('...') dimensions "
+              "are not supported in hlox yet")
+        dims.append(token if token else CompoundFactor(*compound.split()))
       out.append(ArrayMapping(*dims))
     return tuple(out)
   return SdyShardingRule(mappings(lhs), mappings(rhs), **kwargs)
@@ -110,26 +113,35 @@ def rule_text(rule: SdyShardingRule, operand_shapes, result_shapes) -> str:
   if len(rule.result_mappings) != len(result_shapes):
     raise ValueError(f"Sharding rule has {len(rule.result_mappings)} results, but the "
                      f"operation has {len(result_shapes)} results")
-  names, sizes, fresh = {}, {}, _sdy_names()
+  names, sizes, fresh = {}, dict(rule.factor_sizes), _sdy_names()
   sides = []
-  for mappings, shapes, what in ((rule.operand_mappings, operand_shapes, "operand"),
-                                 (rule.result_mappings, result_shapes, "result")):
-    side = []
+  everything = ((rule.operand_mappings, operand_shapes, "operand"),
+                (rule.result_mappings, result_shapes, "result"))
+  for mappings, shapes, what in everything:  # the sizes of whole dimensions' factors first
     for i, (mapping, shape) in enumerate(zip(mappings, shapes)):
       if len(mapping) != len(shape):
         raise ValueError(f"Sharding rule {what} {i} has rank {len(mapping)}, but the "
                          f"operation {what} {i} has rank {len(shape)}")
-      dims = []
       for factor, size in zip(mapping, shape):
-        if not isinstance(factor, str):
-          raise NotImplementedError("custom_partitioning: compound factors in sharding "
-                                    "rules are not supported in hlox yet")
-        if factor not in names:
-          names[factor] = next(fresh)
-        if sizes.setdefault(factor, int(size)) != int(size):
+        if isinstance(factor, str) and sizes.setdefault(factor, int(size)) != int(size):
           raise ValueError(f"Factor {factor} corresponds to two sizes: {sizes[factor]} "
                            f"and {size}")
-        dims.append(names[factor])
+  for mappings, shapes, what in everything:
+    side = []
+    for mapping, shape in zip(mappings, shapes):
+      dims = []
+      for factor, size in zip(mapping, shape):
+        parts = (factor,) if isinstance(factor, str) else tuple(factor)
+        product = 1
+        for f in parts:
+          if f not in names:
+            names[f] = next(fresh)
+          product *= sizes[f]
+        if product != int(size):
+          raise ValueError(f"Sharding rule factors {parts} of sizes "
+                           f"{[sizes[f] for f in parts]} do not make up a dimension of "
+                           f"size {size}")
+        dims.append("".join(names[f] for f in parts))
       side.append("[" + ", ".join(dims) + "]")
     sides.append(", ".join(side))
   factor_sizes = ", ".join(f"{names[f]}={sizes[f]}" for f in names)
