@@ -120,6 +120,8 @@ def _call_exported_lowering(ctx, *args, exported):
   operands = [args[i] for i in exported.module_kept_var_idx]
   if len(exported.platforms) > 1:  # the module's first argument picks its lowering
     operands.insert(0, xla.ir_constant(np.int32(index)))
+  if exported.uses_global_constants:  # (as JAX marks a module whose callee takes some)
+    mctx.module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(True)
   if not _polymorphic(exported):
     outs = call_spliced(name, fn_type, operands)
   else:
