@@ -5,7 +5,8 @@ Its one parameter, ``exported``, is the ``Exported`` (read here only through its
 ``disabled_safety_checks``, ``module_kept_var_idx``, ``mlir_module_serialized``). Its
 abstract evaluation checks the arguments against the exported types; its lowering splices
 the exported module into the program being lowered and calls its ``main``, so a jitted
-function calling an ``Exported`` is still one program. Eagerly it runs as a one-equation
+function calling an ``Exported`` is still one program; in a partitioned program the call's
+arguments and results are constrained to the exported layouts (over the exported mesh). Eagerly it runs as a one-equation
 program. Differentiation goes through ``Exported.call``'s ``custom_vjp`` (the exported VJP);
 there is no batching rule, as in JAX.
 """
