@@ -574,6 +574,9 @@ class JitWrapped:
     # executables' arguments, but its staged calls are as JAX's ``jit``, which does not).
     self.call_keep_unused = keep_unused
     self.inline = inline
+    # jit's ``out_shardings`` (a tree prefix of the results), which its function applies as
+    # constraints: kept for the results' attributes in the lowered text and for ``export``.
+    self.out_shardings = None
     self.name = _fun_name(fun)
     self._simple = not (self.static_argnums or self.static_argnames or self.donate_argnums
                         or self.donate_argnames)
@@ -958,14 +961,35 @@ class JitWrapped:
                                              self.keep_unused)
     if lowered is None:
       sigs = [_lowering_signature(x) for x in (*traced.consts, *leaves)]
-      lowered = partitioned.lower_partitioned(traced.jaxpr, sigs, self.name, donated_invars,
-                                              self.keep_unused, platform=platform)
+      lowered = partitioned.lower_partitioned(
+          traced.jaxpr, sigs, self.name, donated_invars, self.keep_unused, platform=platform,
+          result_shardings=self._declared_result_shardings(traced))
     if lowered is None:
       lowered = xla.lower_jaxpr_to_module(traced.jaxpr, f"jit({self.name})", donated_invars,
                                           self.keep_unused, platform=platform)
     return Lowered(lowered, traced, in_tree, donated_invars, self.name,
                    tuple(sorted(self.donate_argnums)), (self.fun, self.static_argnums),
                    platform=platform)
+
+  def _declared_result_shardings(self, traced) -> list | None:
+    """Each flat result's NamedSharding from ``out_shardings`` (None where it gives none),
+    or None without ``out_shardings``."""
+    if self.out_shardings is None:
+      return None
+    n = traced.out_tree.num_leaves
+    if n != len(traced.jaxpr.out_avals):
+      return None
+    if _is_sharding_leaf(self.out_shardings):
+      per_leaf = [self.out_shardings] * n
+    else:
+      per_leaf = tree_util.broadcast_prefix(self.out_shardings,
+                                            traced.out_tree.unflatten([0] * n),
+                                            is_leaf=_is_sharding_leaf)
+    mesh = sharding_lib.current_mesh()
+    return [s if isinstance(s, sharding_lib.NamedSharding)
+            else sharding_lib.NamedSharding(mesh, s)
+            if isinstance(s, sharding_lib.PartitionSpec) and mesh is not None else None
+            for s in per_leaf]
 
   def trace(self, *args, **kwargs) -> "Traced":
     """Trace for these arguments (arrays or ShapeDtypeStructs): the ``Traced`` stage, whose
@@ -1575,6 +1599,7 @@ def _jit_with_plain_shardings(fun, in_shardings, out_shardings, jit_kwargs):
   else:
     constrained = fun
   inner = jit(constrained, **jit_kwargs)
+  inner._jit.out_shardings = out_shardings
   static = jit_kwargs["static_argnums"]
   static = () if static is None else (static,) if isinstance(static, int) else tuple(static)
 

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from jaxlib.mlir import ir
 
 import hlox
 import hlox.numpy as jnp
@@ -247,3 +248,53 @@ def test_shape_as_value_of_symbolic_shapes_reads_the_actual_sizes():
     for shape in shapes:
       np.testing.assert_array_equal(exp.call(np.ones(shape, np.float32)), np.asarray(shape))
   assert hlox.lax.shape_as_value((2, 3)).tolist() == [2, 3]
+
+
+def test_exported_module_takes_jax_calling_convention_for_symbolic_shapes():
+  # As JAX's: main solves the dimension variables, asserts what the sizes must satisfy and
+  # calls _wrapped_jax_export_main with them as leading jax.global_constant arguments.
+  scope = export.SymbolicScope()
+  exp = export.export(hlox.jit(lambda a, b: jnp.concatenate([a, b], axis=0)))(
+      hlox.ShapeDtypeStruct(export.symbolic_shape("(2*w, h)", scope=scope), np.float32),
+      hlox.ShapeDtypeStruct(export.symbolic_shape("(w, h)", scope=scope), np.float32))
+  text = exp.mlir_module()
+  assert "jax.uses_shape_polymorphism = true" in text
+  assert text.count("custom_call @shape_assertion") == 5
+  assert "Division had remainder {0} when computing the value of 'w'" in text
+  assert re.search(r'@_wrapped_jax_export_main\(%arg0: tensor<i..> \{jax.global_constant = '
+                   r'"h"\}.*%arg1: tensor<i..> \{jax.global_constant = "w"\}.*'
+                   r'%arg2: tensor<\?x\?xf32>', text)
+  a = np.arange(24, dtype=np.float32).reshape(6, 4)
+  b = np.arange(12, dtype=np.float32).reshape(3, 4)
+  np.testing.assert_array_equal(exp.call(a, b), np.concatenate([a, b]))
+  np.testing.assert_array_equal(hlox.jit(exp.call)(a, b), np.concatenate([a, b]))
+  back = export.deserialize(exp.serialize())
+  np.testing.assert_array_equal(back.call(a, b), np.concatenate([a, b]))
+  # The module checks the sizes itself: a program calling it with sizes that break an
+  # assertion is refused when its shapes are refined (hlox's call checks them first).
+  from hlox.interpreters import exported_module
+  from hlox.interpreters.xla import make_ir_context
+  from hlox.runtime.shape_refinement import refine_polymorphic_shapes
+  module = exported_module.from_portable(exp.mlir_module_serialized)
+  with module.context:
+    inner = module.operation.get_asm(enable_debug_info=False)
+  inner = inner.replace("func.func public @main", "func.func private @inner").rstrip()
+  for rows, ok in ((6, True), (5, False)):
+    caller = inner[:-1] + f"""
+  func.func public @main(%a: tensor<{rows}x4xf32>, %b: tensor<3x4xf32>) -> tensor<?x?xf32> {{
+    %0 = stablehlo.convert %a : (tensor<{rows}x4xf32>) -> tensor<?x?xf32>
+    %1 = stablehlo.convert %b : (tensor<3x4xf32>) -> tensor<?x?xf32>
+    %2 = call @inner(%0, %1) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+    return %2 : tensor<?x?xf32>
+  }}
+}}"""
+    ctx = make_ir_context()
+    with ctx:
+      parsed = ir.Module.parse(caller)
+    if ok:
+      refined = refine_polymorphic_shapes(parsed, ctx)
+      assert "shape_assertion" not in str(refined) and "tensor<9x4xf32>" in str(refined)
+    else:
+      with pytest.raises(ValueError, match="Division had remainder 1 when computing the "
+                                           "value of 'w'"):
+        refine_polymorphic_shapes(parsed, ctx)

@@ -8,10 +8,11 @@ layers (``ode``: ``odeint``; ``roofline``: cost estimates of a jaxpr, imported o
 use); may import the rooms of its layer and below, never jaxlib.
 """
 from hlox.debug.callbacks import io_callback  # noqa: F401
-from hlox.experimental import (checkify, compilation_cache, jet, layout, mesh_utils,  # noqa: F401
+from hlox.experimental import (checkify, compilation_cache, custom_partitioning,  # noqa: F401
+                               jet, layout, mesh_utils,
                                multihost_utils, ode, pjit, shard_alike, shard_map, sparse,
                                xla_metadata)
 
-__all__ = ["checkify", "compilation_cache", "io_callback", "jet", "layout", "mesh_utils",
-           "multihost_utils", "ode", "pjit", "shard_alike", "shard_map", "sparse",
+__all__ = ["checkify", "compilation_cache", "custom_partitioning", "io_callback", "jet",
+           "layout", "mesh_utils", "multihost_utils", "ode", "pjit", "shard_alike", "shard_map", "sparse",
            "xla_metadata"]

@@ -21,7 +21,7 @@ from hlox.api import JitWrapped, ShapeDtypeStruct, jit
 from hlox.core.avals import ShapedArray
 from hlox.core.jaxpr import eval_jaxpr
 from hlox.core.shape_poly import is_symbolic_dim
-from hlox.interpreters import exported_module
+from hlox.interpreters import dim_lowering, exported_module
 from hlox.lax.call_exported import call_exported_p
 from hlox.runtime import client
 from hlox.runtime import sharding as sharding_lib
@@ -273,7 +273,8 @@ def _export_traced(traced, platforms: tuple, disabled_checks: tuple) -> Exported
         f"{maximum_supported_calling_convention_version}]")
   inner = traced._traced  # the jaxpr (constants as leading arguments) and its types
   n_consts = len(inner.consts)
-  lowereds = [_lower_for(traced, p) for p in platforms]
+  with dim_lowering.wrapped_entry():  # (JAX's calling convention for symbolic shapes)
+    lowereds = [_lower_for(traced, p) for p in platforms]
   first = lowereds[0]
   if first.replicas is not None:
     raise NotImplementedError("export of a function containing pmap is not supported")
@@ -349,7 +350,10 @@ def _shardings(lowered, traced, n_consts):
   _, sigs = lowered.partitioned
   in_shardings = tuple(_abstract_named(s[1]) if isinstance(s, tuple) else None
                        for s in sigs[n_consts:])
-  out_shardings = tuple(_result_sharding(v) for v in traced._traced.jaxpr.jaxpr.outvars)
+  # jit's ``out_shardings`` where it gives one, else the results' types
+  declared = traced._wrapped._declared_result_shardings(traced._traced) or [None] * n_out
+  out_shardings = tuple(_abstract_named(d) if d is not None else _result_sharding(v)
+                        for d, v in zip(declared, traced._traced.jaxpr.jaxpr.outvars))
   return in_shardings, out_shardings, nr_devices
 
 
@@ -378,14 +382,21 @@ def _export_vjp(primal: Exported, flat_fun: Callable) -> Exported:
     return tuple(pullback(list(cts)))
 
   fun_vjp.__name__ = f"{primal.fun_name}_vjp"
-  specs = [_spec(a) for a in itertools.chain(
-      primal.in_avals, (a.to_tangent_aval() for a in primal.out_avals))]
-  return export(jit(fun_vjp), platforms=primal.platforms,
+  # As JAX: the primals and cotangents laid out as the primal's arguments and results are,
+  # the arguments' cotangents as its arguments.
+  specs = [_spec(a, s) for a, s in zip(
+      itertools.chain(primal.in_avals, (a.to_tangent_aval() for a in primal.out_avals)),
+      itertools.chain(primal._in_named_shardings, primal._out_named_shardings))]
+  out_shardings = tuple(primal._in_named_shardings)
+  jitted = (jit(fun_vjp, out_shardings=out_shardings)
+            if any(s is not None for s in out_shardings) else jit(fun_vjp))
+  return export(jitted, platforms=primal.platforms,
                 disabled_checks=primal.disabled_safety_checks)(*specs)
 
 
-def _spec(aval: ShapedArray) -> ShapeDtypeStruct:
-  return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+def _spec(aval: ShapedArray, sharding=None) -> ShapeDtypeStruct:
+  return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type,
+                          sharding=sharding)
 
 
 def _args_kwargs_path(path) -> str:

@@ -17,7 +17,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from hlox.core.shape_poly import _DimExpr
-from hlox.core.shape_poly_solve import equations, solve, specs_text
+from hlox.core.shape_poly_solve import _SHAPE_ERRORS, equations, solve, specs_text
 
 # The environments (variable name -> DimValue) of the programs being lowered, innermost
 # last: lowering is synchronous, so the top one belongs to the program being built.
@@ -125,10 +125,12 @@ def shape_tensor(shape, env: dict | None = None) -> ir.Value:
   return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
 
 
-def solve_in_program(avals, args) -> dict | None:
+def solve_in_program(avals, args, assertions: bool = False) -> dict | None:
   """The dimension variables of a program whose arguments (``args``, of types ``avals``;
   None for an argument the program dropped) have symbolic dimensions, read from the
-  arguments' actual sizes; None when every argument's shape is static."""
+  arguments' actual sizes; None when every argument's shape is static. With
+  ``assertions`` the program also checks what must hold of the sizes (``shape_assertion``
+  custom calls, as JAX's exported modules do; shape refinement checks them)."""
   if all(is_static(a.shape) for a in avals if hasattr(a, "shape")):
     return None
   shapes = [a.shape if x is not None and hasattr(a, "shape") else ()
@@ -139,7 +141,9 @@ def solve_in_program(avals, args) -> dict | None:
     return DimValue(hlo.convert(_i64(), s))
   names = [f"args[{i}]" for i in range(len(shapes))]
   eqs = equations(shapes, size, names)
-  env, _ = solve(eqs, specs_text(shapes, names))
+  env, events = solve(eqs, specs_text(shapes, names))
+  if assertions:
+    _assert_shapes(events, specs_text(shapes, names))
   # The scope's constraints are checked when the module is called, so their variables must
   # be the arguments' (or be defined through them by an equality): evaluating them at a
   # sample point raises UnexpectedDimVar, naming the variable, otherwise.
@@ -151,6 +155,59 @@ def solve_in_program(avals, args) -> dict | None:
       except ArithmeticError:  # (a division by a sample value that happens to be 0)
         pass
   return env
+
+
+def _assert_shapes(events, specs: str) -> None:
+  """A ``shape_assertion`` per requirement of ``solve``'s ``events`` (JAX's order and
+  messages; ``{0}``, ``{1}`` stand for the operands after the predicate)."""
+  head = "Input shapes do not match the polymorphic shapes specification. "
+  tail = specs + _SHAPE_ERRORS
+  for event in events:
+    if event[0] == "check":
+      _, eq, value = event
+      size, want = DimValue.lift(eq.size).value, DimValue.lift(value).value
+      _shape_assertion(_compare(size, want, "EQ"), [size, want],
+                       head + f"Found inconsistency between dimension size {eq.name} (= {{0}}) "
+                       f"and the specification '{eq.expr}' (= {{1}})." + tail)
+      continue
+    _, var, value, eq, remainder = event
+    if remainder is not None:
+      r = DimValue.lift(remainder).value
+      _shape_assertion(_compare(r, _const(0), "EQ"), [r],
+                       head + f"Division had remainder {{0}} when computing the value of "
+                       f"'{var}'." + tail)
+    v = DimValue.lift(value).value
+    _shape_assertion(_compare(v, _const(1), "GE"), [],
+                     head + f"Expected value >= 1 for dimension variable '{var}'." + tail)
+
+
+def _shape_assertion(pred: ir.Value, values, message: str) -> None:
+  hlo.CustomCallOp.build_generic(results=[], operands=[pred, *values], attributes={
+      "call_target_name": ir.StringAttr.get("shape_assertion"),
+      "has_side_effect": ir.BoolAttr.get(True),
+      "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2),
+      "backend_config": ir.StringAttr.get(""),
+      "error_message": ir.StringAttr.get(message)})
+
+
+class wrapped_entry:
+  """``with wrapped_entry():`` programs lowered inside take JAX's exported calling
+  convention for symbolic shapes: ``main`` solves the dimension variables from its
+  arguments' sizes, asserts what must hold of them, and calls ``_wrapped_jax_export_main``,
+  which takes them as leading ``jax.global_constant`` arguments."""
+
+  def __enter__(self):
+    _wrapping.append(True)
+
+  def __exit__(self, *exc):
+    _wrapping.pop()
+
+
+_wrapping: list = []
+
+
+def wrapping_entry() -> bool:
+  return bool(_wrapping)
 
 
 class lowering_env:

@@ -10,6 +10,7 @@ constants are inside it. These helpers know no primitive: ``lax/call_exported.py
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import numpy as np
@@ -112,12 +113,16 @@ def _move_symbols(sub: ir.Module, dest: ir.Module, new_name, existing: set) -> d
       same = dest_ops.get(name)
       if same is not None and str(same.operation) == str(op.operation):
         op.operation.erase()  # e.g. the same mesh: the callee's shardings refer to it
+        renamed[name] = name
         continue
       # Another definition under that name (a mesh with other axes): renamed, uses too.
       new = _unused(name, existing)
       ir.SymbolTable.replace_all_symbol_uses(name, new, sub.operation)
       ir.SymbolTable.set_symbol_name(op.operation, new)
+      renamed[name] = new
       name = new
+    elif name is not None and op.operation.name != "func.func":
+      renamed[name] = name
     if name is not None:
       existing.add(name)
     dest.body.append(op.operation.detach_from_parent())
@@ -141,10 +146,17 @@ def _strip_boundary_attrs(fn) -> None:
     fn.attributes[attr_name] = ir.ArrayAttr.get(kept)
 
 
+def _mesh_axes(op) -> tuple:
+  """``(("x", 2), ...)``: the axes an ``sdy.mesh`` op declares."""
+  return tuple((n, int(k)) for n, k in re.findall(r'"([^"]+)"\s*=\s*(\d+)',
+                                                   str(op.attributes["mesh"])))
+
+
 def splice_module(mctx: ModuleContext, blob: bytes, prefix: str):
   """Add the functions of the exported module ``blob`` to the module being lowered, as
   private functions named after ``prefix``; returns the name and ``FunctionType`` of its
-  ``main``. Spliced once per module and blob."""
+  ``main`` and its meshes (``{axes: symbol here}``, axes as ``(("x", 2), ...)``). Spliced
+  once per module and blob."""
   key = ("exported", blob)
   hit = mctx.lowered_calls.get(key)
   if hit is not None:
@@ -158,13 +170,20 @@ def splice_module(mctx: ModuleContext, blob: bytes, prefix: str):
     return names[old]
 
   with mctx.context, ir.Location.unknown():
-    _move_symbols(sub, mctx.module, new_name, existing)
+    declared = {_symbol(op.operation): _mesh_axes(op.operation)
+                for op in sub.body.operations if op.operation.name == "sdy.mesh"}
+    placed = _move_symbols(sub, mctx.module, new_name, existing)
+    meshes = {}
+    for old, axes in declared.items():
+      meshes.setdefault(axes, placed[old])
+      if placed[old] != old:  # (the program's own mesh may give its name back at the end)
+        mctx.renamed_meshes.append((old, placed[old]))
     main = mctx.symbol_table[names["main"]] if names["main"] in mctx.symbol_table else None
     if main is None:  # the symbol table was made before the splice: look it up afresh
       main = ir.SymbolTable(mctx.module.operation)[names["main"]]
     _strip_boundary_attrs(main.operation)
     fn_type = ir.FunctionType(ir.TypeAttr(main.operation.attributes["function_type"]).value)
-  hit = mctx.lowered_calls[key] = (names["main"], fn_type)
+  hit = mctx.lowered_calls[key] = (names["main"], fn_type, meshes)
   return hit
 
 

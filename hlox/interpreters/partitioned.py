@@ -194,9 +194,14 @@ def _module_name(name: str) -> str:
 
 
 def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_invars=(),
-                      keep_unused: bool = False, platform: str | None = None):
+                      keep_unused: bool = False, platform: str | None = None,
+                      result_shardings=None):
   """The partitioned module of ``closed`` (for ``Lowered``), or None when nothing in the
-  arguments' signatures or in the jaxpr is sharded."""
+  arguments' signatures or in the jaxpr is sharded.
+
+  As in JAX's text, only the arguments given a layout carry one, and the results carry
+  ``result_shardings`` (per result, None for none: jit's ``out_shardings``); compiling goes
+  through ``compile_partitioned``, which lays the other arguments out replicated."""
   mesh = program_mesh(closed, sigs)
   if mesh is None:
     # under ``use_abstract_mesh`` (as JAX): a program over that mesh's devices
@@ -204,10 +209,17 @@ def lower_partitioned(closed: ClosedJaxpr, sigs, name: str = "jit", donated_inva
     if abstract is None or abstract.empty or abstract.size == 1:
       return None
     mesh = sharding_lib.concrete_mesh_of(abstract)
+  if result_shardings is not None:
+    result_shardings = [s if not isinstance(s, sharding_lib.NamedSharding)
+                        else sharding_lib.onto_mesh(_concrete(s), mesh) or _concrete(s)
+                        for s in result_shardings]
   lowered = xla.lower_jaxpr_to_module(closed, _module_name(name), donated_invars, keep_unused,
                                       mesh=mesh, arg_shardings=_in_shardings(mesh, sigs),
                                       platform=platform,
-                                      result_layouts_known=_known_results(closed, mesh))
+                                      result_layouts_known=_known_results(closed, mesh),
+                                      result_shardings=result_shardings,
+                                      annotated_args=[type(s) is tuple and _is_sharding(s[1])
+                                                      for s in sigs])
   lowered.partitioned = (closed, tuple(sigs))
   return lowered
 

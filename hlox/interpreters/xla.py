@@ -135,6 +135,9 @@ class ModuleContext:
     # Set by a call of a shape-polymorphic exported module: the finished module has dynamic
     # sizes to resolve (``runtime/shape_refinement.py``).
     self.refine_shapes = False
+    # (name, new name) of the meshes of spliced exported modules renamed because the
+    # program had a symbol of that name: see ``_give_back_mesh_names``.
+    self.renamed_meshes = []
 
   def location(self, label: str, info) -> ir.Location:
     """``loc("<scope>/<label>"("<function>"("<file>":line:col)))`` for an equation's ops,
@@ -893,7 +896,7 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
                           num_replicas: int = 1, axis_env=None, *, body: Callable = None,
                           arg_avals=None, result_avals=None, mesh=None, arg_shardings=None,
                           result_shardings=None, platform: str | None = None,
-                          result_layouts_known=None) -> Lowered:
+                          result_layouts_known=None, annotated_args=None) -> Lowered:
   """Lower a closed jaxpr to a module whose public ``main`` takes its invars.
 
   With ``keep_unused=False`` the arguments the jaxpr does not use are dropped from ``main``
@@ -910,7 +913,9 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
   is known and is the argument's own (``result_layouts_known``: per result, None where XLA
   picks the layout, else ``(sharding, fixed)``, ``fixed`` for a constraint's). One XLA lays
   out, or whose type gives another layout, is marked a donor (XLA reuses it if it can); a
-  constraint to another layout leaves the argument unused (as JAX).
+  constraint to another layout leaves the argument unused (as JAX). ``annotated_args`` (per
+  invar, for a module only shown or exported, as JAX's): the arguments whose layout was
+  given; the others carry no attribute (XLA would pick theirs).
 
   ``platform`` picks the per-platform lowering rules ("cpu", "cuda"); by default the default
   device's.
@@ -963,13 +968,16 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
       known = None
       if mesh is not None and arg_shardings is not None:
         known = list(result_layouts_known or [None] * len(main_out))
-        if result_shardings is not None:  # (the types' layouts)
-          known = [k if s is None else (s, False) for s, k in zip(result_shardings, known)]
+        if result_shardings is not None:  # (the types' layouts; a constraint's stays fixed)
+          known = [k if s is None or (k is not None and k[1]) else (s, False)
+                   for s, k in zip(result_shardings, known)]
       arg_attrs = _donation_attrs([main_in[i] for i in kept], [donated[i] for i in kept],
                                   main_out, None if known is None else
                                   ([arg_shardings[i] for i in kept], known, mesh.size))
       if arg_shardings is not None:
         for attrs, i in zip(arg_attrs, kept):
+          if annotated_args is not None and not annotated_args[i]:
+            continue
           attrs["sdy.sharding"] = ir.Attribute.parse(
               arg_shardings[i].sdy_text(main_in[i].ndim))
       if any(arg_attrs):
@@ -993,19 +1001,22 @@ def lower_jaxpr_to_module(closed: ClosedJaxpr, name: str = "main",
         for i, aval in enumerate(in_avals):
           if aval is abstract_token:
             args[i] = hlo.create_token()
-        consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-        env = dim_lowering.solve_in_program(in_avals, args)
+        wrap = dim_lowering.wrapping_entry()
+        env = dim_lowering.solve_in_program(in_avals, args, assertions=wrap)
         if env is not None:
           module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(True)
-        with dim_lowering.lowering_env(env):
-          outs = list((body or lower_jaxpr)(mctx, jaxpr, consts, args))
-        for i in token_outs:
-          outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
+        if env is not None and wrap:
+          outs = _call_wrapped_main(mctx, closed, body or lower_jaxpr, kept, args, env,
+                                    out_types, token_outs)
+        else:
+          outs = _lower_body(mctx, closed, body or lower_jaxpr, args, env, token_outs)
         func_dialect.ReturnOp(outs)
       result_layouts = {}
       if mctx.entry_layouts["in"] or mctx.entry_layouts["out"]:
         result_layouts = _set_entry_layouts(fn, mctx.entry_layouts, arg_attrs, result_attrs,
                                             outs)
+      if mctx.renamed_meshes:
+        _give_back_mesh_names(module, mctx.renamed_meshes)
   if mctx.refine_shapes and env is None:
     module = shape_refinement.refine_polymorphic_shapes(module, ctx)
   out_avals = [_TOKEN_CARRIER if a is abstract_token else a for a in jaxpr.out_avals]
@@ -1092,6 +1103,67 @@ def _declare_mesh(module, mesh) -> None:
   axes = ", ".join(f'"{n}"={k}' for n, k in mesh.shape.items())
   with ir.InsertionPoint(module.body):
     sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
+
+
+def _lower_body(mctx, closed, body, args, env, token_outs) -> list:
+  """The values a program's entry returns: ``closed`` lowered on ``args`` with the
+  dimension variables ``env``."""
+  consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+  with dim_lowering.lowering_env(env):
+    outs = list(body(mctx, closed.jaxpr, consts, args))
+  for i in token_outs:
+    outs[i] = ir_constant(np.zeros(_TOKEN_CARRIER.shape, _TOKEN_CARRIER.dtype))
+  return outs
+
+
+def _call_wrapped_main(mctx, closed, body, kept, args, env, out_types, token_outs) -> list:
+  """JAX's exported calling convention: the program in ``_wrapped_jax_export_main``, which
+  takes the dimension variables (by name, marked ``jax.global_constant``) and then the
+  kept arguments; its call from ``main``."""
+  names = sorted(env)
+  i64 = ir.RankedTensorType.get((), ir.IntegerType.get_signless(64))
+  kept_values = [args[i] for i in kept]
+  in_types = [i64] * len(names) + [v.type for v in kept_values]
+  fn_name = mctx.unique_name("_wrapped_jax_export_main")
+  with ir.InsertionPoint(mctx.module.body):
+    fn = func_dialect.FuncOp(fn_name, ir.FunctionType.get(in_types, out_types))
+    fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    fn.arg_attrs = ir.ArrayAttr.get(
+        [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get(n)}) for n in names] +
+        [ir.DictAttr.get({}) for _ in kept_values])
+    block = fn.add_entry_block()
+    with ir.InsertionPoint(block):
+      inner = [None] * len(args)
+      for pos, i in enumerate(kept):
+        inner[i] = block.arguments[len(names) + pos]
+      for i, a in enumerate(closed.jaxpr.in_avals):
+        if a is abstract_token:
+          inner[i] = hlo.create_token()
+      inner_env = {n: dim_lowering.DimValue(block.arguments[k]) for k, n in enumerate(names)}
+      func_dialect.ReturnOp(_lower_body(mctx, closed, body, inner, inner_env, token_outs))
+  dims = [dim_lowering.DimValue.lift(env[n]).value for n in names]
+  call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(fn_name), dims + kept_values)
+  return list(call.results)
+
+
+def _give_back_mesh_names(module, renamed) -> None:
+  """As JAX names them, a spliced exported module keeps its mesh's name (``@mesh``) and the
+  program's own mesh is named after it (``@mesh_0``): the program's declaration is renamed,
+  then the spliced one gets its name back."""
+  symbols = {ir.StringAttr(op.operation.attributes["sym_name"]).value: op
+             for op in module.body.operations if "sym_name" in op.operation.attributes}
+  for old, new in renamed:
+    own = symbols.get(old)
+    if own is None or new not in symbols or own.operation.name != "sdy.mesh":
+      continue
+    k = 0
+    while f"{old}_{k}" in symbols:
+      k += 1
+    fresh = f"{old}_{k}"
+    for a, b in ((old, fresh), (new, old)):
+      ir.SymbolTable.replace_all_symbol_uses(a, b, module.operation)
+      ir.SymbolTable.set_symbol_name(symbols[a].operation, b)
+    return  # (the first one: later ones keep the names they got)
 
 
 # What a token result of a program is on the device: an empty array.

@@ -5,7 +5,8 @@ Its one parameter, ``exported``, is the ``Exported`` (read here only through its
 ``disabled_safety_checks``, ``module_kept_var_idx``, ``mlir_module_serialized``). Its
 abstract evaluation checks the arguments against the exported types; its lowering splices
 the exported module into the program being lowered and calls its ``main``, so a jitted
-function calling an ``Exported`` is still one program. Eagerly it runs as a one-equation
+function calling an ``Exported`` is still one program; in a partitioned program the call's
+arguments and results are constrained to the exported layouts (over the exported mesh). Eagerly it runs as a one-equation
 program. Differentiation goes through ``Exported.call``'s ``custom_vjp`` (the exported VJP);
 there is no batching rule, as in JAX.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlox import _tree_transform as tree_util
+from hlox.config import config
 from hlox.core import shape_poly_solve
 from hlox.core.primitive import Primitive
 from hlox.core.shape_poly import is_symbolic_dim
@@ -22,7 +24,8 @@ from hlox.interpreters.dim_lowering import is_static
 from hlox.interpreters.exported_module import call_spliced, splice_module
 from hlox.runtime import ffi as runtime_ffi
 
-from jaxlib.mlir.dialects import stablehlo as hlo
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import sdy, stablehlo as hlo
 
 __all__ = ["call_exported_p"]
 
@@ -106,19 +109,48 @@ def _call_exported_lowering(ctx, *args, exported):
     # A module exported by JAX or hlox may call LAPACK's kernels (custom calls of jaxlib's
     # ``lapack_*_ffi`` targets), which are registered with XLA only once something asks.
     runtime_ffi.ensure_lapack()
-  name, fn_type = splice_module(mctx, exported.mlir_module_serialized,
-                                xla.module_symbol(f"call_exported_{exported.fun_name}"))
+  name, fn_type, meshes = splice_module(
+      mctx, exported.mlir_module_serialized,
+      xla.module_symbol(f"call_exported_{exported.fun_name}"))
+  if meshes and not config.use_shardy_partitioner:
+    raise ValueError(
+        "The function was exported with shardy enabled but you are calling it with Shardy "
+        "disabled. Please enable Shardy using `--jax_use_shardy_partitioner=True`.")
+  # As JAX: the arguments and results are constrained to the exported layouts.
+  args = _constrained(mctx, args, exported.in_avals, exported._in_named_shardings, meshes)
   operands = [args[i] for i in exported.module_kept_var_idx]
   if len(exported.platforms) > 1:  # the module's first argument picks its lowering
     operands.insert(0, xla.ir_constant(np.int32(index)))
+  if exported.uses_global_constants:  # (as JAX marks a module whose callee takes some)
+    mctx.module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(True)
   if not _polymorphic(exported):
-    return call_spliced(name, fn_type, operands)
-  # The callee takes dynamic sizes: its operands are cast to its types and its results back
-  # to the call's, and the whole program is refined before it is compiled.
-  mctx.refine_shapes = True
-  operands = [x if x.type == t else hlo.convert(t, x) for x, t in zip(operands, fn_type.inputs)]
-  outs = call_spliced(name, fn_type, operands)
-  out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
-  return [x if x.type == t else hlo.convert(t, x) for x, t in zip(outs, out_types)]
+    outs = call_spliced(name, fn_type, operands)
+  else:
+    # The callee takes dynamic sizes: its operands are cast to its types and its results
+    # back to the call's, and the whole program is refined before it is compiled.
+    mctx.refine_shapes = True
+    operands = [x if x.type == t else hlo.convert(t, x)
+                for x, t in zip(operands, fn_type.inputs)]
+    outs = call_spliced(name, fn_type, operands)
+    out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
+    outs = [x if x.type == t else hlo.convert(t, x) for x, t in zip(outs, out_types)]
+  return _constrained(mctx, outs, exported.out_avals, exported._out_named_shardings, meshes)
+
+
+def _constrained(mctx, values, avals, shardings, meshes) -> list:
+  """``values`` constrained to the exported ``shardings`` (None: left as they are), over
+  the spliced module's mesh of their axes; unchanged outside a partitioned program."""
+  if mctx.mesh is None or mctx.manual or not any(s is not None for s in shardings):
+    return list(values)
+  out = []
+  for x, aval, s in zip(values, avals, shardings):
+    symbol = None if s is None else meshes.get(tuple(zip(s.mesh.axis_names,
+                                                         s.mesh.axis_sizes)))
+    if symbol is None:
+      out.append(x)
+      continue
+    attr = ir.Attribute.parse(s.sdy_text(len(aval.shape), mesh_symbol=symbol))
+    out.append(sdy.ShardingConstraintOp(x, attr).result)
+  return out
 
 xla.register_lowering(call_exported_p, _call_exported_lowering)
