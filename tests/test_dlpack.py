@@ -77,3 +77,36 @@ def test_torch_round_trip():
   np.testing.assert_array_equal(np.asarray(x), t.numpy())
   back = torch.from_dlpack(x * 2)
   np.testing.assert_array_equal(back.numpy(), t.numpy() * 2)
+
+
+def test_from_dlpack_without_jax_installed():
+  # jaxlib fills in a DLPack buffer's shape and dtype only through JAX's Python code; hlox
+  # reads them from the capsule, so the import works with JAX absent (blocked here).
+  import subprocess
+  import sys
+  script = """
+import sys
+sys.modules['jax'] = None
+import numpy as np
+import hlox
+host = np.arange(4).reshape(2, 2).T  # a non-default layout: copied
+x = hlox.dlpack.from_dlpack(host)
+y = hlox.dlpack.from_dlpack(np.arange(6, dtype=np.int8).reshape(2, 3))
+z = hlox.dlpack.from_dlpack(np.zeros((0, 3), np.complex64))
+s = hlox.dlpack.from_dlpack(np.array(2.5, np.float32))
+print(x.shape, x.dtype, np.asarray(x).tolist(), (y + 1).dtype, np.asarray(y * 2).tolist(),
+      z.shape, z.dtype, s.shape, float(hlox.jit(lambda v: v * 2)(s)))
+"""
+  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120)
+  assert out.stdout.strip() == ("(2, 2) int32 [[0, 2], [1, 3]] int8 [[0, 2, 4], [6, 8, 10]] "
+                                "(0, 3) complex64 () 5.0"), out.stderr[-2000:]
+
+
+def test_cuda_array_interface_absent_off_gpu():
+  x = jnp.arange(5)
+  if x.devices().pop().platform == "gpu":
+    pytest.skip("the interface exists on GPU buffers")
+  assert not hasattr(x, "__cuda_array_interface__")
+  with pytest.raises(AttributeError, match="only defined for .*GPU buffers"):
+    x.__cuda_array_interface__

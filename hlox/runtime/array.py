@@ -17,6 +17,7 @@ from hlox import _tree_transform as tree_util
 from hlox.runtime import client, spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
 from hlox.runtime import layout as layout_lib
+from hlox.runtime.dlpack_capsule import capsule_shape_dtype
 from jaxlib._jax import ArrayCopySemantics  # noqa: F401  (``device_put``'s copy semantics)
 from jaxlib._jax import batched_block_until_ready as _batched_block_until_ready
 
@@ -336,6 +337,14 @@ class ArrayImpl:
     if kind is None:
       raise BufferError(f"__dlpack_device__: DLPack has no device type for {device}")
     return kind, (device.local_hardware_id if kind != 1 else 0) or 0
+
+  @property
+  def __cuda_array_interface__(self):
+    """CUDA's array interface of this array's GPU buffer (CuPy, Numba read it). Arrays on
+    other devices have none: the AttributeError says so and ``hasattr`` is False."""
+    if self._multi is not None and len(self.devices()) > 1:
+      raise AttributeError("__cuda_array_interface__ is only supported for unsharded arrays.")
+    return self._single().__cuda_array_interface__
 
   def tolist(self):
     return self._value().tolist()
@@ -723,6 +732,7 @@ def array_from_dlpack(external, device=None, copy=None) -> Array:
     except Exception:  # platforms without external streams
       stream = None
   capsule = external.__dlpack__(stream=stream) if stream is not None else external.__dlpack__()
+  shape, dtype = capsule_shape_dtype(capsule)  # (the buffer made from it knows neither without JAX)
   from jaxlib import _jax
   try:
     # (``copy=True`` is done below: jaxlib's CPU path would still share the memory.)
@@ -736,7 +746,9 @@ def array_from_dlpack(external, device=None, copy=None) -> Array:
       raise
     capsule = external.__dlpack__()  # a capsule is consumed once: ask again, then copy
     buf = _jax.dlpack_managed_tensor_to_buffer(capsule, source, stream, True, int(kind))
-  aval = ShapedArray(tuple(buf.shape), np.dtype(buf.dtype))
+  aval = ShapedArray(shape, dtype)
+  # (hlox's own sharding on the buffer: jaxlib's bare one lacks what hlox reads off it)
+  buf = buf._rewrap_with_aval_and_sharding(aval, client.single_device_sharding(source))
   committed = source if source != client.default_device() else None
   out = Array(buf, aval, committed)
   canonical = dtypes.canonicalize_dtype(aval.dtype)
