@@ -740,8 +740,10 @@ def array_from_dlpack(external, device=None, copy=None) -> Array:
                                                int(kind))
   except Exception as err:
     if "is not aligned to" in str(err) and copy is False:
-      raise ValueError(f"from_dlpack: the source buffer needs a copy ({err}), but "
-                       "copy=False. Set copy=True or copy=None.") from None
+      detail = str(err)[str(err).index("is not aligned to"):].strip().rstrip(".")
+      raise ValueError(f"Specified input which requires a copy in from_dlpack: the source "
+                       f"buffer {detail} (XLA needs that to share it), but copy=False. "
+                       "Set copy=True or copy=None.") from None
     if "is not aligned to" not in str(err):
       raise
     capsule = external.__dlpack__()  # a capsule is consumed once: ask again, then copy
