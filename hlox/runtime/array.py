@@ -731,6 +731,10 @@ def array_from_dlpack(external, device=None, copy=None) -> Array:
       stream = source.get_stream_for_external_ready_events()
     except Exception:  # platforms without external streams
       stream = None
+  if int(kind) == 1:
+    out = _from_host_dlpack(external, source, copy)
+    if out is not None:
+      return out if device is None or device == source else device_put(out, device)
   capsule = external.__dlpack__(stream=stream) if stream is not None else external.__dlpack__()
   shape, dtype = capsule_shape_dtype(capsule)  # (the buffer made from it knows neither without JAX)
   from jaxlib import _jax
@@ -761,6 +765,33 @@ def array_from_dlpack(external, device=None, copy=None) -> Array:
   if device is not None and device != source:
     out = device_put(out, device)
   return out
+
+
+# XLA:CPU shares host memory only at this alignment (else it copies).
+_XLA_CPU_ALIGNMENT = 64
+
+
+def _from_host_dlpack(external, source, copy) -> Array | None:
+  """``from_dlpack`` of host memory: NumPy's DLPack import and a zero-copy transfer. (jaxlib's
+  own DLPack import makes its C++ side import JAX, for the buffer's aval, once per process;
+  the package must not cause that.) None where NumPy cannot take the tensor (bfloat16)."""
+  try:
+    view = np.from_dlpack(external)
+  except (BufferError, TypeError, ValueError, RuntimeError):
+    return None
+  shareable = view.flags.c_contiguous and view.ctypes.data % _XLA_CPU_ALIGNMENT == 0
+  if not shareable and view.size and copy is False:
+    why = ("is not aligned to 64 bytes" if view.flags.c_contiguous else
+           "is not in row-major order")
+    raise ValueError(f"Specified input which requires a copy in from_dlpack: the source "
+                     f"buffer {why} (XLA needs that to share it), but copy=False. "
+                     "Set copy=True or copy=None.")
+  committed = source if source != client.default_device() else None
+  canonical = dtypes.canonicalize_dtype(view.dtype)
+  if canonical != view.dtype or copy:  # (float64 without x64 becomes float32, as in JAX)
+    return device_put(view.astype(canonical), committed)
+  return Array(client.share_host_buffer(view, ShapedArray(view.shape, view.dtype), source),
+               ShapedArray(view.shape, view.dtype), committed)
 
 
 def wrap_buffer(buf, aval, device=None) -> Array:
