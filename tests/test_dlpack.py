@@ -43,7 +43,7 @@ def test_copies_when_asked_or_needed():
   unaligned = _aligned(257)[1:]
   x = hlox.dlpack.from_dlpack(unaligned)  # copied: XLA needs 64-byte aligned buffers
   np.testing.assert_array_equal(np.asarray(x), unaligned)
-  with pytest.raises(ValueError, match="copy=False"):
+  with pytest.raises(ValueError, match="Specified .* which requires a copy.*copy=False"):
     hlox.dlpack.from_dlpack(unaligned, copy=False)
 
 
@@ -77,3 +77,56 @@ def test_torch_round_trip():
   np.testing.assert_array_equal(np.asarray(x), t.numpy())
   back = torch.from_dlpack(x * 2)
   np.testing.assert_array_equal(back.numpy(), t.numpy() * 2)
+
+
+def test_from_dlpack_without_jax_installed():
+  # jaxlib fills in a DLPack buffer's shape and dtype only through JAX's Python code; hlox
+  # reads them from the capsule, so the import works with JAX absent (blocked here).
+  import subprocess
+  import sys
+  script = """
+import sys
+sys.modules['jax'] = None
+import numpy as np
+import hlox
+host = np.arange(4).reshape(2, 2).T  # a non-default layout: copied
+x = hlox.dlpack.from_dlpack(host)
+y = hlox.dlpack.from_dlpack(np.arange(6, dtype=np.int8).reshape(2, 3))
+z = hlox.dlpack.from_dlpack(np.zeros((0, 3), np.complex64))
+s = hlox.dlpack.from_dlpack(np.array(2.5, np.float32))
+b = hlox.dlpack.from_dlpack(hlox.numpy.arange(3.0, dtype='bfloat16'))  # jaxlib's route
+print(x.shape, x.dtype, np.asarray(x).tolist(), (y + 1).dtype, np.asarray(y * 2).tolist(),
+      z.shape, z.dtype, s.shape, float(hlox.jit(lambda v: v * 2)(s)), b.dtype, b.shape,
+      float((b * 2)[2]))
+"""
+  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120)
+  assert out.stdout.strip() == ("(2, 2) int32 [[0, 2], [1, 3]] int8 [[0, 2, 4], [6, 8, 10]] "
+                                "(0, 3) complex64 () 5.0 bfloat16 (3,) 4.0"), out.stderr[-2000:]
+
+
+def test_from_dlpack_of_host_memory_does_not_import_jax():
+  # jaxlib's DLPack import has its C++ side import JAX (where installed) for the buffer's
+  # aval; host memory goes through NumPy and a zero-copy transfer instead.
+  import subprocess
+  import sys
+  script = """
+import sys
+import numpy as np
+import hlox
+x = hlox.dlpack.from_dlpack(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+y = hlox.dlpack.from_dlpack(hlox.numpy.arange(4))
+print(np.asarray(x + 1).sum(), np.asarray(y).tolist(), 'jax' in sys.modules)
+"""
+  out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120)
+  assert out.stdout.strip() == "21.0 [0, 1, 2, 3] False", out.stderr[-2000:]
+
+
+def test_cuda_array_interface_absent_off_gpu():
+  x = jnp.arange(5)
+  if x.devices().pop().platform == "gpu":
+    pytest.skip("the interface exists on GPU buffers")
+  assert not hasattr(x, "__cuda_array_interface__")
+  with pytest.raises(AttributeError, match="only defined for .*GPU buffers"):
+    x.__cuda_array_interface__

@@ -17,6 +17,7 @@ from hlox import _tree_transform as tree_util
 from hlox.runtime import client, spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
 from hlox.runtime import layout as layout_lib
+from hlox.runtime.dlpack_capsule import capsule_shape_dtype
 from jaxlib._jax import ArrayCopySemantics  # noqa: F401  (``device_put``'s copy semantics)
 from jaxlib._jax import batched_block_until_ready as _batched_block_until_ready
 
@@ -336,6 +337,14 @@ class ArrayImpl:
     if kind is None:
       raise BufferError(f"__dlpack_device__: DLPack has no device type for {device}")
     return kind, (device.local_hardware_id if kind != 1 else 0) or 0
+
+  @property
+  def __cuda_array_interface__(self):
+    """CUDA's array interface of this array's GPU buffer (CuPy, Numba read it). Arrays on
+    other devices have none: the AttributeError says so and ``hasattr`` is False."""
+    if self._multi is not None and len(self.devices()) > 1:
+      raise AttributeError("__cuda_array_interface__ is only supported for unsharded arrays.")
+    return self._single().__cuda_array_interface__
 
   def tolist(self):
     return self._value().tolist()
@@ -722,7 +731,12 @@ def array_from_dlpack(external, device=None, copy=None) -> Array:
       stream = source.get_stream_for_external_ready_events()
     except Exception:  # platforms without external streams
       stream = None
+  if int(kind) == 1:
+    out = _from_host_dlpack(external, source, copy)
+    if out is not None:
+      return out if device is None or device == source else device_put(out, device)
   capsule = external.__dlpack__(stream=stream) if stream is not None else external.__dlpack__()
+  shape, dtype = capsule_shape_dtype(capsule)  # (the buffer made from it knows neither without JAX)
   from jaxlib import _jax
   try:
     # (``copy=True`` is done below: jaxlib's CPU path would still share the memory.)
@@ -730,13 +744,17 @@ def array_from_dlpack(external, device=None, copy=None) -> Array:
                                                int(kind))
   except Exception as err:
     if "is not aligned to" in str(err) and copy is False:
-      raise ValueError(f"from_dlpack: the source buffer needs a copy ({err}), but "
-                       "copy=False. Set copy=True or copy=None.") from None
+      detail = str(err)[str(err).index("is not aligned to"):].strip().rstrip(".")
+      raise ValueError(f"Specified input which requires a copy in from_dlpack: the source "
+                       f"buffer {detail} (XLA needs that to share it), but copy=False. "
+                       "Set copy=True or copy=None.") from None
     if "is not aligned to" not in str(err):
       raise
     capsule = external.__dlpack__()  # a capsule is consumed once: ask again, then copy
     buf = _jax.dlpack_managed_tensor_to_buffer(capsule, source, stream, True, int(kind))
-  aval = ShapedArray(tuple(buf.shape), np.dtype(buf.dtype))
+  aval = ShapedArray(shape, dtype)
+  # (hlox's own sharding on the buffer: jaxlib's bare one lacks what hlox reads off it)
+  buf = buf._rewrap_with_aval_and_sharding(aval, client.single_device_sharding(source))
   committed = source if source != client.default_device() else None
   out = Array(buf, aval, committed)
   canonical = dtypes.canonicalize_dtype(aval.dtype)
@@ -747,6 +765,33 @@ def array_from_dlpack(external, device=None, copy=None) -> Array:
   if device is not None and device != source:
     out = device_put(out, device)
   return out
+
+
+# XLA:CPU shares host memory only at this alignment (else it copies).
+_XLA_CPU_ALIGNMENT = 64
+
+
+def _from_host_dlpack(external, source, copy) -> Array | None:
+  """``from_dlpack`` of host memory: NumPy's DLPack import and a zero-copy transfer. (jaxlib's
+  own DLPack import makes its C++ side import JAX, for the buffer's aval, once per process;
+  the package must not cause that.) None where NumPy cannot take the tensor (bfloat16)."""
+  try:
+    view = np.from_dlpack(external)
+  except (BufferError, TypeError, ValueError, RuntimeError):
+    return None
+  shareable = view.flags.c_contiguous and view.ctypes.data % _XLA_CPU_ALIGNMENT == 0
+  if not shareable and view.size and copy is False:
+    why = ("is not aligned to 64 bytes" if view.flags.c_contiguous else
+           "is not in row-major order")
+    raise ValueError(f"Specified input which requires a copy in from_dlpack: the source "
+                     f"buffer {why} (XLA needs that to share it), but copy=False. "
+                     "Set copy=True or copy=None.")
+  committed = source if source != client.default_device() else None
+  canonical = dtypes.canonicalize_dtype(view.dtype)
+  if canonical != view.dtype or copy:  # (float64 without x64 becomes float32, as in JAX)
+    return device_put(view.astype(canonical), committed)
+  return Array(client.share_host_buffer(view, ShapedArray(view.shape, view.dtype), source),
+               ShapedArray(view.shape, view.dtype), committed)
 
 
 def wrap_buffer(buf, aval, device=None) -> Array:

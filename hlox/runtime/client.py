@@ -435,6 +435,14 @@ def _put(xc, value, aval, sharding, device, keep_64bit=False):
                                keep_64bit or bool(config._values["enable_x64"]))
 
 
+def share_host_buffer(value: np.ndarray, aval, device):
+  """A CPU buffer over ``value``'s own memory where XLA can use it in place (aligned,
+  row-major), else over a copy; the buffer keeps ``value`` alive."""
+  xc = _xc()
+  return xc.batched_device_put(aval, single_device_sharding(device), [value], [device], True,
+                               False, xc.HostBufferSemantics.ZERO_COPY, True)
+
+
 def float0_carrier(value, aval):
   """The boolean zeros (value and aval) a float0 array is on a device as, as in JAX (float0
   lowers to ``i1``): nothing of it is ever read back."""
