@@ -189,3 +189,17 @@ def test_messages_match_jax():
   expected = printed_in_jax(programs, prelude)
   for name, src in programs.items():
     assert printed_here(src, prelude) == expected[name], name
+
+
+def test_allow_mode_keeps_a_shape_dtype_structs_64_bit_dtype():
+  def f(x):
+    with hlox.enable_x64():
+      return x + jnp.int64(1)
+  with explicit_x64_dtypes("allow"):
+    spec = hlox.ShapeDtypeStruct((), np.int64)
+    compiled = hlox.jit(f).lower(spec).compile()
+    out = compiled(jnp.int64(2 ** 40))
+  assert out.dtype == np.int64 and int(out) == 2 ** 40 + 1
+  # Under 'warn' the struct stands for the canonical type.
+  [aval], _ = hlox.jit(lambda x: x).lower(hlox.ShapeDtypeStruct((), np.int64)).in_avals
+  assert aval.dtype == np.int32

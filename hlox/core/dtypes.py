@@ -483,10 +483,10 @@ def float0_error(name: str) -> TypeError:
       "gradient taken with respect to an integer argument (allow_int=True).")
 
 
-def canonical_join(dtype) -> np.dtype:
-  """The dtype a promotion's join gives: canonical, except that 'allow' keeps a 64-bit join
-  (as JAX), which with x64 off comes only from an operand that is 64-bit (an Array made so
-  on request; NumPy operands count as canonical)."""
+def canonicalize_explicit(dtype) -> np.dtype:
+  """An explicit dtype canonicalized silently: 'allow' keeps its 64 bits (as JAX). For a
+  promotion's join, which with x64 off is 64-bit only when an operand is (an Array made so on
+  request; NumPy operands count as canonical), and for a ``ShapeDtypeStruct``'s dtype."""
   if config._values["explicit_x64_dtypes"] == "allow":
     return np.dtype(dtype)
   return canonicalize_dtype(dtype)
@@ -497,7 +497,7 @@ def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
   dtypes = [np.dtype(d) for d, _ in dtypes_and_weak]
   weaks = [w for _, w in dtypes_and_weak]
   if len(set(dtypes)) == 1:
-    return canonical_join(dtypes[0]), all(weaks) and dtypes[0] != bool_
+    return canonicalize_explicit(dtypes[0]), all(weaks) and dtypes[0] != bool_
   if float0 in dtypes:  # it joins nothing
     raise float0_error("dtype promotion")
   x64 = _lattice_key(x64_enabled())
@@ -509,7 +509,7 @@ def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
   joined = _strict_join(nodes, x64_enabled()) if x64 == "strict" else _join(nodes, x64)
   if isinstance(joined, _WeakKind):
     return canonicalize_dtype(_weak_kind_default(joined)), True
-  return canonical_join(joined), False
+  return canonicalize_explicit(joined), False
 
 
 def result_type(*args, return_weak_type_flag=False):
