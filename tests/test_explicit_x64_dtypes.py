@@ -129,14 +129,22 @@ def test_allow_mode_64_bit_values_through_jit_and_eager_ops():
     np.testing.assert_array_equal(np.asarray(x + x), np.array([0.1, 0.2]) * 2)
 
 
-def test_allow_mode_random_bits_match_x64():
-  key = hlox.random.key(0)
-  with explicit_x64_dtypes("allow"):
-    allowed = np.asarray(hlox.random.bits(key, (4,), np.uint64))
-  with hlox.enable_x64():
-    wide = np.asarray(hlox.random.bits(key, (4,), np.uint64))
-  assert allowed.dtype == np.uint64
-  np.testing.assert_array_equal(allowed, wide)
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])
+@pytest.mark.parametrize("draw", [
+    lambda key: hlox.random.bits(key, (4,), np.uint64),
+    lambda key: hlox.random.uniform(key, (4,), np.float64),
+    lambda key: hlox.random.normal(key, (4,), np.float64),
+    hlox.jit(lambda key: hlox.random.uniform(key, (4,), np.float64)),
+])
+def test_allow_mode_random_draws_match_x64(impl, draw):
+  with hlox.default_prng_impl(impl):
+    key = hlox.random.key(1701)
+    with explicit_x64_dtypes("allow"):
+      allowed = draw(key)
+    with hlox.enable_x64():
+      wide = draw(key)
+  assert allowed.dtype == wide.dtype and np.dtype(wide.dtype).itemsize == 8
+  np.testing.assert_array_equal(np.asarray(allowed), np.asarray(wide))
 
 
 def test_no_warning_without_a_64_bit_request_or_with_x64():
