@@ -9,8 +9,7 @@ This module only re-exports the public API; the layers below it are described in
 from hlox.config import (check_tracer_leaks, checking_leaks, config, debug_infs, debug_nans,
                          ensure_compile_time_eval, log_compiles)
 from hlox.config import default_prng_impl, random_seed_offset, threefry_partitionable
-from hlox.config import TRACED_OPTIONS as _TRACED_OPTIONS
-from hlox.config import USER_CONTEXTS as _USER_CONTEXTS, make_user_context
+from hlox.config import make_user_context
 from hlox.config import (allow_f16_reductions, debug_key_reuse, default_device,
                          default_matmul_precision, enable_checks, enable_custom_prng,
                          enable_x64, explain_cache_misses, legacy_prng_key, no_execution,
@@ -94,23 +93,3 @@ def __dir__():
   return sorted({*globals(), "profiler"})
 
 
-# The values the caches were filled under, of the options that change what programs trace to.
-_traced_options = {name: getattr(config, name) for name in _TRACED_OPTIONS}
-
-
-def _on_config_change(name, value):
-  # Weak types of Python scalars and canonical dtypes depend on x64, raw keys' meaning on the
-  # default PRNG, threefry's bits on its scheme, traces on the static-index check: cached
-  # signatures, traces and executables made under another setting must not be reused
-  # (setting the same value again keeps them). Rank and dtype promotion checks and the default
-  # matmul precision act while tracing, so they too key the caches (as in JAX's jit key);
-  # executables compiled under no_execution raise when run, so they serve only under it.
-  # User contexts (make_user_context) key them too, from their first change on.
-  if name not in _traced_options and name in _USER_CONTEXTS:
-    _traced_options[name] = _USER_CONTEXTS[name]
-  if name in _traced_options and _traced_options[name] != value:
-    old_state = tuple(_traced_options.values())
-    _traced_options[name] = value
-    switch_caches(old_state, tuple(_traced_options.values()))
-
-config.add_watcher(_on_config_change)

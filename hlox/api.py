@@ -124,7 +124,7 @@ class ShapeDtypeStruct:
   def aval(self):
     if dtypes.is_extended(self.dtype):
       return ShapedArray(self.shape, self.dtype)
-    return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
+    return ShapedArray(self.shape, dtypes.canonicalize_explicit(self.dtype), self.weak_type)
 
   @classmethod
   def like(cls, x) -> "ShapeDtypeStruct":

@@ -6,7 +6,8 @@ import threading
 import types
 import weakref
 
-from hlox.config import config
+from hlox.config import TRACED_OPTIONS, USER_CONTEXTS, config, generation as _generation, \
+    jit_slow_path_here, threads_with_scopes as _threads_with_scopes
 from hlox.core.source_info import current_xla_metadata
 from hlox.core.tracer import Tracer, trace_ctx
 
@@ -41,23 +42,44 @@ class LRUCache:
     return self._maxsize if self._maxsize is not None else config.cache_size
 
   def get(self, key, default=None):
+    data = self._data if not _threads_with_scopes[0] else self._table_here()
     try:
-      value = self._data[key]
+      value = data[key]
     except KeyError:
       return default
     try:
-      self._data.move_to_end(key)
+      data.move_to_end(key)
     except KeyError:  # evicted by another thread in between
       pass
     return value
 
   def put(self, key, value) -> None:
+    data = self._data if not _threads_with_scopes[0] else self._table_here()
     with self._lock:
-      self._data[key] = value
-      self._data.move_to_end(key)
+      data[key] = value
+      data.move_to_end(key)
       limit = self.maxsize
-      while len(self._data) > limit:
-        self._data.popitem(last=False)
+      while len(data) > limit:
+        data.popitem(last=False)
+
+  def _table_here(self):
+    """The table the calling thread reads and fills: ``_data``, unless its own ``with``
+    scopes give it other values of the options that key the caches than ``_data`` was
+    filled under (another thread's scope switched the tables); then the table kept aside
+    for its values, which ``_switch`` takes back when the tables come to them."""
+    here = _here()
+    if not here.differs:
+      return self._data
+    with self._lock:
+      stash = self._stash
+      if stash is None:
+        stash = self._stash = {}
+      table = stash.get(here.state)
+      if table is None:
+        table = stash[here.state] = collections.OrderedDict()
+        while len(stash) > _MAX_STASHED_STATES:
+          del stash[next(iter(stash))]
+      return table
 
   def clear(self) -> None:
     with self._lock:
@@ -128,6 +150,65 @@ def switch_caches(old_state, new_state) -> None:
   computation) recompiles nothing. (JAX keys its caches on the same options.)"""
   for cache in list(_all_caches):
     cache._switch(old_state, new_state)
+
+
+# The values the caches' tables were filled under, of the options that change what programs
+# trace to (``config.TRACED_OPTIONS``, and user contexts from their first change on).
+_traced_options = {name: getattr(config, name) for name in TRACED_OPTIONS}
+
+
+def _on_config_change(name, value):
+  # Weak types of Python scalars and canonical dtypes depend on x64, raw keys' meaning on the
+  # default PRNG, threefry's bits on its scheme, traces on the static-index check: cached
+  # signatures, traces and executables made under another setting must not be reused
+  # (setting the same value again keeps them). Rank and dtype promotion checks and the default
+  # matmul precision act while tracing, so they too key the caches (as in JAX's jit key);
+  # executables compiled under no_execution raise when run, so they serve only under it.
+  # User contexts (make_user_context) key them too, from their first change on. ``value`` is
+  # the changing thread's: the tables follow the last thread that changed its options, and
+  # other threads whose values differ from them use tables of their own (``_table_here``).
+  if name not in _traced_options and name in USER_CONTEXTS:
+    _traced_options[name] = USER_CONTEXTS[name]
+  if name in _traced_options and _traced_options[name] != value:
+    old_state = tuple(_traced_options.values())
+    _traced_options[name] = value
+    switch_caches(old_state, tuple(_traced_options.values()))
+
+config.add_watcher(_on_config_change)
+
+
+# --- threads whose ``with`` scopes give other option values than the tables hold ----------
+
+class _Here(threading.local):
+  """The calling thread's summary of its options, as of ``generation``: ``state`` (its
+  values of the options that key the caches), ``differs`` (from those the tables hold) and
+  ``jit_slow`` (whether jit's cache-hit path is closed to it)."""
+  generation = -1
+  state = None
+  differs = False
+  jit_slow = False
+
+
+_here_local = _Here()
+
+
+def _here() -> _Here:
+  here = _here_local
+  generation = _generation[0]
+  if here.generation != generation:
+    values = config._values
+    state = tuple(values[name] for name in list(_traced_options))
+    here.state = state
+    here.differs = state != tuple(_traced_options.values())
+    here.jit_slow = bool(here.differs or values["disable_jit"] or values["debug_key_reuse"])
+    here.generation = generation
+  return here
+
+
+def _jit_slow_path_here() -> bool:
+  return _here().jit_slow
+
+jit_slow_path_here[0] = _jit_slow_path_here
 
 
 class PerFunctionCache:

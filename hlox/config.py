@@ -17,6 +17,7 @@ import enum
 import operator
 import os
 import sys
+import threading
 
 __all__ = ["config", "update", "enable_x64", "debug_nans", "debug_infs", "log_compiles",
            "enable_checks", "explain_cache_misses", "numpy_rank_promotion",
@@ -182,11 +183,62 @@ def _set_spelling(env: str) -> str:
 
 
 class _Values(dict):
-  """The options' current values. Pickled by reference: a pickled jitted function that reads
-  them (cloudpickle) reads the live options of the process it is loaded in."""
+  """The options' global values (what ``update`` sets). Pickled by reference: a pickled
+  jitted function that reads them (cloudpickle) reads the live options of the process it is
+  loaded in."""
 
   def __reduce__(self):
     return (_current_values, ())
+
+
+class _ScopedValues(_Values):
+  """The type the global values take while some thread has a ``with`` scope open: a read
+  gives the reading thread's scoped value where it has one (JAX's options are thread-local
+  under their context managers). The hot paths and several modules hold the dict itself, so
+  it stays the same object and only its type changes: while no scope is open anywhere, a
+  read is a plain dict lookup and pays nothing for this."""
+
+  def __getitem__(self, name):
+    overrides = _thread_scopes.overrides
+    if overrides is not None and name in overrides:
+      return overrides[name]
+    if name == "_jit_slow_path":
+      return jit_slow_path_here[0]()
+    return dict.__getitem__(self, name)
+
+  def get(self, name, default=None):
+    try:
+      return self[name]
+    except KeyError:
+      return default
+
+
+class _ThreadScopes(threading.local):
+  """One thread's ``with`` scopes: ``overrides`` maps each option a scope of this thread
+  sets to its value (None while the thread has none open); ``saved`` keeps, per option, the
+  values the scopes replaced (the thread's own, or _NO_VALUE: none of its own), innermost
+  last."""
+  overrides: dict | None = None
+  saved: dict | None = None
+
+
+_thread_scopes = _ThreadScopes()
+_scopes_lock = threading.Lock()
+# How many threads have a scope open; while any has, the global values are _ScopedValues.
+threads_with_scopes = [0]
+# Bumped on every change of an option's value (global or in any thread's scope) and every
+# switch of the caches' tables: per-thread summaries of the options (``hlox.cache``) are
+# recomputed when it moved.
+generation = [0]
+# Set by ``hlox.cache``: whether this thread's calls must take jit's slow path (jit disabled
+# or keys checked for reuse here, or the caches' tables hold entries made under other option
+# values than this thread's).
+jit_slow_path_here = [lambda: bool(config._get_global("_jit_slow_path"))]
+
+
+def _bump_generation() -> None:
+  with _scopes_lock:
+    generation[0] += 1
 
 
 def _current_values():
@@ -352,16 +404,14 @@ class Config:
           self._values[name] = self._values["transfer_guard"]
     self._derive()
     self._watchers = []
-    # Per option with ``with`` scopes open on it: the values the scopes replaced, outermost
-    # first. The first is the global setting, which ``update`` changes (JAX's global value
-    # under its context-local one): a scope's exit then restores what was set.
-    self._scope_saved: dict[str, list] = {}
 
   def _derive(self) -> None:
     # One flag for ``jit``'s cache-hit path to test: calls go the slow way while jit is
     # disabled or keys are checked for reuse (one dict read per call, whatever sets it).
-    self._values["_jit_slow_path"] = bool(self._values["disable_jit"]
-                                          or self._values["debug_key_reuse"])
+    values = self._values
+    dict.__setitem__(values, "_jit_slow_path", bool(dict.__getitem__(values, "disable_jit")
+                                                    or dict.__getitem__(values,
+                                                                        "debug_key_reuse")))
 
   def __getattr__(self, name):
     if name.startswith("_"):
@@ -374,7 +424,8 @@ class Config:
       raise AttributeError(f"hlox.config has no option {name!r}") from None
 
   def update(self, name: str, value) -> None:
-    """Set option ``name`` (for example ``update('enable_x64', True)``)."""
+    """Set option ``name`` (for example ``update('enable_x64', True)``) for every thread:
+    its global value, which a ``with`` scope open in a thread overrides there (as JAX)."""
     given = name
     if name.startswith("jax_"):  # accept JAX's spelling of option names
       name = name[4:]
@@ -386,43 +437,82 @@ class Config:
     if name == "transfer_guard":  # set-only: it sets every direction
       for direction in _TRANSFER_GUARDS:
         self.update(direction, value)
-    saved = self._scope_saved.get(name)
-    if saved:  # under a scope: the global value changes, the scope's stays in effect
-      saved[0] = value
+    overrides = _thread_scopes.overrides
+    if overrides is not None and name in overrides:
+      # Under this thread's scope: the global value changes, the scope's stays in effect
+      # here (other threads see the new value).
+      dict.__setitem__(self._values, name, value)
+      self._derive()
+      _bump_generation()
       return
     self._set(name, value)
 
   def _set(self, name: str, value) -> None:
-    old = self._values[name]
-    self._values[name] = value
+    values = self._values
+    old = dict.__getitem__(values, name)
+    dict.__setitem__(values, name, value)
     self._derive()
+    try:
+      self._notify(name, value)
+    except Exception:
+      dict.__setitem__(values, name, old)
+      self._derive()
+      self._notify_quietly(name, self._values[name])
+      raise
+
+  def _notify(self, name: str, value) -> None:
+    """Tell the watchers that ``name`` is now ``value`` (in the calling thread)."""
     try:
       for watcher in self._watchers:
         watcher(name, value)
+    finally:
+      _bump_generation()
+
+  def _notify_quietly(self, name: str, value) -> None:
+    try:
+      self._notify(name, value)
     except Exception:
-      self._values[name] = old
-      self._derive()
-      raise
+      pass
 
   def _enter_scope(self, name: str, value) -> None:
-    self._scope_saved.setdefault(name, []).append(self._values[name])
+    """Open a scope that sets ``name`` to ``value`` in the calling thread only."""
+    scopes = _thread_scopes
+    if scopes.overrides is None:
+      with _scopes_lock:
+        scopes.overrides, scopes.saved = {}, {}
+        threads_with_scopes[0] += 1
+        self._values.__class__ = _ScopedValues
+    scopes.saved.setdefault(name, []).append(scopes.overrides.get(name, _NO_VALUE))
+    scopes.overrides[name] = value
     try:
-      self._set(name, value)
+      self._notify(name, value)
     except BaseException:
       self._exit_scope(name, restore=False)
+      self._notify_quietly(name, self._values[name])
       raise
 
   def _exit_scope(self, name: str, restore: bool = True) -> None:
-    saved = self._scope_saved[name]
+    scopes = _thread_scopes
+    saved = scopes.saved[name]
     previous = saved.pop()
     if not saved:
-      del self._scope_saved[name]
+      del scopes.saved[name]
+    if previous is _NO_VALUE:
+      del scopes.overrides[name]
+    else:
+      scopes.overrides[name] = previous
+    if not scopes.overrides:
+      with _scopes_lock:
+        scopes.overrides = scopes.saved = None
+        threads_with_scopes[0] -= 1
+        if not threads_with_scopes[0]:
+          self._values.__class__ = _Values
     if restore:
-      self._set(name, previous)
+      self._notify(name, self._values[name])
 
   def _get_global(self, name: str):
-    saved = self._scope_saved.get(name)
-    return saved[0] if saved else self._values[name]
+    """Option ``name``'s global value, whatever scopes the calling thread has open."""
+    return dict.__getitem__(self._values, name)
 
   def _read(self, name: str):
     """The current value of option ``name`` (JAX's ``jax_`` spelling accepted), as JAX's
@@ -619,7 +709,7 @@ class UserConfig:
     return config._values[self._name]
 
   def get_global(self):
-    return config._values[self._name]
+    return config._get_global(self._name)
 
   def set_global(self, new_value) -> None:
     config.update(self._name, new_value)

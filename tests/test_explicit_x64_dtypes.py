@@ -74,8 +74,77 @@ def test_error_mode_raises_and_allow_mode_is_silent():
     assert jnp.zeros(3, "float32").dtype == np.float32  # 32-bit requests are fine
   with explicit_x64_dtypes("allow"), warnings.catch_warnings():
     warnings.simplefilter("error")
-    assert jnp.zeros(3, "float64").dtype == np.float32  # narrowed without a word
+    assert jnp.zeros(3, "float64").dtype == np.float64  # kept without a word
   assert hlox.config.explicit_x64_dtypes == "warn"
+
+
+# Under 'allow' (x64 off), each of these keeps the 64-bit dtype it asks for: (call, dtype,
+# NumPy's value of it).
+KEPT = {
+    "array int": (lambda: jnp.array(2 ** 40, dtype=jnp.int64), np.int64, np.int64(2 ** 40)),
+    "array list": (lambda: jnp.array([1.0, 1e-300], dtype=jnp.float64), np.float64,
+                   np.array([1.0, 1e-300])),
+    "array complex": (lambda: jnp.array(1j, dtype=jnp.complex128), np.complex128, 1j),
+    "asarray": (lambda: jnp.asarray(np.arange(3), dtype="float64"), np.float64,
+                np.arange(3.0)),
+    "zeros": (lambda: jnp.zeros(3, "int64"), np.int64, np.zeros(3, np.int64)),
+    "ones": (lambda: jnp.ones(2, np.float64), np.float64, np.ones(2)),
+    "full": (lambda: jnp.full((2,), 2 ** 40, dtype="int64"), np.int64,
+             np.full(2, 2 ** 40, np.int64)),
+    "full_like": (lambda: jnp.full_like(jnp.ones(2), 0.1, dtype=np.float64), np.float64,
+                  np.full(2, 0.1)),
+    "arange": (lambda: jnp.arange(3, dtype=np.float64), np.float64, np.arange(3.0)),
+    "eye": (lambda: jnp.eye(2, dtype=np.float64), np.float64, np.eye(2)),
+    "astype": (lambda: jnp.arange(3).astype("float64") / 3, np.float64, None),
+    "convert_element_type": (lambda: lax.convert_element_type(0.1, "float64"), np.float64,
+                             np.float64(0.1)),
+    "iota": (lambda: lax.iota(np.int64, 3), np.int64, np.arange(3)),
+    "jnp.int64": (lambda: jnp.int64(2 ** 40), np.int64, np.int64(2 ** 40)),
+    "bits": (lambda: hlox.random.bits(hlox.random.key(0), (3,), np.uint64), np.uint64, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_allow_mode_keeps_explicit_64_bit_dtypes(name):
+  make, dtype, expected = KEPT[name]
+  with explicit_x64_dtypes("allow"), warnings.catch_warnings():
+    warnings.simplefilter("error")
+    out = make()
+  assert out.dtype == dtype
+  if expected is not None:
+    np.testing.assert_array_equal(np.asarray(out), expected)
+  assert np.asarray(out).dtype == dtype
+  # Without a request, nothing is 64-bit there.
+  with explicit_x64_dtypes("allow"):
+    assert jnp.array(np.float64(0.5)).dtype == np.float32
+    assert jnp.arange(3).dtype == np.int32
+
+
+def test_allow_mode_64_bit_values_through_jit_and_eager_ops():
+  with explicit_x64_dtypes("allow"):
+    x = jnp.array([0.1, 0.2], dtype=jnp.float64)
+    f = hlox.jit(lambda a: jnp.sin(a.astype(jnp.float64)))
+    np.testing.assert_allclose(np.asarray(f(x)), np.sin([0.1, 0.2]), rtol=1e-15)
+    assert f(x).dtype == np.float64 and jnp.sin(x).dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(x + x), np.array([0.1, 0.2]) * 2)
+
+
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])
+@pytest.mark.parametrize("draw", [
+    lambda key: hlox.random.bits(key, (4,), np.uint64),
+    lambda key: hlox.random.uniform(key, (4,), np.float64),
+    lambda key: hlox.random.normal(key, (4,), np.float64),
+    hlox.jit(lambda key: hlox.random.uniform(key, (4,), np.float64)),
+])
+def test_allow_mode_random_draws_match_x64(impl, draw):
+  with hlox.default_prng_impl(impl):
+    key = hlox.random.key(1701)
+    with explicit_x64_dtypes("allow"):
+      allowed = draw(key)
+    with hlox.enable_x64():
+      wide = draw(key)
+  assert allowed.dtype == wide.dtype and np.dtype(wide.dtype).itemsize == 8
+  np.testing.assert_array_equal(np.asarray(allowed), np.asarray(wide))
 
 
 def test_no_warning_without_a_64_bit_request_or_with_x64():
@@ -128,3 +197,17 @@ def test_messages_match_jax():
   expected = printed_in_jax(programs, prelude)
   for name, src in programs.items():
     assert printed_here(src, prelude) == expected[name], name
+
+
+def test_allow_mode_keeps_a_shape_dtype_structs_64_bit_dtype():
+  def f(x):
+    with hlox.enable_x64():
+      return x + jnp.int64(1)
+  with explicit_x64_dtypes("allow"):
+    spec = hlox.ShapeDtypeStruct((), np.int64)
+    compiled = hlox.jit(f).lower(spec).compile()
+    out = compiled(jnp.int64(2 ** 40))
+  assert out.dtype == np.int64 and int(out) == 2 ** 40 + 1
+  # Under 'warn' the struct stands for the canonical type.
+  [aval], _ = hlox.jit(lambda x: x).lower(hlox.ShapeDtypeStruct((), np.int64)).in_avals
+  assert aval.dtype == np.int32

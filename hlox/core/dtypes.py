@@ -249,13 +249,14 @@ def check_user_dtype(dtype, name: str | None = None, *, user_only: bool = False)
 
   A 64-bit dtype asked for while x64 is off goes by the ``explicit_x64_dtypes`` option (as in
   JAX): 'warn' truncates it to 32 bits with a UserWarning at the user's line, 'error' raises
-  ValueError, 'allow' narrows it silently (JAX keeps it; hlox has no 64-bit values
-  while x64 is off). Callers test ``dtype is None`` themselves, so a call without
-  a dtype costs nothing; with one, the check is two dict reads.
+  ValueError, 'allow' keeps it (the value made is 64-bit, as a value made inside
+  ``enable_x64()``). Callers test ``dtype is None`` themselves, so a call without a dtype
+  costs nothing; with one, the check is two dict reads.
 
   ``user_only`` (for ``lax`` functions, which hlox's own code calls with dtypes it means to
-  be canonicalized): the option applies only when the ``lax`` function was called by the
-  user's code; otherwise the dtype is canonicalized silently."""
+  be canonicalized): 'warn' and 'error' apply only when the ``lax`` function was called by
+  the user's code; otherwise the dtype is canonicalized silently. ('allow' keeps it
+  whoever called: hlox.numpy passes its user's dtypes on to ``lax``.)"""
   if isinstance(dtype, type):
     default = _PY_SCALAR_TYPES.get(dtype)
     if default is not None:
@@ -264,12 +265,12 @@ def check_user_dtype(dtype, name: str | None = None, *, user_only: bool = False)
   narrow = _to_32.get(dtype)
   if narrow is None or config._values["enable_x64"]:
     return dtype
-  if user_only and not source_info.lax_called_by_user():
-    return narrow
   mode = config._values["explicit_x64_dtypes"]
   if mode == "allow":
-    # hlox holds no 64-bit values while x64 is off (its runtime and caches key on the
-    # canonical types), so what JAX would keep is narrowed here, without a word.
+    # Kept, as JAX: a 64-bit value asked for by name (hlox.numpy's functions pass the
+    # user's dtype on to ``lax``, whose check must keep it too).
+    return dtype
+  if user_only and not source_info.lax_called_by_user():
     return narrow
   where = f" requested in {name}" if name else ""
   if mode == "error":
@@ -283,6 +284,12 @@ def check_user_dtype(dtype, name: str | None = None, *, user_only: bool = False)
                 "https://github.com/jax-ml/jax#current-gotchas for more.", UserWarning,
                 stacklevel=source_info.user_stacklevel())
   return narrow
+
+
+def explicit_64bit_allowed() -> bool:
+  """Whether a 64-bit dtype asked for by name is kept: x64 is on, or
+  ``explicit_x64_dtypes`` is 'allow'."""
+  return bool(config._values["enable_x64"]) or config._values["explicit_x64_dtypes"] == "allow"
 
 
 def default_int_dtype() -> np.dtype:
@@ -544,12 +551,21 @@ def float0_error(name: str) -> TypeError:
       "gradient taken with respect to an integer argument (allow_int=True).")
 
 
+def canonicalize_explicit(dtype) -> np.dtype:
+  """An explicit dtype canonicalized silently: 'allow' keeps its 64 bits (as JAX). For a
+  promotion's join, which with x64 off is 64-bit only when an operand is (an Array made so on
+  request; NumPy operands count as canonical), and for a ``ShapeDtypeStruct``'s dtype."""
+  if config._values["explicit_x64_dtypes"] == "allow":
+    return np.dtype(dtype)
+  return canonicalize_dtype(dtype)
+
+
 def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
   """Join of ``(dtype, weak_type)`` pairs: the dtype and whether the result stays weak."""
   dtypes = [np.dtype(d) for d, _ in dtypes_and_weak]
   weaks = [w for _, w in dtypes_and_weak]
   if len(set(dtypes)) == 1:
-    return canonicalize_dtype(dtypes[0]), all(weaks) and dtypes[0] != bool_
+    return canonicalize_explicit(dtypes[0]), all(weaks) and dtypes[0] != bool_
   if float0 in dtypes:  # it joins nothing
     raise float0_error("dtype promotion")
   x64 = _lattice_key(x64_enabled())
@@ -561,7 +577,7 @@ def result_type_with_weak(dtypes_and_weak) -> tuple[np.dtype, bool]:
   joined = _strict_join(nodes, x64_enabled()) if x64 == "strict" else _join(nodes, x64)
   if isinstance(joined, _WeakKind):
     return canonicalize_dtype(_weak_kind_default(joined)), True
-  return canonicalize_dtype(joined), False
+  return canonicalize_explicit(joined), False
 
 
 def result_type(*args, return_weak_type_flag=False):

@@ -1332,8 +1332,12 @@ def apply_primitive(primitive, *args, **params):
   except TypeError as e:
     raise TypeError(f"{primitive.name}: parameters must be hashable, got {params}") from e
   if entry is None:
-    entry = _compile_eager(primitive, args, params, [x._sig for x in args])
-    _eager_cache.put(key, entry)
+    # (A thread whose ``with`` scopes set other options than the tables were filled under
+    # keeps its entries in a table of its own: ``LRUCache.get``.)
+    entry = _eager_cache.get(key)
+    if entry is None:
+      entry = _compile_eager(primitive, args, params, [x._sig for x in args])
+      _eager_cache.put(key, entry)
   else:
     _eager_move_to_end(key)  # keep the cache least-recently-used
   if type(entry) is not _EagerEntry:  # a replicated program (a pmap inside a loop/branch)

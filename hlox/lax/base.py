@@ -27,7 +27,8 @@ from hlox.lax.sharding_constraint import apply_out_sharding
 from hlox.lax.reducer_util import (_axes_param, _is_number, _kept_dims, _reducer, _zero,
                                    defreducer)
 from hlox.lax.utils import defvectorized, standard_primitive
-from hlox.runtime.array import Array, committed_device, device_put, type_sharding
+from hlox.runtime.array import (Array, committed_device, device_put, put_requested,
+                                type_sharding)
 from hlox.runtime import sharding as sharding_lib
 from hlox.core.extended_functions import refused as _refused
 
@@ -513,7 +514,11 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       # (2 ** 100) converts too, and for the others the result is the same.
       operand = np.asarray(operand, dtype=new_dtype)
     elif type(operand) in _PY_SCALARS:
-      operand = np.asarray(operand, dtype=dtypes.python_scalar_dtype(operand))
+      # Through the scalar's own 64-bit type when the target is a 64-bit type kept with x64
+      # off ('allow'): convert_element_type(0.1, float64) is 0.1, as in JAX.
+      wide = dtypes.canonicalize_dtype(new_dtype) != new_dtype
+      operand = np.asarray(operand) if wide else np.asarray(
+          operand, dtype=dtypes.python_scalar_dtype(operand))
     value = np.asarray(operand)
     if dtypes.is_complex(value.dtype) and not dtypes.is_complex(new_dtype):
       value = value.real
@@ -530,10 +535,13 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       if (value.shape == () and py_type is not bool
           and dtypes.python_scalar_dtype(py_type(0)) == new_dtype):
         return py_type(value.item())
-      return device_put(value, weak_type=True)
+      return put_requested(value, weak_type=True)
     # Eagerly the result is an Array, as JAX's; under a trace the host value (a literal or
-    # constant where it is used).
-    return device_put(value) if trace_ctx.trace is eval_trace else value
+    # constant where it is used), unless it is 64-bit with x64 off (kept under 'allow'),
+    # which a host value would not stay: an Array of its type is then the constant.
+    if trace_ctx.trace is eval_trace or dtypes.canonicalize_dtype(new_dtype) != new_dtype:
+      return put_requested(value)
+    return value
   aval = get_aval(operand)
   if aval.dtype == new_dtype and aval.weak_type == weak_type:
     return operand

@@ -1493,7 +1493,7 @@ def bitcast_convert_type(operand, new_dtype):
   A narrower ``new_dtype`` adds a trailing dimension (one wide element becomes several
   narrow ones); a wider one consumes a trailing dimension of the matching size.
   """
-  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  new_dtype = dtypes.check_user_dtype(new_dtype, "bitcast_convert_type", user_only=True)
   return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
 
 

@@ -121,7 +121,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
   if dtype not in _BIT_DTYPES:
     raise TypeError(f"rng_bit_generator: unsupported dtype {dtype.name}; expected one of "
                     "uint8, uint16, uint32, uint64")
-  if dtypes.canonicalize_dtype(dtype) != dtype:
+  if dtypes.canonicalize_dtype(dtype) != dtype and not dtypes.explicit_64bit_allowed():
     raise TypeError(f"rng_bit_generator: dtype {dtype.name} requires x64 (enable_x64)")
   algorithm = RandomAlgorithm(algorithm)
   new_key, bits = rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm)

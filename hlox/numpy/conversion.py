@@ -16,7 +16,8 @@ from hlox import lax
 from hlox.core import dtypes
 from hlox.core.tracer import Tracer, eval_trace, trace_ctx
 from hlox.lax.device_put import put_traced_as_created
-from hlox.runtime.array import Array, Sharding, SingleDeviceSharding, device_put
+from hlox.runtime.array import (Array, Sharding, SingleDeviceSharding, device_put,
+                                put_requested)
 
 __all__ = ["array", "asarray"]
 
@@ -153,7 +154,7 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
       dtype = dtypes.result_type(*leaves) if leaves else dtypes.default_float_dtype()
     out = _assemble(object, dtype)
     if not isinstance(out, (Array, Tracer)):
-      out = device_put(out)
+      out = put_requested(out)  # of the user's dtype or a canonical one
   elif dtypes.extended_dtype_of(object) is not None:
     # Typed PRNG keys are arrays of their own dtype (immutable: no copy needed).
     if dtype is not None and dtype != object.dtype:
@@ -229,6 +230,8 @@ def _host_array(x, dtype, weak):
     raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype "
                     f"{value.dtype}: jnp.array cannot convert a value of type "
                     f"{type(x).__name__}")
+  if dtype is not None:  # the user's dtype (a 64-bit one kept under 'allow' stays)
+    return put_requested(value, weak_type=weak)
   return device_put(value, weak_type=weak)
 
 

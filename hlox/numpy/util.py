@@ -96,7 +96,7 @@ def promote_dtypes_inexact(*args):
   (``dtypes.to_inexact_dtype``)."""
   dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
   inexact = dtypes.to_inexact_dtype(dtype)
-  return [_convert(x, dtypes.canonicalize_dtype(inexact), weak) for x in args]
+  return [_convert(x, dtypes.canonicalize_explicit(inexact), weak) for x in args]
 
 
 def promote_dtypes_numeric(*args):

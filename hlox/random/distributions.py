@@ -62,10 +62,14 @@ def _check_shape(name, shape, *param_shapes):
 
 
 def _as(x, dtype):
-  """``x`` converted to ``dtype`` (Python and NumPy values become NumPy constants)."""
+  """``x`` converted to ``dtype`` (Python and NumPy values become NumPy constants, except
+  of a 64-bit dtype with x64 off, kept under 'allow', which NumPy values would not stay)."""
   if isinstance(x, (Array, Tracer)):
     return x if get_aval(x).dtype == dtype else lax.convert_element_type(x, dtype)
-  return np.asarray(x, dtype)
+  value = np.asarray(x, dtype)
+  if dtypes.canonicalize_dtype(dtype) != dtype:
+    return lax.convert_element_type(value, dtype)
+  return value
 
 
 def _to_rank(x, rank):
@@ -125,10 +129,9 @@ def _uniform(data, shape, dtype, minval, maxval):
   if rng_bits != nbits:
     b = lax.convert_element_type(b, uint)
   # Random mantissa under the exponent of 1.0 gives a float in [1, 2); subtract 1.
-  one_bits = np.array(1.0, dtype).view(uint)
-  fbits = lax.bitwise_or(lax.shift_right_logical(b, np.array(rng_bits - nmant, uint)),
-                         one_bits)
-  floats = lax.sub(lax.bitcast_convert_type(fbits, dtype), np.array(1.0, dtype))
+  one_bits = _as(np.array(1.0, dtype).view(uint), uint)
+  fbits = lax.bitwise_or(lax.shift_right_logical(b, _as(rng_bits - nmant, uint)), one_bits)
+  floats = lax.sub(lax.bitcast_convert_type(fbits, dtype), _as(1.0, dtype))
   return lax.max(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
 
 
@@ -172,7 +175,7 @@ def _normal_impl(data, *, shape, dtype):
 def _normal(data, shape, dtype):
   lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype))
   u = _uniform(data, shape, dtype, lo, 1.)
-  return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+  return lax.mul(_as(np.sqrt(2), dtype), lax.erf_inv(u))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):

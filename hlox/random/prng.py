@@ -271,11 +271,11 @@ def join_bits(bit_width, words64, words32):
   """Random bits of ``bit_width`` from the hash's output words: (high, low) for 64 bits, the
   xor of ``words32`` otherwise."""
   if bit_width == 64:
-    if not dtypes.x64_enabled():
+    if not dtypes.explicit_64bit_allowed():
       raise ValueError("64-bit random bits need x64 (hlox.config.enable_x64)")
     u64 = np.dtype(np.uint64)
     hi, lo = (lax.convert_element_type(w, u64) for w in words64)
-    return lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
+    return lax.bitwise_or(lax.shift_left(hi, lax.full_like(hi, 32)), lo)
   x = words32[0]
   for w in words32[1:]:
     x = lax.bitwise_xor(x, w)
@@ -354,7 +354,7 @@ def _threefry_fold_in(data, d):
 def _threefry_random_bits(data, bit_width, shape):
   if bit_width not in (8, 16, 32, 64):
     raise TypeError("requires 8-, 16-, 32- or 64-bit field width.")
-  if bit_width == 64 and not dtypes.x64_enabled():
+  if bit_width == 64 and not dtypes.explicit_64bit_allowed():
     raise ValueError("64-bit random bits need x64 (hlox.config.enable_x64)")
   if _partitionable():
     return random_bits(data, bit_width, shape)
@@ -374,7 +374,7 @@ def _threefry_random_bits_original(data, bit_width, shape):
     half = words // 2
     hi = lax.convert_element_type(lax.slice(bits, (0,), (half,)), dtype)
     lo = lax.convert_element_type(lax.slice(bits, (half,), (words,)), dtype)
-    bits = lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
+    bits = lax.bitwise_or(lax.shift_left(hi, lax.full_like(hi, 32)), lo)
   elif bit_width in (8, 16):
     per = 32 // bit_width
     shifts = lax.mul(np.uint32(bit_width), lax.broadcasted_iota(_u32, (words, per), 1))
@@ -1185,9 +1185,10 @@ def random_bits(data, bit_width: int, shape):
   b1, b2 = threefry2x32_p.bind(data[0], data[1], hi, lo)
   if bit_width == 64:
     u64 = np.dtype(np.uint64)
-    if not dtypes.x64_enabled():
+    if not dtypes.explicit_64bit_allowed():
       raise ValueError("64-bit random bits need x64 (hlox.config.enable_x64)")
-    return lax.bitwise_or(lax.shift_left(lax.convert_element_type(b1, u64), np.uint64(32)),
+    return lax.bitwise_or(lax.shift_left(lax.convert_element_type(b1, u64),
+                                          lax.full_like(b1, 32, u64)),
                           lax.convert_element_type(b2, u64))
   x = lax.bitwise_xor(b1, b2)
   if bit_width == 32:

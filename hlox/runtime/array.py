@@ -899,6 +899,15 @@ def put_exact(value: np.ndarray, weak_type: bool = False) -> Array:
   return Array(client.put_buffer(value, aval, target, keep_64bit=True), aval, None)
 
 
+def put_requested(value: np.ndarray, weak_type: bool = False) -> Array:
+  """``value``, converted on the host to a dtype the user asked for, on the default device:
+  as ``device_put``, except that a 64-bit dtype (one ``explicit_x64_dtypes='allow'`` kept
+  with x64 off) stays 64-bit."""
+  if dtypes.canonicalize_dtype(value.dtype) != value.dtype:
+    return put_exact(value, weak_type)
+  return device_put(value, weak_type=weak_type)
+
+
 def _exact_scalar(value, aval) -> Array:
   return put_exact(np.asarray(value, aval.dtype), weak_type=aval.weak_type)
 
