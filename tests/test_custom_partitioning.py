@@ -1,5 +1,5 @@
 """hlox.experimental.custom_partitioning: the function as written where nothing is
-partitioned; over a mesh, a CustomSPMDPartitioning call laid out by its sharding rule whose
+partitioned; over a mesh, a HloxCustomSPMDPartitioning call laid out by its sharding rule whose
 ``partition`` callback gives each device's program (collectives included)."""
 import subprocess
 import sys
@@ -48,7 +48,7 @@ def test_partition_callback_gives_each_devices_program():
   with hlox.set_mesh(mesh):
     jit_f = hlox.jit(lambda a: a + f(a), in_shardings=P(None, "x"), out_shardings=P("x"))
     text = jit_f.lower(hlox.device_put(x, P(None, "x"))).as_text()
-    assert "custom_call @CustomSPMDPartitioning" in text
+    assert "custom_call @HloxCustomSPMDPartitioning" in text
     assert "sdy.sharding_rule = #sdy.op_sharding_rule<([i, j])->([i, j]) {i=32, j=16}" in text
     out = jit_f(hlox.device_put(x, P(None, "x")))
   np.testing.assert_array_equal(out, 3 * x)

@@ -9,7 +9,10 @@ GSPMD-style code, ``propagate_user_sharding`` / ``infer_sharding_from_operands``
 None) and the static arguments.
 
 In a program partitioned over a mesh it lowers to a ``stablehlo.custom_call
-@CustomSPMDPartitioning`` whose ``backend_config`` names this lowering's callbacks. Shardy
+@HloxCustomSPMDPartitioning`` whose ``backend_config`` names this lowering's callbacks. (JAX
+names its call ``CustomSPMDPartitioning``; XLA keeps the first partitioner registered for a
+target name, and a JAX imported into the same process registers its own under that name, so
+hlox's call has a name of its own.) Shardy
 propagates layouts through it by its sharding rule; XLA's SPMD partitioner then calls
 ``partition`` (``runtime/custom_partitioner.py``) with the operands' and result's layouts,
 traces the returned ``lower_fn`` on one device's pieces (the mesh's axes bound, so it may
@@ -38,7 +41,8 @@ from hlox.runtime import sharding as sharding_lib
 
 from jaxlib.mlir import ir
 
-CALL_TARGET = "CustomSPMDPartitioning"
+# hlox's own target name: see the module docstring.
+CALL_TARGET = "HloxCustomSPMDPartitioning"
 
 custom_partitioning_p = Primitive("custom_partitioning")
 custom_partitioning_p.multiple_results = True

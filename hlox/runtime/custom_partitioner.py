@@ -20,7 +20,8 @@ _registered: set = set()
 
 
 def register(name: str, prop_user_sharding, partition, infer_sharding_from_operands) -> None:
-  """Register the partitioner of custom-call target ``name`` (once per process)."""
+  """Register the partitioner of custom-call target ``name`` (once per process: XLA keeps
+  the first registration of a name and ignores later ones)."""
   with _lock:
     if name in _registered:
       return
