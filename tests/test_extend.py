@@ -152,3 +152,11 @@ def test_rules_written_outside_hlox_get_tuples_as_in_jax():
   ys = hlox.vmap(lambda x: twice.bind(x, x))(hlox.numpy.ones(2))
   assert float(t) == 2.0 and np.asarray(ys[1]).tolist() == [2.0, 2.0]
   assert seen == [(tuple, tuple), (tuple, tuple)]
+
+
+def test_register_lowering_returns_none():
+  # JAX's register_lowering returns None (a notebook cell ending in it shows no value)
+  p = core.Primitive("returns_nothing_test")
+  p.def_abstract_eval(lambda x: x)
+  assert mlir.register_lowering(p, lambda ctx, x: [x]) is None
+  assert float(hlox.jit(p.bind)(np.float32(3.0))) == 3.0

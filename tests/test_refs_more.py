@@ -284,3 +284,30 @@ def test_against_jax():
     for g, e in zip(got, expected):
       np.testing.assert_allclose(np.asarray(g), np.asarray(e, np.float32), rtol=2e-5,
                                  atol=1e-6, err_msg=name)
+
+
+def test_custom_vjp_backward_rule_writes_into_a_callers_ref():
+  # The backward rule of a custom_vjp gets the caller's reference as a residual and writes
+  # the cotangent into it: the write lands in that reference, under grad and jit(grad).
+  @hlox.custom_vjp
+  def record(ref, x):
+    return x
+
+  def fwd(ref, x):
+    return x, ref
+
+  def bwd(ref, g):
+    ref[...] = g
+    return None, g
+
+  record.defvjp(fwd, bwd)
+
+  def f(x, ref):
+    return jnp.sin(record(ref, x)) * 3.0
+
+  ref = hlox.new_ref(0.0)
+  assert float(hlox.grad(f)(1.0, ref)) == pytest.approx(3 * np.cos(1.0), rel=1e-6)
+  assert float(ref[...]) == pytest.approx(3 * np.cos(1.0), rel=1e-6)
+  ref2 = hlox.new_ref(0.0)
+  assert float(hlox.jit(hlox.grad(f))(2.0, ref2)) == pytest.approx(3 * np.cos(2.0), rel=1e-6)
+  assert float(ref2[...]) == pytest.approx(3 * np.cos(2.0), rel=1e-6)

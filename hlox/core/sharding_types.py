@@ -603,6 +603,34 @@ def concatenate_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
   return TypeSharding(mesh, all_entries[0])
 
 
+def stack_rule(in_avals, in_shardings, out_avals, *, axis, **params):
+  """Operands stacked along a new ``axis`` must be split alike; the new axis is whole."""
+  mesh = mesh_of(in_shardings)
+  if mesh is None:
+    return None
+  all_entries = [entries_of(s, len(a.shape)) for a, s in zip(in_avals, in_shardings)]
+  if any(e != all_entries[0] for e in all_entries[1:]):
+    raise ShardingTypeError(
+        "All operands should have the same sharding for stack. Got "
+        f"{', '.join(_spec_str(e) for e in all_entries)}")
+  entries = list(all_entries[0])
+  entries.insert(axis, None)
+  return TypeSharding(mesh, entries)
+
+
+def unstack_rule(in_avals, in_shardings, out_avals, *, axis, **params):
+  """The pieces keep the operand's split of the other dimensions; the unstacked axis must be
+  whole (as JAX)."""
+  s = in_shardings[0]
+  if s is None:
+    return None
+  if s.entries[axis] is not None:
+    raise ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis {axis}. "
+                            f"Got operand type={type_str(in_avals[0], s)}")
+  piece = s.with_entries([e for i, e in enumerate(s.entries) if i != axis])
+  return [piece] * len(out_avals)
+
+
 def _given_or_raise(message: str):
   if getattr(_given, "value", False):
     return None  # ``out_sharding=`` sets the split

@@ -403,7 +403,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, args: Sequence, cts_out: Seque
   current trace); the others are transposed in reverse order. Returns one cotangent per
   undefined-primal argument (``Zero`` when nothing flows to it).
   """
-  if state_discharge.jaxpr_has_refs(jaxpr):
+  if state_discharge.jaxpr_has_refs(jaxpr) and not state_discharge.refs_only_among_consts(jaxpr):
     # Tangent references (of a function using references inside) become plain values.
     pure = state_discharge.discharge_jaxpr(ClosedJaxpr(jaxpr, consts))
     jaxpr, consts = pure.jaxpr, pure.consts

@@ -26,8 +26,10 @@ __all__ = ["LoweringRuleContext", "ModuleContext", "aval_to_ir_type", "custom_ca
            "lower_fun", "passmanager", "register_attribute_handler", "register_lowering"]
 
 
-def register_lowering(primitive, rule: Callable, platform: str | None = None) -> Callable:
-  """Lower ``primitive`` with ``rule`` (on ``platform`` only, if given: 'cpu', 'cuda'...)."""
+def register_lowering(primitive, rule: Callable, platform: str | None = None) -> None:
+  """Lower ``primitive`` with ``rule`` (on ``platform`` only, if given: 'cpu', 'cuda'...).
+
+  Returns None, as JAX's: a notebook cell ending in this call shows nothing."""
   def adapted(ctx, *args, **params):
     outs = rule(ctx, *args, **params)
     if primitive.multiple_results:
@@ -39,7 +41,6 @@ def register_lowering(primitive, rule: Callable, platform: str | None = None) ->
       return outs[0]
     return outs
   xla.register_lowering(primitive, adapted, platform)
-  return rule
 
 
 def lower_fun(fun: Callable, multiple_results: bool = True) -> Callable:

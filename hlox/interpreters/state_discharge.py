@@ -46,6 +46,18 @@ def jaxpr_has_refs(jaxpr: Jaxpr) -> bool:
              for e in jaxpr.eqns)
 
 
+def refs_only_among_consts(jaxpr: Jaxpr) -> bool:
+  """Whether the only references ``jaxpr`` touches are its consts: the caller's own
+  references (a custom_vjp residual its backward rule writes into), which a transposition
+  keeps as references so that those writes land in them, as JAX's."""
+  const_refs = {v for v in jaxpr.constvars if is_ref_aval(v.aval)}
+  if not const_refs or any(is_ref_aval(v.aval) for v in jaxpr.invars):
+    return False
+  return not any(e.primitive in _creators or any(
+      type(v) is not Literal and is_ref_aval(v.aval) and v not in const_refs for v in e.invars)
+      for e in jaxpr.eqns)
+
+
 def _nested_jaxprs(params):
   for p in params.values():
     for q in (p if isinstance(p, (tuple, list)) else (p,)):

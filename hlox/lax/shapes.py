@@ -650,6 +650,10 @@ def _stack_transpose(ct, *operands, axis):
 ad.deflinear(stack_p, _stack_transpose)
 
 def _stack_batch_rule(vals, dims, *, axis):
+  d = dims[0]
+  if d is not None and all(e == d for e in dims):
+    # every operand batched at the same place: stack around it, no transposes (as JAX)
+    return stack_p.bind(*vals, axis=axis if axis <= d else axis + 1), d + (axis <= d)
   size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
   operands = [batching.matchaxis(v, d, 0, size) for v, d in zip(vals, dims)]
   return stack_p.bind(*operands, axis=axis + 1), 0
@@ -712,10 +716,10 @@ def _unstack_transpose(cts, operand, *, axis):
 ad.primitive_transposes[unstack_p] = _unstack_transpose
 
 def _unstack_batch_rule(vals, dims, *, axis):
+  # the batch dimension stays where it is (as JAX): the unstacked axis is found around it
   (x,), (d,) = vals, dims
-  x = batching.moveaxis(x, d, 0)
-  outs = unstack_p.bind(x, axis=axis + 1)
-  return outs, [0] * len(outs)
+  outs = unstack_p.bind(x, axis=axis if axis < d else axis + 1)
+  return outs, [d - (axis < d)] * len(outs)
 
 batching.primitive_batchers[unstack_p] = _unstack_batch_rule
 
@@ -849,4 +853,6 @@ sharding_types.sharding_rules.update({
     pad_p: sharding_types.varying_shape_rule("padding"),
     slice_p: sharding_types.varying_shape_rule("slicing"),
     concatenate_p: sharding_types.concatenate_rule,
+    stack_p: sharding_types.stack_rule,
+    unstack_p: sharding_types.unstack_rule,
 })

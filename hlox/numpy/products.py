@@ -836,8 +836,9 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
   a2 = a[..., 2] if na == 3 else creation.zeros_like(a0)
   b0, b1 = b[..., 0], b[..., 1]
   b2 = b[..., 2] if nb == 3 else creation.zeros_like(b0)
-  # Stacked first, then moved to ``axisc`` (a transpose in the jaxpr, as JAX's).
-  c = shapes.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=0)
+  # Joined by ``array`` first (expanded and concatenated, not a ``stack`` equation), then
+  # moved to ``axisc`` (a transpose in the jaxpr): as JAX writes it.
+  c = creation.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
   return shapes.moveaxis(c, 0, axisc)
 
 

@@ -554,6 +554,8 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
     >>> jnp.concatenate([jnp.ones((1, 2)), jnp.zeros((1, 2))], axis=1)
     Array([[1., 1., 0., 0.]], dtype=float32)
   """
+  if isinstance(arrays, (Array, Tracer, np.ndarray)) and isinstance(arrays.dtype, np.dtype):
+    return _concatenate_rows(arrays, axis, dtype)
   try:
     arrays = _sequence("concatenate", arrays)
   except TypeError:  # typed keys: their own implementation
@@ -576,6 +578,23 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
   if len(arrays) == 1:
     return arrays[0]
   return lax.concatenate(arrays, axis)
+
+
+def _concatenate_rows(arr, axis, dtype):
+  # One array's rows joined: a single reshape (after moving the row axis next to ``axis``),
+  # the jaxpr JAX writes, rather than one slice per row.
+  arr = asarray(arr) if dtype is None else asarray(arr, dtype=dtype)
+  shape = arr.shape
+  if arr.ndim == 0 or shape[0] == 0:
+    raise ValueError("concatenate: need at least one array to concatenate")
+  if axis is None:
+    return lax.reshape(arr, (math.prod(shape),))
+  if arr.ndim == 1:
+    raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+  axis = _axis(axis, arr.ndim - 1, "concatenate")
+  new_shape = shape[1:axis + 1] + (shape[0] * shape[axis + 1],) + shape[axis + 2:]
+  order = (*builtins.range(1, axis + 1), 0, *builtins.range(axis + 1, arr.ndim))
+  return lax.reshape(arr, new_shape, order)
 
 
 def concat(arrays, /, *, axis: int | None = 0):
@@ -622,6 +641,10 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
   """
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+  if isinstance(arrays, (Array, Tracer, np.ndarray)) and isinstance(arrays.dtype, np.dtype):
+    # an array's rows joined again, written as JAX writes it
+    axis = _axis(axis, arrays.ndim, "stack")
+    return concatenate(expand_dims(arrays, axis + 1), axis=axis, dtype=dtype)
   try:
     arrays = _sequence("stack", arrays)
   except TypeError:  # typed keys: their own implementation
@@ -631,8 +654,8 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
     raise ValueError(f"stack: all input arrays must have the same shape, got "
                      f"{[x.shape for x in arrays]}")
   axis = _axis(axis, arrays[0].ndim + 1, "stack")
-  arrays = [lax.expand_dims(x, (axis,)) for x in _promote(arrays, dtype, "stack")]
-  return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
+  # one ``stack`` equation, as in JAX's jaxprs
+  return lax.stack(_promote(arrays, dtype, "stack"), axis)
 
 
 def hstack(tup, dtype=None):
@@ -1892,8 +1915,7 @@ def unstack(x, /, *, axis=0):
   if get_aval(x).ndim == 0:
     raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
                      "passed.")
-  x = moveaxis(x, axis, 0)
-  return tuple(x[i] for i in builtins.range(get_aval(x).shape[0]))
+  return lax.unstack(x, axis)
 
 
 def resize(a, new_shape):
