@@ -328,9 +328,9 @@ def cummax(operand, axis: int = 0, reverse: bool = False):
   """Cumulative maximum of ``operand`` along ``axis``.
 
   Element ``i`` combines elements ``0..i`` (with ``reverse``, ``i`` to the end). NaN
-  propagates. The dtype is kept (no accumulation-type promotion, unlike ``jnp``'s versions); a bool operand
-  raises ``TypeError`` and an out-of-range ``axis`` ``ValueError``. Differentiable and batched
-  under ``vmap``.
+  propagates. The dtype is kept (no accumulation-type promotion, unlike ``jnp``'s
+  versions); a bool operand raises ``TypeError`` and an out-of-range ``axis``
+  ``ValueError``. Differentiable and batched under ``vmap``.
 
   Args:
     operand: input array.
@@ -351,9 +351,9 @@ def cummin(operand, axis: int = 0, reverse: bool = False):
   """Cumulative minimum of ``operand`` along ``axis``.
 
   Element ``i`` combines elements ``0..i`` (with ``reverse``, ``i`` to the end). NaN
-  propagates. The dtype is kept (no accumulation-type promotion, unlike ``jnp``'s versions); a bool operand
-  raises ``TypeError`` and an out-of-range ``axis`` ``ValueError``. Differentiable and batched
-  under ``vmap``.
+  propagates. The dtype is kept (no accumulation-type promotion, unlike ``jnp``'s
+  versions); a bool operand raises ``TypeError`` and an out-of-range ``axis``
+  ``ValueError``. Differentiable and batched under ``vmap``.
 
   Args:
     operand: input array.
