@@ -194,9 +194,9 @@ batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
 def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
   """Broadcasts ``operand`` to ``shape``, placing its dimensions at ``broadcast_dimensions``.
 
-  Operand dimension ``i`` becomes result dimension ``broadcast_dimensions[i]`` (strictly
-  increasing); its size must be 1 or ``shape[broadcast_dimensions[i]]``, else ``TypeError``.
-  The other result dimensions are new. Linear: its transpose sums over broadcast dimensions.
+  Operand dimension ``i`` becomes result dimension ``broadcast_dimensions[i]``; its size must
+  be 1 or ``shape[broadcast_dimensions[i]]``, else ``TypeError``. The other result
+  dimensions are new. Linear: its transpose sums over broadcast dimensions.
 
   Args:
     operand: input array.
