@@ -193,7 +193,27 @@ batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
-  """Broadcast ``operand`` to ``shape``; operand dim ``i`` maps to ``broadcast_dimensions[i]``."""
+  """Broadcasts ``operand`` to ``shape``, placing its dimensions at ``broadcast_dimensions``.
+
+  Operand dimension ``i`` becomes result dimension ``broadcast_dimensions[i]``; its size must
+  be 1 or ``shape[broadcast_dimensions[i]]``, else ``TypeError``. The other result
+  dimensions are new. Linear: its transpose sums over broadcast dimensions.
+
+  Args:
+    operand: input array.
+    shape: the result shape (static).
+    broadcast_dimensions: for each operand dimension, its position in the result.
+    out_sharding: optional sharding of the result.
+
+  Returns:
+    An array of ``shape`` and ``operand``'s dtype.
+
+  Examples:
+    >>> lax.broadcast_in_dim(jnp.array([1, 2]), (3, 2), (1,))
+    Array([[1, 2],
+           [1, 2],
+           [1, 2]], dtype=int32)
+  """
   shape = _shape_tuple("broadcast_in_dim", shape)
   broadcast_dimensions = _static_ints("broadcast_in_dim", "broadcast_dimensions",
                                       broadcast_dimensions)
@@ -221,7 +241,21 @@ jaxpr_lib.forwarding_rules[broadcast_in_dim_p] = _broadcast_in_dim_forwarding
 
 
 def broadcast(operand, sizes, out_sharding=None):
-  """Add leading dimensions ``sizes`` to ``operand``."""
+  """Adds leading dimensions of the given sizes to ``operand``.
+
+  Args:
+    operand: input array.
+    sizes: sizes of the new leading dimensions (static).
+    out_sharding: optional sharding of the result.
+
+  Returns:
+    An array of shape ``tuple(sizes) + operand.shape``.
+
+  Examples:
+    >>> lax.broadcast(jnp.array([1, 2]), (2,))
+    Array([[1, 2],
+           [1, 2]], dtype=int32)
+  """
   try:
     aval = get_aval(operand)
   except TypeError:  # typed keys: their own implementation
@@ -267,9 +301,26 @@ batching.primitive_batchers[reshape_p] = _reshape_batch_rule
 
 
 def reshape(operand, new_sizes, dimensions=None, out_sharding=None):
-  """Reshape ``operand`` to ``new_sizes`` in row-major order.
+  """Reshapes ``operand`` to ``new_sizes`` in row-major order.
 
-  With ``dimensions`` (a permutation), the operand is transposed by it first, as in JAX.
+  The element count must not change (else ``TypeError``). With ``dimensions``, a permutation
+  of the operand's dimensions, the operand is transposed by it before reshaping.
+
+  Args:
+    operand: input array.
+    new_sizes: the result shape (static).
+    dimensions: optional permutation applied first.
+    out_sharding: optional sharding of the result.
+
+  Returns:
+    An array of shape ``new_sizes`` and ``operand``'s dtype.
+
+  Examples:
+    >>> lax.reshape(jnp.arange(6), (2, 3))
+    Array([[0, 1, 2],
+           [3, 4, 5]], dtype=int32)
+    >>> lax.reshape(jnp.arange(6).reshape(2, 3), (6,), dimensions=(1, 0))
+    Array([0, 3, 1, 4, 2, 5], dtype=int32)
   """
   new_sizes = _shape_tuple("reshape", new_sizes)
   try:
@@ -320,7 +371,24 @@ batching.primitive_batchers[transpose_p] = _transpose_batch_rule
 
 
 def transpose(operand, permutation):
-  """Permute the dimensions of ``operand``: result dim ``i`` is operand dim ``permutation[i]``."""
+  """Permutes the dimensions of ``operand``.
+
+  Result dimension ``i`` is operand dimension ``permutation[i]``; anything but a permutation
+  of ``range(operand.ndim)`` raises ``TypeError``.
+
+  Args:
+    operand: input array.
+    permutation: a permutation of the operand's dimensions (static).
+
+  Returns:
+    The transposed array.
+
+  Examples:
+    >>> lax.transpose(jnp.arange(6).reshape(2, 3), (1, 0))
+    Array([[0, 3],
+           [1, 4],
+           [2, 5]], dtype=int32)
+  """
   permutation = _static_ints("transpose", "permutation", permutation)
   try:
     if permutation == tuple(range(get_aval(operand).ndim)) and _is_array(operand):
@@ -348,7 +416,24 @@ defreducer(reduce_sum_p)
 
 
 def reduce_sum(operand, axes, *, out_sharding=None):
-  """Sum of ``operand`` over ``axes`` (non-negative dimension numbers)."""
+  """Sum of the elements of ``operand`` over ``axes``.
+
+  The result keeps the operand's dtype and weak type (no accumulation-type promotion, unlike
+  ``jnp.sum``). Axes must be non-negative and in range (else ``ValueError``). Linear: its
+  gradient broadcasts the cotangent back.
+
+  Args:
+    operand: input array.
+    axes: a sequence of distinct, non-negative dimensions to reduce (static).
+    out_sharding: keyword-only; optional sharding of the result.
+
+  Returns:
+    An array of ``operand``'s shape without ``axes``.
+
+  Examples:
+    >>> lax.reduce_sum(jnp.array([[1., 2.], [3., 4.]]), (1,))
+    Array([3., 7.], dtype=float32)
+  """
   axes = _axes_param(axes)
   if not config._values["allow_f16_reductions"]:
     aval = get_aval(operand)
@@ -482,9 +567,26 @@ def _saturating_float_to_int(value, dtype):
 
 
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
-  """Cast ``operand`` to ``new_dtype`` (canonicalized: 64-bit only with x64 on).
+  """Casts ``operand`` to ``new_dtype``.
 
-  Float to int conversion rounds toward zero; conversion to bool tests ``!= 0``.
+  The dtype is canonicalized (64-bit types only with x64 enabled). Float to integer
+  conversion rounds toward zero; conversion to bool tests ``!= 0``; complex to real keeps the
+  real part. The result is strongly typed unless ``weak_type`` is set. Differentiable between
+  inexact dtypes (the tangent is cast likewise); integer results have zero derivative.
+
+  Args:
+    operand: array or scalar to convert.
+    new_dtype: the target dtype.
+    weak_type: if True, mark the result weakly typed (an hlox extension).
+
+  Returns:
+    An array of ``operand``'s shape and dtype ``new_dtype``.
+
+  Examples:
+    >>> lax.convert_element_type(jnp.array([1.7, -1.7]), jnp.int32)
+    Array([ 1, -1], dtype=int32)
+    >>> lax.convert_element_type(jnp.array([0., 2.]), bool)
+    Array([False,  True], dtype=bool)
   """
   if new_dtype is None:  # NumPy would read None as float64
     raise ValueError(f"convert_element_type: dtype must be specified (operand "
@@ -558,7 +660,27 @@ def _dtype_name(x) -> str:
 # --- filled arrays -----------------------------------------------------------------------
 
 def full(shape, fill_value, dtype=None, *, sharding=None):
-  """An array of ``shape`` filled with the scalar ``fill_value`` (cast to ``dtype``)."""
+  """An array of ``shape`` filled with the scalar ``fill_value``.
+
+  Without ``dtype`` the dtype (and weak type) is that of ``fill_value``; a Python scalar thus
+  gives a weakly typed result. A non-scalar ``fill_value`` raises ``TypeError``.
+
+  Args:
+    shape: the result shape (static).
+    fill_value: a scalar (may be traced).
+    dtype: optional result dtype.
+    sharding: keyword-only; optional sharding of the result.
+
+  Returns:
+    The filled array.
+
+  Examples:
+    >>> lax.full((2,), 3, jnp.float32)
+    Array([3., 3.], dtype=float32)
+    >>> lax.full((2, 2), 3.)
+    Array([[3., 3.],
+           [3., 3.]], dtype=float32, weak_type=True)
+  """
   shape = _shape_tuple("full", shape)
   if dtypes.user_rules(dtype) is not None:  # a user's extended dtype fills its own way
     return dtype._rules.full(shape, fill_value, dtype)
@@ -620,7 +742,28 @@ def _as_python_scalar(value, dtype):
 
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
-  """Like ``full``, taking the shape and dtype (and weak type) from ``x``."""
+  """An array filled with ``fill_value``, with the shape and dtype of ``x``.
+
+  The dtype and weak type come from ``x`` unless ``dtype`` is given; ``shape`` overrides the
+  shape.
+
+  Args:
+    x: array (or scalar) whose shape and dtype are used.
+    fill_value: a scalar.
+    dtype: optional result dtype.
+    shape: optional result shape.
+    sharding: optional sharding of the result.
+
+  Returns:
+    The filled array.
+
+  Examples:
+    >>> lax.full_like(jnp.array([1, 2]), 7)
+    Array([7, 7], dtype=int32)
+    >>> lax.full_like(jnp.array([1, 2]), 7, jnp.float32, (2, 2))
+    Array([[7., 7.],
+           [7., 7.]], dtype=float32)
+  """
   aval = get_aval(x)
   fill_shape = aval.shape if shape is None else _shape_tuple("full_like", shape)
   weak = dtype is None and aval.weak_type

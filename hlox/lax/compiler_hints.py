@@ -71,8 +71,22 @@ batching.primitive_batchers[optimization_barrier_p] = \
 
 
 def optimization_barrier(operand, /):
-  """``operand`` (any pytree) unchanged, with the compiler kept from moving computations
-  across this point (e.g. to stop a rematerialized value from being fused back)."""
+  """Returns ``operand`` unchanged, keeping the compiler from moving work across this point.
+
+  Useful to stop a rematerialized value from being fused back or computations from being
+  reordered. ``operand`` may be any pytree; the barrier is transparent to ``grad`` and
+  ``vmap``.
+
+  Args:
+    operand: array or pytree of arrays.
+
+  Returns:
+    ``operand``, with the same values.
+
+  Examples:
+    >>> lax.optimization_barrier((jnp.ones(2), 3.))
+    (Array([1., 1.], dtype=float32), Array(3., dtype=float32, weak_type=True))
+  """
   leaves, tree = tree_util.tree_flatten(operand)
   return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
 
@@ -106,8 +120,21 @@ batching.primitive_batchers[dce_sink_p] = \
 
 
 def dce_sink(val, *, prevent_mlir_dce: bool = False):
-  """Mark ``val`` (a pytree) as used, so that jaxpr dead-code elimination keeps the
-  computation of it. Returns nothing."""
+  """Marks ``val`` as used, so dead-code elimination keeps its computation.
+
+  Nothing is returned; the value only counts as used in the jaxpr.
+
+  Args:
+    val: array or pytree of arrays.
+    prevent_mlir_dce: keyword-only; if True, the lowered program keeps it too.
+
+  Returns:
+    None.
+
+  Examples:
+    >>> lax.dce_sink(jnp.ones(2)) is None
+    True
+  """
   leaves, _ = tree_util.tree_flatten(val)
   for leaf in leaves:  # one equation per leaf, as JAX's
     dce_sink_p.bind(leaf, prevent_mlir_dce=bool(prevent_mlir_dce))
@@ -124,8 +151,21 @@ forwarding_rules[stage_p] = lambda avals: 0
 
 
 def stage(x, /):
-  """``x`` itself, lifted into the current trace (a Python scalar or NumPy array becomes a
-  traced value, or an hlox Array when nothing is being traced)."""
+  """Returns ``x`` lifted into the current trace.
+
+  A Python scalar or NumPy array becomes a traced value when tracing, or an hlox ``Array``
+  when nothing is traced; arrays of the current trace pass through.
+
+  Args:
+    x: a value.
+
+  Returns:
+    ``x`` as an array of the current trace.
+
+  Examples:
+    >>> lax.stage(1.0)
+    Array(1., dtype=float32, weak_type=True)
+  """
   return stage_p.bind(x)
 
 
@@ -236,12 +276,29 @@ class _HashableArray:
 
 
 def composite(decomposition: Callable, name: str, version: int = 0):
-  """Wrap ``decomposition`` as a named operation: ``composite(f, "my.op")(*args,
-  **attributes)`` computes ``f(*args, **attributes)`` and lowers to one
-  ``stablehlo.composite`` named ``name`` (a compiler may replace it by a fused kernel).
+  """Wraps ``decomposition`` as a named composite operation.
 
-  Positional arguments are arrays (pytrees); keyword arguments are static attributes
-  (numbers, strings, NumPy arrays, tuples of these).
+  ``composite(f, name)(*args, **attributes)`` computes ``f(*args, **attributes)`` and lowers
+  it as one ``stablehlo.composite`` op called ``name`` whose body is ``f``'s computation, so a
+  compiler that knows ``name`` may replace it with a fused kernel. Positional arguments are
+  arrays (pytrees, may be traced); keyword arguments are static attributes (numbers,
+  strings, NumPy arrays, tuples of these). ``name`` must be namespaced (``'ns.op'``): XLA
+  rejects others when compiling. As in JAX, a composite has no JVP rule (``grad`` raises
+  ``ValueError``; wrap it in ``custom_jvp``). A ``decomposition`` that closes over traced
+  values raises ``UnexpectedTracerError``.
+
+  Args:
+    decomposition: the function computing the operation.
+    name: the composite's name, such as ``'my.op'``.
+    version: the composite's version number.
+
+  Returns:
+    A function taking the operands and attributes.
+
+  Examples:
+    >>> scale = lax.composite(lambda x, *, k: x * k, 'my.scale')
+    >>> scale(jnp.array([1., 2.]), k=3.)
+    Array([3., 6.], dtype=float32)
   """
   def call(*args, **kwargs):
     if any(isinstance(v, Tracer) for v in tree_util.tree_leaves(list(kwargs.values()))):
@@ -305,9 +362,27 @@ xla.register_lowering(platform_index_p, _platform_index_lowering)
 
 
 def platform_dependent(*args, default: Callable | None = None, **per_platform: Callable):
-  """``per_platform[p](*args)`` for the platform ``p`` the computation is lowered for
-  (``cpu``, ``cuda``, ``rocm``, ``tpu``), else ``default(*args)``. All branches are traced
-  (their outputs must agree in type); only the chosen one is lowered."""
+  """Calls the branch for the platform the computation is lowered for.
+
+  ``per_platform`` maps platform names (``cpu``, ``cuda``, ``rocm``, ``tpu``) to functions;
+  ``default`` serves the others. Every branch is traced (their outputs must agree in type),
+  but only the chosen one is lowered, so the others may use what this platform cannot
+  compile. Eagerly the branch is picked at once. ``gpu`` as a name raises ``ValueError``;
+  non-callable branches, or none at all, raise ``TypeError``.
+
+  Args:
+    *args: operands passed to the branch.
+    default: keyword-only; optional branch for platforms not named.
+    **per_platform: one branch per platform name.
+
+  Returns:
+    The chosen branch's output.
+
+  Examples:
+    >>> f = lambda x: lax.platform_dependent(x, cpu=lambda x: x + 1, default=lambda x: x - 1)
+    >>> hlox.jit(f)(1.)
+    Array(2., dtype=float32, weak_type=True)
+  """
   groups = []
   for name, branch in per_platform.items():
     if not callable(branch):
@@ -343,8 +418,18 @@ def platform_dependent(*args, default: Callable | None = None, **per_platform: C
 # a symbolic zero) and are never batched.
 
 def create_token(_=None):
-  """A new token, with nothing to wait for (JAX's ``lax.create_token``; the argument is
-  ignored, as in JAX)."""
+  """A new token with nothing to wait for.
+
+  Args:
+    _: ignored (accepted as JAX does).
+
+  Returns:
+    A token.
+
+  Examples:
+    >>> lax.create_token()
+    Token()
+  """
   return create_token_p.bind()
 
 
@@ -359,7 +444,20 @@ batching.primitive_batchers[create_token_p] = (
 
 
 def after_all(*operands):
-  """A token that comes after every token in ``operands`` (JAX's ``lax.after_all``)."""
+  """A token ordered after every token in ``operands``.
+
+  Tokens order side effects in XLA; this joins several orderings into one.
+
+  Args:
+    *operands: tokens to wait for.
+
+  Returns:
+    A new token.
+
+  Examples:
+    >>> lax.after_all(lax.create_token(), lax.create_token())
+    Token()
+  """
   return after_all_p.bind(*operands)
 
 

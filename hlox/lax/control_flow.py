@@ -731,11 +731,35 @@ def _operands_with_keyword(api, operands, operand):
 
 @api_boundary
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
-  """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one primitive.
+  """Runs ``true_fun(*operands)`` if ``pred`` is true, else ``false_fun(*operands)``.
 
-  ``pred`` is a scalar bool (or number, compared with 0); both branches are traced and must
-  return the same pytree of identically typed arrays. ``operand=x`` (JAX's older form) is
-  the single operand ``x``.
+  Both branches are traced (whatever ``pred`` is) into one ``cond`` primitive, so they must
+  take the same operands and return the same pytree of arrays with identical shapes and
+  dtypes (weak types may differ); otherwise ``TypeError``. ``pred`` must be a scalar bool or
+  number (nonzero means true); a non-scalar ``pred`` raises ``TypeError``. Eagerly and under
+  ``jit`` only the chosen branch runs. Under ``vmap`` with a batched ``pred`` both branches
+  run and the results are selected elementwise. Both forward and reverse mode differentiate
+  through the branch taken.
+
+  Args:
+    pred: scalar boolean or numeric predicate (may be traced).
+    true_fun: function called with ``*operands`` when ``pred`` is true.
+    false_fun: function called with ``*operands`` when ``pred`` is false.
+    *operands: pytrees of arrays passed to the branch.
+    operand: keyword-only older form: a single operand, given instead of ``*operands``.
+
+  Returns:
+    The output pytree of the branch taken.
+
+  Examples:
+    >>> lax.cond(True, lambda x: x + 1, lambda x: x - 1, jnp.float32(5))
+    Array(6., dtype=float32)
+    >>> hlox.vmap(lambda p, x: lax.cond(p, lambda x: x + 1, lambda x: x - 1, x))(
+    ...     jnp.array([True, False]), jnp.array([1, 1]))
+    Array([2, 0], dtype=int32)
+
+  See also:
+    ``switch`` for more than two branches, ``select`` for an elementwise choice.
   """
   if (not callable(true_fun) and callable(false_fun) and len(operands) == 2
       and callable(operands[1]) and operand is _NO_OPERAND):
@@ -856,8 +880,33 @@ def _forwarded_value(x):
 
 @api_boundary
 def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
-  """``branches[index](*operands)`` with ``index`` clamped to ``[0, len(branches) - 1]``
-  (``operand=x``, JAX's older form, is the single operand ``x``)."""
+  """Runs ``branches[index](*operands)``, choosing the branch by an integer index.
+
+  ``index`` is clamped to ``[0, len(branches) - 1]`` (an out-of-range index picks the first
+  or last branch rather than raising). It must be an integer scalar; a float or non-scalar
+  index raises ``TypeError``. All branches are traced and must return the same pytree of
+  identically shaped and typed arrays. Under ``vmap`` with a batched index every branch runs
+  and the results are selected per element. Differentiable in both modes.
+
+  Args:
+    index: integer scalar (may be traced) choosing the branch.
+    branches: non-empty sequence of functions, each called with ``*operands``.
+    *operands: pytrees of arrays passed to the branch.
+    operand: keyword-only older form: a single operand, given instead of ``*operands``.
+
+  Returns:
+    The output pytree of the chosen branch.
+
+  Examples:
+    >>> branches = [lambda x: x, lambda x: x + 1, lambda x: -x]
+    >>> lax.switch(2, branches, jnp.float32(3))
+    Array(-3., dtype=float32)
+    >>> lax.switch(7, branches, jnp.float32(3))  # clamped to the last branch
+    Array(-3., dtype=float32)
+
+  See also:
+    ``cond`` for a boolean predicate.
+  """
   operands = _operands_with_keyword("switch", operands, operand)
   branches = list(branches)
   if not branches:
@@ -1195,10 +1244,32 @@ def _promote_weak(leaves, in_avals, out_avals):
 
 @api_boundary
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
-  """``val = init_val; while cond_fun(val): val = body_fun(val)``, as one primitive.
+  """Repeats ``val = body_fun(val)`` while ``cond_fun(val)`` is true, as one primitive.
 
-  Forward-mode differentiable; for reverse mode use ``scan`` (or ``fori_loop`` with static
-  bounds).
+  Equivalent to ``val = init_val; while cond_fun(val): val = body_fun(val); return val``, but
+  both functions are traced once: ``cond_fun`` must return a scalar bool, and ``body_fun``
+  must return a pytree of the same structure, shapes and dtypes as ``init_val``. The trip
+  count may depend on traced values. Forward-mode differentiation (``jvp``) works; reverse
+  mode (``grad``, ``vjp``) raises ``ValueError`` because the number of iterations is unknown
+  when tracing: use ``scan`` or ``fori_loop`` with static bounds instead. Under ``vmap`` with
+  a batched predicate the loop runs until every element is done, freezing finished ones.
+
+  Args:
+    cond_fun: function of the loop value returning a scalar boolean.
+    body_fun: function from the loop value to the next loop value.
+    init_val: initial loop value (a pytree of arrays).
+
+  Returns:
+    The final loop value, of ``init_val``'s structure.
+
+  Examples:
+    >>> lax.while_loop(lambda v: v < 10, lambda v: v * 2, jnp.int32(1))
+    Array(16, dtype=int32)
+    >>> lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.), (0, 1.))
+    (Array(3, dtype=int32, weak_type=True), Array(8., dtype=float32, weak_type=True))
+
+  See also:
+    ``fori_loop``, ``scan``.
   """
   if not callable(cond_fun) or not callable(body_fun):
     raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable, got "
@@ -1926,9 +1997,35 @@ batching.fancy_primitive_batchers[scan_p] = _scan_batch
 @api_boundary
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
          unroll: int | bool = 1, _split_transpose: bool = False):
-  """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns the final carry
-  and the stacked ``y``s (``reverse`` runs from the end; ``unroll`` steps run per loop
-  iteration, ``True`` runs them all without a loop)."""
+  """Loops ``carry, y = f(carry, x)`` over the leading axis of ``xs``, stacking the ``y``s.
+
+  Semantically ``for x in xs: carry, y = f(carry, x); ys.append(y)``, returning
+  ``(carry, stack(ys))``. ``f`` is traced once; its output carry must match ``init`` in
+  structure, shapes and dtypes (else ``TypeError``). ``xs`` is a pytree of arrays sharing a
+  leading size, or None with ``length`` given (then ``f`` receives None); a ``length`` that
+  disagrees with the leading sizes raises ``ValueError``. ``scan`` is differentiable in
+  forward and reverse mode and batches under ``vmap``.
+
+  Args:
+    f: function of ``(carry, x)`` returning ``(carry, y)``.
+    init: initial carry (a pytree of arrays).
+    xs: pytree of arrays scanned along their leading axis, or None.
+    length: number of iterations; required when ``xs`` is None.
+    reverse: if True, iterate from the last element to the first (outputs stay in the
+      original order).
+    unroll: iterations per compiled loop step (an int, or True to unroll fully).
+    _split_transpose: internal option, accepted for compatibility; leave False.
+
+  Returns:
+    A pair ``(final_carry, ys)``, where ``ys`` stacks the per-step outputs along a new
+    leading axis.
+
+  Examples:
+    >>> lax.scan(lambda c, x: (c + x, c * x), 0., jnp.arange(4.))
+    (Array(6., dtype=float32), Array([0., 0., 2., 9.], dtype=float32))
+    >>> lax.scan(lambda c, _: (c + 1, c), 0, None, length=3)
+    (Array(3, dtype=int32, weak_type=True), Array([0, 1, 2], dtype=int32, weak_type=True))
+  """
   if not callable(f):
     raise TypeError(f"lax.scan: f argument should be callable, got {type(f).__name__}")
   xs_leaves, _ = tree_util.tree_flatten(xs)
@@ -2168,10 +2265,30 @@ def _static_int(x):
 
 @api_boundary
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
-  """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)``.
+  """Runs ``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``.
 
-  With Python-int bounds this is a ``scan`` (reverse-mode differentiable); with traced
-  bounds a ``while_loop``.
+  When ``lower`` and ``upper`` are concrete (Python ints or concrete arrays) the loop is a
+  ``scan`` of ``upper - lower`` steps, so it is reverse-mode differentiable and ``unroll``
+  applies; when either bound is traced it is a ``while_loop``, which supports only forward
+  mode. ``body_fun`` must return a value of the same structure, shapes and dtypes as
+  ``init_val``; ``i`` has the bounds' (promoted) integer dtype.
+
+  Args:
+    lower: loop start (integer scalar).
+    upper: loop end, exclusive (integer scalar).
+    body_fun: function of ``(i, val)`` returning the next ``val``.
+    init_val: initial loop value (a pytree of arrays).
+    unroll: keyword-only; with static bounds, how many iterations run per compiled loop step
+      (an int, or True for full unrolling).
+
+  Returns:
+    The final loop value.
+
+  Examples:
+    >>> lax.fori_loop(0, 5, lambda i, v: v + i, 0)
+    Array(10, dtype=int32, weak_type=True)
+    >>> hlox.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: v * x, 1.))(2.)
+    Array(12., dtype=float32, weak_type=True)
   """
   if not callable(body_fun):
     raise TypeError(f"lax.fori_loop: body_fun argument should be callable, got "
@@ -2226,9 +2343,26 @@ def _map_body(f):
 
 @api_boundary
 def map(f: Callable, xs, *, batch_size: int | None = None):
-  """``stack([f(x) for x in xs])`` over the leading axis of a pytree ``xs``, as a ``scan``
-  (``batch_size`` maps ``vmap(f)`` over chunks of that many elements; 0 is one chunk of
-  all of them)."""
+  """Applies ``f`` to each slice of ``xs`` along its leading axis and stacks the results.
+
+  Like ``stack([f(x) for x in xs])``, implemented as a ``scan`` so ``f`` is traced once and
+  memory stays that of one call. With ``batch_size``, ``vmap(f)`` runs over chunks of that
+  many elements (a remainder is handled separately), trading memory for parallelism.
+
+  Args:
+    f: function of one slice (a pytree like ``xs`` without its leading axis).
+    xs: pytree of arrays sharing a leading dimension.
+    batch_size: keyword-only; optional chunk size for vectorized evaluation.
+
+  Returns:
+    The pytree of ``f``'s outputs, stacked along a new leading axis.
+
+  Examples:
+    >>> lax.map(lambda x: x ** 2, jnp.arange(4))
+    Array([0, 1, 4, 9], dtype=int32)
+    >>> lax.map(lambda x: x.sum(), jnp.ones((3, 2)), batch_size=2)
+    Array([2., 2., 2.], dtype=float32)
+  """
   if not callable(f):
     raise TypeError(f"lax.map: f argument should be callable, got {type(f).__name__}")
   if batch_size is None:
@@ -2282,10 +2416,29 @@ def _as_array(x):
 
 @api_boundary
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
-  """All prefix combinations ``fn(... fn(fn(x0, x1), x2) ..., xi)`` of ``elems`` along
-  ``axis``, for an associative ``fn`` (of two pytrees like ``elems``, applied elementwise to
-  slices), in logarithmic depth: combine neighbouring pairs, scan those recursively, then
-  fill in the even positions."""
+  """All prefix combinations of ``elems`` along ``axis`` under an associative function.
+
+  Output element ``i`` is ``fn(... fn(fn(x0, x1), x2) ..., xi)`` (with ``reverse``, the
+  combination of elements ``i`` through the end). ``fn`` takes two pytrees like ``elems`` of
+  equal shape and combines them elementwise; it must be associative, which lets the scan run
+  in logarithmic depth (pairs of neighbours are combined, the result scanned recursively,
+  then the remaining positions filled in). All leaves must share the size of ``axis``.
+
+  Args:
+    fn: associative function of two pytrees of arrays, applied to slices of ``elems``.
+    elems: pytree of arrays scanned along ``axis``.
+    reverse: if True, combine from the end toward the start.
+    axis: the axis to scan along.
+
+  Returns:
+    A pytree like ``elems`` holding the prefix (or suffix) combinations.
+
+  Examples:
+    >>> lax.associative_scan(lax.add, jnp.arange(5))
+    Array([ 0,  1,  3,  6, 10], dtype=int32)
+    >>> lax.associative_scan(lax.max, jnp.array([1, 3, 2, 5, 4]), reverse=True)
+    Array([5, 5, 5, 5, 4], dtype=int32)
+  """
   if not callable(fn):
     raise TypeError(f"lax.associative_scan: fn argument should be callable, got "
                     f"{type(fn).__name__}")

@@ -48,8 +48,24 @@ ConvGeneralDilatedDimensionNumbers = ConvDimensionNumbers  # JAX's other name fo
 
 
 def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimensionNumbers:
-  """Normalize ``dimension_numbers`` (None, a ``ConvDimensionNumbers`` or three layout
-  strings such as ``('NHWC', 'HWIO', 'NHWC')``) to a ``ConvDimensionNumbers``."""
+  """Normalizes convolution dimension numbers to a ``ConvDimensionNumbers``.
+
+  Accepts None (the NCHW/OIHW/NCHW defaults), a ``ConvDimensionNumbers`` (returned as is) or
+  three layout strings such as ``('NHWC', 'HWIO', 'NHWC')``. Operands of unequal rank raise
+  ``TypeError``.
+
+  Args:
+    lhs_shape: the input's shape.
+    rhs_shape: the kernel's shape.
+    dimension_numbers: None, a ``ConvDimensionNumbers`` or three layout strings.
+
+  Returns:
+    A ``ConvDimensionNumbers`` with ``lhs_spec``, ``rhs_spec`` and ``out_spec`` tuples.
+
+  Examples:
+    >>> lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ('NHWC', 'HWIO', 'NHWC'))
+    ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))
+  """
   nd = len(lhs_shape)
   if len(rhs_shape) != nd:
     raise TypeError(f"convolution requires lhs and rhs ndim to be equal, got {len(lhs_shape)} "
@@ -454,13 +470,43 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
                          batch_group_count=1, precision=None, preferred_element_type=None,
                          out_sharding=None):
-  """General N-d convolution (cross-correlation, as in XLA) with strides, padding, input and
-  kernel dilation, feature and batch groups.
+  """General N-d convolution with strides, padding, dilations and feature/batch groups.
 
+  Computes a cross-correlation (the kernel is not flipped), as XLA's convolution does.
   ``padding`` is ``'VALID'``, ``'SAME'``, ``'SAME_LOWER'`` or one ``(low, high)`` pair per
-  spatial dimension; ``dimension_numbers`` is ``None`` (NCHW, OIHW, NCHW), a
-  :class:`ConvDimensionNumbers` or three layout strings such as ``('NHWC', 'HWIO', 'NHWC')``
-  (spatial dimensions, and so strides and dilations, in the order of the kernel layout).
+  spatial dimension; string paddings apply to the dilated input and kernel.
+  ``dimension_numbers`` is None (``lhs`` NCHW, ``rhs`` OIHW, output NCHW), a
+  ``ConvDimensionNumbers``, or three layout strings such as ``('NHWC', 'HWIO', 'NHWC')``;
+  strides, dilations and paddings follow the spatial order of the kernel layout. Wrong
+  ranks, or strides/dilations/paddings of the wrong length, raise ``TypeError`` or
+  ``ValueError``. Operands are promoted to a common dtype. Linear in each operand:
+  differentiable in both modes, and batched under ``vmap``.
+
+  Args:
+    lhs: input array of rank ``N + 2``.
+    rhs: kernel array of the same rank.
+    window_strides: one stride per spatial dimension.
+    padding: padding string, or a sequence of ``(low, high)`` pairs.
+    lhs_dilation: optional input dilation per spatial dimension (transposed convolution).
+    rhs_dilation: optional kernel dilation per spatial dimension (atrous convolution).
+    dimension_numbers: None, a ``ConvDimensionNumbers`` or three layout strings.
+    feature_group_count: number of feature groups (grouped and depthwise convolution).
+    batch_group_count: number of batch groups (used by the kernel's gradient).
+    precision: None, a ``Precision`` value, or a pair of them.
+    preferred_element_type: optional accumulation and result dtype.
+    out_sharding: optional sharding of the result.
+
+  Returns:
+    The convolution, laid out as the output spec of ``dimension_numbers``.
+
+  Examples:
+    >>> x = jnp.arange(4.).reshape(1, 1, 4)   # N, C, W
+    >>> k = jnp.ones((1, 1, 2))               # O, I, W
+    >>> lax.conv_general_dilated(x, k, (1,), 'VALID')
+    Array([[[1., 3., 5.]]], dtype=float32)
+    >>> lax.conv_general_dilated(x.reshape(1, 4, 1), k.reshape(2, 1, 1), (1,), [(1, 0)],
+    ...                          dimension_numbers=('NWC', 'WIO', 'NWC'))[..., 0]
+    Array([[0., 1., 3., 5.]], dtype=float32)
   """
   lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
   nd = lhs_aval.ndim
@@ -511,14 +557,54 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
-  """``conv_general_dilated`` with the default NCHW/OIHW layouts and no dilation."""
+  """Convolution in the default layouts (NCHW input, OIHW kernel) without dilation.
+
+  A shorthand for ``conv_general_dilated(lhs, rhs, window_strides, padding)``.
+
+  Args:
+    lhs: input of shape ``(N, C, *spatial)``.
+    rhs: kernel of shape ``(O, C, *window)``.
+    window_strides: one stride per spatial dimension.
+    padding: ``'VALID'``, ``'SAME'``, ``'SAME_LOWER'`` or ``(low, high)`` pairs.
+    precision: None, a ``Precision`` value, or a pair of them.
+    preferred_element_type: optional accumulation and result dtype.
+
+  Returns:
+    The convolution, of shape ``(N, O, *out_spatial)``.
+
+  Examples:
+    >>> x = jnp.arange(4.).reshape(1, 1, 4)
+    >>> lax.conv(x, jnp.ones((1, 1, 2)), (1,), 'SAME')
+    Array([[[1., 3., 5., 3.]]], dtype=float32)
+  """
   return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
                               preferred_element_type=preferred_element_type)
 
 
 def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                               precision=None, preferred_element_type=None):
-  """``conv_general_dilated`` with the default layouts."""
+  """Convolution in the default layouts with explicit padding and dilations.
+
+  A shorthand for ``conv_general_dilated`` with NCHW/OIHW layouts and no groups.
+
+  Args:
+    lhs: input of shape ``(N, C, *spatial)``.
+    rhs: kernel of shape ``(O, C, *window)``.
+    window_strides: one stride per spatial dimension.
+    padding: padding string or ``(low, high)`` pairs.
+    lhs_dilation: input dilation per spatial dimension (or None).
+    rhs_dilation: kernel dilation per spatial dimension (or None).
+    precision: None, a ``Precision`` value, or a pair of them.
+    preferred_element_type: optional accumulation and result dtype.
+
+  Returns:
+    The convolution, of shape ``(N, O, *out_spatial)``.
+
+  Examples:
+    >>> x = jnp.arange(4.).reshape(1, 1, 4)
+    >>> lax.conv_with_general_padding(x, jnp.ones((1, 1, 2)), (1,), [(0, 0)], None, (2,))
+    Array([[[2., 4.]]], dtype=float32)
+  """
   return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                               precision=precision,
                               preferred_element_type=preferred_element_type)
@@ -548,10 +634,35 @@ def _conv_transpose_pads(k, s, padding):
 def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
                    transpose_kernel=False, precision=None, preferred_element_type=None,
                    use_consistent_padding=False):
-  """The "transposed" (fractionally strided) convolution: the input is dilated by
-  ``strides`` and convolved with stride 1. Default layouts are channels-last (NHWC, HWIO).
-  ``transpose_kernel`` flips the kernel's spatial axes and swaps its feature axes (the
-  gradient of a forward convolution, as TensorFlow's Conv2DTranspose)."""
+  """Transposed (fractionally strided) convolution.
+
+  The input is dilated by ``strides`` and convolved with unit stride, which upsamples it.
+  Default layouts are channels-last (NWC/WIO, NHWC/HWIO, NDHWC/DHWIO by rank); higher ranks
+  need explicit ``dimension_numbers`` (else ``ValueError``). With ``transpose_kernel`` the
+  kernel's spatial axes are flipped and its feature axes swapped, which makes this the
+  gradient of a forward convolution (as TensorFlow's ``Conv2DTranspose``).
+
+  Args:
+    lhs: input array of rank ``N + 2``.
+    rhs: kernel array of the same rank.
+    strides: one upsampling factor per spatial dimension.
+    padding: ``'SAME'``, ``'VALID'`` or ``(low, high)`` pairs for the dilated input.
+    rhs_dilation: optional kernel dilation per spatial dimension.
+    dimension_numbers: None, a ``ConvDimensionNumbers`` or three layout strings.
+    transpose_kernel: if True, flip and transpose the kernel as described above.
+    precision: None, a ``Precision`` value, or a pair of them.
+    preferred_element_type: optional accumulation and result dtype.
+    use_consistent_padding: if True, explicit pairs are read like the strings (as padding of
+      the forward convolution).
+
+  Returns:
+    The upsampled convolution.
+
+  Examples:
+    >>> x = jnp.array([1., 2.]).reshape(1, 2, 1)       # N, W, C
+    >>> lax.conv_transpose(x, jnp.ones((2, 1, 1)), (2,), 'VALID')[..., 0]
+    Array([[1., 1., 2., 2.]], dtype=float32)
+  """
   lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
   nd = lhs_aval.ndim
   if rhs_aval.ndim != nd or nd < 2:
@@ -587,8 +698,24 @@ def _window_out(size: int, window: int, stride: int) -> int:
 
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count: int = 1):
-  """Output shape of a convolution with operands in the canonical (N, C, *spatial) and
-  (O, I, *spatial) layouts; ``pads`` is a padding string or (low, high) pairs."""
+  """Output shape of a convolution in the canonical layouts.
+
+  Operands are taken as ``(N, C, *spatial)`` and ``(O, I, *window)``; no dilation.
+
+  Args:
+    lhs_shape: input shape.
+    rhs_shape: kernel shape.
+    strides: one stride per spatial dimension.
+    pads: a padding string or ``(low, high)`` pairs.
+    batch_group_count: number of batch groups (divides the batch size).
+
+  Returns:
+    The output shape ``(N, O, *out_spatial)`` as a tuple.
+
+  Examples:
+    >>> lax.conv_shape_tuple((2, 3, 8, 8), (4, 3, 3, 3), (2, 2), 'SAME')
+    (2, 4, 4, 4)
+  """
   lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
   n_sp = len(lhs_shape) - 2
   if isinstance(pads, str):
@@ -612,9 +739,22 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count: int
 
 
 def conv_general_permutations(dimension_numbers):
-  """For layout strings ``(lhs_spec, rhs_spec, out_spec)``, the permutations taking each
-  operand to the canonical layout: (N, C, *spatial), (O, I, *spatial), (N, C, *spatial), with
-  the spatial dimensions in the order they appear in ``rhs_spec``."""
+  """Permutations taking each operand of a layout-string convolution to the canonical layout.
+
+  For ``(lhs_spec, rhs_spec, out_spec)`` strings, the canonical layouts are
+  ``(N, C, *spatial)``, ``(O, I, *spatial)`` and ``(N, C, *spatial)``, with spatial
+  dimensions in the order they appear in ``rhs_spec``. Malformed specs raise ``TypeError``.
+
+  Args:
+    dimension_numbers: three layout strings.
+
+  Returns:
+    Three tuples of dimension indices.
+
+  Examples:
+    >>> lax.conv_general_permutations(('NHWC', 'HWIO', 'NHWC'))
+    ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+  """
   lhs_spec, rhs_spec, out_spec = dimension_numbers
   pairs = (("N", "C"), ("O", "I"), ("N", "C"))
   for i, ((a, b), spec) in enumerate(zip(pairs, dimension_numbers)):
@@ -649,16 +789,46 @@ def _from_canonical(shape, out_spec):
 
 def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
                              dimension_numbers):
-  """Output shape of ``conv_general_dilated`` (no dilation) in the layout of
-  ``dimension_numbers``."""
+  """Output shape of ``conv_general_dilated`` (without dilation) in a given layout.
+
+  Args:
+    lhs_shape: input shape.
+    rhs_shape: kernel shape.
+    window_strides: one stride per spatial dimension.
+    padding: a padding string or ``(low, high)`` pairs.
+    dimension_numbers: None, a ``ConvDimensionNumbers`` or three layout strings.
+
+  Returns:
+    The output shape, laid out as the output spec.
+
+  Examples:
+    >>> lax.conv_general_shape_tuple((1, 8, 8, 3), (3, 3, 3, 16), (1, 1), 'VALID',
+    ...                              ('NHWC', 'HWIO', 'NHWC'))
+    (1, 6, 6, 16)
+  """
   dn, lhs, rhs = _canonical_shapes(tuple(lhs_shape), tuple(rhs_shape), dimension_numbers)
   return _from_canonical(conv_shape_tuple(lhs, rhs, window_strides, padding), dn.out_spec)
 
 
 def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
                                dimension_numbers):
-  """Output shape of ``conv_transpose`` (``padding``: 'SAME', 'VALID' or (low, high)
-  pairs of the dilated input) in the layout of ``dimension_numbers``."""
+  """Output shape of ``conv_transpose`` in a given layout.
+
+  Args:
+    lhs_shape: input shape.
+    rhs_shape: kernel shape.
+    window_strides: the upsampling strides.
+    padding: ``'SAME'``, ``'VALID'`` or ``(low, high)`` pairs of the dilated input.
+    dimension_numbers: None, a ``ConvDimensionNumbers`` or three layout strings.
+
+  Returns:
+    The output shape, laid out as the output spec.
+
+  Examples:
+    >>> lax.conv_transpose_shape_tuple((1, 4, 4, 3), (3, 3, 3, 8), (2, 2), 'SAME',
+    ...                                ('NHWC', 'HWIO', 'NHWC'))
+    (1, 8, 8, 8)
+  """
   dn, lhs, rhs = _canonical_shapes(tuple(lhs_shape), tuple(rhs_shape), dimension_numbers)
   if isinstance(padding, str):
     padding = [_conv_transpose_pads(k, s, padding) for k, s in zip(rhs[2:], window_strides)]
@@ -672,12 +842,32 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
                                  lhs_dilation=None, rhs_dilation=None,
                                  dimension_numbers=None, precision=None,
                                  preferred_element_type=None):
-  """The receptive-field patches of ``conv_general_dilated``: the output's feature
-  dimension holds each window flattened as (input feature, *filter_shape), filter
-  dimensions in ``rhs_spec`` order; its size is ``C * prod(filter_shape)``.
+  """Extracts the receptive-field patches that ``conv_general_dilated`` would see.
 
-  Computed as a grouped convolution with a one-hot kernel, so it differentiates and
-  batches like a convolution.
+  The output's feature dimension holds each window flattened as ``(input feature,
+  *filter_shape)`` (filter dimensions in ``rhs_spec`` order), so its size is
+  ``C * prod(filter_shape)``. It is computed as a grouped convolution with a one-hot kernel,
+  so it differentiates and batches like a convolution.
+
+  Args:
+    lhs: input array of rank ``N + 2``.
+    filter_shape: the window's spatial shape.
+    window_strides: one stride per spatial dimension.
+    padding: padding string or ``(low, high)`` pairs.
+    lhs_dilation: optional input dilation.
+    rhs_dilation: optional window dilation.
+    dimension_numbers: None, a ``ConvDimensionNumbers`` or three layout strings.
+    precision: None, a ``Precision`` value, or a pair of them (the first is used).
+    preferred_element_type: optional result dtype.
+
+  Returns:
+    The patches, laid out as the convolution's output.
+
+  Examples:
+    >>> x = jnp.arange(4.).reshape(1, 1, 4)
+    >>> lax.conv_general_dilated_patches(x, (2,), (1,), 'VALID')
+    Array([[[0., 1., 2.],
+            [1., 2., 3.]]], dtype=float32)
   """
   aval = get_aval(lhs)
   filter_shape = tuple(operator.index(k) for k in filter_shape)
@@ -701,9 +891,31 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
 def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
                                lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
                                precision=None):
-  """An unshared convolution (locally connected layer): a separate kernel per output
-  position. ``rhs``'s spatial dimensions index output positions and its ``I`` dimension
-  is the flattened window (input feature, *filter_shape in ``rhs_spec`` order)."""
+  """Unshared convolution (a locally connected layer): one kernel per output position.
+
+  ``rhs``'s spatial dimensions index output positions and its ``I`` dimension is the
+  flattened window (input feature, then ``filter_shape`` in ``rhs_spec`` order), as produced
+  by ``conv_general_dilated_patches``.
+
+  Args:
+    lhs: input array of rank ``N + 2``.
+    rhs: per-position kernels.
+    window_strides: one stride per spatial dimension.
+    padding: padding string or ``(low, high)`` pairs.
+    filter_shape: the window's spatial shape.
+    lhs_dilation: optional input dilation.
+    rhs_dilation: optional window dilation.
+    dimension_numbers: None, a ``ConvDimensionNumbers`` or three layout strings.
+    precision: None, a ``Precision`` value, or a pair of them.
+
+  Returns:
+    The convolution, laid out as the output spec.
+
+  Examples:
+    >>> x = jnp.arange(4.).reshape(1, 1, 4)
+    >>> lax.conv_general_dilated_local(x, jnp.ones((1, 2, 3)), (1,), 'VALID', (2,))
+    Array([[[1., 3., 5.]]], dtype=float32)
+  """
   pair = canonicalize_precision(precision)
   lhs_precision = pair[0] if isinstance(pair, tuple) and len(pair) == 2 else pair
   patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,

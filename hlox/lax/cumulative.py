@@ -277,27 +277,119 @@ def _bind_cumulative(prim, operand, axis, reverse):
 
 
 def cumsum(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative sum along ``axis`` (from the end when ``reverse``)."""
+  """Cumulative sum of ``operand`` along ``axis``.
+
+  Element ``i`` combines elements ``0..i`` (with ``reverse``, ``i`` to the end). The
+  dtype is kept (no accumulation-type promotion, unlike ``jnp``'s versions); a bool operand
+  raises ``TypeError`` and an out-of-range ``axis`` ``ValueError``. Differentiable and batched
+  under ``vmap``.
+
+  Args:
+    operand: input array.
+    axis: the dimension to accumulate along (non-negative).
+    reverse: if True, accumulate from the end.
+
+  Returns:
+    An array of ``operand``'s shape and dtype.
+
+  Examples:
+    >>> lax.cumsum(jnp.array([1, 2, 3]))
+    Array([1, 3, 6], dtype=int32)
+    >>> lax.cumsum(jnp.array([1, 2, 3]), reverse=True)
+    Array([6, 5, 3], dtype=int32)
+  """
   return _bind_cumulative(cumsum_p, operand, axis, reverse)
 
 
 def cumprod(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative product along ``axis`` (from the end when ``reverse``)."""
+  """Cumulative product of ``operand`` along ``axis``.
+
+  Element ``i`` combines elements ``0..i`` (with ``reverse``, ``i`` to the end). The
+  dtype is kept (no accumulation-type promotion, unlike ``jnp``'s versions); a bool operand
+  raises ``TypeError`` and an out-of-range ``axis`` ``ValueError``. Differentiable and batched
+  under ``vmap``.
+
+  Args:
+    operand: input array.
+    axis: the dimension to accumulate along (non-negative).
+    reverse: if True, accumulate from the end.
+
+  Returns:
+    An array of ``operand``'s shape and dtype.
+
+  Examples:
+    >>> lax.cumprod(jnp.array([1., 2., 3.]))
+    Array([1., 2., 6.], dtype=float32)
+  """
   return _bind_cumulative(cumprod_p, operand, axis, reverse)
 
 
 def cummax(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative maximum along ``axis`` (NaN propagates; from the end when ``reverse``)."""
+  """Cumulative maximum of ``operand`` along ``axis``.
+
+  Element ``i`` combines elements ``0..i`` (with ``reverse``, ``i`` to the end). NaN
+  propagates. The dtype is kept (no accumulation-type promotion, unlike ``jnp``'s
+  versions); a bool operand raises ``TypeError`` and an out-of-range ``axis``
+  ``ValueError``. Differentiable and batched under ``vmap``.
+
+  Args:
+    operand: input array.
+    axis: the dimension to accumulate along (non-negative).
+    reverse: if True, accumulate from the end.
+
+  Returns:
+    An array of ``operand``'s shape and dtype.
+
+  Examples:
+    >>> lax.cummax(jnp.array([1, 3, 2, 5]))
+    Array([1, 3, 3, 5], dtype=int32)
+  """
   return _bind_cumulative(cummax_p, operand, axis, reverse)
 
 
 def cummin(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative minimum along ``axis`` (NaN propagates; from the end when ``reverse``)."""
+  """Cumulative minimum of ``operand`` along ``axis``.
+
+  Element ``i`` combines elements ``0..i`` (with ``reverse``, ``i`` to the end). NaN
+  propagates. The dtype is kept (no accumulation-type promotion, unlike ``jnp``'s
+  versions); a bool operand raises ``TypeError`` and an out-of-range ``axis``
+  ``ValueError``. Differentiable and batched under ``vmap``.
+
+  Args:
+    operand: input array.
+    axis: the dimension to accumulate along (non-negative).
+    reverse: if True, accumulate from the end.
+
+  Returns:
+    An array of ``operand``'s shape and dtype.
+
+  Examples:
+    >>> lax.cummin(jnp.array([3, 1, 2, 0]))
+    Array([3, 1, 1, 0], dtype=int32)
+  """
   return _bind_cumulative(cummin_p, operand, axis, reverse)
 
 
 def cumlogsumexp(operand, axis: int = 0, reverse: bool = False):
-  """Cumulative ``log(sum(exp(x)))`` along ``axis``, computed stably (no overflow)."""
+  """Cumulative ``log(sum(exp(x)))`` of ``operand`` along ``axis``.
+
+  Element ``i`` combines elements ``0..i`` (with ``reverse``, ``i`` to the end), computed
+  stably (without overflow). Floating and complex dtypes only: others raise ``TypeError``; an
+  out-of-range ``axis`` raises ``ValueError``. The dtype is kept. Differentiable and batched
+  under ``vmap``.
+
+  Args:
+    operand: input array.
+    axis: the dimension to accumulate along (non-negative).
+    reverse: if True, accumulate from the end.
+
+  Returns:
+    An array of ``operand``'s shape and dtype.
+
+  Examples:
+    >>> lax.cumlogsumexp(jnp.array([0., 0., 0.]))
+    Array([0.       , 0.6931472, 1.0986123], dtype=float32)
+  """
   return _bind_cumulative(cumlogsumexp_p, operand, axis, reverse)
 
 

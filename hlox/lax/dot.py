@@ -563,12 +563,35 @@ def _canonicalize_preferred(preferred_element_type, name="dot_general"):
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                 *, out_sharding=None):
-  """General contraction: ``dimension_numbers = ((lhs_contracting, rhs_contracting),
-  (lhs_batch, rhs_batch))``.
+  """General tensor contraction with batch dimensions.
 
-  The result has the batch dimensions first, then the remaining ``lhs`` dimensions, then the
-  remaining ``rhs`` dimensions. ``precision`` is ``None``, a :class:`Precision` (or its name)
-  or a pair of them; ``preferred_element_type`` sets (and widens) the result dtype.
+  ``dimension_numbers`` is ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``,
+  four sequences of dimension indices. Contracting dimensions are summed over in pairs and
+  batch dimensions are matched in pairs (the sizes of each pair must agree, else
+  ``TypeError``). The result has the batch dimensions first, then ``lhs``'s free dimensions,
+  then ``rhs``'s. Operands of different dtypes are promoted to a common one;
+  ``preferred_element_type`` sets the result dtype instead. Linear in each operand, so
+  ``grad``, ``jvp`` and ``vmap`` all apply (``vmap`` adds a batch dimension).
+
+  Args:
+    lhs: left operand.
+    rhs: right operand.
+    dimension_numbers: ``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
+    precision: None, a ``Precision`` value (or its name), or a pair of them (one per operand).
+    preferred_element_type: optional dtype for accumulation and result (it may widen).
+    out_sharding: keyword-only; optional sharding of the result.
+
+  Returns:
+    The contraction, of shape ``batch + lhs_free + rhs_free``.
+
+  Examples:
+    >>> x = jnp.arange(6.).reshape(2, 3)
+    >>> lax.dot_general(x, x, (((1,), (1,)), ((), ())))  # x @ x.T
+    Array([[ 5., 14.],
+           [14., 50.]], dtype=float32)
+    >>> b = jnp.ones((4, 2, 3))
+    >>> lax.dot_general(b, b, (((2,), (2,)), ((0,), (0,)))).shape
+    (4, 2, 2)
   """
   dimension_numbers = _canonicalize_dimension_numbers(dimension_numbers)
   # With ``out_sharding`` the result's split is the one asked for (the constraint below), so
@@ -584,8 +607,31 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
         out_sharding=None):
-  """Vector/matrix product of 1-d or 2-d ``lhs`` and ``rhs`` (contracting ``lhs``'s last
-  dimension with ``rhs``'s first), or ``dot_general`` when ``dimension_numbers`` is given."""
+  """Vector and matrix products of 1-d or 2-d operands.
+
+  Without ``dimension_numbers``, contracts ``lhs``'s last dimension with ``rhs``'s first
+  (vector-vector, matrix-vector, vector-matrix or matrix-matrix). Operands of other ranks, or
+  with unequal inner sizes, raise ``ValueError``; with ``dimension_numbers`` the call is
+  ``dot_general``.
+
+  Args:
+    lhs: 1-d or 2-d left operand.
+    rhs: 1-d or 2-d right operand.
+    dimension_numbers: keyword-only; optional ``dot_general`` dimension numbers.
+    precision: keyword-only; None, a ``Precision`` value, or a pair of them.
+    preferred_element_type: keyword-only; optional accumulation and result dtype.
+    out_sharding: keyword-only; optional sharding of the result.
+
+  Returns:
+    The product array.
+
+  Examples:
+    >>> lax.dot(jnp.array([1., 2.]), jnp.array([3., 4.]))
+    Array(11., dtype=float32)
+    >>> lax.dot(jnp.eye(2), jnp.array([[1, 2], [3, 4]], dtype='float32'))
+    Array([[1., 2.],
+           [3., 4.]], dtype=float32)
+  """
   if dimension_numbers is None:
     lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
     if not (1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2
@@ -601,7 +647,26 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
 
 
 def batch_matmul(lhs, rhs, precision=None):
-  """Batched matrix product of ``(..., m, k)`` and ``(..., k, n)`` with equal batch shapes."""
+  """Batched matrix product of ``(..., m, k)`` and ``(..., k, n)`` operands.
+
+  Both operands must have the same rank, at least 2, and equal leading (batch) shapes; other
+  ranks raise ``ValueError``. Computed as one ``dot_general``.
+
+  Args:
+    lhs: array of shape ``(..., m, k)``.
+    rhs: array of shape ``(..., k, n)``.
+    precision: None, a ``Precision`` value, or a pair of them.
+
+  Returns:
+    An array of shape ``(..., m, n)``.
+
+  Examples:
+    >>> a = jnp.ones((2, 1, 3))
+    >>> lax.batch_matmul(a, jnp.ones((2, 3, 2)))
+    Array([[[3., 3.]],
+    <BLANKLINE>
+           [[3., 3.]]], dtype=float32)
+  """
   lhs_aval, rhs_aval = get_aval(lhs), get_aval(rhs)
   if min(lhs_aval.ndim, rhs_aval.ndim) < 2:
     raise ValueError(f"batch_matmul requires operands of rank at least 2, got "

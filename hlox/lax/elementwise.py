@@ -262,7 +262,31 @@ ad.primitive_transposes[add_p] = _add_transpose
 defbroadcasting(add_p)
 
 def add(x, y):
-  """Elementwise ``x + y``."""
+  """Elementwise addition ``x + y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.add`` does that).
+  Defined for integer, floating and complex dtypes (others raise ``TypeError``).
+
+  Linear: differentiable, with a transpose, and batched under ``vmap``.
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.add(jnp.array([1, 2]), jnp.array([3, 4]))
+    Array([4, 6], dtype=int32)
+    >>> lax.add(jnp.array([1., 2.]), 1.)
+    Array([2., 3.], dtype=float32)
+
+  See also:
+    ``jnp.add`` for the NumPy-style version with promotion and broadcasting.
+  """
   return add_p.bind(*_operands("add", x, y))
 
 
@@ -292,7 +316,29 @@ ad.primitive_transposes[sub_p] = _sub_transpose
 defbroadcasting(sub_p)
 
 def sub(x, y):
-  """Elementwise ``x - y``."""
+  """Elementwise subtraction ``x - y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.subtract`` does that).
+  Defined for integer, floating and complex dtypes (others raise ``TypeError``).
+
+  Linear: differentiable, with a transpose, and batched under ``vmap``.
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.sub(jnp.array([5., 7.]), jnp.array([1., 2.]))
+    Array([4., 5.], dtype=float32)
+
+  See also:
+    ``jnp.subtract`` for the NumPy-style version with promotion and broadcasting.
+  """
   return sub_p.bind(*_operands("sub", x, y))
 
 
@@ -304,8 +350,35 @@ ad.defbilinear(mul_p,
 defbroadcasting(mul_p)
 
 def mul(x, y, *, out_dtype=None):
-  """Elementwise ``x * y``. With ``out_dtype``, the product is of that dtype: the operands
-  (which may then differ in dtype) are converted to it first, as JAX lowers it on CPU."""
+  """Elementwise multiplication ``x * y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.multiply`` does that).
+  Defined for integer, floating and complex dtypes (others raise ``TypeError``).
+
+  With ``out_dtype`` the operands (which may then differ in dtype) are converted to that
+  dtype first and the product has it.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+    out_dtype: keyword-only; optional dtype of the product.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.mul(jnp.array([1., 2.]), jnp.array([3., 4.]))
+    Array([3., 8.], dtype=float32)
+    >>> lax.mul(jnp.array([100], jnp.int8), jnp.array([3], jnp.int8), out_dtype=jnp.int32)
+    Array([300], dtype=int32)
+
+  See also:
+    ``jnp.multiply`` for the NumPy-style version with promotion and broadcasting.
+  """
   if out_dtype is not None:
     out_dtype = dtypes.canonicalize_dtype(np.dtype(out_dtype))
     x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
@@ -331,7 +404,33 @@ ad.primitive_transposes[div_p] = _div_transpose
 defbroadcasting(div_p)
 
 def div(x, y):
-  """Elementwise ``x / y``; integer division rounds toward zero (as in C)."""
+  """Elementwise division ``x / y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.divide`` does that).
+  Defined for integer, floating and complex dtypes (others raise ``TypeError``).
+
+  Integer division rounds toward zero, as in C (unlike ``jnp.floor_divide``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.div(jnp.array([7, -7]), jnp.array([2, 2]))
+    Array([ 3, -3], dtype=int32)
+    >>> lax.div(jnp.array([1., 3.]), 2.)
+    Array([0.5, 1.5], dtype=float32)
+
+  See also:
+    ``jnp.divide`` for the NumPy-style version with promotion and broadcasting.
+  """
   return div_p.bind(*_operands("div", x, y))
 
 
@@ -344,7 +443,31 @@ ad.defjvp(rem_p,
 defbroadcasting(rem_p)
 
 def rem(x, y):
-  """Elementwise remainder of ``x / y`` with the sign of the dividend ``x`` (C's ``fmod``)."""
+  """Elementwise remainder of ``x / y``, with the sign of ``x``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.fmod`` does that).
+  Defined for integer and floating dtypes (others raise ``TypeError``).
+
+  As C's ``fmod``: ``x - div(x, y) * y`` (unlike ``jnp.remainder``, which follows ``y``'s sign).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.rem(jnp.array([7, -7]), jnp.array([3, 3]))
+    Array([ 1, -1], dtype=int32)
+
+  See also:
+    ``jnp.fmod`` for the NumPy-style version with promotion and broadcasting.
+  """
   return rem_p.bind(*_operands("rem", x, y))
 
 
@@ -393,8 +516,26 @@ ad.defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
 defbroadcasting(pow_p)
 
 def pow(x, y):
-  """Elementwise ``x ** y`` for a float or complex base; ``y`` is an integer array or has
-  ``x``'s dtype."""
+  """Elementwise power ``x ** y``.
+
+  The base ``x`` is floating or complex; the exponent ``y`` is an integer array or has ``x``'s
+  dtype. Both must have the same shape or be scalars (else ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: the base (floating or complex).
+    y: the exponent (integer, or of ``x``'s dtype).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.pow(jnp.array([2., 3.]), jnp.array([3., 2.]))
+    Array([8., 9.], dtype=float32)
+    >>> lax.pow(jnp.array([2., 3.]), jnp.array([2, 3]))
+    Array([ 4., 27.], dtype=float32)
+  """
   return pow_p.bind(*_operands("pow", x, y))
 
 
@@ -447,8 +588,28 @@ ad.defjvp(integer_pow_p, _integer_pow_jvp)
 defvectorized(integer_pow_p)
 
 def integer_pow(x, y: int):
-  """Elementwise ``x ** y`` for a static Python integer ``y`` (negative only for inexact
-  ``x``)."""
+  """Elementwise power ``x ** y`` for a static Python integer ``y``.
+
+  Defined for integer, floating and complex dtypes (others raise ``TypeError``).
+
+  Lowered to repeated multiplication. A negative ``y`` is allowed only for floating and complex
+  ``x``.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: the first operand.
+    y: the exponent, a static Python int.
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.integer_pow(jnp.array([1, 2, 3]), 3)
+    Array([ 1,  8, 27], dtype=int32)
+    >>> lax.integer_pow(jnp.array([2., 4.]), -1)
+    Array([0.5 , 0.25], dtype=float32)
+  """
   try:
     y = operator.index(y)
   except TypeError:
@@ -490,7 +651,31 @@ ad.defjvp2(max_p,
 defbroadcasting(max_p)
 
 def max(x, y):
-  """Elementwise maximum (NaN propagates; complex numbers compare lexicographically)."""
+  """Elementwise maximum.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.maximum`` does that).
+
+  NaN propagates; complex numbers compare lexicographically. At ties the gradient is split
+  equally between the operands.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.max(jnp.array([1., 5.]), jnp.array([3., 2.]))
+    Array([3., 5.], dtype=float32)
+
+  See also:
+    ``jnp.maximum`` for the NumPy-style version with promotion and broadcasting.
+  """
   return max_p.bind(*_operands("max", x, y))
 
 
@@ -502,7 +687,31 @@ ad.defjvp2(min_p,
 defbroadcasting(min_p)
 
 def min(x, y):
-  """Elementwise minimum (NaN propagates; complex numbers compare lexicographically)."""
+  """Elementwise minimum.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.minimum`` does that).
+
+  NaN propagates; complex numbers compare lexicographically. At ties the gradient is split
+  equally between the operands.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.min(jnp.array([1., 5.]), jnp.array([3., 2.]))
+    Array([1., 2.], dtype=float32)
+
+  See also:
+    ``jnp.minimum`` for the NumPy-style version with promotion and broadcasting.
+  """
   return min_p.bind(*_operands("min", x, y))
 
 
@@ -512,7 +721,22 @@ ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 defvectorized(neg_p)
 
 def neg(x):
-  """Elementwise ``-x``."""
+  """Elementwise negation ``-x``.
+
+  Defined for integer, floating and complex dtypes (others raise ``TypeError``).
+
+  Linear: differentiable, with a transpose, and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.neg(jnp.array([1, -2]))
+    Array([-1,  2], dtype=int32)
+  """
   return neg_p.bind(x)
 
 
@@ -531,7 +755,24 @@ ad.defjvp_zero(sign_p)
 defvectorized(sign_p)
 
 def sign(x):
-  """Elementwise sign: -1, 0 or 1 (``x / |x|`` for complex ``x``; NaN stays NaN)."""
+  """Elementwise sign: -1, 0 or 1.
+
+  Defined for integer, floating and complex dtypes (others raise ``TypeError``).
+
+  For complex ``x`` it is ``x / abs(x)`` (0 at 0); NaN stays NaN.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.sign(jnp.array([-3., 0., 2.]))
+    Array([-1.,  0.,  1.], dtype=float32)
+  """
   return sign_p.bind(x)
 
 
@@ -551,7 +792,26 @@ ad.defjvp2(abs_p, _abs_jvp)
 defvectorized(abs_p)
 
 def abs(x):
-  """Elementwise absolute value (the modulus, of the component dtype, for complex ``x``)."""
+  """Elementwise absolute value.
+
+  Defined for signed integer, floating and complex dtypes (others raise ``TypeError``).
+
+  For complex ``x`` it is the modulus, of the component dtype (complex64 gives float32).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape (of the component dtype for complex ``x``).
+
+  Examples:
+    >>> lax.abs(jnp.array([-1, 2]))
+    Array([1, 2], dtype=int32)
+    >>> lax.abs(jnp.array([3 + 4j]))
+    Array([5.], dtype=float32)
+  """
   return abs_p.bind(x)
 
 
@@ -567,12 +827,44 @@ ad.defjvp(square_p, lambda g, x: mul(g, mul(_const(x, 2), x)))
 defvectorized(square_p)
 
 def square(x):
-  """Elementwise ``x * x``."""
+  """Elementwise square ``x * x``.
+
+  Defined for integer, floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.square(jnp.array([2., -3.]))
+    Array([4., 9.], dtype=float32)
+  """
   return square_p.bind(x)
 
 
 def reciprocal(x):
-  """Elementwise ``1 / x`` (``integer_pow(x, -1)``)."""
+  """Elementwise reciprocal ``1 / x``.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Computed as ``integer_pow(x, -1)``.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.reciprocal(jnp.array([2., 4.]))
+    Array([0.5 , 0.25], dtype=float32)
+  """
   return integer_pow(x, -1)
 
 
@@ -582,7 +874,29 @@ ad.defjvp_zero(nextafter_p)
 defbroadcasting(nextafter_p)
 
 def nextafter(x1, x2):
-  """The next representable value after ``x1`` in the direction of ``x2``."""
+  """The next representable value after ``x1`` in the direction of ``x2``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.nextafter`` does that).
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x1: the starting values.
+    x2: the direction.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.nextafter(jnp.float32(1), jnp.float32(2)) - 1
+    Array(1.1920929e-07, dtype=float32)
+
+  See also:
+    ``jnp.nextafter`` for the NumPy-style version with promotion and broadcasting.
+  """
   return nextafter_p.bind(*_operands("nextafter", x1, x2))
 
 
@@ -594,7 +908,22 @@ ad.defjvp_zero(floor_p)
 defvectorized(floor_p)
 
 def floor(x):
-  """Elementwise round toward negative infinity."""
+  """Elementwise rounding toward negative infinity.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.floor(jnp.array([1.5, -1.5]))
+    Array([ 1., -2.], dtype=float32)
+  """
   return floor_p.bind(x)
 
 
@@ -604,7 +933,22 @@ ad.defjvp_zero(ceil_p)
 defvectorized(ceil_p)
 
 def ceil(x):
-  """Elementwise round toward positive infinity."""
+  """Elementwise rounding toward positive infinity.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.ceil(jnp.array([1.5, -1.5]))
+    Array([ 2., -1.], dtype=float32)
+  """
   return ceil_p.bind(x)
 
 
@@ -626,7 +970,28 @@ ad.defjvp_zero(round_p)
 defvectorized(round_p)
 
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
-  """Elementwise round to the nearest integer, ties broken by ``rounding_method``."""
+  """Elementwise rounding to the nearest integer.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Ties are broken by ``rounding_method``: ``RoundingMethod.AWAY_FROM_ZERO`` (0, the default) or
+  ``RoundingMethod.TO_NEAREST_EVEN`` (1, NumPy's choice); another value raises ``ValueError``.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: input array (or scalar).
+    rounding_method: how ties are broken (a ``RoundingMethod`` or its int value).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.round(jnp.array([0.5, 1.5, -0.5]))
+    Array([ 1.,  2., -1.], dtype=float32)
+    >>> lax.round(jnp.array([0.5, 1.5, -0.5]), lax.RoundingMethod.TO_NEAREST_EVEN)
+    Array([ 0.,  2., -0.], dtype=float32)
+  """
   try:
     rounding_method = RoundingMethod(rounding_method)
   except ValueError:
@@ -641,7 +1006,22 @@ ad.defjvp_zero(is_finite_p)
 defvectorized(is_finite_p)
 
 def is_finite(x):
-  """Elementwise test for neither infinite nor NaN."""
+  """Elementwise test for values that are neither infinite nor NaN.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    A bool array of ``x``'s shape.
+
+  Examples:
+    >>> lax.is_finite(jnp.array([1., jnp.inf, jnp.nan]))
+    Array([ True, False, False], dtype=bool)
+  """
   return is_finite_p.bind(x)
 
 
@@ -653,7 +1033,24 @@ ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
 defvectorized(exp_p)
 
 def exp(x, *, accuracy=None):
-  """Elementwise ``e ** x``."""
+  """Elementwise exponential ``e ** x``.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.exp(jnp.array([0., 1.]))
+    Array([1.       , 2.7182817], dtype=float32)
+  """
   _check_accuracy("exp", accuracy)
   return exp_p.bind(x)
 
@@ -671,7 +1068,24 @@ ad.defjvp2(exp2_p, lambda g, ans, x: mul(g, mul(ans, _const(ans, np.log(2)))))
 defvectorized(exp2_p)
 
 def exp2(x, *, accuracy=None):
-  """Elementwise ``2 ** x``."""
+  """Elementwise base-2 exponential ``2 ** x``.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.exp2(jnp.array([0., 3.]))
+    Array([1., 8.], dtype=float32)
+  """
   _check_accuracy("exp2", accuracy)
   return exp2_p.bind(x)
 
@@ -682,7 +1096,24 @@ ad.defjvp(log_p, lambda g, x: div(g, x))
 defvectorized(log_p)
 
 def log(x, *, accuracy=None):
-  """Elementwise natural logarithm."""
+  """Elementwise natural logarithm.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.log(jnp.array([1., 2.]))
+    Array([0.       , 0.6931472], dtype=float32)
+  """
   _check_accuracy("log", accuracy)
   return log_p.bind(x)
 
@@ -693,7 +1124,24 @@ ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
 defvectorized(log1p_p)
 
 def log1p(x, *, accuracy=None):
-  """Elementwise ``log(1 + x)``, accurate for small ``x``."""
+  """Elementwise ``log(1 + x)``, accurate for small ``x``.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.log1p(jnp.array([0., 1e-8]))
+    Array([0.e+00, 1.e-08], dtype=float32)
+  """
   _check_accuracy("log1p", accuracy)
   return log1p_p.bind(x)
 
@@ -704,7 +1152,24 @@ ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
 defvectorized(expm1_p)
 
 def expm1(x, *, accuracy=None):
-  """Elementwise ``exp(x) - 1``, accurate for small ``x``."""
+  """Elementwise ``exp(x) - 1``, accurate for small ``x``.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.expm1(jnp.array([0., 1e-8]))
+    Array([0.e+00, 1.e-08], dtype=float32)
+  """
   _check_accuracy("expm1", accuracy)
   return expm1_p.bind(x)
 
@@ -715,7 +1180,26 @@ ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(ans, 0.5), ans)))
 defvectorized(sqrt_p)
 
 def sqrt(x, *, accuracy=None):
-  """Elementwise square root."""
+  """Elementwise square root.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Negative real inputs give NaN.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.sqrt(jnp.array([4., 2.]))
+    Array([2.       , 1.4142135], dtype=float32)
+  """
   _check_accuracy("sqrt", accuracy)
   return sqrt_p.bind(x)
 
@@ -726,7 +1210,24 @@ ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(ans, -0.5), div(ans, x))
 defvectorized(rsqrt_p)
 
 def rsqrt(x, *, accuracy=None):
-  """Elementwise ``1 / sqrt(x)``."""
+  """Elementwise reciprocal square root ``1 / sqrt(x)``.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.rsqrt(jnp.array([4., 0.25]))
+    Array([0.5, 2. ], dtype=float32)
+  """
   _check_accuracy("rsqrt", accuracy)
   return rsqrt_p.bind(x)
 
@@ -737,7 +1238,26 @@ ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_const(ans, 1 / 3), integer_pow(
 defvectorized(cbrt_p)
 
 def cbrt(x, *, accuracy=None):
-  """Elementwise real cube root (negative for negative ``x``)."""
+  """Elementwise real cube root.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Negative inputs give negative roots.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.cbrt(jnp.array([8., -27.]))
+    Array([ 2., -3.], dtype=float32)
+  """
   _check_accuracy("cbrt", accuracy)
   return cbrt_p.bind(x)
 
@@ -749,7 +1269,24 @@ ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(ans, 1)
 defvectorized(tanh_p)
 
 def tanh(x, *, accuracy=None):
-  """Elementwise hyperbolic tangent."""
+  """Elementwise hyperbolic tangent.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.tanh(jnp.array([0., 1.]))
+    Array([0.       , 0.7615942], dtype=float32)
+  """
   _check_accuracy("tanh", accuracy)
   return tanh_p.bind(x)
 
@@ -760,7 +1297,24 @@ ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans
 defvectorized(logistic_p)
 
 def logistic(x, *, accuracy=None):
-  """Elementwise logistic sigmoid ``1 / (1 + exp(-x))``."""
+  """Elementwise logistic sigmoid ``1 / (1 + exp(-x))``.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.logistic(jnp.array([0., 2.]))
+    Array([0.5     , 0.880797], dtype=float32)
+  """
   _check_accuracy("logistic", accuracy)
   return logistic_p.bind(x)
 
@@ -803,7 +1357,24 @@ ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 defvectorized(sin_p)
 
 def sin(x, *, accuracy=None):
-  """Elementwise sine."""
+  """Elementwise sine.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.sin(jnp.array([0., 1.]))
+    Array([0.        , 0.84147096], dtype=float32)
+  """
   _check_accuracy("sin", accuracy)
   return sin_p.bind(x)
 
@@ -814,7 +1385,24 @@ ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
 defvectorized(cos_p)
 
 def cos(x, *, accuracy=None):
-  """Elementwise cosine."""
+  """Elementwise cosine.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.cos(jnp.array([0., 1.]))
+    Array([1.       , 0.5403023], dtype=float32)
+  """
   _check_accuracy("cos", accuracy)
   return cos_p.bind(x)
 
@@ -825,7 +1413,24 @@ ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(ans, 1), square(ans))))
 defvectorized(tan_p)
 
 def tan(x, *, accuracy=None):
-  """Elementwise tangent."""
+  """Elementwise tangent.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+    accuracy: keyword-only; optional ``AccuracyMode`` or ``Tolerance`` the backend's
+      implementation should meet (None: the default).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.tan(jnp.array([0., 1.]))
+    Array([0.       , 1.5574077], dtype=float32)
+  """
   _check_accuracy("tan", accuracy)
   return tan_p.bind(x)
 
@@ -838,7 +1443,24 @@ ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), square(x)))))
 defvectorized(asin_p)
 
 def asin(x):
-  """Elementwise arc sine."""
+  """Elementwise arc sine.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Real inputs outside ``[-1, 1]`` give NaN.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.asin(jnp.array([0., 1.]))
+    Array([0.       , 1.5707964], dtype=float32)
+  """
   return asin_p.bind(x)
 
 
@@ -848,7 +1470,24 @@ ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(_const(x, 1), square(x))))))
 defvectorized(acos_p)
 
 def acos(x):
-  """Elementwise arc cosine."""
+  """Elementwise arc cosine.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Real inputs outside ``[-1, 1]`` give NaN.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.acos(jnp.array([1., 0.]))
+    Array([0.       , 1.5707964], dtype=float32)
+  """
   return acos_p.bind(x)
 
 
@@ -858,7 +1497,22 @@ ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), square(x))))
 defvectorized(atan_p)
 
 def atan(x):
-  """Elementwise arc tangent."""
+  """Elementwise arc tangent.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.atan(jnp.array([0., 1.]))
+    Array([0.       , 0.7853981], dtype=float32)
+  """
   return atan_p.bind(x)
 
 
@@ -871,7 +1525,29 @@ ad.defjvp(atan2_p,
 defbroadcasting(atan2_p)
 
 def atan2(x, y):
-  """Elementwise arc tangent of ``x / y``, using both signs to choose the quadrant."""
+  """Elementwise arc tangent of ``x / y``, choosing the quadrant from both signs.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.arctan2`` does that).
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: the numerator (the sine side).
+    y: the denominator (the cosine side).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.atan2(jnp.array([1., 1.]), jnp.array([1., -1.]))
+    Array([0.7853982, 2.3561945], dtype=float32)
+
+  See also:
+    ``jnp.arctan2`` for the NumPy-style version with promotion and broadcasting.
+  """
   return atan2_p.bind(*_operands("atan2", x, y))
 
 
@@ -881,7 +1557,22 @@ ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 defvectorized(sinh_p)
 
 def sinh(x):
-  """Elementwise hyperbolic sine."""
+  """Elementwise hyperbolic sine.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.sinh(jnp.array([0., 1.]))
+    Array([0.       , 1.1752012], dtype=float32)
+  """
   return sinh_p.bind(x)
 
 
@@ -891,7 +1582,22 @@ ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
 defvectorized(cosh_p)
 
 def cosh(x):
-  """Elementwise hyperbolic cosine."""
+  """Elementwise hyperbolic cosine.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.cosh(jnp.array([0., 1.]))
+    Array([1.       , 1.5430806], dtype=float32)
+  """
   return cosh_p.bind(x)
 
 
@@ -901,7 +1607,22 @@ ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(square(x), _const(x, 1)))))
 defvectorized(asinh_p)
 
 def asinh(x):
-  """Elementwise inverse hyperbolic sine."""
+  """Elementwise inverse hyperbolic sine.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.asinh(jnp.array([0., 1.]))
+    Array([0.        , 0.88137364], dtype=float32)
+  """
   return asinh_p.bind(x)
 
 
@@ -911,7 +1632,24 @@ ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(square(x), _const(x, 1)))))
 defvectorized(acosh_p)
 
 def acosh(x):
-  """Elementwise inverse hyperbolic cosine."""
+  """Elementwise inverse hyperbolic cosine.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Real inputs below 1 give NaN.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.acosh(jnp.array([1., 2.]))
+    Array([0.      , 1.316958], dtype=float32)
+  """
   return acosh_p.bind(x)
 
 
@@ -923,7 +1661,24 @@ ad.defjvp(atanh_p, lambda g, x: mul(integer_pow(add(x, _const(x, 1)), -1),
 defvectorized(atanh_p)
 
 def atanh(x):
-  """Elementwise inverse hyperbolic tangent."""
+  """Elementwise inverse hyperbolic tangent.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  Real inputs outside ``[-1, 1]`` give NaN.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.atanh(jnp.array([0., 0.5]))
+    Array([0.        , 0.54930615], dtype=float32)
+  """
   return atanh_p.bind(x)
 
 
@@ -938,7 +1693,22 @@ ad.defjvp(erf_p, lambda g, x: mul(_const(x, _TWO_OVER_SQRT_PI), mul(g, exp(neg(s
 defvectorized(erf_p)
 
 def erf(x):
-  """Elementwise error function."""
+  """Elementwise error function.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.erf(jnp.array([0., 1.]))
+    Array([0.        , 0.84270084], dtype=float32)
+  """
   return erf_p.bind(x)
 
 
@@ -949,7 +1719,22 @@ ad.defjvp(erfc_p, lambda g, x: mul(_const(x, -_TWO_OVER_SQRT_PI),
 defvectorized(erfc_p)
 
 def erfc(x):
-  """Elementwise complementary error function ``1 - erf(x)``."""
+  """Elementwise complementary error function ``1 - erf(x)``.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.erfc(jnp.array([0., 1.]))
+    Array([1.        , 0.15729924], dtype=float32)
+  """
   return erfc_p.bind(x)
 
 
@@ -960,7 +1745,24 @@ ad.defjvp2(erf_inv_p,
 defvectorized(erf_inv_p)
 
 def erf_inv(x):
-  """Elementwise inverse error function (on ``[-1, 1]``)."""
+  """Elementwise inverse error function.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Defined on ``[-1, 1]``; the endpoints give infinities.
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.erf_inv(jnp.array([0., 0.5]))
+    Array([0.        , 0.47693628], dtype=float32)
+  """
   return erf_inv_p.bind(x)
 
 
@@ -970,7 +1772,22 @@ ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 defvectorized(lgamma_p)
 
 def lgamma(x):
-  """Elementwise ``log(|gamma(x)|)``."""
+  """Elementwise logarithm of the absolute value of the gamma function.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.lgamma(jnp.array([0.5, 3.]))
+    Array([0.5723648, 0.6931474], dtype=float32)
+  """
   return lgamma_p.bind(x)
 
 
@@ -980,7 +1797,22 @@ ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(_const(x, 1), x)))
 defvectorized(digamma_p)
 
 def digamma(x):
-  """Elementwise digamma function, the derivative of ``lgamma``."""
+  """Elementwise digamma function, the derivative of ``lgamma``.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  Differentiable in forward and reverse mode and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.digamma(jnp.array([1., 2.]))
+    Array([-0.5772154 ,  0.42278463], dtype=float32)
+  """
   return digamma_p.bind(x)
 
 
@@ -996,8 +1828,24 @@ ad.defjvp(polygamma_p, _polygamma_jvp_order,
 defbroadcasting(polygamma_p)
 
 def polygamma(m, x):
-  """Elementwise polygamma function ``psi^(m)(x)``, the ``m``-th derivative of ``digamma``
-  (``m`` is a non-negative integer value of ``x``'s float dtype)."""
+  """Elementwise polygamma function, the ``m``-th derivative of ``digamma``.
+
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  ``m`` holds non-negative integer values in ``x``'s float dtype; both operands must share
+  dtype and shape (or be scalars). Differentiable in ``x``.
+
+  Args:
+    m: the derivative order (non-negative integral values).
+    x: the argument.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.polygamma(jnp.array([0., 1.]), jnp.array([1., 1.]))
+    Array([-0.5772154,  1.644934 ], dtype=float32)
+  """
   return polygamma_p.bind(*_operands("polygamma", m, x))
 
 
@@ -1014,7 +1862,22 @@ ad.deflinear(real_p, lambda ct, x: [complex(ct, _strong_zero(ct))])
 defvectorized(real_p)
 
 def real(x):
-  """Elementwise real part of a complex array."""
+  """Elementwise real part of a complex array.
+
+  Defined for complex dtypes (others raise ``TypeError``).
+
+  Linear: differentiable, with a transpose, and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and component dtype.
+
+  Examples:
+    >>> lax.real(jnp.array([1 + 2j]))
+    Array([1.], dtype=float32)
+  """
   return real_p.bind(x)
 
 
@@ -1024,7 +1887,22 @@ ad.deflinear(imag_p, lambda ct, x: [complex(_strong_zero(ct), neg(ct))])
 defvectorized(imag_p)
 
 def imag(x):
-  """Elementwise imaginary part of a complex array."""
+  """Elementwise imaginary part of a complex array.
+
+  Defined for complex dtypes (others raise ``TypeError``).
+
+  Linear: differentiable, with a transpose, and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and component dtype.
+
+  Examples:
+    >>> lax.imag(jnp.array([1 + 2j]))
+    Array([2.], dtype=float32)
+  """
   return imag_p.bind(x)
 
 
@@ -1039,7 +1917,28 @@ ad.deflinear(complex_p, _complex_transpose)
 defbroadcasting(complex_p)
 
 def complex(x, y):
-  """Elementwise ``x + 1j * y`` from float32 or float64 parts."""
+  """Elementwise complex number ``x + 1j * y`` from real and imaginary parts.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.complex`` does that).
+  Defined for floating dtypes (others raise ``TypeError``).
+
+  The parts must be float32 (giving complex64) or float64 (complex128).
+
+  Linear: differentiable, with a transpose, and batched under ``vmap``.
+
+  Args:
+    x: the real parts.
+    y: the imaginary parts.
+
+  Returns:
+    A complex array.
+
+  Examples:
+    >>> lax.complex(jnp.array([1.]), jnp.array([2.]))
+    Array([1.+2.j], dtype=complex64)
+  """
   return complex_p.bind(*_operands("complex", x, y))
 
 
@@ -1073,7 +1972,26 @@ ad.deflinear(conj_p, _conj_transpose)
 defvectorized(conj_p)
 
 def conj(x):
-  """Elementwise complex conjugate (a real float32/float64 operand becomes complex)."""
+  """Elementwise complex conjugate.
+
+  Defined for floating and complex dtypes (others raise ``TypeError``).
+
+  A real float32 or float64 operand is converted to the matching complex dtype.
+
+  Linear: differentiable, with a transpose, and batched under ``vmap``.
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    A complex array of ``x``'s shape.
+
+  Examples:
+    >>> lax.conj(jnp.array([1 + 2j]))
+    Array([1.-2.j], dtype=complex64)
+    >>> lax.conj(jnp.array([1.]))
+    Array([1.+0.j], dtype=complex64)
+  """
   return conj_p.bind(x, input_dtype=get_aval(x).dtype)
 
 
@@ -1106,27 +2024,169 @@ gt_p = _comparison("gt", "GT", ("bool", "int", "float"))
 ge_p = _comparison("ge", "GE", ("bool", "int", "float"))
 
 def eq(x, y):
-  """Elementwise ``x == y``."""
+  """Elementwise comparison ``x == y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.equal`` does that).
+
+  NaN equals nothing, itself included.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    A bool array of the operands' shape.
+
+  Examples:
+    >>> lax.eq(jnp.array([1, 2, 3]), 2)
+    Array([False,  True, False], dtype=bool)
+
+  See also:
+    ``jnp.equal`` for the NumPy-style version with promotion and broadcasting.
+  """
   return eq_p.bind(*_operands("eq", x, y))
 
 def ne(x, y):
-  """Elementwise ``x != y``."""
+  """Elementwise comparison ``x != y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.not_equal`` does that).
+
+  NaN is unequal to everything, itself included.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    A bool array of the operands' shape.
+
+  Examples:
+    >>> lax.ne(jnp.array([1, 2, 3]), 2)
+    Array([ True, False,  True], dtype=bool)
+
+  See also:
+    ``jnp.not_equal`` for the NumPy-style version with promotion and broadcasting.
+  """
   return ne_p.bind(*_operands("ne", x, y))
 
 def lt(x, y):
-  """Elementwise ``x < y``."""
+  """Elementwise comparison ``x < y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.less`` does that).
+  Defined for bool, integer and floating dtypes (others raise ``TypeError``).
+
+  Comparisons involving NaN are false.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    A bool array of the operands' shape.
+
+  Examples:
+    >>> lax.lt(jnp.array([1, 2, 3]), 2)
+    Array([ True, False, False], dtype=bool)
+
+  See also:
+    ``jnp.less`` for the NumPy-style version with promotion and broadcasting.
+  """
   return lt_p.bind(*_operands("lt", x, y))
 
 def le(x, y):
-  """Elementwise ``x <= y``."""
+  """Elementwise comparison ``x <= y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.less_equal`` does that).
+  Defined for bool, integer and floating dtypes (others raise ``TypeError``).
+
+  Comparisons involving NaN are false.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    A bool array of the operands' shape.
+
+  Examples:
+    >>> lax.le(jnp.array([1, 2, 3]), 2)
+    Array([ True,  True, False], dtype=bool)
+
+  See also:
+    ``jnp.less_equal`` for the NumPy-style version with promotion and broadcasting.
+  """
   return le_p.bind(*_operands("le", x, y))
 
 def gt(x, y):
-  """Elementwise ``x > y``."""
+  """Elementwise comparison ``x > y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.greater`` does that).
+  Defined for bool, integer and floating dtypes (others raise ``TypeError``).
+
+  Comparisons involving NaN are false.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    A bool array of the operands' shape.
+
+  Examples:
+    >>> lax.gt(jnp.array([1, 2, 3]), 2)
+    Array([False, False,  True], dtype=bool)
+
+  See also:
+    ``jnp.greater`` for the NumPy-style version with promotion and broadcasting.
+  """
   return gt_p.bind(*_operands("gt", x, y))
 
 def ge(x, y):
-  """Elementwise ``x >= y``."""
+  """Elementwise comparison ``x >= y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.greater_equal`` does that).
+  Defined for bool, integer and floating dtypes (others raise ``TypeError``).
+
+  Comparisons involving NaN are false.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    A bool array of the operands' shape.
+
+  Examples:
+    >>> lax.ge(jnp.array([1, 2, 3]), 2)
+    Array([False,  True,  True], dtype=bool)
+
+  See also:
+    ``jnp.greater_equal`` for the NumPy-style version with promotion and broadcasting.
+  """
   return ge_p.bind(*_operands("ge", x, y))
 
 
@@ -1138,7 +2198,24 @@ ad.defjvp_zero(not_p)
 defvectorized(not_p)
 
 def bitwise_not(x):
-  """Elementwise NOT: logical for bool, bitwise (``~x``) for integers."""
+  """Elementwise NOT: logical for bool, bitwise (``~x``) for integers.
+
+  Defined for bool and integer dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.bitwise_not(jnp.array([True, False]))
+    Array([False,  True], dtype=bool)
+    >>> lax.bitwise_not(jnp.array([0, 5]))
+    Array([-1, -6], dtype=int32)
+  """
   return not_p.bind(x)
 
 
@@ -1148,7 +2225,31 @@ ad.defjvp_zero(and_p)
 defbroadcasting(and_p)
 
 def bitwise_and(x, y):
-  """Elementwise AND: logical for bool, bitwise for integers."""
+  """Elementwise AND: logical for bool, bitwise for integers.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.bitwise_and`` does that).
+  Defined for bool and integer dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.bitwise_and(jnp.array([True, True, False]), jnp.array([True, False, False]))
+    Array([ True, False, False], dtype=bool)
+    >>> lax.bitwise_and(jnp.array([12]), jnp.array([10]))
+    Array([8], dtype=int32)
+
+  See also:
+    ``jnp.bitwise_and`` for the NumPy-style version with promotion and broadcasting.
+  """
   return and_p.bind(*_operands("and", x, y))
 
 
@@ -1158,7 +2259,31 @@ ad.defjvp_zero(or_p)
 defbroadcasting(or_p)
 
 def bitwise_or(x, y):
-  """Elementwise OR: logical for bool, bitwise for integers."""
+  """Elementwise OR: logical for bool, bitwise for integers.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.bitwise_or`` does that).
+  Defined for bool and integer dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.bitwise_or(jnp.array([True, True, False]), jnp.array([True, False, False]))
+    Array([ True,  True, False], dtype=bool)
+    >>> lax.bitwise_or(jnp.array([12]), jnp.array([10]))
+    Array([14], dtype=int32)
+
+  See also:
+    ``jnp.bitwise_or`` for the NumPy-style version with promotion and broadcasting.
+  """
   return or_p.bind(*_operands("or", x, y))
 
 
@@ -1168,7 +2293,31 @@ ad.defjvp_zero(xor_p)
 defbroadcasting(xor_p)
 
 def bitwise_xor(x, y):
-  """Elementwise XOR: logical for bool, bitwise for integers."""
+  """Elementwise XOR: logical for bool, bitwise for integers.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.bitwise_xor`` does that).
+  Defined for bool and integer dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.bitwise_xor(jnp.array([True, True, False]), jnp.array([True, False, False]))
+    Array([False,  True, False], dtype=bool)
+    >>> lax.bitwise_xor(jnp.array([12]), jnp.array([10]))
+    Array([6], dtype=int32)
+
+  See also:
+    ``jnp.bitwise_xor`` for the NumPy-style version with promotion and broadcasting.
+  """
   return xor_p.bind(*_operands("xor", x, y))
 
 
@@ -1179,7 +2328,31 @@ ad.defjvp_zero(shift_left_p)
 defbroadcasting(shift_left_p)
 
 def shift_left(x, y):
-  """Elementwise ``x << y``."""
+  """Elementwise left shift ``x << y``.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.left_shift`` does that).
+  Defined for integer dtypes (others raise ``TypeError``).
+
+  Shift amounts at or beyond the bit width give 0.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the values shifted.
+    y: the shift amounts (same dtype as ``x``).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.shift_left(jnp.array([1, 3]), jnp.array([2, 1]))
+    Array([4, 6], dtype=int32)
+
+  See also:
+    ``jnp.left_shift`` for the NumPy-style version with promotion and broadcasting.
+  """
   return shift_left_p.bind(*_operands("shift_left", x, y))
 
 
@@ -1189,7 +2362,28 @@ ad.defjvp_zero(shift_right_logical_p)
 defbroadcasting(shift_right_logical_p)
 
 def shift_right_logical(x, y):
-  """Elementwise right shift filling with zeros (the bits of ``x`` read as unsigned)."""
+  """Elementwise right shift filling with zero bits.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.right_shift`` does that).
+  Defined for integer dtypes (others raise ``TypeError``).
+
+  The bits of ``x`` are shifted as if unsigned, so negative numbers become large positive ones.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the values shifted.
+    y: the shift amounts (same dtype as ``x``).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.shift_right_logical(jnp.array([8, -8]), jnp.array([1, 1]))
+    Array([         4, 2147483644], dtype=int32)
+  """
   return shift_right_logical_p.bind(*_operands("shift_right_logical", x, y))
 
 
@@ -1199,7 +2393,31 @@ ad.defjvp_zero(shift_right_arithmetic_p)
 defbroadcasting(shift_right_arithmetic_p)
 
 def shift_right_arithmetic(x, y):
-  """Elementwise right shift filling with the sign bit."""
+  """Elementwise right shift filling with the sign bit.
+
+  Operands must have the same dtype and the same shape, or be scalars (a Python scalar has its
+  kind's default dtype). Mismatches raise ``TypeError``: nothing is promoted or broadcast
+  (``jnp.right_shift`` does that).
+  Defined for integer dtypes (others raise ``TypeError``).
+
+  For signed integers this is floor division by ``2 ** y``.
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the values shifted.
+    y: the shift amounts (same dtype as ``x``).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.shift_right_arithmetic(jnp.array([8, -8]), jnp.array([1, 1]))
+    Array([ 4, -4], dtype=int32)
+
+  See also:
+    ``jnp.right_shift`` for the NumPy-style version with promotion and broadcasting.
+  """
   return shift_right_arithmetic_p.bind(*_operands("shift_right_arithmetic", x, y))
 
 
@@ -1209,7 +2427,22 @@ ad.defjvp_zero(population_count_p)
 defvectorized(population_count_p)
 
 def population_count(x):
-  """Elementwise number of set bits."""
+  """Elementwise number of set bits.
+
+  Defined for integer dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.population_count(jnp.array([0, 7, -1]))
+    Array([ 0,  3, 32], dtype=int32)
+  """
   return population_count_p.bind(x)
 
 
@@ -1219,7 +2452,22 @@ ad.defjvp_zero(clz_p)
 defvectorized(clz_p)
 
 def clz(x):
-  """Elementwise number of leading zero bits."""
+  """Elementwise number of leading zero bits.
+
+  Defined for integer dtypes (others raise ``TypeError``).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: input array (or scalar).
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.clz(jnp.array([1, 256]))
+    Array([31, 23], dtype=int32)
+  """
   return clz_p.bind(x)
 
 
@@ -1346,8 +2594,28 @@ def _select_n_batch_rule(axis_data, vals, dims):
 batching.fancy_primitive_batchers[select_n_p] = _select_n_batch_rule
 
 def select_n(which, *cases):
-  """Elementwise ``cases[which]``: ``which`` is bool (2 cases at most) or integer, scalar or
-  of the cases' shape; out-of-range indices are undefined behaviour."""
+  """Elementwise choice among ``cases`` by the index array ``which``.
+
+  The result takes, at each position, the element of ``cases[which]``. ``which`` is bool
+  (choosing between at most two cases: False picks ``cases[0]``) or integer, and is a scalar
+  or has the cases' shape; all cases share shape and dtype (else ``TypeError``). An index
+  outside ``range(len(cases))`` gives an unspecified case. Differentiable in the cases (not
+  in ``which``) and batched under ``vmap``.
+
+  Args:
+    which: bool or integer array (or scalar) of case indices.
+    *cases: one or more arrays of the same shape and dtype.
+
+  Returns:
+    An array of the cases' shape and dtype.
+
+  Examples:
+    >>> lax.select_n(jnp.array([0, 2, 1]), jnp.array([1, 1, 1]), jnp.array([2, 2, 2]),
+    ...              jnp.array([3, 3, 3]))
+    Array([1, 3, 2], dtype=int32)
+    >>> lax.select_n(True, jnp.array([1., 2.]), jnp.array([3., 4.]))
+    Array([3., 4.], dtype=float32)
+  """
   if not cases:
     raise ValueError("select_n() needs at least one case")
   try:
@@ -1360,7 +2628,30 @@ def select_n(which, *cases):
 
 
 def select(pred, on_true, on_false):
-  """Elementwise ``on_true if pred else on_false`` (``pred`` is a bool array)."""
+  """Elementwise ``on_true if pred else on_false``.
+
+  ``pred`` is a bool array of the operands' shape, or a scalar; ``on_true`` and ``on_false``
+  must share shape and dtype (else ``TypeError``). Both branches are computed; only the
+  chosen values pass on, and so do only their gradients. ``select_n(pred, on_false,
+  on_true)``.
+
+  Args:
+    pred: boolean predicate.
+    on_true: values where ``pred`` is true.
+    on_false: values where ``pred`` is false.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.select(jnp.array([True, False]), jnp.array([1., 2.]), jnp.array([3., 4.]))
+    Array([1., 4.], dtype=float32)
+    >>> hlox.grad(lambda x: lax.select(x > 0, x, 0.))(2.)
+    Array(1., dtype=float32, weak_type=True)
+
+  See also:
+    ``jnp.where`` for the NumPy-style version with promotion and broadcasting.
+  """
   return select_n(pred, on_false, on_true)
 
 
@@ -1422,7 +2713,27 @@ def _clamp_batch_rule(axis_data, vals, dims):
 batching.fancy_primitive_batchers[clamp_p] = _clamp_batch_rule
 
 def clamp(min, x, max):
-  """Elementwise ``min(max(x, min), max)``; ``min`` and ``max`` may be scalars."""
+  """Elementwise ``min(max(x, min), max)``: ``x`` limited to ``[min, max]``.
+
+  ``min`` and ``max`` are scalars or have ``x``'s shape, and share its dtype (else
+  ``TypeError``). The gradient flows to ``x`` where it lies strictly inside the bounds, and
+  to a bound where that bound is chosen.
+
+  Args:
+    min: lower bound.
+    x: the values to clamp.
+    max: upper bound.
+
+  Returns:
+    An array of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.clamp(0., jnp.array([-1., 0.5, 2.]), 1.)
+    Array([0. , 0.5, 1. ], dtype=float32)
+
+  See also:
+    ``jnp.clip``.
+  """
   return clamp_p.bind(*_operands("clamp", min, x, max))
 
 
@@ -1488,10 +2799,24 @@ def _bitcast_batch_rule(vals, dims, *, new_dtype):
 batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_batch_rule
 
 def bitcast_convert_type(operand, new_dtype):
-  """Reinterpret the bits of ``operand`` as ``new_dtype``.
+  """Reinterprets the bits of ``operand`` as ``new_dtype``.
 
-  A narrower ``new_dtype`` adds a trailing dimension (one wide element becomes several
-  narrow ones); a wider one consumes a trailing dimension of the matching size.
+  No value conversion happens. With equal bit widths the shape is kept; a narrower
+  ``new_dtype`` adds a trailing dimension (one wide element becomes several narrow ones) and
+  a wider one consumes a trailing dimension of the matching size. Not differentiable.
+
+  Args:
+    operand: input array.
+    new_dtype: the dtype to read the bits as.
+
+  Returns:
+    An array of ``new_dtype`` holding the same bits.
+
+  Examples:
+    >>> lax.bitcast_convert_type(jnp.float32(1), jnp.int32)
+    Array(1065353216, dtype=int32)
+    >>> lax.bitcast_convert_type(jnp.array([1.], jnp.float32), jnp.uint8)
+    Array([[  0,   0, 128,  63]], dtype=uint8)
   """
   new_dtype = dtypes.check_user_dtype(new_dtype, "bitcast_convert_type", user_only=True)
   return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
@@ -1526,8 +2851,24 @@ ad.deflinear(reduce_precision_p, lambda ct, x, **params: [reduce_precision_p.bin
 defvectorized(reduce_precision_p)
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
-  """Round ``operand`` to the values of a float format with the given exponent and
-  mantissa bits (the result keeps ``operand``'s dtype)."""
+  """Rounds ``operand`` to the values of a narrower floating-point format.
+
+  The format has ``exponent_bits`` exponent and ``mantissa_bits`` mantissa bits (bfloat16 is
+  8 and 7); the result keeps ``operand``'s dtype. Non-integer or traced bit counts raise
+  ``TypeError``. Its gradient passes through unchanged.
+
+  Args:
+    operand: floating-point array.
+    exponent_bits: number of exponent bits (a static positive int).
+    mantissa_bits: number of mantissa bits (a static int).
+
+  Returns:
+    An array of ``operand``'s shape and dtype.
+
+  Examples:
+    >>> lax.reduce_precision(jnp.array([1.0001, 3.14159]), exponent_bits=8, mantissa_bits=7)
+    Array([1.      , 3.140625], dtype=float32)
+  """
   try:
     exponent_bits, mantissa_bits = operator.index(exponent_bits), operator.index(mantissa_bits)
   except TypeError:
@@ -1596,8 +2937,26 @@ ad.defjvp_zero(mulhi_p)
 defbroadcasting(mulhi_p)
 
 def mulhi(x, y):
-  """Elementwise high half of the double-width integer product ``x * y`` (the top N bits
-  of the 2N-bit product of N-bit integers; signed or unsigned as the dtype)."""
+  """Elementwise high half of the double-width product of two integers.
+
+  Defined for integer dtypes (others raise ``TypeError``).
+
+  For N-bit integers, the top N bits of the 2N-bit product ``x * y`` (signed or unsigned as
+  the dtype).
+
+  Its derivative is zero (piecewise constant, or integer/boolean valued).
+
+  Args:
+    x: the first operand.
+    y: the second operand.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.mulhi(jnp.array([2 ** 30], jnp.uint32), jnp.array([8], jnp.uint32))
+    Array([2], dtype=uint32)
+  """
   return mulhi_p.bind(*_operands("mulhi", x, y))
 
 

@@ -246,13 +246,28 @@ batching.primitive_batchers[fft_p] = _fft_batch_rule
 # --- the lax function --------------------------------------------------------------------
 
 def fft(x, fft_type, fft_lengths):
-  """The FFT of ``x`` over its last ``len(fft_lengths)`` dimensions (1 to 3).
+  """Fast Fourier transform over the last ``len(fft_lengths)`` dimensions of ``x`` (1 to 3).
 
-  ``fft_type`` is a ``FftType`` or its name (``"fft"``, ``"ifft"``, ``"rfft"``,
-  ``"irfft"``). The operand is converted first as JAX does: to its complex dtype for
-  ``FFT``/``IFFT``/``IRFFT`` (integers by width: int32 to complex64, int64 to complex128),
-  to its float dtype for ``RFFT`` (complex operands are an error). Empty ``fft_lengths``
-  returns the converted operand.
+  ``fft_type`` is a ``FftType`` or its name: ``'fft'`` and ``'ifft'`` are complex-to-complex,
+  ``'rfft'`` real-to-complex (the last dimension shrinks to ``n // 2 + 1``), ``'irfft'``
+  complex-to-real (``fft_lengths`` gives the real output lengths). The operand is converted
+  first: to a complex dtype for ``fft``/``ifft``/``irfft`` (int32 to complex64, int64 to
+  complex128), to a float dtype for ``rfft`` (complex operands raise). Empty ``fft_lengths``
+  returns the converted operand. Linear: differentiable and batched under ``vmap``.
+
+  Args:
+    x: input array.
+    fft_type: a ``FftType`` or its name.
+    fft_lengths: the transform lengths of the trailing dimensions.
+
+  Returns:
+    The transformed array.
+
+  Examples:
+    >>> lax.fft(jnp.array([1., 2., 3., 4.]), 'rfft', (4,))
+    Array([10.+0.j, -2.+2.j, -2.+0.j], dtype=complex64)
+    >>> lax.fft(jnp.array([10. + 0j, -2 + 2j, -2]), 'irfft', (4,))
+    Array([1., 2., 3., 4.], dtype=float32)
   """
   typ = _fft_type_of(fft_type)
   try:

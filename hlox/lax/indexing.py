@@ -257,9 +257,34 @@ batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch_rule
 def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
   """The slice of ``operand`` of shape ``slice_sizes`` starting at ``start_indices``.
 
-  Start indices may be traced scalars. Negative starts count from the end (unless
-  ``allow_negative_indices`` is False); then, as in XLA, each start is clamped to
-  ``[0, operand.shape[i] - slice_sizes[i]]`` so the slice always fits.
+  Unlike ``slice``, the start indices may be traced scalars (one per dimension); the sizes
+  are static. Negative starts count from the end (unless ``allow_negative_indices`` is
+  False), then, as in XLA, each start is clamped to ``[0, operand.shape[i] - slice_sizes[i]]``
+  so the slice always fits: out-of-range starts never raise. Slice sizes larger than the
+  operand raise ``TypeError``. Differentiable in the operand (the transpose is a
+  ``dynamic_update_slice`` into zeros); batches under ``vmap``, including batched indices.
+
+  Args:
+    operand: input array.
+    start_indices: one scalar integer start per dimension (may be traced).
+    slice_sizes: the static slice shape.
+    allow_negative_indices: keyword-only; if True (the default), negative starts count from
+      the end; a sequence gives one flag per dimension.
+
+  Returns:
+    An array of shape ``slice_sizes`` and ``operand``'s dtype.
+
+  Examples:
+    >>> lax.dynamic_slice(jnp.arange(12).reshape(3, 4), (1, 1), (2, 2))
+    Array([[ 5,  6],
+           [ 9, 10]], dtype=int32)
+    >>> lax.dynamic_slice(jnp.arange(5), (3,), (3,))  # start clamped to 2
+    Array([2, 3, 4], dtype=int32)
+    >>> hlox.jit(lambda i: lax.dynamic_slice(jnp.arange(5), (i,), (2,)))(-2)
+    Array([3, 4], dtype=int32)
+
+  See also:
+    ``dynamic_update_slice``, ``dynamic_slice_in_dim``.
   """
   try:
     shape = get_aval(operand).shape
@@ -389,8 +414,26 @@ batching.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batc
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
   """``operand`` with the block ``update`` written at ``start_indices``.
 
-  Start indices are wrapped (negative) and clamped so the update fits, as in
-  ``dynamic_slice``. ``update`` must have ``operand``'s dtype and rank.
+  Start indices may be traced; they are wrapped (negative values) and clamped so that the
+  whole update fits, as in ``dynamic_slice``. ``update`` must have ``operand``'s dtype and
+  rank, and fit in it (else ``TypeError``). Linear in ``operand`` and ``update`` jointly, so
+  differentiable in both; batches under ``vmap``.
+
+  Args:
+    operand: the array to update.
+    update: the block to write.
+    start_indices: one scalar integer start per dimension (may be traced).
+    allow_negative_indices: keyword-only; if True (the default), negative starts count from
+      the end; a sequence gives one flag per dimension.
+
+  Returns:
+    An array like ``operand`` with the block replaced.
+
+  Examples:
+    >>> lax.dynamic_update_slice(jnp.zeros(5), jnp.ones(2), (1,))
+    Array([0., 1., 1., 0., 0.], dtype=float32)
+    >>> lax.dynamic_update_slice(jnp.zeros(5), jnp.ones(2), (4,))  # clamped to 3
+    Array([0., 0., 0., 1., 1.], dtype=float32)
   """
   try:
     shape = get_aval(operand).shape
@@ -412,7 +455,28 @@ def _zero_like_index(i):
 
 def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
                          allow_negative_indices: bool = True):
-  """``operand[..., start_index:start_index + slice_size, ...]`` along ``axis`` (clamped)."""
+  """``operand[..., start_index:start_index + slice_size, ...]`` along ``axis``.
+
+  A ``dynamic_slice`` that keeps the other dimensions whole; the start is clamped the same
+  way.
+
+  Args:
+    operand: input array.
+    start_index: scalar integer start (may be traced).
+    slice_size: static size of the slice.
+    axis: the dimension to slice.
+    allow_negative_indices: keyword-only; if True (the default), negative starts count from
+      the end; a sequence gives one flag per dimension.
+
+  Returns:
+    The slice.
+
+  Examples:
+    >>> lax.dynamic_slice_in_dim(jnp.arange(12).reshape(3, 4), 1, 2, axis=1)
+    Array([[ 1,  2],
+           [ 5,  6],
+           [ 9, 10]], dtype=int32)
+  """
   try:
     shape = get_aval(operand).shape
   except TypeError:  # typed keys: their own implementation
@@ -430,7 +494,28 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *
 
 def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
                          allow_negative_indices: bool = True):
-  """``operand[..., index, ...]`` along ``axis`` for a (possibly traced) scalar ``index``."""
+  """``operand[..., index, ...]`` along ``axis`` for a possibly traced scalar ``index``.
+
+  The index is clamped into range as in ``dynamic_slice``.
+
+  Args:
+    operand: input array.
+    index: scalar integer index (may be traced).
+    axis: the dimension to index.
+    keepdims: if True (the default), keep ``axis`` with size 1.
+    allow_negative_indices: keyword-only; if True (the default), negative starts count from
+      the end; a sequence gives one flag per dimension.
+
+  Returns:
+    The indexed slice.
+
+  Examples:
+    >>> x = jnp.arange(12).reshape(3, 4)
+    >>> lax.dynamic_index_in_dim(x, 2, axis=0, keepdims=False)
+    Array([ 8,  9, 10, 11], dtype=int32)
+    >>> lax.dynamic_index_in_dim(x, 2).shape
+    (1, 4)
+  """
   try:
     shape = get_aval(operand).shape
   except TypeError:  # typed keys: their own implementation
@@ -446,7 +531,28 @@ def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
                                 allow_negative_indices: bool = True):
-  """``operand`` with ``update`` written at ``start_index`` along ``axis`` (0 elsewhere)."""
+  """``operand`` with ``update`` written at ``start_index`` along ``axis``.
+
+  A ``dynamic_update_slice`` starting at 0 in every other dimension; the start is clamped so
+  the update fits.
+
+  Args:
+    operand: the array to update.
+    update: the block to write (same rank and dtype as ``operand``).
+    start_index: scalar integer start (may be traced).
+    axis: the dimension along which to place the update.
+    allow_negative_indices: keyword-only; if True (the default), negative starts count from
+      the end; a sequence gives one flag per dimension.
+
+  Returns:
+    An array like ``operand`` with the block replaced.
+
+  Examples:
+    >>> lax.dynamic_update_slice_in_dim(jnp.zeros((2, 4), jnp.int32),
+    ...                                 jnp.ones((2, 2), jnp.int32), 1, axis=1)
+    Array([[0, 1, 1, 0],
+           [0, 1, 1, 0]], dtype=int32)
+  """
   try:
     shape = get_aval(operand).shape
   except TypeError:  # typed keys: their own implementation
@@ -462,8 +568,28 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
 
 def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
                                 allow_negative_indices: bool = True):
-  """``operand`` with the size-1 slice at ``index`` along ``axis`` replaced by ``update``
-  (which may lack that axis)."""
+  """``operand`` with its slice at ``index`` along ``axis`` replaced by ``update``.
+
+  ``update`` may have ``operand``'s rank (with size 1 along ``axis``) or lack ``axis``; any
+  other rank raises ``TypeError``. The index is clamped into range.
+
+  Args:
+    operand: the array to update.
+    update: the new slice.
+    index: scalar integer index (may be traced).
+    axis: the dimension indexed.
+    allow_negative_indices: keyword-only; if True (the default), negative starts count from
+      the end; a sequence gives one flag per dimension.
+
+  Returns:
+    An array like ``operand`` with the slice replaced.
+
+  Examples:
+    >>> x = jnp.zeros((2, 3), jnp.int32)
+    >>> lax.dynamic_update_index_in_dim(x, jnp.array([7, 8, 9]), 1, 0)
+    Array([[0, 0, 0],
+           [7, 8, 9]], dtype=int32)
+  """
   try:
     shape = get_aval(operand).shape
   except TypeError:  # typed keys: their own implementation
@@ -872,13 +998,42 @@ def _canonical_fill_value(fill_value, dtype):
 def gather(operand, start_indices, dimension_numbers, slice_sizes, *,
            unique_indices: bool = False, indices_are_sorted: bool = False, mode=None,
            fill_value=None):
-  """XLA's Gather: slices of ``operand`` of size ``slice_sizes`` at ``start_indices``.
+  """XLA's Gather: slices of ``operand`` of size ``slice_sizes`` taken at ``start_indices``.
 
-  ``start_indices[..., :]`` are index vectors (the last dimension), mapped to operand
-  dimensions by ``dimension_numbers.start_index_map``. ``mode`` (default
-  ``PROMISE_IN_BOUNDS``) says what out-of-bounds windows do; with ``'fill'`` they read
-  ``fill_value`` (default NaN for inexact dtypes, the minimum for signed, the maximum for
-  unsigned integers, True for bool).
+  The last dimension of ``start_indices`` holds index vectors; ``dimension_numbers`` (a
+  ``GatherDimensionNumbers``) maps their components to operand dimensions
+  (``start_index_map``), says which slice dimensions are dropped (``collapsed_slice_dims``)
+  and where the remaining slice dimensions go in the result (``offset_dims``), plus optional
+  batching dimensions. ``mode`` (default ``PROMISE_IN_BOUNDS``, which behaves like ``'clip'``
+  here) says what out-of-bounds windows do: ``'clip'`` clamps the start, ``'fill'`` returns
+  ``fill_value`` for the whole window (default NaN for inexact dtypes, the minimum of signed
+  and the maximum of unsigned integers, True for bool). Differentiable in ``operand`` (its
+  transpose is a scatter-add); batches under ``vmap``.
+
+  Args:
+    operand: the array to gather from.
+    start_indices: integer array of index vectors (in its last dimension).
+    dimension_numbers: a ``GatherDimensionNumbers``.
+    slice_sizes: static size of each slice, one per operand dimension.
+    unique_indices: keyword-only promise that indices do not repeat.
+    indices_are_sorted: keyword-only promise that indices are sorted.
+    mode: keyword-only ``GatherScatterMode`` or its name (``'clip'``, ``'fill'``,
+      ``'promise_in_bounds'``).
+    fill_value: keyword-only value of out-of-bounds windows in ``'fill'`` mode.
+
+  Returns:
+    The gathered array.
+
+  Examples:
+    >>> x = jnp.arange(6.).reshape(3, 2)
+    >>> dn = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+    ...                                 start_index_map=(0,))
+    >>> lax.gather(x, jnp.array([[2], [0]]), dn, (1, 2))  # rows 2 and 0
+    Array([[4., 5.],
+           [0., 1.]], dtype=float32)
+    >>> lax.gather(x, jnp.array([[5], [0]]), dn, (1, 2), mode='fill')
+    Array([[nan, nan],
+           [ 0.,  1.]], dtype=float32)
   """
   dn = _canonical_dnums(GatherDimensionNumbers, dimension_numbers, "gather")
   mode = GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else \
@@ -1324,10 +1479,34 @@ def _bind_scatter(prim, operand, scatter_indices, updates, dimension_numbers,
 
 def scatter(operand, scatter_indices, updates, dimension_numbers, *,
             indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-  """XLA's Scatter writing ``updates`` into ``operand`` at ``scatter_indices``.
+  """XLA's Scatter: ``operand`` with ``updates`` written at ``scatter_indices``.
 
-  With repeated indices one of the updates wins (which is unspecified). Out-of-bounds update
-  windows are dropped by default (``mode=None`` is FILL_OR_DROP); ``'clip'`` clamps them.
+  The last dimension of ``scatter_indices`` holds index vectors; ``dimension_numbers`` (a
+  ``ScatterDimensionNumbers``) maps them to operand dimensions
+  (``scatter_dims_to_operand_dims``) and says which update dimensions are window dimensions
+  (``update_window_dims``) and which operand dimensions windows lack
+  (``inserted_window_dims``). With repeated indices one of the updates wins, which one is
+  unspecified. ``updates`` must have ``operand``'s dtype (else ``TypeError``).
+  Differentiable in ``operand`` and ``updates``; batches under ``vmap``.
+
+  Args:
+    operand: the array to update.
+    scatter_indices: integer array of index vectors (in its last dimension).
+    updates: the values to combine into ``operand`` (of ``operand``'s dtype).
+    dimension_numbers: a ``ScatterDimensionNumbers``.
+    indices_are_sorted: keyword-only promise that indices are sorted.
+    unique_indices: keyword-only promise that indices do not repeat.
+    mode: keyword-only ``GatherScatterMode`` or its name: None and ``'fill'`` drop
+      out-of-bounds updates, ``'clip'`` clamps them into range.
+
+  Returns:
+    An array like ``operand`` with the updates applied.
+
+  Examples:
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> lax.scatter(jnp.zeros(4), jnp.array([[1], [3]]), jnp.array([1., 2.]), dn)
+    Array([0., 1., 0., 2.], dtype=float32)
   """
   return _bind_scatter(scatter_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)
@@ -1335,35 +1514,155 @@ def scatter(operand, scatter_indices, updates, dimension_numbers, *,
 
 def scatter_add(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-  """Scatter that adds ``updates`` to ``operand`` (repeated indices accumulate)."""
+  """Scatter that adds ``updates`` to the elements of ``operand`` at ``scatter_indices``.
+
+  Dimension numbers and modes are as in ``scatter``; repeated indices accumulate.
+  Differentiable and batched under ``vmap``.
+
+  Args:
+    operand: the array to update.
+    scatter_indices: integer array of index vectors (in its last dimension).
+    updates: the values to combine into ``operand`` (of ``operand``'s dtype).
+    dimension_numbers: a ``ScatterDimensionNumbers``.
+    indices_are_sorted: keyword-only promise that indices are sorted.
+    unique_indices: keyword-only promise that indices do not repeat.
+    mode: keyword-only ``GatherScatterMode`` or its name: None and ``'fill'`` drop
+      out-of-bounds updates, ``'clip'`` clamps them into range.
+
+  Returns:
+    An array like ``operand`` with the updates applied.
+
+  Examples:
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> idx, upd = jnp.array([[1], [3], [1]]), jnp.array([1., 2., 3.])
+    >>> lax.scatter_add(jnp.ones(4), idx, upd, dn)
+    Array([1., 5., 1., 3.], dtype=float32)
+  """
   return _bind_scatter(scatter_add_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)
 
 
 def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-  """Scatter that subtracts ``updates`` from ``operand`` (repeated indices accumulate)."""
+  """Scatter that subtracts ``updates`` from the elements of ``operand`` at ``scatter_indices``.
+
+  Dimension numbers and modes are as in ``scatter``; repeated indices accumulate.
+  Differentiable and batched under ``vmap``.
+
+  Args:
+    operand: the array to update.
+    scatter_indices: integer array of index vectors (in its last dimension).
+    updates: the values to combine into ``operand`` (of ``operand``'s dtype).
+    dimension_numbers: a ``ScatterDimensionNumbers``.
+    indices_are_sorted: keyword-only promise that indices are sorted.
+    unique_indices: keyword-only promise that indices do not repeat.
+    mode: keyword-only ``GatherScatterMode`` or its name: None and ``'fill'`` drop
+      out-of-bounds updates, ``'clip'`` clamps them into range.
+
+  Returns:
+    An array like ``operand`` with the updates applied.
+
+  Examples:
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> idx, upd = jnp.array([[1], [3], [1]]), jnp.array([1., 2., 3.])
+    >>> lax.scatter_sub(jnp.ones(4), idx, upd, dn)
+    Array([ 1., -3.,  1., -1.], dtype=float32)
+  """
   return _bind_scatter(scatter_sub_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)
 
 
 def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-  """Scatter that multiplies ``operand`` by ``updates`` (repeated indices accumulate)."""
+  """Scatter that multiplies by ``updates`` the elements of ``operand`` at ``scatter_indices``.
+
+  Dimension numbers and modes are as in ``scatter``; repeated indices accumulate.
+  Differentiable and batched under ``vmap``.
+
+  Args:
+    operand: the array to update.
+    scatter_indices: integer array of index vectors (in its last dimension).
+    updates: the values to combine into ``operand`` (of ``operand``'s dtype).
+    dimension_numbers: a ``ScatterDimensionNumbers``.
+    indices_are_sorted: keyword-only promise that indices are sorted.
+    unique_indices: keyword-only promise that indices do not repeat.
+    mode: keyword-only ``GatherScatterMode`` or its name: None and ``'fill'`` drop
+      out-of-bounds updates, ``'clip'`` clamps them into range.
+
+  Returns:
+    An array like ``operand`` with the updates applied.
+
+  Examples:
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> idx, upd = jnp.array([[1], [3], [1]]), jnp.array([1., 2., 3.])
+    >>> lax.scatter_mul(jnp.ones(4), idx, upd, dn)
+    Array([1., 3., 1., 2.], dtype=float32)
+  """
   return _bind_scatter(scatter_mul_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)
 
 
 def scatter_min(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-  """Scatter taking the minimum of ``operand`` and ``updates``."""
+  """Scatter keeping the minimum of ``operand``'s elements and ``updates`` at ``scatter_indices``.
+
+  Dimension numbers and modes are as in ``scatter``; repeated indices keep the minimum of all.
+  Differentiable and batched under ``vmap``.
+
+  Args:
+    operand: the array to update.
+    scatter_indices: integer array of index vectors (in its last dimension).
+    updates: the values to combine into ``operand`` (of ``operand``'s dtype).
+    dimension_numbers: a ``ScatterDimensionNumbers``.
+    indices_are_sorted: keyword-only promise that indices are sorted.
+    unique_indices: keyword-only promise that indices do not repeat.
+    mode: keyword-only ``GatherScatterMode`` or its name: None and ``'fill'`` drop
+      out-of-bounds updates, ``'clip'`` clamps them into range.
+
+  Returns:
+    An array like ``operand`` with the updates applied.
+
+  Examples:
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> idx, upd = jnp.array([[1], [3], [1]]), jnp.array([1., 2., 3.])
+    >>> lax.scatter_min(jnp.ones(4), idx, upd, dn)
+    Array([1., 1., 1., 1.], dtype=float32)
+  """
   return _bind_scatter(scatter_min_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)
 
 
 def scatter_max(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-  """Scatter taking the maximum of ``operand`` and ``updates``."""
+  """Scatter keeping the maximum of ``operand``'s elements and ``updates`` at ``scatter_indices``.
+
+  Dimension numbers and modes are as in ``scatter``; repeated indices keep the maximum of all.
+  Differentiable and batched under ``vmap``.
+
+  Args:
+    operand: the array to update.
+    scatter_indices: integer array of index vectors (in its last dimension).
+    updates: the values to combine into ``operand`` (of ``operand``'s dtype).
+    dimension_numbers: a ``ScatterDimensionNumbers``.
+    indices_are_sorted: keyword-only promise that indices are sorted.
+    unique_indices: keyword-only promise that indices do not repeat.
+    mode: keyword-only ``GatherScatterMode`` or its name: None and ``'fill'`` drop
+      out-of-bounds updates, ``'clip'`` clamps them into range.
+
+  Returns:
+    An array like ``operand`` with the updates applied.
+
+  Examples:
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> idx, upd = jnp.array([[1], [3], [1]]), jnp.array([1., 2., 3.])
+    >>> lax.scatter_max(jnp.ones(4), idx, upd, dn)
+    Array([1., 3., 1., 2.], dtype=float32)
+  """
   return _bind_scatter(scatter_max_p, operand, scatter_indices, updates, dimension_numbers,
                        indices_are_sorted, unique_indices, mode)
 
@@ -1388,8 +1687,33 @@ def _unary_scalar_jaxpr(func, dtype):
 def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *,
                   update_shape: Sequence[int] = (), indices_are_sorted: bool = False,
                   unique_indices: bool = False, mode=None):
-  """Apply the elementwise ``func`` to ``operand`` at ``scatter_indices``; ``update_shape`` is
-  the shape an updates array would have. Repeated indices apply ``func`` repeatedly."""
+  """Applies the scalar function ``func`` to the elements of ``operand`` at ``scatter_indices``.
+
+  Like a scatter whose update is ``func(old)``; ``update_shape`` is the shape an updates
+  array would have. ``func`` must map a scalar to a scalar and must not close over traced
+  values (else ``TypeError``); its result is cast back to ``operand``'s dtype. Repeated
+  indices apply ``func`` repeatedly.
+
+  Args:
+    operand: the array to update.
+    scatter_indices: integer array of index vectors (in its last dimension).
+    func: function of one scalar.
+    dimension_numbers: a ``ScatterDimensionNumbers``.
+    update_shape: keyword-only shape of the (implicit) updates array.
+    indices_are_sorted: keyword-only promise that indices are sorted.
+    unique_indices: keyword-only promise that indices do not repeat.
+    mode: keyword-only ``GatherScatterMode`` or its name.
+
+  Returns:
+    An array like ``operand`` with ``func`` applied at the indexed positions.
+
+  Examples:
+    >>> dn = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+    ...                                  scatter_dims_to_operand_dims=(0,))
+    >>> lax.scatter_apply(jnp.ones(4), jnp.array([[1], [3]]), lambda z: z * 5, dn,
+    ...                   update_shape=(2,))
+    Array([1., 5., 1., 5.], dtype=float32)
+  """
   dtype = get_aval(operand).dtype
   jaxpr = _unary_scalar_jaxpr(func, dtype)
   updates = broadcast_in_dim(np.zeros((), dtype), tuple(update_shape), ())
@@ -1432,8 +1756,26 @@ __all__ += ["scatter_sub_p"]
 
 
 def index_take(src, idxs, axes):
-  """``src[idxs[0], idxs[1], ...]`` along ``axes``: equal-length 1-d index arrays pick
-  entries (negative indices wrap), the other dimensions follow. A single gather."""
+  """Takes entries of ``src`` by index arrays along ``axes``, as one gather.
+
+  Like ``src[idxs[0], idxs[1], ...]`` with the indexed ``axes``: the index arrays are 1-d and
+  of equal length, negative indices wrap, and the remaining dimensions follow the picked
+  entries. A count of index arrays different from ``len(axes)`` raises ``ValueError``.
+
+  Args:
+    src: the array to index.
+    idxs: a sequence of 1-d integer index arrays.
+    axes: the dimensions they index (static).
+
+  Returns:
+    An array of shape ``(len(idxs[0]),) + remaining dimensions``.
+
+  Examples:
+    >>> x = jnp.arange(6.).reshape(3, 2)
+    >>> lax.index_take(x, (jnp.array([2, -1]),), (0,))
+    Array([[4., 5.],
+           [4., 5.]], dtype=float32)
+  """
   axes = tuple(operator.index(a) for a in axes)
   idxs = list(idxs)
   if len(idxs) != len(axes):

@@ -326,26 +326,100 @@ def _scaled_constant(leaf, n):
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
-  """All-reduce sum of ``x`` over the mapped axis ``axis_name`` (a name or a tuple of names).
+  """All-reduce sum of ``x`` over the mapped axis ``axis_name``.
 
-  ``x`` may be a pytree; booleans are summed as int32. ``axis_index_groups`` (lists of
-  positions along the axis, covering it once) sums within each group only.
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  ``x`` may be a pytree; booleans are summed as int32. ``axis_name`` may be a tuple of names,
+  summing over all of them. Under ``grad`` the cotangent of a ``psum`` is itself summed.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name, or a tuple of names.
+    axis_index_groups: keyword-only; optional list of groups of positions along the axis
+      (together covering each position once): the reduction runs within each group.
+
+  Returns:
+    A pytree like ``x``: the sum over every position, the same at each.
+
+  Examples:
+    >>> x = jnp.array([1., 2., 3., 4.])
+    >>> hlox.vmap(lambda v: v / lax.psum(v, 'i'), axis_name='i')(x)
+    Array([0.1, 0.2, 0.3, 0.4], dtype=float32)
+    >>> hlox.vmap(lambda v: lax.psum(v, 'i', axis_index_groups=[[0, 1], [2, 3]]),
+    ...           axis_name='i')(x)
+    Array([3., 3., 7., 7.], dtype=float32)
   """
   return _reduce_tree("psum", psum_p, x, axis_name, axis_index_groups, _scaled_constant)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):
-  """All-reduce maximum of ``x`` over the mapped axis ``axis_name``."""
+  """All-reduce maximum of ``x`` over the mapped axis ``axis_name``.
+
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  ``x`` may be a pytree; the dtype is kept.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name, or a tuple of names.
+    axis_index_groups: keyword-only; optional list of groups of positions along the axis
+      (together covering each position once): the reduction runs within each group.
+
+  Returns:
+    A pytree like ``x``: the maximum over every position, the same at each.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.pmax(v, 'i'), axis_name='i')(jnp.array([1., 2., 3., 4.]))
+    Array([4., 4., 4., 4.], dtype=float32)
+  """
   return _reduce_tree("pmax", pmax_p, x, axis_name, axis_index_groups, lambda leaf, n: leaf)
 
 
 def pmin(x, axis_name, *, axis_index_groups=None):
-  """All-reduce minimum of ``x`` over the mapped axis ``axis_name``."""
+  """All-reduce minimum of ``x`` over the mapped axis ``axis_name``.
+
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  ``x`` may be a pytree; the dtype is kept.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name, or a tuple of names.
+    axis_index_groups: keyword-only; optional list of groups of positions along the axis
+      (together covering each position once): the reduction runs within each group.
+
+  Returns:
+    A pytree like ``x``: the minimum over every position, the same at each.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.pmin(v, 'i'), axis_name='i')(jnp.array([1., 2., 3., 4.]))
+    Array([1., 1., 1., 1.], dtype=float32)
+  """
   return _reduce_tree("pmin", pmin_p, x, axis_name, axis_index_groups, lambda leaf, n: leaf)
 
 
 def pmean(x, axis_name, *, axis_index_groups=None):
-  """All-reduce mean of ``x`` over the mapped axis ``axis_name`` (integers give floats)."""
+  """All-reduce mean of ``x`` over the mapped axis ``axis_name``.
+
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  The ``psum`` divided by the number of positions; integer inputs give the default float
+  dtype.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name, or a tuple of names.
+    axis_index_groups: keyword-only; optional list of groups of positions along the axis
+      (together covering each position once): the reduction runs within each group.
+
+  Returns:
+    A pytree like ``x``: the mean over every position (over each group with groups).
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.pmean(v, 'i'), axis_name='i')(jnp.arange(4))
+    Array([1.5, 1.5, 1.5, 1.5], dtype=float32)
+  """
   axes = _as_axes(axis_name)
   sizes = _check_axes("pmean", axes)
   groups = _canonical_groups("pmean", axis_index_groups, math.prod(sizes))
@@ -361,7 +435,22 @@ def pmean(x, axis_name, *, axis_index_groups=None):
 
 
 def axis_size(axis_name) -> int:
-  """The size of the mapped axis ``axis_name`` (the product of sizes for a tuple of names)."""
+  """The number of positions along the mapped axis ``axis_name``.
+
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  For a tuple of names it is the product of their sizes.
+
+  Args:
+    axis_name: a mapped axis name, or a tuple of names.
+
+  Returns:
+    The size, a Python int.
+
+  Examples:
+    >>> hlox.vmap(lambda v: v * lax.axis_size('i'), axis_name='i')(jnp.arange(3))
+    Array([0, 3, 6], dtype=int32)
+  """
   return math.prod(_check_axes("axis_size", _as_axes(axis_name)))
 
 
@@ -483,12 +572,32 @@ _GATHER_TO = ("varying", "reduced", "invarying")
 
 def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bool = False,
                to: str = "varying"):
-  """Gather ``x`` from every position of the mapped axis ``axis_name``.
+  """Gathers ``x`` from every position of the mapped axis ``axis_name``.
 
-  Without ``tiled`` the values are stacked in a new dimension at ``axis``; with it they are
-  concatenated along the existing dimension ``axis``. In a ``shard_map`` body the result
-  varies along ``axis_name`` (``to='varying'``), or is reduced along it (``to='reduced'``:
-  the same everywhere, with a cotangent of partial sums).
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  Without ``tiled`` the gathered values are stacked along a new dimension at ``axis``; with
+  it they are concatenated along the existing dimension ``axis``. Inside ``shard_map`` the
+  result varies along ``axis_name`` (``to='varying'``) or is reduced along it
+  (``to='reduced'``: the same everywhere, its cotangent made of partial sums); other ``to``
+  values raise ``ValueError``. Its transpose is ``psum_scatter``.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name, or a tuple of names.
+    axis_index_groups: keyword-only; optional groups of positions gathered separately.
+    axis: keyword-only; where the gathered dimension goes (or which one is concatenated).
+    tiled: keyword-only; concatenate instead of stacking.
+    to: keyword-only; ``'varying'`` or ``'reduced'`` (for ``shard_map``).
+
+  Returns:
+    The gathered values, the same at every position.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.all_gather(v, 'i'), axis_name='i')(jnp.arange(3))
+    Array([[0, 1, 2],
+           [0, 1, 2],
+           [0, 1, 2]], dtype=int32)
   """
   if to not in _GATHER_TO:
     raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` "
@@ -636,11 +745,28 @@ batching.fancy_primitive_batchers[reduce_scatter_p] = _reduce_scatter_batch
 
 
 def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
-  """``psum`` whose result is scattered over the positions of ``axis_name``.
+  """A ``psum`` whose result is split over the positions of ``axis_name`` (reduce-scatter).
 
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
   Position ``i`` keeps block ``i`` of the sum along ``scatter_dimension``: without ``tiled``
-  that dimension must have the axis' size and is removed; with ``tiled`` it must be divisible
-  by the axis' size and shrinks by that factor.
+  that dimension must have the axis' size and is removed; with ``tiled`` it must be
+  divisible by the axis' size and shrinks by that factor. Its transpose is ``all_gather``.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name, or a tuple of names.
+    scatter_dimension: keyword-only; the dimension split among positions.
+    axis_index_groups: keyword-only; optional groups of positions reduced separately.
+    tiled: keyword-only; keep the scattered dimension (shrunk) instead of removing it.
+
+  Returns:
+    This position's block of the sum.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.psum_scatter(v, 'i'), axis_name='i')(
+    ...     jnp.arange(4).reshape(2, 2))
+    Array([2, 4], dtype=int32)
   """
   axes = _as_axes(axis_name)
   sizes = _check_axes("psum_scatter", axes)
@@ -771,13 +897,32 @@ batching.fancy_primitive_batchers[all_to_all_p] = _all_to_all_batch
 
 
 def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
-  """Exchange blocks between the positions of the mapped axis ``axis_name``.
+  """Exchanges blocks between the positions of the mapped axis ``axis_name``.
 
-  ``x``'s dimension ``split_axis`` is split into one block per position; position ``k``
-  receives block ``i`` of every position's ``x`` and puts them, in order of sender, along
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  Dimension ``split_axis`` of ``x`` is cut into one block per position; position ``k``
+  receives block ``k`` of every position's ``x`` and places them, in sender order, along
   ``concat_axis``. Without ``tiled`` the split dimension must have the axis' size and is
   removed, and the received blocks form a new dimension at ``concat_axis``; with ``tiled``
-  the split dimension shrinks and the concat dimension grows by the axis' size.
+  the split dimension shrinks and the concatenated one grows by the axis' size.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name, or a tuple of names.
+    split_axis: the dimension cut into blocks.
+    concat_axis: where the received blocks go.
+    axis_index_groups: keyword-only; optional groups of positions exchanging separately.
+    tiled: keyword-only; keep dimensions (resized) instead of removing and inserting them.
+
+  Returns:
+    The rearranged blocks.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.all_to_all(v, 'i', 0, 0), axis_name='i')(
+    ...     jnp.arange(4).reshape(2, 2))
+    Array([[0, 2],
+           [1, 3]], dtype=int32)
   """
   axes = _as_axes(axis_name)
   sizes = _check_axes("all_to_all", axes)
@@ -816,7 +961,28 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
 
 
 def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
-  """Swap the mapped axis ``axis_name`` with the positional dimension ``axis`` of ``x``."""
+  """Swaps the mapped axis ``axis_name`` with the positional dimension ``axis`` of ``x``.
+
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  The dimension ``axis`` must have the mapped axis' size; this is ``all_to_all`` splitting
+  and concatenating along ``axis``.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name.
+    axis: the positional dimension exchanged.
+    axis_index_groups: keyword-only; optional groups of positions exchanging separately.
+
+  Returns:
+    ``x`` with the two axes exchanged.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.pswapaxes(v, 'i', 0), axis_name='i')(
+    ...     jnp.arange(4).reshape(2, 2))
+    Array([[0, 2],
+           [1, 3]], dtype=int32)
+  """
   return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
 
 
@@ -889,8 +1055,27 @@ batching.fancy_primitive_batchers[ppermute_p] = _ppermute_batch
 
 
 def ppermute(x, axis_name, perm):
-  """Send ``x`` from position ``src`` to position ``dst`` for each pair ``(src, dst)`` of
-  ``perm`` along the mapped axis ``axis_name``; positions that receive nothing get zeros."""
+  """Sends ``x`` between positions of the mapped axis ``axis_name`` along given pairs.
+
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  For each ``(src, dst)`` in ``perm``, position ``dst`` receives ``src``'s ``x``; no position
+  may appear twice as a source or as a destination (else ``ValueError``). Positions that
+  receive nothing get zeros. Its transpose is the inverse permutation.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name, or a tuple of names.
+    perm: a sequence of ``(source, destination)`` position pairs.
+
+  Returns:
+    The received values (zeros where nothing was sent).
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.ppermute(v, 'i', perm=[(0, 1), (1, 2)]), axis_name='i')(
+    ...     jnp.array([1, 2, 3]))
+    Array([0, 1, 2], dtype=int32)
+  """
   axes = _as_axes(axis_name)
   n = math.prod(_check_axes("ppermute", axes))
   if not isinstance(perm, (list, tuple)):
@@ -916,8 +1101,27 @@ def ppermute(x, axis_name, perm):
 
 
 def pshuffle(x, axis_name, perm):
-  """``ppermute`` given as sources: position ``i`` receives the value of position
-  ``perm[i]`` (``perm`` must be a permutation of the axis' positions)."""
+  """Permutes values along the mapped axis ``axis_name``, naming each position's source.
+
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  Position ``i`` receives the value of position ``perm[i]``; ``perm`` must be a permutation
+  of the axis' positions (else ``ValueError``). A ``ppermute`` with the pairs
+  ``(perm[i], i)``.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name.
+    perm: for each position, the position it receives from.
+
+  Returns:
+    The permuted values.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.pshuffle(v, 'i', perm=[2, 0, 1]), axis_name='i')(
+    ...     jnp.array([1, 2, 3]))
+    Array([3, 1, 2], dtype=int32)
+  """
   perm = [int(i) for i in perm]
   if sorted(perm) != list(range(len(perm))):
     raise ValueError(f"pshuffle: `perm` does not represent a permutation: {perm}")
@@ -943,8 +1147,23 @@ xla.register_lowering(axis_index_p, lambda ctx, *, axis_name: xla.axis_index_hlo
 
 
 def axis_index(axis_name):
-  """The position (int32) along the mapped axis ``axis_name``; for a tuple of names, the
-  row-major position over them."""
+  """This position's index along the mapped axis ``axis_name``.
+
+  A collective runs inside a function mapped with a named axis: ``vmap(..., axis_name=...)``,
+  ``pmap`` or ``shard_map``. Outside of one, the name is unbound and ``NameError`` is raised.
+  For a tuple of names it is the row-major position over all of them (the first name
+  varying slowest).
+
+  Args:
+    axis_name: a mapped axis name, or a tuple of names.
+
+  Returns:
+    A scalar int32 array.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.axis_index('i'), axis_name='i')(jnp.zeros(4))
+    Array([0, 1, 2, 3], dtype=int32)
+  """
   axes = _as_axes(axis_name)
   sizes = _check_axes("axis_index", axes)
   index, stride = None, 1

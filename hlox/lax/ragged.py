@@ -108,10 +108,37 @@ def _prefix_dims(mode, ndim, r, batch, contract):
 def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers,
                        precision=None, preferred_element_type=None, group_offset=None,
                        out_sharding=None):
-  """A ``dot_general`` whose lhs ragged dimension is split into groups of
-  ``group_sizes`` (see the module docstring for the three modes). The result is
-  ``dot_general``'s, with a leading group dimension when the ragged dimension is
-  contracted."""
+  """A ``dot_general`` in which one lhs dimension is split into groups of ``group_sizes``.
+
+  ``ragged_dot_dimension_numbers`` (a ``RaggedDotDimensionNumbers``) gives the ordinary
+  dimension numbers, the lhs ragged dimension and the rhs group dimension. A ragged
+  non-contracting dimension multiplies each group by its own rhs slice (as ``ragged_dot``); a
+  ragged contracting dimension contracts each group separately, giving a leading group
+  dimension; a ragged batch dimension gives ``dot_general``'s result. Positions past the
+  last group contribute nothing.
+
+  Args:
+    lhs: left operand.
+    rhs: right operand.
+    group_sizes: integer array of group sizes.
+    ragged_dot_dimension_numbers: a ``RaggedDotDimensionNumbers``.
+    precision: None, a ``Precision`` value, or a pair of them.
+    preferred_element_type: optional accumulation and result dtype.
+    group_offset: not supported (``NotImplementedError`` unless None).
+    out_sharding: optional sharding of the result.
+
+  Returns:
+    The contraction.
+
+  Examples:
+    >>> dn = lax.RaggedDotDimensionNumbers((((1,), (0,)), ((), ())), (1,), ())
+    >>> lax.ragged_dot_general(jnp.ones((2, 3)), jnp.ones((3, 2)), jnp.array([1, 2]), dn)
+    Array([[[1., 1.],
+            [1., 1.]],
+    <BLANKLINE>
+           [[2., 2.],
+            [2., 2.]]], dtype=float32)
+  """
   out = _ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision,
                             preferred_element_type, group_offset)
   return apply_out_sharding(out, out_sharding, "ragged_dot_general")
@@ -192,9 +219,32 @@ def _ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, pre
 
 def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
                group_offset=None, out_sharding=None):
-  """``(m, k) x (g, k, n) -> (m, n)``: rows of ``lhs`` in consecutive groups of
-  ``group_sizes`` (``(g,)`` integers) are multiplied by their group's ``rhs[i]``; rows past
-  the last group are zero."""
+  """Grouped matrix product ``(m, k) x (g, k, n) -> (m, n)`` (mixture-of-experts style).
+
+  Rows of ``lhs`` are split into consecutive groups of sizes ``group_sizes``; group ``i`` is
+  multiplied by ``rhs[i]``. Rows past the last group give zeros. Computed as a masked dense
+  ``dot_general``, so it differentiates in ``lhs`` and ``rhs`` (not ``group_sizes``) and
+  batches under ``vmap``.
+
+  Args:
+    lhs: array of shape ``(m, k)``.
+    rhs: array of shape ``(g, k, n)``.
+    group_sizes: integer array of shape ``(g,)``.
+    precision: None, a ``Precision`` value, or a pair of them.
+    preferred_element_type: optional accumulation and result dtype.
+    group_offset: not supported (``NotImplementedError`` unless None).
+    out_sharding: optional sharding of the result.
+
+  Returns:
+    An array of shape ``(m, n)``.
+
+  Examples:
+    >>> rhs = jnp.stack([jnp.ones((2, 2)), 2 * jnp.ones((2, 2))])
+    >>> lax.ragged_dot(jnp.ones((3, 2)), rhs, jnp.array([1, 2]))
+    Array([[2., 2.],
+           [4., 4.],
+           [4., 4.]], dtype=float32)
+  """
   return ragged_dot_general(lhs, rhs, group_sizes, _BASIC, precision=precision,
                             preferred_element_type=preferred_element_type,
                             group_offset=group_offset, out_sharding=out_sharding)

@@ -91,7 +91,22 @@ defreducer(reduce_prod_p)
 
 
 def reduce_prod(operand, axes):
-  """Product of ``operand`` over ``axes``."""
+  """Product of the elements of ``operand`` over ``axes``.
+
+  Accepts integer, float and complex dtypes; the result keeps the operand's dtype.
+  Differentiable (the gradient handles zeros).
+
+  Args:
+    operand: input array.
+    axes: a sequence of distinct, non-negative dimensions to reduce (static).
+
+  Returns:
+    An array of ``operand``'s shape without ``axes``.
+
+  Examples:
+    >>> lax.reduce_prod(jnp.array([[2., 3.], [4., 5.]]), (1,))
+    Array([ 6., 20.], dtype=float32)
+  """
   return reduce_prod_p.bind(operand, axes=_axes_param(axes))
 
 
@@ -113,9 +128,26 @@ defreducer(reduce_max_p)
 
 
 def reduce_max(operand, axes, *, out_sharding=None):
-  """Maximum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
+  """Maximum of ``operand`` over ``axes``.
 
-  An empty reduction gives the dtype's smallest value (-inf for floats)."""
+  NaN propagates; complex numbers compare lexicographically. An empty reduction gives the
+  dtype's smallest value (-inf for floats). The gradient goes to the maximal elements, split
+  equally among ties.
+
+  Args:
+    operand: input array.
+    axes: a sequence of distinct, non-negative dimensions to reduce (static).
+    out_sharding: keyword-only; optional sharding of the result.
+
+  Returns:
+    An array of ``operand``'s shape and dtype without ``axes``.
+
+  Examples:
+    >>> lax.reduce_max(jnp.array([[1, 5], [3, 2]]), (0,))
+    Array([3, 5], dtype=int32)
+    >>> lax.reduce_max(jnp.zeros((0,)), (0,))
+    Array(-inf, dtype=float32)
+  """
   with sharding_types.result_sharding_given(out_sharding is not None):
     out = reduce_max_p.bind(operand, axes=_axes_param(axes))
   return apply_out_sharding(out, out_sharding, "reduce_max")
@@ -129,9 +161,24 @@ defreducer(reduce_min_p)
 
 
 def reduce_min(operand, axes, *, out_sharding=None):
-  """Minimum of ``operand`` over ``axes`` (NaN propagates; complex compares lexicographically).
+  """Minimum of ``operand`` over ``axes``.
 
-  An empty reduction gives the dtype's largest value (+inf for floats)."""
+  NaN propagates; complex numbers compare lexicographically. An empty reduction gives the
+  dtype's largest value (+inf for floats). The gradient goes to the minimal elements, split
+  equally among ties.
+
+  Args:
+    operand: input array.
+    axes: a sequence of distinct, non-negative dimensions to reduce (static).
+    out_sharding: keyword-only; optional sharding of the result.
+
+  Returns:
+    An array of ``operand``'s shape and dtype without ``axes``.
+
+  Examples:
+    >>> lax.reduce_min(jnp.array([[1, 5], [3, 2]]), (1,))
+    Array([1, 2], dtype=int32)
+  """
   with sharding_types.result_sharding_given(out_sharding is not None):
     out = reduce_min_p.bind(operand, axes=_axes_param(axes))
   return apply_out_sharding(out, out_sharding, "reduce_min")
@@ -145,7 +192,22 @@ defreducer(reduce_and_p)
 
 
 def reduce_and(operand, axes):
-  """Logical (bool) or bitwise (integer) AND of ``operand`` over ``axes``."""
+  """Logical (bool) or bitwise (integer) AND of ``operand`` over ``axes``.
+
+  Only bool and integer dtypes are accepted (others raise ``TypeError``); the result is
+  strongly typed. Its derivative is zero.
+
+  Args:
+    operand: input array.
+    axes: a sequence of distinct, non-negative dimensions to reduce (static).
+
+  Returns:
+    An array of ``operand``'s shape and dtype without ``axes``.
+
+  Examples:
+    >>> lax.reduce_and(jnp.array([True, False]), (0,))
+    Array(False, dtype=bool)
+  """
   return reduce_and_p.bind(operand, axes=_axes_param(axes))
 
 
@@ -157,7 +219,22 @@ defreducer(reduce_or_p)
 
 
 def reduce_or(operand, axes):
-  """Logical (bool) or bitwise (integer) OR of ``operand`` over ``axes``."""
+  """Logical (bool) or bitwise (integer) OR of ``operand`` over ``axes``.
+
+  Only bool and integer dtypes are accepted (others raise ``TypeError``); the result is
+  strongly typed. Its derivative is zero.
+
+  Args:
+    operand: input array.
+    axes: a sequence of distinct, non-negative dimensions to reduce (static).
+
+  Returns:
+    An array of ``operand``'s shape and dtype without ``axes``.
+
+  Examples:
+    >>> lax.reduce_or(jnp.array([True, False]), (0,))
+    Array(True, dtype=bool)
+  """
   return reduce_or_p.bind(operand, axes=_axes_param(axes))
 
 
@@ -169,7 +246,22 @@ defreducer(reduce_xor_p)
 
 
 def reduce_xor(operand, axes):
-  """Logical (bool) or bitwise (integer) XOR of ``operand`` over ``axes``."""
+  """Logical (bool) or bitwise (integer) XOR of ``operand`` over ``axes``.
+
+  Only bool and integer dtypes are accepted (others raise ``TypeError``); the result is
+  strongly typed. Its derivative is zero.
+
+  Args:
+    operand: input array.
+    axes: a sequence of distinct, non-negative dimensions to reduce (static).
+
+  Returns:
+    An array of ``operand``'s shape and dtype without ``axes``.
+
+  Examples:
+    >>> lax.reduce_xor(jnp.array([5, 3]), (0,))
+    Array(6, dtype=int32)
+  """
   return reduce_xor_p.bind(operand, axes=_axes_param(axes))
 
 
@@ -260,15 +352,51 @@ def _index_dtype(name, index_dtype):
 
 
 def argmax(operand, axis: int, index_dtype):
-  """Index of the maximum along ``axis``: the first occurrence; a NaN counts as the maximum
-  (so the first NaN's index is returned when there is one)."""
+  """Index of the maximum of ``operand`` along ``axis``.
+
+  Ties give the first occurrence; a NaN counts as the maximum, so the first NaN's index is
+  returned when there is one. ``index_dtype`` must be an integer dtype (else ``TypeError``).
+  Not differentiable (integer output).
+
+  Args:
+    operand: input array.
+    axis: the dimension to reduce (static, non-negative).
+    index_dtype: integer dtype of the result.
+
+  Returns:
+    An array of ``operand``'s shape without ``axis``, of ``index_dtype``.
+
+  Examples:
+    >>> lax.argmax(jnp.array([1., 3., 3.]), 0, 'int32')
+    Array(1, dtype=int32)
+    >>> lax.argmax(jnp.array([[1., 9.], [8., 0.]]), 1, jnp.int32)
+    Array([1, 0], dtype=int32)
+  """
   return argmax_p.bind(operand, axes=(int(axis),),
                        index_dtype=_index_dtype("argmax", index_dtype))
 
 
 def argmin(operand, axis: int, index_dtype):
-  """Index of the minimum along ``axis``: the first occurrence; a NaN counts as the minimum
-  (so the first NaN's index is returned when there is one)."""
+  """Index of the minimum of ``operand`` along ``axis``.
+
+  Ties give the first occurrence; a NaN counts as the minimum, so the first NaN's index is
+  returned when there is one. ``index_dtype`` must be an integer dtype (else ``TypeError``).
+  Not differentiable (integer output).
+
+  Args:
+    operand: input array.
+    axis: the dimension to reduce (static, non-negative).
+    index_dtype: integer dtype of the result.
+
+  Returns:
+    An array of ``operand``'s shape without ``axis``, of ``index_dtype``.
+
+  Examples:
+    >>> lax.argmin(jnp.array([2., 1., 1.]), 0, 'int32')
+    Array(1, dtype=int32)
+    >>> lax.argmin(jnp.array([[1., 9.], [8., 0.]]), 1, jnp.int32)
+    Array([0, 1], dtype=int32)
+  """
   return argmin_p.bind(operand, axes=(int(axis),),
                        index_dtype=_index_dtype("argmin", index_dtype))
 
@@ -496,12 +624,34 @@ _monoid_fns = {"sum": lambda x, a: reduce_sum(x, a), "prod": reduce_prod,
 
 
 def reduce(operands, init_values, computation, dimensions, out_sharding=None):
-  """Reduce ``operands`` (an array or a tree of equally shaped arrays) over ``dimensions``
-  with ``computation(xs, ys) -> zs`` on scalars, starting from ``init_values``.
+  """Reduces arrays over dimensions with an arbitrary scalar computation.
 
-  ``init_values`` must be an identity of the associative ``computation`` (XLA may combine in
-  any order). ``lax.add``, ``lax.mul``, ``lax.max``, ... with their identities use the
-  dedicated reduction primitives.
+  ``operands`` is one array or a pytree of equally shaped arrays and ``init_values`` a
+  matching pytree of scalars; ``computation(xs, ys)`` combines two such pytrees of scalars
+  into one. ``init_values`` should be an identity of ``computation``, which must be
+  associative and commutative: XLA may combine elements in any order. Common monoids
+  (``lax.add``, ``lax.mul``, ``lax.max``, ``lax.min``, bitwise ops with their identities) are
+  bound as the dedicated reduction primitives, which differentiate; a general
+  ``computation`` becomes one ``reduce`` primitive. The result is weakly typed only when both
+  operand and init value are. Mismatched pytree structures raise ``ValueError``.
+
+  Args:
+    operands: an array, or a pytree of arrays of one shape.
+    init_values: a scalar, or a pytree of scalars matching ``operands``.
+    computation: function of two pytrees of scalars returning one.
+    dimensions: the dimensions to reduce (static).
+    out_sharding: optional sharding of the result.
+
+  Returns:
+    A pytree like ``operands`` with ``dimensions`` removed.
+
+  Examples:
+    >>> lax.reduce(jnp.arange(6).reshape(2, 3), 0, lax.add, (1,))
+    Array([ 3, 12], dtype=int32)
+    >>> def keep_max(a, b):  # (value, index) pairs: the larger value and its index
+    ...   return lax.max(a[0], b[0]), lax.select(a[0] >= b[0], a[1], b[1])
+    >>> lax.reduce((jnp.array([1., 5., 3.]), jnp.arange(3)), (-jnp.inf, 0), keep_max, (0,))
+    (Array(5., dtype=float32), Array(1, dtype=int32))
   """
   flat_operands, treedef = tree_util.tree_flatten(operands)
   flat_inits, init_tree = tree_util.tree_flatten(init_values)

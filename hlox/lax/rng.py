@@ -110,11 +110,27 @@ batching.primitive_batchers[rng_bit_generator_p] = _rng_bit_generator_batch
 
 def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT,
                       *, out_sharding=None):
-  """``(new_key, bits)``: uniformly random unsigned integers of ``shape`` and ``dtype``
-  (uint8/16/32/64) from XLA's RngBitGenerator, keyed by a ``uint32[4]`` ``key``.
+  """Random bits from XLA's RngBitGenerator.
 
-  The bits depend on the algorithm (and, for ``RNG_DEFAULT``, on the platform); use
-  ``hlox.random`` for reproducible streams.
+  Returns uniformly random unsigned integers of ``shape`` and ``dtype`` (uint8, uint16,
+  uint32 or uint64) and the next key. ``key`` is a ``uint32[4]`` (or ``uint64[2]``) array;
+  others raise ``TypeError``. The bits depend on the algorithm and, for
+  ``RNG_DEFAULT``, on the platform: use ``hlox.random`` for reproducible streams.
+
+  Args:
+    key: the generator state, ``uint32[4]`` or ``uint64[2]``.
+    shape: the output shape (static).
+    dtype: an unsigned integer dtype.
+    algorithm: a ``RandomAlgorithm`` (default ``RNG_DEFAULT``).
+    out_sharding: keyword-only; optional sharding of the bits.
+
+  Returns:
+    A pair ``(new_key, bits)``.
+
+  Examples:
+    >>> new_key, bits = lax.rng_bit_generator(jnp.zeros(4, jnp.uint32), (2,))
+    >>> new_key.shape, bits.shape, bits.dtype
+    ((4,), (2,), dtype('uint32'))
   """
   shape = base._shape_tuple("rng_bit_generator", shape)
   dtype = np.dtype(dtype)
@@ -155,8 +171,24 @@ xla.register_lowering(rng_uniform_p, _rng_uniform_lowering)
 
 
 def rng_uniform(a, b, shape):
-  """Stateful uniform random numbers in ``[a, b)`` (scalars of one dtype) from XLA's RNG
-  op. Its stream is up to the backend; prefer ``hlox.random``."""
+  """Stateful uniform random numbers in ``[a, b)`` from XLA's RNG op.
+
+  ``a`` and ``b`` are scalars of one dtype. The stream is up to the backend and not
+  reproducible across runs or platforms; prefer ``hlox.random``.
+
+  Args:
+    a: lower bound (scalar).
+    b: upper bound (scalar).
+    shape: the output shape (static).
+
+  Returns:
+    An array of ``shape`` and the bounds' dtype.
+
+  Examples:
+    >>> x = lax.rng_uniform(0., 1., (3,))
+    >>> x.shape, bool(((x >= 0) & (x < 1)).all())
+    ((3,), True)
+  """
   return rng_uniform_p.bind(a, b, shape=base._shape_tuple("rng_uniform", shape))
 
 

@@ -68,11 +68,32 @@ def _check_scale(name, side, operand, scale, contracting):
 
 def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None,
                preferred_element_type=None):
-  """``dot_general(lhs * lhs_scale, rhs * rhs_scale)`` computed in bfloat16 and returned as
-  ``preferred_element_type`` (default bfloat16). A scale has its operand's shape except
-  along contracting dimensions, where it has one entry per block (the operand's size must
-  be a multiple). Missing scales are ones. Default dimension numbers: the last dimension of
-  ``lhs`` with the second last of ``rhs``, leading dimensions batched."""
+  """A block-scaled matrix product, as used for narrow (fp8) formats.
+
+  Computes ``dot_general(lhs * lhs_scale, rhs * rhs_scale)`` in bfloat16 and returns it as
+  ``preferred_element_type`` (default bfloat16). A scale has its operand's shape except along
+  the contracting dimension, where it holds one entry per block (the operand's size there
+  must be a multiple of the scale's); a missing scale is all ones. The default dimension
+  numbers contract ``lhs``'s last dimension with ``rhs``'s second-to-last, batching the
+  leading ones.
+
+  Args:
+    lhs: left operand.
+    rhs: right operand.
+    lhs_scale: keyword-only; optional per-block scales of ``lhs``.
+    rhs_scale: keyword-only; optional per-block scales of ``rhs``.
+    dimension_numbers: keyword-only; optional ``dot_general`` dimension numbers.
+    preferred_element_type: keyword-only; the result dtype.
+
+  Returns:
+    The scaled product.
+
+  Examples:
+    >>> lax.scaled_dot(jnp.ones((1, 2, 4)), jnp.ones((1, 4, 3)), lhs_scale=jnp.full((1, 2, 2), 2.),
+    ...                preferred_element_type=jnp.float32)
+    Array([[[8., 8., 8.],
+            [8., 8., 8.]]], dtype=float32)
+  """
   lhs_aval = get_aval(lhs)
   if dimension_numbers is None:
     n = lhs_aval.ndim

@@ -82,12 +82,41 @@ ad.defjvp_zero(iota_p)  # no inputs: nothing to differentiate
 
 
 def iota(dtype, size: int):
-  """``[0, 1, ..., size - 1]`` as a 1-d array of ``dtype``."""
+  """``[0, 1, ..., size - 1]`` as a 1-d array of ``dtype``.
+
+  Args:
+    dtype: the element dtype.
+    size: the length (static).
+
+  Returns:
+    A 1-d array of ``dtype``.
+
+  Examples:
+    >>> lax.iota(jnp.int32, 4)
+    Array([0, 1, 2, 3], dtype=int32)
+  """
   return broadcasted_iota(dtypes.check_user_dtype(dtype, "iota", user_only=True), (size,), 0)
 
 
 def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
-  """An array of ``shape`` whose entries count up along ``dimension``."""
+  """An array of ``shape`` whose entries count up along ``dimension``.
+
+  Each entry equals its own index along ``dimension``.
+
+  Args:
+    dtype: the element dtype.
+    shape: the result shape (static).
+    dimension: the dimension that counts.
+    out_sharding: keyword-only; optional sharding of the result.
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> lax.broadcasted_iota(jnp.int32, (2, 3), 1)
+    Array([[0, 1, 2],
+           [0, 1, 2]], dtype=int32)
+  """
   dtype = dtypes.check_user_dtype(dtype, "broadcasted_iota", user_only=True)
   shape = _shape_tuple("broadcasted_iota", shape)
   try:
@@ -135,7 +164,22 @@ batching.primitive_batchers[squeeze_p] = _squeeze_batch_rule
 
 
 def squeeze(array, dimensions):
-  """Remove the size-1 ``dimensions`` (negative values count from the end)."""
+  """Removes the given size-1 dimensions.
+
+  Negative dimensions count from the end; a listed dimension whose size is not 1 raises
+  ``ValueError``.
+
+  Args:
+    array: input array.
+    dimensions: the dimensions to remove (static).
+
+  Returns:
+    The array without those dimensions.
+
+  Examples:
+    >>> lax.squeeze(jnp.ones((1, 3, 1)), (0, 2)).shape
+    (3,)
+  """
   try:
     ndim = get_aval(array).ndim
   except TypeError:  # typed keys: their own implementation
@@ -152,7 +196,19 @@ def squeeze(array, dimensions):
 
 
 def expand_dims(array, dimensions):
-  """Insert size-1 dimensions at ``dimensions`` (positions in the result)."""
+  """Inserts size-1 dimensions at the given positions of the result.
+
+  Args:
+    array: input array.
+    dimensions: positions of the new dimensions in the result (static).
+
+  Returns:
+    The array with the new dimensions.
+
+  Examples:
+    >>> lax.expand_dims(jnp.array([1, 2]), (0, 2)).shape
+    (1, 2, 1)
+  """
   dimensions = _static_ints("expand_dims", "dimensions", dimensions)
   try:
     aval = get_aval(array)
@@ -202,7 +258,20 @@ batching.primitive_batchers[rev_p] = _rev_batch_rule
 
 
 def rev(operand, dimensions):
-  """Reverse ``operand`` along each of ``dimensions``."""
+  """Reverses ``operand`` along each of ``dimensions``.
+
+  Args:
+    operand: input array.
+    dimensions: the dimensions to reverse (static).
+
+  Returns:
+    The reversed array.
+
+  Examples:
+    >>> lax.rev(jnp.arange(4).reshape(2, 2), (0, 1))
+    Array([[3, 2],
+           [1, 0]], dtype=int32)
+  """
   dimensions = _static_ints("rev", "dimensions", dimensions)
   if not dimensions and _is_array(operand):
     return operand
@@ -296,9 +365,26 @@ batching.primitive_batchers[pad_p] = _pad_batch_rule
 
 
 def pad(operand, padding_value, padding_config):
-  """Pad ``operand`` with ``padding_value``: ``(low, high, interior)`` per dimension.
+  """Pads ``operand`` with ``padding_value`` at the edges and between elements.
 
-  Negative ``low``/``high`` remove elements from the edges.
+  ``padding_config`` holds one ``(low, high, interior)`` triple per dimension: ``low`` and
+  ``high`` elements are added at the start and end, ``interior`` between neighbouring
+  elements. Negative ``low``/``high`` remove elements from the edges. ``padding_value`` must
+  be a scalar of ``operand``'s dtype (else ``TypeError``). Linear in both operands.
+
+  Args:
+    operand: input array.
+    padding_value: scalar fill value (may be traced).
+    padding_config: a ``(low, high, interior)`` triple per dimension (static).
+
+  Returns:
+    The padded array.
+
+  Examples:
+    >>> lax.pad(jnp.array([1, 2, 3]), 0, [(1, 2, 1)])
+    Array([0, 1, 0, 2, 0, 3, 0, 0], dtype=int32)
+    >>> lax.pad(jnp.array([1, 2, 3]), 0, [(-1, 0, 0)])
+    Array([2, 3], dtype=int32)
   """
   try:
     try:
@@ -376,7 +462,22 @@ batching.primitive_batchers[concatenate_p] = _concatenate_batch_rule
 
 
 def concatenate(operands, dimension: int):
-  """Join ``operands`` (same dtype and rank, equal other dimensions) along ``dimension``."""
+  """Joins ``operands`` along an existing dimension.
+
+  All operands must have the same dtype and rank and equal sizes in the other dimensions
+  (else ``TypeError``); unlike ``jnp.concatenate`` nothing is promoted.
+
+  Args:
+    operands: a sequence of arrays.
+    dimension: the dimension to join along (static).
+
+  Returns:
+    The concatenated array.
+
+  Examples:
+    >>> lax.concatenate([jnp.array([1, 2]), jnp.array([3])], 0)
+    Array([1, 2, 3], dtype=int32)
+  """
   operands = list(operands)
   if not operands:
     raise ValueError("concatenate: requires a non-empty sequence of arrays")
@@ -463,7 +564,27 @@ batching.primitive_batchers[slice_p] = _slice_batch_rule
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (JAX's name)
-  """The elements ``start_indices[i] <= j < limit_indices[i]`` taking every ``strides[i]``-th."""
+  """A static strided slice of ``operand``.
+
+  Keeps, in each dimension ``i``, the indices ``start_indices[i] <= j < limit_indices[i]``
+  stepping by ``strides[i]``. The bounds are static; see ``dynamic_slice`` for traced starts.
+
+  Args:
+    operand: input array.
+    start_indices: a start per dimension.
+    limit_indices: an exclusive end per dimension.
+    strides: optional step per dimension (default 1).
+
+  Returns:
+    The sliced array.
+
+  Examples:
+    >>> lax.slice(jnp.arange(10), (1,), (8,), (3,))
+    Array([1, 4, 7], dtype=int32)
+    >>> lax.slice(jnp.arange(12).reshape(3, 4), (0, 1), (2, 3))
+    Array([[1, 2],
+           [5, 6]], dtype=int32)
+  """
   start_indices = _static_dims("slice", "start_indices", start_indices)
   limit_indices = _static_dims("slice", "limit_indices", limit_indices)
   if strides is not None:
@@ -480,7 +601,24 @@ def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 (J
 
 
 def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int = 0):
-  """``lax.slice`` along one ``axis`` (``None`` bounds and negative indices as in Python)."""
+  """``lax.slice`` along one ``axis``, other dimensions whole.
+
+  ``None`` bounds and negative indices behave as in Python slicing.
+
+  Args:
+    operand: input array.
+    start_index: start (or None).
+    limit_index: exclusive end (or None).
+    stride: step.
+    axis: the dimension sliced.
+
+  Returns:
+    The sliced array.
+
+  Examples:
+    >>> lax.slice_in_dim(jnp.arange(10), -3, None)
+    Array([7, 8, 9], dtype=int32)
+  """
   try:
     aval = get_aval(operand)
   except TypeError:  # typed keys: their own implementation
@@ -502,7 +640,23 @@ def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int =
 
 
 def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
-  """Element ``index`` along ``axis`` (kept as a size-1 dimension when ``keepdims``)."""
+  """Element ``index`` along ``axis``, for a static index.
+
+  Negative indices count from the end.
+
+  Args:
+    operand: input array.
+    index: a static integer index.
+    axis: the dimension indexed.
+    keepdims: if True (the default), keep ``axis`` with size 1.
+
+  Returns:
+    The indexed slice.
+
+  Examples:
+    >>> lax.index_in_dim(jnp.arange(6).reshape(2, 3), 1, axis=1, keepdims=False)
+    Array([1, 4], dtype=int32)
+  """
   try:
     aval = get_aval(operand)
   except TypeError:  # typed keys: their own implementation
@@ -521,7 +675,20 @@ def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
 
 
 def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
-  """Merge dimensions ``[start_dimension, stop_dimension)`` into one (row-major)."""
+  """Merges dimensions ``[start_dimension, stop_dimension)`` into one, row-major.
+
+  Args:
+    operand: input array.
+    start_dimension: first merged dimension.
+    stop_dimension: end of the merged range, exclusive (None: the last dimension included).
+
+  Returns:
+    The reshaped array.
+
+  Examples:
+    >>> lax.collapse(jnp.ones((2, 3, 4)), 0, 2).shape
+    (6, 4)
+  """
   shape = get_aval(operand).shape
   lo, hi, _ = builtins.slice(start_dimension, stop_dimension).indices(len(shape))
   if hi < lo:
@@ -539,7 +706,21 @@ def zeros_like_array(x):
 
 
 def broadcast_to_rank(x, rank: int):
-  """``x`` with leading size-1 dimensions added up to ``rank`` (unchanged if already there)."""
+  """Adds leading size-1 dimensions to ``x`` up to ``rank``.
+
+  An ``x`` of rank ``rank`` or more is returned unchanged.
+
+  Args:
+    x: input array.
+    rank: the target rank.
+
+  Returns:
+    ``x`` reshaped to rank ``rank``.
+
+  Examples:
+    >>> lax.broadcast_to_rank(jnp.ones(3), 3).shape
+    (1, 1, 3)
+  """
   ndim = get_aval(x).ndim
   if ndim >= rank:
     return x
@@ -605,8 +786,22 @@ batching.primitive_batchers[split_p] = _split_batch_rule
 
 
 def split(operand, sizes, axis: int = 0):
-  """Split ``operand`` along ``axis`` into pieces of the given ``sizes`` (summing to the
-  axis size)."""
+  """Splits ``operand`` along ``axis`` into pieces of the given sizes.
+
+  The sizes must sum to the size of ``axis`` (else ``ValueError``).
+
+  Args:
+    operand: input array.
+    sizes: the size of each piece (static).
+    axis: the dimension split.
+
+  Returns:
+    A list of arrays.
+
+  Examples:
+    >>> lax.split(jnp.arange(5), (2, 3))
+    [Array([0, 1], dtype=int32), Array([2, 3, 4], dtype=int32)]
+  """
   aval = get_aval(operand)
   axis = operator.index(axis)
   if not -aval.ndim <= axis < aval.ndim:
@@ -662,7 +857,20 @@ batching.primitive_batchers[stack_p] = _stack_batch_rule
 
 
 def stack(operands, axis: int = 0):
-  """Join equally shaped ``operands`` along a new dimension ``axis``."""
+  """Joins equally shaped ``operands`` along a new dimension ``axis``.
+
+  Args:
+    operands: a sequence of arrays of one shape and dtype.
+    axis: position of the new dimension.
+
+  Returns:
+    The stacked array.
+
+  Examples:
+    >>> lax.stack([jnp.array([1, 2]), jnp.array([3, 4])], axis=1)
+    Array([[1, 3],
+           [2, 4]], dtype=int32)
+  """
   operands = list(operands)
   if not operands:
     raise ValueError("stack: requires a non-empty sequence of arrays")
@@ -725,7 +933,19 @@ batching.primitive_batchers[unstack_p] = _unstack_batch_rule
 
 
 def unstack(x, axis: int = 0):
-  """The slices of ``x`` along ``axis``, as a tuple of arrays of one dimension less."""
+  """The slices of ``x`` along ``axis``.
+
+  Args:
+    x: input array.
+    axis: the dimension unstacked.
+
+  Returns:
+    A tuple of arrays with one dimension less.
+
+  Examples:
+    >>> lax.unstack(jnp.arange(4).reshape(2, 2))
+    (Array([0, 1], dtype=int32), Array([2, 3], dtype=int32))
+  """
   ndim = get_aval(x).ndim
   axis = operator.index(axis)
   if not -ndim <= axis < ndim:
@@ -771,14 +991,41 @@ batching.primitive_batchers[tile_p] = _tile_batch_rule
 
 
 def tile(operand, reps):
-  """``operand`` repeated ``reps[i]`` times along each dimension ``i``."""
+  """``operand`` repeated ``reps[i]`` times along each dimension ``i``.
+
+  Args:
+    operand: input array.
+    reps: a repetition count per dimension (static).
+
+  Returns:
+    The tiled array.
+
+  Examples:
+    >>> lax.tile(jnp.array([[1, 2]]), (2, 2))
+    Array([[1, 2, 1, 2],
+           [1, 2, 1, 2]], dtype=int32)
+  """
   return tile_p.bind(operand, reps=_static_ints("tile", "reps", reps))
 
 
 # --- shape helpers -----------------------------------------------------------------------
 
 def broadcast_shapes(*shapes):
-  """The NumPy broadcast of ``shapes`` (size-1 dimensions stretch; ranks align right)."""
+  """The shape that NumPy broadcasting gives ``shapes``.
+
+  Ranks align at the right and size-1 dimensions stretch; incompatible shapes raise
+  ``ValueError``.
+
+  Args:
+    *shapes: shapes (tuples of ints).
+
+  Returns:
+    The broadcast shape as a tuple.
+
+  Examples:
+    >>> lax.broadcast_shapes((2, 1), (3,))
+    (2, 3)
+  """
   if not shapes:
     return ()
   checked = []
@@ -801,7 +1048,21 @@ def broadcast_shapes(*shapes):
 
 
 def broadcast_like(arr, like_arr):
-  """``arr`` broadcast (NumPy rules, trailing dimensions aligned) to ``like_arr``'s shape."""
+  """``arr`` broadcast (NumPy rules) to the shape of ``like_arr``.
+
+  Args:
+    arr: the array to broadcast.
+    like_arr: array whose shape is used.
+
+  Returns:
+    An array of ``like_arr``'s shape and ``arr``'s dtype.
+
+  Examples:
+    >>> lax.broadcast_like(jnp.array([1, 2]), jnp.zeros((3, 2)))
+    Array([[1, 2],
+           [1, 2],
+           [1, 2]], dtype=int32)
+  """
   shape, like = get_aval(arr).shape, get_aval(like_arr).shape
   ok = len(shape) <= len(like) and all(
       d in (1, n) for d, n in zip(shape, like[len(like) - len(shape):]))
@@ -813,13 +1074,41 @@ def broadcast_like(arr, like_arr):
 
 
 def empty(shape, dtype, *, out_sharding=None):
-  """An array of ``shape`` and ``dtype`` whose contents do not matter (zeros, here)."""
+  """An array of ``shape`` and ``dtype`` whose contents do not matter.
+
+  hlox fills it with zeros; code must not rely on that.
+
+  Args:
+    shape: the result shape.
+    dtype: the element dtype.
+    out_sharding: keyword-only; optional sharding of the result.
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> lax.empty((2,), jnp.float32).shape
+    (2,)
+  """
   return full(shape, 0, dtypes.canonicalize_dtype(dtype), sharding=out_sharding)
 
 
 def shape_as_value(shape):
-  """``shape`` as an int64 vector: a NumPy constant when every size is known, else (symbolic
-  sizes, under shape polymorphism) an array computed from the program's argument shapes."""
+  """A shape as an integer vector.
+
+  When every size is known this is a NumPy constant; under shape polymorphism symbolic
+  sizes become values computed from the program's argument shapes.
+
+  Args:
+    shape: a tuple of (possibly symbolic) sizes.
+
+  Returns:
+    A 1-d integer array of the sizes.
+
+  Examples:
+    >>> lax.shape_as_value((2, 3)).tolist()
+    [2, 3]
+  """
   shape = _shape_tuple("shape_as_value", shape)
   if all(isinstance(d, int) for d in shape):
     return np.asarray(shape, dtype=np.int64)
@@ -830,8 +1119,23 @@ def shape_as_value(shape):
 
 
 def dtype(x):
-  """The canonical dtype of ``x``: an array's (or tracer's) dtype, a Python scalar's default
-  dtype, or ``x`` itself as a dtype (64-bit types narrowed unless x64 is enabled)."""
+  """The canonical dtype of ``x``.
+
+  An array's (or tracer's) dtype, a Python scalar's default dtype, or ``x`` itself read as a
+  dtype; 64-bit types are narrowed unless x64 is enabled.
+
+  Args:
+    x: an array, scalar, or dtype-like value.
+
+  Returns:
+    A NumPy dtype.
+
+  Examples:
+    >>> lax.dtype(1.0)
+    dtype('float32')
+    >>> lax.dtype(jnp.int8(1))
+    dtype('int8')
+  """
   if isinstance(x, (type, np.dtype, str)):
     return dtypes.canonicalize_dtype(np.dtype(x))
   return dtypes.dtype_of(x)

@@ -324,9 +324,26 @@ _PCAST_TO = ("unreduced", "reduced", "varying")
 
 
 def pcast(x, axis_name, *, to: str):
-  """Declare ``x`` varying (``to='varying'``) along ``axis_name``: in a ``check_vma`` body
-  its type then says so (a ``pvary`` equation, the identity on values); elsewhere (no
-  check, or outside shard_map) the value is returned as it is."""
+  """Casts ``x`` between the varying-across-devices states along ``axis_name``.
+
+  In a ``shard_map`` body with ``check_vma``, ``to='varying'`` declares an invariant value
+  varying along the axes (a ``pvary``, the identity on values); ``'reduced'`` and
+  ``'unreduced'`` cast to those states. Elsewhere (no check, or outside ``shard_map``) the
+  value is returned as it is. An unknown ``to`` raises ``ValueError``; a set of names
+  ``TypeError``.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: an axis name or a tuple of names.
+    to: keyword-only; ``'varying'``, ``'reduced'`` or ``'unreduced'``.
+
+  Returns:
+    ``x``, with its type cast.
+
+  Examples:
+    >>> lax.pcast(jnp.ones(2), 'i', to='varying')  # outside shard_map: unchanged
+    Array([1., 1.], dtype=float32)
+  """
   if isinstance(axis_name, (set, frozenset)):
     raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
   if to not in _PCAST_TO:
@@ -391,7 +408,23 @@ def pvary(x, axis_name):
 
 
 def pbroadcast(x, axis_name, source):
-  """Every device along ``axis_name`` gets the value of the one at position ``source``."""
+  """Gives every position along ``axis_name`` the value held at position ``source``.
+
+  Works under any binding of the axis name (``vmap``, ``pmap``, ``shard_map``); implemented as
+  a masked ``psum``. ``x`` may be a pytree.
+
+  Args:
+    x: array or pytree of arrays.
+    axis_name: a mapped axis name.
+    source: the position whose value is broadcast.
+
+  Returns:
+    ``source``'s value, at every position.
+
+  Examples:
+    >>> hlox.vmap(lambda v: lax.pbroadcast(v, 'i', 1), axis_name='i')(jnp.array([5, 6, 7]))
+    Array([6, 6, 6], dtype=int32)
+  """
   def leaf(v):
     keep = eq(axis_index(axis_name), full_like(axis_index(axis_name), source))
     return psum(select_n(keep, full_like(v, 0), v), axis_name)

@@ -225,16 +225,32 @@ def constrain(x, shardings):
 
 
 def with_sharding_constraint(x, shardings):
-  """Constrain every array in the pytree ``x`` to be laid out as ``shardings`` (one
-  ``Sharding`` or ``PartitionSpec`` for all, or a tree prefix of ``x`` giving one per
-  subtree). Returns ``x`` unchanged in value.
+  """Constrains how the arrays of ``x`` are laid out across devices; values are unchanged.
 
-  As in JAX, it never changes a type: where every axis of the mesh in effect is Explicit
-  it only checks that each array is split as asked (an AssertionError otherwise), and
-  elsewhere its specs may name only Auto axes (``reshard`` changes types).
+  ``shardings`` is one ``Sharding`` or ``PartitionSpec`` for every array, or a tree prefix of
+  ``x`` giving one per subtree; a bare ``PartitionSpec`` needs a mesh in effect (``with
+  mesh:`` or ``hlox.sharding.set_mesh``), else ``ValueError``. As in JAX it never changes a
+  type: where every axis of the mesh in effect is Explicit it only checks that each array is
+  split as asked (an ``AssertionError`` otherwise), and elsewhere its specs may name only
+  Auto axes (``reshard`` changes types). A ``Format`` (``hlox.experimental.layout``)
+  constrains the sharding to its own and, for a result of the jitted program, the layout
+  too. Transparent to ``grad`` and ``vmap``.
 
-  A ``Format`` (``hlox.experimental.layout``) constrains the sharding to its own and, where
-  the value is a result of the jitted program, its layout to its own."""
+  Args:
+    x: array or pytree of arrays.
+    shardings: a ``Sharding``, ``PartitionSpec`` or ``Format``, or a tree prefix of ``x`` of
+      them.
+
+  Returns:
+    ``x``, with the same values.
+
+  Examples:
+    >>> from hlox.sharding import Mesh, NamedSharding, PartitionSpec as P
+    >>> mesh = Mesh(np.array(hlox.devices()[:1]), ('x',))
+    >>> hlox.jit(lambda a: lax.with_sharding_constraint(a * 2, NamedSharding(mesh, P('x'))))(
+    ...     jnp.ones(2))
+    Array([2., 2.], dtype=float32)
+  """
   if isinstance(shardings, layout_lib.Format):
     out = with_sharding_constraint(x, shardings.sharding)
     if not isinstance(shardings.layout, layout_lib.Layout):

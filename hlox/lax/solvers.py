@@ -198,13 +198,32 @@ def _dce_closed(closed):
 def custom_linear_solve(matvec: Callable, b, solve: Callable,
                         transpose_solve: Callable | None = None, symmetric: bool = False,
                         has_aux: bool = False):
-  """``solve(matvec, b)``, differentiated implicitly as the solution ``x`` of
-  ``matvec(x) == b``.
+  """Solves a linear system with ``solve``, differentiating implicitly.
 
-  ``matvec`` must be linear; ``solve(matvec, b)`` returns ``x`` (and auxiliary data, which
-  is not differentiated, when ``has_aux``). Forward mode needs nothing more; reverse mode
-  needs ``transpose_solve(vecmat, b)`` solving the transposed system, or ``symmetric=True``
-  (then ``solve`` is used). The Python functions are traced once per signature.
+  The result is ``solve(matvec, b)``, and derivatives treat it as the solution ``x`` of
+  ``matvec(x) == b`` rather than differentiating through ``solve``'s steps. ``matvec`` must be
+  linear. Forward mode needs nothing more; reverse mode also needs ``transpose_solve(vecmat,
+  b)``, which solves the transposed system, or ``symmetric=True`` (then ``solve`` serves for
+  both). The functions are traced once per argument signature; ``b`` may be a pytree.
+
+  Args:
+    matvec: linear function computing the matrix-vector product.
+    b: right-hand side (array or pytree of arrays).
+    solve: function ``solve(matvec, b)`` returning ``x`` (and auxiliary data with ``has_aux``).
+    transpose_solve: optional ``transpose_solve(vecmat, b)`` for reverse mode.
+    symmetric: if True, the system is symmetric and ``solve`` is used for the transpose.
+    has_aux: if True, ``solve`` returns ``(x, aux)``; ``aux`` is not differentiated.
+
+  Returns:
+    The solution ``x`` (with ``aux`` when ``has_aux``).
+
+  Examples:
+    >>> solve = lambda matvec, b: b / 2.
+    >>> lax.custom_linear_solve(lambda x: 2. * x, jnp.array([4., 6.]), solve, symmetric=True)
+    Array([2., 3.], dtype=float32)
+    >>> f = lambda b: lax.custom_linear_solve(lambda x: 2. * x, b, solve, symmetric=True).sum()
+    >>> hlox.grad(f)(jnp.array([4., 6.]))
+    Array([0.5, 0.5], dtype=float32)
   """
   leaves, tree = tree_util.tree_flatten(b)
   args_tree = tree_util.tree_structure((b,))  # the traced functions take b positionally
@@ -365,12 +384,35 @@ def _linearize_and_solve(f, tangent_solve, tree):
 @api_boundary
 def custom_root(f: Callable, initial_guess, solve: Callable, tangent_solve: Callable,
                 has_aux: bool = False):
-  """The root ``x`` of ``f(x) == 0`` found by ``solve(f, initial_guess)``, differentiated
-  implicitly at the root (never through ``solve``'s iterations).
+  """Finds a root of ``f`` with ``solve``, differentiating implicitly at the root.
 
-  ``tangent_solve(g, y)`` solves the linear system ``g(x) == y`` for ``x``, ``g`` being the
-  derivative of ``f`` at the root (for scalars: ``lambda g, y: y / g(1.0)``). With
-  ``has_aux``, ``solve`` returns ``(root, aux)`` and ``aux`` is not differentiated.
+  The result is ``solve(f, initial_guess)``; derivatives come from the implicit function
+  theorem at the root, never through ``solve``'s iterations. ``tangent_solve(g, y)`` solves
+  the linear system ``g(x) == y`` for ``x``, where ``g`` is the derivative of ``f`` at the
+  root (for scalars ``lambda g, y: y / g(1.0)``).
+
+  Args:
+    f: function whose root is wanted (same structure in and out).
+    initial_guess: starting point (array or pytree of arrays).
+    solve: function ``solve(f, initial_guess)`` returning the root.
+    tangent_solve: function ``tangent_solve(g, y)`` solving the linearized system.
+    has_aux: if True, ``solve`` returns ``(root, aux)``; ``aux`` is not differentiated.
+
+  Returns:
+    The root (with ``aux`` when ``has_aux``).
+
+  Examples:
+    >>> def newton_sqrt(a):  # the root of x**2 - a, by a few Newton steps
+    ...   f = lambda x: x ** 2 - a
+    ...   def solve(f, x):
+    ...     for _ in range(20):
+    ...       x = x - f(x) / (2 * x)
+    ...     return x
+    ...   return lax.custom_root(f, 1., solve, lambda g, y: y / g(1.0))
+    >>> newton_sqrt(4.)
+    Array(2., dtype=float32, weak_type=True)
+    >>> hlox.grad(newton_sqrt)(4.)  # 1 / (2 sqrt(a))
+    Array(0.25, dtype=float32, weak_type=True)
   """
   leaves, tree = tree_util.tree_flatten(initial_guess)
   args_tree = tree_util.tree_structure((initial_guess,))

@@ -177,10 +177,28 @@ batching.primitive_batchers[sort_p] = _sort_batch_rule
 
 
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
-  """Sort ``operand`` along ``dimension`` (floats: -0.0 equals 0.0, NaNs last).
+  """Sorts ``operand`` along ``dimension`` in ascending order.
 
-  ``operand`` may be a sequence of same-shaped arrays: they are sorted together, ordered
-  lexicographically by the first ``num_keys`` of them, and a tuple is returned.
+  For floats, -0.0 and 0.0 compare equal and NaNs sort last. ``operand`` may be a sequence
+  of arrays of one shape: they are sorted together, ordered lexicographically by the first
+  ``num_keys`` of them, and a tuple is returned. An out-of-range ``dimension`` raises
+  ``ValueError``. Differentiable (the tangent is permuted like the values); batches under
+  ``vmap``.
+
+  Args:
+    operand: an array, or a sequence of arrays of the same shape.
+    dimension: the dimension to sort along (negative counts from the end).
+    is_stable: if True, equal keys keep their order.
+    num_keys: how many leading operands act as sort keys.
+
+  Returns:
+    The sorted array, or a tuple of sorted arrays for a sequence operand.
+
+  Examples:
+    >>> lax.sort(jnp.array([3., jnp.nan, -1., 2.]))
+    Array([-1.,  2.,  3., nan], dtype=float32)
+    >>> lax.sort((jnp.array([2, 1, 2]), jnp.array([0., 5., -1.])), num_keys=2)
+    (Array([1, 2, 2], dtype=int32), Array([ 5., -1.,  0.], dtype=float32))
   """
   if isinstance(operand, (list, tuple)):
     if not operand:
@@ -199,7 +217,21 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
 
 
 def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
-  """Sort ``keys`` along ``dimension`` and permute ``values`` the same way."""
+  """Sorts ``keys`` along ``dimension`` and permutes ``values`` the same way.
+
+  Args:
+    keys: the array sorted by.
+    values: an array of ``keys``'s shape, carried along.
+    dimension: the dimension to sort along.
+    is_stable: if True, equal keys keep their order.
+
+  Returns:
+    A pair ``(sorted_keys, permuted_values)``.
+
+  Examples:
+    >>> lax.sort_key_val(jnp.array([3, 1, 2]), jnp.array([10, 20, 30]))
+    (Array([1, 2, 3], dtype=int32), Array([20, 30, 10], dtype=int32))
+  """
   dimension = canonicalize_axis(dimension, get_aval(keys).ndim, "sort_key_val")
   k, v = sort_p.bind(keys, values, dimension=dimension, is_stable=bool(is_stable), num_keys=1)
   return k, v
@@ -279,9 +311,24 @@ batching.primitive_batchers[top_k_p] = _top_k_batch_rule
 
 
 def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
-  """The ``k`` largest entries along ``axis`` (default last) and their int32 indices.
+  """The ``k`` largest entries along ``axis`` and their indices.
 
-  Entries come in descending order; equal entries in index order (NaN counts as largest).
+  Entries come in descending order; equal entries in index order, and NaN counts as the
+  largest. ``k`` larger than the axis raises ``ValueError``. Differentiable in the values
+  (the gradient flows to the selected entries).
+
+  Args:
+    operand: input array.
+    k: how many entries to keep (static).
+    axis: keyword-only; the dimension searched (default the last).
+    is_stable: keyword-only; if True, ties keep index order.
+
+  Returns:
+    A pair ``(values, indices)``, with ``axis`` of size ``k``; indices are int32.
+
+  Examples:
+    >>> lax.top_k(jnp.array([1., 5., 3., 5.]), 2)
+    (Array([5., 5.], dtype=float32), Array([1, 3], dtype=int32))
   """
   try:
     k = operator.index(k)  # a float k is an error (as JAX), not silently truncated
@@ -387,8 +434,27 @@ def _approx_top_k(name, is_max_k, operand, k, reduction_dimension, recall_target
 def approx_max_k(operand, k: int, reduction_dimension: int = -1,
                  recall_target: float = 0.95, reduction_input_size_override: int = -1,
                  aggregate_to_topk: bool = True):
-  """The ``k`` largest values along ``reduction_dimension`` (descending) and their int32
-  indices. Exact on this backend; ``recall_target`` is accepted for TPUs' approximation."""
+  """The ``k`` largest values along ``reduction_dimension`` and their indices.
+
+  On TPUs this may be approximate; on the backends hlox runs here the result is exact, and
+  ``recall_target``, ``reduction_input_size_override`` and ``aggregate_to_topk`` are accepted
+  for compatibility. Values come in descending order.
+
+  Args:
+    operand: input array.
+    k: how many entries to keep (static).
+    reduction_dimension: the dimension searched (default the last).
+    recall_target: requested recall of the approximation.
+    reduction_input_size_override: size assumed for the recall computation (-1: actual).
+    aggregate_to_topk: if True, return exactly ``k`` entries.
+
+  Returns:
+    A pair ``(values, indices)``; indices are int32.
+
+  Examples:
+    >>> lax.approx_max_k(jnp.array([1., 5., 3., 4.]), 2)
+    (Array([5., 4.], dtype=float32), Array([1, 3], dtype=int32))
+  """
   return _approx_top_k("approx_max_k", True, operand, k, reduction_dimension, recall_target,
                        reduction_input_size_override, aggregate_to_topk)
 
@@ -396,8 +462,27 @@ def approx_max_k(operand, k: int, reduction_dimension: int = -1,
 def approx_min_k(operand, k: int, reduction_dimension: int = -1,
                  recall_target: float = 0.95, reduction_input_size_override: int = -1,
                  aggregate_to_topk: bool = True):
-  """The ``k`` smallest values along ``reduction_dimension`` (ascending) and their int32
-  indices. Exact on this backend; ``recall_target`` is accepted for TPUs' approximation."""
+  """The ``k`` smallest values along ``reduction_dimension`` and their indices.
+
+  On TPUs this may be approximate; on the backends hlox runs here the result is exact, and
+  ``recall_target``, ``reduction_input_size_override`` and ``aggregate_to_topk`` are accepted
+  for compatibility. Values come in ascending order.
+
+  Args:
+    operand: input array.
+    k: how many entries to keep (static).
+    reduction_dimension: the dimension searched (default the last).
+    recall_target: requested recall of the approximation.
+    reduction_input_size_override: size assumed for the recall computation (-1: actual).
+    aggregate_to_topk: if True, return exactly ``k`` entries.
+
+  Returns:
+    A pair ``(values, indices)``; indices are int32.
+
+  Examples:
+    >>> lax.approx_min_k(jnp.array([1., 5., 3., 4.]), 2)
+    (Array([1., 3.], dtype=float32), Array([0, 2], dtype=int32))
+  """
   return _approx_top_k("approx_min_k", False, operand, k, reduction_dimension, recall_target,
                        reduction_input_size_override, aggregate_to_topk)
 

@@ -374,8 +374,23 @@ defbroadcasting(igamma_p)
 
 
 def igamma(a, x):
-  """Elementwise regularized lower incomplete gamma function
-  ``P(a, x) = gamma(a, x) / Gamma(a)``."""
+  """Elementwise regularized lower incomplete gamma function ``P(a, x)``.
+
+  Defined for floating dtypes; all operands must share dtype and shape, or be scalars
+  (mismatches and other dtypes raise ``TypeError``).
+  Differentiable in both ``a`` (through ``igamma_grad_a``) and ``x``.
+
+  Args:
+    a: the shape parameter (positive).
+    x: the upper limit (non-negative).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.igamma(jnp.float32(1), jnp.array([0., 1.]))
+    Array([0.       , 0.6321205], dtype=float32)
+  """
   return igamma_p.bind(*_operands("igamma", a, x))
 
 
@@ -388,7 +403,23 @@ defbroadcasting(igammac_p)
 
 
 def igammac(a, x):
-  """Elementwise regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
+  """Elementwise regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``.
+
+  Defined for floating dtypes; all operands must share dtype and shape, or be scalars
+  (mismatches and other dtypes raise ``TypeError``).
+  Differentiable and batched under ``vmap``.
+
+  Args:
+    a: the shape parameter (positive).
+    x: the lower limit (non-negative).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.igammac(jnp.float32(1), jnp.array([0., 1.]))
+    Array([1.        , 0.36787945], dtype=float32)
+  """
   return igammac_p.bind(*_operands("igammac", a, x))
 
 
@@ -400,7 +431,22 @@ defbroadcasting(igamma_grad_a_p)
 
 
 def igamma_grad_a(a, x):
-  """Elementwise derivative ``dP(a, x) / da`` of the regularized incomplete gamma function."""
+  """Elementwise derivative ``dP(a, x) / da`` of the regularized lower incomplete gamma.
+
+  Defined for floating dtypes; all operands must share dtype and shape, or be scalars
+  (mismatches and other dtypes raise ``TypeError``).
+
+  Args:
+    a: the shape parameter (positive).
+    x: the upper limit (non-negative).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.igamma_grad_a(jnp.float32(1), jnp.array([1.]))
+    Array([-0.43172967], dtype=float32)
+  """
   return igamma_grad_a_p.bind(*_operands("igamma_grad_a", a, x))
 
 
@@ -410,8 +456,24 @@ defbroadcasting(random_gamma_grad_p)
 
 
 def random_gamma_grad(a, x):
-  """Elementwise derivative ``dx/da`` of a Gamma(a, 1) sample ``x`` with respect to ``a``
-  at a fixed quantile: ``-(dP(a, x)/da) / (dP(a, x)/dx)`` (implicit reparameterization)."""
+  """Elementwise derivative of a Gamma(a, 1) sample ``x`` with respect to ``a``.
+
+  Defined for floating dtypes; all operands must share dtype and shape, or be scalars
+  (mismatches and other dtypes raise ``TypeError``). It is taken at a
+  fixed quantile (implicit reparameterization): ``-(dP(a, x)/da) / (dP(a, x)/dx)``. Used by
+  the gradient of ``random.gamma``.
+
+  Args:
+    a: the shape parameter (positive).
+    x: the sample (positive).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.random_gamma_grad(jnp.float32(1), jnp.array([1.]))
+    Array([1.1735635], dtype=float32)
+  """
   return random_gamma_grad_p.bind(*_operands("random_gamma_grad", a, x))
 
 
@@ -515,8 +577,25 @@ defbroadcasting(regularized_incomplete_beta_p)
 
 
 def betainc(a, b, x):
-  """Elementwise regularized incomplete beta function
-  ``I_x(a, b) = B(x; a, b) / B(a, b)``."""
+  """Elementwise regularized incomplete beta function ``I_x(a, b)``.
+
+  Defined for floating dtypes; all operands must share dtype and shape, or be scalars
+  (mismatches and other dtypes raise ``TypeError``).
+  Differentiable in ``x`` (the gradient in ``a`` and ``b`` raises ``ValueError``); batched
+  under ``vmap``.
+
+  Args:
+    a: first shape parameter (positive).
+    b: second shape parameter (positive).
+    x: the upper limit, in ``[0, 1]``.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.betainc(jnp.float32(2), jnp.float32(3), jnp.array([0., 0.5, 1.]))
+    Array([0.       , 0.6874998, 1.       ], dtype=float32)
+  """
   return regularized_incomplete_beta_p.bind(*_operands("betainc", a, b, x))
 
 
@@ -538,7 +617,23 @@ defbroadcasting(zeta_p)
 
 
 def zeta(x, q):
-  """Elementwise Hurwitz zeta function ``sum_n (n + q) ** -x``."""
+  """Elementwise Hurwitz zeta function ``sum_n (n + q) ** -x``.
+
+  Defined for floating dtypes; all operands must share dtype and shape, or be scalars
+  (mismatches and other dtypes raise ``TypeError``).
+  Differentiable in ``q`` (the gradient in ``x`` raises ``ValueError``); batched under ``vmap``.
+
+  Args:
+    x: the exponent (greater than 1 for convergence).
+    q: the shift (positive).
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.zeta(jnp.array([2.]), jnp.array([1.]))
+    Array([1.644934], dtype=float32)
+  """
   return zeta_p.bind(*_operands("zeta", x, q))
 
 
@@ -605,8 +700,22 @@ defvectorized(bessel_i0e_p)
 
 
 def bessel_i0e(x):
-  """Elementwise exponentially scaled modified Bessel function of order 0,
-  ``exp(-|x|) I0(x)``."""
+  """Elementwise exponentially scaled modified Bessel function of order 0, ``exp(-|x|) I0(x)``.
+
+  Defined for floating dtypes; all operands must share dtype and shape, or be scalars
+  (mismatches and other dtypes raise ``TypeError``).
+  Differentiable and batched under ``vmap``.
+
+  Args:
+    x: input array.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.bessel_i0e(jnp.array([0., 1.]))
+    Array([1.0000001 , 0.46575963], dtype=float32)
+  """
   return bessel_i0e_p.bind(x)
 
 
@@ -628,6 +737,20 @@ defvectorized(bessel_i1e_p)
 
 
 def bessel_i1e(x):
-  """Elementwise exponentially scaled modified Bessel function of order 1,
-  ``exp(-|x|) I1(x)``."""
+  """Elementwise exponentially scaled modified Bessel function of order 1, ``exp(-|x|) I1(x)``.
+
+  Defined for floating dtypes; all operands must share dtype and shape, or be scalars
+  (mismatches and other dtypes raise ``TypeError``).
+  Differentiable and batched under ``vmap``.
+
+  Args:
+    x: input array.
+
+  Returns:
+    An array of the operands' shape and dtype.
+
+  Examples:
+    >>> lax.bessel_i1e(jnp.array([0., 1.]))
+    Array([0.        , 0.20791042], dtype=float32)
+  """
   return bessel_i1e_p.bind(x)

@@ -80,10 +80,27 @@ def _window_shape_rule(name, operand, *, window_dimensions, window_strides, padd
 
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding):
-  """``'VALID'``, ``'SAME'`` or ``'SAME_LOWER'`` as explicit (low, high) pads per dimension.
+  """Explicit ``(low, high)`` padding for a padding string.
 
-  SAME pads so that the output has ``ceil(in / stride)`` elements, putting an odd extra pad
-  element at the end (SAME) or at the start (SAME_LOWER)."""
+  ``'VALID'`` pads nothing; ``'SAME'`` pads so that the output has ``ceil(in / stride)``
+  elements, putting an odd extra pad element at the end, and ``'SAME_LOWER'`` puts it at the
+  start. Other strings raise ``ValueError``.
+
+  Args:
+    in_shape: the input's spatial shape.
+    window_shape: the window's shape.
+    window_strides: the strides.
+    padding: ``'VALID'``, ``'SAME'`` or ``'SAME_LOWER'``.
+
+  Returns:
+    A list of ``(low, high)`` pairs, one per dimension.
+
+  Examples:
+    >>> lax.padtype_to_pads((5,), (2,), (2,), 'SAME')
+    [(0, 1)]
+    >>> lax.padtype_to_pads((4,), (3,), (1,), 'SAME_LOWER')
+    [(1, 1)]
+  """
   if not isinstance(padding, str):
     return [tuple(int(v) for v in p) for p in padding]
   mode = padding.upper()
@@ -470,12 +487,35 @@ def _integer_identity(computation, operand, init):
 
 def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
                   padding="VALID", base_dilation=None, window_dilation=None):
-  """Reduce each window of ``operand`` (an array or a tree of equally shaped arrays) with
-  ``computation`` on scalars, starting from ``init_value``.
+  """Reduces each window of ``operand`` with a scalar computation (pooling).
 
-  ``padding`` is ``'VALID'``, ``'SAME'``, ``'SAME_LOWER'`` or (low, high) pairs; the padded
-  elements hold ``init_value``. ``lax.add``/``lax.max``/``lax.min`` with their identities
-  use dedicated primitives.
+  ``operand`` is an array or a pytree of equally shaped arrays, with ``init_value`` a
+  matching pytree of scalars; ``computation`` combines two such pytrees of scalars.
+  ``padding`` is ``'VALID'``, ``'SAME'``, ``'SAME_LOWER'`` or ``(low, high)`` pairs, and padded
+  elements hold ``init_value``. ``lax.add``, ``lax.max`` and ``lax.min`` with their identities
+  use dedicated primitives, which are differentiable; other computations form a generic
+  ``reduce_window`` primitive.
+
+  Args:
+    operand: array or pytree of arrays.
+    init_value: scalar (or pytree of scalars) starting each window.
+    computation: function of two pytrees of scalars returning one.
+    window_dimensions: window size per dimension.
+    window_strides: stride per dimension (default 1).
+    padding: padding string or ``(low, high)`` pairs.
+    base_dilation: optional input dilation per dimension.
+    window_dilation: optional window dilation per dimension.
+
+  Returns:
+    The reduced windows, one per output position.
+
+  Examples:
+    >>> lax.reduce_window(jnp.arange(5.), 0., lax.add, (2,), (1,))
+    Array([1., 3., 5., 7.], dtype=float32)
+    >>> lax.reduce_window(jnp.arange(6.).reshape(2, 3), -jnp.inf, lax.max, (2, 2), (1, 1),
+    ...                   'SAME')
+    Array([[4., 5., 5.],
+           [4., 5., 5.]], dtype=float32)
   """
   flat_operands, treedef = tree_util.tree_flatten(operand)
   flat_inits, init_tree = tree_util.tree_flatten(init_value)
@@ -521,7 +561,23 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
 
 def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
                               base_dilation=None, window_dilation=None):
-  """The output shape of a windowed reduction (``padding`` as explicit (low, high) pairs)."""
+  """The output shape of a windowed reduction.
+
+  Args:
+    operand_shape: the input's shape.
+    window_dimensions: window size per dimension.
+    window_strides: stride per dimension.
+    padding: explicit ``(low, high)`` pairs.
+    base_dilation: optional input dilation per dimension.
+    window_dilation: optional window dilation per dimension.
+
+  Returns:
+    The output shape as a tuple.
+
+  Examples:
+    >>> lax.reduce_window_shape_tuple((5, 5), (2, 2), (2, 2), ((0, 1), (0, 1)))
+    (3, 3)
+  """
   n = len(operand_shape)
   return reduce_window_shape(tuple(operand_shape), tuple(window_dimensions),
                              tuple(window_strides), [tuple(p) for p in padding],

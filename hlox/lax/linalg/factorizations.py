@@ -49,11 +49,23 @@ def _xla_library_call(target: str, operands, avals_out, api_version: int = 1) ->
 # --- cholesky ------------------------------------------------------------------------------
 
 def cholesky(x, *, symmetrize_input: bool = True):
-  """The lower Cholesky factor ``L`` of Hermitian positive-definite matrices
-  ``x = L @ L^H`` (``[..., n, n]``).
+  """The lower Cholesky factor ``L`` of Hermitian positive-definite matrices, ``x = L @ L^H``.
 
   With ``symmetrize_input`` the factorization sees ``(x + x^H) / 2``; without, only the lower
-  triangle of ``x`` is read. Matrices that are not positive definite give NaNs.
+  triangle of ``x`` is read. Matrices that are not positive definite give NaNs (no error).
+  Batched over leading dimensions; differentiable.
+
+  Args:
+    x: array of shape ``[..., n, n]``.
+    symmetrize_input: keyword-only; symmetrize ``x`` first.
+
+  Returns:
+    The lower-triangular factor, of ``x``'s shape and dtype.
+
+  Examples:
+    >>> lax.linalg.cholesky(jnp.array([[4., 2.], [2., 3.]]))
+    Array([[2.       , 0.       ],
+           [1.       , 1.4142135]], dtype=float32)
   """
   shape = get_aval(x).shape
   if symmetrize_input:
@@ -133,6 +145,24 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
   ``unit_diagonal`` not its diagonal either. ``op`` transposes with ``transpose_a`` and
   conjugates with ``conjugate_a``. ``b`` is ``[..., m, n]`` (``left_side``) or
   ``[..., n, m]``; a ``b`` of one dimension less than ``a`` is a single vector.
+
+  Args:
+    a: triangular matrices, ``[..., m, m]``.
+    b: right-hand sides.
+    left_side: keyword-only; solve ``op(a) @ x = b`` (else ``x @ op(a) = b``).
+    lower: keyword-only; ``a`` is lower triangular.
+    transpose_a: keyword-only; use ``a``'s transpose.
+    conjugate_a: keyword-only; use ``a``'s conjugate.
+    unit_diagonal: keyword-only; assume a unit diagonal.
+
+  Returns:
+    The solution ``x``, of ``b``'s shape.
+
+  Examples:
+    >>> a = jnp.array([[2., 0.], [1., 1.]])
+    >>> lax.linalg.triangular_solve(a, jnp.array([[2.], [3.]]), left_side=True, lower=True)
+    Array([[1.],
+           [2.]], dtype=float32)
   """
   a_aval, b_aval = get_aval(a), get_aval(b)
   conjugate_a = bool(conjugate_a) and dtypes.is_complex(a_aval.dtype)
@@ -276,6 +306,20 @@ def lu(x):
   below the diagonal and ``U`` on and above it; ``pivots`` (int32, ``[..., min(m, n)]``)
   are LAPACK's row swaps (0-based); ``permutation`` (int32, ``[..., m]``) is the same as a
   permutation: ``x[..., permutation, :] = L @ U``.
+
+  Args:
+    x: array of shape ``[..., m, n]``.
+
+  Returns:
+    A triple ``(lu, pivots, permutation)`` as described above.
+
+  Examples:
+    >>> lu, pivots, perm = lax.linalg.lu(jnp.array([[1., 2.], [3., 4.]]))
+    >>> lu
+    Array([[3.        , 4.        ],
+           [0.33333334, 0.6666666 ]], dtype=float32)
+    >>> pivots, perm
+    (Array([1, 1], dtype=int32), Array([1, 0], dtype=int32))
   """
   return tuple(lu_p.bind(x))
 
@@ -379,8 +423,22 @@ xla.register_lowering(lu_p, _lu_tpu_lowering, platform="tpu")
 
 
 def lu_pivots_to_permutation(pivots, permutation_size: int):
-  """The permutation (int32, ``[..., permutation_size]``) made by applying the row swaps
-  ``pivots`` (``[..., k]``, ``k <= permutation_size``) in order to ``0, 1, ...``."""
+  """The permutation made by applying the row swaps ``pivots`` in order to ``0, 1, ...``.
+
+  ``pivots`` are 0-based LAPACK-style swaps (row ``i`` with row ``pivots[i]``), as ``lu``
+  returns them.
+
+  Args:
+    pivots: int32 array of shape ``[..., k]``, ``k <= permutation_size``.
+    permutation_size: the length of the permutation (static).
+
+  Returns:
+    An int32 array of shape ``[..., permutation_size]``.
+
+  Examples:
+    >>> lax.linalg.lu_pivots_to_permutation(jnp.array([1, 1], jnp.int32), 3)
+    Array([1, 0, 2], dtype=int32)
+  """
   return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
 
 
@@ -543,8 +601,23 @@ register_gpu_lowering(geqp3_p, _geqp3_gpu_lowering)
 
 
 def householder_product(a, taus):
-  """The product of the Householder reflectors stored in ``a`` (``[..., m, n]``, ``m >= n``)
-  and ``taus`` (``[..., k]``): the first ``n`` columns of ``Q = H_1 H_2 ... H_k``."""
+  """The product of Householder reflectors ``Q = H_1 H_2 ... H_k``, first ``n`` columns.
+
+  The reflectors are stored below the diagonal of ``a`` with scales ``taus``, as ``geqrf``
+  returns them.
+
+  Args:
+    a: array of shape ``[..., m, n]`` with ``m >= n``.
+    taus: reflector scales, of shape ``[..., k]``.
+
+  Returns:
+    An array of shape ``[..., m, n]``.
+
+  Examples:
+    >>> lax.linalg.householder_product(*lax.linalg.geqrf(jnp.array([[3., 0.], [4., 5.]])))
+    Array([[-0.6, -0.8],
+           [-0.8,  0.6]], dtype=float32)
+  """
   return householder_product_p.bind(a, taus)
 
 
@@ -598,6 +671,21 @@ def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None)
   ``[..., m, n]`` or ``[..., min(m, n), n]``. With ``pivoting`` also returns the column
   permutation ``p`` (int32, ``[..., n]``) with ``x[..., p] = Q @ R``. ``use_magma`` goes to
   the GPU's pivoted QR (see :func:`geqp3`).
+
+  Args:
+    x: array of shape ``[..., m, n]``.
+    pivoting: keyword-only; use column pivoting and return the permutation.
+    full_matrices: keyword-only; return the full ``Q`` (else the reduced one).
+    use_magma: keyword-only; GPU option, accepted for compatibility.
+
+  Returns:
+    ``(q, r)``, or ``(q, r, p)`` with ``pivoting``.
+
+  Examples:
+    >>> q, r = lax.linalg.qr(jnp.array([[3., 0.], [4., 5.]]))
+    >>> r
+    Array([[-5., -4.],
+           [ 0.,  3.]], dtype=float32)
   """
   outs = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices),
                    use_magma=use_magma)
@@ -752,10 +840,30 @@ def inverse_permutation(permutation):
 # --- tridiagonal_solve ---------------------------------------------------------------------
 
 def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
-  """Solve the tridiagonal systems ``A x = b``: ``dl``, ``d``, ``du`` (``[..., m]``) are the
-  sub-, main and super-diagonals (``dl[..., 0]`` and ``du[..., m - 1]`` are ignored), ``b``
-  is ``[..., m, n]``. Singular systems give NaNs, or, with ``perturb_singular``, LAPACK's
-  solution with tiny pivots perturbed (as in inverse iteration)."""
+  """Solves tridiagonal systems ``A x = b``.
+
+  ``dl``, ``d`` and ``du`` are the sub-, main and super-diagonals (``dl[..., 0]`` and
+  ``du[..., m - 1]`` are ignored). Singular systems give NaNs, or, with ``perturb_singular``,
+  LAPACK's solution with tiny pivots perturbed (as in inverse iteration).
+
+  Args:
+    dl: sub-diagonal, ``[..., m]``.
+    d: main diagonal, ``[..., m]``.
+    du: super-diagonal, ``[..., m]``.
+    b: right-hand sides, ``[..., m, n]``.
+    perturb_singular: keyword-only; perturb zero pivots instead of producing NaNs.
+
+  Returns:
+    The solution ``x``, of ``b``'s shape.
+
+  Examples:
+    >>> ones = jnp.ones(3)
+    >>> lax.linalg.tridiagonal_solve(ones.at[0].set(0.), 2 * ones, ones.at[2].set(0.),
+    ...                              jnp.array([[3.], [4.], [3.]]))
+    Array([[1.],
+           [1.],
+           [1.]], dtype=float32)
+  """
   return tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=bool(perturb_singular))
 
 

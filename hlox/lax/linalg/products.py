@@ -26,10 +26,28 @@ __all__ = ["ormqr", "ormqr_p", "symmetric_product", "symmetric_product_p", "chol
 # --- ormqr ---------------------------------------------------------------------------------
 
 def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
-  """``Q @ c`` (``left``) or ``c @ Q`` with ``Q`` the product of the Householder reflectors
-  stored below the diagonal of ``a`` (``[..., m, n]``) and in ``taus`` (``[..., k]``), as
-  ``geqrf`` returns them; ``transpose`` uses ``Q^T`` (``Q^H`` for complex types). The
-  result has ``c``'s shape."""
+  """Multiplies ``c`` by the orthogonal ``Q`` of a packed QR factorization.
+
+  ``Q`` is the product of the Householder reflectors stored below the diagonal of ``a`` and in
+  ``taus``, as ``geqrf`` returns them. ``left`` computes ``Q @ c`` (else ``c @ Q``);
+  ``transpose`` uses ``Q^T`` (``Q^H`` for complex types).
+
+  Args:
+    a: packed reflectors, of shape ``[..., m, n]``.
+    taus: reflector scales, of shape ``[..., k]``.
+    c: the matrix multiplied.
+    left: keyword-only; multiply from the left.
+    transpose: keyword-only; use the (conjugate) transpose of ``Q``.
+
+  Returns:
+    An array of ``c``'s shape.
+
+  Examples:
+    >>> a, taus = lax.linalg.geqrf(jnp.array([[3., 0.], [4., 5.]]))
+    >>> lax.linalg.ormqr(a, taus, jnp.eye(2))
+    Array([[-0.6, -0.8],
+           [-0.8,  0.6]], dtype=float32)
+  """
   return ormqr_p.bind(a, taus, c, left=bool(left), transpose=bool(transpose))
 
 
@@ -155,9 +173,27 @@ ad.primitive_transposes[ormqr_p] = _ormqr_transpose
 
 def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1., beta: float = 0.,
                       symmetrize_output: bool = False):
-  """``alpha * a @ a^T + beta * c`` for ``a`` ``[..., m, n]`` and symmetric ``c``
-  ``[..., m, m]``. As in JAX only the lower triangle is promised on every platform; with
-  ``symmetrize_output`` the upper triangle is made the lower one's transpose."""
+  """The symmetric rank-k update ``alpha * a @ a^T + beta * c``.
+
+  ``c`` is symmetric. As in JAX only the lower triangle of the result is promised on every
+  platform; with ``symmetrize_output`` the upper triangle is made the lower one's transpose.
+
+  Args:
+    a_matrix: array of shape ``[..., m, n]``.
+    c_matrix: symmetric array of shape ``[..., m, m]``.
+    alpha: keyword-only; scale of ``a @ a^T``.
+    beta: keyword-only; scale of ``c``.
+    symmetrize_output: keyword-only; fill the upper triangle from the lower.
+
+  Returns:
+    An array of shape ``[..., m, m]``.
+
+  Examples:
+    >>> lax.linalg.symmetric_product(jnp.array([[1., 2.], [3., 4.]]), jnp.eye(2), beta=1.,
+    ...                              symmetrize_output=True)
+    Array([[ 6., 11.],
+           [11., 26.]], dtype=float32)
+  """
   result = symmetric_product_p.bind(a_matrix, c_matrix, alpha=float(alpha), beta=float(beta))
   if symmetrize_output:
     result = ew.add(tril(result), T(tril(result, -1)))
@@ -214,8 +250,22 @@ ad.primitive_jvps[symmetric_product_p] = _symmetric_product_jvp
 # --- cholesky_update -----------------------------------------------------------------------
 
 def cholesky_update(r_matrix, w_vector):
-  """The upper Cholesky factor of ``R^T R + w w^T`` from the upper factor ``R``
-  (``[..., n, n]``) and ``w`` (``[..., n]``), in ``O(n^2)`` by Givens rotations."""
+  """The upper Cholesky factor of ``R^T R + w w^T``, given the upper factor ``R``.
+
+  Computed in ``O(n^2)`` by Givens rotations, without refactorizing.
+
+  Args:
+    r_matrix: upper Cholesky factor ``R``, of shape ``[..., n, n]``.
+    w_vector: the update vector ``w``, of shape ``[..., n]``.
+
+  Returns:
+    The updated upper factor, of ``R``'s shape.
+
+  Examples:
+    >>> lax.linalg.cholesky_update(jnp.array([[2., 1.], [0., 1.]]), jnp.array([1., 0.]))
+    Array([[2.236068 , 0.8944272],
+           [0.       , 1.095445 ]], dtype=float32)
+  """
   return cholesky_update_p.bind(r_matrix, w_vector)
 
 

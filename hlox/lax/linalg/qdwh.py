@@ -117,14 +117,31 @@ def _weights(eps: float, max_iterations: int):
 
 def qdwh(x, *, is_hermitian: bool = False, max_iterations: int | None = None,
          eps: float | None = None, dynamic_shape=None):
-  """Polar decomposition of a full-rank ``[M, N]`` matrix (``M >= N``) by the QDWH
-  iteration: ``(u, h, num_iters, is_converged)`` with ``x = u @ h``, ``u`` with orthonormal
-  columns and ``h`` Hermitian positive semi-definite.
+  """Polar decomposition ``x = u @ h`` of a full-rank matrix by the QDWH iteration.
 
-  ``eps`` (default: the dtype's epsilon) sets the stopping rule
+  ``x`` is ``[M, N]`` with ``M >= N``; ``u`` has orthonormal columns and ``h`` is Hermitian
+  positive semi-definite. ``eps`` (default: the dtype's epsilon) sets the stopping rule
   ``|u_k - u_{k-1}| < (5 eps)^(1/3)``; ``max_iterations`` (default 10) bounds the steps.
   ``dynamic_shape=(m, n)`` treats ``x`` as an ``m x n`` matrix padded to ``M x N``.
   ``is_hermitian`` is accepted for JAX compatibility and unused, as in JAX.
+
+  Args:
+    x: array of shape ``[M, N]``.
+    is_hermitian: keyword-only; unused.
+    max_iterations: keyword-only; iteration limit.
+    eps: keyword-only; tolerance parameter.
+    dynamic_shape: keyword-only; optional actual ``(m, n)`` of a padded ``x``.
+
+  Returns:
+    A tuple ``(u, h, num_iters, is_converged)``.
+
+  Examples:
+    >>> u, h, num_iters, converged = lax.linalg.qdwh(jnp.array([[2., 0.], [0., 3.]]))
+    >>> h
+    Array([[2., 0.],
+           [0., 3.]], dtype=float32)
+    >>> converged
+    Array(True, dtype=bool)
   """
   del is_hermitian
   aval = get_aval(x)

@@ -220,6 +220,22 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
   (real, ascending). ``symmetrize_input`` replaces ``x`` by ``(x + x^H) / 2`` first; otherwise
   only the triangle named by ``lower`` is read. ``subset_by_index=(start, end)`` keeps
   eigenpairs ``start..end-1``.
+
+  Args:
+    x: array of shape ``[..., n, n]``.
+    lower: keyword-only; which triangle is read without ``symmetrize_input``.
+    symmetrize_input: keyword-only; symmetrize ``x`` first.
+    sort_eigenvalues: keyword-only; sort eigenvalues ascending.
+    subset_by_index: keyword-only; optional ``(start, end)`` range of eigenpairs to keep.
+    implementation: keyword-only; accepted for JAX compatibility.
+
+  Returns:
+    A pair ``(v, w)`` of eigenvectors ``[..., n, k]`` and real eigenvalues ``[..., k]``.
+
+  Examples:
+    >>> v, w = lax.linalg.eigh(jnp.array([[2., 1.], [1., 2.]]))
+    >>> w
+    Array([1., 3.], dtype=float32)
   """
   if symmetrize_input:
     x = symmetrize(x)
@@ -413,6 +429,20 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
   Returns ``(u, s, vh)`` with ``x = u @ diag(s) @ vh`` (``s`` real, descending), or only
   ``s`` when ``compute_uv`` is false. ``full_matrices=False`` gives the reduced ``u``
   ``[..., m, k]`` and ``vh`` ``[..., k, n]``, ``k = min(m, n)``.
+
+  Args:
+    x: array of shape ``[..., m, n]``.
+    full_matrices: keyword-only; return full ``u`` and ``vh`` (else reduced ones).
+    compute_uv: keyword-only; also return ``u`` and ``vh``.
+    subset_by_index: keyword-only; optional ``(start, end)`` range of singular values.
+    algorithm: keyword-only; an ``SvdAlgorithm`` or None (the default).
+
+  Returns:
+    ``(u, s, vh)``, or ``s`` alone.
+
+  Examples:
+    >>> lax.linalg.svd(jnp.array([[3., 0.], [0., -2.]]), compute_uv=False)
+    Array([3., 2.], dtype=float32)
   """
   aval = get_aval(x)
   subset = None
@@ -758,6 +788,22 @@ def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors
   eigenvectors are left out when not requested. Failed entries are NaN.
   ``enable_eigvec_derivs`` allows differentiating eigenvectors (valid only for distinct
   eigenvalues, as JAX documents).
+
+  Args:
+    x: array of shape ``[..., n, n]``.
+    compute_left_eigenvectors: keyword-only; include ``vl``.
+    compute_right_eigenvectors: keyword-only; include ``vr``.
+    enable_eigvec_derivs: keyword-only; allow differentiating the eigenvectors.
+    implementation: keyword-only; accepted for JAX compatibility.
+    use_magma: keyword-only; accepted for JAX compatibility (GPU only).
+
+  Returns:
+    A list ``[w]``, ``[w, vl]``, ``[w, vr]`` or ``[w, vl, vr]`` of complex arrays.
+
+  Examples:
+    >>> lax.linalg.eig(jnp.array([[2., 0.], [0., 1.]]), compute_left_eigenvectors=False)
+    [Array([2.+0.j, 1.+0.j], dtype=complex64), Array([[1.+0.j, 0.+0.j],
+           [0.+0.j, 1.+0.j]], dtype=complex64)]
   """
   if use_magma is not None:
     implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
@@ -968,6 +1014,21 @@ def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
   Returns ``(t, q)`` (``t`` upper (quasi-)triangular; real input gives the real Schur form),
   or only ``t`` when ``compute_schur_vectors`` is false. ``sort_eig_vals`` and
   ``select_callable`` are accepted for JAX compatibility; sorting is not implemented.
+
+  Args:
+    x: array of shape ``[..., n, n]``.
+    compute_schur_vectors: keyword-only; also return ``q``.
+    sort_eig_vals: keyword-only; accepted for JAX compatibility.
+    select_callable: keyword-only; accepted for JAX compatibility.
+
+  Returns:
+    ``(t, q)``, or ``t`` alone.
+
+  Examples:
+    >>> t, q = lax.linalg.schur(jnp.array([[1., 2.], [0., 3.]]))
+    >>> t
+    Array([[1., 2.],
+           [0., 3.]], dtype=float32)
   """
   out = schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors),
                      sort_eig_vals=bool(sort_eig_vals), select_callable=select_callable)
@@ -1026,6 +1087,17 @@ def hessenberg(a):
 
   Returns ``(a, taus)`` in LAPACK's packed form: the Hessenberg matrix in the upper part and
   the Householder reflectors below the first subdiagonal, with their scales ``taus``.
+
+  Args:
+    a: array of shape ``[..., n, n]``.
+
+  Returns:
+    A pair ``(a, taus)``: the packed Hessenberg form and ``[..., n - 1]`` reflector scales.
+
+  Examples:
+    >>> h, taus = lax.linalg.hessenberg(jnp.array([[1., 2.], [3., 4.]]))
+    >>> taus
+    Array([0.], dtype=float32)
   """
   h, taus = hessenberg_p.bind(a)
   return h, taus
@@ -1072,6 +1144,18 @@ def tridiagonal(a, *, lower: bool = True):
   Returns ``(arr, d, e, taus)``: the packed reflectors in ``arr``, the diagonal ``d``, the
   off-diagonal ``e`` and the reflector scales ``taus``; only the ``lower`` (or upper)
   triangle of ``a`` is read.
+
+  Args:
+    a: Hermitian matrices, ``[..., n, n]``.
+    lower: keyword-only; which triangle is read.
+
+  Returns:
+    A tuple ``(arr, d, e, taus)``.
+
+  Examples:
+    >>> arr, d, e, taus = lax.linalg.tridiagonal(jnp.array([[2., 1.], [1., 2.]]))
+    >>> d, e
+    (Array([2., 2.], dtype=float32), Array([1.], dtype=float32))
   """
   arr, d, e, taus = tridiagonal_p.bind(a, lower=bool(lower))
   return arr, d, e, taus
