@@ -1,8 +1,9 @@
-"""Docstrings of ``hlox.numpy``'s public functions: complete, and their examples run.
+"""Docstrings of hlox's public functions: complete, and their examples run.
 
-Every public function documents its arguments, its result and shows an example (as JAX's
-suite checks for ``jax.numpy``); aliases say what they alias. The examples are doctests, run
-here against hlox, so they stay true.
+Every public ``hlox.numpy`` function documents its arguments, its result and shows an example
+(as JAX's suite checks for ``jax.numpy``); aliases say what they alias. The examples in the
+docstrings of ``hlox``, ``hlox.numpy``, ``hlox.lax``, ``hlox.random`` and ``hlox.nn`` are
+doctests, run here against hlox, so they stay true.
 """
 
 import doctest
@@ -13,7 +14,10 @@ import numpy as np
 import pytest
 
 import hlox
+import hlox.lax as lax
+import hlox.nn as nn
 import hlox.numpy as jnp
+import hlox.random as random
 
 # JAX names these aliases; their docstrings point at the function they alias.
 ALIASES = {
@@ -54,34 +58,49 @@ def test_every_public_function_is_documented():
   assert not missing, "\n".join(missing)
 
 
+# The namespaces whose public functions' examples are run.
+NAMESPACES = {"hlox": hlox, "hlox.numpy": jnp, "hlox.lax": lax, "hlox.random": random,
+              "hlox.nn": nn}
+
+
 def _example_objects():
-  """Each documented object once (aliases and re-exports share docstrings)."""
+  """(qualified name, object) of each documented public function once (aliases and
+  re-exports share docstrings)."""
   seen = set()
-  for name, obj in _public_functions():
-    if id(obj) in seen or ">>>" not in (obj.__doc__ or ""):
-      continue
-    seen.add(id(obj))
-    yield name, obj
+  for prefix, namespace in NAMESPACES.items():
+    for name in sorted(dir(namespace)):
+      if name.startswith("_"):
+        continue
+      obj = getattr(namespace, name)
+      if inspect.ismodule(obj) or isinstance(obj, type) or not callable(obj):
+        continue
+      if id(obj) in seen or ">>>" not in (getattr(obj, "__doc__", None) or ""):
+        continue
+      if not _defining_module(obj).startswith("hlox"):
+        continue  # NumPy's own functions, re-exported
+      seen.add(id(obj))
+      yield f"{prefix}.{name}", obj
+
+
+def _defining_module(obj):
+  return getattr(inspect.unwrap(obj), "__module__", None) or "hlox"
 
 
 def _modules():
-  names = set()
-  for _, obj in _example_objects():
-    names.add(getattr(inspect.unwrap(obj), "__module__", None) or "hlox.numpy")
-  return sorted(names)
+  return sorted({_defining_module(obj) for _, obj in _example_objects()})
 
 
 @pytest.mark.parametrize("module", _modules())
 def test_docstring_examples_run(module):
-  globs = {"jnp": jnp, "np": np, "hlox": hlox}
+  globs = {"jnp": jnp, "np": np, "hlox": hlox, "lax": lax, "random": random, "nn": nn}
   flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
   runner = doctest.DocTestRunner(optionflags=flags)
   finder = doctest.DocTestFinder()
   ran = 0
   for name, obj in _example_objects():
-    if (getattr(inspect.unwrap(obj), "__module__", None) or "hlox.numpy") != module:
+    if _defining_module(obj) != module:
       continue
-    for test in finder.find(obj, f"hlox.numpy.{name}", globs=dict(globs)):
+    for test in finder.find(obj, name, globs=dict(globs)):
       runner.run(test)
       ran += len(test.examples)
   result = runner.summarize(verbose=False)
