@@ -830,18 +830,14 @@ class JaxprTrace(Trace):
   """Records every primitive applied to its tracers as an equation.
 
   Values from outside (concrete arrays, or tracers of enclosing transformations) become
-  constvars; scalars become literals.
+  constvars; host scalars (Python and NumPy numbers, 0-d NumPy arrays) become literals. As
+  JAX's, a device array stays a constvar even when 0-d: it is a value the program reads.
   """
 
   kind = "DynamicJaxprTrace"  # JAX's name for the trace that stages out a jaxpr
 
   name = "jit"
   origin = None  # (function, traced for, argument names) when known, for error messages
-
-  # Scalar constants enter the jaxpr as literals; a trace that makes residuals (a
-  # linearization) keeps computed scalars (device values) as constants, so that they stay
-  # residuals.
-  inline_scalar_arrays = True
 
   def __init__(self, debug_info: str = "", name: str | None = None):
     super().__init__()
@@ -879,17 +875,9 @@ class JaxprTrace(Trace):
       tracer = JaxprTracer(self, x.aval, var)
     else:
       aval = get_aval(x)
-      value = _NO_VALUE
-      if (aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token
-          and type(aval) is not AbstractRef
-          and (self.inline_scalar_arrays or isinstance(x, _HOST_SCALARS))):
-        try:
-          value = _literal_value(x, aval)
-        except TypeError:  # a placeholder with a type and no value (a ShapeDtypeStruct)
-          pass
-      if value is not _NO_VALUE:
-        tracer = JaxprTracer(self, aval, Literal(value, aval))
-      else:  # as JAX, a placeholder becomes a constant of its type: tracing needs no value
+      if isinstance(x, _HOST_SCALARS) and aval.shape == ():
+        tracer = JaxprTracer(self, aval, Literal(_literal_value(x, aval), aval))
+      else:  # as JAX's; a placeholder too becomes a constant of its type (tracing needs no value)
         var = Var(aval, sharding_types.value_split(x) if sharding_types.active[0] else None)
         self.constvars.append(var)
         self.consts.append(x)
@@ -969,7 +957,6 @@ def _progenitors(trace, var) -> tuple[list, list]:
 # constant included).
 forwarding_rules: dict = {}
 
-_NO_VALUE = object()
 _HOST_SCALARS = (int, float, complex, bool, np.generic, np.ndarray)
 
 
