@@ -63,7 +63,8 @@ def type_string(v) -> str:
 
 
 class Literal:
-  """A scalar constant written inline in an equation (``2.0:f32[]``).
+  """A constant written inline in an equation (``2.0:f32[]``): a scalar, or under
+  ``use_simplified_jaxpr_constants`` a concrete array of any shape (``[...]:f32[3]``).
 
   ``wide``: a strongly typed 64-bit value (traced inside ``enable_x64()``). Where x64 is off
   its NumPy value would be read back as 32 bits, so evaluators read literals with
@@ -82,7 +83,13 @@ class Literal:
     return f"Literal({self.val})"
 
   def pretty(self) -> str:
-    value = self.aval.dtype.type(self.val) if self.aval.dtype != dtypes.float0 else 0
+    if self.aval.shape:  # an array (``use_simplified_jaxpr_constants``): elided, as JAX's
+      return f"[...]:{self.aval.str_short()}"
+    if self.aval.dtype == dtypes.float0:
+      value = 0
+    else:
+      value = self.aval.dtype.type(np.asarray(self.val) if hasattr(self.val, "aval") else
+                                   self.val)
     if isinstance(value, np.ndarray):
       value = value.item()
     return f"{value}:{self.aval.str_short()}"
@@ -877,6 +884,9 @@ class JaxprTrace(Trace):
       aval = get_aval(x)
       if isinstance(x, _HOST_SCALARS) and aval.shape == ():
         tracer = JaxprTracer(self, aval, Literal(_literal_value(x, aval), aval))
+      elif _options["use_simplified_jaxpr_constants"] and self._array_literal(x, aval):
+        tracer = JaxprTracer(self, aval, Literal(x if hasattr(x, "aval") else
+                                                 _literal_value(x, aval), aval))
       else:  # as JAX's; a placeholder too becomes a constant of its type (tracing needs no value)
         var = Var(aval, sharding_types.value_split(x) if sharding_types.active[0] else None)
         self.constvars.append(var)
@@ -884,6 +894,18 @@ class JaxprTrace(Trace):
         tracer = JaxprTracer(self, aval, var)
     self._const_tracers[id(x)] = (tracer, x)
     return tracer
+
+  # Under ``use_simplified_jaxpr_constants``, whether device arrays become literals too
+  # (JAX's ``for_ad``: a trace that makes residuals keeps them as constvars).
+  literal_device_arrays = True
+
+  def _array_literal(self, x, aval) -> bool:
+    """Whether concrete ``x`` of any shape is a literal (``use_simplified_jaxpr_constants``):
+    a NumPy array, or a device array where ``literal_device_arrays``."""
+    if isinstance(x, np.ndarray):
+      return x.dtype.kind in "biufc" and type(aval) is ShapedArray
+    return (self.literal_device_arrays and type(x) in device_array_types
+            and type(aval) is ShapedArray and not dtypes.is_extended(aval.dtype))
 
   def process_primitive(self, primitive, args, params):
     if _options["eager_constant_folding"] and not any(isinstance(x, Tracer) for x in args):
@@ -958,6 +980,8 @@ def _progenitors(trace, var) -> tuple[list, list]:
 forwarding_rules: dict = {}
 
 _HOST_SCALARS = (int, float, complex, bool, np.generic, np.ndarray)
+# The runtime's concrete array type(s), registered by the runtime (core knows no device).
+device_array_types: set = set()
 
 
 def _literal_value(x, aval):
