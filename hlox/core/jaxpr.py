@@ -923,6 +923,12 @@ class JaxprTrace(Trace):
       i = forward([t._aval for t in tracers], **params)
       if i is not None:  # the result is that operand itself: no equation
         return tracers[i]
+    fold = const_fold_rules.get(primitive)
+    if fold is not None and all(type(t._var) is Literal for t in tracers):
+      out = fold([t._var.val for t in tracers], [t._aval for t in tracers], **params)
+      if out is not None:  # computed on the host now: a literal, no equation
+        value, aval = out
+        return JaxprTracer(self, aval, Literal(_literal_value(value, aval), aval))
     if vma_lib.active[0]:  # inside a check_vma shard_map body (``core/vma.py``)
       return vma_lib.process(self, primitive, tracers, params, self._record)
     return self._record(primitive, tracers, params)
@@ -978,6 +984,11 @@ def _progenitors(trace, var) -> tuple[list, list]:
 # As JAX's, a traced jaxpr then records no equation for it, whatever the operand is (a
 # constant included).
 forwarding_rules: dict = {}
+
+# primitive -> rule(operand values, operand avals, **params) giving ``(value, aval)`` of the
+# result computed on the host, or None. Applied (as JAX's ``const_fold_rules``) when every
+# operand is a literal: the result is a literal too.
+const_fold_rules: dict = {}
 
 _HOST_SCALARS = (int, float, complex, bool, np.generic, np.ndarray)
 # The runtime's concrete array type(s), registered by the runtime (core knows no device).
