@@ -415,6 +415,8 @@ def _convert_fold(values, avals, *, new_dtype, weak_type):
   out = np.asarray(values[0])
   if out.dtype.kind == "c" and new_dtype.kind != "c":
     out = out.real
+  if dtypes.is_inexact(out.dtype) and dtypes.is_int(new_dtype):  # as XLA's, not NumPy's
+    out = _saturating_float_to_int(out, new_dtype)
   return out.astype(new_dtype), ShapedArray((), new_dtype, weak_type=weak_type)
 
 jaxpr_lib.const_fold_rules[convert_element_type_p] = _convert_fold
