@@ -19,8 +19,7 @@ import numpy as np
 from hlox.config import config
 from hlox.errors import JaxprTypeError
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray, abstract_token
-from hlox.core.refs import AbstractRef
+from hlox.core.avals import ShapedArray
 from hlox.core import sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
