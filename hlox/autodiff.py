@@ -504,8 +504,14 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
       # A 64-bit output made inside ``enable_x64()`` while x64 is off here: its seed keeps
       # that type (the cotangent must match the output's).
       seed = put_exact(one, weak_type=value_aval.weak_type)
+    elif value_aval.weak_type:
+      # A Python number where one has the type: traced, a literal (as JAX's seed), not a
+      # device constant.
+      py = one.item()
+      seed = py if dtypes.python_scalar_dtype(py) == one.dtype else device_put(
+          one, weak_type=True)
     else:
-      seed = device_put(one, weak_type=True) if value_aval.weak_type else one[()]
+      seed = one[()]
     grads = f_vjp(seed)
     g = grads[0] if single else tuple(grads)
     return ((value, aux), g) if has_aux else (value, g)

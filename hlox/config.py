@@ -373,6 +373,11 @@ class Config:
       # A lowering whose captured constants (closed-over arrays) hold at least this many
       # bytes warns (-1: never); a nonzero number of report frames lists where the largest
       # are used (interpreters/captured_constants.py; JAX's names and defaults).
+      # JAX's transitional ``jax_use_simplified_jaxpr_constants``: concrete arrays of any
+      # shape a traced function closes over are literals of the jaxpr, not constvars (the
+      # trace that linearizes keeps device arrays as constvars: they are residuals).
+      "use_simplified_jaxpr_constants": ("HLOX_USE_SIMPLIFIED_JAXPR_CONSTANTS", _env_bool,
+                                         False),
       "captured_constants_warn_bytes": ("HLOX_CAPTURED_CONSTANTS_WARN_BYTES", _env_int,
                                         2 * 10 ** 9),
       "captured_constants_report_frames": ("HLOX_CAPTURED_CONSTANTS_REPORT_FRAMES", _env_int,
@@ -747,4 +752,5 @@ TRACED_OPTIONS = ("enable_x64", "explicit_x64_dtypes", "default_prng_impl",
                   "threefry_partitionable", "random_seed_offset", "check_static_indices",
                   "numpy_rank_promotion", "numpy_dtype_promotion", "default_matmul_precision",
                   "no_execution", "auto_pcast", "remove_size_one_mesh_axis_from_type",
-                  "remat_barrier_no_cotangents", "custom_vjp3")
+                  "remat_barrier_no_cotangents", "custom_vjp3",
+                  "use_simplified_jaxpr_constants")

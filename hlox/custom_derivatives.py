@@ -238,13 +238,16 @@ class _CallPrimitive(Primitive):
     # As JAX prints them: name first, then the other parameters sorted (the user's rules by
     # function name).
     shown = {"name": params["name"], "call_jaxpr": params["call_jaxpr"]}
+    # ``num_consts`` (the closed-over constants passed first) only where there are some.
+    consts = {"num_consts": params["num_consts"]} if params.get("num_consts") else {}
     if "jvp" in params:
       shown["jvp"] = _user_rule_name(params["jvp"], "jvp")
+      shown.update(consts)
       shown["symbolic_zeros"] = _user_symbolic_zeros(params["jvp"])
     if "vjp" in params:
       shown = {"name": params["name"], "bwd": _user_rule_name(params["vjp"], "bwd"),
                "call_jaxpr": params["call_jaxpr"], "fwd": _user_rule_name(params["vjp"], "fwd"),
-               "symbolic_zeros": _user_symbolic_zeros(params["vjp"])}
+               **consts, "symbolic_zeros": _user_symbolic_zeros(params["vjp"])}
     return shown
 
 

@@ -19,8 +19,7 @@ import numpy as np
 from hlox.config import config
 from hlox.errors import JaxprTypeError
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray, abstract_token
-from hlox.core.refs import AbstractRef
+from hlox.core.avals import ShapedArray
 from hlox.core import sharding_types
 from hlox.core import vma as vma_lib
 from hlox.core import source_info as source_info_lib
@@ -63,7 +62,8 @@ def type_string(v) -> str:
 
 
 class Literal:
-  """A scalar constant written inline in an equation (``2.0:f32[]``).
+  """A constant written inline in an equation (``2.0:f32[]``): a scalar, or under
+  ``use_simplified_jaxpr_constants`` a concrete array of any shape (``[...]:f32[3]``).
 
   ``wide``: a strongly typed 64-bit value (traced inside ``enable_x64()``). Where x64 is off
   its NumPy value would be read back as 32 bits, so evaluators read literals with
@@ -82,7 +82,13 @@ class Literal:
     return f"Literal({self.val})"
 
   def pretty(self) -> str:
-    value = self.aval.dtype.type(self.val) if self.aval.dtype != dtypes.float0 else 0
+    if self.aval.shape:  # an array (``use_simplified_jaxpr_constants``): elided, as JAX's
+      return f"[...]:{self.aval.str_short()}"
+    if self.aval.dtype == dtypes.float0:
+      value = 0
+    else:
+      value = self.aval.dtype.type(np.asarray(self.val) if hasattr(self.val, "aval") else
+                                   self.val)
     if isinstance(value, np.ndarray):
       value = value.item()
     return f"{value}:{self.aval.str_short()}"
@@ -830,18 +836,14 @@ class JaxprTrace(Trace):
   """Records every primitive applied to its tracers as an equation.
 
   Values from outside (concrete arrays, or tracers of enclosing transformations) become
-  constvars; scalars become literals.
+  constvars; host scalars (Python and NumPy numbers, 0-d NumPy arrays) become literals. As
+  JAX's, a device array stays a constvar even when 0-d: it is a value the program reads.
   """
 
   kind = "DynamicJaxprTrace"  # JAX's name for the trace that stages out a jaxpr
 
   name = "jit"
   origin = None  # (function, traced for, argument names) when known, for error messages
-
-  # Scalar constants enter the jaxpr as literals; a trace that makes residuals (a
-  # linearization) keeps computed scalars (device values) as constants, so that they stay
-  # residuals.
-  inline_scalar_arrays = True
 
   def __init__(self, debug_info: str = "", name: str | None = None):
     super().__init__()
@@ -879,23 +881,30 @@ class JaxprTrace(Trace):
       tracer = JaxprTracer(self, x.aval, var)
     else:
       aval = get_aval(x)
-      value = _NO_VALUE
-      if (aval.shape == () and not hasattr(x, "_trace") and aval is not abstract_token
-          and type(aval) is not AbstractRef
-          and (self.inline_scalar_arrays or isinstance(x, _HOST_SCALARS))):
-        try:
-          value = _literal_value(x, aval)
-        except TypeError:  # a placeholder with a type and no value (a ShapeDtypeStruct)
-          pass
-      if value is not _NO_VALUE:
-        tracer = JaxprTracer(self, aval, Literal(value, aval))
-      else:  # as JAX, a placeholder becomes a constant of its type: tracing needs no value
+      if isinstance(x, _HOST_SCALARS) and aval.shape == ():
+        tracer = JaxprTracer(self, aval, Literal(_literal_value(x, aval), aval))
+      elif _options["use_simplified_jaxpr_constants"] and self._array_literal(x, aval):
+        tracer = JaxprTracer(self, aval, Literal(x if hasattr(x, "aval") else
+                                                 _literal_value(x, aval), aval))
+      else:  # as JAX's; a placeholder too becomes a constant of its type (tracing needs no value)
         var = Var(aval, sharding_types.value_split(x) if sharding_types.active[0] else None)
         self.constvars.append(var)
         self.consts.append(x)
         tracer = JaxprTracer(self, aval, var)
     self._const_tracers[id(x)] = (tracer, x)
     return tracer
+
+  # Under ``use_simplified_jaxpr_constants``, whether device arrays become literals too
+  # (JAX's ``for_ad``: a trace that makes residuals keeps them as constvars).
+  literal_device_arrays = True
+
+  def _array_literal(self, x, aval) -> bool:
+    """Whether concrete ``x`` of any shape is a literal (``use_simplified_jaxpr_constants``):
+    a NumPy array, or a device array where ``literal_device_arrays``."""
+    if isinstance(x, np.ndarray):
+      return x.dtype.kind in "biufc" and type(aval) is ShapedArray
+    return (self.literal_device_arrays and type(x) in device_array_types
+            and type(aval) is ShapedArray and not dtypes.is_extended(aval.dtype))
 
   def process_primitive(self, primitive, args, params):
     if _options["eager_constant_folding"] and not any(isinstance(x, Tracer) for x in args):
@@ -913,6 +922,12 @@ class JaxprTrace(Trace):
       i = forward([t._aval for t in tracers], **params)
       if i is not None:  # the result is that operand itself: no equation
         return tracers[i]
+    fold = const_fold_rules.get(primitive)
+    if fold is not None and all(type(t._var) is Literal for t in tracers):
+      out = fold([t._var.val for t in tracers], [t._aval for t in tracers], **params)
+      if out is not None:  # computed on the host now: a literal, no equation
+        value, aval = out
+        return JaxprTracer(self, aval, Literal(_literal_value(value, aval), aval))
     if vma_lib.active[0]:  # inside a check_vma shard_map body (``core/vma.py``)
       return vma_lib.process(self, primitive, tracers, params, self._record)
     return self._record(primitive, tracers, params)
@@ -969,8 +984,14 @@ def _progenitors(trace, var) -> tuple[list, list]:
 # constant included).
 forwarding_rules: dict = {}
 
-_NO_VALUE = object()
+# primitive -> rule(operand values, operand avals, **params) giving ``(value, aval)`` of the
+# result computed on the host, or None. Applied (as JAX's ``const_fold_rules``) when every
+# operand is a literal: the result is a literal too.
+const_fold_rules: dict = {}
+
 _HOST_SCALARS = (int, float, complex, bool, np.generic, np.ndarray)
+# The runtime's concrete array type(s), registered by the runtime (core knows no device).
+device_array_types: set = set()
 
 
 def _literal_value(x, aval):

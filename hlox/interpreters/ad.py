@@ -353,7 +353,6 @@ def linearize(fun: Callable, primals: Sequence, nonzeros: Sequence[bool] | None 
   parent = current_trace()
   base_names = source_info_lib.name_stack()
   pe = PartialEvalTrace(parent, "linearize")
-  pe.inline_scalar_arrays = False  # computed scalars are residuals (``f_vjp.opaque_residuals``)
   in_avals = [get_aval(p).to_tangent_aval() for p, nz in zip(primals, nonzeros) if nz]
   if sharding_types.active[0]:  # a tangent is split as its primal
     splits = [sharding_types.split_of(p) for p, nz in zip(primals, nonzeros) if nz]

@@ -33,6 +33,7 @@ class PartialEvalTrace(JaxprTrace):
   """Records operations on unknown values; binds operations on known values on ``parent``."""
 
   name = "partial_eval"
+  literal_device_arrays = False  # known device arrays it records on are residuals
 
   def __init__(self, parent, debug_info: str = ""):
     super().__init__(debug_info)

@@ -492,6 +492,20 @@ def _convert_transpose(ct, operand, *, new_dtype, weak_type):
   # part is zero), and the other way round keeps the real part.
   return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
 
+def _convert_fold(values, avals, *, new_dtype, weak_type):
+  # As JAX: a literal's conversion is done on the host (no equation), where NumPy holds the
+  # result type.
+  new_dtype = np.dtype(new_dtype)
+  if avals[0].shape or new_dtype.kind not in "biufc" or dtypes.is_extended(new_dtype):
+    return None
+  out = np.asarray(values[0])
+  if out.dtype.kind == "c" and new_dtype.kind != "c":
+    out = out.real
+  if dtypes.is_inexact(out.dtype) and dtypes.is_int(new_dtype):  # as XLA's, not NumPy's
+    out = _saturating_float_to_int(out, new_dtype)
+  return out.astype(new_dtype), ShapedArray((), new_dtype, weak_type=weak_type)
+
+jaxpr_lib.const_fold_rules[convert_element_type_p] = _convert_fold
 ad.defjvp2(convert_element_type_p, _convert_jvp)
 ad.primitive_transposes[convert_element_type_p] = _convert_transpose
 defvectorized(convert_element_type_p)

@@ -39,7 +39,7 @@ from hlox.core.jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, convert
 from hlox.core.primitive import Primitive
 from hlox.core.source_info import current_xla_metadata
 from hlox.core.traceback_util import api_boundary
-from hlox.core.tracer import Tracer, get_aval, set_current_trace, trace_ctx
+from hlox.core.tracer import Tracer, eval_trace, get_aval, set_current_trace, trace_ctx
 from hlox.errors import ConcretizationTypeError
 from hlox.interpreters import ad, batching, checkify, cost, nan_checks, state_discharge, xla
 from hlox.interpreters import partial_eval as pe
@@ -927,10 +927,14 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
   if len(branches) == 1:
     return branches[0](*operands)
   static = _static_int(index)
-  if static is not None:  # clamp on the host: no device op for a concrete index
+  if static is not None and trace_ctx.trace is eval_trace:
+    # clamp on the host: no device op for a concrete index
     index = np.int32(builtins.min(builtins.max(static, 0), len(branches) - 1))
-  else:
-    index = _ew.convert_element_type(index, np.int32)
+  else:  # traced, the clamp is an equation whatever the index is, as JAX's
+    if static is not None and not hasattr(index, "aval"):  # a host number: a literal
+      index = np.int32(static)
+    else:
+      index = _ew.convert_element_type(index, np.int32)
     index = _ew.clamp(np.int32(0), index, np.int32(len(branches) - 1))
   return _switch(index, branches, operands)
 

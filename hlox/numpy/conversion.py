@@ -127,12 +127,13 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
     object = object.__jax_array__()
   weak = dtype is None and dtypes.is_weakly_typed(object)
 
-  if (type(object) is np.ndarray and dtype is None and ndmin == 0 and device is None
-      and out_sharding is None and trace_ctx.trace is not eval_trace
-      and object.dtype.kind in "biufc"
-      and dtypes.canonicalize_dtype(object.dtype) == object.dtype):
-    # Traced, a NumPy array is lifted into the trace as it is (JAX's ``lax.stage``): one
-    # constant per array object, however many times it is converted.
+  if (dtype is None and ndmin == 0 and device is None and out_sharding is None
+      and trace_ctx.trace is not eval_trace and _stageable(object)):
+    # Traced, a NumPy array or a number is lifted into the trace as it is (JAX's
+    # ``lax.stage``): one constant per array object, however many times it is converted,
+    # and a number stays a literal of the jaxpr.
+    if type(object) in _python_scalars:
+      _check_scalar_fits(object, None)
     return lax.stage(object)
   if isinstance(object, (Array, Tracer)):
     out = object
@@ -173,6 +174,17 @@ def array(object, dtype=None, *args, copy=True, order="K", ndmin: int = 0, devic
   if ndmin > out.ndim:
     out = lax.expand_dims(out, tuple(range(ndmin - out.ndim)))
   return _put(out, device, out_sharding, "array")
+
+
+def _stageable(object) -> bool:
+  """Whether traced ``jnp.array(object)`` is ``object`` itself lifted into the trace: a
+  Python number, or a NumPy array or number of a canonical numeric dtype."""
+  if type(object) in _python_scalars:
+    return True
+  if type(object) is np.ndarray or isinstance(object, np.number):
+    return (object.dtype.kind in "biufc"
+            and dtypes.canonicalize_dtype(object.dtype) == object.dtype)
+  return False
 
 
 def _string_array(object, dtype, ndmin, device):
@@ -230,6 +242,13 @@ def _host_array(x, dtype, weak):
     raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype "
                     f"{value.dtype}: jnp.array cannot convert a value of type "
                     f"{type(x).__name__}")
+  if value.ndim == 0 and not weak and trace_ctx.trace is not eval_trace and not ml_dtype:
+    # Traced, a host scalar stays one: a literal of the jaxpr, as JAX's (its conversion
+    # to ``dtype`` is folded at trace time), not a device constant -- unless it is of a
+    # 64-bit dtype the user asked for that 'allow' keeps (a literal would be narrowed).
+    canonical = dtypes.canonicalize_dtype(value.dtype)
+    if canonical.kind in "biufc" and (dtype is None or canonical == value.dtype):
+      return lax.stage(value.astype(canonical, copy=False))
   if dtype is not None:  # the user's dtype (a 64-bit one kept under 'allow' stays)
     return put_requested(value, weak_type=weak)
   return device_put(value, weak_type=weak)

@@ -913,6 +913,7 @@ def _exact_scalar(value, aval) -> Array:
 
 
 jaxpr_lib.register_exact_scalar(_exact_scalar)
+jaxpr_lib.device_array_types.add(ArrayImpl)
 
 
 # Device buffers of recently used Python and NumPy scalars, for the arguments an operation
