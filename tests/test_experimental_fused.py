@@ -70,3 +70,11 @@ def test_fused_transformations_match_the_plain_function(inline_on_cpu):
                     (hlox.jit(hlox.grad(lambda a, b: f(a, b)[1].sum()))(x, y), y)]:
     for g, w in zip(hlox.tree_util.tree_leaves(got), hlox.tree_util.tree_leaves(want)):
       np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)
+
+
+def test_fused_closing_over_arrays(inline_on_cpu):
+  w = jnp.array([2.0, 3.0])
+  g = fused(out_spaces=(Space.Device,))(lambda x: x * w)
+  np.testing.assert_allclose(np.asarray(g(jnp.ones(2))), [2.0, 3.0])
+  np.testing.assert_allclose(np.asarray(hlox.grad(lambda v: fused(out_spaces=(Space.Device,))(
+      lambda x: (x * v).sum())(jnp.ones(2)))(w)), [1.0, 1.0])

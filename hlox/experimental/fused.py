@@ -8,7 +8,7 @@ import functools
 
 from hlox import _tree_transform as tree_util
 from hlox.core.avals import MemorySpace
-from hlox.core.tracer import Tracer, get_aval
+from hlox.core.tracer import get_aval
 from hlox.lax.control_flow import _trace_fun
 from hlox.lax.fused import fused_p
 
@@ -29,22 +29,14 @@ def fused(*, out_spaces):
     def wrapped(*args):
       leaves, tree = tree_util.tree_flatten(args)
       avals = [get_aval(x).update(memory_space=MemorySpace.Any) for x in leaves]
+      # (``closed`` takes the closed-over values as its leading arguments.)
       closed, consts, out_tree = _trace_fun(f, tree, avals, "fused")
-      if consts:  # closed-over values: leading arguments of the body
-        closed, leaves = _with_leading(closed, consts, leaves)
       if len(closed.out_avals) != len(out_spaces):
         raise ValueError(f"fused: {getattr(f, '__name__', f)} returns "
                          f"{len(closed.out_avals)} arrays but out_spaces names "
                          f"{len(out_spaces)}")
-      outs = fused_p.bind(*leaves, jaxpr=closed, out_spaces=out_spaces)
+      outs = fused_p.bind(*consts, *leaves, jaxpr=closed, out_spaces=out_spaces)
       return tree_util.tree_unflatten(out_tree, outs)
     return wrapped
   return wrap
 
-
-def _with_leading(closed, consts, leaves):
-  del closed
-  raise NotImplementedError(
-      "fused: the function closes over arrays"
-      + (" of an enclosing transformation" if any(isinstance(c, Tracer) for c in consts)
-         else "") + "; pass them as arguments")
