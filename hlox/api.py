@@ -1177,6 +1177,20 @@ def _out_info(closed, out_tree, abstract: bool = True):
   return out_tree.unflatten(out)
 
 
+class _LoweringView:
+  """``Lowered._lowering``: ``hlo()`` (jaxlib's XlaComputation) and ``stablehlo()`` (the
+  MLIR module), as JAX's internal lowering object offers them."""
+
+  def __init__(self, lowered):
+    self._of = lowered
+
+  def hlo(self):
+    return self._of.compiler_ir("hlo")
+
+  def stablehlo(self):
+    return self._of.compiler_ir("stablehlo")
+
+
 class Lowered:
   """A jitted function lowered for one signature: ``as_text()``, ``compile()``."""
 
@@ -1221,6 +1235,12 @@ class Lowered:
       return self._lowered.as_text()
     with self._lowered.context:
       return self._lowered.module.operation.get_asm(enable_debug_info=True)
+
+  @property
+  def _lowering(self):
+    """JAX's private view of the lowering (``hlo()``, ``stablehlo()``), which some of JAX's
+    tests and user code reach for: the same objects as ``compiler_ir``."""
+    return _LoweringView(self)
 
   def compiler_ir(self, dialect: str | None = None):
     """The program as an object: the MLIR ``ir.Module`` (``"stablehlo"``) or jaxlib's

@@ -191,6 +191,7 @@ def _trace_call(fun, nondiff, n_args, in_tree, in_avals, name):
   try:
     key = (in_tree, tuple(in_avals), tuple(sorted(nondiff.items())),
            tuple(trace_ctx.axis_env), current_xla_metadata())
+    hash(key)  # an unhashable nondiff value (a list) is not cached; get() may not hash it
     hit = _trace_cache.get(fun, key)
   except TypeError:
     key = hit = None

@@ -444,3 +444,27 @@ def test_custom_vjp3_closures_match_jax(custom_vjp3):
   prelude = "m.config.update('jax_custom_vjp3', True)\n"
   assert printed_here(_VJP3_ORACLE, prelude) == printed_in_jax(
       {"vjp3": _VJP3_ORACLE}, prelude)["vjp3"]
+
+
+def test_unhashable_nondiff_arguments_are_not_cached():
+  # A list as a nondiff argument: traced every call (no trace-cache entry), in the primal,
+  # under grad, jit and vmap (custom_api_test's test_nondiff_argnums_unhashable).
+  @partial(hlox.custom_vjp, nondiff_argnums=(0,))
+  def f(lst, x):
+    return lst[0] * jnp.sin(x)
+
+  def f_fwd(lst, x):
+    return f(lst, x), jnp.cos(x)
+
+  def f_bwd(lst, cos_x, g):
+    return (lst[0] * cos_x * g,)
+
+  f.defvjp(f_fwd, f_bwd)
+  lst = [2.0]
+  np.testing.assert_allclose(f(lst, 3.0), 2 * np.sin(3.0), rtol=1e-6)
+  np.testing.assert_allclose(hlox.grad(f, argnums=1)(lst, 3.0), 2 * np.cos(3.0), rtol=1e-6)
+  lst[0] = 5.0  # not a stale cached trace
+  np.testing.assert_allclose(hlox.jit(lambda x: hlox.grad(f, argnums=1)(lst, x))(3.0),
+                             5 * np.cos(3.0), rtol=1e-6)
+  np.testing.assert_allclose(hlox.vmap(hlox.grad(lambda x: f(lst, x)))(jnp.arange(3.0)),
+                             5 * np.cos(np.arange(3.0)), rtol=1e-6)

@@ -114,3 +114,23 @@ def test_result_type_none_is_the_default_float():
   assert hdtypes.result_type(None, return_weak_type_flag=True) == (np.dtype("float32"), False)
   assert hdtypes.result_type(None, np.float16) == np.dtype("float32")
   assert hdtypes.result_type(None, np.int32) == np.dtype("float32")
+
+
+@pytest.mark.parametrize("a, b, x32, x64", [
+    (np.int64, np.float64, np.float64, np.float64),  # not canonicalized to float32
+    (int, float, np.float64, np.float64),  # two Python types: that type's NumPy dtype
+    (int, int, np.int64, np.int64),
+    (complex, int, np.complex128, np.complex128),
+    (np.int64, np.int32, np.int64, np.int64),
+    (np.uint64, np.int64, np.float64, np.float64),
+    (int, np.int64, np.int64, np.int64),
+    (np.int32, np.uint32, np.int32, np.int64),  # the lattice is the x64 mode's
+    (np.int8, np.uint32, np.int32, np.int64),
+    (int, np.int8, np.int8, np.int8),
+])
+def test_jnp_promote_types_is_not_canonicalized(a, b, x32, x64):
+  # Values from JAX 0.10.2's jnp.promote_types (dtypes_test's testSafeToCast relies on it).
+  assert jnp.promote_types(a, b) == np.dtype(x32)
+  assert jnp.promote_types(b, a) == np.dtype(x32)
+  with hlox.enable_x64():
+    assert jnp.promote_types(a, b) == np.dtype(x64)

@@ -259,3 +259,15 @@ def test_against_jax():
       assert len(y.devices()) == e["devices"], name
       assert list(y.addressable_shards[0].data.shape) == e["shard"], name  # split or whole
       assert_close(y, np.asarray(e["value"], dtype=e["dtype"]), rtol=1e-6, atol=1e-6)
+
+
+def test_jit_of_pmap_returning_booleans():
+  # The mapped boolean outputs are gathered over the axis like any others
+  # (export_harnesses_multi_platform_test's test_all_gather with bool).
+  x = np.arange(16).reshape(4, 4) % 3 == 0
+  f = hlox.pmap(lambda v: lax.all_gather(v, axis_name="i"), axis_name="i")
+  y = hlox.jit(f)(x)
+  assert y.dtype == np.bool_
+  np.testing.assert_array_equal(np.asarray(y), np.broadcast_to(x, (4, 4, 4)))
+  g = hlox.jit(hlox.pmap(lambda v: v > 1.5))
+  np.testing.assert_array_equal(np.asarray(g(np.arange(4.0))), [False, False, True, True])

@@ -834,3 +834,37 @@ def test_concat_is_its_own_function():
   np.testing.assert_array_equal(hlox.numpy.concat([a, b], axis=1), np.concatenate([a, b], 1))
   with pytest.raises(TypeError):
     hlox.numpy.concat([a, b], 1)
+
+
+class _EmptyShape:
+  """A zero-length sequence by the old protocol only (``__len__`` + ``__getitem__``), like
+  JAX's test-suite ``ScalarShape``."""
+
+  def __len__(self):
+    return 0
+
+  def __getitem__(self, i):
+    raise IndexError(i)
+
+
+class _Size:
+  def __init__(self, value):
+    self.value = value
+
+  def __index__(self):
+    return self.value
+
+
+def test_shapes_accept_any_sequence_and_index_objects():
+  x = jnp.arange(6)
+  assert jnp.arange(1).reshape(_EmptyShape()).shape == ()
+  np.testing.assert_array_equal(np.asarray(jnp.reshape(x, (_Size(2), _Size(3)))),
+                                np.arange(6).reshape(2, 3))
+  assert jnp.reshape(x, _Size(6)).shape == (6,)
+  assert x.reshape(_Size(3), -1).shape == (3, 2)
+  assert jnp.zeros(_Size(3)).shape == (3,)
+  assert jnp.broadcast_to(1.0, _EmptyShape()).shape == ()
+  with pytest.raises(TypeError, match="reshape"):
+    jnp.reshape(x, object())
+  with pytest.raises(TypeError, match="Shapes must be"):
+    jnp.zeros(object())

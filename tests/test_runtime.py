@@ -230,3 +230,18 @@ def test_bfloat16_and_float16_round_trip():
     back = np.asarray(x)
     assert back.dtype == dtype
     np.testing.assert_array_equal(back.astype(np.float32), data.astype(np.float32))
+
+
+def test_num_cpu_devices_after_the_client_exists_raises_jaxs_error():
+  # Changing the device count once a device was used raises JAX's RuntimeError (its words,
+  # which api_test's test_num_cpu_devices_called_after_initialization matches); setting the
+  # current count again is allowed, as in JAX.
+  code = ("import hlox\n"
+          "n = hlox.device_count()\n"
+          "hlox.config.update('jax_num_cpu_devices', n)\n"
+          "try:\n"
+          "  hlox.config.update('jax_num_cpu_devices', n + 1)\n"
+          "except RuntimeError as e:\n"
+          "  print(type(e).__name__, 'jax_num_cpu_devices config should be updated before "
+          "backends are initialized' in str(e), hlox.device_count() == n)\n")
+  assert _run_with_env(code) == "RuntimeError True True"

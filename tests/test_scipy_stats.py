@@ -449,3 +449,15 @@ def test_matches_jax(name, jax_results):
   np.testing.assert_allclose(np.asarray(result, dtype=np.float64),
                              np.asarray(expected["value"], dtype=np.float64),
                              rtol=2e-5, atol=2e-6, equal_nan=True)
+
+
+def test_scalar_x_broadcasts_against_array_parameters():
+  # The result has the broadcast shape of every argument, not x's (scipy_stats_test's
+  # testUniformLogPdf draws x of shape () with loc, scale of shape (2, 1, 4)).
+  loc = np.linspace(-1.0, 1.0, 8, dtype=np.float32).reshape(2, 1, 4)
+  scale = np.full((2, 1, 4), 1.5, np.float32)
+  for fn in ("logpdf", "pdf", "cdf"):
+    got = getattr(hst.uniform, fn)(np.float32(0.25), loc, scale)
+    assert got.shape == (2, 1, 4)
+    np.testing.assert_allclose(np.asarray(got), getattr(ss.uniform, fn)(0.25, loc, scale),
+                               rtol=1e-6)

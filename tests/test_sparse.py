@@ -224,3 +224,18 @@ def test_printed_forms_match_jax():
   expected = printed_in_jax(_PROGRAMS, _PRELUDE)
   for name, src in _PROGRAMS.items():
     assert printed_here(src, _PRELUDE) == expected[name], name
+
+
+def test_repr_of_layouts_invalid_and_traced_matrices():
+  # JAX's texts (sparse_bcoo_bcsr_test's test_repr); under jit the data is a
+  # DynamicJaxprTracer, JAX's class name for a value traced into a jaxpr.
+  y = sparse.BCOO.fromdense(jnp.arange(6, dtype="float32").reshape(2, 3), n_batch=1)
+  assert repr(y) == "BCOO(float32[2, 3], nse=3, n_batch=1)"
+  y = sparse.BCOO.fromdense(jnp.arange(6, dtype="float32").reshape(2, 3), n_batch=1, n_dense=1)
+  assert repr(y) == "BCOO(float32[2, 3], nse=1, n_batch=1, n_dense=1)"
+  bad = sparse.BCOO.fromdense(jnp.arange(6, dtype="float32").reshape(2, 3))
+  bad.indices = jnp.array([])
+  assert repr(bad) == "BCOO(<invalid>)"
+  seen = []
+  hlox.jit(lambda m: seen.append(repr(m)))(sparse.BCOO.fromdense(jnp.arange(5.0)))
+  assert seen == ["DynamicJaxprTracer[BCOO(float32[5], nse=4)]"]

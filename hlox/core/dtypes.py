@@ -505,14 +505,32 @@ def _type_node(t):
   return np.dtype(t)
 
 
+def _promote_types_node(a, b, x64=True):
+  key = _lattice_key(x64)
+  nodes = frozenset((_type_node(a), _type_node(b)))
+  return _strict_join(nodes, True) if key == "strict" else _join(nodes, key)
+
+
 def promote_types(a, b) -> np.dtype:
+  """The dtype both ``a`` and ``b`` promote to, canonicalized (the dtype a value of the join
+  gets); the Python types ``int``, ``float`` and ``complex`` count as weakly typed
+  (``promote_types(complex, complex64)`` is complex64)."""
+  joined = _promote_types_node(a, b)
+  if isinstance(joined, _WeakKind):
+    return _weak_kind_default(joined)
+  return canonicalize_dtype(joined)
+
+
+def promote_types_uncanonical(a, b) -> np.dtype:
   """The dtype that values of dtypes ``a`` and ``b`` are promoted to in a binary operation.
 
   The promotion follows JAX's type lattice rather than NumPy's: for instance ``int32`` and
-  ``float16`` give ``float16``, not ``float64``, and 64-bit results become 32-bit unless x64 is
-  enabled. The Python types ``int``, ``float`` and ``complex`` are weakly typed: they take the
-  other dtype when it is of the same kind or higher, so ``promote_types(float, bfloat16)`` is
-  bfloat16. Under ``jax_numpy_dtype_promotion='strict'`` implicit promotions between different
+  ``float16`` give ``float16``, not ``float64``. As JAX's, the result is the lattice's join as
+  it is, not canonicalized: with x64 off ``promote_types(int64, float64)`` is float64 (a value
+  made with it is float32), and two Python types give that type's NumPy dtype
+  (``promote_types(int, int)`` is int64). The Python types ``int``, ``float`` and ``complex``
+  are weakly typed: they take the other dtype when it is of the same kind or higher, so
+  ``promote_types(float, bfloat16)`` is bfloat16. Under ``jax_numpy_dtype_promotion='strict'`` implicit promotions between different
   dtypes raise a ``TypePromotionError`` (a ValueError).
 
   Args:
@@ -533,12 +551,12 @@ def promote_types(a, b) -> np.dtype:
   See also:
     :func:`hlox.numpy.result_type`.
   """
-  key = _lattice_key(True)
-  nodes = frozenset((_type_node(a), _type_node(b)))
-  joined = _strict_join(nodes, True) if key == "strict" else _join(nodes, key)
+  # The lattice of the current x64 mode (with x64 off, int32 and uint32 join to int32, as
+  # in JAX).
+  joined = _promote_types_node(a, b, x64_enabled())
   if isinstance(joined, _WeakKind):
-    return _weak_kind_default(joined)
-  return canonicalize_dtype(joined)
+    return np.dtype({i_weak: int, f_weak: float}.get(joined, complex))
+  return np.dtype(joined)
 
 
 def float0_error(name: str) -> TypeError:

@@ -772,7 +772,9 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
 
 _options = config._values  # read directly per traced equation (config's getattr is slower)
 
-class JaxprTracer(Tracer):
+class DynamicJaxprTracer(Tracer):
+  """A value being traced into a jaxpr (JAX's class of that name: code prints it, e.g. the
+  repr of a sparse array under ``jit`` is ``DynamicJaxprTracer[BCOO(...)]``)."""
   __slots__ = ("_aval", "_var", "_src")
 
   def __init__(self, trace, aval, var, src=None):
@@ -830,6 +832,9 @@ class JaxprTracer(Tracer):
       if len(roots) > 5:
         text += "\n\n(Additional originating lines are not shown.)"
     return text
+
+
+JaxprTracer = DynamicJaxprTracer  # hlox's earlier name
 
 
 class JaxprTrace(Trace):

@@ -337,15 +337,18 @@ def lower_pmap(mctx, args, avals_in, avals_out, *, jaxpr, axis_name, global_axis
 
 
 def _all_reduce_sum(x, aval, groups):
-  compute = aval
-  if aval.dtype == dtypes.bool_:
-    raise NotImplementedError("nested pmap returning booleans")
+  # Booleans are summed as int32 (each slot is written by one replica, so the sum is 0 or 1)
+  # and converted back (nonzero is True).
+  compute = aval.update(dtype=np.dtype(np.int32)) if aval.dtype == dtypes.bool_ else aval
+  if compute is not aval:
+    x = hlo.convert(xla.aval_to_ir_type(compute), x)
   op = hlo.AllReduceOp([xla.aval_to_ir_type(compute)], [x], xla.replica_groups_attr(groups))
   scalar = xla.aval_to_ir_type(compute.update(shape=()))
   block = op.regions[0].blocks.append(scalar, scalar)
   with ir.InsertionPoint(block):
     hlo.return_([hlo.add(*block.arguments)])
-  return op.results[0]
+  out = op.results[0]
+  return out if compute is aval else hlo.convert(xla.aval_to_ir_type(aval), out)
 
 xla.register_lowering(xla_pmap_p, _pmap_lowering)
 

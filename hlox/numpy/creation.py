@@ -41,7 +41,9 @@ def _shape(shape, name: str) -> tuple:
   try:
     shape = tuple(shape)
   except TypeError:
-    raise _invalid_shape_error(shape, name) from None
+    if not hasattr(type(shape), "__index__"):  # any ``__index__``-able object is one size
+      raise _invalid_shape_error(shape, name) from None
+    shape = (shape,)
   if any(isinstance(d, Tracer) and d.to_concrete_value() is None for d in shape):
     raise _invalid_shape_error(shape, name)
   try:

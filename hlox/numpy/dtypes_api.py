@@ -73,7 +73,7 @@ floating, complexfloating, inexact = np.floating, np.complexfloating, np.inexact
 number, generic = np.number, np.generic
 
 result_type = _dtypes.result_type
-promote_types = _dtypes.promote_types
+promote_types = _dtypes.promote_types_uncanonical
 
 
 def issubdtype(arg1, arg2) -> bool:

@@ -102,9 +102,19 @@ def _static_ints(x, name: str, what: str) -> tuple:
     return tuple(int(v) for v in value.reshape(-1))
   if isinstance(x, (int, np.integer)):
     return (operator.index(x),)
-  if not hasattr(x, "__iter__") or isinstance(x, (str, bytes)):
+  if isinstance(x, (str, bytes)):
     raise TypeError(f"{name}: {what} must be an integer or a sequence of integers, got {x!r}")
-  return tuple(_static_int(v, name, what) for v in x)
+  # As JAX: anything ``iter`` accepts is a sequence of dimensions (also the old protocol of
+  # ``__len__`` + ``__getitem__``, like JAX's test ``ScalarShape``), anything else is one
+  # dimension, which ``operator.index`` must accept.
+  try:
+    items = iter(x)
+  except TypeError:
+    if hasattr(type(x), "__index__"):
+      return (operator.index(x),)
+    raise TypeError(f"{name}: {what} must be an integer or a sequence of integers, "
+                    f"got {x!r}") from None
+  return tuple(_static_int(v, name, what) for v in items)
 
 
 def _is_scalar_int(x) -> bool:

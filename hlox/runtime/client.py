@@ -270,8 +270,11 @@ def forget_distributed_runtime() -> None:
 def _check_device_count_change(name, value):
   cpu = _clients.get("cpu")
   if name == "num_cpu_devices" and cpu is not None and int(value) != len(cpu.local_devices()):
-    raise RuntimeError("num_cpu_devices must be set before hlox first uses a device "
-                       "(or via HLOX_NUM_CPU_DEVICES before starting Python)")
+    # JAX's words (its option's name included), so that code matching JAX's message works.
+    raise RuntimeError(
+        "jax_num_cpu_devices config should be updated before backends are initialized, i.e. "
+        "before hlox first uses a device: set num_cpu_devices (or jax_num_cpu_devices) right "
+        "after importing hlox, or HLOX_NUM_CPU_DEVICES before starting Python")
 
 
 config.add_watcher(_check_device_count_change)

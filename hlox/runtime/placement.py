@@ -7,7 +7,7 @@ import numpy as np
 
 from hlox import _tree_transform as tree_util
 from hlox.core import dtypes
-from hlox.core.avals import ShapedArray
+from hlox.core.avals import MemorySpace, ShapedArray
 from hlox.core.tracer import Tracer
 from hlox.runtime import spmd, transfer_guard
 from hlox.runtime import sharding as sharding_lib
@@ -64,6 +64,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
           f"value; got specification {device!r} for value tree {tree}."
           + (f"\n  Mismatch details ({len(errors)} found):{details}" if errors else "")
       ) from None
+  if any(isinstance(d, MemorySpace) for d in devices):
+    return tree.unflatten([_put_in_space(leaf, d) if isinstance(d, MemorySpace)
+                           else device_put(leaf, d) for leaf, d in zip(leaves, devices)])
   for d in devices:
     if not _is_device_spec(d):
       raise ValueError(f"device_put: Received invalid value {d!r} for the device: expected a "
@@ -83,6 +86,25 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
       if isinstance(leaf, Array) and new is not leaf:
         leaf.delete()
   return tree.unflatten(out)
+
+
+def _put_in_space(x, space):
+  """``x`` typed as living in memory ``space`` (``jax.memory.Space.Host``/``Device``), on
+  the device it is on. hlox keeps the buffer where it is: the space is the array's type,
+  which programs lowered with it see (``f32<host>[3]``); under a trace the value passes
+  through, as other device_puts do."""
+  if space is MemorySpace.Any:
+    raise ValueError("device_put: jax.memory.Space.Any is not a place an array can be put "
+                     "in; use Space.Device or Space.Host")
+  if isinstance(x, Tracer):
+    return x
+  with transfer_guard.explicit():
+    arr = x if isinstance(x, Array) else array_lib.device_put(x)
+  aval = arr.aval.update(memory_space=space)
+  if aval is arr.aval:
+    return arr
+  committed = arr._sig is not arr.aval
+  return Array(arr._single(), aval, arr.device if committed else None)
 
 
 def _stack_on_devices(values, devices, name):

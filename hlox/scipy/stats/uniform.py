@@ -13,7 +13,8 @@ def logpdf(x, loc=0, scale=1):
   """Log density ``-log(scale)`` on the support, ``-inf`` outside."""
   x, loc, scale = promote("uniform.logpdf", x, loc, scale)
   out = jnp.where((x < loc) | (x > loc + scale), -np.inf, -jnp.log(scale))
-  return finish(jnp.broadcast_to(out, jnp.shape(x)), x, loc, scale)
+  # The result has the broadcast shape of all three arguments (JAX's where does that).
+  return finish(out, x, loc, scale)
 
 
 def pdf(x, loc=0, scale=1):
