@@ -58,10 +58,33 @@ __all__ = ["AbstractDevice", "AxisType", "GSPMDSharding", "Mesh", "NamedSharding
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-  """``hlox.device_put``: put every leaf of ``x`` on ``device`` (a device, a sharding, or a
-  tree prefix of them; see ``hlox.runtime.placement.device_put``). Inside a traced function
-  a sharding becomes a sharding constraint and a device (or None) leaves the value as it is,
-  as in JAX."""
+  """Transfer every leaf of a pytree to a device or sharding.
+
+  NumPy arrays and Python scalars become Arrays (Python scalars weakly typed); Arrays already
+  on the target are returned as they are unless ``may_alias=False``. ``device`` is one device
+  or sharding for all leaves, or a tree prefix of ``x`` giving one per subtree (a prefix that
+  does not fit raises ValueError). Inside a traced function a sharding becomes a sharding
+  constraint, and a device (or None) leaves the value as it is, as in JAX.
+
+  Args:
+    x: a pytree of arrays and scalars.
+    device: None (the default device; Arrays stay where they are), a ``Device``, a
+      ``Sharding`` (or ``Format``), or a tree prefix of ``x`` of those.
+    src: accepted for JAX's signature; ignored.
+    donate: if True, an input Array copied elsewhere is deleted (keyword-only).
+    may_alias: if False, an Array is copied even where it already is; ``True`` together with
+      ``donate`` raises ValueError (keyword-only).
+
+  Returns:
+    A pytree of the structure of ``x`` with Array leaves on the target.
+
+  Examples:
+    >>> x = hlox.device_put(np.arange(3.))
+    >>> x
+    Array([0., 1., 2.], dtype=float32)
+    >>> hlox.device_put(x, hlox.devices()[0]).devices() == {hlox.devices()[0]}
+    True
+  """
   leaves = tree_util.tree_leaves(x)
   if isinstance(device, Format) and not any(isinstance(leaf, Tracer) for leaf in leaves):
     return tree_util.tree_map(lambda leaf: put_with_format(leaf, device), x)
