@@ -639,6 +639,9 @@ enable_x64.__doc__ = """Option: enable 64-bit dtypes (float64, int64, complex128
   Args:
     new_val: the value inside the block (default True).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.enable_x64(True):
     ...   print(jnp.arange(2.).dtype)
@@ -656,6 +659,9 @@ debug_nans.__doc__ = """Option: raise FloatingPointError when a computation prod
 
   Args:
     new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.debug_nans(True):
@@ -676,6 +682,9 @@ debug_infs.__doc__ = """Option: raise FloatingPointError when a computation prod
   Args:
     new_val: the value inside the block (default True).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.debug_infs(True):
     ...   try:
@@ -695,6 +704,9 @@ log_compiles.__doc__ = """Option: log each trace, lowering and compilation of ji
   Args:
     new_val: the value inside the block (default True).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.log_compiles(True):
     ...   hlox.jit(lambda x: x + 1)(1.)
@@ -711,6 +723,9 @@ enable_checks.__doc__ = """Option: type-check every jaxpr after each transformat
   Args:
     new_val: the value inside the block (default True).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.enable_checks(True):
     ...   hlox.jit(lambda x: x * 2)(3.)
@@ -725,6 +740,9 @@ explain_cache_misses.__doc__ = """Option: log why a jitted call missed the cache
 
   Args:
     new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.explain_cache_misses(True):
@@ -741,6 +759,9 @@ check_tracer_leaks.__doc__ = """Option: check that no tracer outlives its transf
 
   Args:
     new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> leaked = []
@@ -762,6 +783,9 @@ default_prng_impl.__doc__ = """Option: the PRNG implementation that keys are mad
   Args:
     new_val: the implementation's name; required (TypeError without it).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.default_prng_impl("rbg"):
     ...   print(random.key(0).dtype)
@@ -778,6 +802,9 @@ threefry_partitionable.__doc__ = """Option: the partitionable threefry scheme fo
   Args:
     new_val: the value inside the block (default True).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.threefry_partitionable(False):
     ...   print(random.key_data(random.split(random.key(0))[0]))
@@ -793,6 +820,9 @@ numpy_rank_promotion.__doc__ = """Option: what implicit rank promotion in broadc
 
   Args:
     new_val: ``"allow"``, ``"warn"`` or ``"raise"``; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.numpy_rank_promotion("raise"):
@@ -813,6 +843,9 @@ numpy_dtype_promotion.__doc__ = """Option: the dtype promotion rules of binary o
   Args:
     new_val: ``"standard"`` or ``"strict"``; required (TypeError without it).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.numpy_dtype_promotion("strict"):
     ...   try:
@@ -832,6 +865,9 @@ default_matmul_precision.__doc__ = """Option: the default precision of matmuls a
   Args:
     new_val: a precision name or None; required (TypeError without it).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.default_matmul_precision("highest"):
     ...   print(hlox.default_matmul_precision.value)
@@ -846,6 +882,9 @@ default_device.__doc__ = """Option: the device that values and computations go t
 
   Args:
     new_val: a Device, a platform name, or None; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.default_device(hlox.devices()[0]):
@@ -864,6 +903,9 @@ transfer_guard_host_to_device.__doc__ = """Option: guard level of host-to-device
   Args:
     new_val: the guard level; required (TypeError without it).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.transfer_guard_host_to_device("disallow"):
     ...   hlox.device_put(np.ones(2))
@@ -880,6 +922,9 @@ transfer_guard_device_to_device.__doc__ = """Option: guard level of device-to-de
 
   Args:
     new_val: the guard level; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.transfer_guard_device_to_device("disallow"):
@@ -898,6 +943,9 @@ transfer_guard_device_to_host.__doc__ = """Option: guard level of device-to-host
   Args:
     new_val: the guard level; required (TypeError without it).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.transfer_guard_device_to_host("disallow"):
     ...   hlox.device_get(jnp.ones(2))
@@ -913,6 +961,9 @@ legacy_prng_key.__doc__ = """Option: what passing a raw (uint32) PRNG key does.
 
   Args:
     new_val: ``"allow"``, ``"warn"`` or ``"error"``; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.legacy_prng_key("error"):
@@ -932,6 +983,9 @@ debug_key_reuse.__doc__ = """Option: check that no typed PRNG key is consumed tw
 
   Args:
     new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.debug_key_reuse(True):
@@ -953,6 +1007,9 @@ softmax_custom_jvp.__doc__ = """Option: JAX's switch for ``nn.softmax``'s custom
   Args:
     new_val: the value inside the block (default True).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.softmax_custom_jvp(True):
     ...   print(hlox.softmax_custom_jvp.value)
@@ -970,6 +1027,9 @@ enable_custom_prng.__doc__ = """Option: JAX's switch for custom PRNG implementat
   Args:
     new_val: the value inside the block (default True).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> with hlox.enable_custom_prng(True):
     ...   print(hlox.enable_custom_prng.value)
@@ -985,6 +1045,9 @@ allow_f16_reductions.__doc__ = """Option: whether sums of float16/bfloat16 array
 
   Args:
     new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.allow_f16_reductions(False):
@@ -1005,6 +1068,9 @@ no_tracing.__doc__ = """Option: forbid tracing of jitted functions.
   Args:
     new_val: the value inside the block (default True).
 
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
   Examples:
     >>> f = hlox.jit(lambda x: x * 3)
     >>> f(1.)
@@ -1023,6 +1089,9 @@ no_execution.__doc__ = """Option: forbid running compiled programs.
 
   Args:
     new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
 
   Examples:
     >>> with hlox.no_execution(True):

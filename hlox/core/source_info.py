@@ -362,6 +362,9 @@ def named_scope(name: str):
   Args:
     name: the scope's name; a non-string raises TypeError.
 
+  Returns:
+    A context manager (also usable as a decorator).
+
   Examples:
     >>> def f(x):
     ...   with hlox.named_scope("layer1"):
