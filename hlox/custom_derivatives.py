@@ -608,8 +608,9 @@ class custom_vjp:
     ``fwd(*args)`` returns ``(out, residuals)``; ``bwd(residuals, ct_out)`` returns a tuple of
     cotangents, one per differentiable argument (the ``nondiff_argnums`` arguments come first
     in ``bwd``'s arguments and get no cotangent). The cotangents' shapes are checked against
-    the arguments' (ValueError). ``optimize_remat`` (JAX's experimental flag) changes only what ``remat``
-    recomputes in JAX; hlox runs ``fwd`` as usual, which gives the same values and gradients.
+    the arguments' (ValueError). ``optimize_remat`` (JAX's experimental flag) changes only
+    what ``remat`` recomputes in JAX; hlox runs ``fwd`` as usual, which gives the same values
+    and gradients.
 
     Args:
       fwd: the forward rule.
