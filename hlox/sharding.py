@@ -100,8 +100,26 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 
 def reshard(x, out_shardings):
-  """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
-  inside it."""
+  """Lay an array (or pytree) out as the given sharding.
+
+  Outside ``jit`` this moves the data; inside it becomes a sharding constraint (the array's
+  type then carries the new sharding). A ``PartitionSpec`` needs a current mesh
+  (``set_mesh``), else ValueError; a spec longer than the array's rank raises ValueError.
+
+  Args:
+    x: array or pytree of arrays.
+    out_shardings: a ``NamedSharding`` or ``PartitionSpec`` (or a pytree prefix of them).
+
+  Returns:
+    ``x`` laid out as ``out_shardings``.
+
+  Examples:
+    >>> from hlox.sharding import PartitionSpec as P
+    >>> mesh = hlox.make_mesh((1,), ("x",))
+    >>> y = hlox.reshard(jnp.arange(4.), hlox.NamedSharding(mesh, P("x")))
+    >>> y.sharding.spec
+    P('x',)
+  """
   if isinstance(out_shardings, NamedSharding) and out_shardings.mesh.empty:
     raise ValueError("Reshard should only be used with out_shardings which are non-None and "
                      f"have a non-empty mesh. Got sharding {out_shardings}.")
