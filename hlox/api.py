@@ -1928,9 +1928,27 @@ def put_with_format(x, fmt):
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
-  """The Array of global ``shape`` whose pieces are ``arrays`` (one Array per device of
-  ``sharding``, each already on its device; typed key arrays too), without copying where
-  they already lie."""
+  """Assemble a global Array from per-device pieces.
+
+  ``arrays`` holds one Array per device of ``sharding``, each already on its device and of
+  the shape of that device's shard (typed key arrays too); they are used without copying.
+
+  Args:
+    shape: the global shape.
+    sharding: the ``Sharding`` that lays the global array out.
+    arrays: a sequence of single-device Arrays, one per addressable device of ``sharding``.
+    dtype: optional dtype (keyword-only; default: the pieces').
+
+  Returns:
+    An Array of ``shape`` laid out by ``sharding``.
+
+  Examples:
+    >>> from hlox.sharding import PartitionSpec as P
+    >>> s = hlox.NamedSharding(hlox.make_mesh((1,), ("x",)), P("x"))
+    >>> piece = hlox.device_put(np.arange(4.), hlox.devices()[0])
+    >>> hlox.make_array_from_single_device_arrays((4,), s, [piece])
+    Array([0., 1., 2., 3.], dtype=float32)
+  """
   parts = [_key_parts(a) for a in arrays] if isinstance(arrays, (list, tuple)) else [None]
   if not parts or parts[0] is None:
     return placement.make_array_from_single_device_arrays(shape, sharding, arrays, dtype=dtype)
@@ -1945,9 +1963,28 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None):
-  """The Array of global ``shape`` laid out by ``sharding`` (a ``Sharding``, or a ``Format``
-  with a concrete layout), each device's piece made by ``data_callback(index)`` (``index``
-  a tuple of slices into the global array)."""
+  """Build a global Array, each device's piece made by a callback.
+
+  ``data_callback(index)`` is called once per addressable device with ``index``, a tuple of
+  slices into the global array, and returns that device's piece (an array-like of the
+  shard's shape).
+
+  Args:
+    shape: the global shape.
+    sharding: a ``Sharding``, or a ``Format`` with a concrete layout.
+    data_callback: callable from an index (tuple of slices) to the piece.
+    dtype: optional dtype of the result (default: the pieces').
+
+  Returns:
+    An Array of ``shape`` laid out by ``sharding``.
+
+  Examples:
+    >>> from hlox.sharding import PartitionSpec as P
+    >>> s = hlox.NamedSharding(hlox.make_mesh((1,), ("x",)), P("x"))
+    >>> data = np.arange(4.)
+    >>> hlox.make_array_from_callback((4,), s, lambda index: data[index])
+    Array([0., 1., 2., 3.], dtype=float32)
+  """
   layout = None
   if isinstance(sharding, layout_lib.Format):
     layout = sharding.layout
