@@ -1537,14 +1537,49 @@ def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=Non
         inline: bool = False, **unsupported):
   """Compile ``fun`` with XLA: traced once per argument signature, then cached.
 
+  The returned function traces ``fun`` with abstract arguments (shape, dtype, weak type and
+  sharding of each array leaf), lowers the jaxpr to StableHLO, compiles it and runs the
+  executable. Later calls whose arguments have the same signature (and equal static arguments)
+  reuse the executable without retracing. Inside ``fun`` the array arguments are tracers, so
+  Python control flow on their values raises ``TracerBoolConversionError`` or
+  ``ConcretizationTypeError``; make such arguments static or use ``lax.cond``/``lax.while_loop``.
+  A jitted function composes with ``grad``, ``vmap`` and other transformations, and a jit
+  called inside another trace becomes a ``jit`` equation of the outer jaxpr. Usable as a
+  decorator, with or without keyword arguments (``@partial(jit, static_argnums=0)``).
+
   Args:
-    fun: function of arrays (pytrees of arrays) returning arrays.
-    static_argnums / static_argnames: arguments treated as compile-time constants (must be
-      hashable); a new value retraces.
-    donate_argnums / donate_argnames: arguments whose buffers XLA may reuse for outputs; the
-      donated Arrays are deleted after the call.
-    keep_unused: keep unused arguments in the compiled program.
-    inline: when traced inside another function, inline the body instead of a call.
+    fun: function of arrays (pytrees of arrays) returning arrays (a pytree of arrays).
+    static_argnums: int or sequence of ints: positional arguments treated as compile-time
+      constants; their values must be hashable, and a new value retraces.
+    static_argnames: str or sequence of str: keyword arguments treated as static likewise.
+    donate_argnums: int or sequence of ints: positional arguments whose buffers XLA may reuse
+      for the outputs; donated Arrays are deleted after the call.
+    donate_argnames: str or sequence of str: keyword arguments donated likewise.
+    keep_unused: if True, arguments the function does not use stay parameters of the compiled
+      program (by default they are pruned).
+    inline: if True, a call traced inside another function inlines the body instead of making
+      a ``jit`` equation.
+    **unsupported: ``in_shardings``, ``out_shardings``, ``device`` and ``backend`` place the
+      arguments and results; ``abstracted_axes`` and ``compiler_options`` are accepted and
+      ignored; any other keyword raises TypeError.
+
+  Returns:
+    The compiled function, with the signature of ``fun`` and the methods ``lower``, ``trace``
+    and ``eval_shape``; when ``fun`` is None, a decorator taking ``fun``.
+
+  Examples:
+    >>> f = hlox.jit(lambda x, y: x * 2 + y)
+    >>> f(jnp.arange(3.), 1.)
+    Array([1., 3., 5.], dtype=float32)
+    >>> from functools import partial
+    >>> @partial(hlox.jit, static_argnums=1)
+    ... def power(x, n):
+    ...   return x ** n
+    >>> power(jnp.array([1., 2.]), 3)
+    Array([1., 8.], dtype=float32)
+
+  See also:
+    :func:`hlox.make_jaxpr`, :func:`hlox.eval_shape`, :class:`hlox.disable_jit`.
   """
   in_shardings = unsupported.pop("in_shardings", None)
   out_shardings = unsupported.pop("out_shardings", None)
@@ -1938,9 +1973,27 @@ def put_with_format(x, fmt):
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
-  """The Array of global ``shape`` whose pieces are ``arrays`` (one Array per device of
-  ``sharding``, each already on its device; typed key arrays too), without copying where
-  they already lie."""
+  """Assemble a global Array from per-device pieces.
+
+  ``arrays`` holds one Array per device of ``sharding``, each already on its device and of
+  the shape of that device's shard (typed key arrays too); they are used without copying.
+
+  Args:
+    shape: the global shape.
+    sharding: the ``Sharding`` that lays the global array out.
+    arrays: a sequence of single-device Arrays, one per addressable device of ``sharding``.
+    dtype: optional dtype (keyword-only; default: the pieces').
+
+  Returns:
+    An Array of ``shape`` laid out by ``sharding``.
+
+  Examples:
+    >>> from hlox.sharding import PartitionSpec as P
+    >>> s = hlox.NamedSharding(hlox.make_mesh((1,), ("x",)), P("x"))
+    >>> piece = hlox.device_put(np.arange(4.), hlox.devices()[0])
+    >>> hlox.make_array_from_single_device_arrays((4,), s, [piece])
+    Array([0., 1., 2., 3.], dtype=float32)
+  """
   parts = [_key_parts(a) for a in arrays] if isinstance(arrays, (list, tuple)) else [None]
   if not parts or parts[0] is None:
     return placement.make_array_from_single_device_arrays(shape, sharding, arrays, dtype=dtype)
@@ -1955,9 +2008,28 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None):
-  """The Array of global ``shape`` laid out by ``sharding`` (a ``Sharding``, or a ``Format``
-  with a concrete layout), each device's piece made by ``data_callback(index)`` (``index``
-  a tuple of slices into the global array)."""
+  """Build a global Array, each device's piece made by a callback.
+
+  ``data_callback(index)`` is called once per addressable device with ``index``, a tuple of
+  slices into the global array, and returns that device's piece (an array-like of the
+  shard's shape).
+
+  Args:
+    shape: the global shape.
+    sharding: a ``Sharding``, or a ``Format`` with a concrete layout.
+    data_callback: callable from an index (tuple of slices) to the piece.
+    dtype: optional dtype of the result (default: the pieces').
+
+  Returns:
+    An Array of ``shape`` laid out by ``sharding``.
+
+  Examples:
+    >>> from hlox.sharding import PartitionSpec as P
+    >>> s = hlox.NamedSharding(hlox.make_mesh((1,), ("x",)), P("x"))
+    >>> data = np.arange(4.)
+    >>> hlox.make_array_from_callback((4,), s, lambda index: data[index])
+    Array([0., 1., 2., 3.], dtype=float32)
+  """
   layout = None
   if isinstance(sharding, layout_lib.Format):
     layout = sharding.layout
@@ -2461,8 +2533,23 @@ def _call_deoptimized(fun, args, kwargs, error):
 
 
 def copy_to_host_async(x):
-  """Start copying every array leaf of ``x`` to the host (so a later ``np.asarray`` does not
-  wait for the transfer); returns ``x``. Leaves without the method are skipped."""
+  """Start copying every array leaf of ``x`` to the host, without waiting.
+
+  A later ``np.asarray`` (or ``device_get``) of those arrays then does not wait for the
+  transfer. Leaves without a ``copy_to_host_async`` method (Python scalars, NumPy arrays) are
+  skipped. Not for use on tracers inside a transformation.
+
+  Args:
+    x: a pytree of arrays.
+
+  Returns:
+    ``x`` itself.
+
+  Examples:
+    >>> x = jnp.arange(3)
+    >>> hlox.copy_to_host_async({"a": x})["a"] is x
+    True
+  """
   for leaf in tree_util.tree_leaves(x):
     method = getattr(leaf, "copy_to_host_async", None)
     if method is not None:
@@ -2471,9 +2558,25 @@ def copy_to_host_async(x):
 
 
 def typeof(x):
-  """The abstract value of ``x`` (JAX's ``jax.typeof``): a ``ShapedArray`` with its shape,
-  dtype and weak type, for Arrays, tracers, NumPy values and Python scalars alike; for a
-  value split over Explicit mesh axes, also its ``sharding`` (printed ``float32[8@X,4]``)."""
+  """The abstract type of ``x``: its shape, dtype and weak type.
+
+  Works alike for Arrays, tracers (inside ``jit``/``vmap``/``grad``), NumPy values and Python
+  scalars (which are weakly typed, printed with a leading ``~``). For a value split over
+  Explicit mesh axes the type also carries its ``sharding`` (printed ``float32[8@X,4]``); for a
+  reference it is the ``Ref`` type. Values that are not arrays raise TypeError.
+
+  Args:
+    x: an array, tracer, NumPy value or Python scalar.
+
+  Returns:
+    A ``ShapedArray`` (or the reference's type) describing ``x``.
+
+  Examples:
+    >>> hlox.typeof(jnp.ones((2, 3)))
+    ShapedArray(float32[2,3])
+    >>> print(hlox.typeof(1.0))
+    ~float32[]
+  """
   if not isinstance(x, Tracer) and dtypes.is_extended(getattr(x, "dtype", None)):
     return ShapedArray(x.shape, x.dtype)  # a typed key array: ``key<fry>[...]``
   try:
@@ -2543,8 +2646,27 @@ def _check_vmap_splits(leaves, dims):
 
 
 def named_call(fun: Callable, *, name: str | None = None) -> Callable:
-  """``fun`` with its equations named ``name`` (default: ``fun.__name__``) in printed jaxprs'
-  name stacks and in the lowered program's op names, as ``jax.named_call``."""
+  """Wrap ``fun`` so its equations carry ``name`` in their name stack.
+
+  The name shows in the name stacks of printed jaxprs (with source info) and in the op names
+  of the lowered program, which profilers display; the computation itself is unchanged and no
+  call boundary is made. The wrapper composes with every transformation.
+
+  Args:
+    fun: the function to wrap.
+    name: the name to push (default: ``fun.__name__``); a non-string raises TypeError.
+
+  Returns:
+    A function with ``fun``'s signature and results.
+
+  Examples:
+    >>> inc = hlox.named_call(lambda x: x + 1, name="inc")
+    >>> inc(jnp.array([1., 2.]))
+    Array([2., 3.], dtype=float32)
+
+  See also:
+    :func:`hlox.named_scope`.
+  """
   if name is None:
     name = getattr(fun, "__name__", None)
   if not isinstance(name, str):
@@ -2561,8 +2683,32 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
                axis_env=None):
   """Return a function that traces ``fun`` and gives its ClosedJaxpr (and output shapes).
 
-  ``axis_env``: (name, size) pairs of named axes to bind while tracing, so a function using
-  collectives can be inspected outside vmap/pmap.
+  The returned function takes the same arguments as ``fun``; array arguments (and
+  ``ShapeDtypeStruct``s) are replaced by abstract values of their shape and dtype, Python
+  scalars by weakly typed ones, and ``fun`` is traced to a jaxpr without compiling or running
+  anything. Nested ``jit``, ``cond``, ``scan`` and so on show as equations with sub-jaxprs;
+  transformations applied inside ``fun`` (``grad``, ``vmap``) are traced through, so their
+  result's equations show.
+
+  Args:
+    fun: the function to trace.
+    static_argnums: int or ints: positional arguments passed to ``fun`` as they are (not
+      traced), left out of the jaxpr's inputs.
+    return_shape: if True, the returned function also gives the output's pytree of
+      ``ShapeDtypeStruct``.
+    axis_env: optional sequence of (name, size) pairs of named axes bound while tracing, so
+      a function using collectives can be inspected outside vmap/pmap.
+
+  Returns:
+    A function returning the ``ClosedJaxpr`` of ``fun`` for the given arguments, or the pair
+    ``(closed_jaxpr, shapes)`` under ``return_shape``.
+
+  Examples:
+    >>> print(hlox.make_jaxpr(lambda x: jnp.sin(x) * 2.)(1.))
+    { lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }
+    >>> jaxpr, shape = hlox.make_jaxpr(jnp.sum, return_shape=True)(jnp.ones(3))
+    >>> shape
+    ShapeDtypeStruct(shape=(), dtype=float32)
   """
   if isinstance(static_argnums, int):
     static_argnums = (static_argnums,)
@@ -2611,7 +2757,28 @@ def make_jaxpr(fun: Callable, static_argnums=(), return_shape: bool = False,
 
 @api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
-  """Shapes and dtypes of ``fun(*args, **kwargs)`` as ShapeDtypeStructs, without running it."""
+  """Shapes and dtypes of ``fun(*args, **kwargs)``, computed without running it.
+
+  ``fun`` is traced with abstract values of the arguments (each leaf's shape, dtype and weak
+  type) and nothing is compiled or executed, so it is cheap even for large shapes. Arguments
+  may be Arrays, NumPy arrays, scalars or ``ShapeDtypeStruct``s (or anything with ``shape`` and
+  ``dtype``). Errors that tracing finds (shape mismatches, bad dtypes) raise as they would when
+  calling ``fun``.
+
+  Args:
+    fun: the function to evaluate abstractly.
+    *args: its positional arguments (pytrees of arrays or ``ShapeDtypeStruct``s).
+    **kwargs: its keyword arguments, likewise.
+
+  Returns:
+    A pytree of the structure of ``fun``'s output with a ``ShapeDtypeStruct`` for each leaf.
+
+  Examples:
+    >>> hlox.eval_shape(lambda x: x @ x.T, jnp.ones((2, 3)))
+    ShapeDtypeStruct(shape=(2, 2), dtype=float32)
+    >>> hlox.eval_shape(jnp.add, hlox.ShapeDtypeStruct((4, 3), jnp.int8), 1)
+    ShapeDtypeStruct(shape=(4, 3), dtype=int8)
+  """
   with_formats = getattr(fun, "_formats_eval_shape", None)
   if with_formats is not None:  # a jit with Formats: its results' Formats too
     return with_formats(*args, **kwargs)
@@ -2800,12 +2967,44 @@ def _reject_ref_views(name, args) -> None:
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size=None,
          spmd_axis_name=None):
-  """Vectorize ``fun`` over a leading (or ``in_axes``) axis of its arguments.
+  """Vectorize ``fun`` over an axis of its arguments.
 
-  ``in_axes``/``out_axes``: an int, None (not mapped / broadcast), or a pytree prefix of the
-  arguments/outputs with such entries; keyword arguments are mapped over axis 0.
-  ``axis_size`` is required when no argument is mapped; ``axis_name`` names the axis for
-  collectives.
+  The returned function runs ``fun`` once on abstract per-example values (the mapped axis
+  removed) and rewrites every primitive into its batched form, so the result equals stacking
+  ``fun`` applied to each slice, computed in one go. All mapped axes must have the same size;
+  unequal sizes raise ValueError naming the arguments. ``vmap`` composes with ``jit``, ``grad``
+  and itself (nest it to map over several axes). Python control flow on mapped values raises,
+  as under ``jit``; use ``lax.cond``/``jnp.where`` instead.
+
+  Args:
+    fun: function of arrays (pytrees of arrays) returning arrays.
+    in_axes: an int, None, or a tuple with one entry per positional argument, each an int, None
+      or a pytree prefix of that argument with int/None leaves: the axis of each argument to
+      map over (None: not mapped, the same value for every example). Keyword arguments are
+      always mapped over axis 0.
+    out_axes: an int, None, or a pytree prefix of the outputs: where the mapped axis goes in
+      each output (None only for outputs that do not depend on the mapped axis, else
+      ValueError).
+    axis_name: optional hashable name of the mapped axis, for collectives such as
+      ``lax.psum(x, axis_name)`` inside ``fun``.
+    axis_size: the mapped size; required when no argument is mapped, else must agree with the
+      arguments.
+    spmd_axis_name: accepted for compatibility; not used.
+
+  Returns:
+    The batched function, taking arguments with the extra mapped axes and returning outputs
+    with the mapped axis at ``out_axes``.
+
+  Examples:
+    >>> hlox.vmap(jnp.dot)(jnp.ones((2, 3)), jnp.ones((2, 3)))
+    Array([3., 3.], dtype=float32)
+    >>> hlox.vmap(lambda x, y: x + y, in_axes=(0, None))(jnp.arange(3.), 10.)
+    Array([10., 11., 12.], dtype=float32)
+    >>> hlox.vmap(lambda x: x.sum(), in_axes=1)(jnp.arange(6.).reshape(2, 3))
+    Array([3., 5., 7.], dtype=float32)
+
+  See also:
+    :func:`hlox.pmap`, :func:`hlox.lax.map`.
   """
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
@@ -3011,10 +3210,37 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   """Map ``fun`` over an axis of its arguments, running each slice on its own device.
 
   Like ``vmap`` (``in_axes``/``out_axes`` are ints, None, or pytree prefixes) but the slices
-  run in parallel as replicas of one compiled program, and collectives over ``axis_name``
-  communicate between devices. The mapped size must not exceed the number of devices
-  (``HLOX_NUM_CPU_DEVICES`` sets how many CPU devices there are). Results stay split over
-  the devices; converting them to NumPy gathers them.
+  run in parallel as replicas of one compiled program (``fun`` is compiled, as with ``jit``),
+  and collectives over ``axis_name`` communicate between devices. The mapped size must not
+  exceed the number of devices, else ValueError (``HLOX_NUM_CPU_DEVICES`` sets how many CPU
+  devices there are). Results stay split over the devices; converting them to NumPy gathers
+  them.
+
+  Args:
+    fun: function of arrays (pytrees of arrays) returning arrays.
+    axis_name: optional hashable name of the mapped axis, for collectives inside ``fun``.
+    in_axes: int, None or pytree prefix of the positional arguments: the axis of each to map
+      over (None: broadcast to every device).
+    out_axes: int, None or pytree prefix of the outputs: where the mapped axis goes.
+    static_broadcasted_argnums: int or ints: positional arguments that are static (hashable,
+      passed to every replica as they are).
+    devices: optional sequence of devices to run on (default: the first local devices).
+    backend: optional platform name ("cpu", "tpu", ...) whose devices to use.
+    axis_size: the mapped size, when no argument is mapped.
+    donate_argnums: int or ints: positional arguments whose buffers may be reused.
+    global_arg_shapes: unsupported; must be None (else NotImplementedError).
+
+  Returns:
+    The mapped function; its outputs carry the mapped axis at ``out_axes``.
+
+  Examples:
+    >>> n = hlox.local_device_count()
+    >>> out = hlox.pmap(lambda x: lax.psum(x, "i"), axis_name="i")(jnp.ones(n))
+    >>> bool((out == n).all())
+    True
+
+  See also:
+    :func:`hlox.vmap`, :func:`hlox.shard_map`.
   """
   if not callable(fun):
     raise TypeError(f"pmap: expected a callable, got {fun!r}")

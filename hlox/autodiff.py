@@ -108,10 +108,31 @@ def _instantiate(t):
 
 @api_boundary
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
-  """Forward mode: ``(fun(*primals), J(primals) @ tangents)``.
+  """Forward-mode derivative: ``fun``'s value and its directional derivative along tangents.
 
-  ``primals`` and ``tangents`` are tuples (or lists) of the same structure; tangents of
-  integer/boolean primals are float0.
+  Evaluates ``fun(*primals)`` and, in the same pass, the Jacobian-vector product
+  ``J(primals) @ tangents``. Each tangent must have the structure, shape and dtype of its
+  primal (float0 for integer or bool primals), else TypeError/ValueError. Composes with
+  ``jit``, ``vmap`` and other derivatives.
+
+  Args:
+    fun: the function to differentiate; its positional arguments are pytrees of arrays.
+    primals: tuple or list of the arguments at which to evaluate (TypeError otherwise).
+    tangents: tuple or list of tangents of the same structure as ``primals``.
+    has_aux: if True, ``fun`` returns ``(output, aux)``; ``aux`` is not differentiated.
+
+  Returns:
+    ``(primals_out, tangents_out)``, or ``(primals_out, tangents_out, aux)`` under
+    ``has_aux``.
+
+  Examples:
+    >>> hlox.jvp(jnp.sin, (0.,), (2.,))
+    (Array(0., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
+    >>> hlox.jvp(lambda x: x ** 2, (jnp.array([1., 3.]),), (jnp.ones(2),))
+    (Array([1., 9.], dtype=float32), Array([2., 6.], dtype=float32))
+
+  See also:
+    :func:`hlox.linearize`, :func:`hlox.jacfwd`.
   """
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
     raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
@@ -149,8 +170,25 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
 
 @api_boundary
 def linearize(fun: Callable, *primals, has_aux: bool = False):
-  """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the JVP's linear part
-  (computed once, at ``primals``)."""
+  """Evaluate ``fun`` and return its linearization at ``primals`` as a function.
+
+  Like :func:`hlox.jvp`, but the linear part is kept: ``f_jvp(*tangents)`` evaluates
+  ``J(primals) @ tangents`` for new tangents without recomputing ``fun``'s nonlinear work
+  (the residuals are stored). ``f_jvp`` is a ``Partial``, so it can cross ``jit`` boundaries.
+
+  Args:
+    fun: the function to linearize.
+    *primals: the positional arguments at which to linearize (pytrees of arrays).
+    has_aux: if True, ``fun`` returns ``(output, aux)``; ``aux`` is not differentiated.
+
+  Returns:
+    ``(primals_out, f_jvp)``, or ``(primals_out, f_jvp, aux)`` under ``has_aux``.
+
+  Examples:
+    >>> y, f_jvp = hlox.linearize(jnp.sin, 0.)
+    >>> f_jvp(2.)
+    Array(2., dtype=float32, weak_type=True)
+  """
   p_leaves, p_tree = tree_util.tree_flatten(primals)
   flat, box = _flat_fun(fun, p_tree, has_aux)
   nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in p_leaves]
@@ -187,7 +225,33 @@ def _lifted_jvp(jaxpr, lin, nonzeros, n_out, out_tree, p_tree, p_avals, *tangent
 
 @api_boundary
 def vjp(fun: Callable, *primals, has_aux: bool = False):
-  """``(fun(*primals), f_vjp)`` where ``f_vjp(cotangent)`` returns one cotangent per primal."""
+  """Reverse-mode derivative: ``fun``'s value and a function pulling cotangents back.
+
+  ``fun`` runs forward once at ``primals``; the returned ``f_vjp`` maps a cotangent of the
+  output (same structure, shapes and dtypes as the output) to the vector-Jacobian product, one
+  cotangent per primal. ``f_vjp`` is a pytree (a ``Partial``), so it can be passed to and
+  returned from jitted functions, and called any number of times. Integer primals get float0
+  cotangents.
+
+  Args:
+    fun: the function to differentiate.
+    *primals: the positional arguments at which to evaluate ``fun`` (pytrees of arrays).
+    has_aux: if True, ``fun`` returns ``(output, aux)``; ``aux`` is not differentiated.
+
+  Returns:
+    ``(primals_out, f_vjp)``, or ``(primals_out, f_vjp, aux)`` under ``has_aux``; ``f_vjp``
+    returns a tuple with one cotangent per primal.
+
+  Examples:
+    >>> y, f_vjp = hlox.vjp(lambda x, y: x * y, 2., 3.)
+    >>> y
+    Array(6., dtype=float32, weak_type=True)
+    >>> f_vjp(1.)
+    (Array(3., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
+
+  See also:
+    :func:`hlox.grad`, :func:`hlox.linear_transpose`.
+  """
   user_leaves, p_tree = tree_util.tree_flatten(primals)
   _check_arraylike_leaves("vjp", user_leaves)
   nonzeros = [dtypes.is_inexact(get_aval(p).dtype) for p in user_leaves]
@@ -461,7 +525,28 @@ def _check_input_dtype(name, argnum, holomorphic, allow_int, leaf):
 
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
-  """A function returning ``(fun(*args), gradient of fun at args)`` for scalar ``fun``."""
+  """Like ``grad``, but the function also returns the value of ``fun``.
+
+  Evaluating ``fun`` and its gradient together costs no more than ``grad`` alone, since the
+  forward pass computes the value anyway. The requirements on ``fun`` and its arguments are
+  those of :func:`hlox.grad` (real scalar output, floating inputs unless ``allow_int``).
+
+  Args:
+    fun: function to differentiate.
+    argnums: int or tuple of ints: the positional arguments to differentiate with respect to.
+    has_aux: if True, ``fun`` returns ``(output, aux)``; only ``output`` is differentiated.
+    holomorphic: if True, ``fun`` is holomorphic and complex inputs are allowed.
+    allow_int: if True, integer arguments are allowed and get float0 gradients.
+    reduce_axes: accepted for compatibility; ignored.
+
+  Returns:
+    A function returning ``(value, gradient)``, or ``((value, aux), gradient)`` under
+    ``has_aux``.
+
+  Examples:
+    >>> hlox.value_and_grad(lambda x: jnp.sum(x ** 2))(jnp.array([1., 2.]))
+    (Array(5., dtype=float32), Array([2., 4.], dtype=float32))
+  """
 
   @wraps(fun)
   def value_and_grad_f(*args, **kwargs):
@@ -521,7 +606,41 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
          allow_int: bool = False, reduce_axes=()):
-  """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``."""
+  """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``.
+
+  The returned function runs ``fun`` forward, recording a linearization, and then transposes
+  it (reverse mode), so one call costs a small multiple of ``fun``. ``fun`` must return a real
+  scalar (shape ``()``, floating dtype), else TypeError. Differentiated arguments must be
+  floating (or complex with ``holomorphic``); integer or bool ones raise TypeError unless
+  ``allow_int``, which gives them float0 gradients. Each gradient has the structure, shape and
+  dtype of its argument (weak types kept). ``grad`` composes with ``jit``, ``vmap`` and itself
+  (``grad(grad(f))`` for second derivatives).
+
+  Args:
+    fun: function to differentiate; its arguments at ``argnums`` are pytrees of arrays.
+    argnums: int or tuple of ints: which positional arguments to differentiate with respect
+      to (an int gives one gradient, a tuple a tuple of gradients).
+    has_aux: if True, ``fun`` returns ``(output, aux)`` and only ``output`` is differentiated;
+      ``aux`` is returned alongside the gradient.
+    holomorphic: if True, ``fun`` is holomorphic and complex inputs are allowed.
+    allow_int: if True, integer arguments are allowed and get float0 gradients.
+    reduce_axes: accepted for compatibility; ignored.
+
+  Returns:
+    A function with ``fun``'s arguments returning the gradient (``(gradient, aux)`` under
+    ``has_aux``).
+
+  Examples:
+    >>> hlox.grad(lambda x: jnp.sum(x ** 2))(jnp.array([1., 2.]))
+    Array([2., 4.], dtype=float32)
+    >>> hlox.grad(lambda x, y: x * y, argnums=(0, 1))(2., 3.)
+    (Array(3., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
+    >>> hlox.grad(lambda x: (x ** 2, x), has_aux=True)(3.)
+    (Array(6., dtype=float32, weak_type=True), Array(3., dtype=float32, weak_type=True))
+
+  See also:
+    :func:`hlox.value_and_grad`, :func:`hlox.vjp`, :func:`hlox.jacrev`.
+  """
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
   @wraps(fun)
@@ -626,7 +745,30 @@ def _check_jacfwd_input(holomorphic, leaf):
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-  """Jacobian of ``fun`` by forward mode: a JVP per input element, vectorized with vmap."""
+  """Jacobian of ``fun`` by forward mode: a JVP per input element, vectorized with vmap.
+
+  Efficient when there are fewer inputs than outputs. For an output of shape ``out`` and a
+  differentiated argument of shape ``in`` the Jacobian has shape ``out + in``; with pytrees,
+  a pytree of such blocks. Differentiated arguments must be floating (complex with
+  ``holomorphic``), else TypeError.
+
+  Args:
+    fun: function to differentiate.
+    argnums: int or tuple of ints: the positional arguments to differentiate with respect to.
+    has_aux: if True, ``fun`` returns ``(output, aux)``; ``aux`` is returned alongside.
+    holomorphic: if True, ``fun`` is holomorphic and complex inputs are allowed.
+
+  Returns:
+    A function returning the Jacobian (``(jacobian, aux)`` under ``has_aux``).
+
+  Examples:
+    >>> hlox.jacfwd(lambda x: x ** 2)(jnp.array([1., 2.]))
+    Array([[2., 0.],
+           [0., 4.]], dtype=float32)
+
+  See also:
+    :func:`hlox.jacrev`, :func:`hlox.jvp`.
+  """
   # fun's signature (jit's static_argnames look at it), not its attributes (a jit's lower).
   @wraps(fun, updated=())
   def jac_f(*args, **kwargs):
@@ -675,7 +817,31 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
-  """Jacobian of ``fun`` by reverse mode: a VJP per output element, vectorized with vmap."""
+  """Jacobian of ``fun`` by reverse mode: a VJP per output element, vectorized with vmap.
+
+  Efficient when there are fewer outputs than inputs. For an output of shape ``out`` and a
+  differentiated argument of shape ``in`` the Jacobian has shape ``out + in``; with pytrees,
+  a pytree of such blocks. Integer arguments raise TypeError unless ``allow_int``.
+  ``hlox.jacobian`` is this function.
+
+  Args:
+    fun: function to differentiate.
+    argnums: int or tuple of ints: the positional arguments to differentiate with respect to.
+    has_aux: if True, ``fun`` returns ``(output, aux)``; ``aux`` is returned alongside.
+    holomorphic: if True, ``fun`` is holomorphic and complex inputs are allowed.
+    allow_int: if True, integer arguments are allowed (float0 Jacobian blocks).
+
+  Returns:
+    A function returning the Jacobian (``(jacobian, aux)`` under ``has_aux``).
+
+  Examples:
+    >>> hlox.jacrev(lambda x: jnp.sin(x) * 2)(jnp.array([0., 1.]))
+    Array([[2.       , 0.       ],
+           [0.       , 1.0806046]], dtype=float32)
+
+  See also:
+    :func:`hlox.jacfwd`, :func:`hlox.vjp`.
+  """
   # fun's signature (jit's static_argnames look at it), not its attributes (a jit's lower).
   @wraps(fun, updated=())
   def jac_f(*args, **kwargs):
@@ -732,7 +898,25 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 
 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-  """The Hessian of scalar ``fun``: forward-over-reverse (``jacfwd(jacrev(fun))``)."""
+  """The Hessian (matrix of second derivatives) of scalar-valued ``fun``.
+
+  Computed forward-over-reverse, as ``jacfwd(jacrev(fun))``. For an argument of shape ``in``
+  the Hessian has shape ``in + in``.
+
+  Args:
+    fun: function with a scalar output to differentiate twice.
+    argnums: int or tuple of ints: the positional arguments to differentiate with respect to.
+    has_aux: if True, ``fun`` returns ``(output, aux)``; ``aux`` is returned alongside.
+    holomorphic: if True, ``fun`` is holomorphic and complex inputs are allowed.
+
+  Returns:
+    A function returning the Hessian (``(hessian, aux)`` under ``has_aux``).
+
+  Examples:
+    >>> hlox.hessian(lambda x: jnp.sum(x ** 3))(jnp.array([1., 2.]))
+    Array([[ 6.,  0.],
+           [ 0., 12.]], dtype=float32)
+  """
   return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
                 has_aux=has_aux, holomorphic=holomorphic)
 
@@ -741,11 +925,26 @@ jacobian = jacrev  # JAX's alias
 
 
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
-  """The transpose of the linear function ``fun``, whose arguments look like ``primals``
-  (only their shapes and dtypes matter: arrays, ``ShapeDtypeStruct`` or anything with
-  ``shape`` and ``dtype``): ``f_t(out_cotangent)`` returns a tuple of input cotangents. As
-  JAX's, ``f_t`` is a ``Partial`` (it can cross ``jit``), and ``fun`` maps floats to floats
-  (or complex) or integers to integers."""
+  """The transpose of the linear function ``fun``.
+
+  ``fun`` must be linear in its arguments (a nonlinear primitive raises when transposed). Only
+  the shapes and dtypes of ``primals`` matter: they may be arrays, ``ShapeDtypeStruct`` or
+  anything with ``shape`` and ``dtype``. ``fun`` maps floats to floats (or complex) or
+  integers to integers. The result is a ``Partial``, so it can cross ``jit``.
+
+  Args:
+    fun: a linear function.
+    *primals: example arguments of ``fun`` (only shapes and dtypes are used).
+    reduce_axes: accepted for compatibility; ignored.
+
+  Returns:
+    A function ``f_t(out_cotangent)`` returning a tuple with one input cotangent per primal.
+
+  Examples:
+    >>> f_t = hlox.linear_transpose(lambda x: 2 * x, 1.)
+    >>> f_t(1.)
+    (Array(2., dtype=float32, weak_type=True),)
+  """
   del reduce_axes  # JAX's deprecated argument, accepted and ignored as JAX does
   leaves, in_tree = tree_util.tree_flatten(primals)
   in_avals = [abstractify_spec(x) for x in leaves]

@@ -132,7 +132,21 @@ class LRUCache:
 
 
 def clear_caches() -> None:
-  """Empty every hlox cache (compiled executables, traced jaxprs, eager kernels)."""
+  """Empty every hlox cache: compiled executables, traced jaxprs and eager kernels.
+
+  Later calls trace and compile again. Useful to free memory, or to measure compile times.
+
+  Returns:
+    None.
+
+  Examples:
+    >>> f = hlox.jit(lambda x: x + 1)
+    >>> f(1)
+    Array(2, dtype=int32, weak_type=True)
+    >>> hlox.clear_caches()
+    >>> f(1)
+    Array(2, dtype=int32, weak_type=True)
+  """
   for cache in list(_all_caches):
     cache.clear()
 

@@ -539,12 +539,38 @@ def checkpoint(fun: Callable | None = None, *, prevent_cse=True, policy=None,
                static_argnums: int | Sequence[int] = (), static_argnames=()):
   """Make ``fun`` recompute its intermediates in the backward pass instead of storing them.
 
-  ``policy(prim, *in_avals, **params)`` says which values may be saved (see
-  ``checkpoint_policies``); the default saves nothing but the inputs. ``prevent_cse`` (a
-  bool, or a pytree prefix of the positional arguments' bools) keeps XLA from merging the
-  recomputation with the forward pass (an optimization barrier on those inputs).
-  ``static_argnums`` / ``static_argnames`` name arguments that are Python values, not
-  traced (they may be unhashable: the function is then traced again on each call).
+  Under reverse-mode differentiation (``grad``, ``vjp``) the values that ``fun`` computes are
+  normally kept from the forward pass as residuals; a checkpointed ``fun`` keeps only what
+  ``policy`` allows (by default just its inputs) and recomputes the rest when the gradient is
+  taken, trading compute for memory. Values are unchanged: the result and its derivatives are
+  those of ``fun``. Traced, ``fun`` becomes one ``remat2`` equation holding its jaxpr; jitted
+  or eager calls with the same argument signature reuse the trace. ``hlox.remat`` is this
+  function.
+
+  Args:
+    fun: the function to checkpoint (None: return a decorator taking it).
+    prevent_cse: a bool, or a pytree prefix of the positional arguments' bools: if True,
+      keep XLA from merging the recomputation with the forward pass (an optimization barrier
+      on those inputs).
+    policy: optional callable ``policy(prim, *in_avals, **params) -> bool`` saying which
+      values may be saved (see ``hlox.checkpoint_policies``); None saves nothing but the
+      inputs.
+    static_argnums: int or ints: positional arguments that are Python values, not traced (they
+      may be unhashable: the function is then traced again on each call).
+    static_argnames: str or strs: keyword arguments treated likewise.
+
+  Returns:
+    A function with ``fun``'s signature and results (a decorator when ``fun`` is None).
+
+  Examples:
+    >>> f = hlox.checkpoint(lambda x: jnp.sin(jnp.sin(x)))
+    >>> hlox.grad(f)(0.)
+    Array(1., dtype=float32, weak_type=True)
+    >>> policy = hlox.checkpoint_policies.dots_saveable
+    >>> g = hlox.checkpoint(lambda x: jnp.sin(x) @ x, policy=policy)
+    >>> hlox.grad(lambda x: g(x).sum())(jnp.eye(2))
+    Array([[1.3817732, 1.841471 ],
+           [1.841471 , 1.3817732]], dtype=float32)
   """
   if fun is None:
     return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,

@@ -646,16 +646,46 @@ eager_constant_folding = _BoolOption("eager_constant_folding")
 
 
 def ensure_compile_time_eval():
-  """``with hlox.ensure_compile_time_eval(): ...``: inside the block, operations whose
-  operands are all concrete (not traced) are evaluated right away, even while ``jit`` traces,
-  so their results are concrete values (usable in Python control flow) that enter the
-  program as constants. Operations on traced values are traced as usual."""
+  """Context manager: evaluate operations on concrete values right away, even while tracing.
+
+  Inside the block, operations whose operands are all concrete (not traced) run eagerly even
+  while ``jit`` traces, so their results are concrete values, usable in Python control flow,
+  that enter the program as constants. Operations on traced values are traced as usual.
+
+  Returns:
+    A context manager (also usable as a decorator).
+
+  Examples:
+    >>> @hlox.jit
+    ... def f(x):
+    ...   with hlox.ensure_compile_time_eval():
+    ...     y = jnp.sin(0.)
+    ...     scale = 2. if y == 0 else 3.  # a concrete bool, though under jit
+    ...   return x * scale
+    >>> f(1.)
+    Array(2., dtype=float32, weak_type=True)
+  """
   return eager_constant_folding(True)
 
 
 def checking_leaks():
-  """``with hlox.checking_leaks(): ...`` turns the tracer leak checker on inside the block
-  (JAX's name for ``check_tracer_leaks(True)``)."""
+  """Context manager: turn the tracer leak checker on inside the block.
+
+  JAX's name for ``check_tracer_leaks(True)``: a tracer that outlives its transformation
+  raises UnexpectedTracerError when the trace ends, naming who kept it.
+
+  Returns:
+    A context manager (also usable as a decorator).
+
+  Examples:
+    >>> leaked = []
+    >>> with hlox.checking_leaks():
+    ...   try:
+    ...     hlox.jit(lambda x: leaked.append(x) or x)(1.)
+    ...   except hlox.errors.UnexpectedTracerError:
+    ...     print("leak found")
+    leak found
+  """
   return check_tracer_leaks(True)
 
 
@@ -692,6 +722,481 @@ no_execution = _BoolOption("no_execution")
 auto_pcast = _BoolOption("auto_pcast")
 remove_size_one_mesh_axis_from_type = _BoolOption("remove_size_one_mesh_axis_from_type")
 
+# The docstrings of the options JAX exposes at top level (help() and the docs show them).
+enable_x64.__doc__ = """Option: enable 64-bit dtypes (float64, int64, complex128).
+
+  Off by default (``HLOX_ENABLE_X64``/``JAX_ENABLE_X64``), so 64-bit requests give 32-bit arrays.
+  Programs traced under one setting are not reused under the other.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.enable_x64(True):
+    ...   print(jnp.arange(2.).dtype)
+    float64
+    >>> hlox.enable_x64.value
+    False
+  """
+debug_nans.__doc__ = """Option: raise FloatingPointError when a computation produces a NaN.
+
+  Every output of an eager op or jitted call is checked; when a jitted program produced the NaN it
+  is re-run op by op to name the primitive at fault. Slows execution.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.debug_nans(True):
+    ...   try:
+    ...     jnp.log(jnp.array(-1.))
+    ...   except FloatingPointError as e:
+    ...     print("caught")
+    Invalid nan value encountered ... Calling the de-optimized version.
+    caught
+  """
+debug_infs.__doc__ = """Option: raise FloatingPointError when a computation produces an inf.
+
+  Works as :data:`hlox.debug_nans`, for infinities.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.debug_infs(True):
+    ...   try:
+    ...     jnp.log(jnp.array(0.))
+    ...   except FloatingPointError as e:
+    ...     print("caught")
+    Invalid inf value encountered ... Calling the de-optimized version.
+    caught
+  """
+log_compiles.__doc__ = """Option: log each trace, lowering and compilation of jitted functions.
+
+  Each is logged as a warning, with its duration; useful to find recompilations.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.log_compiles(True):
+    ...   hlox.jit(lambda x: x + 1)(1.)
+    Array(2., dtype=float32, weak_type=True)
+  """
+enable_checks.__doc__ = """Option: type-check every jaxpr after each transformation.
+
+  ``check_jaxpr`` runs on the jaxprs that transformations and lowering produce, catching internal
+  inconsistencies early (``HLOX_ENABLE_CHECKS=1``). Slows tracing.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.enable_checks(True):
+    ...   hlox.jit(lambda x: x * 2)(3.)
+    Array(6., dtype=float32, weak_type=True)
+  """
+explain_cache_misses.__doc__ = """Option: log why a jitted call missed the cache and traced again.
+
+  The warning names the argument whose shape, dtype, static value or option changed.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.explain_cache_misses(True):
+    ...   hlox.jit(lambda x: x * 2)(3.)
+    Array(6., dtype=float32, weak_type=True)
+  """
+check_tracer_leaks.__doc__ = """Option: check that no tracer outlives its transformation.
+
+  When a trace ends, the garbage collector's referrers are searched for its tracers; a leak raises
+  UnexpectedTracerError naming who kept it. Slows tracing.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> leaked = []
+    >>> with hlox.check_tracer_leaks(True):
+    ...   try:
+    ...     hlox.jit(lambda x: leaked.append(x) or x)(1.)
+    ...   except hlox.errors.UnexpectedTracerError:
+    ...     print("leak found")
+    leak found
+  """
+default_prng_impl.__doc__ = """Option: the PRNG implementation that keys are made with by default.
+
+  One of ``"threefry2x32"`` (the default), ``"rbg"``, ``"unsafe_rbg"`` and the other registered
+  implementations; an unknown name raises ValueError.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the implementation's name; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.default_prng_impl("rbg"):
+    ...   print(random.key(0).dtype)
+    key<rbg>
+  """
+threefry_partitionable.__doc__ = """Option: the partitionable threefry scheme for keys.
+
+  Used by ``split`` and random bits: True by default, as in JAX 0.10.2; False gives the bits of the
+  older scheme. The random numbers for a key change with it.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.threefry_partitionable(False):
+    ...   print(random.key_data(random.split(random.key(0))[0]))
+    [4146024105  967050713]
+  """
+numpy_rank_promotion.__doc__ = """Option: what implicit rank promotion in broadcasting does.
+
+  ``"allow"`` (the default) broadcasts silently, ``"warn"`` warns, ``"raise"`` raises ValueError
+  when operands of different ranks are combined.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: ``"allow"``, ``"warn"`` or ``"raise"``; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.numpy_rank_promotion("raise"):
+    ...   try:
+    ...     jnp.ones(2) + jnp.ones((2, 2))
+    ...   except ValueError:
+    ...     print("refused")
+    refused
+  """
+numpy_dtype_promotion.__doc__ = """Option: the dtype promotion rules of binary operations.
+
+  ``"standard"`` (the default) follows JAX's promotion lattice; ``"strict"`` allows no implicit
+  promotion between different dtypes (TypePromotionError).
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: ``"standard"`` or ``"strict"``; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.numpy_dtype_promotion("strict"):
+    ...   try:
+    ...     jnp.ones(2, jnp.int32) + jnp.ones(2, jnp.float32)
+    ...   except hlox.dtypes.TypePromotionError:
+    ...     print("refused")
+    refused
+  """
+default_matmul_precision.__doc__ = """Option: the default precision of matmuls and convolutions.
+
+  Applies where ``precision=None`` is given: ``"default"``/``"bfloat16"``, ``"high"``/
+  ``"tensorfloat32"``, ``"highest"``/``"float32"``, or None (the backend's default).
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: a precision name or None; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.default_matmul_precision("highest"):
+    ...   print(hlox.default_matmul_precision.value)
+    highest
+  """
+default_device.__doc__ = """Option: the device that values and computations go to by default.
+
+  None (the default) means this process's first device; a platform name or a device may be given.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: a Device, a platform name, or None; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.default_device(hlox.devices()[0]):
+    ...   print(jnp.ones(1).devices() == {hlox.devices()[0]})
+    True
+  """
+transfer_guard_host_to_device.__doc__ = """Option: guard level of host-to-device transfers.
+
+  One of ``"allow"``, ``"log"`` (warn on each implicit transfer), ``"disallow"`` (implicit transfers
+  raise; explicit ``device_put``/``device_get`` are allowed), ``"log_explicit"`` or
+  ``"disallow_explicit"`` (explicit ones too).
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the guard level; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.transfer_guard_host_to_device("disallow"):
+    ...   hlox.device_put(np.ones(2))
+    Array([1., 1.], dtype=float32)
+  """
+transfer_guard_device_to_device.__doc__ = """Option: guard level of device-to-device transfers.
+
+  One of ``"allow"``, ``"log"`` (warn on each implicit transfer), ``"disallow"`` (implicit transfers
+  raise; explicit ``device_put``/``device_get`` are allowed), ``"log_explicit"`` or
+  ``"disallow_explicit"`` (explicit ones too).
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the guard level; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.transfer_guard_device_to_device("disallow"):
+    ...   hlox.device_put(jnp.ones(2), hlox.devices()[0])
+    Array([1., 1.], dtype=float32)
+  """
+transfer_guard_device_to_host.__doc__ = """Option: guard level of device-to-host transfers.
+
+  One of ``"allow"``, ``"log"`` (warn on each implicit transfer), ``"disallow"`` (implicit transfers
+  raise; explicit ``device_put``/``device_get`` are allowed), ``"log_explicit"`` or
+  ``"disallow_explicit"`` (explicit ones too).
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the guard level; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.transfer_guard_device_to_host("disallow"):
+    ...   hlox.device_get(jnp.ones(2))
+    array([1., 1.], dtype=float32)
+  """
+legacy_prng_key.__doc__ = """Option: what passing a raw (uint32) PRNG key does.
+
+  When a raw key is passed to a ``hlox.random`` function: ``"allow"`` (the default), ``"warn"`` (a
+  UserWarning) or ``"error"`` (ValueError): helps migrate code to typed keys (``random.key``).
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: ``"allow"``, ``"warn"`` or ``"error"``; required (TypeError without it).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.legacy_prng_key("error"):
+    ...   try:
+    ...     random.uniform(random.PRNGKey(0))
+    ...   except ValueError:
+    ...     print("refused")
+    refused
+  """
+debug_key_reuse.__doc__ = """Option: check that no typed PRNG key is consumed twice.
+
+  A sampler or ``split`` consumes its key; using a consumed key again raises KeyReuseError. Raw keys
+  are not tracked.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.debug_key_reuse(True):
+    ...   k = random.key(0)
+    ...   x = random.uniform(k)
+    ...   try:
+    ...     y = random.uniform(k)
+    ...   except Exception as e:
+    ...     print(type(e).__name__)
+    KeyReuseError
+  """
+softmax_custom_jvp.__doc__ = """Option: JAX's switch for ``nn.softmax``'s custom JVP rule.
+
+  Stored for code that sets or reads it; hlox's ``softmax`` is the same either way.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.softmax_custom_jvp(True):
+    ...   print(hlox.softmax_custom_jvp.value)
+    True
+  """
+enable_custom_prng.__doc__ = """Option: JAX's switch for custom PRNG implementations.
+
+  In hlox, custom implementations are always available; turning it on makes raw (uint32) keys
+  passed to ``hlox.random`` functions warn (FutureWarning) that they are taken as threefry2x32
+  keys.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.enable_custom_prng(True):
+    ...   print(hlox.enable_custom_prng.value)
+    True
+  """
+allow_f16_reductions.__doc__ = """Option: whether sums of float16/bfloat16 arrays are allowed.
+
+  True by default; when False, ``lax.reduce_sum`` over a float16 or bfloat16 axis longer than 1
+  raises ValueError.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.allow_f16_reductions(False):
+    ...   try:
+    ...     lax.reduce_sum(jnp.ones(4, jnp.float16), (0,))
+    ...   except ValueError:
+    ...     print("refused")
+    refused
+  """
+no_tracing.__doc__ = """Option: forbid tracing of jitted functions.
+
+  A jitted function that would trace raises RuntimeError; calls that hit the cache still run, so
+  this checks that a hot loop never retraces.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> f = hlox.jit(lambda x: x * 3)
+    >>> f(1.)
+    Array(3., dtype=float32, weak_type=True)
+    >>> with hlox.no_tracing(True):
+    ...   f(2.)
+    Array(6., dtype=float32, weak_type=True)
+  """
+no_execution.__doc__ = """Option: forbid running compiled programs.
+
+  Running a compiled program raises RuntimeError; tracing, lowering and compiling still work, so
+  ``.lower(...).compile()`` can be checked without running anything.
+
+  Calling it gives a context manager that also works as a decorator; ``.value`` reads the
+  current setting, and ``hlox.config.update`` sets it globally.
+
+  Args:
+    new_val: the value inside the block (default True).
+
+  Returns:
+    A context manager (also usable as a decorator) that sets the option inside its block.
+
+  Examples:
+    >>> with hlox.no_execution(True):
+    ...   try:
+    ...     hlox.jit(lambda x: x * 5)(1.)
+    ...   except RuntimeError:
+    ...     print("refused")
+    refused
+  """
+
 
 # User contexts (``make_user_context``): option name -> default value. Their values key the
 # caches as the traced options do (``hlox/__init__`` switches the caches when one changes).
@@ -727,18 +1232,56 @@ class UserConfig:
 
 
 def make_user_context(default_value=None) -> UserConfig:
-  """A new context value that ``jit``'s caches depend on: ``ctx = make_user_context();
-  with ctx(1): f(x)`` traces (and compiles) ``f`` again whenever the value inside the block
-  differs from the values it was traced under before. Values must be hashable."""
+  """Make a new context value that ``jit``'s caches depend on.
+
+  ``ctx = make_user_context(default)`` gives a ``UserConfig``: ``with ctx(value): ...`` sets
+  it inside a block (or a decorated function), ``ctx.value`` reads it, and
+  ``ctx.get_global``/``ctx.set_global`` read and set it outside any block. A jitted function
+  is traced (and compiled) again whenever the value differs from those it was traced under,
+  so code traced under it may read ``ctx.value`` as a constant. Values must be hashable.
+
+  Args:
+    default_value: the value outside any block.
+
+  Returns:
+    A ``UserConfig``.
+
+  Examples:
+    >>> ctx = hlox.make_user_context(1)
+    >>> f = hlox.jit(lambda x: x * ctx.value)
+    >>> f(2.)
+    Array(2., dtype=float32, weak_type=True)
+    >>> with ctx(3):
+    ...   f(2.)
+    Array(6., dtype=float32, weak_type=True)
+  """
   return UserConfig(default_value)
 
 
 def transfer_guard(new_val: str) -> _OptionScope:
-  """``with hlox.transfer_guard('disallow'): ...`` sets the guard level of every transfer
-  direction inside the block (host-to-device, device-to-device, device-to-host): 'allow',
-  'log' (a warning per implicit transfer), 'disallow' (implicit transfers raise; explicit
-  ``device_put``/``device_get`` are allowed), 'log_explicit', 'disallow_explicit' (explicit
-  ones too)."""
+  """Context manager: set the guard level of every transfer direction inside the block.
+
+  Applies to host-to-device, device-to-device and device-to-host transfers together (see
+  ``transfer_guard_host_to_device`` and its siblings for one direction). Bad levels raise
+  ValueError.
+
+  Args:
+    new_val: ``"allow"``, ``"log"`` (a warning per implicit transfer), ``"disallow"``
+      (implicit transfers raise; explicit ``device_put``/``device_get`` are allowed),
+      ``"log_explicit"`` or ``"disallow_explicit"`` (explicit ones too).
+
+  Returns:
+    A context manager (also usable as a decorator).
+
+  Examples:
+    >>> with hlox.transfer_guard("disallow"):
+    ...   x = hlox.device_put(np.ones(2))  # explicit: allowed
+    ...   try:
+    ...     x + np.ones(2)  # an implicit host-to-device transfer
+    ...   except Exception:
+    ...     print("refused")
+    refused
+  """
   first, *rest = _TRANSFER_GUARDS
   # Every direction is scoped, and ``transfer_guard`` itself (what reading it says).
   return _OptionScope(first, new_val, *((name, new_val) for name in rest),

@@ -363,14 +363,56 @@ class custom_jvp:
     return self if obj is None else functools.partial(self, obj)
 
   def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
-    """``jvp(primals, tangents) -> (primal_out, tangent_out)`` (nondiff args come first)."""
+    """Set the custom JVP rule; usable as a decorator.
+
+    ``jvp(primals, tangents)`` gets tuples of the primal and tangent arguments (the
+    ``nondiff_argnums`` arguments come first, as leading positional arguments of ``jvp``,
+    without tangents) and returns ``(primal_out, tangent_out)`` of matching structures.
+
+    Args:
+      jvp: the rule.
+      symbolic_zeros: if True, ``jvp`` receives ``SymbolicZero`` objects for tangents that are
+        known to be zero, instead of zero arrays.
+
+    Returns:
+      ``jvp`` itself.
+
+    Examples:
+      >>> @hlox.custom_jvp
+      ... def f(x, y):
+      ...   return x * y
+      >>> @f.defjvp
+      ... def f_jvp(primals, tangents):
+      ...   (x, y), (tx, ty) = primals, tangents
+      ...   return x * y, tx * y + x * ty
+      >>> hlox.grad(f)(2., 3.)
+      Array(3., dtype=float32, weak_type=True)
+    """
     self.jvp = jvp
     self.symbolic_zeros = symbolic_zeros
     return jvp
 
   def defjvps(self, *tangent_fns):
-    """One function per argument: ``tangent_fn(t_i, primal_out, *primals)``; None for args
-    without a tangent contribution."""
+    """Set the custom JVP rule as one tangent function per argument.
+
+    The output tangent is the sum over arguments of ``tangent_fn(t_i, primal_out, *primals)``;
+    None stands for an argument that contributes no tangent. Not usable with
+    ``nondiff_argnums`` (TypeError; use ``defjvp``).
+
+    Args:
+      *tangent_fns: one callable (or None) per positional argument.
+
+    Returns:
+      None.
+
+    Examples:
+      >>> @hlox.custom_jvp
+      ... def f(x):
+      ...   return jnp.sin(x)
+      >>> f.defjvps(lambda t, ans, x: 2 * t)
+      >>> hlox.grad(f)(0.)
+      Array(2., dtype=float32, weak_type=True)
+    """
     if self.nondiff_argnums:
       raise TypeError("defjvps does not support nondiff_argnums; use defjvp")
 
@@ -565,11 +607,33 @@ class custom_vjp:
 
   def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
              optimize_remat: bool = False):
-    """Set the forward (``fwd(*args) -> (out, residuals)``) and backward
-    (``bwd(residuals, ct_out) -> ct_args``) rules. ``optimize_remat`` (JAX's experimental
-    flag) only changes what ``remat`` recomputes in JAX (the primal output from ``fun``,
-    the residuals from ``fwd`` in the backward pass); hlox runs ``fwd`` as usual, which
-    gives the same values and gradients."""
+    """Set the forward and backward rules of the custom VJP.
+
+    ``fwd(*args)`` returns ``(out, residuals)``; ``bwd(residuals, ct_out)`` returns a tuple of
+    cotangents, one per differentiable argument (the ``nondiff_argnums`` arguments come first
+    in ``bwd``'s arguments and get no cotangent). The cotangents' shapes are checked against
+    the arguments' (ValueError). ``optimize_remat`` (JAX's experimental flag) changes only
+    what ``remat`` recomputes in JAX; hlox runs ``fwd`` as usual, which gives the same values
+    and gradients.
+
+    Args:
+      fwd: the forward rule.
+      bwd: the backward rule.
+      symbolic_zeros: if True, ``fwd`` receives each argument as a ``CustomVJPPrimal``
+        (``.value`` and a ``.perturbed`` flag) and ``bwd`` may see symbolic zero cotangents.
+      optimize_remat: see above; with ``symbolic_zeros`` it raises NotImplementedError.
+
+    Returns:
+      None.
+
+    Examples:
+      >>> @hlox.custom_vjp
+      ... def clip_gradient(x):
+      ...   return x
+      >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (jnp.clip(g, -1., 1.),))
+      >>> hlox.grad(lambda x: 5. * clip_gradient(x))(2.)
+      Array(1., dtype=float32, weak_type=True)
+    """
     if symbolic_zeros and optimize_remat:
       raise NotImplementedError(
           "remat optimization for custom_vjp does not support symbolic zeros")
@@ -1128,15 +1192,26 @@ def _cotangent_aval(x):
 
 
 def custom_gradient(fun: Callable) -> Callable:
-  """Define a function and its reverse-mode rule in one (TensorFlow's ``custom_gradient``,
-  JAX's ``jax.custom_gradient``): ``fun(*args)`` returns ``(value, vjp)``, where
-  ``vjp(cotangent of value)`` returns a tuple with one cotangent per argument (a bare value
-  when ``fun`` takes one argument). ``vjp`` may close over values computed in ``fun``; it
-  is traced once on the forward pass, so it cannot branch on them in Python.
+  """Define a function together with its reverse-mode (VJP) rule.
 
-      @hlox.custom_gradient
-      def f(x):
-        return x ** 2, lambda g: (g * x,)   # grad(f)(3.) == 3.
+  ``fun(*args)`` returns ``(value, vjp)``, where ``vjp(cotangent of value)`` returns a tuple
+  with one cotangent per argument (a bare value is accepted when ``fun`` takes one argument).
+  ``vjp`` may close over values computed in ``fun``; it is traced once on the forward pass, so
+  it cannot branch on them in Python. Built on ``custom_vjp``, so the rule is used by
+  ``grad``/``vjp``; forward-mode differentiation of the result raises TypeError.
+
+  Args:
+    fun: function returning ``(value, vjp)``.
+
+  Returns:
+    A function returning just the value, whose gradient is given by ``vjp``.
+
+  Examples:
+    >>> @hlox.custom_gradient
+    ... def f(x):
+    ...   return x ** 2, lambda g: (g * x,)
+    >>> hlox.grad(f)(3.)
+    Array(3., dtype=float32, weak_type=True)
   """
   name = getattr(fun, "__name__", "custom_gradient")
 
@@ -1180,12 +1255,30 @@ def custom_gradient(fun: Callable) -> Callable:
 
 
 def closure_convert(fun: Callable, *example_args):
-  """Hoist the traced values ``fun`` closes over into explicit arguments (JAX's
-  ``jax.closure_convert``), for passing ``fun`` across a custom-derivative boundary:
-  ``fun`` is traced on ``example_args``; returns ``(converted, hoisted)`` where
-  ``converted(*args, *hoisted)`` computes ``fun(*args)`` (for arguments of the examples'
-  structure and types) and ``hoisted`` are the closed-over values that may carry
-  derivatives (tracers); concrete constants stay inside ``converted``."""
+  """Hoist the traced values a function closes over into explicit arguments.
+
+  For passing ``fun`` across a custom-derivative boundary (``custom_vjp`` rules must not
+  close over tracers). ``fun`` is traced on ``example_args``; the closed-over values that may
+  carry derivatives (tracers of an enclosing transformation) become extra trailing arguments,
+  while concrete constants stay inside.
+
+  Args:
+    fun: the function to convert.
+    *example_args: arguments of the structure, shapes and dtypes ``fun`` will be called with.
+
+  Returns:
+    ``(converted, hoisted)``: ``converted(*args, *hoisted)`` computes ``fun(*args)``, and
+    ``hoisted`` is the list of closed-over values.
+
+  Examples:
+    >>> def outer(y):
+    ...   converted, hoisted = hlox.closure_convert(lambda x: x * y, 1.)
+    ...   return converted(2., *hoisted)
+    >>> outer(3.)
+    Array(6., dtype=float32, weak_type=True)
+    >>> hlox.grad(outer)(3.)
+    Array(2., dtype=float32, weak_type=True)
+  """
   flat_args, in_tree = tree_util.tree_flatten(example_args)
   name = getattr(fun, "__name__", "fun")
   out_tree_box = []

@@ -58,10 +58,33 @@ __all__ = ["AbstractDevice", "AxisType", "GSPMDSharding", "Mesh", "NamedSharding
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-  """``hlox.device_put``: put every leaf of ``x`` on ``device`` (a device, a sharding, or a
-  tree prefix of them; see ``hlox.runtime.placement.device_put``). Inside a traced function
-  a sharding becomes a sharding constraint and a device (or None) leaves the value as it is,
-  as in JAX."""
+  """Transfer every leaf of a pytree to a device or sharding.
+
+  NumPy arrays and Python scalars become Arrays (Python scalars weakly typed); Arrays already
+  on the target are returned as they are unless ``may_alias=False``. ``device`` is one device
+  or sharding for all leaves, or a tree prefix of ``x`` giving one per subtree (a prefix that
+  does not fit raises ValueError). Inside a traced function a sharding becomes a sharding
+  constraint, and a device (or None) leaves the value as it is, as in JAX.
+
+  Args:
+    x: a pytree of arrays and scalars.
+    device: None (the default device; Arrays stay where they are), a ``Device``, a
+      ``Sharding`` (or ``Format``), or a tree prefix of ``x`` of those.
+    src: accepted for JAX's signature; ignored.
+    donate: if True, an input Array copied elsewhere is deleted (keyword-only).
+    may_alias: if False, an Array is copied even where it already is; ``True`` together with
+      ``donate`` raises ValueError (keyword-only).
+
+  Returns:
+    A pytree of the structure of ``x`` with Array leaves on the target.
+
+  Examples:
+    >>> x = hlox.device_put(np.arange(3.))
+    >>> x
+    Array([0., 1., 2.], dtype=float32)
+    >>> hlox.device_put(x, hlox.devices()[0]).devices() == {hlox.devices()[0]}
+    True
+  """
   leaves = tree_util.tree_leaves(x)
   if isinstance(device, Format) and not any(isinstance(leaf, Tracer) for leaf in leaves):
     return tree_util.tree_map(lambda leaf: put_with_format(leaf, device), x)
@@ -77,8 +100,26 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 
 def reshard(x, out_shardings):
-  """Lay ``x`` out as ``out_shardings``: a transfer outside ``jit``, a sharding constraint
-  inside it."""
+  """Lay an array (or pytree) out as the given sharding.
+
+  Outside ``jit`` this moves the data; inside it becomes a sharding constraint (the array's
+  type then carries the new sharding). A ``PartitionSpec`` needs a current mesh
+  (``set_mesh``), else ValueError; a spec longer than the array's rank raises ValueError.
+
+  Args:
+    x: array or pytree of arrays.
+    out_shardings: a ``NamedSharding`` or ``PartitionSpec`` (or a pytree prefix of them).
+
+  Returns:
+    ``x`` laid out as ``out_shardings``.
+
+  Examples:
+    >>> from hlox.sharding import PartitionSpec as P
+    >>> mesh = hlox.make_mesh((1,), ("x",))
+    >>> y = hlox.reshard(jnp.arange(4.), hlox.NamedSharding(mesh, P("x")))
+    >>> y.sharding.spec
+    P('x',)
+  """
   if isinstance(out_shardings, NamedSharding) and out_shardings.mesh.empty:
     raise ValueError("Reshard should only be used with out_shardings which are non-None and "
                      f"have a non-empty mesh. Got sharding {out_shardings}.")

@@ -47,18 +47,43 @@ def _flatten_callback_args(name, fn, args, kwargs, returns, user_call: bool = Tr
 
 def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
                   **kwargs):
-  """Call the Python function ``callback(*args, **kwargs)`` on host values (Arrays on the
-  host's CPU device) from inside any transformation, returning values of the declared
-  ``result_shape_dtypes`` (a pytree of ``ShapeDtypeStruct``-like objects; 64-bit types only
-  with x64 on). ``vmap_method="legacy_vectorized"`` (JAX's old ``vectorized=True``) passes
-  unbatched arguments as they are.
+  """Call a pure Python function on host values from inside traced code.
 
-  The function must be pure: the compiler may drop or repeat the call. Under ``vmap`` it is
-  batched by ``vmap_method``: ``"sequential"`` (one call per example), ``"expand_dims"``
-  (one call, unbatched arguments given a leading axis of size 1) or ``"broadcast_all"``
-  (unbatched arguments broadcast to the batch). It is not differentiable: wrap it in
-  ``custom_jvp`` / ``custom_vjp``. ``sharding`` (a one-device sharding) picks the device
-  that runs the call in a program partitioned over a mesh (default: the mesh's first).
+  ``callback(*args, **kwargs)`` runs on the host with the arguments as Arrays on the host's CPU
+  device, eagerly or from inside ``jit``, ``vmap``, ``scan`` and other transformations; it must
+  return values matching ``result_shape_dtypes`` (64-bit types only with x64 on). The function
+  must be pure: the compiler may drop the call when its results are unused, or repeat it.
+  Under ``vmap`` it is batched by ``vmap_method``: ``"sequential"`` (one call per example),
+  ``"expand_dims"`` (one call, unbatched arguments given a leading axis of size 1),
+  ``"broadcast_all"`` (unbatched arguments broadcast to the batch) or
+  ``"legacy_vectorized"`` (JAX's old ``vectorized=True``: unbatched arguments passed as they
+  are); with ``vmap_method=None`` vmapping raises NotImplementedError. It is not
+  differentiable: wrap it in ``custom_jvp`` / ``custom_vjp``.
+
+  Args:
+    callback: the Python function to call; it receives and returns array-likes.
+    result_shape_dtypes: a pytree of ``ShapeDtypeStruct``-like objects (with ``shape`` and
+      ``dtype``) describing the results.
+    *args: arguments passed to ``callback`` (pytrees of arrays).
+    sharding: optional one-device sharding picking the device that runs the call in a
+      program partitioned over a mesh (default: the mesh's first).
+    vmap_method: how the call is batched under ``vmap`` (see above); an unknown name raises
+      ValueError.
+    **kwargs: keyword arguments passed to ``callback``.
+
+  Returns:
+    The callback's results as Arrays (tracers when traced), with the structure of
+    ``result_shape_dtypes``.
+
+  Examples:
+    >>> def host_sin(x):
+    ...   return np.sin(x)
+    >>> f = lambda x: hlox.pure_callback(host_sin, hlox.ShapeDtypeStruct(x.shape, x.dtype), x,
+    ...                                  vmap_method="broadcast_all")
+    >>> hlox.jit(f)(jnp.array([0., 1.]))
+    Array([0.      , 0.841471], dtype=float32)
+    >>> hlox.vmap(f)(jnp.array([0., 1.]))
+    Array([0.      , 0.841471], dtype=float32)
   """
   if vmap_method is not None and vmap_method not in VMAP_METHODS:
     raise ValueError(f"pure_callback: vmap_method must be None or one of {VMAP_METHODS}, "
@@ -193,7 +218,16 @@ def _emit(name, fmt, args, kwargs, ordered, partitioned, skip_format_check, reco
 
 
 def effects_barrier() -> None:
-  """Wait until every callback of the programs launched so far has run (JAX's
-  ``effects_barrier``): programs on one device run their callbacks before returning; a
-  pmapped one may still be running on its replicas' threads."""
+  """Wait until every callback of the programs launched so far has run.
+
+  Programs on one device run their callbacks before returning; a pmapped program may still be
+  running callbacks on its replicas' threads, and this waits for them. Useful before reading
+  state that ``io_callback`` or ``debug.callback`` functions write.
+
+  Returns:
+    None.
+
+  Examples:
+    >>> hlox.effects_barrier()
+  """
   spmd.wait_in_flight()

@@ -79,9 +79,27 @@ class Slice:
 
 
 def ds(start, size=None, stride=None):
-  """A slice from a start and a size, as the builtin ``slice`` reads: ``ds(None)`` is ``:``,
-  ``ds(j)`` is ``:j``, ``ds(i, j)`` is ``i:i+j``, ``ds(i, j, stride)`` takes ``j`` elements
-  from ``i`` by ``stride``; ``i`` may be a traced value (where ``x[i:i+j]`` could not be)."""
+  """Make a slice from a start and a size (rather than a start and a stop).
+
+  Read as the builtin ``slice`` reads its arguments: ``ds(None)`` is ``:``, ``ds(j)`` is
+  ``:j``, ``ds(i, j)`` is ``i:i+j``, ``ds(i, j, stride)`` takes ``j`` elements from ``i`` by
+  ``stride``. ``i`` may be a traced value where the consumer allows it (where ``x[i:i+j]``
+  could not be written).
+
+  Args:
+    start: the start (or, alone, the size), an int or scalar integer array; None for ``:``.
+    size: the number of elements.
+    stride: optional step.
+
+  Returns:
+    A ``Slice`` (or a builtin ``slice`` for ``ds(None)``).
+
+  Examples:
+    >>> hlox.ds(1, 3)
+    Slice(start=1, size=3, stride=1)
+    >>> hlox.new_ref(jnp.arange(6))[hlox.ds(1, 3)]
+    Array([1, 2, 3], dtype=int32)
+  """
   if start is None and size is None:
     return slice(None, None, stride)
   if size is None:  # one bound: the size

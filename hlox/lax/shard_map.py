@@ -450,6 +450,18 @@ def shard_map(f: Callable | None = None, *, mesh=None, in_specs=None, out_specs,
     axis_names: the mesh axes ``f`` is manual over (a set; default all of them). Over the
       others the body is ordinary global code that XLA partitions (specs may not name
       them, and collectives may not run over them).
+
+  Returns:
+    The mapped function, taking and returning global arrays (a decorator when ``f`` is
+    None).
+
+  Examples:
+    >>> from hlox.sharding import PartitionSpec as P, AxisType
+    >>> mesh = hlox.make_mesh((1,), ("x",), axis_types=(AxisType.Auto,))
+    >>> f = hlox.shard_map(lambda b: lax.psum(b.sum(), "x"), mesh=mesh, in_specs=P("x"),
+    ...                    out_specs=P())
+    >>> f(jnp.arange(4.))
+    Array(6., dtype=float32)
   """
   if f is None:
     return lambda g: shard_map(g, mesh=mesh, in_specs=in_specs, out_specs=out_specs,

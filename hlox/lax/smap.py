@@ -84,6 +84,16 @@ def smap(f: Callable | None = None, /, *, in_axes: Any = Infer, out_axes: Any,
       ``axis_name`` is an Explicit mesh axis).
     out_axes: likewise for the results (an int, None, or a container thereof).
     axis_name: the mesh axis (of the context mesh) over which ``f`` is manual.
+
+  Returns:
+    The mapped function (a decorator when ``f`` is None).
+
+  Examples:
+    >>> from hlox.sharding import AxisType
+    >>> with hlox.set_mesh(hlox.make_mesh((1,), ("x",), axis_types=(AxisType.Auto,))):
+    ...   f = hlox.smap(lambda b: b * 2, in_axes=0, out_axes=0, axis_name="x")
+    ...   f(jnp.arange(4.))
+    Array([0., 2., 4., 6.], dtype=float32)
   """
   kwargs = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
   if f is None:

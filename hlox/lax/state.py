@@ -558,14 +558,48 @@ def _is_python_scalar(x) -> bool:
 
 
 def new_ref(init_val, *, memory_space=None, kind=None):
-  """A new mutable array reference holding ``init_val``."""
+  """Make a new mutable array reference holding ``init_val``.
+
+  A ``Ref`` is read with ``ref[idx]`` and written with ``ref[idx] = v``, eagerly or inside
+  traced code (``jit``, ``scan``, ``grad``); the effects are discharged into pure operations
+  when the program is lowered. A reference to a reference raises TypeError.
+
+  Args:
+    init_val: the initial value (an array).
+    memory_space: optional memory space of the reference (keyword-only).
+    kind: optional kind of the reference (keyword-only).
+
+  Returns:
+    A ``Ref`` of ``init_val``'s shape and dtype.
+
+  Examples:
+    >>> r = hlox.new_ref(jnp.zeros(2))
+    >>> r[0] = 5.
+    >>> r[...]
+    Array([5., 0.], dtype=float32)
+  """
   if isinstance(init_val, Ref) or is_ref_aval(getattr(init_val, "aval", None)):
     raise TypeError("references to references are not supported: new_ref got a Ref")
   return new_ref_p.bind(init_val, kind=kind, memory_space=memory_space)
 
 
 def freeze(ref):
-  """The final value of ``ref``; the reference is invalid afterwards."""
+  """Read the final value of a reference and invalidate it.
+
+  Args:
+    ref: a ``Ref`` (anything else raises TypeError).
+
+  Returns:
+    The reference's value, as an array.
+
+  Examples:
+    >>> def body(x):
+    ...   r = hlox.new_ref(x)
+    ...   r[...] = r[...] + 1
+    ...   return hlox.freeze(r)
+    >>> hlox.jit(body)(jnp.zeros(2))
+    Array([1., 1.], dtype=float32)
+  """
   _ref_aval(ref, "freeze")
   return freeze_p.bind(ref)
 
@@ -605,13 +639,37 @@ def addupdate(ref, idx, x):
 
 
 def empty_ref(ty, memory_space=None):
-  """A new reference of type ``ty`` (anything with ``shape`` and ``dtype``), zero-filled."""
+  """Make a new, zero-filled reference of a given type.
+
+  Args:
+    ty: anything with ``shape`` and ``dtype`` (a ``ShapeDtypeStruct``, an array).
+    memory_space: optional memory space of the reference.
+
+  Returns:
+    A ``Ref`` of ``ty``'s shape and dtype, holding zeros.
+
+  Examples:
+    >>> r = hlox.empty_ref(hlox.ShapeDtypeStruct((2,), jnp.float32))
+    >>> r[...]
+    Array([0., 0.], dtype=float32)
+  """
   from hlox.lax.base import full
   return new_ref(full(ty.shape, 0, ty.dtype), memory_space=memory_space)
 
 
 def free_ref(ref):
-  """Invalidate ``ref`` without reading it."""
+  """Invalidate a reference without reading it.
+
+  Args:
+    ref: a ``Ref``.
+
+  Returns:
+    None.
+
+  Examples:
+    >>> r = hlox.new_ref(jnp.zeros(2))
+    >>> hlox.free_ref(r)
+  """
   freeze(ref)
 
 

@@ -122,16 +122,46 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
                           is_causal=False, query_seq_lengths=None,
                           key_value_seq_lengths=None, local_window_size=None,
                           implementation=None, return_residual=False):
-  """``softmax(Q K^T * scale + bias) V`` per head, with optional masks.
+  """Scaled dot-product attention: ``softmax(Q K^T * scale + bias) V`` per head.
 
-  ``query`` is ``BTNH`` (or ``TNH``), ``key`` and ``value`` ``BSKH`` (or ``SKH``) with ``N`` a
-  multiple of ``K`` (grouped-query attention; ``K == 1`` is multi-query). ``bias`` and the
-  boolean ``mask`` (True: take part) broadcast to ``BNTS``. ``scale`` defaults to
-  ``1/sqrt(H)``; ``is_causal`` masks keys after the query position; ``query_seq_lengths`` and
-  ``key_value_seq_lengths`` (int32, shape ``(B,)``) mask padding; ``local_window_size``
-  ``(left, right)`` (or one int for both) limits each query to nearby keys. Only the 'xla'
-  implementation exists (``None`` means it). With ``return_residual`` also returns the
-  logsumexp of the logits, shaped ``BTN`` (or ``TN``)."""
+  Letters name the axes: B batch, T query length, S key/value length, N query heads, K
+  key/value heads, H head size. ``N`` must be a multiple of ``K`` (grouped-query attention;
+  ``K == 1`` is multi-query). The logits are computed in at least float32. Masked logits get a
+  large negative value rather than ``-inf``, so a fully masked row averages all values
+  uniformly instead of giving NaN. Shapes or dtypes that do not fit raise ValueError. Only the
+  'xla' implementation (einsums) exists; ``None`` means it.
+
+  Args:
+    query: array of shape ``BTNH`` (or ``TNH`` without a batch).
+    key: array of shape ``BSKH`` (or ``SKH``), of ``query``'s dtype.
+    value: array of ``key``'s shape and dtype.
+    bias: optional array broadcastable to ``BNTS``, added to the logits.
+    mask: optional boolean array broadcastable to ``BNTS``: True where a query may attend.
+    scale: multiplier of the logits (keyword-only; default ``1 / sqrt(H)``).
+    is_causal: if True, each query attends only to keys at or before its position.
+    query_seq_lengths: optional int32 array of shape ``(B,)``: valid query lengths.
+    key_value_seq_lengths: optional int32 array of shape ``(B,)``: valid key lengths.
+    local_window_size: optional ``(left, right)`` (or one int for both): each query attends
+      only to keys within that many positions.
+    implementation: None or ``"xla"``; anything else raises ValueError.
+    return_residual: if True, also return the logsumexp of the logits.
+
+  Returns:
+    The attention output, of ``query``'s shape; with ``return_residual``, the pair of it and
+    the logsumexp, of shape ``BTN`` (or ``TN``).
+
+  Examples:
+    >>> q, k = jnp.ones((2, 1, 2)), jnp.ones((3, 1, 2))
+    >>> v = jnp.arange(6.).reshape(3, 1, 2)
+    >>> hlox.nn.dot_product_attention(q, k, v)
+    Array([[[2., 3.]],
+    <BLANKLINE>
+           [[2., 3.]]], dtype=float32)
+    >>> hlox.nn.dot_product_attention(q, k, v, is_causal=True)
+    Array([[[0., 1.]],
+    <BLANKLINE>
+           [[1., 2.]]], dtype=float32)
+  """
   if implementation not in (None, "xla"):
     if implementation == "cudnn":
       raise ValueError("dot_product_attention: implementation='cudnn' needs cuDNN on an "

@@ -40,9 +40,25 @@ class BlockScaleConfig:
 
 
 def get_scaled_dot_general_config(mode, global_scale=None) -> BlockScaleConfig:
-  """The quantization config of ``mode``: 'mxfp8' (blocks of 32, float8_e4m3fn data, E8M0
-  scales) or 'nvfp4' (blocks of 16, float4_e2m1fn data, float8_e4m3fn scales, a float32
-  ``global_scale`` defaulting to 1)."""
+  """The block-scaling quantization config of a named mode, for ``scaled_dot_general``.
+
+  ``'mxfp8'``: blocks of 32, float8_e4m3fn data and E8M0 (float8_e8m0fnu) scales.
+  ``'nvfp4'``: blocks of 16, float4_e2m1fn data, float8_e4m3fn scales and a float32 global
+  scale. Other modes raise ValueError.
+
+  Args:
+    mode: ``"mxfp8"`` or ``"nvfp4"``.
+    global_scale: optional float32 array of shape ``(1,)`` for ``'nvfp4'`` (default ones).
+
+  Returns:
+    A ``BlockScaleConfig`` (mode, block_size, data_type, scale_type, global_scale,
+    infer_only).
+
+  Examples:
+    >>> c = hlox.nn.get_scaled_dot_general_config("mxfp8")
+    >>> c.block_size, c.data_type
+    (32, dtype(float8_e4m3fn))
+  """
   if mode == "mxfp8":
     return BlockScaleConfig("mxfp8", 32, dtypes.float8_e4m3fn,
                             np.dtype(ml_dtypes.float8_e8m0fnu), None, False)
@@ -55,9 +71,29 @@ def get_scaled_dot_general_config(mode, global_scale=None) -> BlockScaleConfig:
 
 
 def scaled_matmul(lhs, rhs, lhs_scales, rhs_scales, preferred_element_type=np.float32):
-  """``einsum('BMK,BNK->BMN', lhs * repeat(lhs_scales), rhs * repeat(rhs_scales))``:
-  ``lhs`` (B, M, K), ``rhs`` (B, N, K), scales (B, M, K_a) and (B, N, K_b) with ``K_a`` and
-  ``K_b`` dividing ``K``; computed in ``preferred_element_type``."""
+  """Batched matmul of block-scaled operands: ``lhs @ rhs^T`` with per-block scales.
+
+  Computes ``einsum('BMK,BNK->BMN', lhs * expand(lhs_scales), rhs * expand(rhs_scales))``,
+  where each scale multiplies a block of ``K / K_s`` consecutive contraction elements. All
+  four inputs must be 3-d with matching batch and contraction sizes, and the scales' last
+  dimension must divide ``K``; otherwise ValueError.
+
+  Args:
+    lhs: array of shape ``(B, M, K)`` (typically a low-precision float type).
+    rhs: array of shape ``(B, N, K)``.
+    lhs_scales: array of shape ``(B, M, K_s)``.
+    rhs_scales: array of shape ``(B, N, K_s)``.
+    preferred_element_type: dtype of the result (default float32).
+
+  Returns:
+    An array of shape ``(B, M, N)`` and dtype ``preferred_element_type``.
+
+  Examples:
+    >>> a, b = jnp.ones((1, 2, 32)), jnp.ones((1, 3, 32))
+    >>> hlox.nn.scaled_matmul(a, b, jnp.ones((1, 2, 1)), jnp.full((1, 3, 1), 2.))
+    Array([[[64., 64., 64.],
+            [64., 64., 64.]]], dtype=float32)
+  """
   a, b, sa, sb = (jnp.asarray(t) for t in (lhs, rhs, lhs_scales, rhs_scales))
   if not all(t.ndim == 3 for t in (a, b, sa, sb)):
     raise ValueError("scaled_matmul requires all inputs to be 3-dimensional arrays, got "
@@ -220,10 +256,33 @@ def scaled_dot_general(lhs, rhs, dimension_numbers, preferred_element_type=np.fl
                        configs=None, implementation=None):
   """``lax.dot_general`` with block-scaled quantization of both operands.
 
-  ``configs`` lists three ``BlockScaleConfig`` (lhs, rhs, and the cotangent in the backward
-  pass), e.g. ``[get_scaled_dot_general_config('mxfp8')] * 3``; with ``None`` this is
-  ``lax.dot_general``. The result has the batch dimensions first, then the free dimensions
-  of ``lhs``, then those of ``rhs``. ``implementation`` is ignored, as in JAX."""
+  Each operand is quantized along its contracting dimension in blocks (as the configs say),
+  multiplied with :func:`scaled_matmul`, and the result laid out as ``lax.dot_general``'s:
+  batch dimensions first, then the free dimensions of ``lhs``, then those of ``rhs``. Under
+  ``grad`` the cotangent is quantized with the third config. With ``configs=None`` this is
+  plain ``lax.dot_general``.
+
+  Args:
+    lhs: left operand.
+    rhs: right operand.
+    dimension_numbers: ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``, as in
+      ``lax.dot_general``.
+    preferred_element_type: result dtype: float32 (default), bfloat16 or float16 (else
+      TypeError).
+    configs: None, or three ``BlockScaleConfig`` (lhs, rhs, cotangent), e.g.
+      ``[get_scaled_dot_general_config('mxfp8')] * 3``.
+    implementation: accepted and ignored, as in JAX.
+
+  Returns:
+    The (approximate) product, of ``dot_general``'s shape and ``preferred_element_type``.
+
+  Examples:
+    >>> c = hlox.nn.get_scaled_dot_general_config("mxfp8")
+    >>> x, y = jnp.arange(64.).reshape(2, 32) / 64, jnp.ones((32, 3))
+    >>> hlox.nn.scaled_dot_general(x, y, (((1,), (0,)), ((), ())), configs=[c] * 3)
+    Array([[ 7.75,  7.75,  7.75],
+           [23.75, 23.75, 23.75]], dtype=float32)
+  """
   if configs is None:
     return lax.dot_general(lhs, rhs, dimension_numbers,
                            preferred_element_type=preferred_element_type)

@@ -138,7 +138,33 @@ def _uniform(data, shape, dtype, minval, maxval):
 # --- samplers ------------------------------------------------------------------------------
 
 def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
-  """Uniform samples in ``[minval, maxval)`` (bit-exact with JAX)."""
+  """Sample uniform random values in ``[minval, maxval)``.
+
+  The bits come from the key's PRNG and are mapped to floats of ``dtype``, so the values are
+  those JAX gives for the same key. ``minval`` and ``maxval`` may be arrays broadcastable to
+  ``shape`` (the result is differentiable in them). Like every sampler it is a pure function of
+  the key: the same key gives the same values eagerly and under ``jit``, and ``vmap`` over a
+  batch of keys gives one sample per key.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    minval: lower bound (inclusive), scalar or array.
+    maxval: upper bound (exclusive), scalar or array.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.uniform(k, (3,))
+    Array([0.947667  , 0.9785799 , 0.33229148], dtype=float32)
+    >>> random.uniform(k, (2,), minval=-1., maxval=1.)
+    Array([0.895334  , 0.95715976], dtype=float32)
+  """
   data, _ = _check_key("uniform", key)
   dtype = _float_dtype("uniform", dtype)
   shape = _canonical_shape("uniform", shape)
@@ -150,7 +176,29 @@ def _uniform_impl(data, minval, maxval, *, shape, dtype):
 
 
 def normal(key, shape=(), dtype=None):
-  """Standard normal samples: ``sqrt(2) * erfinv(u)``, ``u`` uniform on (-1, 1) (bit-exact)."""
+  """Sample standard normal (mean 0, variance 1) random values.
+
+  Computed as ``sqrt(2) * erfinv(u)`` with ``u`` uniform on (-1, 1), so the values are JAX's.
+  A complex ``dtype`` gives samples whose real and imaginary parts are independent normals of
+  variance 1/2.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating or complex dtype (default float32, float64 with x64); other
+      dtypes raise ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.normal(k, (3,))
+    Array([ 1.6226422 ,  2.0252647 , -0.43359444], dtype=float32)
+    >>> random.normal(k, (2,), dtype=jnp.bfloat16)
+    Array([0.386719, 0.182617], dtype=bfloat16)
+  """
   data, _ = _check_key("normal", key)
   if dtype is not None and dtypes.is_complex(np.dtype(dtype)):
     dtype = dtypes.check_user_dtype(dtype)
@@ -179,7 +227,28 @@ def _normal(data, shape, dtype):
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
-  """Standard normal samples conditioned on ``lower < x < upper``."""
+  """Sample standard normal values truncated to ``(lower, upper)``.
+
+  Drawn by the inverse CDF, so every value lies strictly inside the bounds (up to rounding).
+
+  Args:
+    key: a PRNG key, typed or raw.
+    lower: lower bound, scalar or array broadcastable to ``shape``.
+    upper: upper bound, scalar or array broadcastable to ``shape``.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.truncated_normal(random.key(0), -1., 1., (3,))
+    Array([ 0.8618594,  0.9412883, -0.2910484], dtype=float32)
+  """
   data, _ = _check_key("truncated_normal", key)
   dtype = _float_dtype("truncated_normal", dtype)
   if shape is None:
@@ -203,7 +272,31 @@ def _truncated_normal_impl(data, lower, upper, *, shape, dtype):
 
 
 def bernoulli(key, p=np.float32(0.5), shape=None, mode="low"):
-  """Booleans that are True with probability ``p`` (bit-exact)."""
+  """Sample booleans that are True with probability ``p``.
+
+  ``p`` must be floating (TypeError otherwise); the samples compare uniform values in ``p``'s
+  dtype with ``p``. ``mode='high'`` draws twice as many bits for finer resolution of small
+  probabilities.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    p: probability of True, a float or floating array broadcastable to ``shape``.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    mode: ``"low"`` (default) or ``"high"``; anything else raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    A bool array of ``shape``.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.bernoulli(k, 0.5, (4,))
+    Array([False, False,  True,  True], dtype=bool)
+    >>> random.bernoulli(k, jnp.array([0., 1.]))
+    Array([False,  True], dtype=bool)
+  """
   data, _ = _check_key("bernoulli", key)
   if mode not in ("high", "low"):
     raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
@@ -243,8 +336,27 @@ def _clip_to(val, dtype):
 
 
 def randint(key, shape, minval, maxval, dtype=None):
-  """Integers in ``[minval, maxval)``, from two 32/64-bit draws reduced modulo the span
-  (bit-exact)."""
+  """Sample uniform random integers in ``[minval, maxval)``.
+
+  Two draws of random bits are reduced modulo the span, which keeps the bias negligible; dtypes
+  narrower than 32 bits sample in int32 and convert. Bounds outside the dtype's range are
+  clipped to it. A non-integer dtype raises TypeError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    minval: lower bound (inclusive), int or integer array broadcastable to ``shape``.
+    maxval: upper bound (exclusive), likewise.
+    dtype: optional integer dtype (default int32, int64 with x64).
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An integer array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.randint(random.key(0), (4,), 0, 10)
+    Array([9, 0, 2, 3], dtype=int32)
+  """
   data, _ = _check_key("randint", key)
   dtype = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
   if not (dtypes.is_int(dtype) or dtypes.is_unsigned_int(dtype)) or dtype == np.bool_:
@@ -306,8 +418,28 @@ def _shuffle_impl(data, x, *, axis):
 
 
 def permutation(key, x, axis: int = 0, independent: bool = False):
-  """A random permutation of ``range(x)`` (integer ``x``) or of ``x`` along ``axis``
-  (bit-exact)."""
+  """Randomly permute ``range(x)``, or the entries of ``x`` along an axis.
+
+  With an integer ``x`` (which must be concrete, not traced) the result is a shuffle of
+  ``arange(x)``. With an array, its slices along ``axis`` are shuffled together, or, with
+  ``independent=True``, each 1-d fiber along ``axis`` is shuffled on its own.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    x: a non-negative int, or an array of at least one dimension.
+    axis: the axis to permute along (static).
+    independent: if True, permute every fiber along ``axis`` independently.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    The permuted array (``x``'s shape and dtype), or a permutation of ``arange(x)``.
+
+  Examples:
+    >>> random.permutation(random.key(0), 5)
+    Array([0, 1, 4, 3, 2], dtype=int32)
+    >>> random.permutation(random.key(1), jnp.array([[1, 2], [3, 4], [5, 6]])).shape
+    (3, 2)
+  """
   data, _ = _check_key("permutation", key)
   if not isinstance(x, (Array, Tracer)):
     x = np.asarray(x)
@@ -336,7 +468,26 @@ def permutation(key, x, axis: int = 0, independent: bool = False):
 
 
 def gumbel(key, shape=(), dtype=None, mode=None):
-  """Standard Gumbel samples ``-log(-log(u))`` (bit-exact for the default mode 'low')."""
+  """Sample standard Gumbel random values.
+
+  Computed as ``-log(-log(u))`` with ``u`` uniform; ``mode='high'`` draws twice as many bits
+  to resolve the tail near ``u = 0``.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    mode: None or ``"low"`` (default), or ``"high"``; anything else raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.gumbel(random.key(0), (3,))
+    Array([ 2.9233725 ,  3.8326178 , -0.09689324], dtype=float32)
+  """
   data, _ = _check_key("gumbel", key)
   dtype = _float_dtype("gumbel", dtype)
   shape = _canonical_shape("gumbel", shape)
@@ -363,7 +514,33 @@ def _gumbel(data, shape, dtype, mode):
 
 
 def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, mode=None):
-  """Indices drawn with probabilities ``softmax(logits, axis)`` (Gumbel-max; bit-exact)."""
+  """Sample category indices with probabilities ``softmax(logits)`` along ``axis``.
+
+  Uses the Gumbel-max trick: the argmax over ``axis`` of ``logits`` plus Gumbel noise.
+  ``logits`` must be floating (TypeError) with at least one dimension (ValueError). Without
+  replacement the noisy logits are ranked once, so the draws along the extra leading axes of
+  ``shape`` are distinct.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    logits: floating array of unnormalized log-probabilities.
+    axis: the category axis of ``logits``.
+    shape: optional result shape (static): the batch shape of ``logits`` (its shape without
+      ``axis``) with optional extra leading axes of draws. None: the batch shape.
+    replace: if False, draw without replacement (at most as many draws as categories).
+    mode: None or ``"low"`` (default), or ``"high"``, as in :func:`gumbel`.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An int32 array of ``shape`` with indices into ``axis``.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.categorical(k, jnp.log(jnp.array([0.1, 0.2, 0.7])), shape=(5,))
+    Array([1, 2, 2, 1, 2], dtype=int32)
+    >>> random.categorical(k, jnp.array([[0., 9.], [9., 0.]]))
+    Array([1, 0], dtype=int32)
+  """
   data, _ = _check_key("categorical", key)
   logits = jnp.asarray(logits)
   if not dtypes.is_float(logits.dtype):
@@ -416,8 +593,32 @@ def _searchsorted_left(sorted_1d, v):
 
 
 def choice(key, a, shape=(), replace: bool = True, p=None, axis: int = 0, mode=None):
-  """Samples from ``a`` (an array, or ``range(a)`` for an integer), optionally weighted by
-  ``p`` (bit-exact)."""
+  """Sample entries of ``a`` (or of ``range(a)``), with or without replacement.
+
+  With an integer ``a`` (concrete, not traced) the draws are from ``arange(a)``; with an array,
+  slices along ``axis`` are drawn. ``p`` weights the draws (it need not be normalized). Drawing
+  more than the population without replacement raises ValueError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    a: a positive int, or an array to draw slices from.
+    shape: tuple of ints (static): the shape of the draws (it must be a sequence).
+    replace: if False, no entry is drawn twice.
+    p: optional 1-d array of weights of length ``a`` (or ``a.shape[axis]``).
+    axis: the axis of ``a`` to draw along.
+    mode: None or ``"low"`` (default), or ``"high"`` (for weighted draws without replacement).
+
+  Returns:
+    For an integer ``a``, an array of ``shape``; otherwise ``a``'s shape with ``axis``
+    replaced by ``shape``, of ``a``'s dtype.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.choice(k, 5, (3,), replace=False)
+    Array([0, 1, 4], dtype=int32)
+    >>> random.choice(k, jnp.array([10, 20, 30]), (4,), p=jnp.array([0.5, 0.5, 0.]))
+    Array([10, 10, 20, 20], dtype=int32)
+  """
   data, _ = _check_key("choice", key)
   if not isinstance(shape, (tuple, list)):
     raise TypeError(f"shape argument of hlox.random.choice must be a sequence, got {shape}")
@@ -471,7 +672,24 @@ def _choice_p_impl(data, p, *, shape, replace, mode):
 
 
 def exponential(key, shape=(), dtype=None):
-  """Exponential(1) samples ``-log1p(-u)``."""
+  """Sample standard exponential (rate 1) random values.
+
+  Computed as ``-log1p(-u)`` with ``u`` uniform on [0, 1); scale the result for other rates.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.exponential(random.key(0), (3,))
+    Array([2.950128  , 3.8434246 , 0.40390354], dtype=float32)
+  """
   data, _ = _check_key("exponential", key)
   dtype = _float_dtype("exponential", dtype)
   shape = _canonical_shape("exponential", shape)
@@ -484,7 +702,24 @@ def _exponential_impl(data, *, shape, dtype):
 
 
 def laplace(key, shape=(), dtype=None):
-  """Laplace(0, 1) samples."""
+  """Sample standard Laplace (location 0, scale 1) random values.
+
+  Drawn by the inverse CDF from a uniform value on (-1, 1).
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.laplace(random.key(0), (3,))
+    Array([-2.2569816 , -3.1502788 ,  0.40859544], dtype=float32)
+  """
   data, _ = _check_key("laplace", key)
   dtype = _float_dtype("laplace", dtype)
   shape = _canonical_shape("laplace", shape)
@@ -498,7 +733,24 @@ def _laplace_impl(data, *, shape, dtype):
 
 
 def logistic(key, shape=(), dtype=None):
-  """Standard logistic samples ``log(u) - log1p(-u)``."""
+  """Sample standard logistic random values.
+
+  Computed as ``log(u) - log1p(-u)`` with ``u`` uniform on (0, 1).
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.logistic(random.key(0), (3,))
+    Array([ 2.896376 ,  3.8217716, -0.6978392], dtype=float32)
+  """
   data, _ = _check_key("logistic", key)
   dtype = _float_dtype("logistic", dtype)
   shape = _canonical_shape("logistic", shape)
@@ -512,7 +764,24 @@ def _logistic_impl(data, *, shape, dtype):
 
 
 def cauchy(key, shape=(), dtype=None):
-  """Standard Cauchy samples ``tan(pi (u - 1/2))``."""
+  """Sample standard Cauchy random values.
+
+  Computed as ``tan(pi * (u - 1/2))`` with ``u`` uniform on (0, 1); heavy-tailed, with no mean.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.cauchy(random.key(0), (3,))
+    Array([ 6.0274944 , 14.837895  , -0.58172226], dtype=float32)
+  """
   data, _ = _check_key("cauchy", key)
   dtype = _float_dtype("cauchy", dtype)
   shape = _canonical_shape("cauchy", shape)
@@ -526,7 +795,26 @@ def _cauchy_impl(data, *, shape, dtype):
 
 
 def rademacher(key, shape=(), dtype=None):
-  """Uniform samples from {-1, +1}."""
+  """Sample -1 or +1 with equal probability.
+
+  Drawn from a fair ``bernoulli``; the dtype may be any numeric dtype.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional numeric dtype of the result (default int32, int64 with x64).
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype`` holding -1 and 1.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.rademacher(k, (4,))
+    Array([-1, -1,  1,  1], dtype=int32)
+    >>> random.rademacher(k, (2,), dtype=jnp.float32)
+    Array([-1., -1.], dtype=float32)
+  """
   dtype = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
   b = bernoulli(key, np.array(0.5, dtypes.default_float_dtype()), shape)
   b = lax.convert_element_type(b, dtype)
@@ -534,7 +822,25 @@ def rademacher(key, shape=(), dtype=None):
 
 
 def lognormal(key, sigma=np.float32(1.), shape=None, dtype=None):
-  """``exp(sigma * normal)`` samples."""
+  """Sample log-normal random values: ``exp(sigma * z)`` for standard normal ``z``.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    sigma: standard deviation of the underlying normal, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype`` of positive values.
+
+  Examples:
+    >>> random.lognormal(random.key(0), 0.5, (3,))
+    Array([2.2508795, 2.752838 , 0.8050932], dtype=float32)
+  """
   data, _ = _check_key("lognormal", key)
   dtype = _float_dtype("lognormal", dtype)
   if shape is None:
@@ -697,7 +1003,33 @@ def _param_shape(name, shape, *params):
 
 
 def gamma(key, a, shape=None, dtype=None):
-  """Gamma(a, 1) samples (Marsaglia-Tsang rejection, JAX's numbers)."""
+  """Sample Gamma random values of shape ``a`` and unit scale.
+
+  Drawn by Marsaglia and Tsang's rejection method with one key per element, so the values are
+  JAX's. Differentiable in ``a``: the derivative is that of the ``a``-quantile the sample
+  landed on (implicit reparameterization). Divide by a rate (or multiply by a scale) for other
+  scales.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    a: positive shape parameter, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype`` of positive values.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.gamma(k, 2., (3,))
+    Array([1.5897877, 1.7599413, 1.1290071], dtype=float32)
+    >>> random.gamma(k, jnp.array([0.5, 5.]))
+    Array([0.8845648, 4.8216043], dtype=float32)
+  """
   data, _ = _check_key("gamma", key)
   dtype = _float_dtype("gamma", dtype)
   shape = _param_shape("gamma", shape, a)
@@ -709,7 +1041,28 @@ def _gamma_impl(data, a, *, shape, dtype):
 
 
 def loggamma(key, a, shape=None, dtype=None):
-  """``log`` of Gamma(a, 1) samples, computed in log space (accurate for small ``a``)."""
+  """Sample the logarithm of Gamma random values of shape ``a``.
+
+  Computed in log space, so it stays accurate for small ``a`` where the Gamma samples
+  themselves underflow to zero. Differentiable in ``a`` like :func:`gamma`.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    a: positive shape parameter, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.loggamma(random.key(0), 0.01, (3,))
+    Array([ -11.478928,   -9.828522, -137.9457  ], dtype=float32)
+  """
   data, _ = _check_key("loggamma", key)
   dtype = _float_dtype("loggamma", dtype)
   shape = _param_shape("loggamma", shape, a)
@@ -721,7 +1074,29 @@ def _loggamma_impl(data, a, *, shape, dtype):
 
 
 def beta(key, a, b, shape=None, dtype=None):
-  """Beta(a, b) samples as ``Ga / (Ga + Gb)``."""
+  """Sample Beta(a, b) random values in [0, 1].
+
+  Computed as ``Ga / (Ga + Gb)`` from two Gamma samples, taken in log space for accuracy with
+  small parameters.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    a: positive first shape parameter, scalar or array.
+    b: positive second shape parameter, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.beta(random.key(0), 2., 3., (3,))
+    Array([0.23627362, 0.49045965, 0.68379486], dtype=float32)
+  """
   data, _ = _check_key("beta", key)
   dtype = _float_dtype("beta", dtype)
   shape = _param_shape("beta", shape, a, b)
@@ -739,7 +1114,31 @@ def _beta_impl(data, a, b, *, shape, dtype):
 
 
 def dirichlet(key, alpha, shape=None, dtype=None):
-  """Dirichlet(alpha) samples along the last axis."""
+  """Sample Dirichlet(alpha) random vectors along the last axis.
+
+  Each sample is a probability vector (non-negative, summing to 1) of length
+  ``alpha.shape[-1]``, made from normalized log-space Gamma samples. ``alpha`` must have at
+  least one dimension (ValueError).
+
+  Args:
+    key: a PRNG key, typed or raw.
+    alpha: positive concentration parameters, of shape ``(..., k)``.
+    shape: optional batch shape (static), broadcast-compatible with ``alpha.shape[:-1]``;
+      None: ``alpha.shape[:-1]``.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of shape ``shape + (k,)`` and ``dtype``.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.dirichlet(k, jnp.array([1., 2., 3.]))
+    Array([0.1422856 , 0.4048826 , 0.45283177], dtype=float32)
+    >>> random.dirichlet(k, jnp.ones(3), (2,)).shape
+    (2, 3)
+  """
   data, _ = _check_key("dirichlet", key)
   dtype = _float_dtype("dirichlet", dtype)
   ashape = _shape(alpha)
@@ -760,7 +1159,27 @@ def _dirichlet_impl(data, alpha, *, shape, dtype):
 
 
 def chisquare(key, df, shape=None, dtype=None):
-  """Chi-square(df) samples: ``2 * Gamma(df / 2)``."""
+  """Sample chi-square random values with ``df`` degrees of freedom.
+
+  Computed as ``2 * Gamma(df / 2)``.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    df: positive degrees of freedom, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.chisquare(random.key(0), 3., (3,))
+    Array([2.205084 , 2.4899669, 1.4557135], dtype=float32)
+  """
   data, _ = _check_key("chisquare", key)
   dtype = _float_dtype("chisquare", dtype)
   shape = _param_shape("chisquare", shape, df)
@@ -774,7 +1193,26 @@ def _chisquare_impl(data, df, *, shape, dtype):
 
 
 def t(key, df, shape=(), dtype=None):
-  """Student's t(df) samples: ``normal * sqrt(df / 2 / Gamma(df / 2))``."""
+  """Sample Student's t random values with ``df`` degrees of freedom.
+
+  Computed as ``z * sqrt(df / 2 / G)`` with ``z`` standard normal and ``G ~ Gamma(df / 2)``.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    df: positive degrees of freedom, scalar or array.
+    shape: tuple of ints (static): the result's shape, broadcast-compatible with ``df``'s
+      (ValueError otherwise); None: ``df``'s shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.t(random.key(0), 4., (3,))
+    Array([ 0.7160013, -2.417441 , -1.414403 ], dtype=float32)
+  """
   data, _ = _check_key("t", key)
   dtype = _float_dtype("t", dtype)
   shape = _param_shape("t", shape, df)
@@ -796,7 +1234,31 @@ def _t_impl(data, df, *, shape, dtype):
 
 
 def poisson(key, lam, shape=None, dtype=None):
-  """Poisson(lam) samples (Knuth for lam < 10, transformed rejection above; JAX's numbers)."""
+  """Sample Poisson random counts with rate ``lam``.
+
+  Knuth's product of uniforms for ``lam < 10`` and Hormann's transformed rejection above, each
+  in a ``lax.while_loop``, so the values are JAX's. Only the threefry2x32 PRNG is supported
+  (NotImplementedError for others); a non-integer dtype raises TypeError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    lam: non-negative rate, scalar or array (computed in float32).
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional integer dtype of the counts (default int32, int64 with x64).
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An integer array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> random.poisson(k, 3., (4,))
+    Array([0, 0, 4, 4], dtype=int32)
+    >>> random.poisson(k, jnp.array([1., 100.]))
+    Array([ 0, 95], dtype=int32)
+  """
   data, _ = _check_key("poisson", key)
   if data._impl is not threefry_prng_impl:
     raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
@@ -899,8 +1361,33 @@ def _cholesky(a):
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
-  """Samples ``mean + F z`` with ``F F^T = cov``: ``F`` the Cholesky factor, or from the
-  eigendecomposition (``method='eigh'``) or SVD (``'svd'``), which accept singular ``cov``."""
+  """Sample multivariate normal random vectors with mean ``mean`` and covariance ``cov``.
+
+  Computed as ``mean + F @ z`` with standard normal ``z`` and ``F @ F.T == cov``: ``F`` is the
+  Cholesky factor (default), or comes from an eigendecomposition (``'eigh'``) or SVD
+  (``'svd'``), which also accept singular covariances. Shapes that do not fit raise ValueError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    mean: mean vectors, of shape ``(..., n)``.
+    cov: covariance matrices, of shape ``(..., n, n)``.
+    shape: optional batch shape (static), broadcast-compatible with the batch shapes of
+      ``mean`` and ``cov``; None: their broadcast.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    method: ``"cholesky"``, ``"eigh"`` or ``"svd"``; anything else raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of shape ``shape + (n,)`` and ``dtype``.
+
+  Examples:
+    >>> cov = jnp.array([[1., 0.5], [0.5, 1.]])
+    >>> random.multivariate_normal(random.key(0), jnp.zeros(2), cov, (3,))
+    Array([[ 1.6226422 ,  2.5652518 ],
+           [-0.43359444, -0.28488183],
+           [ 0.1760909 , -0.7538085 ]], dtype=float32)
+  """
   data, _ = _check_key("multivariate_normal", key)
   if method not in ("svd", "eigh", "cholesky"):
     raise ValueError(f"multivariate_normal: method must be one of {{'svd', 'eigh', "
@@ -939,8 +1426,28 @@ def _mvn_impl(data, mean, cov, *, shape, dtype, method):
 
 
 def orthogonal(key, n: int, shape=(), dtype=None, m=None):
-  """Haar-random orthogonal ``n x m`` matrices (``m`` defaults to ``n``): QR of a Gaussian
-  matrix with the signs of R's diagonal made positive (Gram-Schmidt gives that directly)."""
+  """Sample random orthogonal (or unitary) matrices, uniformly (Haar measure).
+
+  Made from the QR factorization of a Gaussian matrix with the signs of ``R``'s diagonal
+  folded into ``Q``. With ``m != n`` the result has orthonormal columns (``n > m``) or rows
+  (``n < m``). A complex ``dtype`` gives unitary matrices.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    n: number of rows (a static int).
+    shape: tuple of ints (static): batch shape.
+    dtype: optional floating or complex dtype (default float32, float64 with x64).
+    m: optional number of columns (default ``n``).
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of shape ``shape + (n, m)`` and ``dtype``.
+
+  Examples:
+    >>> q = random.orthogonal(random.key(0), 3)
+    >>> bool(jnp.allclose(q @ q.T, jnp.eye(3), atol=1e-5))
+    True
+  """
   data, _ = _check_key("orthogonal", key)
   if dtype is not None and dtypes.is_complex(np.dtype(dtype)):  # unitary matrices
     dtype = dtypes.check_user_dtype(dtype)
@@ -992,7 +1499,27 @@ def _bcast(x, dtype, shape):
 
 
 def pareto(key, b, shape=None, dtype=None):
-  """Pareto(b) samples on ``[1, inf)``: ``exp(E / b)`` with ``E`` standard exponential."""
+  """Sample Pareto random values with shape ``b``, supported on [1, inf).
+
+  Computed as ``exp(E / b)`` with ``E`` standard exponential. Complex ``b`` raises TypeError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    b: positive shape parameter, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.pareto(random.key(0), 3., (3,))
+    Array([2.6734667, 3.6007476, 1.1441185], dtype=float32)
+  """
   data, _ = _check_key("pareto", key)
   dtype = _float_dtype("pareto", dtype)
   _check_real("pareto", b)
@@ -1006,8 +1533,26 @@ def _pareto_impl(data, b, *, shape, dtype):
 
 
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
-  """Weibull samples ``scale * E ** (1 / concentration)`` (inverse CDF; ``E`` standard
-  exponential). The result broadcasts ``shape`` with the parameters' shapes."""
+  """Sample Weibull random values with the given scale and concentration.
+
+  Computed by the inverse CDF as ``scale * E ** (1 / concentration)`` with ``E`` standard
+  exponential. The parameters broadcast against ``shape``. Complex parameters raise TypeError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    scale: positive scale, scalar or array.
+    concentration: positive shape parameter, scalar or array.
+    shape: tuple of ints (static): the shape of the uniform draws.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+
+  Returns:
+    An array of ``dtype`` of the broadcast of ``shape`` and the parameters' shapes.
+
+  Examples:
+    >>> random.weibull_min(random.key(0), 1., 2., (3,))
+    Array([1.7175937 , 1.9604654 , 0.63553405], dtype=float32)
+  """
   data, _ = _check_key("weibull_min", key)
   dtype = _float_dtype("weibull_min", dtype)
   _check_real("weibull_min", scale, concentration)
@@ -1021,7 +1566,24 @@ def _weibull_min_impl(data, scale, concentration, *, shape, dtype):
 
 
 def maxwell(key, shape=(), dtype=None):
-  """One-sided Maxwell samples: the length of a standard normal 3-vector."""
+  """Sample one-sided Maxwell random values.
+
+  Each value is the length of a vector of three independent standard normals.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.maxwell(random.key(0), (3,))
+    Array([2.6310966 , 0.99103284, 0.9649306 ], dtype=float32)
+  """
   data, _ = _check_key("maxwell", key)
   dtype = _float_dtype("maxwell", dtype)
   shape = _canonical_shape("maxwell", shape)
@@ -1034,8 +1596,27 @@ def _maxwell_impl(data, *, shape, dtype):
 
 
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
-  """Double-sided Maxwell samples ``loc + scale * sign * M``. As in JAX the result shape is
-  ``shape + broadcast(loc, scale)`` (``shape`` defaults to the parameters' shape)."""
+  """Sample double-sided Maxwell random values: ``loc + scale * s * M``.
+
+  ``M`` is a one-sided Maxwell sample and ``s`` a random sign. As in JAX the result shape is
+  ``shape + broadcast(loc, scale)``, with ``shape`` defaulting to the parameters' shape when
+  empty. Complex parameters raise TypeError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    loc: location, scalar or array.
+    scale: scale, scalar or array.
+    shape: tuple of ints (static): leading shape of the samples.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+
+  Returns:
+    An array of shape ``shape + broadcast(loc, scale)`` and ``dtype``.
+
+  Examples:
+    >>> random.double_sided_maxwell(random.key(0), 0., 1., (3,))
+    Array([ 1.5457209,  1.5741276, -2.0825305], dtype=float32)
+  """
   data, _ = _check_key("double_sided_maxwell", key)
   dtype = _float_dtype("double_sided_maxwell", dtype)
   _check_real("double_sided_maxwell", loc, scale)
@@ -1053,7 +1634,25 @@ def _double_sided_maxwell_impl(data, loc, scale, *, shape, dtype):
 
 
 def rayleigh(key, scale, shape=None, dtype=None):
-  """Rayleigh samples ``scale * sqrt(-2 log u)``."""
+  """Sample Rayleigh random values: ``scale * sqrt(-2 log u)`` for uniform ``u``.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    scale: positive scale, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.rayleigh(random.key(0), 2., (3,))
+    Array([0.65575665, 0.41620055, 2.9688284 ], dtype=float32)
+  """
   data, _ = _check_key("rayleigh", key)
   dtype = _float_dtype("rayleigh", dtype)
   _check_real("rayleigh", scale)
@@ -1068,8 +1667,27 @@ def _rayleigh_impl(data, scale, *, shape, dtype):
 
 
 def wald(key, mean, shape=None, dtype=None):
-  """Wald (inverse Gaussian, unit shape) samples with the given ``mean``
-  (Michael-Schucany-Haas transformation)."""
+  """Sample Wald (inverse Gaussian, unit shape) random values with mean ``mean``.
+
+  Uses the Michael-Schucany-Haas transformation of a normal and a uniform sample.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    mean: positive mean, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.wald(random.key(0), 1., (3,))
+    Array([0.3805977 , 0.41566527, 0.48107237], dtype=float32)
+  """
   data, _ = _check_key("wald", key)
   dtype = _float_dtype("wald", dtype)
   _check_real("wald", mean)
@@ -1093,8 +1711,27 @@ def _wald_impl(data, mean, *, shape, dtype):
 
 
 def geometric(key, p, shape=None, dtype=None):
-  """Geometric(p) samples: the number of Bernoulli(p) trials up to the first success
-  (``>= 1``), as integers."""
+  """Sample geometric random counts: the number of trials up to the first success.
+
+  Each trial succeeds with probability ``p``; the counts start at 1. A non-integer dtype
+  raises TypeError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    p: success probability in (0, 1], scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional integer dtype (default int32, int64 with x64).
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An integer array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.geometric(random.key(0), 0.3, (4,))
+    Array([1, 1, 4, 3], dtype=int32)
+  """
   data, _ = _check_key("geometric", key)
   dtype = _int_dtype("geometric", dtype)
   _check_real("geometric", p)
@@ -1113,7 +1750,29 @@ def _geometric_impl(data, p, *, shape, dtype):
 
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
-  """Triangular samples on ``[left, right]`` with peak at ``mode`` (inverse CDF)."""
+  """Sample triangular random values on ``[left, right]`` peaking at ``mode``.
+
+  Drawn by the inverse CDF from a uniform sample. Complex parameters raise TypeError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    left: lower limit, scalar or array.
+    mode: the peak, ``left <= mode <= right``.
+    right: upper limit.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.triangular(random.key(0), 0., 1., 3., (3,))
+    Array([2.4396448, 2.6415021, 0.998436 ], dtype=float32)
+  """
   data, _ = _check_key("triangular", key)
   dtype = _float_dtype("triangular", dtype)
   _check_real("triangular", left, mode, right)
@@ -1131,8 +1790,29 @@ def _triangular_impl(data, left, mode, right, *, shape, dtype):
 
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
-  """F(dfnum, dfden) samples: a ratio of chi-square samples, each over its degrees of
-  freedom."""
+  """Sample F-distributed random values.
+
+  Each value is the ratio of two independent chi-square samples, each divided by its degrees
+  of freedom. Complex parameters raise TypeError.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    dfnum: positive degrees of freedom of the numerator, scalar or array.
+    dfden: positive degrees of freedom of the denominator, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.f(random.key(0), 2., 5., (3,))
+    Array([2.8760655 , 0.04095018, 0.07408794], dtype=float32)
+  """
   data, _ = _check_key("f", key)
   dtype = _float_dtype("f", dtype)
   _check_real("f", dfnum, dfden)
@@ -1150,8 +1830,26 @@ def _f_impl(data, dfnum, dfden, *, shape, dtype):
 
 
 def generalized_normal(key, p, shape=(), dtype=None):
-  """Generalized normal samples, density proportional to ``exp(-|x| ** p)``:
-  ``sign * G ** (1/p)`` with ``G ~ Gamma(1/p)``."""
+  """Sample generalized normal random values, of density proportional to ``exp(-|x|**p)``.
+
+  Computed as ``s * G ** (1/p)`` with ``G ~ Gamma(1/p)`` and a random sign ``s``; ``p = 2``
+  gives a normal of variance 1/2, ``p = 1`` a Laplace.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    p: positive shape parameter (scalar or array broadcastable to ``shape``).
+    shape: tuple of ints (static): the result's shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype``.
+
+  Examples:
+    >>> random.generalized_normal(random.key(0), 1., (3,))
+    Array([ 0.6031933 ,  0.14317222, -1.2520036 ], dtype=float32)
+  """
   data, _ = _check_key("generalized_normal", key)
   dtype = _float_dtype("generalized_normal", dtype)
   _check_real("generalized_normal", p)
@@ -1167,8 +1865,28 @@ def _generalized_normal_impl(data, p, *, shape, dtype):
 
 
 def ball(key, d: int, p=2, shape=(), dtype=None):
-  """Uniform samples from the unit ``p``-norm ball in ``d`` dimensions, of shape
-  ``shape + (d,)`` (Barthe, Guedon, Mendelson and Naor's construction)."""
+  """Sample points uniformly from the unit ``p``-norm ball in ``d`` dimensions.
+
+  Uses the construction of Barthe, Guedon, Mendelson and Naor (generalized normal directions
+  scaled with an exponential sample). ``d`` must be a concrete non-negative int.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    d: the dimension (static int).
+    p: the norm's exponent (default 2).
+    shape: tuple of ints (static): batch shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of shape ``shape + (d,)`` and ``dtype``.
+
+  Examples:
+    >>> random.ball(random.key(0), 2, shape=(2,))
+    Array([[ 0.917222  ,  0.39276883],
+           [ 0.0426431 , -0.90932965]], dtype=float32)
+  """
   data, _ = _check_key("ball", key)
   dtype = _float_dtype("ball", dtype)
   _check_real("ball", p)
@@ -1276,8 +1994,29 @@ def _btrs(data, count, prob, shape, dtype, max_iters):
 
 
 def binomial(key, n, p, shape=None, dtype=None):
-  """Binomial(n, p) samples (as floats of ``dtype``). NaN or negative ``n`` and ``p``
-  outside ``[0, 1]`` give NaN; infinite ``n`` gives inf; non-integer ``n`` is floored."""
+  """Sample binomial random counts: successes in ``n`` trials of probability ``p``.
+
+  Inversion for small ``n * min(p, 1 - p)`` and Hormann's BTRS rejection otherwise, so the
+  values are JAX's. The counts are returned as floats. NaN or negative ``n`` and ``p`` outside
+  [0, 1] give NaN; infinite ``n`` gives inf; a non-integer ``n`` is floored.
+
+  Args:
+    key: a PRNG key, typed or raw.
+    n: number of trials, scalar or array.
+    p: success probability, scalar or array.
+    shape: optional tuple of ints (static): the result's shape; it must be the broadcast of
+      itself with the parameters' shapes (ValueError otherwise). None: the parameters'
+      broadcast shape.
+    dtype: optional floating dtype of the samples (default float32, float64 with x64); a
+      non-floating dtype raises ValueError.
+
+  Returns:
+    A floating array of ``shape`` and ``dtype`` holding whole numbers.
+
+  Examples:
+    >>> random.binomial(random.key(0), 10., 0.5, (4,))
+    Array([6., 7., 5., 6.], dtype=float32)
+  """
   data, _ = _check_key("binomial", key)
   dtype = _float_dtype("binomial", dtype)
   _check_real("binomial", n, p)
@@ -1316,9 +2055,28 @@ def _binomial_impl(data, count, prob, *, shape, dtype):
 
 
 def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
-  """Multinomial(n, p) counts over the last axis of ``p`` (as floats of ``dtype``): one
-  binomial per category on what the earlier ones left. ``shape``, when given, is the full
-  result shape (``p`` broadcast to it, ``n`` to ``shape[:-1]``), as JAX's code does."""
+  """Sample multinomial counts: ``n`` draws over the categories of ``p``'s last axis.
+
+  One binomial per category, on the draws the earlier categories left (a ``lax.scan``). The
+  counts are returned as floats. ``p`` must have at least one dimension (ValueError).
+
+  Args:
+    key: a PRNG key, typed or raw.
+    n: number of draws, scalar or array broadcastable to ``shape[:-1]``.
+    p: category probabilities, of shape ``(..., k)``.
+    shape: optional full result shape (static, keyword-only), ending with ``k``; ``p``
+      broadcasts to it and ``n`` to ``shape[:-1]``. None: the broadcast of the two.
+    dtype: optional floating dtype of the counts (keyword-only); a non-floating dtype raises
+      ValueError.
+    unroll: the unroll factor of the scan over categories (keyword-only).
+
+  Returns:
+    A floating array of counts summing to ``n`` along the last axis.
+
+  Examples:
+    >>> random.multinomial(random.key(0), 10., jnp.array([0.2, 0.3, 0.5]))
+    Array([1., 1., 8.], dtype=float32)
+  """
   data, _ = _check_key("multinomial", key)
   dtype = _float_dtype("multinomial", dtype)
   _check_real("multinomial", n, p)

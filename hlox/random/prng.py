@@ -1021,8 +1021,28 @@ def _eager_jit(cache_key, fn, *static):
 
 
 def PRNGKey(seed, *, impl=None) -> Array:
-  """A raw key: the ``uint32`` data of ``key(seed, impl=impl)`` (for threefry2x32,
-  ``uint32[2]`` = (high 32 bits, low 32 bits) of the integer seed)."""
+  """A raw (legacy) PRNG key for an integer seed: an array of ``uint32`` words.
+
+  The same words as ``key_data(key(seed, impl=impl))``; for the default threefry2x32 it is a
+  ``uint32[2]`` holding the high and low 32 bits of the seed. Every ``hlox.random`` function
+  accepts raw keys as well as typed ones. The seed may be a Python int, a NumPy integer or an
+  integer (scalar) array, traced or not; a non-integer seed raises TypeError.
+
+  Args:
+    seed: integer seed (64 bits are used when it does not fit in 32).
+    impl: optional PRNG implementation name (``"threefry2x32"``, ``"rbg"``,
+      ``"unsafe_rbg"``, ...); the ``default_prng_impl`` option when None.
+
+  Returns:
+    A ``uint32`` array of the implementation's key shape.
+
+  Examples:
+    >>> random.PRNGKey(42)
+    Array([ 0, 42], dtype=uint32)
+
+  See also:
+    :func:`hlox.random.key`, the typed-key equivalent.
+  """
   return _seed_key_data("PRNGKey", seed, resolve_impl(impl))
 
 
@@ -1033,22 +1053,75 @@ def _impl_or_dtype(name, impl, dtype):
 
 
 def key(seed, *, impl=None, dtype=None) -> PRNGKeyArray:
-  """A typed scalar key for ``seed`` of implementation ``impl`` (a name; the
-  ``default_prng_impl`` option when None), or of the key dtype ``dtype``."""
+  """A typed PRNG key for an integer seed.
+
+  A typed key is a scalar array of a key dtype (``key<fry>`` for threefry2x32) that wraps the
+  implementation's ``uint32`` words; arithmetic on it is refused, and the implementation
+  travels with it, so samplers need no ``impl`` argument. Works under ``jit`` with a traced
+  seed. A non-integer seed raises TypeError; giving both ``impl`` and ``dtype`` raises
+  ValueError.
+
+  Args:
+    seed: integer seed (Python int, NumPy integer or integer scalar array).
+    impl: optional PRNG implementation name; the ``default_prng_impl`` option when None.
+    dtype: optional key dtype (``key_dtype(impl)``), another way to say ``impl``.
+
+  Returns:
+    A scalar typed key array.
+
+  Examples:
+    >>> k = random.key(0)
+    >>> k.dtype
+    key<fry>
+    >>> random.key_data(k)
+    Array([0, 0], dtype=uint32)
+  """
   impl = _impl_or_dtype("key", impl, dtype)
   return PRNGKeyArray(_seed_key_data("key", seed, impl), impl)
 
 
 def key_data(keys):
-  """The ``uint32`` data under typed keys (raw keys are returned as they are)."""
+  """The ``uint32`` words under typed keys.
+
+  Raw keys are returned as they are. Works on key arrays of any shape and under ``jit``,
+  ``vmap`` and ``grad`` (the words are not differentiable).
+
+  Args:
+    keys: typed or raw key array.
+
+  Returns:
+    A ``uint32`` array of shape ``keys.shape + key_shape`` (``(2,)`` per key for threefry2x32).
+
+  Examples:
+    >>> random.key_data(random.key(7))
+    Array([0, 7], dtype=uint32)
+  """
   if isinstance(keys, PRNGKeyArray):
     return _use("random_unwrap", keys)
   return _check_key("key_data", keys, allow_batched=True)[0]._base
 
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> PRNGKeyArray:
-  """Typed keys of implementation ``impl`` (or key dtype ``dtype``) from their
-  ``uint32[..., *key_shape]`` data."""
+  """Wrap ``uint32`` key words as typed keys: the inverse of ``key_data``.
+
+  The trailing axes of ``key_bits_array`` must be the implementation's key shape (``(2,)`` for
+  threefry2x32) and its dtype uint32, else TypeError; an already typed key raises TypeError too.
+
+  Args:
+    key_bits_array: ``uint32`` array of shape ``batch_shape + key_shape``.
+    impl: optional PRNG implementation name; the ``default_prng_impl`` option when None.
+    dtype: optional key dtype, another way to say ``impl``.
+
+  Returns:
+    A typed key array of shape ``batch_shape``.
+
+  Examples:
+    >>> k = random.wrap_key_data(jnp.array([0, 7], dtype=jnp.uint32))
+    >>> k.dtype
+    key<fry>
+    >>> random.key_data(k)
+    Array([0, 7], dtype=uint32)
+  """
   impl = _impl_or_dtype("wrap_key_data", impl, dtype)
   if isinstance(key_bits_array, PRNGKeyArray):
     raise TypeError("wrap_key_data: the argument is already a typed key")
@@ -1065,20 +1138,59 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> PRNGKeyArray:
 
 
 def key_dtype(impl=None) -> KeyDtype:
-  """The dtype of typed keys made with PRNG implementation ``impl``."""
+  """The key dtype of typed keys made with a PRNG implementation.
+
+  Args:
+    impl: PRNG implementation name (or spec); the ``default_prng_impl`` option when None.
+      Unknown names raise ValueError.
+
+  Returns:
+    The ``KeyDtype`` (printed ``key<fry>`` for threefry2x32).
+
+  Examples:
+    >>> random.key_dtype()
+    key<fry>
+    >>> random.key(0).dtype == random.key_dtype()
+    True
+  """
   return _key_dtype_of(resolve_impl(impl))
 
 
 def key_impl(keys):
-  """The PRNG implementation behind ``keys`` (typed, or raw: the default): its name when
-  it is registered under it, else a ``PRNGSpec``."""
+  """The PRNG implementation of a key array.
+
+  Raw keys are taken to be of the default implementation.
+
+  Args:
+    keys: typed or raw key array.
+
+  Returns:
+    The implementation's name when it is registered under it, else a ``PRNGSpec``.
+
+  Examples:
+    >>> random.key_impl(random.key(0))
+    'threefry2x32'
+  """
   impl = _check_key("key_impl", keys, allow_batched=True)[0]._impl
   return impl.name if prngs.get(impl.name) is impl else PRNGSpec(impl)
 
 
 def clone(key):
-  """A copy of ``key`` that the key-reuse checker sees as a fresh, unconsumed key (its
-  values are the same)."""
+  """A copy of a key that the key-reuse checker treats as fresh.
+
+  The values are unchanged; only under ``debug_key_reuse`` does it matter, where it lets a
+  key be consumed again deliberately. Raw keys are returned as they are.
+
+  Args:
+    key: typed or raw key array.
+
+  Returns:
+    A key array equal to ``key``.
+
+  Examples:
+    >>> random.key_data(random.clone(random.key(3)))
+    Array([0, 3], dtype=uint32)
+  """
   keys, raw = _check_key("clone", key, allow_batched=True)
   if raw:
     return key
@@ -1153,13 +1265,48 @@ def _canonical_shape(name, shape):
 
 
 def split(key, num=2):
-  """``num`` (an int or a shape) new keys from ``key``, along new leading axes."""
+  """Split a PRNG key into ``num`` new, independent keys.
+
+  Use each new key once, and do not use ``key`` again after splitting it. Raw keys give raw
+  keys (their ``uint32`` words on a trailing axis), typed keys give typed keys. To split many
+  keys, ``vmap`` this function.
+
+  Args:
+    key: a scalar key, typed or raw.
+    num: int, or a tuple of ints: the number (or shape) of keys to make.
+
+  Returns:
+    Keys of shape ``(num,)`` (or ``num``), of the kind of ``key``.
+
+  Examples:
+    >>> random.split(random.PRNGKey(0))
+    Array([[1797259609, 2579123966],
+           [ 928981903, 3453687069]], dtype=uint32)
+    >>> random.split(random.key(0), (2, 3)).shape
+    (2, 3)
+  """
   keys, raw = _check_key("split", key)
   return _return_keys(raw, split_keys(keys, _canonical_shape("split", num)))
 
 
 def fold_in(key, data):
-  """A new key that is a deterministic function of ``key`` and the 32-bit integer ``data``."""
+  """Fold an integer into a PRNG key, giving a new key.
+
+  The new key is a deterministic function of ``key`` and ``data`` (only its low 32 bits are
+  used), so ``fold_in(key, i)`` for a step or device index ``i`` gives distinct streams. An
+  array ``data`` must be scalar (TypeError otherwise; ``vmap`` for batches).
+
+  Args:
+    key: a scalar key, typed or raw.
+    data: a 32-bit integer (Python int or integer scalar array, traced or not).
+
+  Returns:
+    A new key of the kind of ``key``.
+
+  Examples:
+    >>> random.key_data(random.fold_in(random.key(0), 1))
+    Array([ 928981903, 3453687069], dtype=uint32)
+  """
   keys, raw = _check_key("fold_in", key)
   dshape = get_aval(data).shape if isinstance(data, (Array, Tracer)) else np.shape(data)
   if dshape:
@@ -1197,7 +1344,24 @@ def random_bits(data, bit_width: int, shape):
 
 
 def bits(key, shape=(), dtype=None):
-  """Random bits of an unsigned ``dtype`` (default uint32; uint64 with x64)."""
+  """Sample uniformly random bits as unsigned integers.
+
+  Every bit is independently 0 or 1 with equal chance; other dtypes than unsigned ones raise
+  ValueError.
+
+  Args:
+    key: a scalar key, typed or raw.
+    shape: tuple of ints: the result's shape (static).
+    dtype: an unsigned integer dtype (default uint32; uint64 with x64 enabled).
+    out_sharding: optional sharding of the result (keyword-only).
+
+  Returns:
+    An array of ``shape`` and ``dtype`` with random bits.
+
+  Examples:
+    >>> random.bits(random.key(0), (3,))
+    Array([4070199207, 4202968722, 1427181096], dtype=uint32)
+  """
   keys, _ = _check_key("bits", key)
   dtype = np.dtype(np.uint64 if dtypes.x64_enabled() else np.uint32) if dtype is None \
       else dtypes.check_user_dtype(dtype)

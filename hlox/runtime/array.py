@@ -977,13 +977,43 @@ def _nested_sequence_to_numpy(x):
 
 
 def device_get(tree):
-  """Copy every Array in ``tree`` back to NumPy (other leaves are returned unchanged)."""
+  """Copy every Array in a pytree to the host, as NumPy arrays.
+
+  The transfer is explicit, so it is allowed under ``transfer_guard("disallow")``. Leaves that
+  are not Arrays are returned unchanged.
+
+  Args:
+    tree: a pytree of Arrays and other values.
+
+  Returns:
+    A pytree of the same structure with each Array replaced by a ``numpy.ndarray``.
+
+  Examples:
+    >>> hlox.device_get({"a": jnp.arange(2), "b": 1.5})
+    {'a': array([0, 1], dtype=int32), 'b': 1.5}
+  """
   with transfer_guard.explicit():
     return tree_util.tree_map(lambda x: x._value() if isinstance(x, Array) else x, tree)
 
 
 def block_until_ready(tree):
-  """Wait for every Array in ``tree`` to be computed; returns ``tree``."""
+  """Wait until every Array in a pytree has been computed.
+
+  hlox dispatches computations asynchronously: an Array may be returned before its values
+  exist. This blocks until they do (useful for timing), raising any error the computation hit.
+  Leaves that are not Arrays are ignored; a deleted (or donated) Array raises
+  ``DeletedArrayError`` (a RuntimeError).
+
+  Args:
+    tree: a pytree whose Array leaves to wait for.
+
+  Returns:
+    ``tree`` itself.
+
+  Examples:
+    >>> hlox.block_until_ready((jnp.ones(2), 1))
+    (Array([1., 1.], dtype=float32), 1)
+  """
   arrays = [leaf for leaf in tree_util.tree_leaves(tree) if isinstance(leaf, Array)]
   if client._distributed is None:
     # One wait for them all (jaxlib's batched wait, as JAX's): a leaf's own wait costs a

@@ -287,13 +287,38 @@ def _check_backend(backend):
 
 
 def devices(backend: str | None = None) -> list:
-  """All devices of ``backend`` (default: the default platform), in every process of a
-  multi-process run."""
+  """All devices of a platform, in every process of a multi-process run.
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    A list of jaxlib ``Device`` objects, ordered by id.
+
+  Examples:
+    >>> len(hlox.devices()) == hlox.device_count()
+    True
+  """
   return list(get_client(backend).devices())
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
-  """The devices of process ``process_index`` (default: this process)."""
+  """The devices attached to one process (by default this one).
+
+  Args:
+    process_index: optional index of the process whose devices to list (default: this
+      process); an index outside ``range(process_count())`` raises ValueError.
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    A list of jaxlib ``Device`` objects.
+
+  Examples:
+    >>> hlox.local_devices()[0] in hlox.devices()
+    True
+  """
   client = get_client(backend)
   if process_index is None:
     return list(client.local_devices())
@@ -305,27 +330,89 @@ def local_devices(process_index: int | None = None, backend: str | None = None) 
 
 
 def device_count(backend: str | None = None) -> int:
-  """How many devices there are, in all processes together."""
+  """How many devices a platform has, in all processes together.
+
+  On the CPU the count is 1 unless ``HLOX_NUM_CPU_DEVICES`` asks for more before the first
+  device use.
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    An int.
+
+  Examples:
+    >>> hlox.device_count() >= 1
+    True
+  """
   return get_client(backend).device_count()
 
 
 def local_device_count(backend: str | None = None) -> int:
-  """How many devices this process drives."""
+  """How many devices this process drives.
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    An int (equal to ``device_count()`` in a single-process run).
+
+  Examples:
+    >>> hlox.local_device_count() == len(hlox.local_devices())
+    True
+  """
   return get_client(backend).local_device_count()
 
 
 def default_backend() -> str:
-  """The default platform's name: "gpu" when a GPU came up, else "tpu" or "cpu"."""
+  """The name of the default platform: ``"gpu"`` when a GPU came up, else ``"tpu"`` or
+  ``"cpu"``.
+
+  Returns:
+    A str.
+
+  Examples:
+    >>> hlox.default_backend() in ("cpu", "gpu", "tpu")
+    True
+  """
   return _canonical(get_client().platform)
 
 
 def process_index(backend: str | None = None) -> int:
-  """This process's index in a multi-process run (0 when there is one process)."""
+  """This process's index in a multi-process run (0 when there is one process).
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    An int in ``range(process_count())``.
+
+  Examples:
+    >>> hlox.process_index()
+    0
+  """
   return get_client(backend).process_index()
 
 
 def process_count(backend: str | None = None) -> int:
-  """How many processes take part (1 unless ``hlox.distributed.initialize`` said more)."""
+  """How many processes take part in the run.
+
+  1 unless ``hlox.distributed.initialize`` set up more.
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    An int.
+
+  Examples:
+    >>> hlox.process_count()
+    1
+  """
   return max((d.process_index for d in get_client(backend).devices()), default=0) + 1
 
 
@@ -336,24 +423,81 @@ def _renamed(old: str, new: str) -> None:
 
 
 def host_count(backend: str | None = None) -> int:
-  """Deprecated alias of ``process_count`` (JAX keeps it, with a warning)."""
+  """Deprecated alias of :func:`hlox.process_count`; warns (UserWarning) when called.
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    The number of processes.
+
+  Examples:
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...   warnings.simplefilter("ignore")
+    ...   hlox.host_count()
+    1
+  """
   _renamed("host_count", "process_count")
   return process_count(backend)
 
 
 def host_id(backend: str | None = None) -> int:
-  """Deprecated alias of ``process_index`` (JAX keeps it, with a warning)."""
+  """Deprecated alias of :func:`hlox.process_index`; warns (UserWarning) when called.
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    This process's index.
+
+  Examples:
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...   warnings.simplefilter("ignore")
+    ...   hlox.host_id()
+    0
+  """
   _renamed("host_id", "process_index")
   return process_index(backend)
 
 
 def process_indices(backend: str | None = None) -> list:
-  """The indices of the processes taking part: ``list(range(process_count()))``."""
+  """The indices of the processes taking part: ``list(range(process_count()))``.
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    A list of ints.
+
+  Examples:
+    >>> hlox.process_indices()
+    [0]
+  """
   return list(range(process_count(backend)))
 
 
 def host_ids(backend: str | None = None) -> list:
-  """Deprecated alias of ``process_indices`` (JAX keeps it, with a warning)."""
+  """Deprecated alias of :func:`hlox.process_indices`; warns (UserWarning) when called.
+
+  Args:
+    backend: optional platform name (``"cpu"``, ``"tpu"``, ``"gpu"``) or client; default: the
+      default platform. An unknown name raises RuntimeError.
+
+  Returns:
+    A list of the process indices.
+
+  Examples:
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...   warnings.simplefilter("ignore")
+    ...   hlox.host_ids()
+    [0]
+  """
   _renamed("host_ids", "process_indices")
   return process_indices(backend)
 

@@ -15,12 +15,25 @@ from hlox.runtime import array as array_lib
 
 
 def live_arrays(platform_name: str | None = None) -> list:
-  """Every hlox Array of this process whose buffers are still alive (not deleted), as JAX's
-  ``jax.live_arrays()``; ``platform_name`` keeps those on that platform only.
+  """Every hlox Array of this process whose buffers are still alive (not deleted).
 
   Found by walking the garbage collector's objects, so the call costs time in proportion to
   the live objects, and creating arrays costs nothing extra. The scalar buffers hlox shares
-  between calls internally (never handed to user code) are left out."""
+  between calls internally (never handed to user code) are left out. Useful to find what
+  holds device memory.
+
+  Args:
+    platform_name: optional platform (``"cpu"``, ...): keep only Arrays on it; an unknown
+      name raises RuntimeError.
+
+  Returns:
+    A list of Arrays.
+
+  Examples:
+    >>> x = jnp.arange(3)
+    >>> any(a is x for a in hlox.live_arrays())
+    True
+  """
   if platform_name is not None:
     client._check_backend(platform_name)
   internal = {id(a) for a in array_lib._scalar_buffers.values()}
@@ -51,8 +64,22 @@ def jaxlib_version() -> str:
 
 
 def print_environment_info(return_string: bool = False):
-  """Print (or, with ``return_string=True``, return) hlox's, jaxlib's, NumPy's and Python's
-  versions, the devices and the platform: what a bug report should include."""
+  """Print the versions and devices that a bug report should include.
+
+  Lists hlox's, jaxlib's, NumPy's and Python's versions, the devices, the process count and
+  the platform.
+
+  Args:
+    return_string: if True, return the text instead of printing it.
+
+  Returns:
+    The text when ``return_string`` is True, else None.
+
+  Examples:
+    >>> print(hlox.print_environment_info(return_string=True))  # doctest: +ELLIPSIS
+    hlox: ...
+    jaxlib: ...
+  """
   devices = client.devices()
   lines = [
       f"hlox:    {version.hlox_version} (JAX {version.__version__} API)",

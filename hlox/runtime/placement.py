@@ -332,10 +332,27 @@ def _is_shape(s) -> bool:
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
-  """The Array laid out by ``sharding`` from this process's data (or a tree of them, each
-  leaf laid out alike): in one process the local data is the whole array. ``sharding`` may
-  be a ``PartitionSpec`` over the current mesh; ``global_shape`` one shape for every leaf or
-  a tree of them."""
+  """Build a global Array from this process's part of the data.
+
+  In a single-process run the local data is the whole array. Applies to a pytree of local
+  arrays too, each leaf laid out alike. A ``PartitionSpec`` needs a current mesh
+  (``set_mesh``), else ValueError.
+
+  Args:
+    sharding: a ``Sharding``, or a ``PartitionSpec`` over the current mesh.
+    local_data: this process's data (array-like, or a pytree of them).
+    global_shape: optional global shape (one for every leaf, or a pytree of them); default:
+      inferred from the local data.
+
+  Returns:
+    An Array (or pytree of Arrays) laid out by ``sharding``.
+
+  Examples:
+    >>> from hlox.sharding import PartitionSpec as P
+    >>> s = hlox.NamedSharding(hlox.make_mesh((1,), ("x",)), P("x"))
+    >>> hlox.make_array_from_process_local_data(s, np.arange(4.))
+    Array([0., 1., 2., 3.], dtype=float32)
+  """
   if isinstance(sharding, sharding_lib.PartitionSpec):
     mesh = sharding_lib.current_mesh()
     if mesh is None or mesh.empty:

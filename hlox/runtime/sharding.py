@@ -643,10 +643,26 @@ def get_abstract_mesh() -> AbstractMesh:
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
-  """A mesh of the given shape over the first ``prod(axis_shapes)`` devices (in order).
+  """Make a device mesh of the given shape over the first ``prod(axis_shapes)`` devices.
 
-  As JAX, ``axis_types`` defaults to ``AxisType.Explicit`` for every axis (hlox lets XLA
-  propagate explicit shardings like automatic ones)."""
+  The devices are taken in order. As in JAX, ``axis_types`` defaults to
+  ``AxisType.Explicit`` for every axis (hlox lets XLA propagate explicit shardings like
+  automatic ones). Too few devices, or sizes that are not ints, raise ValueError.
+
+  Args:
+    axis_shapes: sequence of ints: the mesh's size along each axis.
+    axis_names: sequence of names (or one str), one per axis.
+    axis_types: optional sequence of ``AxisType`` (Explicit, Auto or Manual) per axis.
+    devices: optional sequence of devices to use (keyword-only; default: all devices).
+
+  Returns:
+    A ``Mesh``.
+
+  Examples:
+    >>> mesh = hlox.make_mesh((1,), ("x",))
+    >>> mesh.shape, mesh.axis_names
+    ({'x': 1}, ('x',))
+  """
   try:
     sizes = tuple(int(s) for s in axis_shapes)
   except TypeError:
