@@ -3463,11 +3463,11 @@ class _PmapLowered(Lowered):
 
   def __init__(self, lowering, staged, in_tree, donated_invars, name):
     super().__init__(lowering.lowered, staged, in_tree, donated_invars, f"pmap({name})")
-    self._lowering = lowering
+    self._pmap_lowering = lowering
 
   def compile(self, compiler_options: dict | None = None) -> "_PmapCompiled":
     """Compile with XLA for the replicas; ``compiler_options`` as for jit's ``compile``."""
-    return _PmapCompiled(self._lowering.compile(compiler_options), self._traced,
+    return _PmapCompiled(self._pmap_lowering.compile(compiler_options), self._traced,
                          self.in_tree, self._name)
 
 
