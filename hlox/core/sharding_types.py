@@ -589,33 +589,34 @@ def jaxpr_out_splits(jaxpr, in_splits) -> list:
   return [read(v) if hasattr(v, "sharding") else None for v in jaxpr.outvars]
 
 
-def concatenate_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
-  """Operands joined along ``dimension`` must be split alike; the result is split as they
-  are."""
-  mesh = mesh_of(in_shardings)
-  if mesh is None:
+def _split_alike(in_avals, in_shardings, op: str):
+  """The operands' common split (entries per dimension) when ``op`` needs them split alike,
+  or None outside a mesh; ShardingTypeError when they differ."""
+  if mesh_of(in_shardings) is None:
     return None
   all_entries = [entries_of(s, len(a.shape)) for a, s in zip(in_avals, in_shardings)]
   if any(e != all_entries[0] for e in all_entries[1:]):
     raise ShardingTypeError(
-        "All operands should have the same sharding for concatenate. Got "
+        f"All operands should have the same sharding for {op}. Got "
         f"{', '.join(_spec_str(e) for e in all_entries)}")
-  return TypeSharding(mesh, all_entries[0])
+  return all_entries[0]
+
+
+def concatenate_rule(in_avals, in_shardings, out_avals, *, dimension, **params):
+  """Operands joined along ``dimension`` must be split alike; the result is split as they
+  are."""
+  entries = _split_alike(in_avals, in_shardings, "concatenate")
+  return None if entries is None else TypeSharding(mesh_of(in_shardings), entries)
 
 
 def stack_rule(in_avals, in_shardings, out_avals, *, axis, **params):
   """Operands stacked along a new ``axis`` must be split alike; the new axis is whole."""
-  mesh = mesh_of(in_shardings)
-  if mesh is None:
+  entries = _split_alike(in_avals, in_shardings, "stack")
+  if entries is None:
     return None
-  all_entries = [entries_of(s, len(a.shape)) for a, s in zip(in_avals, in_shardings)]
-  if any(e != all_entries[0] for e in all_entries[1:]):
-    raise ShardingTypeError(
-        "All operands should have the same sharding for stack. Got "
-        f"{', '.join(_spec_str(e) for e in all_entries)}")
-  entries = list(all_entries[0])
+  entries = list(entries)
   entries.insert(axis, None)
-  return TypeSharding(mesh, entries)
+  return TypeSharding(mesh_of(in_shardings), entries)
 
 
 def unstack_rule(in_avals, in_shardings, out_avals, *, axis, **params):

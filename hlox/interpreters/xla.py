@@ -809,25 +809,36 @@ def lower_call(ctx: LoweringRuleContext, closed: ClosedJaxpr, args, name: str = 
   key = (id(closed.jaxpr), name)
   entry = mctx.lowered_calls.get(key)
   if entry is None:
-    fn_name = mctx.unique_name(name)
-    in_types = [aval_to_ir_type(a) for a in closed.in_avals]
+    fn = private_function(mctx, name, closed,
+                          scope=source_info_lib.EMPTY if scope is None else scope)
     out_types = [aval_to_ir_type(a) for a in closed.out_avals]
-    with ir.InsertionPoint(mctx.module.body):
-      fn = func_dialect.FuncOp(fn_name, ir.FunctionType.get(in_types, out_types))
-      fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
-      block = fn.add_entry_block()
-      outer, mctx.scope = mctx.scope, source_info_lib.EMPTY if scope is None else scope
-      try:
-        with ir.InsertionPoint(block):
-          consts = [ir_constant(np.asarray(c)) for c in closed.consts]
-          outs = lower_jaxpr(mctx, closed.jaxpr, consts, list(block.arguments))
-          func_dialect.ReturnOp(outs)
-      finally:
-        mctx.scope = outer
+    fn_name = fn.name.value
     entry = mctx.lowered_calls[key] = (fn_name, out_types, closed)  # keep jaxpr alive
   fn_name, out_types, _ = entry
   call = func_dialect.CallOp(out_types, ir.FlatSymbolRefAttr.get(fn_name), list(args))
   return list(call.results)
+
+
+def private_function(mctx: ModuleContext, name: str, closed, scope=None):
+  """A private ``func.func`` of the module, named ``name`` (made unique), computing the
+  closed jaxpr ``closed``; returns the ``FuncOp``. Its ops are named under ``scope`` (a name
+  stack) when given, else under the caller's."""
+  in_types = [aval_to_ir_type(a) for a in closed.in_avals]
+  out_types = [aval_to_ir_type(a) for a in closed.out_avals]
+  with ir.InsertionPoint(mctx.module.body):
+    fn = func_dialect.FuncOp(mctx.unique_name(name), ir.FunctionType.get(in_types, out_types))
+    fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    block = fn.add_entry_block()
+    outer = mctx.scope
+    if scope is not None:
+      mctx.scope = scope
+    try:
+      with ir.InsertionPoint(block):
+        consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+        func_dialect.ReturnOp(lower_jaxpr(mctx, closed.jaxpr, consts, list(block.arguments)))
+    finally:
+      mctx.scope = outer
+  return fn
 
 
 def lower_fun(fun: Callable, multiple_results: bool = True) -> Callable:

@@ -28,7 +28,6 @@ from hlox.lax.control_flow import _batch_jaxpr, _memo, _switch, _trace_fun
 from hlox.lax.utils import standard_primitive
 
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 __all__ = ["optimization_barrier", "optimization_barrier_p", "dce_sink", "dce_sink_p",
@@ -202,16 +201,8 @@ def _composite_lowering(ctx, *args, name, attributes, version, jaxpr):
   mctx = ctx.module_context
   # The decomposition is a private function named as the composite (MLIR symbols may
   # contain dots), as JAX names it.
-  fn_name = mctx.unique_name(name)
-  in_types = [xla.aval_to_ir_type(a) for a in jaxpr.in_avals]
+  fn_name = xla.private_function(mctx, name, jaxpr).name.value
   out_types = [xla.aval_to_ir_type(a) for a in jaxpr.out_avals]
-  with ir.InsertionPoint(mctx.module.body):
-    fn = func_dialect.FuncOp(fn_name, ir.FunctionType.get(in_types, out_types))
-    fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
-    block = fn.add_entry_block()
-    with ir.InsertionPoint(block):
-      consts = [xla.ir_constant(np.asarray(c)) for c in jaxpr.consts]
-      func_dialect.ReturnOp(xla.lower_jaxpr(mctx, jaxpr.jaxpr, consts, list(block.arguments)))
   attrs = {k: _attribute(v) for k, v in attributes if v is not None}
   op = hlo.CompositeOp(out_types, list(args), name=ir.StringAttr.get(name),
                        decomposition=ir.FlatSymbolRefAttr.get(fn_name),

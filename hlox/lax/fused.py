@@ -13,7 +13,6 @@ a call is a ``fused_call`` of the transposed body.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from hlox.core.avals import MemorySpace
 from hlox.core.jaxpr import ClosedJaxpr, dce_jaxpr, trace_to_jaxpr
@@ -24,7 +23,6 @@ from hlox.interpreters.mlir import custom_call
 from hlox.lax.control_flow import _batch_jaxpr, _memo
 
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import func as func_dialect
 
 __all__ = ["fused_p"]
 
@@ -48,17 +46,8 @@ fused_p.def_impl(lambda *args, **params: xla.apply_primitive(fused_p, *args, **p
 
 
 def _fused_lowering(ctx, *args, jaxpr, out_spaces):
-  mctx = ctx.module_context
-  name = mctx.unique_name("fused")
-  in_types = [xla.aval_to_ir_type(a) for a in ctx.avals_in]
+  name = xla.private_function(ctx.module_context, "fused", jaxpr).name.value
   out_types = [xla.aval_to_ir_type(a) for a in ctx.avals_out]
-  with ir.InsertionPoint(mctx.module.body):
-    fn = func_dialect.FuncOp(name, ir.FunctionType.get(in_types, out_types))
-    fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
-    block = fn.add_entry_block()
-    with ir.InsertionPoint(block):
-      consts = [xla.ir_constant(np.asarray(c)) for c in jaxpr.consts]
-      func_dialect.ReturnOp(xla.lower_jaxpr(mctx, jaxpr.jaxpr, consts, list(block.arguments)))
   config = dict(out_spaces=ir.ArrayAttr.get([ir.StringAttr.get(str(s)) for s in out_spaces]),
                 inlineable=ir.BoolAttr.get(False), MUST_FUSE=ir.BoolAttr.get(True))
   op = custom_call("fused", result_types=out_types, operands=list(args),
