@@ -116,7 +116,7 @@ def jax_results(request):
                     {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"})
 
 
-@pytest.mark.ci_sample(2)
+@pytest.mark.ci_sample(3)
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_matches_jax(name, jax_results):
   ns = {}

@@ -90,6 +90,8 @@ def _modules():
   return sorted({_defining_module(obj) for _, obj in _example_objects()})
 
 
+# (CI runs about half of the modules, the same ones each time; ``-m slow`` runs the others.)
+@pytest.mark.ci_sample(2)
 @pytest.mark.parametrize("module", _modules())
 def test_docstring_examples_run(module):
   globs = {"jnp": jnp, "np": np, "hlox": hlox, "lax": lax, "random": random, "nn": nn}

@@ -367,8 +367,10 @@ def fma_half(a, b, c):
 
 # Host CPU features under which XLA:CPU computes a half-width dtype natively, so that LLVM
 # fuses ``a * b + c`` into one multiply-add. Only x86's AVX512-FP16 has been verified (against
-# XLA, on such a machine); elsewhere XLA computes in float32 and rounds after each operation.
-_NATIVE_HALF_CPU_FLAGS = {"float16": ("avx512fp16",)}
+# XLA, on a Sapphire Rapids Xeon); elsewhere XLA computes in float32 and rounds after each
+# operation. Linux spells the flag ``avx512_fp16`` in /proc/cpuinfo (LLVM's name is
+# ``avx512fp16``): both are accepted.
+_NATIVE_HALF_CPU_FLAGS = {"float16": ("avx512_fp16", "avx512fp16")}
 
 
 @functools.cache
